@@ -1,0 +1,594 @@
+/*
+ * sift.h - exact LLM token sampling, the whole public API.
+ *
+ * sift turns a row of logits into the next token through a configurable
+ * chain of samplers (logit bias, penalties, DRY, top-k, top-p, min-p,
+ * typical, XTC, top-n-sigma, temperature, mirostat, greedy, dist).
+ *
+ * Usage walkthrough
+ * -----------------
+ *
+ *     sift_chain_params params;
+ *     sift_chain_params_init(&params);
+ *     params.seed = 42;
+ *
+ *     sift_chain *chain;
+ *     sift_error err;
+ *     if (sift_chain_new(&chain, &params, &err) != SIFT_OK) { report(&err); }
+ *     sift_chain_add_penalties(chain, 64, 1.1f, 0.0f, 0.0f, &err);
+ *     sift_chain_add_top_k(chain, 40, &err);
+ *     sift_chain_add_top_p(chain, 0.95f, 1, &err);
+ *     sift_chain_add_min_p(chain, 0.05f, 1, &err);
+ *     sift_chain_add_temp(chain, 0.8f, &err);
+ *     sift_chain_add_dist(chain, &err);
+ *
+ *     for (;;) {
+ *         const float *row = model_logits(...);   // n_vocab floats
+ *         int32_t tok;
+ *         if (sift_chain_sample(chain, row, n_vocab, &tok, &err)) break;
+ *         if (sift_chain_accept(chain, tok, &err)) break;
+ *         ...
+ *     }
+ *     sift_chain_free(chain);
+ *
+ * Contract
+ * --------
+ * - A step is sample (reads the row, draws from the chain's RNG, changes
+ *   nothing else) followed by accept (updates every piece of state:
+ *   penalty and DRY history, mirostat's mu).
+ * - Every fallible function returns a sift_status (0 = SIFT_OK) and, when
+ *   given a non-NULL sift_error, fills it on failure. A failed call
+ *   changes nothing: the RNG, the history and every other piece of state
+ *   are as they were, and the chain stays usable.
+ * - No function aborts, prints or exits. No function allocates per sampled
+ *   token once the first step has sized the chain's buffers.
+ *
+ * Threads
+ * -------
+ * sift has no global mutable state. A chain is used by one thread at a
+ * time; different chains may be used on different threads at once.
+ * Functions that take a `const sift_chain *` (clone, describe, count) only
+ * read, so many threads may call them on one chain that nobody is mutating.
+ *
+ * ABI
+ * ---
+ * Handles are opaque. Plain structs that callers fill
+ * (sift_chain_params, sift_custom_stage) carry a size or version field so
+ * they can grow. Status numbers are fixed and never renumbered. Only
+ * symbols prefixed `sift_` are exported. SIFT_VERSION_* give the version
+ * compiled against; sift_version_number() the version linked at run time.
+ */
+#ifndef SIFT_H
+#define SIFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sift_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(SIFT_BUILDING)
+#define SIFT_API __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define SIFT_API __attribute__((visibility("default")))
+#else
+#define SIFT_API
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SIFT_NODISCARD __attribute__((warn_unused_result))
+#else
+#define SIFT_NODISCARD
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Version                                                             */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Returns the version of the linked library as
+ * MAJOR * 10000 + MINOR * 100 + PATCH; equals SIFT_VERSION_NUMBER when
+ * the headers and the library match.
+ * Since: 0.1.
+ */
+SIFT_API uint32_t sift_version_number(void);
+
+/**
+ * Returns the version of the linked library as a static "MAJOR.MINOR.PATCH"
+ * string; never NULL.
+ * Since: 0.1.
+ */
+SIFT_API const char *sift_version(void);
+
+/* ------------------------------------------------------------------ */
+/* Status codes and the error detail                                   */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Status of a call. 0 is success; every other value is an error of a
+ * family (tens digit). The numbers are part of the ABI and never change.
+ */
+typedef enum sift_status {
+    SIFT_OK = 0,
+    /* General. */
+    SIFT_E_ARG = 1,      /**< An argument is NULL, out of range or malformed. */
+    SIFT_E_NOMEM = 2,    /**< The allocator returned NULL. */
+    SIFT_E_LIMIT = 3,    /**< A size limit (vocabulary, history, stages) was hit. */
+    SIFT_E_STATE = 4,    /**< The object is busy (re-entrant call) or in the wrong state. */
+    SIFT_E_IO = 5,       /**< A file could not be read. */
+    SIFT_E_TOKEN = 6,    /**< A token id is outside [0, V). */
+    /* Rows and candidates. */
+    SIFT_E_ROW_VALUE = 10,    /**< NaN or +inf in a row, or produced by a stage. */
+    SIFT_E_NO_CANDIDATE = 11, /**< Every token is banned (-inf). */
+    /* Slices (top-k input). */
+    SIFT_E_SLICE = 20,    /**< A slice is malformed. */
+    SIFT_E_NEED_ROW = 21, /**< The slice cannot decide this step; nothing changed. */
+    SIFT_E_HOOK = 22,     /**< The row hook failed or returned an inconsistent row. */
+    /* Grammars. */
+    SIFT_E_GRAMMAR_SYNTAX = 30,
+    SIFT_E_GRAMMAR_UNDEFINED = 31,
+    SIFT_E_GRAMMAR_LEFT_RECURSION = 32,
+    SIFT_E_GRAMMAR_LIMIT = 33,
+    SIFT_E_GRAMMAR_DEAD = 34,
+    SIFT_E_GRAMMAR_REJECT = 35,
+    /* Trigger patterns (PCRE2). */
+    SIFT_E_PATTERN_SYNTAX = 40,
+    SIFT_E_PATTERN_LIMIT = 41,
+    /* Configuration files. */
+    SIFT_E_CONFIG_SYNTAX = 50,
+    SIFT_E_CONFIG_TYPE = 51,
+    SIFT_E_CONFIG_KEY = 52,
+    SIFT_E_CONFIG_VALUE = 53,
+    SIFT_E_CONFIG_LIMIT = 54
+} sift_status;
+
+/**
+ * Returns a short static description of a status ("invalid argument"),
+ * or "unknown status" for a number sift does not define. Never NULL.
+ * Since: 0.1.
+ */
+SIFT_API const char *sift_status_str(sift_status status);
+
+/** Capacity of sift_error.message, terminating NUL included. */
+#define SIFT_ERROR_MESSAGE_MAX 256
+/** Capacity of sift_error.source, terminating NUL included. */
+#define SIFT_ERROR_SOURCE_MAX 128
+
+/**
+ * Details of a failure. Caller-owned and fixed-size; sift never allocates
+ * for it. Every function that takes a `sift_error *` accepts NULL. On
+ * failure the struct is filled completely: fields that do not apply are
+ * 0 (line, column) or -1 (offset, index). On success it is not touched.
+ * Messages are truncated at a UTF-8 boundary and always NUL-terminated.
+ */
+typedef struct sift_error {
+    sift_status code;    /**< Same value as the function returned. */
+    int32_t line;        /**< 1-based line in `source`, 0 if none. */
+    int32_t column;      /**< 1-based column (code points), 0 if none. */
+    int64_t offset;      /**< Byte offset in `source`, -1 if none. */
+    int64_t index;       /**< Token id, row index or stage index the message names, -1 if none. */
+    char source[SIFT_ERROR_SOURCE_MAX];   /**< File or object name, "" if none. */
+    char message[SIFT_ERROR_MESSAGE_MAX]; /**< One line, no trailing newline. */
+} sift_error;
+
+/* ------------------------------------------------------------------ */
+/* Allocation                                                          */
+/* ------------------------------------------------------------------ */
+
+/**
+ * A custom allocator. `alloc` returns memory aligned for any object type
+ * (max_align_t) or NULL; `free` releases what `alloc` returned and accepts
+ * NULL. `user` is passed back unchanged. An object created with an
+ * allocator does every allocation of its life through it, including the
+ * ones of objects cloned from it.
+ */
+typedef struct sift_allocator {
+    void *(*alloc)(void *user, size_t size);
+    void (*free)(void *user, void *ptr);
+    void *user;
+} sift_allocator;
+
+/* ------------------------------------------------------------------ */
+/* Candidates and capability classes                                   */
+/* ------------------------------------------------------------------ */
+
+/** One candidate token: its id and its current logit (-inf = banned). */
+typedef struct sift_candidate {
+    int32_t id;
+    float logit;
+} sift_candidate;
+
+/** A token of a final distribution, as sift_chain_distribution reports it. */
+typedef struct sift_token_prob {
+    int32_t id;   /**< Token id. */
+    float logit;  /**< Logit after every stage before the selector. */
+    double p;     /**< Probability the selector gives it (0 <= p <= 1). */
+} sift_token_prob;
+
+/**
+ * How a stage relates to the order of the row; the analyzer reads it.
+ * See docs/analyzer.md for the rules.
+ */
+typedef enum sift_class {
+    SIFT_CLASS_WHOLE = 0,     /**< Reads the whole distribution (default). */
+    SIFT_CLASS_IDENTITY = 1,  /**< Changes nothing. */
+    SIFT_CLASS_LOWERS = 2,    /**< Lowers at most n logits, raises none. */
+    SIFT_CLASS_RAISES = 3,    /**< May raise the logits of known ids. */
+    SIFT_CLASS_MONOTONE = 4,  /**< Keeps the order up to rounding ties. */
+    SIFT_CLASS_TOP = 5,       /**< Keeps a canonical prefix of at most K. */
+    SIFT_CLASS_THRESHOLD = 6  /**< Keeps a prefix decided by a logit threshold. */
+} sift_class;
+
+/** Returns "whole", "identity", ... for a class; never NULL. Since: 0.1. */
+SIFT_API const char *sift_class_str(sift_class cls);
+
+/* ------------------------------------------------------------------ */
+/* Vocabulary                                                          */
+/* ------------------------------------------------------------------ */
+
+/** A vocabulary: token id -> bytes, plus end-of-generation ids. */
+typedef struct sift_vocab sift_vocab;
+
+/**
+ * Creates a vocabulary of `n_tokens` tokens from their byte strings.
+ * `pieces[i]` points to `lengths[i]` bytes (any bytes, not NUL-terminated;
+ * NULL is allowed when the length is 0). The bytes are copied.
+ * `allocator` may be NULL (malloc/free).
+ * Returns SIFT_E_ARG for NULL pointers or n_tokens < 1, SIFT_E_LIMIT if
+ * n_tokens exceeds 2^24, SIFT_E_NOMEM. On failure *out is NULL.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_new(sift_vocab **out, int32_t n_tokens,
+                                                   const char *const *pieces,
+                                                   const size_t *lengths,
+                                                   const sift_allocator *allocator,
+                                                   sift_error *err);
+
+/** Frees a vocabulary; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_vocab_free(sift_vocab *vocab);
+
+/** Returns the number of tokens, or 0 for NULL. Since: 0.1. */
+SIFT_API int32_t sift_vocab_size(const sift_vocab *vocab);
+
+/**
+ * Gives the bytes of token `id` (not NUL-terminated, valid as long as the
+ * vocabulary lives). SIFT_E_ARG for NULL pointers, SIFT_E_TOKEN if `id` is
+ * outside [0, size). Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_piece(const sift_vocab *vocab, int32_t id,
+                                                     const char **bytes, size_t *length,
+                                                     sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* The chain                                                           */
+/* ------------------------------------------------------------------ */
+
+/** A sampler chain: ordered stages, an RNG, scratch buffers. */
+typedef struct sift_chain sift_chain;
+
+/** Default and hard limits (see docs/api.md). */
+#define SIFT_DEFAULT_MAX_VOCAB (1 << 24)
+#define SIFT_DEFAULT_MAX_HISTORY (1 << 20)
+#define SIFT_DEFAULT_MAX_STAGES 256
+#define SIFT_HARD_MAX_VOCAB 2147483647
+#define SIFT_HARD_MAX_HISTORY (1 << 26)
+#define SIFT_HARD_MAX_STAGES 4096
+
+/**
+ * Parameters of sift_chain_new. Initialise with sift_chain_params_init,
+ * then set what you need; fields added later keep their defaults.
+ */
+typedef struct sift_chain_params {
+    uint32_t struct_size;  /**< sizeof(sift_chain_params); set by _init. */
+    uint64_t seed;         /**< RNG seed; every value is valid (default 0). */
+    const sift_allocator *allocator; /**< NULL = malloc/free; copied. */
+    int32_t n_vocab;       /**< Row length the chain expects; 0 = any (default). */
+    int32_t max_vocab;     /**< Largest accepted row length (default 2^24). */
+    int32_t max_history;   /**< Largest penalty/DRY window (default 2^20). */
+    int32_t max_stages;    /**< Largest number of stages (default 256). */
+} sift_chain_params;
+
+/** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_chain_params_init(sift_chain_params *params);
+
+/**
+ * Creates an empty chain. `params` may be NULL (all defaults).
+ * SIFT_E_ARG if `out` is NULL, `params->struct_size` is 0 or too large, or
+ * a limit is negative or above its hard cap; SIFT_E_NOMEM.
+ * On failure *out is NULL. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_new(sift_chain **out,
+                                                   const sift_chain_params *params,
+                                                   sift_error *err);
+
+/** Frees a chain and everything it owns; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_chain_free(sift_chain *chain);
+
+/**
+ * Makes an independent deep copy of `chain`: stages, history, mirostat mu,
+ * RNG state, seed and allocator. Nothing mutable is shared. Reads `chain`
+ * only. SIFT_E_ARG for NULL pointers, SIFT_E_NOMEM, SIFT_E_STATE if a
+ * custom stage has no clone function. On failure *out is NULL.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_clone(const sift_chain *chain,
+                                                     sift_chain **out, sift_error *err);
+
+/**
+ * Restores the state the chain had when its last stage was added: the RNG
+ * restarts from the seed, histories are emptied, mirostat's mu is 2*tau.
+ * Buffers are kept. NULL is a no-op. Since: 0.1.
+ */
+SIFT_API void sift_chain_reset(sift_chain *chain);
+
+/** Returns the number of stages, 0 for NULL. Since: 0.1. */
+SIFT_API size_t sift_chain_n_stages(const sift_chain *chain);
+
+/**
+ * Returns the name of stage `i` ("top_k", "dist", a custom stage's name),
+ * or NULL if `i` is out of range or `chain` is NULL. Since: 0.1.
+ */
+SIFT_API const char *sift_chain_stage_name(const sift_chain *chain, size_t i);
+
+/**
+ * Returns the capability class stage `i` declares, and through `n` (may be
+ * NULL) its bound: the number of lowered tokens for LOWERS (-1 unbounded),
+ * K for TOP, 0 otherwise. SIFT_CLASS_WHOLE for an out-of-range `i`.
+ * Since: 0.1.
+ */
+SIFT_API sift_class sift_chain_stage_class(const sift_chain *chain, size_t i, int64_t *n);
+
+/**
+ * Samples one token from a whole row of logits.
+ *
+ * `logits[0..n_vocab)` are the raw logits; each is finite or -inf
+ * (banned). The chain applies its stages in order; the last stage must be
+ * a selector (greedy, dist, mirostat). The RNG advances by the draws the
+ * stages make; nothing else changes until sift_chain_accept.
+ *
+ * Errors (nothing changes, RNG included):
+ * - SIFT_E_ARG: NULL pointer, n_vocab < 1, n_vocab differs from the
+ *   chain's n_vocab, the chain has no final selector, or a stage refers to
+ *   a token id >= n_vocab;
+ * - SIFT_E_LIMIT: n_vocab above max_vocab;
+ * - SIFT_E_ROW_VALUE: logits[i] is NaN or +inf (err->index = i, the first);
+ * - SIFT_E_NO_CANDIDATE: every token is -inf on entry or after a stage;
+ * - SIFT_E_STATE: called from inside a callback of this chain;
+ * - SIFT_E_NOMEM: the first call for a given n_vocab could not size the
+ *   scratch buffers.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_sample(sift_chain *chain, const float *logits,
+                                                      int32_t n_vocab, int32_t *token,
+                                                      sift_error *err);
+
+/**
+ * Tells the chain that `token` was emitted (a sampled token, a prompt
+ * token or an accepted draft): penalty and DRY windows take it, mirostat
+ * updates mu if `token` is the token the last sample returned.
+ * SIFT_E_ARG for NULL, SIFT_E_TOKEN if token < 0 or >= the row length
+ * the chain knows (n_vocab, or the last row's length), SIFT_E_STATE from
+ * inside a callback. On failure nothing changes. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_accept(sift_chain *chain, int32_t token,
+                                                      sift_error *err);
+
+/**
+ * Runs every stage but the final selector on a whole row and writes the
+ * distribution the selector would draw from: the surviving tokens in
+ * canonical order (logit descending, id ascending) with their
+ * probabilities. Nothing changes (the RNG is copied, not advanced).
+ * At most `capacity` entries are written; `*n_out` receives the full count.
+ * For greedy, the selected token gets p = 1 and the others p = 0.
+ * Errors as sift_chain_sample. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain,
+                                                            const float *logits,
+                                                            int32_t n_vocab,
+                                                            sift_token_prob *out,
+                                                            size_t capacity, size_t *n_out,
+                                                            sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Stages. Each adds one stage at the end of the chain, all or nothing: */
+/* on failure the chain is unchanged. Parameter math, defaults and     */
+/* ranges: docs/samplers.md. All return SIFT_E_ARG for a NULL chain or  */
+/* a parameter out of range (the message names it), SIFT_E_LIMIT when   */
+/* max_stages is reached, SIFT_E_NOMEM, SIFT_E_STATE inside a callback. */
+/* ------------------------------------------------------------------ */
+
+/** Selector: the canonical first token (largest logit, smallest id). Since: 0.1. */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_greedy(sift_chain *chain, sift_error *err);
+
+/**
+ * Selector: draws from the softmax of the current logits, walking tokens in
+ * canonical order. One 64-bit RNG output per draw; none with one
+ * candidate. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_dist(sift_chain *chain, sift_error *err);
+
+/**
+ * Selector: as dist, but the walk visits the candidates in ascending id
+ * order (the convention of some predictor-style runtimes). Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_dist_id_order(sift_chain *chain,
+                                                                 sift_error *err);
+
+/**
+ * Keeps the `k` canonical first tokens. k <= 0 is a no-op; k above the
+ * number of candidates keeps them all. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_top_k(sift_chain *chain, int32_t k,
+                                                         sift_error *err);
+
+/**
+ * As top_k, but also keeps every token whose logit equals the k-th
+ * token's logit (the cut never splits a tie). Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_top_k_ties(sift_chain *chain, int32_t k,
+                                                              sift_error *err);
+
+/**
+ * Nucleus: keeps the shortest canonical prefix whose probability mass is
+ * >= p, and at least max(min_keep, 1) tokens. p in [0, 1]; p >= 1 is a
+ * no-op, p = 0 keeps max(min_keep, 1). min_keep >= 0. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_top_p(sift_chain *chain, float p,
+                                                         int32_t min_keep, sift_error *err);
+
+/**
+ * Keeps tokens whose logit is >= max + ln(p) (probability >= p * p_max),
+ * and at least max(min_keep, 1). p in [0, 1]; p = 0 is a no-op.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_min_p(sift_chain *chain, float p,
+                                                         int32_t min_keep, sift_error *err);
+
+/**
+ * Locally typical sampling: keeps the tokens whose surprise is closest to
+ * the entropy until their mass exceeds p. p in [0, 1]; p >= 1 is a no-op.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_typical(sift_chain *chain, float p,
+                                                           int32_t min_keep, sift_error *err);
+
+/**
+ * Divides logits by `temp`. temp = 1 is a no-op; temp <= 0 keeps only the
+ * canonical first token (greedy). NaN or infinite temp is SIFT_E_ARG.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_temp(sift_chain *chain, float temp,
+                                                        sift_error *err);
+
+/**
+ * Dynamic temperature: the temperature moves in [max(0, temp - delta),
+ * temp + delta] with the normalised entropy raised to `exponent`.
+ * delta <= 0 is plain temperature. delta NaN or < 0, exponent NaN or <= 0
+ * are SIFT_E_ARG. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_temp_ext(sift_chain *chain, float temp,
+                                                            float delta, float exponent,
+                                                            sift_error *err);
+
+/**
+ * Exclude Top Choices: with chance `probability` removes every token whose
+ * probability is >= threshold except the least likely of them.
+ * probability in [0, 1], threshold in [0, 1]; probability 0 or threshold
+ * > 0.5 is a no-op. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_xtc(sift_chain *chain, float probability,
+                                                       float threshold, int32_t min_keep,
+                                                       sift_error *err);
+
+/**
+ * Keeps tokens whose logit is >= max - n * sigma (sigma: standard
+ * deviation of the finite logits). n <= 0 is a no-op; NaN is SIFT_E_ARG.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_top_n_sigma(sift_chain *chain, float n,
+                                                               sift_error *err);
+
+/**
+ * Selector: mirostat v1 with target surprise `tau`, learning rate `eta`,
+ * `m` tokens for the Zipf estimate, `n_vocab` the vocabulary size used in
+ * the formula. tau, eta finite and >= 0; m >= 1; n_vocab >= 1. mu starts
+ * at 2 tau and moves on accept. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_mirostat(sift_chain *chain, int32_t n_vocab,
+                                                            float tau, float eta, int32_t m,
+                                                            sift_error *err);
+
+/** Selector: mirostat v2 (tau, eta as for v1). Since: 0.1. */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_mirostat_v2(sift_chain *chain, float tau,
+                                                               float eta, sift_error *err);
+
+/**
+ * Repetition, frequency and presence penalties over the last `last_n`
+ * accepted tokens. last_n = 0 or (repeat = 1, freq = 0, presence = 0) is a
+ * no-op. last_n < 0 is SIFT_E_ARG (give a window), above max_history
+ * SIFT_E_LIMIT. repeat must be finite and > 0; freq and presence finite.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n,
+                                                             float repeat, float freq,
+                                                             float presence, sift_error *err);
+
+/** Parameters of DRY; see docs/samplers.md. */
+typedef struct sift_dry_params {
+    float multiplier;        /**< Penalty scale; 0 = off. Finite, >= 0. */
+    float base;              /**< Exponential base; < 1 = off. Finite. */
+    int32_t allowed_length;  /**< Repeats up to this length are free; >= 0. */
+    int32_t last_n;          /**< Window in tokens; 0 = off; <= max_history. */
+    const char *const *breakers;    /**< Sequence breakers as byte strings. */
+    const size_t *breaker_lengths;  /**< Their lengths (1..40 bytes). */
+    size_t n_breakers;              /**< At most 64. */
+} sift_dry_params;
+
+/**
+ * DRY ("don't repeat yourself"). Breakers are matched on token text
+ * through `vocab` (required when n_breakers > 0; only read during the
+ * call). Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_dry(sift_chain *chain,
+                                                       const sift_dry_params *params,
+                                                       const sift_vocab *vocab,
+                                                       sift_error *err);
+
+/** One logit bias entry. */
+typedef struct sift_bias {
+    int32_t token;  /**< Token id >= 0 (checked against the row length at sample). */
+    float bias;     /**< Added to the logit; -inf bans; NaN and +inf are errors. */
+} sift_bias;
+
+/**
+ * Adds fixed biases to token logits. Entries for the same token add up.
+ * n = 0 is a no-op stage. The array is copied. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_logit_bias(sift_chain *chain,
+                                                              const sift_bias *biases, size_t n,
+                                                              sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Custom stages                                                       */
+/* ------------------------------------------------------------------ */
+
+/** ABI version of sift_custom_stage this header describes. */
+#define SIFT_CUSTOM_STAGE_ABI 1
+
+/**
+ * A caller-defined stage. `apply` receives the candidates in canonical
+ * order and may change logits (never to NaN or +inf), reorder, and shrink
+ * `*size`; it must not add tokens. It returns 0, or any other int to fail
+ * the sample (reported as SIFT_E_ARG with that number). `accept`, `reset`,
+ * `clone` and `free` may be NULL. A stage whose `cls` is left 0 is WHOLE.
+ * The callbacks must not call back into the chain (SIFT_E_STATE).
+ */
+typedef struct sift_custom_stage {
+    uint32_t abi_version;  /**< SIFT_CUSTOM_STAGE_ABI. */
+    const char *name;      /**< Copied; NULL = "custom". */
+    sift_class cls;        /**< Capability class; 0 = WHOLE. */
+    int64_t cls_n;         /**< n of LOWERS (-1 unbounded), K of TOP. */
+    int (*apply)(void *user, sift_candidate *data, size_t *size);
+    int (*accept)(void *user, int32_t token);
+    void (*reset)(void *user);
+    void *(*clone)(void *user);  /**< NULL return = out of memory. */
+    void (*free)(void *user);
+} sift_custom_stage;
+
+/**
+ * Adds a custom stage. The vtable is copied; `user` is owned by the chain
+ * on success (freed with vt->free) and untouched on failure. SIFT_E_ARG
+ * for an unknown abi_version or a NULL apply. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_custom(sift_chain *chain,
+                                                          const sift_custom_stage *vt,
+                                                          void *user, sift_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIFT_H */

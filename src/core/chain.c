@@ -1,0 +1,550 @@
+/*
+ * chain.c - the sampler chain: construction, the step (sample, accept),
+ * clone, reset, and the scratch space.
+ *
+ * Invariants:
+ * - A chain's stages are appended one at a time and each append is all or
+ *   nothing; a chain never holds a half-built stage.
+ * - sample() works on a copy of the RNG and on scratch buffers; it
+ *   commits the RNG only when it returns SIFT_OK, so a failed sample
+ *   changes nothing. Only accept() changes stage state.
+ * - Scratch buffers are sized on the first sample for a given V and only
+ *   grow; no step after the first allocates.
+ * - `busy` is set while the chain runs caller code (custom stages); any
+ *   public call on the chain from inside gets SIFT_E_STATE.
+ */
+#include <math.h>
+
+#include "../sift_internal.h"
+
+#define CHAIN_MAGIC 0x53494654u /* "SIFT" */
+
+struct sift_chain {
+    uint32_t magic;
+    sift__alloc al;
+    uint64_t seed;
+    sift__rng rng;
+    int32_t n_vocab;      /* expected row length, 0 = any */
+    int32_t max_vocab;
+    int32_t max_history;
+    int32_t max_stages;
+    int32_t last_V;       /* length of the last row sampled, 0 = none */
+    int busy;
+    sift__stage **stages;
+    size_t n_stages, cap_stages;
+    sift__ws ws;
+};
+
+/* ------------------------------------------------------------------ */
+/* Version                                                             */
+/* ------------------------------------------------------------------ */
+
+uint32_t sift_version_number(void)
+{
+    return SIFT_VERSION_NUMBER;
+}
+
+const char *sift_version(void)
+{
+    return SIFT_VERSION_STRING;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scratch                                                             */
+/* ------------------------------------------------------------------ */
+
+void sift__ws_free(sift__ws *ws, const sift__alloc *al)
+{
+    sift__free(al, ws->cand);
+    sift__free(al, ws->cand2);
+    sift__free(al, ws->u64a);
+    sift__free(al, ws->u64b);
+    sift__free(al, ws->u64c);
+    sift__free(al, ws->u64d);
+    sift__free(al, ws->f64);
+    sift__free(al, ws->u32);
+    memset(ws, 0, sizeof *ws);
+}
+
+sift_status sift__ws_reserve(sift__ws *ws, const sift__alloc *al, size_t n, sift_error *err)
+{
+    if (n <= ws->cap)
+        return SIFT_OK;
+    sift__ws w;
+    memset(&w, 0, sizeof w);
+    w.cap = n;
+    w.cand = sift__calloc(al, n, sizeof *w.cand);
+    w.cand2 = sift__calloc(al, n, sizeof *w.cand2);
+    w.u64a = sift__calloc(al, n, sizeof *w.u64a);
+    w.u64b = sift__calloc(al, n, sizeof *w.u64b);
+    w.u64c = sift__calloc(al, n, sizeof *w.u64c);
+    w.u64d = sift__calloc(al, n, sizeof *w.u64d);
+    w.f64 = sift__calloc(al, n, sizeof *w.f64);
+    w.u32 = sift__calloc(al, n, sizeof *w.u32);
+    if (!w.cand || !w.cand2 || !w.u64a || !w.u64b || !w.u64c || !w.u64d || !w.f64 || !w.u32) {
+        sift__ws_free(&w, al);
+        return sift__fail(err, SIFT_E_NOMEM,
+                          "out of memory while sizing scratch buffers for %zu tokens", n);
+    }
+    sift__ws_free(ws, al);
+    *ws = w;
+    return SIFT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Construction                                                        */
+/* ------------------------------------------------------------------ */
+
+void sift_chain_params_init(sift_chain_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->max_vocab = SIFT_DEFAULT_MAX_VOCAB;
+    p->max_history = SIFT_DEFAULT_MAX_HISTORY;
+    p->max_stages = SIFT_DEFAULT_MAX_STAGES;
+}
+
+static sift_status check_limit(const char *name, int32_t v, int32_t hard, sift_error *err)
+{
+    if (v < 0 || v > hard)
+        return sift__fail(err, SIFT_E_ARG, "params.%s = %d is outside [0, %d]", name, (int)v,
+                          (int)hard);
+    return SIFT_OK;
+}
+
+sift_status sift_chain_new(sift_chain **out, const sift_chain_params *params, sift_error *err)
+{
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "out is NULL");
+    *out = NULL;
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    if (params) {
+        if (params->struct_size == 0 || params->struct_size > sizeof p)
+            return sift__fail(err, SIFT_E_ARG,
+                              "params.struct_size = %u; call sift_chain_params_init first",
+                              (unsigned)params->struct_size);
+        memcpy(&p, params, params->struct_size);
+    }
+    sift_status st;
+    if ((st = check_limit("n_vocab", p.n_vocab, SIFT_HARD_MAX_VOCAB, err)) ||
+        (st = check_limit("max_vocab", p.max_vocab, SIFT_HARD_MAX_VOCAB, err)) ||
+        (st = check_limit("max_history", p.max_history, SIFT_HARD_MAX_HISTORY, err)) ||
+        (st = check_limit("max_stages", p.max_stages, SIFT_HARD_MAX_STAGES, err)))
+        return st;
+    if (p.max_vocab == 0)
+        p.max_vocab = SIFT_DEFAULT_MAX_VOCAB;
+    if (p.max_stages == 0)
+        p.max_stages = SIFT_DEFAULT_MAX_STAGES;
+    if (p.n_vocab > p.max_vocab)
+        return sift__fail(err, SIFT_E_LIMIT, "n_vocab = %d exceeds max_vocab %d", (int)p.n_vocab,
+                          (int)p.max_vocab);
+    sift__alloc al;
+    sift__alloc_init(&al, p.allocator);
+    sift_chain *c = sift__calloc(&al, 1, sizeof *c);
+    if (!c)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a chain");
+    c->magic = CHAIN_MAGIC;
+    c->al = al;
+    c->seed = p.seed;
+    sift__rng_seed(&c->rng, p.seed);
+    c->n_vocab = p.n_vocab;
+    c->max_vocab = p.max_vocab;
+    c->max_history = p.max_history;
+    c->max_stages = p.max_stages;
+    *out = c;
+    return SIFT_OK;
+}
+
+static void stage_free(sift__stage *st, const sift__alloc *al)
+{
+    if (!st)
+        return;
+    if (st->ops->destroy)
+        st->ops->destroy(st, al);
+    sift__free(al, st);
+}
+
+void sift_chain_free(sift_chain *c)
+{
+    if (!c)
+        return;
+    sift__alloc al = c->al;
+    for (size_t i = 0; i < c->n_stages; i++)
+        stage_free(c->stages[i], &al);
+    sift__free(&al, c->stages);
+    sift__ws_free(&c->ws, &al);
+    c->magic = 0xDEADu;
+    sift__free(&al, c);
+}
+
+sift__stage *sift__stage_alloc(const sift__alloc *al, const sift__stage_ops *ops, size_t size)
+{
+    sift__stage *st = sift__calloc(al, 1, size);
+    if (st) {
+        st->ops = ops;
+        st->size = size;
+    }
+    return st;
+}
+
+sift_status sift__stage_clone_flat(const sift__stage *st, sift__stage **out,
+                                   const sift__alloc *al, sift_error *err)
+{
+    sift__stage *c = sift__calloc(al, 1, st->size);
+    if (!c)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while cloning stage %s",
+                          st->ops->name);
+    memcpy(c, st, st->size);
+    *out = c;
+    return SIFT_OK;
+}
+
+const sift__alloc *sift__chain_alloc(const sift_chain *chain)
+{
+    return &chain->al;
+}
+
+int32_t sift__chain_max_history(const sift_chain *chain)
+{
+    return chain->max_history;
+}
+
+sift_status sift__chain_enter(sift_chain *chain, sift_error *err)
+{
+    if (!chain)
+        return sift__fail(err, SIFT_E_ARG, "chain is NULL");
+    if (chain->busy)
+        return sift__fail(err, SIFT_E_STATE, "chain is busy (called from one of its callbacks)");
+    return SIFT_OK;
+}
+
+sift_status sift__chain_push(sift_chain *c, sift__stage *st, sift_error *err)
+{
+    if (c->n_stages >= (size_t)c->max_stages) {
+        sift__fail(err, SIFT_E_LIMIT, "chain already has %zu stages (max_stages %d)",
+                   c->n_stages, (int)c->max_stages);
+        stage_free(st, &c->al);
+        return SIFT_E_LIMIT;
+    }
+    if (c->n_stages == c->cap_stages) {
+        size_t cap = c->cap_stages ? c->cap_stages * 2 : 8;
+        sift__stage **s = sift__calloc(&c->al, cap, sizeof *s);
+        if (!s) {
+            stage_free(st, &c->al);
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding stage %s",
+                              st->ops->name);
+        }
+        if (c->n_stages)
+            memcpy(s, c->stages, c->n_stages * sizeof *s);
+        sift__free(&c->al, c->stages);
+        c->stages = s;
+        c->cap_stages = cap;
+    }
+    c->stages[c->n_stages++] = st;
+    return SIFT_OK;
+}
+
+sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *err)
+{
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "out is NULL");
+    *out = NULL;
+    if (!c)
+        return sift__fail(err, SIFT_E_ARG, "chain is NULL");
+    sift_chain *d = sift__calloc(&c->al, 1, sizeof *d);
+    if (!d)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while cloning a chain");
+    *d = *c;
+    d->busy = 0;
+    d->stages = NULL;
+    d->n_stages = d->cap_stages = 0;
+    memset(&d->ws, 0, sizeof d->ws);
+    if (c->n_stages) {
+        d->stages = sift__calloc(&c->al, c->n_stages, sizeof *d->stages);
+        if (!d->stages) {
+            sift__free(&c->al, d);
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory while cloning a chain");
+        }
+        d->cap_stages = c->n_stages;
+    }
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const sift__stage *st = c->stages[i];
+        sift__stage *copy = NULL;
+        sift_status s = st->ops->clone ? st->ops->clone(st, &copy, &c->al, err)
+                                       : sift__stage_clone_flat(st, &copy, &c->al, err);
+        if (s != SIFT_OK) {
+            sift_chain_free(d);
+            return s;
+        }
+        d->stages[d->n_stages++] = copy;
+    }
+    *out = d;
+    return SIFT_OK;
+}
+
+void sift_chain_reset(sift_chain *c)
+{
+    if (!c || c->busy)
+        return;
+    sift__rng_seed(&c->rng, c->seed);
+    for (size_t i = 0; i < c->n_stages; i++)
+        if (c->stages[i]->ops->reset)
+            c->stages[i]->ops->reset(c->stages[i]);
+}
+
+size_t sift_chain_n_stages(const sift_chain *c)
+{
+    return c ? c->n_stages : 0;
+}
+
+const char *sift_chain_stage_name(const sift_chain *c, size_t i)
+{
+    if (!c || i >= c->n_stages)
+        return NULL;
+    return c->stages[i]->ops->name;
+}
+
+sift_class sift_chain_stage_class(const sift_chain *c, size_t i, int64_t *n)
+{
+    if (n)
+        *n = 0;
+    if (!c || i >= c->n_stages)
+        return SIFT_CLASS_WHOLE;
+    const sift__stage *st = c->stages[i];
+    int64_t dummy;
+    if (!st->ops->cls)
+        return SIFT_CLASS_WHOLE;
+    return st->ops->cls(st, n ? n : &dummy);
+}
+
+void sift__chain_rng_state(const sift_chain *c, uint64_t out[4])
+{
+    memcpy(out, c->rng.s, sizeof c->rng.s);
+}
+
+uint64_t sift__chain_state_digest(const sift_chain *c)
+{
+    uint64_t h = sift__fnv(0, c->rng.s, sizeof c->rng.s);
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const sift__stage *st = c->stages[i];
+        h = sift__fnv(h, st->ops->name, strlen(st->ops->name));
+        if (st->ops->digest)
+            h = st->ops->digest(st, h);
+    }
+    return h;
+}
+
+/* ------------------------------------------------------------------ */
+/* The step                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Everything sample and distribution check before touching the row. */
+static sift_status prepare(sift_chain *c, const float *logits, int32_t V, int need_selector,
+                           sift_error *err)
+{
+    if (!logits)
+        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
+    if (V < 1)
+        return sift__fail(err, SIFT_E_ARG, "row length must be >= 1, got %d", (int)V);
+    if (V > c->max_vocab)
+        return sift__fail(err, SIFT_E_LIMIT, "V = %d exceeds max_vocab %d", (int)V,
+                          (int)c->max_vocab);
+    if (c->n_vocab && V != c->n_vocab)
+        return sift__fail(err, SIFT_E_ARG, "row has %d entries, chain expects %d", (int)V,
+                          (int)c->n_vocab);
+    if (c->n_stages == 0 || !c->stages[c->n_stages - 1]->ops->is_selector) {
+        if (need_selector || c->n_stages == 0)
+            return sift__fail(err, SIFT_E_ARG,
+                              "chain must end with exactly one selector (greedy, dist, "
+                              "mirostat, mirostat_v2)%s",
+                              c->n_stages ? "" : "; it has no stages");
+    }
+    for (size_t i = 0; i + 1 < c->n_stages; i++)
+        if (c->stages[i]->ops->is_selector)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
+                                 "stage %zu (%s) is a selector but not the last stage", i,
+                                 c->stages[i]->ops->name);
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const sift__stage *st = c->stages[i];
+        if (st->ops->max_token) {
+            int32_t mt = st->ops->max_token(st);
+            if (mt >= V)
+                return sift__fail_at(err, SIFT_E_ARG, mt,
+                                     "stage %zu (%s) refers to token %d, outside the row's "
+                                     "vocabulary [0, %d)",
+                                     i, st->ops->name, (int)mt, (int)V);
+        }
+    }
+    return sift__ws_reserve(&c->ws, &c->al, (size_t)V, err);
+}
+
+/* Copies and validates the row into the working array. */
+static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
+                            sift_error *err)
+{
+    sift_candidate *cd = c->ws.cand;
+    /* One pass that both copies and looks for bad values; the bad-value
+     * test is an OR so the loop stays branch-free. */
+    int bad = 0;
+    int any = 0;
+    for (int32_t i = 0; i < V; i++) {
+        float x = logits[i];
+        cd[i].id = i;
+        cd[i].logit = x;
+        bad |= !(x < INFINITY) ; /* NaN or +inf */
+        any |= x > -INFINITY;
+    }
+    if (bad) {
+        for (int32_t i = 0; i < V; i++) {
+            float x = logits[i];
+            if (x != x)
+                return sift__fail_at(err, SIFT_E_ROW_VALUE, i, "row[%d] is NaN", (int)i);
+            if (x == INFINITY)
+                return sift__fail_at(err, SIFT_E_ROW_VALUE, i, "row[%d] is +inf", (int)i);
+        }
+    }
+    if (!any)
+        return sift__fail(err, SIFT_E_NO_CANDIDATE,
+                          "all %d tokens are banned (-inf) in the input row", (int)V);
+    a->c = cd;
+    a->n = (size_t)V;
+    a->V = V;
+    a->order = SIFT__ORDER_ID;
+    a->dense = 1;
+    return SIFT_OK;
+}
+
+sift_status sift__no_candidate(sift__ctx *ctx, const char *stage_name)
+{
+    return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)ctx->stage,
+                         "no candidate left at stage %zu (%s): every logit is -inf", ctx->stage,
+                         stage_name);
+}
+
+/* Applies stages [0, end) to the row. */
+static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end)
+{
+    for (size_t i = 0; i < end; i++) {
+        sift__stage *st = c->stages[i];
+        ctx->stage = i;
+        sift_status s = st->ops->apply(st, ctx, a);
+        if (s != SIFT_OK)
+            return s;
+        if (a->n == 0)
+            return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
+                                 "stage %zu (%s) removed the last candidate", i, st->ops->name);
+    }
+    return SIFT_OK;
+}
+
+static void ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
+{
+    ctx->rng = c->rng;
+    ctx->ws = &c->ws;
+    ctx->err = err;
+    ctx->V = V;
+    ctx->stage = 0;
+    ctx->selected = -1;
+}
+
+sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int32_t *token,
+                              sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    if (!token)
+        return sift__fail(err, SIFT_E_ARG, "token is NULL");
+    if ((s = prepare(c, logits, V, 1, err)))
+        return s;
+    sift__arr a;
+    if ((s = load_row(c, logits, V, &a, err)))
+        return s;
+    sift__ctx ctx;
+    ctx_init(c, &ctx, V, err);
+    c->busy = 1;
+    s = run_stages(c, &ctx, &a, c->n_stages);
+    c->busy = 0;
+    if (s)
+        return s;
+    if (ctx.selected < 0 || ctx.selected >= V)
+        return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
+                          c->stages[c->n_stages - 1]->ops->name);
+    c->rng = ctx.rng;
+    c->last_V = V;
+    *token = ctx.selected;
+    return SIFT_OK;
+}
+
+sift_status sift_chain_accept(sift_chain *c, int32_t token, sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    int32_t lim = c->n_vocab ? c->n_vocab : (c->last_V ? c->last_V : c->max_vocab);
+    if (token < 0 || token >= lim)
+        return sift__fail_at(err, SIFT_E_TOKEN, token, "token %d out of range [0, %d)",
+                             (int)token, (int)lim);
+    c->busy = 1;
+    for (size_t i = 0; i < c->n_stages; i++)
+        if (c->stages[i]->ops->accept)
+            c->stages[i]->ops->accept(c->stages[i], token);
+    c->busy = 0;
+    return SIFT_OK;
+}
+
+sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t V,
+                                    sift_token_prob *out, size_t capacity, size_t *n_out,
+                                    sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    if (!n_out || (!out && capacity))
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", n_out ? "out" : "n_out");
+    if ((s = prepare(c, logits, V, 0, err)))
+        return s;
+    sift__arr a;
+    if ((s = load_row(c, logits, V, &a, err)))
+        return s;
+    sift__ctx ctx;
+    ctx_init(c, &ctx, V, err);
+    size_t end = c->n_stages;
+    sift__stage *sel = NULL;
+    if (end && c->stages[end - 1]->ops->is_selector)
+        sel = c->stages[--end];
+    c->busy = 1;
+    s = run_stages(c, &ctx, &a, end);
+    if (!s && sel && sel->ops->support) {
+        ctx.stage = end;
+        s = sel->ops->support(sel, &ctx, &a);
+    }
+    c->busy = 0;
+    if (s)
+        return s;
+    float m = sift__max_logit(a.c, a.n);
+    if (!(m > -INFINITY))
+        return sift__fail(err, SIFT_E_NO_CANDIDATE, "every candidate is -inf after stage %zu",
+                          end ? end - 1 : 0);
+    if (sel && sel->ops->is_greedy)
+        sift__arr_keep_top(&ctx, &a, 1);
+    sift__u128 W = sift__weights(a.c, a.n, m, c->ws.u64a);
+    double Wd = sift__u128_to_double(W);
+    /* Report in canonical order. This is a diagnostic call, not the hot
+     * path, so it sorts what survived. A weight is a pure function of the
+     * logit and m, so it is recomputed after the sort. */
+    sift_candidate *sorted = c->ws.cand2;
+    memcpy(sorted, a.c, a.n * sizeof *sorted);
+    sift__sort_canon(sorted, a.n, a.c);
+    size_t k = a.n < capacity ? a.n : capacity;
+    for (size_t i = 0; i < k; i++) {
+        out[i].id = sorted[i].id;
+        out[i].logit = sorted[i].logit;
+        out[i].p = (double)sift__weight(sift__expf(sorted[i].logit - m)) / Wd;
+    }
+    *n_out = a.n;
+    return SIFT_OK;
+}

@@ -1,0 +1,105 @@
+/*
+ * dist.c - the dist selector and its id-order variant.
+ *
+ * Math (docs/samplers.md, "dist"): with m the largest logit and integer
+ * weights w_i = trunc(expf(l_i - m) * 2^62), W = sum w_i (exact), one
+ * 64-bit RNG output U gives the target T = floor(W * U / 2^64) < W; the
+ * selected token is the first, walking canonical order, whose inclusive
+ * prefix sum of weights exceeds T. A single candidate is selected without
+ * a draw (as llama.cpp does). Zero-weight tokens are never selected.
+ *
+ * The walk is found by weighted selection (sift__mass_prefix), not by
+ * sorting: exact integer prefix sums make the answer independent of the
+ * array's storage order.
+ *
+ * Reference behaviour: llama.cpp walks a float/double cumulative sum in the
+ * array's current order with libstdc++'s generate_canonical; sift differs
+ * on purpose (own RNG, canonical order, exact sums).
+ * Capability class: WHOLE (it needs the normaliser of every candidate).
+ */
+#include <math.h>
+
+#include "../sift_internal.h"
+
+typedef struct dist_stage {
+    sift__stage base;
+    int id_order;
+} dist_stage;
+
+static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const dist_stage *d = (const dist_stage *)st;
+    float m = sift__max_logit(a->c, a->n);
+    if (!(m > -INFINITY))
+        return sift__no_candidate(ctx, st->ops->name);
+    if (a->n == 1) {
+        ctx->selected = a->c[0].id;
+        return SIFT_OK;
+    }
+    uint64_t *w = ctx->ws->u64a;
+    if (d->id_order)
+        sift__arr_idorder(ctx, a);
+    sift__u128 W = sift__weights(a->c, a->n, m, w);
+    sift__u128 T = sift__u128_scale_u64(W, sift__rng_next(&ctx->rng));
+    if (d->id_order) {
+        sift__u128 run = {0, 0};
+        for (size_t i = 0; i < a->n; i++) {
+            run = sift__u128_add64(run, w[i]);
+            if (sift__u128_cmp(run, T) > 0) {
+                ctx->selected = a->c[i].id;
+                return SIFT_OK;
+            }
+        }
+        /* unreachable: the full sum W exceeds T */
+        ctx->selected = a->c[a->n - 1].id;
+        return SIFT_OK;
+    }
+    uint64_t cut;
+    sift__mass_prefix(ctx, a->c, w, a->n, T, 1, &cut);
+    ctx->selected = sift__ckey_id(cut);
+    return SIFT_OK;
+}
+
+static sift_class dist_cls(const sift__stage *st, int64_t *n)
+{
+    (void)st;
+    *n = 0;
+    return SIFT_CLASS_WHOLE;
+}
+
+static const sift__stage_ops dist_ops = {
+    .name = "dist",
+    .apply = dist_apply,
+    .cls = dist_cls,
+    .is_selector = 1,
+};
+
+static const sift__stage_ops dist_id_ops = {
+    .name = "dist_id_order",
+    .apply = dist_apply,
+    .cls = dist_cls,
+    .is_selector = 1,
+};
+
+static sift_status add(sift_chain *chain, int id_order, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    dist_stage *d = (dist_stage *)sift__stage_alloc(
+        sift__chain_alloc(chain), id_order ? &dist_id_ops : &dist_ops, sizeof *d);
+    if (!d)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding dist");
+    d->id_order = id_order;
+    return sift__chain_push(chain, &d->base, err);
+}
+
+sift_status sift_chain_add_dist(sift_chain *chain, sift_error *err)
+{
+    return add(chain, 0, err);
+}
+
+sift_status sift_chain_add_dist_id_order(sift_chain *chain, sift_error *err)
+{
+    return add(chain, 1, err);
+}

@@ -1,0 +1,97 @@
+/*
+ * top_k.c - top-k and its ties-inclusive variant.
+ *
+ * top_k K keeps the K canonical first candidates (largest logits, ties by
+ * smallest id). K <= 0 changes nothing; K >= size keeps everything.
+ * llama.cpp's top_k also sorts; sift leaves the storage order alone and
+ * finds the cut by selection (the set is what matters).
+ * Capability class: TOP(K), IDENTITY when K <= 0.
+ *
+ * top_k_ties K keeps every candidate whose logit is >= the K-th canonical
+ * candidate's logit, so a cut never splits a run of equal logits (the
+ * convention of predictor-style runtimes). Class: THRESHOLD (its size
+ * depends on the ties, so the analyzer certifies it per step).
+ */
+#include "../sift_internal.h"
+
+typedef struct top_k_stage {
+    sift__stage base;
+    int32_t k;
+} top_k_stage;
+
+static sift_status top_k_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const top_k_stage *t = (const top_k_stage *)st;
+    if (t->k <= 0 || (size_t)t->k >= a->n)
+        return SIFT_OK;
+    sift__arr_keep_top(ctx, a, (size_t)t->k);
+    return SIFT_OK;
+}
+
+static sift_status top_k_ties_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const top_k_stage *t = (const top_k_stage *)st;
+    if (t->k <= 0 || (size_t)t->k >= a->n)
+        return SIFT_OK;
+    uint64_t cut = sift__cut_top(ctx, a->c, a->n, (size_t)t->k);
+    /* every key with the same logit bits as the cut: lowest id bits */
+    sift__arr_keep_ge(a, cut & 0xffffffff00000000ull);
+    return SIFT_OK;
+}
+
+static sift_class top_k_cls(const sift__stage *st, int64_t *n)
+{
+    const top_k_stage *t = (const top_k_stage *)st;
+    if (t->k <= 0) {
+        *n = 0;
+        return SIFT_CLASS_IDENTITY;
+    }
+    *n = t->k;
+    return SIFT_CLASS_TOP;
+}
+
+static sift_class top_k_ties_cls(const sift__stage *st, int64_t *n)
+{
+    const top_k_stage *t = (const top_k_stage *)st;
+    if (t->k <= 0) {
+        *n = 0;
+        return SIFT_CLASS_IDENTITY;
+    }
+    *n = t->k;
+    return SIFT_CLASS_THRESHOLD;
+}
+
+static const sift__stage_ops top_k_ops = {
+    .name = "top_k",
+    .apply = top_k_apply,
+    .cls = top_k_cls,
+};
+
+static const sift__stage_ops top_k_ties_ops = {
+    .name = "top_k_ties",
+    .apply = top_k_ties_apply,
+    .cls = top_k_ties_cls,
+};
+
+static sift_status add(sift_chain *chain, const sift__stage_ops *ops, int32_t k,
+                       sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    top_k_stage *t = (top_k_stage *)sift__stage_alloc(sift__chain_alloc(chain), ops, sizeof *t);
+    if (!t)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding %s", ops->name);
+    t->k = k;
+    return sift__chain_push(chain, &t->base, err);
+}
+
+sift_status sift_chain_add_top_k(sift_chain *chain, int32_t k, sift_error *err)
+{
+    return add(chain, &top_k_ops, k, err);
+}
+
+sift_status sift_chain_add_top_k_ties(sift_chain *chain, int32_t k, sift_error *err)
+{
+    return add(chain, &top_k_ties_ops, k, err);
+}

@@ -1,0 +1,3 @@
+/* xtc.c - placeholder while the sampler is being written. */
+#include "../sift_internal.h"
+sift_status sift_chain_add_xtc(sift_chain *c, float p, float t, int32_t k, sift_error *err) { (void)c; (void)p; (void)t; (void)k; return sift__fail(err, SIFT_E_ARG, "not implemented"); }

@@ -1,0 +1,367 @@
+/*
+ * sift_internal.h - private types and helpers shared across src/.
+ *
+ * Nothing here is API. Cross-file functions are named sift__*.
+ *
+ * The numeric model (docs/samplers.md, "Arithmetic") in one paragraph:
+ * a stage that needs probabilities computes, over the current candidates,
+ * m = the largest logit, e_i = sift__expf(l_i - m) (a float in [0, 1]) and
+ * the integer weight w_i = trunc(e_i * 2^62). The mass W = sum of w_i is an
+ * exact 128-bit integer, so it does not depend on the order of the
+ * candidates; every threshold on probability mass and every draw is an
+ * exact integer comparison against prefix sums of w in canonical order.
+ * Other aggregates (entropy, mean, variance) are double sums taken in
+ * ascending token id order with sift__dsum_idorder. With that, a stage's
+ * result depends only on the *set* of (id, logit) pairs it receives, never
+ * on how the array happens to be ordered, which is what lets the fast
+ * paths use selection instead of sorting and still agree bitwise with the
+ * naive oracle in tests/oracle.
+ */
+#ifndef SIFT_INTERNAL_H
+#define SIFT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sift.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SIFT__HIDDEN __attribute__((visibility("hidden")))
+#define SIFT__LIKELY(x) __builtin_expect(!!(x), 1)
+#define SIFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SIFT__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define SIFT__HIDDEN
+#define SIFT__LIKELY(x) (x)
+#define SIFT__UNLIKELY(x) (x)
+#define SIFT__PRINTF(f, a)
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Errors (core/error.c)                                               */
+/* ------------------------------------------------------------------ */
+
+/* Fills `err` (if non-NULL) with `code` and a formatted message; returns
+ * `code` so callers can `return sift__fail(...)`. */
+SIFT__HIDDEN sift_status sift__fail(sift_error *err, sift_status code, const char *fmt, ...)
+    SIFT__PRINTF(3, 4);
+/* As sift__fail, and sets err->index. */
+SIFT__HIDDEN sift_status sift__fail_at(sift_error *err, sift_status code, int64_t index,
+                                       const char *fmt, ...) SIFT__PRINTF(4, 5);
+/* Copies at most cap-1 bytes of src into dst without splitting a UTF-8
+ * sequence; always NUL-terminates (cap >= 1). */
+SIFT__HIDDEN void sift__strlcpy_utf8(char *dst, const char *src, size_t cap);
+
+/* ------------------------------------------------------------------ */
+/* Allocation (core/alloc.c)                                           */
+/* ------------------------------------------------------------------ */
+
+typedef struct sift__alloc {
+    sift_allocator a; /* always complete: defaults filled in */
+} sift__alloc;
+
+SIFT__HIDDEN void sift__alloc_init(sift__alloc *al, const sift_allocator *user);
+/* Returns NULL on failure or when n * size overflows. Memory is zeroed. */
+SIFT__HIDDEN void *sift__calloc(const sift__alloc *al, size_t n, size_t size);
+SIFT__HIDDEN void sift__free(const sift__alloc *al, void *p);
+/* Duplicates n bytes (+ a NUL); NULL on failure. */
+SIFT__HIDDEN char *sift__memdup(const sift__alloc *al, const void *p, size_t n);
+
+/* ------------------------------------------------------------------ */
+/* RNG (core/rng.c): xoshiro256** seeded through splitmix64            */
+/* ------------------------------------------------------------------ */
+
+typedef struct sift__rng {
+    uint64_t s[4];
+} sift__rng;
+
+SIFT__HIDDEN void sift__rng_seed(sift__rng *r, uint64_t seed);
+SIFT__HIDDEN uint64_t sift__rng_next(sift__rng *r);
+/* u = (next >> 40) * 2^-24: a float in [0, 1). */
+SIFT__HIDDEN float sift__rng_float(sift__rng *r);
+
+/* ------------------------------------------------------------------ */
+/* Numbers (core/num.c): sift's own elementary functions and exact sums */
+/* ------------------------------------------------------------------ */
+
+/* Elementary functions built only from IEEE-754 +, -, *, / and exact bit
+ * operations, so every platform and compiler gives the same bits (no
+ * libm, no FMA: the library is built with -ffp-contract=off).
+ * sift__expf is monotone non-decreasing; expf(0) = 1, expf(-inf) = 0. */
+SIFT__HIDDEN float sift__expf(float x);
+SIFT__HIDDEN float sift__logf(float x);  /* x > 0; logf(0) = -inf */
+SIFT__HIDDEN double sift__exp(double x);
+SIFT__HIDDEN double sift__log(double x); /* x > 0; log(0) = -inf */
+/* x^y for x >= 0 (x = 0: 0 for y > 0, 1 for y = 0). */
+SIFT__HIDDEN double sift__pow(double x, double y);
+SIFT__HIDDEN double sift__sqrt(double x); /* IEEE square root (correctly rounded) */
+
+/* Vector form of w[i] = sift__weight(sift__expf(l[i] - m)); bit-identical
+ * to the scalar composition. Returns the exact sum through *sum. */
+typedef struct sift__u128 {
+    uint64_t lo, hi;
+} sift__u128;
+
+/* w = trunc(e * 2^62) for e in [0, 1]. */
+SIFT__HIDDEN uint64_t sift__weight(float e);
+
+static inline sift__u128 sift__u128_from(uint64_t x)
+{
+    sift__u128 r = {x, 0};
+    return r;
+}
+static inline sift__u128 sift__u128_add(sift__u128 a, sift__u128 b)
+{
+    sift__u128 r;
+    r.lo = a.lo + b.lo;
+    r.hi = a.hi + b.hi + (r.lo < a.lo);
+    return r;
+}
+static inline sift__u128 sift__u128_add64(sift__u128 a, uint64_t b)
+{
+    sift__u128 r;
+    r.lo = a.lo + b;
+    r.hi = a.hi + (r.lo < b);
+    return r;
+}
+static inline sift__u128 sift__u128_sub(sift__u128 a, sift__u128 b)
+{
+    sift__u128 r;
+    r.lo = a.lo - b.lo;
+    r.hi = a.hi - b.hi - (a.lo < b.lo);
+    return r;
+}
+/* -1, 0, 1 */
+static inline int sift__u128_cmp(sift__u128 a, sift__u128 b)
+{
+    if (a.hi != b.hi)
+        return a.hi < b.hi ? -1 : 1;
+    if (a.lo != b.lo)
+        return a.lo < b.lo ? -1 : 1;
+    return 0;
+}
+/* Correctly rounded (nearest, ties to even) conversion to double. */
+SIFT__HIDDEN double sift__u128_to_double(sift__u128 a);
+/* floor(W * u / 2^64): the draw target for a 64-bit uniform u. */
+SIFT__HIDDEN sift__u128 sift__u128_scale_u64(sift__u128 W, uint64_t u);
+/* ceil(W * p) (ceil = 1) or floor(W * p) (ceil = 0), exactly, for a float
+ * p in [0, 1]. */
+SIFT__HIDDEN sift__u128 sift__u128_scale_float(sift__u128 W, float p, int ceil);
+
+/* Sum of v[0..n) taken in the documented id-order scheme: eight running
+ * double sums, v[i] going to lane i % 8, combined as
+ * ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)). The caller passes the values in
+ * ascending token-id order. */
+SIFT__HIDDEN double sift__dsum_idorder(const double *v, size_t n);
+
+/* ------------------------------------------------------------------ */
+/* Canonical order (core/order.c)                                      */
+/* ------------------------------------------------------------------ */
+
+/* Order-preserving map of a float to an unsigned integer; -0 and +0 map
+ * to the same value, as they compare equal. NaN never reaches it. */
+static inline uint32_t sift__fkey(float f)
+{
+    uint32_t u;
+    if (f == 0.0f)
+        f = 0.0f;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+/* Canonical key: a before b  <=>  ckey(a) > ckey(b). */
+static inline uint64_t sift__ckey(float logit, int32_t id)
+{
+    return ((uint64_t)sift__fkey(logit) << 32) | (uint32_t)~(uint32_t)id;
+}
+static inline int sift__canon_before(const sift_candidate *a, const sift_candidate *b)
+{
+    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
+}
+
+/* ------------------------------------------------------------------ */
+/* Candidate arrays                                                    */
+/* ------------------------------------------------------------------ */
+
+enum { SIFT__ORDER_ID = 0, SIFT__ORDER_CANON = 1 };
+
+/* The working set of a step. The set of (id, logit) pairs is what the
+ * stages define their result on; `order` only says how it is stored:
+ * ascending id or canonical. Stages that drop tokens keep the storage
+ * order; stages that need the other order ask for it (sift__arr_canon,
+ * sift__arr_idorder). `dense` means n == V and c[i].id == i. */
+typedef struct sift__arr {
+    sift_candidate *c;
+    size_t n;
+    int32_t V;
+    uint8_t order;
+    uint8_t dense;
+} sift__arr;
+
+/* ------------------------------------------------------------------ */
+/* Scratch space, one per chain, sized to the largest V seen           */
+/* ------------------------------------------------------------------ */
+
+typedef struct sift__ws {
+    size_t cap;              /* elements in every buffer below */
+    sift_candidate *cand;    /* the working array */
+    sift_candidate *cand2;   /* a second array (sorts, copies) */
+    uint64_t *u64a;          /* weights */
+    uint64_t *u64b;          /* keys */
+    uint64_t *u64c;          /* selection scratch */
+    uint64_t *u64d;          /* selection scratch */
+    double *f64;             /* per-token doubles */
+    uint32_t *u32;           /* indices, histograms */
+} sift__ws;
+
+SIFT__HIDDEN sift_status sift__ws_reserve(sift__ws *ws, const sift__alloc *al, size_t n,
+                                          sift_error *err);
+SIFT__HIDDEN void sift__ws_free(sift__ws *ws, const sift__alloc *al);
+
+/* ------------------------------------------------------------------ */
+/* Per-sample context                                                  */
+/* ------------------------------------------------------------------ */
+
+typedef struct sift__ctx {
+    sift__rng rng;           /* working copy, committed on success */
+    sift__ws *ws;
+    sift_error *err;
+    int32_t V;
+    size_t stage;            /* index of the stage being applied */
+    int32_t selected;        /* token id chosen by the selector, -1 */
+} sift__ctx;
+
+/* SIFT_E_NO_CANDIDATE naming the stage about to run, for stages that
+ * find every candidate at -inf. */
+SIFT__HIDDEN sift_status sift__no_candidate(sift__ctx *ctx, const char *stage_name);
+/* The token id of a canonical key. */
+static inline int32_t sift__ckey_id(uint64_t key)
+{
+    return (int32_t) ~(uint32_t)(key & 0xffffffffu);
+}
+
+/* ------------------------------------------------------------------ */
+/* Stages                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct sift__stage sift__stage;
+
+typedef struct sift__stage_ops {
+    const char *name;
+    /* Transforms the candidate set. A selector sets ctx->selected.
+     * Must not change stage state (that is accept's job) except the
+     * selector's pending record (see mirostat). */
+    sift_status (*apply)(sift__stage *st, sift__ctx *ctx, sift__arr *a);
+    /* For selectors: reduces `a` to the support of the final draw (for
+     * sift_chain_distribution). NULL = the whole array is the support.
+     * Greedy is special-cased by the chain. */
+    sift_status (*support)(sift__stage *st, sift__ctx *ctx, sift__arr *a);
+    /* Takes an accepted token. Cannot fail (buffers are preallocated). */
+    void (*accept)(sift__stage *st, int32_t token);
+    void (*reset)(sift__stage *st);
+    /* Deep copy; NULL = the stage has no state beyond its constant
+     * parameters and is copied with memcpy of `size` bytes. */
+    sift_status (*clone)(const sift__stage *st, sift__stage **out, const sift__alloc *al,
+                         sift_error *err);
+    /* Frees what the stage owns besides its own block; NULL = nothing. */
+    void (*destroy)(sift__stage *st, const sift__alloc *al);
+    /* Capability class (and its bound through *n). */
+    sift_class (*cls)(const sift__stage *st, int64_t *n);
+    /* Largest token id the stage refers to, -1 if none (checked
+     * against V at sample time). NULL = none. */
+    int32_t (*max_token)(const sift__stage *st);
+    /* Mixes the stage's mutable state into a digest; NULL = stateless. */
+    uint64_t (*digest)(const sift__stage *st, uint64_t h);
+    uint8_t is_selector;
+    uint8_t is_greedy;
+} sift__stage_ops;
+
+struct sift__stage {
+    const sift__stage_ops *ops;
+    size_t size; /* bytes of the whole stage block, for the default clone */
+};
+
+/* Allocates a zeroed stage block of `size` bytes (size >= sizeof
+ * sift__stage) with its ops set. */
+SIFT__HIDDEN sift__stage *sift__stage_alloc(const sift__alloc *al, const sift__stage_ops *ops,
+                                            size_t size);
+/* Default clone: memcpy of st->size bytes. */
+SIFT__HIDDEN sift_status sift__stage_clone_flat(const sift__stage *st, sift__stage **out,
+                                                const sift__alloc *al, sift_error *err);
+/* Appends a finished stage to the chain (takes ownership on success). */
+SIFT__HIDDEN sift_status sift__chain_push(sift_chain *chain, sift__stage *st, sift_error *err);
+SIFT__HIDDEN const sift__alloc *sift__chain_alloc(const sift_chain *chain);
+SIFT__HIDDEN int32_t sift__chain_max_history(const sift_chain *chain);
+/* SIFT_E_STATE if the chain is inside a callback; else SIFT_OK. */
+SIFT__HIDDEN sift_status sift__chain_enter(sift_chain *chain, sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Selection and order helpers (core/select.c)                        */
+/* ------------------------------------------------------------------ */
+
+/* Sorts c[0..n) into canonical order (stable radix sort on the canonical
+ * key for large n, insertion sort for small); tmp has room for n. */
+SIFT__HIDDEN void sift__sort_canon(sift_candidate *c, size_t n, sift_candidate *tmp);
+/* Sorts c[0..n) by ascending id; tmp has room for n. */
+SIFT__HIDDEN void sift__sort_id(sift_candidate *c, size_t n, sift_candidate *tmp);
+/* Puts `a` in canonical / id storage order. */
+SIFT__HIDDEN void sift__arr_canon(sift__ctx *ctx, sift__arr *a);
+SIFT__HIDDEN void sift__arr_idorder(sift__ctx *ctx, sift__arr *a);
+
+/* The canonical key of the k-th (1-based) canonical element of c[0..n),
+ * 1 <= k <= n, so that exactly k elements have ckey >= *cut. Does not
+ * reorder c; uses ctx->ws->u64b. */
+SIFT__HIDDEN uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t k);
+/* Keeps the elements with ckey >= cut, preserving storage order. */
+SIFT__HIDDEN void sift__arr_keep_ge(sift__arr *a, uint64_t cut);
+/* Keeps the canonical first k elements (k >= 1), preserving storage
+ * order; k >= n is a no-op. */
+SIFT__HIDDEN void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k);
+
+/* Largest logit of c[0..n) (n >= 1); -inf if all are -inf. */
+SIFT__HIDDEN float sift__max_logit(const sift_candidate *c, size_t n);
+
+/* w[i] = sift__weight(sift__expf(c[i].logit - m)) with m the largest
+ * logit (which must be finite); returns W = sum w exactly. */
+SIFT__HIDDEN sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w);
+
+/* The shortest canonical prefix of c[0..n) whose mass (sum of w over the
+ * prefix) is >= T (strict = 0) or > T (strict = 1). Returns its length
+ * (n if no prefix qualifies) and its last element's canonical key through
+ * *cut. Does not reorder c; uses scratch from ctx. */
+SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c,
+                                      const uint64_t *w, size_t n, sift__u128 T, int strict,
+                                      uint64_t *cut);
+
+/* ------------------------------------------------------------------ */
+/* Stage constructors shared with tests                                */
+/* ------------------------------------------------------------------ */
+
+/* DRY with breakers given as token sequences (head = first token, the
+ * rest its tail), as llama.cpp's test constructor takes them. */
+SIFT__HIDDEN sift_status sift__chain_add_dry_tokens(sift_chain *chain, float multiplier,
+                                                    float base, int32_t allowed_length,
+                                                    int32_t last_n, const int32_t *const *seqs,
+                                                    const size_t *lens, size_t n,
+                                                    sift_error *err);
+
+/* The chain's RNG state, for tests that compare it bitwise. */
+SIFT__HIDDEN void sift__chain_rng_state(const sift_chain *chain, uint64_t out[4]);
+/* A digest of every stage's mutable state (history, mu...), for tests
+ * that compare two chains after accept. */
+SIFT__HIDDEN uint64_t sift__chain_state_digest(const sift_chain *chain);
+/* FNV-1a helper for digests. */
+static inline uint64_t sift__fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    if (h == 0)
+        h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+#endif /* SIFT_INTERNAL_H */

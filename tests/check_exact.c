@@ -1,0 +1,264 @@
+/*
+ * check_exact.c - the exactness property: on random chains, random
+ * histories and random or adversarial rows, sift's full-row path agrees
+ * bitwise with the naive oracle: same status, same token, same RNG state,
+ * step after step (so the state left by accept agrees too).
+ *
+ * SIFT_EXACT_CASES (environment) sets the number of chains per test case
+ * (default 2000; each chain runs several steps on fresh rows).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "oracle/oracle.h"
+#include "testutil.h"
+
+static long n_cases(void)
+{
+    const char *e = getenv("SIFT_EXACT_CASES");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    return n > 0 ? n : 2000;
+}
+
+static float pick(tu_rng *r, const float *v, size_t n)
+{
+    return v[tu_range(r, 0, (int64_t)n - 1)];
+}
+
+#define PICK(r, ...) pick((r), (const float[]){__VA_ARGS__}, \
+                          sizeof((const float[]){__VA_ARGS__}) / sizeof(float))
+
+/* Random parameters for a stage of the given kind, valid for the API. */
+void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V);
+void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
+{
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    int32_t small = V < 64 ? V : 64;
+    switch (kind) {
+    case SP_TOP_K:
+    case SP_TOP_K_TIES:
+        s->i0 = tu_unif(r) < 0.8 ? (int32_t)tu_range(r, 1, small + 1)
+                                 : (int32_t)tu_range(r, -2, V + 2);
+        break;
+    case SP_TOP_P:
+    case SP_MIN_P:
+    case SP_TYPICAL:
+        s->f0 = tu_unif(r) < 0.3 ? PICK(r, 0.0f, 1.0f, 0.95f, 0.05f, 0.5f, 1e-7f)
+                                 : (float)tu_unif(r);
+        s->i0 = (int32_t)tu_range(r, 0, 3);
+        break;
+    case SP_TEMP:
+        s->f0 = tu_unif(r) < 0.4 ? PICK(r, 0.8f, 1.0f, 0.0f, -1.0f, 1e-30f, 0.7f, 2.0f)
+                                 : (float)(0.05 + 3.0 * tu_unif(r));
+        break;
+    case SP_TEMP_EXT:
+        s->f0 = (float)(3.0 * tu_unif(r));
+        s->f1 = tu_unif(r) < 0.2 ? 0.0f : (float)(2.0 * tu_unif(r));
+        s->f2 = (float)(0.25 + 3.0 * tu_unif(r));
+        break;
+    case SP_XTC:
+        s->f0 = tu_unif(r) < 0.3 ? PICK(r, 0.0f, 1.0f) : (float)tu_unif(r);
+        s->f1 = (float)(0.6 * tu_unif(r));
+        s->i0 = (int32_t)tu_range(r, 0, 3);
+        break;
+    case SP_TOP_N_SIGMA:
+        s->f0 = tu_unif(r) < 0.2 ? PICK(r, -1.0f, 0.0f, 1.0f) : (float)(4.0 * tu_unif(r));
+        break;
+    case SP_MIROSTAT:
+        s->f0 = (float)(10.0 * tu_unif(r));
+        s->f1 = (float)tu_unif(r);
+        s->i0 = (int32_t)tu_range(r, 1, 200);
+        s->i1 = V;
+        break;
+    case SP_MIROSTAT_V2:
+        s->f0 = (float)(10.0 * tu_unif(r));
+        s->f1 = (float)tu_unif(r);
+        break;
+    case SP_PENALTIES:
+        s->i0 = (int32_t)tu_range(r, 0, 128);
+        s->f0 = tu_unif(r) < 0.3 ? PICK(r, 1.0f, 1.1f, 0.9f) : (float)(0.5 + 1.5 * tu_unif(r));
+        s->f1 = tu_unif(r) < 0.5 ? 0.0f : (float)(2.0 * tu_unif(r) - 1.0);
+        s->f2 = tu_unif(r) < 0.5 ? 0.0f : (float)(2.0 * tu_unif(r) - 1.0);
+        break;
+    case SP_DRY:
+        s->f0 = tu_unif(r) < 0.1 ? 0.0f : (float)(2.0 * tu_unif(r));
+        s->f1 = tu_unif(r) < 0.1 ? 0.9f : (float)(1.0 + 2.0 * tu_unif(r));
+        s->i0 = (int32_t)tu_range(r, 0, 4);
+        s->i1 = (int32_t)tu_range(r, 0, 64);
+        s->n_breakers = (size_t)tu_range(r, 0, SP_MAX_BREAKERS);
+        for (size_t b = 0; b < s->n_breakers; b++) {
+            s->breaker_len[b] = (size_t)tu_range(r, 1, SP_MAX_BREAKER_LEN);
+            for (size_t j = 0; j < s->breaker_len[b]; j++)
+                s->breaker[b][j] = (int32_t)tu_range(r, 0, small - 1);
+        }
+        break;
+    case SP_LOGIT_BIAS:
+        s->n_bias = (size_t)tu_range(r, 0, 8);
+        for (size_t b = 0; b < s->n_bias; b++) {
+            s->bias[b].token = (int32_t)tu_range(r, 0, V - 1);
+            s->bias[b].bias = tu_unif(r) < 0.2 ? -INFINITY : (float)(10.0 * tu_unif(r) - 5.0);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+typedef struct family {
+    const char *name;
+    const sp_kind *mids; /* non-selector kinds */
+    size_t n_mids;
+    const sp_kind *sels; /* selector kinds */
+    size_t n_sels;
+} family;
+
+static const sp_kind core_mids[] = {SP_TOP_K, SP_TOP_K_TIES};
+static const sp_kind core_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID};
+static const sp_kind trunc_mids[] = {SP_TOP_K, SP_TOP_P, SP_MIN_P, SP_TYPICAL, SP_XTC};
+static const sp_kind temp_mids[] = {SP_TOP_K, SP_TEMP, SP_TEMP_EXT, SP_TOP_N_SIGMA};
+static const sp_kind temp_sels[] = {SP_DIST, SP_GREEDY, SP_MIROSTAT, SP_MIROSTAT_V2};
+static const sp_kind pen_mids[] = {SP_TOP_K, SP_PENALTIES, SP_DRY, SP_LOGIT_BIAS};
+static const sp_kind all_mids[] = {SP_TOP_K, SP_TOP_K_TIES, SP_TOP_P, SP_MIN_P, SP_TYPICAL,
+                                   SP_TEMP, SP_TEMP_EXT, SP_XTC, SP_TOP_N_SIGMA,
+                                   SP_PENALTIES, SP_DRY, SP_LOGIT_BIAS};
+static const sp_kind all_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID, SP_MIROSTAT,
+                                   SP_MIROSTAT_V2};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+static const family families[] = {
+    {"core", core_mids, N(core_mids), core_sels, N(core_sels)},
+    {"trunc", trunc_mids, N(trunc_mids), core_sels, N(core_sels)},
+    {"temp", temp_mids, N(temp_mids), temp_sels, N(temp_sels)},
+    {"penalties", pen_mids, N(pen_mids), core_sels, N(core_sels)},
+    {"all", all_mids, N(all_mids), all_sels, N(all_sels)},
+};
+
+static void run_family(const family *f, uint64_t seed, long cases)
+{
+    tu_rng r = {seed};
+    long mismatches = 0, compared = 0;
+    char desc[2048];
+    for (long cs = 0; cs < cases; cs++) {
+        int32_t V = tu_rand_V(&r, cs % 50 == 0 ? 262144 : 20000);
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        size_t n_mid = (size_t)tu_range(&r, 0, 5);
+        for (size_t i = 0; i < n_mid; i++)
+            gen_stage(&r, &spec.st[spec.n++], f->mids[tu_range(&r, 0, (int64_t)f->n_mids - 1)],
+                      V);
+        gen_stage(&r, &spec.st[spec.n++], f->sels[tu_range(&r, 0, (int64_t)f->n_sels - 1)], V);
+        sift_chain *chain;
+        sift_error err;
+        sp_describe(&spec, desc, sizeof desc);
+        ck_assert_msg(sp_build(&spec, &chain, &err) == SIFT_OK, "build %s: %s", desc,
+                      err.message);
+        or_chain o;
+        or_init(&o, &spec);
+        /* a prompt: repeats from a small alphabet so windows fill */
+        int32_t alpha = V < 12 ? V : 12;
+        int n_prompt = (int)tu_range(&r, 0, 40);
+        for (int i = 0; i < n_prompt; i++) {
+            int32_t t = (int32_t)tu_range(&r, 0, alpha - 1);
+            ck_assert_int_eq(sift_chain_accept(chain, t, &err), SIFT_OK);
+            or_accept(&o, t);
+        }
+        float *row = malloc((size_t)V * sizeof *row);
+        int steps = V > 20000 ? 2 : (int)tu_range(&r, 1, 6);
+        for (int step = 0; step < steps; step++) {
+            int shape = (int)tu_range(&r, 0, TU_ROW__COUNT - 1);
+            tu_row(&r, row, V, shape);
+            int32_t ts = -1, to = -1;
+            sift_status ss = sift_chain_sample(chain, row, V, &ts, &err);
+            sift_status so = or_sample(&o, row, V, &to);
+            compared++;
+            uint64_t rs[4];
+            sift__chain_rng_state(chain, rs);
+            int same = ss == so && (ss != SIFT_OK || ts == to) &&
+                       memcmp(rs, o.rng.s, sizeof rs) == 0;
+            if (!same) {
+                mismatches++;
+                ck_abort_msg("mismatch case %ld step %d V=%d shape %d: sift %d (tok %d: %s) "
+                             "oracle %d (tok %d)\n  %s",
+                             cs, step, (int)V, shape, (int)ss, (int)ts,
+                             ss ? err.message : "", (int)so, (int)to, desc);
+            }
+            if (ss != SIFT_OK)
+                break;
+            /* usually accept the sampled token, sometimes another one */
+            int32_t acc = tu_unif(&r) < 0.8 ? ts : (int32_t)tu_range(&r, 0, alpha - 1);
+            ck_assert_int_eq(sift_chain_accept(chain, acc, &err), SIFT_OK);
+            or_accept(&o, acc);
+        }
+        free(row);
+        or_free(&o);
+        sift_chain_free(chain);
+    }
+    ck_assert_int_eq(mismatches, 0);
+    fprintf(stderr, "exact[%s]: %ld chains, %ld steps compared, 0 mismatches\n", f->name,
+            cases, compared);
+}
+
+START_TEST(test_core_samplers_agree_with_the_oracle_bitwise)
+{
+    run_family(&families[0], 11, n_cases());
+}
+END_TEST
+
+START_TEST(test_truncating_samplers_agree_with_the_oracle_bitwise)
+{
+    run_family(&families[1], 12, n_cases());
+}
+END_TEST
+
+START_TEST(test_temperature_family_agrees_with_the_oracle_bitwise)
+{
+    run_family(&families[2], 13, n_cases());
+}
+END_TEST
+
+START_TEST(test_penalty_family_agrees_with_the_oracle_bitwise)
+{
+    run_family(&families[3], 14, n_cases());
+}
+END_TEST
+
+START_TEST(test_random_chains_of_every_sampler_agree_with_the_oracle_bitwise)
+{
+    run_family(&families[4], 15, n_cases());
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("exact");
+    struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        {"core", test_core_samplers_agree_with_the_oracle_bitwise},
+        {"trunc", test_truncating_samplers_agree_with_the_oracle_bitwise},
+        {"temp", test_temperature_family_agrees_with_the_oracle_bitwise},
+        {"penalties", test_penalty_family_agrees_with_the_oracle_bitwise},
+        {"all", test_random_chains_of_every_sampler_agree_with_the_oracle_bitwise},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 600);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,383 @@
+/*
+ * oracle.c - the oracle's framework (row loading, the stage loop, accept)
+ * and the oracle of greedy, dist and top-k. See oracle.h.
+ */
+#include "oracle.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------------ */
+/* Spec -> sift chain                                                  */
+/* ------------------------------------------------------------------ */
+
+sift_status sp_add(sift_chain *c, const sp_stage *s, sift_error *err)
+{
+    switch (s->kind) {
+    case SP_GREEDY: return sift_chain_add_greedy(c, err);
+    case SP_DIST: return sift_chain_add_dist(c, err);
+    case SP_DIST_ID: return sift_chain_add_dist_id_order(c, err);
+    case SP_TOP_K: return sift_chain_add_top_k(c, s->i0, err);
+    case SP_TOP_K_TIES: return sift_chain_add_top_k_ties(c, s->i0, err);
+    case SP_TOP_P: return sift_chain_add_top_p(c, s->f0, s->i0, err);
+    case SP_MIN_P: return sift_chain_add_min_p(c, s->f0, s->i0, err);
+    case SP_TYPICAL: return sift_chain_add_typical(c, s->f0, s->i0, err);
+    case SP_TEMP: return sift_chain_add_temp(c, s->f0, err);
+    case SP_TEMP_EXT: return sift_chain_add_temp_ext(c, s->f0, s->f1, s->f2, err);
+    case SP_XTC: return sift_chain_add_xtc(c, s->f0, s->f1, s->i0, err);
+    case SP_TOP_N_SIGMA: return sift_chain_add_top_n_sigma(c, s->f0, err);
+    case SP_MIROSTAT: return sift_chain_add_mirostat(c, s->i1, s->f0, s->f1, s->i0, err);
+    case SP_MIROSTAT_V2: return sift_chain_add_mirostat_v2(c, s->f0, s->f1, err);
+    case SP_PENALTIES: return sift_chain_add_penalties(c, s->i0, s->f0, s->f1, s->f2, err);
+    case SP_DRY: {
+        const int32_t *seqs[SP_MAX_BREAKERS];
+        for (size_t i = 0; i < s->n_breakers; i++)
+            seqs[i] = s->breaker[i];
+        return sift__chain_add_dry_tokens(c, s->f0, s->f1, s->i0, s->i1, seqs, s->breaker_len,
+                                          s->n_breakers, err);
+    }
+    case SP_LOGIT_BIAS: return sift_chain_add_logit_bias(c, s->bias, s->n_bias, err);
+    case SP__COUNT: break;
+    }
+    return SIFT_E_ARG;
+}
+
+sift_status sp_build(const sp_chain *spec, sift_chain **out, sift_error *err)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.seed = spec->seed;
+    sift_status s = sift_chain_new(out, &p, err);
+    if (s)
+        return s;
+    for (size_t i = 0; i < spec->n; i++) {
+        s = sp_add(*out, &spec->st[i], err);
+        if (s) {
+            sift_chain_free(*out);
+            *out = NULL;
+            return s;
+        }
+    }
+    return SIFT_OK;
+}
+
+static const char *kind_name[SP__COUNT] = {
+    "greedy", "dist", "dist_id", "top_k", "top_k_ties", "top_p", "min_p", "typical", "temp",
+    "temp_ext", "xtc", "top_n_sigma", "mirostat", "mirostat_v2", "penalties", "dry",
+    "logit_bias",
+};
+
+void sp_describe(const sp_chain *spec, char *buf, size_t cap)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf + used, cap - used, "seed=%llu:",
+                             (unsigned long long)spec->seed);
+    for (size_t i = 0; i < spec->n && used < cap; i++) {
+        const sp_stage *s = &spec->st[i];
+        used += (size_t)snprintf(buf + used, cap - used, " %s(i0=%d i1=%d f=%a,%a,%a nb=%zu)",
+                                 kind_name[s->kind], (int)s->i0, (int)s->i1, (double)s->f0,
+                                 (double)s->f1, (double)s->f2, s->n_bias + s->n_breakers);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+static int cmp_canon(const void *pa, const void *pb)
+{
+    const sift_candidate *a = pa, *b = pb;
+    if (a->logit > b->logit)
+        return -1;
+    if (a->logit < b->logit)
+        return 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static int cmp_id(const void *pa, const void *pb)
+{
+    const sift_candidate *a = pa, *b = pb;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+void or_sort(or_arr *a)
+{
+    qsort(a->c, a->n, sizeof *a->c, cmp_canon);
+}
+
+void or_sort_by_id(sift_candidate *c, size_t n)
+{
+    qsort(c, n, sizeof *c, cmp_id);
+}
+
+float or_max(const or_arr *a)
+{
+    return a->c[0].logit;
+}
+
+sift__u128 or_weights(const or_arr *a, uint64_t *w)
+{
+    float m = or_max(a);
+    sift__u128 W = {0, 0};
+    for (size_t i = 0; i < a->n; i++) {
+        w[i] = sift__weight(sift__expf(a->c[i].logit - m));
+        W = sift__u128_add64(W, w[i]);
+    }
+    return W;
+}
+
+size_t or_walk(const uint64_t *w, size_t n, sift__u128 T, int strict)
+{
+    sift__u128 run = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        run = sift__u128_add64(run, w[i]);
+        int c = sift__u128_cmp(run, T);
+        if (strict ? c > 0 : c >= 0)
+            return i;
+    }
+    return n;
+}
+
+double or_dsum_idorder(const double *v, size_t n)
+{
+    double lane[8] = {0};
+    for (size_t i = 0; i < n; i++)
+        lane[i % 8] += v[i];
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+void or_hist_push(or_stage_state *s, int32_t token, size_t cap)
+{
+    if (cap == 0)
+        return;
+    if (s->hist_cap < cap) {
+        int32_t *h = realloc(s->hist, cap * sizeof *h);
+        if (!h)
+            abort(); /* test code: out of memory is fatal */
+        s->hist = h;
+        s->hist_cap = cap;
+    }
+    if (s->hist_n == cap) {
+        memmove(s->hist, s->hist + 1, (cap - 1) * sizeof *s->hist);
+        s->hist_n--;
+    }
+    s->hist[s->hist_n++] = token;
+}
+
+/* ------------------------------------------------------------------ */
+/* The chain                                                           */
+/* ------------------------------------------------------------------ */
+
+void or_init(or_chain *o, const sp_chain *spec)
+{
+    memset(o, 0, sizeof *o);
+    o->spec = *spec;
+    or_reset(o);
+}
+
+void or_free(or_chain *o)
+{
+    for (size_t i = 0; i < SP_MAX_STAGES; i++)
+        free(o->st[i].hist);
+    memset(o, 0, sizeof *o);
+}
+
+void or_reset(or_chain *o)
+{
+    sift__rng_seed(&o->rng, o->spec.seed);
+    for (size_t i = 0; i < o->spec.n; i++) {
+        or_stage_state *s = &o->st[i];
+        s->hist_n = 0;
+        s->has_pending = 0;
+        if (o->spec.st[i].kind == SP_MIROSTAT || o->spec.st[i].kind == SP_MIROSTAT_V2)
+            s->mu = 2.0 * (double)o->spec.st[i].f0;
+    }
+}
+
+sift_status or_sample(or_chain *o, const float *row, int32_t V, int32_t *token)
+{
+    if (V < 1)
+        return SIFT_E_ARG;
+    if (o->spec.n == 0)
+        return SIFT_E_ARG;
+    int any = 0;
+    for (int32_t i = 0; i < V; i++) {
+        if (row[i] != row[i] || row[i] == INFINITY)
+            return SIFT_E_ROW_VALUE;
+        any |= row[i] > -INFINITY;
+    }
+    if (!any)
+        return SIFT_E_NO_CANDIDATE;
+    for (size_t i = 0; i < o->spec.n; i++) {
+        const sp_stage *s = &o->spec.st[i];
+        if (s->kind == SP_LOGIT_BIAS)
+            for (size_t j = 0; j < s->n_bias; j++)
+                if (s->bias[j].token >= V)
+                    return SIFT_E_ARG;
+    }
+    or_arr a;
+    a.c = malloc((size_t)V * sizeof *a.c);
+    if (!a.c)
+        abort();
+    a.n = (size_t)V;
+    a.V = V;
+    for (int32_t i = 0; i < V; i++) {
+        a.c[i].id = i;
+        a.c[i].logit = row[i];
+    }
+    or_sort(&a);
+    sift__rng saved = o->rng;
+    or_stage_state saved_pending[SP_MAX_STAGES];
+    memcpy(saved_pending, o->st, sizeof saved_pending);
+    sift_status st = SIFT_OK;
+    int32_t tok = -1;
+    for (size_t i = 0; i < o->spec.n && st == SIFT_OK; i++) {
+        switch (o->spec.st[i].kind) {
+        case SP_GREEDY: st = or_greedy(o, i, &a, &tok); break;
+        case SP_DIST: st = or_dist(o, i, &a, &tok); break;
+        case SP_DIST_ID: st = or_dist_id(o, i, &a, &tok); break;
+        case SP_TOP_K: st = or_top_k(o, i, &a); break;
+        case SP_TOP_K_TIES: st = or_top_k_ties(o, i, &a); break;
+        case SP_TOP_P: st = or_top_p(o, i, &a); break;
+        case SP_MIN_P: st = or_min_p(o, i, &a); break;
+        case SP_TYPICAL: st = or_typical(o, i, &a); break;
+        case SP_TEMP: st = or_temp(o, i, &a); break;
+        case SP_TEMP_EXT: st = or_temp_ext(o, i, &a); break;
+        case SP_XTC: st = or_xtc(o, i, &a); break;
+        case SP_TOP_N_SIGMA: st = or_top_n_sigma(o, i, &a); break;
+        case SP_MIROSTAT: st = or_mirostat(o, i, &a, &tok); break;
+        case SP_MIROSTAT_V2: st = or_mirostat_v2(o, i, &a, &tok); break;
+        case SP_PENALTIES: st = or_penalties(o, i, &a); break;
+        case SP_DRY: st = or_dry(o, i, &a); break;
+        case SP_LOGIT_BIAS: st = or_logit_bias(o, i, &a); break;
+        case SP__COUNT: st = SIFT_E_ARG; break;
+        }
+        if (st == SIFT_OK && a.n == 0)
+            st = SIFT_E_NO_CANDIDATE;
+        if (st == SIFT_OK)
+            or_sort(&a);
+    }
+    free(a.c);
+    if (st == SIFT_OK && tok < 0)
+        st = SIFT_E_ARG; /* no selector */
+    if (st != SIFT_OK) {
+        o->rng = saved;
+        for (size_t i = 0; i < SP_MAX_STAGES; i++) {
+            o->st[i].has_pending = saved_pending[i].has_pending;
+            o->st[i].pending_token = saved_pending[i].pending_token;
+            o->st[i].pending_surprise = saved_pending[i].pending_surprise;
+        }
+        return st;
+    }
+    *token = tok;
+    return SIFT_OK;
+}
+
+void or_accept(or_chain *o, int32_t token)
+{
+    for (size_t i = 0; i < o->spec.n; i++) {
+        const sp_stage *s = &o->spec.st[i];
+        switch (s->kind) {
+        case SP_PENALTIES:
+            if (s->i0 > 0)
+                or_hist_push(&o->st[i], token, (size_t)s->i0);
+            break;
+        case SP_DRY:
+            if (s->i1 > 0)
+                or_hist_push(&o->st[i], token, (size_t)s->i1);
+            break;
+        case SP_MIROSTAT:
+        case SP_MIROSTAT_V2:
+            or_mirostat_accept(o, i, token);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* greedy, dist, top-k                                                 */
+/* ------------------------------------------------------------------ */
+
+sift_status or_greedy(or_chain *o, size_t si, or_arr *a, int32_t *token)
+{
+    (void)o;
+    (void)si;
+    if (!(a->c[0].logit > -INFINITY))
+        return SIFT_E_NO_CANDIDATE;
+    *token = a->c[0].id;
+    return SIFT_OK;
+}
+
+sift_status or_dist(or_chain *o, size_t si, or_arr *a, int32_t *token)
+{
+    (void)si;
+    if (!(a->c[0].logit > -INFINITY))
+        return SIFT_E_NO_CANDIDATE;
+    if (a->n == 1) {
+        *token = a->c[0].id;
+        return SIFT_OK;
+    }
+    uint64_t *w = malloc(a->n * sizeof *w);
+    if (!w)
+        abort();
+    sift__u128 W = or_weights(a, w);
+    sift__u128 T = sift__u128_scale_u64(W, sift__rng_next(&o->rng));
+    size_t i = or_walk(w, a->n, T, 1);
+    free(w);
+    *token = a->c[i < a->n ? i : a->n - 1].id;
+    return SIFT_OK;
+}
+
+sift_status or_dist_id(or_chain *o, size_t si, or_arr *a, int32_t *token)
+{
+    (void)si;
+    if (!(a->c[0].logit > -INFINITY))
+        return SIFT_E_NO_CANDIDATE;
+    if (a->n == 1) {
+        *token = a->c[0].id;
+        return SIFT_OK;
+    }
+    sift_candidate *byid = malloc(a->n * sizeof *byid);
+    uint64_t *w = malloc(a->n * sizeof *w);
+    if (!byid || !w)
+        abort();
+    memcpy(byid, a->c, a->n * sizeof *byid);
+    or_sort_by_id(byid, a->n);
+    float m = or_max(a);
+    sift__u128 W = {0, 0};
+    for (size_t i = 0; i < a->n; i++) {
+        w[i] = sift__weight(sift__expf(byid[i].logit - m));
+        W = sift__u128_add64(W, w[i]);
+    }
+    sift__u128 T = sift__u128_scale_u64(W, sift__rng_next(&o->rng));
+    size_t i = or_walk(w, a->n, T, 1);
+    *token = byid[i < a->n ? i : a->n - 1].id;
+    free(byid);
+    free(w);
+    return SIFT_OK;
+}
+
+sift_status or_top_k(or_chain *o, size_t si, or_arr *a)
+{
+    int32_t k = o->spec.st[si].i0;
+    if (k > 0 && (size_t)k < a->n)
+        a->n = (size_t)k;
+    return SIFT_OK;
+}
+
+sift_status or_top_k_ties(or_chain *o, size_t si, or_arr *a)
+{
+    int32_t k = o->spec.st[si].i0;
+    if (k <= 0 || (size_t)k >= a->n)
+        return SIFT_OK;
+    float kth = a->c[k - 1].logit;
+    size_t n = (size_t)k;
+    while (n < a->n && a->c[n].logit == kth)
+        n++;
+    a->n = n;
+    return SIFT_OK;
+}

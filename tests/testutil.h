@@ -1,0 +1,45 @@
+/*
+ * testutil.h - shared helpers for the Check suites: a test RNG, the row
+ * generators (random and adversarial), and small assertions.
+ */
+#ifndef SIFT_TESTUTIL_H
+#define SIFT_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sift.h"
+
+typedef struct tu_rng {
+    uint64_t s;
+} tu_rng;
+
+uint64_t tu_next(tu_rng *r);
+/* uniform in [0, 1) */
+double tu_unif(tu_rng *r);
+/* uniform integer in [lo, hi] */
+int64_t tu_range(tu_rng *r, int64_t lo, int64_t hi);
+double tu_normal(tu_rng *r);
+/* x rounded to bfloat16 (nearest even), returned as a float */
+float tu_bf16(float x);
+
+/* Row shapes, each adversarial in its own way. */
+enum {
+    TU_ROW_NORMAL = 0, /* N(0, s) with a random scale, like model logits */
+    TU_ROW_PEAKED,     /* a few large logits over a flat tail */
+    TU_ROW_TIES,       /* few distinct values: ties at every boundary */
+    TU_ROW_NEG_INF,    /* runs of -inf among normal values */
+    TU_ROW_BF16,       /* normal values rounded to bf16 */
+    TU_ROW_NEAR_EQUAL, /* values one ulp apart: collapse under temperature */
+    TU_ROW_ALL_EQUAL,  /* one value everywhere */
+    TU_ROW_HUGE,       /* magnitudes near the float limits */
+    TU_ROW__COUNT
+};
+
+/* Fills row[0..V) with a row of the given shape; never NaN or +inf,
+ * always at least one finite value. */
+void tu_row(tu_rng *r, float *row, int32_t V, int shape);
+/* A random vocabulary size: mostly small, sometimes up to max_V. */
+int32_t tu_rand_V(tu_rng *r, int32_t max_V);
+
+#endif
