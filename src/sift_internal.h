@@ -271,6 +271,10 @@ typedef struct sift__stage_ops {
     /* Largest token id the stage refers to, -1 if none (checked
      * against V at sample time). NULL = none. */
     int32_t (*max_token)(const sift__stage *st);
+    /* MONOTONE stages: the image of a logit bound under the stage's map
+     * (for temperature: b / t), or NaN when the stage cannot say (then the
+     * slice path falls back to the whole row). NULL = cannot say. */
+    float (*map_bound)(const sift__stage *st, float bound);
     /* Mixes the stage's mutable state into a digest; NULL = stateless. */
     uint64_t (*digest)(const sift__stage *st, uint64_t h);
     uint8_t is_selector;
@@ -280,6 +284,27 @@ typedef struct sift__stage_ops {
 struct sift__stage {
     const sift__stage_ops *ops;
     size_t size; /* bytes of the whole stage block, for the default clone */
+};
+
+#define SIFT__CHAIN_MAGIC 0x53494654u /* "SIFT" */
+
+/* The chain (opaque in the API; core files share its layout). */
+struct sift_chain {
+    uint32_t magic;
+    sift__alloc al;
+    uint64_t seed;
+    sift__rng rng;
+    int32_t n_vocab;      /* expected row length, 0 = any */
+    int32_t max_vocab;
+    int32_t max_history;
+    int32_t max_stages;
+    int32_t last_V;       /* length of the last row sampled, 0 = none */
+    int busy;
+    sift__stage **stages;
+    size_t n_stages, cap_stages;
+    sift__ws ws;
+    /* Steps decided from a prefix / sent to the whole row after trying. */
+    uint64_t n_prefix_decided, n_prefix_fallback;
 };
 
 /* Allocates a zeroed stage block of `size` bytes (size >= sizeof
@@ -333,6 +358,30 @@ SIFT__HIDDEN sift__u128 sift__weights(const sift_candidate *c, size_t n, float m
 SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c,
                                       const uint64_t *w, size_t n, sift__u128 T, int strict,
                                       uint64_t *cut);
+
+/* ------------------------------------------------------------------ */
+/* Prefix path (core/slice.c)                                          */
+/* ------------------------------------------------------------------ */
+
+/* The first bad value of a row as an error (NaN, +inf), or
+ * SIFT_E_NO_CANDIDATE if every value is -inf; SIFT_OK if the row is valid. */
+SIFT__HIDDEN sift_status sift__row_error(const float *row, int32_t V, sift_error *err);
+/* Validates row[0..V) and writes its canonical first k tokens (k < V) to
+ * out[0..k) in canonical order, without sorting the row. Uses ws->u32,
+ * ws->cand, ws->cand2 and the selection scratch; out may be ws->cand. */
+SIFT__HIDDEN sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V,
+                                          size_t k, sift_candidate *out);
+/* The prefix length that lets the chain decide from the row's first k
+ * tokens (0 = the chain needs the whole row): K of its first truncation
+ * plus the tokens lowered before it, plus a margin after a monotone
+ * stage. */
+SIFT__HIDDEN size_t sift__plan_prefix_k(const sift_chain *chain);
+/* Runs the chain over a prefix in `a` (canonical order, the canonical
+ * first a->n tokens of a row of a->V). Returns 1 when the result is
+ * certainly the whole row's (then *status is the step's status and
+ * ctx->selected the token), 0 when the whole row is needed. */
+SIFT__HIDDEN int sift__run_prefix(sift_chain *chain, sift__ctx *ctx, sift__arr *a,
+                                  sift_status *status);
 
 /* ------------------------------------------------------------------ */
 /* Stage constructors shared with tests                                */

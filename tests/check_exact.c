@@ -134,23 +134,66 @@ static const family families[] = {
     {"temp", temp_mids, N(temp_mids), temp_sels, N(temp_sels)},
     {"penalties", pen_mids, N(pen_mids), core_sels, N(core_sels)},
     {"all", all_mids, N(all_mids), all_sels, N(all_sels)},
+    {"prefix", NULL, 0, all_sels, N(all_sels)},
 };
+
+/* Chains shaped for the prefix path: lowering and monotone stages, then a
+ * truncation, then anything; larger V so the prefix is much shorter than
+ * the row. */
+static const sp_kind pre_lows[] = {SP_PENALTIES, SP_DRY, SP_LOGIT_BIAS, SP_TEMP};
+static const sp_kind pre_after[] = {SP_TOP_P, SP_MIN_P, SP_TEMP, SP_TYPICAL, SP_XTC,
+                                    SP_TOP_N_SIGMA, SP_TOP_K};
+
+static void gen_prefix_chain(tu_rng *r, sp_chain *spec, int32_t V, const family *f)
+{
+    size_t n_low = (size_t)tu_range(r, 0, 3);
+    for (size_t i = 0; i < n_low; i++) {
+        sp_stage *s = &spec->st[spec->n++];
+        gen_stage(r, s, pre_lows[tu_range(r, 0, (int64_t)N(pre_lows) - 1)], V);
+        if (s->kind == SP_LOGIT_BIAS) /* lowering only: raising needs extras */
+            for (size_t b = 0; b < s->n_bias; b++)
+                if (s->bias[b].bias > 0)
+                    s->bias[b].bias = -s->bias[b].bias;
+        if (s->kind == SP_PENALTIES) {
+            if (s->f0 < 1.0f)
+                s->f0 = 1.0f / s->f0;
+            s->f1 = s->f1 < 0 ? -s->f1 : s->f1;
+            s->f2 = s->f2 < 0 ? -s->f2 : s->f2;
+        }
+    }
+    sp_stage *tk = &spec->st[spec->n++];
+    gen_stage(r, tk, SP_TOP_K, V);
+    tk->i0 = (int32_t)tu_range(r, 1, 50);
+    size_t n_after = (size_t)tu_range(r, 0, 2);
+    for (size_t i = 0; i < n_after; i++)
+        gen_stage(r, &spec->st[spec->n++], pre_after[tu_range(r, 0, (int64_t)N(pre_after) - 1)],
+                  V);
+    gen_stage(r, &spec->st[spec->n++], f->sels[tu_range(r, 0, (int64_t)f->n_sels - 1)], V);
+}
 
 static void run_family(const family *f, uint64_t seed, long cases)
 {
     tu_rng r = {seed};
     long mismatches = 0, compared = 0;
+    uint64_t n_decided = 0, n_fallback = 0;
     char desc[2048];
     for (long cs = 0; cs < cases; cs++) {
-        int32_t V = tu_rand_V(&r, cs % 50 == 0 ? 262144 : 20000);
+        int prefix = f->mids == NULL;
+        int32_t V = prefix ? (int32_t)tu_range(&r, 400, cs % 50 == 0 ? 262144 : 30000)
+                           : tu_rand_V(&r, cs % 50 == 0 ? 262144 : 20000);
         sp_chain spec;
         memset(&spec, 0, sizeof spec);
         spec.seed = tu_next(&r);
-        size_t n_mid = (size_t)tu_range(&r, 0, 5);
-        for (size_t i = 0; i < n_mid; i++)
-            gen_stage(&r, &spec.st[spec.n++], f->mids[tu_range(&r, 0, (int64_t)f->n_mids - 1)],
+        if (prefix) {
+            gen_prefix_chain(&r, &spec, V, f);
+        } else {
+            size_t n_mid = (size_t)tu_range(&r, 0, 5);
+            for (size_t i = 0; i < n_mid; i++)
+                gen_stage(&r, &spec.st[spec.n++],
+                          f->mids[tu_range(&r, 0, (int64_t)f->n_mids - 1)], V);
+            gen_stage(&r, &spec.st[spec.n++], f->sels[tu_range(&r, 0, (int64_t)f->n_sels - 1)],
                       V);
-        gen_stage(&r, &spec.st[spec.n++], f->sels[tu_range(&r, 0, (int64_t)f->n_sels - 1)], V);
+        }
         sift_chain *chain;
         sift_error err;
         sp_describe(&spec, desc, sizeof desc);
@@ -195,11 +238,16 @@ static void run_family(const family *f, uint64_t seed, long cases)
         }
         free(row);
         or_free(&o);
+        n_decided += chain->n_prefix_decided;
+        n_fallback += chain->n_prefix_fallback;
         sift_chain_free(chain);
     }
     ck_assert_int_eq(mismatches, 0);
-    fprintf(stderr, "exact[%s]: %ld chains, %ld steps compared, 0 mismatches\n", f->name,
-            cases, compared);
+    fprintf(stderr,
+            "exact[%s]: %ld chains, %ld steps compared, 0 mismatches; prefix path: %llu "
+            "decided, %llu sent to the whole row\n",
+            f->name, cases, compared, (unsigned long long)n_decided,
+            (unsigned long long)n_fallback);
 }
 
 START_TEST(test_core_samplers_agree_with_the_oracle_bitwise)
@@ -232,6 +280,12 @@ START_TEST(test_random_chains_of_every_sampler_agree_with_the_oracle_bitwise)
 }
 END_TEST
 
+START_TEST(test_chains_decided_from_a_prefix_agree_with_the_oracle_bitwise)
+{
+    run_family(&families[5], 16, n_cases() / 2);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("exact");
@@ -244,6 +298,7 @@ static Suite *suite(void)
         {"temp", test_temperature_family_agrees_with_the_oracle_bitwise},
         {"penalties", test_penalty_family_agrees_with_the_oracle_bitwise},
         {"all", test_random_chains_of_every_sampler_agree_with_the_oracle_bitwise},
+        {"prefix", test_chains_decided_from_a_prefix_agree_with_the_oracle_bitwise},
     };
     for (size_t i = 0; i < N(cases); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -17,24 +17,6 @@
 
 #include "../sift_internal.h"
 
-#define CHAIN_MAGIC 0x53494654u /* "SIFT" */
-
-struct sift_chain {
-    uint32_t magic;
-    sift__alloc al;
-    uint64_t seed;
-    sift__rng rng;
-    int32_t n_vocab;      /* expected row length, 0 = any */
-    int32_t max_vocab;
-    int32_t max_history;
-    int32_t max_stages;
-    int32_t last_V;       /* length of the last row sampled, 0 = none */
-    int busy;
-    sift__stage **stages;
-    size_t n_stages, cap_stages;
-    sift__ws ws;
-};
-
 /* ------------------------------------------------------------------ */
 /* Version                                                             */
 /* ------------------------------------------------------------------ */
@@ -146,7 +128,7 @@ sift_status sift_chain_new(sift_chain **out, const sift_chain_params *params, si
     sift_chain *c = sift__calloc(&al, 1, sizeof *c);
     if (!c)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a chain");
-    c->magic = CHAIN_MAGIC;
+    c->magic = SIFT__CHAIN_MAGIC;
     c->al = al;
     c->seed = p.seed;
     sift__rng_seed(&c->rng, p.seed);
@@ -386,29 +368,19 @@ static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift_
                             sift_error *err)
 {
     sift_candidate *cd = c->ws.cand;
-    /* One pass that both copies and looks for bad values; the bad-value
-     * test is an OR so the loop stays branch-free. */
+    /* One pass that both copies and looks for bad values; the tests are
+     * ORed so the loop stays branch-free. */
     int bad = 0;
     int any = 0;
     for (int32_t i = 0; i < V; i++) {
         float x = logits[i];
         cd[i].id = i;
         cd[i].logit = x;
-        bad |= !(x < INFINITY) ; /* NaN or +inf */
+        bad |= !(x < INFINITY); /* NaN or +inf */
         any |= x > -INFINITY;
     }
-    if (bad) {
-        for (int32_t i = 0; i < V; i++) {
-            float x = logits[i];
-            if (x != x)
-                return sift__fail_at(err, SIFT_E_ROW_VALUE, i, "row[%d] is NaN", (int)i);
-            if (x == INFINITY)
-                return sift__fail_at(err, SIFT_E_ROW_VALUE, i, "row[%d] is +inf", (int)i);
-        }
-    }
-    if (!any)
-        return sift__fail(err, SIFT_E_NO_CANDIDATE,
-                          "all %d tokens are banned (-inf) in the input row", (int)V);
+    if (bad || !any)
+        return sift__row_error(logits, V, err);
     a->c = cd;
     a->n = (size_t)V;
     a->V = V;
@@ -460,16 +432,39 @@ sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int
         return sift__fail(err, SIFT_E_ARG, "token is NULL");
     if ((s = prepare(c, logits, V, 1, err)))
         return s;
+    sift__ctx ctx;
     sift__arr a;
+    /* Fast path: decide from the row's top k when the chain allows it. */
+    size_t k = sift__plan_prefix_k(c);
+    if (k > 0 && k <= (size_t)V / 8) {
+        ctx_init(c, &ctx, V, err);
+        if ((s = sift__row_prefix(&ctx, logits, V, k, c->ws.cand)))
+            return s;
+        a.c = c->ws.cand;
+        a.n = k;
+        a.V = V;
+        a.order = SIFT__ORDER_CANON;
+        a.dense = 0;
+        c->busy = 1;
+        int decided = sift__run_prefix(c, &ctx, &a, &s);
+        c->busy = 0;
+        if (decided) {
+            if (s)
+                return s;
+            c->n_prefix_decided++;
+            goto selected;
+        }
+        c->n_prefix_fallback++;
+    }
     if ((s = load_row(c, logits, V, &a, err)))
         return s;
-    sift__ctx ctx;
     ctx_init(c, &ctx, V, err);
     c->busy = 1;
     s = run_stages(c, &ctx, &a, c->n_stages);
     c->busy = 0;
     if (s)
         return s;
+selected:
     if (ctx.selected < 0 || ctx.selected >= V)
         return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
                           c->stages[c->n_stages - 1]->ops->name);

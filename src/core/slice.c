@@ -1,0 +1,245 @@
+/*
+ * slice.c - sampling a whole row through its top-k prefix.
+ *
+ * Owns: row validation, the prefix builder (the canonical first k tokens of
+ * a row, found without sorting the row), the static prefix length a chain
+ * needs, and the certified walk of a chain over a prefix.
+ *
+ * Why: most chains only look at the top few dozen tokens. When the stages
+ * before the first truncation only lower logits (penalties, negative
+ * biases, DRY) or keep their order (temperature), the canonical first
+ * K + lowered tokens decide the truncation. The walk below applies the
+ * stages to the prefix and, at every truncation, checks that the tokens it
+ * keeps are certainly ahead of every token it has not seen; if a check
+ * fails it reports "undecided" and the caller runs the whole row instead.
+ * Either way the result is bitwise the whole-row result (docs/analyzer.md).
+ *
+ * The bound on absent tokens starts as "canonical key below the key of the
+ * prefix's last token" (absent tokens come after the prefix). Lowering
+ * stages keep it (absent tokens can only go down). A monotone stage maps
+ * it through its own function and loses the id tie-break (after rounding,
+ * an absent token may tie with a present one), so from then on only a
+ * strictly larger logit beats it.
+ */
+#include <math.h>
+
+#include "../sift_internal.h"
+
+sift_status sift__row_error(const float *row, int32_t V, sift_error *err)
+{
+    int any = 0;
+    for (int32_t i = 0; i < V; i++) {
+        float x = row[i];
+        if (x != x)
+            return sift__fail_at(err, SIFT_E_ROW_VALUE, i, "row[%d] is NaN", (int)i);
+        if (x == INFINITY)
+            return sift__fail_at(err, SIFT_E_ROW_VALUE, i, "row[%d] is +inf", (int)i);
+        any |= x > -INFINITY;
+    }
+    if (!any)
+        return sift__fail(err, SIFT_E_NO_CANDIDATE,
+                          "all %d tokens are banned (-inf) in the input row", (int)V);
+    return SIFT_OK;
+}
+
+/* Order key of a logit for block maxima: sift__fkey with -0 folded into +0
+ * by adding +0 (exact, branch-free). */
+static inline uint32_t block_key(float x)
+{
+    float y = x + 0.0f;
+    uint32_t u;
+    memcpy(&u, &y, sizeof u);
+    return (u >> 31) ? ~u : (u | 0x80000000u);
+}
+
+#define BLOCK 64
+
+sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V, size_t k,
+                             sift_candidate *out)
+{
+    size_t n = (size_t)V;
+    size_t nb = (n + BLOCK - 1) / BLOCK;
+    uint32_t *bm = ctx->ws->u32;
+    int bad = 0;
+    uint32_t top = 0;
+    /* Pass 1: block maxima and bad values, branch-free so it vectorizes. */
+    for (size_t b = 0; b < nb; b++) {
+        size_t s = b * BLOCK, e = s + BLOCK < n ? s + BLOCK : n;
+        uint32_t m = 0;
+        int bb = 0;
+        for (size_t i = s; i < e; i++) {
+            float x = row[i];
+            uint32_t key = block_key(x);
+            m = key > m ? key : m;
+            bb |= !(x < INFINITY);
+        }
+        bm[b] = m;
+        bad |= bb;
+        top = m > top ? m : top;
+    }
+    if (bad || top <= block_key(-INFINITY))
+        return sift__row_error(row, V, ctx->err);
+    /* The k-th largest block maximum bounds the k-th largest logit from
+     * below: k blocks hold a value at least that large. */
+    uint32_t tau = 0;
+    if (k < nb) {
+        sift_candidate *bc = ctx->ws->cand2;
+        for (size_t b = 0; b < nb; b++) {
+            bc[b].id = (int32_t)b;
+            uint32_t u = (bm[b] & 0x80000000u) ? (bm[b] & 0x7fffffffu) : ~bm[b];
+            memcpy(&bc[b].logit, &u, sizeof u);
+        }
+        tau = (uint32_t)(sift__cut_top(ctx, bc, nb, k) >> 32);
+    }
+    /* Pass 2: gather candidates from the blocks that can hold them. */
+    sift_candidate *c = ctx->ws->cand;
+    size_t m = 0;
+    for (size_t b = 0; b < nb; b++) {
+        if (bm[b] < tau)
+            continue;
+        size_t s = b * BLOCK, e = s + BLOCK < n ? s + BLOCK : n;
+        for (size_t i = s; i < e; i++) {
+            if (block_key(row[i]) >= tau) {
+                c[m].id = (int32_t)i;
+                c[m].logit = row[i];
+                m++;
+            }
+        }
+    }
+    if (m > k) {
+        uint64_t cut = sift__cut_top(ctx, c, m, k);
+        size_t j = 0;
+        for (size_t i = 0; i < m; i++)
+            if (sift__ckey(c[i].logit, c[i].id) >= cut)
+                c[j++] = c[i];
+        m = j;
+    }
+    sift__sort_canon(c, m, ctx->ws->cand2);
+    if (out != c)
+        memcpy(out, c, m * sizeof *c);
+    return SIFT_OK;
+}
+
+/* Margin added after a monotone stage: rounding can merge logits that
+ * differ by an ulp, and the certificate needs the kept tokens strictly
+ * ahead of the bound. */
+#define MONOTONE_MARGIN 8
+
+size_t sift__plan_prefix_k(const sift_chain *c)
+{
+    uint64_t lowered = 0;
+    int monotone = 0;
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const sift__stage *st = c->stages[i];
+        int64_t n = 0;
+        sift_class cls = st->ops->cls ? st->ops->cls(st, &n) : SIFT_CLASS_WHOLE;
+        switch (cls) {
+        case SIFT_CLASS_IDENTITY:
+            break;
+        case SIFT_CLASS_LOWERS:
+            if (n < 0)
+                return 0;
+            lowered += (uint64_t)n;
+            break;
+        case SIFT_CLASS_MONOTONE:
+            if (!st->ops->map_bound)
+                return 0;
+            monotone = 1;
+            break;
+        case SIFT_CLASS_TOP:
+            if (n <= 0)
+                return 0;
+            return (size_t)((uint64_t)n + lowered + (monotone ? MONOTONE_MARGIN : 0));
+        default:
+            return 0;
+        }
+    }
+    return 0;
+}
+
+typedef struct bound {
+    int by_key;   /* absent tokens: ckey < key (else: logit <= logit) */
+    uint64_t key;
+    float logit;
+} bound;
+
+static int ahead(const bound *b, const sift_candidate *x)
+{
+    if (b->by_key)
+        return sift__ckey(x->logit, x->id) >= b->key;
+    return x->logit > b->logit;
+}
+
+int sift__run_prefix(sift_chain *c, sift__ctx *ctx, sift__arr *a, sift_status *status)
+{
+    bound b = {1, sift__ckey(a->c[a->n - 1].logit, a->c[a->n - 1].id), a->c[a->n - 1].logit};
+    int complete = a->n == (size_t)a->V;
+    sift_error scratch;
+    sift_error *user_err = ctx->err;
+    for (size_t i = 0; i < c->n_stages; i++) {
+        sift__stage *st = c->stages[i];
+        ctx->stage = i;
+        if (complete) {
+            ctx->err = user_err;
+            sift_status s = st->ops->apply(st, ctx, a);
+            if (s == SIFT_OK && a->n == 0)
+                s = sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
+                                  "stage %zu (%s) removed the last candidate", i,
+                                  st->ops->name);
+            if (s != SIFT_OK) {
+                *status = s;
+                return 1;
+            }
+            continue;
+        }
+        /* Incomplete: failures are left to the whole-row path, which names
+         * the exact place, so errors go to a scratch struct. */
+        ctx->err = &scratch;
+        int64_t n = 0;
+        sift_class cls = st->ops->cls ? st->ops->cls(st, &n) : SIFT_CLASS_WHOLE;
+        size_t before = a->n;
+        switch (cls) {
+        case SIFT_CLASS_IDENTITY:
+            break;
+        case SIFT_CLASS_LOWERS:
+            if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
+                return 0;
+            break;
+        case SIFT_CLASS_MONOTONE: {
+            float nb = st->ops->map_bound ? st->ops->map_bound(st, b.logit) : NAN;
+            if (nb != nb || nb == INFINITY)
+                return 0;
+            if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
+                return 0;
+            b.by_key = 0;
+            b.logit = nb;
+            break;
+        }
+        case SIFT_CLASS_TOP: {
+            if (n <= 0 || (size_t)n > a->n)
+                return 0;
+            sift__arr_canon(ctx, a);
+            if (!ahead(&b, &a->c[n - 1]))
+                return 0;
+            /* Certified: the stage's result on the prefix is its result on
+             * the row, and every later stage sees the whole candidate set. */
+            if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n == 0)
+                return 0;
+            if (st->ops->is_selector) {
+                *status = SIFT_OK;
+                ctx->err = user_err;
+                return 1;
+            }
+            if (a->n > (size_t)n)
+                return 0;
+            complete = 1;
+            break;
+        }
+        default:
+            return 0;
+        }
+    }
+    ctx->err = user_err;
+    *status = SIFT_OK;
+    return complete;
+}
