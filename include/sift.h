@@ -335,8 +335,9 @@ SIFT_API const char *sift_chain_stage_name(const sift_chain *chain, size_t i);
 
 /**
  * Returns the capability class stage `i` declares, and through `n` (may be
- * NULL) its bound: the number of lowered tokens for LOWERS (-1 unbounded),
- * K for TOP, 0 otherwise. SIFT_CLASS_WHOLE for an out-of-range `i`.
+ * NULL) its bound: the number of tokens it may lower (LOWERS, -1 =
+ * unbounded) or raise (RAISES), K for TOP and for top_k_ties' THRESHOLD,
+ * 0 otherwise. SIFT_CLASS_WHOLE for an out-of-range `i`.
  * Since: 0.1.
  */
 SIFT_API sift_class sift_chain_stage_class(const sift_chain *chain, size_t i, int64_t *n);
@@ -382,7 +383,7 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_accept(sift_chain *chain, int32_t
  * canonical order (logit descending, id ascending) with their
  * probabilities. Nothing changes (the RNG is copied, not advanced).
  * At most `capacity` entries are written; `*n_out` receives the full count.
- * For greedy, the selected token gets p = 1 and the others p = 0.
+ * For greedy, the support is the selected token alone: one entry, p = 1.
  * Errors as sift_chain_sample. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain,

@@ -65,6 +65,9 @@ typedef struct sift__alloc {
 SIFT__HIDDEN void sift__alloc_init(sift__alloc *al, const sift_allocator *user);
 /* Returns NULL on failure or when n * size overflows. Memory is zeroed. */
 SIFT__HIDDEN void *sift__calloc(const sift__alloc *al, size_t n, size_t size);
+/* As sift__calloc without the zeroing (scratch that is always written
+ * before it is read). */
+SIFT__HIDDEN void *sift__malloc(const sift__alloc *al, size_t n, size_t size);
 SIFT__HIDDEN void sift__free(const sift__alloc *al, void *p);
 /* Duplicates n bytes (+ a NUL); NULL on failure. */
 SIFT__HIDDEN char *sift__memdup(const sift__alloc *al, const void *p, size_t n);
@@ -275,6 +278,9 @@ typedef struct sift__stage_ops {
      * (for temperature: b / t), or NaN when the stage cannot say (then the
      * slice path falls back to the whole row). NULL = cannot say. */
     float (*map_bound)(const sift__stage *st, float bound);
+    /* The stage's name when it is not ops->name (custom stages); NULL =
+     * ops->name. Use sift__stage_name. */
+    const char *(*display_name)(const sift__stage *st);
     /* Mixes the stage's mutable state into a digest; NULL = stateless. */
     uint64_t (*digest)(const sift__stage *st, uint64_t h);
     uint8_t is_selector;
@@ -306,6 +312,11 @@ struct sift_chain {
     /* Steps decided from a prefix / sent to the whole row after trying. */
     uint64_t n_prefix_decided, n_prefix_fallback;
 };
+
+static inline const char *sift__stage_name(const sift__stage *st)
+{
+    return st->ops->display_name ? st->ops->display_name(st) : st->ops->name;
+}
 
 /* Allocates a zeroed stage block of `size` bytes (size >= sizeof
  * sift__stage) with its ops set. */

@@ -32,15 +32,20 @@ void sift__alloc_init(sift__alloc *al, const sift_allocator *user)
     }
 }
 
-void *sift__calloc(const sift__alloc *al, size_t n, size_t size)
+void *sift__malloc(const sift__alloc *al, size_t n, size_t size)
 {
     if (n == 0 || size == 0)
         n = size = 1;
     if (n > SIZE_MAX / size)
         return NULL;
-    void *p = al->a.alloc(al->a.user, n * size);
+    return al->a.alloc(al->a.user, n * size);
+}
+
+void *sift__calloc(const sift__alloc *al, size_t n, size_t size)
+{
+    void *p = sift__malloc(al, n, size);
     if (p)
-        memset(p, 0, n * size);
+        memset(p, 0, (n && size) ? n * size : 1);
     return p;
 }
 

@@ -55,14 +55,14 @@ sift_status sift__ws_reserve(sift__ws *ws, const sift__alloc *al, size_t n, sift
     sift__ws w;
     memset(&w, 0, sizeof w);
     w.cap = n;
-    w.cand = sift__calloc(al, n, sizeof *w.cand);
-    w.cand2 = sift__calloc(al, n, sizeof *w.cand2);
-    w.u64a = sift__calloc(al, n, sizeof *w.u64a);
-    w.u64b = sift__calloc(al, n, sizeof *w.u64b);
-    w.u64c = sift__calloc(al, n, sizeof *w.u64c);
-    w.u64d = sift__calloc(al, n, sizeof *w.u64d);
-    w.f64 = sift__calloc(al, n, sizeof *w.f64);
-    w.u32 = sift__calloc(al, n, sizeof *w.u32);
+    w.cand = sift__malloc(al, n, sizeof *w.cand);
+    w.cand2 = sift__malloc(al, n, sizeof *w.cand2);
+    w.u64a = sift__malloc(al, n, sizeof *w.u64a);
+    w.u64b = sift__malloc(al, n, sizeof *w.u64b);
+    w.u64c = sift__malloc(al, n, sizeof *w.u64c);
+    w.u64d = sift__malloc(al, n, sizeof *w.u64d);
+    w.f64 = sift__malloc(al, n, sizeof *w.f64);
+    w.u32 = sift__malloc(al, n, sizeof *w.u32);
     if (!w.cand || !w.cand2 || !w.u64a || !w.u64b || !w.u64c || !w.u64d || !w.f64 || !w.u32) {
         sift__ws_free(&w, al);
         return sift__fail(err, SIFT_E_NOMEM,
@@ -178,7 +178,7 @@ sift_status sift__stage_clone_flat(const sift__stage *st, sift__stage **out,
     sift__stage *c = sift__calloc(al, 1, st->size);
     if (!c)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while cloning stage %s",
-                          st->ops->name);
+                          sift__stage_name(st));
     memcpy(c, st, st->size);
     *out = c;
     return SIFT_OK;
@@ -217,7 +217,7 @@ sift_status sift__chain_push(sift_chain *c, sift__stage *st, sift_error *err)
         if (!s) {
             stage_free(st, &c->al);
             return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding stage %s",
-                              st->ops->name);
+                              sift__stage_name(st));
         }
         if (c->n_stages)
             memcpy(s, c->stages, c->n_stages * sizeof *s);
@@ -286,7 +286,7 @@ const char *sift_chain_stage_name(const sift_chain *c, size_t i)
 {
     if (!c || i >= c->n_stages)
         return NULL;
-    return c->stages[i]->ops->name;
+    return sift__stage_name(c->stages[i]);
 }
 
 sift_class sift_chain_stage_class(const sift_chain *c, size_t i, int64_t *n)
@@ -312,7 +312,7 @@ uint64_t sift__chain_state_digest(const sift_chain *c)
     uint64_t h = sift__fnv(0, c->rng.s, sizeof c->rng.s);
     for (size_t i = 0; i < c->n_stages; i++) {
         const sift__stage *st = c->stages[i];
-        h = sift__fnv(h, st->ops->name, strlen(st->ops->name));
+        h = sift__fnv(h, sift__stage_name(st), strlen(sift__stage_name(st)));
         if (st->ops->digest)
             h = st->ops->digest(st, h);
     }
@@ -348,7 +348,7 @@ static sift_status prepare(sift_chain *c, const float *logits, int32_t V, int ne
         if (c->stages[i]->ops->is_selector)
             return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
                                  "stage %zu (%s) is a selector but not the last stage", i,
-                                 c->stages[i]->ops->name);
+                                 sift__stage_name(c->stages[i]));
     for (size_t i = 0; i < c->n_stages; i++) {
         const sift__stage *st = c->stages[i];
         if (st->ops->max_token) {
@@ -357,7 +357,7 @@ static sift_status prepare(sift_chain *c, const float *logits, int32_t V, int ne
                 return sift__fail_at(err, SIFT_E_ARG, mt,
                                      "stage %zu (%s) refers to token %d, outside the row's "
                                      "vocabulary [0, %d)",
-                                     i, st->ops->name, (int)mt, (int)V);
+                                     i, sift__stage_name(st), (int)mt, (int)V);
         }
     }
     return sift__ws_reserve(&c->ws, &c->al, (size_t)V, err);
@@ -407,7 +407,8 @@ static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_
             return s;
         if (a->n == 0)
             return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
-                                 "stage %zu (%s) removed the last candidate", i, st->ops->name);
+                                 "stage %zu (%s) removed the last candidate", i,
+                                 sift__stage_name(st));
     }
     return SIFT_OK;
 }
@@ -467,7 +468,7 @@ sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int
 selected:
     if (ctx.selected < 0 || ctx.selected >= V)
         return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
-                          c->stages[c->n_stages - 1]->ops->name);
+                          sift__stage_name(c->stages[c->n_stages - 1]));
     c->rng = ctx.rng;
     c->last_V = V;
     *token = ctx.selected;

@@ -100,7 +100,13 @@ static sift_class custom_cls(const sift__stage *st, int64_t *n)
     return cs->vt.cls;
 }
 
+static const char *custom_name(const sift__stage *st)
+{
+    return ((const custom_stage *)st)->name;
+}
+
 static const sift__stage_ops custom_ops = {
+    .display_name = custom_name,
     .name = "custom",
     .apply = custom_apply,
     .accept = custom_accept,

@@ -185,7 +185,7 @@ int sift__run_prefix(sift_chain *c, sift__ctx *ctx, sift__arr *a, sift_status *s
             if (s == SIFT_OK && a->n == 0)
                 s = sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
                                   "stage %zu (%s) removed the last candidate", i,
-                                  st->ops->name);
+                                  sift__stage_name(st));
             if (s != SIFT_OK) {
                 *status = s;
                 return 1;
