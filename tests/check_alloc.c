@@ -1,2 +1,475 @@
-/* placeholder: this suite is being written */
-int main(void) { return 77; }
+/*
+ * check_alloc.c - the allocation contract, through a counting allocator
+ * (sift_allocator with user data):
+ *
+ * - no allocation and no free per step once the first sample has sized
+ *   the buffers, for chains holding every sampler and each selector;
+ * - the fail-the-Nth-allocation loop (BAD_INPUTS F-01): for every N from
+ *   1 to the number of allocations a full build makes (vocabulary, chain,
+ *   every stage, first sample, clone), an allocator that fails exactly
+ *   the Nth call. Each failing call must return SIFT_E_NOMEM and change
+ *   nothing, retrying it must succeed, the token sequence must equal that
+ *   of a build without failures, and every allocation must be freed;
+ * - the vocabulary does all its allocations through its allocator.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "oracle/oracle.h"
+#include "testutil.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+#define V 1000
+#define STEPS 20
+
+/* ------------------------------------------------------------------ */
+/* The allocator                                                       */
+/* ------------------------------------------------------------------ */
+
+typedef struct fa {
+    long calls;   /* calls to alloc, failed ones included */
+    long fail_at; /* 1-based call to fail; 0 = never */
+    long allocs;  /* successful allocations */
+    long frees;   /* frees of non-NULL pointers */
+    long failed;  /* calls that returned NULL */
+} fa;
+
+static void *fa_alloc(void *user, size_t size)
+{
+    fa *f = user;
+    f->calls++;
+    if (f->calls == f->fail_at) {
+        f->failed++;
+        return NULL;
+    }
+    void *p = malloc(size);
+    if (p)
+        f->allocs++;
+    return p;
+}
+
+static void fa_free(void *user, void *p)
+{
+    fa *f = user;
+    if (p)
+        f->frees++;
+    free(p);
+}
+
+/* ------------------------------------------------------------------ */
+/* A chain with every sampler                                          */
+/* ------------------------------------------------------------------ */
+
+/* A custom stage whose user data is a small heap block (malloc, not the
+ * chain's allocator: the caller owns that memory). */
+static int cu_apply(void *user, sift_candidate *d, size_t *size)
+{
+    (void)user;
+    (void)d;
+    (void)size;
+    return 0;
+}
+static void *cu_clone(void *user)
+{
+    int *p = malloc(sizeof *p);
+    if (p)
+        *p = *(int *)user;
+    return p;
+}
+static void cu_free(void *user)
+{
+    free(user);
+}
+
+enum { SEL_DIST, SEL_DIST_ID, SEL_GREEDY, SEL_MIROSTAT, SEL_MIROSTAT_V2, SEL__COUNT };
+static const char *sel_name[SEL__COUNT] = {"dist", "dist_id_order", "greedy", "mirostat",
+                                           "mirostat_v2"};
+
+#define N_ADDS 15
+
+/* Adds stage i (0 <= i < N_ADDS) to `c`; the last one is the selector. */
+static sift_status add_stage(sift_chain *c, int i, int sel, const sift_vocab *v,
+                             sift_error *err)
+{
+    static const sift_bias bias[3] = {{5, 1.5f}, {17, -INFINITY}, {5, -0.5f}};
+    static const char *br[2] = {"\n", ":"};
+    static const size_t bl[2] = {1, 1};
+    sift_dry_params dp = {0.8f, 1.75f, 2, 64, br, bl, 2};
+    switch (i) {
+    case 0: return sift_chain_add_logit_bias(c, bias, 3, err);
+    case 1: return sift_chain_add_penalties(c, 64, 1.1f, 0.05f, 0.05f, err);
+    case 2: return sift_chain_add_dry(c, &dp, v, err);
+    case 3: return sift_chain_add_top_k(c, 400, err);
+    case 4: return sift_chain_add_top_k_ties(c, 300, err);
+    case 5: return sift_chain_add_typical(c, 0.98f, 1, err);
+    case 6: return sift_chain_add_top_p(c, 0.97f, 1, err);
+    case 7: return sift_chain_add_min_p(c, 0.01f, 1, err);
+    case 8: return sift_chain_add_xtc(c, 0.5f, 0.1f, 1, err);
+    case 9: return sift_chain_add_top_n_sigma(c, 3.0f, err);
+    case 10: return sift_chain_add_temp_ext(c, 0.9f, 0.3f, 1.0f, err);
+    case 11: return sift_chain_add_temp(c, 1.2f, err);
+    case 12: {
+        int *u = malloc(sizeof *u);
+        ck_assert_ptr_nonnull(u);
+        *u = 7;
+        sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "user", SIFT_CLASS_IDENTITY, 0,
+                                cu_apply, NULL, NULL, cu_clone, cu_free};
+        sift_status s = sift_chain_add_custom(c, &vt, u, err);
+        if (s)
+            free(u); /* untouched on failure: still ours */
+        return s;
+    }
+    case 13: return sift_chain_add_top_k(c, 0, err);
+    default:
+        switch (sel) {
+        case SEL_DIST: return sift_chain_add_dist(c, err);
+        case SEL_DIST_ID: return sift_chain_add_dist_id_order(c, err);
+        case SEL_GREEDY: return sift_chain_add_greedy(c, err);
+        case SEL_MIROSTAT: return sift_chain_add_mirostat(c, V, 5.0f, 0.1f, 100, err);
+        default: return sift_chain_add_mirostat_v2(c, 5.0f, 0.1f, err);
+        }
+    }
+}
+
+static sift_vocab *make_vocab(const sift_allocator *al, sift_status *st, sift_error *err)
+{
+    static char store[V][8];
+    const char *pieces[V];
+    size_t lens[V];
+    for (int i = 0; i < V; i++) {
+        int n = snprintf(store[i], sizeof store[i], "t%d", i);
+        if (i % 50 == 0)
+            n = snprintf(store[i], sizeof store[i], "\n");
+        if (i % 70 == 1)
+            n = snprintf(store[i], sizeof store[i], ":");
+        pieces[i] = store[i];
+        lens[i] = (size_t)n;
+    }
+    sift_vocab *v = NULL;
+    *st = sift_vocab_new(&v, V, pieces, lens, al, err);
+    return v;
+}
+
+static void row_for(float *row, int step)
+{
+    tu_rng r = {9000 + (uint64_t)step};
+    tu_row(&r, row, V, step % TU_ROW__COUNT == TU_ROW_HUGE ? TU_ROW_NORMAL : step % TU_ROW__COUNT);
+}
+
+/* Runs STEPS sample+accept steps; writes the tokens. */
+static void run_steps(sift_chain *c, int32_t *tok)
+{
+    float row[V];
+    for (int s = 0; s < STEPS; s++) {
+        row_for(row, s + 1);
+        sift_error err;
+        ck_assert_msg(sift_chain_sample(c, row, V, &tok[s], &err) == SIFT_OK, "step %d: %s", s,
+                      err.message);
+        ck_assert_int_eq(sift_chain_accept(c, tok[s], NULL), SIFT_OK);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* No allocation per step                                              */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_no_allocation_per_step_after_the_first_sample)
+{
+    int sel = _i;
+    fa f = {0, 0, 0, 0, 0};
+    sift_allocator al = {fa_alloc, fa_free, &f};
+    sift_status st;
+    sift_error err;
+    sift_vocab *v = make_vocab(&al, &st, &err);
+    ck_assert_int_eq(st, SIFT_OK);
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.allocator = &al;
+    p.seed = 31;
+    sift_chain *c;
+    ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+    for (int i = 0; i < N_ADDS; i++)
+        ck_assert_msg(add_stage(c, i, sel, v, &err) == SIFT_OK, "stage %d: %s", i, err.message);
+    ck_assert_str_eq(sift_chain_stage_name(c, N_ADDS - 1), sel_name[sel]);
+    /* prompt tokens fill the windows */
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(sift_chain_accept(c, (i * 37) % V, NULL), SIFT_OK);
+    float row[V];
+    row_for(row, 0);
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample(c, row, V, &t, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, t, NULL), SIFT_OK);
+    long a0 = f.allocs, f0 = f.frees, c0 = f.calls;
+    for (int s = 1; s <= 100; s++) {
+        row_for(row, s);
+        ck_assert_msg(sift_chain_sample(c, row, V, &t, &err) == SIFT_OK, "%s", err.message);
+        ck_assert_int_eq(sift_chain_accept(c, t, NULL), SIFT_OK);
+        /* distribution and reset reuse the buffers too */
+        if (s % 25 == 0) {
+            size_t n;
+            ck_assert_int_eq(sift_chain_distribution(c, row, V, NULL, 0, &n, NULL), SIFT_OK);
+        }
+        /* failures allocate nothing either */
+        row[s % V] = NAN;
+        ck_assert_int_eq(sift_chain_sample(c, row, V, &t, NULL), SIFT_E_ROW_VALUE);
+    }
+    sift_chain_reset(c);
+    ck_assert_int_eq(f.calls, c0);
+    ck_assert_int_eq(f.allocs, a0);
+    ck_assert_int_eq(f.frees, f0);
+    sift_chain_free(c);
+    sift_vocab_free(v);
+    ck_assert_int_eq(f.allocs, f.frees);
+}
+END_TEST
+
+START_TEST(test_every_allocation_goes_through_the_allocator)
+{
+    /* with the allocator counting, a full life frees all it allocated,
+     * clones included */
+    fa f = {0, 0, 0, 0, 0};
+    sift_allocator al = {fa_alloc, fa_free, &f};
+    sift_status st;
+    sift_error err;
+    sift_vocab *v = make_vocab(&al, &st, &err);
+    ck_assert_int_eq(st, SIFT_OK);
+    ck_assert_int_gt(f.allocs, 0);
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.allocator = &al;
+    sift_chain *c, *d;
+    ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+    for (int i = 0; i < N_ADDS; i++)
+        ck_assert_int_eq(add_stage(c, i, SEL_DIST, v, &err), SIFT_OK);
+    sift_vocab_free(v); /* the chain keeps nothing of it */
+    long before = f.allocs;
+    ck_assert_int_eq(sift_chain_clone(c, &d, &err), SIFT_OK);
+    ck_assert_int_gt(f.allocs, before);
+    int32_t tc[STEPS], td[STEPS];
+    run_steps(c, tc);
+    run_steps(d, td);
+    ck_assert(memcmp(tc, td, sizeof tc) == 0);
+    sift_chain_free(c);
+    sift_chain_free(d);
+    ck_assert_int_eq(f.allocs, f.frees);
+    ck_assert_int_eq(f.failed, 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Fail the Nth allocation                                             */
+/* ------------------------------------------------------------------ */
+
+/* The whole build with failures injected by `f`. Every failing call is
+ * checked and retried. Returns the number of calls that failed. */
+static long build_and_run(fa *f, int sel, int32_t *tok_c, int32_t *tok_d)
+{
+    sift_allocator al = {fa_alloc, fa_free, f};
+    long failures = 0;
+    sift_error err;
+    sift_status st;
+    /* the vocabulary */
+    sift_vocab *v = make_vocab(&al, &st, &err);
+    if (st != SIFT_OK) {
+        ck_assert_int_eq(st, SIFT_E_NOMEM);
+        ck_assert_int_eq(err.code, SIFT_E_NOMEM);
+        ck_assert_ptr_null(v);
+        failures++;
+        v = make_vocab(&al, &st, &err);
+        ck_assert_int_eq(st, SIFT_OK);
+    }
+    /* the chain */
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.allocator = &al;
+    p.seed = 77;
+    sift_chain *c = (sift_chain *)&c;
+    st = sift_chain_new(&c, &p, &err);
+    if (st != SIFT_OK) {
+        ck_assert_int_eq(st, SIFT_E_NOMEM);
+        ck_assert_ptr_null(c);
+        failures++;
+        ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+    }
+    /* every stage */
+    for (int i = 0; i < N_ADDS; i++) {
+        size_t n0 = sift_chain_n_stages(c);
+        uint64_t d0 = sift__chain_state_digest(c);
+        st = add_stage(c, i, sel, v, &err);
+        if (st != SIFT_OK) {
+            ck_assert_msg(st == SIFT_E_NOMEM, "stage %d: %d %s", i, (int)st, err.message);
+            ck_assert_int_eq(err.code, SIFT_E_NOMEM);
+            ck_assert_int_gt((int)strlen(err.message), 0);
+            ck_assert_uint_eq(sift_chain_n_stages(c), n0);
+            ck_assert_uint_eq(sift__chain_state_digest(c), d0);
+            failures++;
+            ck_assert_int_eq(add_stage(c, i, sel, v, &err), SIFT_OK);
+        }
+        ck_assert_uint_eq(sift_chain_n_stages(c), n0 + 1);
+    }
+    sift_vocab_free(v);
+    /* a prompt */
+    for (int i = 0; i < 30; i++)
+        ck_assert_int_eq(sift_chain_accept(c, (i * 13) % 40, NULL), SIFT_OK);
+    /* the first sample sizes the buffers */
+    float row[V];
+    row_for(row, 0);
+    uint64_t r0[4], r1[4];
+    sift__chain_rng_state(c, r0);
+    uint64_t d0 = sift__chain_state_digest(c);
+    int32_t t0 = -1;
+    st = sift_chain_sample(c, row, V, &t0, &err);
+    if (st != SIFT_OK) {
+        ck_assert_int_eq(st, SIFT_E_NOMEM);
+        ck_assert_int_eq(t0, -1);
+        sift__chain_rng_state(c, r1);
+        ck_assert(memcmp(r0, r1, sizeof r0) == 0);
+        ck_assert_uint_eq(sift__chain_state_digest(c), d0);
+        failures++;
+        ck_assert_int_eq(sift_chain_sample(c, row, V, &t0, &err), SIFT_OK);
+    }
+    ck_assert_int_eq(sift_chain_accept(c, t0, NULL), SIFT_OK);
+    /* the clone */
+    sift_chain *d = (sift_chain *)&d;
+    d0 = sift__chain_state_digest(c);
+    st = sift_chain_clone(c, &d, &err);
+    if (st != SIFT_OK) {
+        ck_assert_int_eq(st, SIFT_E_NOMEM);
+        ck_assert_ptr_null(d);
+        ck_assert_uint_eq(sift__chain_state_digest(c), d0);
+        failures++;
+        ck_assert_int_eq(sift_chain_clone(c, &d, &err), SIFT_OK);
+    }
+    ck_assert_uint_eq(sift__chain_state_digest(d), d0);
+    /* the clone's first sample sizes its own buffers */
+    row_for(row, 1);
+    int32_t t1c, t1d;
+    ck_assert_int_eq(sift_chain_sample(c, row, V, &t1c, &err), SIFT_OK);
+    st = sift_chain_sample(d, row, V, &t1d, &err);
+    if (st != SIFT_OK) {
+        ck_assert_int_eq(st, SIFT_E_NOMEM);
+        failures++;
+        ck_assert_int_eq(sift_chain_sample(d, row, V, &t1d, &err), SIFT_OK);
+    }
+    ck_assert_int_eq(t1c, t1d);
+    ck_assert_int_eq(sift_chain_accept(c, t1c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(d, t1d, NULL), SIFT_OK);
+    tok_c[0] = t0;
+    tok_d[0] = t1c;
+    run_steps(c, tok_c + 1);
+    run_steps(d, tok_d + 1);
+    sift_chain_free(c);
+    sift_chain_free(d);
+    ck_assert_int_eq(f->allocs, f->frees);
+    return failures;
+}
+
+START_TEST(test_failing_the_nth_allocation_is_clean_for_every_n)
+{
+    int sel = _i;
+    int32_t ref_c[STEPS + 1], ref_d[STEPS + 1];
+    fa f0 = {0, 0, 0, 0, 0};
+    ck_assert_int_eq(build_and_run(&f0, sel, ref_c, ref_d), 0);
+    /* the clone continues exactly where the original was */
+    ck_assert(memcmp(ref_c + 1, ref_d + 1, STEPS * sizeof(int32_t)) == 0);
+    long total = f0.calls;
+    ck_assert_int_gt(total, 10);
+    for (long n = 1; n <= total; n++) {
+        fa f = {0, n, 0, 0, 0};
+        int32_t tc[STEPS + 1], td[STEPS + 1];
+        long failures = build_and_run(&f, sel, tc, td);
+        ck_assert_msg(f.failed == 1, "N=%ld: %ld failed calls", n, f.failed);
+        ck_assert_msg(failures == 1, "N=%ld: the failure was swallowed (%ld reported)", n,
+                      failures);
+        ck_assert_msg(memcmp(tc, ref_c, sizeof tc) == 0, "N=%ld: tokens differ", n);
+        ck_assert_msg(memcmp(td, ref_d, sizeof td) == 0, "N=%ld: clone tokens differ", n);
+    }
+}
+END_TEST
+
+START_TEST(test_failing_the_nth_allocation_of_a_vocabulary_leaks_nothing)
+{
+    fa f0 = {0, 0, 0, 0, 0};
+    sift_allocator al0 = {fa_alloc, fa_free, &f0};
+    sift_status st;
+    sift_error err;
+    sift_vocab *v = make_vocab(&al0, &st, &err);
+    ck_assert_int_eq(st, SIFT_OK);
+    long total = f0.calls;
+    sift_vocab_free(v);
+    ck_assert_int_eq(f0.allocs, f0.frees);
+    for (long n = 1; n <= total; n++) {
+        fa f = {0, n, 0, 0, 0};
+        sift_allocator al = {fa_alloc, fa_free, &f};
+        v = make_vocab(&al, &st, &err);
+        ck_assert_int_eq(st, SIFT_E_NOMEM);
+        ck_assert_ptr_null(v);
+        ck_assert_int_eq(err.code, SIFT_E_NOMEM);
+        ck_assert_int_eq(f.allocs, f.frees);
+        v = make_vocab(&al, &st, &err);
+        ck_assert_int_eq(st, SIFT_OK);
+        const char *b;
+        size_t len;
+        ck_assert_int_eq(sift_vocab_piece(v, 123, &b, &len, NULL), SIFT_OK);
+        ck_assert(len == 4 && memcmp(b, "t123", 4) == 0);
+        sift_vocab_free(v);
+        ck_assert_int_eq(f.allocs, f.frees);
+    }
+}
+END_TEST
+
+START_TEST(test_a_failed_first_allocation_of_new_or_sample_is_nomem_and_retryable)
+{
+    /* the very first call fails: chain_new cannot even start */
+    fa f = {0, 1, 0, 0, 0};
+    sift_allocator al = {fa_alloc, fa_free, &f};
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.allocator = &al;
+    sift_chain *c = (sift_chain *)&c;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_E_NOMEM);
+    ck_assert_ptr_null(c);
+    ck_assert_int_gt((int)strlen(err.message), 0);
+    /* now a chain, then fail the first sample's buffers */
+    ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, &err), SIFT_OK);
+    long calls = f.calls;
+    f.fail_at = calls + 1;
+    float row[4] = {1, 2, 3, 4};
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample(c, row, 4, &t, &err), SIFT_E_NOMEM);
+    ck_assert_int_eq(sift_chain_sample(c, row, 4, &t, &err), SIFT_OK);
+    sift_chain_free(c);
+    ck_assert_int_eq(f.allocs, f.frees);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("alloc");
+    TCase *tc = tcase_create("per_step");
+    tcase_add_loop_test(tc, test_no_allocation_per_step_after_the_first_sample, 0, SEL__COUNT);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("through_the_allocator");
+    tcase_add_test(tc, test_every_allocation_goes_through_the_allocator);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("fail_nth");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_failing_the_nth_allocation_is_clean_for_every_n, 0, SEL__COUNT);
+    tcase_add_test(tc, test_failing_the_nth_allocation_of_a_vocabulary_leaks_nothing);
+    tcase_add_test(tc, test_a_failed_first_allocation_of_new_or_sample_is_nomem_and_retryable);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

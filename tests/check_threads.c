@@ -1,2 +1,298 @@
-/* placeholder: this suite is being written */
-int main(void) { return 77; }
+/*
+ * check_threads.c - the threading contract of sift.h (BAD_INPUTS X-01,
+ * X-02, X-04): no global mutable state, one chain per thread, and const
+ * functions (clone, stage queries) safe on a chain nobody mutates.
+ *
+ * - X-01: several threads, each with its own chain built from the same
+ *   spec, sample concurrently; every thread's token sequence equals the
+ *   one a serial run gives.
+ * - X-02/X-04: one shared, idle chain; every thread clones it (clone takes
+ *   a const chain) and queries it (n_stages, stage_name, stage_class)
+ *   while sampling on its own clone; the results equal a serial run.
+ *
+ * CI runs this binary under ThreadSanitizer (--enable-tsan), so every
+ * piece of shared test data is written before the threads start and only
+ * read while they run; results go to per-thread slots joined afterwards.
+ */
+#define _POSIX_C_SOURCE 200809L /* pthread barriers under -std=c11 */
+
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "oracle/oracle.h"
+#include "testutil.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+#define THREADS 4
+#define STEPS 60
+#define V 3000
+
+/* ------------------------------------------------------------------ */
+/* The chain and the rows                                              */
+/* ------------------------------------------------------------------ */
+
+static sift_status build(uint64_t seed, int sel, sift_chain **out)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.seed = seed;
+    sift_status s = sift_chain_new(out, &p, NULL);
+    if (s)
+        return s;
+    sift_chain *c = *out;
+    static const sift_bias bias[2] = {{3, 2.0f}, {9, -INFINITY}};
+    sift_dry_params dp = {0.8f, 1.75f, 2, 64, NULL, NULL, 0};
+    if ((s = sift_chain_add_logit_bias(c, bias, 2, NULL)) ||
+        (s = sift_chain_add_penalties(c, 64, 1.1f, 0.05f, 0.05f, NULL)) ||
+        (s = sift_chain_add_dry(c, &dp, NULL, NULL)) ||
+        (s = sift_chain_add_top_k(c, 200, NULL)) ||
+        (s = sift_chain_add_typical(c, 0.98f, 1, NULL)) ||
+        (s = sift_chain_add_top_p(c, 0.95f, 1, NULL)) ||
+        (s = sift_chain_add_min_p(c, 0.02f, 1, NULL)) ||
+        (s = sift_chain_add_xtc(c, 0.3f, 0.1f, 1, NULL)) ||
+        (s = sift_chain_add_top_n_sigma(c, 3.0f, NULL)) ||
+        (s = sift_chain_add_temp_ext(c, 0.9f, 0.2f, 1.0f, NULL)))
+        goto fail;
+    switch (sel) {
+    case 0: s = sift_chain_add_dist(c, NULL); break;
+    case 1: s = sift_chain_add_mirostat(c, V, 5.0f, 0.1f, 100, NULL); break;
+    default: s = sift_chain_add_mirostat_v2(c, 5.0f, 0.1f, NULL); break;
+    }
+    if (s)
+        goto fail;
+    return SIFT_OK;
+fail:
+    sift_chain_free(c);
+    *out = NULL;
+    return s;
+}
+
+static void make_row(float *row, uint64_t seed, int step)
+{
+    tu_rng r = {seed * 1000003u + (uint64_t)step};
+    tu_row(&r, row, V, step % 5);
+}
+
+/* Runs STEPS sample+accept steps; returns a non-zero status on error. */
+static sift_status run(sift_chain *c, uint64_t row_seed, int32_t *tok, float *row)
+{
+    for (int s = 0; s < STEPS; s++) {
+        make_row(row, row_seed, s);
+        sift_status st = sift_chain_sample(c, row, V, &tok[s], NULL);
+        if (st)
+            return st;
+        if ((st = sift_chain_accept(c, tok[s], NULL)))
+            return st;
+    }
+    return SIFT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* own chains                                                    */
+/* ------------------------------------------------------------------ */
+
+typedef struct job {
+    int index;
+    int sel;
+    pthread_barrier_t *start;
+    const sift_chain *shared; /* */
+    int32_t tok[STEPS];
+    sift_status status;
+    int queries_ok;
+} job;
+
+static void *own_chain_thread(void *arg)
+{
+    job *j = arg;
+    float *row = malloc(V * sizeof *row);
+    sift_chain *c = NULL;
+    j->status = row ? build(100 + (uint64_t)j->index, j->sel, &c) : SIFT_E_NOMEM;
+    pthread_barrier_wait(j->start);
+    if (j->status == SIFT_OK)
+        j->status = run(c, (uint64_t)j->index, j->tok, row);
+    sift_chain_free(c);
+    free(row);
+    return NULL;
+}
+
+START_TEST(test_threads_with_their_own_chains_match_a_serial_run)
+{
+    int sel = _i;
+    /* serial reference */
+    int32_t ref[THREADS][STEPS];
+    float *row = malloc(V * sizeof *row);
+    for (int t = 0; t < THREADS; t++) {
+        sift_chain *c;
+        ck_assert_int_eq(build(100 + (uint64_t)t, sel, &c), SIFT_OK);
+        ck_assert_int_eq(run(c, (uint64_t)t, ref[t], row), SIFT_OK);
+        sift_chain_free(c);
+    }
+    free(row);
+    /* concurrent: two rounds, to let the scheduler interleave */
+    for (int round = 0; round < 2; round++) {
+        pthread_barrier_t start;
+        ck_assert_int_eq(pthread_barrier_init(&start, NULL, THREADS), 0);
+        job jobs[THREADS];
+        pthread_t th[THREADS];
+        for (int t = 0; t < THREADS; t++) {
+            memset(&jobs[t], 0, sizeof jobs[t]);
+            jobs[t].index = t;
+            jobs[t].sel = sel;
+            jobs[t].start = &start;
+            ck_assert_int_eq(pthread_create(&th[t], NULL, own_chain_thread, &jobs[t]), 0);
+        }
+        for (int t = 0; t < THREADS; t++)
+            ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+        pthread_barrier_destroy(&start);
+        for (int t = 0; t < THREADS; t++) {
+            ck_assert_int_eq(jobs[t].status, SIFT_OK);
+            ck_assert_msg(memcmp(jobs[t].tok, ref[t], sizeof ref[t]) == 0,
+                          "thread %d differs from the serial run", t);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_threads_with_identical_chains_get_identical_tokens)
+{
+    /* same seed and same rows in every thread: all equal */
+    pthread_barrier_t start;
+    ck_assert_int_eq(pthread_barrier_init(&start, NULL, THREADS), 0);
+    job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        memset(&jobs[t], 0, sizeof jobs[t]);
+        jobs[t].index = 0; /* same seed, same rows */
+        jobs[t].start = &start;
+        ck_assert_int_eq(pthread_create(&th[t], NULL, own_chain_thread, &jobs[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++)
+        ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    pthread_barrier_destroy(&start);
+    for (int t = 0; t < THREADS; t++) {
+        ck_assert_int_eq(jobs[t].status, SIFT_OK);
+        ck_assert(memcmp(jobs[t].tok, jobs[0].tok, sizeof jobs[0].tok) == 0);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* one shared read-only chain                             */
+/* ------------------------------------------------------------------ */
+
+static const char *const want_names[] = {"logit_bias", "penalties", "dry",         "top_k",
+                                         "typical",    "top_p",     "min_p",       "xtc",
+                                         "top_n_sigma", "temp_ext", "dist"};
+
+static int query(const sift_chain *c)
+{
+    if (sift_chain_n_stages(c) != N(want_names))
+        return 0;
+    for (size_t i = 0; i < N(want_names); i++) {
+        const char *n = sift_chain_stage_name(c, i);
+        if (!n || strcmp(n, want_names[i]) != 0)
+            return 0;
+        int64_t b = -99;
+        sift_class cls = sift_chain_stage_class(c, i, &b);
+        if ((int)cls < SIFT_CLASS_WHOLE || (int)cls > SIFT_CLASS_THRESHOLD || b == -99)
+            return 0;
+    }
+    return sift_chain_stage_name(c, N(want_names)) == NULL;
+}
+
+static void *shared_chain_thread(void *arg)
+{
+    job *j = arg;
+    float *row = malloc(V * sizeof *row);
+    pthread_barrier_wait(j->start);
+    j->queries_ok = 1;
+    j->status = SIFT_OK;
+    /* clone and query the shared chain many times while others do too */
+    for (int k = 0; k < 20; k++) {
+        sift_chain *tmp = NULL;
+        sift_status s = sift_chain_clone(j->shared, &tmp, NULL);
+        if (s) {
+            j->status = s;
+            break;
+        }
+        j->queries_ok &= query(j->shared) && query(tmp);
+        sift_chain_free(tmp);
+    }
+    sift_chain *mine = NULL;
+    if (j->status == SIFT_OK)
+        j->status = sift_chain_clone(j->shared, &mine, NULL);
+    if (j->status == SIFT_OK && row)
+        j->status = run(mine, 7, j->tok, row);
+    j->queries_ok &= query(j->shared);
+    sift_chain_free(mine);
+    free(row);
+    return NULL;
+}
+
+START_TEST(test_threads_cloning_and_querying_one_shared_chain_match_a_serial_run)
+{
+    sift_chain *shared;
+    ck_assert_int_eq(build(55, 0, &shared), SIFT_OK);
+    /* give it a history and sized buffers before it goes read-only */
+    float *row = malloc(V * sizeof *row);
+    int32_t warm[STEPS];
+    ck_assert_int_eq(run(shared, 3, warm, row), SIFT_OK);
+    uint64_t dig = sift__chain_state_digest(shared);
+    ck_assert(query(shared));
+    /* serial reference: a clone samples the rows of seed 7 */
+    int32_t ref[STEPS];
+    sift_chain *c;
+    ck_assert_int_eq(sift_chain_clone(shared, &c, NULL), SIFT_OK);
+    ck_assert_int_eq(run(c, 7, ref, row), SIFT_OK);
+    sift_chain_free(c);
+    free(row);
+    pthread_barrier_t start;
+    ck_assert_int_eq(pthread_barrier_init(&start, NULL, THREADS), 0);
+    job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        memset(&jobs[t], 0, sizeof jobs[t]);
+        jobs[t].index = t;
+        jobs[t].start = &start;
+        jobs[t].shared = shared;
+        ck_assert_int_eq(pthread_create(&th[t], NULL, shared_chain_thread, &jobs[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++)
+        ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    pthread_barrier_destroy(&start);
+    for (int t = 0; t < THREADS; t++) {
+        ck_assert_int_eq(jobs[t].status, SIFT_OK);
+        ck_assert_msg(jobs[t].queries_ok, "thread %d saw a wrong description", t);
+        ck_assert_msg(memcmp(jobs[t].tok, ref, sizeof ref) == 0,
+                      "thread %d differs from the serial run", t);
+    }
+    /* the shared chain was only read */
+    ck_assert_uint_eq(sift__chain_state_digest(shared), dig);
+    sift_chain_free(shared);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("threads");
+    TCase *tc = tcase_create("own_chains");
+    tcase_set_timeout(tc, 60); /* ThreadSanitizer is slow */
+    tcase_add_loop_test(tc, test_threads_with_their_own_chains_match_a_serial_run, 0, 3);
+    tcase_add_test(tc, test_threads_with_identical_chains_get_identical_tokens);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("shared_chain");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_threads_cloning_and_querying_one_shared_chain_match_a_serial_run);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

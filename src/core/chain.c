@@ -213,11 +213,14 @@ sift_status sift__chain_push(sift_chain *c, sift__stage *st, sift_error *err)
     }
     if (c->n_stages == c->cap_stages) {
         size_t cap = c->cap_stages ? c->cap_stages * 2 : 8;
+        c->busy = 1; /* the allocator must not call back into the chain */
         sift__stage **s = sift__calloc(&c->al, cap, sizeof *s);
+        c->busy = 0;
         if (!s) {
+            sift__fail(err, SIFT_E_NOMEM, "out of memory while adding stage %s",
+                       sift__stage_name(st));
             stage_free(st, &c->al);
-            return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding stage %s",
-                              sift__stage_name(st));
+            return SIFT_E_NOMEM;
         }
         if (c->n_stages)
             memcpy(s, c->stages, c->n_stages * sizeof *s);
@@ -423,12 +426,10 @@ static void ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->selected = -1;
 }
 
-sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int32_t *token,
-                              sift_error *err)
+static sift_status sample_impl(sift_chain *c, const float *logits, int32_t V, int32_t *token,
+                               sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
+    sift_status s = SIFT_OK;
     if (!token)
         return sift__fail(err, SIFT_E_ARG, "token is NULL");
     if ((s = prepare(c, logits, V, 1, err)))
@@ -446,9 +447,7 @@ sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int
         a.V = V;
         a.order = SIFT__ORDER_CANON;
         a.dense = 0;
-        c->busy = 1;
         int decided = sift__run_prefix(c, &ctx, &a, &s);
-        c->busy = 0;
         if (decided) {
             if (s)
                 return s;
@@ -460,9 +459,7 @@ sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int
     if ((s = load_row(c, logits, V, &a, err)))
         return s;
     ctx_init(c, &ctx, V, err);
-    c->busy = 1;
     s = run_stages(c, &ctx, &a, c->n_stages);
-    c->busy = 0;
     if (s)
         return s;
 selected:
@@ -475,30 +472,23 @@ selected:
     return SIFT_OK;
 }
 
-sift_status sift_chain_accept(sift_chain *c, int32_t token, sift_error *err)
+static sift_status accept_impl(sift_chain *c, int32_t token, sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
     int32_t lim = c->n_vocab ? c->n_vocab : (c->last_V ? c->last_V : c->max_vocab);
     if (token < 0 || token >= lim)
         return sift__fail_at(err, SIFT_E_TOKEN, token, "token %d out of range [0, %d)",
                              (int)token, (int)lim);
-    c->busy = 1;
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i]->ops->accept)
             c->stages[i]->ops->accept(c->stages[i], token);
-    c->busy = 0;
     return SIFT_OK;
 }
 
-sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t V,
-                                    sift_token_prob *out, size_t capacity, size_t *n_out,
-                                    sift_error *err)
+static sift_status distribution_impl(sift_chain *c, const float *logits, int32_t V,
+                                     sift_token_prob *out, size_t capacity, size_t *n_out,
+                                     sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
+    sift_status s = SIFT_OK;
     if (!n_out || (!out && capacity))
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", n_out ? "out" : "n_out");
     if ((s = prepare(c, logits, V, 0, err)))
@@ -512,13 +502,11 @@ sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t 
     sift__stage *sel = NULL;
     if (end && c->stages[end - 1]->ops->is_selector)
         sel = c->stages[--end];
-    c->busy = 1;
     s = run_stages(c, &ctx, &a, end);
     if (!s && sel && sel->ops->support) {
         ctx.stage = end;
         s = sel->ops->support(sel, &ctx, &a);
     }
-    c->busy = 0;
     if (s)
         return s;
     float m = sift__max_logit(a.c, a.n);
@@ -543,4 +531,43 @@ sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t 
     }
     *n_out = a.n;
     return SIFT_OK;
+}
+
+/* The public entry points: refuse re-entry, and mark the chain busy for
+ * the whole call, so that any callback (allocator, custom stage) that
+ * calls back into it gets SIFT_E_STATE. */
+sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int32_t *token,
+                              sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = sample_impl(c, logits, V, token, err);
+    c->busy = 0;
+    return s;
+}
+
+sift_status sift_chain_accept(sift_chain *c, int32_t token, sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = accept_impl(c, token, err);
+    c->busy = 0;
+    return s;
+}
+
+sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t V,
+                                    sift_token_prob *out, size_t capacity, size_t *n_out,
+                                    sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = distribution_impl(c, logits, V, out, capacity, n_out, err);
+    c->busy = 0;
+    return s;
 }
