@@ -187,13 +187,14 @@ static inline int sift__canon_before(const sift_candidate *a, const sift_candida
 /* Candidate arrays                                                    */
 /* ------------------------------------------------------------------ */
 
-enum { SIFT__ORDER_ID = 0, SIFT__ORDER_CANON = 1 };
+enum { SIFT__ORDER_ID = 0, SIFT__ORDER_CANON = 1, SIFT__ORDER_NONE = 2 };
 
 /* The working set of a step. The set of (id, logit) pairs is what the
  * stages define their result on; `order` only says how it is stored:
- * ascending id or canonical. Stages that drop tokens keep the storage
- * order; stages that need the other order ask for it (sift__arr_canon,
- * sift__arr_idorder). `dense` means n == V and c[i].id == i. */
+ * ascending id, canonical, or neither. Stages that drop tokens keep the
+ * storage order; stages that change logits call sift__arr_touched; stages
+ * that need an order ask for it (sift__arr_canon, sift__arr_idorder).
+ * `dense` means n == V and c[i].id == i. */
 typedef struct sift__arr {
     sift_candidate *c;
     size_t n;
@@ -201,6 +202,14 @@ typedef struct sift__arr {
     uint8_t order;
     uint8_t dense;
 } sift__arr;
+
+/* Logits of `a` were changed in place: canonical storage order may be
+ * lost (id order cannot be). */
+static inline void sift__arr_touched(sift__arr *a)
+{
+    if (a->order == SIFT__ORDER_CANON)
+        a->order = SIFT__ORDER_NONE;
+}
 
 /* ------------------------------------------------------------------ */
 /* Scratch space, one per chain, sized to the largest V seen           */

@@ -43,10 +43,8 @@ static sift_status custom_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     }
     a->n = n;
     a->dense = 0;
-    /* The stage may have reordered or changed logits: restore an order the
-     * rest of the chain can rely on. */
-    a->order = SIFT__ORDER_ID;
-    sift__arr_canon(ctx, a);
+    /* The stage may have reordered the array and changed logits. */
+    a->order = SIFT__ORDER_NONE;
     return SIFT_OK;
 }
 

@@ -1,4 +1,768 @@
-/* dry.c - placeholder while the sampler is being written. */
+/*
+ * dry.c - DRY ("don't repeat yourself"): penalises the tokens that would
+ * extend a repetition of the recent history.
+ *
+ * Owns the "dry" stage, its history window and its sequence breakers, and
+ * the internal test constructor sift__chain_add_dry_tokens.
+ *
+ * Math (docs/samplers.md, "dry"). Let t_0..t_{N-1} be the last N accepted
+ * tokens (t_{N-1} the most recent), N = min(accepted, last_n).
+ * 1. If N <= allowed_length: nothing.
+ * 2. Breakers are (head token, tail sequence) pairs. Scan back from the
+ *    most recent token, distance i = 0, 1, ...: at the first token that is
+ *    a head whose tail (of length <= i) equals the tokens after it, the
+ *    longest such tail (length s) sets rep_limit = i - s; by default
+ *    rep_limit = N. If rep_limit < allowed_length: nothing.
+ * 3. For every j in [0, N-2], L_j = min(rep_limit, length of the longest
+ *    common suffix of t_0..t_j and t_0..t_{N-1}). Computed with the
+ *    Z-algorithm on the reversed window (O(N) per step).
+ * 4. For every j with L_j >= allowed_length, best[t_{j+1}] = max(best,
+ *    L_j): emitting t_{j+1} would extend that repeat.
+ * 5. Every candidate with a best entry that is not a single-token breaker
+ *    (a head with an empty tail) gets e = best - allowed_length, clamped to
+ *    floor(88.7228391 / sift__log(base)) when base > 1.000001f, and
+ *        l = l - (float)(multiplier * sift__pow((double)base, (double)e))
+ *    with the product in double and one rounding to float (a product
+ *    beyond the float range becomes +inf, so the token becomes -inf).
+ * The result never becomes +inf or NaN (the penalty is >= 0).
+ *
+ * Breakers given as strings are matched through the vocabulary: every
+ * token whose bytes contain the breaker becomes a head with an empty tail;
+ * otherwise, for every way the token's bytes end with a proper prefix of
+ * the breaker, the token becomes a head whose tail is the rest of the
+ * breaker split into tokens by greedy longest match over the vocabulary
+ * pieces (smallest id among equal pieces), truncated to 20 tokens; a rest
+ * that cannot be split is skipped; duplicate pairs are kept once.
+ *
+ * Reference behaviour: llama.cpp's DRY sampler (same steps, same penalty
+ * expression). Deliberate differences: last_n = -1 (context size) is not
+ * supported (give a window) and n_ctx_train plays no part; a breaker over
+ * 40 bytes, an empty one, more than 64, or a NULL vocabulary are errors
+ * (llama truncates or skips); token-sequence breakers longer than 21
+ * tokens (head + 20) are rejected; tails come from greedy longest match,
+ * not from the model's tokenizer; the exponent clamp divides in double
+ * with sift__log; the penalty goes through sift__pow.
+ *
+ * State layout: one allocation. After the struct: the ring (last_n
+ * tokens), the per-step scratch (reversed window, Z values, a sparse
+ * best map as an open-addressing hash with capacity >= 2 last_n and the
+ * list of slots touched, emptied again before apply returns), and the
+ * breakers (a hash head -> head index, per head the range of its tails
+ * and whether it has an empty tail, the tails' offsets and lengths, the
+ * pooled tail tokens). Everything is addressed by offset, so the default
+ * flat clone is a deep copy. apply and accept never allocate.
+ *
+ * Capability class: LOWERS(last_n) when enabled (multiplier != 0,
+ * base >= 1, last_n != 0); IDENTITY otherwise.
+ */
+#include <math.h>
+
 #include "../sift_internal.h"
-sift_status sift_chain_add_dry(sift_chain *c, const sift_dry_params *p, const sift_vocab *v, sift_error *err) { (void)c; (void)p; (void)v; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
-sift_status sift__chain_add_dry_tokens(sift_chain *c, float m, float b, int32_t a, int32_t n, const int32_t *const *s, const size_t *l, size_t k, sift_error *err) { (void)c; (void)m; (void)b; (void)a; (void)n; (void)s; (void)l; (void)k; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
+
+#define DRY_MAX_BREAKERS 64
+#define DRY_MAX_BREAKER_BYTES 40
+#define DRY_MAX_TAIL 20
+
+typedef struct dry_stage {
+    sift__stage base;
+    float multiplier, dbase;
+    int32_t allowed, last_n;
+    int active;
+    int32_t max_exp;   /* exponent clamp, 0 = none */
+    int32_t head, len; /* ring: oldest at ring[head], len entries */
+    uint32_t bbits;    /* best-map capacity = 1 << bbits */
+    uint32_t hbits;    /* head-hash capacity = 1 << hbits (0 entries: 0) */
+    int32_t n_heads, n_ent;
+    size_t off_ring, off_rev, off_z, off_bkey, off_bval, off_touch;
+    size_t off_hkey, off_hidx, off_hstart, off_hcount, off_hsingle;
+    size_t off_toff, off_tlen, off_pool;
+} dry_stage;
+
+static int32_t *dry_arr(dry_stage *d, size_t off)
+{
+    return (int32_t *)(void *)((char *)d + off);
+}
+
+static const int32_t *dry_carr(const dry_stage *d, size_t off)
+{
+    return (const int32_t *)(const void *)((const char *)d + off);
+}
+
+static uint32_t hash32(int32_t t, uint32_t bits)
+{
+    return ((uint32_t)t * 2654435761u) >> (32 - bits);
+}
+
+/* Head index of token t, or -1. */
+static int32_t dry_head(const dry_stage *d, int32_t t)
+{
+    if (d->n_heads == 0)
+        return -1;
+    const int32_t *hkey = dry_carr(d, d->off_hkey);
+    uint32_t mask = (1u << d->hbits) - 1;
+    for (uint32_t i = hash32(t, d->hbits);; i = (i + 1) & mask) {
+        if (hkey[i] == -1)
+            return -1;
+        if (hkey[i] == t)
+            return dry_carr(d, d->off_hidx)[i];
+    }
+}
+
+/* Slot of t in the best map, or the empty slot where it would go. */
+static uint32_t dry_best_slot(const dry_stage *d, int32_t t)
+{
+    const int32_t *bkey = dry_carr(d, d->off_bkey);
+    uint32_t mask = (1u << d->bbits) - 1;
+    uint32_t i = hash32(t, d->bbits);
+    while (bkey[i] != -1 && bkey[i] != t)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Step 2: the repetition limit set by the most recent breaker. */
+static int32_t dry_rep_limit(const dry_stage *d, const int32_t *rev, int32_t N)
+{
+    const int32_t *hstart = dry_carr(d, d->off_hstart);
+    const int32_t *hcount = dry_carr(d, d->off_hcount);
+    const int32_t *toff = dry_carr(d, d->off_toff);
+    const int32_t *tlen = dry_carr(d, d->off_tlen);
+    const int32_t *pool = dry_carr(d, d->off_pool);
+    for (int32_t i = 0; i < N; i++) {
+        int32_t h = dry_head(d, rev[i]);
+        if (h < 0)
+            continue;
+        int32_t longest = -1;
+        for (int32_t e = hstart[h]; e < hstart[h] + hcount[h]; e++) {
+            int32_t s = tlen[e];
+            if (s <= longest || s > i)
+                continue;
+            int32_t o = 0;
+            /* the tail follows the head: rev[i-1], rev[i-2], ... */
+            while (o < s && pool[toff[e] + o] == rev[i - o - 1])
+                o++;
+            if (o == s)
+                longest = s;
+        }
+        if (longest >= 0)
+            return i - longest;
+    }
+    return N;
+}
+
+static sift_status dry_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    (void)ctx;
+    dry_stage *d = (dry_stage *)st;
+    if (!d->active)
+        return SIFT_OK;
+    int32_t N = d->len;
+    if (N <= d->allowed)
+        return SIFT_OK;
+    const int32_t *ring = dry_carr(d, d->off_ring);
+    int32_t *rev = dry_arr(d, d->off_rev);
+    int32_t *z = dry_arr(d, d->off_z);
+    for (int32_t x = 0; x < N; x++)
+        rev[x] = ring[(d->head + N - 1 - x) % d->last_n];
+    int32_t rep_limit = dry_rep_limit(d, rev, N);
+    if (rep_limit < d->allowed)
+        return SIFT_OK;
+
+    /* Step 3: z[k] = longest common prefix of rev and rev[k..], the exact
+     * Z-algorithm; the common suffix ending at t_{N-1-k} has that length. */
+    int32_t zl = 0, zr = 0; /* rightmost match window [zl, zr) */
+    for (int32_t k = 1; k < N; k++) {
+        int32_t v = 0;
+        if (k < zr) {
+            v = zr - k;
+            if (z[k - zl] < v)
+                v = z[k - zl];
+        }
+        while (k + v < N && rev[v] == rev[k + v])
+            v++;
+        if (k + v > zr) {
+            zl = k;
+            zr = k + v;
+        }
+        z[k] = v;
+    }
+
+    /* Step 4: the sparse best map. */
+    int32_t *bkey = dry_arr(d, d->off_bkey);
+    int32_t *bval = dry_arr(d, d->off_bval);
+    int32_t *touch = dry_arr(d, d->off_touch);
+    int32_t n_touch = 0;
+    for (int32_t k = 1; k < N; k++) {
+        int32_t L = z[k] < rep_limit ? z[k] : rep_limit;
+        if (L < d->allowed)
+            continue;
+        int32_t t = rev[k - 1];
+        uint32_t s = dry_best_slot(d, t);
+        if (bkey[s] == -1) {
+            bkey[s] = t;
+            bval[s] = L;
+            touch[n_touch++] = (int32_t)s;
+        } else if (bval[s] < L) {
+            bval[s] = L;
+        }
+    }
+
+    /* Step 5: penalise. The single-token-breaker test and the penalty
+     * depend only on the token id and its best length, so each candidate
+     * is handled on its own and the storage order cannot matter. */
+    const int32_t *hsingle = dry_carr(d, d->off_hsingle);
+    int changed = 0;
+    if (a->dense) {
+        for (int32_t i = 0; i < n_touch; i++) {
+            int32_t t = bkey[touch[i]];
+            if (t >= a->V)
+                continue;
+            int32_t h = dry_head(d, t);
+            if (h >= 0 && hsingle[h])
+                continue;
+            int32_t e = bval[touch[i]] - d->allowed;
+            if (d->max_exp > 0 && e > d->max_exp)
+                e = d->max_exp;
+            double pen = (double)d->multiplier * sift__pow((double)d->dbase, (double)e);
+            float pf = pen >= 0x1.ffffffp127 ? INFINITY : (float)pen;
+            a->c[t].logit = a->c[t].logit - pf;
+            changed = 1;
+        }
+    } else if (n_touch > 0) {
+        for (size_t i = 0; i < a->n; i++) {
+            int32_t t = a->c[i].id;
+            uint32_t s = dry_best_slot(d, t);
+            if (bkey[s] == -1)
+                continue;
+            int32_t h = dry_head(d, t);
+            if (h >= 0 && hsingle[h])
+                continue;
+            int32_t e = bval[s] - d->allowed;
+            if (d->max_exp > 0 && e > d->max_exp)
+                e = d->max_exp;
+            double pen = (double)d->multiplier * sift__pow((double)d->dbase, (double)e);
+            float pf = pen >= 0x1.ffffffp127 ? INFINITY : (float)pen;
+            a->c[i].logit = a->c[i].logit - pf;
+            changed = 1;
+        }
+    }
+    /* Leave the scratch map empty for the next step. */
+    for (int32_t i = 0; i < n_touch; i++)
+        bkey[touch[i]] = -1;
+    if (changed)
+        sift__arr_touched(a);
+    return SIFT_OK;
+}
+
+static void dry_accept(sift__stage *st, int32_t t)
+{
+    dry_stage *d = (dry_stage *)st;
+    if (!d->active)
+        return;
+    int32_t *ring = dry_arr(d, d->off_ring);
+    if (d->len == d->last_n) {
+        ring[d->head] = t;
+        d->head = (d->head + 1) % d->last_n;
+    } else {
+        ring[(d->head + d->len) % d->last_n] = t;
+        d->len++;
+    }
+}
+
+static void dry_reset(sift__stage *st)
+{
+    dry_stage *d = (dry_stage *)st;
+    d->head = d->len = 0;
+}
+
+static uint64_t dry_digest(const sift__stage *st, uint64_t h)
+{
+    const dry_stage *d = (const dry_stage *)st;
+    if (!d->active)
+        return h;
+    const int32_t *ring = dry_carr(d, d->off_ring);
+    h = sift__fnv(h, &d->len, sizeof d->len);
+    for (int32_t i = 0; i < d->len; i++) {
+        int32_t t = ring[(d->head + i) % d->last_n];
+        h = sift__fnv(h, &t, sizeof t);
+    }
+    return h;
+}
+
+static sift_class dry_cls(const sift__stage *st, int64_t *n)
+{
+    const dry_stage *d = (const dry_stage *)st;
+    if (!d->active) {
+        *n = 0;
+        return SIFT_CLASS_IDENTITY;
+    }
+    *n = d->last_n;
+    return SIFT_CLASS_LOWERS;
+}
+
+static const sift__stage_ops dry_ops = {
+    .name = "dry",
+    .apply = dry_apply,
+    .accept = dry_accept,
+    .reset = dry_reset,
+    .cls = dry_cls,
+    .digest = dry_digest,
+};
+
+/* ------------------------------------------------------------------ */
+/* Construction                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Breaker pairs collected before the stage block is sized. */
+typedef struct brk_list {
+    const sift__alloc *al;
+    int32_t *head, *toff, *tlen;
+    size_t n, cap;
+    int32_t *pool;
+    size_t pn, pcap;
+    int nomem;
+} brk_list;
+
+static int grow32(const sift__alloc *al, int32_t **p, size_t used, size_t cap)
+{
+    int32_t *q = sift__calloc(al, cap, sizeof *q);
+    if (!q)
+        return 0;
+    if (used)
+        memcpy(q, *p, used * sizeof *q);
+    sift__free(al, *p);
+    *p = q;
+    return 1;
+}
+
+static void brk_free(brk_list *b)
+{
+    sift__free(b->al, b->head);
+    sift__free(b->al, b->toff);
+    sift__free(b->al, b->tlen);
+    sift__free(b->al, b->pool);
+}
+
+/* Appends (head, tail) unless the same pair already exists among the
+ * entries from index `from` on (the entries of the current head). */
+static void brk_add(brk_list *b, size_t from, int32_t head, const int32_t *tail, size_t tl)
+{
+    if (b->nomem)
+        return;
+    for (size_t i = from; i < b->n; i++)
+        if (b->head[i] == head && (size_t)b->tlen[i] == tl &&
+            (tl == 0 || memcmp(b->pool + b->toff[i], tail, tl * sizeof *tail) == 0))
+            return;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 16;
+        if (!grow32(b->al, &b->head, b->n, cap) || !grow32(b->al, &b->toff, b->n, cap) ||
+            !grow32(b->al, &b->tlen, b->n, cap)) {
+            b->nomem = 1;
+            return;
+        }
+        b->cap = cap;
+    }
+    if (b->pn + tl > b->pcap) {
+        size_t cap = b->pcap ? 2 * b->pcap : 64;
+        while (cap < b->pn + tl)
+            cap *= 2;
+        if (!grow32(b->al, &b->pool, b->pn, cap)) {
+            b->nomem = 1;
+            return;
+        }
+        b->pcap = cap;
+    }
+    b->head[b->n] = head;
+    b->toff[b->n] = (int32_t)b->pn;
+    b->tlen[b->n] = (int32_t)tl;
+    if (tl)
+        memcpy(b->pool + b->pn, tail, tl * sizeof *tail);
+    b->pn += tl;
+    b->n++;
+}
+
+static const char *vpiece(const sift_vocab *v, int32_t id, size_t *len)
+{
+    const char *p = NULL;
+    if (sift_vocab_piece(v, id, &p, len, NULL) != SIFT_OK) {
+        *len = 0;
+        return "";
+    }
+    return p ? p : "";
+}
+
+/* Pieces of 1..40 bytes -> smallest token id with those bytes. */
+typedef struct piece_map {
+    int32_t *slot;
+    uint32_t bits;
+} piece_map;
+
+static uint32_t piece_home(const char *s, size_t n, uint32_t bits)
+{
+    uint64_t h = sift__fnv(0, s, n);
+    return (uint32_t)((h ^ (h >> 32)) * 2654435761u) >> (32 - bits);
+}
+
+static int32_t piece_find(const piece_map *m, const sift_vocab *v, const char *s, size_t n,
+                          uint32_t *where)
+{
+    uint32_t mask = (1u << m->bits) - 1;
+    for (uint32_t i = piece_home(s, n, m->bits);; i = (i + 1) & mask) {
+        int32_t id = m->slot[i];
+        if (id < 0) {
+            if (where)
+                *where = i;
+            return -1;
+        }
+        size_t len;
+        const char *p = vpiece(v, id, &len);
+        if (len == n && memcmp(p, s, n) == 0)
+            return id;
+    }
+}
+
+static int piece_map_build(piece_map *m, const sift__alloc *al, const sift_vocab *v)
+{
+    int32_t V = sift_vocab_size(v);
+    uint32_t bits = 2;
+    while (((size_t)1 << bits) < 2 * (size_t)V)
+        bits++;
+    m->bits = bits;
+    m->slot = sift__calloc(al, (size_t)1 << bits, sizeof *m->slot);
+    if (!m->slot)
+        return 0;
+    memset(m->slot, 0xff, ((size_t)1 << bits) * sizeof *m->slot);
+    for (int32_t id = 0; id < V; id++) {
+        size_t len;
+        const char *p = vpiece(v, id, &len);
+        if (len == 0 || len > DRY_MAX_BREAKER_BYTES)
+            continue;
+        uint32_t where;
+        if (piece_find(m, v, p, len, &where) < 0)
+            m->slot[where] = id; /* ascending ids: the first one stays */
+    }
+    return 1;
+}
+
+/* Greedy longest-match split of s[0..n) into at most 39 tokens; returns
+ * the count, or -1 if some position starts no piece. */
+static int split_greedy(const piece_map *m, const sift_vocab *v, const char *s, size_t n,
+                        int32_t *out)
+{
+    size_t pos = 0;
+    int cnt = 0;
+    while (pos < n) {
+        size_t l = n - pos < DRY_MAX_BREAKER_BYTES ? n - pos : DRY_MAX_BREAKER_BYTES;
+        int32_t id = -1;
+        for (; l > 0; l--)
+            if ((id = piece_find(m, v, s + pos, l, NULL)) >= 0)
+                break;
+        if (id < 0)
+            return -1;
+        out[cnt++] = id;
+        pos += l;
+    }
+    return cnt;
+}
+
+static int contains(const char *w, size_t wl, const char *s, size_t sl)
+{
+    for (size_t p = 0; p + sl <= wl; p++)
+        if (w[p] == s[0] && memcmp(w + p, s, sl) == 0)
+            return 1;
+    return 0;
+}
+
+/* Compiles string breakers against the vocabulary into b. */
+static sift_status compile_strings(brk_list *b, const sift__alloc *al, const sift_vocab *v,
+                                   const char *const *brk, const size_t *lens, size_t nb,
+                                   sift_error *err)
+{
+    /* tails[k][i]: the split of breaker k from byte i (1 <= i < len),
+     * computed once per breaker; tl[k][i] = -1 when it cannot be split. */
+    int32_t(*tails)[DRY_MAX_BREAKER_BYTES][DRY_MAX_BREAKER_BYTES] = NULL;
+    int32_t(*tl)[DRY_MAX_BREAKER_BYTES] = NULL;
+    piece_map m = {NULL, 0};
+    int need_split = 0;
+    for (size_t k = 0; k < nb; k++)
+        need_split |= lens[k] > 1;
+    tails = sift__calloc(al, nb, sizeof *tails);
+    tl = sift__calloc(al, nb, sizeof *tl);
+    if (!tails || !tl || (need_split && !piece_map_build(&m, al, v))) {
+        sift__free(al, tails);
+        sift__free(al, tl);
+        sift__free(al, m.slot);
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while compiling dry breakers");
+    }
+    for (size_t k = 0; k < nb; k++)
+        for (size_t i = 1; i < lens[k]; i++) {
+            int c = split_greedy(&m, v, brk[k] + i, lens[k] - i, tails[k][i]);
+            tl[k][i] = c < 0 ? -1 : (c > DRY_MAX_TAIL ? DRY_MAX_TAIL : c);
+        }
+    int32_t V = sift_vocab_size(v);
+    for (int32_t id = 0; id < V && !b->nomem; id++) {
+        size_t wl;
+        const char *w = vpiece(v, id, &wl);
+        size_t from = b->n; /* this token's entries start here */
+        for (size_t k = 0; k < nb; k++) {
+            const char *s = brk[k];
+            size_t sl = lens[k];
+            if (contains(w, wl, s, sl)) {
+                brk_add(b, from, id, NULL, 0);
+                continue;
+            }
+            /* w ends with the proper prefix s[0..i) of the breaker */
+            for (size_t pos = 0; pos < wl; pos++) {
+                size_t i = wl - pos;
+                if (i >= sl || w[pos] != s[0] || memcmp(w + pos, s, i) != 0)
+                    continue;
+                if (tl[k][i] >= 0)
+                    brk_add(b, from, id, tails[k][i], (size_t)tl[k][i]);
+            }
+        }
+    }
+    sift__free(al, tails);
+    sift__free(al, tl);
+    sift__free(al, m.slot);
+    if (b->nomem)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while compiling dry breakers");
+    return SIFT_OK;
+}
+
+static size_t align16(size_t x)
+{
+    return (x + 15) & ~(size_t)15;
+}
+
+/* Sizes, allocates and pushes the stage; takes the breaker list (which
+ * the caller frees). */
+static sift_status dry_finish(sift_chain *chain, float multiplier, float base, int32_t allowed,
+                              int32_t last_n, const brk_list *b, sift_error *err)
+{
+    const sift__alloc *al = sift__chain_alloc(chain);
+    int active = multiplier != 0.0f && base >= 1.0f && last_n != 0;
+    dry_stage *d;
+    if (!active) {
+        d = (dry_stage *)sift__stage_alloc(al, &dry_ops, sizeof *d);
+        if (!d)
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding dry");
+    } else {
+        size_t W = (size_t)last_n;
+        uint32_t bbits = 2;
+        while (((size_t)1 << bbits) < 2 * W)
+            bbits++;
+        /* distinct heads */
+        size_t n_ent = b->n;
+        uint32_t hbits = 0;
+        if (n_ent) {
+            hbits = 2;
+            while (((size_t)1 << hbits) < 2 * n_ent)
+                hbits++;
+        }
+        size_t hcap = n_ent ? (size_t)1 << hbits : 0;
+        size_t off = align16(sizeof *d), o[14];
+        size_t cnt[14] = {W,
+                          W,
+                          W,
+                          (size_t)1 << bbits,
+                          (size_t)1 << bbits,
+                          W,
+                          hcap,
+                          hcap,
+                          n_ent,
+                          n_ent,
+                          n_ent,
+                          n_ent,
+                          n_ent,
+                          b->pn};
+        for (int i = 0; i < 14; i++) {
+            o[i] = off;
+            off = align16(off + cnt[i] * sizeof(int32_t));
+        }
+        d = (dry_stage *)sift__stage_alloc(al, &dry_ops, off);
+        if (!d)
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding dry (last_n %d)",
+                              (int)last_n);
+        d->off_ring = o[0];
+        d->off_rev = o[1];
+        d->off_z = o[2];
+        d->off_bkey = o[3];
+        d->off_bval = o[4];
+        d->off_touch = o[5];
+        d->off_hkey = o[6];
+        d->off_hidx = o[7];
+        d->off_hstart = o[8]; /* per head index (<= n_ent heads) */
+        d->off_hcount = o[9];
+        d->off_hsingle = o[10];
+        d->off_toff = o[11];
+        d->off_tlen = o[12];
+        d->off_pool = o[13];
+        d->bbits = bbits;
+        d->hbits = hbits;
+        memset(dry_arr(d, d->off_bkey), 0xff, ((size_t)1 << bbits) * sizeof(int32_t));
+        if (n_ent) {
+            int32_t *hkey = dry_arr(d, d->off_hkey), *hidx = dry_arr(d, d->off_hidx);
+            int32_t *hstart = dry_arr(d, d->off_hstart), *hcount = dry_arr(d, d->off_hcount);
+            int32_t *hsingle = dry_arr(d, d->off_hsingle);
+            int32_t *toff = dry_arr(d, d->off_toff), *tlen = dry_arr(d, d->off_tlen);
+            memset(hkey, 0xff, hcap * sizeof(int32_t));
+            /* Pass 1: head indices and counts; hidx of each entry kept in
+             * tlen temporarily is not needed: look the head up again. */
+            uint32_t mask = (uint32_t)hcap - 1;
+            for (size_t e = 0; e < n_ent; e++) {
+                int32_t t = b->head[e];
+                uint32_t i = hash32(t, hbits);
+                while (hkey[i] != -1 && hkey[i] != t)
+                    i = (i + 1) & mask;
+                if (hkey[i] == -1) {
+                    hkey[i] = t;
+                    hidx[i] = d->n_heads++;
+                }
+                hcount[hidx[i]]++;
+                if (b->tlen[e] == 0)
+                    hsingle[hidx[i]] = 1;
+            }
+            /* Pass 2: ranges, then place each entry in its head's range
+             * (hcount is rebuilt as the fill cursor). */
+            int32_t run = 0;
+            for (int32_t h = 0; h < d->n_heads; h++) {
+                hstart[h] = run;
+                run += hcount[h];
+                hcount[h] = 0;
+            }
+            for (size_t e = 0; e < n_ent; e++) {
+                int32_t h = dry_head(d, b->head[e]);
+                int32_t at = hstart[h] + hcount[h]++;
+                toff[at] = b->toff[e];
+                tlen[at] = b->tlen[e];
+            }
+            if (b->pn)
+                memcpy(dry_arr(d, d->off_pool), b->pool, b->pn * sizeof(int32_t));
+            d->n_ent = (int32_t)n_ent;
+        }
+    }
+    d->multiplier = multiplier;
+    d->dbase = base;
+    d->allowed = allowed;
+    d->last_n = last_n;
+    d->active = active;
+    if (active && base > 1.000001f) {
+        double q = 88.7228391 / sift__log((double)base);
+        d->max_exp = q >= 2147483647.0 ? INT32_MAX : (int32_t)q; /* floor: q > 0 */
+    }
+    return sift__chain_push(chain, &d->base, err);
+}
+
+static sift_status check_common(sift_chain *chain, float multiplier, float base, int32_t allowed,
+                                int32_t last_n, size_t n_breakers, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (multiplier != multiplier || multiplier == INFINITY || multiplier < 0.0f)
+        return sift__fail(err, SIFT_E_ARG, "dry: multiplier must be finite and >= 0, got %g",
+                          (double)multiplier);
+    if (base != base || base == INFINITY || base == -INFINITY)
+        return sift__fail(err, SIFT_E_ARG, "dry: base must be finite, got %g", (double)base);
+    if (allowed < 0)
+        return sift__fail(err, SIFT_E_ARG, "dry: allowed_length must be >= 0, got %d",
+                          (int)allowed);
+    if (last_n < 0)
+        return sift__fail(err, SIFT_E_ARG,
+                          "dry: last_n must be >= 0 (give a window; -1 = context is not "
+                          "supported), got %d",
+                          (int)last_n);
+    int32_t maxh = sift__chain_max_history(chain);
+    if (last_n > maxh)
+        return sift__fail(err, SIFT_E_LIMIT, "dry: last_n = %d exceeds max_history %d", (int)last_n,
+                          (int)maxh);
+    if (n_breakers > DRY_MAX_BREAKERS)
+        return sift__fail(err, SIFT_E_LIMIT, "dry: %zu sequence breakers; max %d", n_breakers,
+                          DRY_MAX_BREAKERS);
+    return SIFT_OK;
+}
+
+sift_status sift_chain_add_dry(sift_chain *chain, const sift_dry_params *params,
+                               const sift_vocab *vocab, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (!params)
+        return sift__fail(err, SIFT_E_ARG, "dry: params is NULL");
+    size_t nb = params->n_breakers;
+    if ((s = check_common(chain, params->multiplier, params->base, params->allowed_length,
+                          params->last_n, nb, err)))
+        return s;
+    if (nb > 0 && (!params->breakers || !params->breaker_lengths))
+        return sift__fail(err, SIFT_E_ARG, "dry: n_breakers = %zu but %s is NULL", nb,
+                          params->breakers ? "breaker_lengths" : "breakers");
+    for (size_t i = 0; i < nb; i++) {
+        size_t len = params->breaker_lengths[i];
+        if (len == 0)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i, "dry: breaker %zu is empty", i);
+        if (len > DRY_MAX_BREAKER_BYTES)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
+                                 "dry: breaker %zu is %zu bytes; max %d", i, len,
+                                 DRY_MAX_BREAKER_BYTES);
+        if (!params->breakers[i])
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i, "dry: breaker %zu is NULL", i);
+    }
+    if (nb > 0 && !vocab)
+        return sift__fail(err, SIFT_E_ARG, "dry: %zu sequence breakers need a vocabulary, got NULL",
+                          nb);
+    brk_list b;
+    memset(&b, 0, sizeof b);
+    b.al = sift__chain_alloc(chain);
+    int active = params->multiplier != 0.0f && params->base >= 1.0f && params->last_n != 0;
+    if (active && nb > 0 &&
+        (s = compile_strings(&b, b.al, vocab, params->breakers, params->breaker_lengths, nb,
+                             err))) {
+        brk_free(&b);
+        return s;
+    }
+    s = dry_finish(chain, params->multiplier, params->base, params->allowed_length, params->last_n,
+                   &b, err);
+    brk_free(&b);
+    return s;
+}
+
+sift_status sift__chain_add_dry_tokens(sift_chain *chain, float multiplier, float base,
+                                       int32_t allowed_length, int32_t last_n,
+                                       const int32_t *const *seqs, const size_t *lens, size_t n,
+                                       sift_error *err)
+{
+    sift_status s = check_common(chain, multiplier, base, allowed_length, last_n, n, err);
+    if (s)
+        return s;
+    if (n > 0 && (!seqs || !lens))
+        return sift__fail(err, SIFT_E_ARG, "dry: n_breakers = %zu but %s is NULL", n,
+                          seqs ? "lens" : "seqs");
+    for (size_t i = 0; i < n; i++) {
+        if (lens[i] == 0)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i, "dry: breaker %zu is empty", i);
+        if (lens[i] > DRY_MAX_TAIL + 1)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
+                                 "dry: breaker %zu is %zu tokens; max %d (a head and a tail "
+                                 "of %d)",
+                                 i, lens[i], DRY_MAX_TAIL + 1, DRY_MAX_TAIL);
+        if (!seqs[i])
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i, "dry: breaker %zu is NULL", i);
+        for (size_t j = 0; j < lens[i]; j++)
+            if (seqs[i][j] < 0)
+                return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
+                                     "dry: breaker %zu has token %d; ids must be >= 0", i,
+                                     (int)seqs[i][j]);
+    }
+    brk_list b;
+    memset(&b, 0, sizeof b);
+    b.al = sift__chain_alloc(chain);
+    for (size_t i = 0; i < n; i++)
+        brk_add(&b, 0, seqs[i][0], seqs[i] + 1, lens[i] - 1);
+    if (b.nomem) {
+        brk_free(&b);
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding dry");
+    }
+    s = dry_finish(chain, multiplier, base, allowed_length, last_n, &b, err);
+    brk_free(&b);
+    return s;
+}

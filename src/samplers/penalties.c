@@ -1,3 +1,345 @@
-/* penalties.c - placeholder while the sampler is being written. */
+/*
+ * penalties.c - repetition, frequency and presence penalties.
+ *
+ * Owns the "penalties" stage: a window of the last `last_n` accepted
+ * tokens and, per distinct token in it, its count c. For every candidate
+ * whose id has c > 0 (docs/samplers.md, "penalties"):
+ *
+ *     l = (l <= 0) ? l * repeat : l / repeat;              (float)
+ *     l = l - ((float)c * freq + (float)(c > 0) * presence) (float, as written)
+ *
+ * A -inf logit stays -inf (it is not touched, so -inf - -inf cannot make
+ * a NaN). A finite logit that becomes +inf or NaN (a tiny repeat, a huge
+ * negative freq) fails the sample with SIFT_E_ROW_VALUE naming the
+ * smallest such token id, instead of letting a NaN reach a selector
+ * (BAD_INPUTS L-14).
+ *
+ * Reference behaviour: llama.cpp's penalties sampler, same float
+ * expressions in the same order. Deliberate differences:
+ * - last_n < 0 is an error (llama clamps it to 0 = off, so `-1` silently
+ *   disables penalties); last_n above max_history is SIFT_E_LIMIT because
+ *   the window is allocated up front.
+ * - repeat must be finite and > 0; freq and presence finite.
+ * - clone copies the counts (llama's clone copies the ring but forgets the
+ *   counts until tokens are re-accepted).
+ * - -inf logits are left alone and +inf/NaN results are errors.
+ *
+ * State layout: the stage is one allocation. After the struct come the
+ * ring (last_n tokens), an open-addressing hash token -> slot of the
+ * distinct list (linear probing, backward-shift deletion, capacity a power
+ * of two >= 2 * last_n so it is never more than half full), and the
+ * distinct list itself (token, count) kept compact by swap-removal, so
+ * apply on a dense row touches exactly the distinct tokens of the window.
+ * Arrays are addressed by offsets, not pointers, so the default flat clone
+ * (memcpy of the block) is a correct deep copy. Nothing is allocated after
+ * construction.
+ *
+ * Capability class: IDENTITY when off (last_n = 0 or 1/0/0); LOWERS(last_n)
+ * when repeat >= 1, freq >= 0, presence >= 0; RAISES(last_n) otherwise
+ * (the raised ids are the window's tokens).
+ */
+#include <math.h>
+
 #include "../sift_internal.h"
-sift_status sift_chain_add_penalties(sift_chain *c, int32_t n, float r, float f, float p, sift_error *err) { (void)c; (void)n; (void)r; (void)f; (void)p; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
+
+typedef struct pen_stage {
+    sift__stage base;
+    int32_t last_n;
+    float repeat, freq, presence;
+    int active;         /* 0: the stage is a no-op and keeps no history */
+    uint32_t hbits;     /* hash capacity = 1 << hbits */
+    int32_t head, len;  /* ring: oldest at ring[head], len entries */
+    int32_t n_distinct; /* entries of dtok/dcnt in use */
+    size_t off_ring, off_keys, off_idx, off_dtok, off_dcnt;
+} pen_stage;
+
+static int32_t *pen_arr(pen_stage *p, size_t off)
+{
+    return (int32_t *)(void *)((char *)p + off);
+}
+
+static const int32_t *pen_carr(const pen_stage *p, size_t off)
+{
+    return (const int32_t *)(const void *)((const char *)p + off);
+}
+
+static uint32_t pen_home(const pen_stage *p, int32_t t)
+{
+    return ((uint32_t)t * 2654435761u) >> (32 - p->hbits);
+}
+
+/* Slot holding `t`, or the empty slot where it would go. The table is at
+ * most half full, so the probe ends. */
+static uint32_t pen_find(const pen_stage *p, int32_t t)
+{
+    const int32_t *keys = pen_carr(p, p->off_keys);
+    uint32_t mask = (1u << p->hbits) - 1;
+    uint32_t i = pen_home(p, t);
+    while (keys[i] != -1 && keys[i] != t)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Removes the key in slot i by shifting later members of its probe run
+ * back, so lookups never need tombstones. */
+static void pen_hash_delete(pen_stage *p, uint32_t i)
+{
+    int32_t *keys = pen_arr(p, p->off_keys);
+    int32_t *idx = pen_arr(p, p->off_idx);
+    uint32_t mask = (1u << p->hbits) - 1;
+    uint32_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (keys[j] == -1)
+            break;
+        uint32_t k = pen_home(p, keys[j]);
+        /* The entry at j may stay if its home lies cyclically in (i, j]. */
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (stays)
+            continue;
+        keys[i] = keys[j];
+        idx[i] = idx[j];
+        i = j;
+    }
+    keys[i] = -1;
+}
+
+static void pen_inc(pen_stage *p, int32_t t)
+{
+    int32_t *keys = pen_arr(p, p->off_keys);
+    int32_t *idx = pen_arr(p, p->off_idx);
+    int32_t *dtok = pen_arr(p, p->off_dtok);
+    int32_t *dcnt = pen_arr(p, p->off_dcnt);
+    uint32_t s = pen_find(p, t);
+    if (keys[s] == -1) {
+        keys[s] = t;
+        idx[s] = p->n_distinct;
+        dtok[p->n_distinct] = t;
+        dcnt[p->n_distinct] = 1;
+        p->n_distinct++;
+    } else {
+        dcnt[idx[s]]++;
+    }
+}
+
+static void pen_dec(pen_stage *p, int32_t t)
+{
+    int32_t *keys = pen_arr(p, p->off_keys);
+    int32_t *idx = pen_arr(p, p->off_idx);
+    int32_t *dtok = pen_arr(p, p->off_dtok);
+    int32_t *dcnt = pen_arr(p, p->off_dcnt);
+    uint32_t s = pen_find(p, t);
+    if (keys[s] == -1)
+        return; /* cannot happen: every ring token is counted */
+    int32_t d = idx[s];
+    if (--dcnt[d] > 0)
+        return;
+    int32_t last = p->n_distinct - 1;
+    if (d != last) {
+        dtok[d] = dtok[last];
+        dcnt[d] = dcnt[last];
+        idx[pen_find(p, dtok[d])] = d;
+    }
+    p->n_distinct--;
+    pen_hash_delete(p, s);
+}
+
+/* Applies the penalty to one candidate with count c > 0; records the
+ * smallest id that turned +inf or NaN. */
+static void pen_one(const pen_stage *p, sift_candidate *cd, int32_t c, int64_t *bad, float *bad_val,
+                    int *changed)
+{
+    float l = cd->logit;
+    if (l == -INFINITY)
+        return;
+    *changed = 1;
+    if (l <= 0.0f)
+        l = l * p->repeat;
+    else
+        l = l / p->repeat;
+    l = l - ((float)c * p->freq + (float)(c > 0) * p->presence);
+    cd->logit = l;
+    if (!(l < INFINITY) && (*bad < 0 || cd->id < *bad)) {
+        *bad = cd->id;
+        *bad_val = l;
+    }
+}
+
+
+static sift_status pen_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    pen_stage *p = (pen_stage *)st;
+    if (!p->active || p->n_distinct == 0)
+        return SIFT_OK;
+    int64_t bad = -1;
+    float bad_val = 0.0f;
+    int changed = 0;
+    const int32_t *dcnt = pen_carr(p, p->off_dcnt);
+    if (a->dense) {
+        /* c[t] is token t: touch only the window's distinct tokens. */
+        const int32_t *dtok = pen_carr(p, p->off_dtok);
+        for (int32_t d = 0; d < p->n_distinct; d++)
+            if (dtok[d] < a->V)
+                pen_one(p, &a->c[dtok[d]], dcnt[d], &bad, &bad_val, &changed);
+    } else {
+        const int32_t *keys = pen_carr(p, p->off_keys);
+        const int32_t *idx = pen_carr(p, p->off_idx);
+        for (size_t i = 0; i < a->n; i++) {
+            uint32_t s = pen_find(p, a->c[i].id);
+            if (keys[s] != -1)
+                pen_one(p, &a->c[i], dcnt[idx[s]], &bad, &bad_val, &changed);
+        }
+    }
+    if (bad >= 0)
+        return sift__fail_at(ctx->err, SIFT_E_ROW_VALUE, bad,
+                             "stage %zu (penalties) produced %s at token %d", ctx->stage,
+                             bad_val != bad_val ? "NaN" : "+inf", (int)bad);
+    if (changed)
+        sift__arr_touched(a);
+    return SIFT_OK;
+}
+
+static void pen_accept(sift__stage *st, int32_t t)
+{
+    pen_stage *p = (pen_stage *)st;
+    if (!p->active)
+        return;
+    int32_t *ring = pen_arr(p, p->off_ring);
+    /* Count the new token first, then evict (llama's order); a token that
+     * replaces itself never leaves the table. */
+    pen_inc(p, t);
+    if (p->len == p->last_n) {
+        int32_t old = ring[p->head];
+        ring[p->head] = t;
+        p->head = (p->head + 1) % p->last_n;
+        pen_dec(p, old);
+    } else {
+        ring[(p->head + p->len) % p->last_n] = t;
+        p->len++;
+    }
+}
+
+static void pen_reset(sift__stage *st)
+{
+    pen_stage *p = (pen_stage *)st;
+    if (!p->active)
+        return;
+    p->head = p->len = p->n_distinct = 0;
+    memset(pen_arr(p, p->off_keys), 0xff, ((size_t)1 << p->hbits) * sizeof(int32_t));
+}
+
+/* The window in order (oldest first) and each entry's count; the hash
+ * layout depends on past deletions, so it is deliberately not hashed. */
+static uint64_t pen_digest(const sift__stage *st, uint64_t h)
+{
+    const pen_stage *p = (const pen_stage *)st;
+    if (!p->active)
+        return h;
+    const int32_t *ring = pen_carr(p, p->off_ring);
+    const int32_t *keys = pen_carr(p, p->off_keys);
+    const int32_t *idx = pen_carr(p, p->off_idx);
+    const int32_t *dcnt = pen_carr(p, p->off_dcnt);
+    h = sift__fnv(h, &p->len, sizeof p->len);
+    for (int32_t i = 0; i < p->len; i++) {
+        int32_t t = ring[(p->head + i) % p->last_n];
+        uint32_t s = pen_find(p, t);
+        int32_t c = keys[s] == t ? dcnt[idx[s]] : 0;
+        h = sift__fnv(h, &t, sizeof t);
+        h = sift__fnv(h, &c, sizeof c);
+    }
+    return h;
+}
+
+static sift_class pen_cls(const sift__stage *st, int64_t *n)
+{
+    const pen_stage *p = (const pen_stage *)st;
+    if (!p->active) {
+        *n = 0;
+        return SIFT_CLASS_IDENTITY;
+    }
+    *n = p->last_n;
+    if (p->repeat >= 1.0f && p->freq >= 0.0f && p->presence >= 0.0f)
+        return SIFT_CLASS_LOWERS;
+    return SIFT_CLASS_RAISES;
+}
+
+static const sift__stage_ops pen_ops = {
+    .name = "penalties",
+    .apply = pen_apply,
+    .accept = pen_accept,
+    .reset = pen_reset,
+    .cls = pen_cls,
+    .digest = pen_digest,
+};
+
+static size_t pen_align(size_t x)
+{
+    return (x + 15) & ~(size_t)15;
+}
+
+sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n, float repeat, float freq,
+                                     float presence, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (last_n < 0)
+        return sift__fail(err, SIFT_E_ARG,
+                          "penalties: last_n must be >= 0 (give a window; -1 = context is "
+                          "not supported), got %d",
+                          (int)last_n);
+    int32_t maxh = sift__chain_max_history(chain);
+    if (last_n > maxh)
+        return sift__fail(err, SIFT_E_LIMIT, "penalties: last_n = %d exceeds max_history %d",
+                          (int)last_n, (int)maxh);
+    if (!(repeat > 0.0f) || repeat == INFINITY)
+        return sift__fail(err, SIFT_E_ARG, "penalties: repeat must be finite and > 0, got %g",
+                          (double)repeat);
+    if (freq != freq || freq == INFINITY || freq == -INFINITY)
+        return sift__fail(err, SIFT_E_ARG, "penalties: freq must be finite, got %g", (double)freq);
+    if (presence != presence || presence == INFINITY || presence == -INFINITY)
+        return sift__fail(err, SIFT_E_ARG, "penalties: presence must be finite, got %g",
+                          (double)presence);
+    const sift__alloc *al = sift__chain_alloc(chain);
+    int active = last_n > 0 && !(repeat == 1.0f && freq == 0.0f && presence == 0.0f);
+    pen_stage *p;
+    if (!active) {
+        p = (pen_stage *)sift__stage_alloc(al, &pen_ops, sizeof *p);
+    } else {
+        uint32_t bits = 2;
+        while (((size_t)1 << bits) < 2 * (size_t)last_n)
+            bits++;
+        size_t cap = (size_t)1 << bits;
+        size_t n1 = (size_t)last_n + 1; /* inc runs before the eviction's dec */
+        size_t off = pen_align(sizeof *p);
+        size_t off_ring = off;
+        off = pen_align(off + (size_t)last_n * sizeof(int32_t));
+        size_t off_keys = off;
+        off = pen_align(off + cap * sizeof(int32_t));
+        size_t off_idx = off;
+        off = pen_align(off + cap * sizeof(int32_t));
+        size_t off_dtok = off;
+        off = pen_align(off + n1 * sizeof(int32_t));
+        size_t off_dcnt = off;
+        off = pen_align(off + n1 * sizeof(int32_t));
+        p = (pen_stage *)sift__stage_alloc(al, &pen_ops, off);
+        if (p) {
+            p->hbits = bits;
+            p->off_ring = off_ring;
+            p->off_keys = off_keys;
+            p->off_idx = off_idx;
+            p->off_dtok = off_dtok;
+            p->off_dcnt = off_dcnt;
+            memset(pen_arr(p, off_keys), 0xff, cap * sizeof(int32_t));
+        }
+    }
+    if (!p)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding penalties (last_n %d)",
+                          (int)last_n);
+    p->last_n = last_n;
+    p->repeat = repeat;
+    p->freq = freq;
+    p->presence = presence;
+    p->active = active;
+    return sift__chain_push(chain, &p->base, err);
+}
