@@ -167,11 +167,16 @@ SIFT__HIDDEN double sift__dsum_idorder(const double *v, size_t n);
  * to the same value, as they compare equal. NaN never reaches it. */
 static inline uint32_t sift__fkey(float f)
 {
+    /* Branch-free (the "-0 becomes +0" test used to compile to a branch
+     * and a store/reload that made whole-row loops several times slower):
+     * -0 (0x80000000) is mapped to +0, then negative floats are
+     * complemented and positive ones get the top bit. Same values as
+     * before for every non-NaN float (checked exhaustively). */
     uint32_t u;
-    if (f == 0.0f)
-        f = 0.0f;
     memcpy(&u, &f, sizeof u);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    u = u == 0x80000000u ? 0u : u;
+    uint32_t neg = (uint32_t)((int32_t)u >> 31);
+    return u ^ (neg | 0x80000000u);
 }
 /* Canonical key: a before b  <=>  ckey(a) > ckey(b). */
 static inline uint64_t sift__ckey(float logit, int32_t id)
@@ -370,6 +375,13 @@ SIFT__HIDDEN float sift__max_logit(const sift_candidate *c, size_t n);
 /* w[i] = sift__weight(sift__expf(c[i].logit - m)) with m the largest
  * logit (which must be finite); returns W = sum w exactly. */
 SIFT__HIDDEN sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w);
+
+/* sift__weights by a named path: 0 the scalar functions, 1 portable
+ * vectors, 2 AVX2 (chosen at run time on x86-64). Every path gives the
+ * same bits; check_num runs each one the machine has against path 0. */
+SIFT__HIDDEN int sift__weights_path_available(int path);
+SIFT__HIDDEN sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float m,
+                                           uint64_t *w);
 
 /* The shortest canonical prefix of c[0..n) whose mass (sum of w over the
  * prefix) is >= T (strict = 0) or > T (strict = 1). Returns its length

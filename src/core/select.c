@@ -10,10 +10,38 @@
  *
  * Keys: sift__ckey(l, id) is a 64-bit integer that is larger exactly when
  * the candidate comes first canonically; ids are unique so keys are too.
+ *
+ * Speed (numbers: tests/bench, `make bench`). The whole-row loops are the
+ * cost of every step, so they are written to be fast while computing
+ * exactly the definitions: the weights run sift__expf's operations on
+ * vectors (AVX2 chosen at run time on x86-64), the mass prefix sums
+ * weights per logit bucket and searches one bucket, and small top-k cuts
+ * read only the 64-element blocks that can hold a survivor. Each of these
+ * is checked bit for bit against the plain definition in check_num and
+ * check_select; results never depend on which path ran.
  */
 #include <math.h>
 
 #include "../sift_internal.h"
+
+/* sift__fkey and sift__ckey without a branch: the same values (check_num
+ * compares them over every float), but sift__fkey's "-0 becomes +0" test
+ * compiles to a branch and a store/reload that make the whole-row loops
+ * here several times slower. -0 (0x80000000) is mapped to +0 first; then
+ * negative floats are complemented and positive ones get the top bit. */
+static inline uint32_t fkey_fast(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u = u == 0x80000000u ? 0u : u;
+    uint32_t neg = (uint32_t)((int32_t)u >> 31);
+    return u ^ (neg | 0x80000000u);
+}
+
+static inline uint64_t ckey_fast(float logit, int32_t id)
+{
+    return ((uint64_t)fkey_fast(logit) << 32) | (uint32_t)~(uint32_t)id;
+}
 
 /* ------------------------------------------------------------------ */
 /* Sorting                                                             */
@@ -67,7 +95,7 @@ static void radix_by(sift_candidate *c, size_t n, sift_candidate *tmp,
 
 static uint64_t key_canon_asc(const sift_candidate *x)
 {
-    return ~sift__ckey(x->logit, x->id);
+    return ~ckey_fast(x->logit, x->id);
 }
 
 static uint64_t key_id(const sift_candidate *x)
@@ -199,41 +227,83 @@ static uint64_t kth_largest(uint64_t *v, size_t n, size_t k)
     return v[lo + k - 1];
 }
 
+/* Block maxima for the prefilter: blocks of PF_B elements. */
+enum { PF_B = 64 };
+
+/* Largest logit of c[s..e), four running maxima so the loop is not one
+ * long dependency chain. Only its fkey is used, so the sign of a zero
+ * maximum does not matter here. */
+static inline float block_max(const sift_candidate *c, size_t s, size_t e)
+{
+    float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
+    size_t i = s;
+    for (; i + 4 <= e; i += 4) {
+        m0 = c[i].logit > m0 ? c[i].logit : m0;
+        m1 = c[i + 1].logit > m1 ? c[i + 1].logit : m1;
+        m2 = c[i + 2].logit > m2 ? c[i + 2].logit : m2;
+        m3 = c[i + 3].logit > m3 ? c[i + 3].logit : m3;
+    }
+    for (; i < e; i++)
+        m0 = c[i].logit > m0 ? c[i].logit : m0;
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    return m2 > m0 ? m2 : m0;
+}
+
+/* Prefilter for a small k on a large array. The k-th largest of the block
+ * maxima, tau, is a lower bound of the k-th largest logit (k blocks have
+ * a maximum at least that large), so only elements with fkey >= tau can
+ * be among the canonical first k, and those sit in blocks whose maximum
+ * is >= tau: usually about k blocks, so the second scan is tiny. Writes
+ * to `out` the survivors' canonical keys (want_keys) or their indices,
+ * ascending, and returns their count (>= k). Uses u64c and u64d. */
+static size_t prefilter_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t k,
+                            uint64_t *out, int want_keys)
+{
+    size_t nb = (n + PF_B - 1) / PF_B;
+    uint64_t *bm = ctx->ws->u64c;  /* block maxima, in block order */
+    uint64_t *sel = ctx->ws->u64d; /* a copy the selection reorders */
+    for (size_t b = 0; b < nb; b++) {
+        size_t s = b * PF_B, e = s + PF_B < n ? s + PF_B : n;
+        bm[b] = fkey_fast(block_max(c, s, e));
+    }
+    memcpy(sel, bm, nb * sizeof *sel);
+    uint32_t tau = (uint32_t)kth_largest(sel, nb, k);
+    size_t m = 0;
+    for (size_t b = 0; b < nb; b++) {
+        if (bm[b] < tau)
+            continue;
+        size_t s = b * PF_B, e = s + PF_B < n ? s + PF_B : n;
+        for (size_t i = s; i < e; i++)
+            if (fkey_fast(c[i].logit) >= tau)
+                out[m++] = want_keys ? ckey_fast(c[i].logit, c[i].id) : (uint64_t)i;
+    }
+    return m;
+}
+
+static int use_prefilter(size_t n, size_t k)
+{
+    return n >= 8192 && k <= n / 256;
+}
+
 uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t k)
 {
     uint64_t *keys = ctx->ws->u64b;
     if (k >= n) {
         uint64_t mn = UINT64_MAX;
         for (size_t i = 0; i < n; i++) {
-            uint64_t kk = sift__ckey(c[i].logit, c[i].id);
+            uint64_t kk = ckey_fast(c[i].logit, c[i].id);
             if (kk < mn)
                 mn = kk;
         }
         return mn;
     }
-    size_t m = 0;
-    /* Prefilter for a small k on a large array: the k-th largest of the
-     * block maxima is a lower bound of the k-th largest logit (k blocks
-     * have a maximum at least that large), so only elements at or above
-     * it can be in the top k. */
-    if (n >= 8192 && k <= n / 256) {
-        size_t B = 64;
-        size_t nb = (n + B - 1) / B;
-        uint64_t *bm = ctx->ws->u64c;
-        for (size_t b = 0; b < nb; b++) {
-            size_t s = b * B, e = s + B < n ? s + B : n;
-            float mx = c[s].logit;
-            for (size_t i = s + 1; i < e; i++)
-                mx = c[i].logit > mx ? c[i].logit : mx;
-            bm[b] = sift__fkey(mx);
-        }
-        uint32_t tau = (uint32_t)kth_largest(bm, nb, k);
-        for (size_t i = 0; i < n; i++)
-            if (sift__fkey(c[i].logit) >= tau)
-                keys[m++] = sift__ckey(c[i].logit, c[i].id);
+    size_t m;
+    if (use_prefilter(n, k)) {
+        m = prefilter_top(ctx, c, n, k, keys, 1);
     } else {
         for (size_t i = 0; i < n; i++)
-            keys[i] = sift__ckey(c[i].logit, c[i].id);
+            keys[i] = ckey_fast(c[i].logit, c[i].id);
         m = n;
     }
     return kth_largest(keys, m, k);
@@ -244,7 +314,7 @@ void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
     size_t j = 0;
     for (size_t i = 0; i < a->n; i++) {
         sift_candidate x = a->c[i];
-        if (sift__ckey(x.logit, x.id) >= cut)
+        if (ckey_fast(x.logit, x.id) >= cut)
             a->c[j++] = x;
     }
     if (j != a->n)
@@ -261,7 +331,29 @@ void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)
         a->dense = 0;
         return;
     }
-    sift__arr_keep_ge(a, sift__cut_top(ctx, a->c, a->n, k));
+    if (!use_prefilter(a->n, k)) {
+        sift__arr_keep_ge(a, sift__cut_top(ctx, a->c, a->n, k));
+        return;
+    }
+    /* Every survivor is among the prefiltered elements, whose indices
+     * come out ascending: cut among them and compact them in place,
+     * without another pass over the whole array. */
+    uint64_t *idx = ctx->ws->u64b;
+    size_t m = prefilter_top(ctx, a->c, a->n, k, idx, 0);
+    uint64_t *keys = ctx->ws->u64c;
+    for (size_t j = 0; j < m; j++) {
+        const sift_candidate *x = &a->c[idx[j]];
+        keys[j] = ckey_fast(x->logit, x->id);
+    }
+    uint64_t cut = kth_largest(keys, m, k);
+    size_t out = 0;
+    for (size_t j = 0; j < m; j++) {
+        sift_candidate x = a->c[idx[j]];
+        if (ckey_fast(x.logit, x.id) >= cut)
+            a->c[out++] = x;
+    }
+    a->n = out;
+    a->dense = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -270,21 +362,207 @@ void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)
 
 float sift__max_logit(const sift_candidate *c, size_t n)
 {
-    float m = -INFINITY;
-    for (size_t i = 0; i < n; i++)
-        m = c[i].logit > m ? c[i].logit : m;
+    /* Four running maxima break the dependency chain. Their combination
+     * is the same value as one left-to-right scan, except that the sign
+     * of a zero maximum could differ (-0 == +0): then rescan plainly, so
+     * the result is bit-identical to the sequential definition. */
+    float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        m0 = c[i].logit > m0 ? c[i].logit : m0;
+        m1 = c[i + 1].logit > m1 ? c[i + 1].logit : m1;
+        m2 = c[i + 2].logit > m2 ? c[i + 2].logit : m2;
+        m3 = c[i + 3].logit > m3 ? c[i + 3].logit : m3;
+    }
+    for (; i < n; i++)
+        m0 = c[i].logit > m0 ? c[i].logit : m0;
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    float m = m2 > m0 ? m2 : m0;
+    if (m == 0.0f) {
+        m = -INFINITY;
+        for (i = 0; i < n; i++)
+            m = c[i].logit > m ? c[i].logit : m;
+    }
     return m;
 }
 
-sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w)
+/* The weights are the hot loop of every whole-distribution sampler, so
+ * they have a vector form: sift__expf's exact sequence of IEEE double
+ * operations (num.c), applied to four lanes at once with the compiler's
+ * generic vector types (SSE2 on x86-64, NEON on arm64, plain code
+ * elsewhere). Lane-wise IEEE arithmetic is the same arithmetic, and the
+ * library is built with -ffp-contract=off, so every lane gives the bits
+ * of sift__weight(sift__expf(l - m)); check_num proves it over dense
+ * float sweeps. The constants and the polynomial must stay identical to
+ * num.c's exp_core and sift__expf. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SIFT__VEC_WEIGHTS 1
+typedef double vw_d __attribute__((vector_size(32)));
+typedef int64_t vw_l __attribute__((vector_size(32)));
+typedef float vw_f __attribute__((vector_size(16)));
+
+#define VW_SPLAT(x) {(x), (x), (x), (x)}
+
+/* Lanes per vector; up to VW_UMAX independent vectors per step are
+ * interleaved so that the long dependency chain of the polynomial
+ * (about 27 operations) of one overlaps with the other's. Two pay off
+ * with AVX2's 16 wide registers; with SSE2 pairs one is faster (fewer
+ * spills). */
+enum { VW_LANES = 4, VW_UMAX = 2, VW_STEP = VW_LANES * VW_UMAX };
+
+/* w[0..4U) for the candidates c[0..4U), all with logit <= m (checked by
+ * the caller); U is 1 or 2, a constant after inlining. Always inlined,
+ * so it takes the instruction set of its caller: SSE2 pairs in the
+ * portable build, one AVX2 register per operation in the AVX2 clone
+ * below. */
+static inline __attribute__((always_inline)) void weights_u(const sift_candidate *c, float m,
+                                                            uint64_t *w, int U)
+{
+    const vw_d LN2_HI = VW_SPLAT(6.93147180369123816490e-01);
+    const vw_d LN2_LO = VW_SPLAT(1.90821492927058770002e-10);
+    const vw_d LOG2E = VW_SPLAT(1.44269504088896338700e+00);
+    const vw_d MAGIC = VW_SPLAT(6755399441055744.0);
+    const vw_d LOW = VW_SPLAT(-104.0);
+    const vw_f mv = VW_SPLAT(m);
+    vw_d x[VW_UMAX], kd[VW_UMAX], r[VW_UMAX], p[VW_UMAX];
+    vw_l dead[VW_UMAX], k[VW_UMAX];
+    for (int u = 0; u < U; u++) {
+        const sift_candidate *q = c + u * VW_LANES;
+        vw_f lf = {q[0].logit, q[1].logit, q[2].logit, q[3].logit};
+        /* the float subtraction sift__expf(l - m) receives */
+        x[u] = __builtin_convertvector(lf - mv, vw_d);
+        /* sift__expf returns 0 below -104; compute those lanes on -104
+         * (any harmless value) and zero them at the end. -inf lands
+         * here too. */
+        dead[u] = x[u] < LOW;
+        x[u] = (vw_d)(((vw_l)x[u] & ~dead[u]) | ((vw_l)LOW & dead[u]));
+        vw_d t = x[u] * LOG2E + MAGIC;
+        kd[u] = t - MAGIC;
+        /* t = 1.5 * 2^52 + k exactly, so its bits minus the magic's
+         * are k */
+        k[u] = (vw_l)t - (vw_l)MAGIC;
+        r[u] = (x[u] - kd[u] * LN2_HI) - kd[u] * LN2_LO;
+        p[u] = r[u] * (1.0 / 6227020800.0) + 1.0 / 479001600.0;
+    }
+#define VW_STEP_ALL(coef)                                                                      \
+    for (int u = 0; u < U; u++)                                                                \
+        p[u] = p[u] * r[u] + (coef);
+    VW_STEP_ALL(1.0 / 39916800.0)
+    VW_STEP_ALL(1.0 / 3628800.0)
+    VW_STEP_ALL(1.0 / 362880.0)
+    VW_STEP_ALL(1.0 / 40320.0)
+    VW_STEP_ALL(1.0 / 5040.0)
+    VW_STEP_ALL(1.0 / 720.0)
+    VW_STEP_ALL(1.0 / 120.0)
+    VW_STEP_ALL(1.0 / 24.0)
+    VW_STEP_ALL(1.0 / 6.0)
+    VW_STEP_ALL(0.5)
+    VW_STEP_ALL(1.0)
+    VW_STEP_ALL(1.0)
+#undef VW_STEP_ALL
+    for (int u = 0; u < U; u++) {
+        vw_d scale = (vw_d)((k[u] + 1023) << 52);
+        vw_f e = __builtin_convertvector(p[u] * scale, vw_f);
+        /* sift__weight: trunc(e * 2^62), exact in double for e in
+         * [0, 1]; a subnormal e gives a value below 1, hence 0, as
+         * there. */
+        vw_d v = __builtin_convertvector(e, vw_d) * 0x1p62;
+        for (int j = 0; j < VW_LANES; j++)
+            w[u * VW_LANES + j] = (uint64_t)(int64_t)v[j] & ~(uint64_t)dead[u][j];
+    }
+}
+
+/* Weights of c[0..n) in steps of 4U, n a multiple of VW_STEP; returns
+ * the exact sum. */
+static inline __attribute__((always_inline)) sift__u128
+weights_blocks(const sift_candidate *c, size_t n, float m, uint64_t *w, int U)
 {
     sift__u128 W = {0, 0};
-    for (size_t i = 0; i < n; i++) {
+    const size_t step = (size_t)(VW_LANES * U);
+    for (size_t i = 0; i < n; i += step) {
+        /* Not (l <= m) means m is not the maximum (or a NaN slipped in):
+         * the scalar functions define those lanes. */
+        int ok = 1;
+        for (size_t j = 0; j < step; j++)
+            ok &= c[i + j].logit <= m;
+        if (SIFT__LIKELY(ok)) {
+            weights_u(c + i, m, w + i, U);
+        } else {
+            for (size_t j = i; j < i + step; j++)
+                w[j] = sift__weight(sift__expf(c[j].logit - m));
+        }
+        for (size_t j = 0; j < step; j++)
+            W = sift__u128_add64(W, w[i + j]);
+    }
+    return W;
+}
+
+static sift__u128 weights_portable(const sift_candidate *c, size_t n, float m, uint64_t *w)
+{
+    return weights_blocks(c, n, m, w, 1);
+}
+
+/* On x86-64, the same code compiled for AVX2 (without FMA: every lane
+ * still performs exactly sift__expf's operations) and chosen at run time. */
+#if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH)
+#define SIFT__VEC_AVX2 1
+__attribute__((target("avx2"))) static sift__u128 weights_avx2(const sift_candidate *c,
+                                                               size_t n, float m, uint64_t *w)
+{
+    return weights_blocks(c, n, m, w, 2);
+}
+#endif
+#endif
+
+int sift__weights_path_available(int path)
+{
+    switch (path) {
+    case 0: return 1;
+#ifdef SIFT__VEC_WEIGHTS
+    case 1: return 1;
+#endif
+#ifdef SIFT__VEC_AVX2
+    case 2: return __builtin_cpu_supports("avx2") != 0;
+#endif
+    default: return 0;
+    }
+}
+
+sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float m, uint64_t *w)
+{
+    sift__u128 W = {0, 0};
+    size_t i = 0;
+    if (!sift__weights_path_available(path))
+        path = 0;
+#ifdef SIFT__VEC_WEIGHTS
+    size_t nb = n - n % VW_STEP;
+#ifdef SIFT__VEC_AVX2
+    if (path == 2) {
+        W = weights_avx2(c, nb, m, w);
+        i = nb;
+    }
+#endif
+    if (path == 1) {
+        W = weights_portable(c, nb, m, w);
+        i = nb;
+    }
+#endif
+    for (; i < n; i++) {
         uint64_t x = sift__weight(sift__expf(c[i].logit - m));
         w[i] = x;
         W = sift__u128_add64(W, x);
     }
     return W;
+}
+
+sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w)
+{
+#ifdef SIFT__VEC_AVX2
+    if (__builtin_cpu_supports("avx2"))
+        return sift__weights_path(2, c, n, m, w);
+#endif
+    return sift__weights_path(1, c, n, m, w);
 }
 
 /* ------------------------------------------------------------------ */
@@ -397,47 +675,102 @@ static int weighted_select(uint64_t *K, uint64_t *Wt, size_t n, sift__u128 T, in
     return 0;
 }
 
+/* Bits of the logit key that pick a histogram bucket: 2^HB buckets,
+ * monotone in the logit (sign, exponent and the top mantissa bits). */
+enum { HB = 11, HBUCKETS = 1 << HB };
+
 size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
                          sift__u128 T, int strict, uint64_t *cut)
 {
     uint64_t *K = ctx->ws->u64c;
     uint64_t *Wt = ctx->ws->u64d;
     size_t len = 0;
-    /* Most of the mass usually sits in the first few tokens: try the top
-     * 64, then the top 4096, before working on everything. The answer is
-     * the same; only the work differs. */
-    static const size_t tries[] = {64, 4096};
-    for (int t = 0; t < 2; t++) {
-        size_t m = tries[t];
-        if (n <= m * 4)
-            break;
-        uint64_t cm = sift__cut_top(ctx, c, n, m);
-        size_t j = 0;
-        sift__u128 mass = {0, 0};
-        for (size_t i = 0; i < n; i++) {
-            uint64_t k = sift__ckey(c[i].logit, c[i].id);
-            if (k >= cm) {
-                K[j] = k;
-                Wt[j] = w[i];
-                mass = sift__u128_add64(mass, w[i]);
-                j++;
+    if (n >= 4 * HBUCKETS) {
+        /* One pass sums the weights per logit bucket; walking the buckets
+         * from the top finds the one where the prefix mass reaches T,
+         * and only that bucket's elements need an exact search. Each
+         * weight is split into 32-bit halves summed in separate 64-bit
+         * counters, which cannot overflow for n < 2^32, so no carries are
+         * tracked in the loop. */
+        if (!strict && T.hi == 0 && T.lo == 0) {
+            /* Every prefix reaches 0; the shortest one still holds the
+             * canonical first token. */
+            uint64_t mx = 0;
+            for (size_t i = 0; i < n; i++) {
+                uint64_t k = ckey_fast(c[i].logit, c[i].id);
+                mx = k > mx ? k : mx;
             }
+            *cut = mx;
+            return 1;
         }
-        if (reaches(mass, T, strict)) {
-            if (weighted_select(K, Wt, j, T, strict, cut, &len))
-                return len;
+        uint64_t *h = ctx->ws->u64c; /* h[2b] low halves, h[2b + 1] high */
+        uint64_t *bmax = ctx->ws->u64b; /* largest key of each block */
+        memset(h, 0, 2 * HBUCKETS * sizeof *h);
+        size_t nb = (n + PF_B - 1) / PF_B;
+        for (size_t blk = 0; blk < nb; blk++) {
+            size_t s = blk * PF_B, e = s + PF_B < n ? s + PF_B : n;
+            uint32_t mx = 0;
+            for (size_t i = s; i < e; i++) {
+                uint32_t key = fkey_fast(c[i].logit);
+                uint32_t b = key >> (32 - HB);
+                h[2 * b] += w[i] & 0xffffffffu;
+                h[2 * b + 1] += w[i] >> 32;
+                mx = key > mx ? key : mx;
+            }
+            bmax[blk] = mx >> (32 - HB);
+        }
+        sift__u128 above = {0, 0};
+        int bstar = -1;
+        for (int b = HBUCKETS - 1; b >= 0; b--) {
+            uint64_t lo = h[2 * b], hi = h[2 * b + 1];
+            sift__u128 mb = {lo + (hi << 32), hi >> 32};
+            if (mb.lo < lo)
+                mb.hi++;
+            sift__u128 with = sift__u128_add(above, mb);
+            if (reaches(with, T, strict)) {
+                bstar = b;
+                break;
+            }
+            above = with;
+        }
+        if (bstar >= 0) {
+            /* Gather the bucket (K and Wt overwrite the histogram, which
+             * is no longer needed) and count what lies above it; blocks
+             * whose largest key is below the bucket hold neither. */
+            size_t m = 0, n_above = 0;
+            for (size_t blk = 0; blk < nb; blk++) {
+                if (bmax[blk] < (uint64_t)bstar)
+                    continue;
+                size_t s = blk * PF_B, e = s + PF_B < n ? s + PF_B : n;
+                for (size_t i = s; i < e; i++) {
+                    uint32_t b = fkey_fast(c[i].logit) >> (32 - HB);
+                    if (b == (uint32_t)bstar) {
+                        K[m] = ckey_fast(c[i].logit, c[i].id);
+                        Wt[m] = w[i];
+                        m++;
+                    }
+                    n_above += b > (uint32_t)bstar;
+                }
+            }
+            if (weighted_select(K, Wt, m, sift__u128_sub(T, above), strict, cut, &len))
+                return n_above + len;
+            /* unreachable: the bucket's mass reaches what is left of T;
+             * the general path below would still answer correctly */
+        } else {
+            goto none; /* no bucket reaches T, so no prefix does */
         }
     }
     for (size_t i = 0; i < n; i++) {
-        K[i] = sift__ckey(c[i].logit, c[i].id);
+        K[i] = ckey_fast(c[i].logit, c[i].id);
         Wt[i] = w[i];
     }
     if (weighted_select(K, Wt, n, T, strict, cut, &len))
         return len;
+none:;
     /* No prefix reaches T: everything, cut at the smallest key. */
     uint64_t mn = UINT64_MAX;
     for (size_t i = 0; i < n; i++) {
-        uint64_t k = sift__ckey(c[i].logit, c[i].id);
+        uint64_t k = ckey_fast(c[i].logit, c[i].id);
         mn = k < mn ? k : mn;
     }
     *cut = mn;
