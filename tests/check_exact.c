@@ -171,6 +171,37 @@ static void gen_prefix_chain(tu_rng *r, sp_chain *spec, int32_t V, const family 
     gen_stage(r, &spec->st[spec->n++], f->sels[tu_range(r, 0, (int64_t)f->n_sels - 1)], V);
 }
 
+static void compare_distributions(sift_chain *chain, or_chain *o, const float *row, int32_t V,
+                                  const char *desc)
+{
+    sift_token_prob *d = malloc((size_t)V * sizeof *d);
+    size_t n = 0;
+    sift_status ss = sift_chain_distribution(chain, row, V, d, (size_t)V, &n, NULL);
+    or_arr a;
+    sift_status so = or_run_stages(o, row, V, o->spec.n - 1, &a);
+    if (so == SIFT_OK && !(a.c[0].logit > -INFINITY))
+        so = SIFT_E_NO_CANDIDATE; /* what the selector would say */
+    ck_assert_msg(ss == so, "distribution status sift %d oracle %d\n  %s", (int)ss, (int)so,
+                  desc);
+    if (ss == SIFT_OK) {
+        ck_assert_msg(n == a.n, "distribution size sift %zu oracle %zu\n  %s", n, a.n, desc);
+        uint64_t *w = malloc(a.n * sizeof *w);
+        sift__u128 W = or_weights(&a, w);
+        double Wd = sift__u128_to_double(W);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert_msg(d[i].id == a.c[i].id &&
+                              memcmp(&d[i].logit, &a.c[i].logit, sizeof(float)) == 0 &&
+                              d[i].p == (double)w[i] / Wd,
+                          "distribution entry %zu: sift (%d, %a, %a) oracle (%d, %a)\n  %s", i,
+                          (int)d[i].id, (double)d[i].logit, d[i].p, (int)a.c[i].id,
+                          (double)a.c[i].logit, desc);
+        }
+        free(w);
+    }
+    free(a.c);
+    free(d);
+}
+
 static void run_family(const family *f, uint64_t seed, long cases)
 {
     tu_rng r = {seed};
@@ -214,6 +245,12 @@ static void run_family(const family *f, uint64_t seed, long cases)
         for (int step = 0; step < steps; step++) {
             int shape = (int)tu_range(&r, 0, TU_ROW__COUNT - 1);
             tu_row(&r, row, V, shape);
+            /* Before the draw: the candidate set the selector sees, logits
+             * and probabilities bitwise (dist selectors: the support is
+             * the whole set). */
+            sp_kind sel = spec.st[spec.n - 1].kind;
+            if ((sel == SP_DIST || sel == SP_DIST_ID) && V <= 20000)
+                compare_distributions(chain, &o, row, V, desc);
             int32_t ts = -1, to = -1;
             sift_status ss = sift_chain_sample(chain, row, V, &ts, &err);
             sift_status so = or_sample(&o, row, V, &to);

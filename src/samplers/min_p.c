@@ -1,3 +1,93 @@
-/* min_p.c - placeholder while the sampler is being written. */
+/*
+ * min_p.c - min-p truncation.
+ *
+ * Owns sift_chain_add_min_p and its stage.
+ *
+ * Formula (docs/samplers.md, "min_p"): with m the largest current logit,
+ * the threshold is L = m + sift__logf(p), one float addition. The stage
+ * keeps every candidate with logit >= L, i.e. whose probability is at
+ * least p times the largest probability, compared in log space so no
+ * softmax is needed. If fewer than max(min_keep, 1) candidates pass, it
+ * keeps the canonical first max(min_keep, 1) instead (all of them if
+ * there are fewer). p = 0 is a no-op; p = 1 keeps the tokens tied at the
+ * maximum. The candidates passing a logit threshold are always a
+ * canonical prefix, so the fallback only lengthens that prefix.
+ *
+ * Reference behaviour: llama.cpp compares `logit >= max + logf(p)` the
+ * same way, filtering in place when enough tokens pass and otherwise
+ * sorting and walking with `i < min_keep`. Deliberate differences: sift
+ * uses its own logf (identical bits on every platform), breaks ties in the
+ * fallback by id, and never sorts; llama.cpp also accepts p > 1 (keeps one
+ * token), which sift rejects as SIFT_E_ARG.
+ *
+ * Capability class: THRESHOLD; IDENTITY when p <= 0.
+ */
+#include <math.h>
+
 #include "../sift_internal.h"
-sift_status sift_chain_add_min_p(sift_chain *c, float p, int32_t k, sift_error *err) { (void)c; (void)p; (void)k; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
+
+typedef struct min_p_stage {
+    sift__stage base;
+    float p;
+    int32_t min_keep;
+} min_p_stage;
+
+static sift_status min_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const min_p_stage *t = (const min_p_stage *)st;
+    if (!(t->p > 0.0f))
+        return SIFT_OK;
+    float m = sift__max_logit(a->c, a->n);
+    if (!(m > -INFINITY))
+        return sift__no_candidate(ctx, st->ops->name);
+    float L = m + sift__logf(t->p);
+    size_t keep_min = t->min_keep > 1 ? (size_t)t->min_keep : 1;
+    size_t pass = 0;
+    for (size_t i = 0; i < a->n; i++)
+        pass += a->c[i].logit >= L;
+    if (pass == a->n)
+        return SIFT_OK;
+    if (pass < keep_min) {
+        sift__arr_keep_top(ctx, a, keep_min);
+        return SIFT_OK;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->c[i].logit >= L)
+            a->c[j++] = a->c[i];
+    a->n = j;
+    a->dense = 0;
+    return SIFT_OK;
+}
+
+static sift_class min_p_cls(const sift__stage *st, int64_t *n)
+{
+    const min_p_stage *t = (const min_p_stage *)st;
+    *n = 0;
+    return t->p > 0.0f ? SIFT_CLASS_THRESHOLD : SIFT_CLASS_IDENTITY;
+}
+
+static const sift__stage_ops min_p_ops = {
+    .name = "min_p",
+    .apply = min_p_apply,
+    .cls = min_p_cls,
+};
+
+sift_status sift_chain_add_min_p(sift_chain *chain, float p, int32_t min_keep, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (!(p >= 0.0f && p <= 1.0f))
+        return sift__fail(err, SIFT_E_ARG, "min_p: p must be a number in [0, 1], got %g",
+                          (double)p);
+    if (min_keep < 0)
+        return sift__fail(err, SIFT_E_ARG, "min_p: min_keep must be >= 0, got %d", (int)min_keep);
+    min_p_stage *t =
+        (min_p_stage *)sift__stage_alloc(sift__chain_alloc(chain), &min_p_ops, sizeof *t);
+    if (!t)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding min_p");
+    t->p = p;
+    t->min_keep = min_keep;
+    return sift__chain_push(chain, &t->base, err);
+}

@@ -1,4 +1,255 @@
-/* temp.c - placeholder while the sampler is being written. */
+/*
+ * temp.c - temperature ("temp") and dynamic temperature ("temp_ext").
+ *
+ * temp(t), t finite:
+ *   t == 1      nothing (class IDENTITY).
+ *   t > 0       every logit l <- l / t, one IEEE float division each;
+ *               -inf stays -inf (class MONOTONE: division by a positive
+ *               number is monotone, rounding can only create ties).
+ *               Greedy fallback (BAD_INPUTS L-06): when t is so small that
+ *               the largest logit divided by t overflows (to +inf, or to
+ *               -inf for a negative largest logit), the division would put
+ *               +inf or an all -inf row in front of the next stage, so the
+ *               stage behaves as t <= 0 instead. Division is monotone, so
+ *               testing the largest logit alone decides it.
+ *   t <= 0      keep only the canonical first candidate (largest logit,
+ *               smallest id), its logit unchanged (class TOP(1)); every
+ *               candidate -inf is SIFT_E_NO_CANDIDATE.
+ *
+ * temp_ext(t, delta, exponent), delta > 0 (class WHOLE): with n >= 2
+ * candidates, m the largest logit, w_i = trunc(expf(l_i - m) * 2^62) and
+ * W = sum w_i (exact):
+ *   S   = (double)W, LS = log(S) - 62 ln 2      (= log of the softmax sum)
+ *   s_i = LS - (double)(l_i - m)                (surprise, float subtraction)
+ *   p_i = (double)w_i * (1 / S)
+ *   H   = sum over ascending ids of (w_i > 0 ? p_i * s_i : 0)
+ *         (sift__dsum_idorder: eight lanes, fixed combination)
+ *   dyn = min_t + (max_t - min_t) * pow(H / log(n), exponent), with
+ *         min_t = max(0, t - delta), max_t = t + delta, all in double;
+ * then temp((float)dyn) with the t <= 0 and overflow rules above (a dyn
+ * above FLT_MAX is clamped to FLT_MAX so that -inf / dyn cannot be NaN).
+ * n <= 1 changes nothing. delta == 0 is exactly temp(t), class included.
+ *
+ * Reference behaviour: llama.cpp's temp_impl masks every candidate but the
+ * first maximum to -inf and keeps the size; sift removes them (the set is
+ * the same distribution). llama.cpp computes the dynamic temperature's
+ * entropy from a float softmax with logf and powf, and renormalises after;
+ * sift uses the exact integer weights and its own double log/pow, so dyn
+ * can differ in the last bits. No division ever overflows into a row.
+ * Capability classes: see above.
+ */
+#include <float.h>
+#include <math.h>
+
 #include "../sift_internal.h"
-sift_status sift_chain_add_temp(sift_chain *c, float t, sift_error *err) { (void)c; (void)t; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
-sift_status sift_chain_add_temp_ext(sift_chain *c, float t, float d, float e, sift_error *err) { (void)c; (void)t; (void)d; (void)e; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
+
+typedef struct temp_stage {
+    sift__stage base;
+    float t;
+    float delta;    /* temp_ext only; 0 for plain temp */
+    float exponent; /* temp_ext only */
+} temp_stage;
+
+/* Keeps the canonical first candidate only, its logit unchanged. */
+static sift_status keep_first(sift__ctx *ctx, sift__arr *a, const char *name)
+{
+    uint64_t best = 0;
+    size_t bi = 0;
+    float m = -INFINITY;
+    for (size_t i = 0; i < a->n; i++) {
+        uint64_t k = sift__ckey(a->c[i].logit, a->c[i].id);
+        if (k > best) {
+            best = k;
+            bi = i;
+        }
+        m = a->c[i].logit > m ? a->c[i].logit : m;
+    }
+    if (!(m > -INFINITY))
+        return sift__no_candidate(ctx, name);
+    a->c[0] = a->c[bi];
+    a->n = 1;
+    a->dense = a->V == 1;
+    return SIFT_OK;
+}
+
+/* temp(t) on the current set; the semantics of the file comment. */
+static sift_status apply_temp(sift__ctx *ctx, sift__arr *a, float t, const char *name)
+{
+    if (t == 1.0f)
+        return SIFT_OK;
+    if (!(t > 0.0f))
+        return keep_first(ctx, a, name);
+    float m = sift__max_logit(a->c, a->n);
+    if (m > -INFINITY) {
+        float q = m / t;
+        if (q == INFINITY || q == -INFINITY)
+            return keep_first(ctx, a, name);
+    }
+    for (size_t i = 0; i < a->n; i++)
+        a->c[i].logit = a->c[i].logit / t;
+    return SIFT_OK;
+}
+
+static sift_status temp_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const temp_stage *s = (const temp_stage *)st;
+    return apply_temp(ctx, a, s->t, st->ops->name);
+}
+
+/* The entropy H of the softmax of `a` in nats, exactly as the file comment
+ * defines it. Puts `a` in id order. m must be finite. */
+static double entropy(sift__ctx *ctx, sift__arr *a, float m)
+{
+    sift__arr_idorder(ctx, a);
+    uint64_t *w = ctx->ws->u64a;
+    double *v = ctx->ws->f64;
+    sift__u128 W = sift__weights(a->c, a->n, m, w);
+    double S = sift__u128_to_double(W);
+    double LS = sift__log(S) - 62.0 * 0.6931471805599453;
+    double inv = 1.0 / S;
+    for (size_t i = 0; i < a->n; i++) {
+        if (w[i] > 0) {
+            double s = LS - (double)(a->c[i].logit - m);
+            double p = (double)w[i] * inv;
+            v[i] = p * s;
+        } else {
+            v[i] = 0.0;
+        }
+    }
+    return sift__dsum_idorder(v, a->n);
+}
+
+static sift_status temp_ext_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const temp_stage *s = (const temp_stage *)st;
+    if (!(s->delta > 0.0f))
+        return apply_temp(ctx, a, s->t, st->ops->name);
+    if (a->n <= 1)
+        return SIFT_OK;
+    float m = sift__max_logit(a->c, a->n);
+    if (!(m > -INFINITY))
+        return sift__no_candidate(ctx, st->ops->name);
+    double min_t = (double)s->t - (double)s->delta;
+    if (min_t < 0.0)
+        min_t = 0.0;
+    double max_t = (double)s->t + (double)s->delta;
+    double Hmax = sift__log((double)a->n);
+    double H = entropy(ctx, a, m);
+    double dyn = min_t + (max_t - min_t) * sift__pow(H / Hmax, (double)s->exponent);
+    /* t + delta can exceed the float range; FLT_MAX keeps -inf / t = -inf. */
+    float ft = dyn > (double)FLT_MAX ? FLT_MAX : (float)dyn;
+    return apply_temp(ctx, a, ft, st->ops->name);
+}
+
+/* The class of temp(t). */
+static sift_class temp_class_of(float t, int64_t *n)
+{
+    if (t == 1.0f) {
+        *n = 0;
+        return SIFT_CLASS_IDENTITY;
+    }
+    if (!(t > 0.0f)) {
+        *n = 1;
+        return SIFT_CLASS_TOP;
+    }
+    *n = 0;
+    return SIFT_CLASS_MONOTONE;
+}
+
+static sift_class temp_cls(const sift__stage *st, int64_t *n)
+{
+    return temp_class_of(((const temp_stage *)st)->t, n);
+}
+
+static sift_class temp_ext_cls(const sift__stage *st, int64_t *n)
+{
+    const temp_stage *s = (const temp_stage *)st;
+    if (!(s->delta > 0.0f))
+        return temp_class_of(s->t, n);
+    *n = 0;
+    return SIFT_CLASS_WHOLE;
+}
+
+/* The image of a logit bound for the prefix path (MONOTONE only): the
+ * division apply does, so an absent token with l <= bound has
+ * l / t <= bound / t. Only asked when the class is MONOTONE (t > 0, t != 1,
+ * no dynamic part); NaN ("cannot say") otherwise. The greedy fallback
+ * changes the size, which the prefix path detects and sends to the whole
+ * row. */
+static float temp_map(float t, float bound)
+{
+    if (!(t > 0.0f))
+        return NAN;
+    return bound / t;
+}
+
+static float temp_map_bound(const sift__stage *st, float bound)
+{
+    return temp_map(((const temp_stage *)st)->t, bound);
+}
+
+static float temp_ext_map_bound(const sift__stage *st, float bound)
+{
+    const temp_stage *s = (const temp_stage *)st;
+    if (s->delta > 0.0f)
+        return NAN;
+    return temp_map(s->t, bound);
+}
+
+static const sift__stage_ops temp_ops = {
+    .name = "temp",
+    .apply = temp_apply,
+    .cls = temp_cls,
+    .map_bound = temp_map_bound,
+};
+
+static const sift__stage_ops temp_ext_ops = {
+    .name = "temp_ext",
+    .apply = temp_ext_apply,
+    .cls = temp_ext_cls,
+    .map_bound = temp_ext_map_bound,
+};
+
+static int finite(float x)
+{
+    return x == x && x != INFINITY && x != -INFINITY;
+}
+
+static sift_status add(sift_chain *chain, const sift__stage_ops *ops, float t, float delta,
+                       float exponent, sift_error *err)
+{
+    temp_stage *s = (temp_stage *)sift__stage_alloc(sift__chain_alloc(chain), ops, sizeof *s);
+    if (!s)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding %s", ops->name);
+    s->t = t;
+    s->delta = delta;
+    s->exponent = exponent;
+    return sift__chain_push(chain, &s->base, err);
+}
+
+sift_status sift_chain_add_temp(sift_chain *chain, float temp, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (!finite(temp))
+        return sift__fail(err, SIFT_E_ARG, "temp: temp must be finite, got %g", (double)temp);
+    return add(chain, &temp_ops, temp, 0.0f, 1.0f, err);
+}
+
+sift_status sift_chain_add_temp_ext(sift_chain *chain, float temp, float delta, float exponent,
+                                    sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (!finite(temp))
+        return sift__fail(err, SIFT_E_ARG, "temp_ext: temp must be finite, got %g", (double)temp);
+    if (!finite(delta) || delta < 0.0f)
+        return sift__fail(err, SIFT_E_ARG, "temp_ext: delta must be finite and >= 0, got %g",
+                          (double)delta);
+    if (!finite(exponent) || !(exponent > 0.0f))
+        return sift__fail(err, SIFT_E_ARG, "temp_ext: exponent must be finite and > 0, got %g",
+                          (double)exponent);
+    return add(chain, &temp_ext_ops, temp, delta, exponent, err);
+}

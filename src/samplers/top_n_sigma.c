@@ -1,3 +1,94 @@
-/* top_n_sigma.c - placeholder while the sampler is being written. */
+/*
+ * top_n_sigma.c - keep the tokens within n standard deviations of the top.
+ *
+ * Formula (docs/samplers.md, "top_n_sigma"), for n > 0 and at least two
+ * candidates: over the finite candidates only (logit != -inf), c of them,
+ * x_i = (double)l_i taken in ascending id order,
+ *   mean  = dsum(x) / c
+ *   var   = dsum((x_i - mean) * (x_i - mean)) / c      (population)
+ *   sigma = sqrt(var)
+ *   thr   = (double)max - (double)n * sigma
+ * and the stage keeps the candidates with (double)l >= thr, which removes
+ * every -inf token. dsum is sift__dsum_idorder (eight lanes, fixed
+ * combination), so the result depends only on the candidate set. All
+ * logits equal gives sigma = 0 and keeps every finite token. A single
+ * candidate is left alone; every candidate -inf is SIFT_E_NO_CANDIDATE.
+ * Doubles hold every float square and sum without overflow, so no row of
+ * finite logits can give NaN here.
+ *
+ * Reference behaviour: llama.cpp computes the mean and the variance in
+ * float (squares through double pow) in array order and masks the
+ * removed tokens to -inf keeping the size; sift sums in double in id
+ * order and removes them. n <= 0 is a no-op in both (llama.cpp PR 13345).
+ * Capability class: IDENTITY for n <= 0, else WHOLE (sigma reads every
+ * finite logit).
+ */
+#include <math.h>
+
 #include "../sift_internal.h"
-sift_status sift_chain_add_top_n_sigma(sift_chain *c, float n, sift_error *err) { (void)c; (void)n; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
+
+typedef struct tns_stage {
+    sift__stage base;
+    float n;
+} tns_stage;
+
+static sift_status tns_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const tns_stage *s = (const tns_stage *)st;
+    if (!(s->n > 0.0f) || a->n <= 1)
+        return SIFT_OK;
+    sift__arr_idorder(ctx, a);
+    double *x = ctx->ws->f64;
+    size_t c = 0;
+    float m = -INFINITY;
+    for (size_t i = 0; i < a->n; i++) {
+        float l = a->c[i].logit;
+        if (l > -INFINITY) {
+            x[c++] = (double)l;
+            m = l > m ? l : m;
+        }
+    }
+    if (c == 0)
+        return sift__no_candidate(ctx, st->ops->name);
+    double mean = sift__dsum_idorder(x, c) / (double)c;
+    for (size_t i = 0; i < c; i++) {
+        double d = x[i] - mean;
+        x[i] = d * d;
+    }
+    double var = sift__dsum_idorder(x, c) / (double)c;
+    double thr = (double)m - (double)s->n * sift__sqrt(var);
+    size_t j = 0;
+    for (size_t i = 0; i < a->n; i++)
+        if ((double)a->c[i].logit >= thr)
+            a->c[j++] = a->c[i];
+    if (j != a->n)
+        a->dense = 0;
+    a->n = j;
+    return SIFT_OK;
+}
+
+static sift_class tns_cls(const sift__stage *st, int64_t *n)
+{
+    *n = 0;
+    return ((const tns_stage *)st)->n > 0.0f ? SIFT_CLASS_WHOLE : SIFT_CLASS_IDENTITY;
+}
+
+static const sift__stage_ops tns_ops = {
+    .name = "top_n_sigma",
+    .apply = tns_apply,
+    .cls = tns_cls,
+};
+
+sift_status sift_chain_add_top_n_sigma(sift_chain *chain, float n, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (n != n || n == INFINITY || n == -INFINITY)
+        return sift__fail(err, SIFT_E_ARG, "top_n_sigma: n must be finite, got %g", (double)n);
+    tns_stage *t = (tns_stage *)sift__stage_alloc(sift__chain_alloc(chain), &tns_ops, sizeof *t);
+    if (!t)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding top_n_sigma");
+    t->n = n;
+    return sift__chain_push(chain, &t->base, err);
+}

@@ -1,3 +1,92 @@
-/* top_p.c - placeholder while the sampler is being written. */
+/*
+ * top_p.c - nucleus (top-p) truncation.
+ *
+ * Owns sift_chain_add_top_p and its stage.
+ *
+ * Formula (docs/samplers.md, "top_p"): over the current candidates, with
+ * m the largest logit, w_i = trunc(sift__expf(l_i - m) * 2^62) and the
+ * exact 128-bit mass W = sum w_i, the threshold is T = ceil(p * W),
+ * computed exactly from the float p. The stage keeps the shortest
+ * canonical prefix (logit descending, id ascending) whose mass is >= T,
+ * and at least max(min_keep, 1) tokens (all of them if there are fewer).
+ * p >= 1 is a no-op; p = 0 gives T = 0, so one token (or min_keep) is
+ * kept. Every comparison is an integer comparison of exact sums, so the
+ * kept set depends only on the set of candidates, not on their order.
+ *
+ * Reference behaviour: llama.cpp's top_p computes a float softmax, sorts
+ * and walks a float running sum with `cum >= p`, and leaves the array
+ * sorted. Deliberate differences: sift's masses are exact integers (a
+ * float running sum can stop one token early or late), ties are broken
+ * by id, and the storage order of the survivors is left alone.
+ *
+ * The fast path never sorts: sift__mass_prefix finds the prefix by
+ * weighted selection and sift__cut_top extends it to min_keep.
+ *
+ * Capability class: WHOLE (the normaliser reads every candidate);
+ * IDENTITY when p >= 1.
+ */
+#include <math.h>
+
 #include "../sift_internal.h"
-sift_status sift_chain_add_top_p(sift_chain *c, float p, int32_t k, sift_error *err) { (void)c; (void)p; (void)k; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
+
+typedef struct top_p_stage {
+    sift__stage base;
+    float p;
+    int32_t min_keep;
+} top_p_stage;
+
+static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const top_p_stage *t = (const top_p_stage *)st;
+    if (t->p >= 1.0f)
+        return SIFT_OK;
+    float m = sift__max_logit(a->c, a->n);
+    if (!(m > -INFINITY))
+        return sift__no_candidate(ctx, st->ops->name);
+    size_t keep_min = t->min_keep > 1 ? (size_t)t->min_keep : 1;
+    if (keep_min >= a->n)
+        return SIFT_OK;
+    uint64_t *w = ctx->ws->u64a;
+    sift__u128 W = sift__weights(a->c, a->n, m, w);
+    sift__u128 T = sift__u128_scale_float(W, t->p, 1);
+    uint64_t cut;
+    size_t len = sift__mass_prefix(ctx, a->c, w, a->n, T, 0, &cut);
+    if (len >= a->n)
+        return SIFT_OK;
+    if (len < keep_min)
+        cut = sift__cut_top(ctx, a->c, a->n, keep_min);
+    sift__arr_keep_ge(a, cut);
+    return SIFT_OK;
+}
+
+static sift_class top_p_cls(const sift__stage *st, int64_t *n)
+{
+    const top_p_stage *t = (const top_p_stage *)st;
+    *n = 0;
+    return t->p >= 1.0f ? SIFT_CLASS_IDENTITY : SIFT_CLASS_WHOLE;
+}
+
+static const sift__stage_ops top_p_ops = {
+    .name = "top_p",
+    .apply = top_p_apply,
+    .cls = top_p_cls,
+};
+
+sift_status sift_chain_add_top_p(sift_chain *chain, float p, int32_t min_keep, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (!(p >= 0.0f && p <= 1.0f))
+        return sift__fail(err, SIFT_E_ARG, "top_p: p must be a number in [0, 1], got %g",
+                          (double)p);
+    if (min_keep < 0)
+        return sift__fail(err, SIFT_E_ARG, "top_p: min_keep must be >= 0, got %d", (int)min_keep);
+    top_p_stage *t =
+        (top_p_stage *)sift__stage_alloc(sift__chain_alloc(chain), &top_p_ops, sizeof *t);
+    if (!t)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding top_p");
+    t->p = p;
+    t->min_keep = min_keep;
+    return sift__chain_push(chain, &t->base, err);
+}

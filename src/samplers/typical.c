@@ -1,3 +1,294 @@
-/* typical.c - placeholder while the sampler is being written. */
+/*
+ * typical.c - locally typical sampling.
+ *
+ * Owns sift_chain_add_typical and its stage.
+ *
+ * Formula (docs/samplers.md, "typical"), over the current candidates with
+ * m the largest logit, w_i = trunc(sift__expf(l_i - m) * 2^62) and the
+ * exact mass W = sum w_i:
+ *   S    = W as a double (correctly rounded),
+ *   LS   = sift__log(S) - 62 * ln2      (ln of the softmax normaliser
+ *                                        relative to the max, in double),
+ *   d_i  = (double)(l_i - m)            (float subtraction, then widened),
+ *   s_i  = LS - d_i                     (surprise, -ln p_i; +inf at -inf),
+ *   p_i  = (double)w_i * (1.0 / S),
+ *   H    = sum of t_i in ascending id order (sift__dsum_idorder), with
+ *          t_i = p_i * s_i when w_i > 0 and 0 when w_i = 0,
+ *   score_i = |s_i - H|.
+ * Candidates are ranked by (score ascending, then canonical order: logit
+ * descending, id ascending); the stage keeps the shortest prefix of that
+ * ranking whose mass is > T = floor(p * W) (strict, exact integers) and
+ * holds at least max(min_keep, 1) tokens. p >= 1 is a no-op.
+ *
+ * Every quantity is a function of one candidate and of set-wide values
+ * (m, W, H) that do not depend on storage order (H is summed in id order),
+ * so the ranking is a total order on the set and the result is a set
+ * property. The fast path finds the cut by weighted selection on the
+ * 128-bit key (score bits, inverted canonical key): expected O(n), with a
+ * bisection fallback that is O(n) too. It never sorts the row.
+ *
+ * Reference behaviour: llama.cpp computes a float softmax, a float entropy
+ * -sum p log p in sorted order, float scores, sorts by score with an
+ * unstable sort and walks a float running sum with `cum > p`, then leaves
+ * the survivors in typicality order. Deliberate differences: exact masses,
+ * double entropy summed in id order, a total tie order, zero-probability
+ * tokens contribute 0 to H (llama.cpp gets NaN from 0 * -inf), and the
+ * storage order of the survivors is not meaningful (sift's later stages
+ * work on the set; dist walks canonical order).
+ *
+ * Capability class: WHOLE; IDENTITY when p >= 1.
+ */
+#include <math.h>
+
 #include "../sift_internal.h"
-sift_status sift_chain_add_typical(sift_chain *c, float p, int32_t k, sift_error *err) { (void)c; (void)p; (void)k; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
+
+typedef struct typical_stage {
+    sift__stage base;
+    float p;
+    int32_t min_keep;
+} typical_stage;
+
+/* Quickselect rounds before rank_select switches to bisection. Only a
+ * test build changes it (to exercise the fallback on every call). */
+#ifndef SIFT__TYPICAL_MAX_ROUNDS
+#define SIFT__TYPICAL_MAX_ROUNDS 64
+#endif
+
+/* ln 2 as a double; 62 * LN2 is one rounded product. */
+#define TYP_LN2 0.6931471805599453
+
+/* The ranking key: smaller comes first. Scores are >= 0 (or +inf), so
+ * their IEEE bits order like their values once -0 is folded to +0. */
+static inline uint64_t score_bits(double s)
+{
+    uint64_t u;
+    if (s == 0.0)
+        s = 0.0;
+    memcpy(&u, &s, sizeof u);
+    return u;
+}
+
+static inline int key_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
+{
+    return a1 < b1 || (a1 == b1 && a2 < b2);
+}
+
+static inline void swap3(uint64_t *K1, uint64_t *K2, uint64_t *Wt, size_t i, size_t j)
+{
+    uint64_t t;
+    t = K1[i], K1[i] = K1[j], K1[j] = t;
+    t = K2[i], K2[i] = K2[j], K2[j] = t;
+    t = Wt[i], Wt[i] = Wt[j], Wt[j] = t;
+}
+
+/* A prefix qualifies when its mass exceeds T and it holds >= kmin. */
+static inline int reaches(sift__u128 mass, size_t cnt, sift__u128 T, size_t kmin)
+{
+    return cnt >= kmin && sift__u128_cmp(mass, T) > 0;
+}
+
+/* Fallback of rank_select when pivots stall: bisection on the first key
+ * word, then on the second among the elements that share it. `below` and
+ * `cnt_below` are the mass and count of elements ranked before all of
+ * K[0..n). Returns 0 if even the whole set does not qualify. */
+static int rank_bisection(const uint64_t *K1, const uint64_t *K2, const uint64_t *Wt, size_t n,
+                          sift__u128 T, size_t kmin, sift__u128 below, size_t cnt_below,
+                          uint64_t *cut1, uint64_t *cut2)
+{
+    sift__u128 mass = below;
+    for (size_t i = 0; i < n; i++)
+        mass = sift__u128_add64(mass, Wt[i]);
+    if (!reaches(mass, cnt_below + n, T, kmin))
+        return 0;
+    /* smallest h such that {K1 <= h} qualifies */
+    uint64_t lo = 0, hi = UINT64_MAX;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        sift__u128 ms = below;
+        size_t cnt = cnt_below;
+        for (size_t i = 0; i < n; i++)
+            if (K1[i] <= mid) {
+                ms = sift__u128_add64(ms, Wt[i]);
+                cnt++;
+            }
+        if (reaches(ms, cnt, T, kmin))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint64_t h = lo;
+    for (size_t i = 0; i < n; i++)
+        if (K1[i] < h) {
+            below = sift__u128_add64(below, Wt[i]);
+            cnt_below++;
+        }
+    /* smallest b such that {K1 < h} + {K1 == h, K2 <= b} qualifies */
+    lo = 0;
+    hi = UINT64_MAX;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        sift__u128 ms = below;
+        size_t cnt = cnt_below;
+        for (size_t i = 0; i < n; i++)
+            if (K1[i] == h && K2[i] <= mid) {
+                ms = sift__u128_add64(ms, Wt[i]);
+                cnt++;
+            }
+        if (reaches(ms, cnt, T, kmin))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *cut1 = h;
+    *cut2 = lo;
+    return 1;
+}
+
+/* On unique keys (K1, K2) with weights Wt: the smallest key x such that
+ * the elements with key <= x qualify (mass > T, count >= kmin). Expected
+ * O(n) weighted quickselect; reorders the three arrays together.
+ * Returns 0 if the whole set does not qualify. */
+static int rank_select(uint64_t *K1, uint64_t *K2, uint64_t *Wt, size_t n, sift__u128 T,
+                       size_t kmin, uint64_t *cut1, uint64_t *cut2)
+{
+    size_t lo = 0, hi = n, cnt_below = 0;
+    sift__u128 below = {0, 0};
+    uint64_t seed = 0xD1B54A32D192ED03ull ^ n;
+    int rounds = 0;
+    while (hi > lo) {
+        size_t m = hi - lo;
+        if (++rounds > SIFT__TYPICAL_MAX_ROUNDS)
+            return rank_bisection(K1 + lo, K2 + lo, Wt + lo, m, T, kmin, below, cnt_below, cut1,
+                                  cut2);
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        /* median of three pseudo-random elements */
+        size_t ia = lo + (size_t)((seed >> 33) % m);
+        size_t ib = lo + (size_t)((seed >> 13) % m);
+        size_t ic = lo + (size_t)(seed % m);
+        if (key_lt(K1[ib], K2[ib], K1[ia], K2[ia])) {
+            size_t t = ia;
+            ia = ib;
+            ib = t;
+        }
+        /* now a <= b; the median is b clamped into [a, c] */
+        size_t ip = ib;
+        if (key_lt(K1[ic], K2[ic], K1[ib], K2[ib]))
+            ip = key_lt(K1[ic], K2[ic], K1[ia], K2[ia]) ? ia : ic;
+        uint64_t p1 = K1[ip], p2 = K2[ip], pw = Wt[ip];
+        /* partition [< p] [== p] [> p]; keys are unique so == is one */
+        size_t i = lo, lt = lo, gt = hi;
+        sift__u128 mass_lt = below;
+        while (i < gt) {
+            if (key_lt(K1[i], K2[i], p1, p2)) {
+                mass_lt = sift__u128_add64(mass_lt, Wt[i]);
+                swap3(K1, K2, Wt, i, lt);
+                lt++;
+                i++;
+            } else if (key_lt(p1, p2, K1[i], K2[i])) {
+                gt--;
+                swap3(K1, K2, Wt, i, gt);
+            } else {
+                i++;
+            }
+        }
+        size_t cnt_lt = cnt_below + (lt - lo);
+        if (lt > lo && reaches(mass_lt, cnt_lt, T, kmin)) {
+            hi = lt;
+            continue;
+        }
+        sift__u128 with_p = sift__u128_add64(mass_lt, pw);
+        if (reaches(with_p, cnt_lt + 1, T, kmin)) {
+            *cut1 = p1;
+            *cut2 = p2;
+            return 1;
+        }
+        below = with_p;
+        cnt_below = cnt_lt + 1;
+        lo = gt;
+    }
+    return 0;
+}
+
+static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const typical_stage *t = (const typical_stage *)st;
+    if (t->p >= 1.0f)
+        return SIFT_OK;
+    float m = sift__max_logit(a->c, a->n);
+    if (!(m > -INFINITY))
+        return sift__no_candidate(ctx, st->ops->name);
+    size_t kmin = t->min_keep > 1 ? (size_t)t->min_keep : 1;
+    if (kmin >= a->n)
+        return SIFT_OK;
+    /* The entropy is summed in id order, so store the array that way (a
+     * no-op for the usual full row). */
+    sift__arr_idorder(ctx, a);
+    size_t n = a->n;
+    const sift_candidate *c = a->c;
+    uint64_t *w = ctx->ws->u64a;
+    double *f = ctx->ws->f64;
+    sift__u128 W = sift__weights(c, n, m, w);
+    double S = sift__u128_to_double(W);
+    double inv = 1.0 / S;
+    double LS = sift__log(S) - 62.0 * TYP_LN2;
+    for (size_t i = 0; i < n; i++) {
+        double s = LS - (double)(c[i].logit - m);
+        f[i] = w[i] ? ((double)w[i] * inv) * s : 0.0;
+    }
+    double H = sift__dsum_idorder(f, n);
+    uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
+    for (size_t i = 0; i < n; i++) {
+        double x = (LS - (double)(c[i].logit - m)) - H;
+        f[i] = x < 0 ? -x : x;
+        K1[i] = score_bits(f[i]);
+        K2[i] = ~sift__ckey(c[i].logit, c[i].id);
+        Wt[i] = w[i];
+    }
+    sift__u128 T = sift__u128_scale_float(W, t->p, 0);
+    uint64_t cut1, cut2;
+    if (!rank_select(K1, K2, Wt, n, T, kmin, &cut1, &cut2))
+        return SIFT_OK;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        sift_candidate x = a->c[i];
+        uint64_t k1 = score_bits(f[i]), k2 = ~sift__ckey(x.logit, x.id);
+        if (!key_lt(cut1, cut2, k1, k2))
+            a->c[j++] = x;
+    }
+    if (j != n)
+        a->dense = 0;
+    a->n = j;
+    return SIFT_OK;
+}
+
+static sift_class typical_cls(const sift__stage *st, int64_t *n)
+{
+    const typical_stage *t = (const typical_stage *)st;
+    *n = 0;
+    return t->p >= 1.0f ? SIFT_CLASS_IDENTITY : SIFT_CLASS_WHOLE;
+}
+
+static const sift__stage_ops typical_ops = {
+    .name = "typical",
+    .apply = typical_apply,
+    .cls = typical_cls,
+};
+
+sift_status sift_chain_add_typical(sift_chain *chain, float p, int32_t min_keep, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (!(p >= 0.0f && p <= 1.0f))
+        return sift__fail(err, SIFT_E_ARG, "typical: p must be a number in [0, 1], got %g",
+                          (double)p);
+    if (min_keep < 0)
+        return sift__fail(err, SIFT_E_ARG, "typical: min_keep must be >= 0, got %d", (int)min_keep);
+    typical_stage *t =
+        (typical_stage *)sift__stage_alloc(sift__chain_alloc(chain), &typical_ops, sizeof *t);
+    if (!t)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding typical");
+    t->p = p;
+    t->min_keep = min_keep;
+    return sift__chain_push(chain, &t->base, err);
+}

@@ -1,3 +1,122 @@
-/* xtc.c - placeholder while the sampler is being written. */
+/*
+ * xtc.c - XTC, "exclude top choices".
+ *
+ * Owns sift_chain_add_xtc and its stage.
+ *
+ * Formula (docs/samplers.md, "xtc"): the stage is off (no RNG draw) when
+ * probability <= 0 or threshold > 0.5, and does nothing (no draw) with
+ * fewer than two candidates. Otherwise it draws u = sift__rng_float, a
+ * float in [0, 1), and stops if u > probability (the draw stays
+ * consumed). When it fires: with m the largest logit, w_i =
+ * trunc(sift__expf(l_i - m) * 2^62), W = sum w_i exactly and
+ * T = max(ceil(threshold * W), 1) exactly, the set A = {i : w_i >= T}
+ * holds the tokens at or above the threshold (a zero-weight token never
+ * is, so threshold 0 cannot keep only a banned token). If |A| >= 2 and
+ * n - (|A| - 1) >= min_keep, every member of A except its canonical last
+ * (the least likely, ties by largest id) is removed.
+ *
+ * Because sift__expf is monotone, A is a canonical prefix; the code still
+ * treats it as a set (count it, find its smallest canonical key), so the
+ * result does not depend on storage order and needs no sort.
+ *
+ * Reference behaviour: llama.cpp draws a float the same way (from its own
+ * generator), sorts by a float softmax, scans the prefix with
+ * `p >= threshold` and drops `last` leading tokens when
+ * `size - last >= min_keep`. Deliberate differences: exact integer
+ * comparison instead of float probabilities, sift's RNG, ties by id, and
+ * min_keep is used raw (as llama.cpp does; 0 and 1 behave the same).
+ *
+ * Capability class: WHOLE; IDENTITY when probability <= 0 or
+ * threshold > 0.5.
+ */
+#include <math.h>
+
 #include "../sift_internal.h"
-sift_status sift_chain_add_xtc(sift_chain *c, float p, float t, int32_t k, sift_error *err) { (void)c; (void)p; (void)t; (void)k; return sift__fail(err, SIFT_E_ARG, "not implemented"); }
+
+typedef struct xtc_stage {
+    sift__stage base;
+    float probability;
+    float threshold;
+    int32_t min_keep;
+} xtc_stage;
+
+static int xtc_off(const xtc_stage *x)
+{
+    return !(x->probability > 0.0f) || x->threshold > 0.5f;
+}
+
+static sift_status xtc_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    const xtc_stage *x = (const xtc_stage *)st;
+    if (xtc_off(x) || a->n < 2)
+        return SIFT_OK;
+    float u = sift__rng_float(&ctx->rng);
+    if (u > x->probability)
+        return SIFT_OK;
+    float m = sift__max_logit(a->c, a->n);
+    if (!(m > -INFINITY))
+        return sift__no_candidate(ctx, st->ops->name);
+    uint64_t *w = ctx->ws->u64a;
+    sift__u128 W = sift__weights(a->c, a->n, m, w);
+    sift__u128 T = sift__u128_scale_float(W, x->threshold, 1);
+    /* A zero-weight token (-inf, or below 2^-62 of the top) is never
+     * above the threshold, even when the threshold is 0. */
+    if (T.lo == 0 && T.hi == 0)
+        T.lo = 1;
+    /* |A| and the smallest canonical key in A (its canonical last). */
+    size_t n_above = 0;
+    uint64_t last = UINT64_MAX;
+    for (size_t i = 0; i < a->n; i++) {
+        if (sift__u128_cmp(sift__u128_from(w[i]), T) >= 0) {
+            uint64_t k = sift__ckey(a->c[i].logit, a->c[i].id);
+            last = k < last ? k : last;
+            n_above++;
+        }
+    }
+    if (n_above < 2 || a->n - (n_above - 1) < (size_t)x->min_keep)
+        return SIFT_OK;
+    size_t j = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        sift_candidate c = a->c[i];
+        if (sift__u128_cmp(sift__u128_from(w[i]), T) < 0 || sift__ckey(c.logit, c.id) == last)
+            a->c[j++] = c;
+    }
+    a->n = j;
+    a->dense = 0;
+    return SIFT_OK;
+}
+
+static sift_class xtc_cls(const sift__stage *st, int64_t *n)
+{
+    *n = 0;
+    return xtc_off((const xtc_stage *)st) ? SIFT_CLASS_IDENTITY : SIFT_CLASS_WHOLE;
+}
+
+static const sift__stage_ops xtc_ops = {
+    .name = "xtc",
+    .apply = xtc_apply,
+    .cls = xtc_cls,
+};
+
+sift_status sift_chain_add_xtc(sift_chain *chain, float probability, float threshold,
+                               int32_t min_keep, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (!(probability >= 0.0f && probability <= 1.0f))
+        return sift__fail(err, SIFT_E_ARG, "xtc: probability must be a number in [0, 1], got %g",
+                          (double)probability);
+    if (!(threshold >= 0.0f && threshold <= 1.0f))
+        return sift__fail(err, SIFT_E_ARG, "xtc: threshold must be a number in [0, 1], got %g",
+                          (double)threshold);
+    if (min_keep < 0)
+        return sift__fail(err, SIFT_E_ARG, "xtc: min_keep must be >= 0, got %d", (int)min_keep);
+    xtc_stage *x = (xtc_stage *)sift__stage_alloc(sift__chain_alloc(chain), &xtc_ops, sizeof *x);
+    if (!x)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding xtc");
+    x->probability = probability;
+    x->threshold = threshold;
+    x->min_keep = min_keep;
+    return sift__chain_push(chain, &x->base, err);
+}

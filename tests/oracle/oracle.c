@@ -196,7 +196,10 @@ void or_reset(or_chain *o)
     }
 }
 
-sift_status or_sample(or_chain *o, const float *row, int32_t V, int32_t *token)
+/* The stage loop shared by or_sample and or_run_stages: applies stages
+ * [0, end) to a freshly loaded row. */
+static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_arr *a,
+                       int32_t *tok)
 {
     if (V < 1)
         return SIFT_E_ARG;
@@ -217,48 +220,54 @@ sift_status or_sample(or_chain *o, const float *row, int32_t V, int32_t *token)
                 if (s->bias[j].token >= V)
                     return SIFT_E_ARG;
     }
-    or_arr a;
-    a.c = malloc((size_t)V * sizeof *a.c);
-    if (!a.c)
+    a->c = malloc((size_t)V * sizeof *a->c);
+    if (!a->c)
         abort();
-    a.n = (size_t)V;
-    a.V = V;
+    a->n = (size_t)V;
+    a->V = V;
     for (int32_t i = 0; i < V; i++) {
-        a.c[i].id = i;
-        a.c[i].logit = row[i];
+        a->c[i].id = i;
+        a->c[i].logit = row[i];
     }
-    or_sort(&a);
+    or_sort(a);
+    sift_status st = SIFT_OK;
+    for (size_t i = 0; i < end && st == SIFT_OK; i++) {
+        switch (o->spec.st[i].kind) {
+        case SP_GREEDY: st = or_greedy(o, i, a, tok); break;
+        case SP_DIST: st = or_dist(o, i, a, tok); break;
+        case SP_DIST_ID: st = or_dist_id(o, i, a, tok); break;
+        case SP_TOP_K: st = or_top_k(o, i, a); break;
+        case SP_TOP_K_TIES: st = or_top_k_ties(o, i, a); break;
+        case SP_TOP_P: st = or_top_p(o, i, a); break;
+        case SP_MIN_P: st = or_min_p(o, i, a); break;
+        case SP_TYPICAL: st = or_typical(o, i, a); break;
+        case SP_TEMP: st = or_temp(o, i, a); break;
+        case SP_TEMP_EXT: st = or_temp_ext(o, i, a); break;
+        case SP_XTC: st = or_xtc(o, i, a); break;
+        case SP_TOP_N_SIGMA: st = or_top_n_sigma(o, i, a); break;
+        case SP_MIROSTAT: st = or_mirostat(o, i, a, tok); break;
+        case SP_MIROSTAT_V2: st = or_mirostat_v2(o, i, a, tok); break;
+        case SP_PENALTIES: st = or_penalties(o, i, a); break;
+        case SP_DRY: st = or_dry(o, i, a); break;
+        case SP_LOGIT_BIAS: st = or_logit_bias(o, i, a); break;
+        case SP__COUNT: st = SIFT_E_ARG; break;
+        }
+        if (st == SIFT_OK && a->n == 0)
+            st = SIFT_E_NO_CANDIDATE;
+        if (st == SIFT_OK)
+            or_sort(a);
+    }
+    return st;
+}
+
+sift_status or_sample(or_chain *o, const float *row, int32_t V, int32_t *token)
+{
     sift__rng saved = o->rng;
     or_stage_state saved_pending[SP_MAX_STAGES];
     memcpy(saved_pending, o->st, sizeof saved_pending);
-    sift_status st = SIFT_OK;
+    or_arr a = {NULL, 0, V};
     int32_t tok = -1;
-    for (size_t i = 0; i < o->spec.n && st == SIFT_OK; i++) {
-        switch (o->spec.st[i].kind) {
-        case SP_GREEDY: st = or_greedy(o, i, &a, &tok); break;
-        case SP_DIST: st = or_dist(o, i, &a, &tok); break;
-        case SP_DIST_ID: st = or_dist_id(o, i, &a, &tok); break;
-        case SP_TOP_K: st = or_top_k(o, i, &a); break;
-        case SP_TOP_K_TIES: st = or_top_k_ties(o, i, &a); break;
-        case SP_TOP_P: st = or_top_p(o, i, &a); break;
-        case SP_MIN_P: st = or_min_p(o, i, &a); break;
-        case SP_TYPICAL: st = or_typical(o, i, &a); break;
-        case SP_TEMP: st = or_temp(o, i, &a); break;
-        case SP_TEMP_EXT: st = or_temp_ext(o, i, &a); break;
-        case SP_XTC: st = or_xtc(o, i, &a); break;
-        case SP_TOP_N_SIGMA: st = or_top_n_sigma(o, i, &a); break;
-        case SP_MIROSTAT: st = or_mirostat(o, i, &a, &tok); break;
-        case SP_MIROSTAT_V2: st = or_mirostat_v2(o, i, &a, &tok); break;
-        case SP_PENALTIES: st = or_penalties(o, i, &a); break;
-        case SP_DRY: st = or_dry(o, i, &a); break;
-        case SP_LOGIT_BIAS: st = or_logit_bias(o, i, &a); break;
-        case SP__COUNT: st = SIFT_E_ARG; break;
-        }
-        if (st == SIFT_OK && a.n == 0)
-            st = SIFT_E_NO_CANDIDATE;
-        if (st == SIFT_OK)
-            or_sort(&a);
-    }
+    sift_status st = run(o, row, V, o->spec.n, &a, &tok);
     free(a.c);
     if (st == SIFT_OK && tok < 0)
         st = SIFT_E_ARG; /* no selector */
@@ -273,6 +282,24 @@ sift_status or_sample(or_chain *o, const float *row, int32_t V, int32_t *token)
     }
     *token = tok;
     return SIFT_OK;
+}
+
+sift_status or_run_stages(or_chain *o, const float *row, int32_t V, size_t n_stages,
+                          or_arr *out)
+{
+    sift__rng saved = o->rng;
+    or_stage_state saved_st[SP_MAX_STAGES];
+    memcpy(saved_st, o->st, sizeof saved_st);
+    int32_t tok = -1;
+    out->c = NULL;
+    sift_status st = run(o, row, V, n_stages, out, &tok);
+    o->rng = saved;
+    for (size_t i = 0; i < SP_MAX_STAGES; i++) {
+        o->st[i].has_pending = saved_st[i].has_pending;
+        o->st[i].pending_token = saved_st[i].pending_token;
+        o->st[i].pending_surprise = saved_st[i].pending_surprise;
+    }
+    return st;
 }
 
 void or_accept(or_chain *o, int32_t token)

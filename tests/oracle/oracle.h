@@ -116,6 +116,11 @@ void or_reset(or_chain *o);
  * class sift must return too). */
 sift_status or_sample(or_chain *o, const float *row, int32_t V, int32_t *token);
 void or_accept(or_chain *o, int32_t token);
+/* Runs the first n_stages stages on a row and leaves the surviving
+ * candidates in *out (canonical order; the caller frees out->c). Changes
+ * nothing in `o` (the RNG is restored). */
+sift_status or_run_stages(or_chain *o, const float *row, int32_t V, size_t n_stages,
+                          or_arr *out);
 
 /* Helpers for the per-family files. */
 void or_sort(or_arr *a);                 /* canonical qsort */
