@@ -458,7 +458,9 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_typical(sift_chain *chain, fl
 
 /**
  * Divides logits by `temp`. temp = 1 is a no-op; temp <= 0 keeps only the
- * canonical first token (greedy). NaN or infinite temp is SIFT_E_ARG.
+ * canonical first token (greedy), and so does a temperature so small that
+ * the largest logit divided by it overflows. NaN or infinite temp is
+ * SIFT_E_ARG.
  * Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_temp(sift_chain *chain, float temp,
@@ -467,8 +469,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_temp(sift_chain *chain, float
 /**
  * Dynamic temperature: the temperature moves in [max(0, temp - delta),
  * temp + delta] with the normalised entropy raised to `exponent`.
- * delta <= 0 is plain temperature. delta NaN or < 0, exponent NaN or <= 0
- * are SIFT_E_ARG. Since: 0.1.
+ * delta = 0 is plain temperature. temp, delta and exponent must be finite;
+ * delta < 0 or exponent <= 0 is SIFT_E_ARG. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_temp_ext(sift_chain *chain, float temp,
                                                             float delta, float exponent,
@@ -476,7 +478,7 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_temp_ext(sift_chain *chain, f
 
 /**
  * Exclude Top Choices: with chance `probability` removes every token whose
- * probability is >= threshold except the least likely of them.
+ * probability is >= threshold (and > 0) except the least likely of them.
  * probability in [0, 1], threshold in [0, 1]; probability 0 or threshold
  * > 0.5 is a no-op. Since: 0.1.
  */
@@ -486,7 +488,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_xtc(sift_chain *chain, float 
 
 /**
  * Keeps tokens whose logit is >= max - n * sigma (sigma: standard
- * deviation of the finite logits). n <= 0 is a no-op; NaN is SIFT_E_ARG.
+ * deviation of the finite logits). n <= 0 is a no-op; NaN or +-inf is
+ * SIFT_E_ARG.
  * Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_top_n_sigma(sift_chain *chain, float n,
