@@ -114,12 +114,12 @@ SIFT_API const char *sift_version(void);
 typedef enum sift_status {
     SIFT_OK = 0,
     /* General. */
-    SIFT_E_ARG = 1,      /**< An argument is NULL, out of range or malformed. */
-    SIFT_E_NOMEM = 2,    /**< The allocator returned NULL. */
-    SIFT_E_LIMIT = 3,    /**< A size limit (vocabulary, history, stages) was hit. */
-    SIFT_E_STATE = 4,    /**< The object is busy (re-entrant call) or in the wrong state. */
-    SIFT_E_IO = 5,       /**< A file could not be read. */
-    SIFT_E_TOKEN = 6,    /**< A token id is outside [0, V). */
+    SIFT_E_ARG = 1,   /**< An argument is NULL, out of range or malformed. */
+    SIFT_E_NOMEM = 2, /**< The allocator returned NULL. */
+    SIFT_E_LIMIT = 3, /**< A size limit (vocabulary, history, stages) was hit. */
+    SIFT_E_STATE = 4, /**< The object is busy (re-entrant call) or in the wrong state. */
+    SIFT_E_IO = 5,    /**< A file could not be read. */
+    SIFT_E_TOKEN = 6, /**< A token id is outside [0, V). */
     /* Rows and candidates. */
     SIFT_E_ROW_VALUE = 10,    /**< NaN or +inf in a row, or produced by a stage. */
     SIFT_E_NO_CANDIDATE = 11, /**< Every token is banned (-inf). */
@@ -165,11 +165,11 @@ SIFT_API const char *sift_status_str(sift_status status);
  * Messages are truncated at a UTF-8 boundary and always NUL-terminated.
  */
 typedef struct sift_error {
-    sift_status code;    /**< Same value as the function returned. */
-    int32_t line;        /**< 1-based line in `source`, 0 if none. */
-    int32_t column;      /**< 1-based column (code points), 0 if none. */
-    int64_t offset;      /**< Byte offset in `source`, -1 if none. */
-    int64_t index;       /**< Token id, row index or stage index the message names, -1 if none. */
+    sift_status code; /**< Same value as the function returned. */
+    int32_t line;     /**< 1-based line in `source`, 0 if none. */
+    int32_t column;   /**< 1-based column (code points), 0 if none. */
+    int64_t offset;   /**< Byte offset in `source`, -1 if none. */
+    int64_t index;    /**< Token id, row index or stage index the message names, -1 if none. */
     char source[SIFT_ERROR_SOURCE_MAX];   /**< File or object name, "" if none. */
     char message[SIFT_ERROR_MESSAGE_MAX]; /**< One line, no trailing newline. */
 } sift_error;
@@ -203,9 +203,9 @@ typedef struct sift_candidate {
 
 /** A token of a final distribution, as sift_chain_distribution reports it. */
 typedef struct sift_token_prob {
-    int32_t id;   /**< Token id. */
-    float logit;  /**< Logit after every stage before the selector. */
-    double p;     /**< Probability the selector gives it (0 <= p <= 1). */
+    int32_t id;  /**< Token id. */
+    float logit; /**< Logit after every stage before the selector. */
+    double p;    /**< Probability the selector gives it (0 <= p <= 1). */
 } sift_token_prob;
 
 /**
@@ -213,13 +213,13 @@ typedef struct sift_token_prob {
  * See docs/analyzer.md for the rules.
  */
 typedef enum sift_class {
-    SIFT_CLASS_WHOLE = 0,     /**< Reads the whole distribution (default). */
-    SIFT_CLASS_IDENTITY = 1,  /**< Changes nothing. */
-    SIFT_CLASS_LOWERS = 2,    /**< Lowers at most n logits, raises none. */
-    SIFT_CLASS_RAISES = 3,    /**< May raise the logits of known ids. */
-    SIFT_CLASS_MONOTONE = 4,  /**< Keeps the order up to rounding ties. */
-    SIFT_CLASS_TOP = 5,       /**< Keeps a canonical prefix of at most K. */
-    SIFT_CLASS_THRESHOLD = 6  /**< Keeps a prefix decided by a logit threshold. */
+    SIFT_CLASS_WHOLE = 0,    /**< Reads the whole distribution (default). */
+    SIFT_CLASS_IDENTITY = 1, /**< Changes nothing. */
+    SIFT_CLASS_LOWERS = 2,   /**< Lowers at most n logits, raises none. */
+    SIFT_CLASS_RAISES = 3,   /**< May raise the logits of known ids. */
+    SIFT_CLASS_MONOTONE = 4, /**< Keeps the order up to rounding ties. */
+    SIFT_CLASS_TOP = 5,      /**< Keeps a canonical prefix of at most K. */
+    SIFT_CLASS_THRESHOLD = 6 /**< Keeps a prefix decided by a logit threshold. */
 } sift_class;
 
 /** Returns "whole", "identity", ... for a class; never NULL. Since: 0.1. */
@@ -242,8 +242,7 @@ typedef struct sift_vocab sift_vocab;
  * Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_vocab_new(sift_vocab **out, int32_t n_tokens,
-                                                   const char *const *pieces,
-                                                   const size_t *lengths,
+                                                   const char *const *pieces, const size_t *lengths,
                                                    const sift_allocator *allocator,
                                                    sift_error *err);
 
@@ -282,13 +281,13 @@ typedef struct sift_chain sift_chain;
  * then set what you need; fields added later keep their defaults.
  */
 typedef struct sift_chain_params {
-    uint32_t struct_size;  /**< sizeof(sift_chain_params); set by _init. */
-    uint64_t seed;         /**< RNG seed; every value is valid (default 0). */
+    uint32_t struct_size;            /**< sizeof(sift_chain_params); set by _init. */
+    uint64_t seed;                   /**< RNG seed; every value is valid (default 0). */
     const sift_allocator *allocator; /**< NULL = malloc/free; copied. */
-    int32_t n_vocab;       /**< Row length the chain expects; 0 = any (default). */
-    int32_t max_vocab;     /**< Largest accepted row length (default 2^24). */
-    int32_t max_history;   /**< Largest penalty/DRY window (default 2^20). */
-    int32_t max_stages;    /**< Largest number of stages (default 256). */
+    int32_t n_vocab;                 /**< Row length the chain expects; 0 = any (default). */
+    int32_t max_vocab;               /**< Largest accepted row length (default 2^24). */
+    int32_t max_history;             /**< Largest penalty/DRY window (default 2^20). */
+    int32_t max_stages;              /**< Largest number of stages (default 256). */
 } sift_chain_params;
 
 /** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */
@@ -314,8 +313,8 @@ SIFT_API void sift_chain_free(sift_chain *chain);
  * custom stage has no clone function. On failure *out is NULL.
  * Since: 0.1.
  */
-SIFT_API SIFT_NODISCARD sift_status sift_chain_clone(const sift_chain *chain,
-                                                     sift_chain **out, sift_error *err);
+SIFT_API SIFT_NODISCARD sift_status sift_chain_clone(const sift_chain *chain, sift_chain **out,
+                                                     sift_error *err);
 
 /**
  * Restores the state the chain had when its last stage was added: the RNG
@@ -386,10 +385,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_accept(sift_chain *chain, int32_t
  * For greedy, the support is the selected token alone: one entry, p = 1.
  * Errors as sift_chain_sample. Since: 0.1.
  */
-SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain,
-                                                            const float *logits,
-                                                            int32_t n_vocab,
-                                                            sift_token_prob *out,
+SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain, const float *logits,
+                                                            int32_t n_vocab, sift_token_prob *out,
                                                             size_t capacity, size_t *n_out,
                                                             sift_error *err);
 
@@ -522,13 +519,13 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_penalties(sift_chain *chain, 
 
 /** Parameters of DRY; see docs/samplers.md. */
 typedef struct sift_dry_params {
-    float multiplier;        /**< Penalty scale; 0 = off. Finite, >= 0. */
-    float base;              /**< Exponential base; < 1 = off. Finite. */
-    int32_t allowed_length;  /**< Repeats up to this length are free; >= 0. */
-    int32_t last_n;          /**< Window in tokens; 0 = off; <= max_history. */
-    const char *const *breakers;    /**< Sequence breakers as byte strings. */
-    const size_t *breaker_lengths;  /**< Their lengths (1..40 bytes). */
-    size_t n_breakers;              /**< At most 64. */
+    float multiplier;              /**< Penalty scale; 0 = off. Finite, >= 0. */
+    float base;                    /**< Exponential base; < 1 = off. Finite. */
+    int32_t allowed_length;        /**< Repeats up to this length are free; >= 0. */
+    int32_t last_n;                /**< Window in tokens; 0 = off; <= max_history. */
+    const char *const *breakers;   /**< Sequence breakers as byte strings. */
+    const size_t *breaker_lengths; /**< Their lengths (1..40 bytes). */
+    size_t n_breakers;             /**< At most 64. */
 } sift_dry_params;
 
 /**
@@ -538,13 +535,12 @@ typedef struct sift_dry_params {
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_dry(sift_chain *chain,
                                                        const sift_dry_params *params,
-                                                       const sift_vocab *vocab,
-                                                       sift_error *err);
+                                                       const sift_vocab *vocab, sift_error *err);
 
 /** One logit bias entry. */
 typedef struct sift_bias {
-    int32_t token;  /**< Token id >= 0 (checked against the row length at sample). */
-    float bias;     /**< Added to the logit; -inf bans; NaN and +inf are errors. */
+    int32_t token; /**< Token id >= 0 (checked against the row length at sample). */
+    float bias;    /**< Added to the logit; -inf bans; NaN and +inf are errors. */
 } sift_bias;
 
 /**
@@ -571,14 +567,14 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_logit_bias(sift_chain *chain,
  * The callbacks must not call back into the chain (SIFT_E_STATE).
  */
 typedef struct sift_custom_stage {
-    uint32_t abi_version;  /**< SIFT_CUSTOM_STAGE_ABI. */
-    const char *name;      /**< Copied; NULL = "custom". */
-    sift_class cls;        /**< Capability class; 0 = WHOLE. */
-    int64_t cls_n;         /**< n of LOWERS (-1 unbounded), K of TOP. */
+    uint32_t abi_version; /**< SIFT_CUSTOM_STAGE_ABI. */
+    const char *name;     /**< Copied; NULL = "custom". */
+    sift_class cls;       /**< Capability class; 0 = WHOLE. */
+    int64_t cls_n;        /**< n of LOWERS (-1 unbounded), K of TOP. */
     int (*apply)(void *user, sift_candidate *data, size_t *size);
     int (*accept)(void *user, int32_t token);
     void (*reset)(void *user);
-    void *(*clone)(void *user);  /**< NULL return = out of memory. */
+    void *(*clone)(void *user); /**< NULL return = out of memory. */
     void (*free)(void *user);
 } sift_custom_stage;
 
@@ -588,8 +584,8 @@ typedef struct sift_custom_stage {
  * for an unknown abi_version or a NULL apply. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_custom(sift_chain *chain,
-                                                          const sift_custom_stage *vt,
-                                                          void *user, sift_error *err);
+                                                          const sift_custom_stage *vt, void *user,
+                                                          sift_error *err);
 
 #ifdef __cplusplus
 }

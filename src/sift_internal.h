@@ -94,7 +94,7 @@ SIFT__HIDDEN float sift__rng_float(sift__rng *r);
  * libm, no FMA: the library is built with -ffp-contract=off).
  * sift__expf is monotone non-decreasing; expf(0) = 1, expf(-inf) = 0. */
 SIFT__HIDDEN float sift__expf(float x);
-SIFT__HIDDEN float sift__logf(float x);  /* x > 0; logf(0) = -inf */
+SIFT__HIDDEN float sift__logf(float x); /* x > 0; logf(0) = -inf */
 SIFT__HIDDEN double sift__exp(double x);
 SIFT__HIDDEN double sift__log(double x); /* x > 0; log(0) = -inf */
 /* x^y for x >= 0 (x = 0: 0 for y > 0, 1 for y = 0). */
@@ -181,7 +181,7 @@ static inline uint32_t sift__fkey(float f)
 /* Canonical key: a before b  <=>  ckey(a) > ckey(b). */
 static inline uint64_t sift__ckey(float logit, int32_t id)
 {
-    return ((uint64_t)sift__fkey(logit) << 32) | (uint32_t)~(uint32_t)id;
+    return ((uint64_t)sift__fkey(logit) << 32) | (uint32_t) ~(uint32_t)id;
 }
 static inline int sift__canon_before(const sift_candidate *a, const sift_candidate *b)
 {
@@ -221,15 +221,15 @@ static inline void sift__arr_touched(sift__arr *a)
 /* ------------------------------------------------------------------ */
 
 typedef struct sift__ws {
-    size_t cap;              /* elements in every buffer below */
-    sift_candidate *cand;    /* the working array */
-    sift_candidate *cand2;   /* a second array (sorts, copies) */
-    uint64_t *u64a;          /* weights */
-    uint64_t *u64b;          /* keys */
-    uint64_t *u64c;          /* selection scratch */
-    uint64_t *u64d;          /* selection scratch */
-    double *f64;             /* per-token doubles */
-    uint32_t *u32;           /* indices, histograms */
+    size_t cap;            /* elements in every buffer below */
+    sift_candidate *cand;  /* the working array */
+    sift_candidate *cand2; /* a second array (sorts, copies) */
+    uint64_t *u64a;        /* weights */
+    uint64_t *u64b;        /* keys */
+    uint64_t *u64c;        /* selection scratch */
+    uint64_t *u64d;        /* selection scratch */
+    double *f64;           /* per-token doubles */
+    uint32_t *u32;         /* indices, histograms */
 } sift__ws;
 
 SIFT__HIDDEN sift_status sift__ws_reserve(sift__ws *ws, const sift__alloc *al, size_t n,
@@ -241,12 +241,12 @@ SIFT__HIDDEN void sift__ws_free(sift__ws *ws, const sift__alloc *al);
 /* ------------------------------------------------------------------ */
 
 typedef struct sift__ctx {
-    sift__rng rng;           /* working copy, committed on success */
+    sift__rng rng; /* working copy, committed on success */
     sift__ws *ws;
     sift_error *err;
     int32_t V;
-    size_t stage;            /* index of the stage being applied */
-    int32_t selected;        /* token id chosen by the selector, -1 */
+    size_t stage;     /* index of the stage being applied */
+    int32_t selected; /* token id chosen by the selector, -1 */
 } sift__ctx;
 
 /* SIFT_E_NO_CANDIDATE naming the stage about to run, for stages that
@@ -314,11 +314,11 @@ struct sift_chain {
     sift__alloc al;
     uint64_t seed;
     sift__rng rng;
-    int32_t n_vocab;      /* expected row length, 0 = any */
+    int32_t n_vocab; /* expected row length, 0 = any */
     int32_t max_vocab;
     int32_t max_history;
     int32_t max_stages;
-    int32_t last_V;       /* length of the last row sampled, 0 = none */
+    int32_t last_V; /* length of the last row sampled, 0 = none */
     int busy;
     sift__stage **stages;
     size_t n_stages, cap_stages;
@@ -387,9 +387,8 @@ SIFT__HIDDEN sift__u128 sift__weights_path(int path, const sift_candidate *c, si
  * prefix) is >= T (strict = 0) or > T (strict = 1). Returns its length
  * (n if no prefix qualifies) and its last element's canonical key through
  * *cut. Does not reorder c; uses scratch from ctx. */
-SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c,
-                                      const uint64_t *w, size_t n, sift__u128 T, int strict,
-                                      uint64_t *cut);
+SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w,
+                                      size_t n, sift__u128 T, int strict, uint64_t *cut);
 
 /* ------------------------------------------------------------------ */
 /* Prefix path (core/slice.c)                                          */
@@ -401,8 +400,8 @@ SIFT__HIDDEN sift_status sift__row_error(const float *row, int32_t V, sift_error
 /* Validates row[0..V) and writes its canonical first k tokens (k < V) to
  * out[0..k) in canonical order, without sorting the row. Uses ws->u32,
  * ws->cand, ws->cand2 and the selection scratch; out may be ws->cand. */
-SIFT__HIDDEN sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V,
-                                          size_t k, sift_candidate *out);
+SIFT__HIDDEN sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V, size_t k,
+                                          sift_candidate *out);
 /* The prefix length that lets the chain decide from the row's first k
  * tokens (0 = the chain needs the whole row): K of its first truncation
  * plus the tokens lowered before it, plus a margin after a monotone
@@ -421,11 +420,10 @@ SIFT__HIDDEN int sift__run_prefix(sift_chain *chain, sift__ctx *ctx, sift__arr *
 
 /* DRY with breakers given as token sequences (head = first token, the
  * rest its tail), as llama.cpp's test constructor takes them. */
-SIFT__HIDDEN sift_status sift__chain_add_dry_tokens(sift_chain *chain, float multiplier,
-                                                    float base, int32_t allowed_length,
-                                                    int32_t last_n, const int32_t *const *seqs,
-                                                    const size_t *lens, size_t n,
-                                                    sift_error *err);
+SIFT__HIDDEN sift_status sift__chain_add_dry_tokens(sift_chain *chain, float multiplier, float base,
+                                                    int32_t allowed_length, int32_t last_n,
+                                                    const int32_t *const *seqs, const size_t *lens,
+                                                    size_t n, sift_error *err);
 
 /* The chain's RNG state, for tests that compare it bitwise. */
 SIFT__HIDDEN void sift__chain_rng_state(const sift_chain *chain, uint64_t out[4]);

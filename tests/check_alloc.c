@@ -90,8 +90,7 @@ static const char *sel_name[SEL__COUNT] = {"dist", "dist_id_order", "greedy", "m
 #define N_ADDS 15
 
 /* Adds stage i (0 <= i < N_ADDS) to `c`; the last one is the selector. */
-static sift_status add_stage(sift_chain *c, int i, int sel, const sift_vocab *v,
-                             sift_error *err)
+static sift_status add_stage(sift_chain *c, int i, int sel, const sift_vocab *v, sift_error *err)
 {
     static const sift_bias bias[3] = {{5, 1.5f}, {17, -INFINITY}, {5, -0.5f}};
     static const char *br[2] = {"\n", ":"};
@@ -114,8 +113,15 @@ static sift_status add_stage(sift_chain *c, int i, int sel, const sift_vocab *v,
         int *u = malloc(sizeof *u);
         ck_assert_ptr_nonnull(u);
         *u = 7;
-        sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "user", SIFT_CLASS_IDENTITY, 0,
-                                cu_apply, NULL, NULL, cu_clone, cu_free};
+        sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI,
+                                "user",
+                                SIFT_CLASS_IDENTITY,
+                                0,
+                                cu_apply,
+                                NULL,
+                                NULL,
+                                cu_clone,
+                                cu_free};
         sift_status s = sift_chain_add_custom(c, &vt, u, err);
         if (s)
             free(u); /* untouched on failure: still ours */

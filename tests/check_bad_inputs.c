@@ -124,8 +124,7 @@ static void fx_unchanged_close(fx *f)
         good_row(row, GOOD_V, 500 + (uint64_t)step);
         int32_t a = -1, b = -1, c = -1;
         sift_error err;
-        ck_assert_msg(sift_chain_sample(f->c, row, GOOD_V, &a, &err) == SIFT_OK, "%s",
-                      err.message);
+        ck_assert_msg(sift_chain_sample(f->c, row, GOOD_V, &a, &err) == SIFT_OK, "%s", err.message);
         ck_assert_int_eq(sift_chain_sample(g, row, GOOD_V, &b, NULL), SIFT_OK);
         ck_assert_int_eq(or_sample(&o, row, GOOD_V, &c), SIFT_OK);
         ck_assert_int_eq(a, b);
@@ -194,8 +193,8 @@ static sift_status vs_oracle(const sp_chain *spec, const float *row, int32_t V, 
     sift_status so = or_sample(&o, row, V, &to);
     char desc[512];
     sp_describe(spec, desc, sizeof desc);
-    ck_assert_msg(ss == so, "%s: sift %d (%s), oracle %d", desc, (int)ss,
-                  ss ? err.message : "", (int)so);
+    ck_assert_msg(ss == so, "%s: sift %d (%s), oracle %d", desc, (int)ss, ss ? err.message : "",
+                  (int)so);
     if (ss == SIFT_OK) {
         ck_assert_msg(ts == to, "%s: sift token %d, oracle %d", desc, (int)ts, (int)to);
         uint64_t r[4];
@@ -207,8 +206,8 @@ static sift_status vs_oracle(const sp_chain *spec, const float *row, int32_t V, 
         ck_assert_int_eq(sift_chain_distribution(c, row, V, out, (size_t)V, &n, &err), SIFT_OK);
         double sum = 0;
         for (size_t i = 0; i < n; i++) {
-            ck_assert_msg(out[i].p == out[i].p && out[i].p >= 0 && out[i].p <= 1, "%s: p=%g",
-                          desc, out[i].p);
+            ck_assert_msg(out[i].p == out[i].p && out[i].p >= 0 && out[i].p <= 1, "%s: p=%g", desc,
+                          out[i].p);
             ck_assert(out[i].logit == out[i].logit);
             sum += out[i].p;
         }
@@ -232,9 +231,8 @@ static sp_chain spec_of(uint64_t seed, size_t n, const sp_stage *st)
     return s;
 }
 
-#define SPEC(seed, ...)                                                                        \
-    spec_of((seed), sizeof((sp_stage[]){__VA_ARGS__}) / sizeof(sp_stage),                      \
-            (sp_stage[]){__VA_ARGS__})
+#define SPEC(seed, ...) \
+    spec_of((seed), sizeof((sp_stage[]){__VA_ARGS__}) / sizeof(sp_stage), (sp_stage[]){__VA_ARGS__})
 
 /* A counting allocator. */
 typedef struct counter {
@@ -516,8 +514,7 @@ START_TEST(test_L10_row_longer_than_max_vocab_is_a_limit_before_any_allocation)
     ck_assert_int_eq(sift_chain_sample(c, row, INT32_MAX, &t, &err), SIFT_E_LIMIT);
     assert_msg_has(&err, "2147483647", "max_vocab");
     ck_assert_int_eq(err.index, -1);
-    ck_assert_int_eq(sift_chain_sample(c, row, SIFT_DEFAULT_MAX_VOCAB + 1, &t, &err),
-                     SIFT_E_LIMIT);
+    ck_assert_int_eq(sift_chain_sample(c, row, SIFT_DEFAULT_MAX_VOCAB + 1, &t, &err), SIFT_E_LIMIT);
     assert_msg_has(&err, "16777217", "16777216");
     ck_assert_int_eq(cnt.allocs, a0);
     sift__chain_rng_state(c, r1);
@@ -639,11 +636,16 @@ START_TEST(test_L13_one_finite_logit_returns_that_token)
         row[i] = -INFINITY;
     row[6] = -2.25f;
     const sp_stage mids[] = {
-        st_f(SP_TYPICAL, 0.5f, 0, 0, 1, 0),     st_f(SP_TEMP_EXT, 1.0f, 0.9f, 1.0f, 0, 0),
-        st_f(SP_TOP_N_SIGMA, 1.0f, 0, 0, 0, 0), st_f(SP_TOP_P, 0.1f, 0, 0, 1, 0),
-        st_f(SP_MIN_P, 0.9f, 0, 0, 1, 0),       st_f(SP_XTC, 1.0f, 0.1f, 0, 0, 0),
-        st_f(SP_PENALTIES, 1.3f, 0.5f, 0.5f, 8, 0), st_f(SP_TEMP, 0.0f, 0, 0, 0, 0),
-        st_i(SP_TOP_K, 1),                      st_i(SP_TOP_K_TIES, 4),
+        st_f(SP_TYPICAL, 0.5f, 0, 0, 1, 0),
+        st_f(SP_TEMP_EXT, 1.0f, 0.9f, 1.0f, 0, 0),
+        st_f(SP_TOP_N_SIGMA, 1.0f, 0, 0, 0, 0),
+        st_f(SP_TOP_P, 0.1f, 0, 0, 1, 0),
+        st_f(SP_MIN_P, 0.9f, 0, 0, 1, 0),
+        st_f(SP_XTC, 1.0f, 0.1f, 0, 0, 0),
+        st_f(SP_PENALTIES, 1.3f, 0.5f, 0.5f, 8, 0),
+        st_f(SP_TEMP, 0.0f, 0, 0, 0, 0),
+        st_i(SP_TOP_K, 1),
+        st_i(SP_TOP_K_TIES, 4),
     };
     const sp_stage sels[] = {st0(SP_DIST), st0(SP_DIST_ID), st0(SP_GREEDY),
                              st_f(SP_MIROSTAT, 5.0f, 0.1f, 0, 100, V),
@@ -715,8 +717,8 @@ START_TEST(test_L14_a_stage_producing_nan_or_pinf_is_a_row_value_error_naming_th
     sift_chain *c;
     sp_chain d = SPEC(14, st0(SP_DIST));
     ck_assert_int_eq(sp_build(&d, &c, NULL), SIFT_OK);
-    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "user", SIFT_CLASS_WHOLE, 0, nan_apply,
-                            NULL, NULL, NULL, NULL};
+    sift_custom_stage vt = {
+        SIFT_CUSTOM_STAGE_ABI, "user", SIFT_CLASS_WHOLE, 0, nan_apply, NULL, NULL, NULL, NULL};
     sift_chain *c2 = NULL;
     ck_assert_int_eq(sift_chain_new(&c2, NULL, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_custom(c2, &vt, NULL, NULL), SIFT_OK);
@@ -819,8 +821,7 @@ START_TEST(test_P01_top_k_accepts_every_value)
         ck_assert_int_eq(sp_build(&s, &c, NULL), SIFT_OK);
         sift_token_prob out[GOOD_V];
         size_t n;
-        ck_assert_int_eq(sift_chain_distribution(c, row, GOOD_V, out, GOOD_V, &n, NULL),
-                         SIFT_OK);
+        ck_assert_int_eq(sift_chain_distribution(c, row, GOOD_V, out, GOOD_V, &n, NULL), SIFT_OK);
         ck_assert_uint_eq(n, GOOD_V);
         sift_chain_free(c);
     }
@@ -889,8 +890,8 @@ START_TEST(test_P04_temp_ext_rejects_bad_delta_and_exponent)
     sift_error err;
     p_fail(sift_chain_add_temp_ext(pf.c, NAN, 0.5f, 1.0f, &err), &err, SIFT_E_ARG, "temp_ext",
            "temp");
-    p_fail(sift_chain_add_temp_ext(pf.c, INFINITY, 0.5f, 1.0f, &err), &err, SIFT_E_ARG,
-           "temp_ext", "temp");
+    p_fail(sift_chain_add_temp_ext(pf.c, INFINITY, 0.5f, 1.0f, &err), &err, SIFT_E_ARG, "temp_ext",
+           "temp");
     const float bad_delta[] = {NAN, INFINITY, -INFINITY, -0.1f};
     for (size_t i = 0; i < N(bad_delta); i++)
         p_fail(sift_chain_add_temp_ext(pf.c, 1.0f, bad_delta[i], 1.0f, &err), &err, SIFT_E_ARG,
@@ -1023,8 +1024,7 @@ START_TEST(test_P08_dry_rejects_bad_numbers_and_huge_windows)
     p_fail(sift_chain_add_dry(pf.c, &d, NULL, &err), &err, SIFT_E_ARG, "dry", "last_n");
     d = dry_ok();
     d.last_n = SIFT_DEFAULT_MAX_HISTORY + 1;
-    p_fail(sift_chain_add_dry(pf.c, &d, NULL, &err), &err, SIFT_E_LIMIT, "last_n",
-           "max_history");
+    p_fail(sift_chain_add_dry(pf.c, &d, NULL, &err), &err, SIFT_E_LIMIT, "last_n", "max_history");
     p_fail(sift_chain_add_dry(pf.c, NULL, NULL, &err), &err, SIFT_E_ARG, "dry", "params");
     /* multiplier 0 and base < 1 are defined no-ops */
     d = dry_ok();
@@ -1139,8 +1139,8 @@ START_TEST(test_P11_top_n_sigma_and_mirostat_reject_nan_inf_and_negative)
     }
     p_fail(sift_chain_add_mirostat(pf.c, 100, 5.0f, 0.1f, 0, &err), &err, SIFT_E_ARG, "mirostat",
            " m ");
-    p_fail(sift_chain_add_mirostat(pf.c, 0, 5.0f, 0.1f, 100, &err), &err, SIFT_E_ARG,
-           "mirostat", "n_vocab");
+    p_fail(sift_chain_add_mirostat(pf.c, 0, 5.0f, 0.1f, 100, &err), &err, SIFT_E_ARG, "mirostat",
+           "n_vocab");
     p_ok(sift_chain_add_top_n_sigma(pf.c, -1.0f, &err), &err);
     p_ok(sift_chain_add_top_n_sigma(pf.c, 0.0f, &err), &err);
     p_ok(sift_chain_add_mirostat(pf.c, 1, 0.0f, 0.0f, 1, &err), &err);
@@ -1166,15 +1166,13 @@ START_TEST(test_P12_logit_bias_rejects_bad_entries_and_sums_duplicates)
     p_open();
     sift_error err;
     sift_bias b[3] = {{1, 1.0f}, {2, 0.5f}, {3, 0.0f}};
-    p_fail(sift_chain_add_logit_bias(pf.c, NULL, 2, &err), &err, SIFT_E_ARG, "logit_bias",
-           "NULL");
+    p_fail(sift_chain_add_logit_bias(pf.c, NULL, 2, &err), &err, SIFT_E_ARG, "logit_bias", "NULL");
     b[1].token = -1;
     p_fail(sift_chain_add_logit_bias(pf.c, b, 3, &err), &err, SIFT_E_ARG, "logit_bias", "-1");
     ck_assert_int_eq(err.index, 1);
     b[1].token = 2;
     b[2].bias = NAN;
-    p_fail(sift_chain_add_logit_bias(pf.c, b, 3, &err), &err, SIFT_E_ARG, "logit_bias",
-           "token 3");
+    p_fail(sift_chain_add_logit_bias(pf.c, b, 3, &err), &err, SIFT_E_ARG, "logit_bias", "token 3");
     ck_assert_int_eq(err.index, 2);
     b[2].bias = INFINITY;
     p_fail(sift_chain_add_logit_bias(pf.c, b, 3, &err), &err, SIFT_E_ARG, "logit_bias", "inf");
@@ -1277,8 +1275,8 @@ START_TEST(test_P15_the_same_stage_twice_is_applied_twice)
     good_row(row, GOOD_V, 45);
     sp_chain twice = SPEC(45, st_i(SP_TOP_K, 5), st_i(SP_TOP_K, 3), st0(SP_DIST));
     sp_chain once = SPEC(45, st_i(SP_TOP_K, 3), st0(SP_DIST));
-    sp_chain temps = SPEC(45, st_f(SP_TEMP, 2.0f, 0, 0, 0, 0), st_f(SP_TEMP, 0.5f, 0, 0, 0, 0),
-                          st0(SP_DIST));
+    sp_chain temps =
+        SPEC(45, st_f(SP_TEMP, 2.0f, 0, 0, 0, 0), st_f(SP_TEMP, 0.5f, 0, 0, 0, 0), st0(SP_DIST));
     int32_t a, b;
     for (uint64_t seed = 0; seed < 16; seed++) {
         twice.seed = once.seed = temps.seed = seed;
@@ -1464,8 +1462,8 @@ START_TEST(test_A08_a_failed_add_leaves_no_half_built_stage)
     ck_assert_int_eq(sift_chain_add_mirostat(f.c, 0, 5, 0.1f, 100, &err), SIFT_E_ARG);
     ck_assert_uint_eq(sift_chain_n_stages(f.c), spec.n);
     /* the same custom vtable added to two chains: each copies it */
-    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "shared", SIFT_CLASS_WHOLE, 0, nan_apply,
-                            NULL, NULL, NULL, NULL};
+    sift_custom_stage vt = {
+        SIFT_CUSTOM_STAGE_ABI, "shared", SIFT_CLASS_WHOLE, 0, nan_apply, NULL, NULL, NULL, NULL};
     sift_chain *a, *b;
     ck_assert_int_eq(sift_chain_new(&a, NULL, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_new(&b, NULL, NULL), SIFT_OK);
@@ -1550,8 +1548,8 @@ START_TEST(test_A10_calls_into_a_busy_chain_from_callbacks_are_state_errors)
 {
     /* from a custom stage */
     reent r = {NULL, {SIFT_OK, SIFT_OK, SIFT_OK}};
-    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "reent", SIFT_CLASS_WHOLE, 0, reent_apply,
-                            NULL, NULL, NULL, NULL};
+    sift_custom_stage vt = {
+        SIFT_CUSTOM_STAGE_ABI, "reent", SIFT_CLASS_WHOLE, 0, reent_apply, NULL, NULL, NULL, NULL};
     sift_chain *c;
     sift_chain_params p;
     sift_chain_params_init(&p);
@@ -1626,8 +1624,8 @@ static int grow_apply(void *user, sift_candidate *d, size_t *size)
 
 START_TEST(test_A12_custom_stage_output_is_checked)
 {
-    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "user", SIFT_CLASS_WHOLE, 0, grow_apply,
-                            NULL, NULL, NULL, NULL};
+    sift_custom_stage vt = {
+        SIFT_CUSTOM_STAGE_ABI, "user", SIFT_CLASS_WHOLE, 0, grow_apply, NULL, NULL, NULL, NULL};
     sift_chain *c;
     ck_assert_int_eq(sift_chain_new(&c, NULL, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);

@@ -68,7 +68,7 @@ static int valid_utf8(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
-        int len = *p < 0x80          ? 1
+        int len = *p < 0x80         ? 1
                   : (*p >> 5) == 6  ? 2
                   : (*p >> 4) == 14 ? 3
                   : (*p >> 3) == 30 ? 4
@@ -242,8 +242,8 @@ START_TEST(test_adding_to_a_null_chain_is_an_argument_error)
     sift_error err;
     sift_dry_params dp = {0.8f, 1.75f, 2, 64, NULL, NULL, 0};
     sift_bias b = {1, 1.0f};
-    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "x", SIFT_CLASS_WHOLE, 0, dummy_apply,
-                            NULL, NULL, NULL, NULL};
+    sift_custom_stage vt = {
+        SIFT_CUSTOM_STAGE_ABI, "x", SIFT_CLASS_WHOLE, 0, dummy_apply, NULL, NULL, NULL, NULL};
     sift_status got[] = {
         sift_chain_add_greedy(NULL, &err),
         sift_chain_add_dist(NULL, &err),
@@ -620,12 +620,30 @@ END_TEST
 START_TEST(test_status_str_is_never_null_and_distinct_for_every_code)
 {
     const sift_status codes[] = {
-        SIFT_OK, SIFT_E_ARG, SIFT_E_NOMEM, SIFT_E_LIMIT, SIFT_E_STATE, SIFT_E_IO,
-        SIFT_E_TOKEN, SIFT_E_ROW_VALUE, SIFT_E_NO_CANDIDATE, SIFT_E_SLICE, SIFT_E_NEED_ROW,
-        SIFT_E_HOOK, SIFT_E_GRAMMAR_SYNTAX, SIFT_E_GRAMMAR_UNDEFINED,
-        SIFT_E_GRAMMAR_LEFT_RECURSION, SIFT_E_GRAMMAR_LIMIT, SIFT_E_GRAMMAR_DEAD,
-        SIFT_E_GRAMMAR_REJECT, SIFT_E_PATTERN_SYNTAX, SIFT_E_PATTERN_LIMIT,
-        SIFT_E_CONFIG_SYNTAX, SIFT_E_CONFIG_TYPE, SIFT_E_CONFIG_KEY, SIFT_E_CONFIG_VALUE,
+        SIFT_OK,
+        SIFT_E_ARG,
+        SIFT_E_NOMEM,
+        SIFT_E_LIMIT,
+        SIFT_E_STATE,
+        SIFT_E_IO,
+        SIFT_E_TOKEN,
+        SIFT_E_ROW_VALUE,
+        SIFT_E_NO_CANDIDATE,
+        SIFT_E_SLICE,
+        SIFT_E_NEED_ROW,
+        SIFT_E_HOOK,
+        SIFT_E_GRAMMAR_SYNTAX,
+        SIFT_E_GRAMMAR_UNDEFINED,
+        SIFT_E_GRAMMAR_LEFT_RECURSION,
+        SIFT_E_GRAMMAR_LIMIT,
+        SIFT_E_GRAMMAR_DEAD,
+        SIFT_E_GRAMMAR_REJECT,
+        SIFT_E_PATTERN_SYNTAX,
+        SIFT_E_PATTERN_LIMIT,
+        SIFT_E_CONFIG_SYNTAX,
+        SIFT_E_CONFIG_TYPE,
+        SIFT_E_CONFIG_KEY,
+        SIFT_E_CONFIG_VALUE,
         SIFT_E_CONFIG_LIMIT,
     };
     const char *unknown = sift_status_str((sift_status)9999);
@@ -661,8 +679,7 @@ END_TEST
 
 START_TEST(test_class_str_names_every_class)
 {
-    const char *names[] = {"whole", "identity", "lowers", "raises",
-                           "monotone", "top", "threshold"};
+    const char *names[] = {"whole", "identity", "lowers", "raises", "monotone", "top", "threshold"};
     for (int c = SIFT_CLASS_WHOLE; c <= SIFT_CLASS_THRESHOLD; c++)
         ck_assert_str_eq(sift_class_str((sift_class)c), names[c]);
     ck_assert_ptr_nonnull(sift_class_str((sift_class)42));
@@ -674,8 +691,8 @@ START_TEST(test_version_macros_equal_the_run_time_version)
 {
     ck_assert_uint_eq(sift_version_number(), SIFT_VERSION_NUMBER);
     ck_assert_str_eq(sift_version(), SIFT_VERSION_STRING);
-    ck_assert_uint_eq(SIFT_VERSION_NUMBER, SIFT_VERSION_MAJOR * 10000 + SIFT_VERSION_MINOR * 100 +
-                                               SIFT_VERSION_PATCH);
+    ck_assert_uint_eq(SIFT_VERSION_NUMBER,
+                      SIFT_VERSION_MAJOR * 10000 + SIFT_VERSION_MINOR * 100 + SIFT_VERSION_PATCH);
     char buf[64];
     snprintf(buf, sizeof buf, "%d.%d.%d", SIFT_VERSION_MAJOR, SIFT_VERSION_MINOR,
              SIFT_VERSION_PATCH);
@@ -815,8 +832,8 @@ START_TEST(test_a_long_custom_stage_name_stays_valid_utf8_in_messages)
         k += 4;
     }
     name[k] = '\0';
-    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, name, SIFT_CLASS_WHOLE, 0, fail_apply,
-                            NULL, NULL, NULL, NULL};
+    sift_custom_stage vt = {
+        SIFT_CUSTOM_STAGE_ABI, name, SIFT_CLASS_WHOLE, 0, fail_apply, NULL, NULL, NULL, NULL};
     sift_chain *c = new_chain(1);
     ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -838,25 +855,25 @@ END_TEST
 
 /* What a test custom stage does, and what it saw. */
 enum {
-    CU_PASS,        /* leaves everything */
-    CU_GROW,        /* claims one more element */
-    CU_BAD_ID,      /* writes id V */
-    CU_NEG_ID,      /* writes id -1 */
-    CU_NAN,         /* writes NaN */
-    CU_PINF,        /* writes +inf */
-    CU_FAIL,        /* returns 7 */
-    CU_KEEP2_ODD,   /* keeps the first two odd ids, lowering them */
-    CU_REENTER,     /* calls back into its chain */
-    CU_BAN_ALL      /* sets every logit to -inf */
+    CU_PASS,      /* leaves everything */
+    CU_GROW,      /* claims one more element */
+    CU_BAD_ID,    /* writes id V */
+    CU_NEG_ID,    /* writes id -1 */
+    CU_NAN,       /* writes NaN */
+    CU_PINF,      /* writes +inf */
+    CU_FAIL,      /* returns 7 */
+    CU_KEEP2_ODD, /* keeps the first two odd ids, lowering them */
+    CU_REENTER,   /* calls back into its chain */
+    CU_BAN_ALL    /* sets every logit to -inf */
 };
 
 typedef struct cu {
     int mode;
-    sift_chain *chain;       /* for CU_REENTER */
-    sift_status inner[6];    /* statuses of the re-entrant calls */
+    sift_chain *chain;    /* for CU_REENTER */
+    sift_status inner[6]; /* statuses of the re-entrant calls */
     int calls, accepts, resets;
     int32_t last_accept;
-    int canonical;           /* 1 while every input was canonical */
+    int canonical; /* 1 while every input was canonical */
     size_t last_size;
 } cu;
 
@@ -935,8 +952,15 @@ static int cu_apply(void *user, sift_candidate *d, size_t *size)
         u->inner[1] = sift_chain_accept(c, 0, &e);
         u->inner[2] = sift_chain_add_top_k(c, 1, &e);
         u->inner[3] = sift_chain_distribution(c, row, 2, tp, 2, &n, &e);
-        sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "inner", SIFT_CLASS_WHOLE, 0,
-                                dummy_apply, NULL, NULL, NULL, NULL};
+        sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI,
+                                "inner",
+                                SIFT_CLASS_WHOLE,
+                                0,
+                                dummy_apply,
+                                NULL,
+                                NULL,
+                                NULL,
+                                NULL};
         u->inner[4] = sift_chain_add_custom(c, &vt, NULL, &e);
         sift_chain_reset(c); /* a no-op while busy */
         break;
@@ -959,8 +983,15 @@ static cu *cu_new(int mode)
 
 static sift_custom_stage cu_vt(const char *name)
 {
-    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, name, SIFT_CLASS_WHOLE, 0, cu_apply,
-                            cu_accept, cu_reset, cu_clone, cu_free};
+    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI,
+                            name,
+                            SIFT_CLASS_WHOLE,
+                            0,
+                            cu_apply,
+                            cu_accept,
+                            cu_reset,
+                            cu_clone,
+                            cu_free};
     return vt;
 }
 
@@ -1329,8 +1360,7 @@ START_TEST(test_vocab_rejects_bad_arguments)
     ck_assert_int_eq(sift_vocab_new(&v, 2, pieces, lengths, NULL, &err), SIFT_E_ARG);
     assert_error(&err, SIFT_E_ARG, 1);
     ck_assert_ptr_null(v);
-    ck_assert_int_eq(sift_vocab_new(&v, (1 << 24) + 1, pieces, lengths, NULL, &err),
-                     SIFT_E_LIMIT);
+    ck_assert_int_eq(sift_vocab_new(&v, (1 << 24) + 1, pieces, lengths, NULL, &err), SIFT_E_LIMIT);
 }
 END_TEST
 

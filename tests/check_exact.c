@@ -27,8 +27,8 @@ static float pick(tu_rng *r, const float *v, size_t n)
     return v[tu_range(r, 0, (int64_t)n - 1)];
 }
 
-#define PICK(r, ...) pick((r), (const float[]){__VA_ARGS__}, \
-                          sizeof((const float[]){__VA_ARGS__}) / sizeof(float))
+#define PICK(r, ...) \
+    pick((r), (const float[]){__VA_ARGS__}, sizeof((const float[]){__VA_ARGS__}) / sizeof(float))
 
 /* Random parameters for a stage of the given kind, valid for the API. */
 void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V);
@@ -40,14 +40,14 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
     switch (kind) {
     case SP_TOP_K:
     case SP_TOP_K_TIES:
-        s->i0 = tu_unif(r) < 0.8 ? (int32_t)tu_range(r, 1, small + 1)
-                                 : (int32_t)tu_range(r, -2, V + 2);
+        s->i0 =
+            tu_unif(r) < 0.8 ? (int32_t)tu_range(r, 1, small + 1) : (int32_t)tu_range(r, -2, V + 2);
         break;
     case SP_TOP_P:
     case SP_MIN_P:
     case SP_TYPICAL:
-        s->f0 = tu_unif(r) < 0.3 ? PICK(r, 0.0f, 1.0f, 0.95f, 0.05f, 0.5f, 1e-7f)
-                                 : (float)tu_unif(r);
+        s->f0 =
+            tu_unif(r) < 0.3 ? PICK(r, 0.0f, 1.0f, 0.95f, 0.05f, 0.5f, 1e-7f) : (float)tu_unif(r);
         s->i0 = (int32_t)tu_range(r, 0, 3);
         break;
     case SP_TEMP:
@@ -102,8 +102,7 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
             s->bias[b].bias = tu_unif(r) < 0.2 ? -INFINITY : (float)(10.0 * tu_unif(r) - 5.0);
         }
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -121,11 +120,10 @@ static const sp_kind trunc_mids[] = {SP_TOP_K, SP_TOP_P, SP_MIN_P, SP_TYPICAL, S
 static const sp_kind temp_mids[] = {SP_TOP_K, SP_TEMP, SP_TEMP_EXT, SP_TOP_N_SIGMA};
 static const sp_kind temp_sels[] = {SP_DIST, SP_GREEDY, SP_MIROSTAT, SP_MIROSTAT_V2};
 static const sp_kind pen_mids[] = {SP_TOP_K, SP_PENALTIES, SP_DRY, SP_LOGIT_BIAS};
-static const sp_kind all_mids[] = {SP_TOP_K, SP_TOP_K_TIES, SP_TOP_P, SP_MIN_P, SP_TYPICAL,
-                                   SP_TEMP, SP_TEMP_EXT, SP_XTC, SP_TOP_N_SIGMA,
-                                   SP_PENALTIES, SP_DRY, SP_LOGIT_BIAS};
-static const sp_kind all_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID, SP_MIROSTAT,
-                                   SP_MIROSTAT_V2};
+static const sp_kind all_mids[] = {SP_TOP_K,       SP_TOP_K_TIES, SP_TOP_P,    SP_MIN_P,
+                                   SP_TYPICAL,     SP_TEMP,       SP_TEMP_EXT, SP_XTC,
+                                   SP_TOP_N_SIGMA, SP_PENALTIES,  SP_DRY,      SP_LOGIT_BIAS};
+static const sp_kind all_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID, SP_MIROSTAT, SP_MIROSTAT_V2};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const family families[] = {
@@ -141,8 +139,8 @@ static const family families[] = {
  * truncation, then anything; larger V so the prefix is much shorter than
  * the row. */
 static const sp_kind pre_lows[] = {SP_PENALTIES, SP_DRY, SP_LOGIT_BIAS, SP_TEMP};
-static const sp_kind pre_after[] = {SP_TOP_P, SP_MIN_P, SP_TEMP, SP_TYPICAL, SP_XTC,
-                                    SP_TOP_N_SIGMA, SP_TOP_K};
+static const sp_kind pre_after[] = {SP_TOP_P, SP_MIN_P,       SP_TEMP, SP_TYPICAL,
+                                    SP_XTC,   SP_TOP_N_SIGMA, SP_TOP_K};
 
 static void gen_prefix_chain(tu_rng *r, sp_chain *spec, int32_t V, const family *f)
 {
@@ -166,8 +164,7 @@ static void gen_prefix_chain(tu_rng *r, sp_chain *spec, int32_t V, const family 
     tk->i0 = (int32_t)tu_range(r, 1, 50);
     size_t n_after = (size_t)tu_range(r, 0, 2);
     for (size_t i = 0; i < n_after; i++)
-        gen_stage(r, &spec->st[spec->n++], pre_after[tu_range(r, 0, (int64_t)N(pre_after) - 1)],
-                  V);
+        gen_stage(r, &spec->st[spec->n++], pre_after[tu_range(r, 0, (int64_t)N(pre_after) - 1)], V);
     gen_stage(r, &spec->st[spec->n++], f->sels[tu_range(r, 0, (int64_t)f->n_sels - 1)], V);
 }
 
@@ -181,20 +178,18 @@ static void compare_distributions(sift_chain *chain, or_chain *o, const float *r
     sift_status so = or_run_stages(o, row, V, o->spec.n - 1, &a);
     if (so == SIFT_OK && !(a.c[0].logit > -INFINITY))
         so = SIFT_E_NO_CANDIDATE; /* what the selector would say */
-    ck_assert_msg(ss == so, "distribution status sift %d oracle %d\n  %s", (int)ss, (int)so,
-                  desc);
+    ck_assert_msg(ss == so, "distribution status sift %d oracle %d\n  %s", (int)ss, (int)so, desc);
     if (ss == SIFT_OK) {
         ck_assert_msg(n == a.n, "distribution size sift %zu oracle %zu\n  %s", n, a.n, desc);
         uint64_t *w = malloc(a.n * sizeof *w);
         sift__u128 W = or_weights(&a, w);
         double Wd = sift__u128_to_double(W);
         for (size_t i = 0; i < n; i++) {
-            ck_assert_msg(d[i].id == a.c[i].id &&
-                              memcmp(&d[i].logit, &a.c[i].logit, sizeof(float)) == 0 &&
-                              d[i].p == (double)w[i] / Wd,
-                          "distribution entry %zu: sift (%d, %a, %a) oracle (%d, %a)\n  %s", i,
-                          (int)d[i].id, (double)d[i].logit, d[i].p, (int)a.c[i].id,
-                          (double)a.c[i].logit, desc);
+            ck_assert_msg(
+                d[i].id == a.c[i].id && memcmp(&d[i].logit, &a.c[i].logit, sizeof(float)) == 0 &&
+                    d[i].p == (double)w[i] / Wd,
+                "distribution entry %zu: sift (%d, %a, %a) oracle (%d, %a)\n  %s", i, (int)d[i].id,
+                (double)d[i].logit, d[i].p, (int)a.c[i].id, (double)a.c[i].logit, desc);
         }
         free(w);
     }
@@ -220,16 +215,14 @@ static void run_family(const family *f, uint64_t seed, long cases)
         } else {
             size_t n_mid = (size_t)tu_range(&r, 0, 5);
             for (size_t i = 0; i < n_mid; i++)
-                gen_stage(&r, &spec.st[spec.n++],
-                          f->mids[tu_range(&r, 0, (int64_t)f->n_mids - 1)], V);
-            gen_stage(&r, &spec.st[spec.n++], f->sels[tu_range(&r, 0, (int64_t)f->n_sels - 1)],
-                      V);
+                gen_stage(&r, &spec.st[spec.n++], f->mids[tu_range(&r, 0, (int64_t)f->n_mids - 1)],
+                          V);
+            gen_stage(&r, &spec.st[spec.n++], f->sels[tu_range(&r, 0, (int64_t)f->n_sels - 1)], V);
         }
         sift_chain *chain;
         sift_error err;
         sp_describe(&spec, desc, sizeof desc);
-        ck_assert_msg(sp_build(&spec, &chain, &err) == SIFT_OK, "build %s: %s", desc,
-                      err.message);
+        ck_assert_msg(sp_build(&spec, &chain, &err) == SIFT_OK, "build %s: %s", desc, err.message);
         or_chain o;
         or_init(&o, &spec);
         /* a prompt: repeats from a small alphabet so windows fill */
@@ -257,14 +250,14 @@ static void run_family(const family *f, uint64_t seed, long cases)
             compared++;
             uint64_t rs[4];
             sift__chain_rng_state(chain, rs);
-            int same = ss == so && (ss != SIFT_OK || ts == to) &&
-                       memcmp(rs, o.rng.s, sizeof rs) == 0;
+            int same =
+                ss == so && (ss != SIFT_OK || ts == to) && memcmp(rs, o.rng.s, sizeof rs) == 0;
             if (!same) {
                 mismatches++;
                 ck_abort_msg("mismatch case %ld step %d V=%d shape %d: sift %d (tok %d: %s) "
                              "oracle %d (tok %d)\n  %s",
-                             cs, step, (int)V, shape, (int)ss, (int)ts,
-                             ss ? err.message : "", (int)so, (int)to, desc);
+                             cs, step, (int)V, shape, (int)ss, (int)ts, ss ? err.message : "",
+                             (int)so, (int)to, desc);
             }
             if (ss != SIFT_OK)
                 break;

@@ -212,8 +212,8 @@ START_TEST(test_log_exp_pow_are_accurate_against_libm)
             worst_logf = ef > worst_logf ? ef : worst_logf;
         }
     }
-    printf("check_num: max relative error log %.3g exp %.3g pow %.3g; logf %.4f ulp\n",
-           worst_log, worst_exp, worst_pow, worst_logf);
+    printf("check_num: max relative error log %.3g exp %.3g pow %.3g; logf %.4f ulp\n", worst_log,
+           worst_exp, worst_pow, worst_logf);
     ck_assert_msg(worst_log < 4e-16, "log rel err %g", worst_log);
     ck_assert_msg(worst_exp < 4e-16, "exp rel err %g", worst_exp);
     /* pow = exp(y log x): rounding y * log(x) (up to 46 in magnitude,
@@ -275,7 +275,7 @@ START_TEST(test_weight_is_e_times_2_to_62_truncated)
     ck_assert_uint_eq(sift__weight(0x1p-62f), 1);
     ck_assert_uint_eq(sift__weight(0x1.fffffep-63f), 0);
     ck_assert_uint_eq(sift__weight(0x1p-63f), 0);
-    ck_assert_uint_eq(sift__weight(0x1p-149f), 0); /* smallest subnormal */
+    ck_assert_uint_eq(sift__weight(0x1p-149f), 0);        /* smallest subnormal */
     ck_assert_uint_eq(sift__weight(0x1.fffffcp-127f), 0); /* largest subnormal */
     ck_assert_uint_eq(sift__weight(0x1.8p-61f), 3);
     ck_assert_uint_eq(sift__weight(0x1.fffffep-1f), ((uint64_t)0xffffff) << 38);
@@ -314,9 +314,7 @@ START_TEST(test_weights_match_the_scalar_composition_bitwise)
                 if (isnan(c[i].logit) || c[i].logit == INFINITY)
                     c[i].logit = -INFINITY;
                 break;
-            case 1: /* realistic */
-                c[i].logit = (float)(3.0 * tu_normal(&r));
-                break;
+            case 1: /* realistic */ c[i].logit = (float)(3.0 * tu_normal(&r)); break;
             case 2: /* around the -104 and -44 edges */
                 c[i].logit = (float)(-110.0 + 112.0 * tu_unif(&r));
                 break;
@@ -337,8 +335,8 @@ START_TEST(test_weights_match_the_scalar_composition_bitwise)
         for (int path = -1; path <= 2; path++) {
             if (path >= 0 && !sift__weights_path_available(path))
                 continue;
-            sift__u128 W = path < 0 ? sift__weights(c, n, m, w)
-                                    : sift__weights_path(path, c, n, m, w);
+            sift__u128 W =
+                path < 0 ? sift__weights(c, n, m, w) : sift__weights_path(path, c, n, m, w);
             u128 ref = 0;
             size_t bad = 0;
             for (size_t i = 0; i < n; i++) {
@@ -443,7 +441,7 @@ static u128 scale_float_ref(u128 W, float p, int ceil_)
     if (p >= 1.0f)
         return W;
     int ex;
-    double fr = frexp((double)p, &ex); /* p = fr * 2^ex, fr in [0.5, 1) */
+    double fr = frexp((double)p, &ex);       /* p = fr * 2^ex, fr in [0.5, 1) */
     uint64_t mant = (uint64_t)ldexp(fr, 24); /* exact: a float has 24 bits */
     int sh = 24 - ex;                        /* p = mant * 2^-sh */
     uint32_t wl[4], prod[8] = {0};
@@ -779,7 +777,8 @@ START_TEST(test_select_fast_paths_match_a_sorted_walk_on_big_rows)
                     ps = sift__u128_add64(ps, wd[q]);
                 int64_t off = tu_range(&r, -1, 1);
                 T = off < 0 && (ps.lo | ps.hi) ? sift__u128_sub(ps, sift__u128_from(1))
-                    : off > 0 ? sift__u128_add64(ps, 1) : ps;
+                    : off > 0                  ? sift__u128_add64(ps, 1)
+                                               : ps;
             } else {
                 T = sift__u128_scale_u64(W, tu_next(&r));
             }

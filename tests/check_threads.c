@@ -45,8 +45,7 @@ static sift_status build(uint64_t seed, int sel, sift_chain **out)
     sift_dry_params dp = {0.8f, 1.75f, 2, 64, NULL, NULL, 0};
     if ((s = sift_chain_add_logit_bias(c, bias, 2, NULL)) ||
         (s = sift_chain_add_penalties(c, 64, 1.1f, 0.05f, 0.05f, NULL)) ||
-        (s = sift_chain_add_dry(c, &dp, NULL, NULL)) ||
-        (s = sift_chain_add_top_k(c, 200, NULL)) ||
+        (s = sift_chain_add_dry(c, &dp, NULL, NULL)) || (s = sift_chain_add_top_k(c, 200, NULL)) ||
         (s = sift_chain_add_typical(c, 0.98f, 1, NULL)) ||
         (s = sift_chain_add_top_p(c, 0.95f, 1, NULL)) ||
         (s = sift_chain_add_min_p(c, 0.02f, 1, NULL)) ||
@@ -181,9 +180,9 @@ END_TEST
 /* one shared read-only chain                             */
 /* ------------------------------------------------------------------ */
 
-static const char *const want_names[] = {"logit_bias", "penalties", "dry",         "top_k",
-                                         "typical",    "top_p",     "min_p",       "xtc",
-                                         "top_n_sigma", "temp_ext", "dist"};
+static const char *const want_names[] = {"logit_bias",  "penalties", "dry",   "top_k",
+                                         "typical",     "top_p",     "min_p", "xtc",
+                                         "top_n_sigma", "temp_ext",  "dist"};
 
 static int query(const sift_chain *c)
 {

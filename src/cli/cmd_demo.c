@@ -54,8 +54,8 @@ enum {
     DEMO_MIN_VOCAB = 1000,
     DEMO_MAX_VOCAB = 262144,
     DEMO_DEFAULT_SEED = 42,
-    N_SPECIAL = 3,       /* <unk>, <s>, </s> */
-    N_WORDS = 320,       /* text words first, then made-up words */
+    N_SPECIAL = 3, /* <unk>, <s>, </s> */
+    N_WORDS = 320, /* text words first, then made-up words */
     MAX_EDGES = 1024,
     MAX_TRIGRAMS = 1024,
     WORD_MAX = 16,
@@ -80,8 +80,8 @@ static const char demo_text[] =
 
 static const char *const demo_prompt[] = {"the", "old", "keeper"};
 
-static const char *const syllables[] = {"ka", "lo", "mir", "ven", "ta", "sor", "eli", "dun",
-                                        "ra", "pel", "ost", "ni", "qua", "bre", "tis", "ul"};
+static const char *const syllables[] = {"ka", "lo",  "mir", "ven", "ta",  "sor", "eli", "dun",
+                                        "ra", "pel", "ost", "ni",  "qua", "bre", "tis", "ul"};
 
 /* ------------------------------------------------------------------ */
 /* Deterministic randomness for the model (not sift's RNG)             */
@@ -122,16 +122,16 @@ typedef struct trigram {
 
 typedef struct toy_model {
     int32_t V;
-    int32_t n_words;                 /* word ids are [N_SPECIAL, N_SPECIAL + n_words) */
+    int32_t n_words; /* word ids are [N_SPECIAL, N_SPECIAL + n_words) */
     char words[N_WORDS][WORD_MAX];
     int32_t unigram[N_WORDS];
     edge edges[MAX_EDGES];
     size_t n_edges;
     trigram tri[MAX_TRIGRAMS];
     size_t n_tri;
-    int32_t period;                  /* the id of "." */
-    float *base;                     /* V fixed base logits */
-    float *row;                      /* the row of the current step */
+    int32_t period; /* the id of "." */
+    float *base;    /* V fixed base logits */
+    float *row;     /* the row of the current step */
 } toy_model;
 
 static int32_t word_id(const toy_model *m, const char *w)
@@ -311,18 +311,17 @@ static sift_status build_chain(sift_chain **out, uint64_t seed, int32_t V, sift_
     if (s)
         return s;
     sift_dry_params dry = {
-        .multiplier = 0.0f,  /* off */
+        .multiplier = 0.0f, /* off */
         .base = 1.75f,
         .allowed_length = 2,
-        .last_n = 4096,      /* llama.cpp's -1 = "context size" */
+        .last_n = 4096, /* llama.cpp's -1 = "context size" */
         .breakers = NULL,
         .breaker_lengths = NULL,
         .n_breakers = 0,
     };
     if ((s = sift_chain_add_penalties(c, 64, 1.0f, 0.0f, 0.0f, err)) ||
         (s = sift_chain_add_dry(c, &dry, NULL, err)) ||
-        (s = sift_chain_add_top_n_sigma(c, -1.0f, err)) ||
-        (s = sift_chain_add_top_k(c, 40, err)) ||
+        (s = sift_chain_add_top_n_sigma(c, -1.0f, err)) || (s = sift_chain_add_top_k(c, 40, err)) ||
         (s = sift_chain_add_typical(c, 1.0f, 0, err)) ||
         (s = sift_chain_add_top_p(c, 0.95f, 0, err)) ||
         (s = sift_chain_add_min_p(c, 0.05f, 0, err)) ||
@@ -372,8 +371,8 @@ static double now_us(void)
 /* Feeds the prompt to the chain (so penalty windows see it, as llama.cpp's
  * server does), then samples and accepts `steps` tokens. The time of each
  * sample call goes to us[] when it is not NULL. */
-static sift_status generate(sift_chain *c, toy_model *m, int32_t steps, int32_t *tokens,
-                            double *us, sift_error *err)
+static sift_status generate(sift_chain *c, toy_model *m, int32_t steps, int32_t *tokens, double *us,
+                            sift_error *err)
 {
     int32_t prev2 = -1, prev1 = -1;
     sift_status s;
@@ -435,8 +434,8 @@ static void print_summary(FILE *out, int32_t steps, double *us, int32_t same)
     qsort(us, (size_t)steps, sizeof *us, cmp_double);
     double median = (steps % 2) ? us[steps / 2] : 0.5 * (us[steps / 2 - 1] + us[steps / 2]);
     fprintf(out, "steps: %ld\n", (long)steps);
-    fprintf(out, "sampling: %.1f us total, %.1f us median per step, %.0f tokens/s\n", total,
-            median, total > 0.0 ? (double)steps * 1e6 / total : 0.0);
+    fprintf(out, "sampling: %.1f us total, %.1f us median per step, %.0f tokens/s\n", total, median,
+            total > 0.0 ? (double)steps * 1e6 / total : 0.0);
     fprintf(out, "first step: %.1f us (includes sizing the scratch buffers)\n", first);
     fprintf(out, "deterministic: %ld/%ld tokens identical\n", (long)same, (long)steps);
 }
@@ -467,8 +466,8 @@ static void demo_usage(FILE *f)
             "  --seed N    RNG seed, 0..2^64-1 (default %d)\n"
             "  --quiet     print only the summary\n"
             "  --help      print this help\n",
-            DEMO_MAX_STEPS, DEMO_DEFAULT_STEPS, DEMO_MIN_VOCAB, DEMO_MAX_VOCAB,
-            DEMO_DEFAULT_VOCAB, DEMO_DEFAULT_SEED);
+            DEMO_MAX_STEPS, DEMO_DEFAULT_STEPS, DEMO_MIN_VOCAB, DEMO_MAX_VOCAB, DEMO_DEFAULT_VOCAB,
+            DEMO_DEFAULT_SEED);
 }
 
 /* Parses an unsigned decimal number with no sign, no junk and no

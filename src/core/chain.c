@@ -172,8 +172,8 @@ sift__stage *sift__stage_alloc(const sift__alloc *al, const sift__stage_ops *ops
     return st;
 }
 
-sift_status sift__stage_clone_flat(const sift__stage *st, sift__stage **out,
-                                   const sift__alloc *al, sift_error *err)
+sift_status sift__stage_clone_flat(const sift__stage *st, sift__stage **out, const sift__alloc *al,
+                                   sift_error *err)
 {
     sift__stage *c = sift__calloc(al, 1, st->size);
     if (!c)
@@ -206,8 +206,8 @@ sift_status sift__chain_enter(sift_chain *chain, sift_error *err)
 sift_status sift__chain_push(sift_chain *c, sift__stage *st, sift_error *err)
 {
     if (c->n_stages >= (size_t)c->max_stages) {
-        sift__fail(err, SIFT_E_LIMIT, "chain already has %zu stages (max_stages %d)",
-                   c->n_stages, (int)c->max_stages);
+        sift__fail(err, SIFT_E_LIMIT, "chain already has %zu stages (max_stages %d)", c->n_stages,
+                   (int)c->max_stages);
         stage_free(st, &c->al);
         return SIFT_E_LIMIT;
     }
@@ -498,8 +498,8 @@ static sift_status accept_impl(sift_chain *c, int32_t token, sift_error *err)
 {
     int32_t lim = c->n_vocab ? c->n_vocab : (c->last_V ? c->last_V : c->max_vocab);
     if (token < 0 || token >= lim)
-        return sift__fail_at(err, SIFT_E_TOKEN, token, "token %d out of range [0, %d)",
-                             (int)token, (int)lim);
+        return sift__fail_at(err, SIFT_E_TOKEN, token, "token %d out of range [0, %d)", (int)token,
+                             (int)lim);
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i]->ops->accept)
             c->stages[i]->ops->accept(c->stages[i], token);

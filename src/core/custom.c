@@ -28,14 +28,13 @@ static sift_status custom_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
                              "custom stage '%s' failed with code %d", cs->name, rc);
     if (n > a->n)
         return sift__fail_at(ctx->err, SIFT_E_ARG, (int64_t)ctx->stage,
-                             "custom stage '%s' grew the array from %zu to %zu", cs->name,
-                             a->n, n);
+                             "custom stage '%s' grew the array from %zu to %zu", cs->name, a->n, n);
     for (size_t i = 0; i < n; i++) {
         const sift_candidate *c = &a->c[i];
         if (c->id < 0 || c->id >= a->V)
             return sift__fail_at(ctx->err, SIFT_E_ARG, (int64_t)ctx->stage,
-                                 "custom stage '%s' produced token id %d outside [0, %d)",
-                                 cs->name, (int)c->id, (int)a->V);
+                                 "custom stage '%s' produced token id %d outside [0, %d)", cs->name,
+                                 (int)c->id, (int)a->V);
         if (c->logit != c->logit || c->logit == INFINITY)
             return sift__fail_at(ctx->err, SIFT_E_ROW_VALUE, c->id,
                                  "custom stage '%s' produced %s at token %d", cs->name,
@@ -67,12 +66,10 @@ static sift_status custom_clone(const sift__stage *st, sift__stage **out, const 
 {
     const custom_stage *cs = (const custom_stage *)st;
     if (!cs->vt.clone)
-        return sift__fail(err, SIFT_E_STATE, "custom stage '%s' has no clone function",
-                          cs->name);
+        return sift__fail(err, SIFT_E_STATE, "custom stage '%s' has no clone function", cs->name);
     custom_stage *d = sift__calloc(al, 1, sizeof *d);
     if (!d)
-        return sift__fail(err, SIFT_E_NOMEM, "out of memory while cloning stage '%s'",
-                          cs->name);
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while cloning stage '%s'", cs->name);
     *d = *cs;
     d->user = cs->vt.clone(cs->user);
     if (!d->user) {

@@ -40,7 +40,7 @@ static inline uint32_t fkey_fast(float f)
 
 static inline uint64_t ckey_fast(float logit, int32_t id)
 {
-    return ((uint64_t)fkey_fast(logit) << 32) | (uint32_t)~(uint32_t)id;
+    return ((uint64_t)fkey_fast(logit) << 32) | (uint32_t) ~(uint32_t)id;
 }
 
 /* ------------------------------------------------------------------ */
@@ -402,7 +402,10 @@ typedef double vw_d __attribute__((vector_size(32)));
 typedef int64_t vw_l __attribute__((vector_size(32)));
 typedef float vw_f __attribute__((vector_size(16)));
 
-#define VW_SPLAT(x) {(x), (x), (x), (x)}
+#define VW_SPLAT(x)        \
+    {                      \
+        (x), (x), (x), (x) \
+    }
 
 /* Lanes per vector; up to VW_UMAX independent vectors per step are
  * interleaved so that the long dependency chain of the polynomial
@@ -445,8 +448,8 @@ static inline __attribute__((always_inline)) void weights_u(const sift_candidate
         r[u] = (x[u] - kd[u] * LN2_HI) - kd[u] * LN2_LO;
         p[u] = r[u] * (1.0 / 6227020800.0) + 1.0 / 479001600.0;
     }
-#define VW_STEP_ALL(coef)                                                                      \
-    for (int u = 0; u < U; u++)                                                                \
+#define VW_STEP_ALL(coef)       \
+    for (int u = 0; u < U; u++) \
         p[u] = p[u] * r[u] + (coef);
     VW_STEP_ALL(1.0 / 39916800.0)
     VW_STEP_ALL(1.0 / 3628800.0)
@@ -507,8 +510,8 @@ static sift__u128 weights_portable(const sift_candidate *c, size_t n, float m, u
  * still performs exactly sift__expf's operations) and chosen at run time. */
 #if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH)
 #define SIFT__VEC_AVX2 1
-__attribute__((target("avx2"))) static sift__u128 weights_avx2(const sift_candidate *c,
-                                                               size_t n, float m, uint64_t *w)
+__attribute__((target("avx2"))) static sift__u128 weights_avx2(const sift_candidate *c, size_t n,
+                                                               float m, uint64_t *w)
 {
     return weights_blocks(c, n, m, w, 2);
 }
@@ -703,7 +706,7 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
             *cut = mx;
             return 1;
         }
-        uint64_t *h = ctx->ws->u64c; /* h[2b] low halves, h[2b + 1] high */
+        uint64_t *h = ctx->ws->u64c;    /* h[2b] low halves, h[2b + 1] high */
         uint64_t *bmax = ctx->ws->u64b; /* largest key of each block */
         memset(h, 0, 2 * HBUCKETS * sizeof *h);
         size_t nb = (n + PF_B - 1) / PF_B;

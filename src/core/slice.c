@@ -134,8 +134,7 @@ size_t sift__plan_prefix_k(const sift_chain *c)
         int64_t n = 0;
         sift_class cls = st->ops->cls ? st->ops->cls(st, &n) : SIFT_CLASS_WHOLE;
         switch (cls) {
-        case SIFT_CLASS_IDENTITY:
-            break;
+        case SIFT_CLASS_IDENTITY: break;
         case SIFT_CLASS_LOWERS:
             if (n < 0)
                 return 0;
@@ -150,15 +149,14 @@ size_t sift__plan_prefix_k(const sift_chain *c)
             if (n <= 0)
                 return 0;
             return (size_t)((uint64_t)n + lowered + (monotone ? MONOTONE_MARGIN : 0));
-        default:
-            return 0;
+        default: return 0;
         }
     }
     return 0;
 }
 
 typedef struct bound {
-    int by_key;   /* absent tokens: ckey < key (else: logit <= logit) */
+    int by_key; /* absent tokens: ckey < key (else: logit <= logit) */
     uint64_t key;
     float logit;
 } bound;
@@ -199,8 +197,7 @@ int sift__run_prefix(sift_chain *c, sift__ctx *ctx, sift__arr *a, sift_status *s
         sift_class cls = st->ops->cls ? st->ops->cls(st, &n) : SIFT_CLASS_WHOLE;
         size_t before = a->n;
         switch (cls) {
-        case SIFT_CLASS_IDENTITY:
-            break;
+        case SIFT_CLASS_IDENTITY: break;
         case SIFT_CLASS_LOWERS:
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
                 return 0;
@@ -235,8 +232,7 @@ int sift__run_prefix(sift_chain *c, sift__ctx *ctx, sift__arr *a, sift_status *s
             complete = 1;
             break;
         }
-        default:
-            return 0;
+        default: return 0;
         }
     }
     ctx->err = user_err;

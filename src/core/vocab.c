@@ -14,15 +14,13 @@ struct sift_vocab {
 };
 
 sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *pieces,
-                           const size_t *lengths, const sift_allocator *allocator,
-                           sift_error *err)
+                           const size_t *lengths, const sift_allocator *allocator, sift_error *err)
 {
     if (!out)
         return sift__fail(err, SIFT_E_ARG, "out is NULL");
     *out = NULL;
     if (n < 1)
-        return sift__fail(err, SIFT_E_ARG, "a vocabulary needs at least one token, got %d",
-                          (int)n);
+        return sift__fail(err, SIFT_E_ARG, "a vocabulary needs at least one token, got %d", (int)n);
     if (n > SIFT_DEFAULT_MAX_VOCAB)
         return sift__fail(err, SIFT_E_LIMIT, "vocabulary of %d tokens exceeds %d", (int)n,
                           (int)SIFT_DEFAULT_MAX_VOCAB);
@@ -31,8 +29,8 @@ sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *piece
     uint64_t total = 0;
     for (int32_t i = 0; i < n; i++) {
         if (lengths[i] && !pieces[i])
-            return sift__fail_at(err, SIFT_E_ARG, i, "token %d has length %zu but no bytes",
-                                 (int)i, lengths[i]);
+            return sift__fail_at(err, SIFT_E_ARG, i, "token %d has length %zu but no bytes", (int)i,
+                                 lengths[i]);
         if (lengths[i] > ((uint64_t)1 << 32))
             return sift__fail_at(err, SIFT_E_LIMIT, i, "token %d is %zu bytes long", (int)i,
                                  lengths[i]);

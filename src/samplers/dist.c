@@ -86,8 +86,8 @@ static sift_status add(sift_chain *chain, int id_order, sift_error *err)
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    dist_stage *d = (dist_stage *)sift__stage_alloc(
-        sift__chain_alloc(chain), id_order ? &dist_id_ops : &dist_ops, sizeof *d);
+    dist_stage *d = (dist_stage *)sift__stage_alloc(sift__chain_alloc(chain),
+                                                    id_order ? &dist_id_ops : &dist_ops, sizeof *d);
     if (!d)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding dist");
     d->id_order = id_order;

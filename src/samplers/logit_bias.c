@@ -97,7 +97,6 @@ static size_t lb_run(const sift_candidate *e, size_t n, size_t i, sift_candidate
     return i;
 }
 
-
 static sift_status lb_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     const lb_stage *b = (const lb_stage *)st;

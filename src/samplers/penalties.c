@@ -165,7 +165,6 @@ static void pen_one(const pen_stage *p, sift_candidate *cd, int32_t c, int64_t *
     }
 }
 
-
 static sift_status pen_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     pen_stage *p = (pen_stage *)st;

@@ -73,8 +73,7 @@ static const sift__stage_ops top_k_ties_ops = {
     .cls = top_k_ties_cls,
 };
 
-static sift_status add(sift_chain *chain, const sift__stage_ops *ops, int32_t k,
-                       sift_error *err)
+static sift_status add(sift_chain *chain, const sift__stage_ops *ops, int32_t k, sift_error *err)
 {
     sift_status s = sift__chain_enter(chain, err);
     if (s)

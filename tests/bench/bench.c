@@ -200,8 +200,8 @@ static sift_status b_llama_default(sift_chain *c, int32_t V, sift_error *e)
     sift_status s;
     if ((s = sift_chain_add_penalties(c, 64, 1.0f, 0.0f, 0.0f, e)) || (s = add_dry(c, 0.0f, e)) ||
         (s = sift_chain_add_top_n_sigma(c, -1.0f, e)) || (s = sift_chain_add_top_k(c, 40, e)) ||
-        (s = sift_chain_add_typical(c, 1.0f, 1, e)) ||
-        (s = sift_chain_add_top_p(c, 0.95f, 1, e)) || (s = sift_chain_add_min_p(c, 0.05f, 1, e)) ||
+        (s = sift_chain_add_typical(c, 1.0f, 1, e)) || (s = sift_chain_add_top_p(c, 0.95f, 1, e)) ||
+        (s = sift_chain_add_min_p(c, 0.05f, 1, e)) ||
         (s = sift_chain_add_xtc(c, 0.0f, 0.1f, 1, e)) || (s = sift_chain_add_temp(c, 0.8f, e)))
         return s;
     return sift_chain_add_dist(c, e);
@@ -350,8 +350,8 @@ static void run_v(const opts *o, int32_t V)
             printf("%-28s %7d %10s %10s %10s %8s  (%s)\n", cases[i].name, (int)V, "n/a", "n/a",
                    "n/a", "n/a", why);
         } else {
-            printf("%-28s %7d %10.2f %10.2f %10.2f %8.2f\n", cases[i].name, (int)V, st.med,
-                   st.p10, st.p90, st.med / base);
+            printf("%-28s %7d %10.2f %10.2f %10.2f %8.2f\n", cases[i].name, (int)V, st.med, st.p10,
+                   st.p90, st.med / base);
         }
         fflush(stdout);
     }

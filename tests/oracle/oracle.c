@@ -63,16 +63,15 @@ sift_status sp_build(const sp_chain *spec, sift_chain **out, sift_error *err)
 }
 
 static const char *kind_name[SP__COUNT] = {
-    "greedy", "dist", "dist_id", "top_k", "top_k_ties", "top_p", "min_p", "typical", "temp",
-    "temp_ext", "xtc", "top_n_sigma", "mirostat", "mirostat_v2", "penalties", "dry",
-    "logit_bias",
+    "greedy",   "dist",        "dist_id",   "top_k",    "top_k_ties", "top_p",
+    "min_p",    "typical",     "temp",      "temp_ext", "xtc",        "top_n_sigma",
+    "mirostat", "mirostat_v2", "penalties", "dry",      "logit_bias",
 };
 
 void sp_describe(const sp_chain *spec, char *buf, size_t cap)
 {
     size_t used = 0;
-    used += (size_t)snprintf(buf + used, cap - used, "seed=%llu:",
-                             (unsigned long long)spec->seed);
+    used += (size_t)snprintf(buf + used, cap - used, "seed=%llu:", (unsigned long long)spec->seed);
     for (size_t i = 0; i < spec->n && used < cap; i++) {
         const sp_stage *s = &spec->st[i];
         used += (size_t)snprintf(buf + used, cap - used, " %s(i0=%d i1=%d f=%a,%a,%a nb=%zu)",
@@ -284,8 +283,7 @@ sift_status or_sample(or_chain *o, const float *row, int32_t V, int32_t *token)
     return SIFT_OK;
 }
 
-sift_status or_run_stages(or_chain *o, const float *row, int32_t V, size_t n_stages,
-                          or_arr *out)
+sift_status or_run_stages(or_chain *o, const float *row, int32_t V, size_t n_stages, or_arr *out)
 {
     sift__rng saved = o->rng;
     or_stage_state saved_st[SP_MAX_STAGES];
@@ -316,11 +314,8 @@ void or_accept(or_chain *o, int32_t token)
                 or_hist_push(&o->st[i], token, (size_t)s->i1);
             break;
         case SP_MIROSTAT:
-        case SP_MIROSTAT_V2:
-            or_mirostat_accept(o, i, token);
-            break;
-        default:
-            break;
+        case SP_MIROSTAT_V2: or_mirostat_accept(o, i, token); break;
+        default: break;
         }
     }
 }

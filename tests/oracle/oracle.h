@@ -94,10 +94,10 @@ typedef struct or_arr {
 
 /* Mutable state of one stage. */
 typedef struct or_stage_state {
-    int32_t *hist;  /* accepted tokens, oldest first (penalties, DRY) */
+    int32_t *hist; /* accepted tokens, oldest first (penalties, DRY) */
     size_t hist_n;
     size_t hist_cap;
-    double mu;      /* mirostat */
+    double mu; /* mirostat */
     int has_pending;
     int32_t pending_token;
     double pending_surprise;
@@ -119,13 +119,12 @@ void or_accept(or_chain *o, int32_t token);
 /* Runs the first n_stages stages on a row and leaves the surviving
  * candidates in *out (canonical order; the caller frees out->c). Changes
  * nothing in `o` (the RNG is restored). */
-sift_status or_run_stages(or_chain *o, const float *row, int32_t V, size_t n_stages,
-                          or_arr *out);
+sift_status or_run_stages(or_chain *o, const float *row, int32_t V, size_t n_stages, or_arr *out);
 
 /* Helpers for the per-family files. */
-void or_sort(or_arr *a);                 /* canonical qsort */
+void or_sort(or_arr *a); /* canonical qsort */
 void or_sort_by_id(sift_candidate *c, size_t n);
-float or_max(const or_arr *a);           /* a->c[0].logit once sorted */
+float or_max(const or_arr *a); /* a->c[0].logit once sorted */
 /* Weights of the (sorted) array into w, returns W. */
 sift__u128 or_weights(const or_arr *a, uint64_t *w);
 /* Index of the first element (canonical walk) whose inclusive prefix sum
