@@ -5,7 +5,7 @@
  * step after step (so the state left by accept agrees too).
  *
  * SIFT_EXACT_CASES (environment) sets the number of chains per test case
- * (default 2000; each chain runs several steps on fresh rows).
+ * (default 4000; each chain runs several steps on fresh rows).
  */
 #include <check.h>
 #include <math.h>
@@ -19,7 +19,7 @@ static long n_cases(void)
 {
     const char *e = getenv("SIFT_EXACT_CASES");
     long n = e ? strtol(e, NULL, 10) : 0;
-    return n > 0 ? n : 2000;
+    return n > 0 ? n : 4000;
 }
 
 static float pick(tu_rng *r, const float *v, size_t n)
@@ -205,8 +205,8 @@ static void run_family(const family *f, uint64_t seed, long cases)
     char desc[2048];
     for (long cs = 0; cs < cases; cs++) {
         int prefix = f->mids == NULL;
-        int32_t V = prefix ? (int32_t)tu_range(&r, 400, cs % 50 == 0 ? 262144 : 30000)
-                           : tu_rand_V(&r, cs % 50 == 0 ? 262144 : 20000);
+        int32_t V = prefix ? (int32_t)tu_range(&r, 400, cs % 100 == 0 ? 262144 : 30000)
+                           : tu_rand_V(&r, cs % 100 == 0 ? 262144 : 20000);
         sp_chain spec;
         memset(&spec, 0, sizeof spec);
         spec.seed = tu_next(&r);

@@ -5,7 +5,8 @@
  * re-derived for sift's exact definitions), ties at every boundary, -inf
  * tokens, min_keep above the size, every bad parameter, the capability
  * class, order independence, and agreement with the naive oracle on the
- * hand cases and on large rows (V >= 100k).
+ * hand cases and on large rows (V >= 100k; for typical, bit for bit on
+ * every row shape from V = 16384 up, where its bucket path runs).
  *
  * Kept sets are read through sift_chain_distribution on a chain
  * [stage, dist]: it reports the survivors in canonical order with their
@@ -856,6 +857,56 @@ START_TEST(test_large_rows_agree_with_the_oracle)
 }
 END_TEST
 
+/* typical on rows long enough for its bucket path (16384 and up): every
+ * shape, several p and min_keep; sift's distribution of [typical, dist]
+ * equals the oracle's survivors id by id, logit and probability bit for
+ * bit. */
+START_TEST(test_typical_large_rows_agree_with_the_oracle_bitwise)
+{
+    tu_rng r = {5150 + (uint64_t)_i};
+    static const int32_t sizes[] = {16384, 50000, 262144};
+    static const float ps[] = {0.0f, 0.2f, 0.5f, 0.9f, 0.95f, 0.999f};
+    static const int32_t mks[] = {0, 1, 3, 100, 20000};
+    int32_t V = sizes[_i];
+    float *row = malloc((size_t)V * sizeof *row);
+    sift_token_prob *out = malloc((size_t)V * sizeof *out);
+    sift_candidate *oc = malloc((size_t)V * sizeof *oc);
+    uint64_t *w = malloc((size_t)V * sizeof *w);
+    int reps = V > 100000 ? 1 : 2;
+    for (int shape = 0; shape < TU_ROW__COUNT; shape++) {
+        for (int rep = 0; rep < reps; rep++) {
+            tu_row(&r, row, V, shape);
+            for (size_t pi = 0; pi < N(ps); pi++) {
+                sp_stage s = mk(SP_TYPICAL, ps[pi], 0, mks[(pi + (size_t)rep) % N(mks)]);
+                uint64_t seed = tu_next(&r);
+                size_t n = sift_keep(&s, row, V, seed, out);
+                sift_status st;
+                size_t on = oracle_keep(&s, row, V, seed, oc, &st);
+                ck_assert_int_eq(st, SIFT_OK);
+                ck_assert_msg(n == on, "V=%d shape %d p=%g mk=%d: sift %zu oracle %zu", (int)V,
+                              shape, (double)s.f0, (int)s.i0, n, on);
+                or_arr a = {oc, on, V};
+                sift__u128 W = or_weights(&a, w);
+                double Wd = sift__u128_to_double(W);
+                for (size_t i = 0; i < n; i++)
+                    ck_assert_msg(out[i].id == oc[i].id &&
+                                      memcmp(&out[i].logit, &oc[i].logit, sizeof(float)) == 0 &&
+                                      out[i].p == (double)w[i] / Wd,
+                                  "V=%d shape %d p=%g mk=%d entry %zu: sift (%d, %a, %a) "
+                                  "oracle (%d, %a)",
+                                  (int)V, shape, (double)s.f0, (int)s.i0, i, (int)out[i].id,
+                                  (double)out[i].logit, out[i].p, (int)oc[i].id,
+                                  (double)oc[i].logit);
+            }
+        }
+    }
+    free(row);
+    free(out);
+    free(oc);
+    free(w);
+}
+END_TEST
+
 /* Full chains of the family against the oracle, token and RNG state,
  * with the first stage leaving a sparse id-ordered array (top_k). */
 START_TEST(test_chains_of_the_family_agree_with_the_oracle_step_by_step)
@@ -948,6 +999,10 @@ static Suite *suite(void)
     TCase *tc = tcase_create("large");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_large_rows_agree_with_the_oracle, 0, 4);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("typical_large");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_typical_large_rows_agree_with_the_oracle_bitwise, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -23,9 +23,20 @@
  * Every quantity is a function of one candidate and of set-wide values
  * (m, W, H) that do not depend on storage order (H is summed in id order),
  * so the ranking is a total order on the set and the result is a set
- * property. The fast path finds the cut by weighted selection on the
- * 128-bit key (score bits, inverted canonical key): expected O(n), with a
- * bisection fallback that is O(n) too. It never sorts the row.
+ * property. The cut is found by weighted selection on the 128-bit key
+ * (score bits, inverted canonical key): expected O(n), with a bisection
+ * fallback that is O(n) too. It never sorts the row. Rows of TYP_BIG
+ * (16384) candidates or more first sum counts and masses into TYP_NB
+ * (4096) buckets of the score (a monotone function of it: 64 buckets per
+ * unit, the last one open-ended), in passes without unpredictable
+ * branches; walking the buckets in ascending order finds the first one
+ * whose inclusive prefix qualifies. Everything in earlier buckets ranks
+ * before the cut and is kept, everything in later ones is dropped, and
+ * the selection runs only on that bucket's elements, starting from the
+ * mass and count of the earlier buckets. Only those elements ever get a
+ * 128-bit key; a last pass keeps the survivors in place without a branch
+ * on the verdict. Both paths compute the same cut, so the result does
+ * not depend on which ran.
  *
  * Reference behaviour: llama.cpp computes a float softmax, a float entropy
  * -sum p log p in sorted order, float scores, sorts by score with an
@@ -53,6 +64,11 @@ typedef struct typical_stage {
 #ifndef SIFT__TYPICAL_MAX_ROUNDS
 #define SIFT__TYPICAL_MAX_ROUNDS 64
 #endif
+
+/* Rows of at least TYP_BIG candidates find the cut through a histogram
+ * of TYP_NB score buckets, TYP_SCALE buckets per unit of score. */
+enum { TYP_BIG = 16384, TYP_NB = 4096 };
+#define TYP_SCALE 64.0
 
 /* ln 2 as a double; 62 * LN2 is one rounded product. */
 #define TYP_LN2 0.6931471805599453
@@ -145,14 +161,15 @@ static int rank_bisection(const uint64_t *K1, const uint64_t *K2, const uint64_t
 }
 
 /* On unique keys (K1, K2) with weights Wt: the smallest key x such that
- * the elements with key <= x qualify (mass > T, count >= kmin). Expected
- * O(n) weighted quickselect; reorders the three arrays together.
- * Returns 0 if the whole set does not qualify. */
+ * the elements with key <= x, together with `below` / `cnt_below` (the
+ * mass and count of elements ranked before all of them), qualify (mass
+ * > T, count >= kmin). Expected O(n) weighted quickselect; reorders the
+ * three arrays together. Returns 0 if the whole set does not qualify. */
 static int rank_select(uint64_t *K1, uint64_t *K2, uint64_t *Wt, size_t n, sift__u128 T,
-                       size_t kmin, uint64_t *cut1, uint64_t *cut2)
+                       size_t kmin, sift__u128 below, size_t cnt_below, uint64_t *cut1,
+                       uint64_t *cut2)
 {
-    size_t lo = 0, hi = n, cnt_below = 0;
-    sift__u128 below = {0, 0};
+    size_t lo = 0, hi = n;
     uint64_t seed = 0xD1B54A32D192ED03ull ^ n;
     int rounds = 0;
     while (hi > lo) {
@@ -209,6 +226,89 @@ static int rank_select(uint64_t *K1, uint64_t *K2, uint64_t *Wt, size_t n, sift_
     return 0;
 }
 
+/* s_i = |(LS - d_i) - H|, exactly as defined above. */
+static inline double typ_score(float l, float m, double LS, double H)
+{
+    double x = (LS - (double)(l - m)) - H;
+    return x < 0 ? -x : x;
+}
+
+/* The bucket of a candidate's score on rows of TYP_BIG or more:
+ * TYP_SCALE buckets per unit of score, the last one also holding
+ * everything from there on (+inf, and NaN, which ranks last too). It is
+ * a monotone function of the ranking's first key (a lower bucket means a
+ * smaller score_bits). |x| is taken by clearing the sign bit, not by
+ * typ_score's unpredictable test (the two differ only on -0, which
+ * score_bits folds to +0 anyway, and on NaN); the clamp is rarely hit. */
+static inline uint32_t typ_bucket(float l, float m, double LS, double H)
+{
+    double x = (LS - (double)(l - m)) - H;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    u &= 0x7fffffffffffffffull;
+    memcpy(&x, &u, sizeof x);
+    double y = x * TYP_SCALE;
+    y = y < (double)(TYP_NB - 1) ? y : (double)(TYP_NB - 1);
+    return (uint32_t)(int32_t)y;
+}
+
+/* The cut (cut1, cut2) of the ranking on a large row, through a
+ * histogram of the scores; bk receives every element's bucket and
+ * *bstar the bucket the cut lies in. Returns 0 if the whole set does not
+ * qualify. */
+static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
+                        float m, double LS, double H, sift__u128 T, size_t kmin, uint32_t *bk,
+                        uint32_t *bstar, uint64_t *cut1, uint64_t *cut2)
+{
+    for (size_t i = 0; i < n; i++)
+        bk[i] = typ_bucket(c[i].logit, m, LS, H);
+    /* Per bucket: the low and the high 32-bit halves of the weights
+     * summed separately (neither sum can overflow for n < 2^31, so no
+     * carries are tracked) and the count. */
+    uint64_t *h = ctx->ws->u64b; /* 3 * TYP_NB <= TYP_BIG <= n <= its capacity */
+    memset(h, 0, 3 * TYP_NB * sizeof *h);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *hb = h + 3 * (size_t)bk[i];
+        hb[0] += w[i] & 0xffffffffu;
+        hb[1] += w[i] >> 32;
+        hb[2] += 1;
+    }
+    /* The first bucket whose inclusive prefix qualifies: every element
+     * in the buckets before it ranks before the cut, every one after it
+     * after the cut. */
+    sift__u128 below = {0, 0};
+    size_t cnt_below = 0;
+    uint32_t b = 0;
+    for (;; b++) {
+        if (b == TYP_NB)
+            return 0;
+        uint64_t lo = h[3 * b], hi = h[3 * b + 1];
+        sift__u128 mb = {lo + (hi << 32), hi >> 32};
+        if (mb.lo < lo)
+            mb.hi++;
+        sift__u128 with = sift__u128_add(below, mb);
+        size_t cnt = cnt_below + (size_t)h[3 * b + 2];
+        if (reaches(with, cnt, T, kmin))
+            break;
+        below = with;
+        cnt_below = cnt;
+    }
+    /* Resolve that bucket exactly (K1 overwrites the histogram). */
+    uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (bk[i] == b) {
+            K1[k] = score_bits(typ_score(c[i].logit, m, LS, H));
+            K2[k] = ~sift__ckey(c[i].logit, c[i].id);
+            Wt[k] = w[i];
+            k++;
+        }
+    }
+    *bstar = b;
+    /* Always 1: the prefix through this bucket qualifies. */
+    return rank_select(K1, K2, Wt, k, T, kmin, below, cnt_below, cut1, cut2);
+}
+
 static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     const typical_stage *t = (const typical_stage *)st;
@@ -224,7 +324,7 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
      * no-op for the usual full row). */
     sift__arr_idorder(ctx, a);
     size_t n = a->n;
-    const sift_candidate *c = a->c;
+    sift_candidate *c = a->c;
     uint64_t *w = ctx->ws->u64a;
     double *f = ctx->ws->f64;
     sift__u128 W = sift__weights(c, n, m, w);
@@ -236,24 +336,42 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         f[i] = w[i] ? ((double)w[i] * inv) * s : 0.0;
     }
     double H = sift__dsum_idorder(f, n);
-    uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
-    for (size_t i = 0; i < n; i++) {
-        double x = (LS - (double)(c[i].logit - m)) - H;
-        f[i] = x < 0 ? -x : x;
-        K1[i] = score_bits(f[i]);
-        K2[i] = ~sift__ckey(c[i].logit, c[i].id);
-        Wt[i] = w[i];
-    }
     sift__u128 T = sift__u128_scale_float(W, t->p, 0);
     uint64_t cut1, cut2;
-    if (!rank_select(K1, K2, Wt, n, T, kmin, &cut1, &cut2))
-        return SIFT_OK;
     size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        sift_candidate x = a->c[i];
-        uint64_t k1 = score_bits(f[i]), k2 = ~sift__ckey(x.logit, x.id);
-        if (!key_lt(cut1, cut2, k1, k2))
-            a->c[j++] = x;
+    if (n >= TYP_BIG) {
+        uint32_t *bk = ctx->ws->u32, bstar;
+        if (!typ_cut_hist(ctx, c, w, n, m, LS, H, T, kmin, bk, &bstar, &cut1, &cut2))
+            return SIFT_OK;
+        /* Keep the buckets before the cut's and, in it, the keys up to
+         * the cut; stored without a branch on the (unpredictable) verdict. */
+        for (size_t i = 0; i < n; i++) {
+            sift_candidate x = c[i];
+            uint32_t b = bk[i];
+            int keep = b < bstar;
+            if (b == bstar)
+                keep = !key_lt(cut1, cut2, score_bits(typ_score(x.logit, m, LS, H)),
+                               ~sift__ckey(x.logit, x.id));
+            c[j] = x;
+            j += (size_t)keep;
+        }
+    } else {
+        uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
+        for (size_t i = 0; i < n; i++) {
+            f[i] = typ_score(c[i].logit, m, LS, H);
+            K1[i] = score_bits(f[i]);
+            K2[i] = ~sift__ckey(c[i].logit, c[i].id);
+            Wt[i] = w[i];
+        }
+        sift__u128 zero = {0, 0};
+        if (!rank_select(K1, K2, Wt, n, T, kmin, zero, 0, &cut1, &cut2))
+            return SIFT_OK;
+        for (size_t i = 0; i < n; i++) {
+            sift_candidate x = c[i];
+            uint64_t k1 = score_bits(f[i]), k2 = ~sift__ckey(x.logit, x.id);
+            if (!key_lt(cut1, cut2, k1, k2))
+                c[j++] = x;
+        }
     }
     if (j != n)
         a->dense = 0;
