@@ -481,7 +481,10 @@ static inline __attribute__((always_inline)) void weights_u(const sift_candidate
 static inline __attribute__((always_inline)) sift__u128
 weights_blocks(const sift_candidate *c, size_t n, float m, uint64_t *w, int U)
 {
-    sift__u128 W = {0, 0};
+    /* The exact sum as two carry-free halves: every w is below 2^63, so
+     * the low and high 32-bit halves summed over at most 2^31 tokens fit
+     * in 64 bits each, and the additions do not form one long chain. */
+    uint64_t sum_lo = 0, sum_hi = 0;
     const size_t step = (size_t)(VW_LANES * U);
     for (size_t i = 0; i < n; i += step) {
         /* Not (l <= m) means m is not the maximum (or a NaN slipped in):
@@ -495,10 +498,13 @@ weights_blocks(const sift_candidate *c, size_t n, float m, uint64_t *w, int U)
             for (size_t j = i; j < i + step; j++)
                 w[j] = sift__weight(sift__expf(c[j].logit - m));
         }
-        for (size_t j = 0; j < step; j++)
-            W = sift__u128_add64(W, w[i + j]);
+        for (size_t j = 0; j < step; j++) {
+            sum_lo += w[i + j] & 0xffffffffu;
+            sum_hi += w[i + j] >> 32;
+        }
     }
-    return W;
+    sift__u128 W = {sum_lo, 0};
+    return sift__u128_add(W, (sift__u128){sum_hi << 32, sum_hi >> 32});
 }
 
 static sift__u128 weights_portable(const sift_candidate *c, size_t n, float m, uint64_t *w)
