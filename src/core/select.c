@@ -24,25 +24,6 @@
 
 #include "../sift_internal.h"
 
-/* sift__fkey and sift__ckey without a branch: the same values (check_num
- * compares them over every float), but sift__fkey's "-0 becomes +0" test
- * compiles to a branch and a store/reload that make the whole-row loops
- * here several times slower. -0 (0x80000000) is mapped to +0 first; then
- * negative floats are complemented and positive ones get the top bit. */
-static inline uint32_t fkey_fast(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u = u == 0x80000000u ? 0u : u;
-    uint32_t neg = (uint32_t)((int32_t)u >> 31);
-    return u ^ (neg | 0x80000000u);
-}
-
-static inline uint64_t ckey_fast(float logit, int32_t id)
-{
-    return ((uint64_t)fkey_fast(logit) << 32) | (uint32_t) ~(uint32_t)id;
-}
-
 /* ------------------------------------------------------------------ */
 /* Sorting                                                             */
 /* ------------------------------------------------------------------ */
@@ -95,7 +76,7 @@ static void radix_by(sift_candidate *c, size_t n, sift_candidate *tmp,
 
 static uint64_t key_canon_asc(const sift_candidate *x)
 {
-    return ~ckey_fast(x->logit, x->id);
+    return ~sift__ckey(x->logit, x->id);
 }
 
 static uint64_t key_id(const sift_candidate *x)
@@ -265,7 +246,7 @@ static size_t prefilter_top(sift__ctx *ctx, const sift_candidate *c, size_t n, s
     uint64_t *sel = ctx->ws->u64d; /* a copy the selection reorders */
     for (size_t b = 0; b < nb; b++) {
         size_t s = b * PF_B, e = s + PF_B < n ? s + PF_B : n;
-        bm[b] = fkey_fast(block_max(c, s, e));
+        bm[b] = sift__fkey(block_max(c, s, e));
     }
     memcpy(sel, bm, nb * sizeof *sel);
     uint32_t tau = (uint32_t)kth_largest(sel, nb, k);
@@ -275,8 +256,8 @@ static size_t prefilter_top(sift__ctx *ctx, const sift_candidate *c, size_t n, s
             continue;
         size_t s = b * PF_B, e = s + PF_B < n ? s + PF_B : n;
         for (size_t i = s; i < e; i++)
-            if (fkey_fast(c[i].logit) >= tau)
-                out[m++] = want_keys ? ckey_fast(c[i].logit, c[i].id) : (uint64_t)i;
+            if (sift__fkey(c[i].logit) >= tau)
+                out[m++] = want_keys ? sift__ckey(c[i].logit, c[i].id) : (uint64_t)i;
     }
     return m;
 }
@@ -292,7 +273,7 @@ uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t
     if (k >= n) {
         uint64_t mn = UINT64_MAX;
         for (size_t i = 0; i < n; i++) {
-            uint64_t kk = ckey_fast(c[i].logit, c[i].id);
+            uint64_t kk = sift__ckey(c[i].logit, c[i].id);
             if (kk < mn)
                 mn = kk;
         }
@@ -303,7 +284,7 @@ uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t
         m = prefilter_top(ctx, c, n, k, keys, 1);
     } else {
         for (size_t i = 0; i < n; i++)
-            keys[i] = ckey_fast(c[i].logit, c[i].id);
+            keys[i] = sift__ckey(c[i].logit, c[i].id);
         m = n;
     }
     return kth_largest(keys, m, k);
@@ -314,7 +295,7 @@ void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
     size_t j = 0;
     for (size_t i = 0; i < a->n; i++) {
         sift_candidate x = a->c[i];
-        if (ckey_fast(x.logit, x.id) >= cut)
+        if (sift__ckey(x.logit, x.id) >= cut)
             a->c[j++] = x;
     }
     if (j != a->n)
@@ -343,13 +324,13 @@ void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)
     uint64_t *keys = ctx->ws->u64c;
     for (size_t j = 0; j < m; j++) {
         const sift_candidate *x = &a->c[idx[j]];
-        keys[j] = ckey_fast(x->logit, x->id);
+        keys[j] = sift__ckey(x->logit, x->id);
     }
     uint64_t cut = kth_largest(keys, m, k);
     size_t out = 0;
     for (size_t j = 0; j < m; j++) {
         sift_candidate x = a->c[idx[j]];
-        if (ckey_fast(x.logit, x.id) >= cut)
+        if (sift__ckey(x.logit, x.id) >= cut)
             a->c[out++] = x;
     }
     a->n = out;
@@ -366,22 +347,10 @@ float sift__max_logit(const sift_candidate *c, size_t n)
      * is the same value as one left-to-right scan, except that the sign
      * of a zero maximum could differ (-0 == +0): then rescan plainly, so
      * the result is bit-identical to the sequential definition. */
-    float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        m0 = c[i].logit > m0 ? c[i].logit : m0;
-        m1 = c[i + 1].logit > m1 ? c[i + 1].logit : m1;
-        m2 = c[i + 2].logit > m2 ? c[i + 2].logit : m2;
-        m3 = c[i + 3].logit > m3 ? c[i + 3].logit : m3;
-    }
-    for (; i < n; i++)
-        m0 = c[i].logit > m0 ? c[i].logit : m0;
-    m0 = m1 > m0 ? m1 : m0;
-    m2 = m3 > m2 ? m3 : m2;
-    float m = m2 > m0 ? m2 : m0;
+    float m = block_max(c, 0, n);
     if (m == 0.0f) {
         m = -INFINITY;
-        for (i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++)
             m = c[i].logit > m ? c[i].logit : m;
     }
     return m;
@@ -706,7 +675,7 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
              * canonical first token. */
             uint64_t mx = 0;
             for (size_t i = 0; i < n; i++) {
-                uint64_t k = ckey_fast(c[i].logit, c[i].id);
+                uint64_t k = sift__ckey(c[i].logit, c[i].id);
                 mx = k > mx ? k : mx;
             }
             *cut = mx;
@@ -720,7 +689,7 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
             size_t s = blk * PF_B, e = s + PF_B < n ? s + PF_B : n;
             uint32_t mx = 0;
             for (size_t i = s; i < e; i++) {
-                uint32_t key = fkey_fast(c[i].logit);
+                uint32_t key = sift__fkey(c[i].logit);
                 uint32_t b = key >> (32 - HB);
                 h[2 * b] += w[i] & 0xffffffffu;
                 h[2 * b + 1] += w[i] >> 32;
@@ -752,9 +721,9 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
                     continue;
                 size_t s = blk * PF_B, e = s + PF_B < n ? s + PF_B : n;
                 for (size_t i = s; i < e; i++) {
-                    uint32_t b = fkey_fast(c[i].logit) >> (32 - HB);
+                    uint32_t b = sift__fkey(c[i].logit) >> (32 - HB);
                     if (b == (uint32_t)bstar) {
-                        K[m] = ckey_fast(c[i].logit, c[i].id);
+                        K[m] = sift__ckey(c[i].logit, c[i].id);
                         Wt[m] = w[i];
                         m++;
                     }
@@ -770,7 +739,7 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
         }
     }
     for (size_t i = 0; i < n; i++) {
-        K[i] = ckey_fast(c[i].logit, c[i].id);
+        K[i] = sift__ckey(c[i].logit, c[i].id);
         Wt[i] = w[i];
     }
     if (weighted_select(K, Wt, n, T, strict, cut, &len))
@@ -779,7 +748,7 @@ none:;
     /* No prefix reaches T: everything, cut at the smallest key. */
     uint64_t mn = UINT64_MAX;
     for (size_t i = 0; i < n; i++) {
-        uint64_t k = ckey_fast(c[i].logit, c[i].id);
+        uint64_t k = sift__ckey(c[i].logit, c[i].id);
         mn = k < mn ? k : mn;
     }
     *cut = mn;
