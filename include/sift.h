@@ -261,6 +261,27 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_piece(const sift_vocab *vocab, in
                                                      const char **bytes, size_t *length,
                                                      sift_error *err);
 
+/** Token attribute bits (sift_vocab_set_attr, sift_vocab_attr). */
+enum {
+    SIFT_TOKEN_EOG = 1u << 0,     /**< Ends generation (<eos>, <eot>, <|im_end|>...). */
+    SIFT_TOKEN_SPECIAL = 1u << 1, /**< A control token; its text is not generated text. */
+    SIFT_TOKEN_UNUSED = 1u << 2,  /**< An id the tokenizer never produces. */
+    SIFT_TOKEN_ATTR_ALL = 7u      /**< Every defined bit. */
+};
+
+/**
+ * Sets the attribute bits of token `id` (an OR of SIFT_TOKEN_*), replacing
+ * the previous ones; a new vocabulary has 0 everywhere. Call it before the
+ * vocabulary is shared (a grammar or chain reads the bits).
+ * SIFT_E_ARG for NULL or undefined bits, SIFT_E_TOKEN for an id outside
+ * [0, size). Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_set_attr(sift_vocab *vocab, int32_t id,
+                                                        uint32_t attr, sift_error *err);
+
+/** Returns the attribute bits of token `id`; 0 for NULL or an id out of range. Since: 0.1. */
+SIFT_API uint32_t sift_vocab_attr(const sift_vocab *vocab, int32_t id);
+
 /* ------------------------------------------------------------------ */
 /* The chain                                                           */
 /* ------------------------------------------------------------------ */

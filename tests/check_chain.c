@@ -1387,6 +1387,30 @@ START_TEST(test_vocab_piece_rejects_null_and_out_of_range_ids)
 }
 END_TEST
 
+START_TEST(test_vocab_attributes_start_at_zero_and_are_validated)
+{
+    const char *pieces[3] = {"a", "<eos>", "<eot>"};
+    size_t lengths[3] = {1, 5, 5};
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_new(&v, 3, pieces, lengths, NULL, NULL), SIFT_OK);
+    for (int32_t i = 0; i < 3; i++)
+        ck_assert_uint_eq(sift_vocab_attr(v, i), 0);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 1, SIFT_TOKEN_EOG, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 2, SIFT_TOKEN_EOG | SIFT_TOKEN_SPECIAL, &err), SIFT_OK);
+    ck_assert_uint_eq(sift_vocab_attr(v, 1), SIFT_TOKEN_EOG);
+    ck_assert_uint_eq(sift_vocab_attr(v, 2), SIFT_TOKEN_EOG | SIFT_TOKEN_SPECIAL);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 3, SIFT_TOKEN_EOG, &err), SIFT_E_TOKEN);
+    assert_error(&err, SIFT_E_TOKEN, 3);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 0, 8, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_vocab_set_attr(NULL, 0, 0, &err), SIFT_E_ARG);
+    ck_assert_uint_eq(sift_vocab_attr(v, 0), 0); /* failures changed nothing */
+    ck_assert_uint_eq(sift_vocab_attr(v, -1), 0);
+    ck_assert_uint_eq(sift_vocab_attr(NULL, 0), 0);
+    sift_vocab_free(v);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Distribution                                                        */
 /* ------------------------------------------------------------------ */
@@ -1629,7 +1653,8 @@ static Suite *suite(void)
         {"reentrancy", {test_calls_into_the_chain_from_apply_get_a_state_error}},
         {"vocab",
          {test_vocab_stores_every_piece_including_empty_and_nul_bytes,
-          test_vocab_rejects_bad_arguments, test_vocab_piece_rejects_null_and_out_of_range_ids}},
+          test_vocab_rejects_bad_arguments, test_vocab_piece_rejects_null_and_out_of_range_ids,
+          test_vocab_attributes_start_at_zero_and_are_validated}},
         {"distribution",
          {test_distribution_of_dist_is_the_softmax,
           test_distribution_sums_to_one_in_canonical_order_without_touching_the_rng,

@@ -11,6 +11,7 @@ struct sift_vocab {
     int32_t n;
     uint64_t *off; /* n + 1 offsets into bytes */
     char *bytes;
+    uint8_t *attr; /* n attribute bit sets (SIFT_TOKEN_*) */
 };
 
 sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *pieces,
@@ -45,7 +46,8 @@ sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *piece
     v->n = n;
     v->off = sift__calloc(&al, (size_t)n + 1, sizeof *v->off);
     v->bytes = sift__calloc(&al, (size_t)total + 1, 1);
-    if (!v->off || !v->bytes) {
+    v->attr = sift__calloc(&al, (size_t)n, 1);
+    if (!v->off || !v->bytes || !v->attr) {
         sift_vocab_free(v);
         return sift__fail(err, SIFT_E_NOMEM,
                           "out of memory while creating a vocabulary of %d tokens", (int)n);
@@ -69,6 +71,7 @@ void sift_vocab_free(sift_vocab *v)
     sift__alloc al = v->al;
     sift__free(&al, v->off);
     sift__free(&al, v->bytes);
+    sift__free(&al, v->attr);
     sift__free(&al, v);
 }
 
@@ -89,4 +92,25 @@ sift_status sift_vocab_piece(const sift_vocab *v, int32_t id, const char **bytes
     *bytes = v->bytes + v->off[id];
     *length = (size_t)(v->off[id + 1] - v->off[id]);
     return SIFT_OK;
+}
+
+sift_status sift_vocab_set_attr(sift_vocab *v, int32_t id, uint32_t attr, sift_error *err)
+{
+    if (!v)
+        return sift__fail(err, SIFT_E_ARG, "vocab is NULL");
+    if (id < 0 || id >= v->n)
+        return sift__fail_at(err, SIFT_E_TOKEN, id, "token %d out of range [0, %d)", (int)id,
+                             (int)v->n);
+    if (attr & ~(uint32_t)SIFT_TOKEN_ATTR_ALL)
+        return sift__fail_at(err, SIFT_E_ARG, id, "token %d: unknown attribute bits 0x%x", (int)id,
+                             (unsigned)(attr & ~(uint32_t)SIFT_TOKEN_ATTR_ALL));
+    v->attr[id] = (uint8_t)attr;
+    return SIFT_OK;
+}
+
+uint32_t sift_vocab_attr(const sift_vocab *v, int32_t id)
+{
+    if (!v || id < 0 || id >= v->n)
+        return 0;
+    return v->attr[id];
 }
