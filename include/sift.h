@@ -412,6 +412,208 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain, c
                                                             sift_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Slices, the analyzer and the row hook (docs/analyzer.md)            */
+/*                                                                     */
+/* A runtime that wants to copy less than a whole row off the device:  */
+/*   1. once: sift_chain_plan(chain, &plan) -> plan.k (0 = whole row); */
+/*      optionally sift_chain_set_row_hook(chain, fetch_row, ctx);     */
+/*   2. per step: k = plan.k (or sift_chain_next_k for this state),    */
+/*      ids = sift_chain_extras(...); on the device take the canonical */
+/*      first k (id, logit) pairs and the logits of `ids`; build a     */
+/*      sift_slice; sift_chain_sample_slice(chain, &slice, &tok, &err);*/
+/*      sift_chain_accept(chain, tok, &err).                           */
+/* The token, the RNG state and the state after accept are bitwise the */
+/* ones sift_chain_sample gives on the whole row. When the slice cannot */
+/* decide a step, sift calls the row hook (and continues on the whole  */
+/* row) or, with no hook, returns SIFT_E_NEED_ROW with nothing changed. */
+/* ------------------------------------------------------------------ */
+
+/**
+ * What a runtime hands sift instead of a whole row: the row's length,
+ * its canonical first `n_prefix` tokens and the logits of the extra
+ * tokens the chain asked for (sift_chain_extras) that are not in the
+ * prefix. All arrays are read-only for sift and only during the call.
+ */
+typedef struct sift_slice {
+    int32_t n_vocab;              /**< V, the whole row's length. */
+    int32_t n_prefix;             /**< k, 1 <= k <= V. */
+    const sift_candidate *prefix; /**< Prefix(k): logit descending, ties by ascending id. */
+    int32_t n_extras;             /**< Entries in `extras`, >= 0. */
+    const sift_candidate *extras; /**< Extra tokens (any order), none of them in the prefix. */
+} sift_slice;
+
+/**
+ * The row hook: writes the whole row of the current step, `n_vocab`
+ * floats, into `row` (a buffer sift owns) and returns 0, or returns any
+ * non-zero value to report a failure (sift then returns SIFT_E_HOOK and
+ * changes nothing). It runs inside a chain call: calling back into the
+ * same chain gets SIFT_E_STATE.
+ */
+typedef int (*sift_row_hook)(void *user, float *row, int32_t n_vocab);
+
+/**
+ * Sets (or, with hook = NULL, clears) the chain's row hook. `user` is
+ * passed back unchanged. Clones do not inherit it.
+ * SIFT_E_ARG for a NULL chain, SIFT_E_STATE inside a callback. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_set_row_hook(sift_chain *chain, sift_row_hook hook,
+                                                            void *user, sift_error *err);
+
+/**
+ * Samples one token from a slice; the same result as sift_chain_sample on
+ * the row the slice was taken from, bit for bit.
+ *
+ * The slice is validated in O(k + extras) first:
+ * - SIFT_E_SLICE: n_prefix < 1 or > n_vocab, NULL arrays, an id outside
+ *   [0, V), an id twice (err->index = the id), the prefix out of
+ *   canonical order (err->index = the position), an extra token ranking
+ *   before the prefix's last token, or an extra the chain asked for
+ *   missing (err->index = the id);
+ * - SIFT_E_ROW_VALUE: NaN or +inf in the slice (err->index = the id);
+ * - SIFT_E_ARG, SIFT_E_LIMIT: as sift_chain_sample for n_vocab.
+ * When the slice cannot decide the step: with a hook, sift calls it once,
+ * checks that the row agrees with the slice (SIFT_E_HOOK if the hook
+ * fails or if a slice token's logit differs, or a token absent from the
+ * prefix ranks before its last token) and samples the whole row; without
+ * a hook it returns SIFT_E_NEED_ROW. Every failure changes nothing, RNG
+ * included. The first call that needs the whole row sizes the row
+ * buffers (SIFT_E_NOMEM if that fails). Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice(sift_chain *chain,
+                                                            const sift_slice *slice, int32_t *token,
+                                                            sift_error *err);
+
+/**
+ * sift_chain_distribution on a slice: the tokens of the final
+ * distribution of this step in canonical order, with their probabilities
+ * (what servers return as logprobs: take the first n). Exact on the
+ * slice whenever the plan is not WHOLE_ROW and the slice decides; else
+ * the row hook or SIFT_E_NEED_ROW, as sift_chain_sample_slice. Nothing
+ * changes. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution_slice(sift_chain *chain,
+                                                                  const sift_slice *slice,
+                                                                  sift_token_prob *out,
+                                                                  size_t capacity, size_t *n_out,
+                                                                  sift_error *err);
+
+/** How far a plan's k can be trusted. */
+typedef enum sift_guarantee {
+    /** A slice of k (plus the extras) always decides the step. */
+    SIFT_GUARANTEE_EXACT = 0,
+    /** No static bound: each step checks its certificate and may need the
+     * row (hook); k is the recommended prefix length. */
+    SIFT_GUARANTEE_CERTIFIED = 1,
+    /** A stage reads the whole distribution before any truncation: k = 0. */
+    SIFT_GUARANTEE_WHOLE_ROW = 2
+} sift_guarantee;
+
+/** Returns "exact", "certified" or "whole_row"; never NULL. Since: 0.1. */
+SIFT_API const char *sift_guarantee_str(sift_guarantee g);
+
+/** Capacity of sift_plan.why and sift_plan_stage.why, NUL included. */
+#define SIFT_PLAN_WHY_MAX 256
+
+/** The analyzer's answer for a chain (sift_chain_plan, sift_chain_next_k). */
+typedef struct sift_plan {
+    int32_t k;                   /**< Prefix length to copy; 0 = the whole row. */
+    sift_guarantee guarantee;    /**< What k promises. */
+    int32_t recommended_k;       /**< The k to use: = k (0 for WHOLE_ROW). */
+    int32_t max_extras;          /**< Most extra ids a step can ask for (0 = none). */
+    int32_t decided_at;          /**< Stage whose truncation decides; -1 = none. */
+    char why[SIFT_PLAN_WHY_MAX]; /**< The sum in words: "top_k 20 + penalties 64 = 84". */
+} sift_plan;
+
+/** One stage's part of a plan. */
+typedef struct sift_plan_stage {
+    sift_class cls;              /**< The class the stage declares now. */
+    int64_t n;                   /**< Its bound (sift_chain_stage_class). */
+    int32_t k;                   /**< The prefix length needed so far, 0 = whole row. */
+    char why[SIFT_PLAN_WHY_MAX]; /**< What the stage adds, in words. */
+} sift_plan_stage;
+
+/**
+ * The static plan, from the configuration alone (no state): k, its
+ * guarantee and the reason. `stages` may be NULL, or an array of
+ * sift_chain_n_stages(chain) entries that receive the per-stage trace.
+ * Safe on a chain shared between threads (reads only).
+ * SIFT_E_ARG for NULL chain or plan. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_plan(const sift_chain *chain, sift_plan *plan,
+                                                    sift_plan_stage *stages, sift_error *err);
+
+/**
+ * The dynamic plan, from the chain's current state: lowering stages count
+ * what they can lower now (the distinct tokens in a penalty window, the
+ * DRY window's length), so k is never above the static plan's. Use it
+ * for the next sample only. SIFT_E_ARG for NULL. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_next_k(const sift_chain *chain, sift_plan *plan,
+                                                      sift_error *err);
+
+/**
+ * The k for a batch of chains sampled together: the largest dynamic k, or
+ * 0 if any chain needs the whole row. SIFT_E_ARG for NULL pointers or a
+ * NULL chain in the array (err->index = its position). Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n,
+                                                       int32_t *k, sift_error *err);
+
+/**
+ * The extra token ids the next sample needs beside the prefix (tokens a
+ * stage before the first truncation may raise: positive logit biases,
+ * the window of a raising penalty), ascending and unique. `*n` receives
+ * the count; SIFT_E_LIMIT when it exceeds `capacity` (nothing written;
+ * call again with sift_plan.max_extras entries). SIFT_E_ARG for NULL
+ * pointers. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_extras(const sift_chain *chain, int32_t *ids,
+                                                      size_t capacity, size_t *n, sift_error *err);
+
+/** Counters of a chain's slice and prefix paths (sift_chain_stats). */
+typedef struct sift_stats {
+    uint64_t slice_decided;       /**< sift_chain_sample_slice steps decided on the slice. */
+    uint64_t hook_calls;          /**< Row hook calls. */
+    uint64_t need_row;            /**< SIFT_E_NEED_ROW returns. */
+    uint64_t row_prefix_decided;  /**< Whole-row steps decided from the row's prefix. */
+    uint64_t row_prefix_fallback; /**< Whole-row steps that tried the prefix, then ran the row. */
+} sift_stats;
+
+/** Copies the chain's counters (zeros for NULL). Since: 0.1. */
+SIFT_API void sift_chain_stats(const sift_chain *chain, sift_stats *stats);
+
+/** A slice builder: the CPU reference of a device top-k. */
+typedef struct sift_slicer sift_slicer;
+
+/**
+ * Creates a slice builder for rows of up to `max_vocab` tokens (its
+ * buffers are sized once). `allocator` may be NULL. SIFT_E_ARG for NULL
+ * `out` or max_vocab < 1, SIFT_E_LIMIT above 2^24, SIFT_E_NOMEM.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_slicer_new(sift_slicer **out, int32_t max_vocab,
+                                                    const sift_allocator *allocator,
+                                                    sift_error *err);
+
+/** Frees a slice builder; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_slicer_free(sift_slicer *slicer);
+
+/**
+ * Builds the slice of `row[0..n_vocab)` for prefix length k (clamped to
+ * n_vocab) and the extra ids `ids[0..n_ids)` (duplicates and ids already
+ * in the prefix are dropped): `*slice` points into the builder's buffers,
+ * valid until the next build or free. Runs in one pass over the row
+ * without sorting it. SIFT_E_ARG for NULL pointers, k < 1, n_vocab < 1 or
+ * above max_vocab; SIFT_E_TOKEN for an id outside [0, n_vocab);
+ * SIFT_E_ROW_VALUE for NaN or +inf (err->index = the first);
+ * SIFT_E_NO_CANDIDATE if every value is -inf. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_slicer_build(sift_slicer *slicer, const float *row,
+                                                      int32_t n_vocab, int32_t k,
+                                                      const int32_t *ids, size_t n_ids,
+                                                      sift_slice *slice, sift_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Stages. Each adds one stage at the end of the chain, all or nothing: */
 /* on failure the chain is unchanged. Parameter math, defaults and     */
 /* ranges: docs/samplers.md. All return SIFT_E_ARG for a NULL chain or  */
