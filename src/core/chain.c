@@ -696,14 +696,6 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
         s = check_entry(&sl->extras[i], V, "extra", i, err);
     if (s)
         return s;
-    const sift_candidate *last = &sl->prefix[k - 1];
-    for (int32_t i = 0; i < e; i++)
-        if (sift__canon_before(&sl->extras[i], last))
-            return sift__fail_at(err, SIFT_E_SLICE, sl->extras[i].id,
-                                 "extra token %d (logit %.9g) ranks before the prefix's last "
-                                 "token %d (logit %.9g); it belongs in the prefix",
-                                 (int)sl->extras[i].id, (double)sl->extras[i].logit, (int)last->id,
-                                 (double)last->logit);
     /* Duplicates, then the extras the chain asks for. */
     uint64_t *m = c->seen;
     for (int32_t i = 0; i < k && !s; i++)
@@ -724,6 +716,14 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
                                     (int)sl->extras[i].id,
                                     (int)find_pos(sl->extras, (size_t)i, sl->extras[i].id), (int)i);
         }
+    const sift_candidate *last = &sl->prefix[k - 1];
+    for (int32_t i = 0; i < e && !s; i++)
+        if (sift__canon_before(&sl->extras[i], last))
+            s = sift__fail_at(err, SIFT_E_SLICE, sl->extras[i].id,
+                              "extra token %d (logit %.9g) ranks before the prefix's last "
+                              "token %d (logit %.9g); it belongs in the prefix",
+                              (int)sl->extras[i].id, (double)sl->extras[i].logit, (int)last->id,
+                              (double)last->logit);
     if (!s) {
         int32_t *ids = (int32_t *)c->ws.u32;
         size_t n = sift__chain_extras(c, ids, c->ws.cap);

@@ -175,8 +175,7 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                     append(pwhy, " + margin %d", MONOTONE_MARGIN);
                 if (unbounded)
                     append(pwhy, " + slack %d", UNBOUNDED_SLACK);
-                append(pwhy, " = %lld, %s", (long long)k,
-                       sift_guarantee_str(plan->guarantee));
+                append(pwhy, " = %lld, %s", (long long)k, sift_guarantee_str(plan->guarantee));
                 if (threshold)
                     put(why, "threshold decided per step by the certificate: k = %lld",
                         (long long)k);
@@ -193,9 +192,10 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
             }
             if (done == 2) {
                 put(pwhy, "stage %zu (%s) %s", i, name,
-                    cls == SIFT_CLASS_WHOLE || cls == SIFT_CLASS_LOWERS ? "reads the whole distribution before any "
-                                              "truncation: whole row"
-                                            : "cannot be bounded: whole row");
+                    cls == SIFT_CLASS_WHOLE || cls == SIFT_CLASS_LOWERS
+                        ? "reads the whole distribution before any "
+                          "truncation: whole row"
+                        : "cannot be bounded: whole row");
                 plan->k = 0;
                 plan->recommended_k = 0;
                 plan->decided_at = -1;
@@ -324,8 +324,8 @@ sift_status sift_chain_extras(const sift_chain *c, int32_t *ids, size_t capacity
     size_t total = sift__chain_extras(c, NULL, 0);
     if (total > capacity) {
         *n = total;
-        return sift__fail(err, SIFT_E_LIMIT, "the next step needs up to %zu extra ids; capacity %zu",
-                          total, capacity);
+        return sift__fail(err, SIFT_E_LIMIT,
+                          "the next step needs up to %zu extra ids; capacity %zu", total, capacity);
     }
     *n = sift__chain_extras(c, ids, capacity);
     return SIFT_OK;

@@ -81,8 +81,7 @@ static sift_status reserve(sift_slicer *s, int32_t V, sift_error *err)
 }
 
 sift_status sift_slicer_build(sift_slicer *s, const float *row, int32_t V, int32_t k,
-                              const int32_t *ids, size_t n_ids, sift_slice *slice,
-                              sift_error *err)
+                              const int32_t *ids, size_t n_ids, sift_slice *slice, sift_error *err)
 {
     if (!s || !row || !slice || (!ids && n_ids))
         return sift__fail(err, SIFT_E_ARG, "%s is NULL",
@@ -94,8 +93,10 @@ sift_status sift_slicer_build(sift_slicer *s, const float *row, int32_t V, int32
         return sift__fail(err, SIFT_E_ARG, "k must be >= 1, got %d", (int)k);
     for (size_t i = 0; i < n_ids; i++)
         if (ids[i] < 0 || ids[i] >= V)
-            return sift__fail_at(err, SIFT_E_TOKEN, ids[i], "extra id %d (entry %zu) is outside "
-                                 "[0, %d)", (int)ids[i], i, (int)V);
+            return sift__fail_at(err, SIFT_E_TOKEN, ids[i],
+                                 "extra id %d (entry %zu) is outside "
+                                 "[0, %d)",
+                                 (int)ids[i], i, (int)V);
     sift_status st = reserve(s, V, err);
     if (st)
         return st;
