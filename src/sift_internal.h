@@ -375,6 +375,10 @@ struct sift_chain {
      * sets and clears the bits of the slice's ids). */
     uint64_t *seen;
     size_t seen_words;
+    /* The static plan's decisive stage and extras bound, cached for
+     * the sampling paths; valid while plan_stages == n_stages. */
+    size_t plan_stages;
+    int32_t plan_decided_at, plan_max_extras, plan_k;
 };
 
 static inline const char *sift__stage_name(const sift__stage *st)
@@ -457,6 +461,8 @@ SIFT__HIDDEN sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int3
  * be NULL) receives one entry per stage. */
 SIFT__HIDDEN void sift__plan_walk(const sift_chain *chain, int dynamic, sift_plan *plan,
                                   sift_plan_stage *stages);
+/* Recomputes the chain's cached static plan (after a stage is added). */
+SIFT__HIDDEN void sift__plan_cache(sift_chain *chain);
 /* The prefix length the full-row path tries (0 = whole row). */
 SIFT__HIDDEN size_t sift__plan_prefix_k(const sift_chain *chain);
 /* The extras of this step: ids the stages before the first truncation may

@@ -46,11 +46,11 @@ typedef struct hook_ctx {
     const float *row;
     int32_t V;
     int calls;
-    int fail;           /* return this if non-zero */
-    sift_chain *chain;  /* re-enter this chain if set */
-    sift_status inner;  /* what the re-entrant call got */
-    int32_t poison;     /* change row[poison] if >= 0 */
-    int32_t raise;      /* raise row[raise] to the top if >= 0 */
+    int fail;          /* return this if non-zero */
+    sift_chain *chain; /* re-enter this chain if set */
+    sift_status inner; /* what the re-entrant call got */
+    int32_t poison;    /* change row[poison] if >= 0 */
+    int32_t raise;     /* raise row[raise] to the top if >= 0 */
 } hook_ctx;
 
 static int hook(void *user, float *row, int32_t V)
@@ -93,8 +93,8 @@ static void expect_plan(sift_chain *c, int32_t k, sift_guarantee g, int32_t max_
     ck_assert_int_eq(sift_chain_plan(c, &p, st, NULL), SIFT_OK);
     ck_assert_msg(p.k == k && p.guarantee == g && p.max_extras == max_extras,
                   "plan k %d (%s) extras %d, expected k %d (%s) extras %d: %s", (int)p.k,
-                  sift_guarantee_str(p.guarantee), (int)p.max_extras, (int)k,
-                  sift_guarantee_str(g), (int)max_extras, p.why);
+                  sift_guarantee_str(p.guarantee), (int)p.max_extras, (int)k, sift_guarantee_str(g),
+                  (int)max_extras, p.why);
     ck_assert(p.why[0] != 0);
     ck_assert_int_eq(p.recommended_k, k);
     for (size_t i = 0; i < sift_chain_n_stages(c); i++)
@@ -566,9 +566,9 @@ static long n_cases(void)
     return n > 0 ? n : 17000;
 }
 
-static const sp_kind mids[] = {SP_TOP_K,   SP_TOP_K_TIES, SP_TOP_P,       SP_MIN_P,
-                               SP_TYPICAL, SP_TEMP,       SP_TEMP_EXT,    SP_XTC,
-                               SP_TOP_N_SIGMA, SP_PENALTIES, SP_DRY,     SP_LOGIT_BIAS};
+static const sp_kind mids[] = {SP_TOP_K,       SP_TOP_K_TIES, SP_TOP_P,    SP_MIN_P,
+                               SP_TYPICAL,     SP_TEMP,       SP_TEMP_EXT, SP_XTC,
+                               SP_TOP_N_SIGMA, SP_PENALTIES,  SP_DRY,      SP_LOGIT_BIAS};
 static const sp_kind lows[] = {SP_PENALTIES, SP_DRY, SP_LOGIT_BIAS, SP_TEMP};
 static const sp_kind cuts[] = {SP_TOP_K, SP_TOP_K, SP_TOP_K_TIES, SP_MIN_P};
 static const sp_kind sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID, SP_MIROSTAT, SP_MIROSTAT_V2};
@@ -607,8 +607,8 @@ typedef struct tally {
 /* One slice sample of chain c at prefix length k; compares with the
  * oracle's (token, rng) and restores the RNG. Returns 1 if the hook ran. */
 static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V, int32_t k,
-                     int with_hook, sift_status so, int32_t to, const uint64_t ors[4],
-                     tally *ty, const char *desc)
+                     int with_hook, sift_status so, int32_t to, const uint64_t ors[4], tally *ty,
+                     const char *desc)
 {
     int32_t ids[4096];
     size_t ne = 0;
@@ -633,9 +633,9 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
     }
     ck_assert_msg(ss == so && (ss != SIFT_OK || ts == to) &&
                       (ss != SIFT_OK || memcmp(rs, ors, 4 * sizeof(uint64_t)) == 0),
-                  "slice k=%d V=%d hook=%d: sift %d (tok %d: %s) oracle %d (tok %d)\n  %s",
-                  (int)k, (int)V, with_hook, (int)ss, (int)ts, ss ? err.message : "", (int)so,
-                  (int)to, desc);
+                  "slice k=%d V=%d hook=%d: sift %d (tok %d: %s) oracle %d (tok %d)\n  %s", (int)k,
+                  (int)V, with_hook, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to,
+                  desc);
     c->rng = saved;
     ty->hooked += h.calls;
     ty->decided += h.calls == 0;

@@ -231,6 +231,9 @@ sift_status sift__chain_push(sift_chain *c, sift__stage *st, sift_error *err)
         c->cap_stages = cap;
     }
     c->stages[c->n_stages++] = st;
+    c->busy = 1; /* a custom stage's class callback must not re-enter */
+    sift__plan_cache(c);
+    c->busy = 0;
     return SIFT_OK;
 }
 
@@ -663,6 +666,28 @@ static int32_t find_pos(const sift_candidate *c, size_t n, int32_t id)
     return -1;
 }
 
+/* Every extra id the chain asks for this step is in the slice (whose ids
+ * are set in the bitmap m). */
+static sift_status check_requested(sift_chain *c, const sift_slice *sl, const uint64_t *m,
+                                   sift_error *err)
+{
+    int32_t *ids = (int32_t *)c->ws.u32;
+    size_t n = sift__chain_extras(c, ids, c->ws.cap);
+    if (n > c->ws.cap)
+        n = c->ws.cap;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (id >= sl->n_vocab) /* check_chain reports a stage's token outside V */
+            continue;
+        if (!(m[id >> 6] & ((uint64_t)1 << (id & 63))))
+            return sift__fail_at(err, SIFT_E_SLICE, id,
+                                 "extra token %d, which the chain may raise this step, is "
+                                 "missing from the slice",
+                                 (int)id);
+    }
+    return SIFT_OK;
+}
+
 /* Validates a slice in O(k + extras) with the chain's zeroed bitmap
  * (left zeroed on every path). The ids the chain asks for as extras are
  * written to ws.u32 scratch first, so ws must hold them. */
@@ -680,6 +705,46 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
                           (int)V);
     if (!sl->prefix || (e > 0 && !sl->extras))
         return sift__fail(err, SIFT_E_SLICE, "slice.%s is NULL", sl->prefix ? "extras" : "prefix");
+    /* The common case first, branch-free: every id in range, every value
+     * finite or -inf, keys strictly decreasing, ids unique. Only a slice
+     * that fails it goes through the checks below, which find the first
+     * problem and name it. */
+    uint64_t *m = c->seen;
+    int bad = 0;
+    uint64_t prev = UINT64_MAX;
+    for (int32_t i = 0; i < k; i++) {
+        sift_candidate x = sl->prefix[i];
+        uint64_t key = sift__ckey(x.logit, x.id);
+        bad |= ((uint32_t)x.id >= (uint32_t)V) | !(x.logit < INFINITY) | (key >= prev);
+        prev = key;
+    }
+    for (int32_t i = 0; i < e; i++) {
+        sift_candidate x = sl->extras[i];
+        bad |= ((uint32_t)x.id >= (uint32_t)V) | !(x.logit < INFINITY) |
+               (sift__ckey(x.logit, x.id) >= prev);
+    }
+    if (!bad) {
+        for (int32_t i = 0; i < k && !bad; i++)
+            bad = seen_test_set(m, sl->prefix[i].id);
+        for (int32_t i = 0; i < e && !bad; i++)
+            bad = seen_test_set(m, sl->extras[i].id);
+        if (!bad && c->plan_max_extras == 0) {
+            seen_clear(m, sl->prefix, (size_t)k);
+            seen_clear(m, sl->extras, (size_t)e);
+            return SIFT_OK;
+        }
+        if (bad) { /* clear and let the detailed checks name the duplicate */
+            seen_clear(m, sl->prefix, (size_t)k);
+            seen_clear(m, sl->extras, (size_t)e);
+        }
+    }
+    if (!bad) {
+        /* Valid so far, and the bits are set: check the requested extras. */
+        sift_status s = check_requested(c, sl, m, err);
+        seen_clear(m, sl->prefix, (size_t)k);
+        seen_clear(m, sl->extras, (size_t)e);
+        return s;
+    }
     sift_status s = SIFT_OK;
     for (int32_t i = 0; i < k && !s; i++) {
         s = check_entry(&sl->prefix[i], V, "prefix position", i, err);
@@ -697,7 +762,6 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
     if (s)
         return s;
     /* Duplicates, then the extras the chain asks for. */
-    uint64_t *m = c->seen;
     for (int32_t i = 0; i < k && !s; i++)
         if (seen_test_set(m, sl->prefix[i].id))
             s = sift__fail_at(err, SIFT_E_SLICE, sl->prefix[i].id,
@@ -724,22 +788,8 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
                               "token %d (logit %.9g); it belongs in the prefix",
                               (int)sl->extras[i].id, (double)sl->extras[i].logit, (int)last->id,
                               (double)last->logit);
-    if (!s) {
-        int32_t *ids = (int32_t *)c->ws.u32;
-        size_t n = sift__chain_extras(c, ids, c->ws.cap);
-        if (n > c->ws.cap)
-            n = c->ws.cap;
-        for (size_t i = 0; i < n && !s; i++) {
-            int32_t id = ids[i];
-            if (id >= V) /* a stage refers to a token outside V: check_chain reports it */
-                continue;
-            if (!(m[id >> 6] & ((uint64_t)1 << (id & 63))))
-                s = sift__fail_at(err, SIFT_E_SLICE, id,
-                                  "extra token %d, which the chain may raise this step, is "
-                                  "missing from the slice",
-                                  (int)id);
-        }
-    }
+    if (!s)
+        s = check_requested(c, sl, m, err);
     seen_clear(m, sl->prefix, (size_t)k);
     if (e > 0)
         seen_clear(m, sl->extras, (size_t)e);

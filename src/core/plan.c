@@ -88,7 +88,8 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
 {
     int64_t lowered = 0, extras = 0;
     int monotone = 0, unbounded = 0, done = 0;
-    char terms_buf[SIFT_PLAN_WHY_MAX] = "";
+    char terms_buf[SIFT_PLAN_WHY_MAX];
+    terms_buf[0] = 0;
     char *terms = words ? terms_buf : NULL;
     char *pwhy = words ? plan->why : NULL;
     plan->why[0] = 0;
@@ -101,7 +102,8 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
         const char *name = sift__stage_name(st);
         int64_t n = 0;
         sift_class cls = stage_cls(st, &n);
-        char why_buf[SIFT_PLAN_WHY_MAX] = "";
+        char why_buf[SIFT_PLAN_WHY_MAX];
+        why_buf[0] = 0;
         char *why = words || stages ? why_buf : NULL;
         int64_t k_here = 0;
         if (done) {
@@ -228,11 +230,39 @@ void sift__plan_walk(const sift_chain *c, int dynamic, sift_plan *plan, sift_pla
     walk(c, dynamic, 1, plan, stages);
 }
 
-size_t sift__plan_prefix_k(const sift_chain *c)
+void sift__plan_cache(sift_chain *c)
 {
     sift_plan p;
     walk(c, 0, 0, &p, NULL);
-    return (size_t)p.k;
+    c->plan_k = p.k;
+    c->plan_decided_at = p.decided_at;
+    c->plan_max_extras = p.max_extras;
+    c->plan_stages = c->n_stages;
+}
+
+/* The static plan's numbers, cached by sift__chain_push (stages never
+ * change after they are added), so that the const entry points only
+ * read the chain. */
+static void cached(const sift_chain *c, int32_t *k, int32_t *decided_at, int32_t *max_extras)
+{
+    if (c->plan_stages != c->n_stages) {
+        sift_plan p;
+        walk(c, 0, 0, &p, NULL);
+        *k = p.k;
+        *decided_at = p.decided_at;
+        *max_extras = p.max_extras;
+        return;
+    }
+    *k = c->plan_k;
+    *decided_at = c->plan_decided_at;
+    *max_extras = c->plan_max_extras;
+}
+
+size_t sift__plan_prefix_k(const sift_chain *c)
+{
+    int32_t k, d, e;
+    cached(c, &k, &d, &e);
+    return (size_t)k;
 }
 
 static int cmp_i32(const void *a, const void *b)
@@ -244,9 +274,9 @@ static int cmp_i32(const void *a, const void *b)
 /* The stages that may raise tokens before the first truncation. */
 static size_t raising_end(const sift_chain *c)
 {
-    sift_plan p;
-    walk(c, 1, 0, &p, NULL);
-    return p.decided_at < 0 ? 0 : (size_t)p.decided_at;
+    int32_t k, d, e;
+    cached(c, &k, &d, &e);
+    return d < 0 ? 0 : (size_t)d;
 }
 
 size_t sift__chain_extras(const sift_chain *c, int32_t *ids, size_t cap)
@@ -272,9 +302,9 @@ size_t sift__chain_extras(const sift_chain *c, int32_t *ids, size_t cap)
 
 int64_t sift__chain_max_extras(const sift_chain *c)
 {
-    sift_plan p;
-    walk(c, 0, 0, &p, NULL);
-    return p.max_extras;
+    int32_t k, d, e;
+    cached(c, &k, &d, &e);
+    return e;
 }
 
 sift_status sift_chain_plan(const sift_chain *c, sift_plan *plan, sift_plan_stage *stages,

@@ -62,17 +62,33 @@ sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V, size_t
     uint32_t *bm = ctx->ws->u32;
     int bad = 0;
     uint32_t top = 0;
-    /* Pass 1: block maxima and bad values, branch-free so it vectorizes. */
+    /* Pass 1: block maxima and bad values, branch-free so it vectorizes
+     * with plain float compares (SSE2 has a float max but no unsigned
+     * one). Four lanes per block keep the compares independent. A NaN
+     * never wins a '>' compare, and the bad flag catches it; -0 and +0
+     * compare equal and block_key folds them together. */
     for (size_t b = 0; b < nb; b++) {
         size_t s = b * BLOCK, e = s + BLOCK < n ? s + BLOCK : n;
-        uint32_t m = 0;
+        float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
         int bb = 0;
-        for (size_t i = s; i < e; i++) {
+        size_t i = s;
+        for (; i + 4 <= e; i += 4) {
+            float x0 = row[i], x1 = row[i + 1], x2 = row[i + 2], x3 = row[i + 3];
+            m0 = x0 > m0 ? x0 : m0;
+            m1 = x1 > m1 ? x1 : m1;
+            m2 = x2 > m2 ? x2 : m2;
+            m3 = x3 > m3 ? x3 : m3;
+            bb |= !(x0 < INFINITY) | !(x1 < INFINITY) | !(x2 < INFINITY) | !(x3 < INFINITY);
+        }
+        for (; i < e; i++) {
             float x = row[i];
-            uint32_t key = block_key(x);
-            m = key > m ? key : m;
+            m0 = x > m0 ? x : m0;
             bb |= !(x < INFINITY);
         }
+        m0 = m1 > m0 ? m1 : m0;
+        m2 = m3 > m2 ? m3 : m2;
+        m0 = m2 > m0 ? m2 : m0;
+        uint32_t m = block_key(m0);
         bm[b] = m;
         bad |= bb;
         top = m > top ? m : top;

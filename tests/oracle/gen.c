@@ -90,4 +90,3 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
     default: break;
     }
 }
-
