@@ -101,8 +101,7 @@ static void report(const out *o, const char *name, int32_t V, int32_t k, double 
                "\"ratio_to\":\"%s\"}\n",
                name, (int)V, (int)k, us, us / ref, ref_name);
     else
-        printf("%-34s %7d %5d %11.3f %10.3f x %s\n", name, (int)V, (int)k, us, us / ref,
-               ref_name);
+        printf("%-34s %7d %5d %11.3f %10.3f x %s\n", name, (int)V, (int)k, us, us / ref, ref_name);
     fflush(stdout);
 }
 
