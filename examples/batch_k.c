@@ -61,8 +61,8 @@ int main(void)
         for (int s = 0; s < SLOTS; s++) {
             int32_t tok;
             sift_slice slice;
-            sift_status st = k > 0 ? sift_slicer_build(slicer, rows[s], V, k, NULL, 0, &slice, &err)
-                                   : SIFT_OK;
+            sift_status st =
+                k > 0 ? sift_slicer_build(slicer, rows[s], V, k, NULL, 0, &slice, &err) : SIFT_OK;
             if (!st)
                 st = k > 0 ? sift_chain_sample_slice(slot[s], &slice, &tok, &err)
                            : sift_chain_sample(slot[s], rows[s], V, &tok, &err);

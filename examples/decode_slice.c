@@ -88,8 +88,8 @@ int main(void)
             sift_chain_extras(chain, ids, (size_t)plan.max_extras, &n_ids, &err) ||
             sift_slicer_build(slicer, logits, V, next.k, ids, n_ids, &slice, &err) ||
             sift_chain_sample_slice(chain, &slice, &tok, &err) ||
-            sift_chain_sample(twin, logits, V, &ref, &err) ||
-            sift_chain_accept(chain, tok, &err) || sift_chain_accept(twin, ref, &err)) {
+            sift_chain_sample(twin, logits, V, &ref, &err) || sift_chain_accept(chain, tok, &err) ||
+            sift_chain_accept(twin, ref, &err)) {
             fail("step", &err);
             goto done;
         }
