@@ -417,8 +417,7 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
             return 0;
         const sift__gelem *e = x ? EL(g, m->node[x].pos) : NULL;
         if (!x || e->type != SIFT__G_REF) {
-            if (!grow(&g->al, (void **)&m->cl, &m->cap_cl, m->n_cl, m->n_cl + 1,
-                      sizeof(uint32_t)))
+            if (!grow(&g->al, (void **)&m->cl, &m->cap_cl, m->n_cl, m->n_cl + 1, sizeof(uint32_t)))
                 return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
             m->cl[m->n_cl++] = x;
             continue;
@@ -497,8 +496,8 @@ static int state_rehash(sift_grammar *g)
     memset(t, 0xff, (size_t)cap * sizeof *t);
     for (uint32_t i = 1; i < m->n_st; i++) {
         const gstate *s = &m->st[i];
-        uint32_t h = state_hash(m->arena + s->set_off, s->set_len, s->acc, s->rem, s->lo, s->hi) &
-                     (cap - 1);
+        uint32_t h =
+            state_hash(m->arena + s->set_off, s->set_len, s->acc, s->rem, s->lo, s->hi) & (cap - 1);
         while (t[h] != UINT32_MAX)
             h = (h + 1) & (cap - 1);
         t[h] = i;
@@ -518,8 +517,9 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
     if (n == 0)
         return 0;
     if (n > (size_t)g->max_stacks) {
-        gfail(g, SIFT_E_GRAMMAR_LIMIT, "grammar too ambiguous: %zu parse stacks at output byte %llu",
-              n, (unsigned long long)g->out_len);
+        gfail(g, SIFT_E_GRAMMAR_LIMIT,
+              "grammar too ambiguous: %zu parse stacks at output byte %llu", n,
+              (unsigned long long)g->out_len);
         return -1;
     }
     uint32_t h = state_hash(v, n, acc, rem, lo, hi) & (m->sht_cap - 1);
@@ -1149,8 +1149,7 @@ sift_status sift_grammar_new(sift_grammar **out, const char *text, size_t len,
         return sift__fail(err, SIFT_E_ARG,
                           "grammar limits must be >= 1 (max_stacks %d, max_stack_depth %d, "
                           "max_step_work %lld)",
-                          (int)pp.max_stacks, (int)pp.max_stack_depth,
-                          (long long)pp.max_step_work);
+                          (int)pp.max_stacks, (int)pp.max_stack_depth, (long long)pp.max_step_work);
     const char *src = pp.source_name ? pp.source_name : "grammar";
     if (len > pp.max_bytes) {
         sift_status s = sift__fail(err, SIFT_E_GRAMMAR_LIMIT, "%s: grammar is %zu bytes; max %zu",
@@ -1279,8 +1278,7 @@ static void tail_text(const sift_grammar *g, char *buf, size_t cap)
     buf[k] = '\0';
 }
 
-sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t n,
-                                      sift_error *err)
+sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t n, sift_error *err)
 {
     sift_status s = check(g, err);
     if (s)
@@ -1321,8 +1319,9 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
 static sift_status check_token(const sift_grammar *g, int32_t t, sift_error *err)
 {
     if (!g->core->V)
-        return sift__fail(err, SIFT_E_ARG, "the grammar has no vocabulary (give one to "
-                                           "sift_grammar_new to work with tokens)");
+        return sift__fail(err, SIFT_E_ARG,
+                          "the grammar has no vocabulary (give one to "
+                          "sift_grammar_new to work with tokens)");
     if (t < 0 || t >= g->core->V)
         return sift__fail_at(err, SIFT_E_TOKEN, t, "token %d out of range [0, %d)", (int)t,
                              (int)g->core->V);
@@ -1368,8 +1367,8 @@ static sift_status reject_msg(sift_grammar *g, int32_t token, sift_error *err)
                              "end-of-generation token can follow)",
                              (int)token, pc);
     return sift__fail_at(err, SIFT_E_GRAMMAR_REJECT, token,
-                         "token %d (`%s`) not allowed at output byte %llu (after `%s`)",
-                         (int)token, pc, (unsigned long long)g->out_len, t);
+                         "token %d (`%s`) not allowed at output byte %llu (after `%s`)", (int)token,
+                         pc, (unsigned long long)g->out_len, t);
 }
 
 sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t token, sift_error *err)
@@ -1514,7 +1513,7 @@ static sift_status dead_msg(sift_grammar *g, size_t n_non_eog, sift_error *err)
                       (unsigned long long)g->out_len, t);
 }
 
-#define BIT(b, t) (((b)[(t) >> 3] >> ((t) & 7)) & 1)
+#define BIT(b, t) (((b)[(t) >> 3] >> ((t)&7)) & 1)
 
 sift_status sift_grammar_ban(sift_grammar *g, float *logits, int32_t n_vocab, sift_error *err)
 {

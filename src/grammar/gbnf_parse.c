@@ -412,8 +412,8 @@ static uint32_t parse_char(P *p)
         return UINT32_MAX;
     }
     if (v >= 0xD800 && v <= 0xDFFF) {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "escape '\\%c%0*X' is a UTF-16 surrogate, not a character",
-             e, digits, (unsigned)v);
+        perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
+             "escape '\\%c%0*X' is a UTF-16 surrogate, not a character", e, digits, (unsigned)v);
         return UINT32_MAX;
     }
     p->i += 2 + (size_t)digits;
@@ -524,8 +524,9 @@ static int repeat(P *p, uint64_t m, uint64_t n, size_t at)
         return 0;
     }
     if (!unbounded && n < m) {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "repetition {%llu,%llu} has its maximum below its minimum",
-             (unsigned long long)m, (unsigned long long)n);
+        perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
+             "repetition {%llu,%llu} has its maximum below its minimum", (unsigned long long)m,
+             (unsigned long long)n);
         return 0;
     }
     /* llama.cpp's guard against nested explosions: the product of the
@@ -652,8 +653,7 @@ static int parse_class(P *p)
         if (at_end(p)) {
             char lc[32];
             fmt_lc(p, open, lc, sizeof lc);
-            perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "unterminated character class (opened at %s)",
-                 lc);
+            perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "unterminated character class (opened at %s)", lc);
             return 0;
         }
         if (p->s[p->i] == ']')
@@ -667,8 +667,8 @@ static int parse_class(P *p)
             if (at_end(p)) {
                 char lc[32];
                 fmt_lc(p, open, lc, sizeof lc);
-                perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX,
-                     "unterminated character class (opened at %s)", lc);
+                perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "unterminated character class (opened at %s)",
+                     lc);
                 return 0;
             }
             hi = parse_char(p);
@@ -768,7 +768,8 @@ static int parse_token(P *p)
         while (k < p->n && p->s[k] != '>' && p->s[k] != '\n' && p->s[k] != '\r')
             k++;
         if (k >= p->n || p->s[k] != '>') {
-            perr(p, lt, SIFT_E_GRAMMAR_SYNTAX, "unterminated token reference (no '>' on this line)");
+            perr(p, lt, SIFT_E_GRAMMAR_SYNTAX,
+                 "unterminated token reference (no '>' on this line)");
             return 0;
         }
         size_t tl = k + 1 - lt;
@@ -909,7 +910,9 @@ static int parse_body(P *p)
             if (!emit(p, SIFT__G_REF, id))
                 return 0;
         } else if (c == '(') {
-            if (p->n_fr >= SIFT__GBNF_MAX_NESTING) {
+            /* n_fr counts the rule's own frame: the new group is at
+             * depth n_fr */
+            if (p->n_fr > SIFT__GBNF_MAX_NESTING) {
                 perr(p, at, SIFT_E_GRAMMAR_LIMIT, "nesting depth %zu exceeds %d", p->n_fr,
                      SIFT__GBNF_MAX_NESTING);
                 return 0;
@@ -1206,17 +1209,21 @@ static int check_left_recursion(P *p)
                     uint32_t ei = estart[from] + sit[q] - 1;
                     if (evia[ei] != UINT32_MAX && len < sizeof msg) {
                         rule_label(p, evia[ei], lab, sizeof lab);
-                        len += (size_t)snprintf(msg + len, sizeof msg - len, " -> (nullable %s)",
-                                                lab);
+                        len +=
+                            (size_t)snprintf(msg + len, sizeof msg - len, " -> (nullable %s)", lab);
                     }
                     if (len < sizeof msg) {
                         rule_label(p, to, lab, sizeof lab);
                         len += (size_t)snprintf(msg + len, sizeof msg - len, " -> %s", lab);
                     }
                 }
+                int rep = 0;
+                for (size_t q = j; q < sp; q++)
+                    rep |= R(p, stk[q])->kind == RK_REPEAT;
                 rule_label(p, s, lab, sizeof lab);
                 perr(p, R(p, s)->pos, SIFT_E_GRAMMAR_LEFT_RECURSION,
-                     "rule '%s' is left-recursive: %s", lab, msg);
+                     "rule '%s' is left-recursive: %s%s", lab, msg,
+                     rep ? " (a repeated item that can match empty text)" : "");
                 goto out;
             }
         }
