@@ -57,6 +57,13 @@ enum { F_COMPLETE = 1, F_HASTOK = 2 };
 /* The shared core                                                     */
 /* ------------------------------------------------------------------ */
 
+/* A trie node: the edge byte from its parent (db & 0xff) at depth db >> 8
+ * (1-based); its subtree is nodes [self, end) and the tokens of the
+ * subtree are stok[slot .. slot_end), those ending at the node first. */
+typedef struct tnode {
+    uint32_t end, slot, slot_end, db;
+} tnode;
+
 typedef struct gcore {
     atomic_size_t refs;
     sift__alloc al;
@@ -69,16 +76,15 @@ typedef struct gcore {
     uint8_t *attr;
     int32_t *eog;
     int32_t n_eog;
-    /* token trie in preorder: node i has edge byte tbyte[i] at depth
-     * tdepth[i] (1-based), its subtree is [i, tend[i]), the tokens ending
-     * at it are stok[tslot[i] .. tslot[i+1]) and its subtree's tokens
-     * stok[tslot[i] .. tslot[tend[i]]) */
+    /* token trie in preorder (tn nodes) and its tokens in trie order
+     * (stok[0 .. n_slots)); tokens not in the trie (EOG, empty pieces)
+     * are listed in other[0 .. n_other) */
     uint32_t tn;
-    uint8_t *tbyte;
-    uint32_t *tdepth;
-    uint32_t *tend;
-    uint32_t *tslot;
+    struct tnode *tr;
     int32_t *stok;
+    uint32_t n_slots;
+    int32_t *other;
+    uint32_t n_other;
     uint32_t tmaxd;
 } gcore;
 
@@ -94,11 +100,9 @@ static void core_unref(gcore *c)
     sift__free(&al, c->pbytes);
     sift__free(&al, c->attr);
     sift__free(&al, c->eog);
-    sift__free(&al, c->tbyte);
-    sift__free(&al, c->tdepth);
-    sift__free(&al, c->tend);
-    sift__free(&al, c->tslot);
+    sift__free(&al, c->tr);
     sift__free(&al, c->stok);
+    sift__free(&al, c->other);
     sift__free(&al, c);
 }
 
@@ -150,8 +154,10 @@ struct sift_grammar {
     sift_error *err;
     gm m;
     uint32_t cur, init;
-    uint8_t *bits;    /* V bits of scratch for the whole-vocabulary pass */
-    uint32_t *dstk;   /* trie walk: state per depth */
+    uint8_t *bits;  /* V bits of scratch for the whole-vocabulary pass */
+    uint32_t *dstk; /* trie walk: state per depth */
+    uint32_t *rr;   /* trie walk: rejected slot ranges (pairs) */
+    size_t n_rr, cap_rr;
     uint64_t out_len; /* bytes accepted since reset */
     unsigned char tail[24];
 };
@@ -902,27 +908,27 @@ static int cmp_piece_ids(const void *a, const void *b, void *cv)
 static int build_trie(gcore *c)
 {
     const sift__alloc *al = &c->al;
-    size_t n = 0;
+    size_t n = 0, n_other = 0;
     uint64_t total = 0;
     for (int32_t t = 0; t < c->V; t++) {
         size_t L = (size_t)(c->poff[t + 1] - c->poff[t]);
         if (L && !(c->attr[t] & SIFT_TOKEN_EOG)) {
             n++;
             total += L;
+        } else {
+            n_other++;
         }
     }
-    if (total >= UINT32_MAX)
+    if (total >= UINT32_MAX / 2)
         return 0;
     int32_t *ids = sift__malloc(al, n ? n : 1, sizeof *ids);
     int32_t *tmp = sift__malloc(al, n ? n : 1, sizeof *tmp);
-    c->tbyte = sift__malloc(al, (size_t)total + 1, 1);
-    c->tdepth = sift__malloc(al, (size_t)total + 1, sizeof *c->tdepth);
-    c->tend = sift__malloc(al, (size_t)total + 1, sizeof *c->tend);
-    c->tslot = sift__malloc(al, (size_t)total + 2, sizeof *c->tslot);
+    c->tr = sift__malloc(al, (size_t)total + 1, sizeof *c->tr);
     c->stok = sift__malloc(al, n ? n : 1, sizeof *c->stok);
+    c->other = sift__malloc(al, n_other ? n_other : 1, sizeof *c->other);
     uint32_t *path = NULL;
     int ok = 0;
-    if (!ids || !tmp || !c->tbyte || !c->tdepth || !c->tend || !c->tslot || !c->stok)
+    if (!ids || !tmp || !c->tr || !c->stok || !c->other)
         goto out;
     n = 0;
     uint32_t maxd = 0;
@@ -932,13 +938,18 @@ static int build_trie(gcore *c)
             ids[n++] = t;
             if (L > maxd)
                 maxd = (uint32_t)L;
+        } else {
+            c->other[c->n_other++] = t;
         }
     }
+    if (maxd >= (1u << 24))
+        goto out;
     sort_ids_by_piece(c, ids, tmp, n);
     path = sift__malloc(al, (size_t)maxd + 1, sizeof *path);
     if (!path)
         goto out;
-    /* path[d] = node at depth d+1 on the current branch */
+    /* path[d] = node at depth d+1 on the current branch; a node is closed
+     * (end, slot_end) when the branch leaves it */
     size_t depth = 0;
     uint32_t tn = 0, slots = 0;
     const unsigned char *prev = NULL;
@@ -949,22 +960,28 @@ static int build_trie(gcore *c)
         size_t lcp = 0;
         while (prev && lcp < L && lcp < prev_len && p[lcp] == prev[lcp])
             lcp++;
-        while (depth > lcp)
-            c->tend[path[--depth]] = tn;
+        while (depth > lcp) {
+            tnode *x = &c->tr[path[--depth]];
+            x->end = tn;
+            x->slot_end = slots;
+        }
         for (; depth < L; depth++) {
-            c->tbyte[tn] = p[depth];
-            c->tdepth[tn] = (uint32_t)depth + 1;
-            c->tslot[tn] = slots;
+            tnode *x = &c->tr[tn];
+            x->db = ((uint32_t)(depth + 1) << 8) | p[depth];
+            x->slot = slots;
             path[depth] = tn++;
         }
         c->stok[slots++] = ids[k];
         prev = p;
         prev_len = L;
     }
-    while (depth > 0)
-        c->tend[path[--depth]] = tn;
-    c->tslot[tn] = slots;
+    while (depth > 0) {
+        tnode *x = &c->tr[path[--depth]];
+        x->end = tn;
+        x->slot_end = slots;
+    }
     c->tn = tn;
+    c->n_slots = slots;
     c->tmaxd = maxd;
     ok = 1;
 out:
@@ -1178,6 +1195,7 @@ void sift_grammar_free(sift_grammar *g)
     gm_free(&g->m, &al);
     sift__free(&al, g->bits);
     sift__free(&al, g->dstk);
+    sift__free(&al, g->rr);
     core_unref(g->core);
     sift__free(&al, g);
 }
@@ -1411,8 +1429,74 @@ sift_status sift_grammar_accept_token(sift_grammar *g, int32_t token, sift_error
     return SIFT_OK;
 }
 
-/* Computes g->bits: the tokens the grammar accepts now. Returns the
- * status; *n_allowed_non_eog counts allowed tokens that are not EOG. */
+/* The trie walk in the current state: g->rr[0 .. 2 n_rr) receives the
+ * slot ranges of the rejected subtrees, in increasing order; *n_rej the
+ * number of rejected trie tokens. One table lookup per trie edge; dead
+ * subtrees are skipped whole. */
+static sift_status walk(sift_grammar *g, uint32_t *n_rej)
+{
+    const gcore *c = g->core;
+    gm *m = &g->m;
+    uint32_t x = g->cur;
+    uint32_t rej = 0;
+    g->n_rr = 0;
+    if (x == 0 || m->st[x].set_len == 0) {
+        if (!grow(&g->al, (void **)&g->rr, &g->cap_rr, 0, 2, sizeof *g->rr))
+            return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+        g->rr[0] = 0;
+        g->rr[1] = c->n_slots;
+        g->n_rr = 1;
+        *n_rej = c->n_slots;
+        return SIFT_OK;
+    }
+    const tnode *tr = c->tr;
+    uint32_t *ds = g->dstk;
+    const int32_t *trans = m->trans;
+    ds[0] = x;
+    uint32_t i = 0, tn = c->tn;
+    while (i < tn) {
+        const tnode *nd = &tr[i];
+        uint32_t d = nd->db >> 8, b = nd->db & 0xff;
+        uint32_t from = ds[d - 1];
+        int32_t y = trans[(size_t)from * 256 + b];
+        if (SIFT__UNLIKELY(y < 0)) {
+            y = trans_compute(g, from, b);
+            if (y < 0)
+                return g->fail;
+            trans = m->trans; /* may have moved */
+        }
+        if (y == 0) {
+            if (g->n_rr && g->rr[2 * g->n_rr - 1] == nd->slot) {
+                g->rr[2 * g->n_rr - 1] = nd->slot_end;
+            } else {
+                if (SIFT__UNLIKELY(2 * g->n_rr + 2 > g->cap_rr) &&
+                    !grow(&g->al, (void **)&g->rr, &g->cap_rr, 2 * g->n_rr, 2 * g->n_rr + 2,
+                          sizeof *g->rr))
+                    return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+                g->rr[2 * g->n_rr] = nd->slot;
+                g->rr[2 * g->n_rr + 1] = nd->slot_end;
+                g->n_rr++;
+            }
+            rej += nd->slot_end - nd->slot;
+            i = nd->end;
+            continue;
+        }
+        ds[d] = (uint32_t)y;
+        i++;
+    }
+    *n_rej = rej;
+    return SIFT_OK;
+}
+
+/* Whether the state has token-element stacks that can match now. */
+static int tok_state(const sift_grammar *g)
+{
+    const gstate *st = &g->m.st[g->cur];
+    return (st->flags & F_HASTOK) && st->rem == 0;
+}
+
+/* Computes g->bits (by token id): the tokens the grammar accepts now,
+ * from the walk's ranges, the token elements and the EOG rule. */
 static sift_status allowed_bits(sift_grammar *g, size_t *n_non_eog)
 {
     const gcore *c = g->core;
@@ -1420,81 +1504,102 @@ static sift_status allowed_bits(sift_grammar *g, size_t *n_non_eog)
     uint8_t *bits = g->bits;
     size_t nb = ((size_t)c->V + 7) / 8;
     uint32_t x = g->cur;
-    size_t cnt = 0;
-    memset(bits, 0, nb);
-    if (m->st[x].flags & F_HASTOK && m->st[x].rem == 0) {
+    uint32_t rej;
+    sift_status s = walk(g, &rej);
+    if (s)
+        return s;
+    size_t cnt = c->n_slots - rej;
+    memset(bits, 0xff, nb);
+    for (uint32_t k = 0; k < c->n_other; k++)
+        bits[c->other[k] >> 3] &= (uint8_t) ~(1u << (c->other[k] & 7));
+    for (size_t r = 0; r < g->n_rr; r++)
+        for (uint32_t k = g->rr[2 * r]; k < g->rr[2 * r + 1]; k++)
+            bits[c->stok[k] >> 3] &= (uint8_t) ~(1u << (c->stok[k] & 7));
+    if (tok_state(g)) {
         /* token elements: TOKEN v allows v; TOKEN_NOT v allows every
          * token but v, so two different NOTs allow everything */
         uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
         int64_t not_v = -1;
         int all = 0;
         for (uint32_t k = 0; k < sl; k++) {
-            uint32_t s = m->arena[so + k];
-            if (!s)
-                continue;
-            const sift__gelem *e = EL(g, m->node[s].pos);
-            if (e->type == SIFT__G_TOKEN_NOT) {
+            uint32_t st = m->arena[so + k];
+            const sift__gelem *e = st ? EL(g, m->node[st].pos) : NULL;
+            if (e && e->type == SIFT__G_TOKEN_NOT) {
                 if (not_v >= 0 && not_v != (int64_t)e->v)
                     all = 1;
                 not_v = e->v;
             }
         }
         if (not_v >= 0) {
+            uint8_t keep = (uint8_t)(bits[not_v >> 3] & (1u << (not_v & 7)));
             memset(bits, 0xff, nb);
             if (!all)
-                bits[not_v >> 3] &= (uint8_t) ~(1u << (not_v & 7));
-            if (c->V & 7)
-                bits[nb - 1] &= (uint8_t)((1u << (c->V & 7)) - 1);
+                bits[not_v >> 3] = (uint8_t)((bits[not_v >> 3] & ~(1u << (not_v & 7))) | keep);
         }
         for (uint32_t k = 0; k < sl; k++) {
-            uint32_t s = m->arena[so + k];
-            if (!s)
-                continue;
-            const sift__gelem *e = EL(g, m->node[s].pos);
-            if (e->type == SIFT__G_TOKEN)
+            uint32_t st = m->arena[so + k];
+            const sift__gelem *e = st ? EL(g, m->node[st].pos) : NULL;
+            if (e && e->type == SIFT__G_TOKEN)
                 bits[e->v >> 3] |= (uint8_t)(1u << (e->v & 7));
         }
-        for (int32_t i = 0; i < c->n_eog; i++)
-            bits[c->eog[i] >> 3] &= (uint8_t) ~(1u << (c->eog[i] & 7));
+        cnt = 0;
         for (size_t j = 0; j < nb; j++)
             cnt += (size_t)__builtin_popcount(bits[j]);
     }
-    /* the trie walk: one lookup per edge, dead subtrees skipped */
-    const uint8_t *tb = c->tbyte;
-    const uint32_t *td = c->tdepth, *te = c->tend, *ts = c->tslot;
-    const int32_t *stok = c->stok;
-    uint32_t *ds = g->dstk;
-    const int32_t *trans = m->trans;
-    ds[0] = x;
-    if (x != 0) {
-        uint32_t i = 0, tn = c->tn;
-        while (i < tn) {
-            uint32_t d = td[i];
-            uint32_t from = ds[d - 1];
-            int32_t y = trans[(size_t)from * 256 + tb[i]];
-            if (y < 0) {
-                y = trans_compute(g, from, tb[i]);
-                if (y < 0)
-                    return g->fail;
-                trans = m->trans; /* may have moved */
-            }
-            if (y == 0) {
-                i = te[i];
-                continue;
-            }
-            ds[d] = (uint32_t)y;
-            for (uint32_t k = ts[i]; k < ts[i + 1]; k++) {
-                int32_t t = stok[k];
-                cnt += !((bits[t >> 3] >> (t & 7)) & 1);
-                bits[t >> 3] |= (uint8_t)(1u << (t & 7));
-            }
-            i++;
-        }
+    if (c->V & 7)
+        bits[nb - 1] &= (uint8_t)((1u << (c->V & 7)) - 1);
+    int complete = (m->st[x].flags & F_COMPLETE) != 0;
+    for (int32_t i = 0; i < c->n_eog; i++) {
+        int32_t t = c->eog[i];
+        if (tok_state(g))
+            cnt -= (bits[t >> 3] >> (t & 7)) & 1;
+        if (complete)
+            bits[t >> 3] |= (uint8_t)(1u << (t & 7));
+        else
+            bits[t >> 3] &= (uint8_t) ~(1u << (t & 7));
     }
     *n_non_eog = cnt;
-    if (m->st[x].flags & F_COMPLETE)
-        for (int32_t i = 0; i < c->n_eog; i++)
-            bits[c->eog[i] >> 3] |= (uint8_t)(1u << (c->eog[i] & 7));
+    return SIFT_OK;
+}
+
+#define LOGIT(base, stride, t) (*(float *)(void *)((char *)(base) + (size_t)(t) * (stride)))
+
+/* The ban over a dense row (logit of token t at base + t * stride), from
+ * the walk's ranges: only rejected tokens are written. Not for states
+ * with token elements (see allowed_bits). */
+static sift_status ban_dense(sift_grammar *g, float *base, size_t stride, size_t *n_non_eog,
+                             int *live)
+{
+    const gcore *c = g->core;
+    uint32_t rej;
+    sift_status s = walk(g, &rej);
+    if (s)
+        return s;
+    *n_non_eog = c->n_slots - rej;
+    int complete = (g->m.st[g->cur].flags & F_COMPLETE) != 0;
+    /* live: an accepted token whose logit is finite (usually the first) */
+    int lv = 0;
+    uint32_t k = 0;
+    for (size_t r = 0; r <= g->n_rr && !lv; r++) {
+        uint32_t stop = r < g->n_rr ? g->rr[2 * r] : c->n_slots;
+        for (; k < stop && !lv; k++)
+            lv = LOGIT(base, stride, c->stok[k]) > -INFINITY;
+        if (r < g->n_rr)
+            k = g->rr[2 * r + 1];
+    }
+    for (int32_t i = 0; i < c->n_eog && complete && !lv; i++)
+        lv = LOGIT(base, stride, c->eog[i]) > -INFINITY;
+    *live = lv;
+    if (!lv)
+        return SIFT_OK;
+    for (size_t r = 0; r < g->n_rr; r++)
+        for (uint32_t j = g->rr[2 * r]; j < g->rr[2 * r + 1]; j++)
+            LOGIT(base, stride, c->stok[j]) = -INFINITY;
+    for (uint32_t j = 0; j < c->n_other; j++) {
+        int32_t t = c->other[j];
+        if (!(complete && (c->attr[t] & SIFT_TOKEN_EOG)))
+            LOGIT(base, stride, t) = -INFINITY;
+    }
     return SIFT_OK;
 }
 
@@ -1529,12 +1634,19 @@ sift_status sift_grammar_ban(sift_grammar *g, float *logits, int32_t n_vocab, si
                           (int)g->core->V, (int)n_vocab);
     begin(g, err);
     size_t nne = 0;
+    int live = 0;
+    if (!tok_state(g)) {
+        s = ban_dense(g, logits, sizeof *logits, &nne, &live);
+        end_call(g);
+        if (s)
+            return s;
+        return live ? SIFT_OK : dead_msg(g, nne, err);
+    }
     s = allowed_bits(g, &nne);
     end_call(g);
     if (s)
         return s;
     const uint8_t *bits = g->bits;
-    int live = 0;
     for (int32_t t = 0; t < n_vocab && !live; t++)
         live = BIT(bits, t) && logits[t] > -INFINITY;
     if (!live)
@@ -1578,7 +1690,9 @@ sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err
     int live = 0;
     sift_status s = SIFT_OK;
     size_t nne = 0;
-    if (a->n * 16 >= (size_t)a->V) {
+    if (a->dense && a->n == (size_t)a->V && !tok_state(g)) {
+        s = ban_dense(g, &a->c[0].logit, sizeof a->c[0], &nne, &live);
+    } else if (a->n * 16 >= (size_t)a->V) {
         /* many candidates: one trie walk */
         s = allowed_bits(g, &nne);
         if (!s) {
