@@ -74,8 +74,8 @@ static sift_status parse_status(const char *text, sift_error *err)
 static int accepts_text(const char *grammar_text, const char *s)
 {
     sift_grammar *g = gnew(grammar_text);
-    int ok = sift_grammar_accept_bytes(g, s, strlen(s), NULL) == SIFT_OK &&
-             sift_grammar_is_complete(g);
+    int ok =
+        sift_grammar_accept_bytes(g, s, strlen(s), NULL) == SIFT_OK && sift_grammar_is_complete(g);
     sift_grammar_free(g);
     return ok;
 }
@@ -130,12 +130,48 @@ static tvocab make_vocab(const char *const *extra, size_t n_extra)
 
 /* Pieces that split UTF-8 sequences, join them with ASCII, and glue
  * common JSON bits together. */
-static const char *const EXTRA[] = {
-    "{\"", "\":", "\": ", "\"a\"", " \"", "true", "false", "null", "12", "0.5", "\\n", "\\u00",
-    "\xc3", "\xa9", "\xa9\"", "\"\xc3", "\xe2\x82", "\xac", "\x82\xac", "\xf0\x9f", "\x98\x80",
-    "\x9f\x98", "\xf0", "\x80", "abc", "ab", "- ", "\n- ", "O-O", "Nf3", "e4", "1. ", " + ",
-    "<tool_call>", "</tool_call>", "{\"name\": \"", "\"arguments\": {", "\xed\xa0\x80",
-    "\xc0\xaf", "\xf4\x90\x80\x80", "x\xc3", "\xa9x"};
+static const char *const EXTRA[] = {"{\"",
+                                    "\":",
+                                    "\": ",
+                                    "\"a\"",
+                                    " \"",
+                                    "true",
+                                    "false",
+                                    "null",
+                                    "12",
+                                    "0.5",
+                                    "\\n",
+                                    "\\u00",
+                                    "\xc3",
+                                    "\xa9",
+                                    "\xa9\"",
+                                    "\"\xc3",
+                                    "\xe2\x82",
+                                    "\xac",
+                                    "\x82\xac",
+                                    "\xf0\x9f",
+                                    "\x98\x80",
+                                    "\x9f\x98",
+                                    "\xf0",
+                                    "\x80",
+                                    "abc",
+                                    "ab",
+                                    "- ",
+                                    "\n- ",
+                                    "O-O",
+                                    "Nf3",
+                                    "e4",
+                                    "1. ",
+                                    " + ",
+                                    "<tool_call>",
+                                    "</tool_call>",
+                                    "{\"name\": \"",
+                                    "\"arguments\": {",
+                                    "\xed\xa0\x80",
+                                    "\xc0\xaf",
+                                    "\xf4\x90\x80\x80",
+                                    "x\xc3",
+                                    "\xa9x"};
 
 static tvocab V1;
 
@@ -359,8 +395,7 @@ START_TEST(test_a_caller_given_start_rule_is_used_and_checked)
     sift_grammar_free(g);
     p.root = "nope";
     sift_error err;
-    ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), NULL, &p, &err),
-                     SIFT_E_GRAMMAR_UNDEFINED);
+    ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), NULL, &p, &err), SIFT_E_GRAMMAR_UNDEFINED);
     ck_assert_str_eq(err.message, "grammar: start symbol 'nope' is not defined");
 }
 END_TEST
@@ -457,9 +492,9 @@ START_TEST(test_repetition_limits_follow_llamacpp)
     ck_assert_int_eq(parse_status("root ::= \"a\"{0,2000}", &err), SIFT_E_GRAMMAR_LIMIT);
     ck_assert_int_eq(parse_status("root ::= (\"a\"{0,50}){0,39}", &err), SIFT_OK);
     ck_assert_int_eq(parse_status("root ::= (\"a\"{0,50}){0,40}", &err), SIFT_E_GRAMMAR_LIMIT);
-    ck_assert_int_eq(parse_status("root ::= (((((\"a\"{0,99}){0,99}){0,99}){0,99}){0,99}){0,99}",
-                                  &err),
-                     SIFT_E_GRAMMAR_LIMIT);
+    ck_assert_int_eq(
+        parse_status("root ::= (((((\"a\"{0,99}){0,99}){0,99}){0,99}){0,99}){0,99}", &err),
+        SIFT_E_GRAMMAR_LIMIT);
     ck_assert_int_eq(parse_status("root ::= \"a\"{ 2 , 3 }", &err), SIFT_OK);
     ck_assert(accepts_text("root ::= \"ab\"{2,3}", "ababab"));
     ck_assert(!accepts_text("root ::= \"ab\"{2,3}", "ab"));
@@ -503,9 +538,9 @@ END_TEST
 
 START_TEST(test_invalid_utf8_overlong_and_surrogates_are_rejected)
 {
-    static const char *bad[] = {"\xc0\xaf", "\xc1\xbf", "\xe0\x80\xaf", "\xed\xa0\x80",
-                                "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\x80", "\xff",
-                                "\xc3\x28"};
+    static const char *bad[] = {
+        "\xc0\xaf",         "\xc1\xbf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+        "\xf5\x80\x80\x80", "\x80",     "\xff",         "\xc3\x28"};
     for (size_t i = 0; i < N(bad); i++) {
         sift_grammar *g = gnew("root ::= .*");
         sift_error err;
@@ -619,7 +654,7 @@ START_TEST(test_tokens_that_split_utf8_are_matched_exactly)
     const char *t = "root ::= \"x\xc3\xa9\" \"\xe2\x82\xac\" \"\xf0\x9f\x98\x80\"";
     sift_grammar *g = gnew_v(t, V1.v);
     int32_t seq[] = {tok_of(&V1, "x\xc3", 2), tok_of(&V1, "\xa9", 1), tok_of(&V1, "\xe2\x82", 2),
-                     tok_of(&V1, "\xac", 1), tok_of(&V1, "\xf0", 1), tok_of(&V1, "\x9f\x98", 2),
+                     tok_of(&V1, "\xac", 1),  tok_of(&V1, "\xf0", 1), tok_of(&V1, "\x9f\x98", 2),
                      tok_of(&V1, "\x80", 1)};
     for (size_t i = 0; i < N(seq); i++) {
         ck_assert_int_ge(seq[i], 0);
@@ -638,11 +673,10 @@ START_TEST(test_tokens_that_split_utf8_are_matched_exactly)
     ck_assert_int_eq(sift_grammar_accepts_token(g, tok_of(&V1, "\xed\xa0\x80", 3), &ok, NULL),
                      SIFT_OK);
     ck_assert_int_eq(ok, 0);
-    ck_assert_int_eq(sift_grammar_accepts_token(g, tok_of(&V1, "\xc0\xaf", 2), &ok, NULL),
-                     SIFT_OK);
+    ck_assert_int_eq(sift_grammar_accepts_token(g, tok_of(&V1, "\xc0\xaf", 2), &ok, NULL), SIFT_OK);
     ck_assert_int_eq(ok, 0);
-    ck_assert_int_eq(
-        sift_grammar_accepts_token(g, tok_of(&V1, "\xf4\x90\x80\x80", 4), &ok, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_accepts_token(g, tok_of(&V1, "\xf4\x90\x80\x80", 4), &ok, NULL),
+                     SIFT_OK);
     ck_assert_int_eq(ok, 0);
     ck_assert_int_eq(sift_grammar_accepts_token(g, 0xc3, &ok, NULL), SIFT_OK);
     ck_assert_int_eq(ok, 1);
@@ -725,8 +759,7 @@ START_TEST(test_token_references_match_by_id)
     for (int32_t i = 0; i < V1.n; i++)
         ck_assert_int_eq(row[i] > -INFINITY, i != 'x' && i != V1.eos && i != V1.eot);
     ck_assert_int_eq(sift_grammar_accept_token(g, 'y', NULL), SIFT_OK);
-    ck_assert_int_eq(sift_grammar_accept_token(g, tok_of(&V1, "</tool_call>", 12), NULL),
-                     SIFT_OK);
+    ck_assert_int_eq(sift_grammar_accept_token(g, tok_of(&V1, "</tool_call>", 12), NULL), SIFT_OK);
     ck_assert_int_eq(sift_grammar_is_complete(g), 1);
     free(row);
     sift_grammar_free(g);
@@ -912,6 +945,67 @@ START_TEST(test_whole_vocabulary_ban_equals_one_token_checks)
 }
 END_TEST
 
+START_TEST(test_cache_rebuilds_keep_the_matching_state)
+{
+    size_t len;
+    char *text = read_file("grammar/json.gbnf", &len);
+    sift_grammar *a = NULL, *b = NULL;
+    ck_assert_int_eq(sift_grammar_new(&a, text, len, V1.v, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_new(&b, text, len, V1.v, NULL, NULL), SIFT_OK);
+    sift__grammar_set_soft_limits(b, 64, 8, 256);
+    float *ra = malloc((size_t)V1.n * sizeof *ra), *rb = malloc((size_t)V1.n * sizeof *rb);
+    tu_rng r = {77};
+    int steps = 0;
+    for (int walk = 0; walk < 4; walk++) {
+        sift_grammar_reset(a);
+        sift_grammar_reset(b);
+        for (int step = 0; step < 60; step++, steps++) {
+            for (int32_t t = 0; t < V1.n; t++)
+                ra[t] = rb[t] = 0.0f;
+            ck_assert_int_eq(sift_grammar_ban(a, ra, V1.n, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_grammar_ban(b, rb, V1.n, NULL), SIFT_OK);
+            ck_assert_int_eq(memcmp(ra, rb, (size_t)V1.n * sizeof *ra), 0);
+            int32_t pick;
+            do
+                pick = (int32_t)tu_range(&r, 0, V1.n - 1);
+            while (!(ra[pick] > -INFINITY));
+            ck_assert_int_eq(sift_grammar_accept_token(a, pick, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_grammar_accept_token(b, pick, NULL), SIFT_OK);
+            ck_assert_uint_eq(sift__grammar_digest(a, 0), sift__grammar_digest(b, 0));
+            if (pick == V1.eos || pick == V1.eot)
+                break;
+        }
+    }
+    ck_assert_int_gt(steps, 60);
+    sift_grammar_free(a);
+    sift_grammar_free(b);
+    free(ra);
+    free(rb);
+    free(text);
+    /* a long input in one call: rebuilt on the way, restored on failure */
+    char *lit = malloc(20000 + 32);
+    size_t k = (size_t)sprintf(lit, "root ::= \"");
+    for (int i = 0; i < 20000; i++)
+        lit[k++] = (char)('a' + (i * 7) % 26);
+    lit[k++] = '"';
+    sift_grammar *g = NULL;
+    ck_assert_int_eq(sift_grammar_new(&g, lit, k, NULL, NULL, NULL), SIFT_OK);
+    sift__grammar_set_soft_limits(g, 1000, 100, 1u << 20);
+    ck_assert_int_eq(sift_grammar_accept_bytes(g, lit + 10, 5, NULL), SIFT_OK);
+    uint64_t d = sift__grammar_digest(g, 0);
+    char *in = malloc(20000);
+    memcpy(in, lit + 15, 19995);
+    in[19990] = '#';
+    ck_assert_int_eq(sift_grammar_accept_bytes(g, in, 19995, NULL), SIFT_E_GRAMMAR_REJECT);
+    ck_assert_uint_eq(sift__grammar_digest(g, 0), d);
+    ck_assert_int_eq(sift_grammar_accept_bytes(g, lit + 15, 19995, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_is_complete(g), 1);
+    sift_grammar_free(g);
+    free(in);
+    free(lit);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* The shipped grammars                                                */
 /* ------------------------------------------------------------------ */
@@ -943,12 +1037,12 @@ static const table TABLES[] = {
      {"- milk\n", "- milk\n- eggs\n", "- \xc3\xa9\xf0\x9f\x98\x80\n"},
      {"milk\n", "- \n", "- a", "-a\n", "- a\n\n"}},
     {"grammar/c_expr.gbnf",
-     {"x", "x = a[i] + f(b, 2) * (c >> 1) ? -y : !z++", "p->next.val += 0x1F",
-      "a && b || !c", "i++ + ++j", "s = \"a\\n\" == 'c'", "f()"},
+     {"x", "x = a[i] + f(b, 2) * (c >> 1) ? -y : !z++", "p->next.val += 0x1F", "a && b || !c",
+      "i++ + ++j", "s = \"a\\n\" == 'c'", "f()"},
      {"x +", "= 3", "f(,)", "a[1", "1x", "a = = b", "'ab'"}},
     {"grammar/chess.gbnf",
-     {"e4", "1. e4 e5 2. Nf3 Nc6 3. Bb5", "O-O", "O-O-O", "exd5", "e8=Q+", "Qh4#", "Nbd7",
-      "R1e2", "12... Kxh8"},
+     {"e4", "1. e4 e5 2. Nf3 Nc6 3. Bb5", "O-O", "O-O-O", "exd5", "e8=Q+", "Qh4#", "Nbd7", "R1e2",
+      "12... Kxh8"},
      {"e9", "Xe4", "e4  e5", "O-O-O-O", "i1", "e4 ", "0. e4"}},
     {"grammar/tool_call.gbnf",
      {"<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>",
@@ -957,7 +1051,8 @@ static const table TABLES[] = {
      {"<tool_call>{\"name\": 1, \"arguments\": {}}</tool_call>",
       "{\"name\": \"f\", \"arguments\": {}}",
       "<tool_call>{\"arguments\": {}, \"name\": \"f\"}</tool_call>",
-      "<tool_call>{\"name\": \"f\", \"arguments\": {}}", "<tool_call>{\"name\": \"f\"}</tool_call>"}},
+      "<tool_call>{\"name\": \"f\", \"arguments\": {}}",
+      "<tool_call>{\"name\": \"f\"}</tool_call>"}},
 };
 
 START_TEST(test_shipped_grammar_accepts_and_rejects_its_table_bytewise)
@@ -1274,6 +1369,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_dead_state_is_a_status_and_changes_nothing);
     tcase_add_test(tc, test_clone_is_independent_and_reset_restores_the_start);
     tcase_add_loop_test(tc, test_whole_vocabulary_ban_equals_one_token_checks, 0, 4);
+    tcase_add_test(tc, test_cache_rebuilds_keep_the_matching_state);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
 

@@ -97,6 +97,11 @@ SIFT__HIDDEN sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t t
 /* Size of the grammar's vocabulary (0 = none). */
 SIFT__HIDDEN int32_t sift__grammar_n_vocab(const sift_grammar *g);
 
+/* Sets the cache sizes past which the matcher rebuilds its caches (tests
+ * use small values to exercise the rebuild). */
+SIFT__HIDDEN void sift__grammar_set_soft_limits(sift_grammar *g, uint32_t nodes, uint32_t states,
+                                                uint32_t arena);
+
 /* Digest of the matching state (stacks and pending UTF-8), independent
  * of cache layout: two grammars in the same state digest equal. */
 SIFT__HIDDEN uint64_t sift__grammar_digest(const sift_grammar *g, uint64_t h);

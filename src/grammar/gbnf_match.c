@@ -150,7 +150,8 @@ struct sift_grammar {
     gcore *core;
     int32_t max_stacks, max_depth;
     int64_t max_work, work;
-    sift_status fail; /* set by helpers that cannot return a status */
+    uint32_t soft_nodes, soft_states, soft_arena; /* cache sizes that trigger a rebuild */
+    sift_status fail;                             /* set by helpers that cannot return a status */
     sift_error *err;
     gm m;
     uint32_t cur, init;
@@ -1092,6 +1093,9 @@ static sift_status grammar_make(sift_grammar **out, gcore *c, const sift__alloc 
         g->max_depth = pp->max_stack_depth;
         g->max_work = pp->max_step_work;
     }
+    g->soft_nodes = from ? from->soft_nodes : SOFT_NODES;
+    g->soft_states = from ? from->soft_states : SOFT_STATES;
+    g->soft_arena = from ? from->soft_arena : SOFT_ARENA;
     g->err = err;
     if (!gm_init(&g->m, al))
         goto nomem;
@@ -1236,12 +1240,17 @@ int sift_grammar_is_complete(const sift_grammar *g)
     return (g->m.st[g->cur].flags & F_COMPLETE) != 0;
 }
 
+static int caches_large(const sift_grammar *g)
+{
+    const gm *m = &g->m;
+    return m->n_node >= g->soft_nodes || m->n_st >= g->soft_states || m->n_arena >= g->soft_arena;
+}
+
 /* Rebuilds the caches from the current state when they are large; only
  * between steps, when no state id is held elsewhere. */
 static sift_status maybe_flush(sift_grammar *g, sift_error *err)
 {
-    gm *m = &g->m;
-    if (m->n_node < SOFT_NODES && m->n_st < SOFT_STATES && m->n_arena < SOFT_ARENA)
+    if (!caches_large(g))
         return SIFT_OK;
     sift_grammar *fresh = NULL;
     sift_status s = grammar_make(&fresh, g->core, &g->al, g, NULL, err);
@@ -1254,6 +1263,20 @@ static sift_status maybe_flush(sift_grammar *g, sift_error *err)
     g->init = fresh->init;
     sift_grammar_free(fresh);
     return SIFT_OK;
+}
+
+/* Swaps the matching state and caches of a and b. */
+static void swap_matcher(sift_grammar *a, sift_grammar *b)
+{
+    gm tm = a->m;
+    a->m = b->m;
+    b->m = tm;
+    uint32_t t = a->cur;
+    a->cur = b->cur;
+    b->cur = t;
+    t = a->init;
+    a->init = b->init;
+    b->init = t;
 }
 
 static void begin(sift_grammar *g, sift_error *err)
@@ -1309,11 +1332,38 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
     const unsigned char *p = bytes;
     int32_t y = (int32_t)g->cur;
     size_t k = 0;
-    for (; k < n && y > 0; k++)
+    /* A long input can create more states than the caches should hold:
+     * they are rebuilt from the state reached so far, and a copy of the
+     * starting state is kept to restore it if the call fails later. */
+    sift_grammar *orig = NULL;
+    for (; k < n && y > 0; k++) {
+        if (SIFT__UNLIKELY(caches_large(g))) {
+            uint32_t cur0 = g->cur;
+            if (!orig && (s = sift_grammar_clone(g, &orig, err)))
+                break;
+            g->cur = (uint32_t)y;
+            s = maybe_flush(g, err);
+            y = (int32_t)g->cur;
+            g->cur = cur0; /* stale id if flushed; fixed below */
+            if (s)
+                break;
+            g->work = 0;
+        }
         y = step(g, (uint32_t)y, p[k]);
+    }
     end_call(g);
-    if (y < 0)
-        return g->fail;
+    if (s || y <= 0) {
+        if (orig) {
+            swap_matcher(g, orig);
+            sift_grammar_free(orig);
+        }
+        if (s)
+            return s;
+        if (y < 0)
+            return g->fail;
+    } else if (orig) {
+        sift_grammar_free(orig);
+    }
     if (y == 0) {
         /* name the place with the text before the failing byte */
         char t[128];
@@ -1756,4 +1806,11 @@ uint64_t sift__grammar_digest(const sift_grammar *g, uint64_t h)
 int32_t sift__grammar_n_vocab(const sift_grammar *g)
 {
     return g->core->V;
+}
+
+void sift__grammar_set_soft_limits(sift_grammar *g, uint32_t nodes, uint32_t states, uint32_t arena)
+{
+    g->soft_nodes = nodes;
+    g->soft_states = states;
+    g->soft_arena = arena;
 }
