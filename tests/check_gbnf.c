@@ -11,6 +11,7 @@
  * current directory.
  */
 #include <check.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1337,6 +1338,62 @@ START_TEST(test_adding_a_grammar_stage_checks_its_vocabulary)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Small stacks (F-08)                                                 */
+/* ------------------------------------------------------------------ */
+
+static void *small_stack_work(void *arg)
+{
+    int *ok = arg;
+    /* the deepest nesting allowed, a refused deeper one, a long rule
+     * chain with left recursion at its end, and the JSON grammar on
+     * 200 nested arrays */
+    size_t cap = 1 << 21;
+    char *t = malloc(cap);
+    size_t k = (size_t)sprintf(t, "root ::= ");
+    for (int i = 0; i < 1000; i++)
+        t[k++] = '(';
+    k += (size_t)sprintf(t + k, "\"a\"");
+    for (int i = 0; i < 1000; i++)
+        t[k++] = ')';
+    sift_grammar *g = NULL;
+    int good = sift_grammar_new(&g, t, k, NULL, NULL, NULL) == SIFT_OK &&
+               sift_grammar_accept_bytes(g, "a", 1, NULL) == SIFT_OK;
+    sift_grammar_free(g);
+    k = (size_t)sprintf(t, "root ::= r0\n");
+    for (int i = 0; i < 20000; i++)
+        k += (size_t)sprintf(t + k, "r%d ::= r%d \"x\"\n", i, i + 1);
+    k += (size_t)sprintf(t + k, "r20000 ::= root\n");
+    good &= sift_grammar_new(&g, t, k, NULL, NULL, NULL) == SIFT_E_GRAMMAR_LEFT_RECURSION;
+    size_t len;
+    char *json = read_file("grammar/json.gbnf", &len);
+    good &= sift_grammar_new(&g, json, len, NULL, NULL, NULL) == SIFT_OK;
+    for (int i = 0; i < 200 && good; i++)
+        good &= sift_grammar_accept_bytes(g, "[", 1, NULL) == SIFT_OK;
+    for (int i = 0; i < 200 && good; i++)
+        good &= sift_grammar_accept_bytes(g, "]", 1, NULL) == SIFT_OK;
+    good &= sift_grammar_is_complete(g);
+    sift_grammar_free(g);
+    free(json);
+    free(t);
+    *ok = good;
+    return NULL;
+}
+
+START_TEST(test_parser_and_matcher_run_on_a_256k_stack)
+{
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    ck_assert_int_eq(pthread_attr_setstacksize(&at, 256 * 1024), 0);
+    pthread_t th;
+    int ok = 0;
+    ck_assert_int_eq(pthread_create(&th, &at, small_stack_work, &ok), 0);
+    pthread_join(th, NULL);
+    pthread_attr_destroy(&at);
+    ck_assert_int_eq(ok, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gbnf");
@@ -1349,6 +1406,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_deep_nesting_and_long_rule_chains_do_not_recurse);
     tcase_add_test(tc, test_a_long_literal_and_many_alternatives_are_linear);
     tcase_add_test(tc, test_repetition_limits_follow_llamacpp);
+    tcase_add_test(tc, test_parser_and_matcher_run_on_a_256k_stack);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
 
