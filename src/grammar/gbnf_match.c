@@ -743,11 +743,10 @@ static int32_t token_next(sift_grammar *g, uint32_t x, int32_t t)
         return -1;
     if (!(m->st[x].flags & F_HASTOK) || m->st[x].rem)
         return y;
-    /* token elements match by id */
-    size_t n0 = 0;
+    /* token elements match by id; the union is built in m->scr (the text
+     * path above is done with it) */
     uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
-    uint32_t *tmp = NULL;
-    size_t nt = 0, ct = 0;
+    m->n_scr = 0;
     for (uint32_t k = 0; k < sl; k++) {
         uint32_t s = m->arena[so + k];
         if (!s)
@@ -757,39 +756,32 @@ static int32_t token_next(sift_grammar *g, uint32_t x, int32_t t)
               (e->type == SIFT__G_TOKEN_NOT && (int32_t)e->v != t)))
             continue;
         uint32_t o, l;
-        if (!succ(g, s, &o, &l)) {
-            sift__free(&g->al, tmp);
+        if (!succ(g, s, &o, &l))
             return -1;
-        }
-        if (!grow(&g->al, (void **)&tmp, &ct, nt, nt + l, sizeof *tmp)) {
-            sift__free(&g->al, tmp);
+        if (!grow(&g->al, (void **)&m->scr, &m->cap_scr, m->n_scr, m->n_scr + l,
+                  sizeof(uint32_t))) {
             gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
             return -1;
         }
-        memcpy(tmp + nt, m->arena + o, (size_t)l * sizeof *tmp);
-        nt += l;
+        memcpy(m->scr + m->n_scr, m->arena + o, (size_t)l * sizeof(uint32_t));
+        m->n_scr += l;
     }
-    (void)n0;
-    if (nt == 0) {
-        sift__free(&g->al, tmp);
+    if (m->n_scr == 0)
         return y;
-    }
     /* Survivors of the text path join only when no partial code point is
      * pending after it (a set has one pending sequence). */
     if (y > 0 && m->st[y].rem == 0) {
         uint32_t yo = m->st[y].set_off, yl = m->st[y].set_len;
-        if (!grow(&g->al, (void **)&tmp, &ct, nt, nt + yl, sizeof *tmp)) {
-            sift__free(&g->al, tmp);
+        if (!grow(&g->al, (void **)&m->scr, &m->cap_scr, m->n_scr, m->n_scr + yl,
+                  sizeof(uint32_t))) {
             gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
             return -1;
         }
-        memcpy(tmp + nt, m->arena + yo, (size_t)yl * sizeof *tmp);
-        nt += yl;
+        memcpy(m->scr + m->n_scr, m->arena + yo, (size_t)yl * sizeof(uint32_t));
+        m->n_scr += yl;
     }
-    nt = sort_unique(tmp, nt);
-    int32_t z = state_get(g, tmp, nt, 0, 0, 0, 0);
-    sift__free(&g->al, tmp);
-    return z;
+    m->n_scr = sort_unique(m->scr, m->n_scr);
+    return state_get(g, m->scr, m->n_scr, 0, 0, 0, 0);
 }
 
 /* ------------------------------------------------------------------ */
