@@ -719,6 +719,19 @@ START_TEST(test_eog_is_allowed_exactly_when_complete)
     ck_assert_int_eq(sift_grammar_is_complete(g), 1);
     free(row);
     sift_grammar_free(g);
+    /* R-02 with no EOG token in the vocabulary at all */
+    const char *pc[2] = {"a", "b"};
+    size_t pl[2] = {1, 1};
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(sift_vocab_new(&v, 2, pc, pl, NULL, NULL), SIFT_OK);
+    g = gnew_v("root ::= \"a\"", v);
+    ck_assert_int_eq(sift_grammar_accept_token(g, 0, NULL), SIFT_OK);
+    float r2[2] = {0.0f, 0.0f};
+    ck_assert_int_eq(sift_grammar_ban(g, r2, 2, &err), SIFT_E_GRAMMAR_DEAD);
+    ck_assert_str_eq(err.message,
+                     "grammar is complete but the vocabulary has no end-of-generation token");
+    sift_grammar_free(g);
+    sift_vocab_free(v);
 }
 END_TEST
 
