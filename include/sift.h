@@ -283,6 +283,186 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_set_attr(sift_vocab *vocab, int32
 SIFT_API uint32_t sift_vocab_attr(const sift_vocab *vocab, int32_t id);
 
 /* ------------------------------------------------------------------ */
+/* Grammars                                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A grammar constrains generated text to a GBNF language (the format
+ * llama.cpp users write; docs/grammar.md). It reads bytes, decodes UTF-8
+ * across token boundaries, and answers per token: accepted or not.
+ *
+ *     sift_grammar_params gp;
+ *     sift_grammar_params_init(&gp);
+ *     gp.source_name = "json.gbnf";                  // used in messages
+ *     sift_grammar *g;
+ *     if (sift_grammar_new(&g, text, len, vocab, &gp, &err)) {
+ *         fprintf(stderr, "%s\n", err.message);     // "json.gbnf:3:7: ..."
+ *     }
+ *     // constrain mode: the chain bans what the grammar rejects
+ *     sift_chain_add_grammar(chain, g, &err);        // the chain owns g now
+ *     sift_chain_add_dist(chain, &err);
+ *
+ *     // or by hand, with any sampler:
+ *     sift_grammar_ban(g, row, n_vocab, &err);       // -inf on rejected tokens
+ *     ... pick tok ...
+ *     sift_grammar_accept_token(g, tok, &err);       // advance
+ *
+ * A grammar object is used by one thread at a time (its caches change even
+ * in calls that do not change its matching state); clones are independent
+ * and share the immutable compiled form. Every failed call leaves the
+ * matching state unchanged.
+ */
+
+/** A compiled grammar with its matching state. */
+typedef struct sift_grammar sift_grammar;
+
+/** Default limits of sift_grammar_params. */
+#define SIFT_GRAMMAR_DEFAULT_MAX_BYTES ((size_t)1 << 20)
+#define SIFT_GRAMMAR_DEFAULT_MAX_STACKS 4096
+#define SIFT_GRAMMAR_DEFAULT_MAX_STACK_DEPTH 10000
+#define SIFT_GRAMMAR_DEFAULT_MAX_STEP_WORK ((int64_t)50000000)
+
+/**
+ * Parameters of sift_grammar_new. Initialise with
+ * sift_grammar_params_init; fields added later keep their defaults.
+ */
+typedef struct sift_grammar_params {
+    uint32_t struct_size;    /**< sizeof(sift_grammar_params); set by _init. */
+    const char *root;        /**< Start rule name; NULL = "root". Read during the call. */
+    const char *source_name; /**< Name in messages; NULL = "grammar". Read during the call. */
+    const sift_allocator *allocator; /**< NULL = malloc/free; copied. */
+    size_t max_bytes;                /**< Largest grammar text in bytes (default 1 MiB). */
+    int32_t max_stacks;      /**< Largest number of live parse stacks, >= 1 (default 4096). */
+    int32_t max_stack_depth; /**< Largest depth of one parse stack, >= 1 (default 10000). */
+    int64_t max_step_work;   /**< Element visits allowed per call, >= 1 (default 5e7). */
+} sift_grammar_params;
+
+/** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_grammar_params_init(sift_grammar_params *params);
+
+/**
+ * Compiles GBNF text into a grammar in its initial state.
+ *
+ * `text[0..len)` is the grammar (not NUL-terminated; a NUL byte inside is
+ * an error). `vocab` (may be NULL) lets the grammar work on tokens and
+ * resolves token references (<[id]>, <text>, !<...>); its pieces and
+ * attributes are copied, so it may be freed afterwards. Without a
+ * vocabulary only sift_grammar_accept_bytes and sift_grammar_is_complete
+ * work. `params` may be NULL (defaults).
+ *
+ * Errors (*out is NULL; messages are "source:line:col: text", and
+ * err->line, err->column (code points, from 1), err->offset are set):
+ * - SIFT_E_ARG: NULL out, NULL text with len > 0, bad params;
+ * - SIFT_E_GRAMMAR_SYNTAX: any syntax error, invalid UTF-8, a NUL byte,
+ *   a bad escape, a rule defined twice, a token reference without a
+ *   vocabulary or out of range;
+ * - SIFT_E_GRAMMAR_UNDEFINED: a rule used but not defined, no rules, no
+ *   start rule;
+ * - SIFT_E_GRAMMAR_LEFT_RECURSION: a left-recursive rule (the message
+ *   gives the rule path);
+ * - SIFT_E_GRAMMAR_LIMIT: text over max_bytes (checked first), nesting
+ *   over 1000, a repetition over 2000 copies, over 2^22 elements;
+ * - SIFT_E_NOMEM.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_new(sift_grammar **out, const char *text,
+                                                     size_t len, const sift_vocab *vocab,
+                                                     const sift_grammar_params *params,
+                                                     sift_error *err);
+
+/** Frees a grammar; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_grammar_free(sift_grammar *grammar);
+
+/**
+ * Makes an independent copy of `grammar` in its current matching state,
+ * with the same allocator and limits. The compiled form is shared
+ * (read-only, reference counted). SIFT_E_ARG for NULL pointers,
+ * SIFT_E_NOMEM. On failure *out is NULL. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_clone(const sift_grammar *grammar,
+                                                       sift_grammar **out, sift_error *err);
+
+/** Returns the grammar to its initial state; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_grammar_reset(sift_grammar *grammar);
+
+/**
+ * Returns 1 if the text accepted so far is a complete sentence of the
+ * grammar (an end-of-generation token would be accepted), else 0 (also
+ * for NULL). Since: 0.1.
+ */
+SIFT_API int sift_grammar_is_complete(const sift_grammar *grammar);
+
+/**
+ * Feeds `n` bytes of generated text (any split of UTF-8 sequences is
+ * fine; invalid, overlong, surrogate and > U+10FFFF sequences are
+ * rejected). All or nothing: SIFT_E_GRAMMAR_REJECT (err->index = the
+ * first byte that failed) leaves the state unchanged. SIFT_E_ARG for
+ * NULL pointers, SIFT_E_GRAMMAR_LIMIT when a limit is hit, SIFT_E_NOMEM.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_accept_bytes(sift_grammar *grammar,
+                                                              const void *bytes, size_t n,
+                                                              sift_error *err);
+
+/**
+ * Says whether `token` would be accepted now (*ok = 1) or not (*ok = 0),
+ * without changing the matching state. End-of-generation tokens are
+ * accepted exactly when the grammar is complete; a token with an empty
+ * piece only when a token reference names it. SIFT_E_ARG for NULL
+ * pointers or a grammar without vocabulary, SIFT_E_TOKEN for an id outside
+ * [0, V), SIFT_E_GRAMMAR_LIMIT, SIFT_E_NOMEM. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_accepts_token(sift_grammar *grammar, int32_t token,
+                                                               int *ok, sift_error *err);
+
+/**
+ * Advances the grammar by `token` (its piece, or an end-of-generation
+ * token, which leaves the state as it is). SIFT_E_GRAMMAR_REJECT if the
+ * grammar does not accept it (also after completion, unless it is an
+ * end-of-generation token); errors as sift_grammar_accepts_token. On
+ * failure the state is unchanged. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_accept_token(sift_grammar *grammar, int32_t token,
+                                                              sift_error *err);
+
+/**
+ * Sets logits[t] to -inf for every token t the grammar rejects now (the
+ * whole-vocabulary pass). n_vocab must equal the vocabulary's size
+ * (SIFT_E_ARG otherwise, or with no vocabulary). SIFT_E_GRAMMAR_DEAD when
+ * no token with a finite logit would be left (the row is then unchanged):
+ * the grammar admits nothing, or only end-of-generation tokens that are
+ * banned. SIFT_E_GRAMMAR_LIMIT, SIFT_E_NOMEM. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_ban(sift_grammar *grammar, float *logits,
+                                                     int32_t n_vocab, sift_error *err);
+
+/**
+ * As sift_grammar_ban over a candidate array (a slice, any order): sets
+ * the logit of each rejected candidate to -inf and removes nothing.
+ * SIFT_E_TOKEN (err->index = position) for an id outside [0, V); other
+ * errors as sift_grammar_ban. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_ban_candidates(sift_grammar *grammar,
+                                                                sift_candidate *candidates,
+                                                                size_t n, sift_error *err);
+
+/* The chain type (declared again, identically, in the chain section). */
+typedef struct sift_chain sift_chain;
+
+/**
+ * Adds `grammar` as a constrain stage: every candidate it rejects in its
+ * current state gets -inf (nothing is removed), and sift_chain_accept
+ * advances it. Class LOWERS with n = -1 (unbounded). The grammar must have
+ * a vocabulary whose size equals the row length (else SIFT_E_ARG at add
+ * or sample time). Ownership: the chain owns `grammar` on success (freed
+ * with the chain; cloned and reset with it); on failure it stays the
+ * caller's. Sampling fails with SIFT_E_GRAMMAR_DEAD when the grammar
+ * leaves no candidate. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_grammar(sift_chain *chain, sift_grammar *grammar,
+                                                           sift_error *err);
+
+/* ------------------------------------------------------------------ */
 /* The chain                                                           */
 /* ------------------------------------------------------------------ */
 
