@@ -462,6 +462,26 @@ typedef struct sift_chain sift_chain;
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_grammar(sift_chain *chain, sift_grammar *grammar,
                                                            sift_error *err);
 
+/**
+ * Sets (or, with grammar = NULL, removes) the chain's **check-mode**
+ * grammar: the chain samples without it; if it rejects the sampled token,
+ * every token it rejects is banned in the whole row and the chain samples
+ * again, continuing from the RNG state the first draw left (the same
+ * draws on the row path and the slice path). On a slice, a rejection
+ * needs the whole row: the row hook, or SIFT_E_NEED_ROW with nothing
+ * changed. sift_chain_accept advances it (SIFT_E_GRAMMAR_REJECT, chain
+ * unchanged, for a token it rejects); clone and reset carry it. Grammar
+ * errors of a step (SIFT_E_GRAMMAR_DEAD when it leaves no candidate) are
+ * the step's errors. The grammar needs a vocabulary of the row's length.
+ * Ownership: the chain owns `grammar` on success (a previous one is
+ * freed); on failure it stays the caller's. SIFT_E_ARG for a NULL chain or
+ * a grammar without a vocabulary or of another size than n_vocab,
+ * SIFT_E_STATE inside a callback. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_set_check_grammar(sift_chain *chain,
+                                                                 sift_grammar *grammar,
+                                                                 sift_error *err);
+
 /* ------------------------------------------------------------------ */
 /* The chain                                                           */
 /* ------------------------------------------------------------------ */
@@ -757,6 +777,7 @@ typedef struct sift_stats {
     uint64_t need_row;            /**< SIFT_E_NEED_ROW returns. */
     uint64_t row_prefix_decided;  /**< Whole-row steps decided from the row's prefix. */
     uint64_t row_prefix_fallback; /**< Whole-row steps that tried the prefix, then ran the row. */
+    uint64_t grammar_resamples;   /**< Steps whose check grammar rejected the first token. */
 } sift_stats;
 
 /** Copies the chain's counters (zeros for NULL). Since: 0.1. */

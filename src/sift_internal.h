@@ -375,6 +375,10 @@ struct sift_chain {
      * sets and clears the bits of the slice's ids). */
     uint64_t *seen;
     size_t seen_words;
+    /* The check-mode grammar (owned), and how often it made a step
+     * resample. */
+    sift_grammar *check;
+    uint64_t n_grammar_resamples;
     /* The static plan's decisive stage and extras bound, cached for
      * the sampling paths; valid while plan_stages == n_stages. */
     size_t plan_stages;

@@ -743,6 +743,202 @@ START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Grammars in the property suite: constrain and check modes           */
+/* ------------------------------------------------------------------ */
+
+static const char arith[] = "root ::= expr\n"
+                            "expr ::= term ( ws [-+] ws term )*\n"
+                            "term ::= factor ( ws [*/] ws factor )*\n"
+                            "factor ::= \"-\"? ( [0-9]+ | \"(\" ws expr ws \")\" )\n"
+                            "ws ::= \" \"?\n";
+
+/* Pieces for a synthetic vocabulary: useful ones, invalid ones, an empty
+ * piece, a split UTF-8 sequence; the last token is <eos> (EOG). */
+static const char *const pieces_pool[] = {"0",  "1", "2",        "7",    "12", "345", " ",  "+",
+                                          "-",  "*", "/",        "(",    ")",  " + ", "(1", "2)",
+                                          "ab", "",  "\xe2\x82", "\xac", "9 ", " *",  ")(", "x"};
+
+static sift_vocab *arith_vocab(tu_rng *r, int32_t V)
+{
+    const char **pc = malloc((size_t)V * sizeof *pc);
+    size_t *len = malloc((size_t)V * sizeof *len);
+    for (int32_t i = 0; i < V - 1; i++) {
+        pc[i] =
+            pieces_pool[i < (int32_t)N(pieces_pool) ? i
+                                                    : tu_range(r, 0, (int64_t)N(pieces_pool) - 1)];
+        len[i] = strlen(pc[i]);
+    }
+    pc[V - 1] = "<eos>";
+    len[V - 1] = 5;
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(sift_vocab_new(&v, V, pc, len, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, V - 1, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    free(pc);
+    free(len);
+    return v;
+}
+
+static sift_grammar *arith_grammar(const sift_vocab *v)
+{
+    sift_grammar *g = NULL;
+    sift_error err;
+    ck_assert_msg(sift_grammar_new(&g, arith, strlen(arith), v, NULL, &err) == SIFT_OK, "%s",
+                  err.message);
+    return g;
+}
+
+/* The oracle's whole-row ban: one accepts_token per id, no trie. Returns
+ * 0 when no finite logit is left. */
+static int naive_ban(sift_grammar *g, float *row, int32_t V)
+{
+    int any = 0;
+    for (int32_t i = 0; i < V; i++) {
+        int ok = 0;
+        ck_assert_int_eq(sift_grammar_accepts_token(g, i, &ok, NULL), SIFT_OK);
+        if (!ok)
+            row[i] = -INFINITY;
+        any |= row[i] > -INFINITY;
+    }
+    return any;
+}
+
+/* The oracle's step under a grammar (mode 0 constrain, 1 check). */
+static sift_status oracle_grammar_step(or_chain *o, sift_grammar *g, int mode, const float *row,
+                                       float *tmp, int32_t V, int32_t *to)
+{
+    memcpy(tmp, row, (size_t)V * sizeof *tmp);
+    if (mode == 0) {
+        if (!naive_ban(g, tmp, V))
+            return SIFT_E_GRAMMAR_DEAD;
+        return or_sample(o, tmp, V, to);
+    }
+    sift_status so = or_sample(o, row, V, to);
+    if (so != SIFT_OK)
+        return so;
+    int ok = 0;
+    ck_assert_int_eq(sift_grammar_accepts_token(g, *to, &ok, NULL), SIFT_OK);
+    if (ok)
+        return SIFT_OK;
+    if (!naive_ban(g, tmp, V))
+        return SIFT_E_GRAMMAR_DEAD;
+    return or_sample(o, tmp, V, to);
+}
+
+START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
+{
+    tu_rng r = {777};
+    long cases = n_cases() / 20, compared = 0, hooks = 0, need_row = 0, resampled = 0;
+    char desc[2048];
+    for (long cs = 0; cs < cases; cs++) {
+        int mode = (int)(cs & 1);
+        int32_t V = (int32_t)tu_range(&r, 30, 1500);
+        sift_vocab *v = arith_vocab(&r, V);
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        gen_chain(&r, &spec, V);
+        sp_describe(&spec, desc, sizeof desc);
+        sift_chain_params p;
+        sift_chain_params_init(&p);
+        p.seed = spec.seed;
+        sift_chain *c = NULL;
+        sift_error err;
+        ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+        if (mode == 0)
+            ck_assert_int_eq(sift_chain_add_grammar(c, arith_grammar(v), &err), SIFT_OK);
+        else
+            ck_assert_int_eq(sift_chain_set_check_grammar(c, arith_grammar(v), &err), SIFT_OK);
+        for (size_t i = 0; i < spec.n; i++)
+            ck_assert_msg(sp_add(c, &spec.st[i], &err) == SIFT_OK, "%s: %s", desc, err.message);
+        sift_grammar *g = arith_grammar(v);
+        or_chain o;
+        or_init(&o, &spec);
+        sift_slicer *sl;
+        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+        float *row = malloc((size_t)V * sizeof *row), *tmp = malloc((size_t)V * sizeof *tmp);
+        for (int step = 0; step < 6; step++) {
+            tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+            int32_t to = -1;
+            sift_status so = oracle_grammar_step(&o, g, mode, row, tmp, V, &to);
+            uint64_t ors[4];
+            memcpy(ors, o.rng.s, sizeof ors);
+            sift_plan dp;
+            ck_assert_int_eq(sift_chain_next_k(c, &dp, NULL), SIFT_OK);
+            int32_t ks[3] = {dp.k > 0 ? dp.k : 0, (int32_t)tu_range(&r, 1, 8), V};
+            for (int vi = 0; vi < 3; vi++) {
+                if (ks[vi] <= 0)
+                    continue;
+                for (int with_hook = 1; with_hook >= 0; with_hook--) {
+                    int32_t ids[4096];
+                    size_t ne = 0;
+                    ck_assert_int_eq(sift_chain_extras(c, ids, N(ids), &ne, &err), SIFT_OK);
+                    sift_slice s;
+                    ck_assert_int_eq(sift_slicer_build(sl, row, V, ks[vi], ids, ne, &s, &err),
+                                     SIFT_OK);
+                    hook_ctx h = hook_for(row, V);
+                    ck_assert_int_eq(sift_chain_set_row_hook(c, with_hook ? hook : NULL, &h, NULL),
+                                     SIFT_OK);
+                    sift__rng saved = c->rng;
+                    int32_t ts = -1;
+                    sift_status ss = sift_chain_sample_slice(c, &s, &ts, &err);
+                    compared++;
+                    hooks += h.calls;
+                    if (ss == SIFT_E_NEED_ROW) {
+                        ck_assert_msg(!with_hook, "NEED_ROW with a hook\n  %s", desc);
+                        ck_assert(memcmp(&saved, &c->rng, sizeof saved) == 0);
+                        need_row++;
+                        continue;
+                    }
+                    uint64_t rs[4];
+                    sift__chain_rng_state(c, rs);
+                    ck_assert_msg(ss == so && (ss != SIFT_OK ||
+                                               (ts == to && memcmp(rs, ors, sizeof rs) == 0)),
+                                  "grammar mode %d k=%d hook=%d V=%d: sift %d (tok %d: %s) "
+                                  "oracle %d (tok %d)\n  %s",
+                                  mode, (int)ks[vi], with_hook, (int)V, (int)ss, (int)ts,
+                                  ss ? err.message : "", (int)so, (int)to, desc);
+                    c->rng = saved;
+                }
+            }
+            sift_stats st0;
+            sift_chain_stats(c, &st0);
+            int32_t ts = -1;
+            sift_status ss = sift_chain_sample(c, row, V, &ts, &err);
+            uint64_t rs[4];
+            sift__chain_rng_state(c, rs);
+            ck_assert_msg(
+                ss == so && (ss != SIFT_OK || (ts == to && memcmp(rs, ors, sizeof rs) == 0)),
+                "grammar mode %d, whole row V=%d: sift %d (tok %d: %s) oracle %d (tok "
+                "%d)\n  %s",
+                mode, (int)V, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to, desc);
+            sift_stats st1;
+            sift_chain_stats(c, &st1);
+            resampled += (long)(st1.grammar_resamples - st0.grammar_resamples);
+            if (ss != SIFT_OK)
+                break;
+            ck_assert_int_eq(sift_chain_accept(c, ts, &err), SIFT_OK);
+            ck_assert_int_eq(sift_grammar_accept_token(g, ts, &err), SIFT_OK);
+            or_accept(&o, ts);
+            ck_assert_uint_eq(sift__chain_state_digest(c) != 0, 1);
+        }
+        free(row);
+        free(tmp);
+        sift_slicer_free(sl);
+        or_free(&o);
+        sift_grammar_free(g);
+        sift_chain_free(c);
+        sift_vocab_free(v);
+    }
+    fprintf(stderr,
+            "slice+grammar: %ld chains, %ld slice samples compared, 0 mismatches; hook calls %ld, "
+            "need_row %ld, check-mode resamples %ld\n",
+            cases, compared, hooks, need_row, resampled);
+    ck_assert(resampled > 0);
+    ck_assert(hooks > 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slice");
@@ -768,7 +964,9 @@ static Suite *suite(void)
         {"slicer",
          {test_slicer_builds_the_canonical_prefix_with_ties_and_extras,
           test_slicer_rejects_bad_arguments_and_rows}},
-        {"property", {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row}},
+        {"property",
+         {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
+          test_grammar_modes_agree_with_the_oracle_on_rows_and_slices}},
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);

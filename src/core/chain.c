@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "../grammar/gbnf.h"
 
 /* ------------------------------------------------------------------ */
 /* Version                                                             */
@@ -160,6 +161,7 @@ void sift_chain_free(sift_chain *c)
     sift__ws_free(&c->ws, &al);
     sift__free(&al, c->row);
     sift__free(&al, c->seen);
+    sift_grammar_free(c->check);
     c->magic = 0xDEADu;
     sift__free(&al, c);
 }
@@ -258,6 +260,8 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
     d->row_cap = 0;
     d->seen = NULL;
     d->seen_words = 0;
+    d->check = NULL;
+    d->n_grammar_resamples = 0;
     d->n_slice_decided = d->n_hook_calls = d->n_need_row = 0;
     d->n_prefix_decided = d->n_prefix_fallback = 0;
     if (c->n_stages) {
@@ -279,6 +283,13 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
         }
         d->stages[d->n_stages++] = copy;
     }
+    if (c->check) {
+        sift_status s = sift_grammar_clone(c->check, &d->check, err);
+        if (s != SIFT_OK) {
+            sift_chain_free(d);
+            return s;
+        }
+    }
     *out = d;
     return SIFT_OK;
 }
@@ -288,6 +299,8 @@ void sift_chain_reset(sift_chain *c)
     if (!c || c->busy)
         return;
     sift__rng_seed(&c->rng, c->seed);
+    if (c->check)
+        sift_grammar_reset(c->check);
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i]->ops->reset)
             c->stages[i]->ops->reset(c->stages[i]);
@@ -332,6 +345,8 @@ uint64_t sift__chain_state_digest(const sift_chain *c)
         if (st->ops->digest)
             h = st->ops->digest(st, h);
     }
+    if (c->check)
+        h = sift__grammar_digest(c->check, h);
     return h;
 }
 
@@ -477,22 +492,20 @@ static void add_row_extras(sift_chain *c, sift__arr *a, const float *row, const 
     sift__sort_canon(a->c + start, a->n - start, c->ws.cand2);
 }
 
-static sift_status sample_impl(sift_chain *c, const float *logits, int32_t V, int32_t *token,
-                               sift_error *err)
+/* One pass of the chain over a whole row, starting from RNG state *rng:
+ * the token, and *rng advanced past the draws. Commits nothing. The
+ * caller has checked the chain and sized the buffers. */
+static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__rng *rng,
+                           int32_t *token, sift_error *err)
 {
     sift_status s = SIFT_OK;
-    if (!token)
-        return sift__fail(err, SIFT_E_ARG, "token is NULL");
-    if (!logits)
-        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
-    if ((s = check_chain(c, V, 1, err)) || (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
-        return s;
     sift__ctx ctx;
     sift__arr a;
     /* Fast path: decide from the row's top k when the chain allows it. */
     size_t k = sift__plan_prefix_k(c);
     if (k > 0 && k <= (size_t)V / 8) {
         ctx_init(c, &ctx, V, err);
+        ctx.rng = *rng;
         if ((s = sift__row_prefix(&ctx, logits, V, k, c->ws.cand)))
             return s;
         a.c = c->ws.cand;
@@ -514,6 +527,7 @@ static sift_status sample_impl(sift_chain *c, const float *logits, int32_t V, in
     if ((s = load_row(c, logits, V, &a, err)))
         return s;
     ctx_init(c, &ctx, V, err);
+    ctx.rng = *rng;
     s = run_stages(c, &ctx, &a, c->n_stages);
     if (s)
         return s;
@@ -521,9 +535,66 @@ selected:
     if (ctx.selected < 0 || ctx.selected >= V)
         return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
                           sift__stage_name(c->stages[c->n_stages - 1]));
-    c->rng = ctx.rng;
-    c->last_V = V;
+    *rng = ctx.rng;
     *token = ctx.selected;
+    return SIFT_OK;
+}
+
+/* The row buffer (for the hook and for check-mode bans), sized once. */
+static sift_status row_buffer(sift_chain *c, int32_t V, sift_error *err)
+{
+    if ((size_t)V <= c->row_cap)
+        return SIFT_OK;
+    float *r = sift__malloc(&c->al, (size_t)V, sizeof *r);
+    if (!r)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %d-token row buffer",
+                          (int)V);
+    sift__free(&c->al, c->row);
+    c->row = r;
+    c->row_cap = (size_t)V;
+    return SIFT_OK;
+}
+
+/* Check mode: if the chain's check grammar rejects *token, ban every token
+ * it rejects in (a copy of) the row and sample again, continuing from the
+ * RNG state the first draw left. `row` may be c->row (banned in place). */
+static sift_status grammar_check(sift_chain *c, const float *row, int32_t V, sift__rng *rng,
+                                 int32_t *token, sift_error *err)
+{
+    if (!c->check)
+        return SIFT_OK;
+    int ok = 0;
+    sift_status s = sift_grammar_accepts_token(c->check, *token, &ok, err);
+    if (s || ok)
+        return s;
+    if ((s = row_buffer(c, V, err)))
+        return s;
+    if (row != c->row)
+        memcpy(c->row, row, (size_t)V * sizeof *row);
+    c->n_grammar_resamples++;
+    if ((s = sift_grammar_ban(c->check, c->row, V, err)))
+        return s;
+    return run_row(c, c->row, V, rng, token, err);
+}
+
+static sift_status sample_impl(sift_chain *c, const float *logits, int32_t V, int32_t *token,
+                               sift_error *err)
+{
+    sift_status s = SIFT_OK;
+    if (!token)
+        return sift__fail(err, SIFT_E_ARG, "token is NULL");
+    if (!logits)
+        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
+    if ((s = check_chain(c, V, 1, err)) || (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
+        return s;
+    sift__rng rng = c->rng;
+    int32_t tok = -1;
+    if ((s = run_row(c, logits, V, &rng, &tok, err)) ||
+        (s = grammar_check(c, logits, V, &rng, &tok, err)))
+        return s;
+    c->rng = rng;
+    c->last_V = V;
+    *token = tok;
     return SIFT_OK;
 }
 
@@ -533,6 +604,17 @@ static sift_status accept_impl(sift_chain *c, int32_t token, sift_error *err)
     if (token < 0 || token >= lim)
         return sift__fail_at(err, SIFT_E_TOKEN, token, "token %d out of range [0, %d)", (int)token,
                              (int)lim);
+    /* Grammars can refuse a token; ask them all before anything changes. */
+    sift_status s;
+    if (c->check && (s = sift__grammar_prepare_accept(c->check, token, err)))
+        return s;
+    for (size_t i = 0; i < c->n_stages; i++) {
+        sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
+        if (g && (s = sift__grammar_prepare_accept(g, token, err)))
+            return s;
+    }
+    if (c->check && (s = sift_grammar_accept_token(c->check, token, err)))
+        return s; /* prepared: cannot fail */
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i]->ops->accept)
             c->stages[i]->ops->accept(c->stages[i], token);
@@ -836,15 +918,9 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
 static sift_status fetch_row(sift_chain *c, const sift_slice *sl, sift_error *err)
 {
     int32_t V = sl->n_vocab;
-    if ((size_t)V > c->row_cap) {
-        float *r = sift__malloc(&c->al, (size_t)V, sizeof *r);
-        if (!r)
-            return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %d-token row buffer",
-                              (int)V);
-        sift__free(&c->al, c->row);
-        c->row = r;
-        c->row_cap = (size_t)V;
-    }
+    sift_status s = row_buffer(c, V, err);
+    if (s)
+        return s;
     c->n_hook_calls++;
     int rc = c->hook(c->hook_user, c->row, V);
     if (rc != 0)
@@ -917,10 +993,31 @@ static sift_status sample_slice_impl(sift_chain *c, const sift_slice *sl, int32_
         if (ctx.selected < 0 || ctx.selected >= sl->n_vocab)
             return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
                               sift__stage_name(c->stages[c->n_stages - 1]));
-        c->n_slice_decided++;
-        c->rng = ctx.rng;
+        sift__rng rng = ctx.rng;
+        int32_t tok = ctx.selected;
+        int ok = 1;
+        if (c->check && (s = sift_grammar_accepts_token(c->check, tok, &ok, err)))
+            return s;
+        if (!ok) {
+            /* Check mode rejected the token: the bans need the whole row,
+             * and the resample continues from this draw's RNG state. */
+            if (!c->hook) {
+                c->n_need_row++;
+                return sift__fail_at(err, SIFT_E_NEED_ROW, tok,
+                                     "the check grammar rejects token %d; banning needs the "
+                                     "whole row and no row hook is set",
+                                     (int)tok);
+            }
+            if ((s = fetch_row(c, sl, err)) ||
+                (s = sift__ws_reserve(&c->ws, &c->al, (size_t)sl->n_vocab, err)) ||
+                (s = grammar_check(c, c->row, sl->n_vocab, &rng, &tok, err)))
+                return s;
+        } else {
+            c->n_slice_decided++;
+        }
+        c->rng = rng;
         c->last_V = sl->n_vocab;
-        *token = ctx.selected;
+        *token = tok;
         return SIFT_OK;
     }
     if (!c->hook)
@@ -1028,6 +1125,21 @@ sift_status sift_chain_distribution_slice(sift_chain *c, const sift_slice *slice
     return s;
 }
 
+sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    if (grammar && c->n_vocab && sift__grammar_n_vocab(grammar) != c->n_vocab)
+        return sift__fail(err, SIFT_E_ARG, "grammar vocabulary has %d tokens, chain expects %d",
+                          (int)sift__grammar_n_vocab(grammar), (int)c->n_vocab);
+    if (grammar && sift__grammar_n_vocab(grammar) == 0)
+        return sift__fail(err, SIFT_E_ARG, "a check grammar needs a vocabulary");
+    sift_grammar_free(c->check);
+    c->check = grammar;
+    return SIFT_OK;
+}
+
 sift_status sift_chain_set_row_hook(sift_chain *c, sift_row_hook hook, void *user, sift_error *err)
 {
     sift_status s = sift__chain_enter(c, err);
@@ -1050,4 +1162,5 @@ void sift_chain_stats(const sift_chain *c, sift_stats *st)
     st->need_row = c->n_need_row;
     st->row_prefix_decided = c->n_prefix_decided;
     st->row_prefix_fallback = c->n_prefix_fallback;
+    st->grammar_resamples = c->n_grammar_resamples;
 }

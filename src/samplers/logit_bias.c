@@ -175,7 +175,9 @@ static size_t lb_extras(const sift__stage *st, int32_t *ids, size_t cap)
 {
     const lb_stage *b = (const lb_stage *)st;
     const int32_t *r = (const int32_t *)(const void *)((const char *)b + b->off_raise);
-    memcpy(ids, r, (b->n_raise < cap ? b->n_raise : cap) * sizeof *ids);
+    size_t n = b->n_raise < cap ? b->n_raise : cap;
+    if (ids && n)
+        memcpy(ids, r, n * sizeof *ids);
     return b->n_raise;
 }
 
