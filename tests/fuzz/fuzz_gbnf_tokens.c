@@ -18,11 +18,54 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NV 48
-static const char *const pieces[NV] = {
-    "a", "b", "c", "x", "{", "}", "[", "]", "\"", ":", ",", " ", "\n", "0", "1", "9",
-    "-", ".", "e", "ab", "abc", "true", "false", "null", "\"a\"", "{\"", "\":", "\\", "\\n",
-    "\xc3", "\xa9", "\xc3\xa9", "\xe2\x82", "\xac", "\xe2\x82\xac", "\xf0\x9f", "\x98\x80",
-    "\xed\xa0\x80", "\xc0\x80", "\xff", "", "<eos>", "<eot>", "(", ")", "+", "*", "\x00"};
+static const char *const pieces[NV] = {"a",
+                                       "b",
+                                       "c",
+                                       "x",
+                                       "{",
+                                       "}",
+                                       "[",
+                                       "]",
+                                       "\"",
+                                       ":",
+                                       ",",
+                                       " ",
+                                       "\n",
+                                       "0",
+                                       "1",
+                                       "9",
+                                       "-",
+                                       ".",
+                                       "e",
+                                       "ab",
+                                       "abc",
+                                       "true",
+                                       "false",
+                                       "null",
+                                       "\"a\"",
+                                       "{\"",
+                                       "\":",
+                                       "\\",
+                                       "\\n",
+                                       "\xc3",
+                                       "\xa9",
+                                       "\xc3\xa9",
+                                       "\xe2\x82",
+                                       "\xac",
+                                       "\xe2\x82\xac",
+                                       "\xf0\x9f",
+                                       "\x98\x80",
+                                       "\xed\xa0\x80",
+                                       "\xc0\x80",
+                                       "\xff",
+                                       "",
+                                       "<eos>",
+                                       "<eot>",
+                                       "(",
+                                       ")",
+                                       "+",
+                                       "*",
+                                       "\x00"};
 
 static sift_vocab *vocab(void)
 {
@@ -88,7 +131,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (s1 || s2)
                 abort();
             for (int t = 0; t < NV; t++)
-                if ((row[t] > -INFINITY) != (ok[t] != 0) || (cand[t].logit > -INFINITY) != (ok[t] != 0))
+                if ((row[t] > -INFINITY) != (ok[t] != 0) ||
+                    (cand[t].logit > -INFINITY) != (ok[t] != 0))
                     abort();
         }
         int t = toks[k] % NV;
