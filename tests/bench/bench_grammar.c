@@ -121,14 +121,15 @@ static sift_vocab *load_tiktoken(const char *path)
     return v;
 }
 
-static const char *const SYL[] = {"th", "e", "an", "in", "er", "on", "re", "at", "st", "en",
-                                  "es", "or", "te", "ti", "is", "al", "ar", "ed", "nd", "ou",
-                                  "ing", "ion", "ent", "o", "a", "i", "u", "y", "s", "t"};
-static const char *const PUN[] = {"\"", "\":", "\": ", "\",", "{\"", "},", "}", "]", "[", ",",
-                                  ".", ":", "(", ")", ";", "\n", "\n\n", "  ", "    ", "\\n",
-                                  "\\\"", "://", "->", "==", "!=", "'s", "...", "--"};
-static const char *const UTF[] = {"\xc3\xa9", "\xc3\xa8", "\xe2\x82\xac", "\xe4\xb8\xad",
-                                  "\xe6\x96\x87", "\xf0\x9f\x98\x80", "\xd0\xbf", "\xd1\x80"};
+static const char *const SYL[] = {"th",  "e",   "an",  "in", "er", "on", "re", "at", "st", "en",
+                                  "es",  "or",  "te",  "ti", "is", "al", "ar", "ed", "nd", "ou",
+                                  "ing", "ion", "ent", "o",  "a",  "i",  "u",  "y",  "s",  "t"};
+static const char *const PUN[] = {
+    "\"", "\":", "\": ", "\",", "{\"",  "},",  "}",    "]",   "[",  ",",  ".",  ":",  "(",   ")",
+    ";",  "\n",  "\n\n", "  ",  "    ", "\\n", "\\\"", "://", "->", "==", "!=", "'s", "...", "--"};
+static const char *const UTF[] = {"\xc3\xa9",     "\xc3\xa8",     "\xe2\x82\xac",
+                                  "\xe4\xb8\xad", "\xe6\x96\x87", "\xf0\x9f\x98\x80",
+                                  "\xd0\xbf",     "\xd1\x80"};
 
 /* A synthetic vocabulary of V tokens (deterministic). */
 static sift_vocab *synth_vocab(int32_t V)
@@ -155,7 +156,7 @@ static sift_vocab *synth_vocab(int32_t V)
                 }
                 if (tu_range(&r, 0, 7) == 0)
                     buf[0 + (buf[0] == ' ')] ^= 0x20; /* capitalised */
-            } else if (kind == 5) { /* number */
+            } else if (kind == 5) {                   /* number */
                 int nd = (int)tu_range(&r, 1, 3);
                 if (tu_range(&r, 0, 3) == 0)
                     buf[k++] = ' ';
@@ -255,8 +256,8 @@ static void run(sift_vocab *v, const char *what)
     }
     printf("  grammar + trie build: %.1f ms\n", (now_ns() - t0) / 1e6);
     sift_grammar_free(g0);
-    printf("  %-18s %12s %12s %12s %12s %9s\n", "state", "check (ns)", "slice84 (us)",
-           "vocab (us)", "cold (us)", "allowed");
+    printf("  %-18s %12s %12s %12s %12s %9s\n", "state", "check (ns)", "slice84 (us)", "vocab (us)",
+           "cold (us)", "allowed");
     for (int s = 0; s < 4; s++) {
         sift_grammar *g = NULL;
         if (sift_grammar_new(&g, gtext, glen, v, NULL, NULL) ||
