@@ -789,19 +789,51 @@ START_TEST(test_token_references_match_by_id)
 }
 END_TEST
 
+typedef struct cnt_alloc {
+    long calls, live;
+} cnt_alloc;
+
+static void *ca_alloc(void *user, size_t size)
+{
+    cnt_alloc *c = user;
+    c->calls++;
+    c->live++;
+    return malloc(size);
+}
+
+static void ca_free(void *user, void *p)
+{
+    cnt_alloc *c = user;
+    if (p)
+        c->live--;
+    free(p);
+}
+
 START_TEST(test_right_recursion_runs_1e5_tokens_in_bounded_memory)
 {
-    sift_grammar *g = gnew_v("root ::= item*\nitem ::= \"ab\" | \"x\" | [0-9]", V1.v);
+    cnt_alloc ca = {0, 0};
+    sift_allocator al = {ca_alloc, ca_free, &ca};
+    sift_grammar_params p;
+    sift_grammar_params_init(&p);
+    p.allocator = &al;
+    const char *t = "root ::= item*\nitem ::= \"ab\" | \"x\" | [0-9]";
+    sift_grammar *g = NULL;
+    ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), V1.v, &p, NULL), SIFT_OK);
     int32_t ab = tok_of(&V1, "ab", 2);
     for (int i = 0; i < 2000; i++)
         ck_assert_int_eq(sift_grammar_accept_token(g, i % 3 ? ab : '7', NULL), SIFT_OK);
     uint64_t d0 = sift__grammar_digest(g, 0);
+    long calls = ca.calls, live = ca.live;
     for (int i = 0; i < 100000; i++)
         ck_assert_int_eq(sift_grammar_accept_token(g, i % 3 ? ab : '7', NULL), SIFT_OK);
-    /* right recursion: the state after the same token is the same state */
+    /* right recursion: the same state after the same tokens, and not one
+     * allocation over 10^5 tokens */
     ck_assert_uint_eq(sift__grammar_digest(g, 0), d0);
+    ck_assert_int_eq(ca.calls, calls);
+    ck_assert_int_eq(ca.live, live);
     ck_assert_int_eq(sift_grammar_is_complete(g), 1);
     sift_grammar_free(g);
+    ck_assert_int_eq(ca.live, 0);
 }
 END_TEST
 
