@@ -598,6 +598,16 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_accept(sift_chain *chain, int32_t
                                                       sift_error *err);
 
 /**
+ * As sift_chain_accept for a token the model did not generate (the
+ * prompt, a system message, text a runtime inserts): penalty and DRY
+ * windows take it, grammars (check mode and constrain stages) do not, as
+ * llama.cpp feeds its grammar generated tokens only. Errors as
+ * sift_chain_accept. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_accept_prompt(sift_chain *chain, int32_t token,
+                                                             sift_error *err);
+
+/**
  * Runs every stage but the final selector on a whole row and writes the
  * distribution the selector would draw from: the surviving tokens in
  * canonical order (logit descending, id ascending) with their

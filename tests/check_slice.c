@@ -939,6 +939,35 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
 }
 END_TEST
 
+START_TEST(test_prompt_tokens_fill_windows_but_not_grammars)
+{
+    tu_rng r = {5};
+    sift_vocab *v = arith_vocab(&r, 64);
+    sift_chain *c = new_chain(3);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.2f, 0.0f, 0.0f, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_grammar(c, arith_grammar(v), &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_set_check_grammar(c, arith_grammar(v), &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 5, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    sift_plan p;
+    ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+    int32_t k0 = p.k;
+    /* token 16 is "ab": no arithmetic grammar accepts it */
+    uint64_t d0 = sift__chain_state_digest(c);
+    ck_assert_int_eq(sift_chain_accept(c, 16, &err), SIFT_E_GRAMMAR_REJECT);
+    ck_assert_uint_eq(sift__chain_state_digest(c), d0); /* all or nothing */
+    ck_assert_int_eq(sift_chain_accept_prompt(c, 16, &err), SIFT_OK);
+    ck_assert_uint_ne(sift__chain_state_digest(c), d0); /* the window took it */
+    ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(p.k, k0 + 1);
+    ck_assert_int_eq(sift_chain_accept(c, 4, &err), SIFT_OK); /* "12" */
+    ck_assert_int_eq(sift_chain_accept_prompt(c, -1, &err), SIFT_E_TOKEN);
+    sift_chain_free(c);
+    sift_vocab_free(v);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slice");
@@ -967,6 +996,7 @@ static Suite *suite(void)
         {"property",
          {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
           test_grammar_modes_agree_with_the_oracle_on_rows_and_slices}},
+        {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);

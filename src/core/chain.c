@@ -598,7 +598,9 @@ static sift_status sample_impl(sift_chain *c, const float *logits, int32_t V, in
     return SIFT_OK;
 }
 
-static sift_status accept_impl(sift_chain *c, int32_t token, sift_error *err)
+/* prompt = 1: a token of the prompt (or any text the model did not
+ * generate): history windows take it, grammars do not. */
+static sift_status accept_impl(sift_chain *c, int32_t token, int prompt, sift_error *err)
 {
     int32_t lim = c->n_vocab ? c->n_vocab : (c->last_V ? c->last_V : c->max_vocab);
     if (token < 0 || token >= lim)
@@ -606,18 +608,22 @@ static sift_status accept_impl(sift_chain *c, int32_t token, sift_error *err)
                              (int)lim);
     /* Grammars can refuse a token; ask them all before anything changes. */
     sift_status s;
-    if (c->check && (s = sift__grammar_prepare_accept(c->check, token, err)))
-        return s;
-    for (size_t i = 0; i < c->n_stages; i++) {
-        sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
-        if (g && (s = sift__grammar_prepare_accept(g, token, err)))
+    if (!prompt) {
+        if (c->check && (s = sift__grammar_prepare_accept(c->check, token, err)))
             return s;
+        for (size_t i = 0; i < c->n_stages; i++) {
+            sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
+            if (g && (s = sift__grammar_prepare_accept(g, token, err)))
+                return s;
+        }
+        if (c->check && (s = sift_grammar_accept_token(c->check, token, err)))
+            return s; /* prepared: cannot fail */
     }
-    if (c->check && (s = sift_grammar_accept_token(c->check, token, err)))
-        return s; /* prepared: cannot fail */
-    for (size_t i = 0; i < c->n_stages; i++)
-        if (c->stages[i]->ops->accept)
-            c->stages[i]->ops->accept(c->stages[i], token);
+    for (size_t i = 0; i < c->n_stages; i++) {
+        sift__stage *st = c->stages[i];
+        if (st->ops->accept && !(prompt && sift__grammar_of_stage(st)))
+            st->ops->accept(st, token);
+    }
     return SIFT_OK;
 }
 
@@ -1082,7 +1088,18 @@ sift_status sift_chain_accept(sift_chain *c, int32_t token, sift_error *err)
     if (s)
         return s;
     c->busy = 1;
-    s = accept_impl(c, token, err);
+    s = accept_impl(c, token, 0, err);
+    c->busy = 0;
+    return s;
+}
+
+sift_status sift_chain_accept_prompt(sift_chain *c, int32_t token, sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = accept_impl(c, token, 1, err);
     c->busy = 0;
     return s;
 }
