@@ -160,10 +160,12 @@ static int b64_value(unsigned char c)
     return b64_table[c];
 }
 
+/* One token line. Empty lines are errors (except a final one), so the
+ * k-th entry is always line k + 1, and a token's decoded bytes end where
+ * the next entry's begin: 8 bytes per token keep the table small. */
 typedef struct tt_line {
     uint32_t rank;
-    uint32_t line;       /* 1-based, for duplicate messages */
-    uint64_t start, len; /* decoded bytes in the scratch block */
+    uint32_t start; /* decoded bytes in the scratch block (< 2^28) */
 } tt_line;
 
 static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, const char *src,
@@ -172,17 +174,11 @@ static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, cons
     if (len > TT_MAX_FILE)
         return fail_place(err, SIFT_E_LIMIT, src, 0, 0, -1, -1, "file is %llu bytes; max %llu",
                           (unsigned long long)len, (unsigned long long)TT_MAX_FILE);
-    /* One pass to count lines: the table of lines is sized exactly. */
-    size_t n_lines = 0;
-    for (const char *p = data, *end = data + len; p < end;) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        n_lines++;
-        if (!nl)
-            break;
-        p = nl + 1;
-    }
-    if (n_lines == 0)
+    if (len == 0)
         return fail_place(err, SIFT_E_ARG, src, 0, 0, -1, -1, "empty file: no tokens");
+    /* A token line has at least 7 bytes ("AAAA 0\n"; the last may lack
+     * the newline): a bound on the table without a counting pass. */
+    size_t n_lines = len / 7 + 2;
     tt_line *lines = sift__malloc(al, n_lines, sizeof *lines);
     /* Decoded bytes are at most 3/4 of the input. */
     char *bytes = sift__malloc(al, len / 4 * 3 + 4, 1);
@@ -302,9 +298,7 @@ static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, cons
         if ((uint32_t)rank > max_rank)
             max_rank = (uint32_t)rank;
         lines[n_tok].rank = (uint32_t)rank;
-        lines[n_tok].line = line_no;
-        lines[n_tok].start = start;
-        lines[n_tok].len = pos - start;
+        lines[n_tok].start = (uint32_t)start;
         n_tok++;
         i = next;
     }
@@ -352,18 +346,19 @@ static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, cons
         for (size_t t = 0; t < n_tok; t++) {
             uint32_t r = lines[t].rank;
             if (seen[r] >= 0) {
-                /* Report the place of the rank on the second line. */
-                const tt_line *a = &lines[seen[r]], *b = &lines[t];
+                /* Report the place of the rank on the second line
+                 * (entry t is line t + 1). */
+                uint32_t first_line = (uint32_t)seen[r] + 1, b_line = (uint32_t)t + 1;
                 size_t bo = 0;
                 uint32_t ln = 1;
-                for (; ln < b->line; bo++)
+                for (; ln < b_line; bo++)
                     if (data[bo] == '\n')
                         ln++;
                 const char *nl = memchr(data + bo, ' ', len - bo);
                 size_t col = nl ? (size_t)(nl - (data + bo)) + 2 : 1;
-                st = fail_place(err, SIFT_E_ARG, src, (int32_t)b->line, (int32_t)col,
+                st = fail_place(err, SIFT_E_ARG, src, (int32_t)b_line, (int32_t)col,
                                 (int64_t)(bo + col - 1), r, "duplicate rank %u (first on line %u)",
-                                (unsigned)r, (unsigned)a->line);
+                                (unsigned)r, (unsigned)first_line);
                 goto done;
             }
             seen[r] = (int32_t)t;
@@ -375,9 +370,10 @@ static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, cons
                 attr[id] = SIFT_TOKEN_UNUSED;
                 continue;
             }
-            const tt_line *l = &lines[seen[id]];
-            memcpy(sorted_bytes + q, bytes + l->start, (size_t)l->len);
-            q += l->len;
+            size_t k = (size_t)seen[id];
+            uint64_t ls = lines[k].start, le = k + 1 < n_tok ? lines[k + 1].start : pos;
+            memcpy(sorted_bytes + q, bytes + ls, (size_t)(le - ls));
+            q += le - ls;
         }
         off[n] = q;
         sift__free(al, bytes);
