@@ -15,6 +15,9 @@
 #include "grammar/trigger.h"
 #include "testutil.h"
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ------------------------------------------------------------------ */
@@ -648,6 +651,169 @@ START_TEST(test_lookbehind_sees_text_before_the_window)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Differential test against a naive reference                         */
+/* ------------------------------------------------------------------ */
+
+/* The reference is llama.cpp's rule written plainly: keep all the text;
+ * after each token, try the triggers in index order over the whole text
+ * (a word: its first occurrence; a pattern: PCRE2's leftmost match over
+ * everything; a full pattern: a match of the whole text; a token: the
+ * id), and the first that matches fires. With patterns whose matches are
+ * short and a small window the set must agree with it exactly. */
+typedef struct ref_case {
+    sift__trigger_spec spec[8];
+    pcre2_code *code[8];
+    size_t n;
+} ref_case;
+
+static int ref_fire(const ref_case *rc, const char *text, size_t len, int32_t token,
+                    uint64_t tok_start, pcre2_match_data *md, uint64_t *start)
+{
+    for (size_t i = 0; i < rc->n; i++) {
+        const sift__trigger_spec *s = &rc->spec[i];
+        if (s->kind == SIFT__TRIGGER_TOKEN) {
+            if (s->token == token) {
+                *start = tok_start;
+                return (int)i;
+            }
+        } else if (s->kind == SIFT__TRIGGER_WORD) {
+            for (size_t k = 0; k + s->len <= len; k++) {
+                if (memcmp(text + k, s->text, s->len) == 0) {
+                    *start = k;
+                    return (int)i;
+                }
+            }
+        } else if (len > 0) {
+            int r = pcre2_match(rc->code[i], (PCRE2_SPTR)text, len, 0, 0, md, NULL);
+            ck_assert_int_ge(r, PCRE2_ERROR_NOMATCH);
+            if (r > 0) {
+                PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+                *start = ov[0];
+                for (int g = 1; g < r; g++) {
+                    if (ov[2 * g] != PCRE2_UNSET && ov[2 * g + 1] > ov[2 * g]) {
+                        *start = ov[2 * g];
+                        break;
+                    }
+                }
+                return (int)i;
+            }
+        }
+    }
+    return -1;
+}
+
+START_TEST(test_the_window_agrees_with_whole_text_rescanning_on_random_cases)
+{
+    static const char *const pats[] = {"a(b|c)d",  "<([ab]{1,3})>", "c.d",      "(?<=a)bb",
+                                       "\\bab\\b", "d{3}",          "(x?)(cc)a"};
+    static const char *const fulls[] = {"[^<]*<a", "[abcd ]{5}<"};
+    static char words[8][8];
+    tu_rng r = {2024};
+    pcre2_match_data *md = pcre2_match_data_create(8, NULL);
+    ck_assert_ptr_nonnull(md);
+    sift__trigger_params p;
+    sift__trigger_params_init(&p);
+    p.max_window = 64;
+    p.n_vocab = 16;
+    int fired_cases = 0;
+    for (int c = 0; c < 400; c++) {
+        ref_case rc;
+        memset(&rc, 0, sizeof rc);
+        rc.n = (size_t)tu_range(&r, 1, 6);
+        for (size_t i = 0; i < rc.n; i++) {
+            int kind = (int)tu_range(&r, 0, 9);
+            if (kind < 4) {
+                size_t wl = (size_t)tu_range(&r, 2, 5);
+                for (size_t k = 0; k < wl; k++)
+                    words[i][k] = "abcd< >"[tu_range(&r, 0, 6)];
+                rc.spec[i] = (sift__trigger_spec){SIFT__TRIGGER_WORD, words[i], wl, 0};
+            } else if (kind < 8) {
+                rc.spec[i] = pat(pats[tu_range(&r, 0, (int64_t)N(pats) - 1)]);
+            } else if (kind < 9) {
+                rc.spec[i] = full(fulls[tu_range(&r, 0, (int64_t)N(fulls) - 1)]);
+            } else {
+                rc.spec[i] = tok((int32_t)tu_range(&r, 0, 15));
+            }
+            if (rc.spec[i].kind == SIFT__TRIGGER_PATTERN ||
+                rc.spec[i].kind == SIFT__TRIGGER_PATTERN_FULL) {
+                int ec;
+                PCRE2_SIZE eo;
+                uint32_t o = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+                if (rc.spec[i].kind == SIFT__TRIGGER_PATTERN_FULL)
+                    o |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
+                rc.code[i] =
+                    pcre2_compile((PCRE2_SPTR)rc.spec[i].text, rc.spec[i].len, o, &ec, &eo, NULL);
+                ck_assert_ptr_nonnull(rc.code[i]);
+            }
+        }
+        sift__trigger *t = make(rc.spec, rc.n, &p, NULL);
+        char text[4096];
+        size_t len = 0;
+        int ref_at = -1, got_at = -1, ref_idx = -1;
+        uint64_t ref_start = 0;
+        int64_t got_start = -1;
+        int steps = (int)tu_range(&r, 1, 600);
+        for (int step = 0; step < steps && len + 8 < sizeof text; step++) {
+            char piece[8];
+            size_t pl = (size_t)tu_range(&r, 0, 6);
+            for (size_t k = 0; k < pl; k++)
+                piece[k] = "abcd< >"[tu_range(&r, 0, 6)];
+            int32_t id = (int32_t)tu_range(&r, 0, 15);
+            uint64_t ts = len;
+            memcpy(text + len, piece, pl);
+            len += pl;
+            int fired;
+            int64_t start;
+            ck_assert_int_eq(sift__trigger_feed(t, id, piece, pl, &fired, &start, NULL), SIFT_OK);
+            /* A token with no bytes adds no text: only token triggers can
+             * fire on it (text triggers were already tried on this text). */
+            uint64_t rs = 0;
+            int ri = -1;
+            if (pl) {
+                ri = ref_fire(&rc, text, len, id, ts, md, &rs);
+            } else {
+                for (size_t i = 0; i < rc.n && ri < 0; i++) {
+                    if (rc.spec[i].kind == SIFT__TRIGGER_TOKEN && rc.spec[i].token == id) {
+                        ri = (int)i;
+                        rs = ts;
+                    }
+                }
+            }
+            if (ri >= 0) {
+                ref_at = step;
+                ref_start = rs;
+                ref_idx = ri;
+            }
+            if (fired) {
+                got_at = step;
+                got_start = start;
+            }
+            if (fired || ri >= 0)
+                break;
+        }
+        ck_assert_msg(ref_at == got_at, "case %d: reference fired at %d, set at %d", c, ref_at,
+                      got_at);
+        if (got_at >= 0) {
+            fired_cases++;
+            ck_assert_int_eq(sift__trigger_fired_index(t), ref_idx);
+            ck_assert_msg((uint64_t)got_start == ref_start, "case %d: start %lld vs %llu", c,
+                          (long long)got_start, (unsigned long long)ref_start);
+        }
+        sift__trigger_free(t);
+        for (size_t i = 0; i < rc.n; i++)
+            pcre2_code_free(rc.code[i]);
+    }
+    /* The cases must exercise firing, not only waiting. */
+    ck_assert_int_gt(fired_cases, 200);
+    pcre2_match_data_free(md);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Cost, memory, clone, reset                                          */
+/* ------------------------------------------------------------------ */
+
 START_TEST(test_work_per_token_does_not_grow_with_the_generation)
 {
     sift__trigger_spec s[3] = {word("<tool_call>"), pat("<function=(\\w+)>"), tok(5)};
@@ -838,7 +1004,8 @@ static Suite *suite(void)
         {"rules",
          {test_the_lowest_trigger_index_wins_when_several_match_at_one_token,
           test_a_bounded_pattern_fires_exactly_after_100k_bytes_of_text,
-          test_lookbehind_sees_text_before_the_window}},
+          test_lookbehind_sees_text_before_the_window,
+          test_the_window_agrees_with_whole_text_rescanning_on_random_cases}},
         {"cost_and_memory",
          {test_work_per_token_does_not_grow_with_the_generation,
           test_feeding_allocates_nothing_once_the_buffers_are_sized,

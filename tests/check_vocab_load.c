@@ -1003,6 +1003,70 @@ START_TEST(test_gguf_invalid_byte_tokens_and_bpe_text_name_the_token)
 }
 END_TEST
 
+START_TEST(test_random_corruptions_of_both_formats_never_crash)
+{
+    /* Byte flips, random bytes and cut-and-repeat splices of valid files:
+     * every result is a vocabulary or an error with a message, under
+     * ASan/valgrind in CI. */
+    gbuf files[2] = {gpt2_file(3), llama_file()};
+    const char *tt_text = "ZGVm 4\nYQ== 0\nYmM= 2\n/w== 3\n";
+    tu_rng r = {99};
+    int ok = 0, bad = 0;
+    for (int it = 0; it < 20000; it++) {
+        const unsigned char *src;
+        size_t n;
+        int is_gguf = it % 4 != 3;
+        if (is_gguf) {
+            src = files[it % 2].b;
+            n = files[it % 2].n;
+        } else {
+            src = (const unsigned char *)tt_text;
+            n = strlen(tt_text);
+        }
+        unsigned char buf[2048];
+        memcpy(buf, src, n);
+        const size_t n0 = n; /* splices copy from the original */
+        int edits = (int)tu_range(&r, 1, 4);
+        for (int e = 0; e < edits; e++) {
+            size_t at = (size_t)tu_range(&r, 0, (int64_t)n - 1);
+            switch (tu_range(&r, 0, 3)) {
+            case 0: buf[at] ^= (unsigned char)(1u << tu_range(&r, 0, 7)); break;
+            case 1: buf[at] = (unsigned char)tu_range(&r, 0, 255); break;
+            case 2: buf[at] = (unsigned char)(tu_range(&r, 0, 1) ? 0xff : 0x00); break;
+            default: {
+                size_t len = (size_t)tu_range(&r, 1, 16);
+                size_t from = (size_t)tu_range(&r, 0, (int64_t)n0 - 1);
+                if (n + len < sizeof buf && from + len <= n0) {
+                    memmove(buf + at + len, buf + at, n - at);
+                    memcpy(buf + at, src + from, len);
+                    n += len;
+                }
+            }
+            }
+        }
+        sift_vocab *v = NULL;
+        sift_error err;
+        sift_status st = is_gguf ? sift_vocab_from_gguf(&v, buf, n, NULL, &err)
+                                 : sift_vocab_from_tiktoken(&v, (const char *)buf, n, NULL, &err);
+        if (st == SIFT_OK) {
+            ck_assert_ptr_nonnull(v);
+            ck_assert_int_ge(sift_vocab_size(v), 1);
+            sift_vocab_free(v);
+            ok++;
+        } else {
+            ck_assert_ptr_null(v);
+            ck_assert_int_eq(err.code, st);
+            ck_assert_uint_gt(strlen(err.message), 0);
+            bad++;
+        }
+    }
+    ck_assert_int_gt(ok, 100);
+    ck_assert_int_gt(bad, 1000);
+    free(files[0].b);
+    free(files[1].b);
+}
+END_TEST
+
 START_TEST(test_gguf_every_allocation_failure_is_nomem_and_leaks_nothing)
 {
     gbuf files[2] = {gpt2_file(3), llama_file()};
@@ -1073,7 +1137,8 @@ static Suite *suite(void)
           test_gguf_wrong_types_name_the_key,
           test_gguf_missing_or_inconsistent_tokenizer_keys_are_errors,
           test_gguf_invalid_byte_tokens_and_bpe_text_name_the_token,
-          test_gguf_every_allocation_failure_is_nomem_and_leaks_nothing}},
+          test_gguf_every_allocation_failure_is_nomem_and_leaks_nothing,
+          test_random_corruptions_of_both_formats_never_crash}},
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);
