@@ -712,19 +712,29 @@ START_TEST(test_gguf_load_from_a_file_equals_from_memory)
 }
 END_TEST
 
-START_TEST(test_gguf_long_pieces_are_kept_in_full)
+START_TEST(test_gguf_long_and_duplicate_pieces_are_kept)
 {
     char longp[301];
     memset(longp, 'x', 300);
     longp[300] = '\0';
-    const char *toks[] = {"a", longp};
+    /* R-11: long pieces are kept in full; duplicate pieces (here "a"
+     * twice, and a byte token that decodes to a space next to "▁") are
+     * allowed and keep their own ids. */
+    const char *toks[] = {"a", longp, "a", "<0x20>", "\xe2\x96\x81"};
+    static const int32_t types[] = {1, 1, 1, 6, 1};
     gbuf g = {0};
-    g_header(&g, 3, 2);
+    g_header(&g, 3, 3);
     g_kv_str(&g, "tokenizer.ggml.model", "llama");
-    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 5);
+    g_kv_i32s(&g, "tokenizer.ggml.token_type", types, 5);
     sift_vocab *v = NULL;
     ck_assert_int_eq(gg(&g, &v, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 5);
     piece_is(v, 1, longp, 300);
+    PIECE_IS(v, 0, "a");
+    PIECE_IS(v, 2, "a");
+    PIECE_IS(v, 3, " ");
+    PIECE_IS(v, 4, " ");
     sift_vocab_free(v);
     free(g.b);
 }
@@ -1128,8 +1138,8 @@ static Suite *suite(void)
          {test_gguf_gpt2_pieces_are_decoded_through_the_byte_table,
           test_gguf_gpt2_byte_table_covers_all_256_bytes,
           test_gguf_sentencepiece_pieces_and_byte_tokens_are_decoded,
-          test_gguf_load_from_a_file_equals_from_memory, test_gguf_long_pieces_are_kept_in_full,
-          test_gguf_rejects_null_arguments}},
+          test_gguf_load_from_a_file_equals_from_memory,
+          test_gguf_long_and_duplicate_pieces_are_kept, test_gguf_rejects_null_arguments}},
         {"gguf_corrupt",
          {test_gguf_truncated_at_every_offset_is_an_error_never_a_crash,
           test_gguf_bad_magic_version_1_and_big_endian_are_rejected,
