@@ -16,8 +16,11 @@
  *   max_text bytes.
  * - Dropping old bytes (compaction) never changes a result: every search is
  *   defined on absolute offsets (window = the last max_window bytes of
- *   complete code points, context = the max_window bytes before it), so
- *   what the buffer happens to hold beyond that is invisible.
+ *   complete code points; a search starts at max(window start, resume[i])
+ *   and its subject ctx[i] <= max_window bytes earlier), so what the
+ *   buffer happens to hold beyond that is invisible.
+ * - resume[i]: no match of pattern i can start before it, whatever text
+ *   comes next (a hard partial search proved it), so searches skip it.
  * - spans[0..nsp) are the tokens whose text overlaps [base, end), in order,
  *   each with a non-empty text; nsp <= end - base, so with the span array
  *   sized like the text buffer neither ever grows at steady state.
@@ -25,8 +28,9 @@
  *   that is a prefix of some word; it is carried across tokens, so a word
  *   split over several tokens is found, and scanning costs O(new bytes)
  *   amortised.
- * - A failing feed restores end, ac, nsp and searched_to: the set is as it
- *   was (compaction and growth are invisible, see above).
+ * - A failing feed restores end, ac, nsp, searched_to and the resume[]
+ *   entries it changed (undo list): the set is as it was (compaction and
+ *   growth are invisible, see above).
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -77,6 +81,11 @@ struct sift__trigger {
     pcre2_match_context *mctx;
     pcre2_match_data *md;
     pcre2_code **code; /* [n]; NULL for words and tokens */
+    uint64_t *ctx;     /* [n]: context bytes a pattern may look back */
+    uint64_t *resume;  /* [n]: no match of pattern i starts before this */
+    uint32_t *undo_i;  /* [n]: resume entries changed by the current feed */
+    uint64_t *undo_v;
+    size_t n_undo;
     int has_full;
     /* state */
     int32_t ac;
@@ -283,7 +292,12 @@ static sift_status compile_all(sift__trigger *t, sift_error *err)
     if (!any)
         return SIFT_OK;
     t->code = sift__calloc(&t->al, t->n, sizeof *t->code);
-    t->gctx = t->code ? pcre2_general_context_create(pcre_alloc, pcre_free, &t->al) : NULL;
+    t->ctx = sift__calloc(&t->al, t->n, sizeof *t->ctx);
+    t->resume = sift__calloc(&t->al, t->n, sizeof *t->resume);
+    t->undo_i = sift__calloc(&t->al, t->n, sizeof *t->undo_i);
+    t->undo_v = sift__calloc(&t->al, t->n, sizeof *t->undo_v);
+    int ok = t->code && t->ctx && t->resume && t->undo_i && t->undo_v;
+    t->gctx = ok ? pcre2_general_context_create(pcre_alloc, pcre_free, &t->al) : NULL;
     t->cctx = t->gctx ? pcre2_compile_context_create(t->gctx) : NULL;
     t->mctx = t->cctx ? pcre2_match_context_create(t->gctx) : NULL;
     if (!t->mctx)
@@ -299,8 +313,14 @@ static sift_status compile_all(sift__trigger *t, sift_error *err)
         sift_status st = compile_pattern(t, i, err);
         if (st)
             return st;
-        uint32_t caps = 0;
+        uint32_t caps = 0, lb = 0;
         pcre2_pattern_info(t->code[i], PCRE2_INFO_CAPTURECOUNT, &caps);
+        /* Bytes before a start position the pattern may read: its longest
+         * lookbehind in characters (4 bytes each at most), plus one
+         * character for \b and (?m)^. Capped at the window. */
+        pcre2_pattern_info(t->code[i], PCRE2_INFO_MAXLOOKBEHIND, &lb);
+        uint64_t cb = 4 * (uint64_t)lb + 4;
+        t->ctx[i] = cb < t->p.max_window ? cb : t->p.max_window;
         if (caps > max_caps)
             max_caps = caps;
         if (t->specs[i].kind == SIFT__TRIGGER_PATTERN_FULL)
@@ -522,6 +542,10 @@ void sift__trigger_free(sift__trigger *t)
     pcre2_general_context_free(t->gctx);
     sift__alloc al = t->al;
     sift__free(&al, t->code);
+    sift__free(&al, t->ctx);
+    sift__free(&al, t->resume);
+    sift__free(&al, t->undo_i);
+    sift__free(&al, t->undo_v);
     sift__free(&al, t->nodes);
     sift__free(&al, t->edge_byte);
     sift__free(&al, t->edge_to);
@@ -539,6 +563,8 @@ void sift__trigger_reset(sift__trigger *t)
         return;
     t->ac = 0;
     t->base = t->end = t->searched_to = 0;
+    if (t->resume)
+        memset(t->resume, 0, t->n * sizeof *t->resume);
     t->nsp = 0;
     t->fired = 0;
     t->fired_idx = -1;
@@ -601,6 +627,8 @@ sift_status sift__trigger_clone(const sift__trigger *t, sift__trigger **out, sif
     c->base = t->base;
     c->end = t->end;
     c->searched_to = t->searched_to;
+    if (t->resume)
+        memcpy(c->resume, t->resume, t->n * sizeof *t->resume);
     c->nsp = t->nsp;
     c->fired = t->fired;
     c->fired_idx = t->fired_idx;
@@ -652,14 +680,18 @@ static const char *limit_name(int rc)
  * with the grammar start in *start on a match, 0 for no match, or an
  * error status (negated) through *st. */
 static int run_pattern(sift__trigger *t, size_t i, uint64_t cs, uint64_t ce, uint64_t from,
-                       uint64_t *start, sift_status *st, sift_error *err)
+                       uint32_t opts, uint64_t *start, sift_status *st, sift_error *err)
 {
     const char *subj = t->buf + (cs - t->base);
-    uint32_t opts = cs > 0 ? PCRE2_NOTBOL : 0;
+    opts |= cs > 0 ? PCRE2_NOTBOL : 0;
     int rc = pcre2_match(t->code[i], (PCRE2_SPTR)subj, (PCRE2_SIZE)(ce - cs),
                          (PCRE2_SIZE)(from - cs), opts, t->md, t->mctx);
     if (rc == PCRE2_ERROR_NOMATCH)
         return 0;
+    if (rc == PCRE2_ERROR_PARTIAL) {
+        *start = cs + pcre2_get_ovector_pointer(t->md)[0];
+        return 2;
+    }
     if (rc < 0) {
         const char *ln = limit_name(rc);
         if (ln) {
@@ -720,6 +752,7 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
         return st;
 
     /* Everything below either succeeds or rolls back to here. */
+    t->n_undo = 0;
     const uint64_t old_end = t->end, old_searched = t->searched_to;
     const int32_t old_ac = t->ac;
     const size_t old_nsp = t->nsp;
@@ -770,15 +803,35 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
         if (kd == SIFT__TRIGGER_PATTERN) {
             if (ce <= t->searched_to)
                 continue; /* no new complete character */
+            /* Start positions before resume[i] were ruled out by an
+             * earlier partial search; those before the window are out of
+             * scope. The subject starts ctx[i] bytes earlier so that
+             * lookbehinds and \b see their context. */
             uint64_t W = t->p.max_window;
             uint64_t ws = ce > W ? ce - W : 0;
-            uint64_t cs = ws > W ? ws - W : 0;
-            r = run_pattern(t, i, cs, ce, ws, &ms, &st, err);
-            scanned += (size_t)(ce - ws);
+            uint64_t from = t->resume[i] > ws ? t->resume[i] : ws;
+            uint64_t cs = from > t->ctx[i] ? from - t->ctx[i] : 0;
+            r = run_pattern(t, i, cs, ce, from, 0, &ms, &st, err);
+            scanned += (size_t)(ce - from);
+            if (r == 0) {
+                /* No match: a hard partial search says where a match could
+                 * still start once more text comes (nowhere before the
+                 * leftmost partial match, or before ce if there is none). */
+                uint64_t ps = ce;
+                int pr = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, &st, err);
+                if (pr >= 0) {
+                    t->undo_i[t->n_undo] = (uint32_t)i;
+                    t->undo_v[t->n_undo++] = t->resume[i];
+                    t->resume[i] = pr == 2 ? ps : ce;
+                    r = 0;
+                } else {
+                    r = pr;
+                }
+            }
         } else if (kd == SIFT__TRIGGER_PATTERN_FULL) {
             if (!tn)
                 continue; /* the text did not change */
-            r = run_pattern(t, i, 0, t->end, 0, &ms, &st, err);
+            r = run_pattern(t, i, 0, t->end, 0, 0, &ms, &st, err);
             scanned += (size_t)t->end;
         } else {
             continue;
@@ -788,6 +841,10 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
             t->searched_to = old_searched;
             t->ac = old_ac;
             t->nsp = old_nsp;
+            while (t->n_undo > 0) {
+                t->n_undo--;
+                t->resume[t->undo_i[t->n_undo]] = t->undo_v[t->n_undo];
+            }
             return st;
         }
         if (r > 0) {
@@ -811,6 +868,10 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
                 t->searched_to = old_searched;
                 t->ac = old_ac;
                 t->nsp = old_nsp;
+                while (t->n_undo > 0) {
+                    t->n_undo--;
+                    t->resume[t->undo_i[t->n_undo]] = t->undo_v[t->n_undo];
+                }
                 return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger token");
             }
             sift__free(&t->al, t->tokbuf);
@@ -880,5 +941,6 @@ int sift__trigger_matches_empty(const sift__trigger *t, size_t i)
     if (!t || i >= t->n || !t->code || !t->code[i])
         return 0;
     int rc = pcre2_match(t->code[i], (PCRE2_SPTR) "", 0, 0, 0, t->md, t->mctx);
+    /* (The set's own state is not touched: the match data is scratch.) */
     return rc >= 0;
 }

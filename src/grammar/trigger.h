@@ -31,11 +31,12 @@
  *
  * Cost per fed token does not grow with the generation: words go through
  * one Aho-Corasick automaton whose state is carried across tokens;
- * PATTERN triggers search a window of the last max_window bytes; only
- * PATTERN_FULL triggers look at the whole text, which is capped at
- * max_text bytes (and a full pattern that cannot match any continuation
- * of the text is dropped at once). Buffers are kept, so feeding allocates
- * nothing once they have reached the size of the longest token.
+ * PATTERN triggers search a window of the last max_window bytes, from
+ * where a partial-match search showed a match could still start (usually
+ * just the new bytes); only PATTERN_FULL triggers look at the whole text,
+ * which is capped at max_text bytes. Buffers are sized when the set is
+ * built (without full patterns), so feeding allocates nothing unless a
+ * token is longer than the window.
  *
  * Not thread-safe per object; clones are independent.
  */

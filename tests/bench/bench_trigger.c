@@ -2,8 +2,9 @@
  * bench_trigger.c - cost per accepted token of a waiting lazy trigger set,
  * after 1,000, 4,000 and 100,000 generated tokens (make bench-trigger).
  *
- * The set is what tool-calling templates use: two trigger words and a
- * searched pattern with a capture group. Generated text is random English
+ * Set A is what tool-calling templates use: two trigger words and a
+ * searched pattern with a capture group; set B has 500 tool names as words
+ * and the same pattern. Generated text is random English
  * words (about 5 bytes a token) that never contain a trigger, so the set
  * waits the whole time, which is the common and the expensive case.
  *
@@ -13,7 +14,7 @@
  * with the length of the generation, sift's does not.
  *
  * Each figure is the mean over the 200 tokens that end at the checkpoint,
- * best of 5 runs.
+ * best of 5 runs (3 for the rescan).
  */
 #define _POSIX_C_SOURCE 200809L
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -69,17 +70,28 @@ int main(void)
     }
     sift__alloc al;
     sift__alloc_init(&al, NULL);
+    /* Set A: what a tool-calling template uses. Set B: 500 tool names as
+     * words (BAD_INPUTS T-09) plus the same pattern. */
+    static sift__trigger_spec specs_b[501];
+    static char names[500][24];
+    for (int i = 0; i < 500; i++) {
+        snprintf(names[i], sizeof names[i], "<tool_%03d>", i);
+        specs_b[i] = (sift__trigger_spec){SIFT__TRIGGER_WORD, names[i], strlen(names[i]), 0};
+    }
+    specs_b[500] =
+        (sift__trigger_spec){SIFT__TRIGGER_PATTERN, trig_pattern, strlen(trig_pattern), 0};
     sift__trigger_spec specs[3] = {
         {SIFT__TRIGGER_WORD, trig_words[0], strlen(trig_words[0]), 0},
         {SIFT__TRIGGER_WORD, trig_words[1], strlen(trig_words[1]), 0},
         {SIFT__TRIGGER_PATTERN, trig_pattern, strlen(trig_pattern), 0},
     };
     static const size_t checkpoints[] = {1000, 4000, 100000};
-    double sift_ns[3] = {1e300, 1e300, 1e300};
-    for (int run = 0; run < 5; run++) {
+    double sift_ns[2][3] = {{1e300, 1e300, 1e300}, {1e300, 1e300, 1e300}};
+    for (int run = 0; run < 10; run++) {
+        int set = run % 2;
         sift__trigger *t;
         sift_error err;
-        if (sift__trigger_new(&t, specs, 3, NULL, NULL, &al, &err)) {
+        if (sift__trigger_new(&t, set ? specs_b : specs, set ? 501 : 3, NULL, NULL, &al, &err)) {
             fprintf(stderr, "bench_trigger: %s\n", err.message);
             return 1;
         }
@@ -96,8 +108,8 @@ int main(void)
             }
             if (i + 1 == checkpoints[c]) {
                 double per = (now_ns() - t0) / BLOCK;
-                if (per < sift_ns[c])
-                    sift_ns[c] = per;
+                if (per < sift_ns[set][c])
+                    sift_ns[set][c] = per;
                 c++;
                 if (c == 3)
                     break;
@@ -146,17 +158,19 @@ int main(void)
                 rescan_ns[c] = per;
         }
     }
-    printf("lazy trigger set waiting (2 words + 1 pattern), cost per accepted token\n");
-    printf("%10s %14s %14s %16s\n", "tokens", "text bytes", "sift (us)", "rescan (us)");
+    printf("lazy trigger set waiting, cost per accepted token (us)\n");
+    printf("%10s %12s %14s %16s %16s\n", "tokens", "text bytes", "A: 2w+1p", "B: 500w+1p",
+           "A rescanned");
     size_t bytes = 0, i = 0;
     for (int c = 0; c < 3; c++) {
         for (; i < checkpoints[c]; i++)
             bytes += strlen(tok[i]);
-        printf("%10zu %14zu %14.2f %16.2f\n", checkpoints[c], bytes, sift_ns[c] / 1e3,
-               rescan_ns[c] / 1e3);
+        printf("%10zu %12zu %14.2f %16.2f %16.2f\n", checkpoints[c], bytes, sift_ns[0][c] / 1e3,
+               sift_ns[1][c] / 1e3, rescan_ns[c] / 1e3);
     }
-    printf("(window %d bytes; rescan = PCRE2 over the whole text per token, as llama.cpp does "
-           "with std::regex)\n",
+    printf("A = 2 words + 1 searched pattern, B = 500 words + 1 pattern (window %d bytes);\n"
+           "rescanned = A's patterns run by PCRE2 over the whole text on every token, as\n"
+           "llama.cpp does (with std::regex, slower still).\n",
            SIFT__TRIGGER_DEFAULT_WINDOW);
     for (int k = 0; k < 3; k++)
         pcre2_code_free(code[k]);
