@@ -289,6 +289,23 @@ START_TEST(test_t03_catastrophic_backtracking_is_a_limit_error_not_a_no_match)
     ck_assert_int_eq(fired, 1);
     sift__trigger_free(t);
 
+    /* (a+)+!b over a's and "!c": the plain search fails at once (no 'b'),
+     * and the partial search that only serves to skip ahead may hit the
+     * limit: that is not an error, the answer ("no match") stands. */
+    s[1] = pat("(a+)+!b");
+    t = make(s, 2, NULL, NULL);
+    memset(run, 'a', 40);
+    strcpy(run + 40, "!c");
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(sift__trigger_feed(t, 1, run, 42, &fired, &start, &err), SIFT_OK);
+        ck_assert_int_eq(fired, 0);
+    }
+    /* Once a 'b' arrives the plain search must walk the runs of a's to
+     * find the leftmost match: the limit is hit, and that is an error. */
+    ck_assert_int_eq(sift__trigger_feed(t, 1, "aa!b", 4, &fired, &start, &err),
+                     SIFT_E_PATTERN_LIMIT);
+    sift__trigger_free(t);
+
     /* a*a*a*a*a*$ matches the empty string at the end: it fires (at the
      * first byte), it does not hang. */
     s[1] = pat("a*a*a*a*a*$");

@@ -816,16 +816,17 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
             if (r == 0) {
                 /* No match: a hard partial search says where a match could
                  * still start once more text comes (nowhere before the
-                 * leftmost partial match, or before ce if there is none). */
+                 * leftmost partial match, or before ce if there is none).
+                 * The answer is only an optimisation: if this search hits a
+                 * limit (the plain search already said "no match"), the
+                 * resume point simply stays where it was. */
                 uint64_t ps = ce;
-                int pr = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, &st, err);
+                sift_status ignored;
+                int pr = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, &ignored, NULL);
                 if (pr >= 0) {
                     t->undo_i[t->n_undo] = (uint32_t)i;
                     t->undo_v[t->n_undo++] = t->resume[i];
                     t->resume[i] = pr == 2 ? ps : ce;
-                    r = 0;
-                } else {
-                    r = pr;
                 }
             }
         } else if (kd == SIFT__TRIGGER_PATTERN_FULL) {
