@@ -297,6 +297,18 @@ START_TEST(test_tiktoken_unsorted_ranks_give_the_same_vocabulary)
     ck_assert_uint_eq(sift_vocab_attr(v, 3), SIFT_TOKEN_UNUSED);
     ck_assert_uint_eq(sift_vocab_attr(v, 4), 0);
     sift_vocab_free(v);
+    /* In order with a gap first, then out of order: the ids read so far
+     * move to the line table with their gaps. */
+    ck_assert_int_eq(tt("YQ== 0\nYmM= 3\nZGVm 1\n", &v, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 4);
+    PIECE_IS(v, 0, "a");
+    PIECE_IS(v, 1, "def");
+    PIECE_IS(v, 2, "");
+    PIECE_IS(v, 3, "bc");
+    ck_assert_uint_eq(sift_vocab_attr(v, 1), 0);
+    ck_assert_uint_eq(sift_vocab_attr(v, 2), SIFT_TOKEN_UNUSED);
+    ck_assert_uint_eq(sift_vocab_attr(v, 3), 0);
+    sift_vocab_free(v);
 }
 END_TEST
 

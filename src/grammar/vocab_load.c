@@ -179,15 +179,21 @@ static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, cons
     /* A token line has at least 7 bytes ("AAAA 0\n"; the last may lack
      * the newline): a bound on the table without a counting pass. */
     size_t n_lines = len / 7 + 2;
-    tt_line *lines = sift__malloc(al, n_lines, sizeof *lines);
+    /* Files list their ranks in order, so the offset and attribute tables
+     * are filled as the lines come, sized for the most ids the gap rule
+     * allows (only the pages written are touched). The first rank out of
+     * order switches to a table of lines, sorted out at the end. */
+    size_t cap_off = 2 * n_lines + TT_MAX_EXTRA_GAPS + 2;
+    tt_line *lines = NULL;
     /* Decoded bytes are at most 3/4 of the input. */
     char *bytes = sift__malloc(al, len / 4 * 3 + 4, 1);
-    uint64_t *off = NULL;
-    uint8_t *attr = NULL;
+    uint64_t *off = sift__malloc(al, cap_off, sizeof *off);
+    uint8_t *attr = sift__malloc(al, cap_off, 1);
     int32_t *seen = NULL;
     char *sorted_bytes = NULL;
     sift_status st = SIFT_OK;
-    if (!lines || !bytes) {
+    uint64_t next_id = 0; /* ids filled in order so far */
+    if (!bytes || !off || !attr) {
         st = sift__fail(err, SIFT_E_NOMEM, "out of memory while loading %s", src);
         goto done;
     }
@@ -293,6 +299,34 @@ static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, cons
                 goto done;
             }
         }
+        if (!lines) {
+            if (rank >= next_id && rank + 2 <= cap_off) {
+                for (uint64_t id = next_id; id < rank; id++) {
+                    off[id] = start;
+                    attr[id] = SIFT_TOKEN_UNUSED;
+                }
+                off[rank] = start;
+                attr[rank] = 0;
+                next_id = rank + 1;
+                max_rank = (uint32_t)rank;
+                n_tok++;
+                i = next;
+                continue;
+            }
+            lines = sift__malloc(al, n_lines, sizeof *lines);
+            if (!lines) {
+                st = sift__fail(err, SIFT_E_NOMEM, "out of memory while loading %s", src);
+                goto done;
+            }
+            size_t k = 0;
+            for (uint64_t id = 0; id < next_id; id++) {
+                if (attr[id] == 0) {
+                    lines[k].rank = (uint32_t)id;
+                    lines[k].start = (uint32_t)off[id];
+                    k++;
+                }
+            }
+        }
         if (n_tok > 0 && (uint32_t)rank <= lines[n_tok - 1].rank)
             ascending = 0;
         if ((uint32_t)rank > max_rank)
@@ -314,13 +348,23 @@ static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, cons
                         (unsigned long long)n_tok + TT_MAX_EXTRA_GAPS);
         goto done;
     }
-    off = sift__malloc(al, (size_t)n + 1, sizeof *off);
-    attr = sift__calloc(al, (size_t)n, 1);
-    if (!off || !attr) {
-        st = sift__fail(err, SIFT_E_NOMEM, "out of memory while loading %s", src);
-        goto done;
+    if (!lines) {
+        off[n] = pos; /* n + 1 <= cap_off: checked as the ranks came */
+    } else if (n + 1 > cap_off) {
+        sift__free(al, off);
+        sift__free(al, attr);
+        off = sift__malloc(al, (size_t)n + 1, sizeof *off);
+        attr = sift__malloc(al, (size_t)n, 1);
+        if (!off || !attr) {
+            st = sift__fail(err, SIFT_E_NOMEM, "out of memory while loading %s", src);
+            goto done;
+        }
     }
-    if (ascending) {
+    if (lines)
+        memset(attr, 0, (size_t)n);
+    if (!lines) {
+        /* filled while parsing */
+    } else if (ascending) {
         /* The usual case: bytes are already in id order; gaps get an
          * empty piece at the position of the next token. */
         size_t t = 0;
