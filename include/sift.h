@@ -283,6 +283,97 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_set_attr(sift_vocab *vocab, int32
 SIFT_API uint32_t sift_vocab_attr(const sift_vocab *vocab, int32_t id);
 
 /* ------------------------------------------------------------------ */
+/* Vocabulary files (tiktoken, GGUF)                                   */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Loads a vocabulary from a tiktoken rank file (cl100k_base.tiktoken,
+ * o200k_base.tiktoken): one `base64(bytes) SP rank` line per token, the
+ * rank being the token id. The vocabulary has max rank + 1 tokens; an id
+ * no line names is an unused token (empty piece, SIFT_TOKEN_UNUSED).
+ * Special tokens (<|endoftext|>...) are not in such files. A final
+ * newline and CRLF line ends are accepted. docs/vocab.md has the details.
+ *
+ * `path` is read whole (it must be a regular file of at most 256 MiB).
+ * `allocator` may be NULL (malloc/free); the vocabulary keeps a copy.
+ * Errors name the place as "path:line:col: message" and fill err->line,
+ * column (bytes, 1-based), offset, index and source:
+ * - SIFT_E_ARG: NULL `out` or `path`; an empty file; a line without a
+ *   space and a rank, an empty line, bad base64 (a character outside the
+ *   alphabet, a length not a multiple of 4, misplaced '='), a rank that is
+ *   not a decimal number, a duplicate rank (err->index = the rank);
+ * - SIFT_E_LIMIT: a line over 4096 bytes, a rank >= 2^24, more unused ids
+ *   than lines + 65536, a file over 256 MiB;
+ * - SIFT_E_IO: the file cannot be opened or read, or is not a regular
+ *   file (a directory, a FIFO: never blocks);
+ * - SIFT_E_NOMEM.
+ * On failure *out is NULL. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_load_tiktoken(sift_vocab **out, const char *path,
+                                                             const sift_allocator *allocator,
+                                                             sift_error *err);
+
+/**
+ * As sift_vocab_load_tiktoken, from `len` bytes at `data` (not
+ * NUL-terminated; read only during the call). Messages name the source
+ * "<memory>". SIFT_E_ARG also for NULL `data` with len > 0; SIFT_E_LIMIT
+ * for len over 256 MiB. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_tiktoken(sift_vocab **out, const char *data,
+                                                             size_t len,
+                                                             const sift_allocator *allocator,
+                                                             sift_error *err);
+
+/**
+ * Loads the vocabulary of a GGUF model file (versions 2 and 3, little
+ * endian) from its tokenizer metadata, without reading tensor infos or
+ * weights: the file is read up to the end of its key/value section.
+ *
+ * Reads `tokenizer.ggml.model` ("gpt2": byte-level BPE, pieces such as
+ * "Ġthe" decoded through the GPT-2 byte table; "llama": SentencePiece,
+ * "▁" becomes a space and byte tokens "<0xHH>" the byte HH),
+ * `tokenizer.ggml.tokens`, `tokenizer.ggml.token_type` (control and
+ * unknown tokens get SIFT_TOKEN_SPECIAL and keep their text, unused ones
+ * SIFT_TOKEN_UNUSED) and `tokenizer.ggml.{eos,eot,eom}_token_id`
+ * (SIFT_TOKEN_EOG; so do control tokens whose text is a well-known end of
+ * turn, listed in docs/vocab.md). Every other key is skipped by type.
+ *
+ * Every count and length is checked against the bytes left in the file
+ * before anything is allocated, so a hostile file cannot make sift
+ * allocate much more than its own size. Errors name the source, the byte
+ * offset and the key ("model.gguf: offset 24: key 'tokenizer.ggml.tokens':
+ * ...") and fill err->offset and source (err->index = the token id for
+ * errors about one token):
+ * - SIFT_E_ARG: NULL `out` or `path`; bad magic; a version other than 2
+ *   or 3 (or big endian); a file that ends inside a field; a length or
+ *   count larger than the bytes left; an unknown value type, an array of
+ *   arrays; a key of the wrong type; a duplicate tokenizer key; no tokens
+ *   or no model key; an unsupported model; a token type outside 1..6 or a
+ *   count that differs from the tokens'; a byte token that is not
+ *   "<0xHH>"; a gpt2 piece that is not byte-level text; an EOG id out of
+ *   range;
+ * - SIFT_E_LIMIT: more than 2^24 tokens, a key over 65535 bytes, a piece
+ *   over 1 MiB, pieces over 1 GiB in total;
+ * - SIFT_E_IO: the file cannot be opened or read, or is not a regular file;
+ * - SIFT_E_NOMEM.
+ * On failure *out is NULL. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_load_gguf(sift_vocab **out, const char *path,
+                                                         const sift_allocator *allocator,
+                                                         sift_error *err);
+
+/**
+ * As sift_vocab_load_gguf, from `len` bytes at `data` (the whole file or
+ * any prefix that holds its key/value section; read only during the
+ * call). Messages name the source "<memory>". SIFT_E_ARG also for NULL
+ * `data` with len > 0. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_gguf(sift_vocab **out, const void *data,
+                                                         size_t len,
+                                                         const sift_allocator *allocator,
+                                                         sift_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Grammars                                                            */
 /* ------------------------------------------------------------------ */
 

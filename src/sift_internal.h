@@ -518,4 +518,16 @@ static inline uint64_t sift__fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+/* ------------------------------------------------------------------ */
+/* Vocabulary builders (core/vocab.c), for the file loaders            */
+/* ------------------------------------------------------------------ */
+
+/* Wraps arrays the caller built with `al` into a vocabulary of n tokens
+ * (1 <= n <= SIFT_DEFAULT_MAX_VOCAB): off[0..n] ascending offsets into
+ * `bytes` (off[0] = 0), attr[0..n) SIFT_TOKEN_* bits. Takes ownership of
+ * the three arrays in every case: on SIFT_E_NOMEM they are freed. */
+SIFT__HIDDEN sift_status sift__vocab_adopt(sift_vocab **out, const sift__alloc *al, int32_t n,
+                                           uint64_t *off, char *bytes, uint8_t *attr,
+                                           sift_error *err);
+
 #endif /* SIFT_INTERNAL_H */

@@ -42,4 +42,10 @@ void tu_row(tu_rng *r, float *row, int32_t V, int shape);
 /* A random vocabulary size: mostly small, sometimes up to max_V. */
 int32_t tu_rand_V(tu_rng *r, int32_t max_V);
 
+/* SHA-256 of data[0..n) into out[32] (FIPS 180-4), so tests can check
+ * the data files they read without a new dependency. */
+void tu_sha256(const void *data, size_t n, unsigned char out[32]);
+/* The same digest as 64 lowercase hex digits and a NUL. */
+void tu_sha256_hex(const void *data, size_t n, char out[65]);
+
 #endif

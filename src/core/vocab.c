@@ -1,8 +1,14 @@
 /*
  * vocab.c - the vocabulary: token id -> bytes.
  *
- * Immutable after creation. All pieces live in one block of bytes with an
- * offset table, so a vocabulary is three allocations whatever its size.
+ * Immutable after creation (except the attribute bits, set before the
+ * vocabulary is shared). All pieces live in one block of bytes with an
+ * offset table, so a vocabulary is four allocations whatever its size.
+ * Invariants: off[0] = 0, off[i] <= off[i + 1], off[n] = bytes used;
+ * attr[i] only holds SIFT_TOKEN_* bits. The file loaders
+ * (grammar/vocab_load.c) build the three arrays themselves and hand them
+ * over through sift__vocab_adopt, so loading a 200k-token file copies
+ * each piece once.
  */
 #include "../sift_internal.h"
 
@@ -113,4 +119,23 @@ uint32_t sift_vocab_attr(const sift_vocab *v, int32_t id)
     if (!v || id < 0 || id >= v->n)
         return 0;
     return v->attr[id];
+}
+
+sift_status sift__vocab_adopt(sift_vocab **out, const sift__alloc *al, int32_t n, uint64_t *off,
+                              char *bytes, uint8_t *attr, sift_error *err)
+{
+    sift_vocab *v = sift__calloc(al, 1, sizeof *v);
+    if (!v) {
+        sift__free(al, off);
+        sift__free(al, bytes);
+        sift__free(al, attr);
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a vocabulary");
+    }
+    v->al = *al;
+    v->n = n;
+    v->off = off;
+    v->bytes = bytes;
+    v->attr = attr;
+    *out = v;
+    return SIFT_OK;
 }

@@ -1,0 +1,1176 @@
+/*
+ * vocab_load.c - vocabularies loaded from the files users have: tiktoken
+ * rank files and the tokenizer metadata of GGUF model files.
+ *
+ * Owns sift_vocab_load_tiktoken / sift_vocab_from_tiktoken and
+ * sift_vocab_load_gguf / sift_vocab_from_gguf. Both build the offset
+ * table, the byte block and the attribute array of a vocabulary directly
+ * and hand them to sift__vocab_adopt, so each piece is copied once.
+ *
+ * Invariants and rules:
+ * - Nothing the file says is trusted: every count and length is checked
+ *   against the bytes that are actually left before anything is allocated
+ *   for it, so a hostile header cannot make us allocate more than a small
+ *   multiple of the file's size (plus the fixed caps below).
+ * - Every failure names its place: tiktoken errors carry `source:line:col`
+ *   (1-based, columns in bytes, which equal code points in a tiktoken file
+ *   since it is ASCII), GGUF errors the byte offset and the metadata key.
+ *   err->line, column, offset and source are filled to match.
+ * - Files are opened without blocking and must be regular files (a FIFO
+ *   or a directory is SIFT_E_IO); a GGUF file is read up to the end of
+ *   its key/value section only, never its tensor infos or weights.
+ * - On failure *out is NULL and nothing leaks.
+ *
+ * tiktoken format: one line per token, `base64(bytes) SP rank`, ranks in
+ * decimal. The rank is the token id. Ranks need not be sorted or dense;
+ * an id no line names is an unused token (empty piece, SIFT_TOKEN_UNUSED).
+ *
+ * GGUF (versions 2 and 3, little endian): "GGUF", u32 version, u64 tensor
+ * count, u64 key/value count, then the key/value pairs. A key is a string
+ * (u64 length + bytes); a value is a u32 type followed by its payload:
+ * fixed-size scalars (u8/i8/bool: 1, u16/i16: 2, u32/i32/f32: 4,
+ * u64/i64/f64: 8), a string, or an array (u32 element type, u64 count,
+ * the elements). Keys read here:
+ *   tokenizer.ggml.model       string: "gpt2" (byte-level BPE) or
+ *                              "llama" (SentencePiece)
+ *   tokenizer.ggml.tokens      array of strings: the pieces, by id
+ *   tokenizer.ggml.token_type  array of i32: 1 normal, 2 unknown,
+ *                              3 control, 4 user defined, 5 unused, 6 byte
+ *   tokenizer.ggml.{eos,eot,eom}_token_id  u32 (or i32): EOG ids
+ * Every other key is skipped by its type. Pieces are decoded to bytes:
+ * byte-level BPE maps each code point back through the GPT-2 byte table
+ * ("Ġ" -> ' '); SentencePiece turns "▁" into ' ' and byte tokens
+ * "<0xHH>" into the byte HH. Decoding never lengthens a piece, so it is
+ * done in place.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "../sift_internal.h"
+
+/* Caps. A tiktoken line holds one token (the longest in o200k is 128
+ * bytes, 172 in base64); a whole file is a few MiB. */
+#define TT_MAX_LINE 4096
+#define TT_MAX_FILE ((uint64_t)256 << 20)
+/* Unused ids a tiktoken file may imply beyond its lines (gaps in ranks):
+ * keeps the tables proportional to the file. */
+#define TT_MAX_EXTRA_GAPS 65536
+/* GGUF keys are at most 65535 bytes (the format says so). */
+#define GGUF_MAX_KEY 65535
+/* Pieces larger than this are not tokens. */
+#define GGUF_MAX_PIECE ((uint64_t)1 << 20)
+/* Total piece bytes. */
+#define GGUF_MAX_PIECE_BYTES ((uint64_t)1 << 30)
+
+/* ------------------------------------------------------------------ */
+/* Errors with a place                                                 */
+/* ------------------------------------------------------------------ */
+
+SIFT__PRINTF(8, 9)
+static sift_status fail_place(sift_error *err, sift_status code, const char *src, int32_t line,
+                              int32_t col, int64_t off, int64_t index, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (line > 0)
+        sift__fail_at(err, code, index, "%s:%d:%d: %s", src, (int)line, (int)col, msg);
+    else if (off >= 0)
+        sift__fail_at(err, code, index, "%s: offset %lld: %s", src, (long long)off, msg);
+    else
+        sift__fail_at(err, code, index, "%s: %s", src, msg);
+    err->line = line;
+    err->column = col;
+    err->offset = off;
+    sift__strlcpy_utf8(err->source, src, sizeof err->source);
+    return code;
+}
+
+/* ------------------------------------------------------------------ */
+/* Files                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Opens `path` for reading without blocking on a FIFO, and checks that it
+ * is a regular file. Gives its size. */
+static sift_status open_regular(const char *path, FILE **out, uint64_t *size, sift_error *err)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0)
+        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "cannot stat: %s", strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "not a regular file");
+    }
+    /* Regular files never block; clear the flag so stdio reads normally. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "cannot open: %s", strerror(e));
+    }
+    *out = f;
+    *size = (uint64_t)st.st_size;
+    return SIFT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* tiktoken                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Value of each byte as a base64 digit, -1 for bytes outside the
+ * alphabet (A-Z a-z 0-9 + /). A table: the decoder is the hot loop of a
+ * 200k-line file. */
+static const signed char b64_table[256] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 62, -1, -1, -1, 63,
+    52, 53, 54, 55, 56, 57, 58, 59, 60, 61, -1, -1, -1, -1, -1, -1, -1, 0,  1,  2,  3,  4,  5,  6,
+    7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, -1, -1, -1, -1, -1,
+    -1, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48,
+    49, 50, 51, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
+
+static int b64_value(unsigned char c)
+{
+    return b64_table[c];
+}
+
+/* One token line. Empty lines are errors (except a final one), so the
+ * k-th entry is always line k + 1, and a token's decoded bytes end where
+ * the next entry's begin: 8 bytes per token keep the table small. */
+typedef struct tt_line {
+    uint32_t rank;
+    uint32_t start; /* decoded bytes in the scratch block (< 2^28) */
+} tt_line;
+
+static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, const char *src,
+                            const sift__alloc *al, sift_error *err)
+{
+    if (len > TT_MAX_FILE)
+        return fail_place(err, SIFT_E_LIMIT, src, 0, 0, -1, -1, "file is %llu bytes; max %llu",
+                          (unsigned long long)len, (unsigned long long)TT_MAX_FILE);
+    if (len == 0)
+        return fail_place(err, SIFT_E_ARG, src, 0, 0, -1, -1, "empty file: no tokens");
+    /* A token line has at least 7 bytes ("AAAA 0\n"; the last may lack
+     * the newline): a bound on the table without a counting pass. */
+    size_t n_lines = len / 7 + 2;
+    /* Files list their ranks in order, so the offset and attribute tables
+     * are filled as the lines come, sized for the most ids the gap rule
+     * allows (only the pages written are touched). The first rank out of
+     * order switches to a table of lines, sorted out at the end. */
+    size_t cap_off = 2 * n_lines + TT_MAX_EXTRA_GAPS + 2;
+    tt_line *lines = NULL;
+    /* Decoded bytes are at most 3/4 of the input. */
+    char *bytes = sift__malloc(al, len / 4 * 3 + 4, 1);
+    uint64_t *off = sift__malloc(al, cap_off, sizeof *off);
+    uint8_t *attr = sift__malloc(al, cap_off, 1);
+    int32_t *seen = NULL;
+    char *sorted_bytes = NULL;
+    sift_status st = SIFT_OK;
+    uint64_t next_id = 0; /* ids filled in order so far */
+    if (!bytes || !off || !attr) {
+        st = sift__fail(err, SIFT_E_NOMEM, "out of memory while loading %s", src);
+        goto done;
+    }
+
+    size_t n_tok = 0;
+    uint64_t pos = 0;
+    uint32_t max_rank = 0;
+    int ascending = 1;
+    uint32_t line_no = 0;
+    for (size_t i = 0; i < len;) {
+        line_no++;
+        const char *p = data + i;
+        const char *nl = memchr(p, '\n', len - i);
+        size_t ll = nl ? (size_t)(nl - p) : len - i;
+        size_t next = i + ll + (nl ? 1 : 0);
+        if (ll > 0 && p[ll - 1] == '\r')
+            ll--;
+        if (ll == 0) {
+            if (next >= len) /* a final newline, or CRLF, ends the file */
+                break;
+            st =
+                fail_place(err, SIFT_E_ARG, src, (int32_t)line_no, 1, (int64_t)i, -1, "empty line");
+            goto done;
+        }
+        if (ll > TT_MAX_LINE) {
+            st = fail_place(err, SIFT_E_LIMIT, src, (int32_t)line_no, TT_MAX_LINE + 1,
+                            (int64_t)(i + TT_MAX_LINE), -1, "line is %zu bytes long; max %d", ll,
+                            TT_MAX_LINE);
+            goto done;
+        }
+        const char *sp = memchr(p, ' ', ll);
+        if (!sp) {
+            st = fail_place(err, SIFT_E_ARG, src, (int32_t)line_no, (int32_t)ll + 1,
+                            (int64_t)(i + ll), -1, "expected a space and a rank after the token");
+            goto done;
+        }
+        size_t blen = (size_t)(sp - p);
+        if (blen == 0) {
+            st = fail_place(err, SIFT_E_ARG, src, (int32_t)line_no, 1, (int64_t)i, -1,
+                            "empty token: expected base64 before the space");
+            goto done;
+        }
+        if (blen % 4 != 0) {
+            st = fail_place(err, SIFT_E_ARG, src, (int32_t)line_no, (int32_t)blen + 1,
+                            (int64_t)(i + blen), -1,
+                            "bad base64: %zu characters is not a multiple of 4", blen);
+            goto done;
+        }
+        /* Decode four characters at a time; '=' only as the last one or
+         * two characters of the token. */
+        uint64_t start = pos;
+        for (size_t k = 0; k < blen; k += 4) {
+            int v[4];
+            int pad = 0;
+            for (int j = 0; j < 4; j++) {
+                unsigned char c = (unsigned char)p[k + (size_t)j];
+                int last = k + 4 == blen;
+                if (c == '=' && last && (j == 3 || (j == 2 && p[k + 3] == '='))) {
+                    v[j] = 0;
+                    pad++;
+                    continue;
+                }
+                v[j] = b64_value(c);
+                if (v[j] < 0) {
+                    st = fail_place(err, SIFT_E_ARG, src, (int32_t)line_no,
+                                    (int32_t)(k + (size_t)j) + 1, (int64_t)(i + k + (size_t)j), -1,
+                                    "bad base64: unexpected character 0x%02x", c);
+                    goto done;
+                }
+            }
+            uint32_t w =
+                (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+            bytes[pos++] = (char)(w >> 16);
+            if (pad < 2)
+                bytes[pos++] = (char)(w >> 8);
+            if (pad < 1)
+                bytes[pos++] = (char)w;
+        }
+        /* The rank: decimal digits to the end of the line. */
+        size_t rc = blen + 1;
+        if (rc >= ll) {
+            st = fail_place(err, SIFT_E_ARG, src, (int32_t)line_no, (int32_t)rc + 1,
+                            (int64_t)(i + rc), -1, "expected a rank after the space");
+            goto done;
+        }
+        uint64_t rank = 0;
+        for (size_t k = rc; k < ll; k++) {
+            unsigned char c = (unsigned char)p[k];
+            if (c < '0' || c > '9') {
+                st = fail_place(err, SIFT_E_ARG, src, (int32_t)line_no, (int32_t)k + 1,
+                                (int64_t)(i + k), -1,
+                                "bad rank: unexpected character 0x%02x (expected a decimal "
+                                "number)",
+                                c);
+                goto done;
+            }
+            rank = rank * 10 + (uint64_t)(c - '0');
+            if (rank >= (uint64_t)SIFT_DEFAULT_MAX_VOCAB) {
+                st = fail_place(err, SIFT_E_LIMIT, src, (int32_t)line_no, (int32_t)rc + 1,
+                                (int64_t)(i + rc), -1, "rank %.*s out of range [0, %d)",
+                                (int)(ll - rc > 20 ? 20 : ll - rc), p + rc,
+                                (int)SIFT_DEFAULT_MAX_VOCAB);
+                goto done;
+            }
+        }
+        if (!lines) {
+            if (rank >= next_id && rank + 2 <= cap_off) {
+                for (uint64_t id = next_id; id < rank; id++) {
+                    off[id] = start;
+                    attr[id] = SIFT_TOKEN_UNUSED;
+                }
+                off[rank] = start;
+                attr[rank] = 0;
+                next_id = rank + 1;
+                max_rank = (uint32_t)rank;
+                n_tok++;
+                i = next;
+                continue;
+            }
+            lines = sift__malloc(al, n_lines, sizeof *lines);
+            if (!lines) {
+                st = sift__fail(err, SIFT_E_NOMEM, "out of memory while loading %s", src);
+                goto done;
+            }
+            size_t k = 0;
+            for (uint64_t id = 0; id < next_id; id++) {
+                if (attr[id] == 0) {
+                    lines[k].rank = (uint32_t)id;
+                    lines[k].start = (uint32_t)off[id];
+                    k++;
+                }
+            }
+        }
+        if (n_tok > 0 && (uint32_t)rank <= lines[n_tok - 1].rank)
+            ascending = 0;
+        if ((uint32_t)rank > max_rank)
+            max_rank = (uint32_t)rank;
+        lines[n_tok].rank = (uint32_t)rank;
+        lines[n_tok].start = (uint32_t)start;
+        n_tok++;
+        i = next;
+    }
+    if (n_tok == 0) {
+        st = fail_place(err, SIFT_E_ARG, src, 0, 0, -1, -1, "empty file: no tokens");
+        goto done;
+    }
+    uint64_t n = (uint64_t)max_rank + 1;
+    if (n > n_tok && n - n_tok > (uint64_t)n_tok + TT_MAX_EXTRA_GAPS) {
+        st = fail_place(err, SIFT_E_LIMIT, src, 0, 0, -1, max_rank,
+                        "rank %u with only %zu tokens leaves %llu unused ids; max %llu",
+                        (unsigned)max_rank, n_tok, (unsigned long long)(n - n_tok),
+                        (unsigned long long)n_tok + TT_MAX_EXTRA_GAPS);
+        goto done;
+    }
+    if (!lines) {
+        off[n] = pos; /* n + 1 <= cap_off: checked as the ranks came */
+    } else if (n + 1 > cap_off) {
+        sift__free(al, off);
+        sift__free(al, attr);
+        off = sift__malloc(al, (size_t)n + 1, sizeof *off);
+        attr = sift__malloc(al, (size_t)n, 1);
+        if (!off || !attr) {
+            st = sift__fail(err, SIFT_E_NOMEM, "out of memory while loading %s", src);
+            goto done;
+        }
+    }
+    if (lines)
+        memset(attr, 0, (size_t)n);
+    if (!lines) {
+        /* filled while parsing */
+    } else if (ascending) {
+        /* The usual case: bytes are already in id order; gaps get an
+         * empty piece at the position of the next token. */
+        size_t t = 0;
+        for (uint64_t id = 0; id < n; id++) {
+            if (t < n_tok && lines[t].rank == id) {
+                off[id] = lines[t].start;
+                t++;
+            } else {
+                off[id] = t < n_tok ? lines[t].start : pos;
+                attr[id] = SIFT_TOKEN_UNUSED;
+            }
+        }
+        off[n] = pos;
+    } else {
+        seen = sift__malloc(al, (size_t)n, sizeof *seen);
+        sorted_bytes = sift__malloc(al, (size_t)pos + 1, 1);
+        if (!seen || !sorted_bytes) {
+            st = sift__fail(err, SIFT_E_NOMEM, "out of memory while loading %s", src);
+            goto done;
+        }
+        for (uint64_t id = 0; id < n; id++)
+            seen[id] = -1;
+        for (size_t t = 0; t < n_tok; t++) {
+            uint32_t r = lines[t].rank;
+            if (seen[r] >= 0) {
+                /* Report the place of the rank on the second line
+                 * (entry t is line t + 1). */
+                uint32_t first_line = (uint32_t)seen[r] + 1, b_line = (uint32_t)t + 1;
+                size_t bo = 0;
+                uint32_t ln = 1;
+                for (; ln < b_line; bo++)
+                    if (data[bo] == '\n')
+                        ln++;
+                const char *nl = memchr(data + bo, ' ', len - bo);
+                size_t col = nl ? (size_t)(nl - (data + bo)) + 2 : 1;
+                st = fail_place(err, SIFT_E_ARG, src, (int32_t)b_line, (int32_t)col,
+                                (int64_t)(bo + col - 1), r, "duplicate rank %u (first on line %u)",
+                                (unsigned)r, (unsigned)first_line);
+                goto done;
+            }
+            seen[r] = (int32_t)t;
+        }
+        uint64_t q = 0;
+        for (uint64_t id = 0; id < n; id++) {
+            off[id] = q;
+            if (seen[id] < 0) {
+                attr[id] = SIFT_TOKEN_UNUSED;
+                continue;
+            }
+            size_t k = (size_t)seen[id];
+            uint64_t ls = lines[k].start, le = k + 1 < n_tok ? lines[k + 1].start : pos;
+            memcpy(sorted_bytes + q, bytes + ls, (size_t)(le - ls));
+            q += le - ls;
+        }
+        off[n] = q;
+        sift__free(al, bytes);
+        bytes = sorted_bytes;
+        sorted_bytes = NULL;
+    }
+    st = sift__vocab_adopt(out, al, (int32_t)n, off, bytes, attr, err);
+    off = NULL;
+    bytes = NULL;
+    attr = NULL;
+done:
+    sift__free(al, lines);
+    sift__free(al, bytes);
+    sift__free(al, sorted_bytes);
+    sift__free(al, off);
+    sift__free(al, attr);
+    sift__free(al, seen);
+    return st;
+}
+
+sift_status sift_vocab_from_tiktoken(sift_vocab **out, const char *data, size_t len,
+                                     const sift_allocator *allocator, sift_error *err)
+{
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "out is NULL");
+    *out = NULL;
+    if (!data && len)
+        return sift__fail(err, SIFT_E_ARG, "data is NULL");
+    sift__alloc al;
+    sift__alloc_init(&al, allocator);
+    return tt_parse(out, data ? data : "", len, "<memory>", &al, err);
+}
+
+sift_status sift_vocab_load_tiktoken(sift_vocab **out, const char *path,
+                                     const sift_allocator *allocator, sift_error *err)
+{
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "out is NULL");
+    *out = NULL;
+    if (!path)
+        return sift__fail(err, SIFT_E_ARG, "path is NULL");
+    FILE *f;
+    uint64_t size;
+    sift_status st = open_regular(path, &f, &size, err);
+    if (st)
+        return st;
+    if (size > TT_MAX_FILE) {
+        fclose(f);
+        return fail_place(err, SIFT_E_LIMIT, path, 0, 0, -1, -1, "file is %llu bytes; max %llu",
+                          (unsigned long long)size, (unsigned long long)TT_MAX_FILE);
+    }
+    sift__alloc al;
+    sift__alloc_init(&al, allocator);
+    char *buf = sift__malloc(&al, (size_t)size + 1, 1);
+    if (!buf) {
+        fclose(f);
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while reading %s", path);
+    }
+    /* Read at most size + 1 bytes: a file that grew meanwhile is caught
+     * rather than read without bound. */
+    size_t got = fread(buf, 1, (size_t)size + 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || got != size) {
+        sift__free(&al, buf);
+        return fail_place(err, SIFT_E_IO, path, 0, 0, (int64_t)got, -1,
+                          bad ? "read error" : "file changed size while being read");
+    }
+    st = tt_parse(out, buf, (size_t)size, path, &al, err);
+    sift__free(&al, buf);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* GGUF: a bounded reader over memory or a file                        */
+/* ------------------------------------------------------------------ */
+
+enum {
+    GT_U8 = 0,
+    GT_I8 = 1,
+    GT_U16 = 2,
+    GT_I16 = 3,
+    GT_U32 = 4,
+    GT_I32 = 5,
+    GT_F32 = 6,
+    GT_BOOL = 7,
+    GT_STRING = 8,
+    GT_ARRAY = 9,
+    GT_U64 = 10,
+    GT_I64 = 11,
+    GT_F64 = 12,
+    GT__COUNT
+};
+
+static const char *const gt_names[GT__COUNT] = {
+    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+
+/* Size of a fixed-size value, 0 for string and array. */
+static unsigned gt_size(uint32_t t)
+{
+    static const unsigned char sz[GT__COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    return t < GT__COUNT ? sz[t] : 0;
+}
+
+typedef struct gin {
+    const unsigned char *mem; /* memory source, or NULL */
+    FILE *f;                  /* file source, or NULL */
+    uint64_t size;            /* bytes in the source */
+    uint64_t pos;             /* bytes consumed */
+    const char *src;
+    const char *key; /* the key being read, for messages; NULL = header */
+    sift_error *err;
+} gin;
+
+SIFT__PRINTF(3, 4)
+static sift_status gfail(gin *g, sift_status code, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (g->key)
+        return fail_place(g->err, code, g->src, 0, 0, (int64_t)g->pos, -1, "key '%.120s': %s",
+                          g->key, msg);
+    return fail_place(g->err, code, g->src, 0, 0, (int64_t)g->pos, -1, "%s", msg);
+}
+
+static uint64_t gin_left(const gin *g)
+{
+    return g->size - g->pos;
+}
+
+static sift_status gin_read(gin *g, void *dst, size_t n, const char *what)
+{
+    if (n > gin_left(g))
+        return gfail(g, SIFT_E_ARG, "file ends inside %s (%zu bytes needed, %llu left)", what, n,
+                     (unsigned long long)gin_left(g));
+    if (g->mem) {
+        memcpy(dst, g->mem + g->pos, n);
+    } else if (fread(dst, 1, n, g->f) != n) {
+        return gfail(g, SIFT_E_IO, "read error inside %s", what);
+    }
+    g->pos += n;
+    return SIFT_OK;
+}
+
+static sift_status gin_skip(gin *g, uint64_t n, const char *what)
+{
+    if (n > gin_left(g))
+        return gfail(g, SIFT_E_ARG, "file ends inside %s (%llu bytes needed, %llu left)", what,
+                     (unsigned long long)n, (unsigned long long)gin_left(g));
+    if (!g->mem) {
+        /* Seek in steps that fit a long. */
+        uint64_t left = n;
+        while (left) {
+            long step = left > (uint64_t)0x40000000 ? 0x40000000L : (long)left;
+            if (fseek(g->f, step, SEEK_CUR) != 0)
+                return gfail(g, SIFT_E_IO, "seek error inside %s", what);
+            left -= (uint64_t)step;
+        }
+    }
+    g->pos += n;
+    return SIFT_OK;
+}
+
+static uint32_t le32(const unsigned char *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *b)
+{
+    return (uint64_t)le32(b) | (uint64_t)le32(b + 4) << 32;
+}
+
+static sift_status gin_u32(gin *g, uint32_t *v, const char *what)
+{
+    unsigned char b[4];
+    sift_status st = gin_read(g, b, 4, what);
+    if (!st)
+        *v = le32(b);
+    return st;
+}
+
+static sift_status gin_u64(gin *g, uint64_t *v, const char *what)
+{
+    unsigned char b[8];
+    sift_status st = gin_read(g, b, 8, what);
+    if (!st)
+        *v = le64(b);
+    return st;
+}
+
+/* Reads a string's length and checks it against the bytes left (and an
+ * absolute cap). */
+static sift_status gin_strlen(gin *g, uint64_t *n, uint64_t cap, const char *what)
+{
+    uint64_t at = g->pos;
+    sift_status st = gin_u64(g, n, what);
+    if (st)
+        return st;
+    if (*n > gin_left(g) || *n > cap) {
+        g->pos = at;
+        return gfail(g, *n > cap ? SIFT_E_LIMIT : SIFT_E_ARG,
+                     "%s length %llu exceeds the %llu bytes %s", what, (unsigned long long)*n,
+                     (unsigned long long)(*n > cap ? cap : gin_left(g) - 8),
+                     *n > cap ? "allowed" : "left in the file");
+    }
+    return SIFT_OK;
+}
+
+/* Skips a value of type `t` (not an array of arrays: GGUF readers do not
+ * support nesting, and refusing it keeps this loop flat). */
+static sift_status gin_skip_value(gin *g, uint32_t t)
+{
+    if (t >= GT__COUNT)
+        return gfail(g, SIFT_E_ARG, "unknown value type %u", (unsigned)t);
+    if (t == GT_STRING) {
+        uint64_t n;
+        sift_status st = gin_strlen(g, &n, UINT64_MAX, "string");
+        return st ? st : gin_skip(g, n, "string");
+    }
+    if (t != GT_ARRAY)
+        return gin_skip(g, gt_size(t), gt_names[t]);
+    uint32_t et;
+    uint64_t cnt;
+    sift_status st = gin_u32(g, &et, "array type");
+    if (!st)
+        st = gin_u64(g, &cnt, "array length");
+    if (st)
+        return st;
+    if (et >= GT__COUNT)
+        return gfail(g, SIFT_E_ARG, "unknown array element type %u", (unsigned)et);
+    if (et == GT_ARRAY)
+        return gfail(g, SIFT_E_ARG, "arrays of arrays are not supported");
+    if (et != GT_STRING) {
+        unsigned sz = gt_size(et);
+        if (cnt > gin_left(g) / sz)
+            return gfail(g, SIFT_E_ARG, "array of %llu %s exceeds the %llu bytes left",
+                         (unsigned long long)cnt, gt_names[et], (unsigned long long)gin_left(g));
+        return gin_skip(g, cnt * sz, "array");
+    }
+    if (cnt > gin_left(g) / 8)
+        return gfail(g, SIFT_E_ARG, "array of %llu strings exceeds the %llu bytes left",
+                     (unsigned long long)cnt, (unsigned long long)gin_left(g));
+    for (uint64_t i = 0; i < cnt; i++) {
+        uint64_t n;
+        st = gin_strlen(g, &n, UINT64_MAX, "string");
+        if (!st)
+            st = gin_skip(g, n, "string");
+        if (st)
+            return st;
+    }
+    return SIFT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* GGUF: piece decoding                                                */
+/* ------------------------------------------------------------------ */
+
+enum { TT_UNDEFINED = 0, TT_NORMAL, TT_UNKNOWN, TT_CONTROL, TT_USER, TT_UNUSED, TT_BYTE };
+
+/* Decodes one UTF-8 code point at s[0..n); returns its length (0 on
+ * invalid UTF-8) and the code point through *cp. */
+static size_t utf8_cp(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t v, min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if ((c & 0xE0) == 0xC0) {
+        len = 2, v = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3, v = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4, v = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (s[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+/* The GPT-2 byte-level table, inverted: the byte a code point stands for,
+ * or -1. Printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) stand
+ * for themselves; the other 68 bytes were given the code points 256.. in
+ * increasing byte order. */
+static int gpt2_byte(uint32_t cp)
+{
+    if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0xFF))
+        return (int)cp;
+    if (cp < 256 || cp >= 256 + 68)
+        return -1;
+    uint32_t k = cp - 256; /* the k-th byte that is not printable */
+    if (k <= 0x20)         /* bytes 0x00..0x20 */
+        return (int)k;
+    if (k <= 0x20 + 34) /* bytes 0x7F..0xA0 */
+        return (int)(0x7F + (k - 0x21));
+    return 0xAD; /* k == 67 */
+}
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Texts of control tokens that end a turn in common chat templates; such
+ * a token is marked EOG even when no *_token_id key names it. */
+static int is_eog_text(const char *s, size_t n)
+{
+    static const char *const texts[] = {"<|eot_id|>", "<|im_end|>",    "<|end|>", "<end_of_turn>",
+                                        "<|eom_id|>", "<|endoftext|>", "<EOT>"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        if (strlen(texts[i]) == n && memcmp(texts[i], s, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* GGUF: the loader                                                    */
+/* ------------------------------------------------------------------ */
+
+enum { MODEL_NONE = 0, MODEL_GPT2, MODEL_LLAMA };
+
+typedef struct gguf_state {
+    const sift__alloc *al;
+    int model;
+    uint64_t n;    /* tokens */
+    uint64_t *off; /* n + 1 */
+    char *bytes;
+    uint64_t cap, used;
+    int32_t *types; /* n, or NULL */
+    uint64_t n_types;
+    int64_t eog[3]; /* eos, eot, eom; -1 = absent */
+    int have_model, have_tokens, have_types;
+    uint64_t types_off;
+} gguf_state;
+
+static sift_status read_tokens(gin *g, gguf_state *s)
+{
+    uint32_t et;
+    uint64_t cnt;
+    sift_status st = gin_u32(g, &et, "array type");
+    if (!st)
+        st = gin_u64(g, &cnt, "array length");
+    if (st)
+        return st;
+    if (et != GT_STRING)
+        return gfail(g, SIFT_E_ARG, "expected an array of string, got an array of %s",
+                     et < GT__COUNT ? gt_names[et] : "unknown type");
+    if (cnt == 0)
+        return gfail(g, SIFT_E_ARG, "no tokens");
+    if (cnt > (uint64_t)SIFT_DEFAULT_MAX_VOCAB)
+        return gfail(g, SIFT_E_LIMIT, "%llu tokens; max %d", (unsigned long long)cnt,
+                     (int)SIFT_DEFAULT_MAX_VOCAB);
+    if (cnt > gin_left(g) / 8)
+        return gfail(g, SIFT_E_ARG, "array of %llu strings exceeds the %llu bytes left",
+                     (unsigned long long)cnt, (unsigned long long)gin_left(g));
+    s->off = sift__malloc(s->al, (size_t)cnt + 1, sizeof *s->off);
+    if (!s->off)
+        return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for %llu tokens",
+                          (unsigned long long)cnt);
+    s->n = cnt;
+    for (uint64_t i = 0; i < cnt; i++) {
+        uint64_t len;
+        st = gin_strlen(g, &len, GGUF_MAX_PIECE, "token string");
+        if (st)
+            return st;
+        if (s->used + len > GGUF_MAX_PIECE_BYTES)
+            return gfail(g, SIFT_E_LIMIT, "token pieces exceed %llu bytes in total",
+                         (unsigned long long)GGUF_MAX_PIECE_BYTES);
+        if (s->used + len + 1 > s->cap) {
+            uint64_t nc = s->cap ? s->cap * 2 : 4096;
+            while (nc < s->used + len + 1)
+                nc *= 2;
+            char *nb = sift__malloc(s->al, (size_t)nc, 1);
+            if (!nb)
+                return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for token pieces");
+            if (s->used)
+                memcpy(nb, s->bytes, (size_t)s->used);
+            sift__free(s->al, s->bytes);
+            s->bytes = nb;
+            s->cap = nc;
+        }
+        s->off[i] = s->used;
+        st = gin_read(g, s->bytes + s->used, (size_t)len, "token string");
+        if (st)
+            return st;
+        s->used += len;
+    }
+    s->off[cnt] = s->used;
+    return SIFT_OK;
+}
+
+static sift_status read_types(gin *g, gguf_state *s)
+{
+    uint32_t et;
+    uint64_t cnt;
+    s->types_off = g->pos;
+    sift_status st = gin_u32(g, &et, "array type");
+    if (!st)
+        st = gin_u64(g, &cnt, "array length");
+    if (st)
+        return st;
+    if (et != GT_I32)
+        return gfail(g, SIFT_E_ARG, "expected an array of i32, got an array of %s",
+                     et < GT__COUNT ? gt_names[et] : "unknown type");
+    if (cnt > (uint64_t)SIFT_DEFAULT_MAX_VOCAB)
+        return gfail(g, SIFT_E_LIMIT, "%llu token types; max %d", (unsigned long long)cnt,
+                     (int)SIFT_DEFAULT_MAX_VOCAB);
+    if (cnt > gin_left(g) / 4)
+        return gfail(g, SIFT_E_ARG, "array of %llu i32 exceeds the %llu bytes left",
+                     (unsigned long long)cnt, (unsigned long long)gin_left(g));
+    s->types = sift__malloc(s->al, cnt ? (size_t)cnt : 1, sizeof *s->types);
+    if (!s->types)
+        return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for %llu token types",
+                          (unsigned long long)cnt);
+    s->n_types = cnt;
+    for (uint64_t i = 0; i < cnt; i++) {
+        uint32_t v;
+        st = gin_u32(g, &v, "token type");
+        if (st)
+            return st;
+        s->types[i] = (int32_t)v;
+    }
+    return SIFT_OK;
+}
+
+/* Reads an integer-valued token id (u32 or i32; -1 / 0xffffffff means
+ * "none", as GGUF writers use it). */
+static sift_status read_id(gin *g, uint32_t t, int64_t *id)
+{
+    if (t != GT_U32 && t != GT_I32)
+        return gfail(g, SIFT_E_ARG, "expected u32, got %s",
+                     t < GT__COUNT ? gt_names[t] : "an unknown type");
+    uint32_t v;
+    sift_status st = gin_u32(g, &v, gt_names[t]);
+    if (st)
+        return st;
+    *id = v == 0xffffffffu ? -1 : (t == GT_I32 ? (int64_t)(int32_t)v : (int64_t)v);
+    return SIFT_OK;
+}
+
+static sift_status read_kv(gin *g, gguf_state *s, uint64_t index, char *key, size_t key_cap)
+{
+    uint64_t klen;
+    g->key = NULL;
+    sift_status st = gin_strlen(g, &klen, GGUF_MAX_KEY, "key");
+    if (st)
+        return st;
+    /* Keys longer than the buffer are not ones we read; keep a prefix
+     * for messages. */
+    size_t keep = klen < key_cap - 1 ? (size_t)klen : key_cap - 1;
+    st = gin_read(g, key, keep, "key");
+    if (!st)
+        st = gin_skip(g, klen - keep, "key");
+    if (st)
+        return st;
+    key[keep] = '\0';
+    if (memchr(key, '\0', keep))
+        return gfail(g, SIFT_E_ARG, "key %llu contains a NUL byte", (unsigned long long)index);
+    g->key = key;
+    uint32_t t;
+    st = gin_u32(g, &t, "value type");
+    if (st)
+        return st;
+    if (t >= GT__COUNT)
+        return gfail(g, SIFT_E_ARG, "unknown value type %u", (unsigned)t);
+    int full = keep == klen;
+    if (full && strcmp(key, "tokenizer.ggml.model") == 0) {
+        if (s->have_model)
+            return gfail(g, SIFT_E_ARG, "duplicate key");
+        if (t != GT_STRING)
+            return gfail(g, SIFT_E_ARG, "expected string, got %s", gt_names[t]);
+        uint64_t n;
+        char m[32];
+        st = gin_strlen(g, &n, UINT64_MAX, "string");
+        if (st)
+            return st;
+        size_t mk = n < sizeof m - 1 ? (size_t)n : sizeof m - 1;
+        st = gin_read(g, m, mk, "string");
+        if (!st)
+            st = gin_skip(g, n - mk, "string");
+        if (st)
+            return st;
+        m[mk] = '\0';
+        s->have_model = 1;
+        if (n == 4 && memcmp(m, "gpt2", 4) == 0)
+            s->model = MODEL_GPT2;
+        else if (n == 5 && memcmp(m, "llama", 5) == 0)
+            s->model = MODEL_LLAMA;
+        else
+            return gfail(g, SIFT_E_ARG,
+                         "tokenizer model '%s%s' is not supported (gpt2 and llama are)", m,
+                         n > mk ? "..." : "");
+        return SIFT_OK;
+    }
+    if (full && strcmp(key, "tokenizer.ggml.tokens") == 0) {
+        if (s->have_tokens)
+            return gfail(g, SIFT_E_ARG, "duplicate key");
+        if (t != GT_ARRAY)
+            return gfail(g, SIFT_E_ARG, "expected an array of string, got %s", gt_names[t]);
+        s->have_tokens = 1;
+        return read_tokens(g, s);
+    }
+    if (full && strcmp(key, "tokenizer.ggml.token_type") == 0) {
+        if (s->have_types)
+            return gfail(g, SIFT_E_ARG, "duplicate key");
+        if (t != GT_ARRAY)
+            return gfail(g, SIFT_E_ARG, "expected an array of i32, got %s", gt_names[t]);
+        s->have_types = 1;
+        return read_types(g, s);
+    }
+    static const char *const eog_keys[3] = {"tokenizer.ggml.eos_token_id",
+                                            "tokenizer.ggml.eot_token_id",
+                                            "tokenizer.ggml.eom_token_id"};
+    for (int k = 0; k < 3; k++) {
+        if (full && strcmp(key, eog_keys[k]) == 0) {
+            if (s->eog[k] != -2)
+                return gfail(g, SIFT_E_ARG, "duplicate key");
+            return read_id(g, t, &s->eog[k]);
+        }
+    }
+    return gin_skip_value(g, t);
+}
+
+/* Decodes every piece in place and sets the attribute bits. */
+static sift_status decode_pieces(gin *g, gguf_state *s, uint8_t *attr)
+{
+    uint64_t w = 0; /* write position: decoding only shrinks pieces */
+    for (uint64_t id = 0; id < s->n; id++) {
+        const unsigned char *p = (const unsigned char *)s->bytes + s->off[id];
+        size_t len = (size_t)(s->off[id + 1] - s->off[id]);
+        int32_t type = s->types ? s->types[id] : TT_NORMAL;
+        uint64_t start = w;
+        char *o = s->bytes;
+        if (type < TT_UNDEFINED || type > TT_BYTE)
+            return fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, (int64_t)s->types_off, (int64_t)id,
+                              "key 'tokenizer.ggml.token_type': token %llu has type %d; "
+                              "expected 1..6",
+                              (unsigned long long)id, (int)type);
+        if (type == TT_CONTROL || type == TT_UNKNOWN)
+            attr[id] |= SIFT_TOKEN_SPECIAL;
+        if (type == TT_UNUSED)
+            attr[id] |= SIFT_TOKEN_UNUSED;
+        if (type == TT_CONTROL && is_eog_text((const char *)p, len))
+            attr[id] |= SIFT_TOKEN_EOG;
+        if (type == TT_BYTE && s->model == MODEL_LLAMA) {
+            int hi = len == 6 ? hexval(p[3]) : -1, lo = len == 6 ? hexval(p[4]) : -1;
+            if (len != 6 || memcmp(p, "<0x", 3) != 0 || p[5] != '>' || hi < 0 || lo < 0)
+                return fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, -1, (int64_t)id,
+                                  "byte token %llu is '%.*s'; expected <0xHH> with two hex "
+                                  "digits",
+                                  (unsigned long long)id, (int)(len > 40 ? 40 : len),
+                                  (const char *)p);
+            o[w++] = (char)(hi << 4 | lo);
+        } else if (type == TT_NORMAL || type == TT_UNDEFINED || type == TT_BYTE) {
+            if (s->model == MODEL_GPT2) {
+                for (size_t i = 0; i < len;) {
+                    uint32_t cp = 0;
+                    size_t k = utf8_cp(p + i, len - i, &cp);
+                    int b = k ? gpt2_byte(cp) : -1;
+                    if (!k)
+                        return fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, -1, (int64_t)id,
+                                          "token %llu is not byte-level BPE text: invalid "
+                                          "UTF-8 at byte %zu",
+                                          (unsigned long long)id, i);
+                    if (b < 0)
+                        return fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, -1, (int64_t)id,
+                                          "token %llu is not byte-level BPE text: U+%04X at "
+                                          "byte %zu stands for no byte",
+                                          (unsigned long long)id, (unsigned)cp, i);
+                    o[w++] = (char)b;
+                    i += k;
+                }
+            } else {
+                for (size_t i = 0; i < len;) {
+                    if (i + 3 <= len && p[i] == 0xE2 && p[i + 1] == 0x96 && p[i + 2] == 0x81) {
+                        o[w++] = ' ';
+                        i += 3;
+                    } else {
+                        o[w++] = (char)p[i++];
+                    }
+                }
+            }
+        } else {
+            /* control, user defined, unknown, unused: the text as stored */
+            memmove(o + w, p, len);
+            w += len;
+        }
+        s->off[id] = start;
+    }
+    s->off[s->n] = w;
+    return SIFT_OK;
+}
+
+static sift_status gguf_parse(sift_vocab **out, gin *g, const sift__alloc *al)
+{
+    gguf_state s;
+    memset(&s, 0, sizeof s);
+    s.al = al;
+    s.eog[0] = s.eog[1] = s.eog[2] = -2; /* -2: key absent */
+    uint8_t *attr = NULL;
+    char key[256];
+    unsigned char hdr[8];
+    sift_status st = gin_read(g, hdr, 4, "the magic number");
+    if (st)
+        goto done;
+    if (memcmp(hdr, "GGUF", 4) != 0) {
+        g->pos = 0;
+        st = gfail(g, SIFT_E_ARG, "not a GGUF file (magic %02x %02x %02x %02x)", hdr[0], hdr[1],
+                   hdr[2], hdr[3]);
+        goto done;
+    }
+    uint32_t version;
+    if ((st = gin_u32(g, &version, "the version")))
+        goto done;
+    if (version != 2 && version != 3) {
+        g->pos = 4;
+        if (version == 0x02000000u || version == 0x03000000u)
+            st = gfail(g, SIFT_E_ARG, "big-endian GGUF is not supported");
+        else
+            st = gfail(g, SIFT_E_ARG, "GGUF version %u is not supported (2 and 3 are)",
+                       (unsigned)version);
+        goto done;
+    }
+    uint64_t n_tensors, n_kv;
+    if ((st = gin_u64(g, &n_tensors, "the tensor count")))
+        goto done;
+    if ((st = gin_u64(g, &n_kv, "the key/value count")))
+        goto done;
+    /* The smallest pair is 13 bytes (an empty key, a type, a u8). */
+    if (n_kv > gin_left(g) / 13) {
+        g->pos -= 8;
+        st = gfail(g, SIFT_E_ARG, "%llu key/value pairs cannot fit in the %llu bytes left",
+                   (unsigned long long)n_kv, (unsigned long long)(gin_left(g) - 8));
+        goto done;
+    }
+    for (uint64_t i = 0; i < n_kv; i++) {
+        if ((st = read_kv(g, &s, i, key, sizeof key)))
+            goto done;
+    }
+    g->key = NULL;
+    /* Tensor infos and data follow; they are not read. */
+    if (!s.have_tokens) {
+        st = gfail(g, SIFT_E_ARG, "no 'tokenizer.ggml.tokens' key: the file has no vocabulary");
+        goto done;
+    }
+    if (!s.have_model) {
+        st = gfail(g, SIFT_E_ARG, "no 'tokenizer.ggml.model' key: the tokenizer is unknown");
+        goto done;
+    }
+    if (s.have_types && s.n_types != s.n) {
+        st = fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, (int64_t)s.types_off, -1,
+                        "key 'tokenizer.ggml.token_type': %llu types for %llu tokens",
+                        (unsigned long long)s.n_types, (unsigned long long)s.n);
+        goto done;
+    }
+    attr = sift__calloc(al, (size_t)s.n, 1);
+    if (!attr) {
+        st = sift__fail(g->err, SIFT_E_NOMEM, "out of memory for %llu tokens",
+                        (unsigned long long)s.n);
+        goto done;
+    }
+    if ((st = decode_pieces(g, &s, attr)))
+        goto done;
+    static const char *const eog_names[3] = {"eos", "eot", "eom"};
+    for (int k = 0; k < 3; k++) {
+        if (s.eog[k] < 0)
+            continue;
+        if ((uint64_t)s.eog[k] >= s.n) {
+            st = fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, -1, s.eog[k],
+                            "key 'tokenizer.ggml.%s_token_id': token %lld out of range [0, %llu)",
+                            eog_names[k], (long long)s.eog[k], (unsigned long long)s.n);
+            goto done;
+        }
+        attr[s.eog[k]] |= SIFT_TOKEN_EOG;
+    }
+    if (s.bytes == NULL) {
+        /* every piece empty: the byte block still needs to exist */
+        s.bytes = sift__malloc(al, 1, 1);
+        if (!s.bytes) {
+            st = sift__fail(g->err, SIFT_E_NOMEM, "out of memory");
+            goto done;
+        }
+    }
+    st = sift__vocab_adopt(out, al, (int32_t)s.n, s.off, s.bytes, attr, g->err);
+    s.off = NULL;
+    s.bytes = NULL;
+    attr = NULL;
+done:
+    sift__free(al, s.off);
+    sift__free(al, s.bytes);
+    sift__free(al, s.types);
+    sift__free(al, attr);
+    return st;
+}
+
+sift_status sift_vocab_from_gguf(sift_vocab **out, const void *data, size_t len,
+                                 const sift_allocator *allocator, sift_error *err)
+{
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "out is NULL");
+    *out = NULL;
+    if (!data && len)
+        return sift__fail(err, SIFT_E_ARG, "data is NULL");
+    sift__alloc al;
+    sift__alloc_init(&al, allocator);
+    gin g = {data ? (const unsigned char *)data : (const unsigned char *)"",
+             NULL,
+             len,
+             0,
+             "<memory>",
+             NULL,
+             err};
+    return gguf_parse(out, &g, &al);
+}
+
+sift_status sift_vocab_load_gguf(sift_vocab **out, const char *path,
+                                 const sift_allocator *allocator, sift_error *err)
+{
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "out is NULL");
+    *out = NULL;
+    if (!path)
+        return sift__fail(err, SIFT_E_ARG, "path is NULL");
+    FILE *f;
+    uint64_t size;
+    sift_status st = open_regular(path, &f, &size, err);
+    if (st)
+        return st;
+    sift__alloc al;
+    sift__alloc_init(&al, allocator);
+    gin g = {NULL, f, size, 0, path, NULL, err};
+    st = gguf_parse(out, &g, &al);
+    fclose(f);
+    return st;
+}

@@ -1,0 +1,1182 @@
+/*
+ * check_vocab_load.c - vocabularies from files: the tiktoken loader on the
+ * real cl100k_base file (sha256, size, pieces, tokens that are not UTF-8
+ * on their own) and on small crafted inputs (gaps, unsorted ranks, every
+ * error with its line and column), and the GGUF reader on small files the
+ * test writes itself for both tokenizer models, plus corrupted variants:
+ * every truncation, huge counts and lengths, wrong types, bad magic,
+ * version 1, big endian (BAD_INPUTS R-11 included). Allocation failures
+ * are injected at every allocation of a load.
+ *
+ * The data directory comes from SIFT_TEST_DATA_DIR (set by Makefile.am),
+ * overridable through the environment variable of the same name.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+#ifndef SIFT_TEST_DATA_DIR
+#define SIFT_TEST_DATA_DIR "tests/data"
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("SIFT_TEST_DATA_DIR");
+    return d && *d ? d : SIFT_TEST_DATA_DIR;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    ck_assert_int_ge(n, 0);
+    rewind(f);
+    char *b = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static char *cl100k_path(void)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/cl100k_base.tiktoken", data_dir());
+    return path;
+}
+
+static void piece_is(const sift_vocab *v, int32_t id, const char *want, size_t want_len)
+{
+    const char *b;
+    size_t n;
+    ck_assert_int_eq(sift_vocab_piece(v, id, &b, &n, NULL), SIFT_OK);
+    ck_assert_msg(n == want_len && memcmp(b, want, n) == 0, "token %d: piece '%.*s' (%zu bytes)",
+                  (int)id, (int)n, b, n);
+}
+#define PIECE_IS(v, id, lit) piece_is(v, id, lit, sizeof(lit) - 1)
+
+/* Is s[0..n) valid UTF-8 on its own (no truncated sequence, no stray
+ * continuation byte, no overlong form, no surrogate)? Written for the
+ * test, independently of the library. */
+static int utf8_ok(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t k;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            k = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            k = 2;
+            if (c == 0xE0)
+                lo = 0xA0;
+            if (c == 0xED)
+                hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            k = 3;
+            if (c == 0xF0)
+                lo = 0x90;
+            if (c == 0xF4)
+                hi = 0x8F;
+        } else {
+            return 0;
+        }
+        if (i + k >= n)
+            return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (size_t j = 2; j <= k; j++)
+            if ((s[i + j] & 0xC0) != 0x80)
+                return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+/* A counting allocator that can fail the Nth call and records the
+ * largest single request. */
+typedef struct fa {
+    long calls, fail_at, live;
+    size_t biggest;
+} fa;
+
+static void *fa_alloc(void *user, size_t size)
+{
+    fa *f = user;
+    f->calls++;
+    if (size > f->biggest)
+        f->biggest = size;
+    if (f->calls == f->fail_at)
+        return NULL;
+    void *p = malloc(size);
+    if (p)
+        f->live++;
+    return p;
+}
+
+static void fa_free(void *user, void *p)
+{
+    fa *f = user;
+    if (p)
+        f->live--;
+    free(p);
+}
+
+static sift_status tt(const char *text, sift_vocab **v, sift_error *err)
+{
+    return sift_vocab_from_tiktoken(v, text, strlen(text), NULL, err);
+}
+
+/* Expects a tiktoken error with the given code, line and column. */
+static void tt_err(const char *text, sift_status code, int line, int col, const char *needle)
+{
+    sift_vocab *v = (sift_vocab *)1;
+    sift_error err;
+    ck_assert_int_eq(tt(text, &v, &err), code);
+    ck_assert_ptr_null(v);
+    ck_assert_int_eq(err.code, code);
+    ck_assert_msg(err.line == line && err.column == col, "%s: got %d:%d, want %d:%d", err.message,
+                  (int)err.line, (int)err.column, line, col);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "<memory>:%d:%d: ", line, col);
+    ck_assert_msg(strncmp(err.message, prefix, strlen(prefix)) == 0, "message '%s'", err.message);
+    ck_assert_msg(strstr(err.message, needle) != NULL, "message '%s' lacks '%s'", err.message,
+                  needle);
+    ck_assert_str_eq(err.source, "<memory>");
+}
+
+/* ------------------------------------------------------------------ */
+/* tiktoken: the real file                                             */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_cl100k_file_has_the_published_sha256)
+{
+    size_t n;
+    char *b = read_all(cl100k_path(), &n);
+    char hex[65];
+    tu_sha256_hex(b, n, hex);
+    ck_assert_str_eq(hex, "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7");
+    free(b);
+}
+END_TEST
+
+START_TEST(test_sha256_matches_the_fips_examples)
+{
+    char hex[65];
+    tu_sha256_hex("abc", 3, hex);
+    ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    tu_sha256_hex("", 0, hex);
+    ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    tu_sha256_hex(m, strlen(m), hex);
+    ck_assert_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+END_TEST
+
+START_TEST(test_cl100k_loads_100256_tokens_with_the_right_pieces)
+{
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_msg(sift_vocab_load_tiktoken(&v, cl100k_path(), NULL, &err) == SIFT_OK, "%s",
+                  err.message);
+    ck_assert_int_eq(sift_vocab_size(v), 100256);
+    PIECE_IS(v, 0, "!");
+    PIECE_IS(v, 220, " ");
+    PIECE_IS(v, 256, "  ");
+    PIECE_IS(v, 1000, "indow");
+    PIECE_IS(v, 1734, "\\n");
+    PIECE_IS(v, 9906, "Hello");
+    PIECE_IS(v, 100255, " Conveyor");
+    int not_utf8 = 0, unused = 0;
+    size_t longest = 0;
+    for (int32_t id = 0; id < 100256; id++) {
+        const char *b;
+        size_t n;
+        ck_assert_int_eq(sift_vocab_piece(v, id, &b, &n, NULL), SIFT_OK);
+        ck_assert_uint_ge(n, 1);
+        if (n > longest)
+            longest = n;
+        not_utf8 += !utf8_ok((const unsigned char *)b, n);
+        unused += (sift_vocab_attr(v, id) & SIFT_TOKEN_UNUSED) != 0;
+    }
+    /* Counted independently with Python's decoder on the same file. */
+    ck_assert_int_eq(not_utf8, 773);
+    ck_assert_int_eq(unused, 0);
+    ck_assert_uint_eq(longest, 128);
+    /* The 256 single bytes are all tokens: every byte has an id. */
+    int have[256] = {0};
+    for (int32_t id = 0; id < 100256; id++) {
+        const char *b;
+        size_t n;
+        ck_assert_int_eq(sift_vocab_piece(v, id, &b, &n, NULL), SIFT_OK);
+        if (n == 1)
+            have[(unsigned char)b[0]]++;
+    }
+    for (int i = 0; i < 256; i++)
+        ck_assert_int_eq(have[i], 1);
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_cl100k_from_memory_equals_from_file)
+{
+    size_t n;
+    char *b = read_all(cl100k_path(), &n);
+    sift_vocab *a = NULL, *c = NULL;
+    ck_assert_int_eq(sift_vocab_from_tiktoken(&a, b, n, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_load_tiktoken(&c, cl100k_path(), NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(a), sift_vocab_size(c));
+    for (int32_t id = 0; id < sift_vocab_size(a); id += 97) {
+        const char *x, *y;
+        size_t nx, ny;
+        ck_assert_int_eq(sift_vocab_piece(a, id, &x, &nx, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_vocab_piece(c, id, &y, &ny, NULL), SIFT_OK);
+        ck_assert(nx == ny && memcmp(x, y, nx) == 0);
+    }
+    sift_vocab_free(a);
+    sift_vocab_free(c);
+    free(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* tiktoken: crafted inputs                                            */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_tiktoken_gaps_in_ranks_are_unused_tokens_with_empty_pieces)
+{
+    /* "YQ==" = "a", "YmM=" = "bc", "ZGVm" = "def" */
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(tt("YQ== 0\nYmM= 3\nZGVm 4\n", &v, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 5);
+    PIECE_IS(v, 0, "a");
+    PIECE_IS(v, 1, "");
+    PIECE_IS(v, 2, "");
+    PIECE_IS(v, 3, "bc");
+    PIECE_IS(v, 4, "def");
+    ck_assert_uint_eq(sift_vocab_attr(v, 0), 0);
+    ck_assert_uint_eq(sift_vocab_attr(v, 1), SIFT_TOKEN_UNUSED);
+    ck_assert_uint_eq(sift_vocab_attr(v, 2), SIFT_TOKEN_UNUSED);
+    ck_assert_uint_eq(sift_vocab_attr(v, 3), 0);
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_tiktoken_unsorted_ranks_give_the_same_vocabulary)
+{
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(tt("ZGVm 4\nYQ== 0\nYmM= 2", &v, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 5);
+    PIECE_IS(v, 0, "a");
+    PIECE_IS(v, 1, "");
+    PIECE_IS(v, 2, "bc");
+    PIECE_IS(v, 3, "");
+    PIECE_IS(v, 4, "def");
+    ck_assert_uint_eq(sift_vocab_attr(v, 3), SIFT_TOKEN_UNUSED);
+    ck_assert_uint_eq(sift_vocab_attr(v, 4), 0);
+    sift_vocab_free(v);
+    /* In order with a gap first, then out of order: the ids read so far
+     * move to the line table with their gaps. */
+    ck_assert_int_eq(tt("YQ== 0\nYmM= 3\nZGVm 1\n", &v, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 4);
+    PIECE_IS(v, 0, "a");
+    PIECE_IS(v, 1, "def");
+    PIECE_IS(v, 2, "");
+    PIECE_IS(v, 3, "bc");
+    ck_assert_uint_eq(sift_vocab_attr(v, 1), 0);
+    ck_assert_uint_eq(sift_vocab_attr(v, 2), SIFT_TOKEN_UNUSED);
+    ck_assert_uint_eq(sift_vocab_attr(v, 3), 0);
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_tiktoken_accepts_crlf_and_a_missing_final_newline)
+{
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(tt("YQ== 0\r\nYmM= 1\r\n", &v, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 2);
+    PIECE_IS(v, 1, "bc");
+    sift_vocab_free(v);
+    ck_assert_int_eq(tt("YQ== 0\nYmM= 1", &v, NULL), SIFT_OK);
+    PIECE_IS(v, 1, "bc");
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_tiktoken_bytes_that_are_not_utf8_are_kept)
+{
+    /* "/w==" = 0xFF, "4oI=" = E2 82 (a truncated euro sign), "AA==" = NUL */
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(tt("/w== 0\n4oI= 1\nAA== 2\n", &v, NULL), SIFT_OK);
+    PIECE_IS(v, 0, "\xff");
+    PIECE_IS(v, 1, "\xe2\x82");
+    piece_is(v, 2, "\0", 1);
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_tiktoken_errors_name_the_line_and_column)
+{
+    tt_err("YQ== 0\nYQ== 0\n", SIFT_E_ARG, 2, 6, "duplicate rank 0 (first on line 1)");
+    tt_err("YQ== 1\nYmM= 0\nYQ== 1\n", SIFT_E_ARG, 3, 6, "duplicate rank 1 (first on line 1)");
+    tt_err("YQ== 0\nY*== 1\n", SIFT_E_ARG, 2, 2, "bad base64: unexpected character 0x2a");
+    tt_err("YQ== 0\nYQ= 1\n", SIFT_E_ARG, 2, 4, "not a multiple of 4");
+    tt_err("Y=== 0\n", SIFT_E_ARG, 1, 2, "bad base64");
+    tt_err("YQ=a 0\n", SIFT_E_ARG, 1, 3, "bad base64");
+    tt_err("YQ== 0\nYmM= 16777216\n", SIFT_E_LIMIT, 2, 6, "rank 16777216 out of range");
+    tt_err("YQ== 0\nYmM= 99999999999999999999999\n", SIFT_E_LIMIT, 2, 6, "out of range");
+    tt_err("YQ== 0\nYmM= -1\n", SIFT_E_ARG, 2, 6, "bad rank");
+    tt_err("YQ== 0\nYmM= 1x\n", SIFT_E_ARG, 2, 7, "bad rank");
+    tt_err("YQ== 0\nYmM=\n", SIFT_E_ARG, 2, 5, "expected a space and a rank");
+    tt_err("YQ== 0\nYmM= \n", SIFT_E_ARG, 2, 6, "expected a rank");
+    tt_err("YQ== 0\n\nYmM= 1\n", SIFT_E_ARG, 2, 1, "empty line");
+    tt_err(" 0\n", SIFT_E_ARG, 1, 1, "empty token");
+    /* A huge rank on a tiny file would need a huge table. */
+    sift_vocab *v = (sift_vocab *)1;
+    sift_error err;
+    ck_assert_int_eq(tt("YQ== 0\nYmM= 1000000\n", &v, &err), SIFT_E_LIMIT);
+    ck_assert_ptr_null(v);
+    ck_assert_str_eq(err.message, "<memory>: rank 1000000 with only 2 tokens leaves 999999 "
+                                  "unused ids; max 65538");
+}
+END_TEST
+
+START_TEST(test_tiktoken_long_lines_and_empty_files_are_errors)
+{
+    size_t n = 5000;
+    char *big = malloc(n + 8);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'Q', n);
+    memcpy(big + n, " 0\n", 4);
+    tt_err(big, SIFT_E_LIMIT, 1, 4097, "line is 5002 bytes long; max 4096");
+    free(big);
+    sift_vocab *v = (sift_vocab *)1;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_from_tiktoken(&v, "", 0, NULL, &err), SIFT_E_ARG);
+    ck_assert_ptr_null(v);
+    ck_assert_int_eq(tt("\n", &v, &err), SIFT_E_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "no tokens"));
+    ck_assert_int_eq(sift_vocab_from_tiktoken(&v, NULL, 3, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_vocab_from_tiktoken(NULL, "YQ== 0", 6, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_vocab_load_tiktoken(&v, NULL, NULL, &err), SIFT_E_ARG);
+}
+END_TEST
+
+START_TEST(test_tiktoken_load_refuses_directories_fifos_and_missing_files)
+{
+    sift_vocab *v = (sift_vocab *)1;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_load_tiktoken(&v, data_dir(), NULL, &err), SIFT_E_IO);
+    ck_assert_ptr_null(v);
+    ck_assert_ptr_nonnull(strstr(err.message, "not a regular file"));
+    ck_assert_str_eq(err.source, data_dir());
+    ck_assert_int_eq(sift_vocab_load_tiktoken(&v, "/nonexistent/x.tiktoken", NULL, &err),
+                     SIFT_E_IO);
+    ck_assert_int_eq(sift_vocab_load_gguf(&v, data_dir(), NULL, &err), SIFT_E_IO);
+    /* A FIFO with no writer: opening it must not block. */
+    char fifo[] = "/tmp/sift_vocab_fifoXXXXXX";
+    int fd = mkstemp(fifo);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    unlink(fifo);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(sift_vocab_load_tiktoken(&v, fifo, NULL, &err), SIFT_E_IO);
+    ck_assert_ptr_nonnull(strstr(err.message, "not a regular file"));
+    ck_assert_int_eq(sift_vocab_load_gguf(&v, fifo, NULL, &err), SIFT_E_IO);
+    unlink(fifo);
+}
+END_TEST
+
+START_TEST(test_tiktoken_every_allocation_failure_is_nomem_and_leaks_nothing)
+{
+    const char *text = "ZGVm 4\nYQ== 0\nYmM= 2\n"; /* unsorted: the longest path */
+    for (long k = 1;; k++) {
+        fa f = {0, k, 0, 0};
+        sift_allocator a = {fa_alloc, fa_free, &f};
+        sift_vocab *v = NULL;
+        sift_error err;
+        sift_status st = sift_vocab_from_tiktoken(&v, text, strlen(text), &a, &err);
+        if (st == SIFT_OK) {
+            ck_assert_int_gt(k, 3);
+            sift_vocab_free(v);
+            ck_assert_int_eq(f.live, 0);
+            break;
+        }
+        ck_assert_int_eq(st, SIFT_E_NOMEM);
+        ck_assert_ptr_null(v);
+        ck_assert_int_eq(f.live, 0);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* GGUF: a writer for test files                                       */
+/* ------------------------------------------------------------------ */
+
+typedef struct gbuf {
+    unsigned char *b;
+    size_t n, cap;
+} gbuf;
+
+static void g_put(gbuf *g, const void *p, size_t n)
+{
+    if (g->n + n > g->cap) {
+        g->cap = (g->n + n) * 2 + 64;
+        g->b = realloc(g->b, g->cap);
+        ck_assert_ptr_nonnull(g->b);
+    }
+    memcpy(g->b + g->n, p, n);
+    g->n += n;
+}
+static void g_u32(gbuf *g, uint32_t v)
+{
+    unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    g_put(g, b, 4);
+}
+static void g_u64(gbuf *g, uint64_t v)
+{
+    g_u32(g, (uint32_t)v);
+    g_u32(g, (uint32_t)(v >> 32));
+}
+static void g_str(gbuf *g, const char *s)
+{
+    g_u64(g, strlen(s));
+    g_put(g, s, strlen(s));
+}
+static void g_header(gbuf *g, uint32_t version, uint64_t n_kv)
+{
+    g_put(g, "GGUF", 4);
+    g_u32(g, version);
+    g_u64(g, 0); /* tensors */
+    g_u64(g, n_kv);
+}
+static void g_kv_str(gbuf *g, const char *key, const char *val)
+{
+    g_str(g, key);
+    g_u32(g, 8);
+    g_str(g, val);
+}
+static void g_kv_u32(gbuf *g, const char *key, uint32_t val)
+{
+    g_str(g, key);
+    g_u32(g, 4);
+    g_u32(g, val);
+}
+static void g_kv_strs(gbuf *g, const char *key, const char *const *v, size_t n)
+{
+    g_str(g, key);
+    g_u32(g, 9);
+    g_u32(g, 8);
+    g_u64(g, n);
+    for (size_t i = 0; i < n; i++)
+        g_str(g, v[i]);
+}
+static void g_kv_i32s(gbuf *g, const char *key, const int32_t *v, size_t n)
+{
+    g_str(g, key);
+    g_u32(g, 9);
+    g_u32(g, 5);
+    g_u64(g, n);
+    for (size_t i = 0; i < n; i++)
+        g_u32(g, (uint32_t)v[i]);
+}
+
+/* Unrelated keys of every scalar type, a string array and a u8 array,
+ * which the reader must skip. */
+static void g_noise(gbuf *g)
+{
+    static const unsigned sizes[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    for (uint32_t t = 0; t < 13; t++) {
+        if (t == 8 || t == 9)
+            continue;
+        char key[32];
+        snprintf(key, sizeof key, "test.scalar%u", (unsigned)t);
+        g_str(g, key);
+        g_u32(g, t);
+        unsigned char z[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        g_put(g, z, sizes[t]);
+    }
+    g_kv_str(g, "general.name", "tiny");
+    static const char *const merges[] = {"a b", "ab c"};
+    g_kv_strs(g, "tokenizer.ggml.merges", merges, 2);
+    g_str(g, "test.bytes");
+    g_u32(g, 9);
+    g_u32(g, 0);
+    g_u64(g, 3);
+    g_put(g, "xyz", 3);
+}
+
+/* GPT-2's byte -> code point table, built here the usual way (printable
+ * Latin-1 bytes map to themselves, the others to 256, 257, ... in byte
+ * order), to encode test pieces independently of the reader. */
+static uint32_t gpt2_cp(unsigned b)
+{
+    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE))
+        return b;
+    uint32_t n = 0;
+    for (unsigned x = 0; x < b; x++)
+        if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE)))
+            n++;
+    return 256 + n;
+}
+static size_t put_utf8(char *o, uint32_t cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    o[0] = (char)(0xC0 | (cp >> 6));
+    o[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+}
+
+/* A small byte-level BPE vocabulary: "Ġthe" (" the"), "Ċ" ("\n"),
+ * "hello", two control tokens, a user-defined one, an unused one. */
+static gbuf gpt2_file(uint32_t version)
+{
+    gbuf g = {0};
+    static const char *const toks[] = {"hello",      "\xc4\xa0the", "\xc4\x8a", "<|endoftext|>",
+                                       "<|im_end|>", "<tool>",      "<unused0>"};
+    static const int32_t types[] = {1, 1, 1, 3, 3, 4, 5};
+    g_header(&g, version, 18);
+    g_noise(&g); /* 14 pairs */
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, N(toks));
+    g_kv_i32s(&g, "tokenizer.ggml.token_type", types, N(types));
+    g_kv_u32(&g, "tokenizer.ggml.eos_token_id", 3);
+    /* Tensor infos and data follow; they are garbage here on purpose. */
+    g_put(&g, "\xde\xad\xbe\xef", 4);
+    return g;
+}
+
+/* A small SentencePiece vocabulary. */
+static gbuf llama_file(void)
+{
+    gbuf g = {0};
+    static const char *const toks[] = {"<unk>",        "<s>",
+                                       "</s>",         "<0x0A>",
+                                       "<0xFF>",       "\xe2\x96\x81the",
+                                       "ab",           "\xe2\x96\x81\xe2\x96\x81",
+                                       "<end_of_turn>"};
+    static const int32_t types[] = {2, 3, 3, 6, 6, 1, 1, 1, 3};
+    g_header(&g, 3, 6);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, N(toks));
+    g_kv_str(&g, "tokenizer.ggml.model", "llama");
+    g_kv_i32s(&g, "tokenizer.ggml.token_type", types, N(types));
+    g_kv_u32(&g, "tokenizer.ggml.eos_token_id", 2);
+    g_kv_u32(&g, "tokenizer.ggml.eot_token_id", 0xffffffffu); /* "none" */
+    g_kv_u32(&g, "tokenizer.ggml.bos_token_id", 1);
+    return g;
+}
+
+static sift_status gg(const gbuf *g, sift_vocab **v, sift_error *err)
+{
+    return sift_vocab_from_gguf(v, g->b, g->n, NULL, err);
+}
+
+static void gg_err(const gbuf *g, sift_status code, const char *needle)
+{
+    sift_vocab *v = (sift_vocab *)1;
+    sift_error err;
+    ck_assert_int_eq(gg(g, &v, &err), code);
+    ck_assert_ptr_null(v);
+    ck_assert_msg(strstr(err.message, needle) != NULL, "message '%s' lacks '%s'", err.message,
+                  needle);
+    ck_assert_str_eq(err.source, "<memory>");
+}
+
+/* ------------------------------------------------------------------ */
+/* GGUF: valid files                                                   */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_gguf_gpt2_pieces_are_decoded_through_the_byte_table)
+{
+    for (uint32_t version = 2; version <= 3; version++) {
+        gbuf g = gpt2_file(version);
+        sift_vocab *v = NULL;
+        sift_error err;
+        ck_assert_msg(gg(&g, &v, &err) == SIFT_OK, "%s", err.message);
+        ck_assert_int_eq(sift_vocab_size(v), 7);
+        PIECE_IS(v, 0, "hello");
+        PIECE_IS(v, 1, " the");
+        PIECE_IS(v, 2, "\n");
+        PIECE_IS(v, 3, "<|endoftext|>");
+        PIECE_IS(v, 4, "<|im_end|>");
+        PIECE_IS(v, 5, "<tool>");
+        PIECE_IS(v, 6, "<unused0>");
+        ck_assert_uint_eq(sift_vocab_attr(v, 0), 0);
+        ck_assert_uint_eq(sift_vocab_attr(v, 3), SIFT_TOKEN_SPECIAL | SIFT_TOKEN_EOG);
+        ck_assert_uint_eq(sift_vocab_attr(v, 4), SIFT_TOKEN_SPECIAL | SIFT_TOKEN_EOG);
+        ck_assert_uint_eq(sift_vocab_attr(v, 5), 0);
+        ck_assert_uint_eq(sift_vocab_attr(v, 6), SIFT_TOKEN_UNUSED);
+        sift_vocab_free(v);
+        free(g.b);
+    }
+}
+END_TEST
+
+START_TEST(test_gguf_gpt2_byte_table_covers_all_256_bytes)
+{
+    char pieces[256][4];
+    const char *toks[257];
+    for (unsigned b = 0; b < 256; b++) {
+        size_t k = put_utf8(pieces[b], gpt2_cp(b));
+        pieces[b][k] = '\0';
+        toks[b] = pieces[b];
+    }
+    toks[256] = "\xc4\xa0\xc4\xa0x\xc4\x8a"; /* "  x\n" */
+    gbuf g = {0};
+    g_header(&g, 3, 2);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 257);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_msg(gg(&g, &v, &err) == SIFT_OK, "%s", err.message);
+    for (unsigned b = 0; b < 256; b++) {
+        char want = (char)b;
+        piece_is(v, (int32_t)b, &want, 1);
+    }
+    PIECE_IS(v, 256, "  x\n");
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_sentencepiece_pieces_and_byte_tokens_are_decoded)
+{
+    gbuf g = llama_file();
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_msg(gg(&g, &v, &err) == SIFT_OK, "%s", err.message);
+    ck_assert_int_eq(sift_vocab_size(v), 9);
+    PIECE_IS(v, 0, "<unk>");
+    PIECE_IS(v, 1, "<s>");
+    PIECE_IS(v, 2, "</s>");
+    PIECE_IS(v, 3, "\n");
+    PIECE_IS(v, 4, "\xff");
+    PIECE_IS(v, 5, " the");
+    PIECE_IS(v, 6, "ab");
+    PIECE_IS(v, 7, "  ");
+    PIECE_IS(v, 8, "<end_of_turn>");
+    ck_assert_uint_eq(sift_vocab_attr(v, 0), SIFT_TOKEN_SPECIAL);
+    ck_assert_uint_eq(sift_vocab_attr(v, 1), SIFT_TOKEN_SPECIAL);
+    ck_assert_uint_eq(sift_vocab_attr(v, 2), SIFT_TOKEN_SPECIAL | SIFT_TOKEN_EOG);
+    ck_assert_uint_eq(sift_vocab_attr(v, 3), 0);
+    ck_assert_uint_eq(sift_vocab_attr(v, 8), SIFT_TOKEN_SPECIAL | SIFT_TOKEN_EOG);
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_load_from_a_file_equals_from_memory)
+{
+    gbuf g = gpt2_file(3);
+    char path[] = "/tmp/sift_vocab_ggufXXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, g.b, g.n), (ssize_t)g.n);
+    close(fd);
+    sift_vocab *a = NULL, *b = NULL;
+    sift_error err;
+    ck_assert_msg(sift_vocab_load_gguf(&a, path, NULL, &err) == SIFT_OK, "%s", err.message);
+    ck_assert_int_eq(gg(&g, &b, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(a), sift_vocab_size(b));
+    for (int32_t id = 0; id < sift_vocab_size(a); id++) {
+        const char *x, *y;
+        size_t nx, ny;
+        ck_assert_int_eq(sift_vocab_piece(a, id, &x, &nx, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_vocab_piece(b, id, &y, &ny, NULL), SIFT_OK);
+        ck_assert(nx == ny && memcmp(x, y, nx) == 0);
+        ck_assert_uint_eq(sift_vocab_attr(a, id), sift_vocab_attr(b, id));
+    }
+    sift_vocab_free(a);
+    sift_vocab_free(b);
+    /* A truncated file names the path in its message. */
+    ck_assert_int_eq(truncate(path, 40), 0);
+    ck_assert_int_eq(sift_vocab_load_gguf(&a, path, NULL, &err), SIFT_E_ARG);
+    ck_assert_str_eq(err.source, path);
+    ck_assert_ptr_nonnull(strstr(err.message, path));
+    unlink(path);
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_long_and_duplicate_pieces_are_kept)
+{
+    char longp[301];
+    memset(longp, 'x', 300);
+    longp[300] = '\0';
+    /* R-11: long pieces are kept in full; duplicate pieces (here "a"
+     * twice, and a byte token that decodes to a space next to "▁") are
+     * allowed and keep their own ids. */
+    const char *toks[] = {"a", longp, "a", "<0x20>", "\xe2\x96\x81"};
+    static const int32_t types[] = {1, 1, 1, 6, 1};
+    gbuf g = {0};
+    g_header(&g, 3, 3);
+    g_kv_str(&g, "tokenizer.ggml.model", "llama");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 5);
+    g_kv_i32s(&g, "tokenizer.ggml.token_type", types, 5);
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(gg(&g, &v, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 5);
+    piece_is(v, 1, longp, 300);
+    PIECE_IS(v, 0, "a");
+    PIECE_IS(v, 2, "a");
+    PIECE_IS(v, 3, " ");
+    PIECE_IS(v, 4, " ");
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* GGUF: corrupted files                                               */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_gguf_truncated_at_every_offset_is_an_error_never_a_crash)
+{
+    gbuf files[2] = {gpt2_file(3), llama_file()};
+    for (int f = 0; f < 2; f++) {
+        /* The gpt2 file ends in 4 bytes of tensor garbage not read. */
+        size_t end = files[f].n - (f == 0 ? 4 : 0);
+        for (size_t n = 0; n < end; n++) {
+            sift_vocab *v = (sift_vocab *)1;
+            sift_error err;
+            sift_status st = sift_vocab_from_gguf(&v, files[f].b, n, NULL, &err);
+            ck_assert_msg(st == SIFT_E_ARG, "cut at %zu: status %d", n, (int)st);
+            ck_assert_ptr_null(v);
+            ck_assert_int_ge(err.offset, 0);
+            ck_assert_int_le(err.offset, (int64_t)n);
+        }
+        sift_vocab *v = NULL;
+        ck_assert_int_eq(sift_vocab_from_gguf(&v, files[f].b, end, NULL, NULL), SIFT_OK);
+        sift_vocab_free(v);
+        free(files[f].b);
+    }
+}
+END_TEST
+
+START_TEST(test_gguf_bad_magic_version_1_and_big_endian_are_rejected)
+{
+    gbuf g = gpt2_file(3);
+    memcpy(g.b, "GGML", 4);
+    gg_err(&g, SIFT_E_ARG, "not a GGUF file");
+    memcpy(g.b, "GGUF", 4);
+    g.b[4] = 1;
+    gg_err(&g, SIFT_E_ARG, "GGUF version 1 is not supported");
+    g.b[4] = 4;
+    gg_err(&g, SIFT_E_ARG, "GGUF version 4 is not supported");
+    unsigned char be[4] = {0, 0, 0, 3};
+    memcpy(g.b + 4, be, 4);
+    gg_err(&g, SIFT_E_ARG, "big-endian");
+    free(g.b);
+}
+END_TEST
+
+/* Huge counts and lengths must be refused before anything that large is
+ * allocated: the largest request stays below a small multiple of the
+ * file. */
+static void gg_huge(const gbuf *g, const char *needle)
+{
+    fa f = {0, 0, 0, 0};
+    sift_allocator a = {fa_alloc, fa_free, &f};
+    sift_vocab *v = (sift_vocab *)1;
+    sift_error err;
+    ck_assert_int_ne(sift_vocab_from_gguf(&v, g->b, g->n, &a, &err), SIFT_OK);
+    ck_assert_ptr_null(v);
+    ck_assert_msg(strstr(err.message, needle) != NULL, "message '%s' lacks '%s'", err.message,
+                  needle);
+    ck_assert_msg(f.biggest <= 16 * g->n + 8192, "allocated %zu bytes for a %zu-byte file",
+                  f.biggest, g->n);
+    ck_assert_int_eq(f.live, 0);
+}
+
+START_TEST(test_gguf_huge_counts_and_lengths_allocate_nothing_large)
+{
+    gbuf g = {0};
+    g_header(&g, 3, (uint64_t)1 << 40);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    gg_huge(&g, "key/value pairs cannot fit");
+    free(g.b);
+
+    /* 2^30 tokens declared, 4 present. */
+    g = (gbuf){0};
+    g_header(&g, 3, 1);
+    g_str(&g, "tokenizer.ggml.tokens");
+    g_u32(&g, 9);
+    g_u32(&g, 8);
+    g_u64(&g, (uint64_t)1 << 30);
+    for (int i = 0; i < 4; i++)
+        g_str(&g, "ab");
+    gg_huge(&g, "1073741824 tokens; max");
+    free(g.b);
+
+    /* 2^20 tokens declared (under the vocabulary cap), a few present. */
+    g = (gbuf){0};
+    g_header(&g, 3, 1);
+    g_str(&g, "tokenizer.ggml.tokens");
+    g_u32(&g, 9);
+    g_u32(&g, 8);
+    g_u64(&g, (uint64_t)1 << 20);
+    for (int i = 0; i < 4; i++)
+        g_str(&g, "ab");
+    gg_huge(&g, "exceeds the");
+    free(g.b);
+
+    /* A string of 2^62 bytes. */
+    g = (gbuf){0};
+    g_header(&g, 3, 2);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_str(&g, "general.name");
+    g_u32(&g, 8);
+    g_u64(&g, (uint64_t)1 << 62);
+    g_put(&g, "abc", 3);
+    gg_huge(&g, "key 'general.name': string length 4611686018427387904 exceeds");
+    free(g.b);
+
+    /* A key of 2^40 bytes, and a skipped u64 array of 2^61 elements. */
+    g = (gbuf){0};
+    g_header(&g, 3, 1);
+    g_u64(&g, (uint64_t)1 << 40);
+    g_put(&g, "abcdefghijklmnop", 16);
+    gg_huge(&g, "key length");
+    free(g.b);
+    g = (gbuf){0};
+    g_header(&g, 3, 1);
+    g_str(&g, "test.big");
+    g_u32(&g, 9);
+    g_u32(&g, 10);
+    g_u64(&g, (uint64_t)1 << 61);
+    g_put(&g, "abcdefghijklmnop", 16);
+    gg_huge(&g, "array of 2305843009213693952 u64");
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_wrong_types_name_the_key)
+{
+    gbuf g = {0};
+    g_header(&g, 3, 1);
+    g_kv_u32(&g, "tokenizer.ggml.tokens", 7);
+    gg_err(&g, SIFT_E_ARG, "key 'tokenizer.ggml.tokens': expected an array of string, got u32");
+    free(g.b);
+
+    g = (gbuf){0};
+    static const int32_t nums[] = {1, 2};
+    g_header(&g, 3, 1);
+    g_kv_i32s(&g, "tokenizer.ggml.tokens", nums, 2);
+    gg_err(&g, SIFT_E_ARG, "expected an array of string, got an array of i32");
+    free(g.b);
+
+    g = (gbuf){0};
+    static const char *const toks[] = {"a", "b"};
+    g_header(&g, 3, 2);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_strs(&g, "tokenizer.ggml.token_type", toks, 2);
+    gg_err(&g, SIFT_E_ARG, "key 'tokenizer.ggml.token_type': expected an array of i32");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 2);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_str(&g, "tokenizer.ggml.eos_token_id", "1");
+    gg_err(&g, SIFT_E_ARG, "key 'tokenizer.ggml.eos_token_id': expected u32, got string");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 2);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_str(&g, "tokenizer.ggml.model");
+    g_u32(&g, 13);
+    gg_err(&g, SIFT_E_ARG, "key 'tokenizer.ggml.model': unknown value type 13");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 1);
+    g_str(&g, "test.nested");
+    g_u32(&g, 9);
+    g_u32(&g, 9);
+    g_u64(&g, 1);
+    gg_err(&g, SIFT_E_ARG, "arrays of arrays are not supported");
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_missing_or_inconsistent_tokenizer_keys_are_errors)
+{
+    static const char *const toks[] = {"a", "b"};
+    static const int32_t types3[] = {1, 1, 1};
+    static const int32_t badtype[] = {1, 9};
+    gbuf g = {0};
+    g_header(&g, 3, 1);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    gg_err(&g, SIFT_E_ARG, "no 'tokenizer.ggml.tokens' key");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 1);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    gg_err(&g, SIFT_E_ARG, "no 'tokenizer.ggml.model' key");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 2);
+    g_kv_str(&g, "tokenizer.ggml.model", "bert");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    gg_err(&g, SIFT_E_ARG, "tokenizer model 'bert' is not supported");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 3);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_i32s(&g, "tokenizer.ggml.token_type", types3, 3);
+    gg_err(&g, SIFT_E_ARG, "3 types for 2 tokens");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 3);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_i32s(&g, "tokenizer.ggml.token_type", badtype, 2);
+    gg_err(&g, SIFT_E_ARG, "token 1 has type 9");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 3);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_u32(&g, "tokenizer.ggml.eot_token_id", 2);
+    gg_err(&g, SIFT_E_ARG, "key 'tokenizer.ggml.eot_token_id': token 2 out of range [0, 2)");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 3);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    gg_err(&g, SIFT_E_ARG, "duplicate key");
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_invalid_byte_tokens_and_bpe_text_name_the_token)
+{
+    /* byte tokens must be <0xHH>. */
+    static const char *const bad_bytes[] = {"<0x-1>", "<0x0G>", "<0x0A", "<0x0AB>", "0x0A"};
+    for (size_t i = 0; i < N(bad_bytes); i++) {
+        const char *toks[] = {"a", bad_bytes[i]};
+        static const int32_t types[] = {1, 6};
+        gbuf g = {0};
+        g_header(&g, 3, 3);
+        g_kv_str(&g, "tokenizer.ggml.model", "llama");
+        g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+        g_kv_i32s(&g, "tokenizer.ggml.token_type", types, 2);
+        sift_vocab *v = (sift_vocab *)1;
+        sift_error err;
+        ck_assert_int_eq(gg(&g, &v, &err), SIFT_E_ARG);
+        ck_assert_ptr_null(v);
+        ck_assert_int_eq(err.index, 1);
+        ck_assert_ptr_nonnull(strstr(err.message, "byte token 1 is"));
+        ck_assert_ptr_nonnull(strstr(err.message, "<0xHH>"));
+        free(g.b);
+    }
+    /* A byte-level BPE piece with a code point outside the table, and one
+     * with invalid UTF-8. */
+    static const char *const bad_bpe[] = {"a\xe4\xb8\x80", "\xff"};
+    static const char *const needles[] = {"U+4E00 at byte 1 stands for no byte",
+                                          "invalid UTF-8 at byte 0"};
+    for (size_t i = 0; i < N(bad_bpe); i++) {
+        const char *toks[] = {"a", bad_bpe[i]};
+        gbuf g = {0};
+        g_header(&g, 3, 2);
+        g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+        g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+        sift_vocab *v = NULL;
+        sift_error err;
+        ck_assert_int_eq(gg(&g, &v, &err), SIFT_E_ARG);
+        ck_assert_int_eq(err.index, 1);
+        ck_assert_msg(strstr(err.message, needles[i]) != NULL, "%s", err.message);
+        free(g.b);
+    }
+}
+END_TEST
+
+START_TEST(test_random_corruptions_of_both_formats_never_crash)
+{
+    /* Byte flips, random bytes and cut-and-repeat splices of valid files:
+     * every result is a vocabulary or an error with a message, under
+     * ASan/valgrind in CI. */
+    gbuf files[2] = {gpt2_file(3), llama_file()};
+    const char *tt_text = "ZGVm 4\nYQ== 0\nYmM= 2\n/w== 3\n";
+    tu_rng r = {99};
+    int ok = 0, bad = 0;
+    for (int it = 0; it < 20000; it++) {
+        const unsigned char *src;
+        size_t n;
+        int is_gguf = it % 4 != 3;
+        if (is_gguf) {
+            src = files[it % 2].b;
+            n = files[it % 2].n;
+        } else {
+            src = (const unsigned char *)tt_text;
+            n = strlen(tt_text);
+        }
+        unsigned char buf[2048];
+        memcpy(buf, src, n);
+        const size_t n0 = n; /* splices copy from the original */
+        int edits = (int)tu_range(&r, 1, 4);
+        for (int e = 0; e < edits; e++) {
+            size_t at = (size_t)tu_range(&r, 0, (int64_t)n - 1);
+            switch (tu_range(&r, 0, 3)) {
+            case 0: buf[at] ^= (unsigned char)(1u << tu_range(&r, 0, 7)); break;
+            case 1: buf[at] = (unsigned char)tu_range(&r, 0, 255); break;
+            case 2: buf[at] = (unsigned char)(tu_range(&r, 0, 1) ? 0xff : 0x00); break;
+            default: {
+                size_t len = (size_t)tu_range(&r, 1, 16);
+                size_t from = (size_t)tu_range(&r, 0, (int64_t)n0 - 1);
+                if (n + len < sizeof buf && from + len <= n0) {
+                    memmove(buf + at + len, buf + at, n - at);
+                    memcpy(buf + at, src + from, len);
+                    n += len;
+                }
+            }
+            }
+        }
+        sift_vocab *v = NULL;
+        sift_error err;
+        sift_status st = is_gguf ? sift_vocab_from_gguf(&v, buf, n, NULL, &err)
+                                 : sift_vocab_from_tiktoken(&v, (const char *)buf, n, NULL, &err);
+        if (st == SIFT_OK) {
+            ck_assert_ptr_nonnull(v);
+            ck_assert_int_ge(sift_vocab_size(v), 1);
+            sift_vocab_free(v);
+            ok++;
+        } else {
+            ck_assert_ptr_null(v);
+            ck_assert_int_eq(err.code, st);
+            ck_assert_uint_gt(strlen(err.message), 0);
+            bad++;
+        }
+    }
+    ck_assert_int_gt(ok, 100);
+    ck_assert_int_gt(bad, 1000);
+    free(files[0].b);
+    free(files[1].b);
+}
+END_TEST
+
+START_TEST(test_gguf_every_allocation_failure_is_nomem_and_leaks_nothing)
+{
+    gbuf files[2] = {gpt2_file(3), llama_file()};
+    for (int i = 0; i < 2; i++) {
+        for (long k = 1;; k++) {
+            fa f = {0, k, 0, 0};
+            sift_allocator a = {fa_alloc, fa_free, &f};
+            sift_vocab *v = NULL;
+            sift_status st = sift_vocab_from_gguf(&v, files[i].b, files[i].n, &a, NULL);
+            if (st == SIFT_OK) {
+                ck_assert_int_gt(k, 3);
+                sift_vocab_free(v);
+                ck_assert_int_eq(f.live, 0);
+                break;
+            }
+            ck_assert_int_eq(st, SIFT_E_NOMEM);
+            ck_assert_ptr_null(v);
+            ck_assert_int_eq(f.live, 0);
+        }
+        free(files[i].b);
+    }
+}
+END_TEST
+
+START_TEST(test_gguf_rejects_null_arguments)
+{
+    sift_vocab *v = (sift_vocab *)1;
+    ck_assert_int_eq(sift_vocab_from_gguf(NULL, "GGUF", 4, NULL, NULL), SIFT_E_ARG);
+    ck_assert_int_eq(sift_vocab_from_gguf(&v, NULL, 4, NULL, NULL), SIFT_E_ARG);
+    ck_assert_ptr_null(v);
+    ck_assert_int_eq(sift_vocab_load_gguf(&v, NULL, NULL, NULL), SIFT_E_ARG);
+    ck_assert_int_eq(sift_vocab_from_gguf(&v, NULL, 0, NULL, NULL), SIFT_E_ARG);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("vocab_load");
+    struct {
+        const char *name;
+        const TTest *tests[12];
+    } groups[] = {
+        {"tiktoken_real",
+         {test_sha256_matches_the_fips_examples, test_cl100k_file_has_the_published_sha256,
+          test_cl100k_loads_100256_tokens_with_the_right_pieces,
+          test_cl100k_from_memory_equals_from_file}},
+        {"tiktoken",
+         {test_tiktoken_gaps_in_ranks_are_unused_tokens_with_empty_pieces,
+          test_tiktoken_unsorted_ranks_give_the_same_vocabulary,
+          test_tiktoken_accepts_crlf_and_a_missing_final_newline,
+          test_tiktoken_bytes_that_are_not_utf8_are_kept,
+          test_tiktoken_errors_name_the_line_and_column,
+          test_tiktoken_long_lines_and_empty_files_are_errors,
+          test_tiktoken_load_refuses_directories_fifos_and_missing_files,
+          test_tiktoken_every_allocation_failure_is_nomem_and_leaks_nothing}},
+        {"gguf",
+         {test_gguf_gpt2_pieces_are_decoded_through_the_byte_table,
+          test_gguf_gpt2_byte_table_covers_all_256_bytes,
+          test_gguf_sentencepiece_pieces_and_byte_tokens_are_decoded,
+          test_gguf_load_from_a_file_equals_from_memory,
+          test_gguf_long_and_duplicate_pieces_are_kept, test_gguf_rejects_null_arguments}},
+        {"gguf_corrupt",
+         {test_gguf_truncated_at_every_offset_is_an_error_never_a_crash,
+          test_gguf_bad_magic_version_1_and_big_endian_are_rejected,
+          test_gguf_huge_counts_and_lengths_allocate_nothing_large,
+          test_gguf_wrong_types_name_the_key,
+          test_gguf_missing_or_inconsistent_tokenizer_keys_are_errors,
+          test_gguf_invalid_byte_tokens_and_bpe_text_name_the_token,
+          test_gguf_every_allocation_failure_is_nomem_and_leaks_nothing,
+          test_random_corruptions_of_both_formats_never_crash}},
+    };
+    for (size_t g = 0; g < N(groups); g++) {
+        TCase *tc = tcase_create(groups[g].name);
+        tcase_set_timeout(tc, 30);
+        for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
+            tcase_add_test(tc, groups[g].tests[i]);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
