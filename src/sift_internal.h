@@ -373,7 +373,8 @@ SIFT__HIDDEN void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k);
 SIFT__HIDDEN float sift__max_logit(const sift_candidate *c, size_t n);
 
 /* w[i] = sift__weight(sift__expf(c[i].logit - m)) with m the largest
- * logit (which must be finite); returns W = sum w exactly. */
+ * logit (which must be finite); returns W = sum w exactly. The kernel and
+ * its fast expf are in core/weights.c. */
 SIFT__HIDDEN sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w);
 
 /* sift__weights by a named path: 0 the scalar functions, 1 portable
@@ -382,6 +383,12 @@ SIFT__HIDDEN sift__u128 sift__weights(const sift_candidate *c, size_t n, float m
 SIFT__HIDDEN int sift__weights_path_available(int path);
 SIFT__HIDDEN sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float m,
                                            uint64_t *w);
+/* The fast expf of the weights kernel (core/weights.c) on its own:
+ * e[i] = sift__expf(x[i]) bit for bit, computed by path 0 (scalar), 1
+ * (portable vectors) or 2 (AVX2) as sift__weights_path numbers them.
+ * Values outside [-104, 0] go to sift__expf directly. Returns how many
+ * values in [-104, 0] were doubtful and came from sift__expf. */
+SIFT__HIDDEN size_t sift__expf_path(int path, const float *x, float *e, size_t n);
 
 /* The shortest canonical prefix of c[0..n) whose mass (sum of w over the
  * prefix) is >= T (strict = 0) or > T (strict = 1). Returns its length
