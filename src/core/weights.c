@@ -4,7 +4,9 @@
  * Owns sift__weights, sift__weights_path, sift__weights_path_available and
  * sift__expf_path: w_i = sift__weight(sift__expf(l_i - m)) over a whole
  * candidate array, with the exact 128-bit sum W, and the same fast expf
- * exposed on float arrays so that it can be checked on its own.
+ * exposed on float arrays so that it can be checked on its own. Also the
+ * pass that consumes the weights for an entropy (sift__entropy_sum), in
+ * the same vector style.
  *
  * Invariant: every path returns exactly the bits of the scalar definition
  * (sift__expf and sift__weight in num.c); which path ran never shows in a
@@ -75,8 +77,8 @@
 #endif
 
 /* 2^(j/128), j = 0..127, each the double nearest to the exact value
- * (generated with 60-digit decimal arithmetic; check_num compares them
- * with libm's exp2). */
+ * (generated with 60-digit decimal arithmetic; a wrong entry would show
+ * in the exhaustive run as mismatches or as a surge of fallbacks). */
 static const double FX_TAB[128] = {
     0x1.0000000000000p+0, 0x1.0163da9fb3335p+0, 0x1.02c9a3e778061p+0, 0x1.04315e86e7f85p+0,
     0x1.059b0d3158574p+0, 0x1.0706b29ddf6dep+0, 0x1.0874518759bc8p+0, 0x1.09e3ecac6f383p+0,
@@ -196,6 +198,31 @@ static void add_halves(sift__u128 Wb, uint64_t *lo, uint64_t *hi)
     *hi += (Wb.lo >> 32) + (Wb.hi << 32);
 }
 
+/* One term of the entropy sum: w ? ((double)w * inv) * (LS - (double)(l -
+ * m)) : 0, the float subtraction first (temp.c and typical.c define H
+ * this way). */
+static double ent_term(float l, uint64_t w, float m, double LS, double inv)
+{
+    return w ? ((double)w * inv) * (LS - (double)(l - m)) : 0.0;
+}
+
+/* The eight id-order lanes of sift__dsum_idorder, combined its way. */
+static double lanes_combine(const double s[8])
+{
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+/* Path 0: the terms summed exactly as sift__dsum_idorder sums an array of
+ * them (lane i mod 8, in order), without storing the array. */
+static double entropy_scalar(const sift_candidate *c, const uint64_t *w, size_t n, float m,
+                             double LS, double inv)
+{
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        s[i % 8] += ent_term(c[i].logit, w[i], m, LS, inv);
+    return lanes_combine(s);
+}
+
 /* ------------------------------------------------------------------ */
 /* Portable vectors (SSE2 on x86-64, NEON on arm64, plain code elsewhere) */
 /* ------------------------------------------------------------------ */
@@ -299,6 +326,37 @@ static size_t expf_portable(const float *x, float *e, size_t n)
     }
     return fell;
 }
+
+/* entropy_scalar on two four-lane accumulators (the lanes as in
+ * entropy_avx2); the weights are converted lane by lane by C. */
+static double entropy_portable(const sift_candidate *c, const uint64_t *w, size_t n, float m,
+                               double LS, double inv)
+{
+    const fx_f mv = FX_SPLAT(m);
+    const fx_d LSv = FX_SPLAT(LS), invv = FX_SPLAT(inv);
+    fx_d acc[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int h = 0; h < 2; h++) {
+            const sift_candidate *q = c + i + 4 * h;
+            const uint64_t *wq = w + i + 4 * h;
+            fx_f l = {q[0].logit, q[1].logit, q[2].logit, q[3].logit};
+            fx_d s = LSv - __builtin_convertvector(l - mv, fx_d);
+            fx_d wd = {(double)wq[0], (double)wq[1], (double)wq[2], (double)wq[3]};
+            fx_u nz = {wq[0] != 0, wq[1] != 0, wq[2] != 0, wq[3] != 0};
+            fx_d v = (wd * invv) * s;
+            acc[h] += (fx_d)((fx_u)v & -nz);
+        }
+    }
+    double s[8];
+    for (int j = 0; j < 4; j++) {
+        s[j] = acc[0][j];
+        s[4 + j] = acc[1][j];
+    }
+    for (int j = 0; i < n; i++, j++)
+        s[j] += ent_term(c[i].logit, w[i], m, LS, inv);
+    return lanes_combine(s);
+}
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -311,8 +369,7 @@ static size_t expf_portable(const float *x, float *e, size_t n)
 /* fx_scalar on four lanes with AVX2 (no FMA: the target is "avx2" only,
  * and every product and sum is its own intrinsic anyway). TAB is read
  * with one gather. *bad gets all-ones in the doubtful lanes. */
-__attribute__((target("avx2"), always_inline)) static inline __m128 fx4_avx2(__m256d X,
-                                                                             __m128 *bad)
+__attribute__((target("avx2"), always_inline)) static inline __m128 fx4_avx2(__m256d X, __m128 *bad)
 {
     const __m256d MAGIC = _mm256_set1_pd(FX_MAGIC);
     const __m256i LOW7 = _mm256_set1_epi64x(127);
@@ -403,6 +460,53 @@ __attribute__((target("avx2"))) static sift__u128 weights_avx2(const sift_candid
     return sift__u128_add(halves_to_u128(sum_lo, sum_hi), weights_scalar(c + i, n - i, m, w + i));
 }
 
+/* (double)w for four w < 2^63, exactly as the C conversion rounds: the
+ * high and low 32-bit halves become doubles through magic exponents
+ * (2^84 + hi 2^32 and 2^52 + lo, both exact), the first minus 2^84 + 2^52
+ * is exact (hi 2^32 - 2^52 fits in 53 bits), and the last addition makes
+ * hi 2^32 + lo = w with its one rounding. */
+__attribute__((target("avx2"), always_inline)) static inline __m256d u64_to_pd_avx2(__m256i w)
+{
+    __m256i hi = _mm256_or_si256(_mm256_srli_epi64(w, 32), _mm256_set1_epi64x(0x4530000000000000));
+    __m256i lo = _mm256_or_si256(_mm256_and_si256(w, _mm256_set1_epi64x(0xffffffff)),
+                                 _mm256_set1_epi64x(0x4330000000000000));
+    __m256d h = _mm256_sub_pd(_mm256_castsi256_pd(hi), _mm256_set1_pd(0x1.00000001p84));
+    return _mm256_add_pd(h, _mm256_castsi256_pd(lo));
+}
+
+/* entropy_scalar with the eight lanes held in two registers; lane j of
+ * the scalar form is lane j mod 4 of acc[j / 4], so every lane adds the
+ * same terms in the same order. */
+__attribute__((target("avx2"))) static double
+entropy_avx2(const sift_candidate *c, const uint64_t *w, size_t n, float m, double LS, double inv)
+{
+    const __m256 mv = _mm256_set1_ps(m);
+    const __m256d LSv = _mm256_set1_pd(LS), invv = _mm256_set1_pd(inv);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_sub_ps(load_logits8(c + i), mv);
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i + 4));
+        __m256d s0 = _mm256_sub_pd(LSv, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+        __m256d s1 = _mm256_sub_pd(LSv, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+        __m256d v0 = _mm256_mul_pd(_mm256_mul_pd(u64_to_pd_avx2(w0), invv), s0);
+        __m256d v1 = _mm256_mul_pd(_mm256_mul_pd(u64_to_pd_avx2(w1), invv), s1);
+        /* a zero weight is the term +0 (its s may be inf: -inf logits) */
+        v0 = _mm256_andnot_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(w0, zero)), v0);
+        v1 = _mm256_andnot_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(w1, zero)), v1);
+        acc0 = _mm256_add_pd(acc0, v0);
+        acc1 = _mm256_add_pd(acc1, v1);
+    }
+    double s[8];
+    _mm256_storeu_pd(s, acc0);
+    _mm256_storeu_pd(s + 4, acc1);
+    for (int j = 0; i < n; i++, j++)
+        s[j] += ent_term(c[i].logit, w[i], m, LS, inv);
+    return lanes_combine(s);
+}
+
 /* The fast expf alone, four at a time, for sift__expf_path. */
 __attribute__((target("avx2"))) static size_t expf_avx2(const float *x, float *e, size_t n)
 {
@@ -465,6 +569,36 @@ sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w
     return weights_portable(c, n, m, w);
 #else
     return weights_scalar(c, n, m, w);
+#endif
+}
+
+double sift__entropy_path(int path, const sift_candidate *c, const uint64_t *w, size_t n, float m,
+                          double LS, double inv)
+{
+    if (!sift__weights_path_available(path))
+        path = 0;
+#ifdef SIFT__FX_AVX2
+    if (path == 2)
+        return entropy_avx2(c, w, n, m, LS, inv);
+#endif
+#ifdef SIFT__FX_VEC
+    if (path == 1)
+        return entropy_portable(c, w, n, m, LS, inv);
+#endif
+    return entropy_scalar(c, w, n, m, LS, inv);
+}
+
+double sift__entropy_sum(const sift_candidate *c, const uint64_t *w, size_t n, float m, double LS,
+                         double inv)
+{
+#ifdef SIFT__FX_AVX2
+    if (__builtin_cpu_supports("avx2"))
+        return entropy_avx2(c, w, n, m, LS, inv);
+#endif
+#ifdef SIFT__FX_VEC
+    return entropy_portable(c, w, n, m, LS, inv);
+#else
+    return entropy_scalar(c, w, n, m, LS, inv);
 #endif
 }
 
