@@ -497,12 +497,31 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
         }
         uint64_t *h = ctx->ws->u64c;    /* h[2b] low halves, h[2b + 1] high */
         uint64_t *bmax = ctx->ws->u64b; /* largest key of each block */
-        memset(h, 0, 2 * HBUCKETS * sizeof *h);
+        /* Four histograms, element i going to copy i mod 4, merged after:
+         * neighbours often share a bucket (logits crowd a few binades),
+         * and with one copy every add waited for the previous store to
+         * the same counter. The copies fill u64c and u64d (8192 entries
+         * each, which n >= 4 * HBUCKETS guarantees); K and Wt reuse them
+         * only after the merge. Integer sums, so the merge order does not
+         * matter. */
+        uint64_t *hc[4] = {h, h + 2 * HBUCKETS, ctx->ws->u64d, ctx->ws->u64d + 2 * HBUCKETS};
+        for (int q = 0; q < 4; q++)
+            memset(hc[q], 0, 2 * HBUCKETS * sizeof *h);
         size_t nb = (n + PF_B - 1) / PF_B;
         for (size_t blk = 0; blk < nb; blk++) {
             size_t s = blk * PF_B, e = s + PF_B < n ? s + PF_B : n;
             uint32_t mx = 0;
-            for (size_t i = s; i < e; i++) {
+            size_t i = s;
+            for (; i + 4 <= e; i += 4) {
+                for (int q = 0; q < 4; q++) {
+                    uint32_t key = sift__fkey(c[i + q].logit);
+                    uint32_t b = key >> (32 - HB);
+                    hc[q][2 * b] += w[i + q] & 0xffffffffu;
+                    hc[q][2 * b + 1] += w[i + q] >> 32;
+                    mx = key > mx ? key : mx;
+                }
+            }
+            for (; i < e; i++) {
                 uint32_t key = sift__fkey(c[i].logit);
                 uint32_t b = key >> (32 - HB);
                 h[2 * b] += w[i] & 0xffffffffu;
@@ -511,6 +530,8 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
             }
             bmax[blk] = mx >> (32 - HB);
         }
+        for (size_t b = 0; b < 2 * HBUCKETS; b++)
+            h[b] += hc[1][b] + hc[2][b] + hc[3][b];
         sift__u128 above = {0, 0};
         int bstar = -1;
         for (int b = HBUCKETS - 1; b >= 0; b--) {
