@@ -64,9 +64,13 @@
  * sift__expf for every float in [-104, 0]; check_num samples densely.
  *
  * The weights kernel feeds this the float difference l - m (all l <= m is
- * checked per block, so x <= 0), clamped below at -104: sift__expf gives 0
- * below -104 and at most the smallest subnormal at -104, whose weight is 0
- * either way, so -inf and very small logits need no separate lane mask.
+ * checked per block, so x <= 0), clamped below at -104 (portable) or -80
+ * (AVX2): sift__expf is at most the smallest subnormal at -104 and below
+ * 2^-115 at -80, whose weights are 0 like those of every smaller x, so
+ * -inf and very small logits need no separate lane mask. The portable
+ * kernel rounds a and converts the float as sift__weight does; the AVX2
+ * kernel reads the rounding and the weight straight from y's bits with an
+ * equivalent doubt test (fx_weight4_y).
  */
 #include <math.h>
 
@@ -122,6 +126,7 @@ static const double FX_TAB[128] = {
 #define FX_C4 (1.0 / 24.0)
 #define FX_D 0x1p-46 /* half-width of the doubt interval, relative */
 #define FX_LOW (-104.0f)
+#define FX_LOW_W (-80.0f) /* the AVX2 weights kernel's clamp (fx_weight4_y) */
 
 static uint64_t dbits(double d)
 {
@@ -366,10 +371,10 @@ static double entropy_portable(const sift_candidate *c, const uint64_t *w, size_
 #if defined(SIFT__FX_VEC) && defined(__x86_64__) && !defined(SIFT_NO_DISPATCH)
 #define SIFT__FX_AVX2 1
 
-/* fx_scalar on four lanes with AVX2 (no FMA: the target is "avx2" only,
- * and every product and sum is its own intrinsic anyway). TAB is read
- * with one gather. *bad gets all-ones in the doubtful lanes. */
-__attribute__((target("avx2"), always_inline)) static inline __m128 fx4_avx2(__m256d X, __m128 *bad)
+/* y of the file comment for four lanes with AVX2 (no FMA: the target is
+ * "avx2" only, and every product and sum is its own intrinsic anyway);
+ * TAB is read with one gather. */
+__attribute__((target("avx2"), always_inline)) static inline __m256d fx4_avx2_y(__m256d X)
 {
     const __m256d MAGIC = _mm256_set1_pd(FX_MAGIC);
     const __m256i LOW7 = _mm256_set1_epi64x(127);
@@ -385,7 +390,14 @@ __attribute__((target("avx2"), always_inline)) static inline __m128 fx4_avx2(__m
     __m256d T = _mm256_i64gather_pd(FX_TAB, _mm256_and_si256(tb, LOW7), 8);
     __m256d y = _mm256_mul_pd(p, T);
     __m256i sc = _mm256_slli_epi64(_mm256_andnot_si256(LOW7, tb), 45);
-    y = _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(y), sc));
+    return _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(y), sc));
+}
+
+/* fx_scalar on four lanes with AVX2: *bad gets all-ones in the doubtful
+ * lanes. */
+__attribute__((target("avx2"), always_inline)) static inline __m128 fx4_avx2(__m256d X, __m128 *bad)
+{
+    __m256d y = fx4_avx2_y(X);
     __m256d d = _mm256_mul_pd(y, _mm256_set1_pd(FX_D));
     __m128 a = _mm256_cvtpd_ps(_mm256_sub_pd(y, d));
     __m128 b = _mm256_cvtpd_ps(_mm256_add_pd(y, d));
@@ -393,19 +405,39 @@ __attribute__((target("avx2"), always_inline)) static inline __m128 fx4_avx2(__m
     return a;
 }
 
-/* sift__weight of four floats e in [0, 1]: the mantissa with its hidden
- * bit, shifted left by exponent - 88 or right by 88 - exponent. A shift
- * count that is negative (huge as unsigned) or above 63 gives 0 in
- * vpsllvq/vpsrlvq, which also covers 0 and subnormals (exponent 0). */
-__attribute__((target("avx2"), always_inline)) static inline __m256i fx_weight4_avx2(__m128 e)
+/* The weights straight from y, without forming the float (the AVX2
+ * kernel; x clamped to [-80, 0], see below). With x >= -80, Y = e^x and
+ * y are far inside the normal float range, so rounding y to float drops
+ * exactly the low 29 bits of its significand ("low"), and the rounding
+ * boundaries (float midpoints) are where low = 2^28. y and sift__expf's
+ * y_s both lie within 1.25 * 2^-49 y of Y (file comment), that is within
+ * 21 units of y's last place. If low is at least 256 units away from
+ * 2^28, every value within 21 units of y rounds to the same float as y
+ * (also across a binade edge, where the float grid only gets finer
+ * relative to the distance to the next midpoint): then y_s rounds there
+ * too, and rounding y half-up (add 2^28, clear the 29 bits: it is never
+ * exactly halfway then) gives sift__expf(x)'s bits as a double rb. Else
+ * the lane is doubtful (*bad all-ones, about 2^-20 of the values): the
+ * caller takes the definition. The weight of rb = mant53 * 2^(E - 1075)
+ * (E its biased exponent) is trunc(rb * 2^62) = (mant53 << 10) >> (1023 -
+ * E), mant53 << 10 < 2^63; a count above 63 gives 0 in vpsrlvq, as the
+ * value is then below 2^-62. This is sift__weight's value for the same
+ * float. Clamping x to -80 changes no weight: sift__expf(x) <= sift__expf
+ * (-80) < 2^-115 for x <= -80, whose weight is 0, and so is the weight
+ * computed at -80. The exhaustive run checks these weights too. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i fx_weight4_y(__m256d y,
+                                                                                  __m256i *bad)
 {
-    __m256i u = _mm256_cvtepu32_epi64(_mm_castps_si128(e));
-    __m256i ex = _mm256_srli_epi64(u, 23);
-    __m256i mant = _mm256_or_si256(_mm256_and_si256(u, _mm256_set1_epi64x(0x7fffff)),
-                                   _mm256_set1_epi64x(0x800000));
-    __m256i c88 = _mm256_set1_epi64x(88);
-    return _mm256_or_si256(_mm256_sllv_epi64(mant, _mm256_sub_epi64(ex, c88)),
-                           _mm256_srlv_epi64(mant, _mm256_sub_epi64(c88, ex)));
+    __m256i yb = _mm256_castpd_si256(y);
+    __m256i low = _mm256_and_si256(yb, _mm256_set1_epi64x(0x1fffffff));
+    __m256i v = _mm256_sub_epi64(low, _mm256_set1_epi64x(0x10000000 - 256));
+    *bad = _mm256_cmpeq_epi64(_mm256_srli_epi64(v, 9), _mm256_setzero_si256());
+    __m256i rb = _mm256_and_si256(_mm256_add_epi64(yb, _mm256_set1_epi64x(0x10000000)),
+                                  _mm256_set1_epi64x(~(int64_t)0x1fffffff));
+    __m256i mant = _mm256_or_si256(_mm256_srli_epi64(_mm256_slli_epi64(rb, 12), 2),
+                                   _mm256_set1_epi64x((int64_t)1 << 62));
+    __m256i cnt = _mm256_sub_epi64(_mm256_set1_epi64x(1023), _mm256_srli_epi64(rb, 52));
+    return _mm256_srlv_epi64(mant, cnt);
 }
 
 /* The logits of c[0..8) in order: the odd floats of two 32-byte loads
@@ -423,7 +455,7 @@ load_logits8(const sift_candidate *c)
 __attribute__((target("avx2"))) static sift__u128 weights_avx2(const sift_candidate *c, size_t n,
                                                                float m, uint64_t *w)
 {
-    const __m256 mv = _mm256_set1_ps(m), lowv = _mm256_set1_ps(FX_LOW);
+    const __m256 mv = _mm256_set1_ps(m), lowv = _mm256_set1_ps(FX_LOW_W);
     const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
     __m256i acc_lo = _mm256_setzero_si256(), acc_hi = _mm256_setzero_si256();
     uint64_t sum_lo = 0, sum_hi = 0;
@@ -435,11 +467,12 @@ __attribute__((target("avx2"))) static sift__u128 weights_avx2(const sift_candid
             continue;
         }
         __m256 x = _mm256_max_ps(_mm256_sub_ps(l, mv), lowv);
-        __m128 bad0, bad1;
-        __m128 e0 = fx4_avx2(_mm256_cvtps_pd(_mm256_castps256_ps128(x)), &bad0);
-        __m128 e1 = fx4_avx2(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)), &bad1);
-        __m256i w0 = fx_weight4_avx2(e0), w1 = fx_weight4_avx2(e1);
-        unsigned mask = (unsigned)_mm_movemask_ps(bad0) | ((unsigned)_mm_movemask_ps(bad1) << 4);
+        __m256i bad0, bad1;
+        __m256d y0 = fx4_avx2_y(_mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+        __m256d y1 = fx4_avx2_y(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+        __m256i w0 = fx_weight4_y(y0, &bad0), w1 = fx_weight4_y(y1, &bad1);
+        unsigned mask = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(bad0)) |
+                        ((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(bad1)) << 4);
         _mm256_storeu_si256((__m256i *)(void *)(w + i), w0);
         _mm256_storeu_si256((__m256i *)(void *)(w + i + 4), w1);
         if (SIFT__UNLIKELY(mask)) {
