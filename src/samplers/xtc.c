@@ -68,10 +68,11 @@ static sift_status xtc_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     uint64_t t = T.hi ? UINT64_MAX : T.lo;
     /* |A| and where A's smallest canonical key (its canonical last) is;
      * A is a handful of tokens, so the branch is almost never taken. */
-    size_t n_above = 0, i_last = 0;
+    size_t n_above = 0, i_last = 0, i_first = a->n;
     uint64_t last = UINT64_MAX;
     for (size_t i = 0; i < a->n; i++) {
         if (SIFT__UNLIKELY(w[i] >= t)) {
+            i_first = i < i_first ? i : i_first;
             uint64_t k = sift__ckey(a->c[i].logit, a->c[i].id);
             if (k < last) {
                 last = k;
@@ -82,10 +83,11 @@ static sift_status xtc_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     }
     if (n_above < 2 || a->n - (n_above - 1) < (size_t)x->min_keep)
         return SIFT_OK;
-    /* Drop A but its last, keeping the storage order; the store is
-     * unconditional and the count decides, so no branch is mispredicted. */
-    size_t j = 0;
-    for (size_t i = 0; i < a->n; i++) {
+    /* Drop A but its last, keeping the storage order; nothing before A's
+     * first member moves. The store is unconditional and the count
+     * decides, so no branch is mispredicted. */
+    size_t j = i_first;
+    for (size_t i = i_first; i < a->n; i++) {
         a->c[j] = a->c[i];
         j += (size_t)((w[i] < t) | (i == i_last));
     }
