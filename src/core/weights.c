@@ -165,17 +165,6 @@ static int fx_scalar(float x, float *e)
     return a == b;
 }
 
-/* Lanes whose result was doubtful: recompute them by the definition.
- * Kept out of line so that the hot loops carry only a rarely taken
- * branch. */
-__attribute__((noinline, cold)) static void fix_weights(const sift_candidate *c, float m,
-                                                        uint64_t *w, unsigned mask)
-{
-    for (int j = 0; mask; j++, mask >>= 1)
-        if (mask & 1u)
-            w[j] = sift__weight(sift__expf(c[j].logit - m));
-}
-
 /* Path 0 and every tail: the scalar definition. */
 static sift__u128 weights_scalar(const sift_candidate *c, size_t n, float m, uint64_t *w)
 {
@@ -186,21 +175,6 @@ static sift__u128 weights_scalar(const sift_candidate *c, size_t n, float m, uin
         W = sift__u128_add64(W, x);
     }
     return W;
-}
-
-/* The exact sum from two 64-bit sums of 32-bit halves (each weight is at
- * most 2^62, so over fewer than 2^31 tokens neither sum overflows). */
-static sift__u128 halves_to_u128(uint64_t lo, uint64_t hi)
-{
-    sift__u128 W = {lo, 0};
-    return sift__u128_add(W, (sift__u128){hi << 32, hi >> 32});
-}
-
-/* A block that the definition computed, folded into the two halves. */
-static void add_halves(sift__u128 Wb, uint64_t *lo, uint64_t *hi)
-{
-    *lo += Wb.lo & 0xffffffffu;
-    *hi += (Wb.lo >> 32) + (Wb.hi << 32);
 }
 
 /* One term of the entropy sum: w ? ((double)w * inv) * (LS - (double)(l -
@@ -234,6 +208,33 @@ static double entropy_scalar(const sift_candidate *c, const uint64_t *w, size_t 
 
 #if defined(__GNUC__) || defined(__clang__)
 #define SIFT__FX_VEC 1
+
+/* Lanes whose result was doubtful: recompute them by the definition.
+ * Kept out of line so that the hot loops carry only a rarely taken
+ * branch. */
+__attribute__((noinline, cold)) static void fix_weights(const sift_candidate *c, float m,
+                                                        uint64_t *w, unsigned mask)
+{
+    for (int j = 0; mask; j++, mask >>= 1)
+        if (mask & 1u)
+            w[j] = sift__weight(sift__expf(c[j].logit - m));
+}
+
+/* The exact sum from two 64-bit sums of 32-bit halves (each weight is at
+ * most 2^62, so over fewer than 2^31 tokens neither sum overflows). */
+static sift__u128 halves_to_u128(uint64_t lo, uint64_t hi)
+{
+    sift__u128 W = {lo, 0};
+    return sift__u128_add(W, (sift__u128){hi << 32, hi >> 32});
+}
+
+/* A block that the definition computed, folded into the two halves. */
+static void add_halves(sift__u128 Wb, uint64_t *lo, uint64_t *hi)
+{
+    *lo += Wb.lo & 0xffffffffu;
+    *hi += (Wb.lo >> 32) + (Wb.hi << 32);
+}
+
 typedef double fx_d __attribute__((vector_size(32)));
 typedef uint64_t fx_u __attribute__((vector_size(32)));
 typedef float fx_f __attribute__((vector_size(16)));
