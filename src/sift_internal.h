@@ -431,7 +431,8 @@ SIFT__HIDDEN void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k);
 SIFT__HIDDEN float sift__max_logit(const sift_candidate *c, size_t n);
 
 /* w[i] = sift__weight(sift__expf(c[i].logit - m)) with m the largest
- * logit (which must be finite); returns W = sum w exactly. */
+ * logit (which must be finite); returns W = sum w exactly. The kernel and
+ * its fast expf are in core/weights.c. */
 SIFT__HIDDEN sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w);
 
 /* sift__weights by a named path: 0 the scalar functions, 1 portable
@@ -440,6 +441,22 @@ SIFT__HIDDEN sift__u128 sift__weights(const sift_candidate *c, size_t n, float m
 SIFT__HIDDEN int sift__weights_path_available(int path);
 SIFT__HIDDEN sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float m,
                                            uint64_t *w);
+/* The fast expf of the weights kernel (core/weights.c) on its own:
+ * e[i] = sift__expf(x[i]) bit for bit, computed by path 0 (scalar), 1
+ * (portable vectors) or 2 (AVX2) as sift__weights_path numbers them.
+ * Values outside [-104, 0] go to sift__expf directly. Returns how many
+ * values in [-104, 0] were doubtful and came from sift__expf. */
+SIFT__HIDDEN size_t sift__expf_path(int path, const float *x, float *e, size_t n);
+/* The softmax entropy sum of temp_ext and typical, over c[0..n) in
+ * ascending id order with their weights w (sift__weights at m): the terms
+ * w_i ? ((double)w_i * inv) * (LS - (double)(l_i - m)) : 0, summed as
+ * sift__dsum_idorder sums an array of them, bit for bit, without storing
+ * the array. _path as sift__weights_path numbers the paths (0 = the
+ * scalar definition). */
+SIFT__HIDDEN double sift__entropy_sum(const sift_candidate *c, const uint64_t *w, size_t n, float m,
+                                      double LS, double inv);
+SIFT__HIDDEN double sift__entropy_path(int path, const sift_candidate *c, const uint64_t *w,
+                                       size_t n, float m, double LS, double inv);
 
 /* The shortest canonical prefix of c[0..n) whose mass (sum of w over the
  * prefix) is >= T (strict = 0) or > T (strict = 1). Returns its length

@@ -392,6 +392,235 @@ START_TEST(test_weights_match_scalar_expf_over_a_float_sweep)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* The fast expf of the weights kernel (core/weights.c)                */
+/* ------------------------------------------------------------------ */
+
+/* Values in [-104, 0] whose fast result is doubtful (its doubt interval
+ * holds a float rounding boundary), so the kernel must take sift__expf's
+ * value: all 117 that `expf_exhaustive --list` finds over the whole range. They are where a wrong
+ * fallback would show. */
+static const float HARD[] = {
+    -0x1.fffff2p-26f, -0x1.fffff4p-26f, -0x1.fffff6p-26f, -0x1.fffff8p-26f, -0x1.fffffap-26f,
+    -0x1.fffffcp-26f, -0x1.fffffep-26f, -0x1p-25f,        -0x1.000002p-25f, -0x1.000004p-25f,
+    -0x1.000006p-25f, -0x1.000008p-25f, -0x1.7ffffep-24f, -0x1.8p-24f,      -0x1.800002p-24f,
+    -0x1.800004p-24f, -0x1.4p-23f,      -0x1.400002p-23f, -0x1.c00002p-23f, -0x1.c00004p-23f,
+    -0x1.200002p-22f, -0x1.600004p-22f, -0x1.a00006p-22f, -0x1.e00008p-22f, -0x1.300006p-21f,
+    -0x1.700008p-21f, -0x1.90000ap-21f, -0x1.38000cp-20f, -0x1.68001p-20f,  -0x1.a80016p-20f,
+    -0x1.2c0016p-19f, -0x1.c40032p-19f, -0x1.1e0028p-18f, -0x1.6a004p-18f,  -0x1.b2005cp-18f,
+    -0x1.d2006ap-18f, -0x1.17004cp-17f, -0x1.93813ep-16f, -0x1.cd81ap-16f,  -0x1.e981d4p-16f,
+    -0x1.28c158p-15f, -0x1.364178p-15f, -0x1.6e420cp-15f, -0x1.d5c35ep-15f, -0x1.f043c2p-15f,
+    -0x1.9424fcp-14f, -0x1.c12628p-14f, -0x1.f5a7aep-14f, -0x1.5156f2p-13f, -0x1.7818a2p-13f,
+    -0x1.b09b6cp-13f, -0x1.a82df6p-12f, -0x1.ea755cp-12f, -0x1.a4af32p-11f, -0x1.e4854cp-11f,
+    -0x1.ba156p-10f,  -0x1.c1c4b8p-10f, -0x1.fdb8c8p-10f, -0x1.4ba854p-9f,  -0x1.1b31eap-8f,
+    -0x1.35f0d4p-8f,  -0x1.39771cp-8f,  -0x1.4e537p-8f,   -0x1.6e1ddp-8f,   -0x1.c18442p-8f,
+    -0x1.d4268ap-8f,  -0x1.e1dbe2p-8f,  -0x1.548c34p-7f,  -0x1.f691dap-7f,  -0x1.71e81ep-6f,
+    -0x1.c02f76p-6f,  -0x1.39eab4p-5f,  -0x1.8f590ap-5f,  -0x1.9a7404p-5f,  -0x1.aafb18p-5f,
+    -0x1.4fad84p-4f,  -0x1.6727d6p-4f,  -0x1.e251d6p-4f,  -0x1.23eaep-3f,   -0x1.8f7d06p-3f,
+    -0x1.beccfap-3f,  -0x1.cf6ab2p-3f,  -0x1.d3300cp-3f,  -0x1.e2a52p-3f,   -0x1.c1cd9ap-2f,
+    -0x1.da035ep-2f,  -0x1.f207fp-2f,   -0x1.fffdd2p-2f,  -0x1.2af904p-1f,  -0x1.edfb24p-1f,
+    -0x1.03d5bep+0f,  -0x1.56f9c8p+0f,  -0x1.64a3ep+0f,   -0x1.7f4296p+0f,  -0x1.a088c4p+0f,
+    -0x1.f9085ap+0f,  -0x1.34003ap+1f,  -0x1.66b396p+1f,  -0x1.705ce4p+1f,  -0x1.d2445ap+1f,
+    -0x1.f02a66p+1f,  -0x1.96b488p+2f,  -0x1.ba246cp+2f,  -0x1.7acc62p+3f,  -0x1.8b8f12p+3f,
+    -0x1.b3f43cp+3f,  -0x1.d2259ap+3f,  -0x1.ecb038p+3f,  -0x1.2c77b6p+4f,  -0x1.850e7ap+4f,
+    -0x1.ec9718p+4f,  -0x1.6dc968p+5f,  -0x1.fab1b2p+5f,  -0x1.5768a8p+6f,  -0x1.5800a4p+6f,
+    -0x1.5ce26ap+6f,  -0x1.65cf3p+6f,
+};
+enum { HARD_N = (int)(sizeof HARD / sizeof HARD[0]) };
+
+/* Appends the floats with bit patterns b0, b0 + 1, ..., b0 + n - 1
+ * (x has room for 5,000,000). */
+static size_t push_run(float *x, size_t k, uint32_t b0, uint32_t n)
+{
+    ck_assert(k + n <= 5000000);
+    for (uint32_t i = 0; i < n; i++)
+        x[k++] = bfloat(b0 + i);
+    return k;
+}
+
+/* Compares sift__expf_path on x[0..n) with sift__expf for every path the
+ * machine has; returns the fallbacks of path 0. */
+static size_t expect_fast_expf_exact(const float *x, size_t n, float *e)
+{
+    size_t fell0 = 0;
+    for (int path = 0; path <= 2; path++) {
+        if (!sift__weights_path_available(path))
+            continue;
+        size_t fell = sift__expf_path(path, x, e, n);
+        if (path == 0)
+            fell0 = fell;
+        else
+            ck_assert_uint_eq(fell, fell0); /* the same operations, the same doubts */
+        for (size_t i = 0; i < n; i++)
+            if (fbits(e[i]) != fbits(sift__expf(x[i])))
+                ck_assert_msg(0, "path %d: expf(%a) = %a, sift__expf gives %a", path, (double)x[i],
+                              (double)e[i], (double)sift__expf(x[i]));
+    }
+    return fell0;
+}
+
+START_TEST(test_fast_expf_equals_sift_expf_on_a_dense_sample_for_every_path)
+{
+    enum { CAP = 5000000 };
+    float *x = malloc(CAP * sizeof *x);
+    float *e = malloc(CAP * sizeof *e);
+    ck_assert(x && e);
+    size_t k = 0;
+    /* every 397th float of [-104, 0] */
+    for (uint32_t b = 0x80000000u; b <= fbits(-104.0f); b += 397)
+        x[k++] = bfloat(b);
+    /* every float of [-104.5, -103.5]: the -104 cut (values below it are
+     * outside the fast domain and must still agree) */
+    k = push_run(x, k, fbits(-103.5f), fbits(-104.5f) - fbits(-103.5f) + 1);
+    /* the smallest x (subnormal and tiny normal inputs, k = 0) */
+    k = push_run(x, k, 0x80000000u, 100000);
+    k = push_run(x, k, fbits(-0x1p-126f) - 50000, 100000);
+    /* around the k = 0 / k = -1 boundary x = -ln2/256 and the first
+     * table rows, where r changes sign */
+    for (int j = 1; j <= 300; j++)
+        k = push_run(x, k, fbits((float)(-0.6931471805599453 * j / 256.0)) - 20, 41);
+    /* where the result becomes subnormal (x about -87.34) and where it
+     * underflows to 0 (about -103.97) */
+    k = push_run(x, k, fbits(-87.3365f) - 20000, 40000);
+    k = push_run(x, k, fbits(-103.972f) - 20000, 40000);
+    /* 200 runs of 5000 consecutive floats at random places */
+    tu_rng r = {0xe4f};
+    for (int j = 0; j < 200; j++)
+        k = push_run(x, k, (uint32_t)tu_range(&r, 0x80000000u, fbits(-104.0f) - 5000), 5000);
+    /* special values, all outside the fast domain */
+    x[k++] = -INFINITY;
+    x[k++] = -FLT_MAX;
+    x[k++] = 0x1p-149f;
+    x[k++] = 1.0f;
+    x[k++] = 88.5f;
+    x[k++] = INFINITY;
+    ck_assert(k <= CAP);
+    expect_fast_expf_exact(x, k, e);
+    free(x);
+    free(e);
+}
+END_TEST
+
+START_TEST(test_fast_expf_falls_back_to_sift_expf_on_the_hard_cases)
+{
+    /* each hard case with its three neighbours on each side, in blocks
+     * that the vector paths take whole */
+    float x[HARD_N * 7], e[HARD_N * 7];
+    size_t k = 0;
+    for (int j = 0; j < HARD_N; j++)
+        k = push_run(x, k, fbits(HARD[j]) - 3, 7);
+    size_t fell = expect_fast_expf_exact(x, k, e);
+    /* every listed value is doubtful, so the fallback really ran */
+    ck_assert_uint_ge(fell, (size_t)HARD_N);
+    for (int j = 0; j < HARD_N; j++)
+        ck_assert_uint_eq(sift__expf_path(0, &HARD[j], e, 1), 1);
+}
+END_TEST
+
+/* The weights kernel on rows that put the hard cases, ties at the
+ * maximum and the -104 edge into every lane position, with lengths that
+ * leave every tail size. */
+START_TEST(test_weights_are_exact_on_hard_cases_ties_and_edges)
+{
+    enum { N = 4096 };
+    sift_candidate *c = malloc(N * sizeof *c);
+    uint64_t *w = malloc(N * sizeof *w);
+    ck_assert(c && w);
+    tu_rng r = {0x77};
+    for (int rep = 0; rep < 200; rep++) {
+        size_t n = (size_t)tu_range(&r, 1, rep < 100 ? 40 : N);
+        float m = (float)(tu_unif(&r) * 20.0 - 10.0);
+        for (size_t i = 0; i < n; i++) {
+            c[i].id = (int32_t)i;
+            switch (tu_range(&r, 0, 5)) {
+            case 0: c[i].logit = m + HARD[tu_range(&r, 0, HARD_N - 1)]; break;
+            case 1: c[i].logit = m; break; /* ties at the top */
+            case 2: c[i].logit = m - 104.0f; break;
+            case 3: c[i].logit = -INFINITY; break;
+            case 4: c[i].logit = m - (float)(50.0 * tu_unif(&r)); break;
+            default: c[i].logit = m - (float)(0.001 * tu_unif(&r)); break;
+            }
+        }
+        c[tu_range(&r, 0, (int64_t)n - 1)].logit = m;
+        /* with m = 0 the lanes see the hard cases themselves */
+        for (int zero = 0; zero < 2; zero++) {
+            float mm = m;
+            if (zero) {
+                for (size_t i = 0; i < n; i++)
+                    c[i].logit = c[i].logit == m ? 0.0f : HARD[tu_range(&r, 0, HARD_N - 1)];
+                mm = 0.0f;
+            }
+            u128 ref = 0;
+            for (size_t i = 0; i < n; i++)
+                ref += sift__weight(sift__expf(c[i].logit - mm));
+            for (int path = -1; path <= 2; path++) {
+                if (path >= 0 && !sift__weights_path_available(path))
+                    continue;
+                sift__u128 W =
+                    path < 0 ? sift__weights(c, n, mm, w) : sift__weights_path(path, c, n, mm, w);
+                for (size_t i = 0; i < n; i++)
+                    ck_assert_msg(w[i] == sift__weight(sift__expf(c[i].logit - mm)),
+                                  "path %d: weight of %a - %a", path, (double)c[i].logit,
+                                  (double)mm);
+                ck_assert(to_u128(W) == ref);
+            }
+        }
+    }
+    free(c);
+    free(w);
+}
+END_TEST
+
+/* sift__entropy_sum and every path of it equal the stored-array
+ * definition: the terms summed by sift__dsum_idorder. */
+START_TEST(test_entropy_sum_is_the_id_order_sum_of_its_terms_bitwise)
+{
+    enum { N = 20000 };
+    sift_candidate *c = malloc(N * sizeof *c);
+    uint64_t *w = malloc(N * sizeof *w);
+    double *v = malloc(N * sizeof *v);
+    ck_assert(c && w && v);
+    tu_rng r = {0xe7};
+    for (int rep = 0; rep < 300; rep++) {
+        size_t n = (size_t)tu_range(&r, 1, rep < 150 ? 30 : N);
+        int kind = (int)tu_range(&r, 0, 3);
+        for (size_t i = 0; i < n; i++) {
+            c[i].id = (int32_t)i;
+            switch (kind) {
+            case 0: c[i].logit = (float)(3.0 * tu_normal(&r)); break;
+            case 1: /* -inf runs and far tails: zero weights */
+                c[i].logit = tu_range(&r, 0, 2) ? -INFINITY : (float)(-80.0 * tu_unif(&r));
+                break;
+            case 2: c[i].logit = tu_bf16((float)(10.0 * tu_normal(&r))); break;
+            default: c[i].logit = (float)tu_range(&r, -3, 0); break; /* ties */
+            }
+        }
+        c[tu_range(&r, 0, (int64_t)n - 1)].logit = 0.5f;
+        float m = sift__max_logit(c, n);
+        sift__u128 W = sift__weights_path(0, c, n, m, w);
+        double S = sift__u128_to_double(W);
+        double LS = sift__log(S) - 62.0 * 0.6931471805599453;
+        double inv = 1.0 / S;
+        for (size_t i = 0; i < n; i++)
+            v[i] = w[i] ? ((double)w[i] * inv) * (LS - (double)(c[i].logit - m)) : 0.0;
+        double ref = sift__dsum_idorder(v, n);
+        for (int path = -1; path <= 2; path++) {
+            if (path >= 0 && !sift__weights_path_available(path))
+                continue;
+            double H = path < 0 ? sift__entropy_sum(c, w, n, m, LS, inv)
+                                : sift__entropy_path(path, c, w, n, m, LS, inv);
+            uint64_t hb, rb;
+            memcpy(&hb, &H, sizeof hb);
+            memcpy(&rb, &ref, sizeof rb);
+            ck_assert_msg(hb == rb, "path %d, n %zu: %a vs %a", path, n, H, ref);
+        }
+    }
+    free(c);
+    free(w);
+    free(v);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* 128-bit helpers                                                     */
 /* ------------------------------------------------------------------ */
 
@@ -888,6 +1117,14 @@ static Suite *suite(void)
     tcase_add_test(tc, test_weight_is_e_times_2_to_62_truncated);
     tcase_add_loop_test(tc, test_weights_match_the_scalar_composition_bitwise, 0, 4);
     tcase_add_test(tc, test_weights_match_scalar_expf_over_a_float_sweep);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fast expf");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_fast_expf_equals_sift_expf_on_a_dense_sample_for_every_path);
+    tcase_add_test(tc, test_fast_expf_falls_back_to_sift_expf_on_the_hard_cases);
+    tcase_add_test(tc, test_weights_are_exact_on_hard_cases_ties_and_edges);
+    tcase_add_test(tc, test_entropy_sum_is_the_id_order_sum_of_its_terms_bitwise);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("u128");

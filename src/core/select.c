@@ -1,8 +1,9 @@
 /*
  * select.c - canonical order without sorting the row.
  *
- * Owns the sorts (canonical and by id), the top-k cut, the weighted
- * prefix search and the softmax weights. Every function here computes a
+ * Owns the sorts (canonical and by id), the top-k cut, the largest logit
+ * and the weighted prefix search (the softmax weights themselves are in
+ * core/weights.c). Every function here computes a
  * property of the *set* of candidates it is given, defined on canonical
  * order (logit descending, id ascending), and never depends on the order
  * the array is stored in. That is what lets a whole row be processed in
@@ -13,8 +14,8 @@
  *
  * Speed (numbers: tests/bench, `make bench`). The whole-row loops are the
  * cost of every step, so they are written to be fast while computing
- * exactly the definitions: the weights run sift__expf's operations on
- * vectors (AVX2 chosen at run time on x86-64), the mass prefix sums
+ * exactly the definitions: the weights (core/weights.c) use a fast expf
+ * that is proven to round like sift__expf, the mass prefix sums
  * weights per logit bucket and searches one bucket, and small top-k cuts
  * read only the 64-element blocks that can hold a survivor. Each of these
  * is checked bit for bit against the plain definition in check_num and
@@ -338,7 +339,7 @@ void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)
 }
 
 /* ------------------------------------------------------------------ */
-/* Weights                                                             */
+/* Largest logit                                                       */
 /* ------------------------------------------------------------------ */
 
 float sift__max_logit(const sift_candidate *c, size_t n)
@@ -354,193 +355,6 @@ float sift__max_logit(const sift_candidate *c, size_t n)
             m = c[i].logit > m ? c[i].logit : m;
     }
     return m;
-}
-
-/* The weights are the hot loop of every whole-distribution sampler, so
- * they have a vector form: sift__expf's exact sequence of IEEE double
- * operations (num.c), applied to four lanes at once with the compiler's
- * generic vector types (SSE2 on x86-64, NEON on arm64, plain code
- * elsewhere). Lane-wise IEEE arithmetic is the same arithmetic, and the
- * library is built with -ffp-contract=off, so every lane gives the bits
- * of sift__weight(sift__expf(l - m)); check_num proves it over dense
- * float sweeps. The constants and the polynomial must stay identical to
- * num.c's exp_core and sift__expf. */
-#if defined(__GNUC__) || defined(__clang__)
-#define SIFT__VEC_WEIGHTS 1
-typedef double vw_d __attribute__((vector_size(32)));
-typedef int64_t vw_l __attribute__((vector_size(32)));
-typedef float vw_f __attribute__((vector_size(16)));
-
-#define VW_SPLAT(x)        \
-    {                      \
-        (x), (x), (x), (x) \
-    }
-
-/* Lanes per vector; up to VW_UMAX independent vectors per step are
- * interleaved so that the long dependency chain of the polynomial
- * (about 27 operations) of one overlaps with the other's. Two pay off
- * with AVX2's 16 wide registers; with SSE2 pairs one is faster (fewer
- * spills). */
-enum { VW_LANES = 4, VW_UMAX = 2, VW_STEP = VW_LANES * VW_UMAX };
-
-/* w[0..4U) for the candidates c[0..4U), all with logit <= m (checked by
- * the caller); U is 1 or 2, a constant after inlining. Always inlined,
- * so it takes the instruction set of its caller: SSE2 pairs in the
- * portable build, one AVX2 register per operation in the AVX2 clone
- * below. */
-static inline __attribute__((always_inline)) void weights_u(const sift_candidate *c, float m,
-                                                            uint64_t *w, int U)
-{
-    const vw_d LN2_HI = VW_SPLAT(6.93147180369123816490e-01);
-    const vw_d LN2_LO = VW_SPLAT(1.90821492927058770002e-10);
-    const vw_d LOG2E = VW_SPLAT(1.44269504088896338700e+00);
-    const vw_d MAGIC = VW_SPLAT(6755399441055744.0);
-    const vw_d LOW = VW_SPLAT(-104.0);
-    const vw_f mv = VW_SPLAT(m);
-    vw_d x[VW_UMAX], kd[VW_UMAX], r[VW_UMAX], p[VW_UMAX];
-    vw_l dead[VW_UMAX], k[VW_UMAX];
-    for (int u = 0; u < U; u++) {
-        const sift_candidate *q = c + u * VW_LANES;
-        vw_f lf = {q[0].logit, q[1].logit, q[2].logit, q[3].logit};
-        /* the float subtraction sift__expf(l - m) receives */
-        x[u] = __builtin_convertvector(lf - mv, vw_d);
-        /* sift__expf returns 0 below -104; compute those lanes on -104
-         * (any harmless value) and zero them at the end. -inf lands
-         * here too. */
-        dead[u] = x[u] < LOW;
-        x[u] = (vw_d)(((vw_l)x[u] & ~dead[u]) | ((vw_l)LOW & dead[u]));
-        vw_d t = x[u] * LOG2E + MAGIC;
-        kd[u] = t - MAGIC;
-        /* t = 1.5 * 2^52 + k exactly, so its bits minus the magic's
-         * are k */
-        k[u] = (vw_l)t - (vw_l)MAGIC;
-        r[u] = (x[u] - kd[u] * LN2_HI) - kd[u] * LN2_LO;
-        p[u] = r[u] * (1.0 / 6227020800.0) + 1.0 / 479001600.0;
-    }
-#define VW_STEP_ALL(coef)       \
-    for (int u = 0; u < U; u++) \
-        p[u] = p[u] * r[u] + (coef);
-    VW_STEP_ALL(1.0 / 39916800.0)
-    VW_STEP_ALL(1.0 / 3628800.0)
-    VW_STEP_ALL(1.0 / 362880.0)
-    VW_STEP_ALL(1.0 / 40320.0)
-    VW_STEP_ALL(1.0 / 5040.0)
-    VW_STEP_ALL(1.0 / 720.0)
-    VW_STEP_ALL(1.0 / 120.0)
-    VW_STEP_ALL(1.0 / 24.0)
-    VW_STEP_ALL(1.0 / 6.0)
-    VW_STEP_ALL(0.5)
-    VW_STEP_ALL(1.0)
-    VW_STEP_ALL(1.0)
-#undef VW_STEP_ALL
-    for (int u = 0; u < U; u++) {
-        vw_d scale = (vw_d)((k[u] + 1023) << 52);
-        vw_f e = __builtin_convertvector(p[u] * scale, vw_f);
-        /* sift__weight: trunc(e * 2^62), exact in double for e in
-         * [0, 1]; a subnormal e gives a value below 1, hence 0, as
-         * there. */
-        vw_d v = __builtin_convertvector(e, vw_d) * 0x1p62;
-        for (int j = 0; j < VW_LANES; j++)
-            w[u * VW_LANES + j] = (uint64_t)(int64_t)v[j] & ~(uint64_t)dead[u][j];
-    }
-}
-
-/* Weights of c[0..n) in steps of 4U, n a multiple of VW_STEP; returns
- * the exact sum. */
-static inline __attribute__((always_inline)) sift__u128
-weights_blocks(const sift_candidate *c, size_t n, float m, uint64_t *w, int U)
-{
-    /* The exact sum as two carry-free halves: every w is below 2^63, so
-     * the low and high 32-bit halves summed over at most 2^31 tokens fit
-     * in 64 bits each, and the additions do not form one long chain. */
-    uint64_t sum_lo = 0, sum_hi = 0;
-    const size_t step = (size_t)(VW_LANES * U);
-    for (size_t i = 0; i < n; i += step) {
-        /* Not (l <= m) means m is not the maximum (or a NaN slipped in):
-         * the scalar functions define those lanes. */
-        int ok = 1;
-        for (size_t j = 0; j < step; j++)
-            ok &= c[i + j].logit <= m;
-        if (SIFT__LIKELY(ok)) {
-            weights_u(c + i, m, w + i, U);
-        } else {
-            for (size_t j = i; j < i + step; j++)
-                w[j] = sift__weight(sift__expf(c[j].logit - m));
-        }
-        for (size_t j = 0; j < step; j++) {
-            sum_lo += w[i + j] & 0xffffffffu;
-            sum_hi += w[i + j] >> 32;
-        }
-    }
-    sift__u128 W = {sum_lo, 0};
-    return sift__u128_add(W, (sift__u128){sum_hi << 32, sum_hi >> 32});
-}
-
-static sift__u128 weights_portable(const sift_candidate *c, size_t n, float m, uint64_t *w)
-{
-    return weights_blocks(c, n, m, w, 1);
-}
-
-/* On x86-64, the same code compiled for AVX2 (without FMA: every lane
- * still performs exactly sift__expf's operations) and chosen at run time. */
-#if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH)
-#define SIFT__VEC_AVX2 1
-__attribute__((target("avx2"))) static sift__u128 weights_avx2(const sift_candidate *c, size_t n,
-                                                               float m, uint64_t *w)
-{
-    return weights_blocks(c, n, m, w, 2);
-}
-#endif
-#endif
-
-int sift__weights_path_available(int path)
-{
-    switch (path) {
-    case 0: return 1;
-#ifdef SIFT__VEC_WEIGHTS
-    case 1: return 1;
-#endif
-#ifdef SIFT__VEC_AVX2
-    case 2: return __builtin_cpu_supports("avx2") != 0;
-#endif
-    default: return 0;
-    }
-}
-
-sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float m, uint64_t *w)
-{
-    sift__u128 W = {0, 0};
-    size_t i = 0;
-    if (!sift__weights_path_available(path))
-        path = 0;
-#ifdef SIFT__VEC_WEIGHTS
-    size_t nb = n - n % VW_STEP;
-#ifdef SIFT__VEC_AVX2
-    if (path == 2) {
-        W = weights_avx2(c, nb, m, w);
-        i = nb;
-    }
-#endif
-    if (path == 1) {
-        W = weights_portable(c, nb, m, w);
-        i = nb;
-    }
-#endif
-    for (; i < n; i++) {
-        uint64_t x = sift__weight(sift__expf(c[i].logit - m));
-        w[i] = x;
-        W = sift__u128_add64(W, x);
-    }
-    return W;
-}
-
-sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w)
-{
-#ifdef SIFT__VEC_AVX2
-    if (__builtin_cpu_supports("avx2"))
-        return sift__weights_path(2, c, n, m, w);
-#endif
-    return sift__weights_path(1, c, n, m, w);
 }
 
 /* ------------------------------------------------------------------ */
@@ -711,12 +525,31 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
         }
         uint64_t *h = ctx->ws->u64c;    /* h[2b] low halves, h[2b + 1] high */
         uint64_t *bmax = ctx->ws->u64b; /* largest key of each block */
-        memset(h, 0, 2 * HBUCKETS * sizeof *h);
+        /* Four histograms, element i going to copy i mod 4, merged after:
+         * neighbours often share a bucket (logits crowd a few binades),
+         * and with one copy every add waited for the previous store to
+         * the same counter. The copies fill u64c and u64d (8192 entries
+         * each, which n >= 4 * HBUCKETS guarantees); K and Wt reuse them
+         * only after the merge. Integer sums, so the merge order does not
+         * matter. */
+        uint64_t *hc[4] = {h, h + 2 * HBUCKETS, ctx->ws->u64d, ctx->ws->u64d + 2 * HBUCKETS};
+        for (int q = 0; q < 4; q++)
+            memset(hc[q], 0, 2 * HBUCKETS * sizeof *h);
         size_t nb = (n + PF_B - 1) / PF_B;
         for (size_t blk = 0; blk < nb; blk++) {
             size_t s = blk * PF_B, e = s + PF_B < n ? s + PF_B : n;
             uint32_t mx = 0;
-            for (size_t i = s; i < e; i++) {
+            size_t i = s;
+            for (; i + 4 <= e; i += 4) {
+                for (int q = 0; q < 4; q++) {
+                    uint32_t key = sift__fkey(c[i + q].logit);
+                    uint32_t b = key >> (32 - HB);
+                    hc[q][2 * b] += w[i + q] & 0xffffffffu;
+                    hc[q][2 * b + 1] += w[i + q] >> 32;
+                    mx = key > mx ? key : mx;
+                }
+            }
+            for (; i < e; i++) {
                 uint32_t key = sift__fkey(c[i].logit);
                 uint32_t b = key >> (32 - HB);
                 h[2 * b] += w[i] & 0xffffffffu;
@@ -725,6 +558,8 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
             }
             bmax[blk] = mx >> (32 - HB);
         }
+        for (size_t b = 0; b < 2 * HBUCKETS; b++)
+            h[b] += hc[1][b] + hc[2][b] + hc[3][b];
         sift__u128 above = {0, 0};
         int bstar = -1;
         for (int b = HBUCKETS - 1; b >= 0; b--) {

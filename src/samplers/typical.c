@@ -331,11 +331,9 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     double S = sift__u128_to_double(W);
     double inv = 1.0 / S;
     double LS = sift__log(S) - 62.0 * TYP_LN2;
-    for (size_t i = 0; i < n; i++) {
-        double s = LS - (double)(c[i].logit - m);
-        f[i] = w[i] ? ((double)w[i] * inv) * s : 0.0;
-    }
-    double H = sift__dsum_idorder(f, n);
+    /* H = dsum_idorder of w_i ? ((double)w_i * inv) * s_i : 0, in one
+     * vector pass (core/weights.c) */
+    double H = sift__entropy_sum(c, w, n, m, LS, inv);
     sift__u128 T = sift__u128_scale_float(W, t->p, 0);
     uint64_t cut1, cut2;
     size_t j = 0;

@@ -63,23 +63,33 @@ static sift_status xtc_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
      * above the threshold, even when the threshold is 0. */
     if (T.lo == 0 && T.hi == 0)
         T.lo = 1;
-    /* |A| and the smallest canonical key in A (its canonical last). */
-    size_t n_above = 0;
+    /* w_i >= T as one 64-bit comparison: a T of 2^64 or more is above
+     * every weight (at most 2^62), and so is UINT64_MAX. */
+    uint64_t t = T.hi ? UINT64_MAX : T.lo;
+    /* |A| and where A's smallest canonical key (its canonical last) is;
+     * A is a handful of tokens, so the branch is almost never taken. */
+    size_t n_above = 0, i_last = 0, i_first = a->n;
     uint64_t last = UINT64_MAX;
     for (size_t i = 0; i < a->n; i++) {
-        if (sift__u128_cmp(sift__u128_from(w[i]), T) >= 0) {
+        if (SIFT__UNLIKELY(w[i] >= t)) {
+            i_first = i < i_first ? i : i_first;
             uint64_t k = sift__ckey(a->c[i].logit, a->c[i].id);
-            last = k < last ? k : last;
+            if (k < last) {
+                last = k;
+                i_last = i;
+            }
             n_above++;
         }
     }
     if (n_above < 2 || a->n - (n_above - 1) < (size_t)x->min_keep)
         return SIFT_OK;
-    size_t j = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        sift_candidate c = a->c[i];
-        if (sift__u128_cmp(sift__u128_from(w[i]), T) < 0 || sift__ckey(c.logit, c.id) == last)
-            a->c[j++] = c;
+    /* Drop A but its last, keeping the storage order; nothing before A's
+     * first member moves. The store is unconditional and the count
+     * decides, so no branch is mispredicted. */
+    size_t j = i_first;
+    for (size_t i = i_first; i < a->n; i++) {
+        a->c[j] = a->c[i];
+        j += (size_t)((w[i] < t) | (i == i_last));
     }
     a->n = j;
     a->dense = 0;
