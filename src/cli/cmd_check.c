@@ -94,8 +94,8 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
             else if (!bad)
                 fprintf(out, "%s: ok (%zu warning%s)\n", path, n_warn, n_warn == 1 ? "" : "s");
             else
-                fprintf(out, "%s: %zu error%s, %zu warning%s\n", path, n_err,
-                        n_err == 1 ? "" : "s", n_warn, n_warn == 1 ? "" : "s");
+                fprintf(out, "%s: %zu error%s, %zu warning%s\n", path, n_err, n_err == 1 ? "" : "s",
+                        n_warn, n_warn == 1 ? "" : "s");
         }
         if (bad && status == CMD_OK)
             status = CMD_FAIL;

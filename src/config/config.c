@@ -102,8 +102,8 @@ sift_status sift__cfg_diag(sift_config *cfg, sift_severity sev, sift_status code
     return st;
 }
 
-sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev, sift_status code,
-                              int32_t line, int32_t col, int64_t off, const char *fmt, ...)
+sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev, sift_status code, int32_t line,
+                              int32_t col, int64_t off, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -263,8 +263,7 @@ static sift_status check_params(const sift_config_params *in, sift_config_params
     if (p->max_anchors < 0)
         return sift__fail(err, SIFT_E_ARG, "max_anchors must be >= 0");
     if (p->max_stages < 1 || p->max_stages > SIFT_HARD_MAX_STAGES)
-        return sift__fail(err, SIFT_E_ARG, "max_stages must be in [1, %d]",
-                          SIFT_HARD_MAX_STAGES);
+        return sift__fail(err, SIFT_E_ARG, "max_stages must be in [1, %d]", SIFT_HARD_MAX_STAGES);
     if (p->max_diagnostics < 1)
         return sift__fail(err, SIFT_E_ARG, "max_diagnostics must be >= 1");
     return SIFT_OK;
@@ -338,9 +337,8 @@ sift_status sift_config_parse(sift_config **out, const char *name, const char *d
     sift_status st = check_params(params, &p, err);
     if (st != SIFT_OK)
         return st;
-    const char *base = params && params->base_dir && params->struct_size >= sizeof p
-                           ? params->base_dir
-                           : "";
+    const char *base =
+        params && params->base_dir && params->struct_size >= sizeof p ? params->base_dir : "";
     sift_config *cfg = cfg_new(&p, name ? name : "<config>", base);
     if (!cfg)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while loading a config");
@@ -374,8 +372,8 @@ sift_status sift_config_parse(sift_config **out, const char *name, const char *d
     return st;
 }
 
-sift_status sift_config_load(sift_config **out, const char *path,
-                             const sift_config_params *params, sift_error *err)
+sift_status sift_config_load(sift_config **out, const char *path, const sift_config_params *params,
+                             sift_error *err)
 {
     if (!out)
         return sift__fail(err, SIFT_E_ARG, "out is NULL");
@@ -561,7 +559,8 @@ static sift_status add_stage(sift_chain *c, const sift_config *cfg, const cfg_st
     case K_XTC: return sift_chain_add_xtc(c, s->f[0], s->f[1], s->i0, err);
     case K_TEMP: return sift_chain_add_temp(c, s->f[0], err);
     case K_TEMP_EXT: return sift_chain_add_temp_ext(c, s->f[0], s->f[1], s->f[2], err);
-    case K_DIST: return s->flag ? sift_chain_add_dist_id_order(c, err) : sift_chain_add_dist(c, err);
+    case K_DIST:
+        return s->flag ? sift_chain_add_dist_id_order(c, err) : sift_chain_add_dist(c, err);
     case K_GREEDY: return sift_chain_add_greedy(c, err);
     case K_MIROSTAT: {
         int32_t nv = n_vocab ? n_vocab : (vocab ? sift_vocab_size(vocab) : 0);

@@ -46,6 +46,9 @@ typedef struct cfg_source {
     size_t len;
     size_t *lines;
     size_t n_lines;
+    /* The last line/column -> offset conversion: events arrive in file
+     * order, so walking on from it keeps long lines linear. */
+    size_t c_line, c_col, c_off;
 } cfg_source;
 
 /* ------------------------------------------------------------------ */
@@ -125,19 +128,18 @@ struct sift_config {
 SIFT__HIDDEN sift_status sift__cfg_diag(sift_config *cfg, sift_severity sev, sift_status code,
                                         int64_t off, const char *fmt, ...) SIFT__PRINTF(5, 6);
 /* As sift__cfg_diag at a known line and column (1-based). */
-SIFT__HIDDEN sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev,
-                                           sift_status code, int32_t line, int32_t col,
-                                           int64_t off, const char *fmt, ...) SIFT__PRINTF(7, 8);
+SIFT__HIDDEN sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev, sift_status code,
+                                           int32_t line, int32_t col, int64_t off, const char *fmt,
+                                           ...) SIFT__PRINTF(7, 8);
 /* Appends a stage (copied); SIFT_E_NOMEM on failure. */
 SIFT__HIDDEN sift_status sift__cfg_push_stage(sift_config *cfg, const cfg_stage *st);
 
 /* tree.c */
 SIFT__HIDDEN sift_status sift__cfg_source_init(sift_config *cfg, cfg_source *src);
 /* line:col (1-based, code points) of byte offset `off`. */
-SIFT__HIDDEN void sift__cfg_linecol(const cfg_source *src, size_t off, int32_t *line,
-                                    int32_t *col);
+SIFT__HIDDEN void sift__cfg_linecol(const cfg_source *src, size_t off, int32_t *line, int32_t *col);
 /* Byte offset of 0-based line/column (code points) as libyaml marks. */
-SIFT__HIDDEN size_t sift__cfg_offset(const cfg_source *src, size_t line0, size_t col0);
+SIFT__HIDDEN size_t sift__cfg_offset(cfg_source *src, size_t line0, size_t col0);
 /* Parses src into tree; reports problems as diagnostics. Returns SIFT_OK
  * (even with diagnostics) or SIFT_E_NOMEM. *usable is set when the tree is
  * complete enough to validate (no syntax or limit error). */
@@ -154,7 +156,7 @@ SIFT__HIDDEN sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tr
  * max_bytes. On failure returns SIFT_E_IO / SIFT_E_CONFIG_LIMIT /
  * SIFT_E_NOMEM with a message in msg. */
 SIFT__HIDDEN sift_status sift__cfg_read_file(const sift_config *cfg, const char *path,
-                                             char **resolved, char **data, size_t *len,
-                                             char *msg, size_t msg_cap);
+                                             char **resolved, char **data, size_t *len, char *msg,
+                                             size_t msg_cap);
 
 #endif /* SIFT_CONFIG_INTERNAL_H */

@@ -150,17 +150,15 @@ static int is_plain(const cfg_node *n)
 
 static int is_null(const cfg_node *n)
 {
-    return is_plain(n) &&
-           (n->len == 0 || streq(n, "~") || streq(n, "null") || streq(n, "Null") ||
-            streq(n, "NULL"));
+    return is_plain(n) && (n->len == 0 || streq(n, "~") || streq(n, "null") || streq(n, "Null") ||
+                           streq(n, "NULL"));
 }
 
 static int is_bool_word(const cfg_node *n)
 {
-    static const char *const w[] = {"true",  "false", "True", "False", "TRUE", "FALSE", "yes",
-                                    "no",    "Yes",   "No",   "YES",   "NO",   "on",    "off",
-                                    "On",    "Off",   "ON",   "OFF",   "y",    "n",     "Y",
-                                    "N"};
+    static const char *const w[] = {"true", "false", "True", "False", "TRUE", "FALSE", "yes", "no",
+                                    "Yes",  "No",    "YES",  "NO",    "on",   "off",   "On",  "Off",
+                                    "ON",   "OFF",   "y",    "n",     "Y",    "N"};
     if (!is_plain(n))
         return 0;
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
@@ -287,8 +285,8 @@ static int type_err(V *v, const cfg_node *n, const char *what, const char *expec
     const char *t = type_name(n);
     if (n->type == CFG_SCALAR && !is_null(n)) {
         const char *q = strcmp(t, "string") == 0 ? "'" : "";
-        return err_at(v, n, SIFT_E_CONFIG_TYPE, "%s: expected %s, got %s %s%s%s", what, expected,
-                      t, q, echo(v, n), q);
+        return err_at(v, n, SIFT_E_CONFIG_TYPE, "%s: expected %s, got %s %s%s%s", what, expected, t,
+                      q, echo(v, n), q);
     }
     return err_at(v, n, SIFT_E_CONFIG_TYPE, "%s: expected %s, got %s", what, expected, t);
 }
@@ -319,8 +317,7 @@ static int get_int(V *v, const cfg_node *n, const char *what, int64_t *out)
         acc = acc * 10 + d;
     }
     if ((!neg && acc > (uint64_t)INT64_MAX) || (neg && acc > (uint64_t)INT64_MAX + 1))
-        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: value out of range ('%s')", what,
-                      echo(v, n));
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: value out of range ('%s')", what, echo(v, n));
     *out = neg ? (acc == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)acc) : (int64_t)acc;
     return 1;
 }
@@ -378,15 +375,14 @@ static int get_float(V *v, const cfg_node *n, const char *what, float *out)
     if (!get_num(v, n, what, &d))
         return 0;
     if (isfinite(d) && fabs(d) > FLT_MAX)
-        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: value out of range for a float ('%s')",
-                      what, echo(v, n));
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: value out of range for a float ('%s')", what,
+                      echo(v, n));
     *out = (float)d;
     return 1;
 }
 
 /* A number in [lo, hi] (NaN rejected), as the message in BAD_INPUTS P-02. */
-static int get_float_in(V *v, const cfg_node *n, const char *what, double lo, double hi,
-                        float *out)
+static int get_float_in(V *v, const cfg_node *n, const char *what, double lo, double hi, float *out)
 {
     float f;
     if (!get_float(v, n, what, &f))
@@ -541,12 +537,10 @@ static void check_keys(V *v, const cfg_node *map, const char *const *names, size
                 if (!found) {
                     const char *dm = did_you_mean(key->val, key->len, names, n_names);
                     if (dm)
-                        err_at(v, key, SIFT_E_CONFIG_KEY,
-                               "%sunknown key '%s' (did you mean '%s'?)", ctx, echo(v, key),
-                               dm);
+                        err_at(v, key, SIFT_E_CONFIG_KEY, "%sunknown key '%s' (did you mean '%s'?)",
+                               ctx, echo(v, key), dm);
                     else
-                        err_at(v, key, SIFT_E_CONFIG_KEY, "%sunknown key '%s'", ctx,
-                               echo(v, key));
+                        err_at(v, key, SIFT_E_CONFIG_KEY, "%sunknown key '%s'", ctx, echo(v, key));
                 }
             }
         }
@@ -556,8 +550,7 @@ static void check_keys(V *v, const cfg_node *map, const char *const *names, size
         qsort(refs, k, sizeof *refs, key_cmp);
         size_t first = 0;
         for (size_t i = 1; i < k; i++) {
-            if (refs[i].len == refs[first].len &&
-                !memcmp(refs[i].s, refs[first].s, refs[i].len)) {
+            if (refs[i].len == refs[first].len && !memcmp(refs[i].s, refs[first].s, refs[i].len)) {
                 const cfg_node *a = NODE(v, refs[first].idx), *b = NODE(v, refs[i].idx);
                 err_at(v, b, SIFT_E_CONFIG_KEY, "%sduplicate key '%s' (first at %d:%d)", ctx,
                        echo(v, b), (int)a->line, (int)a->col);
@@ -628,7 +621,7 @@ static const stage_def STAGES[] = {
 #define N_STAGES (sizeof STAGES / sizeof STAGES[0])
 
 static const char *const STAGE_NAMES[N_STAGES] = {
-    "penalties", "dry",         "logit_bias", "top_k",       "top_p",  "min_p",    "typical",
+    "penalties",   "dry", "logit_bias",  "top_k", "top_p",  "min_p",    "typical",
     "top_n_sigma", "xtc", "temperature", "dist",  "greedy", "mirostat", "mirostat_v2"};
 
 static const char *kind_name(cfg_kind k)
@@ -797,12 +790,11 @@ static int token_id(V *v, const cfg_node *n, const char *what, int32_t *out)
     if (!get_int(v, n, what, &x))
         return 0;
     if (x < 0)
-        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: token %lld is negative", what,
-                      (long long)x);
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: token %lld is negative", what, (long long)x);
     int64_t lim = v->vocab_size ? v->vocab_size : SIFT_DEFAULT_MAX_VOCAB;
     if (x >= lim)
-        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: token %lld is out of range [0, %lld)%s",
-                      what, (long long)x, (long long)lim,
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: token %lld is out of range [0, %lld)%s", what,
+                      (long long)x, (long long)lim,
                       v->vocab_size ? " (vocab_size)" : " (max_vocab)");
     *out = (int32_t)x;
     return 1;
@@ -975,12 +967,12 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
 
     const cfg_node *n;
     int ok = 1;
-#define REQUIRE(key)                                                                               \
-    do {                                                                                           \
-        if (!(n = param(&p, key))) {                                                               \
-            missing(&p, key);                                                                      \
-            ok = 0;                                                                                \
-        }                                                                                          \
+#define REQUIRE(key)                 \
+    do {                             \
+        if (!(n = param(&p, key))) { \
+            missing(&p, key);        \
+            ok = 0;                  \
+        }                            \
     } while (0)
     switch (def->kind) {
     case K_PENALTIES:
@@ -992,8 +984,8 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
         if (n) {
             ok &= get_finite(v, n, pname(&p, "repeat"), &st.f[0]);
             if (ok && !(st.f[0] > 0))
-                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be > 0, got %s", p.what,
-                            echo(v, n));
+                ok =
+                    err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be > 0, got %s", p.what, echo(v, n));
         }
         if ((n = param(&p, "frequency")))
             ok &= get_finite(v, n, pname(&p, "frequency"), &st.f[1]);
@@ -1056,7 +1048,9 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
         }
         if (ok && (st.f[0] == 0 || st.f[1] < 1 || st.i1 == 0))
             warn_at(v, item, "dry is off with these values (%s)",
-                    st.f[0] == 0 ? "multiplier 0" : st.f[1] < 1 ? "base < 1" : "last_n 0");
+                    st.f[0] == 0  ? "multiplier 0"
+                    : st.f[1] < 1 ? "base < 1"
+                                  : "last_n 0");
         break;
     }
     case K_TOP_K: {
@@ -1107,8 +1101,9 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
         if ((n = param(&p, "threshold"))) {
             ok &= get_float_in(v, n, pname(&p, "threshold"), 0, 1, &st.f[1]);
             if (ok && st.f[1] > 0.5f)
-                warn_at(v, n, "xtc threshold above 0.5 turns the stage off (at most one token "
-                              "can reach it)");
+                warn_at(v, n,
+                        "xtc threshold above 0.5 turns the stage off (at most one token "
+                        "can reach it)");
         }
         if ((n = param(&p, "min_keep")))
             ok &= min_keep(v, n, pname(&p, "min_keep"), &st.i0);
@@ -1119,8 +1114,8 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
         if (n) {
             ok &= get_finite(v, n, pname(&p, "temp"), &st.f[0]);
             if (ok && st.f[0] < 0)
-                ok = err_at(v, n, SIFT_E_CONFIG_VALUE,
-                            "%s must be >= 0 (0 = greedy), got %s", p.what, echo(v, n));
+                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0 (0 = greedy), got %s",
+                            p.what, echo(v, n));
         }
         if ((n = param(&p, "delta"))) {
             ok &= get_finite(v, n, pname(&p, "delta"), &st.f[1]);
@@ -1131,8 +1126,8 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
         if ((n = param(&p, "exponent"))) {
             ok &= get_finite(v, n, pname(&p, "exponent"), &st.f[2]);
             if (ok && !(st.f[2] > 0))
-                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be > 0, got %s", p.what,
-                            echo(v, n));
+                ok =
+                    err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be > 0, got %s", p.what, echo(v, n));
         }
         if (st.f[1] > 0)
             st.kind = K_TEMP_EXT;
@@ -1196,9 +1191,8 @@ static void check_selectors(V *v, const cfg_node *chain)
     const char *last_name = "?", *first_name = NULL;
     for (uint32_t c = chain->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
         const cfg_node *item = NODE(v, c);
-        const cfg_node *name = item->type == CFG_MAP && item->n_children >= 2
-                                   ? NODE(v, item->first)
-                                   : item;
+        const cfg_node *name =
+            item->type == CFG_MAP && item->n_children >= 2 ? NODE(v, item->first) : item;
         cfg_kind kind = K__COUNT;
         const char *nm = "?";
         for (size_t s = 0; s < N_STAGES; s++)
@@ -1220,8 +1214,8 @@ static void check_selectors(V *v, const cfg_node *chain)
             first_name = nm;
         } else {
             err_at(v, item, SIFT_E_CONFIG_VALUE,
-                   "chain has more than one selector: stage %zu (%s) and stage %zu (%s)",
-                   first + 1, first_name, i + 1, nm);
+                   "chain has more than one selector: stage %zu (%s) and stage %zu (%s)", first + 1,
+                   first_name, i + 1, nm);
         }
     }
     if (first == SIZE_MAX)
@@ -1264,38 +1258,63 @@ static void chain_list(V *v, const cfg_node *chain)
 /* llama.cpp flat parameters                                           */
 /* ------------------------------------------------------------------ */
 
-static const char *const FLAT_KEYS[] = {
-    "top_k",          "top_p",
-    "min_p",          "typical_p",
-    "temp",           "dynatemp_range",
-    "dynatemp_exponent", "repeat_penalty",
-    "repeat_last_n",  "frequency_penalty",
-    "presence_penalty", "dry_multiplier",
-    "dry_base",       "dry_allowed_length",
-    "dry_penalty_last_n", "dry_sequence_breakers",
-    "xtc_probability", "xtc_threshold",
-    "top_n_sigma",    "mirostat",
-    "mirostat_tau",   "mirostat_eta",
-    "samplers",       "min_keep",
-    "n_probs"};
+static const char *const FLAT_KEYS[] = {"top_k",
+                                        "top_p",
+                                        "min_p",
+                                        "typical_p",
+                                        "temp",
+                                        "dynatemp_range",
+                                        "dynatemp_exponent",
+                                        "repeat_penalty",
+                                        "repeat_last_n",
+                                        "frequency_penalty",
+                                        "presence_penalty",
+                                        "dry_multiplier",
+                                        "dry_base",
+                                        "dry_allowed_length",
+                                        "dry_penalty_last_n",
+                                        "dry_sequence_breakers",
+                                        "xtc_probability",
+                                        "xtc_threshold",
+                                        "top_n_sigma",
+                                        "mirostat",
+                                        "mirostat_tau",
+                                        "mirostat_eta",
+                                        "samplers",
+                                        "min_keep",
+                                        "n_probs"};
 #define N_FLAT (sizeof FLAT_KEYS / sizeof FLAT_KEYS[0])
 
-static const char *const TOP_KEYS[] = {
-    "seed",           "vocab_size",
-    "vocab",          "chain",
-    "grammar",        "top_k",
-    "top_p",          "min_p",
-    "typical_p",      "temp",
-    "dynatemp_range", "dynatemp_exponent",
-    "repeat_penalty", "repeat_last_n",
-    "frequency_penalty", "presence_penalty",
-    "dry_multiplier", "dry_base",
-    "dry_allowed_length", "dry_penalty_last_n",
-    "dry_sequence_breakers", "xtc_probability",
-    "xtc_threshold",  "top_n_sigma",
-    "mirostat",       "mirostat_tau",
-    "mirostat_eta",   "samplers",
-    "min_keep",       "n_probs"};
+static const char *const TOP_KEYS[] = {"seed",
+                                       "vocab_size",
+                                       "vocab",
+                                       "chain",
+                                       "grammar",
+                                       "top_k",
+                                       "top_p",
+                                       "min_p",
+                                       "typical_p",
+                                       "temp",
+                                       "dynatemp_range",
+                                       "dynatemp_exponent",
+                                       "repeat_penalty",
+                                       "repeat_last_n",
+                                       "frequency_penalty",
+                                       "presence_penalty",
+                                       "dry_multiplier",
+                                       "dry_base",
+                                       "dry_allowed_length",
+                                       "dry_penalty_last_n",
+                                       "dry_sequence_breakers",
+                                       "xtc_probability",
+                                       "xtc_threshold",
+                                       "top_n_sigma",
+                                       "mirostat",
+                                       "mirostat_tau",
+                                       "mirostat_eta",
+                                       "samplers",
+                                       "min_keep",
+                                       "n_probs"};
 #define N_TOP (sizeof TOP_KEYS / sizeof TOP_KEYS[0])
 
 /* Sampler names llama.cpp's common accepts, with sift's meaning. */
@@ -1303,13 +1322,12 @@ static const struct {
     const char *name;
     int id; /* 0 penalties 1 dry 2 top_n_sigma 3 top_k 4 typ_p 5 top_p 6 min_p 7 xtc
                8 temperature, -1 unsupported */
-} SAMPLER_NAMES[] = {
-    {"penalties", 0},   {"dry", 1},        {"top_n_sigma", 2}, {"top-n-sigma", 2},
-    {"top_k", 3},       {"top-k", 3},      {"typ_p", 4},       {"typical-p", 4},
-    {"typical", 4},     {"typ-p", 4},      {"typ", 4},         {"top_p", 5},
-    {"top-p", 5},       {"nucleus", 5},    {"min_p", 6},       {"min-p", 6},
-    {"xtc", 7},         {"temperature", 8}, {"temp", 8},       {"infill", -1},
-    {"adaptive_p", -1}, {"adaptive-p", -1}};
+} SAMPLER_NAMES[] = {{"penalties", 0},   {"dry", 1},         {"top_n_sigma", 2}, {"top-n-sigma", 2},
+                     {"top_k", 3},       {"top-k", 3},       {"typ_p", 4},       {"typical-p", 4},
+                     {"typical", 4},     {"typ-p", 4},       {"typ", 4},         {"top_p", 5},
+                     {"top-p", 5},       {"nucleus", 5},     {"min_p", 6},       {"min-p", 6},
+                     {"xtc", 7},         {"temperature", 8}, {"temp", 8},        {"infill", -1},
+                     {"adaptive_p", -1}, {"adaptive-p", -1}};
 #define N_SAMPLER_NAMES (sizeof SAMPLER_NAMES / sizeof SAMPLER_NAMES[0])
 
 typedef struct flat {
@@ -1389,8 +1407,9 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
                     memcpy(nm, s->val + a, l);
                     nm[l] = '\0';
                     const char *dm = did_you_mean(nm, l, names, N_SAMPLER_NAMES);
-                    ok = err_off(v, off, SIFT_E_CONFIG_VALUE, "samplers: unknown sampler '%s'%s%s%s",
-                                 nm, dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
+                    ok =
+                        err_off(v, off, SIFT_E_CONFIG_VALUE, "samplers: unknown sampler '%s'%s%s%s",
+                                nm, dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
                 } else if (id == -1) {
                     char nm[48];
                     size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
@@ -1415,8 +1434,8 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
 
 static void flat_params(V *v, const cfg_node *root)
 {
-    flat f = {40, 64, 2, -1, 0, 0, 0.95f, 0.05f, 1.0f, 0.8f, 0, 1.0f, 1.0f, 0, 0,
-              0,  1.75f, 0, 0.1f, -1.0f, 5.0f, 0.1f, NULL};
+    flat f = {40,   64, 2, -1, 0,     0, 0.95f, 0.05f, 1.0f, 0.8f, 0,   1.0f,
+              1.0f, 0,  0, 0,  1.75f, 0, 0.1f,  -1.0f, 5.0f, 0.1f, NULL};
     int ok = 1;
     const cfg_node *n;
     if ((n = find(v, root, "top_k")))
@@ -1442,8 +1461,8 @@ static void flat_params(V *v, const cfg_node *root)
     if ((n = find(v, root, "repeat_penalty"))) {
         ok &= get_finite(v, n, "repeat_penalty", &f.repeat);
         if (ok && !(f.repeat > 0))
-            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "repeat_penalty must be > 0, got %s",
-                        echo(v, n));
+            ok =
+                err_at(v, n, SIFT_E_CONFIG_VALUE, "repeat_penalty must be > 0, got %s", echo(v, n));
     }
     if ((n = find(v, root, "repeat_last_n")))
         ok &= window(v, n, "repeat_last_n", &f.repeat_last_n);
@@ -1491,14 +1510,12 @@ static void flat_params(V *v, const cfg_node *root)
     if ((n = find(v, root, "mirostat_tau"))) {
         ok &= get_finite(v, n, "mirostat_tau", &f.tau);
         if (ok && f.tau < 0)
-            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "mirostat_tau must be >= 0, got %s",
-                        echo(v, n));
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "mirostat_tau must be >= 0, got %s", echo(v, n));
     }
     if ((n = find(v, root, "mirostat_eta"))) {
         ok &= get_finite(v, n, "mirostat_eta", &f.eta);
         if (ok && f.eta < 0)
-            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "mirostat_eta must be >= 0, got %s",
-                        echo(v, n));
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "mirostat_eta must be >= 0, got %s", echo(v, n));
     }
     if ((n = find(v, root, "min_keep")))
         ok &= min_keep(v, n, "min_keep", &f.min_keep);
@@ -1534,8 +1551,7 @@ static void flat_params(V *v, const cfg_node *root)
             st.col = order[i].col;
             switch (order[i].id) {
             case 0:
-                if (f.repeat_last_n == 0 ||
-                    (f.repeat == 1.0f && f.freq == 0 && f.presence == 0))
+                if (f.repeat_last_n == 0 || (f.repeat == 1.0f && f.freq == 0 && f.presence == 0))
                     continue;
                 st.kind = K_PENALTIES;
                 st.i0 = f.repeat_last_n;
@@ -1722,8 +1738,9 @@ static int check_pattern(V *v, const cfg_node *n, const char *kind, size_t index
             pcre2_set_match_limit(mc, 100000);
             pcre2_set_depth_limit(mc, 10000);
             if (pcre2_match(code, (PCRE2_SPTR) "", 0, 0, 0, md, mc) >= 0)
-                warn_at(v, n, "%s %zu matches the empty string; it fires at the first generated "
-                              "byte",
+                warn_at(v, n,
+                        "%s %zu matches the empty string; it fires at the first generated "
+                        "byte",
                         kind, index);
         }
         pcre2_match_data_free(md);
@@ -1756,8 +1773,8 @@ static int string_list(V *v, const cfg_node *seq, const char *what, size_t cap, 
             ok = 0;
         else if (s->len == 0 && kind == 0)
             ok = err_at(v, s, SIFT_E_CONFIG_VALUE, "trigger word %zu is empty", i);
-        else if (kind && !check_pattern(v, s, kind == 1 ? "trigger pattern" : "full pattern", i,
-                                        kind == 2))
+        else if (kind &&
+                 !check_pattern(v, s, kind == 1 ? "trigger pattern" : "full pattern", i, kind == 2))
             ok = 0;
     }
     if (!ok || v->st != SIFT_OK)
@@ -1920,8 +1937,9 @@ static void grammar_section(V *v, const cfg_node *g)
     const cfg_node *lazy = find(v, g, "lazy");
     if (lazy && !lazy->bad) {
         if (lazy->type != CFG_MAP) {
-            ok = type_err(v, lazy, "grammar.lazy", "mapping (words, patterns, full_patterns, "
-                                                   "tokens)");
+            ok = type_err(v, lazy, "grammar.lazy",
+                          "mapping (words, patterns, full_patterns, "
+                          "tokens)");
         } else {
             check_keys(v, lazy, LAZY_KEYS, 4, "grammar.lazy: ");
             cfg->grammar.lazy = 1;

@@ -96,19 +96,26 @@ void sift__cfg_linecol(const cfg_source *src, size_t off, int32_t *line, int32_t
     *col = (int32_t)(c > INT32_MAX ? INT32_MAX : c);
 }
 
-size_t sift__cfg_offset(const cfg_source *src, size_t line0, size_t col0)
+size_t sift__cfg_offset(cfg_source *src, size_t line0, size_t col0)
 {
     if (line0 >= src->n_lines)
         return src->len;
     const unsigned char *p = (const unsigned char *)src->data;
-    size_t i = src->lines[line0];
+    size_t i = src->lines[line0], c = 0;
+    if (src->c_line == line0 && src->c_col <= col0 && src->c_off >= i) {
+        i = src->c_off;
+        c = src->c_col;
+    }
     size_t end = line0 + 1 < src->n_lines ? src->lines[line0 + 1] : src->len;
-    while (col0 > 0 && i < end) {
+    while (c < col0 && i < end) {
         i++;
         while (i < end && (p[i] & 0xC0) == 0x80)
             i++;
-        col0--;
+        c++;
     }
+    src->c_line = line0;
+    src->c_col = c;
+    src->c_off = i;
     return i;
 }
 
@@ -189,10 +196,10 @@ static int64_t quoted_offset(const cfg_source *src, const cfg_node *n, size_t k)
         if (!dq && p[i] == '\'') {
             if (i + 1 < src->len && p[i + 1] == '\'')
                 raw = 2;
-            else
-                return n->off; /* closing quote */
+            else /* closing quote: the end of the value maps to it */
+                return k == v ? (int64_t)i : n->off;
         } else if (dq && p[i] == '"') {
-            return n->off;
+            return k == v ? (int64_t)i : n->off;
         } else if (dq && p[i] == '\\' && i + 1 < src->len) {
             unsigned char e = p[i + 1];
             size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
@@ -313,8 +320,7 @@ static sift_status yaml_failure(sift_config *cfg, yaml_parser_t *p)
         snprintf(msg, sizeof msg, "%s", problem);
         if (p->context) {
             int32_t l, c;
-            size_t coff =
-                sift__cfg_offset(&cfg->src, p->context_mark.line, p->context_mark.column);
+            size_t coff = sift__cfg_offset(&cfg->src, p->context_mark.line, p->context_mark.column);
             sift__cfg_linecol(&cfg->src, coff, &l, &c);
             snprintf(msg + n, sizeof msg - n, " (%s at %d:%d)", p->context, (int)l, (int)c);
         }
@@ -326,8 +332,7 @@ static sift_status yaml_failure(sift_config *cfg, yaml_parser_t *p)
             snprintf(msg + n, sizeof msg - n,
                      "; a key written without '? ' is at most 1024 characters long");
     }
-    return sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX, (int64_t)off, "%s",
-                          msg);
+    return sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX, (int64_t)off, "%s", msg);
 }
 
 static sift_scalar_style style_of(yaml_scalar_style_t s)
@@ -376,9 +381,9 @@ static int node_checks(sift_config *cfg, loop_state *ls, yaml_mark_t m, const ya
     if (anchor && ++ls->anchors > cfg->params.max_anchors) {
         char lim[32];
         snprintf(lim, sizeof lim, "%d", (int)cfg->params.max_anchors);
-        *st = mark_diag(cfg, SIFT_E_CONFIG_LIMIT, m,
-                        "more than %s anchors (aliases are not supported; anchors are ignored)",
-                        lim);
+        *st =
+            mark_diag(cfg, SIFT_E_CONFIG_LIMIT, m,
+                      "more than %s anchors (aliases are not supported; anchors are ignored)", lim);
         return 1;
     }
     if (tag) {
@@ -398,7 +403,7 @@ static int node_checks(sift_config *cfg, loop_state *ls, yaml_mark_t m, const ya
 
 sift_status sift__cfg_parse_tree(sift_config *cfg, cfg_tree *tree, int *usable)
 {
-    const cfg_source *src = &cfg->src;
+    cfg_source *src = &cfg->src;
     const unsigned char *p = (const unsigned char *)src->data;
     *usable = 0;
     memset(tree, 0, sizeof *tree);
@@ -469,8 +474,8 @@ sift_status sift__cfg_parse_tree(sift_config *cfg, cfg_tree *tree, int *usable)
             }
             if (node_checks(cfg, &ls, m,
                             is_seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor,
-                            is_seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag,
-                            &isbad, &st)) {
+                            is_seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag, &isbad,
+                            &st)) {
                 ok = 0;
                 done = 1;
                 break;
