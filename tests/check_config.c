@@ -92,8 +92,7 @@ static sift_vocab *make_vocab(int32_t V)
         }
     }
     sift_vocab *v = NULL;
-    ck_assert_int_eq(sift_vocab_new(&v, V, (const char *const *)pieces, lens, NULL, NULL),
-                     SIFT_OK);
+    ck_assert_int_eq(sift_vocab_new(&v, V, (const char *const *)pieces, lens, NULL, NULL), SIFT_OK);
     for (int32_t i = 0; i < V; i++)
         free(pieces[i]);
     free(pieces);
@@ -103,8 +102,7 @@ static sift_vocab *make_vocab(int32_t V)
 
 /* Samples `steps` random rows of every shape through both chains and
  * asserts the same token, RNG state and stage state after every step. */
-static void assert_same_behaviour(sift_chain *a, sift_chain *b, int32_t V, uint64_t seed,
-                                  int steps)
+static void assert_same_behaviour(sift_chain *a, sift_chain *b, int32_t V, uint64_t seed, int steps)
 {
     ck_assert_uint_eq(sift_chain_n_stages(a), sift_chain_n_stages(b));
     for (size_t i = 0; i < sift_chain_n_stages(a); i++) {
@@ -468,8 +466,7 @@ START_TEST(test_flat_forms_build_their_explicit_equivalents)
         /* a custom order, as a string and as a list */
         {"seed: 4\nsamplers: \"temperature; top_k;min_p\"\ntemp: 1.3\n",
          "seed: 4\nchain: [temperature: 1.3, top_k: 40, min_p: 0.05, dist]\n"},
-        {"seed: 4\nsamplers: [top-p, top-k]\n",
-         "seed: 4\nchain: [top_p: 0.95, top_k: 40, dist]\n"},
+        {"seed: 4\nsamplers: [top-p, top-k]\n", "seed: 4\nchain: [top_p: 0.95, top_k: 40, dist]\n"},
         /* dynamic temperature; temp <= 0 is greedy masking */
         {"seed: 6\ndynatemp_range: 0.5\ndynatemp_exponent: 2\n",
          "seed: 6\nchain: [top_k: 40, top_p: 0.95, min_p: 0.05,\n"
