@@ -28,7 +28,9 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 #if defined(__APPLE__)
 #include <xlocale.h>
 #endif
@@ -2115,13 +2117,13 @@ static void vocab_key(V *v, const cfg_node *n)
     }
     if (!resolved)
         return (void)(v->st = SIFT_E_NOMEM);
-    FILE *f = fopen(resolved, "rb");
-    if (!f) {
+    int fd = open(resolved, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
         err_at(v, n, SIFT_E_IO, "vocab: cannot open '%s': %s", resolved, strerror(errno));
         sift__free(&cfg->al, resolved);
         return;
     }
-    fclose(f);
+    close(fd);
     cfg->vocab_path = resolved;
     v->has_vocab_file = 1;
 }
