@@ -57,6 +57,7 @@ typedef struct V {
     int has_vocab_file;
     char echo[2][96];
     int echo_i;
+    int64_t *token_off; /* source offsets of the lazy trigger tokens */
 } V;
 
 #define NODE(v, i) (&(v)->t->nodes[(i)])
@@ -96,6 +97,15 @@ static void warn_at(V *v, const cfg_node *n, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     vdiag(v, SIFT_SEVERITY_WARNING, SIFT_OK, n ? n->off : -1, fmt, ap);
+    va_end(ap);
+}
+
+SIFT__PRINTF(3, 4)
+static void vdiag_warn_off(V *v, int64_t off, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vdiag(v, SIFT_SEVERITY_WARNING, SIFT_OK, off, fmt, ap);
     va_end(ap);
 }
 
@@ -1964,15 +1974,18 @@ static void grammar_section(V *v, const cfg_node *g)
                                 (unsigned)n->n_children, MAX_TRIGGER_TOKENS);
                 } else if (n->n_children) {
                     cfg->g_tokens = sift__calloc(&cfg->al, n->n_children, sizeof(int32_t));
-                    if (!cfg->g_tokens)
+                    v->token_off = sift__calloc(&cfg->al, n->n_children, sizeof(int64_t));
+                    if (!cfg->g_tokens || !v->token_off)
                         return (void)(v->st = SIFT_E_NOMEM);
                     size_t i = 0;
                     for (uint32_t c = n->first; c != CFG_NONE; c = NODE(v, c)->next) {
                         int32_t t;
-                        if (token_id(v, NODE(v, c), "grammar.lazy.tokens", &t))
+                        if (token_id(v, NODE(v, c), "grammar.lazy.tokens", &t)) {
+                            v->token_off[i] = NODE(v, c)->off;
                             cfg->g_tokens[i++] = t;
-                        else
+                        } else {
                             ok = 0;
+                        }
                     }
                     cfg->grammar.n_tokens = i;
                 }
@@ -2076,11 +2089,12 @@ static void chain_warnings(V *v)
         for (size_t i = 0; i < n; i++) {
             const cfg_stage *s = &cfg->stages[i];
             for (size_t b = 0; b < s->n_biases; b++)
-                if (s->biases[b].token == cfg->g_tokens[t] && s->biases[b].bias == -INFINITY)
-                    warn_lc(v, cfg->grammar.line, cfg->grammar.column,
-                            "trigger token %d is banned by logit_bias (stage %zu); the lazy "
-                            "grammar can never trigger",
-                            (int)cfg->g_tokens[t], i + 1);
+                if (s->biases[b].token == cfg->g_tokens[t] && s->biases[b].bias == -INFINITY) {
+                    vdiag_warn_off(v, v->token_off ? v->token_off[t] : -1,
+                                   "trigger token %d is banned by logit_bias (stage %zu); the "
+                                   "lazy grammar can never trigger",
+                                   (int)cfg->g_tokens[t], i + 1);
+                }
         }
 }
 
@@ -2224,5 +2238,6 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
         grammar_section(&v, n);
     if (v.st == SIFT_OK && cfg->n_errors == 0)
         chain_warnings(&v);
+    sift__free(&cfg->al, v.token_off);
     return v.st;
 }
