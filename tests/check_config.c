@@ -826,6 +826,29 @@ START_TEST(test_grammar_file_over_the_cap_is_a_limit_error)
 }
 END_TEST
 
+START_TEST(test_unreadable_files_are_io_errors_at_their_key)
+{
+    /* Y-19: a permission error (root reads everything: skipped there). */
+    if (geteuid() == 0)
+        return;
+    make_tmpdir();
+    write_file("secret.gbnf", "root ::= \"a\"\n");
+    char path[256];
+    snprintf(path, sizeof path, "%s/secret.gbnf", tmpdir);
+    ck_assert_int_eq(chmod(path, 0), 0);
+    write_file("c.yaml", "chain: [dist]\ngrammar:\n  file: secret.gbnf\n");
+    snprintf(path, sizeof path, "%s/c.yaml", tmpdir);
+    sift_config *cfg = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_config_load(&cfg, path, NULL, &err), SIFT_E_IO);
+    ck_assert_int_eq(err.line, 3);
+    ck_assert_int_eq(err.column, 9);
+    ck_assert_ptr_nonnull(strstr(err.message, "Permission denied"));
+    sift_config_free(cfg);
+    rm_tmpdir();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Grammar section                                                     */
 /* ------------------------------------------------------------------ */
@@ -1098,6 +1121,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_load_resolves_files_relative_to_the_config);
     tcase_add_test(tc, test_load_refuses_directories_devices_fifos_and_huge_files);
     tcase_add_test(tc, test_grammar_file_over_the_cap_is_a_limit_error);
+    tcase_add_test(tc, test_unreadable_files_are_io_errors_at_their_key);
     tcase_add_test(tc, test_inline_grammar_keeps_text_position_and_triggers);
     tcase_add_test(tc, test_quoted_grammar_text_starts_after_the_quote);
     suite_add_tcase(s, tc);
