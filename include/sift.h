@@ -283,6 +283,206 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_set_attr(sift_vocab *vocab, int32
 SIFT_API uint32_t sift_vocab_attr(const sift_vocab *vocab, int32_t id);
 
 /* ------------------------------------------------------------------ */
+/* Grammars                                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A grammar constrains generated text to a GBNF language (the format
+ * llama.cpp users write; docs/grammar.md). It reads bytes, decodes UTF-8
+ * across token boundaries, and answers per token: accepted or not.
+ *
+ *     sift_grammar_params gp;
+ *     sift_grammar_params_init(&gp);
+ *     gp.source_name = "json.gbnf";                  // used in messages
+ *     sift_grammar *g;
+ *     if (sift_grammar_new(&g, text, len, vocab, &gp, &err)) {
+ *         fprintf(stderr, "%s\n", err.message);     // "json.gbnf:3:7: ..."
+ *     }
+ *     // constrain mode: the chain bans what the grammar rejects
+ *     sift_chain_add_grammar(chain, g, &err);        // the chain owns g now
+ *     sift_chain_add_dist(chain, &err);
+ *
+ *     // or by hand, with any sampler:
+ *     sift_grammar_ban(g, row, n_vocab, &err);       // -inf on rejected tokens
+ *     ... pick tok ...
+ *     sift_grammar_accept_token(g, tok, &err);       // advance
+ *
+ * A grammar object is used by one thread at a time (its caches change even
+ * in calls that do not change its matching state); clones are independent
+ * and share the immutable compiled form. Every failed call leaves the
+ * matching state unchanged.
+ */
+
+/** A compiled grammar with its matching state. */
+typedef struct sift_grammar sift_grammar;
+
+/** Default limits of sift_grammar_params. */
+#define SIFT_GRAMMAR_DEFAULT_MAX_BYTES ((size_t)1 << 20)
+#define SIFT_GRAMMAR_DEFAULT_MAX_STACKS 4096
+#define SIFT_GRAMMAR_DEFAULT_MAX_STACK_DEPTH 10000
+#define SIFT_GRAMMAR_DEFAULT_MAX_STEP_WORK ((int64_t)50000000)
+
+/**
+ * Parameters of sift_grammar_new. Initialise with
+ * sift_grammar_params_init; fields added later keep their defaults.
+ */
+typedef struct sift_grammar_params {
+    uint32_t struct_size;    /**< sizeof(sift_grammar_params); set by _init. */
+    const char *root;        /**< Start rule name; NULL = "root". Read during the call. */
+    const char *source_name; /**< Name in messages; NULL = "grammar". Read during the call. */
+    const sift_allocator *allocator; /**< NULL = malloc/free; copied. */
+    size_t max_bytes;                /**< Largest grammar text in bytes (default 1 MiB). */
+    int32_t max_stacks;      /**< Largest number of live parse stacks, >= 1 (default 4096). */
+    int32_t max_stack_depth; /**< Largest depth of one parse stack, >= 1 (default 10000). */
+    int64_t max_step_work;   /**< Element visits allowed per call, >= 1 (default 5e7). */
+} sift_grammar_params;
+
+/** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_grammar_params_init(sift_grammar_params *params);
+
+/**
+ * Compiles GBNF text into a grammar in its initial state.
+ *
+ * `text[0..len)` is the grammar (not NUL-terminated; a NUL byte inside is
+ * an error). `vocab` (may be NULL) lets the grammar work on tokens and
+ * resolves token references (<[id]>, <text>, !<...>); its pieces and
+ * attributes are copied, so it may be freed afterwards. Without a
+ * vocabulary only sift_grammar_accept_bytes and sift_grammar_is_complete
+ * work. `params` may be NULL (defaults).
+ *
+ * Errors (*out is NULL; messages are "source:line:col: text", and
+ * err->line, err->column (code points, from 1), err->offset are set):
+ * - SIFT_E_ARG: NULL out, NULL text with len > 0, bad params;
+ * - SIFT_E_GRAMMAR_SYNTAX: any syntax error, invalid UTF-8, a NUL byte,
+ *   a bad escape, a rule defined twice, a token reference without a
+ *   vocabulary or out of range;
+ * - SIFT_E_GRAMMAR_UNDEFINED: a rule used but not defined, no rules, no
+ *   start rule;
+ * - SIFT_E_GRAMMAR_LEFT_RECURSION: a left-recursive rule (the message
+ *   gives the rule path);
+ * - SIFT_E_GRAMMAR_LIMIT: text over max_bytes (checked first), nesting
+ *   over 1000, a repetition over 2000 copies, over 2^22 elements;
+ * - SIFT_E_NOMEM.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_new(sift_grammar **out, const char *text,
+                                                     size_t len, const sift_vocab *vocab,
+                                                     const sift_grammar_params *params,
+                                                     sift_error *err);
+
+/** Frees a grammar; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_grammar_free(sift_grammar *grammar);
+
+/**
+ * Makes an independent copy of `grammar` in its current matching state,
+ * with the same allocator and limits. The compiled form is shared
+ * (read-only, reference counted). SIFT_E_ARG for NULL pointers,
+ * SIFT_E_NOMEM. On failure *out is NULL. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_clone(const sift_grammar *grammar,
+                                                       sift_grammar **out, sift_error *err);
+
+/** Returns the grammar to its initial state; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_grammar_reset(sift_grammar *grammar);
+
+/**
+ * Returns 1 if the text accepted so far is a complete sentence of the
+ * grammar (an end-of-generation token would be accepted), else 0 (also
+ * for NULL). Since: 0.1.
+ */
+SIFT_API int sift_grammar_is_complete(const sift_grammar *grammar);
+
+/**
+ * Feeds `n` bytes of generated text (any split of UTF-8 sequences is
+ * fine; invalid, overlong, surrogate and > U+10FFFF sequences are
+ * rejected). All or nothing: SIFT_E_GRAMMAR_REJECT (err->index = the
+ * first byte that failed) leaves the state unchanged. SIFT_E_ARG for
+ * NULL pointers, SIFT_E_GRAMMAR_LIMIT when a limit is hit, SIFT_E_NOMEM.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_accept_bytes(sift_grammar *grammar,
+                                                              const void *bytes, size_t n,
+                                                              sift_error *err);
+
+/**
+ * Says whether `token` would be accepted now (*ok = 1) or not (*ok = 0),
+ * without changing the matching state. End-of-generation tokens are
+ * accepted exactly when the grammar is complete; a token with an empty
+ * piece only when a token reference names it. SIFT_E_ARG for NULL
+ * pointers or a grammar without vocabulary, SIFT_E_TOKEN for an id outside
+ * [0, V), SIFT_E_GRAMMAR_LIMIT, SIFT_E_NOMEM. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_accepts_token(sift_grammar *grammar, int32_t token,
+                                                               int *ok, sift_error *err);
+
+/**
+ * Advances the grammar by `token` (its piece, or an end-of-generation
+ * token, which leaves the state as it is). SIFT_E_GRAMMAR_REJECT if the
+ * grammar does not accept it (also after completion, unless it is an
+ * end-of-generation token); errors as sift_grammar_accepts_token. On
+ * failure the state is unchanged. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_accept_token(sift_grammar *grammar, int32_t token,
+                                                              sift_error *err);
+
+/**
+ * Sets logits[t] to -inf for every token t the grammar rejects now (the
+ * whole-vocabulary pass). n_vocab must equal the vocabulary's size
+ * (SIFT_E_ARG otherwise, or with no vocabulary). SIFT_E_GRAMMAR_DEAD when
+ * no token with a finite logit would be left (the row is then unchanged):
+ * the grammar admits nothing, or only end-of-generation tokens that are
+ * banned. SIFT_E_GRAMMAR_LIMIT, SIFT_E_NOMEM. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_ban(sift_grammar *grammar, float *logits,
+                                                     int32_t n_vocab, sift_error *err);
+
+/**
+ * As sift_grammar_ban over a candidate array (a slice, any order): sets
+ * the logit of each rejected candidate to -inf and removes nothing.
+ * SIFT_E_TOKEN (err->index = position) for an id outside [0, V); other
+ * errors as sift_grammar_ban. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_ban_candidates(sift_grammar *grammar,
+                                                                sift_candidate *candidates,
+                                                                size_t n, sift_error *err);
+
+/* The chain type (declared again, identically, in the chain section). */
+typedef struct sift_chain sift_chain;
+
+/**
+ * Adds `grammar` as a constrain stage: every candidate it rejects in its
+ * current state gets -inf (nothing is removed), and sift_chain_accept
+ * advances it. Class LOWERS with n = -1 (unbounded). The grammar must have
+ * a vocabulary whose size equals the row length (else SIFT_E_ARG at add
+ * or sample time). Ownership: the chain owns `grammar` on success (freed
+ * with the chain; cloned and reset with it); on failure it stays the
+ * caller's. Sampling fails with SIFT_E_GRAMMAR_DEAD when the grammar
+ * leaves no candidate. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_grammar(sift_chain *chain, sift_grammar *grammar,
+                                                           sift_error *err);
+
+/**
+ * Sets (or, with grammar = NULL, removes) the chain's **check-mode**
+ * grammar: the chain samples without it; if it rejects the sampled token,
+ * every token it rejects is banned in the whole row and the chain samples
+ * again, continuing from the RNG state the first draw left (the same
+ * draws on the row path and the slice path). On a slice, a rejection
+ * needs the whole row: the row hook, or SIFT_E_NEED_ROW with nothing
+ * changed. sift_chain_accept advances it (SIFT_E_GRAMMAR_REJECT, chain
+ * unchanged, for a token it rejects); clone and reset carry it. Grammar
+ * errors of a step (SIFT_E_GRAMMAR_DEAD when it leaves no candidate) are
+ * the step's errors. The grammar needs a vocabulary of the row's length.
+ * Ownership: the chain owns `grammar` on success (a previous one is
+ * freed); on failure it stays the caller's. SIFT_E_ARG for a NULL chain or
+ * a grammar without a vocabulary or of another size than n_vocab,
+ * SIFT_E_STATE inside a callback. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_set_check_grammar(sift_chain *chain,
+                                                                 sift_grammar *grammar,
+                                                                 sift_error *err);
+
+/* ------------------------------------------------------------------ */
 /* The chain                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -410,6 +610,209 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain, c
                                                             int32_t n_vocab, sift_token_prob *out,
                                                             size_t capacity, size_t *n_out,
                                                             sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Slices, the analyzer and the row hook (docs/analyzer.md)            */
+/*                                                                     */
+/* A runtime that wants to copy less than a whole row off the device:  */
+/*   1. once: sift_chain_plan(chain, &plan) -> plan.k (0 = whole row); */
+/*      optionally sift_chain_set_row_hook(chain, fetch_row, ctx);     */
+/*   2. per step: k = plan.k (or sift_chain_next_k for this state),    */
+/*      ids = sift_chain_extras(...); on the device take the canonical */
+/*      first k (id, logit) pairs and the logits of `ids`; build a     */
+/*      sift_slice; sift_chain_sample_slice(chain, &slice, &tok, &err);*/
+/*      sift_chain_accept(chain, tok, &err).                           */
+/* The token, the RNG state and the state after accept are bitwise the */
+/* ones sift_chain_sample gives on the whole row. When the slice cannot */
+/* decide a step, sift calls the row hook (and continues on the whole  */
+/* row) or, with no hook, returns SIFT_E_NEED_ROW with nothing changed. */
+/* ------------------------------------------------------------------ */
+
+/**
+ * What a runtime hands sift instead of a whole row: the row's length,
+ * its canonical first `n_prefix` tokens and the logits of the extra
+ * tokens the chain asked for (sift_chain_extras) that are not in the
+ * prefix. All arrays are read-only for sift and only during the call.
+ */
+typedef struct sift_slice {
+    int32_t n_vocab;              /**< V, the whole row's length. */
+    int32_t n_prefix;             /**< k, 1 <= k <= V. */
+    const sift_candidate *prefix; /**< Prefix(k): logit descending, ties by ascending id. */
+    int32_t n_extras;             /**< Entries in `extras`, >= 0. */
+    const sift_candidate *extras; /**< Extra tokens (any order), none of them in the prefix. */
+} sift_slice;
+
+/**
+ * The row hook: writes the whole row of the current step, `n_vocab`
+ * floats, into `row` (a buffer sift owns) and returns 0, or returns any
+ * non-zero value to report a failure (sift then returns SIFT_E_HOOK and
+ * changes nothing). It runs inside a chain call: calling back into the
+ * same chain gets SIFT_E_STATE.
+ */
+typedef int (*sift_row_hook)(void *user, float *row, int32_t n_vocab);
+
+/**
+ * Sets (or, with hook = NULL, clears) the chain's row hook. `user` is
+ * passed back unchanged. Clones do not inherit it.
+ * SIFT_E_ARG for a NULL chain, SIFT_E_STATE inside a callback. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_set_row_hook(sift_chain *chain, sift_row_hook hook,
+                                                            void *user, sift_error *err);
+
+/**
+ * Samples one token from a slice; the same result as sift_chain_sample on
+ * the row the slice was taken from, bit for bit.
+ *
+ * The slice is validated in O(k + extras) first:
+ * - SIFT_E_SLICE: n_prefix < 1 or > n_vocab, NULL arrays, an id outside
+ *   [0, V), an id twice (err->index = the id), the prefix out of
+ *   canonical order (err->index = the position), an extra token ranking
+ *   before the prefix's last token, or an extra the chain asked for
+ *   missing (err->index = the id);
+ * - SIFT_E_ROW_VALUE: NaN or +inf in the slice (err->index = the id);
+ * - SIFT_E_ARG, SIFT_E_LIMIT: as sift_chain_sample for n_vocab.
+ * When the slice cannot decide the step: with a hook, sift calls it once,
+ * checks that the row agrees with the slice (SIFT_E_HOOK if the hook
+ * fails or if a slice token's logit differs, or a token absent from the
+ * prefix ranks before its last token) and samples the whole row; without
+ * a hook it returns SIFT_E_NEED_ROW. Every failure changes nothing, RNG
+ * included. The first call that needs the whole row sizes the row
+ * buffers (SIFT_E_NOMEM if that fails). Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice(sift_chain *chain,
+                                                            const sift_slice *slice, int32_t *token,
+                                                            sift_error *err);
+
+/**
+ * sift_chain_distribution on a slice: the tokens of the final
+ * distribution of this step in canonical order, with their probabilities
+ * (what servers return as logprobs: take the first n). Exact on the
+ * slice whenever the plan is not WHOLE_ROW and the slice decides; else
+ * the row hook or SIFT_E_NEED_ROW, as sift_chain_sample_slice. Nothing
+ * changes. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution_slice(sift_chain *chain,
+                                                                  const sift_slice *slice,
+                                                                  sift_token_prob *out,
+                                                                  size_t capacity, size_t *n_out,
+                                                                  sift_error *err);
+
+/** How far a plan's k can be trusted. */
+typedef enum sift_guarantee {
+    /** A slice of k (plus the extras) always decides the step. */
+    SIFT_GUARANTEE_EXACT = 0,
+    /** No static bound: each step checks its certificate and may need the
+     * row (hook); k is the recommended prefix length. */
+    SIFT_GUARANTEE_CERTIFIED = 1,
+    /** A stage reads the whole distribution before any truncation: k = 0. */
+    SIFT_GUARANTEE_WHOLE_ROW = 2
+} sift_guarantee;
+
+/** Returns "exact", "certified" or "whole_row"; never NULL. Since: 0.1. */
+SIFT_API const char *sift_guarantee_str(sift_guarantee g);
+
+/** Capacity of sift_plan.why and sift_plan_stage.why, NUL included. */
+#define SIFT_PLAN_WHY_MAX 256
+
+/** The analyzer's answer for a chain (sift_chain_plan, sift_chain_next_k). */
+typedef struct sift_plan {
+    int32_t k;                   /**< Prefix length to copy; 0 = the whole row. */
+    sift_guarantee guarantee;    /**< What k promises. */
+    int32_t recommended_k;       /**< The k to use: = k (0 for WHOLE_ROW). */
+    int32_t max_extras;          /**< Most extra ids a step can ask for (0 = none). */
+    int32_t decided_at;          /**< Stage whose truncation decides; -1 = none. */
+    char why[SIFT_PLAN_WHY_MAX]; /**< The sum in words: "top_k 20 + penalties 64 = 84". */
+} sift_plan;
+
+/** One stage's part of a plan. */
+typedef struct sift_plan_stage {
+    sift_class cls;              /**< The class the stage declares now. */
+    int64_t n;                   /**< Its bound (sift_chain_stage_class). */
+    int32_t k;                   /**< The prefix length needed so far, 0 = whole row. */
+    char why[SIFT_PLAN_WHY_MAX]; /**< What the stage adds, in words. */
+} sift_plan_stage;
+
+/**
+ * The static plan, from the configuration alone (no state): k, its
+ * guarantee and the reason. `stages` may be NULL, or an array of
+ * sift_chain_n_stages(chain) entries that receive the per-stage trace.
+ * Safe on a chain shared between threads (reads only).
+ * SIFT_E_ARG for NULL chain or plan. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_plan(const sift_chain *chain, sift_plan *plan,
+                                                    sift_plan_stage *stages, sift_error *err);
+
+/**
+ * The dynamic plan, from the chain's current state: lowering stages count
+ * what they can lower now (the distinct tokens in a penalty window, the
+ * DRY window's length), so k is never above the static plan's. Use it
+ * for the next sample only. SIFT_E_ARG for NULL. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_next_k(const sift_chain *chain, sift_plan *plan,
+                                                      sift_error *err);
+
+/**
+ * The k for a batch of chains sampled together: the largest dynamic k, or
+ * 0 if any chain needs the whole row. SIFT_E_ARG for NULL pointers or a
+ * NULL chain in the array (err->index = its position). Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n,
+                                                       int32_t *k, sift_error *err);
+
+/**
+ * The extra token ids the next sample needs beside the prefix (tokens a
+ * stage before the first truncation may raise: positive logit biases,
+ * the window of a raising penalty), ascending and unique. `*n` receives
+ * the count; SIFT_E_LIMIT when it exceeds `capacity` (nothing written;
+ * call again with sift_plan.max_extras entries). SIFT_E_ARG for NULL
+ * pointers. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_extras(const sift_chain *chain, int32_t *ids,
+                                                      size_t capacity, size_t *n, sift_error *err);
+
+/** Counters of a chain's slice and prefix paths (sift_chain_stats). */
+typedef struct sift_stats {
+    uint64_t slice_decided;       /**< sift_chain_sample_slice steps decided on the slice. */
+    uint64_t hook_calls;          /**< Row hook calls. */
+    uint64_t need_row;            /**< SIFT_E_NEED_ROW returns. */
+    uint64_t row_prefix_decided;  /**< Whole-row steps decided from the row's prefix. */
+    uint64_t row_prefix_fallback; /**< Whole-row steps that tried the prefix, then ran the row. */
+    uint64_t grammar_resamples;   /**< Steps whose check grammar rejected the first token. */
+} sift_stats;
+
+/** Copies the chain's counters (zeros for NULL). Since: 0.1. */
+SIFT_API void sift_chain_stats(const sift_chain *chain, sift_stats *stats);
+
+/** A slice builder: the CPU reference of a device top-k. */
+typedef struct sift_slicer sift_slicer;
+
+/**
+ * Creates a slice builder for rows of up to `max_vocab` tokens (its
+ * buffers are sized once). `allocator` may be NULL. SIFT_E_ARG for NULL
+ * `out` or max_vocab < 1, SIFT_E_LIMIT above 2^24, SIFT_E_NOMEM.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_slicer_new(sift_slicer **out, int32_t max_vocab,
+                                                    const sift_allocator *allocator,
+                                                    sift_error *err);
+
+/** Frees a slice builder; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_slicer_free(sift_slicer *slicer);
+
+/**
+ * Builds the slice of `row[0..n_vocab)` for prefix length k (clamped to
+ * n_vocab) and the extra ids `ids[0..n_ids)` (duplicates and ids already
+ * in the prefix are dropped): `*slice` points into the builder's buffers,
+ * valid until the next build or free. Runs in one pass over the row
+ * without sorting it. SIFT_E_ARG for NULL pointers, k < 1, n_vocab < 1 or
+ * above max_vocab; SIFT_E_TOKEN for an id outside [0, n_vocab);
+ * SIFT_E_ROW_VALUE for NaN or +inf (err->index = the first);
+ * SIFT_E_NO_CANDIDATE if every value is -inf. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_slicer_build(sift_slicer *slicer, const float *row,
+                                                      int32_t n_vocab, int32_t k,
+                                                      const int32_t *ids, size_t n_ids,
+                                                      sift_slice *slice, sift_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Stages. Each adds one stage at the end of the chain, all or nothing: */
@@ -704,12 +1107,16 @@ SIFT_API const sift_diagnostic *sift_config_diagnostic(const sift_config *cfg, s
  * the config's seed, when it has one, replaces params->seed, and its
  * vocab_size fills params->n_vocab when that is 0. `vocab` (may be NULL;
  * only read during the call) is the vocabulary DRY sequence breakers are
- * matched against; a config whose DRY stage has breakers needs one.
- * Returns SIFT_E_ARG for NULL `cfg` or `out`, or a DRY stage with breakers
- * and no vocabulary; SIFT_E_STATE if the config has errors; any status of
- * sift_chain_new and the sift_chain_add_* calls (for instance SIFT_E_LIMIT
- * when params->max_stages is smaller than the chain). On failure *out is
- * NULL. Since: 0.1.
+ * matched against and the grammar is compiled with; a config whose DRY
+ * stage has breakers, or that has a non-lazy grammar, needs one. A
+ * grammar in check mode becomes the chain's check-mode grammar, one in
+ * constrain mode a stage ahead of the configured stages; lazy grammars
+ * are not attached (read them with sift_config_grammar_info).
+ * Returns SIFT_E_ARG for NULL `cfg` or `out`, or a missing vocabulary;
+ * SIFT_E_STATE if the config has errors; any status of sift_chain_new,
+ * sift_grammar_new and the sift_chain_add_* calls (for instance
+ * SIFT_E_LIMIT when params->max_stages is smaller than the chain). On
+ * failure *out is NULL. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_config_build_chain(const sift_config *cfg,
                                                             const sift_chain_params *params,

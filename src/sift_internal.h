@@ -263,6 +263,7 @@ static inline int32_t sift__ckey_id(uint64_t key)
 /* ------------------------------------------------------------------ */
 
 typedef struct sift__stage sift__stage;
+struct sift__bound;
 
 typedef struct sift__stage_ops {
     const char *name;
@@ -297,9 +298,46 @@ typedef struct sift__stage_ops {
     const char *(*display_name)(const sift__stage *st);
     /* Mixes the stage's mutable state into a digest; NULL = stateless. */
     uint64_t (*digest)(const sift__stage *st, uint64_t h);
+    /* THRESHOLD stages on an incomplete set (a slice): given the present
+     * tokens in canonical order and the bound on every absent token,
+     * returns 1 when applying the stage to the present tokens gives its
+     * whole-row result with every absent token removed, 0 when the absent
+     * tokens could change the outcome. NULL = never certified. */
+    int (*certify)(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
+                   const struct sift__bound *b);
+    /* LOWERS and RAISES stages: how many tokens the stage may lower, from
+     * its configuration (dynamic = 0) or from its current state (dynamic =
+     * 1, e.g. the distinct tokens in a penalty window); -1 = unbounded.
+     * NULL = the n that cls reports. */
+    int64_t (*lowers)(const sift__stage *st, int dynamic);
+    /* RAISES stages: the ids the stage may raise this step (written up to
+     * cap, ascending or not, no duplicates), returns how many there are.
+     * NULL = none. */
+    size_t (*extras)(const sift__stage *st, int32_t *ids, size_t cap);
+    /* RAISES stages: the most ids `extras` can ever return. */
+    int64_t (*max_extras)(const sift__stage *st);
     uint8_t is_selector;
     uint8_t is_greedy;
 } sift__stage_ops;
+
+/* The certificate's bound on the tokens a slice does not hold: with
+ * by_key, every absent token x has ckey(x) < key (it comes after the
+ * prefix in canonical order); otherwise every absent logit is <= logit
+ * (after a monotone stage, which can merge logits and so loses the id
+ * tie-break). */
+typedef struct sift__bound {
+    int by_key;
+    uint64_t key;
+    float logit;
+} sift__bound;
+
+/* 1 if candidate x is certainly ahead of every absent token. */
+static inline int sift__bound_ahead(const sift__bound *b, const sift_candidate *x)
+{
+    if (b->by_key)
+        return sift__ckey(x->logit, x->id) >= b->key;
+    return x->logit > b->logit;
+}
 
 struct sift__stage {
     const sift__stage_ops *ops;
@@ -325,6 +363,26 @@ struct sift_chain {
     sift__ws ws;
     /* Steps decided from a prefix / sent to the whole row after trying. */
     uint64_t n_prefix_decided, n_prefix_fallback;
+    /* Slice steps decided on the slice, hook calls, SIFT_E_NEED_ROW. */
+    uint64_t n_slice_decided, n_hook_calls, n_need_row;
+    /* The row hook and the row buffer it fills (V floats, sized on the
+     * first call that needs it). */
+    sift_row_hook hook;
+    void *hook_user;
+    float *row;
+    size_t row_cap;
+    /* A bitmap over token ids, all zero between calls (slice validation
+     * sets and clears the bits of the slice's ids). */
+    uint64_t *seen;
+    size_t seen_words;
+    /* The check-mode grammar (owned), and how often it made a step
+     * resample. */
+    sift_grammar *check;
+    uint64_t n_grammar_resamples;
+    /* The static plan's decisive stage and extras bound, cached for
+     * the sampling paths; valid while plan_stages == n_stages. */
+    size_t plan_stages;
+    int32_t plan_decided_at, plan_max_extras, plan_k;
 };
 
 static inline const char *sift__stage_name(const sift__stage *st)
@@ -402,17 +460,34 @@ SIFT__HIDDEN sift_status sift__row_error(const float *row, int32_t V, sift_error
  * ws->cand, ws->cand2 and the selection scratch; out may be ws->cand. */
 SIFT__HIDDEN sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V, size_t k,
                                           sift_candidate *out);
-/* The prefix length that lets the chain decide from the row's first k
- * tokens (0 = the chain needs the whole row): K of its first truncation
- * plus the tokens lowered before it, plus a margin after a monotone
- * stage. */
+/* The analyzer's walk (core/plan.c): the plan from the configuration
+ * (dynamic = 0) or from the current state (dynamic = 1); `stages` (may
+ * be NULL) receives one entry per stage. */
+SIFT__HIDDEN void sift__plan_walk(const sift_chain *chain, int dynamic, sift_plan *plan,
+                                  sift_plan_stage *stages);
+/* Recomputes the chain's cached static plan (after a stage is added). */
+SIFT__HIDDEN void sift__plan_cache(sift_chain *chain);
+/* The prefix length the full-row path tries (0 = whole row). */
 SIFT__HIDDEN size_t sift__plan_prefix_k(const sift_chain *chain);
-/* Runs the chain over a prefix in `a` (canonical order, the canonical
- * first a->n tokens of a row of a->V). Returns 1 when the result is
- * certainly the whole row's (then *status is the step's status and
- * ctx->selected the token), 0 when the whole row is needed. */
-SIFT__HIDDEN int sift__run_prefix(sift_chain *chain, sift__ctx *ctx, sift__arr *a,
-                                  sift_status *status);
+/* The extras of this step: ids the stages before the first truncation may
+ * raise, sorted and unique, written up to cap; returns how many. */
+SIFT__HIDDEN size_t sift__chain_extras(const sift_chain *chain, int32_t *ids, size_t cap);
+/* The most extras the chain can ask for in any state. */
+SIFT__HIDDEN int64_t sift__chain_max_extras(const sift_chain *chain);
+/* Runs stages [0, end) over the present tokens in `a` (canonical order:
+ * a canonical prefix of the row, then tokens that rank after it), with
+ * *b bounding every absent token. Returns 1 when the outcome is certainly
+ * the whole row's (then *status is the step's status; the set in `a` is
+ * the complete surviving set, or ctx->selected is the token when the
+ * selector ran), 0 when the whole row is needed. */
+SIFT__HIDDEN int sift__walk(sift_chain *chain, sift__ctx *ctx, sift__arr *a, size_t end,
+                            sift__bound *b, sift_status *status);
+/* The initial bound of a slice whose prefix ends with `last`. */
+static inline sift__bound sift__bound_of(const sift_candidate *last)
+{
+    sift__bound b = {1, sift__ckey(last->logit, last->id), last->logit};
+    return b;
+}
 
 /* ------------------------------------------------------------------ */
 /* Stage constructors shared with tests                                */

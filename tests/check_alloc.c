@@ -453,6 +453,84 @@ START_TEST(test_a_failed_first_allocation_of_new_or_sample_is_nomem_and_retryabl
 }
 END_TEST
 
+/* The slice path: the slicer, the first slice sample (scratch and the id
+ * bitmap) and the first hook call (the row buffer) each fail cleanly at
+ * every allocation, a retry succeeds, nothing leaks, and once sized no
+ * step allocates. */
+static int copy_row(void *user, float *row, int32_t n)
+{
+    memcpy(row, user, (size_t)n * sizeof *row);
+    return 0;
+}
+
+START_TEST(test_failing_the_nth_allocation_of_the_slice_path_is_clean)
+{
+    float row[V];
+    row_for(row, 3);
+    for (long nth = 1;; nth++) {
+        fa f = {0, 0, 0, 0, 0};
+        sift_allocator al = {fa_alloc, fa_free, &f};
+        sift_chain_params p;
+        sift_chain_params_init(&p);
+        p.allocator = &al;
+        p.seed = 5;
+        sift_chain *c = NULL;
+        sift_slicer *sl = NULL;
+        sift_error err;
+        ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.2f, 0.0f, 0.0f, &err), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c, 3, &err), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c, &err), SIFT_OK);
+        ck_assert_int_eq(sift_chain_set_row_hook(c, copy_row, row, &err), SIFT_OK);
+        f.fail_at = f.calls + nth;
+        sift_status s = sift_slicer_new(&sl, V, &al, &err);
+        sift_slice big, small;
+        int32_t t1 = -1, t2 = -1;
+        if (!s)
+            s = sift_slicer_build(sl, row, V, 11, NULL, 0, &big, &err);
+        if (!s)
+            s = sift_chain_sample_slice(c, &big, &t1, &err); /* decided on the slice */
+        int hooked = 0;
+        if (!s) {
+            small = big;
+            small.n_prefix = 1; /* top_k 3 cannot be decided: the hook runs */
+            s = sift_chain_sample_slice(c, &small, &t2, &err);
+            hooked = 1;
+        }
+        int failed = f.failed > 0;
+        if (failed) {
+            ck_assert_int_eq(s, SIFT_E_NOMEM);
+            /* a retry works (the allocator no longer fails) */
+            if (!sl)
+                ck_assert_int_eq(sift_slicer_new(&sl, V, &al, &err), SIFT_OK);
+            ck_assert_int_eq(sift_slicer_build(sl, row, V, 11, NULL, 0, &big, &err), SIFT_OK);
+            ck_assert_int_eq(sift_chain_sample_slice(c, &big, &t1, &err), SIFT_OK);
+            small = big;
+            small.n_prefix = 1;
+            ck_assert_int_eq(sift_chain_sample_slice(c, &small, &t2, &err), SIFT_OK);
+        } else {
+            ck_assert_int_eq(s, SIFT_OK);
+            ck_assert(hooked);
+            /* sized: further steps allocate nothing */
+            long a0 = f.allocs, c0 = f.calls;
+            for (int i = 0; i < 20; i++) {
+                ck_assert_int_eq(sift_chain_sample_slice(c, &big, &t1, &err), SIFT_OK);
+                ck_assert_int_eq(sift_chain_sample_slice(c, &small, &t2, &err), SIFT_OK);
+                ck_assert_int_eq(sift_chain_accept(c, t1, &err), SIFT_OK);
+            }
+            ck_assert_int_eq(f.allocs, a0);
+            ck_assert_int_eq(f.calls, c0);
+        }
+        sift_slicer_free(sl);
+        sift_chain_free(c);
+        ck_assert_int_eq(f.allocs, f.frees);
+        if (!failed)
+            break;
+        ck_assert_msg(nth < 1000, "too many allocations");
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("alloc");
@@ -467,6 +545,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_failing_the_nth_allocation_is_clean_for_every_n, 0, SEL__COUNT);
     tcase_add_test(tc, test_failing_the_nth_allocation_of_a_vocabulary_leaks_nothing);
     tcase_add_test(tc, test_a_failed_first_allocation_of_new_or_sample_is_nomem_and_retryable);
+    tcase_add_test(tc, test_failing_the_nth_allocation_of_the_slice_path_is_clean);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1003,6 +1003,56 @@ START_TEST(test_loader_runs_on_a_256_kib_stack)
 }
 END_TEST
 
+START_TEST(test_grammar_is_attached_as_the_api_would)
+{
+    /* constrain: a stage ahead of the others; check: the chain's
+     * check-mode grammar. Both compiled with the caller's vocabulary. */
+    const char *modes[] = {"constrain", "check"};
+    sift_vocab *vocab = make_vocab(128);
+    for (size_t m = 0; m < 2; m++) {
+        char yaml[256];
+        snprintf(yaml, sizeof yaml,
+                 "seed: 4\nchain: [top_k: 20, dist]\n"
+                 "grammar: {text: 'root ::= [a-e]+', mode: %s}\n",
+                 modes[m]);
+        sift_config *cfg = parse_ok(yaml);
+        sift_chain *a = build(cfg, vocab, 128), *b = api_chain(4, 128);
+        sift_grammar *g = NULL;
+        ck_assert_int_eq(sift_grammar_new(&g, "root ::= [a-e]+", 15, vocab, NULL, NULL), 0);
+        if (m == 0)
+            ck_assert_int_eq(sift_chain_add_grammar(b, g, NULL), SIFT_OK);
+        else
+            ck_assert_int_eq(sift_chain_set_check_grammar(b, g, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(b, 20, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(b, NULL), SIFT_OK);
+        assert_same_behaviour(a, b, 128, 70 + m, 60);
+        /* every token sampled is made of a..e */
+        float row[128];
+        tu_rng r = {m + 1};
+        for (int s = 0; s < 20; s++) {
+            tu_row(&r, row, 128, TU_ROW_NORMAL);
+            int32_t tok;
+            ck_assert_int_eq(sift_chain_sample(a, row, 128, &tok, NULL), SIFT_OK);
+            const char *piece;
+            size_t plen;
+            ck_assert_int_eq(sift_vocab_piece(vocab, tok, &piece, &plen, NULL), SIFT_OK);
+            for (size_t k = 0; k < plen; k++)
+                ck_assert(piece[k] >= 'a' && piece[k] <= 'e');
+            ck_assert_int_eq(sift_chain_accept(a, tok, NULL), SIFT_OK);
+        }
+        sift_chain_free(a);
+        sift_chain_free(b);
+        /* without a vocabulary the grammar cannot be built */
+        sift_chain *c = (sift_chain *)1;
+        sift_error err;
+        ck_assert_int_eq(sift_config_build_chain(cfg, NULL, NULL, &c, &err), SIFT_E_ARG);
+        ck_assert_ptr_null(c);
+        sift_config_free(cfg);
+    }
+    sift_vocab_free(vocab);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Allocation failure (F-01)                                           */
 /* ------------------------------------------------------------------ */
@@ -1124,6 +1174,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_unreadable_files_are_io_errors_at_their_key);
     tcase_add_test(tc, test_inline_grammar_keeps_text_position_and_triggers);
     tcase_add_test(tc, test_quoted_grammar_text_starts_after_the_quote);
+    tcase_add_test(tc, test_grammar_is_attached_as_the_api_would);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");

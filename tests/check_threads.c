@@ -184,8 +184,26 @@ static const char *const want_names[] = {"logit_bias",  "penalties", "dry",   "t
                                          "typical",     "top_p",     "min_p", "xtc",
                                          "top_n_sigma", "temp_ext",  "dist"};
 
+/* The analyzer's answers for the shared chain, taken before the threads
+ * start; every thread must get the same ones (the analyzer only reads). */
+static sift_plan ref_plan, ref_next;
+
+static int same_plan(const sift_plan *a, const sift_plan *b)
+{
+    return a->k == b->k && a->guarantee == b->guarantee && a->max_extras == b->max_extras &&
+           a->decided_at == b->decided_at && strcmp(a->why, b->why) == 0;
+}
+
 static int query(const sift_chain *c)
 {
+    sift_plan p, q;
+    int32_t ids[256];
+    size_t n_ids;
+    if (sift_chain_plan(c, &p, NULL, NULL) || sift_chain_next_k(c, &q, NULL) ||
+        sift_chain_extras(c, ids, 256, &n_ids, NULL))
+        return 0;
+    if (ref_plan.why[0] && (!same_plan(&p, &ref_plan) || !same_plan(&q, &ref_next)))
+        return 0;
     if (sift_chain_n_stages(c) != N(want_names))
         return 0;
     for (size_t i = 0; i < N(want_names); i++) {
@@ -238,6 +256,10 @@ START_TEST(test_threads_cloning_and_querying_one_shared_chain_match_a_serial_run
     int32_t warm[STEPS];
     ck_assert_int_eq(run(shared, 3, warm, row), SIFT_OK);
     uint64_t dig = sift__chain_state_digest(shared);
+    memset(&ref_plan, 0, sizeof ref_plan);
+    ck_assert(query(shared));
+    ck_assert_int_eq(sift_chain_plan(shared, &ref_plan, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_next_k(shared, &ref_next, NULL), SIFT_OK);
     ck_assert(query(shared));
     /* serial reference: a clone samples the rows of seed 7 */
     int32_t ref[STEPS];

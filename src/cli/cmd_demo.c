@@ -25,6 +25,12 @@
  * into FMAs), so the rows, and therefore the tokens, are the same on
  * every platform.
  *
+ * The run: the chain samples every step from the whole row; a clone made
+ * before the loop samples every step from a slice of the k the analyzer
+ * plans (Prefix(k) plus the extras, built by sift's slice builder, as a
+ * device top-k would), with the row hook set to the same row, and each of
+ * its tokens must equal the whole-row token ("exact: N/N").
+ *
  * The chain is llama.cpp's default sampler order with its default
  * parameters: penalties(64, 1, 0, 0) -> dry(off) -> top_n_sigma(-1) ->
  * top_k(40) -> typical(1) -> top_p(0.95) -> min_p(0.05) -> xtc(0, 0.1) ->
@@ -368,11 +374,60 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* The row hook of the slice run: hands sift the row of the current step
+ * (a runtime would copy it off the device here). */
+typedef struct row_src {
+    const float *row;
+    int32_t V;
+    int64_t calls;
+} row_src;
+
+static int fetch_row(void *user, float *row, int32_t V)
+{
+    row_src *src = user;
+    if (V != src->V)
+        return -1;
+    memcpy(row, src->row, (size_t)V * sizeof *row);
+    src->calls++;
+    return 0;
+}
+
+/* How a generation run reads the rows. */
+typedef struct slice_run {
+    sift_slicer *slicer; /* NULL: whole rows */
+    int32_t k;
+    int32_t *extras; /* capacity max_extras */
+    size_t max_extras;
+    row_src src;
+    int64_t copied; /* bytes a runtime would copy off the device */
+} slice_run;
+
+/* One step: a whole row, or a slice of k (plus the extras) with the row
+ * hook set to the same row. */
+static sift_status sample_one(sift_chain *c, slice_run *sr, const float *row, int32_t V,
+                              int32_t *tok, sift_error *err)
+{
+    if (!sr || !sr->slicer)
+        return sift_chain_sample(c, row, V, tok, err);
+    size_t n_extras = 0;
+    sift_slice slice;
+    sift_status s = sift_chain_extras(c, sr->extras, sr->max_extras, &n_extras, err);
+    if (s || (s = sift_slicer_build(sr->slicer, row, V, sr->k, sr->extras, n_extras, &slice, err)))
+        return s;
+    sr->src.row = row;
+    int64_t calls = sr->src.calls;
+    s = sift_chain_sample_slice(c, &slice, tok, err);
+    sr->copied += (int64_t)(slice.n_prefix + slice.n_extras) * (int64_t)sizeof(sift_candidate);
+    if (sr->src.calls != calls)
+        sr->copied += (int64_t)V * (int64_t)sizeof(float);
+    return s;
+}
+
 /* Feeds the prompt to the chain (so penalty windows see it, as llama.cpp's
  * server does), then samples and accepts `steps` tokens. The time of each
  * sample call goes to us[] when it is not NULL. */
 static sift_status generate(sift_chain *c, toy_model *m, int32_t steps, int32_t *tokens, double *us,
-                            sift_error *err)
+                            slice_run *sr, sift_error *err)
 {
     int32_t prev2 = -1, prev1 = -1;
     sift_status s;
@@ -387,7 +442,7 @@ static sift_status generate(sift_chain *c, toy_model *m, int32_t steps, int32_t 
         const float *row = model_row(m, prev2, prev1, step);
         int32_t tok;
         double t0 = now_us();
-        s = sift_chain_sample(c, row, m->V, &tok, err);
+        s = sample_one(c, sr, row, m->V, &tok, err);
         double t1 = now_us();
         if (s || (s = sift_chain_accept(c, tok, err)))
             return s;
@@ -398,6 +453,16 @@ static sift_status generate(sift_chain *c, toy_model *m, int32_t steps, int32_t 
         prev1 = tok;
     }
     return SIFT_OK;
+}
+
+/* The analyzer's plan for the chain, stage by stage. */
+static void print_plan(FILE *out, const sift_chain *c, const sift_plan *plan,
+                       const sift_plan_stage *st)
+{
+    fprintf(out, "plan: k = %d, %s (%s)\n", (int)plan->k, sift_guarantee_str(plan->guarantee),
+            plan->why);
+    for (size_t i = 0; i < sift_chain_n_stages(c); i++)
+        fprintf(out, "  %2zu  %-12s %s\n", i, sift_chain_stage_name(c, i), st[i].why);
 }
 
 static void print_steps(FILE *out, const toy_model *m, int32_t steps, const int32_t *tokens,
@@ -425,7 +490,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* Sorts us[] in place. The first sample sizes the chain's scratch buffers
  * (the only allocation of the loop), so it is reported on its own too. */
-static void print_summary(FILE *out, int32_t steps, double *us, int32_t same)
+static void print_summary(FILE *out, int32_t steps, double *us, int32_t same, const slice_run *sr,
+                          int32_t V)
 {
     double total = 0.0;
     for (int32_t i = 0; i < steps; i++)
@@ -437,7 +503,13 @@ static void print_summary(FILE *out, int32_t steps, double *us, int32_t same)
     fprintf(out, "sampling: %.1f us total, %.1f us median per step, %.0f tokens/s\n", total, median,
             total > 0.0 ? (double)steps * 1e6 / total : 0.0);
     fprintf(out, "first step: %.1f us (includes sizing the scratch buffers)\n", first);
-    fprintf(out, "deterministic: %ld/%ld tokens identical\n", (long)same, (long)steps);
+    double whole = (double)steps * (double)V * (double)sizeof(float);
+    fprintf(out,
+            "slice: k = %ld, %.0f bytes copied vs %.0f for whole rows (%.2f%%), hook calls "
+            "%lld\n",
+            (long)sr->k, (double)sr->copied, whole,
+            whole > 0 ? 100.0 * (double)sr->copied / whole : 0.0, (long long)sr->src.calls);
+    fprintf(out, "exact: %ld/%ld\n", (long)same, (long)steps);
 }
 
 /* ------------------------------------------------------------------ */
@@ -448,6 +520,7 @@ typedef struct demo_opts {
     int32_t steps;
     int32_t vocab;
     uint64_t seed;
+    int32_t k; /* 0 = the plan's */
     int quiet;
     int help;
 } demo_opts;
@@ -455,15 +528,18 @@ typedef struct demo_opts {
 static void demo_usage(FILE *f)
 {
     fprintf(f,
-            "usage: sift demo [--steps N] [--vocab N] [--seed N] [--quiet]\n"
+            "usage: sift demo [--steps N] [--vocab N] [--seed N] [--k N] [--quiet]\n"
             "\n"
             "Generates text with a built-in toy model and llama.cpp's default sampler\n"
-            "chain, timing each sample, then checks that a clone of the chain made\n"
-            "before the loop generates the same tokens.\n"
+            "chain on whole rows, timing each sample; then runs a clone of the chain\n"
+            "made before the loop on slices of the analyzer's k (the row hook set)\n"
+            "and checks that every token is the same.\n"
             "\n"
             "  --steps N   tokens to generate, 1..%d (default %d)\n"
             "  --vocab N   vocabulary size, %d..%d (default %d)\n"
             "  --seed N    RNG seed, 0..2^64-1 (default %d)\n"
+            "  --k N       slice length instead of the plan's (a smaller k makes the\n"
+            "              row hook fetch the row when the slice cannot decide)\n"
             "  --quiet     print only the summary\n"
             "  --help      print this help\n",
             DEMO_MAX_STEPS, DEMO_DEFAULT_STEPS, DEMO_MIN_VOCAB, DEMO_MAX_VOCAB, DEMO_DEFAULT_VOCAB,
@@ -526,6 +602,7 @@ static int parse_opts(int argc, char **argv, demo_opts *o, FILE *errout)
     o->seed = DEMO_DEFAULT_SEED;
     o->quiet = 0;
     o->help = 0;
+    o->k = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *v;
@@ -543,6 +620,10 @@ static int parse_opts(int argc, char **argv, demo_opts *o, FILE *errout)
             if (parse_range(errout, "--vocab", v, DEMO_MIN_VOCAB, DEMO_MAX_VOCAB, &x))
                 return -1;
             o->vocab = (int32_t)x;
+        } else if ((v = opt_value(argc, argv, &i, "--k", &missing))) {
+            if (parse_range(errout, "--k", v, 1, DEMO_MAX_VOCAB, &x))
+                return -1;
+            o->k = (int32_t)x;
         } else if ((v = opt_value(argc, argv, &i, "--seed", &missing))) {
             if (parse_range(errout, "--seed", v, 0, UINT64_MAX, &o->seed))
                 return -1;
@@ -582,6 +663,10 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
     int rc = 1;
     sift_error err;
     sift_chain *chain = NULL, *twin = NULL;
+    slice_run sr;
+    memset(&sr, 0, sizeof sr);
+    sift_plan plan;
+    sift_plan_stage *pst = NULL;
     int32_t *tokens = malloc((size_t)o.steps * sizeof *tokens);
     int32_t *tokens2 = malloc((size_t)o.steps * sizeof *tokens2);
     double *us = malloc((size_t)o.steps * sizeof *us);
@@ -602,18 +687,43 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
         rc = lib_failure(errout, "cloning the chain", s, &err);
         goto done;
     }
+    /* The twin samples from slices of the planned k, with the row hook
+     * set; every token must equal the whole-row chain's. */
+    pst = calloc(sift_chain_n_stages(chain), sizeof *pst);
+    if (!pst) {
+        fprintf(errout, "sift demo: out of memory\n");
+        goto done;
+    }
+    if ((s = sift_chain_plan(chain, &plan, pst, &err))) {
+        rc = lib_failure(errout, "planning", s, &err);
+        goto done;
+    }
+    sr.k = o.k > 0 ? o.k : (plan.k > 0 ? plan.k : o.vocab);
+    sr.max_extras = plan.max_extras > 0 ? (size_t)plan.max_extras : 1;
+    sr.extras = malloc(sr.max_extras * sizeof *sr.extras);
+    sr.src.V = o.vocab;
+    if (!sr.extras) {
+        fprintf(errout, "sift demo: out of memory\n");
+        goto done;
+    }
+    if ((s = sift_slicer_new(&sr.slicer, o.vocab, NULL, &err)) ||
+        (s = sift_chain_set_row_hook(twin, fetch_row, &sr.src, &err))) {
+        rc = lib_failure(errout, "setting up the slice run", s, &err);
+        goto done;
+    }
     if (!o.quiet) {
         fprintf(out, "sift %s demo: V = %ld, seed %llu, %ld steps, toy model of %d words\n",
                 sift_version(), (long)o.vocab, (unsigned long long)o.seed, (long)o.steps,
                 (int)m->n_words);
         print_chain(out, chain);
+        print_plan(out, chain, &plan, pst);
     }
-    if ((s = generate(chain, m, o.steps, tokens, us, &err))) {
+    if ((s = generate(chain, m, o.steps, tokens, us, NULL, &err))) {
         rc = lib_failure(errout, "sampling", s, &err);
         goto done;
     }
-    if ((s = generate(twin, m, o.steps, tokens2, NULL, &err))) {
-        rc = lib_failure(errout, "sampling with the clone", s, &err);
+    if ((s = generate(twin, m, o.steps, tokens2, NULL, &sr, &err))) {
+        rc = lib_failure(errout, "sampling from slices", s, &err);
         goto done;
     }
     int32_t same = 0;
@@ -621,12 +731,15 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
         same += tokens[i] == tokens2[i];
     if (!o.quiet)
         print_steps(out, m, o.steps, tokens, us);
-    print_summary(out, o.steps, us, same);
+    print_summary(out, o.steps, us, same, &sr, o.vocab);
     rc = same == o.steps ? 0 : 1;
     if (rc)
-        fprintf(errout, "sift demo: the clone diverged from the chain\n");
+        fprintf(errout, "sift demo: the slice run diverged from the whole-row run\n");
 
 done:
+    sift_slicer_free(sr.slicer);
+    free(sr.extras);
+    free(pst);
     sift_chain_free(twin);
     sift_chain_free(chain);
     model_free(m);

@@ -576,6 +576,35 @@ static sift_status add_stage(sift_chain *c, const sift_config *cfg, const cfg_st
     return sift__fail(err, SIFT_E_ARG, "unknown stage kind");
 }
 
+/* A non-lazy grammar: compiled with the caller's vocabulary, then the
+ * chain's check-mode grammar, or (constrain) a stage ahead of every other
+ * stage. Lazy grammars wait for the trigger API and are not attached (the
+ * runtime reads them with sift_config_grammar_info). */
+static sift_status attach_grammar(sift_chain *c, const sift_config *cfg, const sift_vocab *vocab,
+                                  sift_error *err)
+{
+    if (!vocab)
+        return sift__fail(err, SIFT_E_ARG,
+                          "%s:%d:%d: the grammar needs a vocabulary (pass one to "
+                          "sift_config_build_chain)",
+                          cfg->name, (int)cfg->grammar.line, (int)cfg->grammar.column);
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.root = cfg->grammar.root;
+    gp.source_name = cfg->grammar.file ? cfg->grammar.file : cfg->name;
+    gp.allocator = &cfg->al.a;
+    gp.max_bytes = cfg->params.max_bytes;
+    sift_grammar *g = NULL;
+    sift_status st = sift_grammar_new(&g, cfg->grammar.text, cfg->grammar.length, vocab, &gp, err);
+    if (st != SIFT_OK)
+        return st;
+    st = cfg->grammar.mode == SIFT_GRAMMAR_CONSTRAIN ? sift_chain_add_grammar(c, g, err)
+                                                     : sift_chain_set_check_grammar(c, g, err);
+    if (st != SIFT_OK)
+        sift_grammar_free(g);
+    return st;
+}
+
 sift_status sift_config_build_chain(const sift_config *cfg, const sift_chain_params *params,
                                     const sift_vocab *vocab, sift_chain **out, sift_error *err)
 {
@@ -604,6 +633,13 @@ sift_status sift_config_build_chain(const sift_config *cfg, const sift_chain_par
     sift_status st = sift_chain_new(&c, &p, err);
     if (st != SIFT_OK)
         return st;
+    if (cfg->has_grammar && !cfg->grammar.lazy) {
+        st = attach_grammar(c, cfg, vocab, err);
+        if (st != SIFT_OK) {
+            sift_chain_free(c);
+            return st;
+        }
+    }
     for (size_t i = 0; i < cfg->n_stages; i++) {
         st = add_stage(c, cfg, &cfg->stages[i], vocab, p.n_vocab, err);
         if (st != SIFT_OK) {

@@ -1832,23 +1832,51 @@ static int rule_name_ok(const cfg_node *n)
 }
 
 /*
- * THE place where the grammar API plugs in. The grammar text (inline or
- * from a file) is known here, with the YAML position of its first
- * character (cfg->grammar.line/column and style). When the GBNF parser
- * lands (sift_grammar_new), this function compiles the text and reports
- * each grammar error at its YAML place: for an inline grammar, map the
- * grammar's byte offset through sift__cfg_scalar_offset(cfg, text_node,
- * byte) (exact for literal block scalars and one-line quoted or plain
- * scalars, the scalar's start otherwise) and keep the grammar-relative
- * line:col in the message; for a grammar file, report FILE:LINE:COL of
- * the grammar file itself. Until then the grammar is validated only for
- * what the config can say about it (present, readable, not empty, within
- * the size cap, root name well formed).
+ * Compiles the grammar once (sift_grammar_new, without a vocabulary) so
+ * that its errors are reported with the config's other problems. For an
+ * inline grammar the error's byte offset in the text is mapped to the
+ * YAML file through sift__cfg_scalar_offset (exact for literal blocks and
+ * one-line quoted or plain scalars, the scalar's start otherwise), and the
+ * grammar-relative line:col is kept in the message. For a grammar file
+ * the diagnostic sits on the `file:` value and the message carries the
+ * grammar file's own FILE:LINE:COL. Token references (<[id]>, <text>)
+ * cannot be checked without a vocabulary: that one error is left to
+ * sift_config_build_chain, which compiles with the runtime's vocabulary.
  */
-static void compile_grammar_hook(V *v, const cfg_node *text_node)
+static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node *file_node)
 {
-    (void)v;
-    (void)text_node;
+    sift_config *cfg = v->cfg;
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.root = cfg->g_root;
+    gp.source_name = cfg->g_file ? cfg->g_file : "grammar";
+    gp.allocator = &cfg->al.a;
+    gp.max_bytes = cfg->params.max_bytes;
+    sift_grammar *g = NULL;
+    sift_error ge;
+    sift_status st = sift_grammar_new(&g, cfg->g_text, cfg->grammar.length, NULL, &gp, &ge);
+    sift_grammar_free(g);
+    if (st == SIFT_OK)
+        return;
+    if (st == SIFT_E_NOMEM) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
+    if (st == SIFT_E_GRAMMAR_SYNTAX && strstr(ge.message, "need a vocabulary"))
+        return;
+    if (file_node) {
+        err_at(v, file_node, st, "grammar: %s", ge.message);
+        return;
+    }
+    /* "grammar:L:C: text" -> "text (grammar line L, column C)" */
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "grammar:%d:%d: ", (int)ge.line, (int)ge.column);
+    const char *msg = ge.message;
+    if (!strncmp(msg, prefix, strlen(prefix)))
+        msg += strlen(prefix);
+    int64_t off = ge.offset >= 0 ? sift__cfg_scalar_offset(cfg, text_node, (size_t)ge.offset)
+                                 : text_node->off;
+    err_off(v, off, st, "grammar: %s (grammar %d:%d)", msg, (int)ge.line, (int)ge.column);
 }
 
 static void grammar_section(V *v, const cfg_node *g)
@@ -1863,7 +1891,7 @@ static void grammar_section(V *v, const cfg_node *g)
     check_keys(v, g, KEYS, 5, "grammar: ");
     const cfg_node *file = find(v, g, "file"), *text = find(v, g, "text");
     int ok = 1;
-    const cfg_node *text_node = NULL;
+    const cfg_node *text_node = NULL, *file_node = NULL;
     if (file && text) {
         ok = err_at(v, key_of(v, g, text), SIFT_E_CONFIG_KEY,
                     "grammar: use either 'file' or 'text', not both");
@@ -1909,6 +1937,7 @@ static void grammar_section(V *v, const cfg_node *g)
                 sift__free(&cfg->al, data);
             } else {
                 cfg->g_file = resolved;
+                file_node = file;
                 cfg->g_text = data;
                 cfg->grammar.length = len;
                 cfg->grammar.style = SIFT_SCALAR_FILE;
@@ -1998,7 +2027,9 @@ static void grammar_section(V *v, const cfg_node *g)
     }
     if (!ok || v->st != SIFT_OK)
         return;
-    compile_grammar_hook(v, text_node);
+    compile_grammar_hook(v, text_node, file_node);
+    if (v->st != SIFT_OK || cfg->n_errors)
+        return;
     cfg->grammar.text = cfg->g_text;
     cfg->grammar.root = cfg->g_root;
     cfg->grammar.file = cfg->g_file;

@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "../grammar/gbnf.h"
 
 /* ------------------------------------------------------------------ */
 /* Version                                                             */
@@ -158,6 +159,9 @@ void sift_chain_free(sift_chain *c)
         stage_free(c->stages[i], &al);
     sift__free(&al, c->stages);
     sift__ws_free(&c->ws, &al);
+    sift__free(&al, c->row);
+    sift__free(&al, c->seen);
+    sift_grammar_free(c->check);
     c->magic = 0xDEADu;
     sift__free(&al, c);
 }
@@ -229,6 +233,9 @@ sift_status sift__chain_push(sift_chain *c, sift__stage *st, sift_error *err)
         c->cap_stages = cap;
     }
     c->stages[c->n_stages++] = st;
+    c->busy = 1; /* a custom stage's class callback must not re-enter */
+    sift__plan_cache(c);
+    c->busy = 0;
     return SIFT_OK;
 }
 
@@ -247,6 +254,16 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
     d->stages = NULL;
     d->n_stages = d->cap_stages = 0;
     memset(&d->ws, 0, sizeof d->ws);
+    d->hook = NULL;
+    d->hook_user = NULL;
+    d->row = NULL;
+    d->row_cap = 0;
+    d->seen = NULL;
+    d->seen_words = 0;
+    d->check = NULL;
+    d->n_grammar_resamples = 0;
+    d->n_slice_decided = d->n_hook_calls = d->n_need_row = 0;
+    d->n_prefix_decided = d->n_prefix_fallback = 0;
     if (c->n_stages) {
         d->stages = sift__calloc(&c->al, c->n_stages, sizeof *d->stages);
         if (!d->stages) {
@@ -266,6 +283,13 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
         }
         d->stages[d->n_stages++] = copy;
     }
+    if (c->check) {
+        sift_status s = sift_grammar_clone(c->check, &d->check, err);
+        if (s != SIFT_OK) {
+            sift_chain_free(d);
+            return s;
+        }
+    }
     *out = d;
     return SIFT_OK;
 }
@@ -275,6 +299,8 @@ void sift_chain_reset(sift_chain *c)
     if (!c || c->busy)
         return;
     sift__rng_seed(&c->rng, c->seed);
+    if (c->check)
+        sift_grammar_reset(c->check);
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i]->ops->reset)
             c->stages[i]->ops->reset(c->stages[i]);
@@ -319,6 +345,8 @@ uint64_t sift__chain_state_digest(const sift_chain *c)
         if (st->ops->digest)
             h = st->ops->digest(st, h);
     }
+    if (c->check)
+        h = sift__grammar_digest(c->check, h);
     return h;
 }
 
@@ -326,12 +354,10 @@ uint64_t sift__chain_state_digest(const sift_chain *c)
 /* The step                                                            */
 /* ------------------------------------------------------------------ */
 
-/* Everything sample and distribution check before touching the row. */
-static sift_status prepare(sift_chain *c, const float *logits, int32_t V, int need_selector,
-                           sift_error *err)
+/* Everything sample and distribution check before touching the row
+ * (the buffers are sized by the caller). */
+static sift_status check_chain(sift_chain *c, int32_t V, int need_selector, sift_error *err)
 {
-    if (!logits)
-        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
     if (V < 1)
         return sift__fail(err, SIFT_E_ARG, "row length must be >= 1, got %d", (int)V);
     if (V > c->max_vocab)
@@ -363,7 +389,7 @@ static sift_status prepare(sift_chain *c, const float *logits, int32_t V, int ne
                                      i, sift__stage_name(st), (int)mt, (int)V);
         }
     }
-    return sift__ws_reserve(&c->ws, &c->al, (size_t)V, err);
+    return SIFT_OK;
 }
 
 /* Copies and validates the row into the working array. */
@@ -448,20 +474,38 @@ static void ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->selected = -1;
 }
 
-static sift_status sample_impl(sift_chain *c, const float *logits, int32_t V, int32_t *token,
-                               sift_error *err)
+/* Appends to the prefix in `a` the extras this step asks for, with their
+ * row logits, in canonical order (they all rank after the prefix). */
+static void add_row_extras(sift_chain *c, sift__arr *a, const float *row, const sift__bound *b)
+{
+    int32_t *ids = (int32_t *)c->ws.u32;
+    size_t cap = c->ws.cap - a->n;
+    size_t n = sift__chain_extras(c, ids, cap);
+    if (n == 0 || n > cap)
+        return; /* n > cap cannot happen: extras are distinct ids < V */
+    size_t start = a->n;
+    for (size_t i = 0; i < n; i++) {
+        sift_candidate x = {ids[i], row[ids[i]]};
+        if (sift__ckey(x.logit, x.id) < b->key)
+            a->c[a->n++] = x;
+    }
+    sift__sort_canon(a->c + start, a->n - start, c->ws.cand2);
+}
+
+/* One pass of the chain over a whole row, starting from RNG state *rng:
+ * the token, and *rng advanced past the draws. Commits nothing. The
+ * caller has checked the chain and sized the buffers. */
+static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__rng *rng,
+                           int32_t *token, sift_error *err)
 {
     sift_status s = SIFT_OK;
-    if (!token)
-        return sift__fail(err, SIFT_E_ARG, "token is NULL");
-    if ((s = prepare(c, logits, V, 1, err)))
-        return s;
     sift__ctx ctx;
     sift__arr a;
     /* Fast path: decide from the row's top k when the chain allows it. */
     size_t k = sift__plan_prefix_k(c);
     if (k > 0 && k <= (size_t)V / 8) {
         ctx_init(c, &ctx, V, err);
+        ctx.rng = *rng;
         if ((s = sift__row_prefix(&ctx, logits, V, k, c->ws.cand)))
             return s;
         a.c = c->ws.cand;
@@ -469,7 +513,9 @@ static sift_status sample_impl(sift_chain *c, const float *logits, int32_t V, in
         a.V = V;
         a.order = SIFT__ORDER_CANON;
         a.dense = 0;
-        int decided = sift__run_prefix(c, &ctx, &a, &s);
+        sift__bound b = sift__bound_of(&a.c[k - 1]);
+        add_row_extras(c, &a, logits, &b);
+        int decided = sift__walk(c, &ctx, &a, c->n_stages, &b, &s);
         if (decided) {
             if (s)
                 return s;
@@ -481,6 +527,7 @@ static sift_status sample_impl(sift_chain *c, const float *logits, int32_t V, in
     if ((s = load_row(c, logits, V, &a, err)))
         return s;
     ctx_init(c, &ctx, V, err);
+    ctx.rng = *rng;
     s = run_stages(c, &ctx, &a, c->n_stages);
     if (s)
         return s;
@@ -488,9 +535,66 @@ selected:
     if (ctx.selected < 0 || ctx.selected >= V)
         return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
                           sift__stage_name(c->stages[c->n_stages - 1]));
-    c->rng = ctx.rng;
-    c->last_V = V;
+    *rng = ctx.rng;
     *token = ctx.selected;
+    return SIFT_OK;
+}
+
+/* The row buffer (for the hook and for check-mode bans), sized once. */
+static sift_status row_buffer(sift_chain *c, int32_t V, sift_error *err)
+{
+    if ((size_t)V <= c->row_cap)
+        return SIFT_OK;
+    float *r = sift__malloc(&c->al, (size_t)V, sizeof *r);
+    if (!r)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %d-token row buffer",
+                          (int)V);
+    sift__free(&c->al, c->row);
+    c->row = r;
+    c->row_cap = (size_t)V;
+    return SIFT_OK;
+}
+
+/* Check mode: if the chain's check grammar rejects *token, ban every token
+ * it rejects in (a copy of) the row and sample again, continuing from the
+ * RNG state the first draw left. `row` may be c->row (banned in place). */
+static sift_status grammar_check(sift_chain *c, const float *row, int32_t V, sift__rng *rng,
+                                 int32_t *token, sift_error *err)
+{
+    if (!c->check)
+        return SIFT_OK;
+    int ok = 0;
+    sift_status s = sift_grammar_accepts_token(c->check, *token, &ok, err);
+    if (s || ok)
+        return s;
+    if ((s = row_buffer(c, V, err)))
+        return s;
+    if (row != c->row)
+        memcpy(c->row, row, (size_t)V * sizeof *row);
+    c->n_grammar_resamples++;
+    if ((s = sift_grammar_ban(c->check, c->row, V, err)))
+        return s;
+    return run_row(c, c->row, V, rng, token, err);
+}
+
+static sift_status sample_impl(sift_chain *c, const float *logits, int32_t V, int32_t *token,
+                               sift_error *err)
+{
+    sift_status s = SIFT_OK;
+    if (!token)
+        return sift__fail(err, SIFT_E_ARG, "token is NULL");
+    if (!logits)
+        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
+    if ((s = check_chain(c, V, 1, err)) || (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
+        return s;
+    sift__rng rng = c->rng;
+    int32_t tok = -1;
+    if ((s = run_row(c, logits, V, &rng, &tok, err)) ||
+        (s = grammar_check(c, logits, V, &rng, &tok, err)))
+        return s;
+    c->rng = rng;
+    c->last_V = V;
+    *token = tok;
     return SIFT_OK;
 }
 
@@ -500,9 +604,65 @@ static sift_status accept_impl(sift_chain *c, int32_t token, sift_error *err)
     if (token < 0 || token >= lim)
         return sift__fail_at(err, SIFT_E_TOKEN, token, "token %d out of range [0, %d)", (int)token,
                              (int)lim);
+    /* Grammars can refuse a token; ask them all before anything changes. */
+    sift_status s;
+    if (c->check && (s = sift__grammar_prepare_accept(c->check, token, err)))
+        return s;
+    for (size_t i = 0; i < c->n_stages; i++) {
+        sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
+        if (g && (s = sift__grammar_prepare_accept(g, token, err)))
+            return s;
+    }
+    if (c->check && (s = sift_grammar_accept_token(c->check, token, err)))
+        return s; /* prepared: cannot fail */
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i]->ops->accept)
             c->stages[i]->ops->accept(c->stages[i], token);
+    return SIFT_OK;
+}
+
+/* The stages before the selector: [0, selector_end). */
+static size_t selector_end(const sift_chain *c)
+{
+    size_t end = c->n_stages;
+    if (end && c->stages[end - 1]->ops->is_selector)
+        end--;
+    return end;
+}
+
+/* The selector's support and the probabilities, from the set the stages
+ * before it left in `a`. */
+static sift_status finish_distribution(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
+                                       sift_token_prob *out, size_t capacity, size_t *n_out)
+{
+    sift_status s = SIFT_OK;
+    sift__stage *sel = end < c->n_stages ? c->stages[end] : NULL;
+    if (sel && sel->ops->support) {
+        ctx->stage = end;
+        if ((s = sel->ops->support(sel, ctx, a)))
+            return s;
+    }
+    float m = sift__max_logit(a->c, a->n);
+    if (!(m > -INFINITY))
+        return sift__fail(ctx->err, SIFT_E_NO_CANDIDATE, "every candidate is -inf after stage %zu",
+                          end ? end - 1 : 0);
+    if (sel && sel->ops->is_greedy)
+        sift__arr_keep_top(ctx, a, 1);
+    sift__u128 W = sift__weights(a->c, a->n, m, c->ws.u64a);
+    double Wd = sift__u128_to_double(W);
+    /* Report in canonical order. This is a diagnostic call, not the hot
+     * path, so it sorts what survived. A weight is a pure function of the
+     * logit and m, so it is recomputed after the sort. */
+    sift_candidate *sorted = c->ws.cand2;
+    memcpy(sorted, a->c, a->n * sizeof *sorted);
+    sift__sort_canon(sorted, a->n, a->c);
+    size_t k = a->n < capacity ? a->n : capacity;
+    for (size_t i = 0; i < k; i++) {
+        out[i].id = sorted[i].id;
+        out[i].logit = sorted[i].logit;
+        out[i].p = (double)sift__weight(sift__expf(sorted[i].logit - m)) / Wd;
+    }
+    *n_out = a->n;
     return SIFT_OK;
 }
 
@@ -513,46 +673,392 @@ static sift_status distribution_impl(sift_chain *c, const float *logits, int32_t
     sift_status s = SIFT_OK;
     if (!n_out || (!out && capacity))
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", n_out ? "out" : "n_out");
-    if ((s = prepare(c, logits, V, 0, err)))
+    if (!logits)
+        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
+    if ((s = check_chain(c, V, 0, err)) || (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
         return s;
     sift__arr a;
     if ((s = load_row(c, logits, V, &a, err)))
         return s;
     sift__ctx ctx;
     ctx_init(c, &ctx, V, err);
-    size_t end = c->n_stages;
-    sift__stage *sel = NULL;
-    if (end && c->stages[end - 1]->ops->is_selector)
-        sel = c->stages[--end];
+    size_t end = selector_end(c);
     s = run_stages(c, &ctx, &a, end);
-    if (!s && sel && sel->ops->support) {
-        ctx.stage = end;
-        s = sel->ops->support(sel, &ctx, &a);
-    }
     if (s)
         return s;
-    float m = sift__max_logit(a.c, a.n);
-    if (!(m > -INFINITY))
-        return sift__fail(err, SIFT_E_NO_CANDIDATE, "every candidate is -inf after stage %zu",
-                          end ? end - 1 : 0);
-    if (sel && sel->ops->is_greedy)
-        sift__arr_keep_top(&ctx, &a, 1);
-    sift__u128 W = sift__weights(a.c, a.n, m, c->ws.u64a);
-    double Wd = sift__u128_to_double(W);
-    /* Report in canonical order. This is a diagnostic call, not the hot
-     * path, so it sorts what survived. A weight is a pure function of the
-     * logit and m, so it is recomputed after the sort. */
-    sift_candidate *sorted = c->ws.cand2;
-    memcpy(sorted, a.c, a.n * sizeof *sorted);
-    sift__sort_canon(sorted, a.n, a.c);
-    size_t k = a.n < capacity ? a.n : capacity;
-    for (size_t i = 0; i < k; i++) {
-        out[i].id = sorted[i].id;
-        out[i].logit = sorted[i].logit;
-        out[i].p = (double)sift__weight(sift__expf(sorted[i].logit - m)) / Wd;
-    }
-    *n_out = a.n;
+    return finish_distribution(c, &ctx, &a, end, out, capacity, n_out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Slices                                                              */
+/* ------------------------------------------------------------------ */
+
+static sift_status seen_reserve(sift_chain *c, int32_t V, sift_error *err)
+{
+    size_t words = ((size_t)V + 63) / 64;
+    if (words <= c->seen_words)
+        return SIFT_OK;
+    uint64_t *b = sift__calloc(&c->al, words, sizeof *b);
+    if (!b)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %d-token bitmap",
+                          (int)V);
+    sift__free(&c->al, c->seen);
+    c->seen = b;
+    c->seen_words = words;
     return SIFT_OK;
+}
+
+static int seen_test_set(uint64_t *m, int32_t id)
+{
+    uint64_t bit = (uint64_t)1 << (id & 63);
+    int was = (m[id >> 6] & bit) != 0;
+    m[id >> 6] |= bit;
+    return was;
+}
+
+static void seen_clear(uint64_t *m, const sift_candidate *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (c[i].id >= 0)
+            m[c[i].id >> 6] = 0;
+}
+
+/* One candidate of a slice: id range, value. `what` names the array. */
+static sift_status check_entry(const sift_candidate *x, int32_t V, const char *what, int32_t pos,
+                               sift_error *err)
+{
+    if (x->id < 0 || x->id >= V)
+        return sift__fail_at(err, SIFT_E_SLICE, pos, "%s %d has id %d, outside [0, %d)", what,
+                             (int)pos, (int)x->id, (int)V);
+    if (x->logit != x->logit)
+        return sift__fail_at(err, SIFT_E_ROW_VALUE, x->id, "%s %d (token %d) is NaN", what,
+                             (int)pos, (int)x->id);
+    if (x->logit == INFINITY)
+        return sift__fail_at(err, SIFT_E_ROW_VALUE, x->id, "%s %d (token %d) is +inf", what,
+                             (int)pos, (int)x->id);
+    return SIFT_OK;
+}
+
+/* The position of id in c[0..n) (it is there). */
+static int32_t find_pos(const sift_candidate *c, size_t n, int32_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (c[i].id == id)
+            return (int32_t)i;
+    return -1;
+}
+
+/* Every extra id the chain asks for this step is in the slice (whose ids
+ * are set in the bitmap m). */
+static sift_status check_requested(sift_chain *c, const sift_slice *sl, const uint64_t *m,
+                                   sift_error *err)
+{
+    int32_t *ids = (int32_t *)c->ws.u32;
+    size_t n = sift__chain_extras(c, ids, c->ws.cap);
+    if (n > c->ws.cap)
+        n = c->ws.cap;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (id >= sl->n_vocab) /* check_chain reports a stage's token outside V */
+            continue;
+        if (!(m[id >> 6] & ((uint64_t)1 << (id & 63))))
+            return sift__fail_at(err, SIFT_E_SLICE, id,
+                                 "extra token %d, which the chain may raise this step, is "
+                                 "missing from the slice",
+                                 (int)id);
+    }
+    return SIFT_OK;
+}
+
+/* Validates a slice in O(k + extras) with the chain's zeroed bitmap
+ * (left zeroed on every path). The ids the chain asks for as extras are
+ * written to ws.u32 scratch first, so ws must hold them. */
+static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_error *err)
+{
+    int32_t V = sl->n_vocab, k = sl->n_prefix, e = sl->n_extras;
+    if (k < 1)
+        return sift__fail(err, SIFT_E_SLICE, "slice has %d prefix candidates; at least 1 is needed",
+                          (int)k);
+    if (k > V)
+        return sift__fail(err, SIFT_E_SLICE, "k = %d > V = %d", (int)k, (int)V);
+    if (e < 0 || (int64_t)k + e > V)
+        return sift__fail(err, SIFT_E_SLICE,
+                          "slice has %d extras; with k = %d it must fit in V = %d", (int)e, (int)k,
+                          (int)V);
+    if (!sl->prefix || (e > 0 && !sl->extras))
+        return sift__fail(err, SIFT_E_SLICE, "slice.%s is NULL", sl->prefix ? "extras" : "prefix");
+    /* The common case first, branch-free: every id in range, every value
+     * finite or -inf, keys strictly decreasing, ids unique. Only a slice
+     * that fails it goes through the checks below, which find the first
+     * problem and name it. */
+    uint64_t *m = c->seen;
+    int bad = 0;
+    uint64_t prev = UINT64_MAX;
+    for (int32_t i = 0; i < k; i++) {
+        sift_candidate x = sl->prefix[i];
+        uint64_t key = sift__ckey(x.logit, x.id);
+        bad |= ((uint32_t)x.id >= (uint32_t)V) | !(x.logit < INFINITY) | (key >= prev);
+        prev = key;
+    }
+    for (int32_t i = 0; i < e; i++) {
+        sift_candidate x = sl->extras[i];
+        bad |= ((uint32_t)x.id >= (uint32_t)V) | !(x.logit < INFINITY) |
+               (sift__ckey(x.logit, x.id) >= prev);
+    }
+    if (!bad) {
+        for (int32_t i = 0; i < k && !bad; i++)
+            bad = seen_test_set(m, sl->prefix[i].id);
+        for (int32_t i = 0; i < e && !bad; i++)
+            bad = seen_test_set(m, sl->extras[i].id);
+        if (!bad && c->plan_max_extras == 0) {
+            seen_clear(m, sl->prefix, (size_t)k);
+            seen_clear(m, sl->extras, (size_t)e);
+            return SIFT_OK;
+        }
+        if (bad) { /* clear and let the detailed checks name the duplicate */
+            seen_clear(m, sl->prefix, (size_t)k);
+            seen_clear(m, sl->extras, (size_t)e);
+        }
+    }
+    if (!bad) {
+        /* Valid so far, and the bits are set: check the requested extras. */
+        sift_status s = check_requested(c, sl, m, err);
+        seen_clear(m, sl->prefix, (size_t)k);
+        seen_clear(m, sl->extras, (size_t)e);
+        return s;
+    }
+    sift_status s = SIFT_OK;
+    for (int32_t i = 0; i < k && !s; i++) {
+        s = check_entry(&sl->prefix[i], V, "prefix position", i, err);
+        if (!s && i > 0 && !sift__canon_before(&sl->prefix[i - 1], &sl->prefix[i]) &&
+            sl->prefix[i - 1].id != sl->prefix[i].id)
+            s = sift__fail_at(err, SIFT_E_SLICE, i,
+                              "prefix positions %d/%d are out of canonical order (token %d, "
+                              "logit %.9g before token %d, logit %.9g)",
+                              (int)(i - 1), (int)i, (int)sl->prefix[i - 1].id,
+                              (double)sl->prefix[i - 1].logit, (int)sl->prefix[i].id,
+                              (double)sl->prefix[i].logit);
+    }
+    for (int32_t i = 0; i < e && !s; i++)
+        s = check_entry(&sl->extras[i], V, "extra", i, err);
+    if (s)
+        return s;
+    /* Duplicates, then the extras the chain asks for. */
+    for (int32_t i = 0; i < k && !s; i++)
+        if (seen_test_set(m, sl->prefix[i].id))
+            s = sift__fail_at(err, SIFT_E_SLICE, sl->prefix[i].id,
+                              "token %d appears at prefix positions %d and %d",
+                              (int)sl->prefix[i].id,
+                              (int)find_pos(sl->prefix, (size_t)i, sl->prefix[i].id), (int)i);
+    for (int32_t i = 0; i < e && !s; i++)
+        if (seen_test_set(m, sl->extras[i].id)) {
+            int32_t p = find_pos(sl->prefix, (size_t)k, sl->extras[i].id);
+            s = p >= 0
+                    ? sift__fail_at(err, SIFT_E_SLICE, sl->extras[i].id,
+                                    "extra token %d is already in the prefix (position %d)",
+                                    (int)sl->extras[i].id, (int)p)
+                    : sift__fail_at(err, SIFT_E_SLICE, sl->extras[i].id,
+                                    "extra token %d appears twice (extras %d and %d)",
+                                    (int)sl->extras[i].id,
+                                    (int)find_pos(sl->extras, (size_t)i, sl->extras[i].id), (int)i);
+        }
+    const sift_candidate *last = &sl->prefix[k - 1];
+    for (int32_t i = 0; i < e && !s; i++)
+        if (sift__canon_before(&sl->extras[i], last))
+            s = sift__fail_at(err, SIFT_E_SLICE, sl->extras[i].id,
+                              "extra token %d (logit %.9g) ranks before the prefix's last "
+                              "token %d (logit %.9g); it belongs in the prefix",
+                              (int)sl->extras[i].id, (double)sl->extras[i].logit, (int)last->id,
+                              (double)last->logit);
+    if (!s)
+        s = check_requested(c, sl, m, err);
+    seen_clear(m, sl->prefix, (size_t)k);
+    if (e > 0)
+        seen_clear(m, sl->extras, (size_t)e);
+    return s;
+}
+
+/* Checks and sizes everything for a slice call; fills `a` and `b`. */
+static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_selector, sift__arr *a,
+                              sift__bound *b, sift_error *err)
+{
+    sift_status s;
+    int32_t V = sl->n_vocab;
+    if ((s = check_chain(c, V, need_selector, err)))
+        return s;
+    int64_t want = (int64_t)sift__chain_max_extras(c);
+    int64_t n =
+        (int64_t)(sl->n_prefix > 0 ? sl->n_prefix : 0) + (sl->n_extras > 0 ? sl->n_extras : 0);
+    if (want < n)
+        want = n;
+    if (want > V)
+        want = V;
+    if (want < 1)
+        want = 1;
+    if ((s = sift__ws_reserve(&c->ws, &c->al, (size_t)want, err)) || (s = seen_reserve(c, V, err)))
+        return s;
+    if ((s = validate_slice(c, sl, err)))
+        return s;
+    size_t k = (size_t)sl->n_prefix, e = (size_t)sl->n_extras;
+    memcpy(c->ws.cand, sl->prefix, k * sizeof *c->ws.cand);
+    if (e > 0) {
+        memcpy(c->ws.cand + k, sl->extras, e * sizeof *c->ws.cand);
+        sift__sort_canon(c->ws.cand + k, e, c->ws.cand2);
+    }
+    a->c = c->ws.cand;
+    a->n = k + e;
+    a->V = V;
+    a->order = SIFT__ORDER_CANON;
+    a->dense = 0;
+    *b = sift__bound_of(&sl->prefix[k - 1]);
+    return SIFT_OK;
+}
+
+/* Calls the row hook into c->row and checks the row against the slice. */
+static sift_status fetch_row(sift_chain *c, const sift_slice *sl, sift_error *err)
+{
+    int32_t V = sl->n_vocab;
+    sift_status s = row_buffer(c, V, err);
+    if (s)
+        return s;
+    c->n_hook_calls++;
+    int rc = c->hook(c->hook_user, c->row, V);
+    if (rc != 0)
+        return sift__fail(err, SIFT_E_HOOK, "row hook failed (status %d)", rc);
+    const float *row = c->row;
+    for (int32_t i = 0; i < sl->n_prefix + sl->n_extras; i++) {
+        const sift_candidate *x = i < sl->n_prefix ? &sl->prefix[i] : &sl->extras[i - sl->n_prefix];
+        if (memcmp(&row[x->id], &x->logit, sizeof x->logit) != 0)
+            return sift__fail_at(err, SIFT_E_HOOK, x->id,
+                                 "row disagrees with slice at token %d (%.9g vs %.9g)", (int)x->id,
+                                 (double)row[x->id], (double)x->logit);
+    }
+    /* Exactly the prefix ranks at or before the prefix's last token. */
+    uint64_t bkey = sift__ckey(sl->prefix[sl->n_prefix - 1].logit, sl->prefix[sl->n_prefix - 1].id);
+    int64_t ahead = 0;
+    int bad = 0;
+    for (int32_t i = 0; i < V; i++) {
+        float x = row[i];
+        bad |= !(x < INFINITY);
+        ahead += sift__ckey(x, i) >= bkey;
+    }
+    if (bad) {
+        for (int32_t i = 0; i < V; i++)
+            if (!(row[i] < INFINITY))
+                return sift__fail_at(err, SIFT_E_HOOK, i, "row hook's row[%d] is %s", (int)i,
+                                     row[i] != row[i] ? "NaN" : "+inf");
+    }
+    if (ahead != sl->n_prefix) {
+        uint64_t *m = c->seen;
+        for (int32_t i = 0; i < sl->n_prefix; i++)
+            seen_test_set(m, sl->prefix[i].id);
+        int32_t culprit = -1;
+        for (int32_t i = 0; i < V && culprit < 0; i++)
+            if (sift__ckey(row[i], i) >= bkey && !(m[i >> 6] & ((uint64_t)1 << (i & 63))))
+                culprit = i;
+        seen_clear(m, sl->prefix, (size_t)sl->n_prefix);
+        return sift__fail_at(err, SIFT_E_HOOK, culprit,
+                             "row disagrees with slice: token %d (logit %.9g) ranks before the "
+                             "prefix's last token but is not in the prefix",
+                             (int)culprit, culprit >= 0 ? (double)row[culprit] : 0.0);
+    }
+    return SIFT_OK;
+}
+
+static sift_status need_row(sift_chain *c, const sift_slice *sl, const sift__ctx *ctx,
+                            sift_error *err)
+{
+    c->n_need_row++;
+    size_t i = ctx->stage < c->n_stages ? ctx->stage : c->n_stages - 1;
+    return sift__fail_at(err, SIFT_E_NEED_ROW, (int64_t)i,
+                         "a slice of k = %d cannot decide stage %zu (%s) and no row hook is set",
+                         (int)sl->n_prefix, i, sift__stage_name(c->stages[i]));
+}
+
+static sift_status sample_slice_impl(sift_chain *c, const sift_slice *sl, int32_t *token,
+                                     sift_error *err)
+{
+    if (!sl || !token)
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", sl ? "token" : "slice");
+    sift__arr a;
+    sift__bound b;
+    sift_status s = load_slice(c, sl, 1, &a, &b, err);
+    if (s)
+        return s;
+    sift__ctx ctx;
+    ctx_init(c, &ctx, sl->n_vocab, err);
+    if (sift__walk(c, &ctx, &a, c->n_stages, &b, &s)) {
+        if (s)
+            return s;
+        if (ctx.selected < 0 || ctx.selected >= sl->n_vocab)
+            return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
+                              sift__stage_name(c->stages[c->n_stages - 1]));
+        sift__rng rng = ctx.rng;
+        int32_t tok = ctx.selected;
+        int ok = 1;
+        if (c->check && (s = sift_grammar_accepts_token(c->check, tok, &ok, err)))
+            return s;
+        if (!ok) {
+            /* Check mode rejected the token: the bans need the whole row,
+             * and the resample continues from this draw's RNG state. */
+            if (!c->hook) {
+                c->n_need_row++;
+                return sift__fail_at(err, SIFT_E_NEED_ROW, tok,
+                                     "the check grammar rejects token %d; banning needs the "
+                                     "whole row and no row hook is set",
+                                     (int)tok);
+            }
+            if ((s = fetch_row(c, sl, err)) ||
+                (s = sift__ws_reserve(&c->ws, &c->al, (size_t)sl->n_vocab, err)) ||
+                (s = grammar_check(c, c->row, sl->n_vocab, &rng, &tok, err)))
+                return s;
+        } else {
+            c->n_slice_decided++;
+        }
+        c->rng = rng;
+        c->last_V = sl->n_vocab;
+        *token = tok;
+        return SIFT_OK;
+    }
+    if (!c->hook)
+        return need_row(c, sl, &ctx, err);
+    if ((s = fetch_row(c, sl, err)))
+        return s;
+    return sample_impl(c, c->row, sl->n_vocab, token, err);
+}
+
+static sift_status distribution_slice_impl(sift_chain *c, const sift_slice *sl,
+                                           sift_token_prob *out, size_t capacity, size_t *n_out,
+                                           sift_error *err)
+{
+    if (!sl || !n_out || (!out && capacity))
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", !sl ? "slice" : (n_out ? "out" : "n_out"));
+    sift__arr a;
+    sift__bound b;
+    sift_status s = load_slice(c, sl, 0, &a, &b, err);
+    if (s)
+        return s;
+    sift__ctx ctx;
+    ctx_init(c, &ctx, sl->n_vocab, err);
+    size_t end = selector_end(c);
+    int decided = sift__walk(c, &ctx, &a, end, &b, &s);
+    if (decided && s)
+        return s;
+    if (!decided && end < c->n_stages && c->stages[end]->ops->is_greedy && a.n > 0) {
+        /* Greedy's support is the first token: decided if it is ahead. */
+        sift__arr_canon(&ctx, &a);
+        if (sift__bound_ahead(&b, &a.c[0])) {
+            a.n = 1;
+            decided = 1;
+        }
+    }
+    if (decided)
+        return finish_distribution(c, &ctx, &a, end, out, capacity, n_out);
+    if (!c->hook)
+        return need_row(c, sl, &ctx, err);
+    if ((s = fetch_row(c, sl, err)))
+        return s;
+    return distribution_impl(c, c->row, sl->n_vocab, out, capacity, n_out, err);
 }
 
 /* The public entry points: refuse re-entry, and mark the chain busy for
@@ -592,4 +1098,69 @@ sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t 
     s = distribution_impl(c, logits, V, out, capacity, n_out, err);
     c->busy = 0;
     return s;
+}
+
+sift_status sift_chain_sample_slice(sift_chain *c, const sift_slice *slice, int32_t *token,
+                                    sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = sample_slice_impl(c, slice, token, err);
+    c->busy = 0;
+    return s;
+}
+
+sift_status sift_chain_distribution_slice(sift_chain *c, const sift_slice *slice,
+                                          sift_token_prob *out, size_t capacity, size_t *n_out,
+                                          sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = distribution_slice_impl(c, slice, out, capacity, n_out, err);
+    c->busy = 0;
+    return s;
+}
+
+sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    if (grammar && c->n_vocab && sift__grammar_n_vocab(grammar) != c->n_vocab)
+        return sift__fail(err, SIFT_E_ARG, "grammar vocabulary has %d tokens, chain expects %d",
+                          (int)sift__grammar_n_vocab(grammar), (int)c->n_vocab);
+    if (grammar && sift__grammar_n_vocab(grammar) == 0)
+        return sift__fail(err, SIFT_E_ARG, "a check grammar needs a vocabulary");
+    sift_grammar_free(c->check);
+    c->check = grammar;
+    return SIFT_OK;
+}
+
+sift_status sift_chain_set_row_hook(sift_chain *c, sift_row_hook hook, void *user, sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->hook = hook;
+    c->hook_user = hook ? user : NULL;
+    return SIFT_OK;
+}
+
+void sift_chain_stats(const sift_chain *c, sift_stats *st)
+{
+    if (!st)
+        return;
+    memset(st, 0, sizeof *st);
+    if (!c)
+        return;
+    st->slice_decided = c->n_slice_decided;
+    st->hook_calls = c->n_hook_calls;
+    st->need_row = c->n_need_row;
+    st->row_prefix_decided = c->n_prefix_decided;
+    st->row_prefix_fallback = c->n_prefix_fallback;
+    st->grammar_resamples = c->n_grammar_resamples;
 }

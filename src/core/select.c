@@ -657,12 +657,40 @@ static int weighted_select(uint64_t *K, uint64_t *Wt, size_t n, sift__u128 T, in
  * monotone in the logit (sign, exponent and the top mantissa bits). */
 enum { HB = 11, HBUCKETS = 1 << HB };
 
+/* Below this many candidates, sift__mass_prefix sorts and walks. */
+#define SMALL_MASS_N 48
+
 size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
                          sift__u128 T, int strict, uint64_t *cut)
 {
     uint64_t *K = ctx->ws->u64c;
     uint64_t *Wt = ctx->ws->u64d;
     size_t len = 0;
+    if (n <= SMALL_MASS_N) {
+        /* Few candidates (a slice after a truncation): sort the keys with
+         * their weights by insertion and walk them; the same definition,
+         * less machinery. */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = sift__ckey(c[i].logit, c[i].id), wi = w[i];
+            size_t j = i;
+            for (; j > 0 && K[j - 1] < k; j--) {
+                K[j] = K[j - 1];
+                Wt[j] = Wt[j - 1];
+            }
+            K[j] = k;
+            Wt[j] = wi;
+        }
+        sift__u128 run = {0, 0};
+        for (size_t i = 0; i < n; i++) {
+            run = sift__u128_add64(run, Wt[i]);
+            if (reaches(run, T, strict)) {
+                *cut = K[i];
+                return i + 1;
+            }
+        }
+        *cut = n ? K[n - 1] : UINT64_MAX;
+        return n;
+    }
     if (n >= 4 * HBUCKETS) {
         /* One pass sums the weights per logit bucket; walking the buckets
          * from the top finds the one where the prefix mass reaches T,

@@ -62,17 +62,33 @@ sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V, size_t
     uint32_t *bm = ctx->ws->u32;
     int bad = 0;
     uint32_t top = 0;
-    /* Pass 1: block maxima and bad values, branch-free so it vectorizes. */
+    /* Pass 1: block maxima and bad values, branch-free so it vectorizes
+     * with plain float compares (SSE2 has a float max but no unsigned
+     * one). Four lanes per block keep the compares independent. A NaN
+     * never wins a '>' compare, and the bad flag catches it; -0 and +0
+     * compare equal and block_key folds them together. */
     for (size_t b = 0; b < nb; b++) {
         size_t s = b * BLOCK, e = s + BLOCK < n ? s + BLOCK : n;
-        uint32_t m = 0;
+        float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
         int bb = 0;
-        for (size_t i = s; i < e; i++) {
+        size_t i = s;
+        for (; i + 4 <= e; i += 4) {
+            float x0 = row[i], x1 = row[i + 1], x2 = row[i + 2], x3 = row[i + 3];
+            m0 = x0 > m0 ? x0 : m0;
+            m1 = x1 > m1 ? x1 : m1;
+            m2 = x2 > m2 ? x2 : m2;
+            m3 = x3 > m3 ? x3 : m3;
+            bb |= !(x0 < INFINITY) | !(x1 < INFINITY) | !(x2 < INFINITY) | !(x3 < INFINITY);
+        }
+        for (; i < e; i++) {
             float x = row[i];
-            uint32_t key = block_key(x);
-            m = key > m ? key : m;
+            m0 = x > m0 ? x : m0;
             bb |= !(x < INFINITY);
         }
+        m0 = m1 > m0 ? m1 : m0;
+        m2 = m3 > m2 ? m3 : m2;
+        m0 = m2 > m0 ? m2 : m0;
+        uint32_t m = block_key(m0);
         bm[b] = m;
         bad |= bb;
         top = m > top ? m : top;
@@ -120,61 +136,13 @@ sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V, size_t
     return SIFT_OK;
 }
 
-/* Margin added after a monotone stage: rounding can merge logits that
- * differ by an ulp, and the certificate needs the kept tokens strictly
- * ahead of the bound. */
-#define MONOTONE_MARGIN 8
-
-size_t sift__plan_prefix_k(const sift_chain *c)
+int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bound *b,
+               sift_status *status)
 {
-    uint64_t lowered = 0;
-    int monotone = 0;
-    for (size_t i = 0; i < c->n_stages; i++) {
-        const sift__stage *st = c->stages[i];
-        int64_t n = 0;
-        sift_class cls = st->ops->cls ? st->ops->cls(st, &n) : SIFT_CLASS_WHOLE;
-        switch (cls) {
-        case SIFT_CLASS_IDENTITY: break;
-        case SIFT_CLASS_LOWERS:
-            if (n < 0)
-                return 0;
-            lowered += (uint64_t)n;
-            break;
-        case SIFT_CLASS_MONOTONE:
-            if (!st->ops->map_bound)
-                return 0;
-            monotone = 1;
-            break;
-        case SIFT_CLASS_TOP:
-            if (n <= 0)
-                return 0;
-            return (size_t)((uint64_t)n + lowered + (monotone ? MONOTONE_MARGIN : 0));
-        default: return 0;
-        }
-    }
-    return 0;
-}
-
-typedef struct bound {
-    int by_key; /* absent tokens: ckey < key (else: logit <= logit) */
-    uint64_t key;
-    float logit;
-} bound;
-
-static int ahead(const bound *b, const sift_candidate *x)
-{
-    if (b->by_key)
-        return sift__ckey(x->logit, x->id) >= b->key;
-    return x->logit > b->logit;
-}
-
-int sift__run_prefix(sift_chain *c, sift__ctx *ctx, sift__arr *a, sift_status *status)
-{
-    bound b = {1, sift__ckey(a->c[a->n - 1].logit, a->c[a->n - 1].id), a->c[a->n - 1].logit};
     int complete = a->n == (size_t)a->V;
     sift_error scratch;
     sift_error *user_err = ctx->err;
-    for (size_t i = 0; i < c->n_stages; i++) {
+    for (size_t i = 0; i < end; i++) {
         sift__stage *st = c->stages[i];
         ctx->stage = i;
         if (complete) {
@@ -188,6 +156,8 @@ int sift__run_prefix(sift_chain *c, sift__ctx *ctx, sift__arr *a, sift_status *s
                 *status = s;
                 return 1;
             }
+            if (st->ops->is_selector)
+                break;
             continue;
         }
         /* Incomplete: failures are left to the whole-row path, which names
@@ -199,32 +169,36 @@ int sift__run_prefix(sift_chain *c, sift__ctx *ctx, sift__arr *a, sift_status *s
         switch (cls) {
         case SIFT_CLASS_IDENTITY: break;
         case SIFT_CLASS_LOWERS:
+        case SIFT_CLASS_RAISES:
+            /* Absent tokens can only go down (a raising stage raises only
+             * extras, which are present), so the bound still holds. */
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
                 return 0;
             break;
         case SIFT_CLASS_MONOTONE: {
-            float nb = st->ops->map_bound ? st->ops->map_bound(st, b.logit) : NAN;
+            float nb = st->ops->map_bound ? st->ops->map_bound(st, b->logit) : NAN;
             if (nb != nb || nb == INFINITY)
                 return 0;
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
                 return 0;
-            b.by_key = 0;
-            b.logit = nb;
+            b->by_key = 0;
+            b->logit = nb;
             break;
         }
         case SIFT_CLASS_TOP: {
             if (n <= 0 || (size_t)n > a->n)
                 return 0;
             sift__arr_canon(ctx, a);
-            if (!ahead(&b, &a->c[n - 1]))
+            if (!sift__bound_ahead(b, &a->c[n - 1]))
                 return 0;
-            /* Certified: the stage's result on the prefix is its result on
-             * the row, and every later stage sees the whole candidate set. */
+            /* Certified: the stage's result on the present tokens is its
+             * result on the row, and every later stage sees the whole
+             * candidate set. */
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n == 0)
                 return 0;
             if (st->ops->is_selector) {
-                *status = SIFT_OK;
                 ctx->err = user_err;
+                *status = SIFT_OK;
                 return 1;
             }
             if (a->n > (size_t)n)
@@ -232,6 +206,21 @@ int sift__run_prefix(sift_chain *c, sift__ctx *ctx, sift__arr *a, sift_status *s
             complete = 1;
             break;
         }
+        case SIFT_CLASS_THRESHOLD:
+            if (!st->ops->certify)
+                return 0;
+            sift__arr_canon(ctx, a);
+            if (!st->ops->certify(st, ctx, a, b))
+                return 0;
+            if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n == 0)
+                return 0;
+            if (st->ops->is_selector) {
+                ctx->err = user_err;
+                *status = SIFT_OK;
+                return 1;
+            }
+            complete = 1;
+            break;
         default: return 0;
         }
     }

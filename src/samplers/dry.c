@@ -299,7 +299,21 @@ static sift_class dry_cls(const sift__stage *st, int64_t *n)
     return SIFT_CLASS_LOWERS;
 }
 
+/* Static: the window. Dynamic: DRY penalises only tokens that followed an
+ * earlier occurrence of the current suffix, so at most len - 1 distinct
+ * tokens, and none while the history is not longer than allowed_length. */
+static int64_t dry_lowers(const sift__stage *st, int dynamic)
+{
+    const dry_stage *d = (const dry_stage *)st;
+    if (!d->active)
+        return 0;
+    if (!dynamic)
+        return d->last_n;
+    return d->len <= d->allowed ? 0 : d->len - 1;
+}
+
 static const sift__stage_ops dry_ops = {
+    .lowers = dry_lowers,
     .name = "dry",
     .apply = dry_apply,
     .accept = dry_accept,

@@ -36,6 +36,9 @@ typedef struct lb_stage {
     size_t n;          /* entries */
     size_t n_distinct; /* distinct tokens */
     size_t off_ent;    /* sift_candidate[n]: id = token, logit = bias */
+    size_t off_raise;  /* int32_t[n_raise]: the ids lb_raised_ids lists */
+    size_t n_raise;    /* distinct tokens with a positive entry */
+    size_t n_lower;    /* distinct tokens with a negative entry */
 } lb_stage;
 
 static const sift_candidate *lb_ent(const lb_stage *b)
@@ -44,8 +47,8 @@ static const sift_candidate *lb_ent(const lb_stage *b)
 }
 
 /* Writes (up to cap of) the distinct tokens that have at least one
- * positive bias, ascending, and returns how many there are. The analyzer
- * will need these ids for RAISES; cls uses the count. */
+ * positive bias, ascending, and returns how many there are: the extras
+ * the analyzer gathers beside the prefix (stored once at construction). */
 static size_t lb_raised_ids(const lb_stage *b, int32_t *out, size_t cap)
 {
     const sift_candidate *e = lb_ent(b);
@@ -136,7 +139,7 @@ static sift_class lb_cls(const sift__stage *st, int64_t *n)
         return SIFT_CLASS_IDENTITY;
     }
     *n = (int64_t)b->n_distinct;
-    return lb_raised_ids(b, NULL, 0) ? SIFT_CLASS_RAISES : SIFT_CLASS_LOWERS;
+    return b->n_raise ? SIFT_CLASS_RAISES : SIFT_CLASS_LOWERS;
 }
 
 static int32_t lb_max_token(const sift__stage *st)
@@ -145,8 +148,49 @@ static int32_t lb_max_token(const sift__stage *st)
     return b->n ? lb_ent(b)[b->n - 1].id : -1;
 }
 
+/* The distinct tokens with a negative (or -inf) entry: the only ones that
+ * can go down. The same with or without state. */
+static size_t lb_lowered_count(const lb_stage *b)
+{
+    const sift_candidate *e = lb_ent(b);
+    size_t cnt = 0;
+    for (size_t i = 0; i < b->n;) {
+        size_t j = i;
+        int lowers = 0;
+        for (; j < b->n && e[j].id == e[i].id; j++)
+            lowers |= e[j].logit < 0.0f;
+        cnt += lowers;
+        i = j;
+    }
+    return cnt;
+}
+
+static int64_t lb_lowers(const sift__stage *st, int dynamic)
+{
+    (void)dynamic;
+    return (int64_t)((const lb_stage *)st)->n_lower;
+}
+
+static size_t lb_extras(const sift__stage *st, int32_t *ids, size_t cap)
+{
+    const lb_stage *b = (const lb_stage *)st;
+    const int32_t *r = (const int32_t *)(const void *)((const char *)b + b->off_raise);
+    size_t n = b->n_raise < cap ? b->n_raise : cap;
+    if (ids && n)
+        memcpy(ids, r, n * sizeof *ids);
+    return b->n_raise;
+}
+
+static int64_t lb_max_extras(const sift__stage *st)
+{
+    return (int64_t)((const lb_stage *)st)->n_raise;
+}
+
 static const sift__stage_ops lb_ops = {
     .name = "logit_bias",
+    .lowers = lb_lowers,
+    .extras = lb_extras,
+    .max_extras = lb_max_extras,
     .apply = lb_apply,
     .cls = lb_cls,
     .max_token = lb_max_token,
@@ -177,7 +221,8 @@ sift_status sift_chain_add_logit_bias(sift_chain *chain, const sift_bias *biases
     }
     const sift__alloc *al = sift__chain_alloc(chain);
     size_t off = (sizeof(lb_stage) + 15) & ~(size_t)15;
-    lb_stage *b = (lb_stage *)sift__stage_alloc(al, &lb_ops, off + n * sizeof(sift_candidate));
+    size_t off_raise = off + n * sizeof(sift_candidate);
+    lb_stage *b = (lb_stage *)sift__stage_alloc(al, &lb_ops, off_raise + n * sizeof(int32_t));
     sift_candidate *tmp = n > 48 ? sift__calloc(al, n, sizeof *tmp) : NULL;
     if (!b || (n > 48 && !tmp)) {
         sift__free(al, b);
@@ -198,5 +243,8 @@ sift_status sift_chain_add_logit_bias(sift_chain *chain, const sift_bias *biases
     sift__free(al, tmp);
     for (size_t i = 0; i < n; i++)
         b->n_distinct += i == 0 || e[i].id != e[i - 1].id;
+    b->off_raise = off_raise;
+    b->n_raise = lb_raised_ids(b, (int32_t *)(void *)((char *)b + off_raise), n);
+    b->n_lower = lb_lowered_count(b);
     return sift__chain_push(chain, &b->base, err);
 }

@@ -67,9 +67,35 @@ static sift_class min_p_cls(const sift__stage *st, int64_t *n)
     return t->p > 0.0f ? SIFT_CLASS_THRESHOLD : SIFT_CLASS_IDENTITY;
 }
 
+/* On a slice (present tokens canonical, absent ones bounded by b): the
+ * threshold needs the largest logit, which is present when the first
+ * present token is not below the bound; then if the bound is strictly
+ * under the threshold no absent token passes, and the kept set is the
+ * present tokens that pass - or, in the fallback, the canonical first
+ * keep_min, which must all be ahead of the bound. */
+static int min_p_certify(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
+                         const sift__bound *b)
+{
+    (void)ctx;
+    const min_p_stage *t = (const min_p_stage *)st;
+    if (a->n == 0 || !(a->c[0].logit > -INFINITY) || a->c[0].logit < b->logit)
+        return 0;
+    float L = a->c[0].logit + sift__logf(t->p);
+    if (!(b->logit < L))
+        return 0;
+    size_t keep_min = t->min_keep > 1 ? (size_t)t->min_keep : 1;
+    size_t pass = 0;
+    while (pass < a->n && a->c[pass].logit >= L)
+        pass++;
+    if (pass >= keep_min)
+        return 1;
+    return keep_min <= a->n && sift__bound_ahead(b, &a->c[keep_min - 1]);
+}
+
 static const sift__stage_ops min_p_ops = {
     .name = "min_p",
     .apply = min_p_apply,
+    .certify = min_p_certify,
     .cls = min_p_cls,
 };
 

@@ -262,8 +262,39 @@ static sift_class pen_cls(const sift__stage *st, int64_t *n)
     return SIFT_CLASS_RAISES;
 }
 
+/* Static: the window; dynamic: the distinct tokens in it now (only they
+ * are penalised). */
+static int64_t pen_lowers(const sift__stage *st, int dynamic)
+{
+    const pen_stage *p = (const pen_stage *)st;
+    if (!p->active)
+        return 0;
+    return dynamic ? p->n_distinct : p->last_n;
+}
+
+/* A raising penalty can move any token of the window, and only those. */
+static size_t pen_extras(const sift__stage *st, int32_t *ids, size_t cap)
+{
+    const pen_stage *p = (const pen_stage *)st;
+    if (!p->active)
+        return 0;
+    const int32_t *dtok = pen_carr(p, p->off_dtok);
+    for (int32_t i = 0; i < p->n_distinct && (size_t)i < cap; i++)
+        ids[i] = dtok[i];
+    return (size_t)p->n_distinct;
+}
+
+static int64_t pen_max_extras(const sift__stage *st)
+{
+    const pen_stage *p = (const pen_stage *)st;
+    return p->active ? p->last_n : 0;
+}
+
 static const sift__stage_ops pen_ops = {
     .name = "penalties",
+    .lowers = pen_lowers,
+    .extras = pen_extras,
+    .max_extras = pen_max_extras,
     .apply = pen_apply,
     .accept = pen_accept,
     .reset = pen_reset,

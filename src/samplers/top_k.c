@@ -67,9 +67,23 @@ static const sift__stage_ops top_k_ops = {
     .cls = top_k_cls,
 };
 
+/* On a slice: the k-th present token must beat every absent logit
+ * strictly, so that the first k of the row are present and no absent token
+ * ties with the k-th. */
+static int top_k_ties_certify(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
+                              const sift__bound *b)
+{
+    (void)ctx;
+    const top_k_stage *t = (const top_k_stage *)st;
+    if (t->k <= 0 || (size_t)t->k > a->n)
+        return 0;
+    return a->c[t->k - 1].logit > b->logit;
+}
+
 static const sift__stage_ops top_k_ties_ops = {
     .name = "top_k_ties",
     .apply = top_k_ties_apply,
+    .certify = top_k_ties_certify,
     .cls = top_k_ties_cls,
 };
 

@@ -78,6 +78,11 @@ typedef struct sp_chain {
 sift_status sp_build(const sp_chain *spec, sift_chain **out, sift_error *err);
 /* Appends one stage to a sift chain. */
 sift_status sp_add(sift_chain *chain, const sp_stage *st, sift_error *err);
+/* Random parameters for a stage of the given kind, valid for the API
+ * (tests/oracle/gen.c). */
+struct tu_rng;
+void gen_stage(struct tu_rng *r, sp_stage *s, sp_kind kind, int32_t V);
+
 /* A human-readable description, for failure messages. */
 void sp_describe(const sp_chain *spec, char *buf, size_t cap);
 

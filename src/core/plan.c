@@ -1,0 +1,362 @@
+/*
+ * plan.c - the analyzer: how many of a row's top tokens a chain needs.
+ *
+ * Owns sift_chain_plan, sift_chain_next_k, sift_chains_next_k,
+ * sift_chain_extras and the walk they share (rules and proofs:
+ * docs/analyzer.md).
+ *
+ * The walk reads each stage's capability class in chain order until the
+ * first stage that decides the step's candidate set from the top of the
+ * row (a TOP truncation, or a THRESHOLD that is certified per step), and
+ * adds up what the stages before it can do to that top: tokens lowered
+ * (they may leave the top, so more must be copied), tokens raised (they
+ * must be copied as extras), a monotone map (ties may merge: a margin,
+ * and the step is certified rather than exact). A stage that reads the
+ * whole distribution before that point means the whole row.
+ *
+ * Invariants: reads the chain only (safe on a chain shared by threads);
+ * the dynamic plan's k is never above the static plan's, because every
+ * stage's dynamic count is at most its static one.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../sift_internal.h"
+
+/* The margin after a monotone stage (see docs/analyzer.md: rounding can
+ * merge logits that differ by an ulp, so the k-th kept token must beat
+ * the bound strictly; a few spare tokens make a failed check rare). */
+#define MONOTONE_MARGIN 8
+/* The recommended prefix for a threshold stage with no static bound
+ * (min_p), and the slack added for an unbounded lowering stage (a grammar
+ * in constrain mode). Measured hook rates: docs/analyzer.md. */
+#define THRESHOLD_K 64
+#define UNBOUNDED_SLACK 64
+/* Prefix lengths are int32; a sum above this is reported as whole row. */
+#define K_MAX ((int64_t)1 << 30)
+
+const char *sift_guarantee_str(sift_guarantee g)
+{
+    switch (g) {
+    case SIFT_GUARANTEE_EXACT: return "exact";
+    case SIFT_GUARANTEE_CERTIFIED: return "certified";
+    case SIFT_GUARANTEE_WHOLE_ROW: return "whole_row";
+    }
+    return "unknown";
+}
+
+static void put(char *buf, const char *fmt, ...)
+{
+    if (!buf)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, SIFT_PLAN_WHY_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* Appends to buf (NUL-terminated, capacity SIFT_PLAN_WHY_MAX). */
+static void append(char *buf, const char *fmt, ...)
+{
+    if (!buf)
+        return;
+    size_t used = strlen(buf);
+    if (used + 1 >= SIFT_PLAN_WHY_MAX)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, SIFT_PLAN_WHY_MAX - used, fmt, ap);
+    va_end(ap);
+}
+
+static sift_class stage_cls(const sift__stage *st, int64_t *n)
+{
+    *n = 0;
+    return st->ops->cls ? st->ops->cls(st, n) : SIFT_CLASS_WHOLE;
+}
+
+static int64_t stage_lowers(const sift__stage *st, int dynamic, int64_t n)
+{
+    return st->ops->lowers ? st->ops->lowers(st, dynamic) : n;
+}
+
+/* The walk; words = 0 skips every message (the sampling paths call it
+ * per step). */
+static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
+                 sift_plan_stage *stages)
+{
+    int64_t lowered = 0, extras = 0;
+    int monotone = 0, unbounded = 0, done = 0;
+    char terms_buf[SIFT_PLAN_WHY_MAX];
+    terms_buf[0] = 0;
+    char *terms = words ? terms_buf : NULL;
+    char *pwhy = words ? plan->why : NULL;
+    plan->why[0] = 0;
+    plan->k = plan->recommended_k = plan->max_extras = 0;
+    plan->decided_at = -1;
+    plan->guarantee = SIFT_GUARANTEE_WHOLE_ROW;
+    put(pwhy, "no stage truncates before the selector: whole row");
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const sift__stage *st = c->stages[i];
+        const char *name = sift__stage_name(st);
+        int64_t n = 0;
+        sift_class cls = stage_cls(st, &n);
+        char why_buf[SIFT_PLAN_WHY_MAX];
+        why_buf[0] = 0;
+        char *why = words || stages ? why_buf : NULL;
+        int64_t k_here = 0;
+        if (done) {
+            put(why, "runs on the complete candidate set");
+            k_here = plan->k;
+        } else {
+            switch (cls) {
+            case SIFT_CLASS_IDENTITY: put(why, "changes nothing"); break;
+            case SIFT_CLASS_LOWERS:
+            case SIFT_CLASS_RAISES: {
+                if (cls == SIFT_CLASS_RAISES && !st->ops->extras) {
+                    put(why, "raises tokens it cannot name: whole row");
+                    done = 2;
+                    break;
+                }
+                int64_t m = stage_lowers(st, dynamic, n);
+                if (m < 0) {
+                    unbounded = 1;
+                    put(why, "lowers an unbounded number of tokens: certified per step");
+                } else if (m > 0) {
+                    lowered += m;
+                    put(why, "lowers at most %lld tokens: +%lld", (long long)m, (long long)m);
+                    append(terms, " + %s %lld", name, (long long)m);
+                } else {
+                    put(why, "lowers nothing%s", dynamic ? " now" : "");
+                }
+                if (cls == SIFT_CLASS_RAISES) {
+                    int64_t e = st->ops->max_extras ? st->ops->max_extras(st) : 0;
+                    extras += e;
+                    append(why, "; raises up to %lld ids, gathered as extras", (long long)e);
+                }
+                break;
+            }
+            case SIFT_CLASS_MONOTONE:
+                if (!st->ops->map_bound) {
+                    put(why, "monotone without a bound map: whole row");
+                    done = 2;
+                    break;
+                }
+                monotone = 1;
+                put(why, "keeps the order up to rounding ties: margin %d, certified",
+                    MONOTONE_MARGIN);
+                break;
+            case SIFT_CLASS_TOP:
+            case SIFT_CLASS_THRESHOLD: {
+                int threshold = cls == SIFT_CLASS_THRESHOLD;
+                if (threshold && !st->ops->certify) {
+                    put(why, "threshold stage that cannot be certified: whole row");
+                    done = 2;
+                    break;
+                }
+                int64_t base = threshold && n <= 0 ? THRESHOLD_K : n;
+                int64_t k = base + lowered + (monotone ? MONOTONE_MARGIN : 0) +
+                            (unbounded ? UNBOUNDED_SLACK : 0);
+                if (base <= 0 || k > K_MAX) {
+                    put(why, "bound out of range: whole row");
+                    done = 2;
+                    break;
+                }
+                plan->k = (int32_t)k;
+                plan->recommended_k = (int32_t)k;
+                plan->decided_at = (int32_t)i;
+                plan->guarantee = threshold || monotone || unbounded ? SIFT_GUARANTEE_CERTIFIED
+                                                                     : SIFT_GUARANTEE_EXACT;
+                if (threshold && n <= 0)
+                    put(pwhy, "%s has no static bound: recommended %d", name, THRESHOLD_K);
+                else
+                    put(pwhy, "%s %lld", name, (long long)n);
+                append(pwhy, "%s", terms);
+                if (monotone)
+                    append(pwhy, " + margin %d", MONOTONE_MARGIN);
+                if (unbounded)
+                    append(pwhy, " + slack %d", UNBOUNDED_SLACK);
+                append(pwhy, " = %lld, %s", (long long)k, sift_guarantee_str(plan->guarantee));
+                if (threshold)
+                    put(why, "threshold decided per step by the certificate: k = %lld",
+                        (long long)k);
+                else
+                    put(why, "keeps the first %lld: k = %lld", (long long)n, (long long)k);
+                k_here = k;
+                done = 1;
+                break;
+            }
+            default:
+                put(why, "reads the whole distribution before any truncation: whole row");
+                done = 2;
+                break;
+            }
+            if (done == 2) {
+                put(pwhy, "stage %zu (%s) %s", i, name,
+                    cls == SIFT_CLASS_WHOLE || cls == SIFT_CLASS_LOWERS
+                        ? "reads the whole distribution before any "
+                          "truncation: whole row"
+                        : "cannot be bounded: whole row");
+                plan->k = 0;
+                plan->recommended_k = 0;
+                plan->decided_at = -1;
+                plan->guarantee = SIFT_GUARANTEE_WHOLE_ROW;
+            }
+        }
+        if (stages) {
+            stages[i].cls = cls;
+            stages[i].n = n;
+            stages[i].k = (int32_t)(done == 2 ? 0 : k_here);
+            memcpy(stages[i].why, why_buf, sizeof why_buf);
+        }
+        if (done == 2) {
+            /* Later stages are not reached by the analysis. */
+            for (size_t j = i + 1; stages && j < c->n_stages; j++) {
+                int64_t nj = 0;
+                stages[j].cls = stage_cls(c->stages[j], &nj);
+                stages[j].n = nj;
+                stages[j].k = 0;
+                put(stages[j].why, "after a whole-row stage");
+            }
+            break;
+        }
+    }
+    plan->max_extras = plan->k > 0 ? (int32_t)(extras < K_MAX ? extras : K_MAX) : 0;
+}
+
+void sift__plan_walk(const sift_chain *c, int dynamic, sift_plan *plan, sift_plan_stage *stages)
+{
+    walk(c, dynamic, 1, plan, stages);
+}
+
+void sift__plan_cache(sift_chain *c)
+{
+    sift_plan p;
+    walk(c, 0, 0, &p, NULL);
+    c->plan_k = p.k;
+    c->plan_decided_at = p.decided_at;
+    c->plan_max_extras = p.max_extras;
+    c->plan_stages = c->n_stages;
+}
+
+/* The static plan's numbers, cached by sift__chain_push (stages never
+ * change after they are added), so that the const entry points only
+ * read the chain. */
+static void cached(const sift_chain *c, int32_t *k, int32_t *decided_at, int32_t *max_extras)
+{
+    if (c->plan_stages != c->n_stages) {
+        sift_plan p;
+        walk(c, 0, 0, &p, NULL);
+        *k = p.k;
+        *decided_at = p.decided_at;
+        *max_extras = p.max_extras;
+        return;
+    }
+    *k = c->plan_k;
+    *decided_at = c->plan_decided_at;
+    *max_extras = c->plan_max_extras;
+}
+
+size_t sift__plan_prefix_k(const sift_chain *c)
+{
+    int32_t k, d, e;
+    cached(c, &k, &d, &e);
+    return (size_t)k;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The stages that may raise tokens before the first truncation. */
+static size_t raising_end(const sift_chain *c)
+{
+    int32_t k, d, e;
+    cached(c, &k, &d, &e);
+    return d < 0 ? 0 : (size_t)d;
+}
+
+size_t sift__chain_extras(const sift_chain *c, int32_t *ids, size_t cap)
+{
+    size_t end = raising_end(c), total = 0;
+    for (size_t i = 0; i < end; i++) {
+        const sift__stage *st = c->stages[i];
+        int64_t n;
+        if (stage_cls(st, &n) != SIFT_CLASS_RAISES || !st->ops->extras)
+            continue;
+        size_t room = total < cap ? cap - total : 0;
+        total += st->ops->extras(st, ids ? ids + (total < cap ? total : cap) : NULL, room);
+    }
+    if (total > cap || !ids || total < 2)
+        return total;
+    qsort(ids, total, sizeof *ids, cmp_i32);
+    size_t j = 1;
+    for (size_t i = 1; i < total; i++)
+        if (ids[i] != ids[j - 1])
+            ids[j++] = ids[i];
+    return j;
+}
+
+int64_t sift__chain_max_extras(const sift_chain *c)
+{
+    int32_t k, d, e;
+    cached(c, &k, &d, &e);
+    return e;
+}
+
+sift_status sift_chain_plan(const sift_chain *c, sift_plan *plan, sift_plan_stage *stages,
+                            sift_error *err)
+{
+    if (!c || !plan)
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", c ? "plan" : "chain");
+    sift__plan_walk(c, 0, plan, stages);
+    return SIFT_OK;
+}
+
+sift_status sift_chain_next_k(const sift_chain *c, sift_plan *plan, sift_error *err)
+{
+    if (!c || !plan)
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", c ? "plan" : "chain");
+    walk(c, 1, 1, plan, NULL);
+    return SIFT_OK;
+}
+
+sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n, int32_t *k,
+                               sift_error *err)
+{
+    if (!chains || !k)
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", chains ? "k" : "chains");
+    int32_t best = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!chains[i])
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i, "chains[%zu] is NULL", i);
+    for (size_t i = 0; i < n; i++) {
+        sift_plan p;
+        walk(chains[i], 1, 0, &p, NULL);
+        if (p.k == 0) {
+            best = 0;
+            break;
+        }
+        best = p.k > best ? p.k : best;
+    }
+    *k = best;
+    return SIFT_OK;
+}
+
+sift_status sift_chain_extras(const sift_chain *c, int32_t *ids, size_t capacity, size_t *n,
+                              sift_error *err)
+{
+    if (!c || !n || (!ids && capacity))
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", !c ? "chain" : (!n ? "n" : "ids"));
+    size_t total = sift__chain_extras(c, NULL, 0);
+    if (total > capacity) {
+        *n = total;
+        return sift__fail(err, SIFT_E_LIMIT,
+                          "the next step needs up to %zu extra ids; capacity %zu", total, capacity);
+    }
+    *n = sift__chain_extras(c, ids, capacity);
+    return SIFT_OK;
+}

@@ -1,0 +1,109 @@
+/*
+ * gbnf.h - internal interface of the GBNF grammar module (src/grammar/).
+ *
+ * The parser (gbnf_parse.c) turns GBNF text into a sift__gbnf: a flat,
+ * immutable array of elements where every rule is a list of alternatives
+ * separated by ALT and closed by END, plus a table of character classes.
+ * The matcher (gbnf_match.c) runs pushdown stacks over that array and
+ * implements the public sift_grammar_* functions; gbnf_stage.c wraps a
+ * grammar as a chain stage. Nothing here is API.
+ */
+#ifndef SIFT_GBNF_H
+#define SIFT_GBNF_H
+
+#include "../sift_internal.h"
+
+/* Element types of the compiled form. A position (an index into the
+ * element array) that holds END or ALT is the end of an alternative. */
+enum {
+    SIFT__G_END = 0,   /* end of the rule's last alternative */
+    SIFT__G_ALT,       /* end of an alternative, another follows */
+    SIFT__G_REF,       /* v = rule id */
+    SIFT__G_CHAR,      /* v = one code point */
+    SIFT__G_CLASS,     /* v = class index */
+    SIFT__G_ANY,       /* any code point */
+    SIFT__G_TOKEN,     /* v = token id */
+    SIFT__G_TOKEN_NOT, /* any single token but v */
+};
+
+typedef struct sift__gelem {
+    uint32_t type;
+    uint32_t v;
+} sift__gelem;
+
+/* A character class: sorted, merged, non-overlapping ranges
+ * rng[2*first .. 2*(first+n)) as (lo, hi) pairs, then negated if `neg`.
+ * `ascii` is the membership bitmap of code points < 128 with the
+ * negation already applied. */
+typedef struct sift__gclass {
+    uint64_t ascii[2];
+    uint32_t first, n;
+    uint32_t neg;
+} sift__gclass;
+
+typedef struct sift__gbnf {
+    sift__gelem *el;
+    size_t n_el;
+    uint32_t *rule_start; /* per rule: index of its first element */
+    uint32_t n_rules;
+    sift__gclass *cls;
+    uint32_t n_cls;
+    uint32_t *rng; /* (lo, hi) pairs */
+    size_t n_rng;
+    uint32_t root;
+} sift__gbnf;
+
+/* Parser limits (docs/grammar.md, "Limits"). */
+#define SIFT__GBNF_MAX_NESTING 1000
+#define SIFT__GBNF_MAX_REPETITION 2000
+#define SIFT__GBNF_MAX_ELEMENTS (1u << 22)
+
+/* Parses text[0..len) into `out` (zeroed by the caller). `root` is the
+ * start rule's name (NULL = "root"), `source` the name used in messages,
+ * `vocab` resolves token references (NULL: they are errors). On failure
+ * `out` owns nothing and err says where. The byte cap is the caller's. */
+SIFT__HIDDEN sift_status sift__gbnf_parse(sift__gbnf *out, const char *text, size_t len,
+                                          const char *root, const char *source,
+                                          const sift_vocab *vocab, const sift__alloc *al,
+                                          sift_error *err);
+SIFT__HIDDEN void sift__gbnf_free(sift__gbnf *g, const sift__alloc *al);
+
+/* True if code point c is in class k. */
+SIFT__HIDDEN int sift__gclass_has(const sift__gbnf *g, const sift__gclass *k, uint32_t c);
+/* True if some code point of [lo, hi] is in class k. */
+SIFT__HIDDEN int sift__gclass_meets(const sift__gbnf *g, const sift__gclass *k, uint32_t lo,
+                                    uint32_t hi);
+
+/* ------------------------------------------------------------------ */
+/* Hooks for the chain (check mode, all-or-nothing accept)              */
+/* ------------------------------------------------------------------ */
+
+/* The grammar a "grammar" stage holds, or NULL if `st` is another stage. */
+SIFT__HIDDEN sift_grammar *sift__grammar_of_stage(sift__stage *st);
+
+/* Bans, in the candidate array `a`, every token the grammar rejects now
+ * (sets its logit to -inf; nothing is removed). SIFT_E_GRAMMAR_DEAD if no
+ * candidate with a finite logit is left (then `a` is unchanged). */
+SIFT__HIDDEN sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err);
+
+/* Makes a later accept of `token` unable to fail: checks the token
+ * (SIFT_E_GRAMMAR_REJECT, SIFT_E_GRAMMAR_LIMIT, SIFT_E_NOMEM) and caches
+ * every transition the accept will follow. Changes no matching state. A
+ * chain calls it on every grammar stage before calling the stages'
+ * accept, so that a rejected token leaves the whole chain unchanged. */
+SIFT__HIDDEN sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t token,
+                                                      sift_error *err);
+
+/* Size of the grammar's vocabulary (0 = none). */
+SIFT__HIDDEN int32_t sift__grammar_n_vocab(const sift_grammar *g);
+
+/* Sets the cache sizes past which the matcher rebuilds its caches (tests
+ * use small values to exercise the rebuild). */
+SIFT__HIDDEN void sift__grammar_set_soft_limits(sift_grammar *g, uint32_t nodes, uint32_t states,
+                                                uint32_t arena);
+
+/* Digest of the matching state (stacks and pending UTF-8), independent
+ * of cache layout: two grammars in the same state digest equal. */
+SIFT__HIDDEN uint64_t sift__grammar_digest(const sift_grammar *g, uint64_t h);
+
+#endif /* SIFT_GBNF_H */

@@ -1,0 +1,137 @@
+/*
+ * gbnf_stage.c - a grammar as a chain stage ("grammar", constrain mode).
+ *
+ * apply bans (sets to -inf) every candidate the grammar rejects in its
+ * current state and removes nothing; accept advances the grammar. The
+ * stage owns its grammar. Capability class: LOWERS with n = -1
+ * (unbounded): it only ever lowers logits, but how many depends on the
+ * state, so a slice must be certified per step (DESIGN.md §4).
+ *
+ * accept cannot fail in the stage interface. A chain makes it all or
+ * nothing by calling sift__grammar_prepare_accept on every grammar stage
+ * first (it rejects the token or caches every transition the accept
+ * follows). If a token the grammar rejects still reaches accept, the
+ * grammar keeps its state and the next apply reports the rejection
+ * (SIFT_E_GRAMMAR_REJECT) until the chain is reset.
+ */
+#include "gbnf.h"
+
+typedef struct gstage {
+    sift__stage base;
+    sift_grammar *g;
+    int32_t rejected; /* token a failed accept saw, -1 = none */
+} gstage;
+
+static sift_status gs_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    gstage *s = (gstage *)st;
+    if (s->rejected >= 0)
+        return sift__fail_at(ctx->err, SIFT_E_GRAMMAR_REJECT, s->rejected,
+                             "stage %zu (grammar): token %d was accepted by the chain but the "
+                             "grammar rejects it; reset the chain",
+                             ctx->stage, (int)s->rejected);
+    return sift__grammar_ban_arr(s->g, a, ctx->err);
+}
+
+static void gs_accept(sift__stage *st, int32_t token)
+{
+    gstage *s = (gstage *)st;
+    if (s->rejected >= 0)
+        return;
+    if (sift_grammar_accept_token(s->g, token, NULL) != SIFT_OK)
+        s->rejected = token;
+}
+
+static void gs_reset(sift__stage *st)
+{
+    gstage *s = (gstage *)st;
+    sift_grammar_reset(s->g);
+    s->rejected = -1;
+}
+
+static const sift__stage_ops gs_ops;
+
+static sift_status gs_clone(const sift__stage *st, sift__stage **out, const sift__alloc *al,
+                            sift_error *err)
+{
+    const gstage *s = (const gstage *)st;
+    gstage *c = (gstage *)sift__stage_alloc(al, &gs_ops, sizeof *c);
+    if (!c)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while cloning a grammar stage");
+    sift_status r = sift_grammar_clone(s->g, &c->g, err);
+    if (r) {
+        sift__free(al, c);
+        return r;
+    }
+    c->rejected = s->rejected;
+    *out = &c->base;
+    return SIFT_OK;
+}
+
+static void gs_destroy(sift__stage *st, const sift__alloc *al)
+{
+    (void)al;
+    /* g is NULL while the stage is being added: a failed push frees the
+     * stage block but the grammar stays the caller's */
+    sift_grammar_free(((gstage *)st)->g);
+}
+
+static sift_class gs_cls(const sift__stage *st, int64_t *n)
+{
+    (void)st;
+    *n = -1;
+    return SIFT_CLASS_LOWERS;
+}
+
+static int32_t gs_max_token(const sift__stage *st)
+{
+    return sift__grammar_n_vocab(((const gstage *)st)->g) - 1;
+}
+
+static uint64_t gs_digest(const sift__stage *st, uint64_t h)
+{
+    const gstage *s = (const gstage *)st;
+    h = sift__fnv(h, &s->rejected, sizeof s->rejected);
+    return sift__grammar_digest(s->g, h);
+}
+
+static const sift__stage_ops gs_ops = {
+    .name = "grammar",
+    .apply = gs_apply,
+    .accept = gs_accept,
+    .reset = gs_reset,
+    .clone = gs_clone,
+    .destroy = gs_destroy,
+    .cls = gs_cls,
+    .max_token = gs_max_token,
+    .digest = gs_digest,
+};
+
+sift_grammar *sift__grammar_of_stage(sift__stage *st)
+{
+    return st && st->ops == &gs_ops ? ((gstage *)st)->g : NULL;
+}
+
+sift_status sift_chain_add_grammar(sift_chain *chain, sift_grammar *grammar, sift_error *err)
+{
+    sift_status s = sift__chain_enter(chain, err);
+    if (s)
+        return s;
+    if (!grammar)
+        return sift__fail(err, SIFT_E_ARG, "grammar is NULL");
+    if (sift__grammar_n_vocab(grammar) < 1)
+        return sift__fail(err, SIFT_E_ARG,
+                          "a grammar stage needs a grammar built with a vocabulary");
+    gstage *g = (gstage *)sift__stage_alloc(sift__chain_alloc(chain), &gs_ops, sizeof *g);
+    if (!g)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding a grammar stage");
+    g->g = NULL;
+    g->rejected = -1;
+    /* sift__chain_push frees the stage on failure, so the grammar is
+     * attached only once the push succeeded */
+    s = sift__chain_push(chain, &g->base, err);
+    if (s)
+        return s;
+    g->g = grammar;
+    return SIFT_OK;
+}

@@ -1,0 +1,988 @@
+/*
+ * check_slice.c - the analyzer, slices, the certificate and the row hook.
+ *
+ * The property suite at the end is the proof of the exactness promise:
+ * random chains of every sampler in random order, random histories, random
+ * and adversarial rows; every step is sampled by the naive oracle on the
+ * whole row and by sift from slices of several sizes (the static k, the
+ * dynamic k, smaller ones), with the row hook set and without it; token,
+ * RNG state and the state after accept must agree bitwise, and a slice
+ * without a hook may only answer SIFT_E_NEED_ROW, with nothing changed.
+ *
+ * SIFT_SLICE_CASES (environment) sets the number of chains (default 17000,
+ * about 210,000 slice samples compared).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "oracle/oracle.h"
+#include "testutil.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static void assert_error(const sift_error *e, sift_status code, int64_t index)
+{
+    ck_assert_int_eq(e->code, code);
+    ck_assert_msg(e->message[0] != 0, "empty message");
+    if (index != -2)
+        ck_assert_msg(e->index == index, "index %lld, expected %lld (%s)", (long long)e->index,
+                      (long long)index, e->message);
+}
+
+static sift_chain *new_chain(uint64_t seed)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.seed = seed;
+    sift_chain *c = NULL;
+    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    return c;
+}
+
+/* The hook of these tests: copies a row, or fails, or re-enters. */
+typedef struct hook_ctx {
+    const float *row;
+    int32_t V;
+    int calls;
+    int fail;          /* return this if non-zero */
+    sift_chain *chain; /* re-enter this chain if set */
+    sift_status inner; /* what the re-entrant call got */
+    int32_t poison;    /* change row[poison] if >= 0 */
+    int32_t raise;     /* raise row[raise] to the top if >= 0 */
+} hook_ctx;
+
+static int hook(void *user, float *row, int32_t V)
+{
+    hook_ctx *h = user;
+    h->calls++;
+    if (h->chain) {
+        int32_t t;
+        h->inner = sift_chain_sample(h->chain, h->row, h->V, &t, NULL);
+    }
+    if (h->fail)
+        return h->fail;
+    memcpy(row, h->row, (size_t)V * sizeof *row);
+    if (h->poison >= 0)
+        row[h->poison] += 1.0f;
+    if (h->raise >= 0)
+        row[h->raise] = 1e30f;
+    return 0;
+}
+
+static hook_ctx hook_for(const float *row, int32_t V)
+{
+    hook_ctx h;
+    memset(&h, 0, sizeof h);
+    h.row = row;
+    h.V = V;
+    h.poison = -1;
+    h.raise = -1;
+    return h;
+}
+
+/* ------------------------------------------------------------------ */
+/* Expected plans (issue table; docs/analyzer.md explains each)        */
+/* ------------------------------------------------------------------ */
+
+static void expect_plan(sift_chain *c, int32_t k, sift_guarantee g, int32_t max_extras)
+{
+    sift_plan p;
+    sift_plan_stage st[16];
+    ck_assert_int_eq(sift_chain_plan(c, &p, st, NULL), SIFT_OK);
+    ck_assert_msg(p.k == k && p.guarantee == g && p.max_extras == max_extras,
+                  "plan k %d (%s) extras %d, expected k %d (%s) extras %d: %s", (int)p.k,
+                  sift_guarantee_str(p.guarantee), (int)p.max_extras, (int)k, sift_guarantee_str(g),
+                  (int)max_extras, p.why);
+    ck_assert(p.why[0] != 0);
+    ck_assert_int_eq(p.recommended_k, k);
+    for (size_t i = 0; i < sift_chain_n_stages(c); i++)
+        ck_assert_msg(st[i].why[0] != 0, "stage %zu has no explanation", i);
+}
+
+START_TEST(test_plan_of_the_production_chain_is_84_exact)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 20, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_p(c, 0.95f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_min_p(c, 0.05f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp(c, 0.8f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 84, SIFT_GUARANTEE_EXACT, 0);
+    sift_plan p;
+    ck_assert_int_eq(sift_chain_plan(c, &p, NULL, NULL), SIFT_OK);
+    ck_assert_msg(strstr(p.why, "top_k 20 + penalties 64 = 84") != NULL, "%s", p.why);
+    ck_assert_int_eq(p.decided_at, 1);
+    /* dynamic: only the distinct tokens of the window count */
+    ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(p.k, 20);
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(sift_chain_accept(c, i % 3, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(p.k, 23);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_plan_of_top_k_top_p_temp_dist_is_40_exact)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_p(c, 0.95f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp(c, 0.8f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 40, SIFT_GUARANTEE_EXACT, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_plan_of_greedy_is_1_and_with_penalties_65)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    expect_plan(c, 1, SIFT_GUARANTEE_EXACT, 0);
+    sift_chain_free(c);
+    c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    expect_plan(c, 65, SIFT_GUARANTEE_EXACT, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_plan_counts_negative_biases_and_gathers_positive_ones_as_extras)
+{
+    sift_chain *c = new_chain(1);
+    sift_bias neg[3] = {{5, -1.0f}, {9, -INFINITY}, {700, -3.0f}};
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, neg, 3, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 10, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 13, SIFT_GUARANTEE_EXACT, 0);
+    sift_chain_free(c);
+
+    c = new_chain(1);
+    sift_bias pos[2] = {{700, 2.0f}, {31, 5.0f}};
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, pos, 2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 10, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 10, SIFT_GUARANTEE_EXACT, 2);
+    int32_t ids[4];
+    size_t n = 0;
+    ck_assert_int_eq(sift_chain_extras(c, ids, 4, &n, NULL), SIFT_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(ids[0], 31);
+    ck_assert_int_eq(ids[1], 700);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_extras(c, ids, 1, &n, &err), SIFT_E_LIMIT);
+    ck_assert_uint_eq(n, 2);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_plan_is_whole_row_when_a_whole_stage_comes_first)
+{
+    for (int variant = 0; variant < 6; variant++) {
+        sift_chain *c = new_chain(1);
+        switch (variant) {
+        case 0:
+            ck_assert_int_eq(sift_chain_add_top_p(c, 0.9f, 1, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+            break;
+        case 1: ck_assert_int_eq(sift_chain_add_mirostat_v2(c, 5.0f, 0.1f, NULL), SIFT_OK); break;
+        case 2:
+            ck_assert_int_eq(sift_chain_add_typical(c, 0.9f, 1, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+            break;
+        case 3:
+            ck_assert_int_eq(sift_chain_add_xtc(c, 0.5f, 0.1f, 1, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+            break;
+        case 4:
+            ck_assert_int_eq(sift_chain_add_top_n_sigma(c, 1.0f, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+            break;
+        default:
+            ck_assert_int_eq(sift_chain_add_temp_ext(c, 0.8f, 0.5f, 1.0f, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+            break;
+        }
+        expect_plan(c, 0, SIFT_GUARANTEE_WHOLE_ROW, 0);
+        sift_chain_free(c);
+    }
+}
+END_TEST
+
+START_TEST(test_plan_of_min_p_first_is_certified_with_a_recommended_k)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_min_p(c, 0.05f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp(c, 0.8f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 64, SIFT_GUARANTEE_CERTIFIED, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_temp(c, 0.7f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 48, SIFT_GUARANTEE_CERTIFIED, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_batch_k_is_the_largest_or_zero)
+{
+    sift_chain *a = new_chain(1), *b = new_chain(2), *w = new_chain(3);
+    ck_assert_int_eq(sift_chain_add_top_k(a, 40, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(b, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(w, NULL), SIFT_OK);
+    const sift_chain *two[2] = {a, b};
+    const sift_chain *three[3] = {a, w, b};
+    int32_t k = -1;
+    ck_assert_int_eq(sift_chains_next_k(two, 2, &k, NULL), SIFT_OK);
+    ck_assert_int_eq(k, 40);
+    ck_assert_int_eq(sift_chains_next_k(three, 3, &k, NULL), SIFT_OK);
+    ck_assert_int_eq(k, 0);
+    sift_error err;
+    const sift_chain *bad[2] = {a, NULL};
+    ck_assert_int_eq(sift_chains_next_k(bad, 2, &k, &err), SIFT_E_ARG);
+    assert_error(&err, SIFT_E_ARG, 1);
+    sift_chain_free(a);
+    sift_chain_free(b);
+    sift_chain_free(w);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Slice validation (BAD_INPUTS C-*)                                   */
+/* ------------------------------------------------------------------ */
+
+static sift_chain *top_k_chain(int32_t k)
+{
+    sift_chain *c = new_chain(7);
+    ck_assert_int_eq(sift_chain_add_top_k(c, k, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    return c;
+}
+
+START_TEST(test_slice_validation_names_each_problem)
+{
+    sift_chain *c = top_k_chain(2);
+    sift_candidate p[4] = {{3, 5.0f}, {1, 4.0f}, {2, 4.0f}, {0, 1.0f}};
+    sift_slice s = {10, 4, p, 0, NULL};
+    sift_error err;
+    int32_t t;
+    uint64_t before[4], after[4];
+    sift__chain_rng_state(c, before);
+
+    s.n_prefix = 0; /* C-01 */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
+    s.n_prefix = 11; /* C-05 */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
+    ck_assert(strstr(err.message, "k = 11 > V = 10") != NULL);
+    s.n_prefix = 4;
+    p[2].id = 3; /* C-02 */
+    p[2].logit = 4.0f;
+    sift_candidate dup[4] = {{3, 5.0f}, {1, 4.0f}, {3, 3.0f}, {0, 1.0f}};
+    s.prefix = dup;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
+    assert_error(&err, SIFT_E_SLICE, 3);
+    ck_assert_msg(strstr(err.message, "positions 0 and 2") != NULL, "%s", err.message);
+    sift_candidate out[4] = {{3, 5.0f}, {1, 4.0f}, {12, 3.0f}, {0, 1.0f}}; /* C-03 */
+    s.prefix = out;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
+    assert_error(&err, SIFT_E_SLICE, 2);
+    sift_candidate order[4] = {{3, 5.0f}, {2, 4.0f}, {1, 4.0f}, {0, 1.0f}}; /* C-04 tie */
+    s.prefix = order;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
+    assert_error(&err, SIFT_E_SLICE, 2);
+    ck_assert_msg(strstr(err.message, "positions 1/2") != NULL, "%s", err.message);
+    sift_candidate nan[4] = {{3, 5.0f}, {1, NAN}, {2, 4.0f}, {0, 1.0f}}; /* C-08 */
+    s.prefix = nan;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_ROW_VALUE);
+    assert_error(&err, SIFT_E_ROW_VALUE, 1);
+    sift_candidate inf[4] = {{3, INFINITY}, {1, 4.0f}, {2, 4.0f}, {0, 1.0f}};
+    s.prefix = inf;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_ROW_VALUE);
+    assert_error(&err, SIFT_E_ROW_VALUE, 3);
+    /* C-06: an extra also in the prefix; an extra that ranks before the
+     * prefix's last token */
+    sift_candidate good[3] = {{3, 5.0f}, {1, 4.0f}, {2, 4.0f}};
+    sift_candidate ex[1] = {{1, 4.0f}};
+    sift_slice se = {10, 3, good, 1, ex};
+    ck_assert_int_eq(sift_chain_sample_slice(c, &se, &t, &err), SIFT_E_SLICE);
+    ck_assert_msg(strstr(err.message, "already in the prefix") != NULL, "%s", err.message);
+    ex[0].id = 7;
+    ex[0].logit = 4.5f;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &se, &t, &err), SIFT_E_SLICE);
+    assert_error(&err, SIFT_E_SLICE, 7);
+    sift_slice nulls = {10, 3, NULL, 0, NULL};
+    ck_assert_int_eq(sift_chain_sample_slice(c, &nulls, &t, &err), SIFT_E_SLICE);
+    ck_assert_int_eq(sift_chain_sample_slice(c, NULL, &t, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &se, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_sample_slice(NULL, &se, &t, &err), SIFT_E_ARG);
+
+    /* nothing changed, and a valid slice still works */
+    sift__chain_rng_state(c, after);
+    ck_assert(memcmp(before, after, sizeof before) == 0);
+    s.prefix = good;
+    s.n_prefix = 3;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    ck_assert(t == 3 || t == 1);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_missing_requested_extras_are_an_error)
+{
+    sift_chain *c = new_chain(3);
+    sift_bias pos[1] = {{8, 3.0f}};
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, pos, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    sift_candidate p[2] = {{3, 5.0f}, {1, 4.0f}};
+    sift_slice s = {10, 2, p, 0, NULL};
+    sift_error err;
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
+    assert_error(&err, SIFT_E_SLICE, 8);
+    sift_candidate ex[1] = {{8, 3.0f}}; /* 3 + 3 = 6 > 5: the extra wins */
+    s.n_extras = 1;
+    s.extras = ex;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    ck_assert_int_eq(t, 8);
+    /* the extra is in the prefix: no extras needed */
+    sift_candidate p2[2] = {{3, 5.0f}, {8, 4.0f}};
+    sift_slice s2 = {10, 2, p2, 0, NULL};
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s2, &t, &err), SIFT_OK);
+    ck_assert_int_eq(t, 8);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The certificate and the row hook                                    */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing)
+{
+    sift_chain *c = top_k_chain(3);
+    float row[6] = {1.0f, 4.0f, 4.0f, 5.0f, 0.5f, 2.0f};
+    sift_candidate p[2] = {{3, 5.0f}, {1, 4.0f}};
+    sift_slice s = {6, 2, p, 0, NULL};
+    sift_error err;
+    int32_t t = -7;
+    uint64_t before[4], after[4];
+    sift__chain_rng_state(c, before);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_NEED_ROW);
+    ck_assert_int_eq(t, -7);
+    sift__chain_rng_state(c, after);
+    ck_assert(memcmp(before, after, sizeof before) == 0);
+    /* with the hook: the same token and RNG as the whole row */
+    sift_chain *ref = top_k_chain(3);
+    int32_t tr;
+    ck_assert_int_eq(sift_chain_sample(ref, row, 6, &tr, NULL), SIFT_OK);
+    hook_ctx h = hook_for(row, 6);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    ck_assert_int_eq(h.calls, 1);
+    ck_assert_int_eq(t, tr);
+    uint64_t r1[4], r2[4];
+    sift__chain_rng_state(c, r1);
+    sift__chain_rng_state(ref, r2);
+    ck_assert(memcmp(r1, r2, sizeof r1) == 0);
+    sift_stats st;
+    sift_chain_stats(c, &st);
+    ck_assert_uint_eq(st.hook_calls, 1);
+    ck_assert_uint_eq(st.need_row, 1);
+    sift_chain_free(c);
+    sift_chain_free(ref);
+}
+END_TEST
+
+START_TEST(test_hook_failures_and_disagreements_are_hook_errors)
+{
+    sift_chain *c = top_k_chain(3);
+    float row[6] = {1.0f, 4.0f, 4.0f, 5.0f, 0.5f, 2.0f};
+    sift_candidate p[2] = {{3, 5.0f}, {1, 4.0f}};
+    sift_slice s = {6, 2, p, 0, NULL};
+    sift_error err;
+    int32_t t;
+    uint64_t before[4], after[4];
+    sift__chain_rng_state(c, before);
+    hook_ctx h = hook_for(row, 6);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    h.fail = -3; /* C-10 */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_HOOK);
+    ck_assert_msg(strstr(err.message, "status -3") != NULL, "%s", err.message);
+    h.fail = 0;
+    h.poison = 1; /* C-09: a slice token differs */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_HOOK);
+    assert_error(&err, SIFT_E_HOOK, 1);
+    h.poison = -1;
+    h.raise = 5; /* an absent token ranks before the prefix's last */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_HOOK);
+    assert_error(&err, SIFT_E_HOOK, 5);
+    h.raise = -1;
+    h.chain = c; /* C-11: re-entry */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    ck_assert_int_eq(h.inner, SIFT_E_STATE);
+    h.chain = NULL;
+    sift__chain_rng_state(c, after);
+    ck_assert(memcmp(before, after, sizeof before) != 0); /* the last one sampled */
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_distribution_on_a_slice_equals_the_whole_row)
+{
+    tu_rng r = {99};
+    for (int rep = 0; rep < 200; rep++) {
+        int32_t V = (int32_t)tu_range(&r, 50, 3000);
+        float *row = malloc((size_t)V * sizeof *row);
+        tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+        sift_chain *c = new_chain(5);
+        ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.3f, 0.1f, 0.0f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c, 30, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_p(c, 0.9f, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+        for (int i = 0; i < 20; i++)
+            ck_assert_int_eq(sift_chain_accept(c, (int32_t)tu_range(&r, 0, 40), NULL), SIFT_OK);
+        sift_plan p;
+        ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+        sift_slicer *sl;
+        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+        sift_slice s;
+        ck_assert_int_eq(sift_slicer_build(sl, row, V, p.k, NULL, 0, &s, NULL), SIFT_OK);
+        sift_token_prob a[64], b[64];
+        size_t na = 0, nb = 0;
+        ck_assert_int_eq(sift_chain_distribution(c, row, V, a, 64, &na, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_distribution_slice(c, &s, b, 64, &nb, NULL), SIFT_OK);
+        ck_assert_uint_eq(na, nb);
+        for (size_t i = 0; i < (na < 64 ? na : 64); i++)
+            ck_assert(a[i].id == b[i].id && a[i].p == b[i].p &&
+                      memcmp(&a[i].logit, &b[i].logit, sizeof(float)) == 0);
+        sift_slicer_free(sl);
+        sift_chain_free(c);
+        free(row);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The slice builder                                                   */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_slicer_builds_the_canonical_prefix_with_ties_and_extras)
+{
+    tu_rng r = {4242};
+    for (int rep = 0; rep < 400; rep++) {
+        int32_t V = rep < 20 ? (int32_t)tu_range(&r, 1, 8) : tu_rand_V(&r, 70000);
+        float *row = malloc((size_t)V * sizeof *row);
+        tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+        int32_t k = (int32_t)tu_range(&r, 1, V < 300 ? V + 2 : 300);
+        or_arr o = {malloc((size_t)V * sizeof(sift_candidate)), (size_t)V, V};
+        for (int32_t i = 0; i < V; i++) {
+            o.c[i].id = i;
+            o.c[i].logit = row[i];
+        }
+        or_sort(&o);
+        int32_t ids[8];
+        for (int i = 0; i < 8; i++)
+            ids[i] = (int32_t)tu_range(&r, 0, V - 1);
+        sift_slicer *sl;
+        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+        sift_slice s;
+        ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, 8, &s, NULL), SIFT_OK);
+        int32_t kk = k < V ? k : V;
+        ck_assert_int_eq(s.n_prefix, kk);
+        for (int32_t i = 0; i < kk; i++)
+            ck_assert(s.prefix[i].id == o.c[i].id &&
+                      memcmp(&s.prefix[i].logit, &o.c[i].logit, sizeof(float)) == 0);
+        /* extras: exactly the distinct ids ranked after the prefix */
+        int expect = 0;
+        for (int i = 0; i < 8; i++) {
+            int first = 1, inpre = 0;
+            for (int j = 0; j < i; j++)
+                first &= ids[j] != ids[i];
+            for (int32_t j = 0; j < kk; j++)
+                inpre |= o.c[j].id == ids[i];
+            expect += first && !inpre;
+        }
+        ck_assert_int_eq(s.n_extras, expect);
+        for (int32_t i = 0; i < s.n_extras; i++)
+            ck_assert(memcmp(&s.extras[i].logit, &row[s.extras[i].id], sizeof(float)) == 0);
+        sift_slicer_free(sl);
+        free(o.c);
+        free(row);
+    }
+}
+END_TEST
+
+START_TEST(test_slicer_rejects_bad_arguments_and_rows)
+{
+    sift_slicer *sl = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_slicer_new(&sl, 0, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_slicer_new(NULL, 10, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_slicer_new(&sl, 10, NULL, &err), SIFT_OK);
+    float row[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    sift_slice s;
+    int32_t bad_id = 10;
+    ck_assert_int_eq(sift_slicer_build(sl, row, 10, 3, &bad_id, 1, &s, &err), SIFT_E_TOKEN);
+    ck_assert_int_eq(sift_slicer_build(sl, row, 11, 3, NULL, 0, &s, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_slicer_build(sl, row, 10, 0, NULL, 0, &s, &err), SIFT_E_ARG);
+    row[4] = NAN;
+    ck_assert_int_eq(sift_slicer_build(sl, row, 10, 3, NULL, 0, &s, &err), SIFT_E_ROW_VALUE);
+    assert_error(&err, SIFT_E_ROW_VALUE, 4);
+    for (int i = 0; i < 10; i++)
+        row[i] = -INFINITY;
+    ck_assert_int_eq(sift_slicer_build(sl, row, 10, 3, NULL, 0, &s, &err), SIFT_E_NO_CANDIDATE);
+    sift_slicer_free(sl);
+    sift_slicer_free(NULL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The property suite                                                  */
+/* ------------------------------------------------------------------ */
+
+static long n_cases(void)
+{
+    const char *e = getenv("SIFT_SLICE_CASES");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    return n > 0 ? n : 17000;
+}
+
+static const sp_kind mids[] = {SP_TOP_K,       SP_TOP_K_TIES, SP_TOP_P,    SP_MIN_P,
+                               SP_TYPICAL,     SP_TEMP,       SP_TEMP_EXT, SP_XTC,
+                               SP_TOP_N_SIGMA, SP_PENALTIES,  SP_DRY,      SP_LOGIT_BIAS};
+static const sp_kind lows[] = {SP_PENALTIES, SP_DRY, SP_LOGIT_BIAS, SP_TEMP};
+static const sp_kind cuts[] = {SP_TOP_K, SP_TOP_K, SP_TOP_K_TIES, SP_MIN_P};
+static const sp_kind sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID, SP_MIROSTAT, SP_MIROSTAT_V2};
+
+/* Half the chains are shaped for slices (lowering, raising and monotone
+ * stages, then a truncation), half are anything in any order. */
+static void gen_chain(tu_rng *r, sp_chain *spec, int32_t V)
+{
+    if (tu_unif(r) < 0.6) {
+        size_t n_low = (size_t)tu_range(r, 0, 3);
+        for (size_t i = 0; i < n_low; i++)
+            gen_stage(r, &spec->st[spec->n++], lows[tu_range(r, 0, (int64_t)N(lows) - 1)], V);
+        sp_stage *cut = &spec->st[spec->n++];
+        gen_stage(r, cut, cuts[tu_range(r, 0, (int64_t)N(cuts) - 1)], V);
+        if (cut->kind != SP_MIN_P)
+            cut->i0 = (int32_t)tu_range(r, 1, 50);
+        size_t n_after = (size_t)tu_range(r, 0, 2);
+        for (size_t i = 0; i < n_after; i++)
+            gen_stage(r, &spec->st[spec->n++], mids[tu_range(r, 0, (int64_t)N(mids) - 1)], V);
+    } else {
+        size_t n_mid = (size_t)tu_range(r, 0, 5);
+        for (size_t i = 0; i < n_mid; i++)
+            gen_stage(r, &spec->st[spec->n++], mids[tu_range(r, 0, (int64_t)N(mids) - 1)], V);
+    }
+    gen_stage(r, &spec->st[spec->n++], sels[tu_range(r, 0, (int64_t)N(sels) - 1)], V);
+}
+
+typedef struct tally {
+    long compared, decided, hooked, need_row;
+    long static_steps, static_hooks; /* at the static k of EXACT plans */
+    long dyn_steps, dyn_hooks;       /* at the dynamic k */
+    long small_steps, small_hooks;   /* at a smaller k */
+    long cert_steps, cert_hooks;     /* at the static k of CERTIFIED plans */
+} tally;
+
+/* One slice sample of chain c at prefix length k; compares with the
+ * oracle's (token, rng) and restores the RNG. Returns 1 if the hook ran. */
+static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V, int32_t k,
+                     int with_hook, sift_status so, int32_t to, const uint64_t ors[4], tally *ty,
+                     const char *desc)
+{
+    int32_t ids[4096];
+    size_t ne = 0;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_extras(c, ids, N(ids), &ne, &err), SIFT_OK);
+    sift_slice s;
+    ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, &err), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, with_hook ? hook : NULL, &h, NULL), SIFT_OK);
+    sift__rng saved = c->rng;
+    int32_t ts = -1;
+    sift_status ss = sift_chain_sample_slice(c, &s, &ts, &err);
+    uint64_t rs[4];
+    sift__chain_rng_state(c, rs);
+    ty->compared++;
+    if (ss == SIFT_E_NEED_ROW) {
+        ck_assert_msg(!with_hook, "NEED_ROW with a hook\n  %s", desc);
+        ck_assert_msg(memcmp(&saved, &c->rng, sizeof saved) == 0, "NEED_ROW moved the RNG\n  %s",
+                      desc);
+        ty->need_row++;
+        return 1;
+    }
+    ck_assert_msg(ss == so && (ss != SIFT_OK || ts == to) &&
+                      (ss != SIFT_OK || memcmp(rs, ors, 4 * sizeof(uint64_t)) == 0),
+                  "slice k=%d V=%d hook=%d: sift %d (tok %d: %s) oracle %d (tok %d)\n  %s", (int)k,
+                  (int)V, with_hook, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to,
+                  desc);
+    c->rng = saved;
+    ty->hooked += h.calls;
+    ty->decided += h.calls == 0;
+    return h.calls > 0;
+}
+
+static void property(uint64_t seed, long cases, tally *ty)
+{
+    tu_rng r = {seed};
+    char desc[2048];
+    for (long cs = 0; cs < cases; cs++) {
+        int32_t V = cs % 200 == 0 ? (int32_t)tu_range(&r, 1, 262144)
+                                  : (cs % 7 == 0 ? (int32_t)tu_range(&r, 1, 12)
+                                                 : (int32_t)tu_range(&r, 100, 4000));
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        gen_chain(&r, &spec, V);
+        sift_chain *chain;
+        sift_error err;
+        sp_describe(&spec, desc, sizeof desc);
+        ck_assert_msg(sp_build(&spec, &chain, &err) == SIFT_OK, "build %s: %s", desc, err.message);
+        or_chain o;
+        or_init(&o, &spec);
+        int32_t alpha = V < 12 ? V : 12;
+        int n_prompt = (int)tu_range(&r, 0, 40);
+        for (int i = 0; i < n_prompt; i++) {
+            int32_t t = (int32_t)tu_range(&r, 0, alpha - 1);
+            ck_assert_int_eq(sift_chain_accept(chain, t, &err), SIFT_OK);
+            or_accept(&o, t);
+        }
+        sift_plan sp, dp;
+        ck_assert_int_eq(sift_chain_plan(chain, &sp, NULL, NULL), SIFT_OK);
+        sift_slicer *sl;
+        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+        float *row = malloc((size_t)V * sizeof *row);
+        int steps = V > 20000 ? 1 : (int)tu_range(&r, 1, 4);
+        for (int step = 0; step < steps; step++) {
+            tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+            ck_assert_int_eq(sift_chain_next_k(chain, &dp, NULL), SIFT_OK);
+            ck_assert_msg(dp.k <= sp.k && (dp.k == 0) == (sp.k == 0),
+                          "dynamic k %d vs static %d\n  %s", (int)dp.k, (int)sp.k, desc);
+            /* the oracle's step (it advances its own RNG) */
+            int32_t to = -1;
+            sift_status so = or_sample(&o, row, V, &to);
+            uint64_t ors[4];
+            memcpy(ors, o.rng.s, sizeof ors);
+            int32_t ks[3] = {sp.k, dp.k, 0};
+            ks[2] = (int32_t)tu_range(&r, 1, sp.k > 1 ? sp.k - 1 : 16);
+            for (int v = 0; v < 3; v++) {
+                int32_t k = ks[v];
+                if (k <= 0)
+                    continue;
+                int hooked = one_slice(chain, sl, row, V, k, 1, so, to, ors, ty, desc);
+                one_slice(chain, sl, row, V, k, 0, so, to, ors, ty, desc);
+                long *steps_of[3] = {&ty->static_steps, &ty->dyn_steps, &ty->small_steps};
+                long *hooks_of[3] = {&ty->static_hooks, &ty->dyn_hooks, &ty->small_hooks};
+                if (so != SIFT_OK)
+                    continue; /* errors are reported from the whole row */
+                if (v == 0 && sp.guarantee == SIFT_GUARANTEE_CERTIFIED) {
+                    ty->cert_steps++;
+                    ty->cert_hooks += hooked;
+                }
+                if (v < 2 && sp.guarantee != SIFT_GUARANTEE_EXACT)
+                    continue;
+                (*steps_of[v])++;
+                *hooks_of[v] += hooked;
+                if (v < 2)
+                    ck_assert_msg(!hooked, "EXACT plan k=%d needed the row\n  %s", (int)k, desc);
+            }
+            /* the whole-row step, for the state after accept */
+            int32_t ts = -1;
+            sift_status ss = sift_chain_sample(chain, row, V, &ts, &err);
+            ck_assert_msg(ss == so && (ss || ts == to), "row path\n  %s", desc);
+            if (ss != SIFT_OK)
+                break;
+            int32_t acc = tu_unif(&r) < 0.8 ? ts : (int32_t)tu_range(&r, 0, alpha - 1);
+            ck_assert_int_eq(sift_chain_accept(chain, acc, &err), SIFT_OK);
+            or_accept(&o, acc);
+        }
+        free(row);
+        sift_slicer_free(sl);
+        or_free(&o);
+        sift_chain_free(chain);
+    }
+}
+
+START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
+{
+    tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = n_cases();
+    property(2024, cases, &ty);
+    fprintf(stderr,
+            "slice: %ld chains, %ld slice samples compared, 0 mismatches; decided on the slice "
+            "%ld, hook calls %ld, need_row %ld\n"
+            "slice: hook rate at the static k of exact plans %ld/%ld, at the dynamic k %ld/%ld, "
+            "at a smaller k %ld/%ld; at the static k of certified plans %ld/%ld\n",
+            cases, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.static_hooks,
+            ty.static_steps, ty.dyn_hooks, ty.dyn_steps, ty.small_hooks, ty.small_steps,
+            ty.cert_hooks, ty.cert_steps);
+    ck_assert_int_eq(ty.static_hooks, 0);
+    ck_assert_int_eq(ty.dyn_hooks, 0);
+    ck_assert(ty.small_hooks > 0); /* the hook is exercised */
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Grammars in the property suite: constrain and check modes           */
+/* ------------------------------------------------------------------ */
+
+static const char arith[] = "root ::= expr\n"
+                            "expr ::= term ( ws [-+] ws term )*\n"
+                            "term ::= factor ( ws [*/] ws factor )*\n"
+                            "factor ::= \"-\"? ( [0-9]+ | \"(\" ws expr ws \")\" )\n"
+                            "ws ::= \" \"?\n";
+
+/* Pieces for a synthetic vocabulary: useful ones, invalid ones, an empty
+ * piece, a split UTF-8 sequence; the last token is <eos> (EOG). */
+static const char *const pieces_pool[] = {"0",  "1", "2",        "7",    "12", "345", " ",  "+",
+                                          "-",  "*", "/",        "(",    ")",  " + ", "(1", "2)",
+                                          "ab", "",  "\xe2\x82", "\xac", "9 ", " *",  ")(", "x"};
+
+static sift_vocab *arith_vocab(tu_rng *r, int32_t V)
+{
+    const char **pc = malloc((size_t)V * sizeof *pc);
+    size_t *len = malloc((size_t)V * sizeof *len);
+    for (int32_t i = 0; i < V - 1; i++) {
+        pc[i] =
+            pieces_pool[i < (int32_t)N(pieces_pool) ? i
+                                                    : tu_range(r, 0, (int64_t)N(pieces_pool) - 1)];
+        len[i] = strlen(pc[i]);
+    }
+    pc[V - 1] = "<eos>";
+    len[V - 1] = 5;
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(sift_vocab_new(&v, V, pc, len, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, V - 1, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    free(pc);
+    free(len);
+    return v;
+}
+
+static sift_grammar *arith_grammar(const sift_vocab *v)
+{
+    sift_grammar *g = NULL;
+    sift_error err;
+    ck_assert_msg(sift_grammar_new(&g, arith, strlen(arith), v, NULL, &err) == SIFT_OK, "%s",
+                  err.message);
+    return g;
+}
+
+/* The oracle's whole-row ban: one accepts_token per id, no trie. Returns
+ * 0 when no finite logit is left. */
+static int naive_ban(sift_grammar *g, float *row, int32_t V)
+{
+    int any = 0;
+    for (int32_t i = 0; i < V; i++) {
+        int ok = 0;
+        ck_assert_int_eq(sift_grammar_accepts_token(g, i, &ok, NULL), SIFT_OK);
+        if (!ok)
+            row[i] = -INFINITY;
+        any |= row[i] > -INFINITY;
+    }
+    return any;
+}
+
+/* The oracle's step under a grammar (mode 0 constrain, 1 check). */
+static sift_status oracle_grammar_step(or_chain *o, sift_grammar *g, int mode, const float *row,
+                                       float *tmp, int32_t V, int32_t *to)
+{
+    memcpy(tmp, row, (size_t)V * sizeof *tmp);
+    if (mode == 0) {
+        if (!naive_ban(g, tmp, V))
+            return SIFT_E_GRAMMAR_DEAD;
+        return or_sample(o, tmp, V, to);
+    }
+    sift_status so = or_sample(o, row, V, to);
+    if (so != SIFT_OK)
+        return so;
+    int ok = 0;
+    ck_assert_int_eq(sift_grammar_accepts_token(g, *to, &ok, NULL), SIFT_OK);
+    if (ok)
+        return SIFT_OK;
+    if (!naive_ban(g, tmp, V))
+        return SIFT_E_GRAMMAR_DEAD;
+    return or_sample(o, tmp, V, to);
+}
+
+START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
+{
+    tu_rng r = {777};
+    long cases = n_cases() / 20, compared = 0, hooks = 0, need_row = 0, resampled = 0;
+    char desc[2048];
+    for (long cs = 0; cs < cases; cs++) {
+        int mode = (int)(cs & 1);
+        int32_t V = (int32_t)tu_range(&r, 30, 1500);
+        sift_vocab *v = arith_vocab(&r, V);
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        gen_chain(&r, &spec, V);
+        sp_describe(&spec, desc, sizeof desc);
+        sift_chain_params p;
+        sift_chain_params_init(&p);
+        p.seed = spec.seed;
+        sift_chain *c = NULL;
+        sift_error err;
+        ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+        if (mode == 0)
+            ck_assert_int_eq(sift_chain_add_grammar(c, arith_grammar(v), &err), SIFT_OK);
+        else
+            ck_assert_int_eq(sift_chain_set_check_grammar(c, arith_grammar(v), &err), SIFT_OK);
+        for (size_t i = 0; i < spec.n; i++)
+            ck_assert_msg(sp_add(c, &spec.st[i], &err) == SIFT_OK, "%s: %s", desc, err.message);
+        sift_grammar *g = arith_grammar(v);
+        or_chain o;
+        or_init(&o, &spec);
+        sift_slicer *sl;
+        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+        float *row = malloc((size_t)V * sizeof *row), *tmp = malloc((size_t)V * sizeof *tmp);
+        for (int step = 0; step < 6; step++) {
+            tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+            int32_t to = -1;
+            sift_status so = oracle_grammar_step(&o, g, mode, row, tmp, V, &to);
+            uint64_t ors[4];
+            memcpy(ors, o.rng.s, sizeof ors);
+            sift_plan dp;
+            ck_assert_int_eq(sift_chain_next_k(c, &dp, NULL), SIFT_OK);
+            int32_t ks[3] = {dp.k > 0 ? dp.k : 0, (int32_t)tu_range(&r, 1, 8), V};
+            for (int vi = 0; vi < 3; vi++) {
+                if (ks[vi] <= 0)
+                    continue;
+                for (int with_hook = 1; with_hook >= 0; with_hook--) {
+                    int32_t ids[4096];
+                    size_t ne = 0;
+                    ck_assert_int_eq(sift_chain_extras(c, ids, N(ids), &ne, &err), SIFT_OK);
+                    sift_slice s;
+                    ck_assert_int_eq(sift_slicer_build(sl, row, V, ks[vi], ids, ne, &s, &err),
+                                     SIFT_OK);
+                    hook_ctx h = hook_for(row, V);
+                    ck_assert_int_eq(sift_chain_set_row_hook(c, with_hook ? hook : NULL, &h, NULL),
+                                     SIFT_OK);
+                    sift__rng saved = c->rng;
+                    int32_t ts = -1;
+                    sift_status ss = sift_chain_sample_slice(c, &s, &ts, &err);
+                    compared++;
+                    hooks += h.calls;
+                    if (ss == SIFT_E_NEED_ROW) {
+                        ck_assert_msg(!with_hook, "NEED_ROW with a hook\n  %s", desc);
+                        ck_assert(memcmp(&saved, &c->rng, sizeof saved) == 0);
+                        need_row++;
+                        continue;
+                    }
+                    uint64_t rs[4];
+                    sift__chain_rng_state(c, rs);
+                    ck_assert_msg(ss == so && (ss != SIFT_OK ||
+                                               (ts == to && memcmp(rs, ors, sizeof rs) == 0)),
+                                  "grammar mode %d k=%d hook=%d V=%d: sift %d (tok %d: %s) "
+                                  "oracle %d (tok %d)\n  %s",
+                                  mode, (int)ks[vi], with_hook, (int)V, (int)ss, (int)ts,
+                                  ss ? err.message : "", (int)so, (int)to, desc);
+                    c->rng = saved;
+                }
+            }
+            sift_stats st0;
+            sift_chain_stats(c, &st0);
+            int32_t ts = -1;
+            sift_status ss = sift_chain_sample(c, row, V, &ts, &err);
+            uint64_t rs[4];
+            sift__chain_rng_state(c, rs);
+            ck_assert_msg(
+                ss == so && (ss != SIFT_OK || (ts == to && memcmp(rs, ors, sizeof rs) == 0)),
+                "grammar mode %d, whole row V=%d: sift %d (tok %d: %s) oracle %d (tok "
+                "%d)\n  %s",
+                mode, (int)V, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to, desc);
+            sift_stats st1;
+            sift_chain_stats(c, &st1);
+            resampled += (long)(st1.grammar_resamples - st0.grammar_resamples);
+            if (ss != SIFT_OK)
+                break;
+            ck_assert_int_eq(sift_chain_accept(c, ts, &err), SIFT_OK);
+            ck_assert_int_eq(sift_grammar_accept_token(g, ts, &err), SIFT_OK);
+            or_accept(&o, ts);
+            ck_assert_uint_eq(sift__chain_state_digest(c) != 0, 1);
+        }
+        free(row);
+        free(tmp);
+        sift_slicer_free(sl);
+        or_free(&o);
+        sift_grammar_free(g);
+        sift_chain_free(c);
+        sift_vocab_free(v);
+    }
+    fprintf(stderr,
+            "slice+grammar: %ld chains, %ld slice samples compared, 0 mismatches; hook calls %ld, "
+            "need_row %ld, check-mode resamples %ld\n",
+            cases, compared, hooks, need_row, resampled);
+    ck_assert(resampled > 0);
+    ck_assert(hooks > 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("slice");
+    struct {
+        const char *name;
+        const TTest *tests[12];
+    } groups[] = {
+        {"plan",
+         {test_plan_of_the_production_chain_is_84_exact,
+          test_plan_of_top_k_top_p_temp_dist_is_40_exact,
+          test_plan_of_greedy_is_1_and_with_penalties_65,
+          test_plan_counts_negative_biases_and_gathers_positive_ones_as_extras,
+          test_plan_is_whole_row_when_a_whole_stage_comes_first,
+          test_plan_of_min_p_first_is_certified_with_a_recommended_k,
+          test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified,
+          test_batch_k_is_the_largest_or_zero}},
+        {"validation",
+         {test_slice_validation_names_each_problem, test_missing_requested_extras_are_an_error}},
+        {"hook",
+         {test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing,
+          test_hook_failures_and_disagreements_are_hook_errors,
+          test_distribution_on_a_slice_equals_the_whole_row}},
+        {"slicer",
+         {test_slicer_builds_the_canonical_prefix_with_ties_and_extras,
+          test_slicer_rejects_bad_arguments_and_rows}},
+        {"property",
+         {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
+          test_grammar_modes_agree_with_the_oracle_on_rows_and_slices}},
+    };
+    for (size_t g = 0; g < N(groups); g++) {
+        TCase *tc = tcase_create(groups[g].name);
+        tcase_set_timeout(tc, 900);
+        for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
+            tcase_add_test(tc, groups[g].tests[i]);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
