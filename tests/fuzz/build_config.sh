@@ -13,7 +13,7 @@ IFS=. read -r major minor patch <<<"$ver"
 sed -e "s/@SIFT_VERSION_MAJOR@/$major/" -e "s/@SIFT_VERSION_MINOR@/$minor/" \
     -e "s/@SIFT_VERSION_PATCH@/$patch/" -e "s/@PACKAGE_VERSION@/$ver/" \
     "$top/include/sift_version.h.in" > "$inc/sift_version.h"
-srcs=$(ls "$top"/src/core/*.c "$top"/src/samplers/*.c "$top"/src/config/*.c)
+srcs=$(ls "$top"/src/*/*.c | grep -v /src/cli/)
 clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -ffp-contract=off -fno-math-errno -DSIFT_BUILDING \
     -I"$top/include" -I"$inc" -I"$top/src" \
