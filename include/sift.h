@@ -1077,6 +1077,214 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_logit_bias(sift_chain *chain,
                                                               sift_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Configuration files                                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A YAML file describes a chain (docs/config.md is the schema):
+ *
+ *     sift_config *cfg = NULL;
+ *     sift_error err;
+ *     sift_status st = sift_config_load(&cfg, "chain.yaml", NULL, &err);
+ *     for (size_t i = 0; i < sift_config_n_diagnostics(cfg); i++)
+ *         fprintf(stderr, "%s\n", sift_config_diagnostic(cfg, i)->text);
+ *     if (st == SIFT_OK) {
+ *         sift_chain *chain;
+ *         if (sift_config_build_chain(cfg, NULL, NULL, &chain, &err) == SIFT_OK) { ... }
+ *     }
+ *     sift_config_free(cfg);
+ *
+ * Loading validates everything and collects every problem (not just the
+ * first) as diagnostics in GCC style, "FILE:LINE:COL: error: MESSAGE" or
+ * "... warning: ...". A config object is read-only after loading, so many
+ * threads may read one and build chains from it at once.
+ *
+ * libyaml allocates through malloc (it has no allocator hook); everything
+ * sift itself allocates for a config goes through the allocator given in
+ * sift_config_params. libyaml's memory is released before the load returns.
+ */
+
+/** A loaded configuration: the validated chain, seed, grammar, diagnostics. */
+typedef struct sift_config sift_config;
+
+/** Default and hard limits of the configuration loader. */
+#define SIFT_CONFIG_DEFAULT_MAX_BYTES (1 << 20)
+#define SIFT_CONFIG_HARD_MAX_BYTES (64 << 20)
+#define SIFT_CONFIG_DEFAULT_MAX_DEPTH 64
+#define SIFT_CONFIG_HARD_MAX_DEPTH 1000
+#define SIFT_CONFIG_DEFAULT_MAX_NODES 100000
+#define SIFT_CONFIG_DEFAULT_MAX_ANCHORS 64
+#define SIFT_CONFIG_DEFAULT_MAX_DIAGNOSTICS 100
+
+/**
+ * Parameters of sift_config_load and sift_config_parse. Initialise with
+ * sift_config_params_init, then set what you need.
+ */
+typedef struct sift_config_params {
+    uint32_t struct_size;            /**< sizeof(sift_config_params); set by _init. */
+    const sift_allocator *allocator; /**< NULL = malloc/free; copied. */
+    size_t max_bytes;        /**< Largest file, grammar or vocabulary path read (default 1 MiB). */
+    int32_t max_depth;       /**< Deepest YAML nesting, counted on parser events (default 64). */
+    int32_t max_nodes;       /**< Most YAML nodes (default 100000). */
+    int32_t max_anchors;     /**< Most anchors (default 64); aliases are always rejected. */
+    int32_t max_stages;      /**< Most chain stages (default 256, as sift_chain_params). */
+    int32_t max_diagnostics; /**< Stop after this many errors (default 100). */
+    const char *base_dir;    /**< Directory relative paths in the file are resolved
+                                  against; NULL = the config file's directory
+                                  (sift_config_load) or the current directory
+                                  (sift_config_parse). Copied. */
+} sift_config_params;
+
+/** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_config_params_init(sift_config_params *params);
+
+/** Severity of a diagnostic. */
+typedef enum sift_severity {
+    SIFT_SEVERITY_ERROR = 0,  /**< The configuration is invalid. */
+    SIFT_SEVERITY_WARNING = 1 /**< Legal, but probably not what was meant. */
+} sift_severity;
+
+/** One problem found in a configuration. Owned by the config object. */
+typedef struct sift_diagnostic {
+    sift_severity severity;
+    sift_status code; /**< SIFT_E_CONFIG_*, SIFT_E_PATTERN_*, SIFT_E_IO...; SIFT_OK for warnings. */
+    int32_t line;     /**< 1-based line, 0 if the problem is the whole file. */
+    int32_t column;   /**< 1-based column in code points, 0 if none. */
+    int64_t offset;   /**< Byte offset in the file, -1 if none. */
+    const char *message; /**< The message alone, one line. */
+    const char *text;    /**< "FILE:LINE:COL: error: MESSAGE", one line. */
+} sift_diagnostic;
+
+/**
+ * Loads and validates the YAML file at `path` (see docs/config.md).
+ * `params` may be NULL (defaults).
+ *
+ * Returns SIFT_OK when the file has no errors (warnings allowed) and sets
+ * *out to the config. When the file has errors, returns the code of the
+ * first one in file order (SIFT_E_CONFIG_SYNTAX, _TYPE, _KEY, _VALUE,
+ * _LIMIT, SIFT_E_PATTERN_SYNTAX, _LIMIT, or SIFT_E_IO for a grammar or
+ * vocabulary file that cannot be read), fills `err` with it (source =
+ * `path`, line, column, offset) and still sets *out to a config holding
+ * every diagnostic; such a config cannot build a chain, and the caller
+ * frees it. *out is NULL only for SIFT_E_ARG (NULL `out` or `path`, bad
+ * params), SIFT_E_NOMEM, and SIFT_E_IO when `path` itself cannot be read
+ * or is not a regular file. A file over max_bytes is SIFT_E_CONFIG_LIMIT
+ * with *out set.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_config_load(sift_config **out, const char *path,
+                                                     const sift_config_params *params,
+                                                     sift_error *err);
+
+/**
+ * As sift_config_load, from `len` bytes at `data` (not NUL-terminated;
+ * NUL bytes are reported as errors). `name` (may be NULL: "<config>") is
+ * the file name diagnostics show. The bytes are copied.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_config_parse(sift_config **out, const char *name,
+                                                      const char *data, size_t len,
+                                                      const sift_config_params *params,
+                                                      sift_error *err);
+
+/** Frees a config; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_config_free(sift_config *cfg);
+
+/** Returns the number of diagnostics (errors and warnings), 0 for NULL. Since: 0.1. */
+SIFT_API size_t sift_config_n_diagnostics(const sift_config *cfg);
+
+/** Returns the number of errors among the diagnostics, 0 for NULL. Since: 0.1. */
+SIFT_API size_t sift_config_n_errors(const sift_config *cfg);
+
+/**
+ * Returns diagnostic `i` (sorted by position in the file; the ones without
+ * a position first), or NULL if `i` is out of range or `cfg` is NULL.
+ * Valid as long as the config lives. Since: 0.1.
+ */
+SIFT_API const sift_diagnostic *sift_config_diagnostic(const sift_config *cfg, size_t i);
+
+/**
+ * Builds a new chain from a valid config. `params` may be NULL (defaults);
+ * the config's seed, when it has one, replaces params->seed, and its
+ * vocab_size fills params->n_vocab when that is 0. `vocab` (may be NULL;
+ * only read during the call) is the vocabulary DRY sequence breakers are
+ * matched against and the grammar is compiled with; a config whose DRY
+ * stage has breakers, or that has a non-lazy grammar, needs one. A
+ * grammar in check mode becomes the chain's check-mode grammar, one in
+ * constrain mode a stage ahead of the configured stages; lazy grammars
+ * are not attached (read them with sift_config_grammar_info).
+ * Returns SIFT_E_ARG for NULL `cfg` or `out`, or a missing vocabulary;
+ * SIFT_E_STATE if the config has errors; any status of sift_chain_new,
+ * sift_grammar_new and the sift_chain_add_* calls (for instance
+ * SIFT_E_LIMIT when params->max_stages is smaller than the chain). On
+ * failure *out is NULL. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_config_build_chain(const sift_config *cfg,
+                                                            const sift_chain_params *params,
+                                                            const sift_vocab *vocab,
+                                                            sift_chain **out, sift_error *err);
+
+/**
+ * Gives the config's seed through *seed (may be NULL) and returns 1 if the
+ * file sets one, 0 if not (or `cfg` is NULL). Since: 0.1.
+ */
+SIFT_API int sift_config_seed(const sift_config *cfg, uint64_t *seed);
+
+/** Returns the config's vocab_size, 0 if unset or `cfg` is NULL. Since: 0.1. */
+SIFT_API int32_t sift_config_vocab_size(const sift_config *cfg);
+
+/**
+ * Returns the vocabulary file the config names (resolved against the base
+ * directory), or NULL if none. Since: 0.1.
+ */
+SIFT_API const char *sift_config_vocab_path(const sift_config *cfg);
+
+/** How a grammar applies (docs/config.md, "grammar"). */
+typedef enum sift_grammar_mode {
+    SIFT_GRAMMAR_CHECK = 0,    /**< Sample freely, resample on rejection. */
+    SIFT_GRAMMAR_CONSTRAIN = 1 /**< Mask candidates at its place in the chain. */
+} sift_grammar_mode;
+
+/** YAML style of the scalar that held a grammar (to map positions back). */
+typedef enum sift_scalar_style {
+    SIFT_SCALAR_FILE = 0,          /**< The grammar came from a file. */
+    SIFT_SCALAR_PLAIN = 1,         /**< text: root ::= "a" */
+    SIFT_SCALAR_SINGLE_QUOTED = 2, /**< text: 'root ::= "a"' */
+    SIFT_SCALAR_DOUBLE_QUOTED = 3, /**< text: "root ::= \"a\"" */
+    SIFT_SCALAR_LITERAL = 4,       /**< text: | (exact positions) */
+    SIFT_SCALAR_FOLDED = 5         /**< text: > */
+} sift_scalar_style;
+
+/** The grammar section of a config, as plain data owned by the config. */
+typedef struct sift_config_grammar {
+    const char *text; /**< GBNF source (inline or the file's bytes). */
+    size_t length;    /**< Bytes of text. */
+    const char *root; /**< Start rule, default "root". */
+    sift_grammar_mode mode;
+    const char *file; /**< The grammar file (resolved), NULL if inline. */
+    sift_scalar_style style;
+    int32_t line;   /**< Where the text starts in the YAML file (first */
+    int32_t column; /**< character of the grammar), 1-based. */
+    int lazy;       /**< 1 if a lazy section is present. */
+    size_t n_words; /**< Trigger words (byte strings, NUL-terminated copies). */
+    const char *const *words;
+    const size_t *word_lengths;
+    size_t n_patterns; /**< PCRE2 patterns searched in the generated text. */
+    const char *const *patterns;
+    size_t n_full_patterns; /**< PCRE2 patterns matched against the whole text. */
+    const char *const *full_patterns;
+    size_t n_tokens; /**< Trigger token ids. */
+    const int32_t *tokens;
+} sift_config_grammar;
+
+/**
+ * Returns the grammar section of a valid config, or NULL if it has none
+ * (or `cfg` is NULL or has errors). Valid as long as the config lives.
+ * Since: 0.1.
+ */
+SIFT_API const sift_config_grammar *sift_config_grammar_info(const sift_config *cfg);
+
+/* ------------------------------------------------------------------ */
 /* Custom stages                                                       */
 /* ------------------------------------------------------------------ */
 

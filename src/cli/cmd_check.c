@@ -1,0 +1,105 @@
+/*
+ * cmd_check.c - `sift check CONFIG...`: validates YAML chain configs.
+ *
+ * What it owns: the check subcommand and the shared cmd_finish helper.
+ * Every diagnostic of every file goes to `out`, one per line, in GCC's
+ * "FILE:LINE:COL: error: MESSAGE" form so editors and CI annotate them;
+ * then, unless --quiet, one summary line per file. Exit status: 0 when
+ * every file is valid (warnings allowed), 1 when one has errors, 2 for a
+ * usage error or a file that cannot be read (the most severe wins).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "sift.h"
+
+int cmd_finish(FILE *out, FILE *errout, int status)
+{
+    if (fflush(out) != 0 || ferror(out)) {
+        fprintf(errout, "sift: cannot write output: %s\n", strerror(errno ? errno : EIO));
+        return CMD_USAGE;
+    }
+    return status;
+}
+
+static void help(FILE *f)
+{
+    fprintf(f, "usage: sift check [--quiet] [--werror] CONFIG...\n"
+               "\n"
+               "Loads and validates each YAML chain config (docs/config.md) and prints\n"
+               "every problem as FILE:LINE:COL: error|warning: MESSAGE.\n"
+               "\n"
+               "options:\n"
+               "  -q, --quiet   print only the diagnostics, no summary lines\n"
+               "  --werror      treat warnings as errors (exit 1)\n"
+               "  -h, --help    print this help\n"
+               "\n"
+               "exit status: 0 valid (warnings allowed), 1 invalid, 2 usage or I/O error\n");
+}
+
+int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
+{
+    int quiet = 0, werror = 0, n_files = 0, only_files = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_files || a[0] != '-' || !a[1]) {
+            n_files++;
+        } else if (!strcmp(a, "--")) {
+            only_files = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(out);
+            return cmd_finish(out, errout, CMD_OK);
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = 1;
+        } else if (!strcmp(a, "--werror")) {
+            werror = 1;
+        } else {
+            fprintf(errout, "sift check: unknown option '%s'\n", a);
+            fprintf(errout, "Run 'sift check --help' for the options.\n");
+            return CMD_USAGE;
+        }
+    }
+    if (n_files == 0) {
+        fprintf(errout, "sift check: no config given\n");
+        help(errout);
+        return CMD_USAGE;
+    }
+    int status = CMD_OK;
+    only_files = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *path = argv[i];
+        if (!only_files && !strcmp(path, "--")) {
+            only_files = 1;
+            continue;
+        }
+        if (!only_files && path[0] == '-' && path[1])
+            continue;
+        sift_config *cfg = NULL;
+        sift_error err;
+        sift_status st = sift_config_load(&cfg, path, NULL, &err);
+        if (!cfg) {
+            fprintf(errout, "%s: error: %s\n", path, err.message);
+            status = CMD_USAGE;
+            continue;
+        }
+        size_t n = sift_config_n_diagnostics(cfg), n_err = sift_config_n_errors(cfg);
+        for (size_t k = 0; k < n; k++)
+            fprintf(out, "%s\n", sift_config_diagnostic(cfg, k)->text);
+        size_t n_warn = n - n_err;
+        int bad = st != SIFT_OK || (werror && n_warn > 0);
+        if (!quiet) {
+            if (!bad && n_warn == 0)
+                fprintf(out, "%s: ok\n", path);
+            else if (!bad)
+                fprintf(out, "%s: ok (%zu warning%s)\n", path, n_warn, n_warn == 1 ? "" : "s");
+            else
+                fprintf(out, "%s: %zu error%s, %zu warning%s\n", path, n_err, n_err == 1 ? "" : "s",
+                        n_warn, n_warn == 1 ? "" : "s");
+        }
+        if (bad && status == CMD_OK)
+            status = CMD_FAIL;
+        sift_config_free(cfg);
+    }
+    return cmd_finish(out, errout, status);
+}

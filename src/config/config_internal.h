@@ -1,0 +1,162 @@
+/*
+ * config_internal.h - shared between the configuration loader's files.
+ *
+ * tree.c turns YAML bytes into a small bounded tree with positions;
+ * schema.c walks the tree, validates it and fills the stage list and the
+ * grammar section; config.c owns the public API, the diagnostics and the
+ * chain builder. Nothing here is API.
+ */
+#ifndef SIFT_CONFIG_INTERNAL_H
+#define SIFT_CONFIG_INTERNAL_H
+
+#include "../sift_internal.h"
+
+/* ------------------------------------------------------------------ */
+/* The tree (tree.c)                                                   */
+/* ------------------------------------------------------------------ */
+
+enum { CFG_NONE = UINT32_MAX };
+
+typedef enum cfg_type { CFG_SCALAR = 0, CFG_SEQ = 1, CFG_MAP = 2 } cfg_type;
+
+/* A node. Children of a container form a list (first, next); a mapping's
+ * children alternate key, value. Scalars own a NUL-terminated copy of
+ * their value (which may contain NUL bytes before `len`). */
+typedef struct cfg_node {
+    uint8_t type;
+    uint8_t style; /* sift_scalar_style for scalars */
+    uint8_t bad;   /* an alias or a tagged node, already reported: skipped */
+    int32_t line, col;
+    int64_t off; /* byte offset of the node's first character */
+    char *val;
+    size_t len;
+    uint32_t first, next, n_children;
+} cfg_node;
+
+typedef struct cfg_tree {
+    cfg_node *nodes;
+    uint32_t n, cap;
+    uint32_t root; /* CFG_NONE if the document is empty */
+} cfg_tree;
+
+/* The source and its line table (byte offset of every line start, lines
+ * ending at \n, \r\n, \r, U+0085, U+2028, U+2029 as libyaml counts them). */
+typedef struct cfg_source {
+    const char *data;
+    size_t len;
+    size_t *lines;
+    size_t n_lines;
+    /* The last line/column -> offset conversion: events arrive in file
+     * order, so walking on from it keeps long lines linear. */
+    size_t c_line, c_col, c_off;
+} cfg_source;
+
+/* ------------------------------------------------------------------ */
+/* Stages and grammar as validated (schema.c -> config.c)              */
+/* ------------------------------------------------------------------ */
+
+typedef enum cfg_kind {
+    K_PENALTIES,
+    K_DRY,
+    K_LOGIT_BIAS,
+    K_TOP_K,
+    K_TOP_P,
+    K_MIN_P,
+    K_TYPICAL,
+    K_TOP_N_SIGMA,
+    K_XTC,
+    K_TEMP,     /* plain temperature (f0) */
+    K_TEMP_EXT, /* f0 temp, f1 delta, f2 exponent */
+    K_DIST,
+    K_GREEDY,
+    K_MIROSTAT,
+    K_MIROSTAT_V2,
+    K__COUNT
+} cfg_kind;
+
+typedef struct cfg_stage {
+    cfg_kind kind;
+    int32_t line, col;
+    int32_t i0, i1; /* k / last_n / allowed_length / min_keep / m */
+    float f[4];
+    int flag; /* top_k ties; dist id order */
+    sift_bias *biases;
+    size_t n_biases;
+    char **breakers;
+    size_t *breaker_lengths;
+    size_t n_breakers;
+} cfg_stage;
+
+/* A diagnostic while it is being collected. */
+typedef struct cfg_diag {
+    sift_diagnostic d;
+    size_t seq; /* discovery order, for a stable sort */
+} cfg_diag;
+
+struct sift_config {
+    sift__alloc al;
+    char *name;
+    char *base_dir; /* "" = current directory */
+    sift_config_params params;
+    cfg_source src;
+    char *src_copy;
+
+    cfg_diag *diags;
+    size_t n_diags, cap_diags, n_errors;
+    int stopped; /* max_diagnostics reached */
+
+    int has_seed;
+    uint64_t seed;
+    int32_t vocab_size;
+    char *vocab_path;
+
+    cfg_stage *stages;
+    size_t n_stages, cap_stages;
+
+    int has_grammar;
+    sift_config_grammar grammar;
+    char *g_text, *g_root, *g_file;
+    char **g_words;
+    size_t *g_word_lengths;
+    char **g_patterns;
+    char **g_full_patterns;
+    int32_t *g_tokens;
+};
+
+/* Records a diagnostic at a byte offset (line/col computed; off < 0 = no
+ * position). Returns SIFT_E_NOMEM if it could not be stored. */
+SIFT__HIDDEN sift_status sift__cfg_diag(sift_config *cfg, sift_severity sev, sift_status code,
+                                        int64_t off, const char *fmt, ...) SIFT__PRINTF(5, 6);
+/* As sift__cfg_diag at a known line and column (1-based). */
+SIFT__HIDDEN sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev, sift_status code,
+                                           int32_t line, int32_t col, int64_t off, const char *fmt,
+                                           ...) SIFT__PRINTF(7, 8);
+/* Appends a stage (copied); SIFT_E_NOMEM on failure. */
+SIFT__HIDDEN sift_status sift__cfg_push_stage(sift_config *cfg, const cfg_stage *st);
+
+/* tree.c */
+SIFT__HIDDEN sift_status sift__cfg_source_init(sift_config *cfg, cfg_source *src);
+/* line:col (1-based, code points) of byte offset `off`. */
+SIFT__HIDDEN void sift__cfg_linecol(const cfg_source *src, size_t off, int32_t *line, int32_t *col);
+/* Byte offset of 0-based line/column (code points) as libyaml marks. */
+SIFT__HIDDEN size_t sift__cfg_offset(cfg_source *src, size_t line0, size_t col0);
+/* Parses src into tree; reports problems as diagnostics. Returns SIFT_OK
+ * (even with diagnostics) or SIFT_E_NOMEM. *usable is set when the tree is
+ * complete enough to validate (no syntax or limit error). */
+SIFT__HIDDEN sift_status sift__cfg_parse_tree(sift_config *cfg, cfg_tree *tree, int *usable);
+SIFT__HIDDEN void sift__cfg_tree_free(sift_config *cfg, cfg_tree *tree);
+/* Byte offset in the source of byte `k` of a scalar's value (exact for
+ * plain, quoted and literal one-line runs; the scalar's start otherwise). */
+SIFT__HIDDEN int64_t sift__cfg_scalar_offset(const sift_config *cfg, const cfg_node *n, size_t k);
+
+/* schema.c */
+SIFT__HIDDEN sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree);
+
+/* config.c: reads a file relative to the base directory, at most
+ * max_bytes. On failure returns SIFT_E_IO / SIFT_E_CONFIG_LIMIT /
+ * SIFT_E_NOMEM with a message in msg. */
+SIFT__HIDDEN sift_status sift__cfg_read_file(const sift_config *cfg, const char *path,
+                                             char **resolved, char **data, size_t *len, char *msg,
+                                             size_t msg_cap);
+
+#endif /* SIFT_CONFIG_INTERNAL_H */

@@ -1,0 +1,2274 @@
+/*
+ * schema.c - validates a configuration tree and turns it into stages.
+ *
+ * What it owns: the schema of docs/config.md (top-level keys, the
+ * `chain:` list with its stages, llama.cpp's flat parameters, the grammar
+ * section), scalar typing (YAML 1.2 core: true/false only, decimal
+ * integers parsed as integers, floats parsed without the locale), every
+ * error and warning about the content, and the translation of llama.cpp's
+ * flat parameters into the chain its common sampler would build.
+ *
+ * Invariants:
+ * - Every problem is reported, not just the first: a bad value is
+ *   reported and validation goes on with the next one. A stage is pushed
+ *   only when all of its values are valid, so a config with errors may
+ *   hold a partial stage list, which the builder never uses.
+ * - Nothing here recurses: the tree's depth is bounded by the loader and
+ *   the schema itself is at most four levels deep.
+ * - Numbers never go through the C locale: floats are checked against
+ *   the YAML grammar here and converted with strtod_l under the "C"
+ *   locale (or, where that is missing, with strtod after the syntax
+ *   check, which is exact only under a '.' locale; see docs/config.md).
+ */
+#define _GNU_SOURCE 1
+
+#include <errno.h>
+#include <float.h>
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "config_internal.h"
+
+enum {
+    MAX_TRIGGER_WORDS = 1024,
+    MAX_TRIGGER_PATTERNS = 256,
+    MAX_PATTERN_BYTES = 4096,
+    MAX_TRIGGER_TOKENS = 1024,
+    MAX_BREAKERS = 64,
+    MAX_BREAKER_BYTES = 40,
+};
+
+typedef struct V {
+    sift_config *cfg;
+    const cfg_tree *t;
+    sift_status st; /* SIFT_E_NOMEM once something could not be stored */
+    int32_t vocab_size;
+    int has_vocab_file;
+    char echo[2][96];
+    int echo_i;
+    int64_t *token_off; /* source offsets of the lazy trigger tokens */
+} V;
+
+#define NODE(v, i) (&(v)->t->nodes[(i)])
+
+static void vdiag(V *v, sift_severity sev, sift_status code, int64_t off, const char *fmt,
+                  va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (sift__cfg_diag(v->cfg, sev, code, off, "%s", msg) != SIFT_OK)
+        v->st = SIFT_E_NOMEM;
+}
+
+SIFT__PRINTF(4, 5)
+static int err_at(V *v, const cfg_node *n, sift_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vdiag(v, SIFT_SEVERITY_ERROR, code, n ? n->off : -1, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+SIFT__PRINTF(4, 5)
+static int err_off(V *v, int64_t off, sift_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vdiag(v, SIFT_SEVERITY_ERROR, code, off, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+SIFT__PRINTF(3, 4)
+static void warn_at(V *v, const cfg_node *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vdiag(v, SIFT_SEVERITY_WARNING, SIFT_OK, n ? n->off : -1, fmt, ap);
+    va_end(ap);
+}
+
+SIFT__PRINTF(3, 4)
+static void vdiag_warn_off(V *v, int64_t off, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vdiag(v, SIFT_SEVERITY_WARNING, SIFT_OK, off, fmt, ap);
+    va_end(ap);
+}
+
+SIFT__PRINTF(4, 5)
+static void warn_lc(V *v, int32_t line, int32_t col, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (sift__cfg_diag_lc(v->cfg, SIFT_SEVERITY_WARNING, SIFT_OK, line, col, -1, "%s", msg) !=
+        SIFT_OK)
+        v->st = SIFT_E_NOMEM;
+}
+
+/* A short printable copy of a scalar for messages (two live at a time). */
+static const char *echo(V *v, const cfg_node *n)
+{
+    char *b = v->echo[v->echo_i++ & 1];
+    size_t k = 0, cap = sizeof v->echo[0];
+    for (size_t i = 0; i < n->len && k + 8 < cap; i++) {
+        unsigned char c = (unsigned char)n->val[i];
+        if (c < 0x20 || c == 0x7F)
+            k += (size_t)snprintf(b + k, cap - k, "\\x%02x", c);
+        else
+            b[k++] = (char)c;
+    }
+    if (k + 8 >= cap) {
+        /* cut at a UTF-8 boundary and mark the cut */
+        while (k > 0 && ((unsigned char)b[k] & 0xC0) == 0x80)
+            k--;
+        memcpy(b + k, "...", 3);
+        k += 3;
+    }
+    b[k] = '\0';
+    return b;
+}
+
+static int streq(const cfg_node *n, const char *s)
+{
+    size_t l = strlen(s);
+    return n->type == CFG_SCALAR && n->len == l && memcmp(n->val, s, l) == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Scalars                                                             */
+/* ------------------------------------------------------------------ */
+
+static int is_plain(const cfg_node *n)
+{
+    return n->type == CFG_SCALAR && n->style == SIFT_SCALAR_PLAIN;
+}
+
+static int is_null(const cfg_node *n)
+{
+    return is_plain(n) && (n->len == 0 || streq(n, "~") || streq(n, "null") || streq(n, "Null") ||
+                           streq(n, "NULL"));
+}
+
+static int is_bool_word(const cfg_node *n)
+{
+    static const char *const w[] = {"true", "false", "True", "False", "TRUE", "FALSE", "yes", "no",
+                                    "Yes",  "No",    "YES",  "NO",    "on",   "off",   "On",  "Off",
+                                    "ON",   "OFF",   "y",    "n",     "Y",    "N"};
+    if (!is_plain(n))
+        return 0;
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        if (streq(n, w[i]))
+            return 1;
+    return 0;
+}
+
+/* Decimal integer syntax: [-+]?[0-9]+ */
+static int int_syntax(const char *s, size_t n)
+{
+    size_t i = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        i++;
+    if (i == n)
+        return 0;
+    for (; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* Float syntax: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
+static int float_syntax(const char *s, size_t n)
+{
+    size_t i = 0, d = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        i++;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++, d++;
+    if (i < n && s[i] == '.') {
+        i++;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++, d++;
+    }
+    if (d == 0)
+        return 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '-' || s[i] == '+'))
+            i++;
+        size_t e = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++, e++;
+        if (e == 0)
+            return 0;
+    }
+    return i == n;
+}
+
+/* .inf, -.inf, +.inf, .nan in YAML 1.2 core spellings; 1/-1 for inf, 2
+ * for nan, 0 if not special. */
+static int special_float(const cfg_node *n)
+{
+    const char *s = n->val;
+    size_t l = n->len;
+    int neg = 0;
+    if (l > 0 && (s[0] == '-' || s[0] == '+')) {
+        neg = s[0] == '-';
+        s++, l--;
+    }
+    if ((l == 4 && (!memcmp(s, ".inf", 4) || !memcmp(s, ".Inf", 4) || !memcmp(s, ".INF", 4))))
+        return neg ? -1 : 1;
+    if (n->val[0] != '-' && n->val[0] != '+' && l == 4 &&
+        (!memcmp(s, ".nan", 4) || !memcmp(s, ".NaN", 4) || !memcmp(s, ".NAN", 4)))
+        return 2;
+    return 0;
+}
+
+static double c_strtod(const char *s)
+{
+#if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__)
+    /* glibc returns a static object for "C" without allocating. */
+    locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (c) {
+        double d = strtod_l(s, NULL, c);
+        freelocale(c);
+        return d;
+    }
+#endif
+    return strtod(s, NULL);
+}
+
+/* Explains why a plain scalar that looks numeric is not a YAML 1.2
+ * decimal number; NULL if it does not look like one. */
+static const char *number_hint(const cfg_node *n)
+{
+    const char *s = n->val;
+    size_t l = n->len, i = 0;
+    if (!is_plain(n) || l == 0)
+        return NULL;
+    if (s[0] == '-' || s[0] == '+')
+        i = 1;
+    if (i + 1 < l && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X'))
+        return "hexadecimal numbers are not supported; write it in decimal";
+    if (i + 1 < l && s[i] == '0' && (s[i + 1] == 'o' || s[i + 1] == 'b'))
+        return "octal and binary numbers are not supported; write it in decimal";
+    if (memchr(s, '_', l) && s[i] >= '0' && s[i] <= '9')
+        return "digit separators '_' are not supported; write the digits only";
+    if (int_syntax(s, l) && l > i + 1 && s[i] == '0')
+        return "leading zeros are not allowed (they read as octal in YAML 1.1); drop them";
+    return NULL;
+}
+
+static const char *type_name(const cfg_node *n)
+{
+    if (n->type == CFG_SEQ)
+        return "sequence";
+    if (n->type == CFG_MAP)
+        return "mapping";
+    if (is_null(n))
+        return "null";
+    if (is_plain(n) && (streq(n, "true") || streq(n, "false")))
+        return "boolean";
+    if (is_plain(n) && int_syntax(n->val, n->len))
+        return "integer";
+    if (is_plain(n) && (float_syntax(n->val, n->len) || special_float(n)))
+        return "float";
+    return "string";
+}
+
+static int type_err(V *v, const cfg_node *n, const char *what, const char *expected)
+{
+    const char *t = type_name(n);
+    if (n->type == CFG_SCALAR && !is_null(n)) {
+        const char *q = strcmp(t, "string") == 0 ? "'" : "";
+        return err_at(v, n, SIFT_E_CONFIG_TYPE, "%s: expected %s, got %s %s%s%s", what, expected, t,
+                      q, echo(v, n), q);
+    }
+    return err_at(v, n, SIFT_E_CONFIG_TYPE, "%s: expected %s, got %s", what, expected, t);
+}
+
+/* A decimal integer. Returns 1 and *out, or 0 after reporting. */
+static int get_int(V *v, const cfg_node *n, const char *what, int64_t *out)
+{
+    if (n->bad)
+        return 0;
+    if (is_plain(n)) {
+        const char *h = number_hint(n);
+        if (h)
+            return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: '%s': %s", what, echo(v, n), h);
+    }
+    if (!is_plain(n) || !int_syntax(n->val, n->len) || number_hint(n))
+        return type_err(v, n, what, "integer");
+    const char *s = n->val;
+    size_t i = 0;
+    int neg = 0;
+    if (s[0] == '-' || s[0] == '+')
+        neg = s[i++] == '-';
+    uint64_t acc = 0;
+    for (; i < n->len; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (acc > (UINT64_MAX - d) / 10)
+            return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: value out of range ('%s')", what,
+                          echo(v, n));
+        acc = acc * 10 + d;
+    }
+    if ((!neg && acc > (uint64_t)INT64_MAX) || (neg && acc > (uint64_t)INT64_MAX + 1))
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: value out of range ('%s')", what, echo(v, n));
+    *out = neg ? (acc == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)acc) : (int64_t)acc;
+    return 1;
+}
+
+/* An integer in [lo, hi]; the message names the range. */
+static int get_int_in(V *v, const cfg_node *n, const char *what, int64_t lo, int64_t hi,
+                      int32_t *out)
+{
+    int64_t x;
+    if (!get_int(v, n, what, &x))
+        return 0;
+    if (x < lo || x > hi)
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be in [%lld, %lld], got %lld", what,
+                      (long long)lo, (long long)hi, (long long)x);
+    *out = (int32_t)x;
+    return 1;
+}
+
+/* A number (integer or float syntax, or .inf/.nan) as a double. */
+static int get_num(V *v, const cfg_node *n, const char *what, double *out)
+{
+    if (n->bad)
+        return 0;
+    if (is_plain(n)) {
+        int sp = special_float(n);
+        if (sp == 2) {
+            *out = NAN;
+            return 1;
+        }
+        if (sp) {
+            *out = sp > 0 ? INFINITY : -INFINITY;
+            return 1;
+        }
+        const char *h = number_hint(n);
+        if (h)
+            return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: '%s': %s", what, echo(v, n), h);
+        if (float_syntax(n->val, n->len)) {
+            errno = 0;
+            double d = c_strtod(n->val);
+            if (isinf(d))
+                return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: value out of range ('%s')", what,
+                              echo(v, n));
+            *out = d;
+            return 1;
+        }
+    }
+    return type_err(v, n, what, "number");
+}
+
+/* As get_num, then rounded to float: finite doubles beyond the float
+ * range are out of range (infinities and NaN pass for range checks). */
+static int get_float(V *v, const cfg_node *n, const char *what, float *out)
+{
+    double d = 0;
+    if (!get_num(v, n, what, &d))
+        return 0;
+    if (isfinite(d) && fabs(d) > FLT_MAX)
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: value out of range for a float ('%s')", what,
+                      echo(v, n));
+    *out = (float)d;
+    return 1;
+}
+
+/* A number in [lo, hi] (NaN rejected), as the message in BAD_INPUTS P-02. */
+static int get_float_in(V *v, const cfg_node *n, const char *what, double lo, double hi, float *out)
+{
+    float f;
+    if (!get_float(v, n, what, &f))
+        return 0;
+    if (!(f >= lo && f <= hi))
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be a number in [%g, %g], got %s", what,
+                      lo, hi, echo(v, n));
+    *out = f;
+    return 1;
+}
+
+static int get_finite(V *v, const cfg_node *n, const char *what, float *out)
+{
+    float f;
+    if (!get_float(v, n, what, &f))
+        return 0;
+    if (!isfinite(f))
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be a finite number, got %s", what,
+                      echo(v, n));
+    *out = f;
+    return 1;
+}
+
+static int get_bool(V *v, const cfg_node *n, const char *what, int *out)
+{
+    if (n->bad)
+        return 0;
+    if (streq(n, "true") && is_plain(n)) {
+        *out = 1;
+        return 1;
+    }
+    if (streq(n, "false") && is_plain(n)) {
+        *out = 0;
+        return 1;
+    }
+    if (is_bool_word(n))
+        return err_at(v, n, SIFT_E_CONFIG_VALUE,
+                      "%s: '%s' is not a boolean in YAML 1.2; use true or false (or quote it "
+                      "for a string)",
+                      what, echo(v, n));
+    return type_err(v, n, what, "true or false");
+}
+
+/* Any non-null scalar as a string. */
+static int get_str(V *v, const cfg_node *n, const char *what)
+{
+    if (n->bad)
+        return 0;
+    if (n->type != CFG_SCALAR || is_null(n))
+        return type_err(v, n, what, "string");
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Mappings                                                            */
+/* ------------------------------------------------------------------ */
+
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    size_t row[65];
+    if (na > 64 || nb > 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+/* The closest allowed name, or NULL if none is close enough. */
+static const char *did_you_mean(const char *key, size_t len, const char *const *names, size_t n)
+{
+    const char *best = NULL;
+    size_t bd = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = strlen(names[i]);
+        size_t d = edit_distance(key, len, names[i], nl);
+        size_t lim = len < 4 ? 1 : len < 8 ? 2 : 3;
+        int prefix = len >= 3 && nl >= 3 &&
+                     (!strncmp(names[i], key, len < nl ? len : nl) ||
+                      (len > nl && !memcmp(key, names[i], nl)));
+        if (prefix && d > lim)
+            d = lim;
+        if (d <= lim && d < bd) {
+            bd = d;
+            best = names[i];
+        }
+    }
+    return best;
+}
+
+typedef struct key_ref {
+    const char *s;
+    size_t len;
+    uint32_t idx;
+} key_ref;
+
+static int key_cmp(const void *a, const void *b)
+{
+    const key_ref *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    int c = memcmp(x->s, y->s, x->len);
+    if (c)
+        return c;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Checks a mapping's keys: strings, no merge keys, no duplicates (first
+ * one wins, later ones are errors naming the first), and, if `names` is
+ * not NULL, only those names (with a did-you-mean). `ctx` prefixes the
+ * messages ("" at top level). */
+static void check_keys(V *v, const cfg_node *map, const char *const *names, size_t n_names,
+                       const char *ctx)
+{
+    size_t n = map->n_children / 2, k = 0;
+    key_ref *refs = n ? sift__malloc(&v->cfg->al, n, sizeof *refs) : NULL;
+    if (n && !refs) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
+    for (uint32_t ki = map->first; ki != CFG_NONE;) {
+        const cfg_node *key = NODE(v, ki);
+        uint32_t vi = key->next;
+        if (key->bad) {
+        } else if (key->type != CFG_SCALAR) {
+            err_at(v, key, SIFT_E_CONFIG_KEY, "%skeys must be strings, got a %s", ctx,
+                   type_name(key));
+        } else if (is_plain(key) && streq(key, "<<")) {
+            err_at(v, key, SIFT_E_CONFIG_KEY, "merge keys ('<<') are not supported");
+        } else {
+            refs[k].s = key->val;
+            refs[k].len = key->len;
+            refs[k].idx = ki;
+            k++;
+            if (names) {
+                int found = 0;
+                for (size_t i = 0; i < n_names && !found; i++)
+                    found = streq(key, names[i]);
+                if (!found) {
+                    const char *dm = did_you_mean(key->val, key->len, names, n_names);
+                    if (dm)
+                        err_at(v, key, SIFT_E_CONFIG_KEY, "%sunknown key '%s' (did you mean '%s'?)",
+                               ctx, echo(v, key), dm);
+                    else
+                        err_at(v, key, SIFT_E_CONFIG_KEY, "%sunknown key '%s'", ctx, echo(v, key));
+                }
+            }
+        }
+        ki = vi == CFG_NONE ? CFG_NONE : NODE(v, vi)->next;
+    }
+    if (k > 1) {
+        qsort(refs, k, sizeof *refs, key_cmp);
+        size_t first = 0;
+        for (size_t i = 1; i < k; i++) {
+            if (refs[i].len == refs[first].len && !memcmp(refs[i].s, refs[first].s, refs[i].len)) {
+                const cfg_node *a = NODE(v, refs[first].idx), *b = NODE(v, refs[i].idx);
+                err_at(v, b, SIFT_E_CONFIG_KEY, "%sduplicate key '%s' (first at %d:%d)", ctx,
+                       echo(v, b), (int)a->line, (int)a->col);
+            } else {
+                first = i;
+            }
+        }
+    }
+    sift__free(&v->cfg->al, refs);
+}
+
+/* The value of the first `name` key of a mapping, or NULL. */
+static const cfg_node *find(V *v, const cfg_node *map, const char *name)
+{
+    for (uint32_t ki = map->first; ki != CFG_NONE;) {
+        const cfg_node *key = NODE(v, ki);
+        if (key->next == CFG_NONE)
+            return NULL;
+        if (!key->bad && streq(key, name))
+            return NODE(v, key->next);
+        ki = NODE(v, key->next)->next;
+    }
+    return NULL;
+}
+
+/* The key node whose value is `val` (for positions). */
+static const cfg_node *key_of(V *v, const cfg_node *map, const cfg_node *val)
+{
+    for (uint32_t ki = map->first; ki != CFG_NONE;) {
+        const cfg_node *key = NODE(v, ki);
+        if (key->next == CFG_NONE)
+            return NULL;
+        if (NODE(v, key->next) == val)
+            return key;
+        ki = NODE(v, key->next)->next;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Stages of a `chain:` list                                           */
+/* ------------------------------------------------------------------ */
+
+typedef struct stage_def {
+    const char *name;
+    cfg_kind kind;
+    const char *main; /* the parameter a scalar gives; NULL = none */
+    int bare_ok;      /* may be written without parameters */
+    const char *const keys[6];
+} stage_def;
+
+static const stage_def STAGES[] = {
+    {"penalties", K_PENALTIES, "repeat", 0, {"last_n", "repeat", "frequency", "presence"}},
+    {"dry", K_DRY, "multiplier", 0, {"multiplier", "base", "allowed_length", "last_n", "breakers"}},
+    {"logit_bias", K_LOGIT_BIAS, NULL, 0, {NULL}},
+    {"top_k", K_TOP_K, "k", 0, {"k", "ties"}},
+    {"top_p", K_TOP_P, "p", 0, {"p", "min_keep"}},
+    {"min_p", K_MIN_P, "p", 0, {"p", "min_keep"}},
+    {"typical", K_TYPICAL, "p", 0, {"p", "min_keep"}},
+    {"top_n_sigma", K_TOP_N_SIGMA, "n", 0, {"n"}},
+    {"xtc", K_XTC, "probability", 0, {"probability", "threshold", "min_keep"}},
+    {"temperature", K_TEMP, "temp", 0, {"temp", "delta", "exponent"}},
+    {"dist", K_DIST, NULL, 1, {"order"}},
+    {"greedy", K_GREEDY, NULL, 1, {NULL}},
+    {"mirostat", K_MIROSTAT, "tau", 1, {"tau", "eta", "m"}},
+    {"mirostat_v2", K_MIROSTAT_V2, "tau", 1, {"tau", "eta"}},
+};
+#define N_STAGES (sizeof STAGES / sizeof STAGES[0])
+
+static const char *const STAGE_NAMES[N_STAGES] = {
+    "penalties",   "dry", "logit_bias",  "top_k", "top_p",  "min_p",    "typical",
+    "top_n_sigma", "xtc", "temperature", "dist",  "greedy", "mirostat", "mirostat_v2"};
+
+static const char *kind_name(cfg_kind k)
+{
+    if (k == K_TEMP_EXT)
+        return "temperature";
+    for (size_t i = 0; i < N_STAGES; i++)
+        if (STAGES[i].kind == k)
+            return STAGES[i].name;
+    return "?";
+}
+
+static size_t n_keys(const stage_def *d)
+{
+    size_t n = 0;
+    while (n < 6 && d->keys[n])
+        n++;
+    return n;
+}
+
+/* Parameter access for one stage: a scalar shorthand fills `main`, a
+ * mapping is looked up by name. */
+typedef struct params {
+    V *v;
+    const stage_def *def;
+    const cfg_node *scalar; /* shorthand value, or NULL */
+    const cfg_node *map;    /* parameter mapping, or NULL */
+    const cfg_node *at;     /* position of the stage */
+    char what[64];
+} params;
+
+static const cfg_node *param(params *p, const char *key)
+{
+    if (p->scalar)
+        return p->def->main && !strcmp(key, p->def->main) ? p->scalar : NULL;
+    if (p->map)
+        return find(p->v, p->map, key);
+    return NULL;
+}
+
+/* "top_p" for the shorthand, "top_p.min_keep" for a mapping key. */
+static const char *pname(params *p, const char *key)
+{
+    if (p->scalar && p->def->main && !strcmp(key, p->def->main))
+        snprintf(p->what, sizeof p->what, "%s", p->def->name);
+    else
+        snprintf(p->what, sizeof p->what, "%s.%s", p->def->name, key);
+    return p->what;
+}
+
+static int missing(params *p, const char *key)
+{
+    return err_at(p->v, p->map ? p->map : p->at, SIFT_E_CONFIG_KEY, "%s: missing '%s'",
+                  p->def->name, key);
+}
+
+static int window(V *v, const cfg_node *n, const char *what, int32_t *out)
+{
+    int64_t x;
+    if (!get_int(v, n, what, &x))
+        return 0;
+    if (x < 0)
+        return err_at(v, n, SIFT_E_CONFIG_VALUE,
+                      "%s must be >= 0, got %lld (-1, 'the whole context', is not supported; "
+                      "give a window)",
+                      what, (long long)x);
+    if (x > SIFT_DEFAULT_MAX_HISTORY)
+        return err_at(v, n, SIFT_E_CONFIG_LIMIT, "%s %lld exceeds max_history %d", what,
+                      (long long)x, SIFT_DEFAULT_MAX_HISTORY);
+    *out = (int32_t)x;
+    return 1;
+}
+
+static int min_keep(V *v, const cfg_node *n, const char *what, int32_t *out)
+{
+    return get_int_in(v, n, what, 0, INT32_MAX, out);
+}
+
+/* Validates a sequence of DRY breakers into st. */
+static int breakers(V *v, const cfg_node *seq, const char *what, cfg_stage *st)
+{
+    if (seq->bad)
+        return 0;
+    if (seq->type != CFG_SEQ)
+        return type_err(v, seq, what, "sequence of strings");
+    if (seq->n_children > MAX_BREAKERS)
+        return err_at(v, seq, SIFT_E_CONFIG_LIMIT, "%s has %u entries; max %d", what,
+                      (unsigned)seq->n_children, MAX_BREAKERS);
+    int ok = 1;
+    size_t i = 0;
+    for (uint32_t c = seq->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
+        const cfg_node *b = NODE(v, c);
+        char w[80];
+        snprintf(w, sizeof w, "%s[%zu]", what, i);
+        if (!get_str(v, b, w)) {
+            ok = 0;
+        } else if (b->len == 0) {
+            ok = err_at(v, b, SIFT_E_CONFIG_VALUE, "breaker %zu is empty", i);
+        } else if (b->len > MAX_BREAKER_BYTES) {
+            ok = err_at(v, b, SIFT_E_CONFIG_VALUE, "breaker %zu is %zu bytes; max %d", i, b->len,
+                        MAX_BREAKER_BYTES);
+        }
+    }
+    if (!ok)
+        return 0;
+    size_t n = seq->n_children;
+    st->breakers = n ? sift__calloc(&v->cfg->al, n, sizeof *st->breakers) : NULL;
+    st->breaker_lengths = n ? sift__calloc(&v->cfg->al, n, sizeof *st->breaker_lengths) : NULL;
+    if (n && (!st->breakers || !st->breaker_lengths)) {
+        v->st = SIFT_E_NOMEM;
+        return 0;
+    }
+    i = 0;
+    for (uint32_t c = seq->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
+        const cfg_node *b = NODE(v, c);
+        st->breakers[i] = sift__memdup(&v->cfg->al, b->val, b->len);
+        st->breaker_lengths[i] = b->len;
+        st->n_breakers = i + 1;
+        if (!st->breakers[i]) {
+            v->st = SIFT_E_NOMEM;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void free_stage(V *v, cfg_stage *st)
+{
+    sift__free(&v->cfg->al, st->biases);
+    for (size_t k = 0; k < st->n_breakers; k++)
+        sift__free(&v->cfg->al, st->breakers[k]);
+    sift__free(&v->cfg->al, st->breakers);
+    sift__free(&v->cfg->al, st->breaker_lengths);
+    st->biases = NULL;
+    st->breakers = NULL;
+    st->breaker_lengths = NULL;
+    st->n_breakers = st->n_biases = 0;
+}
+
+static int push(V *v, cfg_stage *st)
+{
+    if (sift__cfg_push_stage(v->cfg, st) != SIFT_OK) {
+        v->st = SIFT_E_NOMEM;
+        free_stage(v, st);
+        return 0;
+    }
+    return 1;
+}
+
+/* A token id key of logit_bias / trigger tokens. */
+static int token_id(V *v, const cfg_node *n, const char *what, int32_t *out)
+{
+    if (n->bad)
+        return 0;
+    if (n->type == CFG_SCALAR && !int_syntax(n->val, n->len) && !number_hint(n) &&
+        !float_syntax(n->val, n->len) && !is_null(n)) {
+        if (v->has_vocab_file)
+            return err_at(v, n, SIFT_E_CONFIG_TYPE,
+                          "%s: token text '%s' as a key is not supported yet; give the token id",
+                          what, echo(v, n));
+        return err_at(v, n, SIFT_E_CONFIG_TYPE,
+                      "%s: expected a token id, got string '%s' (token text needs a vocabulary)",
+                      what, echo(v, n));
+    }
+    int64_t x;
+    if (!get_int(v, n, what, &x))
+        return 0;
+    if (x < 0)
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: token %lld is negative", what, (long long)x);
+    int64_t lim = v->vocab_size ? v->vocab_size : SIFT_DEFAULT_MAX_VOCAB;
+    if (x >= lim)
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: token %lld is out of range [0, %lld)%s", what,
+                      (long long)x, (long long)lim,
+                      v->vocab_size ? " (vocab_size)" : " (max_vocab)");
+    *out = (int32_t)x;
+    return 1;
+}
+
+static int cmp_bias(const void *a, const void *b)
+{
+    const sift_bias *x = a, *y = b;
+    return (x->token > y->token) - (x->token < y->token);
+}
+
+static void logit_bias(V *v, const cfg_node *map, const cfg_node *at, cfg_stage *st)
+{
+    if (!map || map->bad || is_null(map)) {
+        if (!map || !map->bad)
+            err_at(v, map ? map : at, SIFT_E_CONFIG_TYPE,
+                   "logit_bias: expected a mapping of token id to bias");
+        return;
+    }
+    if (map->type != CFG_MAP) {
+        type_err(v, map, "logit_bias", "mapping of token id to bias");
+        return;
+    }
+    check_keys(v, map, NULL, 0, "logit_bias: ");
+    size_t n = map->n_children / 2;
+    int64_t cap = v->vocab_size ? v->vocab_size : SIFT_DEFAULT_MAX_VOCAB;
+    if ((int64_t)n > cap) {
+        err_at(v, map, SIFT_E_CONFIG_LIMIT, "logit_bias has %zu entries; max %lld", n,
+               (long long)cap);
+        return;
+    }
+    sift_bias *b = n ? sift__malloc(&v->cfg->al, n, sizeof *b) : NULL;
+    if (n && !b) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
+    size_t k = 0;
+    int ok = 1;
+    for (uint32_t ki = map->first; ki != CFG_NONE;) {
+        const cfg_node *key = NODE(v, ki);
+        const cfg_node *val = NODE(v, key->next);
+        ki = val->next;
+        int32_t tok;
+        float f = 0;
+        int good = token_id(v, key, "logit_bias", &tok);
+        if (is_plain(val) && streq(val, "false")) {
+            f = -INFINITY;
+        } else if (is_plain(val) && is_bool_word(val)) {
+            good = err_at(v, val, SIFT_E_CONFIG_VALUE,
+                          "logit_bias: '%s' is not a bias; give a number, or false (or -.inf) "
+                          "to ban the token",
+                          echo(v, val));
+        } else if (get_float(v, val, "logit_bias", &f)) {
+            if (isnan(f) || f == INFINITY)
+                good = err_at(v, val, SIFT_E_CONFIG_VALUE,
+                              "logit_bias: bias must be a number or -.inf (ban), got %s",
+                              echo(v, val));
+        } else {
+            good = 0;
+        }
+        if (good && ok) {
+            b[k].token = tok;
+            b[k].bias = f;
+            k++;
+        } else {
+            ok = 0;
+        }
+    }
+    if (ok && k > 1) {
+        /* "15" and "+15" are different keys to YAML but the same token. */
+        sift_bias *sorted = sift__malloc(&v->cfg->al, k, sizeof *sorted);
+        if (!sorted) {
+            v->st = SIFT_E_NOMEM;
+            sift__free(&v->cfg->al, b);
+            return;
+        }
+        memcpy(sorted, b, k * sizeof *b);
+        qsort(sorted, k, sizeof *sorted, cmp_bias);
+        for (size_t i = 1; i < k && ok; i++)
+            if (sorted[i].token == sorted[i - 1].token)
+                ok = err_at(v, map, SIFT_E_CONFIG_KEY, "logit_bias: token %d is listed twice",
+                            (int)sorted[i].token);
+        sift__free(&v->cfg->al, sorted);
+    }
+    if (!ok) {
+        sift__free(&v->cfg->al, b);
+        return;
+    }
+    st->biases = b;
+    st->n_biases = k;
+    push(v, st);
+}
+
+/* One `chain:` item. */
+static void chain_item(V *v, const cfg_node *item, size_t index)
+{
+    if (item->bad)
+        return;
+    const cfg_node *name = NULL, *val = NULL;
+    if (item->type == CFG_SCALAR) {
+        name = item;
+    } else if (item->type == CFG_MAP) {
+        if (item->n_children != 2) {
+            err_at(v, item, SIFT_E_CONFIG_TYPE,
+                   "stage %zu: a stage is a mapping with one key (its name); this one has %u",
+                   index + 1, (unsigned)(item->n_children / 2));
+            return;
+        }
+        name = NODE(v, item->first);
+        val = NODE(v, name->next);
+        if (name->bad || val->bad)
+            return;
+        if (name->type != CFG_SCALAR) {
+            err_at(v, name, SIFT_E_CONFIG_TYPE, "stage %zu: the stage name must be a string",
+                   index + 1);
+            return;
+        }
+        if (is_null(val))
+            val = NULL;
+    } else {
+        type_err(v, item, "chain item", "a stage name or a mapping");
+        return;
+    }
+    const stage_def *def = NULL;
+    for (size_t i = 0; i < N_STAGES && !def; i++)
+        if (streq(name, STAGES[i].name))
+            def = &STAGES[i];
+    if (!def) {
+        const char *dm = did_you_mean(name->val, name->len, STAGE_NAMES, N_STAGES);
+        if (dm)
+            err_at(v, name, SIFT_E_CONFIG_KEY, "unknown stage '%s' (did you mean '%s'?)",
+                   echo(v, name), dm);
+        else
+            err_at(v, name, SIFT_E_CONFIG_KEY, "unknown stage '%s'", echo(v, name));
+        return;
+    }
+    cfg_stage st;
+    memset(&st, 0, sizeof st);
+    st.kind = def->kind;
+    st.line = item->line;
+    st.col = item->col;
+    if (def->kind == K_LOGIT_BIAS) {
+        logit_bias(v, val, item, &st);
+        return;
+    }
+    params p = {v, def, NULL, NULL, item, {0}};
+    if (!val) {
+        if (!def->bare_ok) {
+            err_at(v, name, SIFT_E_CONFIG_VALUE, "%s needs a value (%s: ...)", def->name,
+                   def->name);
+            return;
+        }
+    } else if (val->type == CFG_SCALAR) {
+        if (!def->main) {
+            err_at(v, val, SIFT_E_CONFIG_TYPE, "%s takes %s", def->name,
+                   def->keys[0] ? "a mapping of parameters" : "no parameters");
+            return;
+        }
+        p.scalar = val;
+    } else if (val->type == CFG_MAP) {
+        size_t nk = n_keys(def);
+        char ctx[64];
+        snprintf(ctx, sizeof ctx, "%s: ", def->name);
+        check_keys(v, val, def->keys, nk, ctx);
+        p.map = val;
+    } else {
+        type_err(v, val, def->name, def->main ? "a number or a mapping" : "a mapping");
+        return;
+    }
+
+    const cfg_node *n;
+    int ok = 1;
+#define REQUIRE(key)                 \
+    do {                             \
+        if (!(n = param(&p, key))) { \
+            missing(&p, key);        \
+            ok = 0;                  \
+        }                            \
+    } while (0)
+    switch (def->kind) {
+    case K_PENALTIES:
+        st.i0 = 64;
+        st.f[0] = 1.0f;
+        if ((n = param(&p, "last_n")))
+            ok &= window(v, n, pname(&p, "last_n"), &st.i0);
+        REQUIRE("repeat");
+        if (n) {
+            ok &= get_finite(v, n, pname(&p, "repeat"), &st.f[0]);
+            if (ok && !(st.f[0] > 0))
+                ok =
+                    err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be > 0, got %s", p.what, echo(v, n));
+        }
+        if ((n = param(&p, "frequency")))
+            ok &= get_finite(v, n, pname(&p, "frequency"), &st.f[1]);
+        if ((n = param(&p, "presence")))
+            ok &= get_finite(v, n, pname(&p, "presence"), &st.f[2]);
+        if (ok && (st.i0 == 0 || (st.f[0] == 1.0f && st.f[1] == 0 && st.f[2] == 0)))
+            warn_at(v, item, "penalties does nothing with these values (%s)",
+                    st.i0 == 0 ? "last_n 0" : "repeat 1, frequency 0, presence 0");
+        break;
+    case K_DRY: {
+        static const char *const defb[] = {"\n", ":", "\"", "*"};
+        st.f[1] = 1.75f;
+        st.i0 = 2;
+        st.i1 = 4096;
+        REQUIRE("multiplier");
+        if (n) {
+            ok &= get_finite(v, n, pname(&p, "multiplier"), &st.f[0]);
+            if (ok && st.f[0] < 0)
+                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %s", p.what,
+                            echo(v, n));
+        }
+        if ((n = param(&p, "base")))
+            ok &= get_finite(v, n, pname(&p, "base"), &st.f[1]);
+        if ((n = param(&p, "allowed_length"))) {
+            int64_t x;
+            if (get_int(v, n, pname(&p, "allowed_length"), &x)) {
+                if (x < 0 || x > INT32_MAX)
+                    ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %lld", p.what,
+                                (long long)x);
+                else
+                    st.i0 = (int32_t)x;
+            } else {
+                ok = 0;
+            }
+        }
+        if ((n = param(&p, "last_n")))
+            ok &= window(v, n, pname(&p, "last_n"), &st.i1);
+        if ((n = param(&p, "breakers"))) {
+            ok &= breakers(v, n, pname(&p, "breakers"), &st);
+        } else if (ok) {
+            cfg_stage tmp = st;
+            tmp.breakers = sift__calloc(&v->cfg->al, 4, sizeof *tmp.breakers);
+            tmp.breaker_lengths = sift__calloc(&v->cfg->al, 4, sizeof *tmp.breaker_lengths);
+            if (!tmp.breakers || !tmp.breaker_lengths) {
+                v->st = SIFT_E_NOMEM;
+                free_stage(v, &tmp);
+                return;
+            }
+            for (size_t i = 0; i < 4; i++) {
+                tmp.breakers[i] = sift__memdup(&v->cfg->al, defb[i], 1);
+                tmp.breaker_lengths[i] = 1;
+                tmp.n_breakers = i + 1;
+                if (!tmp.breakers[i]) {
+                    v->st = SIFT_E_NOMEM;
+                    free_stage(v, &tmp);
+                    return;
+                }
+            }
+            st = tmp;
+        }
+        if (ok && (st.f[0] == 0 || st.f[1] < 1 || st.i1 == 0))
+            warn_at(v, item, "dry is off with these values (%s)",
+                    st.f[0] == 0  ? "multiplier 0"
+                    : st.f[1] < 1 ? "base < 1"
+                                  : "last_n 0");
+        break;
+    }
+    case K_TOP_K: {
+        REQUIRE("k");
+        if (n) {
+            ok &= get_int_in(v, n, pname(&p, "k"), INT32_MIN, INT32_MAX, &st.i0);
+            if (ok && st.i0 <= 0)
+                warn_at(v, n, "top_k %d turns the stage off (k <= 0 keeps every token)",
+                        (int)st.i0);
+            if (ok && v->vocab_size && st.i0 > v->vocab_size)
+                warn_at(v, n, "top_k %d is larger than vocab_size %d; it keeps every token",
+                        (int)st.i0, (int)v->vocab_size);
+        }
+        if ((n = param(&p, "ties")))
+            ok &= get_bool(v, n, pname(&p, "ties"), &st.flag);
+        break;
+    }
+    case K_TOP_P:
+    case K_MIN_P:
+    case K_TYPICAL:
+        REQUIRE("p");
+        if (n) {
+            ok &= get_float_in(v, n, pname(&p, "p"), 0, 1, &st.f[0]);
+            if (ok && def->kind != K_MIN_P && st.f[0] >= 1)
+                warn_at(v, n, "%s 1 turns the stage off", def->name);
+            if (ok && def->kind == K_MIN_P && st.f[0] == 0)
+                warn_at(v, n, "min_p 0 turns the stage off");
+        }
+        if ((n = param(&p, "min_keep")))
+            ok &= min_keep(v, n, pname(&p, "min_keep"), &st.i0);
+        break;
+    case K_TOP_N_SIGMA:
+        REQUIRE("n");
+        if (n) {
+            ok &= get_finite(v, n, pname(&p, "n"), &st.f[0]);
+            if (ok && st.f[0] <= 0)
+                warn_at(v, n, "top_n_sigma %s turns the stage off (n <= 0)", echo(v, n));
+        }
+        break;
+    case K_XTC:
+        st.f[1] = 0.1f;
+        REQUIRE("probability");
+        if (n) {
+            ok &= get_float_in(v, n, pname(&p, "probability"), 0, 1, &st.f[0]);
+            if (ok && st.f[0] == 0)
+                warn_at(v, n, "xtc probability 0 turns the stage off");
+        }
+        if ((n = param(&p, "threshold"))) {
+            ok &= get_float_in(v, n, pname(&p, "threshold"), 0, 1, &st.f[1]);
+            if (ok && st.f[1] > 0.5f)
+                warn_at(v, n,
+                        "xtc threshold above 0.5 turns the stage off (at most one token "
+                        "can reach it)");
+        }
+        if ((n = param(&p, "min_keep")))
+            ok &= min_keep(v, n, pname(&p, "min_keep"), &st.i0);
+        break;
+    case K_TEMP:
+        st.f[2] = 1.0f;
+        REQUIRE("temp");
+        if (n) {
+            ok &= get_finite(v, n, pname(&p, "temp"), &st.f[0]);
+            if (ok && st.f[0] < 0)
+                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0 (0 = greedy), got %s",
+                            p.what, echo(v, n));
+        }
+        if ((n = param(&p, "delta"))) {
+            ok &= get_finite(v, n, pname(&p, "delta"), &st.f[1]);
+            if (ok && st.f[1] < 0)
+                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %s", p.what,
+                            echo(v, n));
+        }
+        if ((n = param(&p, "exponent"))) {
+            ok &= get_finite(v, n, pname(&p, "exponent"), &st.f[2]);
+            if (ok && !(st.f[2] > 0))
+                ok =
+                    err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be > 0, got %s", p.what, echo(v, n));
+        }
+        if (st.f[1] > 0)
+            st.kind = K_TEMP_EXT;
+        break;
+    case K_DIST:
+        if ((n = param(&p, "order"))) {
+            if (!get_str(v, n, "dist.order")) {
+                ok = 0;
+            } else if (streq(n, "id")) {
+                st.flag = 1;
+            } else if (!streq(n, "canonical")) {
+                ok = err_at(v, n, SIFT_E_CONFIG_VALUE,
+                            "dist.order must be 'canonical' or 'id', got '%s'", echo(v, n));
+            }
+        }
+        break;
+    case K_GREEDY: break;
+    case K_MIROSTAT:
+    case K_MIROSTAT_V2:
+        st.f[0] = 5.0f;
+        st.f[1] = 0.1f;
+        st.i0 = 100;
+        if ((n = param(&p, "tau"))) {
+            ok &= get_finite(v, n, pname(&p, "tau"), &st.f[0]);
+            if (ok && st.f[0] < 0)
+                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %s", p.what,
+                            echo(v, n));
+        }
+        if ((n = param(&p, "eta"))) {
+            ok &= get_finite(v, n, pname(&p, "eta"), &st.f[1]);
+            if (ok && st.f[1] < 0)
+                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %s", p.what,
+                            echo(v, n));
+        }
+        if ((n = param(&p, "m")))
+            ok &= get_int_in(v, n, pname(&p, "m"), 1, INT32_MAX, &st.i0);
+        if (def->kind == K_MIROSTAT && !v->vocab_size && !v->has_vocab_file)
+            ok = err_at(v, item, SIFT_E_CONFIG_VALUE,
+                        "mirostat needs the vocabulary size: set vocab_size (or vocab)");
+        break;
+    default: break;
+    }
+#undef REQUIRE
+    if (ok)
+        push(v, &st);
+    else
+        free_stage(v, &st);
+}
+
+static int is_selector(cfg_kind k)
+{
+    return k == K_DIST || k == K_GREEDY || k == K_MIROSTAT || k == K_MIROSTAT_V2;
+}
+
+/* The rule of P-14 over the items as written (names, not parsed stages,
+ * so a bad parameter does not hide a misplaced selector). */
+static void check_selectors(V *v, const cfg_node *chain)
+{
+    size_t i = 0, n = chain->n_children, first = SIZE_MAX;
+    const cfg_node *last = NULL, *first_node = NULL;
+    const char *last_name = "?", *first_name = NULL;
+    for (uint32_t c = chain->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
+        const cfg_node *item = NODE(v, c);
+        const cfg_node *name =
+            item->type == CFG_MAP && item->n_children >= 2 ? NODE(v, item->first) : item;
+        cfg_kind kind = K__COUNT;
+        const char *nm = "?";
+        for (size_t s = 0; s < N_STAGES; s++)
+            if (name->type == CFG_SCALAR && streq(name, STAGES[s].name)) {
+                kind = STAGES[s].kind;
+                nm = STAGES[s].name;
+            }
+        if (item->bad || name->bad || name->type != CFG_SCALAR)
+            return; /* already reported; a guess here would only add noise */
+        last = item;
+        last_name = nm;
+        if (kind == K__COUNT && NODE(v, c)->next == CFG_NONE)
+            return; /* the last stage is unknown: that error says enough */
+        if (!is_selector(kind))
+            continue;
+        if (first == SIZE_MAX) {
+            first = i;
+            first_node = item;
+            first_name = nm;
+        } else {
+            err_at(v, item, SIFT_E_CONFIG_VALUE,
+                   "chain has more than one selector: stage %zu (%s) and stage %zu (%s)", first + 1,
+                   first_name, i + 1, nm);
+        }
+    }
+    if (first == SIZE_MAX)
+        err_at(v, last, SIFT_E_CONFIG_VALUE,
+               "chain must end with exactly one of dist/greedy/mirostat/mirostat_v2; stage %zu "
+               "(%s) is last",
+               n, last_name);
+    else if (first != n - 1 && first_node)
+        err_at(v, first_node, SIFT_E_CONFIG_VALUE,
+               "the selector must be the last stage; stage %zu (%s) is followed by stage %zu "
+               "(%s)",
+               first + 1, first_name, n, last_name);
+}
+
+static void chain_list(V *v, const cfg_node *chain)
+{
+    if (chain->bad)
+        return;
+    if (chain->type != CFG_SEQ) {
+        type_err(v, chain, "chain", "sequence of stages");
+        return;
+    }
+    if (chain->n_children == 0) {
+        err_at(v, chain, SIFT_E_CONFIG_VALUE,
+               "chain is empty; it must end with one of dist/greedy/mirostat/mirostat_v2");
+        return;
+    }
+    if (chain->n_children > (uint32_t)v->cfg->params.max_stages) {
+        err_at(v, chain, SIFT_E_CONFIG_LIMIT, "chain has %u stages; max %d",
+               (unsigned)chain->n_children, (int)v->cfg->params.max_stages);
+        return;
+    }
+    size_t i = 0;
+    for (uint32_t c = chain->first; c != CFG_NONE && v->st == SIFT_OK; c = NODE(v, c)->next)
+        chain_item(v, NODE(v, c), i++);
+    check_selectors(v, chain);
+}
+
+/* ------------------------------------------------------------------ */
+/* llama.cpp flat parameters                                           */
+/* ------------------------------------------------------------------ */
+
+static const char *const FLAT_KEYS[] = {"top_k",
+                                        "top_p",
+                                        "min_p",
+                                        "typical_p",
+                                        "temp",
+                                        "dynatemp_range",
+                                        "dynatemp_exponent",
+                                        "repeat_penalty",
+                                        "repeat_last_n",
+                                        "frequency_penalty",
+                                        "presence_penalty",
+                                        "dry_multiplier",
+                                        "dry_base",
+                                        "dry_allowed_length",
+                                        "dry_penalty_last_n",
+                                        "dry_sequence_breakers",
+                                        "xtc_probability",
+                                        "xtc_threshold",
+                                        "top_n_sigma",
+                                        "mirostat",
+                                        "mirostat_tau",
+                                        "mirostat_eta",
+                                        "samplers",
+                                        "min_keep",
+                                        "n_probs"};
+#define N_FLAT (sizeof FLAT_KEYS / sizeof FLAT_KEYS[0])
+
+static const char *const TOP_KEYS[] = {"seed",
+                                       "vocab_size",
+                                       "vocab",
+                                       "chain",
+                                       "grammar",
+                                       "top_k",
+                                       "top_p",
+                                       "min_p",
+                                       "typical_p",
+                                       "temp",
+                                       "dynatemp_range",
+                                       "dynatemp_exponent",
+                                       "repeat_penalty",
+                                       "repeat_last_n",
+                                       "frequency_penalty",
+                                       "presence_penalty",
+                                       "dry_multiplier",
+                                       "dry_base",
+                                       "dry_allowed_length",
+                                       "dry_penalty_last_n",
+                                       "dry_sequence_breakers",
+                                       "xtc_probability",
+                                       "xtc_threshold",
+                                       "top_n_sigma",
+                                       "mirostat",
+                                       "mirostat_tau",
+                                       "mirostat_eta",
+                                       "samplers",
+                                       "min_keep",
+                                       "n_probs"};
+#define N_TOP (sizeof TOP_KEYS / sizeof TOP_KEYS[0])
+
+/* Sampler names llama.cpp's common accepts, with sift's meaning. */
+static const struct {
+    const char *name;
+    int id; /* 0 penalties 1 dry 2 top_n_sigma 3 top_k 4 typ_p 5 top_p 6 min_p 7 xtc
+               8 temperature, -1 unsupported */
+} SAMPLER_NAMES[] = {{"penalties", 0},   {"dry", 1},         {"top_n_sigma", 2}, {"top-n-sigma", 2},
+                     {"top_k", 3},       {"top-k", 3},       {"typ_p", 4},       {"typical-p", 4},
+                     {"typical", 4},     {"typ-p", 4},       {"typ", 4},         {"top_p", 5},
+                     {"top-p", 5},       {"nucleus", 5},     {"min_p", 6},       {"min-p", 6},
+                     {"xtc", 7},         {"temperature", 8}, {"temp", 8},        {"infill", -1},
+                     {"adaptive_p", -1}, {"adaptive-p", -1}};
+#define N_SAMPLER_NAMES (sizeof SAMPLER_NAMES / sizeof SAMPLER_NAMES[0])
+
+typedef struct flat {
+    int32_t top_k, repeat_last_n, dry_allowed_length, dry_last_n, mirostat, min_keep;
+    float top_p, min_p, typical_p, temp, dyn_range, dyn_exp, repeat, freq, presence;
+    float dry_mult, dry_base, xtc_p, xtc_t, sigma, tau, eta;
+    const cfg_node *breakers;
+} flat;
+
+typedef struct order_item {
+    int id;
+    int32_t line, col;
+} order_item;
+
+static int flat_float_in(V *v, const cfg_node *root, const char *key, double lo, double hi,
+                         float *out)
+{
+    const cfg_node *n = find(v, root, key);
+    return !n || get_float_in(v, n, key, lo, hi, out);
+}
+
+static int flat_finite(V *v, const cfg_node *root, const char *key, float *out)
+{
+    const cfg_node *n = find(v, root, key);
+    return !n || get_finite(v, n, key, out);
+}
+
+/* Splits the `samplers` value ("a;b;c" or a list) into order items. */
+static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *count)
+{
+    size_t k = 0;
+    int ok = 1;
+    const cfg_node *list[64];
+    size_t nl = 0;
+    if (n->bad)
+        return 0;
+    if (n->type == CFG_SEQ) {
+        for (uint32_t c = n->first; c != CFG_NONE && nl < 64; c = NODE(v, c)->next)
+            list[nl++] = NODE(v, c);
+        if (n->n_children > 64)
+            return err_at(v, n, SIFT_E_CONFIG_LIMIT, "samplers has %u entries; max 64",
+                          (unsigned)n->n_children);
+    } else if (n->type == CFG_SCALAR && !is_null(n)) {
+        list[nl++] = n;
+    } else {
+        return type_err(v, n, "samplers", "string (\"top_k;top_p;...\") or sequence");
+    }
+    for (size_t li = 0; li < nl; li++) {
+        const cfg_node *s = list[li];
+        if (!get_str(v, s, "samplers")) {
+            ok = 0;
+            continue;
+        }
+        size_t i = 0;
+        while (i <= s->len) {
+            size_t j = i;
+            while (j < s->len && s->val[j] != ';')
+                j++;
+            size_t a = i, b = j;
+            while (a < b && (s->val[a] == ' ' || s->val[a] == '\t'))
+                a++;
+            while (b > a && (s->val[b - 1] == ' ' || s->val[b - 1] == '\t'))
+                b--;
+            if (b > a) {
+                int id = -2;
+                for (size_t t = 0; t < N_SAMPLER_NAMES && id == -2; t++)
+                    if (strlen(SAMPLER_NAMES[t].name) == b - a &&
+                        !memcmp(SAMPLER_NAMES[t].name, s->val + a, b - a))
+                        id = SAMPLER_NAMES[t].id;
+                int64_t off = sift__cfg_scalar_offset(v->cfg, s, a);
+                if (id == -2) {
+                    const char *names[N_SAMPLER_NAMES];
+                    for (size_t t = 0; t < N_SAMPLER_NAMES; t++)
+                        names[t] = SAMPLER_NAMES[t].name;
+                    char nm[48];
+                    size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
+                    memcpy(nm, s->val + a, l);
+                    nm[l] = '\0';
+                    const char *dm = did_you_mean(nm, l, names, N_SAMPLER_NAMES);
+                    ok =
+                        err_off(v, off, SIFT_E_CONFIG_VALUE, "samplers: unknown sampler '%s'%s%s%s",
+                                nm, dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
+                } else if (id == -1) {
+                    char nm[48];
+                    size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
+                    memcpy(nm, s->val + a, l);
+                    nm[l] = '\0';
+                    ok = err_off(v, off, SIFT_E_CONFIG_VALUE,
+                                 "samplers: '%s' is not supported by sift", nm);
+                } else if (k < 64) {
+                    items[k].id = id;
+                    sift__cfg_linecol(&v->cfg->src, (size_t)off, &items[k].line, &items[k].col);
+                    k++;
+                } else {
+                    ok = err_off(v, off, SIFT_E_CONFIG_LIMIT, "samplers: more than 64 entries");
+                }
+            }
+            i = j + 1;
+        }
+    }
+    *count = k;
+    return ok;
+}
+
+static void flat_params(V *v, const cfg_node *root)
+{
+    flat f = {40,   64, 2, -1, 0,     0, 0.95f, 0.05f, 1.0f, 0.8f, 0,   1.0f,
+              1.0f, 0,  0, 0,  1.75f, 0, 0.1f,  -1.0f, 5.0f, 0.1f, NULL};
+    int ok = 1;
+    const cfg_node *n;
+    if ((n = find(v, root, "top_k")))
+        ok &= get_int_in(v, n, "top_k", INT32_MIN, INT32_MAX, &f.top_k);
+    ok &= flat_float_in(v, root, "top_p", 0, 1, &f.top_p);
+    ok &= flat_float_in(v, root, "min_p", 0, 1, &f.min_p);
+    ok &= flat_float_in(v, root, "typical_p", 0, 1, &f.typical_p);
+    ok &= flat_finite(v, root, "temp", &f.temp);
+    if ((n = find(v, root, "temp")) && ok && f.temp < 0)
+        warn_at(v, n, "temp %s < 0 acts as 0 (greedy), as in llama.cpp", echo(v, n));
+    if ((n = find(v, root, "dynatemp_range"))) {
+        ok &= get_finite(v, n, "dynatemp_range", &f.dyn_range);
+        if (ok && f.dyn_range < 0)
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "dynatemp_range must be >= 0, got %s",
+                        echo(v, n));
+    }
+    if ((n = find(v, root, "dynatemp_exponent"))) {
+        ok &= get_finite(v, n, "dynatemp_exponent", &f.dyn_exp);
+        if (ok && !(f.dyn_exp > 0))
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "dynatemp_exponent must be > 0, got %s",
+                        echo(v, n));
+    }
+    if ((n = find(v, root, "repeat_penalty"))) {
+        ok &= get_finite(v, n, "repeat_penalty", &f.repeat);
+        if (ok && !(f.repeat > 0))
+            ok =
+                err_at(v, n, SIFT_E_CONFIG_VALUE, "repeat_penalty must be > 0, got %s", echo(v, n));
+    }
+    if ((n = find(v, root, "repeat_last_n")))
+        ok &= window(v, n, "repeat_last_n", &f.repeat_last_n);
+    ok &= flat_finite(v, root, "frequency_penalty", &f.freq);
+    ok &= flat_finite(v, root, "presence_penalty", &f.presence);
+    if ((n = find(v, root, "dry_multiplier"))) {
+        ok &= get_finite(v, n, "dry_multiplier", &f.dry_mult);
+        if (ok && f.dry_mult < 0)
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "dry_multiplier must be >= 0, got %s",
+                        echo(v, n));
+    }
+    ok &= flat_finite(v, root, "dry_base", &f.dry_base);
+    if ((n = find(v, root, "dry_allowed_length")))
+        ok &= get_int_in(v, n, "dry_allowed_length", 0, INT32_MAX, &f.dry_allowed_length);
+    const cfg_node *dry_last = find(v, root, "dry_penalty_last_n");
+    int dry_on = f.dry_mult != 0 && f.dry_base >= 1;
+    if (dry_last) {
+        int64_t x;
+        if (!get_int(v, dry_last, "dry_penalty_last_n", &x))
+            ok = 0;
+        else if (x == -1 && !dry_on)
+            f.dry_last_n = 0;
+        else if (window(v, dry_last, "dry_penalty_last_n", &f.dry_last_n) == 0)
+            ok = 0;
+    } else if (dry_on && ok) {
+        ok = err_at(v, find(v, root, "dry_multiplier"), SIFT_E_CONFIG_VALUE,
+                    "dry_penalty_last_n defaults to -1 (the context size), which sift does not "
+                    "support; set dry_penalty_last_n to a window");
+    }
+    if (ok && f.dry_mult != 0 && f.dry_base < 1)
+        warn_at(v, find(v, root, "dry_base"), "dry_base < 1 turns DRY off");
+    f.breakers = find(v, root, "dry_sequence_breakers");
+    ok &= flat_float_in(v, root, "xtc_probability", 0, 1, &f.xtc_p);
+    ok &= flat_float_in(v, root, "xtc_threshold", 0, 1, &f.xtc_t);
+    ok &= flat_finite(v, root, "top_n_sigma", &f.sigma);
+    if ((n = find(v, root, "mirostat"))) {
+        if (get_int_in(v, n, "mirostat", 0, 2, &f.mirostat)) {
+            if (f.mirostat == 1 && !v->vocab_size && !v->has_vocab_file)
+                ok = err_at(v, n, SIFT_E_CONFIG_VALUE,
+                            "mirostat 1 needs the vocabulary size: set vocab_size (or vocab)");
+        } else {
+            ok = 0;
+        }
+    }
+    if ((n = find(v, root, "mirostat_tau"))) {
+        ok &= get_finite(v, n, "mirostat_tau", &f.tau);
+        if (ok && f.tau < 0)
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "mirostat_tau must be >= 0, got %s", echo(v, n));
+    }
+    if ((n = find(v, root, "mirostat_eta"))) {
+        ok &= get_finite(v, n, "mirostat_eta", &f.eta);
+        if (ok && f.eta < 0)
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "mirostat_eta must be >= 0, got %s", echo(v, n));
+    }
+    if ((n = find(v, root, "min_keep")))
+        ok &= min_keep(v, n, "min_keep", &f.min_keep);
+    if ((n = find(v, root, "n_probs"))) {
+        int32_t np;
+        if (get_int_in(v, n, "n_probs", 0, INT32_MAX, &np))
+            warn_at(v, n, "n_probs does not change sampling; ignored");
+    }
+    order_item order[64];
+    size_t n_order = 0;
+    const cfg_node *sn = find(v, root, "samplers");
+    if (sn) {
+        ok &= sampler_order(v, sn, order, &n_order);
+    } else {
+        static const int def[] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+        for (size_t i = 0; i < 9; i++) {
+            order[i].id = def[i];
+            order[i].line = root->line;
+            order[i].col = root->col;
+        }
+        n_order = 9;
+    }
+    if (!ok || v->st != SIFT_OK)
+        return;
+
+    /* The chain llama.cpp's common_sampler_init builds, without the
+     * samplers its constructors turn into no-ops (docs/config.md). */
+    cfg_stage st;
+    if (f.mirostat == 0) {
+        for (size_t i = 0; i < n_order && v->st == SIFT_OK; i++) {
+            memset(&st, 0, sizeof st);
+            st.line = order[i].line;
+            st.col = order[i].col;
+            switch (order[i].id) {
+            case 0:
+                if (f.repeat_last_n == 0 || (f.repeat == 1.0f && f.freq == 0 && f.presence == 0))
+                    continue;
+                st.kind = K_PENALTIES;
+                st.i0 = f.repeat_last_n;
+                st.f[0] = f.repeat;
+                st.f[1] = f.freq;
+                st.f[2] = f.presence;
+                break;
+            case 1:
+                if (!(f.dry_mult != 0 && f.dry_base >= 1 && f.dry_last_n != 0))
+                    continue;
+                st.kind = K_DRY;
+                st.f[0] = f.dry_mult;
+                st.f[1] = f.dry_base;
+                st.i0 = f.dry_allowed_length;
+                st.i1 = f.dry_last_n;
+                if (f.breakers) {
+                    if (!breakers(v, f.breakers, "dry_sequence_breakers", &st))
+                        continue;
+                } else {
+                    static const char *const defb[] = {"\n", ":", "\"", "*"};
+                    st.breakers = sift__calloc(&v->cfg->al, 4, sizeof *st.breakers);
+                    st.breaker_lengths = sift__calloc(&v->cfg->al, 4, sizeof *st.breaker_lengths);
+                    if (!st.breakers || !st.breaker_lengths) {
+                        v->st = SIFT_E_NOMEM;
+                        free_stage(v, &st);
+                        return;
+                    }
+                    for (size_t b = 0; b < 4; b++) {
+                        st.breakers[b] = sift__memdup(&v->cfg->al, defb[b], 1);
+                        st.breaker_lengths[b] = 1;
+                        st.n_breakers = b + 1;
+                        if (!st.breakers[b]) {
+                            v->st = SIFT_E_NOMEM;
+                            free_stage(v, &st);
+                            return;
+                        }
+                    }
+                }
+                break;
+            case 2:
+                if (!(f.sigma > 0))
+                    continue;
+                st.kind = K_TOP_N_SIGMA;
+                st.f[0] = f.sigma;
+                break;
+            case 3:
+                if (f.top_k <= 0)
+                    continue;
+                st.kind = K_TOP_K;
+                st.i0 = f.top_k;
+                break;
+            case 4:
+                if (f.typical_p >= 1)
+                    continue;
+                st.kind = K_TYPICAL;
+                st.f[0] = f.typical_p;
+                st.i0 = f.min_keep;
+                break;
+            case 5:
+                if (f.top_p >= 1)
+                    continue;
+                st.kind = K_TOP_P;
+                st.f[0] = f.top_p;
+                st.i0 = f.min_keep;
+                break;
+            case 6:
+                if (f.min_p <= 0)
+                    continue;
+                st.kind = K_MIN_P;
+                st.f[0] = f.min_p;
+                st.i0 = f.min_keep;
+                break;
+            case 7:
+                if (f.xtc_p <= 0 || f.xtc_t > 0.5f)
+                    continue;
+                st.kind = K_XTC;
+                st.f[0] = f.xtc_p;
+                st.f[1] = f.xtc_t;
+                st.i0 = f.min_keep;
+                break;
+            case 8:
+                if (f.dyn_range > 0) {
+                    st.kind = K_TEMP_EXT;
+                    st.f[0] = f.temp;
+                    st.f[1] = f.dyn_range;
+                    st.f[2] = f.dyn_exp;
+                } else {
+                    if (f.temp == 1.0f)
+                        continue;
+                    st.kind = K_TEMP;
+                    st.f[0] = f.temp < 0 ? 0.0f : f.temp;
+                }
+                break;
+            default: continue;
+            }
+            push(v, &st);
+        }
+        memset(&st, 0, sizeof st);
+        st.kind = K_DIST;
+        st.line = root->line;
+        st.col = root->col;
+        push(v, &st);
+        return;
+    }
+    /* mirostat 1 or 2: temperature, then the mirostat selector; the
+     * samplers list is ignored, as in llama.cpp. */
+    if (sn)
+        warn_at(v, sn, "samplers is ignored when mirostat is on");
+    memset(&st, 0, sizeof st);
+    st.line = root->line;
+    st.col = root->col;
+    if (f.temp != 1.0f) {
+        st.kind = K_TEMP;
+        st.f[0] = f.temp < 0 ? 0.0f : f.temp;
+        push(v, &st);
+    }
+    memset(&st, 0, sizeof st);
+    st.line = root->line;
+    st.col = root->col;
+    st.kind = f.mirostat == 1 ? K_MIROSTAT : K_MIROSTAT_V2;
+    st.f[0] = f.tau;
+    st.f[1] = f.eta;
+    st.i0 = 100;
+    push(v, &st);
+}
+
+/* ------------------------------------------------------------------ */
+/* Grammar                                                             */
+/* ------------------------------------------------------------------ */
+
+static void *pcre_alloc(size_t n, void *user)
+{
+    return sift__malloc((const sift__alloc *)user, n, 1);
+}
+
+static void pcre_free(void *p, void *user)
+{
+    sift__free((const sift__alloc *)user, p);
+}
+
+/* Compiles a trigger pattern to report syntax errors at their YAML place
+ * and to warn about patterns that match the empty string (T-12). */
+static int check_pattern(V *v, const cfg_node *n, const char *kind, size_t index, int full)
+{
+    if (n->len > MAX_PATTERN_BYTES)
+        return err_at(v, n, SIFT_E_PATTERN_LIMIT, "%s %zu is %zu bytes; max %d", kind, index,
+                      n->len, MAX_PATTERN_BYTES);
+    pcre2_general_context *gc = pcre2_general_context_create(pcre_alloc, pcre_free, &v->cfg->al);
+    pcre2_compile_context *cc = gc ? pcre2_compile_context_create(gc) : NULL;
+    if (!cc) {
+        pcre2_general_context_free(gc);
+        v->st = SIFT_E_NOMEM;
+        return 0;
+    }
+    int ecode = 0;
+    PCRE2_SIZE eoff = 0;
+    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+    if (full)
+        opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)n->val, n->len, opts, &ecode, &eoff, cc);
+    int ok = 1;
+    if (!code) {
+        if (ecode == PCRE2_ERROR_NOMEMORY || ecode == PCRE2_ERROR_HEAP_FAILED) {
+            v->st = SIFT_E_NOMEM;
+            ok = 0;
+        } else {
+            PCRE2_UCHAR buf[256];
+            if (pcre2_get_error_message(ecode, buf, sizeof buf) < 0)
+                snprintf((char *)buf, sizeof buf, "error %d", ecode);
+            /* nesting and size errors are limits, the rest syntax */
+            sift_status c = (ecode == 119 || ecode == 120 || ecode == 186 || ecode == 188)
+                                ? SIFT_E_PATTERN_LIMIT
+                                : SIFT_E_PATTERN_SYNTAX;
+            ok = err_off(v, sift__cfg_scalar_offset(v->cfg, n, eoff), c, "%s %zu, offset %zu: %s",
+                         kind, index, (size_t)eoff, (const char *)buf);
+        }
+    } else {
+        pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, gc);
+        pcre2_match_context *mc = pcre2_match_context_create(gc);
+        if (!md || !mc) {
+            v->st = SIFT_E_NOMEM;
+            ok = 0;
+        } else {
+            pcre2_set_match_limit(mc, 100000);
+            pcre2_set_depth_limit(mc, 10000);
+            if (pcre2_match(code, (PCRE2_SPTR) "", 0, 0, 0, md, mc) >= 0)
+                warn_at(v, n,
+                        "%s %zu matches the empty string; it fires at the first generated "
+                        "byte",
+                        kind, index);
+        }
+        pcre2_match_data_free(md);
+        pcre2_match_context_free(mc);
+        pcre2_code_free(code);
+    }
+    pcre2_compile_context_free(cc);
+    pcre2_general_context_free(gc);
+    return ok;
+}
+
+/* Copies a sequence of strings (validated by `each`) into *out. */
+static int string_list(V *v, const cfg_node *seq, const char *what, size_t cap, char ***out,
+                       size_t **lens, size_t *count, int kind)
+{
+    if (seq->bad)
+        return 0;
+    if (seq->type != CFG_SEQ)
+        return type_err(v, seq, what, "sequence of strings");
+    if (seq->n_children > cap)
+        return err_at(v, seq, kind ? SIFT_E_PATTERN_LIMIT : SIFT_E_CONFIG_LIMIT,
+                      "%s has %u entries; max %zu", what, (unsigned)seq->n_children, cap);
+    int ok = 1;
+    size_t i = 0;
+    for (uint32_t c = seq->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
+        const cfg_node *s = NODE(v, c);
+        char w[64];
+        snprintf(w, sizeof w, "%s[%zu]", what, i);
+        if (!get_str(v, s, w))
+            ok = 0;
+        else if (s->len == 0 && kind == 0)
+            ok = err_at(v, s, SIFT_E_CONFIG_VALUE, "trigger word %zu is empty", i);
+        else if (kind &&
+                 !check_pattern(v, s, kind == 1 ? "trigger pattern" : "full pattern", i, kind == 2))
+            ok = 0;
+    }
+    if (!ok || v->st != SIFT_OK)
+        return 0;
+    size_t n = seq->n_children;
+    char **arr = sift__calloc(&v->cfg->al, n ? n : 1, sizeof *arr);
+    size_t *ls = lens ? sift__calloc(&v->cfg->al, n ? n : 1, sizeof *ls) : NULL;
+    if (!arr || (lens && !ls)) {
+        sift__free(&v->cfg->al, arr);
+        sift__free(&v->cfg->al, ls);
+        v->st = SIFT_E_NOMEM;
+        return 0;
+    }
+    *out = arr;
+    if (lens)
+        *lens = ls;
+    i = 0;
+    for (uint32_t c = seq->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
+        const cfg_node *s = NODE(v, c);
+        arr[i] = sift__memdup(&v->cfg->al, s->val, s->len);
+        if (!arr[i]) {
+            v->st = SIFT_E_NOMEM;
+            return 0;
+        }
+        if (ls)
+            ls[i] = s->len;
+        *count = i + 1;
+    }
+    return 1;
+}
+
+static int rule_name_ok(const cfg_node *n)
+{
+    if (n->len == 0)
+        return 0;
+    for (size_t i = 0; i < n->len; i++) {
+        char c = n->val[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * Compiles the grammar once (sift_grammar_new, without a vocabulary) so
+ * that its errors are reported with the config's other problems. For an
+ * inline grammar the error's byte offset in the text is mapped to the
+ * YAML file through sift__cfg_scalar_offset (exact for literal blocks and
+ * one-line quoted or plain scalars, the scalar's start otherwise), and the
+ * grammar-relative line:col is kept in the message. For a grammar file
+ * the diagnostic sits on the `file:` value and the message carries the
+ * grammar file's own FILE:LINE:COL. Token references (<[id]>, <text>)
+ * cannot be checked without a vocabulary: that one error is left to
+ * sift_config_build_chain, which compiles with the runtime's vocabulary.
+ */
+static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node *file_node)
+{
+    sift_config *cfg = v->cfg;
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.root = cfg->g_root;
+    gp.source_name = cfg->g_file ? cfg->g_file : "grammar";
+    gp.allocator = &cfg->al.a;
+    gp.max_bytes = cfg->params.max_bytes;
+    sift_grammar *g = NULL;
+    sift_error ge;
+    sift_status st = sift_grammar_new(&g, cfg->g_text, cfg->grammar.length, NULL, &gp, &ge);
+    sift_grammar_free(g);
+    if (st == SIFT_OK)
+        return;
+    if (st == SIFT_E_NOMEM) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
+    if (st == SIFT_E_GRAMMAR_SYNTAX && strstr(ge.message, "need a vocabulary"))
+        return;
+    if (file_node) {
+        err_at(v, file_node, st, "grammar: %s", ge.message);
+        return;
+    }
+    /* "grammar:L:C: text" -> "text (grammar line L, column C)" */
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "grammar:%d:%d: ", (int)ge.line, (int)ge.column);
+    const char *msg = ge.message;
+    if (!strncmp(msg, prefix, strlen(prefix)))
+        msg += strlen(prefix);
+    int64_t off = ge.offset >= 0 ? sift__cfg_scalar_offset(cfg, text_node, (size_t)ge.offset)
+                                 : text_node->off;
+    err_off(v, off, st, "grammar: %s (grammar %d:%d)", msg, (int)ge.line, (int)ge.column);
+}
+
+static void grammar_section(V *v, const cfg_node *g)
+{
+    static const char *const KEYS[] = {"file", "text", "root", "mode", "lazy"};
+    static const char *const LAZY_KEYS[] = {"words", "patterns", "full_patterns", "tokens"};
+    sift_config *cfg = v->cfg;
+    if (g->bad)
+        return;
+    if (g->type != CFG_MAP)
+        return (void)type_err(v, g, "grammar", "mapping (file or text, root, mode, lazy)");
+    check_keys(v, g, KEYS, 5, "grammar: ");
+    const cfg_node *file = find(v, g, "file"), *text = find(v, g, "text");
+    int ok = 1;
+    const cfg_node *text_node = NULL, *file_node = NULL;
+    if (file && text) {
+        ok = err_at(v, key_of(v, g, text), SIFT_E_CONFIG_KEY,
+                    "grammar: use either 'file' or 'text', not both");
+    } else if (!file && !text) {
+        ok = err_at(v, g, SIFT_E_CONFIG_KEY, "grammar: missing 'file' or 'text'");
+    } else if (text) {
+        if (!get_str(v, text, "grammar.text")) {
+            ok = 0;
+        } else if (text->len == 0) {
+            ok = err_at(v, text, SIFT_E_CONFIG_VALUE, "grammar.text is empty");
+        } else if (text->len > cfg->params.max_bytes) {
+            ok = err_at(v, text, SIFT_E_CONFIG_LIMIT, "grammar.text is %zu bytes; max %zu",
+                        text->len, cfg->params.max_bytes);
+        } else {
+            cfg->g_text = sift__memdup(&cfg->al, text->val, text->len);
+            if (!cfg->g_text)
+                return (void)(v->st = SIFT_E_NOMEM);
+            cfg->grammar.length = text->len;
+            cfg->grammar.style = (sift_scalar_style)text->style;
+            int64_t off = sift__cfg_scalar_offset(cfg, text, 0);
+            sift__cfg_linecol(&cfg->src, (size_t)(off < 0 ? 0 : off), &cfg->grammar.line,
+                              &cfg->grammar.column);
+            text_node = text;
+        }
+    } else {
+        if (!get_str(v, file, "grammar.file")) {
+            ok = 0;
+        } else {
+            char msg[1024], *resolved = NULL, *data = NULL;
+            size_t len = 0;
+            sift_status st =
+                sift__cfg_read_file(cfg, file->val, &resolved, &data, &len, msg, sizeof msg);
+            if (st == SIFT_E_NOMEM) {
+                sift__free(&cfg->al, resolved);
+                return (void)(v->st = SIFT_E_NOMEM);
+            }
+            if (st != SIFT_OK) {
+                ok = err_at(v, file, st, "grammar: %s", msg);
+                sift__free(&cfg->al, resolved);
+            } else if (len == 0) {
+                ok = err_at(v, file, SIFT_E_CONFIG_VALUE, "grammar: '%s' is empty", resolved);
+                sift__free(&cfg->al, resolved);
+                sift__free(&cfg->al, data);
+            } else {
+                cfg->g_file = resolved;
+                file_node = file;
+                cfg->g_text = data;
+                cfg->grammar.length = len;
+                cfg->grammar.style = SIFT_SCALAR_FILE;
+                cfg->grammar.line = 1;
+                cfg->grammar.column = 1;
+            }
+        }
+    }
+    const cfg_node *root = find(v, g, "root");
+    const char *root_s = "root";
+    size_t root_len = 4;
+    if (root) {
+        if (!get_str(v, root, "grammar.root")) {
+            ok = 0;
+        } else if (!rule_name_ok(root)) {
+            ok = err_at(v, root, SIFT_E_CONFIG_VALUE,
+                        "grammar.root '%s' is not a GBNF rule name (letters, digits and '-')",
+                        echo(v, root));
+        } else {
+            root_s = root->val;
+            root_len = root->len;
+        }
+    }
+    const cfg_node *mode = find(v, g, "mode");
+    cfg->grammar.mode = SIFT_GRAMMAR_CHECK;
+    if (mode) {
+        if (!get_str(v, mode, "grammar.mode"))
+            ok = 0;
+        else if (streq(mode, "constrain"))
+            cfg->grammar.mode = SIFT_GRAMMAR_CONSTRAIN;
+        else if (!streq(mode, "check"))
+            ok = err_at(v, mode, SIFT_E_CONFIG_VALUE,
+                        "grammar.mode must be 'check' or 'constrain', got '%s'", echo(v, mode));
+    }
+    cfg->g_root = sift__memdup(&cfg->al, root_s, root_len);
+    if (!cfg->g_root)
+        return (void)(v->st = SIFT_E_NOMEM);
+    const cfg_node *lazy = find(v, g, "lazy");
+    if (lazy && !lazy->bad) {
+        if (lazy->type != CFG_MAP) {
+            ok = type_err(v, lazy, "grammar.lazy",
+                          "mapping (words, patterns, full_patterns, "
+                          "tokens)");
+        } else {
+            check_keys(v, lazy, LAZY_KEYS, 4, "grammar.lazy: ");
+            cfg->grammar.lazy = 1;
+            const cfg_node *n;
+            if ((n = find(v, lazy, "words")))
+                ok &= string_list(v, n, "grammar.lazy.words", MAX_TRIGGER_WORDS, &cfg->g_words,
+                                  &cfg->g_word_lengths, &cfg->grammar.n_words, 0);
+            if ((n = find(v, lazy, "patterns")))
+                ok &= string_list(v, n, "grammar.lazy.patterns", MAX_TRIGGER_PATTERNS,
+                                  &cfg->g_patterns, NULL, &cfg->grammar.n_patterns, 1);
+            if ((n = find(v, lazy, "full_patterns")))
+                ok &= string_list(v, n, "grammar.lazy.full_patterns", MAX_TRIGGER_PATTERNS,
+                                  &cfg->g_full_patterns, NULL, &cfg->grammar.n_full_patterns, 2);
+            if ((n = find(v, lazy, "tokens")) && !n->bad) {
+                if (n->type != CFG_SEQ) {
+                    ok = type_err(v, n, "grammar.lazy.tokens", "sequence of token ids");
+                } else if (n->n_children > MAX_TRIGGER_TOKENS) {
+                    ok = err_at(v, n, SIFT_E_CONFIG_LIMIT,
+                                "grammar.lazy.tokens has %u entries; max %d",
+                                (unsigned)n->n_children, MAX_TRIGGER_TOKENS);
+                } else if (n->n_children) {
+                    cfg->g_tokens = sift__calloc(&cfg->al, n->n_children, sizeof(int32_t));
+                    v->token_off = sift__calloc(&cfg->al, n->n_children, sizeof(int64_t));
+                    if (!cfg->g_tokens || !v->token_off)
+                        return (void)(v->st = SIFT_E_NOMEM);
+                    size_t i = 0;
+                    for (uint32_t c = n->first; c != CFG_NONE; c = NODE(v, c)->next) {
+                        int32_t t;
+                        if (token_id(v, NODE(v, c), "grammar.lazy.tokens", &t)) {
+                            v->token_off[i] = NODE(v, c)->off;
+                            cfg->g_tokens[i++] = t;
+                        } else {
+                            ok = 0;
+                        }
+                    }
+                    cfg->grammar.n_tokens = i;
+                }
+            }
+            if (ok && cfg->grammar.n_words + cfg->grammar.n_patterns +
+                              cfg->grammar.n_full_patterns + cfg->grammar.n_tokens ==
+                          0)
+                warn_at(v, lazy, "grammar.lazy has no triggers; the grammar never activates");
+        }
+    }
+    if (!ok || v->st != SIFT_OK)
+        return;
+    compile_grammar_hook(v, text_node, file_node);
+    if (v->st != SIFT_OK || cfg->n_errors)
+        return;
+    cfg->grammar.text = cfg->g_text;
+    cfg->grammar.root = cfg->g_root;
+    cfg->grammar.file = cfg->g_file;
+    cfg->grammar.words = (const char *const *)cfg->g_words;
+    cfg->grammar.word_lengths = cfg->g_word_lengths;
+    cfg->grammar.patterns = (const char *const *)cfg->g_patterns;
+    cfg->grammar.full_patterns = (const char *const *)cfg->g_full_patterns;
+    cfg->grammar.tokens = cfg->g_tokens;
+    cfg->has_grammar = 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Warnings over the whole chain                                       */
+/* ------------------------------------------------------------------ */
+
+/* A stage that needs the whole distribution (or a threshold) and so
+ * forces the whole row when it runs before the first top-k. */
+static int reads_whole(const cfg_stage *s)
+{
+    switch (s->kind) {
+    case K_TOP_P: return s->f[0] < 1;
+    case K_MIN_P: return s->f[0] > 0;
+    case K_TYPICAL: return s->f[0] < 1;
+    case K_XTC: return s->f[0] > 0 && s->f[1] <= 0.5f;
+    case K_TOP_N_SIGMA: return s->f[0] > 0;
+    case K_TEMP_EXT: return 1;
+    case K_TOP_K: return s->flag && s->i0 > 0; /* ties: a threshold */
+    default: return 0;
+    }
+}
+
+static int is_top(const cfg_stage *s)
+{
+    return (s->kind == K_TOP_K && !s->flag && s->i0 > 0) || (s->kind == K_TEMP && s->f[0] <= 0);
+}
+
+static void chain_warnings(V *v)
+{
+    sift_config *cfg = v->cfg;
+    size_t n = cfg->n_stages, top = SIZE_MAX;
+    for (size_t i = 0; i < n && top == SIZE_MAX; i++)
+        if (is_top(&cfg->stages[i]))
+            top = i;
+    if (top != SIZE_MAX && cfg->stages[top].kind == K_TOP_K) {
+        const cfg_stage *t = &cfg->stages[top];
+        for (size_t i = 0; i < top; i++) {
+            const cfg_stage *s = &cfg->stages[i];
+            if (!reads_whole(s))
+                continue;
+            if (s->kind == K_MIN_P && s->i0 <= t->i0)
+                warn_lc(v, s->line, s->col,
+                        "min_p before top_k makes every step read the whole row; put top_k "
+                        "first (the two commute: same tokens, and a runtime copies only the "
+                        "top %d logits)",
+                        (int)t->i0);
+            else
+                warn_lc(v, s->line, s->col,
+                        "%s before top_k makes every step read the whole row; with top_k first "
+                        "a runtime copies only the top %d logits (%s then sees only those)",
+                        kind_name(s->kind), (int)t->i0, kind_name(s->kind));
+        }
+    }
+    if (n > 0 && cfg->stages[n - 1].kind == K_GREEDY) {
+        for (size_t i = 0; i + 1 < n; i++) {
+            cfg_kind k = cfg->stages[i].kind;
+            if (k == K_TOP_K || k == K_TOP_P || k == K_MIN_P || k == K_TYPICAL ||
+                k == K_TOP_N_SIGMA || k == K_TEMP || k == K_TEMP_EXT)
+                warn_lc(v, cfg->stages[i].line, cfg->stages[i].col,
+                        "%s before greedy cannot change the result (greedy takes the most "
+                        "likely token)",
+                        kind_name(k));
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        const cfg_stage *s = &cfg->stages[i];
+        if (is_selector(s->kind))
+            continue;
+        for (size_t j = 0; j < i; j++)
+            if (cfg->stages[j].kind == s->kind) {
+                warn_lc(v, s->line, s->col,
+                        "%s is listed twice (also stage %zu); both are applied in turn",
+                        kind_name(s->kind), j + 1);
+                break;
+            }
+    }
+    /* T-08: a trigger token that a logit_bias bans can never appear. */
+    for (size_t t = 0; t < cfg->grammar.n_tokens && cfg->has_grammar; t++)
+        for (size_t i = 0; i < n; i++) {
+            const cfg_stage *s = &cfg->stages[i];
+            for (size_t b = 0; b < s->n_biases; b++)
+                if (s->biases[b].token == cfg->g_tokens[t] && s->biases[b].bias == -INFINITY) {
+                    vdiag_warn_off(v, v->token_off ? v->token_off[t] : -1,
+                                   "trigger token %d is banned by logit_bias (stage %zu); the "
+                                   "lazy grammar can never trigger",
+                                   (int)cfg->g_tokens[t], i + 1);
+                }
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* The document                                                        */
+/* ------------------------------------------------------------------ */
+
+static void vocab_key(V *v, const cfg_node *n)
+{
+    sift_config *cfg = v->cfg;
+    if (!get_str(v, n, "vocab"))
+        return;
+    size_t l = n->len;
+    int tik = l > 9 && !memcmp(n->val + l - 9, ".tiktoken", 9);
+    int gguf = l > 5 && !memcmp(n->val + l - 5, ".gguf", 5);
+    if (!tik && !gguf) {
+        err_at(v, n, SIFT_E_CONFIG_VALUE, "vocab must be a .tiktoken or .gguf file, got '%s'",
+               echo(v, n));
+        return;
+    }
+    /* Only check that it opens: a .gguf holds the model too and can be
+     * far larger than any config cap. The loaders read it later. */
+    size_t nb = strlen(cfg->base_dir);
+    char *resolved;
+    if (n->val[0] == '/' || nb == 0) {
+        resolved = sift__memdup(&cfg->al, n->val, n->len);
+    } else {
+        resolved = sift__malloc(&cfg->al, nb + n->len + 2, 1);
+        if (resolved) {
+            memcpy(resolved, cfg->base_dir, nb);
+            resolved[nb] = '/';
+            memcpy(resolved + nb + 1, n->val, n->len + 1);
+        }
+    }
+    if (!resolved)
+        return (void)(v->st = SIFT_E_NOMEM);
+    int fd = open(resolved, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+        err_at(v, n, SIFT_E_IO, "vocab: cannot open '%s': %s", resolved, strerror(errno));
+        sift__free(&cfg->al, resolved);
+        return;
+    }
+    close(fd);
+    cfg->vocab_path = resolved;
+    v->has_vocab_file = 1;
+}
+
+sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
+{
+    V v;
+    memset(&v, 0, sizeof v);
+    v.cfg = cfg;
+    v.t = tree;
+    if (tree->root == CFG_NONE) {
+        sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_VALUE, -1,
+                       "empty configuration (expected a mapping with 'chain' or llama.cpp "
+                       "sampler parameters)");
+        return SIFT_OK;
+    }
+    const cfg_node *root = NODE(&v, tree->root);
+    if (root->bad)
+        return SIFT_OK;
+    if (is_null(root)) {
+        err_at(&v, root, SIFT_E_CONFIG_VALUE,
+               "empty configuration (the document is null; expected a mapping)");
+        return v.st;
+    }
+    if (root->type != CFG_MAP) {
+        type_err(&v, root, "configuration", "mapping");
+        return v.st;
+    }
+    check_keys(&v, root, TOP_KEYS, N_TOP, "");
+    const cfg_node *n;
+    if ((n = find(&v, root, "seed"))) {
+        if (is_plain(n) && int_syntax(n->val, n->len) && n->val[0] == '-')
+            err_at(&v, n, SIFT_E_CONFIG_VALUE,
+                   "seed must be in [0, 18446744073709551615], got %s (sift has no random "
+                   "seed; pick a number)",
+                   echo(&v, n));
+        else if (is_plain(n) && int_syntax(n->val, n->len) && !number_hint(n)) {
+            uint64_t acc = 0;
+            int over = 0;
+            for (size_t i = n->val[0] == '+'; i < n->len; i++) {
+                unsigned d = (unsigned)(n->val[i] - '0');
+                if (acc > (UINT64_MAX - d) / 10)
+                    over = 1;
+                acc = acc * 10 + d;
+            }
+            if (over)
+                err_at(&v, n, SIFT_E_CONFIG_VALUE,
+                       "seed must be in [0, 18446744073709551615], got %s", echo(&v, n));
+            else {
+                cfg->has_seed = 1;
+                cfg->seed = acc;
+            }
+        } else {
+            int64_t dummy;
+            get_int(&v, n, "seed", &dummy);
+        }
+    }
+    if ((n = find(&v, root, "vocab_size"))) {
+        int64_t x;
+        if (get_int(&v, n, "vocab_size", &x)) {
+            if (x < 1)
+                err_at(&v, n, SIFT_E_CONFIG_VALUE, "vocab_size must be >= 1, got %lld",
+                       (long long)x);
+            else if (x > SIFT_DEFAULT_MAX_VOCAB)
+                err_at(&v, n, SIFT_E_CONFIG_LIMIT, "vocab_size %lld exceeds max_vocab %d",
+                       (long long)x, SIFT_DEFAULT_MAX_VOCAB);
+            else
+                v.vocab_size = cfg->vocab_size = (int32_t)x;
+        }
+    }
+    if ((n = find(&v, root, "vocab")))
+        vocab_key(&v, n);
+
+    const cfg_node *chain = find(&v, root, "chain");
+    const cfg_node *first_flat = NULL;
+    for (uint32_t ki = root->first; ki != CFG_NONE && !first_flat;) {
+        const cfg_node *key = NODE(&v, ki);
+        for (size_t i = 0; i < N_FLAT && !first_flat; i++)
+            if (streq(key, FLAT_KEYS[i]))
+                first_flat = key;
+        ki = key->next == CFG_NONE ? CFG_NONE : NODE(&v, key->next)->next;
+    }
+    if (chain && first_flat) {
+        const cfg_node *ck = key_of(&v, root, chain);
+        err_at(&v, first_flat, SIFT_E_CONFIG_KEY,
+               "use either 'chain' or llama.cpp flat parameters, not both ('chain' at %d:%d)",
+               (int)(ck ? ck->line : chain->line), (int)(ck ? ck->col : chain->col));
+    }
+    if (chain)
+        chain_list(&v, chain);
+    else if (first_flat)
+        flat_params(&v, root);
+    else
+        err_at(&v, root, SIFT_E_CONFIG_KEY,
+               "no sampler chain: give 'chain' (a list of stages) or llama.cpp sampler "
+               "parameters");
+    if ((n = find(&v, root, "grammar")) && v.st == SIFT_OK)
+        grammar_section(&v, n);
+    if (v.st == SIFT_OK && cfg->n_errors == 0)
+        chain_warnings(&v);
+    sift__free(&cfg->al, v.token_off);
+    return v.st;
+}
