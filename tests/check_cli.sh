@@ -1,0 +1,60 @@
+#!/bin/sh
+# check_cli.sh - the sift command's contract: exit statuses of `sift
+# check` (0 valid, 1 invalid, 2 usage or I/O), --help for sift and every
+# subcommand, --version, and a closed stdout reported as an error with a
+# non-zero status (BAD_INPUTS F-07).
+srcdir=${srcdir:-.}
+sift=./sift
+fail=0
+t() { # t WANT_STATUS DESCRIPTION CMD...
+    want=$1 desc=$2
+    shift 2
+    "$@" >/dev/null 2>&1
+    got=$?
+    if [ "$got" != "$want" ]; then
+        echo "FAIL $desc: exit status $got, expected $want"
+        fail=1
+    fi
+}
+valid=$srcdir/tests/data/config-valid/p13_seed_max.yaml
+warn=$srcdir/tests/data/config-valid/p15_stage_twice.yaml
+invalid=$srcdir/tests/data/config-invalid/p14_no_selector.yaml
+t 0 "check of a valid config" $sift check "$valid"
+t 0 "check of a config with warnings" $sift check "$warn"
+t 1 "check --werror of a config with warnings" $sift check --werror "$warn"
+t 1 "check of an invalid config" $sift check "$invalid"
+t 1 "check of a valid and an invalid config" $sift check "$valid" "$invalid"
+t 2 "check of a missing file" $sift check "$srcdir/no/such.yaml"
+t 2 "check of a directory" $sift check "$srcdir/tests"
+t 2 "check of a missing and an invalid file" $sift check "$invalid" "$srcdir/no/such.yaml"
+t 2 "check with no file" $sift check
+t 2 "check with an unknown option" $sift check --frobnicate "$valid"
+t 2 "sift with no command" $sift
+t 2 "sift with an unknown command" $sift frobnicate
+for cmd in "" check demo; do
+    t 0 "sift $cmd --help" $sift $cmd --help
+    out=$($sift $cmd --help 2>&1)
+    case $out in
+    usage:*) ;;
+    *) echo "FAIL sift $cmd --help prints no usage"; fail=1 ;;
+    esac
+done
+t 0 "sift --version" $sift --version
+$sift --version | grep -q '^sift [0-9][0-9.]*$' || { echo "FAIL --version output"; fail=1; }
+
+# Diagnostics go to stdout in GCC form; the summary line follows.
+out=$($sift check "$invalid")
+echo "$out" | grep -q 'p14_no_selector.yaml:4:5: error: chain must end with' ||
+    { echo "FAIL check output: $out"; fail=1; }
+echo "$out" | tail -n 1 | grep -q ': 1 error, 0 warnings$' || { echo "FAIL summary: $out"; fail=1; }
+
+# F-07: stdout closed. The command must fail with a message, not crash.
+err=$($sift check "$valid" 2>&1 >&-)
+st=$?
+[ "$st" -ne 0 ] || { echo "FAIL closed stdout: exit status 0"; fail=1; }
+echo "$err" | grep -q 'cannot write output' || { echo "FAIL closed stdout: no message ($err)"; fail=1; }
+err=$($sift --help 2>&1 >&-)
+[ $? -ne 0 ] || { echo "FAIL closed stdout (--help): exit status 0"; fail=1; }
+
+echo "check_cli: done"
+exit $fail
