@@ -829,7 +829,8 @@ typedef struct sift_plan {
 typedef struct sift_plan_stage {
     sift_class cls;              /**< The class the stage declares now. */
     int64_t n;                   /**< Its bound (sift_chain_stage_class). */
-    int32_t k;                   /**< The prefix length needed so far, 0 = whole row. */
+    int32_t k;                   /**< What the stage adds to the plan's k (its K, the tokens
+                                      it lowers, a margin); 0 = nothing. */
     char why[SIFT_PLAN_WHY_MAX]; /**< What the stage adds, in words. */
 } sift_plan_stage;
 

@@ -16,6 +16,8 @@ enum { CMD_OK = 0, CMD_FAIL = 1, CMD_USAGE = 2 };
 
 int cmd_demo(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_check(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_plan(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_grammar(int argc, char **argv, FILE *out, FILE *errout);
 
 /* Flushes `out` and reports a write error (a closed pipe, a full disk)
  * on errout; returns CMD_USAGE in that case, `status` otherwise. */

@@ -28,6 +28,8 @@ typedef struct command {
 static const command COMMANDS[] = {
     {"check", cmd_check, "validate YAML chain configs (FILE:LINE:COL diagnostics)"},
     {"demo", cmd_demo, "run a generation loop over a built-in toy model"},
+    {"grammar", cmd_grammar, "check a GBNF grammar, or match text against it"},
+    {"plan", cmd_plan, "print the analyzer's plan for a config's chain (k, guarantee, why)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

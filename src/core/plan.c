@@ -108,7 +108,6 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
         int64_t k_here = 0;
         if (done) {
             put(why, "runs on the complete candidate set");
-            k_here = plan->k;
         } else {
             switch (cls) {
             case SIFT_CLASS_IDENTITY: put(why, "changes nothing"); break;
@@ -125,6 +124,7 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                     put(why, "lowers an unbounded number of tokens: certified per step");
                 } else if (m > 0) {
                     lowered += m;
+                    k_here = m;
                     put(why, "lowers at most %lld tokens: +%lld", (long long)m, (long long)m);
                     append(terms, " + %s %lld", name, (long long)m);
                 } else {
@@ -144,6 +144,7 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                     break;
                 }
                 monotone = 1;
+                k_here = MONOTONE_MARGIN;
                 put(why, "keeps the order up to rounding ties: margin %d, certified",
                     MONOTONE_MARGIN);
                 break;
@@ -183,7 +184,7 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                         (long long)k);
                 else
                     put(why, "keeps the first %lld: k = %lld", (long long)n, (long long)k);
-                k_here = k;
+                k_here = base;
                 done = 1;
                 break;
             }

@@ -1,0 +1,217 @@
+/*
+ * cmd_grammar.c - `sift grammar check FILE.gbnf` and
+ * `sift grammar match FILE.gbnf (--text STRING | --file F)`.
+ *
+ * check: compiles the grammar (no vocabulary: token references are
+ * reported) and prints every problem as FILE:LINE:COL: error: MESSAGE.
+ * match: feeds the whole input to the grammar byte by byte; exit 0 when it
+ * is accepted and the grammar is complete there, 1 otherwise with the
+ * place it failed (byte offset and line:column of the input).
+ * Exit status: 0 ok, 1 invalid grammar or no match, 2 usage or I/O error.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "sift.h"
+
+#define MAX_INPUT ((size_t)16 << 20)
+
+static void help(FILE *f)
+{
+    fprintf(f, "usage: sift grammar check FILE.gbnf\n"
+               "       sift grammar match FILE.gbnf (--text STRING | --file F) [--root NAME]\n"
+               "\n"
+               "check  compiles a GBNF grammar and prints each error as\n"
+               "       FILE:LINE:COL: error: MESSAGE\n"
+               "match  tells whether the grammar accepts the whole input and is complete\n"
+               "       at its end; on failure prints where the input was rejected\n"
+               "\n"
+               "options:\n"
+               "  --root NAME  start rule (default root)\n"
+               "  -h, --help   print this help\n"
+               "\n"
+               "exit status: 0 ok / accepted, 1 invalid grammar / not accepted, 2 usage or I/O\n");
+}
+
+/* Reads a whole file (at most `max` bytes). */
+static char *slurp(const char *path, size_t max, size_t *len, FILE *errout)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(errout, "%s: error: cannot open: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        if (n == cap) {
+            if (cap >= max) {
+                fprintf(errout, "%s: error: larger than %zu bytes\n", path, max);
+                free(b);
+                b = NULL;
+                break;
+            }
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t r = fread(b + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) {
+                fprintf(errout, "%s: error: cannot read: %s\n", path, strerror(errno));
+                free(b);
+                b = NULL;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    *len = n;
+    return b;
+}
+
+/* Prints a grammar error as FILE:LINE:COL: error: MESSAGE. sift's message
+ * already starts with "FILE:LINE:COL: " when it has a place. */
+static void print_grammar_error(FILE *errout, const char *path, const sift_error *err)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, ":%d:%d: ", (int)err->line, (int)err->column);
+    const char *m = err->message;
+    const char *p = err->line > 0 ? strstr(m, prefix) : NULL;
+    if (p)
+        fprintf(errout, "%s:%d:%d: error: %s\n", path, (int)err->line, (int)err->column,
+                p + strlen(prefix));
+    else
+        fprintf(errout, "%s: error: %s\n", path, m);
+}
+
+static int compile(const char *path, const char *root, sift_grammar **g, FILE *errout)
+{
+    size_t len = 0;
+    char *text = slurp(path, (size_t)2 << 20, &len, errout);
+    if (!text)
+        return CMD_USAGE;
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.source_name = path;
+    gp.root = root;
+    sift_error err;
+    sift_status st = sift_grammar_new(g, text, len, NULL, &gp, &err);
+    free(text);
+    if (st) {
+        print_grammar_error(errout, path, &err);
+        return st == SIFT_E_NOMEM ? CMD_USAGE : CMD_FAIL;
+    }
+    return CMD_OK;
+}
+
+/* Line and column (code points) of byte `off` in `s`. */
+static void where(const char *s, size_t off, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (s[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else if (((unsigned char)s[i] & 0xC0) != 0x80) {
+            (*col)++;
+        }
+    }
+}
+
+static int match(sift_grammar *g, const char *input, size_t len, const char *name, FILE *out,
+                 FILE *errout)
+{
+    sift_error err;
+    /* Byte by byte, so a rejection names its byte. */
+    for (size_t i = 0; i < len; i++) {
+        if (sift_grammar_accept_bytes(g, input + i, 1, &err)) {
+            int line, col;
+            where(input, i, &line, &col);
+            fprintf(out, "%s:%d:%d: rejected at byte %zu: %s\n", name, line, col, i, err.message);
+            return CMD_FAIL;
+        }
+    }
+    if (!sift_grammar_is_complete(g)) {
+        int line, col;
+        where(input, len, &line, &col);
+        fprintf(out, "%s:%d:%d: the input ends before the grammar is complete\n", name, line,
+                col);
+        return CMD_FAIL;
+    }
+    (void)errout;
+    fprintf(out, "%s: accepted\n", name);
+    return CMD_OK;
+}
+
+int cmd_grammar(int argc, char **argv, FILE *out, FILE *errout)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        help(argc < 2 ? errout : out);
+        return argc < 2 ? CMD_USAGE : cmd_finish(out, errout, CMD_OK);
+    }
+    const char *sub = argv[1], *path = NULL, *text = NULL, *file = NULL, *root = NULL;
+    if (strcmp(sub, "check") && strcmp(sub, "match")) {
+        fprintf(errout, "sift grammar: unknown subcommand '%s' (check or match)\n", sub);
+        return CMD_USAGE;
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(out);
+            return cmd_finish(out, errout, CMD_OK);
+        } else if (!strcmp(a, "--text") && i + 1 < argc) {
+            text = argv[++i];
+        } else if (!strcmp(a, "--file") && i + 1 < argc) {
+            file = argv[++i];
+        } else if (!strcmp(a, "--root") && i + 1 < argc) {
+            root = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(errout, "sift grammar %s: unknown option or missing value '%s'\n", sub, a);
+            return CMD_USAGE;
+        } else if (path) {
+            fprintf(errout, "sift grammar %s: one grammar at a time\n", sub);
+            return CMD_USAGE;
+        } else {
+            path = a;
+        }
+    }
+    if (!path) {
+        fprintf(errout, "sift grammar %s: no grammar file given\n", sub);
+        return CMD_USAGE;
+    }
+    int is_match = !strcmp(sub, "match");
+    if (is_match && !!text == !!file) {
+        fprintf(errout, "sift grammar match: give exactly one of --text and --file\n");
+        return CMD_USAGE;
+    }
+    if (!is_match && (text || file)) {
+        fprintf(errout, "sift grammar check: --text and --file belong to 'match'\n");
+        return CMD_USAGE;
+    }
+    sift_grammar *g = NULL;
+    int rc = compile(path, root, &g, errout);
+    if (rc != CMD_OK)
+        return rc;
+    if (!is_match) {
+        fprintf(out, "%s: ok\n", path);
+    } else if (text) {
+        rc = match(g, text, strlen(text), "<text>", out, errout);
+    } else {
+        size_t len = 0;
+        char *input = slurp(file, MAX_INPUT, &len, errout);
+        rc = input ? match(g, input, len, file, out, errout) : CMD_USAGE;
+        free(input);
+    }
+    sift_grammar_free(g);
+    return cmd_finish(out, errout, rc);
+}

@@ -1,0 +1,193 @@
+/*
+ * cmd_plan.c - `sift plan CONFIG [--json]`: the analyzer's static plan.
+ *
+ * Loads a YAML chain config (diagnostics go to stderr as `sift check`
+ * prints them), builds its chain, and prints the plan: k, the guarantee,
+ * the recommended k, the extra ids gathered beside the prefix, and each
+ * stage's part in words (docs/analyzer.md). --json prints one object:
+ * {"k", "guarantee", "recommended_k", "extras", "max_extras", "why",
+ *  "stages": [{"name", "class", "k", "why"}]}.
+ * Exit status: 0 planned, 1 invalid config, 2 usage or I/O error.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "sift.h"
+
+static void help(FILE *f)
+{
+    fprintf(f, "usage: sift plan [--json] CONFIG\n"
+               "\n"
+               "Prints the analyzer's static plan for the chain of a YAML config: how many\n"
+               "of a row's largest logits a runtime must copy (k; 0 = the whole row), the\n"
+               "guarantee (exact, certified, whole_row), the extra token ids to gather,\n"
+               "and why, stage by stage (docs/analyzer.md).\n"
+               "\n"
+               "options:\n"
+               "  --json      one JSON object instead of text\n"
+               "  -h, --help  print this help\n"
+               "\n"
+               "exit status: 0 planned, 1 invalid config, 2 usage or I/O error\n");
+}
+
+/* A JSON string (the messages are ASCII or UTF-8 from sift). */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static const char *class_upper(sift_class c)
+{
+    switch (c) {
+    case SIFT_CLASS_WHOLE: return "WHOLE";
+    case SIFT_CLASS_IDENTITY: return "IDENTITY";
+    case SIFT_CLASS_LOWERS: return "LOWERS";
+    case SIFT_CLASS_RAISES: return "RAISES";
+    case SIFT_CLASS_MONOTONE: return "MONOTONE";
+    case SIFT_CLASS_TOP: return "TOP";
+    case SIFT_CLASS_THRESHOLD: return "THRESHOLD";
+    }
+    return "UNKNOWN";
+}
+
+/* Loads the config's vocabulary file, if it names one. */
+static sift_status load_vocab(const sift_config *cfg, sift_vocab **v, sift_error *err)
+{
+    const char *path = sift_config_vocab_path(cfg);
+    *v = NULL;
+    if (!path)
+        return SIFT_OK;
+    size_t n = strlen(path);
+    if (n >= 5 && !strcmp(path + n - 5, ".gguf"))
+        return sift_vocab_load_gguf(v, path, NULL, err);
+    return sift_vocab_load_tiktoken(v, path, NULL, err);
+}
+
+static int cmd_plan_load(const char *path, FILE *errout, sift_config **cfg, sift_vocab **vocab,
+                  sift_chain **chain)
+{
+    sift_error err;
+    *cfg = NULL;
+    *vocab = NULL;
+    *chain = NULL;
+    sift_status st = sift_config_load(cfg, path, NULL, &err);
+    if (!*cfg) {
+        fprintf(errout, "%s: error: %s\n", path, err.message);
+        return CMD_USAGE;
+    }
+    for (size_t k = 0; k < sift_config_n_diagnostics(*cfg); k++)
+        fprintf(errout, "%s\n", sift_config_diagnostic(*cfg, k)->text);
+    if (st != SIFT_OK)
+        return CMD_FAIL;
+    if ((st = load_vocab(*cfg, vocab, &err))) {
+        fprintf(errout, "%s: error: vocabulary: %s\n", path, err.message);
+        return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
+    }
+    if ((st = sift_config_build_chain(*cfg, NULL, *vocab, chain, &err))) {
+        fprintf(errout, "%s: error: %s\n", path, err.message);
+        return CMD_FAIL;
+    }
+    return CMD_OK;
+}
+
+int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
+{
+    int json = 0;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(out);
+            return cmd_finish(out, errout, CMD_OK);
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(errout, "sift plan: unknown option '%s'\n", a);
+            fprintf(errout, "Run 'sift plan --help' for the options.\n");
+            return CMD_USAGE;
+        } else if (path) {
+            fprintf(errout, "sift plan: one config at a time ('%s' and '%s')\n", path, a);
+            return CMD_USAGE;
+        } else {
+            path = a;
+        }
+    }
+    if (!path) {
+        fprintf(errout, "sift plan: no config given\n");
+        help(errout);
+        return CMD_USAGE;
+    }
+    sift_config *cfg;
+    sift_vocab *vocab;
+    sift_chain *chain;
+    int rc = cmd_plan_load(path, errout, &cfg, &vocab, &chain);
+    if (rc != CMD_OK)
+        goto done;
+    size_t n = sift_chain_n_stages(chain);
+    sift_plan plan;
+    sift_plan_stage *st = calloc(n ? n : 1, sizeof *st);
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    sift_error err;
+    if (!st || sift_chain_plan(chain, &plan, st, &err)) {
+        fprintf(errout, "sift plan: %s\n", st ? err.message : "out of memory");
+        free(st);
+        rc = CMD_USAGE;
+        goto done;
+    }
+    size_t cap = plan.max_extras > 0 ? (size_t)plan.max_extras : 0;
+    ids = cap ? malloc(cap * sizeof *ids) : NULL;
+    if (cap && (!ids || sift_chain_extras(chain, ids, cap, &n_ids, &err)))
+        n_ids = 0;
+    if (json) {
+        fprintf(out, "{\"k\": %d, \"guarantee\": ", (int)plan.k);
+        json_str(out, sift_guarantee_str(plan.guarantee));
+        fprintf(out, ", \"recommended_k\": %d, \"extras\": [", (int)plan.recommended_k);
+        for (size_t i = 0; i < n_ids; i++)
+            fprintf(out, "%s%d", i ? ", " : "", (int)ids[i]);
+        fprintf(out, "], \"max_extras\": %d, \"why\": ", (int)plan.max_extras);
+        json_str(out, plan.why);
+        fprintf(out, ", \"stages\": [");
+        for (size_t i = 0; i < n; i++) {
+            fprintf(out, "%s{\"name\": ", i ? ", " : "");
+            json_str(out, sift_chain_stage_name(chain, i));
+            fprintf(out, ", \"class\": \"%s\", \"k\": %d, \"why\": ", class_upper(st[i].cls),
+                    (int)st[i].k);
+            json_str(out, st[i].why);
+            fputc('}', out);
+        }
+        fprintf(out, "]}\n");
+    } else {
+        fprintf(out, "k: %d\nguarantee: %s\nrecommended k: %d\nwhy: %s\n", (int)plan.k,
+                sift_guarantee_str(plan.guarantee), (int)plan.recommended_k, plan.why);
+        if (plan.max_extras > 0) {
+            fprintf(out, "extras (up to %d per step):", (int)plan.max_extras);
+            for (size_t i = 0; i < n_ids; i++)
+                fprintf(out, " %d", (int)ids[i]);
+            fputc('\n', out);
+        }
+        fprintf(out, "stages:\n");
+        for (size_t i = 0; i < n; i++)
+            fprintf(out, "  %2zu  %-14s %-10s %s\n", i, sift_chain_stage_name(chain, i),
+                    class_upper(st[i].cls), st[i].why);
+    }
+    free(ids);
+    free(st);
+    rc = cmd_finish(out, errout, CMD_OK);
+done:
+    sift_chain_free(chain);
+    sift_vocab_free(vocab);
+    sift_config_free(cfg);
+    return rc;
+}
