@@ -144,8 +144,7 @@ static int match(sift_grammar *g, const char *input, size_t len, const char *nam
     if (!sift_grammar_is_complete(g)) {
         int line, col;
         where(input, len, &line, &col);
-        fprintf(out, "%s:%d:%d: the input ends before the grammar is complete\n", name, line,
-                col);
+        fprintf(out, "%s:%d:%d: the input ends before the grammar is complete\n", name, line, col);
         return CMD_FAIL;
     }
     (void)errout;

@@ -75,7 +75,7 @@ static sift_status load_vocab(const sift_config *cfg, sift_vocab **v, sift_error
 }
 
 static int cmd_plan_load(const char *path, FILE *errout, sift_config **cfg, sift_vocab **vocab,
-                  sift_chain **chain)
+                         sift_chain **chain)
 {
     sift_error err;
     *cfg = NULL;
