@@ -683,14 +683,20 @@ static void property(uint64_t seed, long cases, tally *ty)
             sift_status so = or_sample(&o, row, V, &to);
             uint64_t ors[4];
             memcpy(ors, o.rng.s, sizeof ors);
-            int32_t ks[3] = {sp.k, dp.k, 0};
+            /* the static k, the dynamic k, a smaller k, and the whole row
+             * as a slice (complete from the start) */
+            int32_t ks[4] = {sp.k, dp.k, 0, V};
             ks[2] = (int32_t)tu_range(&r, 1, sp.k > 1 ? sp.k - 1 : 16);
-            for (int v = 0; v < 3; v++) {
+            for (int v = 0; v < 4; v++) {
                 int32_t k = ks[v];
                 if (k <= 0)
                     continue;
                 int hooked = one_slice(chain, sl, row, V, k, 1, so, to, ors, ty, desc);
                 one_slice(chain, sl, row, V, k, 0, so, to, ors, ty, desc);
+                if (v == 3) { /* the whole row as a slice never needs the hook */
+                    ck_assert_msg(!hooked, "k = V needed the row\n  %s", desc);
+                    continue;
+                }
                 long *steps_of[3] = {&ty->static_steps, &ty->dyn_steps, &ty->small_steps};
                 long *hooks_of[3] = {&ty->static_hooks, &ty->dyn_hooks, &ty->small_hooks};
                 if (so != SIFT_OK)

@@ -113,6 +113,10 @@ static sift_status apply_temp(sift__ctx *ctx, sift__arr *a, float t, const char 
             return keep_first(ctx, a, name);
     }
     divide_logits(a->c, a->n, t);
+    /* Division keeps the order of distinct logits but can merge
+     * neighbours, which canonical order then ranks by id: a canonical
+     * array may no longer be one. */
+    sift__arr_touched(a);
     return SIFT_OK;
 }
 
