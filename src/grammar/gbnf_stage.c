@@ -83,6 +83,17 @@ static sift_class gs_cls(const sift__stage *st, int64_t *n)
     return SIFT_CLASS_LOWERS;
 }
 
+/* The analyzer's n: unbounded from the configuration alone (a lazy
+ * grammar may trigger at any step), but an untriggered lazy grammar
+ * lowers nothing this step (DESIGN.md §4, dynamic k). */
+static int64_t gs_lowers(const sift__stage *st, int dynamic)
+{
+    const gstage *s = (const gstage *)st;
+    if (dynamic && s->rejected < 0 && !sift_grammar_is_triggered(s->g))
+        return 0;
+    return -1;
+}
+
 static int32_t gs_max_token(const sift__stage *st)
 {
     return sift__grammar_n_vocab(((const gstage *)st)->g) - 1;
@@ -103,6 +114,7 @@ static const sift__stage_ops gs_ops = {
     .clone = gs_clone,
     .destroy = gs_destroy,
     .cls = gs_cls,
+    .lowers = gs_lowers,
     .max_token = gs_max_token,
     .digest = gs_digest,
 };

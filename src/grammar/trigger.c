@@ -945,3 +945,80 @@ int sift__trigger_matches_empty(const sift__trigger *t, size_t i)
     /* (The set's own state is not touched: the match data is scratch.) */
     return rc >= 0;
 }
+
+sift__trigger_kind sift__trigger_kind_of(const sift__trigger *t, size_t i)
+{
+    return t->specs[i].kind;
+}
+
+/* Grows dst's buffers to hold src's state; they only grow, so a copy
+ * made every token allocates only while the text is still warming up. */
+sift_status sift__trigger_copy_state(sift__trigger *dst, const sift__trigger *src, sift_error *err)
+{
+    uint64_t held = src->end - src->base;
+    if (held > dst->cap) {
+        char *nb = sift__malloc(&dst->al, (size_t)held, 1);
+        if (!nb)
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory copying a trigger set");
+        sift__free(&dst->al, dst->buf);
+        dst->buf = nb;
+        dst->cap = (size_t)held;
+    }
+    if (src->nsp > dst->capsp) {
+        span *ns = sift__malloc(&dst->al, src->nsp, sizeof *ns);
+        if (!ns)
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory copying a trigger set");
+        sift__free(&dst->al, dst->sp);
+        dst->sp = ns;
+        dst->capsp = src->nsp;
+    }
+    if (src->toklen > dst->tokcap) {
+        char *tb = sift__malloc(&dst->al, src->toklen, 1);
+        if (!tb)
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory copying a trigger set");
+        sift__free(&dst->al, dst->tokbuf);
+        dst->tokbuf = tb;
+        dst->tokcap = src->toklen;
+    }
+    if (held)
+        memcpy(dst->buf, src->buf, (size_t)held);
+    if (src->nsp)
+        memcpy(dst->sp, src->sp, src->nsp * sizeof *src->sp);
+    if (src->toklen)
+        memcpy(dst->tokbuf, src->tokbuf, src->toklen);
+    if (src->resume)
+        memcpy(dst->resume, src->resume, src->n * sizeof *src->resume);
+    dst->ac = src->ac;
+    dst->base = src->base;
+    dst->end = src->end;
+    dst->searched_to = src->searched_to;
+    dst->nsp = src->nsp;
+    dst->fired = src->fired;
+    dst->fired_idx = src->fired_idx;
+    dst->fire_start = src->fire_start;
+    dst->replay_first = src->replay_first;
+    dst->replay_token = src->replay_token;
+    dst->fire_token = src->fire_token;
+    dst->toklen = src->toklen;
+    dst->last_scanned = src->last_scanned;
+    return SIFT_OK;
+}
+
+uint64_t sift__trigger_digest(const sift__trigger *t, uint64_t h)
+{
+    /* What decides every future result: the automaton state, the text
+     * the searches may still see (its absolute offsets), the resume
+     * points and the fired state. Buffer layout (base, capacity) does
+     * not. The text before the window is invisible, so only the last
+     * 2 * max_window + 4 bytes are hashed. */
+    int64_t f[4] = {t->ac, t->fired, t->fired_idx, (int64_t)t->fire_start};
+    h = sift__fnv(h, f, sizeof f);
+    h = sift__fnv(h, &t->end, sizeof t->end);
+    uint64_t held = t->end - t->base;
+    uint64_t keep = t->has_full ? held : 2 * (uint64_t)t->p.max_window + 4;
+    uint64_t from = held > keep ? held - keep : 0;
+    h = sift__fnv(h, t->buf + from, (size_t)(held - from));
+    if (t->resume)
+        h = sift__fnv(h, t->resume, t->n * sizeof *t->resume);
+    return h;
+}
