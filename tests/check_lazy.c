@@ -55,10 +55,26 @@ enum {
 };
 #define V_SIZE (T_LETTERS + 26 + 18) /* padded with "0".."9", "!"...: 64 */
 
-static const char *const base_pieces[T_LETTERS] = {
-    "<eos>", "<tool_call>", "Hello", " world", "<tool", "_call>", "{",
-    "\"name\"", ":", " ", "\"f\"", ",", "\"arguments\"", "{}", "}", "\n",
-    "</tool_call>", "_call>{", "_call>x", "<tool_call>\n"};
+static const char *const base_pieces[T_LETTERS] = {"<eos>",
+                                                   "<tool_call>",
+                                                   "Hello",
+                                                   " world",
+                                                   "<tool",
+                                                   "_call>",
+                                                   "{",
+                                                   "\"name\"",
+                                                   ":",
+                                                   " ",
+                                                   "\"f\"",
+                                                   ",",
+                                                   "\"arguments\"",
+                                                   "{}",
+                                                   "}",
+                                                   "\n",
+                                                   "</tool_call>",
+                                                   "_call>{",
+                                                   "_call>x",
+                                                   "<tool_call>\n"};
 
 static sift_vocab *make_vocab(void)
 {
@@ -170,9 +186,8 @@ static void accept_all(sift_chain *c, const int32_t *toks, size_t n)
 }
 
 /* The rest of a tool call after "<tool_call>". */
-static const int32_t call_rest[] = {T_LBRACE, T_NAME,  T_COLON, T_F,      T_COMMA,
-                                    T_ARGS,   T_COLON, T_SPACE, T_EMPTY_OBJ, T_RBRACE,
-                                    T_END_TAG};
+static const int32_t call_rest[] = {T_LBRACE, T_NAME,  T_COLON,     T_F,      T_COMMA,  T_ARGS,
+                                    T_COLON,  T_SPACE, T_EMPTY_OBJ, T_RBRACE, T_END_TAG};
 
 /* ------------------------------------------------------------------ */
 /* Untriggered                                                          */
@@ -291,7 +306,8 @@ START_TEST(test_a_token_with_the_trigger_and_rejected_extra_bytes_changes_nothin
         uint64_t gd0 = sift__grammar_digest(g, 1);
         sift_error err;
         ck_assert_int_eq(sift_chain_accept(c, T_CALL_BAD, &err), SIFT_E_GRAMMAR_REJECT);
-        ck_assert_msg(strstr(err.message, "trigger") != NULL, "%s", err.message);
+        ck_assert_str_eq(err.message, "token 18 fires trigger 0 at output byte 0, but the grammar "
+                                      "rejects the text from the trigger on (`<tool_call>x`...)");
         ck_assert_int_eq(err.index, T_CALL_BAD);
         ck_assert_uint_eq(sift__chain_state_digest(c), d0);
         ck_assert_uint_eq(sift__grammar_digest(g, 1), gd0);
@@ -463,7 +479,8 @@ START_TEST(test_set_lazy_errors_name_the_trigger)
     lp.n_words = 1;
     ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, &err), SIFT_E_PATTERN_SYNTAX);
     ck_assert_int_eq(err.index, 1);
-    ck_assert_msg(strncmp(err.message, "patterns[1], offset 3: ", 23) == 0, "%s", err.message);
+    ck_assert_str_eq(err.message,
+                     "patterns[1], offset 3: subpattern name expected (PCRE2 error 162)");
     ck_assert_int_eq(err.offset, 3);
     lp.n_patterns = 0;
     const int32_t toks[] = {3, V_SIZE};
@@ -471,12 +488,12 @@ START_TEST(test_set_lazy_errors_name_the_trigger)
     lp.n_tokens = 2;
     ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, &err), SIFT_E_TOKEN);
     ck_assert_int_eq(err.index, 1);
-    ck_assert_msg(strncmp(err.message, "tokens[1]", 9) == 0, "%s", err.message);
+    ck_assert_str_eq(err.message, "tokens[1]: token id 64 out of range [0, 64)");
     static const char *const empty[] = {""};
     lp.n_tokens = 0;
     lp.words = empty;
     ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, &err), SIFT_E_ARG);
-    ck_assert_msg(strncmp(err.message, "words[0]", 8) == 0, "%s", err.message);
+    ck_assert_str_eq(err.message, "words[0]: empty word");
     lp.words = NULL;
     ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, &err), SIFT_E_ARG);
     ck_assert_int_eq(sift_grammar_set_lazy(NULL, &lp, &err), SIFT_E_ARG);

@@ -35,6 +35,13 @@
  *   long generation does not grow memory (and steady state allocates
  *   nothing). Every call has a work budget (element visits) and a cap on
  *   live stacks and stack depth: SIFT_E_GRAMMAR_LIMIT, state unchanged.
+ * - Lazy grammars (sift_grammar_set_lazy, docs/triggers.md): while
+ *   untriggered the state stays the initial one, every token is allowed,
+ *   and accepted tokens go to the trigger set. A token is first fed to a
+ *   scratch copy of the set and, if it fires, the replay is run from the
+ *   initial state without moving `cur`; only when both succeed are the
+ *   sets swapped and `cur` set, so every failure leaves the grammar as it
+ *   was and prepare_accept can vouch for the accept that follows.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -1959,16 +1966,24 @@ static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, 
         if (y < 0)
             return g->fail;
         if (y == 0) {
-            char txt[96];
+            /* the replayed text, up to a message's worth */
+            unsigned char raw[48];
             size_t tl = 0;
-            const unsigned char *tp = NULL;
-            if (nr) {
+            for (size_t i = 0; i < nr && tl < sizeof raw; i++) {
                 int32_t tok;
                 const char *b;
-                sift__trigger_replay(t, 0, &tok, &b, &tl);
-                tp = (const unsigned char *)b;
+                size_t bn;
+                sift__trigger_replay(t, i, &tok, &b, &bn);
+                if (whole && tok >= 0)
+                    b = (const char *)piece(c, tok, &bn);
+                if (bn > sizeof raw - tl)
+                    bn = sizeof raw - tl;
+                if (bn)
+                    memcpy(raw + tl, b, bn);
+                tl += bn;
             }
-            show(txt, sizeof txt, tp, tl);
+            char txt[96];
+            show(txt, sizeof txt, raw, tl);
             return sift__fail_at(err, SIFT_E_GRAMMAR_REJECT, token,
                                  "token %d fires trigger %lld at output byte %lld, but the "
                                  "grammar rejects the text from the trigger on (`%s`...)",

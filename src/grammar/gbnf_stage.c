@@ -5,7 +5,9 @@
  * current state and removes nothing; accept advances the grammar. The
  * stage owns its grammar. Capability class: LOWERS with n = -1
  * (unbounded): it only ever lowers logits, but how many depends on the
- * state, so a slice must be certified per step (DESIGN.md §4).
+ * state, so a slice must be certified per step (DESIGN.md §4). A lazy
+ * grammar that has not triggered lowers nothing, so its dynamic n
+ * (ops->lowers with dynamic = 1) is 0; its static n stays unbounded.
  *
  * accept cannot fail in the stage interface. A chain makes it all or
  * nothing by calling sift__grammar_prepare_accept on every grammar stage
