@@ -37,11 +37,11 @@
  *   live stacks and stack depth: SIFT_E_GRAMMAR_LIMIT, state unchanged.
  * - Lazy grammars (sift_grammar_set_lazy, docs/triggers.md): while
  *   untriggered the state stays the initial one, every token is allowed,
- *   and accepted tokens go to the trigger set. A token is first fed to a
- *   scratch copy of the set and, if it fires, the replay is run from the
- *   initial state without moving `cur`; only when both succeed are the
- *   sets swapped and `cur` set, so every failure leaves the grammar as it
- *   was and prepare_accept can vouch for the accept that follows.
+ *   and accepted tokens go to the trigger set. If a token fires it, the
+ *   replay is run from the initial state without moving `cur`; a token
+ *   that is only tried (prepare) or whose replay is rejected is taken
+ *   back from the set (sift__trigger_undo), so every failure leaves the
+ *   grammar as it was and prepare_accept can vouch for the accept.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -170,11 +170,10 @@ struct sift_grammar {
     uint64_t out_len; /* bytes accepted since reset */
     unsigned char tail[24];
     /* Lazy grammars (NULL trig = eager). While !triggered the matching
-     * state is the initial one and every token goes to trig; trig_tmp is
-     * a scratch set of the same specs on which a token is tried first, so
-     * a rejected replay leaves trig as it was (the two are swapped on
-     * commit, so no copy is made back). */
-    sift__trigger *trig, *trig_tmp;
+     * state is the initial one and every token goes to trig; a token that
+     * is only tried (prepare) or whose replay is rejected is taken back
+     * with sift__trigger_undo. */
+    sift__trigger *trig;
     int triggered;
 };
 
@@ -1211,7 +1210,6 @@ void sift_grammar_free(sift_grammar *g)
     sift__free(&al, g->dstk);
     sift__free(&al, g->rr);
     sift__trigger_free(g->trig);
-    sift__trigger_free(g->trig_tmp);
     core_unref(g->core);
     sift__free(&al, g);
 }
@@ -1238,8 +1236,7 @@ sift_status sift_grammar_clone(const sift_grammar *g, sift_grammar **out, sift_e
     if (g->trig) {
         sift_grammar *c = *out;
         c->triggered = g->triggered;
-        if ((s = sift__trigger_clone(g->trig, &c->trig, err)) ||
-            (s = sift__trigger_clone(g->trig, &c->trig_tmp, err))) {
+        if ((s = sift__trigger_clone(g->trig, &c->trig, err))) {
             sift_grammar_free(c);
             *out = NULL;
             return s;
@@ -1911,11 +1908,11 @@ static void show(char *buf, size_t cap, const unsigned char *p, size_t n)
 }
 
 /* Tries one token (or, with token = -1, bytes of no token) on an
- * untriggered lazy grammar: the scratch set receives a copy of the
- * trigger state and the token; if a trigger fires, the replay is run
- * through the matcher from the initial state. Only with `commit` and on
- * success does anything change (the sets are swapped, the state moves);
- * the caches may grow either way, which no result can see. */
+ * untriggered lazy grammar: the set is fed the token; if a trigger fires,
+ * the replay is run through the matcher from the initial state. Without
+ * `commit`, or on failure, the feed is taken back (sift__trigger_undo),
+ * so only a committed success changes anything; the matcher caches may
+ * grow either way, which no result can see. */
 static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, size_t n,
                              int commit, sift_error *err)
 {
@@ -1929,18 +1926,17 @@ static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, 
         if (c->attr[token] & (SIFT_TOKEN_SPECIAL | SIFT_TOKEN_EOG))
             L = 0;
     }
-    sift_status s = sift__trigger_copy_state(g->trig_tmp, g->trig, err);
-    if (s)
-        return s;
     int fired = 0;
     int64_t start = -1;
-    s = sift__trigger_feed(g->trig_tmp, token, (const char *)p, L, &fired, &start, err);
+    sift_status s = sift__trigger_feed(g->trig, token, (const char *)p, L, &fired, &start, err);
     if (s)
         return s;
     if (fired) {
-        if ((s = maybe_flush(g, err)))
+        if ((s = maybe_flush(g, err))) {
+            sift__trigger_undo(g->trig);
             return s;
-        const sift__trigger *t = g->trig_tmp;
+        }
+        const sift__trigger *t = g->trig;
         int64_t fi = sift__trigger_fired_index(t);
         int whole = sift__trigger_kind_of(t, (size_t)fi) == SIFT__TRIGGER_TOKEN;
         size_t nr = sift__trigger_n_replay(t);
@@ -1963,8 +1959,10 @@ static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, 
             }
         }
         end_call(g);
-        if (y < 0)
+        if (y < 0) {
+            sift__trigger_undo(g->trig);
             return g->fail;
+        }
         if (y == 0) {
             /* the replayed text, up to a message's worth */
             unsigned char raw[48];
@@ -1984,13 +1982,16 @@ static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, 
             }
             char txt[96];
             show(txt, sizeof txt, raw, tl);
+            sift__trigger_undo(g->trig);
             return sift__fail_at(err, SIFT_E_GRAMMAR_REJECT, token,
                                  "token %d fires trigger %lld at output byte %lld, but the "
                                  "grammar rejects the text from the trigger on (`%s`...)",
                                  (int)token, (long long)fi, (long long)start, txt);
         }
-        if (!commit)
+        if (!commit) {
+            sift__trigger_undo(g->trig);
             return SIFT_OK;
+        }
         g->cur = (uint32_t)y;
         g->triggered = 1;
         g->out_len = 0;
@@ -2005,11 +2006,8 @@ static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, 
             note_output(g, (const unsigned char *)b, bn);
         }
     } else if (!commit) {
-        return SIFT_OK;
+        sift__trigger_undo(g->trig);
     }
-    sift__trigger *tmp = g->trig;
-    g->trig = g->trig_tmp;
-    g->trig_tmp = tmp;
     return SIFT_OK;
 }
 
@@ -2049,8 +2047,7 @@ sift_status sift_grammar_set_lazy(sift_grammar *g, const sift_lazy_params *param
         return s;
     if (!params) {
         sift__trigger_free(g->trig);
-        sift__trigger_free(g->trig_tmp);
-        g->trig = g->trig_tmp = NULL;
+        g->trig = NULL;
         g->triggered = 0;
         sift_grammar_reset(g);
         return SIFT_OK;
@@ -2114,7 +2111,7 @@ sift_status sift_grammar_set_lazy(sift_grammar *g, const sift_lazy_params *param
     tp.depth_limit = pp.depth_limit;
     tp.heap_limit_kib = pp.heap_limit_kib;
     tp.n_vocab = g->core->V;
-    sift__trigger *t = NULL, *tmp = NULL;
+    sift__trigger *t = NULL;
     s = sift__trigger_new(&t, specs, n, &tp, NULL, &g->al, err);
     sift__free(&g->al, specs);
     if (s) {
@@ -2122,14 +2119,8 @@ sift_status sift_grammar_set_lazy(sift_grammar *g, const sift_lazy_params *param
             name_trigger(err, &pp, err->index);
         return s;
     }
-    if ((s = sift__trigger_clone(t, &tmp, err))) {
-        sift__trigger_free(t);
-        return s;
-    }
     sift__trigger_free(g->trig);
-    sift__trigger_free(g->trig_tmp);
     g->trig = t;
-    g->trig_tmp = tmp;
     g->triggered = 0;
     sift_grammar_reset(g);
     return SIFT_OK;

@@ -30,7 +30,9 @@
  *   amortised.
  * - A failing feed restores end, ac, nsp, searched_to and the resume[]
  *   entries it changed (undo list): the set is as it was (compaction and
- *   growth are invisible, see above).
+ *   growth are invisible, see above). The same record lets
+ *   sift__trigger_undo take back the last successful feed, which is how a
+ *   lazy grammar tries a token without committing it.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -103,6 +105,10 @@ struct sift__trigger {
     char *tokbuf;
     size_t tokcap, toklen;
     size_t last_scanned;
+    /* the state before the last successful feed (sift__trigger_undo) */
+    uint64_t u_end, u_searched;
+    int32_t u_ac;
+    size_t u_nsp, u_scanned;
 };
 
 void sift__trigger_params_init(sift__trigger_params *p)
@@ -756,6 +762,11 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
     const uint64_t old_end = t->end, old_searched = t->searched_to;
     const int32_t old_ac = t->ac;
     const size_t old_nsp = t->nsp;
+    t->u_end = old_end;
+    t->u_searched = old_searched;
+    t->u_ac = old_ac;
+    t->u_nsp = old_nsp;
+    t->u_scanned = t->last_scanned;
     size_t scanned = 0;
     int64_t best = -1; /* lowest trigger index that matched */
     uint64_t best_start = 0;
@@ -951,57 +962,26 @@ sift__trigger_kind sift__trigger_kind_of(const sift__trigger *t, size_t i)
     return t->specs[i].kind;
 }
 
-/* Grows dst's buffers to hold src's state; they only grow, so a copy
- * made every token allocates only while the text is still warming up. */
-sift_status sift__trigger_copy_state(sift__trigger *dst, const sift__trigger *src, sift_error *err)
+/* Rolls the last feed back (it succeeded; nothing was fed since): the
+ * values its start saved and the resume entries it changed. Buffers keep
+ * whatever compaction or growth the feed did, which no result can see. */
+void sift__trigger_undo(sift__trigger *t)
 {
-    uint64_t held = src->end - src->base;
-    if (held > dst->cap) {
-        char *nb = sift__malloc(&dst->al, (size_t)held, 1);
-        if (!nb)
-            return sift__fail(err, SIFT_E_NOMEM, "out of memory copying a trigger set");
-        sift__free(&dst->al, dst->buf);
-        dst->buf = nb;
-        dst->cap = (size_t)held;
+    t->end = t->u_end;
+    t->searched_to = t->u_searched;
+    t->ac = t->u_ac;
+    t->nsp = t->u_nsp;
+    t->last_scanned = t->u_scanned;
+    while (t->n_undo > 0) {
+        t->n_undo--;
+        t->resume[t->undo_i[t->n_undo]] = t->undo_v[t->n_undo];
     }
-    if (src->nsp > dst->capsp) {
-        span *ns = sift__malloc(&dst->al, src->nsp, sizeof *ns);
-        if (!ns)
-            return sift__fail(err, SIFT_E_NOMEM, "out of memory copying a trigger set");
-        sift__free(&dst->al, dst->sp);
-        dst->sp = ns;
-        dst->capsp = src->nsp;
-    }
-    if (src->toklen > dst->tokcap) {
-        char *tb = sift__malloc(&dst->al, src->toklen, 1);
-        if (!tb)
-            return sift__fail(err, SIFT_E_NOMEM, "out of memory copying a trigger set");
-        sift__free(&dst->al, dst->tokbuf);
-        dst->tokbuf = tb;
-        dst->tokcap = src->toklen;
-    }
-    if (held)
-        memcpy(dst->buf, src->buf, (size_t)held);
-    if (src->nsp)
-        memcpy(dst->sp, src->sp, src->nsp * sizeof *src->sp);
-    if (src->toklen)
-        memcpy(dst->tokbuf, src->tokbuf, src->toklen);
-    if (src->resume)
-        memcpy(dst->resume, src->resume, src->n * sizeof *src->resume);
-    dst->ac = src->ac;
-    dst->base = src->base;
-    dst->end = src->end;
-    dst->searched_to = src->searched_to;
-    dst->nsp = src->nsp;
-    dst->fired = src->fired;
-    dst->fired_idx = src->fired_idx;
-    dst->fire_start = src->fire_start;
-    dst->replay_first = src->replay_first;
-    dst->replay_token = src->replay_token;
-    dst->fire_token = src->fire_token;
-    dst->toklen = src->toklen;
-    dst->last_scanned = src->last_scanned;
-    return SIFT_OK;
+    t->fired = 0;
+    t->fired_idx = -1;
+    t->fire_start = 0;
+    t->replay_first = 0;
+    t->replay_token = 0;
+    t->toklen = 0;
 }
 
 uint64_t sift__trigger_digest(const sift__trigger *t, uint64_t h)

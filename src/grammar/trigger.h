@@ -150,13 +150,11 @@ SIFT__HIDDEN int sift__trigger_matches_empty(const sift__trigger *t, size_t i);
 /* The kind of trigger i (i < the number of triggers). */
 SIFT__HIDDEN sift__trigger_kind sift__trigger_kind_of(const sift__trigger *t, size_t i);
 
-/* Copies the state of `src` (text, automaton, fired) into `dst`, a set
- * built from the same specs and params (a clone of src). dst's buffers
- * only grow, so repeated copies allocate nothing at steady state.
- * SIFT_E_NOMEM leaves dst as it was. Lazy grammars use it to try a token
- * on a scratch set before committing it. */
-SIFT__HIDDEN sift_status sift__trigger_copy_state(sift__trigger *dst, const sift__trigger *src,
-                                                  sift_error *err);
+/* Takes back the last successful sift__trigger_feed (fired or not), as
+ * if it had not happened. Only valid right after that feed, before any
+ * other feed or reset. Allocates nothing. A lazy grammar feeds a token,
+ * then keeps it or takes it back (prepare, or a rejected replay). */
+SIFT__HIDDEN void sift__trigger_undo(sift__trigger *t);
 
 /* Digest of the state that decides future results (not buffer layout). */
 SIFT__HIDDEN uint64_t sift__trigger_digest(const sift__trigger *t, uint64_t h);
