@@ -552,11 +552,47 @@ END_TEST
 /* Exactness                                                           */
 /* ------------------------------------------------------------------ */
 
+static int by_logit_desc(const void *a, const void *b)
+{
+    const sift_candidate *x = a, *y = b;
+    if (x->logit != y->logit)
+        return x->logit > y->logit ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Samples chain s on the prefix of k = its dynamic k; if the plan is not
+ * EXACT and the slice cannot decide, on the whole row (NEED_ROW changes
+ * nothing). */
+static sift_status sample_on_slice(sift_chain *s, const float *row, int32_t *tok)
+{
+    sift_plan dp;
+    ck_assert_int_eq(sift_chain_next_k(s, &dp, NULL), SIFT_OK);
+    if (dp.k == 0)
+        return sift_chain_sample(s, row, V_SIZE, tok, NULL);
+    sift_candidate all[V_SIZE];
+    for (int32_t t = 0; t < V_SIZE; t++) {
+        all[t].id = t;
+        all[t].logit = row[t];
+    }
+    qsort(all, V_SIZE, sizeof all[0], by_logit_desc);
+    /* the plan does not know V (the chain takes any row length): a
+     * runtime copies min(k, V) */
+    sift_slice sl = {V_SIZE, dp.k < V_SIZE ? dp.k : V_SIZE, all, 0, NULL};
+    sift_status st = sift_chain_sample_slice(s, &sl, tok, NULL);
+    if (st == SIFT_E_NEED_ROW) {
+        ck_assert_int_ne(dp.guarantee, SIFT_GUARANTEE_EXACT);
+        return sift_chain_sample(s, row, V_SIZE, tok, NULL);
+    }
+    return st;
+}
+
 /* A lazy constrain chain [grammar, top_k 8, dist] on whole rows equals
  * an oracle: a separate lazy grammar that, once triggered, bans each
  * token it rejects (naive accepts_token per token) in a copy of the row,
- * then [top_k 8, dist] with the same seed. Steps 3 and 4 of each run
- * force "<tool" "_call>" so the grammar wakes mid-run. */
+ * then [top_k 8, dist] with the same seed; and a clone of the lazy chain
+ * sampled on slices of its dynamic k (8 while untriggered) equals both.
+ * Two steps early in each run force "<tool" "_call>" so the grammar wakes
+ * mid-run. */
 START_TEST(test_a_lazy_chain_equals_the_naive_oracle_bitwise)
 {
     tu_rng r = {0x1a2b3c};
@@ -575,6 +611,8 @@ START_TEST(test_a_lazy_chain_equals_the_naive_oracle_bitwise)
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_top_k(o, 8, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(o, NULL), SIFT_OK);
+        sift_chain *sc = NULL;
+        ck_assert_int_eq(sift_chain_clone(c, &sc, NULL), SIFT_OK);
         int fire_at = (int)tu_range(&r, 0, 6);
         for (int step = 0; step < 40; step++) {
             float row[V_SIZE], orow[V_SIZE];
@@ -594,10 +632,16 @@ START_TEST(test_a_lazy_chain_equals_the_naive_oracle_bitwise)
             int32_t a = -1, b = -1;
             sift_status sa = sift_chain_sample(c, row, V_SIZE, &a, NULL);
             sift_status sb = sift_chain_sample(o, orow, V_SIZE, &b, NULL);
-            uint64_t ra[4], rb[4];
+            int32_t d = -1;
+            sift_status sd = sample_on_slice(sc, row, &d);
+            uint64_t ra[4], rb[4], rd[4];
             sift__chain_rng_state(c, ra);
             sift__chain_rng_state(o, rb);
+            sift__chain_rng_state(sc, rd);
             ck_assert_int_eq(memcmp(ra, rb, sizeof ra), 0);
+            ck_assert_msg(memcmp(ra, rd, sizeof ra) == 0, "run %d step %d: slice RNG differs", run,
+                          step);
+            ck_assert_int_eq(sd, sa);
             if (sb != SIFT_OK) {
                 /* the oracle's row was all -inf where the grammar allows */
                 ck_assert_int_ne(sa, SIFT_OK);
@@ -605,7 +649,10 @@ START_TEST(test_a_lazy_chain_equals_the_naive_oracle_bitwise)
             }
             ck_assert_int_eq(sa, SIFT_OK);
             ck_assert_int_eq(a, b);
+            ck_assert_int_eq(a, d);
             ck_assert_int_eq(sift_chain_accept(c, a, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_accept(sc, a, NULL), SIFT_OK);
+            ck_assert_uint_eq(sift__chain_state_digest(sc), sift__chain_state_digest(c));
             ck_assert_int_eq(sift_chain_accept(o, b, NULL), SIFT_OK);
             ck_assert_int_eq(sift_grammar_accept_token(og, b, NULL), SIFT_OK);
             ck_assert_int_eq(sift_grammar_is_triggered(g), sift_grammar_is_triggered(og));
@@ -615,6 +662,7 @@ START_TEST(test_a_lazy_chain_equals_the_naive_oracle_bitwise)
                 break;
         }
         sift_grammar_free(og);
+        sift_chain_free(sc);
         sift_chain_free(o);
         sift_chain_free(c);
     }
