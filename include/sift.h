@@ -597,8 +597,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_set_check_grammar(sift_chain *cha
  *
  * Only accepted generated tokens reach the trigger: the chain never feeds
  * prompt tokens (sift_chain_accept_prompt) to grammars. The text of tokens
- * the vocabulary marks SIFT_TOKEN_SPECIAL is not generated text; token-id
- * triggers still fire on them.
+ * the vocabulary marks SIFT_TOKEN_SPECIAL or SIFT_TOKEN_EOG is not
+ * generated text; token-id triggers still fire on them.
  */
 
 /** Default limits of sift_lazy_params. */

@@ -515,6 +515,26 @@ START_TEST(test_set_lazy_errors_name_the_trigger)
 }
 END_TEST
 
+START_TEST(test_a_failed_set_lazy_keeps_the_previous_triggers_and_text)
+{
+    sift_grammar *g = lazy_word_grammar();
+    ck_assert_int_eq(sift_grammar_accept_token(g, T_LT_TOOL, NULL), SIFT_OK);
+    uint64_t d0 = sift__grammar_digest(g, 1);
+    static const char *const bad[] = {"a{2,1}"};
+    sift_lazy_params lp;
+    sift_lazy_params_init(&lp);
+    lp.patterns = bad;
+    lp.n_patterns = 1;
+    sift_error err;
+    ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, &err), SIFT_E_PATTERN_SYNTAX);
+    ck_assert_int_eq(err.index, 0);
+    ck_assert_uint_eq(sift__grammar_digest(g, 1), d0);
+    ck_assert_int_eq(sift_grammar_accept_token(g, T_CALL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_is_triggered(g), 1);
+    sift_grammar_free(g);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Analyzer                                                            */
 /* ------------------------------------------------------------------ */
@@ -804,6 +824,7 @@ static Suite *lazy_suite(void)
     tc = tcase_create("state");
     tcase_add_test(tc, test_clone_carries_and_reset_clears_the_trigger_state);
     tcase_add_test(tc, test_set_lazy_errors_name_the_trigger);
+    tcase_add_test(tc, test_a_failed_set_lazy_keeps_the_previous_triggers_and_text);
     suite_add_tcase(s, tc);
     tc = tcase_create("analyzer");
     tcase_add_test(tc, test_an_untriggered_lazy_grammar_adds_nothing_to_the_dynamic_k);
