@@ -574,6 +574,121 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_set_check_grammar(sift_chain *cha
                                                                  sift_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Lazy grammars                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A lazy grammar constrains nothing until a trigger fires in the generated
+ * text (docs/triggers.md): a word (substring, bytes), a PCRE2 pattern
+ * searched in the recent text, a PCRE2 pattern that must match the whole
+ * text so far, or a token id. Then the grammar starts from its root and
+ * receives the text from the trigger on (from the first non-empty capture
+ * group of the pattern that fired, else from the start of the match), up
+ * to the end of the token that fired; from then on it is an ordinary
+ * grammar.
+ *
+ *     static const char *words[] = {"<tool_call>"};
+ *     sift_lazy_params lp;
+ *     sift_lazy_params_init(&lp);
+ *     lp.words = words;
+ *     lp.n_words = 1;
+ *     if (sift_grammar_set_lazy(g, &lp, &err)) ...    // before adding g
+ *     sift_chain_add_grammar(chain, g, &err);
+ *
+ * Only accepted generated tokens reach the trigger: the chain never feeds
+ * prompt tokens (sift_chain_accept_prompt) to grammars. The text of tokens
+ * the vocabulary marks SIFT_TOKEN_SPECIAL or SIFT_TOKEN_EOG is not
+ * generated text; token-id triggers still fire on them.
+ */
+
+/** Default limits of sift_lazy_params. */
+#define SIFT_LAZY_DEFAULT_MAX_WINDOW 4096
+#define SIFT_LAZY_DEFAULT_MAX_TEXT ((size_t)1 << 20)
+#define SIFT_LAZY_DEFAULT_MAX_TRIGGERS 1024
+#define SIFT_LAZY_DEFAULT_MATCH_LIMIT 1000000u
+#define SIFT_LAZY_DEFAULT_DEPTH_LIMIT 10000u
+#define SIFT_LAZY_DEFAULT_HEAP_LIMIT_KIB 16384u
+
+/**
+ * Triggers and limits of a lazy grammar. Initialise with
+ * sift_lazy_params_init; fields added later keep their defaults. Every
+ * pointer is read during sift_grammar_set_lazy only (the grammar copies
+ * what it needs). A `*_lens` array may be NULL: the strings are then
+ * NUL-terminated. Triggers are numbered words first, then patterns, full
+ * patterns and tokens; when several fire at one token the lowest number
+ * wins.
+ */
+typedef struct sift_lazy_params {
+    uint32_t struct_size;             /**< sizeof(sift_lazy_params); set by _init. */
+    const char *const *words;         /**< Byte strings found anywhere in the text. */
+    const size_t *word_lens;          /**< Their lengths (>= 1), or NULL. */
+    size_t n_words;                   /**< Number of words. */
+    const char *const *patterns;      /**< PCRE2 patterns searched in the recent text. */
+    const size_t *pattern_lens;       /**< Their lengths, or NULL. */
+    size_t n_patterns;                /**< Number of searched patterns. */
+    const char *const *full_patterns; /**< PCRE2 patterns matching the whole text. */
+    const size_t *full_pattern_lens;  /**< Their lengths, or NULL. */
+    size_t n_full_patterns;           /**< Number of whole-text patterns. */
+    const int32_t *tokens;            /**< Token ids in [0, V) that fire when accepted. */
+    size_t n_tokens;                  /**< Number of token ids. */
+    size_t max_window;                /**< Bytes a searched pattern sees, >= 64 (default 4096). */
+    size_t max_text;                  /**< Text a whole-text pattern may see (default 1 MiB). */
+    size_t max_triggers;              /**< Largest number of triggers (default 1024). */
+    uint32_t match_limit;             /**< PCRE2 match limit per search (default 10^6). */
+    uint32_t depth_limit;             /**< PCRE2 depth limit (default 10^4). */
+    uint32_t heap_limit_kib;          /**< PCRE2 heap limit in KiB (default 16384). */
+} sift_lazy_params;
+
+/** Fills `params` with no triggers and the default limits; NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_lazy_params_init(sift_lazy_params *params);
+
+/**
+ * Makes `grammar` lazy with the triggers of `params`, or eager again with
+ * params = NULL. Either way the grammar is reset: a lazy one is then
+ * untriggered.
+ *
+ * While untriggered, the grammar constrains nothing:
+ * sift_grammar_accepts_token says yes to every token, sift_grammar_ban and
+ * sift_grammar_ban_candidates ban nothing, and sift_grammar_is_complete
+ * returns 1 (generation may end). sift_grammar_accept_token (and
+ * sift_grammar_accept_bytes, as text of no token) feed the triggers; at
+ * the token that fires one, the grammar starts from its root and accepts
+ * the text from the trigger on, token by token (the first one cut at the
+ * trigger, so token references still match by id; a token trigger feeds
+ * its token whole). If the grammar rejects that text the call fails with
+ * SIFT_E_GRAMMAR_REJECT and nothing changes (the trigger has not fired).
+ * sift_grammar_clone copies, and sift_grammar_reset clears, the trigger
+ * state.
+ *
+ * The grammar uses its own allocator. Errors (the grammar is unchanged;
+ * err->index is the index of the trigger in its own list, and the message
+ * names it, e.g. "patterns[2]: ..."):
+ * - SIFT_E_ARG: NULL grammar, bad struct_size, no triggers, a NULL string,
+ *   an empty word, a word with a NUL byte or longer than max_window, bad
+ *   limits, token triggers on a grammar without a vocabulary;
+ * - SIFT_E_TOKEN: a token id outside [0, V);
+ * - SIFT_E_LIMIT: more than max_triggers triggers;
+ * - SIFT_E_PATTERN_SYNTAX: a PCRE2 compile error (err->offset = the
+ *   offset in the pattern, the message has PCRE2's text);
+ * - SIFT_E_PATTERN_LIMIT: a pattern over 4096 bytes, or a PCRE2 compile
+ *   limit;
+ * - SIFT_E_NOMEM.
+ * At run time, accepting a token may also fail with SIFT_E_PATTERN_LIMIT
+ * (a PCRE2 limit hit, or the text passed max_text while a whole-text
+ * pattern waits), the grammar unchanged. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_set_lazy(sift_grammar *grammar,
+                                                          const sift_lazy_params *params,
+                                                          sift_error *err);
+
+/**
+ * Returns 1 if `grammar` constrains the text now: it is not lazy, or it
+ * is lazy and a trigger has fired. 0 for an untriggered lazy grammar (and
+ * NULL). Since: 0.1.
+ */
+SIFT_API int sift_grammar_is_triggered(const sift_grammar *grammar);
+
+/* ------------------------------------------------------------------ */
 /* The chain                                                           */
 /* ------------------------------------------------------------------ */
 

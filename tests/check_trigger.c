@@ -996,6 +996,49 @@ START_TEST(test_feed_rejects_null_arguments)
 }
 END_TEST
 
+/* Every token is fed, taken back and fed again on one set, and fed once
+ * on another: the two must give the same answers and digest equal, with
+ * a small window so that compaction happens between feed and undo. */
+START_TEST(test_undo_takes_back_a_feed_as_if_it_never_happened)
+{
+    const sift__trigger_spec specs[] = {word("<tool_call>"), pat("<f=(\\w+)>"), pat("ab+c"),
+                                        full("(?s)q.*z"), tok(7)};
+    static const char *const pieces[] = {"<tool",  "_call>", "<f=", "x>",   "a",    "b", "c",
+                                         "hello ", "q",      "z",   "\xC3", "\xA9", "<", "f=yy>"};
+    sift__trigger_params p;
+    sift__trigger_params_init(&p);
+    p.max_window = 64;
+    sift__trigger *t = make(specs, N(specs), &p, NULL), *r = make(specs, N(specs), &p, NULL);
+    tu_rng rng = {77};
+    int fires = 0;
+    for (int i = 0; i < 5000; i++) {
+        int64_t k = tu_range(&rng, 0, (int64_t)N(pieces));
+        int32_t id = k == (int64_t)N(pieces) ? 7 : (int32_t)(100 + k);
+        const char *pc = k == (int64_t)N(pieces) ? "" : pieces[k];
+        int f1 = 0, f2 = 0, f3 = 0;
+        int64_t s1 = 0, s2 = 0, s3 = 0;
+        ck_assert_int_eq(sift__trigger_feed(t, id, pc, strlen(pc), &f1, &s1, NULL), SIFT_OK);
+        sift__trigger_undo(t);
+        ck_assert_int_eq(sift__trigger_fired_index(t), -1);
+        ck_assert_int_eq(sift__trigger_feed(t, id, pc, strlen(pc), &f2, &s2, NULL), SIFT_OK);
+        ck_assert_int_eq(sift__trigger_feed(r, id, pc, strlen(pc), &f3, &s3, NULL), SIFT_OK);
+        ck_assert_int_eq(f1, f3);
+        ck_assert_int_eq(f2, f3);
+        ck_assert_int_eq(s2, s3);
+        ck_assert_uint_eq(sift__trigger_digest(t, 1), sift__trigger_digest(r, 1));
+        if (f3) {
+            fires++;
+            ck_assert_uint_eq(sift__trigger_n_replay(t), sift__trigger_n_replay(r));
+            sift__trigger_reset(t);
+            sift__trigger_reset(r);
+        }
+    }
+    ck_assert_int_gt(fires, 50);
+    sift__trigger_free(t);
+    sift__trigger_free(r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *suite(void)
@@ -1031,7 +1074,7 @@ static Suite *suite(void)
           test_feeding_allocates_nothing_once_the_buffers_are_sized,
           test_clone_continues_like_the_original_and_reset_rearms,
           test_every_allocation_failure_in_new_and_clone_is_nomem_and_leaks_nothing,
-          test_feed_rejects_null_arguments}},
+          test_feed_rejects_null_arguments, test_undo_takes_back_a_feed_as_if_it_never_happened}},
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);

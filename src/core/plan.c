@@ -224,6 +224,9 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
         }
     }
     plan->max_extras = plan->k > 0 ? (int32_t)(extras < K_MAX ? extras : K_MAX) : 0;
+    /* A chain that knows its row length never asks for more than the row. */
+    if (c->n_vocab > 0 && plan->k > c->n_vocab)
+        plan->k = plan->recommended_k = c->n_vocab;
 }
 
 void sift__plan_walk(const sift_chain *c, int dynamic, sift_plan *plan, sift_plan_stage *stages)

@@ -5,7 +5,9 @@
  * current state and removes nothing; accept advances the grammar. The
  * stage owns its grammar. Capability class: LOWERS with n = -1
  * (unbounded): it only ever lowers logits, but how many depends on the
- * state, so a slice must be certified per step (DESIGN.md §4).
+ * state, so a slice must be certified per step (DESIGN.md §4). A lazy
+ * grammar that has not triggered lowers nothing, so its dynamic n
+ * (ops->lowers with dynamic = 1) is 0; its static n stays unbounded.
  *
  * accept cannot fail in the stage interface. A chain makes it all or
  * nothing by calling sift__grammar_prepare_accept on every grammar stage
@@ -83,6 +85,17 @@ static sift_class gs_cls(const sift__stage *st, int64_t *n)
     return SIFT_CLASS_LOWERS;
 }
 
+/* The analyzer's n: unbounded from the configuration alone (a lazy
+ * grammar may trigger at any step), but an untriggered lazy grammar
+ * lowers nothing this step (DESIGN.md §4, dynamic k). */
+static int64_t gs_lowers(const sift__stage *st, int dynamic)
+{
+    const gstage *s = (const gstage *)st;
+    if (dynamic && s->rejected < 0 && !sift_grammar_is_triggered(s->g))
+        return 0;
+    return -1;
+}
+
 static int32_t gs_max_token(const sift__stage *st)
 {
     return sift__grammar_n_vocab(((const gstage *)st)->g) - 1;
@@ -103,6 +116,7 @@ static const sift__stage_ops gs_ops = {
     .clone = gs_clone,
     .destroy = gs_destroy,
     .cls = gs_cls,
+    .lowers = gs_lowers,
     .max_token = gs_max_token,
     .digest = gs_digest,
 };

@@ -30,7 +30,9 @@
  *   amortised.
  * - A failing feed restores end, ac, nsp, searched_to and the resume[]
  *   entries it changed (undo list): the set is as it was (compaction and
- *   growth are invisible, see above).
+ *   growth are invisible, see above). The same record lets
+ *   sift__trigger_undo take back the last successful feed, which is how a
+ *   lazy grammar tries a token without committing it.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -103,6 +105,10 @@ struct sift__trigger {
     char *tokbuf;
     size_t tokcap, toklen;
     size_t last_scanned;
+    /* the state before the last successful feed (sift__trigger_undo) */
+    uint64_t u_end, u_searched;
+    int32_t u_ac;
+    size_t u_nsp, u_scanned;
 };
 
 void sift__trigger_params_init(sift__trigger_params *p)
@@ -756,6 +762,11 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
     const uint64_t old_end = t->end, old_searched = t->searched_to;
     const int32_t old_ac = t->ac;
     const size_t old_nsp = t->nsp;
+    t->u_end = old_end;
+    t->u_searched = old_searched;
+    t->u_ac = old_ac;
+    t->u_nsp = old_nsp;
+    t->u_scanned = t->last_scanned;
     size_t scanned = 0;
     int64_t best = -1; /* lowest trigger index that matched */
     uint64_t best_start = 0;
@@ -944,4 +955,50 @@ int sift__trigger_matches_empty(const sift__trigger *t, size_t i)
     int rc = pcre2_match(t->code[i], (PCRE2_SPTR) "", 0, 0, 0, t->md, t->mctx);
     /* (The set's own state is not touched: the match data is scratch.) */
     return rc >= 0;
+}
+
+sift__trigger_kind sift__trigger_kind_of(const sift__trigger *t, size_t i)
+{
+    return t->specs[i].kind;
+}
+
+/* Rolls the last feed back (it succeeded; nothing was fed since): the
+ * values its start saved and the resume entries it changed. Buffers keep
+ * whatever compaction or growth the feed did, which no result can see. */
+void sift__trigger_undo(sift__trigger *t)
+{
+    t->end = t->u_end;
+    t->searched_to = t->u_searched;
+    t->ac = t->u_ac;
+    t->nsp = t->u_nsp;
+    t->last_scanned = t->u_scanned;
+    while (t->n_undo > 0) {
+        t->n_undo--;
+        t->resume[t->undo_i[t->n_undo]] = t->undo_v[t->n_undo];
+    }
+    t->fired = 0;
+    t->fired_idx = -1;
+    t->fire_start = 0;
+    t->replay_first = 0;
+    t->replay_token = 0;
+    t->toklen = 0;
+}
+
+uint64_t sift__trigger_digest(const sift__trigger *t, uint64_t h)
+{
+    /* What decides every future result: the automaton state, the text
+     * the searches may still see (its absolute offsets), the resume
+     * points and the fired state. Buffer layout (base, capacity) does
+     * not. The text before the window is invisible, so only the last
+     * 2 * max_window + 4 bytes are hashed. */
+    int64_t f[4] = {t->ac, t->fired, t->fired_idx, (int64_t)t->fire_start};
+    h = sift__fnv(h, f, sizeof f);
+    h = sift__fnv(h, &t->end, sizeof t->end);
+    uint64_t held = t->end - t->base;
+    uint64_t keep = t->has_full ? held : 2 * (uint64_t)t->p.max_window + 4;
+    uint64_t from = held > keep ? held - keep : 0;
+    h = sift__fnv(h, t->buf + from, (size_t)(held - from));
+    if (t->resume)
+        h = sift__fnv(h, t->resume, t->n * sizeof *t->resume);
+    return h;
 }
