@@ -1325,10 +1325,10 @@ SIFT_API const sift_diagnostic *sift_config_diagnostic(const sift_config *cfg, s
  * vocab_size fills params->n_vocab when that is 0. `vocab` (may be NULL;
  * only read during the call) is the vocabulary DRY sequence breakers are
  * matched against and the grammar is compiled with; a config whose DRY
- * stage has breakers, or that has a non-lazy grammar, needs one. A
- * grammar in check mode becomes the chain's check-mode grammar, one in
- * constrain mode a stage ahead of the configured stages; lazy grammars
- * are not attached (read them with sift_config_grammar_info).
+ * stage has breakers, or that has a grammar, needs one. A grammar in
+ * check mode becomes the chain's check-mode grammar, one in constrain
+ * mode a stage ahead of the configured stages; a lazy section makes it
+ * lazy (sift_grammar_set_lazy) with the config's triggers.
  * Returns SIFT_E_ARG for NULL `cfg` or `out`, or a missing vocabulary;
  * SIFT_E_STATE if the config has errors; any status of sift_chain_new,
  * sift_grammar_new and the sift_chain_add_* calls (for instance

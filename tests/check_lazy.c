@@ -805,6 +805,39 @@ START_TEST(test_a_waiting_lazy_grammar_allocates_nothing_per_token)
 }
 END_TEST
 
+/* A YAML config with a lazy section builds a chain whose grammar waits for
+ * its trigger word, then constrains. */
+START_TEST(test_a_config_with_a_lazy_section_builds_a_lazy_chain)
+{
+    static const char yaml[] = "chain:\n"
+                               "  - greedy\n"
+                               "grammar:\n"
+                               "  text: |\n"
+                               "    root ::= \"<tool_call>\" \"{\" [a-z\"]* \"}\"\n"
+                               "  mode: constrain\n"
+                               "  lazy:\n"
+                               "    words: [\"<tool_call>\"]\n";
+    sift_config *cfg = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_config_parse(&cfg, "lazy.yaml", yaml, strlen(yaml), NULL, &err), SIFT_OK);
+    sift_vocab *v = make_vocab();
+    sift_chain *c = NULL;
+    ck_assert_msg(sift_config_build_chain(cfg, NULL, v, &c, &err) == SIFT_OK, "%s", err.message);
+    ck_assert_str_eq(sift_chain_stage_name(c, 0), "grammar");
+    /* untriggered: "Hello" is fine */
+    ck_assert_int_eq(sift_chain_accept(c, T_HELLO, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, T_LT_TOOL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, T_CALL, &err), SIFT_OK); /* fires */
+    /* triggered (the grammar got "<tool_call>" from the trigger on): it
+     * wants "{" now, so "Hello" is rejected */
+    ck_assert_int_eq(sift_chain_accept(c, T_HELLO, &err), SIFT_E_GRAMMAR_REJECT);
+    ck_assert_int_eq(sift_chain_accept(c, T_LBRACE, &err), SIFT_OK);
+    sift_chain_free(c);
+    sift_vocab_free(v);
+    sift_config_free(cfg);
+}
+END_TEST
+
 static Suite *lazy_suite(void)
 {
     Suite *s = suite_create("lazy");
@@ -836,6 +869,7 @@ static Suite *lazy_suite(void)
     tc = tcase_create("allocation");
     tcase_add_test(tc, test_allocation_failure_at_every_n_leaves_the_grammar_unchanged);
     tcase_add_test(tc, test_a_waiting_lazy_grammar_allocates_nothing_per_token);
+    tcase_add_test(tc, test_a_config_with_a_lazy_section_builds_a_lazy_chain);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

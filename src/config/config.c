@@ -576,10 +576,9 @@ static sift_status add_stage(sift_chain *c, const sift_config *cfg, const cfg_st
     return sift__fail(err, SIFT_E_ARG, "unknown stage kind");
 }
 
-/* A non-lazy grammar: compiled with the caller's vocabulary, then the
- * chain's check-mode grammar, or (constrain) a stage ahead of every other
- * stage. Lazy grammars wait for the trigger API and are not attached (the
- * runtime reads them with sift_config_grammar_info). */
+/* The grammar: compiled with the caller's vocabulary, made lazy with the
+ * config's triggers if it has a lazy section, then the chain's check-mode
+ * grammar, or (constrain) a stage ahead of every other stage. */
 static sift_status attach_grammar(sift_chain *c, const sift_config *cfg, const sift_vocab *vocab,
                                   sift_error *err)
 {
@@ -598,6 +597,24 @@ static sift_status attach_grammar(sift_chain *c, const sift_config *cfg, const s
     sift_status st = sift_grammar_new(&g, cfg->grammar.text, cfg->grammar.length, vocab, &gp, err);
     if (st != SIFT_OK)
         return st;
+    if (cfg->grammar.lazy) {
+        const sift_config_grammar *cg = &cfg->grammar;
+        sift_lazy_params lp;
+        sift_lazy_params_init(&lp);
+        lp.words = cg->words;
+        lp.word_lens = cg->word_lengths;
+        lp.n_words = cg->n_words;
+        lp.patterns = cg->patterns;
+        lp.n_patterns = cg->n_patterns;
+        lp.full_patterns = cg->full_patterns;
+        lp.n_full_patterns = cg->n_full_patterns;
+        lp.tokens = cg->tokens;
+        lp.n_tokens = cg->n_tokens;
+        if ((st = sift_grammar_set_lazy(g, &lp, err)) != SIFT_OK) {
+            sift_grammar_free(g);
+            return st;
+        }
+    }
     st = cfg->grammar.mode == SIFT_GRAMMAR_CONSTRAIN ? sift_chain_add_grammar(c, g, err)
                                                      : sift_chain_set_check_grammar(c, g, err);
     if (st != SIFT_OK)
@@ -633,7 +650,7 @@ sift_status sift_config_build_chain(const sift_config *cfg, const sift_chain_par
     sift_status st = sift_chain_new(&c, &p, err);
     if (st != SIFT_OK)
         return st;
-    if (cfg->has_grammar && !cfg->grammar.lazy) {
+    if (cfg->has_grammar) {
         st = attach_grammar(c, cfg, vocab, err);
         if (st != SIFT_OK) {
             sift_chain_free(c);
