@@ -154,5 +154,28 @@ printf 'chain: [greedy]\n' >"$tmp/g.yaml"
 t 0 "hand-written npy" $sift sample "$tmp/g.yaml" --logits "$tmp/ok.npy"
 [ "$(cat "$tmp/out")" = 1 ] || { echo "FAIL hand-written npy: $(cat "$tmp/out")"; fail=1; }
 
+# sift inspect: stage sizes follow the chain (top_k 20 leaves 20, top_p
+# fewer), the final distribution has the last stage's tokens in the same
+# order, and --top bounds what is shown.
+t 0 "inspect" $sift inspect "$tmp/c_topk.yaml" --logits "$tmp/row.npy" --top 0
+grep -q '^input: 300 tokens$' "$tmp/out" || { echo "FAIL inspect input: $(cat "$tmp/out")"; fail=1; }
+grep -q '^top_k: 20 tokens$' "$tmp/out" || { echo "FAIL inspect top_k: $(cat "$tmp/out")"; fail=1; }
+np=$(sed -n 's/^top_p: \([0-9]*\) tokens*$/\1/p' "$tmp/out")
+nd=$(sed -n 's/^dist (final distribution): \([0-9]*\) tokens*$/\1/p' "$tmp/out")
+[ -n "$np" ] && [ "$np" -le 20 ] && [ "$np" = "$nd" ] || { echo "FAIL inspect sizes top_p=$np dist=$nd"; fail=1; }
+ids_temp=$(sed -n '/^temp:/,/^dist/p' "$tmp/out" | awk '$2 == "logit" {print $1}')
+ids_dist=$(sed -n '/^dist/,$p' "$tmp/out" | awk '$2 == "logit" {print $1}')
+[ -n "$ids_dist" ] && [ "$ids_temp" = "$ids_dist" ] || { echo "FAIL inspect: final ids differ"; fail=1; }
+t 0 "inspect --json --top 3" $sift inspect "$tmp/c_topk.yaml" --logits "$tmp/row.npy" --top 3 --json
+grep -q '^{"n_vocab": 300, "stages": \[{"name": "input", "size": 300, "tokens": \[{"id": [0-9]*, "logit": [-0-9.e]*, "p": [0-9.e-]*}, {' "$tmp/out" ||
+    { echo "FAIL inspect --json: $(cat "$tmp/out")"; fail=1; }
+most=$(grep -o '"tokens": \[[^]]*\]' "$tmp/out" | awk -F'"id"' '{ if (NF - 1 > m) m = NF - 1 } END { print m }')
+[ "$most" = 3 ] || { echo "FAIL inspect --top 3 shows $most tokens in a stage"; fail=1; }
+t 1 "inspect, history id >= V" $sift inspect "$tmp/c_topk.yaml" --logits "$tmp/row.npy" --history 300
+t 2 "inspect without --logits" $sift inspect "$tmp/c_topk.yaml"
+t 2 "inspect --top -1" $sift inspect "$tmp/c_topk.yaml" --logits "$tmp/row.npy" --top -1
+t 1 "inspect of a NaN row" $sift inspect "$tmp/c_dist.yaml" --logits "$tmp/bad.npy"
+t 0 "inspect --help" $sift inspect --help
+
 echo "check_cli_sample: done"
 exit $fail

@@ -122,8 +122,9 @@ int cli_feed_history(const char *prog, sift_chain *chain, const int32_t *ids, si
     sift_error err;
     for (size_t i = 0; i < n; i++) {
         if (ids[i] >= n_vocab) {
-            fprintf(errout, "%s: --history token %zu: id %" PRId32 " is not below V = %" PRId32 "\n",
-                    prog, i, ids[i], n_vocab);
+            fprintf(errout,
+                    "%s: --history token %zu: id %" PRId32 " is not below V = %" PRId32 "\n", prog,
+                    i, ids[i], n_vocab);
             return CMD_FAIL;
         }
         if (sift_chain_accept_prompt(chain, ids[i], &err) != SIFT_OK) {

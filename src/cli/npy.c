@@ -105,13 +105,13 @@ int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, si
     } else {
         if (len < 12)
             return fail(msg, cap, 1, "byte 8: file ends inside the header length");
-        hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
-               (size_t)buf[11] << 24;
+        hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
         hstart = 12;
     }
     if (hlen > len - hstart)
-        return fail(msg, cap, 1, "byte 8: header length %zu runs past the end of the file (%zu bytes)",
-                    hlen, len);
+        return fail(msg, cap, 1,
+                    "byte 8: header length %zu runs past the end of the file (%zu bytes)", hlen,
+                    len);
     hdr_cursor c = {buf, hstart, hstart + hlen};
     /* The header ends with '\n' after the space padding. */
     while (c.end > c.pos && (buf[c.end - 1] == '\n' || buf[c.end - 1] == ' '))
@@ -195,7 +195,9 @@ int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, si
         return fail(msg, cap, 1, "byte %zu: trailing characters after the header dict", c.pos);
     if (!have_descr || !have_order || !have_shape)
         return fail(msg, cap, 1, "byte %zu: header lacks '%s'", hstart,
-                    !have_descr ? "descr" : !have_order ? "fortran_order" : "shape");
+                    !have_descr   ? "descr"
+                    : !have_order ? "fortran_order"
+                                  : "shape");
     int64_t steps = ndim == 2 ? dims[0] : 1, v = ndim == 2 ? dims[1] : dims[0];
     size_t data_at = hstart + hlen;
     if (v < 1 || v > NPY_MAX_VOCAB)
@@ -206,11 +208,10 @@ int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, si
     uint64_t have = len - data_at;
     /* steps <= 2^53 and v <= 2^24: compare without overflow via division. */
     if ((uint64_t)steps > have / 4 / (uint64_t)v || (uint64_t)steps * (uint64_t)v * 4 != have)
-        return fail(msg, cap, 1,
-                    "byte %zu: shape (%lld, %lld) needs %s bytes of data, the file has %llu",
-                    data_at, (long long)steps, (long long)v,
-                    (uint64_t)steps > have / 4 / (uint64_t)v ? "more" : "fewer",
-                    (unsigned long long)have);
+        return fail(
+            msg, cap, 1, "byte %zu: shape (%lld, %lld) needs %s bytes of data, the file has %llu",
+            data_at, (long long)steps, (long long)v,
+            (uint64_t)steps > have / 4 / (uint64_t)v ? "more" : "fewer", (unsigned long long)have);
     size_t n = (size_t)steps * (size_t)v;
     float *data = malloc(n * sizeof *data);
     if (!data)
@@ -218,8 +219,8 @@ int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, si
     const unsigned char *p = buf + data_at;
     for (size_t i = 0; i < n; i++, p += 4) {
         /* Assemble the little-endian word so big-endian hosts read it too. */
-        uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                     (uint32_t)p[3] << 24;
+        uint32_t w =
+            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
         memcpy(&data[i], &w, 4);
     }
     out->data = data;
@@ -242,8 +243,7 @@ int npy_load(const char *path, npy_rows *out, char *msg, size_t cap)
     }
     if ((int64_t)st.st_size > NPY_MAX_BYTES) {
         fclose(f);
-        return fail(msg, cap, 1, "%s: file larger than %lld bytes", path,
-                    (long long)NPY_MAX_BYTES);
+        return fail(msg, cap, 1, "%s: file larger than %lld bytes", path, (long long)NPY_MAX_BYTES);
     }
     size_t len = (size_t)st.st_size;
     unsigned char *buf = malloc(len ? len : 1);
