@@ -177,5 +177,16 @@ t 2 "inspect --top -1" $sift inspect "$tmp/c_topk.yaml" --logits "$tmp/row.npy" 
 t 1 "inspect of a NaN row" $sift inspect "$tmp/c_dist.yaml" --logits "$tmp/bad.npy"
 t 0 "inspect --help" $sift inspect --help
 
+# sift bench: small runs (the timings are not checked, only the report).
+t 0 "bench --json" $sift bench --vocab 1000 --reps 5 --json
+grep -q '^{"config": "production", "n_vocab": 1000, "reps": 5, "k": 84, "guarantee": "exact", "sample_ns": [0-9]*, "floor_ns": [0-9]*, "sample_over_floor": [0-9.]*, "slice_ns": [0-9]*, "sample_over_slice": [0-9.]*, "hook_calls": 0}$' "$tmp/out" ||
+    { echo "FAIL bench --json: $(cat "$tmp/out")"; fail=1; }
+t 0 "bench of a config" $sift bench "$tmp/c_topk.yaml" --reps 3
+grep -q '^V  *300$' "$tmp/out" || { echo "FAIL bench takes V from vocab_size: $(cat "$tmp/out")"; fail=1; }
+t 1 "bench --vocab differs from vocab_size" $sift bench "$tmp/c_topk.yaml" --vocab 100 --reps 3
+t 2 "bench --vocab 0" $sift bench --vocab 0
+t 2 "bench of a missing config" $sift bench "$tmp/nope.yaml"
+t 0 "bench --help" $sift bench --help
+
 echo "check_cli_sample: done"
 exit $fail

@@ -43,8 +43,8 @@ int main(int argc, char **argv)
         snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%ld,), }",
                  v);
     else
-        snprintf(dict, sizeof dict,
-                 "{'shape': (%ld, %ld), 'fortran_order': False, 'descr': '<f4'}", steps, v);
+        snprintf(dict, sizeof dict, "{'shape': (%ld, %ld), 'fortran_order': False, 'descr': '<f4'}",
+                 steps, v);
     size_t pre = version == 1 ? 10 : 12, dl = strlen(dict);
     size_t total = (pre + dl + 1 + 63) / 64 * 64; /* NumPy pads to 64 bytes */
     size_t hlen = total - pre;

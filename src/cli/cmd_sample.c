@@ -27,13 +27,63 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* The chain `sift bench` uses without a CONFIG: examples/production.yaml
+ * without its vocab_size (so any row length works). */
+static const char PRODUCTION_YAML[] =
+    "seed: 1234\n"
+    "chain:\n"
+    "  - penalties: {last_n: 64, repeat: 1.1, frequency: 0.0, presence: 0.0}\n"
+    "  - top_k: 20\n"
+    "  - top_p: 0.95\n"
+    "  - min_p: 0.05\n"
+    "  - temperature: 0.8\n"
+    "  - dist\n";
+
+static sift_status load_config(sift_config **cfg, const char *path, sift_error *err)
+{
+    if (!path)
+        return sift_config_parse(cfg, "<production>", PRODUCTION_YAML, sizeof PRODUCTION_YAML - 1,
+                                 NULL, err);
+    return sift_config_load(cfg, path, NULL, err);
+}
+
+int32_t cli_config_vocab_size(const char *path)
+{
+    sift_config *cfg = NULL;
+    sift_error err;
+    if (load_config(&cfg, path, &err) != SIFT_OK) {
+        sift_config_free(cfg);
+        return 0; /* cli_load_chain reports it */
+    }
+    int32_t v = sift_config_vocab_size(cfg);
+    sift_config_free(cfg);
+    return v;
+}
+
+void cli_json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fputc('"', out);
+}
+
 int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_chain **chain,
                    FILE *errout)
 {
     *chain = NULL;
     sift_config *cfg = NULL;
     sift_error err;
-    sift_status st = sift_config_load(&cfg, path, NULL, &err);
+    sift_status st = load_config(&cfg, path, &err);
+    if (!path)
+        path = "<production>";
     if (!cfg) {
         fprintf(errout, "%s: %s: %s\n", prog, path, err.message);
         return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;

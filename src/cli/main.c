@@ -28,6 +28,7 @@ typedef struct command {
 static const command COMMANDS[] = {
     {"check", cmd_check, "validate YAML chain configs (FILE:LINE:COL diagnostics)"},
     {"demo", cmd_demo, "run a generation loop over a built-in toy model"},
+    {"bench", cmd_bench, "time a config's chain on synthetic rows (whole row, slice, floor)"},
     {"inspect", cmd_inspect, "show what each stage of a config's chain leaves of a row"},
     {"sample", cmd_sample, "sample tokens from recorded logits (.npy) with a config's chain"},
 };

@@ -29,8 +29,8 @@ sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32
     if (V < 1 || V > c->max_vocab || (c->n_vocab && V != c->n_vocab))
         return sift__fail(err, SIFT_E_ARG, "bad row length %d", (int)V);
     if (n_stages > c->n_stages)
-        return sift__fail(err, SIFT_E_ARG, "n_stages %zu exceeds the chain's %zu stages",
-                          n_stages, c->n_stages);
+        return sift__fail(err, SIFT_E_ARG, "n_stages %zu exceeds the chain's %zu stages", n_stages,
+                          c->n_stages);
     for (size_t i = 0; i < n_stages; i++) {
         const sift__stage *st = c->stages[i];
         if (st->ops->is_selector)
