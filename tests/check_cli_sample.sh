@@ -154,6 +154,19 @@ printf 'chain: [greedy]\n' >"$tmp/g.yaml"
 t 0 "hand-written npy" $sift sample "$tmp/g.yaml" --logits "$tmp/ok.npy"
 [ "$(cat "$tmp/out")" = 1 ] || { echo "FAIL hand-written npy: $(cat "$tmp/out")"; fail=1; }
 
+# A config with `vocab:` loads the vocabulary (DRY breakers need it); its
+# size must be the rows' length.
+case $srcdir in /*) data=$srcdir/tests/data ;; *) data=$(pwd)/$srcdir/tests/data ;; esac
+printf 'seed: 2\nvocab: %s\nchain:\n  - dry: {multiplier: 0.8}\n  - top_k: 40\n  - dist\n' \
+    "$data/cl100k_base.tiktoken" >"$tmp/c_vocab.yaml"
+$gen "$tmp/big.npy" 3 100256 4 || exit 99
+t 0 "sample with a vocabulary" $sift sample "$tmp/c_vocab.yaml" --logits "$tmp/big.npy"
+cp "$tmp/out" "$tmp/want"
+t 0 "sample with a vocabulary, --slice 50" $sift sample "$tmp/c_vocab.yaml" --logits "$tmp/big.npy" --slice 50
+cmp -s "$tmp/want" "$tmp/out" || { echo "FAIL vocabulary: --slice 50 changes the tokens"; fail=1; }
+t 1 "vocabulary size differs from V" $sift sample "$tmp/c_vocab.yaml" --logits "$tmp/rows.npy"
+grep -q "has 100256 tokens but the logits rows have 300" "$tmp/err" || { echo "FAIL vocabulary mismatch message"; fail=1; }
+
 # sift inspect: stage sizes follow the chain (top_k 20 leaves 20, top_p
 # fewer), the final distribution has the last stage's tokens in the same
 # order, and --top bounds what is shown.
