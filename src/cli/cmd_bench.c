@@ -29,22 +29,23 @@
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: sift bench [CONFIG] [--vocab N] [--reps R] [--json]\n"
-               "\n"
-               "Times CONFIG's chain (default: the production chain of\n"
-               "examples/production.yaml) on synthetic rows of N logits: sift_chain_sample\n"
-               "on the whole row, sift_chain_sample_slice at the planned k (when the plan\n"
-               "has one) and a max-reduction over the row (the floor). Prints the medians\n"
-               "per call and their ratios.\n"
-               "\n"
-               "options:\n"
-               "  --vocab N   row length (default: the config's vocab_size, else %d)\n"
-               "  --reps R    timed calls per path (default 200)\n"
-               "  --json      print one JSON object\n"
-               "  -h, --help  print this help\n"
-               "\n"
-               "exit status: 0 ok, 1 invalid config, 2 usage or I/O error\n",
-               BENCH_DEFAULT_V);
+    fprintf(f,
+            "usage: sift bench [CONFIG] [--vocab N] [--reps R] [--json]\n"
+            "\n"
+            "Times CONFIG's chain (default: the production chain of\n"
+            "examples/production.yaml) on synthetic rows of N logits: sift_chain_sample\n"
+            "on the whole row, sift_chain_sample_slice at the planned k (when the plan\n"
+            "has one) and a max-reduction over the row (the floor). Prints the medians\n"
+            "per call and their ratios.\n"
+            "\n"
+            "options:\n"
+            "  --vocab N   row length (default: the config's vocab_size, else %d)\n"
+            "  --reps R    timed calls per path (default 200)\n"
+            "  --json      print one JSON object\n"
+            "  -h, --help  print this help\n"
+            "\n"
+            "exit status: 0 ok, 1 invalid config, 2 usage or I/O error\n",
+            BENCH_DEFAULT_V);
 }
 
 static uint64_t mix(uint64_t *s)
@@ -246,8 +247,8 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
                 ", \"n_vocab\": %" PRId32 ", \"reps\": %ld, \"k\": %" PRId32
                 ", \"guarantee\": \"%s\", \"sample_ns\": %.0f, \"floor_ns\": %.0f, "
                 "\"sample_over_floor\": %.3f",
-                V, reps, plan.k,
-                sift_guarantee_str(plan.guarantee), ms, mf, mf > 0 ? ms / mf : 0.0);
+                V, reps, plan.k, sift_guarantee_str(plan.guarantee), ms, mf,
+                mf > 0 ? ms / mf : 0.0);
         if (do_slice)
             fprintf(out,
                     ", \"slice_ns\": %.0f, \"sample_over_slice\": %.3f, \"hook_calls\": %" PRIu64,
@@ -259,8 +260,8 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
                 sift_guarantee_str(plan.guarantee), plan.why);
         fprintf(out, "sample      %12.0f ns/call (median)\n", ms);
         if (do_slice)
-            fprintf(out, "slice       %12.0f ns/call (median), %.1fx faster; hook calls %" PRIu64
-                         "\n",
+            fprintf(out,
+                    "slice       %12.0f ns/call (median), %.1fx faster; hook calls %" PRIu64 "\n",
                     ml, ml > 0 ? ms / ml : 0.0, stats.hook_calls);
         else
             fprintf(out, "slice       n/a (the plan needs the whole row)\n");
