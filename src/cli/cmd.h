@@ -10,7 +10,11 @@
 #ifndef SIFT_CLI_CMD_H
 #define SIFT_CLI_CMD_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "sift.h"
 
 enum { CMD_OK = 0, CMD_FAIL = 1, CMD_USAGE = 2 };
 
@@ -18,6 +22,31 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_check(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_plan(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_grammar(int argc, char **argv, FILE *out, FILE *errout);
+
+/* ---- sample, inspect, bench (cmd_sample.c, cmd_inspect.c, cmd_bench.c) */
+int cmd_sample(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_inspect(int argc, char **argv, FILE *out, FILE *errout);
+int cmd_bench(int argc, char **argv, FILE *out, FILE *errout);
+
+/* Loads the config at `path` (and the vocabulary it names, by extension:
+ * .gguf or tiktoken) and builds its chain for rows of n_vocab tokens.
+ * `path` NULL = the built-in production chain (sift bench's default).
+ * Messages go to errout prefixed with `prog`. Returns CMD_OK, CMD_FAIL
+ * (an invalid config, a vocab_size or vocabulary size that is not n_vocab)
+ * or CMD_USAGE (a file that cannot be read). */
+int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_chain **chain,
+                   FILE *errout);
+/* The vocab_size of the config at `path` (NULL = the built-in production
+ * chain), 0 if unset or unreadable. */
+int32_t cli_config_vocab_size(const char *path);
+/* Writes `s` as a JSON string literal. */
+void cli_json_str(FILE *out, const char *s);
+/* Parses "1,2,3" into a malloc'ed array; CMD_USAGE on a malformed list. */
+int cli_parse_history(const char *prog, const char *text, int32_t **ids, size_t *n, FILE *errout);
+/* Feeds ids as prompt tokens (sift_chain_accept_prompt); CMD_FAIL on an id
+ * outside [0, n_vocab). */
+int cli_feed_history(const char *prog, sift_chain *chain, const int32_t *ids, size_t n,
+                     int32_t n_vocab, FILE *errout);
 
 /* Flushes `out` and reports a write error (a closed pipe, a full disk)
  * on errout; returns CMD_USAGE in that case, `status` otherwise. */

@@ -30,6 +30,9 @@ static const command COMMANDS[] = {
     {"demo", cmd_demo, "run a generation loop over a built-in toy model"},
     {"grammar", cmd_grammar, "check a GBNF grammar, or match text against it"},
     {"plan", cmd_plan, "print the analyzer's plan for a config's chain (k, guarantee, why)"},
+    {"bench", cmd_bench, "time a config's chain on synthetic rows (whole row, slice, floor)"},
+    {"inspect", cmd_inspect, "show what each stage of a config's chain leaves of a row"},
+    {"sample", cmd_sample, "sample tokens from recorded logits (.npy) with a config's chain"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -1,0 +1,380 @@
+/*
+ * cmd_sample.c - `sift sample CONFIG --logits ROWS.npy`: runs a config's
+ * chain over recorded logits, one token per row.
+ *
+ * What it owns: the sample subcommand and the helpers sample and inspect
+ * share (cli_load_chain: config + vocabulary + chain; cli_parse_history;
+ * cli_feed_history). Invariant the test suite checks: the token sequence
+ * with --slice K is the one without, for every K, because every step goes
+ * through sift_chain_sample_slice with the row hook serving that step's
+ * row (the slice path may fall back to it, never guess).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "npy.h"
+#include "sift.h"
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* The chain `sift bench` uses without a CONFIG: examples/production.yaml
+ * without its vocab_size (so any row length works). */
+static const char PRODUCTION_YAML[] =
+    "seed: 1234\n"
+    "chain:\n"
+    "  - penalties: {last_n: 64, repeat: 1.1, frequency: 0.0, presence: 0.0}\n"
+    "  - top_k: 20\n"
+    "  - top_p: 0.95\n"
+    "  - min_p: 0.05\n"
+    "  - temperature: 0.8\n"
+    "  - dist\n";
+
+static sift_status load_config(sift_config **cfg, const char *path, sift_error *err)
+{
+    if (!path)
+        return sift_config_parse(cfg, "<production>", PRODUCTION_YAML, sizeof PRODUCTION_YAML - 1,
+                                 NULL, err);
+    return sift_config_load(cfg, path, NULL, err);
+}
+
+int32_t cli_config_vocab_size(const char *path)
+{
+    sift_config *cfg = NULL;
+    sift_error err;
+    if (load_config(&cfg, path, &err) != SIFT_OK) {
+        sift_config_free(cfg);
+        return 0; /* cli_load_chain reports it */
+    }
+    int32_t v = sift_config_vocab_size(cfg);
+    sift_config_free(cfg);
+    return v;
+}
+
+void cli_json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fputc('"', out);
+}
+
+int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_chain **chain,
+                   FILE *errout)
+{
+    *chain = NULL;
+    sift_config *cfg = NULL;
+    sift_error err;
+    sift_status st = load_config(&cfg, path, &err);
+    if (!path)
+        path = "<production>";
+    if (!cfg) {
+        fprintf(errout, "%s: %s: %s\n", prog, path, err.message);
+        return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
+    }
+    if (st != SIFT_OK) {
+        for (size_t i = 0; i < sift_config_n_diagnostics(cfg); i++)
+            fprintf(errout, "%s\n", sift_config_diagnostic(cfg, i)->text);
+        sift_config_free(cfg);
+        return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
+    }
+    int32_t cfg_v = sift_config_vocab_size(cfg);
+    if (cfg_v > 0 && cfg_v != n_vocab) {
+        fprintf(errout, "%s: %s: vocab_size %" PRId32 " but the logits rows have %" PRId32 "\n",
+                prog, path, cfg_v, n_vocab);
+        sift_config_free(cfg);
+        return CMD_FAIL;
+    }
+    sift_vocab *vocab = NULL;
+    const char *vpath = sift_config_vocab_path(cfg);
+    if (vpath) {
+        st = ends_with(vpath, ".gguf") ? sift_vocab_load_gguf(&vocab, vpath, NULL, &err)
+                                       : sift_vocab_load_tiktoken(&vocab, vpath, NULL, &err);
+        if (st != SIFT_OK) {
+            fprintf(errout, "%s: %s\n", prog, err.message);
+            sift_config_free(cfg);
+            return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
+        }
+        if (sift_vocab_size(vocab) != n_vocab) {
+            fprintf(errout,
+                    "%s: vocabulary %s has %" PRId32 " tokens but the logits rows have %" PRId32
+                    "\n",
+                    prog, vpath, sift_vocab_size(vocab), n_vocab);
+            sift_vocab_free(vocab);
+            sift_config_free(cfg);
+            return CMD_FAIL;
+        }
+    }
+    sift_chain_params params;
+    sift_chain_params_init(&params);
+    params.n_vocab = n_vocab;
+    st = sift_config_build_chain(cfg, &params, vocab, chain, &err);
+    sift_vocab_free(vocab);
+    sift_config_free(cfg);
+    if (st != SIFT_OK) {
+        fprintf(errout, "%s: %s: %s\n", prog, path, err.message);
+        return CMD_FAIL;
+    }
+    return CMD_OK;
+}
+
+int cli_parse_history(const char *prog, const char *text, int32_t **ids, size_t *n, FILE *errout)
+{
+    *ids = NULL;
+    *n = 0;
+    size_t cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == ',';
+    int32_t *v = malloc(cap * sizeof *v);
+    if (!v) {
+        fprintf(errout, "%s: out of memory\n", prog);
+        return CMD_USAGE;
+    }
+    const char *p = text;
+    size_t k = 0;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x > INT32_MAX || (*end && *end != ',')) {
+            fprintf(errout, "%s: --history: bad token id at character %zu of '%s'\n", prog,
+                    (size_t)(p - text) + 1, text);
+            free(v);
+            return CMD_USAGE;
+        }
+        v[k++] = (int32_t)x;
+        p = *end ? end + 1 : end;
+    }
+    *ids = v;
+    *n = k;
+    return CMD_OK;
+}
+
+int cli_feed_history(const char *prog, sift_chain *chain, const int32_t *ids, size_t n,
+                     int32_t n_vocab, FILE *errout)
+{
+    sift_error err;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] >= n_vocab) {
+            fprintf(errout,
+                    "%s: --history token %zu: id %" PRId32 " is not below V = %" PRId32 "\n", prog,
+                    i, ids[i], n_vocab);
+            return CMD_FAIL;
+        }
+        if (sift_chain_accept_prompt(chain, ids[i], &err) != SIFT_OK) {
+            fprintf(errout, "%s: --history token %zu: %s\n", prog, i, err.message);
+            return CMD_FAIL;
+        }
+    }
+    return CMD_OK;
+}
+
+static void help(FILE *f)
+{
+    fprintf(f, "usage: sift sample CONFIG --logits ROWS.npy [--slice K] [--history IDS] [--json]\n"
+               "\n"
+               "Builds the chain of CONFIG (docs/config.md) and samples one token per row\n"
+               "of ROWS.npy (little-endian float32, shape (steps, V) or (V,)), accepting\n"
+               "each token before the next step. Prints one token id per line.\n"
+               "\n"
+               "options:\n"
+               "  --logits FILE  the rows of logits (.npy); required\n"
+               "  --slice K      sample each step from Prefix(K) + the chain's extras, with\n"
+               "                 the row hook serving the whole row when the slice cannot\n"
+               "                 decide; prints a summary of the bytes copied on stderr\n"
+               "  --history IDS  comma-separated token ids fed as prompt before step 0\n"
+               "  --json         print one JSON object (tokens and summary) instead\n"
+               "  -h, --help     print this help\n"
+               "\n"
+               "exit status: 0 ok, 1 invalid input or config, 2 usage or I/O error\n");
+}
+
+typedef struct hook_ctx {
+    const float *row;
+} hook_ctx;
+
+static int serve_row(void *user, float *row, int32_t n_vocab)
+{
+    const hook_ctx *h = user;
+    memcpy(row, h->row, (size_t)n_vocab * sizeof *row);
+    return 0;
+}
+
+int cmd_sample(int argc, char **argv, FILE *out, FILE *errout)
+{
+    const char *config = NULL, *logits = NULL, *history = NULL;
+    long k = 0;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(out);
+            return cmd_finish(out, errout, CMD_OK);
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if ((!strcmp(a, "--logits") || !strcmp(a, "--slice") || !strcmp(a, "--history")) &&
+                   i + 1 < argc) {
+            const char *v = argv[++i];
+            if (!strcmp(a, "--logits")) {
+                logits = v;
+            } else if (!strcmp(a, "--history")) {
+                history = v;
+            } else {
+                char *end;
+                errno = 0;
+                k = strtol(v, &end, 10);
+                if (end == v || *end || errno || k < 1 || k > NPY_MAX_VOCAB) {
+                    fprintf(errout, "sift sample: --slice needs an integer in [1, %d], got '%s'\n",
+                            NPY_MAX_VOCAB, v);
+                    return CMD_USAGE;
+                }
+            }
+        } else if (a[0] != '-' && !config) {
+            config = a;
+        } else {
+            fprintf(errout, "sift sample: unexpected argument '%s'\n", a);
+            fprintf(errout, "Run 'sift sample --help' for the options.\n");
+            return CMD_USAGE;
+        }
+    }
+    if (!config || !logits) {
+        fprintf(errout, "sift sample: %s\n", !config ? "no config given" : "--logits is required");
+        help(errout);
+        return CMD_USAGE;
+    }
+    const char *prog = "sift sample";
+    int32_t *hist = NULL;
+    size_t n_hist = 0;
+    if (history && cli_parse_history(prog, history, &hist, &n_hist, errout) != CMD_OK)
+        return CMD_USAGE;
+    npy_rows rows;
+    char msg[512];
+    int rc = npy_load(logits, &rows, msg, sizeof msg);
+    if (rc) {
+        fprintf(errout, "%s: %s\n", prog, msg);
+        free(hist);
+        return rc == 1 ? CMD_FAIL : CMD_USAGE;
+    }
+    const int32_t V = rows.n_vocab;
+    sift_chain *chain = NULL;
+    sift_slicer *slicer = NULL;
+    int32_t *tokens = NULL, *ids = NULL;
+    size_t ids_cap = 0;
+    int status = cli_load_chain(prog, config, V, &chain, errout);
+    if (status == CMD_OK)
+        status = cli_feed_history(prog, chain, hist, n_hist, V, errout);
+    if (status != CMD_OK)
+        goto done;
+    tokens = malloc((size_t)rows.steps * sizeof *tokens);
+    if (!tokens) {
+        fprintf(errout, "%s: out of memory\n", prog);
+        status = CMD_USAGE;
+        goto done;
+    }
+    sift_error err;
+    hook_ctx hook = {NULL};
+    uint64_t slice_pairs = 0;
+    if (k > 0) {
+        sift_plan plan;
+        if (sift_chain_plan(chain, &plan, NULL, &err) != SIFT_OK ||
+            sift_slicer_new(&slicer, V, NULL, &err) != SIFT_OK ||
+            sift_chain_set_row_hook(chain, serve_row, &hook, &err) != SIFT_OK) {
+            fprintf(errout, "%s: %s\n", prog, err.message);
+            status = CMD_USAGE;
+            goto done;
+        }
+        ids_cap = plan.max_extras > 0 ? (size_t)plan.max_extras : 1;
+        ids = malloc(ids_cap * sizeof *ids);
+        if (!ids) {
+            fprintf(errout, "%s: out of memory\n", prog);
+            status = CMD_USAGE;
+            goto done;
+        }
+    }
+    for (int64_t s = 0; s < rows.steps; s++) {
+        const float *row = rows.data + (size_t)s * (size_t)V;
+        sift_status st;
+        if (k == 0) {
+            st = sift_chain_sample(chain, row, V, &tokens[s], &err);
+        } else {
+            size_t n_ids = 0;
+            st = sift_chain_extras(chain, ids, ids_cap, &n_ids, &err);
+            if (st == SIFT_E_LIMIT) { /* the dynamic set outgrew the plan's bound */
+                int32_t *grown = realloc(ids, n_ids * sizeof *ids);
+                if (!grown) {
+                    fprintf(errout, "%s: out of memory\n", prog);
+                    status = CMD_USAGE;
+                    goto done;
+                }
+                ids = grown;
+                ids_cap = n_ids;
+                st = sift_chain_extras(chain, ids, ids_cap, &n_ids, &err);
+            }
+            sift_slice slice;
+            if (st == SIFT_OK)
+                st = sift_slicer_build(slicer, row, V, (int32_t)k, ids, n_ids, &slice, &err);
+            if (st == SIFT_OK) {
+                hook.row = row;
+                slice_pairs += (uint64_t)slice.n_prefix + (uint64_t)slice.n_extras;
+                st = sift_chain_sample_slice(chain, &slice, &tokens[s], &err);
+            }
+        }
+        if (st == SIFT_OK)
+            st = sift_chain_accept(chain, tokens[s], &err);
+        if (st != SIFT_OK) {
+            fprintf(errout, "%s: %s: step %" PRId64 ": %s\n", prog, logits, s, err.message);
+            status = CMD_FAIL;
+            goto done;
+        }
+        if (!json)
+            fprintf(out, "%" PRId32 "\n", tokens[s]);
+    }
+    sift_stats stats;
+    sift_chain_stats(chain, &stats);
+    uint64_t whole = (uint64_t)rows.steps * (uint64_t)V * 4;
+    uint64_t copied = slice_pairs * 8 + stats.hook_calls * (uint64_t)V * 4;
+    if (json) {
+        fprintf(out, "{\"n_vocab\": %" PRId32 ", \"steps\": %" PRId64 ", \"tokens\": [", V,
+                rows.steps);
+        for (int64_t s = 0; s < rows.steps; s++)
+            fprintf(out, "%s%" PRId32, s ? ", " : "", tokens[s]);
+        fprintf(out, "]");
+        if (k > 0)
+            fprintf(out,
+                    ", \"k\": %ld, \"slice_decided\": %" PRIu64 ", \"hook_calls\": %" PRIu64
+                    ", \"bytes_copied\": %" PRIu64 ", \"bytes_whole_rows\": %" PRIu64,
+                    k, stats.slice_decided, stats.hook_calls, copied, whole);
+        fprintf(out, "}\n");
+    } else if (k > 0) {
+        fprintf(errout,
+                "sift sample: steps %" PRId64 ", k %ld, decided on the slice %" PRIu64
+                ", hook calls %" PRIu64 ", bytes copied %" PRIu64 " vs whole rows %" PRIu64
+                " (%.2f%%)\n",
+                rows.steps, k, stats.slice_decided, stats.hook_calls, copied, whole,
+                whole ? 100.0 * (double)copied / (double)whole : 0.0);
+    }
+done:
+    free(ids);
+    free(tokens);
+    free(hist);
+    sift_slicer_free(slicer);
+    sift_chain_free(chain);
+    npy_free(&rows);
+    return cmd_finish(out, errout, status);
+}
