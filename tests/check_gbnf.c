@@ -1145,6 +1145,154 @@ START_TEST(test_shipped_grammar_accepts_and_rejects_its_table_tokenwise)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* The shipped grammars on the real cl100k vocabulary                  */
+/* ------------------------------------------------------------------ */
+
+static sift_vocab *cl100k;
+static int32_t *cl_slot; /* open addressing: piece -> id, -1 empty */
+#define CL_BITS 19
+
+static uint32_t cl_hash(const char *b, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)b[i]) * 16777619u;
+    return h;
+}
+
+static void cl100k_setup(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/cl100k_base.tiktoken", SIFT_SRCDIR);
+    sift_error err;
+    if (sift_vocab_load_tiktoken(&cl100k, path, NULL, &err) != SIFT_OK) {
+        fprintf(stderr, "cl100k: %s\n", err.message);
+        cl100k = NULL;
+        return;
+    }
+    cl_slot = malloc(((size_t)1 << CL_BITS) * sizeof *cl_slot);
+    memset(cl_slot, 0xff, ((size_t)1 << CL_BITS) * sizeof *cl_slot);
+    for (int32_t id = 0; id < sift_vocab_size(cl100k); id++) {
+        const char *b;
+        size_t n;
+        if (sift_vocab_piece(cl100k, id, &b, &n, NULL) || n == 0)
+            continue;
+        uint32_t h = cl_hash(b, n) & ((1u << CL_BITS) - 1);
+        while (cl_slot[h] >= 0)
+            h = (h + 1) & ((1u << CL_BITS) - 1);
+        cl_slot[h] = id;
+    }
+}
+
+static void cl100k_teardown(void)
+{
+    sift_vocab_free(cl100k);
+    free(cl_slot);
+    cl100k = NULL;
+    cl_slot = NULL;
+}
+
+static int32_t cl_find(const char *b, size_t n)
+{
+    uint32_t h = cl_hash(b, n) & ((1u << CL_BITS) - 1);
+    for (; cl_slot[h] >= 0; h = (h + 1) & ((1u << CL_BITS) - 1)) {
+        const char *p;
+        size_t m;
+        if (!sift_vocab_piece(cl100k, cl_slot[h], &p, &m, NULL) && m == n && !memcmp(p, b, n))
+            return cl_slot[h];
+    }
+    return -1;
+}
+
+/* Splits s into cl100k tokens: the longest piece at each position, or
+ * (split_utf8) single bytes inside multi-byte characters, so that tokens
+ * end in the middle of a UTF-8 sequence. Returns the count. */
+static size_t cl_tokenize(const char *s, int split_utf8, int32_t *out, size_t cap)
+{
+    size_t n = strlen(s), k = 0;
+    for (size_t i = 0; i < n && k < cap;) {
+        size_t best = 0;
+        int32_t id = -1;
+        size_t max = (split_utf8 && ((unsigned char)s[i] & 0x80)) ? 1 : (n - i < 48 ? n - i : 48);
+        for (size_t l = max; l >= 1 && id < 0; l--)
+            if ((id = cl_find(s + i, l)) >= 0)
+                best = l;
+        ck_assert_msg(id >= 0, "no cl100k token for byte %zu of [%s]", i, s);
+        out[k++] = id;
+        i += best;
+    }
+    return k;
+}
+
+/* 1 if the grammar accepts the tokens of s one by one and is complete. */
+static int cl_accepts(sift_grammar *g, const char *s, int split_utf8)
+{
+    int32_t toks[512];
+    size_t n = cl_tokenize(s, split_utf8, toks, 512);
+    sift_grammar_reset(g);
+    for (size_t i = 0; i < n; i++) {
+        int ok = -1;
+        ck_assert_int_eq(sift_grammar_accepts_token(g, toks[i], &ok, NULL), SIFT_OK);
+        sift_status st = sift_grammar_accept_token(g, toks[i], NULL);
+        ck_assert_int_eq(ok, st == SIFT_OK); /* the check and the advance agree */
+        if (st != SIFT_OK)
+            return 0;
+    }
+    return sift_grammar_is_complete(g);
+}
+
+START_TEST(test_shipped_grammar_tables_hold_token_by_token_on_cl100k)
+{
+    ck_assert_msg(cl100k != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    const table *tb = &TABLES[_i];
+    size_t len;
+    char *text = read_file(tb->file, &len);
+    sift_grammar *g = NULL;
+    sift_error err;
+    ck_assert_msg(sift_grammar_new(&g, text, len, cl100k, NULL, &err) == SIFT_OK, "%s",
+                  err.message);
+    for (int split = 0; split <= 1; split++) {
+        for (size_t i = 0; i < N(tb->accept) && tb->accept[i]; i++)
+            ck_assert_msg(cl_accepts(g, tb->accept[i], split), "%s must accept [%s] (split %d)",
+                          tb->file, tb->accept[i], split);
+        for (size_t i = 0; i < N(tb->reject) && tb->reject[i]; i++)
+            ck_assert_msg(!cl_accepts(g, tb->reject[i], split), "%s must reject [%s] (split %d)",
+                          tb->file, tb->reject[i], split);
+    }
+    /* the whole-vocabulary pass agrees with the one-token check at the
+     * start and after the first accepted string's first token */
+    int32_t V = sift_vocab_size(cl100k);
+    float *row = malloc((size_t)V * sizeof *row);
+    for (int state = 0; state < 2; state++) {
+        sift_grammar_reset(g);
+        if (state == 1) {
+            int32_t t[512];
+            cl_tokenize(tb->accept[0], 0, t, 512);
+            ck_assert_int_eq(sift_grammar_accept_token(g, t[0], NULL), SIFT_OK);
+        }
+        for (int32_t i = 0; i < V; i++)
+            row[i] = 0.0f;
+        sift_status bs = sift_grammar_ban(g, row, V, &err);
+        if (bs == SIFT_E_GRAMMAR_DEAD) {
+            /* complete, and cl100k's file has no end-of-generation token */
+            ck_assert(sift_grammar_is_complete(g));
+            continue;
+        }
+        ck_assert_int_eq(bs, SIFT_OK);
+        for (int32_t id = 0; id < V; id += 7) {
+            int ok = -1;
+            ck_assert_int_eq(sift_grammar_accepts_token(g, id, &ok, NULL), SIFT_OK);
+            ck_assert_msg(ok == (row[id] == 0.0f), "%s state %d token %d: check %d, ban %g",
+                          tb->file, state, (int)id, ok, (double)row[id]);
+        }
+    }
+    free(row);
+    sift_grammar_free(g);
+    free(text);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Allocation failure                                                  */
 /* ------------------------------------------------------------------ */
 
@@ -1485,6 +1633,13 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_shipped_grammar_accepts_and_rejects_its_table_tokenwise, 0,
                         (int)N(TABLES));
     tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("cl100k");
+    tcase_add_unchecked_fixture(tc, cl100k_setup, cl100k_teardown);
+    tcase_add_loop_test(tc, test_shipped_grammar_tables_hold_token_by_token_on_cl100k, 0,
+                        (int)N(TABLES));
+    tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("alloc");
