@@ -31,22 +31,6 @@ static void help(FILE *f)
                "exit status: 0 planned, 1 invalid config, 2 usage or I/O error\n");
 }
 
-/* A JSON string (the messages are ASCII or UTF-8 from sift). */
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static const char *class_upper(sift_class c)
 {
     switch (c) {
@@ -152,19 +136,19 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
         n_ids = 0;
     if (json) {
         fprintf(out, "{\"k\": %d, \"guarantee\": ", (int)plan.k);
-        json_str(out, sift_guarantee_str(plan.guarantee));
+        cli_json_str(out, sift_guarantee_str(plan.guarantee));
         fprintf(out, ", \"recommended_k\": %d, \"extras\": [", (int)plan.recommended_k);
         for (size_t i = 0; i < n_ids; i++)
             fprintf(out, "%s%d", i ? ", " : "", (int)ids[i]);
         fprintf(out, "], \"max_extras\": %d, \"why\": ", (int)plan.max_extras);
-        json_str(out, plan.why);
+        cli_json_str(out, plan.why);
         fprintf(out, ", \"stages\": [");
         for (size_t i = 0; i < n; i++) {
             fprintf(out, "%s{\"name\": ", i ? ", " : "");
-            json_str(out, sift_chain_stage_name(chain, i));
+            cli_json_str(out, sift_chain_stage_name(chain, i));
             fprintf(out, ", \"class\": \"%s\", \"k\": %d, \"why\": ", class_upper(st[i].cls),
                     (int)st[i].k);
-            json_str(out, st[i].why);
+            cli_json_str(out, st[i].why);
             fputc('}', out);
         }
         fprintf(out, "]}\n");
