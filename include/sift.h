@@ -820,7 +820,11 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_accept_prompt(sift_chain *chain, 
  * probabilities. Nothing changes (the RNG is copied, not advanced).
  * At most `capacity` entries are written; `*n_out` receives the full count.
  * For greedy, the support is the selected token alone: one entry, p = 1.
- * Errors as sift_chain_sample. Since: 0.1.
+ * A check-mode grammar (sift_chain_set_check_grammar) is not a stage and
+ * does not enter: this is the distribution of the first draw; a step
+ * whose first draw it rejects samples from that distribution with the
+ * rejected tokens removed. For logprobs under a grammar, add it as a
+ * stage (sift_chain_add_grammar). Errors as sift_chain_sample. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain, const float *logits,
                                                             int32_t n_vocab, sift_token_prob *out,
