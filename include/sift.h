@@ -49,6 +49,8 @@
  * time; different chains may be used on different threads at once.
  * Functions that take a `const sift_chain *` (clone, describe, count) only
  * read, so many threads may call them on one chain that nobody is mutating.
+ * The exception: sift_chain_extras on a chain with a grammar stage updates
+ * the grammar's caches, so it counts as a use of the chain.
  *
  * ABI
  * ---
@@ -981,12 +983,16 @@ SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *
                                                        int32_t *k, sift_error *err);
 
 /**
- * The extra token ids the next sample needs beside the prefix (tokens a
- * stage before the first truncation may raise: positive logit biases,
- * the window of a raising penalty), ascending and unique. `*n` receives
- * the count; SIFT_E_LIMIT when it exceeds `capacity` (nothing written;
- * call again with sift_plan.max_extras entries). SIFT_E_ARG for NULL
- * pointers. Since: 0.1.
+ * The extra token ids the next sample needs beside the prefix, ascending
+ * and unique: tokens a stage before the first truncation may raise
+ * (positive logit biases, the window of a raising penalty) and, for a
+ * grammar stage there, the tokens the grammar allows when there are at
+ * most 32 of them (forced tokens: with them present the slice decides
+ * the step; docs/analyzer.md). `*n` receives the count; SIFT_E_LIMIT when
+ * it exceeds `capacity` (nothing written; call again with
+ * sift_plan.max_extras entries). SIFT_E_ARG for NULL pointers. With a
+ * grammar stage this updates the grammar's caches: not for concurrent
+ * use. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_extras(const sift_chain *chain, int32_t *ids,
                                                       size_t capacity, size_t *n, sift_error *err);

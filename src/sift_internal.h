@@ -314,8 +314,16 @@ typedef struct sift__stage_ops {
      * cap, ascending or not, no duplicates), returns how many there are.
      * NULL = none. */
     size_t (*extras)(const sift__stage *st, int32_t *ids, size_t cap);
-    /* RAISES stages: the most ids `extras` can ever return. */
+    /* RAISES stages: the most ids `extras` can ever return; stages with
+     * `allowed`: the most ids it can list. */
     int64_t (*max_extras)(const sift__stage *st);
+    /* LOWERS stages that may ban all but a few tokens (a grammar): the
+     * ids the stage lets through this step when there are few of them
+     * (*ids ascending, valid until the stage next changes), else
+     * SIZE_MAX. The chain asks for them as extras; when a slice holds all
+     * of them, the stage has banned every absent token (docs/analyzer.md,
+     * "Forced tokens"). NULL = never. */
+    size_t (*allowed)(sift__stage *st, const int32_t **ids);
     uint8_t is_selector;
     uint8_t is_greedy;
 } sift__stage_ops;

@@ -945,6 +945,185 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
 }
 END_TEST
 
+/* A grammar with literal parts (where only a few tokens continue the
+ * text) and free parts, over a vocabulary of single characters, pieces
+ * of the literals, random words and an <eos>. */
+static const char json_like[] =
+    "root ::= \"{\\\"name\\\": \\\"\" [a-z]+ \"\\\", \\\"ok\\\": \" (\"true\" | \"false\") \"}\"\n";
+
+static sift_vocab *literal_vocab(tu_rng *r, int32_t V)
+{
+    static const char *const pieces[] = {
+        "{\"", "name", "\": \"", "\", \"", "ok", "\": ", "true",    "false", "}",   "na",      "me",
+        "tr",  "ue",   "fal",    "se",     "\"", "\"}",  "\": \"a", "abc",   "nam", "\", \"ok"};
+    static char words[4096][8];
+    const char **pc = malloc((size_t)V * sizeof *pc);
+    size_t *len = malloc((size_t)V * sizeof *len);
+    for (int32_t i = 0; i < V - 1; i++) {
+        if (i < 95) {
+            words[i][0] = (char)(0x20 + i);
+            words[i][1] = 0;
+            pc[i] = words[i];
+        } else if (i < 95 + (int32_t)N(pieces)) {
+            pc[i] = pieces[i - 95];
+        } else {
+            int n = (int)tu_range(r, 2, 6);
+            for (int j = 0; j < n; j++)
+                words[i][j] = (char)('a' + tu_range(r, 0, 25));
+            words[i][n] = 0;
+            pc[i] = words[i];
+        }
+        len[i] = strlen(pc[i]);
+    }
+    pc[V - 1] = "<eos>";
+    len[V - 1] = 5;
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(sift_vocab_new(&v, V, pc, len, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, V - 1, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    free(pc);
+    free(len);
+    return v;
+}
+
+/* The tokens g accepts now (ascending, up to cap) and their count. */
+static size_t naive_allowed(sift_grammar *g, int32_t V, int32_t *ids, size_t cap)
+{
+    size_t n = 0;
+    for (int32_t i = 0; i < V; i++) {
+        int ok = 0;
+        ck_assert_int_eq(sift_grammar_accepts_token(g, i, &ok, NULL), SIFT_OK);
+        if (ok && n < cap)
+            ids[n] = i;
+        n += (size_t)ok;
+    }
+    return n;
+}
+
+START_TEST(test_forced_grammar_tokens_are_extras_and_need_no_row)
+{
+    /* A grammar that allows at most 32 tokens names them as extras; with
+     * them in the slice every absent token is known to be banned, so the
+     * step is decided without the row, wherever the forced tokens rank,
+     * even when a top_k after the grammar reaches into -inf tokens. */
+    tu_rng r = {4242};
+    const int32_t V = 1200;
+    sp_chain chains[6];
+    memset(chains, 0, sizeof chains);
+    chains[0].n = 3; /* top_k 40, temp 0.8, dist */
+    chains[0].st[0] = (sp_stage){.kind = SP_TOP_K, .i0 = 40};
+    chains[0].st[1] = (sp_stage){.kind = SP_TEMP, .f0 = 0.8f};
+    chains[0].st[2] = (sp_stage){.kind = SP_DIST};
+    chains[1].n = 2; /* top_k 5, dist */
+    chains[1].st[0] = (sp_stage){.kind = SP_TOP_K, .i0 = 5};
+    chains[1].st[1] = (sp_stage){.kind = SP_DIST};
+    chains[2].n = 3; /* min_p 0.05, temp 0.7, dist */
+    chains[2].st[0] = (sp_stage){.kind = SP_MIN_P, .f0 = 0.05f, .i0 = 1};
+    chains[2].st[1] = (sp_stage){.kind = SP_TEMP, .f0 = 0.7f};
+    chains[2].st[2] = (sp_stage){.kind = SP_DIST};
+    chains[3].n = 1; /* greedy */
+    chains[3].st[0] = (sp_stage){.kind = SP_GREEDY};
+    chains[4].n = 4; /* penalties 64, top_k 40, temp 1.3, dist by id */
+    chains[4].st[0] =
+        (sp_stage){.kind = SP_PENALTIES, .i0 = 64, .f0 = 1.1f, .f1 = 0.2f, .f2 = 0.1f};
+    chains[4].st[1] = (sp_stage){.kind = SP_TOP_K, .i0 = 40};
+    chains[4].st[2] = (sp_stage){.kind = SP_TEMP, .f0 = 1.3f};
+    chains[4].st[3] = (sp_stage){.kind = SP_DIST_ID};
+    chains[5].n = 2; /* top_k 300 (beyond the slice), dist */
+    chains[5].st[0] = (sp_stage){.kind = SP_TOP_K, .i0 = 300};
+    chains[5].st[1] = (sp_stage){.kind = SP_DIST};
+    long forced = 0, forced_hooks = 0, free_steps = 0, compared = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        sift_vocab *v = literal_vocab(&r, V);
+        for (size_t ci = 0; ci < N(chains); ci++) {
+            sp_chain spec = chains[ci];
+            spec.seed = tu_next(&r);
+            sift_chain_params p;
+            sift_chain_params_init(&p);
+            p.seed = spec.seed;
+            sift_chain *c = NULL;
+            sift_error err;
+            ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+            sift_grammar *g = NULL, *og = NULL;
+            ck_assert_int_eq(sift_grammar_new(&g, json_like, strlen(json_like), v, NULL, &err),
+                             SIFT_OK);
+            ck_assert_int_eq(sift_grammar_new(&og, json_like, strlen(json_like), v, NULL, &err),
+                             SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_grammar(c, g, &err), SIFT_OK);
+            for (size_t i = 0; i < spec.n; i++)
+                ck_assert_int_eq(sp_add(c, &spec.st[i], &err), SIFT_OK);
+            sift_plan plan;
+            ck_assert_int_eq(sift_chain_plan(c, &plan, NULL, &err), SIFT_OK);
+            ck_assert_int_gt(plan.k, 0);
+            ck_assert_int_ge(plan.max_extras, 32);
+            or_chain o;
+            or_init(&o, &spec);
+            sift_slicer *sl;
+            ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+            float row[1200], tmp[1200];
+            for (int step = 0; step < 24; step++) {
+                tu_row(&r, row, V, step % 3 == 2 ? TU_ROW_TIES : TU_ROW_NORMAL);
+                int32_t allowed[64];
+                size_t na = naive_allowed(og, V, allowed, N(allowed));
+                int32_t ids[256];
+                size_t ne = 0;
+                ck_assert_int_eq(sift_chain_extras(c, ids, N(ids), &ne, &err), SIFT_OK);
+                if (na <= 32) {
+                    /* the extras hold the allowed set (penalties may add
+                     * their window) */
+                    for (size_t i = 0; i < na; i++) {
+                        int in = 0;
+                        for (size_t j = 0; j < ne; j++)
+                            in |= ids[j] == allowed[i];
+                        ck_assert_msg(in, "allowed token %d is not an extra", (int)allowed[i]);
+                    }
+                }
+                int32_t to = -1;
+                sift_status so = oracle_grammar_step(&o, og, 0, row, tmp, V, &to);
+                uint64_t ors[4];
+                memcpy(ors, o.rng.s, sizeof ors);
+                sift_slice s;
+                ck_assert_int_eq(sift_slicer_build(sl, row, V, plan.k, ids, ne, &s, &err), SIFT_OK);
+                hook_ctx h = hook_for(row, V);
+                ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+                int32_t ts = -1;
+                sift_status ss = sift_chain_sample_slice(c, &s, &ts, &err);
+                uint64_t rs[4];
+                sift__chain_rng_state(c, rs);
+                compared++;
+                ck_assert_msg(ss == so &&
+                                  (ss != SIFT_OK || (ts == to && memcmp(rs, ors, sizeof rs) == 0)),
+                              "chain %zu step %d: sift %d (tok %d: %s) oracle %d (tok %d)", ci,
+                              step, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to);
+                if (na <= 32) {
+                    forced++;
+                    forced_hooks += h.calls;
+                    ck_assert_msg(h.calls == 0, "chain %zu step %d: %zu allowed, hook called", ci,
+                                  step, na);
+                } else {
+                    free_steps++;
+                }
+                if (ss != SIFT_OK)
+                    break;
+                ck_assert_int_eq(sift_chain_accept(c, ts, &err), SIFT_OK);
+                ck_assert_int_eq(sift_grammar_accept_token(og, ts, &err), SIFT_OK);
+                or_accept(&o, ts);
+            }
+            sift_slicer_free(sl);
+            or_free(&o);
+            sift_grammar_free(og);
+            sift_chain_free(c);
+        }
+        sift_vocab_free(v);
+    }
+    fprintf(stderr,
+            "forced grammar tokens: %ld slice samples compared, 0 mismatches; %ld steps with at "
+            "most 32 allowed tokens, hook calls on them %ld; %ld other steps\n",
+            compared, forced, forced_hooks, free_steps);
+    ck_assert_int_gt(forced, 100);
+    ck_assert_int_gt(free_steps, 10);
+}
+END_TEST
+
 START_TEST(test_prompt_tokens_fill_windows_but_not_grammars)
 {
     tu_rng r = {5};
@@ -1001,7 +1180,8 @@ static Suite *suite(void)
           test_slicer_rejects_bad_arguments_and_rows}},
         {"property",
          {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
-          test_grammar_modes_agree_with_the_oracle_on_rows_and_slices}},
+          test_grammar_modes_agree_with_the_oracle_on_rows_and_slices,
+          test_forced_grammar_tokens_are_extras_and_need_no_row}},
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
     };
     for (size_t g = 0; g < N(groups); g++) {

@@ -768,10 +768,11 @@ static sift_status check_requested(sift_chain *c, const sift_slice *sl, const ui
         if (id >= sl->n_vocab) /* check_chain reports a stage's token outside V */
             continue;
         if (!(m[id >> 6] & ((uint64_t)1 << (id & 63))))
-            return sift__fail_at(err, SIFT_E_SLICE, id,
-                                 "extra token %d, which the chain may raise this step, is "
-                                 "missing from the slice",
-                                 (int)id);
+            return sift__fail_at(
+                err, SIFT_E_SLICE, id,
+                "extra token %d, which the chain asks for this step (sift_chain_extras), is "
+                "missing from the slice",
+                (int)id);
     }
     return SIFT_OK;
 }

@@ -134,6 +134,11 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                     int64_t e = st->ops->max_extras ? st->ops->max_extras(st) : 0;
                     extras += e;
                     append(why, "; raises up to %lld ids, gathered as extras", (long long)e);
+                } else if (st->ops->allowed) {
+                    int64_t e = st->ops->max_extras ? st->ops->max_extras(st) : 0;
+                    extras += e;
+                    append(why, "; names what it allows as extras when that is at most %lld ids",
+                           (long long)e);
                 }
                 break;
             }
@@ -287,12 +292,24 @@ size_t sift__chain_extras(const sift_chain *c, int32_t *ids, size_t cap)
 {
     size_t end = raising_end(c), total = 0;
     for (size_t i = 0; i < end; i++) {
-        const sift__stage *st = c->stages[i];
+        /* (a grammar's allowed set updates its matcher caches: the stage
+         * is not const, though the chain is) */
+        sift__stage *st = c->stages[i];
         int64_t n;
-        if (stage_cls(st, &n) != SIFT_CLASS_RAISES || !st->ops->extras)
-            continue;
+        sift_class cls = stage_cls(st, &n);
         size_t room = total < cap ? cap - total : 0;
-        total += st->ops->extras(st, ids ? ids + (total < cap ? total : cap) : NULL, room);
+        int32_t *at = ids ? ids + (total < cap ? total : cap) : NULL;
+        if (cls == SIFT_CLASS_RAISES && st->ops->extras) {
+            total += st->ops->extras(st, at, room);
+        } else if (cls == SIFT_CLASS_LOWERS && st->ops->allowed) {
+            const int32_t *few;
+            size_t m = st->ops->allowed(st, &few);
+            if (m == SIZE_MAX)
+                continue;
+            if (at && m)
+                memcpy(at, few, (m < room ? m : room) * sizeof *at);
+            total += m;
+        }
     }
     if (total > cap || !ids || total < 2)
         return total;

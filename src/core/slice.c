@@ -22,6 +22,7 @@
  * strictly larger logit beats it.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "../sift_internal.h"
 
@@ -136,6 +137,71 @@ sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V, size_t
     return SIFT_OK;
 }
 
+/* 1 when a stage with ops->allowed has, on the present tokens, banned
+ * every token it does not allow and all the tokens it allows are
+ * present: then it has banned every absent token too. */
+static int confines(sift__stage *st, const sift__arr *a)
+{
+    const int32_t *ids;
+    size_t m = st->ops->allowed(st, &ids);
+    if (m == SIZE_MAX || m == 0)
+        return 0;
+    size_t found = 0;
+    for (size_t i = 0; i < a->n && found < m; i++) {
+        /* ids is ascending: a binary search per present token */
+        size_t lo = 0, hi = m;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (ids[mid] < a->c[i].id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        found += lo < m && ids[lo] == a->c[i].id;
+    }
+    return found == m;
+}
+
+static int cmp_id(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* TOP(n) when every absent token is -inf (bound -inf without the id
+ * tie-break) but the present tokens do not reach n finite ones: the
+ * whole row's first n are the finite present tokens followed by the
+ * -inf tokens of smallest id, present or not. Writes exactly those into
+ * `a` (canonical order, the -inf ones by id) and returns 1, or returns
+ * 0 when they do not fit in the workspace. */
+static int fill_banned(sift__ctx *ctx, sift__arr *a, size_t n)
+{
+    if (n > (size_t)a->V || n > ctx->ws->cap || a->c != ctx->ws->cand)
+        return 0;
+    size_t f = 0;
+    while (f < a->n && a->c[f].logit > -INFINITY)
+        f++;
+    if (f > n)
+        return 0;
+    int32_t *fin = (int32_t *)ctx->ws->u32;
+    for (size_t i = 0; i < f; i++)
+        fin[i] = a->c[i].id;
+    qsort(fin, f, sizeof *fin, cmp_id);
+    size_t j = f, q = 0;
+    for (int32_t id = 0; j < n; id++) {
+        if (q < f && fin[q] == id) {
+            q++;
+            continue;
+        }
+        a->c[j].id = id;
+        a->c[j].logit = -INFINITY;
+        j++;
+    }
+    a->n = n;
+    a->order = SIFT__ORDER_CANON;
+    return 1;
+}
+
 int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bound *b,
                sift_status *status)
 {
@@ -174,6 +240,11 @@ int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bo
              * extras, which are present), so the bound still holds. */
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
                 return 0;
+            if (cls == SIFT_CLASS_LOWERS && st->ops->allowed && confines(st, a)) {
+                /* every absent token is now -inf */
+                b->by_key = 0;
+                b->logit = -INFINITY;
+            }
             break;
         case SIFT_CLASS_MONOTONE: {
             float nb = st->ops->map_bound ? st->ops->map_bound(st, b->logit) : NAN;
@@ -186,11 +257,16 @@ int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bo
             break;
         }
         case SIFT_CLASS_TOP: {
-            if (n <= 0 || (size_t)n > a->n)
+            if (n <= 0)
                 return 0;
             sift__arr_canon(ctx, a);
-            if (!sift__bound_ahead(b, &a->c[n - 1]))
-                return 0;
+            if ((size_t)n > a->n || !sift__bound_ahead(b, &a->c[n - 1])) {
+                /* With every absent token at -inf the first n are known
+                 * even when they run into -inf tokens. */
+                int banned = !b->by_key && b->logit == -INFINITY;
+                if (!banned || !fill_banned(ctx, a, (size_t)n))
+                    return 0;
+            }
             /* Certified: the stage's result on the present tokens is its
              * result on the row, and every later stage sees the whole
              * candidate set. */

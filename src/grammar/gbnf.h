@@ -94,6 +94,18 @@ SIFT__HIDDEN sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, si
 SIFT__HIDDEN sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t token,
                                                       sift_error *err);
 
+/* The most allowed tokens sift__grammar_small_set lists. */
+#define SIFT__GRAMMAR_SMALL 32
+
+/* The tokens the grammar allows now, when there are at most
+ * SIFT__GRAMMAR_SMALL of them: *ids (ascending, valid until the grammar
+ * next changes) and their count, possibly 0. SIZE_MAX (and *ids = NULL)
+ * when there are more, when the grammar constrains nothing yet (a lazy
+ * grammar that has not triggered), in states with token elements, or
+ * when the matcher hits a limit. Changes no matching state (the matcher
+ * caches may grow); the answer is cached per state. */
+SIFT__HIDDEN size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids);
+
 /* Size of the grammar's vocabulary (0 = none). */
 SIFT__HIDDEN int32_t sift__grammar_n_vocab(const sift_grammar *g);
 

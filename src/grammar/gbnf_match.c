@@ -175,6 +175,14 @@ struct sift_grammar {
      * with sift__trigger_undo. */
     sift__trigger *trig;
     int triggered;
+    /* State ids keep their meaning until the caches are rebuilt or
+     * swapped; epoch counts those events. The small allowed set of state
+     * ss_cur in epoch ss_epoch (sift__grammar_small_set) is cached. */
+    uint32_t epoch;
+    int ss_valid;
+    uint32_t ss_cur, ss_epoch;
+    size_t ss_n;
+    int32_t ss_ids[SIFT__GRAMMAR_SMALL];
 };
 
 static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, size_t n,
@@ -1294,6 +1302,7 @@ static sift_status maybe_flush(sift_grammar *g, sift_error *err)
     fresh->m = tmp;
     g->cur = fresh->cur;
     g->init = fresh->init;
+    g->epoch++;
     sift_grammar_free(fresh);
     return SIFT_OK;
 }
@@ -1310,6 +1319,8 @@ static void swap_matcher(sift_grammar *a, sift_grammar *b)
     t = a->init;
     a->init = b->init;
     b->init = t;
+    a->epoch++;
+    b->epoch++;
 }
 
 static void begin(sift_grammar *g, sift_error *err)
@@ -1655,6 +1666,95 @@ static sift_status allowed_bits(sift_grammar *g, size_t *n_non_eog)
     }
     *n_non_eog = cnt;
     return SIFT_OK;
+}
+
+/* The trie walk of sift__grammar_small_set: writes the allowed tokens to
+ * g->ss_ids while there are at most SIFT__GRAMMAR_SMALL of them; returns
+ * their count, SIZE_MAX when there are more, or SIZE_MAX - 1 when the
+ * matcher failed (a limit, memory). Mirrors ban_dense: trie tokens
+ * ending at a live node, and the EOG tokens when the grammar is
+ * complete. Not for states with token elements. */
+static size_t small_walk(sift_grammar *g)
+{
+    const gcore *c = g->core;
+    gm *m = &g->m;
+    uint32_t x = g->cur;
+    size_t n = 0;
+    if (x != 0 && m->st[x].set_len != 0) {
+        const tnode *tr = c->tr;
+        uint32_t *ds = g->dstk;
+        const int32_t *trans = m->trans;
+        ds[0] = x;
+        uint32_t i = 0, tn = c->tn;
+        while (i < tn) {
+            const tnode *nd = &tr[i];
+            uint32_t d = nd->db >> 8, b = nd->db & 0xff;
+            uint32_t from = ds[d - 1];
+            int32_t y = trans[(size_t)from * 256 + b];
+            if (SIFT__UNLIKELY(y < 0)) {
+                y = trans_compute(g, from, b);
+                if (y < 0)
+                    return SIZE_MAX - 1;
+                trans = m->trans; /* may have moved */
+            }
+            if (y == 0) {
+                i = nd->end;
+                continue;
+            }
+            ds[d] = (uint32_t)y;
+            /* the tokens ending at this node come before its children's */
+            uint32_t stop = i + 1 < nd->end ? tr[i + 1].slot : nd->slot_end;
+            for (uint32_t k = nd->slot; k < stop; k++) {
+                if (n == SIFT__GRAMMAR_SMALL)
+                    return SIZE_MAX;
+                g->ss_ids[n++] = c->stok[k];
+            }
+            i++;
+        }
+    }
+    if (m->st[x].flags & F_COMPLETE) {
+        for (uint32_t j = 0; j < c->n_other; j++) {
+            int32_t t = c->other[j];
+            if (!(c->attr[t] & SIFT_TOKEN_EOG))
+                continue;
+            if (n == SIFT__GRAMMAR_SMALL)
+                return SIZE_MAX;
+            g->ss_ids[n++] = t;
+        }
+    }
+    /* ascending ids (at most SIFT__GRAMMAR_SMALL: insertion sort) */
+    for (size_t a = 1; a < n; a++) {
+        int32_t v = g->ss_ids[a];
+        size_t b = a;
+        for (; b > 0 && g->ss_ids[b - 1] > v; b--)
+            g->ss_ids[b] = g->ss_ids[b - 1];
+        g->ss_ids[b] = v;
+    }
+    return n;
+}
+
+size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids)
+{
+    *ids = NULL;
+    if (!g || g->magic != MAGIC || !g->core->V || idle(g))
+        return SIZE_MAX;
+    if (!(g->ss_valid && g->ss_cur == g->cur && g->ss_epoch == g->epoch)) {
+        size_t n = SIZE_MAX;
+        if (!tok_state(g)) {
+            begin(g, NULL);
+            n = small_walk(g);
+            end_call(g);
+            if (n == SIZE_MAX - 1)
+                return SIZE_MAX; /* not cached: the next call may succeed */
+        }
+        g->ss_valid = 1;
+        g->ss_cur = g->cur;
+        g->ss_epoch = g->epoch;
+        g->ss_n = n;
+    }
+    if (g->ss_n != SIZE_MAX)
+        *ids = g->ss_ids;
+    return g->ss_n;
 }
 
 #define LOGIT(base, stride, t) (*(float *)(void *)((char *)(base) + (size_t)(t) * (stride)))

@@ -8,6 +8,10 @@
  * state, so a slice must be certified per step (DESIGN.md §4). A lazy
  * grammar that has not triggered lowers nothing, so its dynamic n
  * (ops->lowers with dynamic = 1) is 0; its static n stays unbounded.
+ * When the grammar allows only a few tokens (SIFT__GRAMMAR_SMALL), it
+ * names them (ops->allowed): the chain asks for them as extras, and a
+ * slice that holds them all decides the step (docs/analyzer.md, "Forced
+ * tokens").
  *
  * accept cannot fail in the stage interface. A chain makes it all or
  * nothing by calling sift__grammar_prepare_accept on every grammar stage
@@ -96,6 +100,24 @@ static int64_t gs_lowers(const sift__stage *st, int dynamic)
     return -1;
 }
 
+/* The few tokens the grammar allows now (forced tokens), for the slice
+ * path: a runtime copies them as extras, and once they are all present
+ * every absent token is banned. */
+static size_t gs_allowed(sift__stage *st, const int32_t **ids)
+{
+    gstage *s = (gstage *)st;
+    *ids = NULL;
+    if (s->rejected >= 0)
+        return SIZE_MAX;
+    return sift__grammar_small_set(s->g, ids);
+}
+
+static int64_t gs_max_extras(const sift__stage *st)
+{
+    (void)st;
+    return SIFT__GRAMMAR_SMALL;
+}
+
 static int32_t gs_max_token(const sift__stage *st)
 {
     return sift__grammar_n_vocab(((const gstage *)st)->g) - 1;
@@ -117,6 +139,8 @@ static const sift__stage_ops gs_ops = {
     .destroy = gs_destroy,
     .cls = gs_cls,
     .lowers = gs_lowers,
+    .allowed = gs_allowed,
+    .max_extras = gs_max_extras,
     .max_token = gs_max_token,
     .digest = gs_digest,
 };

@@ -9,6 +9,9 @@
  *   vocab  the whole-vocabulary ban (sift_grammar_ban): median of warm
  *          passes, and the first (cold) pass of a fresh grammar, which
  *          also builds the matcher's transition cache for that state.
+ * Then forced steps: a chain [grammar, top_k 40, temp 0.8, dist] at states
+ * where the grammar allows a few tokens (inside `true`, `null`, `false`),
+ * sampled from a slice with the grammar's extras and from the whole row.
  *
  * The vocabulary comes from bench_vocab(): a .tiktoken file when
  * SIFT_BENCH_TIKTOKEN names one (cl100k_base, o200k_base), else a
@@ -234,6 +237,89 @@ static char *read_grammar(size_t *len)
     return buf;
 }
 
+static int copy_row(void *user, float *out, int32_t V)
+{
+    memcpy(out, user, (size_t)V * sizeof *out);
+    return 0;
+}
+
+/* A chain [grammar, top_k 40, temp 0.8, dist] at states where the grammar
+ * allows few tokens: the slice step (k = the plan's, plus the extras the
+ * chain asks for) against sift_chain_sample on the whole row, medians in
+ * one run, and the row hook's calls (0 when the forced tokens decide). */
+static void forced_steps(sift_vocab *v, const char *gtext, size_t glen, float *row)
+{
+    static const char *const prefix[] = {"{\"a\": tr", "{\"a\": nul", "{\"a\": fa"};
+    int32_t V = sift_vocab_size(v);
+    printf("  forced steps, chain [grammar, top_k 40, temp 0.8, dist]:\n");
+    printf("  %-18s %8s %8s %12s %12s %12s %8s %6s\n", "state", "allowed", "k+extra", "extras (us)",
+           "slice (us)", "row (us)", "ratio", "hooks");
+    tu_rng r = {99};
+    for (int i = 0; i < V; i++)
+        row[i] = (float)(tu_unif(&r) * 20.0 - 10.0);
+    sift_slicer *sl = NULL;
+    if (sift_slicer_new(&sl, V, NULL, NULL))
+        exit(1);
+    for (size_t s = 0; s < sizeof prefix / sizeof *prefix; s++) {
+        sift_grammar *g = NULL;
+        sift_chain *c = NULL;
+        sift_chain_params p;
+        sift_chain_params_init(&p);
+        p.n_vocab = V;
+        if (sift_grammar_new(&g, gtext, glen, v, NULL, NULL) ||
+            sift_grammar_accept_bytes(g, prefix[s], strlen(prefix[s]), NULL) ||
+            sift_chain_new(&c, &p, NULL) || sift_chain_add_grammar(c, g, NULL) ||
+            sift_chain_add_top_k(c, 40, NULL) || sift_chain_add_temp(c, 0.8f, NULL) ||
+            sift_chain_add_dist(c, NULL) || sift_chain_set_row_hook(c, copy_row, row, NULL)) {
+            fprintf(stderr, "forced state %zu failed\n", s);
+            exit(1);
+        }
+        sift_plan plan;
+        if (sift_chain_plan(c, &plan, NULL, NULL))
+            exit(1);
+        int32_t ids[256];
+        size_t n_ids = 0;
+        enum { REPS = 201 };
+        double te[REPS], ts[REPS], tr[REPS];
+        sift_slice slice;
+        for (int k = 0; k < REPS; k++) {
+            double a = now_ns();
+            if (sift_chain_extras(c, ids, 256, &n_ids, NULL))
+                exit(1);
+            te[k] = now_ns() - a;
+        }
+        if (sift_slicer_build(sl, row, V, plan.k, ids, n_ids, &slice, NULL))
+            exit(1);
+        sift_stats st0, st1;
+        sift_chain_stats(c, &st0);
+        for (int k = 0; k < REPS; k++) {
+            int32_t tok;
+            double a = now_ns();
+            if (sift_chain_sample_slice(c, &slice, &tok, NULL))
+                exit(1);
+            ts[k] = now_ns() - a;
+            a = now_ns();
+            if (sift_chain_sample(c, row, V, &tok, NULL))
+                exit(1);
+            tr[k] = now_ns() - a;
+        }
+        sift_chain_stats(c, &st1);
+        size_t allowed = 0;
+        for (int32_t t = 0; t < V; t++) {
+            int ok = 0;
+            if (sift_grammar_accepts_token(g, t, &ok, NULL))
+                exit(1);
+            allowed += (size_t)ok;
+        }
+        printf("  %-18s %8zu %8d %12.2f %12.2f %12.1f %7.0fx %6llu\n", prefix[s], allowed,
+               (int)(plan.k + (int32_t)n_ids), median(te, REPS) / 1e3, median(ts, REPS) / 1e3,
+               median(tr, REPS) / 1e3, median(tr, REPS) / median(ts, REPS),
+               (unsigned long long)(st1.hook_calls - st0.hook_calls));
+        sift_chain_free(c);
+    }
+    sift_slicer_free(sl);
+}
+
 static void run(sift_vocab *v, const char *what)
 {
     int32_t V = sift_vocab_size(v);
@@ -320,6 +406,7 @@ static void run(sift_vocab *v, const char *what)
                median(ts, REPS) / 1e3, median(tv, REPS) / 1e3, cold / 1e3, (int)allowed);
         sift_grammar_free(g);
     }
+    forced_steps(v, gtext, glen, row);
     free(row);
     free(gtext);
 }
