@@ -71,6 +71,31 @@ for c in topk pen minp greedy dist; do
     cmp -s "$tmp/want" "$tmp/out" || { echo "FAIL sample $c: npy 3.0 differs"; fail=1; }
 done
 
+# A grammar over the real cl100k vocabulary (no EOG token: the grammar
+# repeats), in both modes: the tokens with
+# --slice K equal the whole-row ones (a constrain grammar names its forced
+# tokens as extras; check mode fetches the row when it rejects a draw).
+VC=100256
+$gen "$tmp/rows_cl.npy" 24 $VC 5 || exit 99
+for mode in constrain check; do
+    cat >"$tmp/c_g_$mode.yaml" <<YAML
+seed: 9
+vocab: $srcdir/tests/data/cl100k_base.tiktoken
+chain: [{top_k: 40}, {temperature: 0.8}, dist]
+grammar:
+  text: 'root ::= ("{\\"name\\": \\"" [a-z]+ "\\", \\"ok\\": " ("true" | "false") "}\\n")+'
+  mode: $mode
+YAML
+    cfg=$tmp/c_g_$mode.yaml
+    t 0 "sample grammar $mode" $sift sample "$cfg" --logits "$tmp/rows_cl.npy"
+    cp "$tmp/out" "$tmp/want"
+    [ "$(wc -l <"$tmp/want")" -eq 24 ] || { echo "FAIL sample grammar $mode: $(cat "$tmp/err")"; fail=1; }
+    for k in 1 40 104; do
+        t 0 "sample grammar $mode --slice $k" $sift sample "$cfg" --logits "$tmp/rows_cl.npy" --slice $k
+        cmp -s "$tmp/want" "$tmp/out" || { echo "FAIL sample grammar $mode: --slice $k changes the tokens"; fail=1; }
+    done
+done
+
 # The history matters for penalties (the test can fail): greedy with a
 # repeat penalty on the first row's best token changes the first token.
 t 0 "greedy without history" $sift sample "$tmp/c_greedy.yaml" --logits "$tmp/row.npy"
