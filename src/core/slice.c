@@ -173,7 +173,7 @@ static int cmp_id(const void *x, const void *y)
  * whole row's first n are the finite present tokens followed by the
  * -inf tokens of smallest id, present or not. Writes exactly those into
  * `a` (canonical order, the -inf ones by id) and returns 1, or returns
- * 0 when they do not fit in the workspace. */
+ * 0 when they do not fit in the workspace or no present token is finite. */
 static int fill_banned(sift__ctx *ctx, sift__arr *a, size_t n)
 {
     if (n > (size_t)a->V || n > ctx->ws->cap || a->c != ctx->ws->cand)
@@ -181,8 +181,8 @@ static int fill_banned(sift__ctx *ctx, sift__arr *a, size_t n)
     size_t f = 0;
     while (f < a->n && a->c[f].logit > -INFINITY)
         f++;
-    if (f > n)
-        return 0;
+    if (f == 0 || f > n)
+        return 0; /* no finite token: the whole row names the error */
     int32_t *fin = (int32_t *)ctx->ws->u32;
     for (size_t i = 0; i < f; i++)
         fin[i] = a->c[i].id;
