@@ -765,6 +765,20 @@ static const char *const pieces_pool[] = {"0",  "1", "2",        "7",    "12", "
                                           "-",  "*", "/",        "(",    ")",  " + ", "(1", "2)",
                                           "ab", "",  "\xe2\x82", "\xac", "9 ", " *",  ")(", "x"};
 
+/* A vocabulary of pieces pc[0 .. V-1) plus "<eos>" (EOG) as token V-1;
+ * frees pc and len. */
+static sift_vocab *vocab_with_eos(const char **pc, size_t *len, int32_t V)
+{
+    pc[V - 1] = "<eos>";
+    len[V - 1] = 5;
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(sift_vocab_new(&v, V, pc, len, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, V - 1, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    free(pc);
+    free(len);
+    return v;
+}
+
 static sift_vocab *arith_vocab(tu_rng *r, int32_t V)
 {
     const char **pc = malloc((size_t)V * sizeof *pc);
@@ -775,14 +789,7 @@ static sift_vocab *arith_vocab(tu_rng *r, int32_t V)
                                                     : tu_range(r, 0, (int64_t)N(pieces_pool) - 1)];
         len[i] = strlen(pc[i]);
     }
-    pc[V - 1] = "<eos>";
-    len[V - 1] = 5;
-    sift_vocab *v = NULL;
-    ck_assert_int_eq(sift_vocab_new(&v, V, pc, len, NULL, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_vocab_set_attr(v, V - 1, SIFT_TOKEN_EOG, NULL), SIFT_OK);
-    free(pc);
-    free(len);
-    return v;
+    return vocab_with_eos(pc, len, V);
 }
 
 static sift_grammar *arith_grammar(const sift_vocab *v)
@@ -975,14 +982,7 @@ static sift_vocab *literal_vocab(tu_rng *r, int32_t V)
         }
         len[i] = strlen(pc[i]);
     }
-    pc[V - 1] = "<eos>";
-    len[V - 1] = 5;
-    sift_vocab *v = NULL;
-    ck_assert_int_eq(sift_vocab_new(&v, V, pc, len, NULL, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_vocab_set_attr(v, V - 1, SIFT_TOKEN_EOG, NULL), SIFT_OK);
-    free(pc);
-    free(len);
-    return v;
+    return vocab_with_eos(pc, len, V);
 }
 
 /* The tokens g accepts now (ascending, up to cap) and their count. */

@@ -1535,6 +1535,22 @@ sift_status sift_grammar_accept_token(sift_grammar *g, int32_t token, sift_error
     return SIFT_OK;
 }
 
+/* The state after trie node nd: the transition over its edge byte from
+ * its parent's state (ds holds the state per depth), computed when the
+ * table lacks it; *trans is reloaded, as computing may move the table.
+ * -1 on a matcher failure (g->fail). */
+static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const tnode *nd,
+                                const int32_t **trans)
+{
+    uint32_t from = ds[(nd->db >> 8) - 1], b = nd->db & 0xff;
+    int32_t y = (*trans)[(size_t)from * 256 + b];
+    if (SIFT__UNLIKELY(y < 0)) {
+        y = trans_compute(g, from, b);
+        *trans = g->m.trans;
+    }
+    return y;
+}
+
 /* The trie walk in the current state: g->rr[0 .. 2 n_rr) receives the
  * slot ranges of the rejected subtrees, in increasing order; *n_rej the
  * number of rejected trie tokens. One table lookup per trie edge; dead
@@ -1562,15 +1578,9 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
     uint32_t i = 0, tn = c->tn;
     while (i < tn) {
         const tnode *nd = &tr[i];
-        uint32_t d = nd->db >> 8, b = nd->db & 0xff;
-        uint32_t from = ds[d - 1];
-        int32_t y = trans[(size_t)from * 256 + b];
-        if (SIFT__UNLIKELY(y < 0)) {
-            y = trans_compute(g, from, b);
-            if (y < 0)
-                return g->fail;
-            trans = m->trans; /* may have moved */
-        }
+        int32_t y = trie_edge(g, ds, nd, &trans);
+        if (y < 0)
+            return g->fail;
         if (y == 0) {
             if (g->n_rr && g->rr[2 * g->n_rr - 1] == nd->slot) {
                 g->rr[2 * g->n_rr - 1] = nd->slot_end;
@@ -1587,7 +1597,7 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
             i = nd->end;
             continue;
         }
-        ds[d] = (uint32_t)y;
+        ds[nd->db >> 8] = (uint32_t)y;
         i++;
     }
     *n_rej = rej;
@@ -1688,20 +1698,14 @@ static size_t small_walk(sift_grammar *g)
         uint32_t i = 0, tn = c->tn;
         while (i < tn) {
             const tnode *nd = &tr[i];
-            uint32_t d = nd->db >> 8, b = nd->db & 0xff;
-            uint32_t from = ds[d - 1];
-            int32_t y = trans[(size_t)from * 256 + b];
-            if (SIFT__UNLIKELY(y < 0)) {
-                y = trans_compute(g, from, b);
-                if (y < 0)
-                    return SIZE_MAX - 1;
-                trans = m->trans; /* may have moved */
-            }
+            int32_t y = trie_edge(g, ds, nd, &trans);
+            if (y < 0)
+                return SIZE_MAX - 1;
             if (y == 0) {
                 i = nd->end;
                 continue;
             }
-            ds[d] = (uint32_t)y;
+            ds[nd->db >> 8] = (uint32_t)y;
             /* the tokens ending at this node come before its children's */
             uint32_t stop = i + 1 < nd->end ? tr[i + 1].slot : nd->slot_end;
             for (uint32_t k = nd->slot; k < stop; k++) {
