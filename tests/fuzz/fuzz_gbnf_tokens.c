@@ -6,13 +6,15 @@
  * invalid bytes, an empty piece and two end-of-generation tokens. For
  * every step the whole-vocabulary ban, the candidate ban and
  * accepts_token must agree token by token, and accept_token must agree
- * with accepts_token; any disagreement aborts.
+ * with accepts_token, and the forced-token list (sift__grammar_small_set,
+ * when it answers) must be the accepted set; any disagreement aborts.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/gbnf.h"
 #include "sift.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -117,9 +119,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             cand[t].id = t;
             cand[t].logit = 0.0f;
         }
-        int any = 0;
-        for (int t = 0; t < NV; t++)
+        int any = 0, n_ok = 0;
+        for (int t = 0; t < NV; t++) {
             any |= ok[t];
+            n_ok += ok[t] != 0;
+        }
+        /* The forced-token list (the slice path's extras) is exactly the
+         * accepted set whenever it answers. */
+        const int32_t *few;
+        size_t nf = sift__grammar_small_set(g, &few);
+        if (nf != SIZE_MAX) {
+            if (nf != (size_t)n_ok || nf > SIFT__GRAMMAR_SMALL)
+                abort();
+            for (size_t i = 0; i < nf; i++)
+                if (few[i] < 0 || few[i] >= NV || !ok[few[i]] || (i > 0 && few[i] <= few[i - 1]))
+                    abort();
+        }
         sift_status s1 = sift_grammar_ban(g, row, NV, NULL);
         sift_status s2 = sift_grammar_ban_candidates(g, cand, NV, NULL);
         if (s1 == SIFT_E_GRAMMAR_LIMIT || s2 == SIFT_E_GRAMMAR_LIMIT)
