@@ -955,6 +955,81 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
 }
 END_TEST
 
+START_TEST(test_a_temperature_fallback_on_a_slice_matches_the_row)
+{
+    /* temperature so small that the largest logit / t overflows falls
+     * back to greedy and removes every other token. On a slice of one
+     * token that removal is invisible, and after it the bound on absent
+     * tokens is -inf although they are gone from the row: the -inf fill
+     * of a later top_k must not run (found by the check-long soak; the
+     * chain is the one it reported). Huge rows make the division
+     * overflow for some present maxima and not for others. */
+    sp_chain spec;
+    memset(&spec, 0, sizeof spec);
+    spec.n = 7;
+    spec.st[0] = (sp_stage){.kind = SP_TEMP, .f0 = 0x1.4484cp-100f};
+    spec.st[1] = (sp_stage){.kind = SP_TEMP, .f0 = 0x1.4484cp-100f};
+    spec.st[2] = (sp_stage){.kind = SP_TEMP, .f0 = 0x1.58c526p+0f};
+    spec.st[3] = (sp_stage){.kind = SP_TOP_K, .i0 = 26};
+    spec.st[4] = (sp_stage){.kind = SP_TOP_K, .i0 = 44};
+    spec.st[5] = (sp_stage){.kind = SP_XTC, .i0 = 3, .f0 = 0x1.12e7d8p-2f, .f1 = 0x1.94bcf4p-11f};
+    spec.st[6] = (sp_stage){
+        .kind = SP_MIROSTAT, .i0 = 160, .i1 = 1191, .f0 = 0x1.d6b796p+2f, .f1 = 0x1.f3c34ep-5f};
+    tu_rng r = {31337};
+    const int32_t V = 1191;
+    float *row = malloc((size_t)V * sizeof *row);
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    long compared = 0;
+    for (int rep = 0; rep < 300; rep++) {
+        spec.seed = tu_next(&r);
+        sift_chain *c = NULL;
+        sift_error err;
+        ck_assert_int_eq(sp_build(&spec, &c, &err), SIFT_OK);
+        or_chain o;
+        or_init(&o, &spec);
+        tu_row(&r, row, V, rep % 2 ? TU_ROW_HUGE : TU_ROW_NORMAL);
+        if (rep % 3 == 0) /* all negative and huge: the division overflows to -inf */
+            for (int32_t i = 0; i < V; i++)
+                row[i] = -fabsf(row[i]) - 1e9f;
+        int32_t to = -1;
+        sift_status so = or_sample(&o, row, V, &to);
+        /* the whole row first (same answer), which also sizes the chain's
+         * workspace to V, as in a running decode */
+        sift__rng saved0 = c->rng;
+        int32_t tw = -1;
+        ck_assert_int_eq(sift_chain_sample(c, row, V, &tw, &err), so);
+        uint64_t rw[4];
+        sift__chain_rng_state(c, rw);
+        ck_assert_msg(so != SIFT_OK || (tw == to && memcmp(rw, o.rng.s, sizeof rw) == 0),
+                      "rep %d whole row: sift tok %d oracle tok %d", rep, (int)tw, (int)to);
+        c->rng = saved0;
+        for (int32_t k = 1; k <= 3; k++) {
+            sift_slice s;
+            ck_assert_int_eq(sift_slicer_build(sl, row, V, k, NULL, 0, &s, &err), SIFT_OK);
+            hook_ctx h = hook_for(row, V);
+            ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+            sift__rng saved = c->rng;
+            int32_t ts = -1;
+            sift_status ss = sift_chain_sample_slice(c, &s, &ts, &err);
+            uint64_t rs[4];
+            sift__chain_rng_state(c, rs);
+            ck_assert_msg(ss == so &&
+                              (ss != SIFT_OK || (ts == to && memcmp(rs, o.rng.s, sizeof rs) == 0)),
+                          "rep %d k=%d: sift %d (tok %d) oracle %d (tok %d)", rep, (int)k, (int)ss,
+                          (int)ts, (int)so, (int)to);
+            c->rng = saved;
+            compared++;
+        }
+        or_free(&o);
+        sift_chain_free(c);
+    }
+    ck_assert_int_eq(compared, 900);
+    sift_slicer_free(sl);
+    free(row);
+}
+END_TEST
+
 /* A grammar with literal parts (where only a few tokens continue the
  * text) and free parts, over a vocabulary of single characters, pieces
  * of the literals, random words and an <eos>. */
@@ -1184,7 +1259,8 @@ static Suite *suite(void)
         {"property",
          {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
           test_grammar_modes_agree_with_the_oracle_on_rows_and_slices,
-          test_forced_grammar_tokens_are_extras_and_need_no_row}},
+          test_forced_grammar_tokens_are_extras_and_need_no_row,
+          test_a_temperature_fallback_on_a_slice_matches_the_row}},
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
     };
     for (size_t g = 0; g < N(groups); g++) {

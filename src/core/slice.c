@@ -250,6 +250,15 @@ int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bo
             float nb = st->ops->map_bound ? st->ops->map_bound(st, b->logit) : NAN;
             if (nb != nb || nb == INFINITY)
                 return 0;
+            /* A monotone stage may decide on the set's largest logit
+             * (temperature falls back to greedy when it overflows, and
+             * then removes every other token, absent ones included). The
+             * present maximum must map to a finite value: then the
+             * row's maximum, which lies between it and the bound, does
+             * too, and neither the slice nor the row falls back. */
+            float pm = st->ops->map_bound(st, sift__max_logit(a->c, a->n));
+            if (!(pm > -INFINITY && pm < INFINITY))
+                return 0;
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
                 return 0;
             b->by_key = 0;

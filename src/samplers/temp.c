@@ -196,8 +196,9 @@ static sift_class temp_ext_cls(const sift__stage *st, int64_t *n)
  * division apply does, so an absent token with l <= bound has
  * l / t <= bound / t. Only asked when the class is MONOTONE (t > 0, t != 1,
  * no dynamic part); NaN ("cannot say") otherwise. The greedy fallback
- * changes the size, which the prefix path detects and sends to the whole
- * row. */
+ * removes tokens, absent ones too: the prefix path maps the present
+ * maximum as well and sends the step to the whole row when that is not
+ * finite (core/slice.c). */
 static float temp_map(float t, float bound)
 {
     if (!(t > 0.0f))
