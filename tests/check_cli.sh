@@ -3,7 +3,9 @@
 # check` (0 valid, 1 invalid, 2 usage or I/O), --help for sift and every
 # subcommand, --version, and a closed stdout reported as an error with a
 # non-zero status (BAD_INPUTS F-07).
-srcdir=${srcdir:-.}
+# Absolute, so that paths stay right after a cd and inside configs written
+# to a temporary directory (make distcheck passes a relative srcdir).
+srcdir=$(cd "${srcdir:-.}" && pwd) || exit 99
 sift=./sift
 fail=0
 t() { # t WANT_STATUS DESCRIPTION CMD...

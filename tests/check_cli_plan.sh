@@ -3,7 +3,9 @@
 # production chain: k 84, exact; min_p first: certified) as text and JSON;
 # `sift grammar check` and `sift grammar match` give the documented exit
 # statuses and FILE:LINE:COL messages.
-srcdir=${srcdir:-.}
+# Absolute, so that paths stay right after a cd and inside configs written
+# to a temporary directory (make distcheck passes a relative srcdir).
+srcdir=$(cd "${srcdir:-.}" && pwd) || exit 99
 sift=./sift
 fail=0
 expect() { # expect DESCRIPTION PATTERN OUTPUT

@@ -4,7 +4,9 @@
 # every K tried (1 included); --history, --json, exit statuses; malformed
 # .npy files are exit 1 with the byte offset in the message. The .npy files
 # come from tests/gen_npy (built by make check) and from printf.
-srcdir=${srcdir:-.}
+# Absolute, so that paths stay right after a cd and inside configs written
+# to a temporary directory (make distcheck passes a relative srcdir).
+srcdir=$(cd "${srcdir:-.}" && pwd) || exit 99
 sift=./sift
 gen=tests/gen_npy
 fail=0
@@ -181,7 +183,7 @@ t 0 "hand-written npy" $sift sample "$tmp/g.yaml" --logits "$tmp/ok.npy"
 
 # A config with `vocab:` loads the vocabulary (DRY breakers need it); its
 # size must be the rows' length.
-case $srcdir in /*) data=$srcdir/tests/data ;; *) data=$(pwd)/$srcdir/tests/data ;; esac
+data=$srcdir/tests/data
 printf 'seed: 2\nvocab: %s\nchain:\n  - dry: {multiplier: 0.8}\n  - top_k: 40\n  - dist\n' \
     "$data/cl100k_base.tiktoken" >"$tmp/c_vocab.yaml"
 $gen "$tmp/big.npy" 3 100256 4 || exit 99

@@ -4,7 +4,9 @@
 # tests/data/config-valid/<case>.yaml exits 0 and prints exactly
 # <case>.err (its warnings) or nothing. Runs in each case's directory so the
 # file names in the diagnostics are the bare case names.
-srcdir=${srcdir:-.}
+# Absolute, so that paths stay right after a cd and inside configs written
+# to a temporary directory (make distcheck passes a relative srcdir).
+srcdir=$(cd "${srcdir:-.}" && pwd) || exit 99
 sift=$(pwd)/sift
 status=0
 n=0

@@ -1,7 +1,9 @@
 #!/bin/sh
 # examples_check.sh - every examples/*.yaml is a valid config with no
 # warnings (`sift check --werror`), so the examples cannot rot.
-srcdir=${srcdir:-.}
+# Absolute, so that paths stay right after a cd and inside configs written
+# to a temporary directory (make distcheck passes a relative srcdir).
+srcdir=$(cd "${srcdir:-.}" && pwd) || exit 99
 status=0
 n=0
 for f in "$srcdir"/examples/*.yaml; do
