@@ -116,7 +116,7 @@ static void compare_distributions(sift_chain *chain, or_chain *o, const float *r
 static void run_family(const family *f, uint64_t seed, long cases)
 {
     tu_rng r = {seed};
-    long mismatches = 0, compared = 0;
+    long compared = 0;
     uint64_t n_decided = 0, n_fallback = 0;
     char desc[2048];
     for (long cs = 0; cs < cases; cs++) {
@@ -168,13 +168,11 @@ static void run_family(const family *f, uint64_t seed, long cases)
             sift__chain_rng_state(chain, rs);
             int same =
                 ss == so && (ss != SIFT_OK || ts == to) && memcmp(rs, o.rng.s, sizeof rs) == 0;
-            if (!same) {
-                mismatches++;
-                ck_abort_msg("mismatch case %ld step %d V=%d shape %d: sift %d (tok %d: %s) "
-                             "oracle %d (tok %d)\n  %s",
-                             cs, step, (int)V, shape, (int)ss, (int)ts, ss ? err.message : "",
-                             (int)so, (int)to, desc);
-            }
+            ck_assert_msg(same,
+                          "mismatch case %ld step %d V=%d shape %d: sift %d (tok %d: %s) "
+                          "oracle %d (tok %d)\n  %s",
+                          cs, step, (int)V, shape, (int)ss, (int)ts, ss ? err.message : "", (int)so,
+                          (int)to, desc);
             if (ss != SIFT_OK)
                 break;
             /* usually accept the sampled token, sometimes another one */
@@ -188,7 +186,13 @@ static void run_family(const family *f, uint64_t seed, long cases)
         n_fallback += chain->n_prefix_fallback;
         sift_chain_free(chain);
     }
-    ck_assert_int_eq(mismatches, 0);
+    /* A mismatch stops the test at its step; what is left to check is that
+     * the property ran at all: every chain compared at least one step, and
+     * the prefix family reached the prefix path (else it tested only the
+     * whole row). */
+    ck_assert_int_ge(compared, cases);
+    if (f->mids == NULL)
+        ck_assert_msg(n_decided > 0, "no chain of the prefix family was decided from a prefix");
     fprintf(stderr,
             "exact[%s]: %ld chains, %ld steps compared, 0 mismatches; prefix path: %llu "
             "decided, %llu sent to the whole row\n",
@@ -228,7 +232,8 @@ END_TEST
 
 START_TEST(test_chains_decided_from_a_prefix_agree_with_the_oracle_bitwise)
 {
-    run_family(&families[5], 16, n_cases() / 2);
+    long n = n_cases() / 2; /* at least one chain, even with SIFT_EXACT_CASES=1 */
+    run_family(&families[5], 16, n > 0 ? n : 1);
 }
 END_TEST
 

@@ -752,8 +752,14 @@ START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
             cases, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.static_hooks,
             ty.static_steps, ty.dyn_hooks, ty.dyn_steps, ty.small_hooks, ty.small_steps,
             ty.cert_hooks, ty.cert_steps);
-    ck_assert_int_eq(ty.static_hooks, 0);
-    ck_assert_int_eq(ty.dyn_hooks, 0);
+    /* A hook call at the static or dynamic k of an EXACT plan stops the test
+     * inside one_slice; here: every part of the property was exercised (the
+     * EXACT plans at both k, slices decided without the row, and the hook
+     * at a smaller k). */
+    ck_assert_int_ge(ty.compared, cases);
+    ck_assert(ty.static_steps > 0);
+    ck_assert(ty.dyn_steps > 0);
+    ck_assert(ty.decided > 0);
     ck_assert(ty.small_hooks > 0); /* the hook is exercised */
 }
 END_TEST
@@ -850,7 +856,9 @@ static sift_status oracle_grammar_step(or_chain *o, sift_grammar *g, int mode, c
 START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
 {
     tu_rng r = {777};
-    long cases = n_cases() / 20, compared = 0, hooks = 0, need_row = 0, resampled = 0;
+    /* At least one chain, even with SIFT_SLICE_CASES below 20. */
+    long cases = n_cases() / 20 > 0 ? n_cases() / 20 : 1;
+    long compared = 0, hooks = 0, need_row = 0, resampled = 0;
     char desc[2048];
     for (long cs = 0; cs < cases; cs++) {
         int mode = (int)(cs & 1);
@@ -956,6 +964,7 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
             "slice+grammar: %ld chains, %ld slice samples compared, 0 mismatches; hook calls %ld, "
             "need_row %ld, check-mode resamples %ld\n",
             cases, compared, hooks, need_row, resampled);
+    ck_assert_int_ge(compared, cases);
     /* (with a handful of chains, as under valgrind, neither need happen) */
     if (cases >= 50) {
         ck_assert(resampled > 0);
@@ -1274,7 +1283,8 @@ static Suite *suite(void)
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);
-        tcase_set_timeout(tc, 900);
+        if (strcmp(groups[g].name, "property") == 0)
+            tcase_set_timeout(tc, 900); /* the property runs; the rest: Check's default */
         for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
             tcase_add_test(tc, groups[g].tests[i]);
         suite_add_tcase(s, tc);
