@@ -1198,7 +1198,6 @@ static Suite *suite(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 60);
         tcase_add_test(tc, cases[i].t);
         suite_add_tcase(s, tc);
     }

@@ -298,12 +298,10 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("threads");
     TCase *tc = tcase_create("own_chains");
-    tcase_set_timeout(tc, 60); /* ThreadSanitizer is slow */
     tcase_add_loop_test(tc, test_threads_with_their_own_chains_match_a_serial_run, 0, 3);
     tcase_add_test(tc, test_threads_with_identical_chains_get_identical_tokens);
     suite_add_tcase(s, tc);
     tc = tcase_create("shared_chain");
-    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_threads_cloning_and_querying_one_shared_chain_match_a_serial_run);
     suite_add_tcase(s, tc);
     return s;
