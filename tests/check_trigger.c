@@ -68,7 +68,7 @@ static sift__trigger *make(const sift__trigger_spec *specs, size_t n, const sift
 static int feed_all(sift__trigger *t, const char *const *pieces, size_t n, int64_t *start)
 {
     for (size_t i = 0; i < n; i++) {
-        int fired = 0;
+        int fired = -1; /* the feed must write it */
         sift_error err;
         sift_status st = sift__trigger_feed(t, (int32_t)(100 + i), pieces[i], strlen(pieces[i]),
                                             &fired, start, &err);
@@ -260,7 +260,7 @@ START_TEST(test_t03_catastrophic_backtracking_is_a_limit_error_not_a_no_match)
     char run[64];
     memset(run, 'a', 40);
     strcpy(run + 40, "!");
-    int fired = 0;
+    int fired = -1; /* the feed must write it */
     int64_t start;
     sift_error err;
     ck_assert_int_eq(sift__trigger_feed(t, 1, "x", 1, &fired, &start, &err), SIFT_OK);
@@ -419,7 +419,7 @@ START_TEST(test_t07_only_generated_text_is_scanned_and_special_text_is_not_text)
     ck_assert_int_eq(sift_vocab_set_attr(v, 1, SIFT_TOKEN_SPECIAL, NULL), SIFT_OK);
     ck_assert_int_eq(sift_vocab_set_attr(v, 2, SIFT_TOKEN_SPECIAL, NULL), SIFT_OK);
     sift__trigger *t = make(s, 2, NULL, v);
-    int fired = 0;
+    int fired = -1; /* the feed must write it */
     int64_t start;
     ck_assert_int_eq(sift__trigger_feed(t, 3, "ol>", 3, &fired, &start, NULL), SIFT_OK);
     ck_assert_int_eq(fired, 0);
