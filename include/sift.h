@@ -1162,7 +1162,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_mirostat_v2(sift_chain *chain
  * accepted tokens. last_n = 0 or (repeat = 1, freq = 0, presence = 0) is a
  * no-op. last_n < 0 is SIFT_E_ARG (give a window), above max_history
  * SIFT_E_LIMIT. repeat must be finite and > 0; freq and presence finite.
- * Since: 0.1.
+ * Values that overflow whatever the row holds are SIFT_E_ARG too: a
+ * repeat whose reciprocal is beyond the float range (1e-39), and a freq
+ * and presence whose penalty c * freq + presence is not finite for some
+ * count c in 1 .. last_n (freq 3e38 with presence 3e38). Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n,
                                                              float repeat, float freq,
@@ -1195,8 +1198,12 @@ typedef struct sift_bias {
 } sift_bias;
 
 /**
- * Adds fixed biases to token logits. Entries for the same token add up.
- * n = 0 is a no-op stage. The array is copied. Since: 0.1.
+ * Adds fixed biases to token logits. Entries for the same token add up,
+ * in the order given. n = 0 is a no-op stage. The array is copied.
+ * SIFT_E_ARG (err->index = the entry) for a NULL array with n > 0, a
+ * negative token, a NaN or +inf bias, and for entries of one token whose
+ * running sum from 0 reaches +inf (two biases of 3e38): that sum would
+ * overflow on every row. SIFT_E_LIMIT above 2^24 entries. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_logit_bias(sift_chain *chain,
                                                               const sift_bias *biases, size_t n,
