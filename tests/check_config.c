@@ -21,6 +21,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <locale.h>
 #include <pthread.h>
 #include <math.h>
@@ -329,6 +330,61 @@ START_TEST(test_numbers_parse_without_the_locale)
 }
 END_TEST
 
+/* Every spelling YAML 1.2's core schema and C's %g, %e and %f print for a
+ * float is that float: -0 is 0, 1e+10 is 1e10, FLT_MAX at %.8g (which is
+ * above FLT_MAX as a real number) rounds to FLT_MAX; just above half an ulp
+ * more is out of range. */
+START_TEST(test_numbers_as_yaml_and_c_print_them_are_numbers)
+{
+    struct {
+        const char *text;
+        float want;
+    } ok[] = {
+        {"-0", 0.0f},
+        {"-0.0", 0.0f},
+        {"+0", 0.0f},
+        {"0.", 0.0f},
+        {".5", 0.5f},
+        {"1e+10", 1e10f},
+        {"1E-05", 1e-5f},
+        {"1.5e-05", 1.5e-5f},
+        {"3.4028235e38", FLT_MAX},
+        {"3.40282e+38", 3.40282e38f},
+        {"-3.4028235e+38", -FLT_MAX},
+        {"340282346638528859811704183484516925440.000000", FLT_MAX},
+        {"1e-50", 0.0f},
+        {"2", 2.0f},
+    };
+    char yaml[256];
+    for (size_t i = 0; i < N(ok); i++) {
+        snprintf(yaml, sizeof yaml, "chain: [top_n_sigma: %s, dist]\n", ok[i].text);
+        sift_config *cfg = parse_ok(yaml);
+        sift_chain *a = build(cfg, NULL, 0), *b = api_chain(0, 0);
+        ck_assert_int_eq(sift_chain_add_top_n_sigma(b, ok[i].want, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(b, NULL), SIFT_OK);
+        ck_assert_msg(sift__chain_state_digest(a) == sift__chain_state_digest(b), "%s", ok[i].text);
+        assert_same_behaviour(a, b, 64, 7, 20);
+        sift_chain_free(a);
+        sift_chain_free(b);
+        sift_config_free(cfg);
+    }
+    sift_config *cfg = NULL;
+    const char *bad[] = {"3.4028236e38", "-3.5e38", "1e39"};
+    for (size_t i = 0; i < N(bad); i++) {
+        snprintf(yaml, sizeof yaml, "chain: [top_n_sigma: %s, dist]\n", bad[i]);
+        ck_assert_int_eq(parse(yaml, &cfg), SIFT_E_CONFIG_VALUE);
+        ck_assert(has_diag(cfg, "out of range"));
+        sift_config_free(cfg);
+    }
+    /* -0 is 0 for integers and seeds too */
+    cfg = parse_ok("seed: -0\nchain: [top_k: -0, dist]\n");
+    uint64_t seed = 1;
+    ck_assert_int_eq(sift_config_seed(cfg, &seed), 1);
+    ck_assert(seed == 0);
+    sift_config_free(cfg);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Round trips                                                         */
 /* ------------------------------------------------------------------ */
@@ -500,6 +556,89 @@ START_TEST(test_flat_forms_build_their_explicit_equivalents)
         sift_config_free(e);
     }
     sift_vocab_free(vocab);
+}
+END_TEST
+
+/* llama-server's /completion spellings build the chain their common
+ * spellings build: temperature, a flat logit_bias (pairs, quoted ids,
+ * false), grammar as a string, -1 windows with n_ctx, samplers as
+ * characters. */
+START_TEST(test_llama_server_request_keys_build_their_explicit_equivalents)
+{
+    struct {
+        const char *flat, *explicit_;
+    } cases[] = {
+        {"{\"seed\": 5, \"temperature\": 0.6}",
+         "seed: 5\nchain: [top_k: 40, top_p: 0.95, min_p: 0.05, temperature: 0.6, dist]\n"},
+        {"{\"seed\": 5, \"logit_bias\": [[3, 1.5], [\"7\", false], [9, -2]], \"top_k\": 0,"
+         " \"top_p\": 1, \"min_p\": 0, \"temperature\": 1}",
+         "seed: 5\nchain: [logit_bias: {3: 1.5, 7: -.inf, 9: -2}, dist]\n"},
+        {"{\"seed\": 5, \"logit_bias\": {\"3\": 1.5, \"7\": false}, \"top_k\": 7}",
+         "seed: 5\nchain: [logit_bias: {3: 1.5, 7: -.inf}, top_k: 7, top_p: 0.95, min_p: 0.05,"
+         " temperature: 0.8, dist]\n"},
+        {"{\"seed\": 5, \"n_ctx\": 96, \"repeat_last_n\": -1, \"repeat_penalty\": 1.2,"
+         " \"dry_multiplier\": 0.5, \"samplers\": \"edkt\"}",
+         "seed: 5\nchain: [penalties: {last_n: 96, repeat: 1.2},"
+         " dry: {multiplier: 0.5, last_n: 96}, top_k: 40, temperature: 0.8, dist]\n"},
+        {"{\"seed\": 5, \"logit_bias\": [], \"grammar\": \"\", \"json_schema\": null,"
+         " \"ignore_eos\": false, \"stream\": true, \"n_predict\": 8}",
+         "seed: 5\nchain: [top_k: 40, top_p: 0.95, min_p: 0.05, temperature: 0.8, dist]\n"},
+    };
+    sift_vocab *vocab = make_vocab(700);
+    for (size_t i = 0; i < N(cases); i++) {
+        sift_config *f = parse_ok(cases[i].flat), *e = parse_ok(cases[i].explicit_);
+        sift_chain *a = build(f, vocab, 700), *b = build(e, vocab, 700);
+        assert_same_behaviour(a, b, 700, 900 + i, 100);
+        sift_chain_free(a);
+        sift_chain_free(b);
+        sift_config_free(f);
+        sift_config_free(e);
+    }
+    sift_vocab_free(vocab);
+}
+END_TEST
+
+START_TEST(test_llama_server_grammar_string_is_a_check_mode_grammar)
+{
+    sift_config *cfg = parse_ok("{\"grammar\": \"root ::= [a-z]+\", \"top_k\": 4}");
+    const sift_config_grammar *g = sift_config_grammar_info(cfg);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(g->mode, SIFT_GRAMMAR_CHECK);
+    ck_assert_str_eq(g->root, "root");
+    ck_assert_int_eq((int)g->length, 15);
+    ck_assert_int_eq(g->line, 1);
+    ck_assert_int_eq(g->column, 14);
+    sift_config_free(cfg);
+}
+END_TEST
+
+/* -1 and 4294967295 are llama.cpp's random seed in the flat form: loaded
+ * with a warning, no config seed, and two chains get different seeds. */
+START_TEST(test_llama_random_seed_is_accepted_with_a_warning_and_varies)
+{
+    const char *yamls[] = {"seed: -1\ntop_k: 3\n", "seed: 4294967295\ntop_k: 3\n"};
+    for (size_t i = 0; i < N(yamls); i++) {
+        sift_config *cfg = parse_ok(yamls[i]);
+        ck_assert(has_diag(cfg, "warning: seed"));
+        ck_assert(has_diag(cfg, "not reproducible"));
+        ck_assert_int_eq(sift_config_seed(cfg, NULL), 0);
+        sift_chain *a = build(cfg, NULL, 0), *b = build(cfg, NULL, 0);
+        uint64_t ra[4], rb[4];
+        sift__chain_rng_state(a, ra);
+        sift__chain_rng_state(b, rb);
+        ck_assert(memcmp(ra, rb, sizeof ra) != 0);
+        sift_chain_free(a);
+        sift_chain_free(b);
+        sift_config_free(cfg);
+    }
+    /* in the chain form 4294967295 is a seed like any other, -1 an error */
+    sift_config *cfg = parse_ok("seed: 4294967295\nchain: [dist]\n");
+    uint64_t seed = 0;
+    ck_assert_int_eq(sift_config_seed(cfg, &seed), 1);
+    ck_assert(seed == 4294967295u);
+    sift_config_free(cfg);
+    ck_assert_int_eq(parse("seed: -1\nchain: [dist]\n", &cfg), SIFT_E_CONFIG_VALUE);
+    sift_config_free(cfg);
 }
 END_TEST
 
@@ -1142,6 +1281,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_max_diagnostics_stops_collecting);
     tcase_add_test(tc, test_seed_vocab_size_and_accessors);
     tcase_add_test(tc, test_numbers_parse_without_the_locale);
+    tcase_add_test(tc, test_numbers_as_yaml_and_c_print_them_are_numbers);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("round_trip");
@@ -1151,6 +1291,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_selectors_build_the_api_chain);
     tcase_add_test(tc, test_flat_llama_defaults_build_the_explicit_default_chain);
     tcase_add_test(tc, test_flat_forms_build_their_explicit_equivalents);
+    tcase_add_test(tc, test_llama_server_request_keys_build_their_explicit_equivalents);
+    tcase_add_test(tc, test_llama_server_grammar_string_is_a_check_mode_grammar);
+    tcase_add_test(tc, test_llama_random_seed_is_accepted_with_a_warning_and_varies);
     tcase_add_test(tc, test_seed_comes_from_the_config_and_vocab_size_from_it_when_unset);
     tcase_add_test(tc, test_dry_with_breakers_needs_a_vocabulary_at_build);
     tcase_add_test(tc, test_max_stages_of_the_chain_params_applies_at_build);

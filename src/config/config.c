@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config_internal.h"
@@ -622,6 +623,24 @@ static sift_status attach_grammar(sift_chain *c, const sift_config *cfg, const s
     return st;
 }
 
+/* llama.cpp's random seed (-1): a new value for each chain, from the
+ * clocks and the address of the caller's parameters, mixed by splitmix64.
+ * Not for cryptography; only so that two chains differ. */
+static uint64_t fresh_seed(const void *salt)
+{
+    struct timespec a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    (void)clock_gettime(CLOCK_REALTIME, &a);
+    (void)clock_gettime(CLOCK_MONOTONIC, &b);
+    uint64_t x = (uint64_t)a.tv_sec * 1000000007u ^ (uint64_t)a.tv_nsec ^
+                 ((uint64_t)b.tv_nsec << 32) ^ (uint64_t)(uintptr_t)salt;
+    x += 0x9E3779B97F4A7C15u;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9u;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBu;
+    return x ^ (x >> 31);
+}
+
 sift_status sift_config_build_chain(const sift_config *cfg, const sift_chain_params *params,
                                     const sift_vocab *vocab, sift_chain **out, sift_error *err)
 {
@@ -644,6 +663,8 @@ sift_status sift_config_build_chain(const sift_config *cfg, const sift_chain_par
     }
     if (cfg->has_seed)
         p.seed = cfg->seed;
+    else if (cfg->seed_random)
+        p.seed = fresh_seed(&p);
     if (p.n_vocab == 0 && cfg->vocab_size > 0)
         p.n_vocab = cfg->vocab_size;
     sift_chain *c = NULL;

@@ -106,6 +106,7 @@ struct sift_config {
     int stopped; /* max_diagnostics reached */
 
     int has_seed;
+    int seed_random; /* llama.cpp's -1: a new seed for every built chain */
     uint64_t seed;
     int32_t vocab_size;
     char *vocab_path;
