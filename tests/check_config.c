@@ -642,6 +642,30 @@ START_TEST(test_llama_random_seed_is_accepted_with_a_warning_and_varies)
 }
 END_TEST
 
+/* Whatever a sift_chain_add_* refuses, loading refuses at the stage's
+ * place with the API's own message: the build's judgements run at load. */
+START_TEST(test_load_refuses_what_the_builder_refuses_with_its_message)
+{
+    sift_chain *c = api_chain(0, 0);
+    sift_error api;
+    ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1e-38f, 3e38f, 3e38f, &api), SIFT_E_ARG);
+    sift_chain_free(c);
+    sift_config *cfg = NULL;
+    ck_assert_int_eq(parse("chain:\n  - top_k: 3\n"
+                           "  - penalties: {last_n: 64, repeat: 1e-38, frequency: 3e38,"
+                           " presence: 3e38}\n  - dist\n",
+                           &cfg),
+                     SIFT_E_CONFIG_VALUE);
+    ck_assert_uint_eq(sift_config_n_errors(cfg), 1);
+    const sift_diagnostic *d = sift_config_diagnostic(cfg, 0);
+    ck_assert_int_eq(d->line, 3);
+    ck_assert_int_eq(d->column, 5);
+    ck_assert_ptr_nonnull(strstr(d->message, api.message));
+    ck_assert_ptr_nonnull(strstr(d->message, "stage 2"));
+    sift_config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_seed_comes_from_the_config_and_vocab_size_from_it_when_unset)
 {
     sift_config *cfg = parse_ok("seed: 77\nvocab_size: 50\nchain: [dist]\n");
@@ -1294,6 +1318,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_llama_server_request_keys_build_their_explicit_equivalents);
     tcase_add_test(tc, test_llama_server_grammar_string_is_a_check_mode_grammar);
     tcase_add_test(tc, test_llama_random_seed_is_accepted_with_a_warning_and_varies);
+    tcase_add_test(tc, test_load_refuses_what_the_builder_refuses_with_its_message);
     tcase_add_test(tc, test_seed_comes_from_the_config_and_vocab_size_from_it_when_unset);
     tcase_add_test(tc, test_dry_with_breakers_needs_a_vocabulary_at_build);
     tcase_add_test(tc, test_max_stages_of_the_chain_params_applies_at_build);

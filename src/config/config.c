@@ -577,6 +577,44 @@ static sift_status add_stage(sift_chain *c, const sift_config *cfg, const cfg_st
     return sift__fail(err, SIFT_E_ARG, "unknown stage kind");
 }
 
+/*
+ * The build's judgements at load time: every stage is added to a chain
+ * that is then thrown away, so whatever a sift_chain_add_* refuses (a
+ * logit_bias sum that overflows, penalties that overflow, ...) is a
+ * diagnostic at the stage's place, and `sift check` refuses what the
+ * builder would. Only the vocabulary is missing here: DRY's breakers are
+ * matched against it at build time (their bytes are validated by the
+ * schema), and mirostat v1 takes vocab_size, or 1 without it (its range
+ * checks do not depend on the size).
+ */
+sift_status sift__cfg_trial_build(sift_config *cfg)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.allocator = &cfg->al.a;
+    p.n_vocab = cfg->vocab_size;
+    p.max_stages = SIFT_HARD_MAX_STAGES;
+    sift_chain *c = NULL;
+    sift_error err;
+    sift_status st = sift_chain_new(&c, &p, &err);
+    if (st != SIFT_OK)
+        return st == SIFT_E_NOMEM ? st : SIFT_OK;
+    for (size_t i = 0; i < cfg->n_stages && st != SIFT_E_NOMEM; i++) {
+        cfg_stage s = cfg->stages[i];
+        if (s.kind == K_DRY)
+            s.n_breakers = 0;
+        st = add_stage(c, cfg, &s, NULL, cfg->vocab_size > 0 ? cfg->vocab_size : 1, &err);
+        if (st == SIFT_OK || st == SIFT_E_NOMEM)
+            continue;
+        sift_status code = st == SIFT_E_LIMIT ? SIFT_E_CONFIG_LIMIT : SIFT_E_CONFIG_VALUE;
+        if (sift__cfg_diag_lc(cfg, SIFT_SEVERITY_ERROR, code, s.line, s.col, -1, "stage %zu: %s",
+                              i + 1, err.message) != SIFT_OK)
+            st = SIFT_E_NOMEM;
+    }
+    sift_chain_free(c);
+    return st == SIFT_E_NOMEM ? st : SIFT_OK;
+}
+
 /* The grammar: compiled with the caller's vocabulary, made lazy with the
  * config's triggers if it has a lazy section, then the chain's check-mode
  * grammar, or (constrain) a stage ahead of every other stage. */

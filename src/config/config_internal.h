@@ -135,6 +135,11 @@ SIFT__HIDDEN sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev, 
 /* Appends a stage (copied); SIFT_E_NOMEM on failure. */
 SIFT__HIDDEN sift_status sift__cfg_push_stage(sift_config *cfg, const cfg_stage *st);
 
+/* Adds every validated stage to a throw-away chain and reports what the
+ * sift_chain_add_* calls refuse, at the stage's position. SIFT_OK (even
+ * with diagnostics) or SIFT_E_NOMEM. */
+SIFT__HIDDEN sift_status sift__cfg_trial_build(sift_config *cfg);
+
 /* tree.c */
 SIFT__HIDDEN sift_status sift__cfg_source_init(sift_config *cfg, cfg_source *src);
 /* line:col (1-based, code points) of byte offset `off`. */

@@ -1933,7 +1933,8 @@ static int check_pattern(V *v, const cfg_node *n, const char *kind, size_t index
     }
     int ecode = 0;
     PCRE2_SIZE eoff = 0;
-    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+    /* the options of the trigger set (src/grammar/trigger.c) */
+    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C;
     if (full)
         opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
     pcre2_code *code = pcre2_compile((PCRE2_SPTR)n->val, n->len, opts, &ecode, &eoff, cc);
@@ -2056,7 +2057,8 @@ static int rule_name_ok(const cfg_node *n)
  * cannot be checked without a vocabulary: that one error is left to
  * sift_config_build_chain, which compiles with the runtime's vocabulary.
  */
-static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node *file_node)
+static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node *file_node,
+                                 const cfg_node *lazy_node)
 {
     sift_config *cfg = v->cfg;
     sift_grammar_params gp;
@@ -2068,6 +2070,27 @@ static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node
     sift_grammar *g = NULL;
     sift_error ge;
     sift_status st = sift_grammar_new(&g, cfg->g_text, cfg->grammar.length, NULL, &gp, &ge);
+    if (st == SIFT_OK && cfg->grammar.lazy &&
+        cfg->grammar.n_words + cfg->grammar.n_patterns + cfg->grammar.n_full_patterns > 0) {
+        /* The builder's judgement of the triggers (word and pattern
+         * limits, PCRE2's options); token triggers need the vocabulary
+         * and wait for sift_config_build_chain. */
+        sift_lazy_params lp;
+        sift_lazy_params_init(&lp);
+        lp.words = (const char *const *)cfg->g_words;
+        lp.word_lens = cfg->g_word_lengths;
+        lp.n_words = cfg->grammar.n_words;
+        lp.patterns = (const char *const *)cfg->g_patterns;
+        lp.n_patterns = cfg->grammar.n_patterns;
+        lp.full_patterns = (const char *const *)cfg->g_full_patterns;
+        lp.n_full_patterns = cfg->grammar.n_full_patterns;
+        sift_error le;
+        sift_status ls = sift_grammar_set_lazy(g, &lp, &le);
+        if (ls == SIFT_E_NOMEM)
+            v->st = SIFT_E_NOMEM;
+        else if (ls != SIFT_OK)
+            err_at(v, lazy_node, ls, "grammar.lazy: %s", le.message);
+    }
     sift_grammar_free(g);
     if (st == SIFT_OK)
         return;
@@ -2247,7 +2270,7 @@ static void grammar_section(V *v, const cfg_node *g)
     }
     if (!ok || v->st != SIFT_OK)
         return;
-    compile_grammar_hook(v, text_node, file_node);
+    compile_grammar_hook(v, text_node, file_node, lazy);
     if (v->st != SIFT_OK || cfg->n_errors)
         return;
     cfg->grammar.text = cfg->g_text;
@@ -2516,6 +2539,8 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
                "parameters");
     if ((n = find(&v, root, "grammar")) && v.st == SIFT_OK)
         grammar_section(&v, n);
+    if (v.st == SIFT_OK && cfg->n_errors == 0)
+        v.st = sift__cfg_trial_build(cfg);
     if (v.st == SIFT_OK && cfg->n_errors == 0)
         chain_warnings(&v);
     sift__free(&cfg->al, v.token_off);
