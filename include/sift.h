@@ -1261,7 +1261,8 @@ typedef struct sift_config_params {
     int32_t max_nodes;       /**< Most YAML nodes (default 100000). */
     int32_t max_anchors;     /**< Most anchors (default 64); aliases are always rejected. */
     int32_t max_stages;      /**< Most chain stages (default 256, as sift_chain_params). */
-    int32_t max_diagnostics; /**< Stop after this many errors (default 100). */
+    int32_t max_diagnostics; /**< Stop after this many errors; keep at most this many
+                                  warnings too (default 100). */
     const char *base_dir;    /**< Directory relative paths in the file are resolved
                                   against; NULL = the config file's directory
                                   (sift_config_load) or the current directory

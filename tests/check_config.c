@@ -33,6 +33,9 @@
 #include <unistd.h>
 
 #include "oracle/oracle.h"
+
+/* the config loader's work counter (src/config/config.c) */
+uint64_t sift__cfg_work(const sift_config *cfg);
 #include "testutil.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -860,6 +863,96 @@ START_TEST(test_node_limit_and_a_hundred_thousand_stages)
 }
 END_TEST
 
+/* Every rejected input is rejected in time linear in its size: the work
+ * the diagnostics paths do (line:col conversions, did-you-mean edit
+ * distances, scalar walks, lookups) is counted, and bounded by a small
+ * multiple of the input, however many problems the input has. */
+static char *repeat_text(const char *head, const char *fmt, size_t n, const char *tail)
+{
+    size_t cap = strlen(head) + strlen(tail) + n * (strlen(fmt) + 24) + 1, k = 0;
+    char *b = malloc(cap);
+    ck_assert_ptr_nonnull(b);
+    k += (size_t)snprintf(b + k, cap - k, "%s", head);
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(b + k, cap - k, fmt, i);
+    snprintf(b + k, cap - k, "%s", tail);
+    return b;
+}
+
+static void assert_linear(const char *yaml, int want_errors)
+{
+    sift_config_params p;
+    sift_config_params_init(&p);
+    p.max_nodes = 1 << 22;
+    sift_config *cfg = NULL;
+    sift_error err;
+    size_t len = strlen(yaml);
+    ck_assert_uint_le(len, p.max_bytes);
+    sift_status st = sift_config_parse(&cfg, "t.yaml", yaml, len, &p, &err);
+    ck_assert_ptr_nonnull(cfg);
+    if (want_errors)
+        ck_assert_int_ne(st, SIFT_OK);
+    ck_assert_uint_le(sift_config_n_errors(cfg), (size_t)p.max_diagnostics);
+    ck_assert_uint_le(sift_config_n_diagnostics(cfg), 2 * (size_t)p.max_diagnostics);
+    ck_assert_msg(sift__cfg_work(cfg) <= 4 * (uint64_t)len, "work %llu for %zu bytes",
+                  (unsigned long long)sift__cfg_work(cfg), len);
+    sift_config_free(cfg);
+}
+
+START_TEST(test_a_mebibyte_of_bad_keys_is_rejected_in_linear_work)
+{
+    /* 10^5 duplicate keys on one line (a column per error would rescan it) */
+    char *y = repeat_text("{top_k: 1, dist: 0", ", top_k: 1", 100000, "}\n");
+    assert_linear(y, 1);
+    free(y);
+    /* the same in block style */
+    y = repeat_text("top_k: 1\n", "top_k: 1\n", 100000, "");
+    assert_linear(y, 1);
+    free(y);
+    /* unknown keys close to known ones (a did-you-mean each) */
+    y = repeat_text("{seed: 1", ", dry_penalty_last_nn%zu: 1", 30000, ", chain: [dist]}\n");
+    assert_linear(y, 1);
+    free(y);
+    y = repeat_text("chain: [dist]\n", "xtc_thresholdd_%zu: 1\n", 40000, "");
+    assert_linear(y, 1);
+    free(y);
+    /* a samplers string of 80000 unknown names on one line */
+    y = repeat_text("samplers: \"", "tok_k%zu;", 80000, "\"\n");
+    assert_linear(y, 1);
+    free(y);
+}
+END_TEST
+
+START_TEST(test_many_warnings_cost_linear_work_and_are_capped)
+{
+    /* 60000 bans and 1024 trigger tokens they ban (T-08) */
+    char *bans = repeat_text("chain:\n  - logit_bias: {", "%zu: false, ", 60000,
+                             "60000: 1}\n  - dist\ngrammar:\n  text: \"root ::= [a]\"\n"
+                             "  lazy:\n    tokens: [");
+    char *toks = repeat_text("", "%zu, ", 1023, "1023]\n");
+    char *y = malloc(strlen(bans) + strlen(toks) + 1);
+    ck_assert_ptr_nonnull(y);
+    strcpy(y, bans);
+    strcat(y, toks);
+    assert_linear(y, 0);
+    free(y);
+    free(toks);
+    free(bans);
+    /* 4096 stages that each warn */
+    sift_config_params p;
+    sift_config_params_init(&p);
+    p.max_stages = 4096;
+    y = repeat_text("chain:\n", "  - top_k: 0\n", 4095, "  - dist\n");
+    sift_config *cfg = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_config_parse(&cfg, "t.yaml", y, strlen(y), &p, &err), SIFT_OK);
+    ck_assert_uint_le(sift_config_n_diagnostics(cfg), (size_t)p.max_diagnostics);
+    ck_assert_uint_le(sift__cfg_work(cfg), 4 * (uint64_t)strlen(y));
+    sift_config_free(cfg);
+    free(y);
+}
+END_TEST
+
 START_TEST(test_stage_limit_accepts_max_stages_and_rejects_one_more)
 {
     char yaml[4096] = "chain: [";
@@ -1333,6 +1426,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_forty_thousand_anchors_and_aliases_fail_fast);
     tcase_add_test(tc, test_node_limit_and_a_hundred_thousand_stages);
     tcase_add_test(tc, test_stage_limit_accepts_max_stages_and_rejects_one_more);
+    tcase_add_test(tc, test_a_mebibyte_of_bad_keys_is_rejected_in_linear_work);
+    tcase_add_test(tc, test_many_warnings_cost_linear_work_and_are_capped);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("files");

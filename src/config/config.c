@@ -45,10 +45,26 @@ void sift_config_params_init(sift_config_params *params)
 /* Diagnostics                                                         */
 /* ------------------------------------------------------------------ */
 
+/* Whether a diagnostic of this severity would still be kept: errors until
+ * max_diagnostics of them (then collection stops), warnings until
+ * max_diagnostics of them. Callers ask before they compute a position or
+ * a did-you-mean, so the work per dropped problem is constant. */
+int sift__cfg_keeps(const sift_config *cfg, sift_severity sev)
+{
+    if (cfg->stopped)
+        return 0;
+    return sev == SIFT_SEVERITY_ERROR || cfg->n_warnings < (size_t)cfg->params.max_diagnostics;
+}
+
+uint64_t sift__cfg_work(const sift_config *cfg)
+{
+    return cfg ? cfg->work : 0;
+}
+
 static sift_status vdiag(sift_config *cfg, sift_severity sev, sift_status code, int32_t line,
                          int32_t col, int64_t off, const char *fmt, va_list ap)
 {
-    if (cfg->stopped)
+    if (!sift__cfg_keeps(cfg, sev))
         return SIFT_OK;
     if (cfg->n_diags == cfg->cap_diags) {
         size_t cap = cfg->cap_diags ? cfg->cap_diags * 2 : 16;
@@ -85,6 +101,8 @@ static sift_status vdiag(sift_config *cfg, sift_severity sev, sift_status code, 
     d->d.message = m;
     d->d.text = text;
     d->seq = cfg->n_diags++;
+    if (sev == SIFT_SEVERITY_WARNING)
+        cfg->n_warnings++;
     if (sev == SIFT_SEVERITY_ERROR && ++cfg->n_errors >= (size_t)cfg->params.max_diagnostics)
         cfg->stopped = 1;
     return SIFT_OK;
@@ -94,6 +112,8 @@ sift_status sift__cfg_diag(sift_config *cfg, sift_severity sev, sift_status code
                            const char *fmt, ...)
 {
     int32_t line = 0, col = 0;
+    if (!sift__cfg_keeps(cfg, sev))
+        return SIFT_OK;
     if (off >= 0)
         sift__cfg_linecol(&cfg->src, (size_t)off, &line, &col);
     va_list ap;
@@ -113,26 +133,23 @@ sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev, sift_status c
     return st;
 }
 
+static int diag_cmp(const void *a, const void *b)
+{
+    const cfg_diag *x = a, *y = b;
+    if (x->d.line != y->d.line)
+        return x->d.line < y->d.line ? -1 : 1;
+    if (x->d.column != y->d.column)
+        return x->d.column < y->d.column ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
 /* Position order; diagnostics without a position first; discovery order
- * among equal positions. Insertion sort: the list is short and mostly
- * sorted already, and it needs no recursion or scratch. */
+ * among equal positions (seq is unique, so qsort's order is total and the
+ * result stable; O(n log n) however many warnings there are). */
 static void sort_diags(sift_config *cfg)
 {
-    for (size_t i = 1; i < cfg->n_diags; i++) {
-        cfg_diag x = cfg->diags[i];
-        size_t j = i;
-        while (j > 0) {
-            const cfg_diag *y = &cfg->diags[j - 1];
-            int before = x.d.line < y->d.line ||
-                         (x.d.line == y->d.line && x.d.column < y->d.column) ||
-                         (x.d.line == y->d.line && x.d.column == y->d.column && x.seq < y->seq);
-            if (!before)
-                break;
-            cfg->diags[j] = cfg->diags[j - 1];
-            j--;
-        }
-        cfg->diags[j] = x;
-    }
+    if (cfg->n_diags > 1)
+        qsort(cfg->diags, cfg->n_diags, sizeof *cfg->diags, diag_cmp);
 }
 
 sift_status sift__cfg_push_stage(sift_config *cfg, const cfg_stage *st)
@@ -471,6 +488,7 @@ void sift_config_free(sift_config *cfg)
     sift__free(&al, cfg->g_tokens);
     sift__free(&al, cfg->vocab_path);
     sift__free(&al, cfg->src.lines);
+    sift__free(&al, cfg->src.cp_chk);
     sift__free(&al, cfg->src_copy);
     sift__free(&al, cfg->name);
     sift__free(&al, cfg->base_dir);

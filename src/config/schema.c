@@ -468,11 +468,12 @@ static int get_str(V *v, const cfg_node *n, const char *what)
 /* Mappings                                                            */
 /* ------------------------------------------------------------------ */
 
-static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb, uint64_t *work)
 {
     size_t row[65];
     if (na > 64 || nb > 64)
         return SIZE_MAX;
+    *work += (uint64_t)(na + 1) * (nb + 1);
     for (size_t j = 0; j <= nb; j++)
         row[j] = j;
     for (size_t i = 1; i <= na; i++) {
@@ -492,14 +493,19 @@ static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
     return row[nb];
 }
 
-/* The closest allowed name, or NULL if none is close enough. */
-static const char *did_you_mean(const char *key, size_t len, const char *const *names, size_t n)
+/* The closest allowed name, or NULL if none is close enough. At most 64
+ * x 64 cells per name, and asked only for a diagnostic that is kept
+ * (sift__cfg_keeps), so a file of 10^5 unknown keys costs 100 of them. */
+static const char *did_you_mean(V *v, const char *key, size_t len, const char *const *names,
+                                size_t n)
 {
     const char *best = NULL;
     size_t bd = SIZE_MAX;
+    if (!sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR))
+        return NULL;
     for (size_t i = 0; i < n; i++) {
         size_t nl = strlen(names[i]);
-        size_t d = edit_distance(key, len, names[i], nl);
+        size_t d = edit_distance(key, len, names[i], nl, &v->cfg->work);
         size_t lim = len < 4 ? 1 : len < 8 ? 2 : 3;
         int prefix = len >= 3 && nl >= 3 &&
                      (!strncmp(names[i], key, len < nl ? len : nl) ||
@@ -558,12 +564,12 @@ static void check_keys(V *v, const cfg_node *map, const char *const *names, size
             refs[k].len = key->len;
             refs[k].idx = ki;
             k++;
-            if (names) {
+            if (names && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR)) {
                 int found = 0;
                 for (size_t i = 0; i < n_names && !found; i++)
                     found = streq(key, names[i]);
                 if (!found) {
-                    const char *dm = did_you_mean(key->val, key->len, names, n_names);
+                    const char *dm = did_you_mean(v, key->val, key->len, names, n_names);
                     if (dm)
                         err_at(v, key, SIFT_E_CONFIG_KEY, "%sunknown key '%s' (did you mean '%s'?)",
                                ctx, echo(v, key), dm);
@@ -577,7 +583,7 @@ static void check_keys(V *v, const cfg_node *map, const char *const *names, size
     if (k > 1) {
         qsort(refs, k, sizeof *refs, key_cmp);
         size_t first = 0;
-        for (size_t i = 1; i < k; i++) {
+        for (size_t i = 1; i < k && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR); i++) {
             if (refs[i].len == refs[first].len && !memcmp(refs[i].s, refs[first].s, refs[i].len)) {
                 const cfg_node *a = NODE(v, refs[first].idx), *b = NODE(v, refs[i].idx);
                 err_at(v, b, SIFT_E_CONFIG_KEY, "%sduplicate key '%s' (first at %d:%d)", ctx,
@@ -1011,7 +1017,7 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
         if (streq(name, STAGES[i].name))
             def = &STAGES[i];
     if (!def) {
-        const char *dm = did_you_mean(name->val, name->len, STAGE_NAMES, N_STAGES);
+        const char *dm = did_you_mean(v, name->val, name->len, STAGE_NAMES, N_STAGES);
         if (dm)
             err_at(v, name, SIFT_E_CONFIG_KEY, "unknown stage '%s' (did you mean '%s'?)",
                    echo(v, name), dm);
@@ -1530,7 +1536,7 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
             continue;
         }
         size_t i = 0;
-        while (i <= s->len) {
+        while (i <= s->len && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR)) {
             size_t j = i;
             while (j < s->len && s->val[j] != ';')
                 j++;
@@ -1554,7 +1560,7 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
                     size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
                     memcpy(nm, s->val + a, l);
                     nm[l] = '\0';
-                    const char *dm = did_you_mean(nm, l, names, N_SAMPLER_NAMES);
+                    const char *dm = did_you_mean(v, nm, l, names, N_SAMPLER_NAMES);
                     ok =
                         err_off(v, off, SIFT_E_CONFIG_VALUE, "samplers: unknown sampler '%s'%s%s%s",
                                 nm, dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
@@ -1571,6 +1577,7 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
                     k++;
                 } else {
                     ok = err_off(v, off, SIFT_E_CONFIG_LIMIT, "samplers: more than 64 entries");
+                    break;
                 }
             }
             i = j + 1;
@@ -2309,6 +2316,19 @@ static int is_top(const cfg_stage *s)
     return (s->kind == K_TOP_K && !s->flag && s->i0 > 0) || (s->kind == K_TEMP && s->f[0] <= 0);
 }
 
+typedef struct tok_ref {
+    int32_t token;
+    size_t idx;
+} tok_ref;
+
+static int tok_ref_cmp(const void *a, const void *b)
+{
+    const tok_ref *x = a, *y = b;
+    if (x->token != y->token)
+        return x->token < y->token ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
 static void chain_warnings(V *v)
 {
     sift_config *cfg = v->cfg;
@@ -2346,30 +2366,58 @@ static void chain_warnings(V *v)
                         kind_name(k));
         }
     }
-    for (size_t i = 1; i < n; i++) {
+    size_t first_of[K__COUNT];
+    for (size_t k = 0; k < K__COUNT; k++)
+        first_of[k] = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
         const cfg_stage *s = &cfg->stages[i];
         if (is_selector(s->kind))
             continue;
-        for (size_t j = 0; j < i; j++)
-            if (cfg->stages[j].kind == s->kind) {
-                warn_lc(v, s->line, s->col,
-                        "%s is listed twice (also stage %zu); both are applied in turn",
-                        kind_name(s->kind), j + 1);
-                break;
-            }
+        if (first_of[s->kind] == SIZE_MAX)
+            first_of[s->kind] = i;
+        else
+            warn_lc(v, s->line, s->col,
+                    "%s is listed twice (also stage %zu); both are applied in turn",
+                    kind_name(s->kind), first_of[s->kind] + 1);
     }
-    /* T-08: a trigger token that a logit_bias bans can never appear. */
-    for (size_t t = 0; t < cfg->grammar.n_tokens && cfg->has_grammar; t++)
-        for (size_t i = 0; i < n; i++) {
-            const cfg_stage *s = &cfg->stages[i];
-            for (size_t b = 0; b < s->n_biases; b++)
-                if (s->biases[b].token == cfg->g_tokens[t] && s->biases[b].bias == -INFINITY) {
-                    vdiag_warn_off(v, v->token_off ? v->token_off[t] : -1,
-                                   "trigger token %d is banned by logit_bias (stage %zu); the "
-                                   "lazy grammar can never trigger",
-                                   (int)cfg->g_tokens[t], i + 1);
-                }
+    /* T-08: a trigger token that a logit_bias bans can never appear. Each
+     * ban is looked up among the trigger tokens (sorted copy), so the work
+     * is linear in the biases, not their product with the triggers. */
+    size_t nt = cfg->has_grammar ? cfg->grammar.n_tokens : 0;
+    if (nt == 0)
+        return;
+    tok_ref *refs = sift__malloc(&cfg->al, nt, sizeof *refs);
+    if (!refs) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        refs[t].token = cfg->g_tokens[t];
+        refs[t].idx = t;
+    }
+    qsort(refs, nt, sizeof *refs, tok_ref_cmp);
+    for (size_t i = 0; i < n; i++) {
+        const cfg_stage *s = &cfg->stages[i];
+        for (size_t b = 0; b < s->n_biases; b++) {
+            if (s->biases[b].bias != -INFINITY)
+                continue;
+            size_t lo = 0, hi = nt;
+            v->cfg->work += 1 + 64 - (uint64_t)__builtin_clzll((unsigned long long)nt | 1);
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (refs[mid].token < s->biases[b].token)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            for (; lo < nt && refs[lo].token == s->biases[b].token; lo++)
+                vdiag_warn_off(v, v->token_off ? v->token_off[refs[lo].idx] : -1,
+                               "trigger token %d is banned by logit_bias (stage %zu); the "
+                               "lazy grammar can never trigger",
+                               (int)refs[lo].token, i + 1);
         }
+    }
+    sift__free(&cfg->al, refs);
 }
 
 /* ------------------------------------------------------------------ */
