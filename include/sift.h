@@ -428,6 +428,18 @@ typedef struct sift_grammar_params {
     int32_t max_stacks;      /**< Largest number of live parse stacks, >= 1 (default 4096). */
     int32_t max_stack_depth; /**< Largest depth of one parse stack, >= 1 (default 10000). */
     int64_t max_step_work;   /**< Element visits allowed per call, >= 1 (default 5e7). */
+    /**
+     * Where the text sits in a larger file, for messages: called with a
+     * byte offset of the text, it sets the 1-based line and column (code
+     * points) to show, e.g. in the YAML config that embeds the grammar.
+     * Every position of an error, and every position quoted inside its
+     * message, goes through it; err->line and err->column are its
+     * answers, err->offset stays the offset in the text. NULL (default) =
+     * the text's own lines and columns. Called during sift_grammar_new
+     * only. Since: 0.2.
+     */
+    void (*map_position)(void *user, size_t offset, int32_t *line, int32_t *column);
+    void *map_user; /**< Passed to map_position. */
 } sift_grammar_params;
 
 /** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */

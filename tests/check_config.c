@@ -1144,6 +1144,31 @@ START_TEST(test_inline_grammar_keeps_text_position_and_triggers)
 }
 END_TEST
 
+/* An inline grammar's errors found only at build time (token references
+ * need the vocabulary) name the config file and its line and column, not
+ * the grammar's own: one coordinate system per message. */
+START_TEST(test_inline_grammar_build_errors_are_in_file_coordinates)
+{
+    const char *yaml = "chain: [dist]\n"
+                       "grammar:\n"
+                       "  text: |\n"
+                       "    root ::= \"a\" x\n"
+                       "    x ::= \"b\" <[99999]>\n";
+    sift_config *cfg = parse_ok(yaml);
+    sift_vocab *vocab = make_vocab(700);
+    sift_chain *c = NULL;
+    sift_error err;
+    ck_assert_int_ne(sift_config_build_chain(cfg, NULL, vocab, &c, &err), SIFT_OK);
+    ck_assert_ptr_null(c);
+    ck_assert_int_eq(err.line, 5);
+    ck_assert_int_eq(err.column, 17); /* the id */
+    ck_assert_str_eq(err.source, "t.yaml");
+    ck_assert_msg(!strncmp(err.message, "t.yaml:5:17: ", 13), "%s", err.message);
+    sift_vocab_free(vocab);
+    sift_config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_quoted_grammar_text_starts_after_the_quote)
 {
     sift_config *cfg = parse_ok("chain: [dist]\ngrammar: {text: \"root ::= \\\"a\\\"\"}\n");
@@ -1437,6 +1462,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_unreadable_files_are_io_errors_at_their_key);
     tcase_add_test(tc, test_inline_grammar_keeps_text_position_and_triggers);
     tcase_add_test(tc, test_quoted_grammar_text_starts_after_the_quote);
+    tcase_add_test(tc, test_inline_grammar_build_errors_are_in_file_coordinates);
     tcase_add_test(tc, test_grammar_is_attached_as_the_api_would);
     suite_add_tcase(s, tc);
 

@@ -330,6 +330,8 @@ static sift_status run(sift_config *cfg, sift_error *err)
     if (st == SIFT_OK && usable)
         st = sift__cfg_validate(cfg, &tree);
     sift__cfg_tree_free(cfg, &tree);
+    /* The config is read-only from here on (threads build from it). */
+    cfg->src.work = NULL;
     if (st != SIFT_OK)
         return sift__fail(err, st, "out of memory while loading '%s'", cfg->name);
     sort_diags(cfg);
@@ -633,6 +635,13 @@ sift_status sift__cfg_trial_build(sift_config *cfg)
     return st == SIFT_E_NOMEM ? st : SIFT_OK;
 }
 
+void sift__cfg_map_grammar(void *user, size_t off, int32_t *line, int32_t *col)
+{
+    const sift_config *cfg = user;
+    int64_t o = sift__cfg_scalar_offset(cfg, &cfg->g_node, off);
+    sift__cfg_linecol(&cfg->src, (size_t)(o < 0 ? 0 : o), line, col);
+}
+
 /* The grammar: compiled with the caller's vocabulary, made lazy with the
  * config's triggers if it has a lazy section, then the chain's check-mode
  * grammar, or (constrain) a stage ahead of every other stage. */
@@ -650,6 +659,11 @@ static sift_status attach_grammar(sift_chain *c, const sift_config *cfg, const s
     gp.source_name = cfg->grammar.file ? cfg->grammar.file : cfg->name;
     gp.allocator = &cfg->al.a;
     gp.max_bytes = cfg->params.max_bytes;
+    if (!cfg->grammar.file) {
+        /* an inline grammar's errors in the config file's coordinates */
+        gp.map_position = sift__cfg_map_grammar;
+        gp.map_user = (void *)(uintptr_t)cfg;
+    }
     sift_grammar *g = NULL;
     sift_status st = sift_grammar_new(&g, cfg->grammar.text, cfg->grammar.length, vocab, &gp, err);
     if (st != SIFT_OK)

@@ -126,6 +126,10 @@ struct sift_config {
     int has_grammar;
     sift_config_grammar grammar;
     char *g_text, *g_root, *g_file;
+    /* The inline grammar's scalar (val = g_text), kept after the tree is
+     * freed so build-time grammar errors map to the file too; style
+     * SIFT_SCALAR_FILE when the grammar comes from a file. */
+    cfg_node g_node;
     char **g_words;
     size_t *g_word_lengths;
     char **g_patterns;
@@ -143,6 +147,10 @@ SIFT__HIDDEN sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev, 
                                            ...) SIFT__PRINTF(7, 8);
 /* Appends a stage (copied); SIFT_E_NOMEM on failure. */
 SIFT__HIDDEN sift_status sift__cfg_push_stage(sift_config *cfg, const cfg_stage *st);
+
+/* sift_grammar_params.map_position for the inline grammar (user = the
+ * config): a byte of the grammar text -> its line:col in the YAML file. */
+SIFT__HIDDEN void sift__cfg_map_grammar(void *user, size_t off, int32_t *line, int32_t *col);
 
 /* Adds every validated stage to a throw-away chain and reports what the
  * sift_chain_add_* calls refuse, at the stage's position. SIFT_OK (even

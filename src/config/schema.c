@@ -2074,6 +2074,12 @@ static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node
     gp.source_name = cfg->g_file ? cfg->g_file : "grammar";
     gp.allocator = &cfg->al.a;
     gp.max_bytes = cfg->params.max_bytes;
+    if (!file_node) {
+        /* every position of an inline grammar's error, those quoted in
+         * its message included, in the YAML file's coordinates */
+        gp.map_position = sift__cfg_map_grammar;
+        gp.map_user = cfg;
+    }
     sift_grammar *g = NULL;
     sift_error ge;
     sift_status st = sift_grammar_new(&g, cfg->g_text, cfg->grammar.length, NULL, &gp, &ge);
@@ -2111,7 +2117,7 @@ static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node
         err_at(v, file_node, st, "grammar: %s", ge.message);
         return;
     }
-    /* "grammar:L:C: text" -> "text (grammar line L, column C)" */
+    /* "grammar:L:C: text", L:C already the file's (map_position) */
     char prefix[64];
     snprintf(prefix, sizeof prefix, "grammar:%d:%d: ", (int)ge.line, (int)ge.column);
     const char *msg = ge.message;
@@ -2119,7 +2125,7 @@ static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node
         msg += strlen(prefix);
     int64_t off = ge.offset >= 0 ? sift__cfg_scalar_offset(cfg, text_node, (size_t)ge.offset)
                                  : text_node->off;
-    err_off(v, off, st, "grammar: %s (grammar %d:%d)", msg, (int)ge.line, (int)ge.column);
+    err_off(v, off, st, "grammar: %s", msg);
 }
 
 static void grammar_section(V *v, const cfg_node *g)
@@ -2161,6 +2167,8 @@ static void grammar_section(V *v, const cfg_node *g)
                 return (void)(v->st = SIFT_E_NOMEM);
             cfg->grammar.length = text->len;
             cfg->grammar.style = (sift_scalar_style)text->style;
+            cfg->g_node = *text;
+            cfg->g_node.val = cfg->g_text;
             int64_t off = sift__cfg_scalar_offset(cfg, text, 0);
             sift__cfg_linecol(&cfg->src, (size_t)(off < 0 ? 0 : off), &cfg->grammar.line,
                               &cfg->grammar.column);
