@@ -1351,8 +1351,11 @@ SIFT_API const sift_diagnostic *sift_config_diagnostic(const sift_config *cfg, s
 
 /**
  * Builds a new chain from a valid config. `params` may be NULL (defaults);
- * the config's seed, when it has one, replaces params->seed, and its
- * vocab_size fills params->n_vocab when that is 0. `vocab` (may be NULL;
+ * the config's seed, when it has one, replaces params->seed (llama.cpp's
+ * random seed -1 in the flat form draws a new seed for every call, from
+ * the clocks: such chains are not reproducible), and its vocab_size
+ * fills params->n_vocab when that is 0. An inline grammar's errors name
+ * the config file and its line and column. `vocab` (may be NULL;
  * only read during the call) is the vocabulary DRY sequence breakers are
  * matched against and the grammar is compiled with; a config whose DRY
  * stage has breakers, or that has a grammar, needs one. A grammar in
