@@ -428,6 +428,18 @@ typedef struct sift_grammar_params {
     int32_t max_stacks;      /**< Largest number of live parse stacks, >= 1 (default 4096). */
     int32_t max_stack_depth; /**< Largest depth of one parse stack, >= 1 (default 10000). */
     int64_t max_step_work;   /**< Element visits allowed per call, >= 1 (default 5e7). */
+    /**
+     * Where the text sits in a larger file, for messages: called with a
+     * byte offset of the text, it sets the 1-based line and column (code
+     * points) to show, e.g. in the YAML config that embeds the grammar.
+     * Every position of an error, and every position quoted inside its
+     * message, goes through it; err->line and err->column are its
+     * answers, err->offset stays the offset in the text. NULL (default) =
+     * the text's own lines and columns. Called during sift_grammar_new
+     * only. Since: 0.2.
+     */
+    void (*map_position)(void *user, size_t offset, int32_t *line, int32_t *column);
+    void *map_user; /**< Passed to map_position. */
 } sift_grammar_params;
 
 /** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */
@@ -1162,7 +1174,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_mirostat_v2(sift_chain *chain
  * accepted tokens. last_n = 0 or (repeat = 1, freq = 0, presence = 0) is a
  * no-op. last_n < 0 is SIFT_E_ARG (give a window), above max_history
  * SIFT_E_LIMIT. repeat must be finite and > 0; freq and presence finite.
- * Since: 0.1.
+ * Values that overflow whatever the row holds are SIFT_E_ARG too: a
+ * repeat whose reciprocal is beyond the float range (1e-39), and a freq
+ * and presence whose penalty c * freq + presence is not finite for some
+ * count c in 1 .. last_n (freq 3e38 with presence 3e38). Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n,
                                                              float repeat, float freq,
@@ -1195,8 +1210,12 @@ typedef struct sift_bias {
 } sift_bias;
 
 /**
- * Adds fixed biases to token logits. Entries for the same token add up.
- * n = 0 is a no-op stage. The array is copied. Since: 0.1.
+ * Adds fixed biases to token logits. Entries for the same token add up,
+ * in the order given. n = 0 is a no-op stage. The array is copied.
+ * SIFT_E_ARG (err->index = the entry) for a NULL array with n > 0, a
+ * negative token, a NaN or +inf bias, and for entries of one token whose
+ * running sum from 0 reaches +inf (two biases of 3e38): that sum would
+ * overflow on every row. SIFT_E_LIMIT above 2^24 entries. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_logit_bias(sift_chain *chain,
                                                               const sift_bias *biases, size_t n,
@@ -1254,7 +1273,8 @@ typedef struct sift_config_params {
     int32_t max_nodes;       /**< Most YAML nodes (default 100000). */
     int32_t max_anchors;     /**< Most anchors (default 64); aliases are always rejected. */
     int32_t max_stages;      /**< Most chain stages (default 256, as sift_chain_params). */
-    int32_t max_diagnostics; /**< Stop after this many errors (default 100). */
+    int32_t max_diagnostics; /**< Stop after this many errors; keep at most this many
+                                  warnings too (default 100). */
     const char *base_dir;    /**< Directory relative paths in the file are resolved
                                   against; NULL = the config file's directory
                                   (sift_config_load) or the current directory
@@ -1331,8 +1351,11 @@ SIFT_API const sift_diagnostic *sift_config_diagnostic(const sift_config *cfg, s
 
 /**
  * Builds a new chain from a valid config. `params` may be NULL (defaults);
- * the config's seed, when it has one, replaces params->seed, and its
- * vocab_size fills params->n_vocab when that is 0. `vocab` (may be NULL;
+ * the config's seed, when it has one, replaces params->seed (llama.cpp's
+ * random seed -1 in the flat form draws a new seed for every call, from
+ * the clocks: such chains are not reproducible), and its vocab_size
+ * fills params->n_vocab when that is 0. An inline grammar's errors name
+ * the config file and its line and column. `vocab` (may be NULL;
  * only read during the call) is the vocabulary DRY sequence breakers are
  * matched against and the grammar is compiled with; a config whose DRY
  * stage has breakers, or that has a grammar, needs one. A grammar in

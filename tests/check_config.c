@@ -22,6 +22,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <locale.h>
 #include <pthread.h>
 #include <math.h>
@@ -33,6 +34,9 @@
 #include <unistd.h>
 
 #include "oracle/oracle.h"
+
+/* the config loader's work counter (src/config/config.c) */
+uint64_t sift__cfg_work(const sift_config *cfg);
 #include "testutil.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -340,6 +344,61 @@ START_TEST(test_numbers_parse_without_the_locale)
 }
 END_TEST
 
+/* Every spelling YAML 1.2's core schema and C's %g, %e and %f print for a
+ * float is that float: -0 is 0, 1e+10 is 1e10, FLT_MAX at %.8g (which is
+ * above FLT_MAX as a real number) rounds to FLT_MAX; just above half an ulp
+ * more is out of range. */
+START_TEST(test_numbers_as_yaml_and_c_print_them_are_numbers)
+{
+    struct {
+        const char *text;
+        float want;
+    } ok[] = {
+        {"-0", 0.0f},
+        {"-0.0", 0.0f},
+        {"+0", 0.0f},
+        {"0.", 0.0f},
+        {".5", 0.5f},
+        {"1e+10", 1e10f},
+        {"1E-05", 1e-5f},
+        {"1.5e-05", 1.5e-5f},
+        {"3.4028235e38", FLT_MAX},
+        {"3.40282e+38", 3.40282e38f},
+        {"-3.4028235e+38", -FLT_MAX},
+        {"340282346638528859811704183484516925440.000000", FLT_MAX},
+        {"1e-50", 0.0f},
+        {"2", 2.0f},
+    };
+    char yaml[256];
+    for (size_t i = 0; i < N(ok); i++) {
+        snprintf(yaml, sizeof yaml, "chain: [top_n_sigma: %s, dist]\n", ok[i].text);
+        sift_config *cfg = parse_ok(yaml);
+        sift_chain *a = build(cfg, NULL, 0), *b = api_chain(0, 0);
+        ck_assert_int_eq(sift_chain_add_top_n_sigma(b, ok[i].want, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(b, NULL), SIFT_OK);
+        ck_assert_msg(sift__chain_state_digest(a) == sift__chain_state_digest(b), "%s", ok[i].text);
+        assert_same_behaviour(a, b, 64, 7, 20);
+        sift_chain_free(a);
+        sift_chain_free(b);
+        sift_config_free(cfg);
+    }
+    sift_config *cfg = NULL;
+    const char *bad[] = {"3.4028236e38", "-3.5e38", "1e39"};
+    for (size_t i = 0; i < N(bad); i++) {
+        snprintf(yaml, sizeof yaml, "chain: [top_n_sigma: %s, dist]\n", bad[i]);
+        ck_assert_int_eq(parse(yaml, &cfg), SIFT_E_CONFIG_VALUE);
+        ck_assert(has_diag(cfg, "out of range"));
+        sift_config_free(cfg);
+    }
+    /* -0 is 0 for integers and seeds too */
+    cfg = parse_ok("seed: -0\nchain: [top_k: -0, dist]\n");
+    uint64_t seed = 1;
+    ck_assert_int_eq(sift_config_seed(cfg, &seed), 1);
+    ck_assert(seed == 0);
+    sift_config_free(cfg);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Round trips                                                         */
 /* ------------------------------------------------------------------ */
@@ -511,6 +570,113 @@ START_TEST(test_flat_forms_build_their_explicit_equivalents)
         sift_config_free(e);
     }
     sift_vocab_free(vocab);
+}
+END_TEST
+
+/* llama-server's /completion spellings build the chain their common
+ * spellings build: temperature, a flat logit_bias (pairs, quoted ids,
+ * false), grammar as a string, -1 windows with n_ctx, samplers as
+ * characters. */
+START_TEST(test_llama_server_request_keys_build_their_explicit_equivalents)
+{
+    struct {
+        const char *flat, *explicit_;
+    } cases[] = {
+        {"{\"seed\": 5, \"temperature\": 0.6}",
+         "seed: 5\nchain: [top_k: 40, top_p: 0.95, min_p: 0.05, temperature: 0.6, dist]\n"},
+        {"{\"seed\": 5, \"logit_bias\": [[3, 1.5], [\"7\", false], [9, -2]], \"top_k\": 0,"
+         " \"top_p\": 1, \"min_p\": 0, \"temperature\": 1}",
+         "seed: 5\nchain: [logit_bias: {3: 1.5, 7: -.inf, 9: -2}, dist]\n"},
+        {"{\"seed\": 5, \"logit_bias\": {\"3\": 1.5, \"7\": false}, \"top_k\": 7}",
+         "seed: 5\nchain: [logit_bias: {3: 1.5, 7: -.inf}, top_k: 7, top_p: 0.95, min_p: 0.05,"
+         " temperature: 0.8, dist]\n"},
+        {"{\"seed\": 5, \"n_ctx\": 96, \"repeat_last_n\": -1, \"repeat_penalty\": 1.2,"
+         " \"dry_multiplier\": 0.5, \"samplers\": \"edkt\"}",
+         "seed: 5\nchain: [penalties: {last_n: 96, repeat: 1.2},"
+         " dry: {multiplier: 0.5, last_n: 96}, top_k: 40, temperature: 0.8, dist]\n"},
+        {"{\"seed\": 5, \"logit_bias\": [], \"grammar\": \"\", \"json_schema\": null,"
+         " \"ignore_eos\": false, \"stream\": true, \"n_predict\": 8}",
+         "seed: 5\nchain: [top_k: 40, top_p: 0.95, min_p: 0.05, temperature: 0.8, dist]\n"},
+    };
+    sift_vocab *vocab = make_vocab(700);
+    for (size_t i = 0; i < N(cases); i++) {
+        sift_config *f = parse_ok(cases[i].flat), *e = parse_ok(cases[i].explicit_);
+        sift_chain *a = build(f, vocab, 700), *b = build(e, vocab, 700);
+        assert_same_behaviour(a, b, 700, 900 + i, 100);
+        sift_chain_free(a);
+        sift_chain_free(b);
+        sift_config_free(f);
+        sift_config_free(e);
+    }
+    sift_vocab_free(vocab);
+}
+END_TEST
+
+START_TEST(test_llama_server_grammar_string_is_a_check_mode_grammar)
+{
+    sift_config *cfg = parse_ok("{\"grammar\": \"root ::= [a-z]+\", \"top_k\": 4}");
+    const sift_config_grammar *g = sift_config_grammar_info(cfg);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(g->mode, SIFT_GRAMMAR_CHECK);
+    ck_assert_str_eq(g->root, "root");
+    ck_assert_int_eq((int)g->length, 15);
+    ck_assert_int_eq(g->line, 1);
+    ck_assert_int_eq(g->column, 14);
+    sift_config_free(cfg);
+}
+END_TEST
+
+/* -1 and 4294967295 are llama.cpp's random seed in the flat form: loaded
+ * with a warning, no config seed, and two chains get different seeds. */
+START_TEST(test_llama_random_seed_is_accepted_with_a_warning_and_varies)
+{
+    const char *yamls[] = {"seed: -1\ntop_k: 3\n", "seed: 4294967295\ntop_k: 3\n"};
+    for (size_t i = 0; i < N(yamls); i++) {
+        sift_config *cfg = parse_ok(yamls[i]);
+        ck_assert(has_diag(cfg, "warning: seed"));
+        ck_assert(has_diag(cfg, "not reproducible"));
+        ck_assert_int_eq(sift_config_seed(cfg, NULL), 0);
+        sift_chain *a = build(cfg, NULL, 0), *b = build(cfg, NULL, 0);
+        uint64_t ra[4], rb[4];
+        sift__chain_rng_state(a, ra);
+        sift__chain_rng_state(b, rb);
+        ck_assert(memcmp(ra, rb, sizeof ra) != 0);
+        sift_chain_free(a);
+        sift_chain_free(b);
+        sift_config_free(cfg);
+    }
+    /* in the chain form 4294967295 is a seed like any other, -1 an error */
+    sift_config *cfg = parse_ok("seed: 4294967295\nchain: [dist]\n");
+    uint64_t seed = 0;
+    ck_assert_int_eq(sift_config_seed(cfg, &seed), 1);
+    ck_assert(seed == 4294967295u);
+    sift_config_free(cfg);
+    ck_assert_int_eq(parse("seed: -1\nchain: [dist]\n", &cfg), SIFT_E_CONFIG_VALUE);
+    sift_config_free(cfg);
+}
+END_TEST
+
+/* Whatever a sift_chain_add_* refuses, loading refuses at the stage's
+ * place with the API's own message: the build's judgements run at load. */
+START_TEST(test_load_refuses_what_the_builder_refuses_with_its_message)
+{
+    sift_chain *c = api_chain(0, 0);
+    sift_error api;
+    ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1e-38f, 3e38f, 3e38f, &api), SIFT_E_ARG);
+    sift_chain_free(c);
+    sift_config *cfg = NULL;
+    ck_assert_int_eq(parse("chain:\n  - top_k: 3\n"
+                           "  - penalties: {last_n: 64, repeat: 1e-38, frequency: 3e38,"
+                           " presence: 3e38}\n  - dist\n",
+                           &cfg),
+                     SIFT_E_CONFIG_VALUE);
+    ck_assert_uint_eq(sift_config_n_errors(cfg), 1);
+    const sift_diagnostic *d = sift_config_diagnostic(cfg, 0);
+    ck_assert_int_eq(d->line, 3);
+    ck_assert_int_eq(d->column, 5);
+    ck_assert_ptr_nonnull(strstr(d->message, api.message));
+    ck_assert_ptr_nonnull(strstr(d->message, "stage 2"));
+    sift_config_free(cfg);
 }
 END_TEST
 
@@ -737,6 +903,96 @@ START_TEST(test_node_limit_and_a_hundred_thousand_stages)
 }
 END_TEST
 
+/* Every rejected input is rejected in time linear in its size: the work
+ * the diagnostics paths do (line:col conversions, did-you-mean edit
+ * distances, scalar walks, lookups) is counted, and bounded by a small
+ * multiple of the input, however many problems the input has. */
+static char *repeat_text(const char *head, const char *fmt, size_t n, const char *tail)
+{
+    size_t cap = strlen(head) + strlen(tail) + n * (strlen(fmt) + 24) + 1, k = 0;
+    char *b = malloc(cap);
+    ck_assert_ptr_nonnull(b);
+    k += (size_t)snprintf(b + k, cap - k, "%s", head);
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(b + k, cap - k, fmt, i);
+    snprintf(b + k, cap - k, "%s", tail);
+    return b;
+}
+
+static void assert_linear(const char *yaml, int want_errors)
+{
+    sift_config_params p;
+    sift_config_params_init(&p);
+    p.max_nodes = 1 << 22;
+    sift_config *cfg = NULL;
+    sift_error err;
+    size_t len = strlen(yaml);
+    ck_assert_uint_le(len, p.max_bytes);
+    sift_status st = sift_config_parse(&cfg, "t.yaml", yaml, len, &p, &err);
+    ck_assert_ptr_nonnull(cfg);
+    if (want_errors)
+        ck_assert_int_ne(st, SIFT_OK);
+    ck_assert_uint_le(sift_config_n_errors(cfg), (size_t)p.max_diagnostics);
+    ck_assert_uint_le(sift_config_n_diagnostics(cfg), 2 * (size_t)p.max_diagnostics);
+    ck_assert_msg(sift__cfg_work(cfg) <= 4 * (uint64_t)len, "work %llu for %zu bytes",
+                  (unsigned long long)sift__cfg_work(cfg), len);
+    sift_config_free(cfg);
+}
+
+START_TEST(test_a_mebibyte_of_bad_keys_is_rejected_in_linear_work)
+{
+    /* 10^5 duplicate keys on one line (a column per error would rescan it) */
+    char *y = repeat_text("{top_k: 1, dist: 0", ", top_k: 1", 100000, "}\n");
+    assert_linear(y, 1);
+    free(y);
+    /* the same in block style */
+    y = repeat_text("top_k: 1\n", "top_k: 1\n", 100000, "");
+    assert_linear(y, 1);
+    free(y);
+    /* unknown keys close to known ones (a did-you-mean each) */
+    y = repeat_text("{seed: 1", ", dry_penalty_last_nn%zu: 1", 30000, ", chain: [dist]}\n");
+    assert_linear(y, 1);
+    free(y);
+    y = repeat_text("chain: [dist]\n", "xtc_thresholdd_%zu: 1\n", 40000, "");
+    assert_linear(y, 1);
+    free(y);
+    /* a samplers string of 80000 unknown names on one line */
+    y = repeat_text("samplers: \"", "tok_k%zu;", 80000, "\"\n");
+    assert_linear(y, 1);
+    free(y);
+}
+END_TEST
+
+START_TEST(test_many_warnings_cost_linear_work_and_are_capped)
+{
+    /* 60000 bans and 1024 trigger tokens they ban (T-08) */
+    char *bans = repeat_text("chain:\n  - logit_bias: {", "%zu: false, ", 60000,
+                             "60000: 1}\n  - dist\ngrammar:\n  text: \"root ::= [a]\"\n"
+                             "  lazy:\n    tokens: [");
+    char *toks = repeat_text("", "%zu, ", 1023, "1023]\n");
+    char *y = malloc(strlen(bans) + strlen(toks) + 1);
+    ck_assert_ptr_nonnull(y);
+    strcpy(y, bans);
+    strcat(y, toks);
+    assert_linear(y, 0);
+    free(y);
+    free(toks);
+    free(bans);
+    /* 4096 stages that each warn */
+    sift_config_params p;
+    sift_config_params_init(&p);
+    p.max_stages = 4096;
+    y = repeat_text("chain:\n", "  - top_k: 0\n", 4095, "  - dist\n");
+    sift_config *cfg = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_config_parse(&cfg, "t.yaml", y, strlen(y), &p, &err), SIFT_OK);
+    ck_assert_uint_le(sift_config_n_diagnostics(cfg), (size_t)p.max_diagnostics);
+    ck_assert_uint_le(sift__cfg_work(cfg), 4 * (uint64_t)strlen(y));
+    sift_config_free(cfg);
+    free(y);
+}
+END_TEST
+
 START_TEST(test_stage_limit_accepts_max_stages_and_rejects_one_more)
 {
     char yaml[4096] = "chain: [";
@@ -929,6 +1185,31 @@ START_TEST(test_inline_grammar_keeps_text_position_and_triggers)
     ck_assert_uint_eq(g->n_full_patterns, 1);
     ck_assert_uint_eq(g->n_tokens, 2);
     ck_assert_int_eq(g->tokens[1], 9);
+    sift_config_free(cfg);
+}
+END_TEST
+
+/* An inline grammar's errors found only at build time (token references
+ * need the vocabulary) name the config file and its line and column, not
+ * the grammar's own: one coordinate system per message. */
+START_TEST(test_inline_grammar_build_errors_are_in_file_coordinates)
+{
+    const char *yaml = "chain: [dist]\n"
+                       "grammar:\n"
+                       "  text: |\n"
+                       "    root ::= \"a\" x\n"
+                       "    x ::= \"b\" <[99999]>\n";
+    sift_config *cfg = parse_ok(yaml);
+    sift_vocab *vocab = make_vocab(700);
+    sift_chain *c = NULL;
+    sift_error err;
+    ck_assert_int_ne(sift_config_build_chain(cfg, NULL, vocab, &c, &err), SIFT_OK);
+    ck_assert_ptr_null(c);
+    ck_assert_int_eq(err.line, 5);
+    ck_assert_int_eq(err.column, 17); /* the id */
+    ck_assert_str_eq(err.source, "t.yaml");
+    ck_assert_msg(!strncmp(err.message, "t.yaml:5:17: ", 13), "%s", err.message);
+    sift_vocab_free(vocab);
     sift_config_free(cfg);
 }
 END_TEST
@@ -1187,6 +1468,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_max_diagnostics_stops_collecting);
     tcase_add_test(tc, test_seed_vocab_size_and_accessors);
     tcase_add_test(tc, test_numbers_parse_without_the_locale);
+    tcase_add_test(tc, test_numbers_as_yaml_and_c_print_them_are_numbers);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("round_trip");
@@ -1195,6 +1477,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_selectors_build_the_api_chain);
     tcase_add_test(tc, test_flat_llama_defaults_build_the_explicit_default_chain);
     tcase_add_test(tc, test_flat_forms_build_their_explicit_equivalents);
+    tcase_add_test(tc, test_llama_server_request_keys_build_their_explicit_equivalents);
+    tcase_add_test(tc, test_llama_server_grammar_string_is_a_check_mode_grammar);
+    tcase_add_test(tc, test_llama_random_seed_is_accepted_with_a_warning_and_varies);
+    tcase_add_test(tc, test_load_refuses_what_the_builder_refuses_with_its_message);
     tcase_add_test(tc, test_seed_comes_from_the_config_and_vocab_size_from_it_when_unset);
     tcase_add_test(tc, test_dry_with_breakers_needs_a_vocabulary_at_build);
     tcase_add_test(tc, test_max_stages_of_the_chain_params_applies_at_build);
@@ -1208,6 +1494,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_forty_thousand_anchors_and_aliases_fail_fast);
     tcase_add_test(tc, test_node_limit_and_a_hundred_thousand_stages);
     tcase_add_test(tc, test_stage_limit_accepts_max_stages_and_rejects_one_more);
+    tcase_add_test(tc, test_a_mebibyte_of_bad_keys_is_rejected_in_linear_work);
+    tcase_add_test(tc, test_many_warnings_cost_linear_work_and_are_capped);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("files");
@@ -1217,6 +1505,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_unreadable_files_are_io_errors_at_their_key);
     tcase_add_test(tc, test_inline_grammar_keeps_text_position_and_triggers);
     tcase_add_test(tc, test_quoted_grammar_text_starts_after_the_quote);
+    tcase_add_test(tc, test_inline_grammar_build_errors_are_in_file_coordinates);
     tcase_add_test(tc, test_grammar_is_attached_as_the_api_would);
     suite_add_tcase(s, tc);
 

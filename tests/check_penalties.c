@@ -281,15 +281,41 @@ START_TEST(test_penalties_leave_neg_inf_alone_and_report_overflow_as_row_value)
     ck_assert(dg == sift__chain_state_digest(c));
     sift_chain_free(c);
 
-    /* +inf (3e38 / 0.5) minus +inf (2 * 3e38): NaN. */
+    /* A huge negative freq raises a repeated logit to +inf. */
     c = new_chain();
-    ck_assert_int_eq(sift_chain_add_penalties(c, 8, 0.5f, 3e38f, 0.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.0f, -3e37f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     accept_all(c, (const int32_t[]){2, 2}, 2);
     float row3[3] = {0.0f, 1.0f, 3e38f};
     ck_assert_int_eq(sift_chain_sample(c, row3, 3, &tok, &err), SIFT_E_ROW_VALUE);
     ck_assert_int_eq(err.index, 2);
-    ck_assert_ptr_nonnull(strstr(err.message, "NaN"));
+    ck_assert_ptr_nonnull(strstr(err.message, "+inf"));
+    sift_chain_free(c);
+}
+END_TEST
+
+/* What overflows whatever the row holds is refused when the stage is
+ * added, naming the parameters; the chain is unchanged. */
+START_TEST(test_penalties_reject_parameters_that_overflow_on_every_row)
+{
+    sift_chain *c = new_chain();
+    sift_error err;
+    /* the (1e-38, 3e38, 3e38): 3e38 + 3e38 is +inf */
+    ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1e-38f, 3e38f, 3e38f, &err), SIFT_E_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "freq"));
+    ck_assert_ptr_nonnull(strstr(err.message, "presence"));
+    /* count * freq overflows only for counts up to last_n */
+    ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.0f, 1e38f, 0.0f, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.0f, -1e38f, 0.0f, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 3, 1.0f, 1e38f, 0.0f, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 3, 1.0f, -3e38f, 3e38f, &err), SIFT_E_ARG);
+    /* a repeat whose reciprocal is +inf */
+    ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1e-39f, 0.0f, 0.0f, &err), SIFT_E_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "repeat"));
+    ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1e-38f, 0.0f, 0.0f, &err), SIFT_OK);
+    /* a no-op stage is never refused for overflow (last_n 0) */
+    ck_assert_int_eq(sift_chain_add_penalties(c, 0, 1e-39f, 3e38f, 3e38f, &err), SIFT_OK);
+    ck_assert_uint_eq(sift_chain_n_stages(c), 3);
     sift_chain_free(c);
 }
 END_TEST
@@ -1005,6 +1031,23 @@ START_TEST(test_logit_bias_overflow_is_row_value_naming_the_token)
 }
 END_TEST
 
+START_TEST(test_logit_bias_rejects_entries_of_one_token_that_sum_to_pinf)
+{
+    sift_chain *c = new_chain();
+    sift_error err;
+    const sift_bias two[] = {{1, 1.0f}, {5, 3e38f}, {2, 0.0f}, {5, 3e38f}};
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, two, 4, &err), SIFT_E_ARG);
+    ck_assert_int_eq(err.index, 3);
+    ck_assert_ptr_nonnull(strstr(err.message, "token 5"));
+    /* the running sum from 0 decides: -3e38 + 3e38 + 3e38 is finite, and
+     * -inf then a large bias stays -inf (a ban) */
+    const sift_bias ok[] = {{5, -3e38f}, {5, 3e38f}, {5, 3e38f}, {6, -INFINITY}, {6, 3e38f}};
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, ok, 5, &err), SIFT_OK);
+    ck_assert_uint_eq(sift_chain_n_stages(c), 1);
+    sift_chain_free(c);
+}
+END_TEST
+
 START_TEST(test_logit_bias_rejects_every_bad_parameter)
 {
     sift_chain *c = new_chain();
@@ -1171,6 +1214,7 @@ static Suite *suite(void)
         {"penalties_window", test_penalties_window_evicts_the_oldest_token},
         {"penalties_overflow", test_penalties_leave_neg_inf_alone_and_report_overflow_as_row_value},
         {"penalties_bad_params", test_penalties_reject_every_bad_parameter},
+        {"penalties_overflow_params", test_penalties_reject_parameters_that_overflow_on_every_row},
         {"penalties_class", test_penalties_no_op_settings_are_identity_and_keep_no_history},
         {"penalties_lowers",
          test_penalties_lowers_class_never_raises_and_changes_at_most_last_n_tokens},
@@ -1192,6 +1236,7 @@ static Suite *suite(void)
         {"bias_ban", test_logit_bias_neg_inf_bans_and_banning_everything_is_no_candidate},
         {"bias_overflow", test_logit_bias_overflow_is_row_value_naming_the_token},
         {"bias_bad_params", test_logit_bias_rejects_every_bad_parameter},
+        {"bias_sum_overflow", test_logit_bias_rejects_entries_of_one_token_that_sum_to_pinf},
         {"bias_lowers", test_logit_bias_negative_biases_never_raise_on_sparse_arrays_too},
         {"oracle", test_oracle_agrees_on_hand_built_chains},
         {"prefix_path", test_lowering_stages_let_the_prefix_path_decide},

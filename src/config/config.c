@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config_internal.h"
@@ -44,10 +45,26 @@ void sift_config_params_init(sift_config_params *params)
 /* Diagnostics                                                         */
 /* ------------------------------------------------------------------ */
 
+/* Whether a diagnostic of this severity would still be kept: errors until
+ * max_diagnostics of them (then collection stops), warnings until
+ * max_diagnostics of them. Callers ask before they compute a position or
+ * a did-you-mean, so the work per dropped problem is constant. */
+int sift__cfg_keeps(const sift_config *cfg, sift_severity sev)
+{
+    if (cfg->stopped)
+        return 0;
+    return sev == SIFT_SEVERITY_ERROR || cfg->n_warnings < (size_t)cfg->params.max_diagnostics;
+}
+
+uint64_t sift__cfg_work(const sift_config *cfg)
+{
+    return cfg ? cfg->work : 0;
+}
+
 static sift_status vdiag(sift_config *cfg, sift_severity sev, sift_status code, int32_t line,
                          int32_t col, int64_t off, const char *fmt, va_list ap)
 {
-    if (cfg->stopped)
+    if (!sift__cfg_keeps(cfg, sev))
         return SIFT_OK;
     if (cfg->n_diags == cfg->cap_diags) {
         size_t cap = cfg->cap_diags ? cfg->cap_diags * 2 : 16;
@@ -84,6 +101,8 @@ static sift_status vdiag(sift_config *cfg, sift_severity sev, sift_status code, 
     d->d.message = m;
     d->d.text = text;
     d->seq = cfg->n_diags++;
+    if (sev == SIFT_SEVERITY_WARNING)
+        cfg->n_warnings++;
     if (sev == SIFT_SEVERITY_ERROR && ++cfg->n_errors >= (size_t)cfg->params.max_diagnostics)
         cfg->stopped = 1;
     return SIFT_OK;
@@ -93,6 +112,8 @@ sift_status sift__cfg_diag(sift_config *cfg, sift_severity sev, sift_status code
                            const char *fmt, ...)
 {
     int32_t line = 0, col = 0;
+    if (!sift__cfg_keeps(cfg, sev))
+        return SIFT_OK;
     if (off >= 0)
         sift__cfg_linecol(&cfg->src, (size_t)off, &line, &col);
     va_list ap;
@@ -112,26 +133,23 @@ sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev, sift_status c
     return st;
 }
 
+static int diag_cmp(const void *a, const void *b)
+{
+    const cfg_diag *x = a, *y = b;
+    if (x->d.line != y->d.line)
+        return x->d.line < y->d.line ? -1 : 1;
+    if (x->d.column != y->d.column)
+        return x->d.column < y->d.column ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
 /* Position order; diagnostics without a position first; discovery order
- * among equal positions. Insertion sort: the list is short and mostly
- * sorted already, and it needs no recursion or scratch. */
+ * among equal positions (seq is unique, so qsort's order is total and the
+ * result stable; O(n log n) however many warnings there are). */
 static void sort_diags(sift_config *cfg)
 {
-    for (size_t i = 1; i < cfg->n_diags; i++) {
-        cfg_diag x = cfg->diags[i];
-        size_t j = i;
-        while (j > 0) {
-            const cfg_diag *y = &cfg->diags[j - 1];
-            int before = x.d.line < y->d.line ||
-                         (x.d.line == y->d.line && x.d.column < y->d.column) ||
-                         (x.d.line == y->d.line && x.d.column == y->d.column && x.seq < y->seq);
-            if (!before)
-                break;
-            cfg->diags[j] = cfg->diags[j - 1];
-            j--;
-        }
-        cfg->diags[j] = x;
-    }
+    if (cfg->n_diags > 1)
+        qsort(cfg->diags, cfg->n_diags, sizeof *cfg->diags, diag_cmp);
 }
 
 sift_status sift__cfg_push_stage(sift_config *cfg, const cfg_stage *st)
@@ -312,6 +330,8 @@ static sift_status run(sift_config *cfg, sift_error *err)
     if (st == SIFT_OK && usable)
         st = sift__cfg_validate(cfg, &tree);
     sift__cfg_tree_free(cfg, &tree);
+    /* The config is read-only from here on (threads build from it). */
+    cfg->src.work = NULL;
     if (st != SIFT_OK)
         return sift__fail(err, st, "out of memory while loading '%s'", cfg->name);
     sort_diags(cfg);
@@ -470,6 +490,7 @@ void sift_config_free(sift_config *cfg)
     sift__free(&al, cfg->g_tokens);
     sift__free(&al, cfg->vocab_path);
     sift__free(&al, cfg->src.lines);
+    sift__free(&al, cfg->src.cp_chk);
     sift__free(&al, cfg->src_copy);
     sift__free(&al, cfg->name);
     sift__free(&al, cfg->base_dir);
@@ -576,6 +597,51 @@ static sift_status add_stage(sift_chain *c, const sift_config *cfg, const cfg_st
     return sift__fail(err, SIFT_E_ARG, "unknown stage kind");
 }
 
+/*
+ * The build's judgements at load time: every stage is added to a chain
+ * that is then thrown away, so whatever a sift_chain_add_* refuses (a
+ * logit_bias sum that overflows, penalties that overflow, ...) is a
+ * diagnostic at the stage's place, and `sift check` refuses what the
+ * builder would. Only the vocabulary is missing here: DRY's breakers are
+ * matched against it at build time (their bytes are validated by the
+ * schema), and mirostat v1 takes vocab_size, or 1 without it (its range
+ * checks do not depend on the size).
+ */
+sift_status sift__cfg_trial_build(sift_config *cfg)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.allocator = &cfg->al.a;
+    p.n_vocab = cfg->vocab_size;
+    p.max_stages = SIFT_HARD_MAX_STAGES;
+    sift_chain *c = NULL;
+    sift_error err;
+    sift_status st = sift_chain_new(&c, &p, &err);
+    if (st != SIFT_OK)
+        return st == SIFT_E_NOMEM ? st : SIFT_OK;
+    for (size_t i = 0; i < cfg->n_stages && st != SIFT_E_NOMEM; i++) {
+        cfg_stage s = cfg->stages[i];
+        if (s.kind == K_DRY)
+            s.n_breakers = 0;
+        st = add_stage(c, cfg, &s, NULL, cfg->vocab_size > 0 ? cfg->vocab_size : 1, &err);
+        if (st == SIFT_OK || st == SIFT_E_NOMEM)
+            continue;
+        sift_status code = st == SIFT_E_LIMIT ? SIFT_E_CONFIG_LIMIT : SIFT_E_CONFIG_VALUE;
+        if (sift__cfg_diag_lc(cfg, SIFT_SEVERITY_ERROR, code, s.line, s.col, -1, "stage %zu: %s",
+                              i + 1, err.message) != SIFT_OK)
+            st = SIFT_E_NOMEM;
+    }
+    sift_chain_free(c);
+    return st == SIFT_E_NOMEM ? st : SIFT_OK;
+}
+
+void sift__cfg_map_grammar(void *user, size_t off, int32_t *line, int32_t *col)
+{
+    const sift_config *cfg = user;
+    int64_t o = sift__cfg_scalar_offset(cfg, &cfg->g_node, off);
+    sift__cfg_linecol(&cfg->src, (size_t)(o < 0 ? 0 : o), line, col);
+}
+
 /* The grammar: compiled with the caller's vocabulary, made lazy with the
  * config's triggers if it has a lazy section, then the chain's check-mode
  * grammar, or (constrain) a stage ahead of every other stage. */
@@ -593,6 +659,11 @@ static sift_status attach_grammar(sift_chain *c, const sift_config *cfg, const s
     gp.source_name = cfg->grammar.file ? cfg->grammar.file : cfg->name;
     gp.allocator = &cfg->al.a;
     gp.max_bytes = cfg->params.max_bytes;
+    if (!cfg->grammar.file) {
+        /* an inline grammar's errors in the config file's coordinates */
+        gp.map_position = sift__cfg_map_grammar;
+        gp.map_user = (void *)(uintptr_t)cfg;
+    }
     sift_grammar *g = NULL;
     sift_status st = sift_grammar_new(&g, cfg->grammar.text, cfg->grammar.length, vocab, &gp, err);
     if (st != SIFT_OK)
@@ -622,6 +693,24 @@ static sift_status attach_grammar(sift_chain *c, const sift_config *cfg, const s
     return st;
 }
 
+/* llama.cpp's random seed (-1): a new value for each chain, from the
+ * clocks and the address of the caller's parameters, mixed by splitmix64.
+ * Not for cryptography; only so that two chains differ. */
+static uint64_t fresh_seed(const void *salt)
+{
+    struct timespec a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    (void)clock_gettime(CLOCK_REALTIME, &a);
+    (void)clock_gettime(CLOCK_MONOTONIC, &b);
+    uint64_t x = (uint64_t)a.tv_sec * 1000000007u ^ (uint64_t)a.tv_nsec ^
+                 ((uint64_t)b.tv_nsec << 32) ^ (uint64_t)(uintptr_t)salt;
+    x += 0x9E3779B97F4A7C15u;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9u;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBu;
+    return x ^ (x >> 31);
+}
+
 sift_status sift_config_build_chain(const sift_config *cfg, const sift_chain_params *params,
                                     const sift_vocab *vocab, sift_chain **out, sift_error *err)
 {
@@ -644,6 +733,8 @@ sift_status sift_config_build_chain(const sift_config *cfg, const sift_chain_par
     }
     if (cfg->has_seed)
         p.seed = cfg->seed;
+    else if (cfg->seed_random)
+        p.seed = fresh_seed(&p);
     if (p.n_vocab == 0 && cfg->vocab_size > 0)
         p.n_vocab = cfg->vocab_size;
     sift_chain *c = NULL;

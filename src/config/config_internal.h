@@ -49,6 +49,14 @@ typedef struct cfg_source {
     /* The last line/column -> offset conversion: events arrive in file
      * order, so walking on from it keeps long lines linear. */
     size_t c_line, c_col, c_off;
+    /* Code points before byte 64 * j, for every j: a column is then at
+     * most 128 bytes of counting away from any offset, so a diagnostic
+     * costs the same on a one-line 1 MiB file as on a short line. */
+    uint32_t *cp_chk;
+    /* Bytes and cells the diagnostics paths walk (line:col conversions,
+     * edit distances, scalar offset walks): tests bound it by the input
+     * size (every rejected input is rejected in linear time). */
+    uint64_t *work;
 } cfg_source;
 
 /* ------------------------------------------------------------------ */
@@ -102,10 +110,12 @@ struct sift_config {
     char *src_copy;
 
     cfg_diag *diags;
-    size_t n_diags, cap_diags, n_errors;
-    int stopped; /* max_diagnostics reached */
+    size_t n_diags, cap_diags, n_errors, n_warnings;
+    uint64_t work; /* see cfg_source.work */
+    int stopped;   /* max_diagnostics reached */
 
     int has_seed;
+    int seed_random; /* llama.cpp's -1: a new seed for every built chain */
     uint64_t seed;
     int32_t vocab_size;
     char *vocab_path;
@@ -116,6 +126,10 @@ struct sift_config {
     int has_grammar;
     sift_config_grammar grammar;
     char *g_text, *g_root, *g_file;
+    /* The inline grammar's scalar (val = g_text), kept after the tree is
+     * freed so build-time grammar errors map to the file too; style
+     * SIFT_SCALAR_FILE when the grammar comes from a file. */
+    cfg_node g_node;
     char **g_words;
     size_t *g_word_lengths;
     char **g_patterns;
@@ -133,6 +147,20 @@ SIFT__HIDDEN sift_status sift__cfg_diag_lc(sift_config *cfg, sift_severity sev, 
                                            ...) SIFT__PRINTF(7, 8);
 /* Appends a stage (copied); SIFT_E_NOMEM on failure. */
 SIFT__HIDDEN sift_status sift__cfg_push_stage(sift_config *cfg, const cfg_stage *st);
+
+/* sift_grammar_params.map_position for the inline grammar (user = the
+ * config): a byte of the grammar text -> its line:col in the YAML file. */
+SIFT__HIDDEN void sift__cfg_map_grammar(void *user, size_t off, int32_t *line, int32_t *col);
+
+/* Adds every validated stage to a throw-away chain and reports what the
+ * sift_chain_add_* calls refuse, at the stage's position. SIFT_OK (even
+ * with diagnostics) or SIFT_E_NOMEM. */
+SIFT__HIDDEN sift_status sift__cfg_trial_build(sift_config *cfg);
+
+/* Whether a diagnostic of severity `sev` would be kept (see config.c). */
+SIFT__HIDDEN int sift__cfg_keeps(const sift_config *cfg, sift_severity sev);
+/* The work counter of a loaded config (tests). */
+SIFT__HIDDEN uint64_t sift__cfg_work(const sift_config *cfg);
 
 /* tree.c */
 SIFT__HIDDEN sift_status sift__cfg_source_init(sift_config *cfg, cfg_source *src);

@@ -58,6 +58,9 @@ typedef struct V {
     char echo[2][96];
     int echo_i;
     int64_t *token_off; /* source offsets of the lazy trigger tokens */
+    int32_t n_ctx;      /* the context size that -1 windows stand for; 0 = unset */
+    const cfg_node *n_ctx_node;
+    int flat; /* llama.cpp flat form */
 } V;
 
 #define NODE(v, i) (&(v)->t->nodes[(i)])
@@ -272,6 +275,17 @@ static const char *number_hint(const cfg_node *n)
         return "digit separators '_' are not supported; write the digits only";
     if (int_syntax(s, l) && l > i + 1 && s[i] == '0')
         return "leading zeros are not allowed (they read as octal in YAML 1.1); drop them";
+    /* C and JSON libraries print infinities and NaN as inf, -inf,
+     * Infinity, nan: to YAML these are strings. */
+    static const char *const words[] = {"inf", "Inf", "INF", "infinity", "Infinity", "INFINITY"};
+    static const char *const nans[] = {"nan", "NaN", "NAN"};
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++)
+        if (l - i == strlen(words[w]) && !memcmp(s + i, words[w], l - i))
+            return s[0] == '-' ? "YAML spells negative infinity -.inf; this spelling is a string"
+                               : "YAML spells infinity .inf; this spelling is a string";
+    for (size_t w = 0; w < sizeof nans / sizeof nans[0]; w++)
+        if (l - i == strlen(nans[w]) && !memcmp(s + i, nans[w], l - i))
+            return "YAML spells NaN .nan; this spelling is a string";
     return NULL;
 }
 
@@ -386,7 +400,9 @@ static int get_float(V *v, const cfg_node *n, const char *what, float *out)
     double d = 0;
     if (!get_num(v, n, what, &d))
         return 0;
-    if (isfinite(d) && fabs(d) > FLT_MAX)
+    /* A double rounds to FLT_MAX up to half an ulp above it (2^103), so
+     * FLT_MAX printed with %.8g (3.4028235e38) reads back as FLT_MAX. */
+    if (isfinite(d) && fabs(d) >= (double)FLT_MAX + 0x1p103)
         return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s: value out of range for a float ('%s')", what,
                       echo(v, n));
     *out = (float)d;
@@ -452,11 +468,12 @@ static int get_str(V *v, const cfg_node *n, const char *what)
 /* Mappings                                                            */
 /* ------------------------------------------------------------------ */
 
-static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb, uint64_t *work)
 {
     size_t row[65];
     if (na > 64 || nb > 64)
         return SIZE_MAX;
+    *work += (uint64_t)(na + 1) * (nb + 1);
     for (size_t j = 0; j <= nb; j++)
         row[j] = j;
     for (size_t i = 1; i <= na; i++) {
@@ -476,14 +493,19 @@ static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
     return row[nb];
 }
 
-/* The closest allowed name, or NULL if none is close enough. */
-static const char *did_you_mean(const char *key, size_t len, const char *const *names, size_t n)
+/* The closest allowed name, or NULL if none is close enough. At most 64
+ * x 64 cells per name, and asked only for a diagnostic that is kept
+ * (sift__cfg_keeps), so a file of 10^5 unknown keys costs 100 of them. */
+static const char *did_you_mean(V *v, const char *key, size_t len, const char *const *names,
+                                size_t n)
 {
     const char *best = NULL;
     size_t bd = SIZE_MAX;
+    if (!sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR))
+        return NULL;
     for (size_t i = 0; i < n; i++) {
         size_t nl = strlen(names[i]);
-        size_t d = edit_distance(key, len, names[i], nl);
+        size_t d = edit_distance(key, len, names[i], nl, &v->cfg->work);
         size_t lim = len < 4 ? 1 : len < 8 ? 2 : 3;
         int prefix = len >= 3 && nl >= 3 &&
                      (!strncmp(names[i], key, len < nl ? len : nl) ||
@@ -542,12 +564,12 @@ static void check_keys(V *v, const cfg_node *map, const char *const *names, size
             refs[k].len = key->len;
             refs[k].idx = ki;
             k++;
-            if (names) {
+            if (names && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR)) {
                 int found = 0;
                 for (size_t i = 0; i < n_names && !found; i++)
                     found = streq(key, names[i]);
                 if (!found) {
-                    const char *dm = did_you_mean(key->val, key->len, names, n_names);
+                    const char *dm = did_you_mean(v, key->val, key->len, names, n_names);
                     if (dm)
                         err_at(v, key, SIFT_E_CONFIG_KEY, "%sunknown key '%s' (did you mean '%s'?)",
                                ctx, echo(v, key), dm);
@@ -561,7 +583,7 @@ static void check_keys(V *v, const cfg_node *map, const char *const *names, size
     if (k > 1) {
         qsort(refs, k, sizeof *refs, key_cmp);
         size_t first = 0;
-        for (size_t i = 1; i < k; i++) {
+        for (size_t i = 1; i < k && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR); i++) {
             if (refs[i].len == refs[first].len && !memcmp(refs[i].s, refs[first].s, refs[i].len)) {
                 const cfg_node *a = NODE(v, refs[first].idx), *b = NODE(v, refs[i].idx);
                 err_at(v, b, SIFT_E_CONFIG_KEY, "%sduplicate key '%s' (first at %d:%d)", ctx,
@@ -690,15 +712,28 @@ static int missing(params *p, const char *key)
                   p->def->name, key);
 }
 
+/* A window of accepted tokens; -1 is llama.cpp's "the context size",
+ * which stands for n_ctx when the config gives one. */
 static int window(V *v, const cfg_node *n, const char *what, int32_t *out)
 {
     int64_t x;
     if (!get_int(v, n, what, &x))
         return 0;
-    if (x < 0)
+    if (x == -1 && v->n_ctx > 0) {
+        if (v->n_ctx > SIFT_DEFAULT_MAX_HISTORY)
+            return err_at(v, n, SIFT_E_CONFIG_LIMIT,
+                          "%s -1 is n_ctx %d, which exceeds max_history %d", what, (int)v->n_ctx,
+                          SIFT_DEFAULT_MAX_HISTORY);
+        *out = v->n_ctx;
+        return 1;
+    }
+    if (x == -1)
         return err_at(v, n, SIFT_E_CONFIG_VALUE,
-                      "%s must be >= 0, got %lld (-1, 'the whole context', is not supported; "
-                      "give a window)",
+                      "%s is -1 (the context size): set n_ctx to the context size, or give a "
+                      "window",
+                      what);
+    if (x < 0)
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0 (or -1 with n_ctx set), got %lld",
                       what, (long long)x);
     if (x > SIFT_DEFAULT_MAX_HISTORY)
         return err_at(v, n, SIFT_E_CONFIG_LIMIT, "%s %lld exceeds max_history %d", what,
@@ -818,26 +853,52 @@ static int cmp_bias(const void *a, const void *b)
     return (x->token > y->token) - (x->token < y->token);
 }
 
-static void logit_bias(V *v, const cfg_node *map, const cfg_node *at, cfg_stage *st)
+/* The (token, bias) entries of a logit_bias value: a mapping token id ->
+ * bias, or (llama.cpp's JSON form) a sequence of [token, bias] pairs. */
+typedef struct bias_entry {
+    const cfg_node *key, *val;
+} bias_entry;
+
+/* A token id of logit_bias. The flat form also takes JSON's quoted ids
+ * ("15"), as llama-server does; token text needs a tokenizer. */
+static int bias_token(V *v, const cfg_node *n, int flat, int32_t *out)
 {
+    if (flat && n->type == CFG_SCALAR && !n->bad && !is_plain(n)) {
+        if (n->len > 0 && int_syntax(n->val, n->len)) {
+            cfg_node tmp = *n;
+            tmp.style = SIFT_SCALAR_PLAIN;
+            return token_id(v, &tmp, "logit_bias", out);
+        }
+        return err_at(v, n, SIFT_E_CONFIG_TYPE,
+                      "logit_bias: token text '%s' needs a tokenizer, which sift does not have; "
+                      "give the token id",
+                      echo(v, n));
+    }
+    return token_id(v, n, "logit_bias", out);
+}
+
+static void logit_bias(V *v, const cfg_node *map, const cfg_node *at, cfg_stage *st, int flat)
+{
+    const char *expect = flat ? "mapping of token id to bias, or a sequence of [token, bias] pairs"
+                              : "mapping of token id to bias";
     if (!map || map->bad || is_null(map)) {
         if (!map || !map->bad)
-            err_at(v, map ? map : at, SIFT_E_CONFIG_TYPE,
-                   "logit_bias: expected a mapping of token id to bias");
+            err_at(v, map ? map : at, SIFT_E_CONFIG_TYPE, "logit_bias: expected a %s", expect);
         return;
     }
-    if (map->type != CFG_MAP) {
-        type_err(v, map, "logit_bias", "mapping of token id to bias");
+    if (map->type != CFG_MAP && !(flat && map->type == CFG_SEQ)) {
+        type_err(v, map, "logit_bias", expect);
         return;
     }
-    check_keys(v, map, NULL, 0, "logit_bias: ");
-    size_t n = map->n_children / 2;
+    size_t n = map->type == CFG_MAP ? map->n_children / 2 : map->n_children;
     int64_t cap = v->vocab_size ? v->vocab_size : SIFT_DEFAULT_MAX_VOCAB;
     if ((int64_t)n > cap) {
         err_at(v, map, SIFT_E_CONFIG_LIMIT, "logit_bias has %zu entries; max %lld", n,
                (long long)cap);
         return;
     }
+    if (map->type == CFG_MAP)
+        check_keys(v, map, NULL, 0, "logit_bias: ");
     sift_bias *b = n ? sift__malloc(&v->cfg->al, n, sizeof *b) : NULL;
     if (n && !b) {
         v->st = SIFT_E_NOMEM;
@@ -845,13 +906,31 @@ static void logit_bias(V *v, const cfg_node *map, const cfg_node *at, cfg_stage 
     }
     size_t k = 0;
     int ok = 1;
-    for (uint32_t ki = map->first; ki != CFG_NONE;) {
-        const cfg_node *key = NODE(v, ki);
-        const cfg_node *val = NODE(v, key->next);
-        ki = val->next;
+    for (uint32_t ki = map->first; ki != CFG_NONE && !v->cfg->stopped;) {
+        bias_entry e;
+        const cfg_node *item = NODE(v, ki);
+        if (map->type == CFG_MAP) {
+            e.key = item;
+            e.val = NODE(v, item->next);
+            ki = e.val->next;
+        } else {
+            ki = item->next;
+            if (item->bad) {
+                ok = 0;
+                continue;
+            }
+            if (item->type != CFG_SEQ || item->n_children != 2) {
+                ok = err_at(v, item, SIFT_E_CONFIG_TYPE,
+                            "logit_bias: an entry of the list is a [token, bias] pair");
+                continue;
+            }
+            e.key = NODE(v, item->first);
+            e.val = NODE(v, e.key->next);
+        }
+        const cfg_node *val = e.val;
         int32_t tok;
         float f = 0;
-        int good = token_id(v, key, "logit_bias", &tok);
+        int good = bias_token(v, e.key, flat, &tok);
         if (is_plain(val) && streq(val, "false")) {
             f = -INFINITY;
         } else if (is_plain(val) && is_bool_word(val)) {
@@ -891,11 +970,14 @@ static void logit_bias(V *v, const cfg_node *map, const cfg_node *at, cfg_stage 
                             (int)sorted[i].token);
         sift__free(&v->cfg->al, sorted);
     }
-    if (!ok) {
+    if (!ok || k == 0) {
         sift__free(&v->cfg->al, b);
-        return;
+        if (ok && flat)
+            return; /* an empty flat logit_bias adds no stage */
+        if (!ok)
+            return;
     }
-    st->biases = b;
+    st->biases = k ? b : NULL;
     st->n_biases = k;
     push(v, st);
 }
@@ -935,7 +1017,7 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
         if (streq(name, STAGES[i].name))
             def = &STAGES[i];
     if (!def) {
-        const char *dm = did_you_mean(name->val, name->len, STAGE_NAMES, N_STAGES);
+        const char *dm = did_you_mean(v, name->val, name->len, STAGE_NAMES, N_STAGES);
         if (dm)
             err_at(v, name, SIFT_E_CONFIG_KEY, "unknown stage '%s' (did you mean '%s'?)",
                    echo(v, name), dm);
@@ -949,7 +1031,7 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
     st.line = item->line;
     st.col = item->col;
     if (def->kind == K_LOGIT_BIAS) {
-        logit_bias(v, val, item, &st);
+        logit_bias(v, val, item, &st, 0);
         return;
     }
     params p = {v, def, NULL, NULL, item, {0}};
@@ -1270,64 +1352,98 @@ static void chain_list(V *v, const cfg_node *chain)
 /* llama.cpp flat parameters                                           */
 /* ------------------------------------------------------------------ */
 
-static const char *const FLAT_KEYS[] = {"top_k",
-                                        "top_p",
-                                        "min_p",
-                                        "typical_p",
-                                        "temp",
-                                        "dynatemp_range",
-                                        "dynatemp_exponent",
-                                        "repeat_penalty",
-                                        "repeat_last_n",
-                                        "frequency_penalty",
-                                        "presence_penalty",
-                                        "dry_multiplier",
-                                        "dry_base",
-                                        "dry_allowed_length",
-                                        "dry_penalty_last_n",
-                                        "dry_sequence_breakers",
-                                        "xtc_probability",
-                                        "xtc_threshold",
-                                        "top_n_sigma",
-                                        "mirostat",
-                                        "mirostat_tau",
-                                        "mirostat_eta",
-                                        "samplers",
-                                        "min_keep",
-                                        "n_probs"};
+/* The sampling keys of llama.cpp's common_params_sampling and of
+ * llama-server's /completion request (params_from_json_cmpl). */
+static const char *const FLAT_KEYS[] = {
+    "top_k",
+    "top_p",
+    "min_p",
+    "typical_p",
+    "temp",
+    "temperature",
+    "dynatemp_range",
+    "dynatemp_exponent",
+    "repeat_penalty",
+    "repeat_last_n",
+    "frequency_penalty",
+    "presence_penalty",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "dry_penalty_last_n",
+    "dry_sequence_breakers",
+    "xtc_probability",
+    "xtc_threshold",
+    "top_n_sigma",
+    "mirostat",
+    "mirostat_tau",
+    "mirostat_eta",
+    "samplers",
+    "min_keep",
+    "n_probs",
+    "logit_bias",
+    "ignore_eos",
+    "json_schema",
+    "grammar_lazy",
+    "grammar_triggers",
+    "preserved_tokens",
+    "adaptive_target",
+    "adaptive_decay",
+};
 #define N_FLAT (sizeof FLAT_KEYS / sizeof FLAT_KEYS[0])
 
-static const char *const TOP_KEYS[] = {"seed",
-                                       "vocab_size",
-                                       "vocab",
-                                       "chain",
-                                       "grammar",
-                                       "top_k",
-                                       "top_p",
-                                       "min_p",
-                                       "typical_p",
-                                       "temp",
-                                       "dynatemp_range",
-                                       "dynatemp_exponent",
-                                       "repeat_penalty",
-                                       "repeat_last_n",
-                                       "frequency_penalty",
-                                       "presence_penalty",
-                                       "dry_multiplier",
-                                       "dry_base",
-                                       "dry_allowed_length",
-                                       "dry_penalty_last_n",
-                                       "dry_sequence_breakers",
-                                       "xtc_probability",
-                                       "xtc_threshold",
-                                       "top_n_sigma",
-                                       "mirostat",
-                                       "mirostat_tau",
-                                       "mirostat_eta",
-                                       "samplers",
-                                       "min_keep",
-                                       "n_probs"};
-#define N_TOP (sizeof TOP_KEYS / sizeof TOP_KEYS[0])
+/* Keys of a /completion request that are not sampling parameters: the
+ * flat form accepts them so a request loads as it is, and warns that they
+ * are ignored (docs/config.md). */
+static const char *const IGNORED_KEYS[] = {
+    "prompt",
+    "n_predict",
+    "max_tokens",
+    "n_indent",
+    "n_keep",
+    "stream",
+    "stream_options",
+    "stop",
+    "t_max_predict_ms",
+    "t_max_prompt_ms",
+    "id_slot",
+    "cache_prompt",
+    "return_tokens",
+    "timings_per_token",
+    "post_sampling_probs",
+    "response_fields",
+    "lora",
+    "image_data",
+    "multimodal_data",
+    "return_progress",
+    "n_cmpl",
+    "n_discard",
+    "verbose",
+    "model",
+    "chat_format",
+    "reasoning_format",
+    "backend_sampling",
+    "speculative.n_max",
+    "speculative.n_min",
+    "speculative.p_min",
+    "input_prefix",
+    "input_suffix",
+    "input_extra",
+    "tokens",
+};
+#define N_IGNORED (sizeof IGNORED_KEYS / sizeof IGNORED_KEYS[0])
+
+static const char *const BASE_KEYS[] = {"seed", "vocab_size", "vocab", "chain", "grammar", "n_ctx"};
+#define N_BASE (sizeof BASE_KEYS / sizeof BASE_KEYS[0])
+#define N_TOP (N_BASE + N_FLAT + N_IGNORED)
+
+static int in_list(const cfg_node *key, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (streq(key, names[i]))
+            return 1;
+    return 0;
+}
 
 /* Sampler names llama.cpp's common accepts, with sift's meaning. */
 static const struct {
@@ -1393,8 +1509,34 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
             ok = 0;
             continue;
         }
+        /* llama-server reads a string as one character per sampler
+         * ("kfypmt"); a string that is one of the names, or has a ';', is
+         * a list of names (common's --samplers). */
+        static const char CHARS[] = "edskypmxt"; /* index = id */
+        int chars = n->type == CFG_SCALAR && s->len > 0 && !memchr(s->val, ';', s->len);
+        for (size_t t = 0; t < N_SAMPLER_NAMES && chars; t++)
+            if (strlen(SAMPLER_NAMES[t].name) == s->len &&
+                !memcmp(SAMPLER_NAMES[t].name, s->val, s->len))
+                chars = 0;
+        for (size_t c = 0; c < s->len && chars; c++)
+            if (!memchr(CHARS, s->val[c], sizeof CHARS - 1))
+                chars = 0;
+        if (chars) {
+            for (size_t c = 0; c < s->len; c++) {
+                if (k == 64) {
+                    ok = err_at(v, s, SIFT_E_CONFIG_LIMIT, "samplers: more than 64 entries");
+                    break;
+                }
+                items[k].id =
+                    (int)((const char *)memchr(CHARS, s->val[c], sizeof CHARS - 1) - CHARS);
+                sift__cfg_linecol(&v->cfg->src, (size_t)sift__cfg_scalar_offset(v->cfg, s, c),
+                                  &items[k].line, &items[k].col);
+                k++;
+            }
+            continue;
+        }
         size_t i = 0;
-        while (i <= s->len) {
+        while (i <= s->len && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR)) {
             size_t j = i;
             while (j < s->len && s->val[j] != ';')
                 j++;
@@ -1418,7 +1560,7 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
                     size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
                     memcpy(nm, s->val + a, l);
                     nm[l] = '\0';
-                    const char *dm = did_you_mean(nm, l, names, N_SAMPLER_NAMES);
+                    const char *dm = did_you_mean(v, nm, l, names, N_SAMPLER_NAMES);
                     ok =
                         err_off(v, off, SIFT_E_CONFIG_VALUE, "samplers: unknown sampler '%s'%s%s%s",
                                 nm, dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
@@ -1435,6 +1577,7 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
                     k++;
                 } else {
                     ok = err_off(v, off, SIFT_E_CONFIG_LIMIT, "samplers: more than 64 entries");
+                    break;
                 }
             }
             i = j + 1;
@@ -1455,9 +1598,15 @@ static void flat_params(V *v, const cfg_node *root)
     ok &= flat_float_in(v, root, "top_p", 0, 1, &f.top_p);
     ok &= flat_float_in(v, root, "min_p", 0, 1, &f.min_p);
     ok &= flat_float_in(v, root, "typical_p", 0, 1, &f.typical_p);
-    ok &= flat_finite(v, root, "temp", &f.temp);
-    if ((n = find(v, root, "temp")) && ok && f.temp < 0)
-        warn_at(v, n, "temp %s < 0 acts as 0 (greedy), as in llama.cpp", echo(v, n));
+    /* llama-server's request says temperature, common's params temp. */
+    const cfg_node *tk = find(v, root, "temperature");
+    const char *tname = tk ? "temperature" : "temp";
+    if (tk && find(v, root, "temp"))
+        ok = err_at(v, key_of(v, root, tk), SIFT_E_CONFIG_KEY,
+                    "give either 'temp' or 'temperature' (the same parameter), not both");
+    ok &= flat_finite(v, root, tname, &f.temp);
+    if ((n = find(v, root, tname)) && ok && f.temp < 0)
+        warn_at(v, n, "%s %s < 0 acts as 0 (greedy), as in llama.cpp", tname, echo(v, n));
     if ((n = find(v, root, "dynatemp_range"))) {
         ok &= get_finite(v, n, "dynatemp_range", &f.dyn_range);
         if (ok && f.dyn_range < 0)
@@ -1499,10 +1648,17 @@ static void flat_params(V *v, const cfg_node *root)
             f.dry_last_n = 0;
         else if (window(v, dry_last, "dry_penalty_last_n", &f.dry_last_n) == 0)
             ok = 0;
+    } else if (dry_on && ok && v->n_ctx > 0) {
+        if (v->n_ctx > SIFT_DEFAULT_MAX_HISTORY)
+            ok = err_at(v, v->n_ctx_node, SIFT_E_CONFIG_LIMIT,
+                        "dry_penalty_last_n defaults to -1, n_ctx %d, which exceeds max_history %d",
+                        (int)v->n_ctx, SIFT_DEFAULT_MAX_HISTORY);
+        else
+            f.dry_last_n = v->n_ctx;
     } else if (dry_on && ok) {
         ok = err_at(v, find(v, root, "dry_multiplier"), SIFT_E_CONFIG_VALUE,
-                    "dry_penalty_last_n defaults to -1 (the context size), which sift does not "
-                    "support; set dry_penalty_last_n to a window");
+                    "dry_penalty_last_n defaults to -1 (the context size): set n_ctx to the "
+                    "context size, or dry_penalty_last_n to a window");
     }
     if (ok && f.dry_mult != 0 && f.dry_base < 1)
         warn_at(v, find(v, root, "dry_base"), "dry_base < 1 turns DRY off");
@@ -1535,6 +1691,70 @@ static void flat_params(V *v, const cfg_node *root)
         int32_t np;
         if (get_int_in(v, n, "n_probs", 0, INT32_MAX, &np))
             warn_at(v, n, "n_probs does not change sampling; ignored");
+        else
+            ok = 0;
+    }
+    if ((n = find(v, root, "ignore_eos"))) {
+        int b = 0;
+        if (!get_bool(v, n, "ignore_eos", &b))
+            ok = 0;
+        else if (b)
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE,
+                        "ignore_eos: true bans the vocabulary's end-of-generation tokens, which a "
+                        "config does not know yet; ban them by id with logit_bias ([[id, false]])");
+    }
+    if ((n = find(v, root, "json_schema")) && !n->bad && !is_null(n))
+        ok = err_at(v, n, SIFT_E_CONFIG_VALUE,
+                    "json_schema is not supported yet; give the grammar it stands for as GBNF "
+                    "(grammar)");
+    if ((n = find(v, root, "grammar_lazy"))) {
+        int b = 0;
+        if (!get_bool(v, n, "grammar_lazy", &b))
+            ok = 0;
+        else if (b)
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE,
+                        "grammar_lazy is not supported in the flat form yet; give grammar as a "
+                        "mapping with its lazy triggers (grammar.lazy)");
+    }
+    if ((n = find(v, root, "grammar_triggers")) && !n->bad && !is_null(n) &&
+        !(n->type == CFG_SEQ && n->n_children == 0))
+        ok = err_at(v, n, SIFT_E_CONFIG_VALUE,
+                    "grammar_triggers is not supported in the flat form yet; give grammar as a "
+                    "mapping with its lazy triggers (grammar.lazy)");
+    if ((n = find(v, root, "preserved_tokens")))
+        warn_at(v, n, "preserved_tokens does not change sampling; ignored");
+    if ((n = find(v, root, "adaptive_target"))) {
+        float t = 0;
+        if (!get_finite(v, n, "adaptive_target", &t))
+            ok = 0;
+        else if (t >= 0)
+            ok = err_at(v, n, SIFT_E_CONFIG_VALUE,
+                        "adaptive_target %s turns on llama.cpp's adaptive-p sampler, which sift "
+                        "does not have (a negative value leaves it off)",
+                        echo(v, n));
+    }
+    if ((n = find(v, root, "adaptive_decay"))) {
+        float d = 0;
+        ok &= get_finite(v, n, "adaptive_decay", &d);
+    }
+    for (uint32_t ki = root->first; ki != CFG_NONE;) {
+        const cfg_node *key = NODE(v, ki);
+        if (!key->bad && in_list(key, IGNORED_KEYS, N_IGNORED))
+            warn_at(v, key, "'%s' is not a sampling parameter; ignored", echo(v, key));
+        ki = key->next == CFG_NONE ? CFG_NONE : NODE(v, key->next)->next;
+    }
+    /* llama.cpp's common sampler puts the logit biases ahead of the
+     * samplers list: stage 0. */
+    if ((n = find(v, root, "logit_bias"))) {
+        cfg_stage lb;
+        memset(&lb, 0, sizeof lb);
+        lb.kind = K_LOGIT_BIAS;
+        lb.line = n->line;
+        lb.col = n->col;
+        size_t before = v->cfg->n_errors;
+        logit_bias(v, n, n, &lb, 1);
+        if (v->cfg->n_errors != before)
+            ok = 0;
     }
     order_item order[64];
     size_t n_order = 0;
@@ -1720,7 +1940,8 @@ static int check_pattern(V *v, const cfg_node *n, const char *kind, size_t index
     }
     int ecode = 0;
     PCRE2_SIZE eoff = 0;
-    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+    /* the options of the trigger set (src/grammar/trigger.c) */
+    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C;
     if (full)
         opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
     pcre2_code *code = pcre2_compile((PCRE2_SPTR)n->val, n->len, opts, &ecode, &eoff, cc);
@@ -1843,7 +2064,8 @@ static int rule_name_ok(const cfg_node *n)
  * cannot be checked without a vocabulary: that one error is left to
  * sift_config_build_chain, which compiles with the runtime's vocabulary.
  */
-static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node *file_node)
+static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node *file_node,
+                                 const cfg_node *lazy_node)
 {
     sift_config *cfg = v->cfg;
     sift_grammar_params gp;
@@ -1852,9 +2074,36 @@ static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node
     gp.source_name = cfg->g_file ? cfg->g_file : "grammar";
     gp.allocator = &cfg->al.a;
     gp.max_bytes = cfg->params.max_bytes;
+    if (!file_node) {
+        /* every position of an inline grammar's error, those quoted in
+         * its message included, in the YAML file's coordinates */
+        gp.map_position = sift__cfg_map_grammar;
+        gp.map_user = cfg;
+    }
     sift_grammar *g = NULL;
     sift_error ge;
     sift_status st = sift_grammar_new(&g, cfg->g_text, cfg->grammar.length, NULL, &gp, &ge);
+    if (st == SIFT_OK && cfg->grammar.lazy &&
+        cfg->grammar.n_words + cfg->grammar.n_patterns + cfg->grammar.n_full_patterns > 0) {
+        /* The builder's judgement of the triggers (word and pattern
+         * limits, PCRE2's options); token triggers need the vocabulary
+         * and wait for sift_config_build_chain. */
+        sift_lazy_params lp;
+        sift_lazy_params_init(&lp);
+        lp.words = (const char *const *)cfg->g_words;
+        lp.word_lens = cfg->g_word_lengths;
+        lp.n_words = cfg->grammar.n_words;
+        lp.patterns = (const char *const *)cfg->g_patterns;
+        lp.n_patterns = cfg->grammar.n_patterns;
+        lp.full_patterns = (const char *const *)cfg->g_full_patterns;
+        lp.n_full_patterns = cfg->grammar.n_full_patterns;
+        sift_error le;
+        sift_status ls = sift_grammar_set_lazy(g, &lp, &le);
+        if (ls == SIFT_E_NOMEM)
+            v->st = SIFT_E_NOMEM;
+        else if (ls != SIFT_OK)
+            err_at(v, lazy_node, ls, "grammar.lazy: %s", le.message);
+    }
     sift_grammar_free(g);
     if (st == SIFT_OK)
         return;
@@ -1868,7 +2117,7 @@ static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node
         err_at(v, file_node, st, "grammar: %s", ge.message);
         return;
     }
-    /* "grammar:L:C: text" -> "text (grammar line L, column C)" */
+    /* "grammar:L:C: text", L:C already the file's (map_position) */
     char prefix[64];
     snprintf(prefix, sizeof prefix, "grammar:%d:%d: ", (int)ge.line, (int)ge.column);
     const char *msg = ge.message;
@@ -1876,7 +2125,7 @@ static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node
         msg += strlen(prefix);
     int64_t off = ge.offset >= 0 ? sift__cfg_scalar_offset(cfg, text_node, (size_t)ge.offset)
                                  : text_node->off;
-    err_off(v, off, st, "grammar: %s (grammar %d:%d)", msg, (int)ge.line, (int)ge.column);
+    err_off(v, off, st, "grammar: %s", msg);
 }
 
 static void grammar_section(V *v, const cfg_node *g)
@@ -1886,10 +2135,17 @@ static void grammar_section(V *v, const cfg_node *g)
     sift_config *cfg = v->cfg;
     if (g->bad)
         return;
-    if (g->type != CFG_MAP)
-        return (void)type_err(v, g, "grammar", "mapping (file or text, root, mode, lazy)");
-    check_keys(v, g, KEYS, 5, "grammar: ");
-    const cfg_node *file = find(v, g, "file"), *text = find(v, g, "text");
+    /* llama.cpp's form: the GBNF text itself, in check mode (llama.cpp
+     * samples, then checks the token against the grammar); "" = none. */
+    int as_text = g->type == CFG_SCALAR && !is_null(g);
+    if (as_text && g->len == 0)
+        return;
+    if (g->type != CFG_MAP && !as_text)
+        return (void)type_err(v, g, "grammar",
+                              "mapping (file or text, root, mode, lazy) or the grammar's text");
+    if (!as_text)
+        check_keys(v, g, KEYS, 5, "grammar: ");
+    const cfg_node *file = find(v, g, "file"), *text = as_text ? g : find(v, g, "text");
     int ok = 1;
     const cfg_node *text_node = NULL, *file_node = NULL;
     if (file && text) {
@@ -1911,6 +2167,8 @@ static void grammar_section(V *v, const cfg_node *g)
                 return (void)(v->st = SIFT_E_NOMEM);
             cfg->grammar.length = text->len;
             cfg->grammar.style = (sift_scalar_style)text->style;
+            cfg->g_node = *text;
+            cfg->g_node.val = cfg->g_text;
             int64_t off = sift__cfg_scalar_offset(cfg, text, 0);
             sift__cfg_linecol(&cfg->src, (size_t)(off < 0 ? 0 : off), &cfg->grammar.line,
                               &cfg->grammar.column);
@@ -2027,7 +2285,7 @@ static void grammar_section(V *v, const cfg_node *g)
     }
     if (!ok || v->st != SIFT_OK)
         return;
-    compile_grammar_hook(v, text_node, file_node);
+    compile_grammar_hook(v, text_node, file_node, lazy);
     if (v->st != SIFT_OK || cfg->n_errors)
         return;
     cfg->grammar.text = cfg->g_text;
@@ -2064,6 +2322,19 @@ static int reads_whole(const cfg_stage *s)
 static int is_top(const cfg_stage *s)
 {
     return (s->kind == K_TOP_K && !s->flag && s->i0 > 0) || (s->kind == K_TEMP && s->f[0] <= 0);
+}
+
+typedef struct tok_ref {
+    int32_t token;
+    size_t idx;
+} tok_ref;
+
+static int tok_ref_cmp(const void *a, const void *b)
+{
+    const tok_ref *x = a, *y = b;
+    if (x->token != y->token)
+        return x->token < y->token ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
 static void chain_warnings(V *v)
@@ -2103,30 +2374,58 @@ static void chain_warnings(V *v)
                         kind_name(k));
         }
     }
-    for (size_t i = 1; i < n; i++) {
+    size_t first_of[K__COUNT];
+    for (size_t k = 0; k < K__COUNT; k++)
+        first_of[k] = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
         const cfg_stage *s = &cfg->stages[i];
         if (is_selector(s->kind))
             continue;
-        for (size_t j = 0; j < i; j++)
-            if (cfg->stages[j].kind == s->kind) {
-                warn_lc(v, s->line, s->col,
-                        "%s is listed twice (also stage %zu); both are applied in turn",
-                        kind_name(s->kind), j + 1);
-                break;
-            }
+        if (first_of[s->kind] == SIZE_MAX)
+            first_of[s->kind] = i;
+        else
+            warn_lc(v, s->line, s->col,
+                    "%s is listed twice (also stage %zu); both are applied in turn",
+                    kind_name(s->kind), first_of[s->kind] + 1);
     }
-    /* T-08: a trigger token that a logit_bias bans can never appear. */
-    for (size_t t = 0; t < cfg->grammar.n_tokens && cfg->has_grammar; t++)
-        for (size_t i = 0; i < n; i++) {
-            const cfg_stage *s = &cfg->stages[i];
-            for (size_t b = 0; b < s->n_biases; b++)
-                if (s->biases[b].token == cfg->g_tokens[t] && s->biases[b].bias == -INFINITY) {
-                    vdiag_warn_off(v, v->token_off ? v->token_off[t] : -1,
-                                   "trigger token %d is banned by logit_bias (stage %zu); the "
-                                   "lazy grammar can never trigger",
-                                   (int)cfg->g_tokens[t], i + 1);
-                }
+    /* T-08: a trigger token that a logit_bias bans can never appear. Each
+     * ban is looked up among the trigger tokens (sorted copy), so the work
+     * is linear in the biases, not their product with the triggers. */
+    size_t nt = cfg->has_grammar ? cfg->grammar.n_tokens : 0;
+    if (nt == 0)
+        return;
+    tok_ref *refs = sift__malloc(&cfg->al, nt, sizeof *refs);
+    if (!refs) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        refs[t].token = cfg->g_tokens[t];
+        refs[t].idx = t;
+    }
+    qsort(refs, nt, sizeof *refs, tok_ref_cmp);
+    for (size_t i = 0; i < n; i++) {
+        const cfg_stage *s = &cfg->stages[i];
+        for (size_t b = 0; b < s->n_biases; b++) {
+            if (s->biases[b].bias != -INFINITY)
+                continue;
+            size_t lo = 0, hi = nt;
+            v->cfg->work += 1 + 64 - (uint64_t)__builtin_clzll((unsigned long long)nt | 1);
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (refs[mid].token < s->biases[b].token)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            for (; lo < nt && refs[lo].token == s->biases[b].token; lo++)
+                vdiag_warn_off(v, v->token_off ? v->token_off[refs[lo].idx] : -1,
+                               "trigger token %d is banned by logit_bias (stage %zu); the "
+                               "lazy grammar can never trigger",
+                               (int)refs[lo].token, i + 1);
         }
+    }
+    sift__free(&cfg->al, refs);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2197,10 +2496,48 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
         type_err(&v, root, "configuration", "mapping");
         return v.st;
     }
-    check_keys(&v, root, TOP_KEYS, N_TOP, "");
+    const char *top[N_TOP];
+    for (size_t i = 0; i < N_BASE; i++)
+        top[i] = BASE_KEYS[i];
+    for (size_t i = 0; i < N_FLAT; i++)
+        top[N_BASE + i] = FLAT_KEYS[i];
+    for (size_t i = 0; i < N_IGNORED; i++)
+        top[N_BASE + N_FLAT + i] = IGNORED_KEYS[i];
+    check_keys(&v, root, top, N_TOP, "");
     const cfg_node *n;
+    const cfg_node *first_flat = NULL;
+    for (uint32_t ki = root->first; ki != CFG_NONE && !first_flat;) {
+        const cfg_node *key = NODE(&v, ki);
+        if (!key->bad && (in_list(key, FLAT_KEYS, N_FLAT) || in_list(key, IGNORED_KEYS, N_IGNORED)))
+            first_flat = key;
+        ki = key->next == CFG_NONE ? CFG_NONE : NODE(&v, key->next)->next;
+    }
+    const cfg_node *chain = find(&v, root, "chain");
+    v.flat = first_flat && !chain;
+    if ((n = find(&v, root, "n_ctx"))) {
+        int64_t x;
+        if (get_int(&v, n, "n_ctx", &x)) {
+            if (x < 1 || x > INT32_MAX)
+                err_at(&v, n, SIFT_E_CONFIG_VALUE, "n_ctx must be in [1, %d], got %lld",
+                       (int)INT32_MAX, (long long)x);
+            else {
+                v.n_ctx = (int32_t)x;
+                v.n_ctx_node = n;
+            }
+        }
+    }
     if ((n = find(&v, root, "seed"))) {
-        if (is_plain(n) && int_syntax(n->val, n->len) && n->val[0] == '-')
+        /* llama.cpp's "random seed": -1 (LLAMA_DEFAULT_SEED, 0xFFFFFFFF,
+         * as its u32), in the flat form only. */
+        if (v.flat && is_plain(n) && (streq(n, "-1") || streq(n, "4294967295"))) {
+            cfg->seed_random = 1;
+            warn_at(&v, n,
+                    "seed %s is llama.cpp's random seed: each chain built from this config "
+                    "gets a new seed, so results are not reproducible; give another number "
+                    "to reproduce them",
+                    echo(&v, n));
+        } else if (is_plain(n) && int_syntax(n->val, n->len) && n->val[0] == '-' &&
+                   strspn(n->val + 1, "0") != n->len - 1)
             err_at(&v, n, SIFT_E_CONFIG_VALUE,
                    "seed must be in [0, 18446744073709551615], got %s (sift has no random "
                    "seed; pick a number)",
@@ -2208,7 +2545,7 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
         else if (is_plain(n) && int_syntax(n->val, n->len) && !number_hint(n)) {
             uint64_t acc = 0;
             int over = 0;
-            for (size_t i = n->val[0] == '+'; i < n->len; i++) {
+            for (size_t i = n->val[0] == '+' || n->val[0] == '-'; i < n->len; i++) {
                 unsigned d = (unsigned)(n->val[i] - '0');
                 if (acc > (UINT64_MAX - d) / 10)
                     over = 1;
@@ -2242,15 +2579,6 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
     if ((n = find(&v, root, "vocab")))
         vocab_key(&v, n);
 
-    const cfg_node *chain = find(&v, root, "chain");
-    const cfg_node *first_flat = NULL;
-    for (uint32_t ki = root->first; ki != CFG_NONE && !first_flat;) {
-        const cfg_node *key = NODE(&v, ki);
-        for (size_t i = 0; i < N_FLAT && !first_flat; i++)
-            if (streq(key, FLAT_KEYS[i]))
-                first_flat = key;
-        ki = key->next == CFG_NONE ? CFG_NONE : NODE(&v, key->next)->next;
-    }
     if (chain && first_flat) {
         const cfg_node *ck = key_of(&v, root, chain);
         err_at(&v, first_flat, SIFT_E_CONFIG_KEY,
@@ -2267,6 +2595,8 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
                "parameters");
     if ((n = find(&v, root, "grammar")) && v.st == SIFT_OK)
         grammar_section(&v, n);
+    if (v.st == SIFT_OK && cfg->n_errors == 0)
+        v.st = sift__cfg_trial_build(cfg);
     if (v.st == SIFT_OK && cfg->n_errors == 0)
         chain_warnings(&v);
     sift__free(&cfg->al, v.token_off);

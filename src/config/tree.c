@@ -72,7 +72,32 @@ sift_status sift__cfg_source_init(sift_config *cfg, cfg_source *src)
         }
     }
     src->n_lines = n;
+    size_t nc = src->len / 64 + 1;
+    src->cp_chk = sift__malloc(&cfg->al, nc, sizeof *src->cp_chk);
+    if (!src->cp_chk)
+        return SIFT_E_NOMEM;
+    uint32_t cp = 0;
+    for (size_t j = 0; j < nc; j++) {
+        src->cp_chk[j] = cp;
+        size_t end = (j + 1) * 64 < src->len ? (j + 1) * 64 : src->len;
+        for (size_t i = j * 64; i < end; i++)
+            cp += (p[i] & 0xC0) != 0x80;
+    }
+    src->work = &cfg->work;
     return SIFT_OK;
+}
+
+/* Code points in data[0..off). */
+static uint64_t cp_before(const cfg_source *src, size_t off)
+{
+    const unsigned char *p = (const unsigned char *)src->data;
+    size_t j = off / 64;
+    uint64_t c = src->cp_chk[j];
+    for (size_t i = j * 64; i < off; i++)
+        c += (p[i] & 0xC0) != 0x80;
+    if (src->work)
+        *src->work += off - j * 64 + 1;
+    return c;
 }
 
 void sift__cfg_linecol(const cfg_source *src, size_t off, int32_t *line, int32_t *col)
@@ -87,11 +112,7 @@ void sift__cfg_linecol(const cfg_source *src, size_t off, int32_t *line, int32_t
         else
             hi = mid;
     }
-    const unsigned char *p = (const unsigned char *)src->data;
-    int64_t c = 1;
-    for (size_t i = src->lines[lo]; i < off; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            c++;
+    int64_t c = 1 + (int64_t)(cp_before(src, off) - cp_before(src, src->lines[lo]));
     *line = (int32_t)(lo + 1 > INT32_MAX ? INT32_MAX : lo + 1);
     *col = (int32_t)(c > INT32_MAX ? INT32_MAX : c);
 }
@@ -233,6 +254,8 @@ int64_t sift__cfg_scalar_offset(const sift_config *cfg, const cfg_node *n, size_
     const unsigned char *p = (const unsigned char *)src->data;
     if (n->off < 0 || (size_t)n->off > src->len)
         return -1;
+    if (src->work)
+        *src->work += k + 1; /* every walk below is at most k steps */
     switch (n->style) {
     case SIFT_SCALAR_PLAIN:
         if (memchr(n->val, '\n', k < n->len ? k : n->len))

@@ -66,6 +66,14 @@ SIFT__HIDDEN sift_status sift__gbnf_parse(sift__gbnf *out, const char *text, siz
                                           const char *root, const char *source,
                                           const sift_vocab *vocab, const sift__alloc *al,
                                           sift_error *err);
+/* As sift__gbnf_parse, with every position of an error (and every one
+ * quoted in its message) given by map(user, offset, &line, &col) when map
+ * is not NULL (sift_grammar_params.map_position). */
+SIFT__HIDDEN sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t len,
+                                                 const char *root, const char *source,
+                                                 const sift_vocab *vocab, const sift__alloc *al,
+                                                 void (*map)(void *, size_t, int32_t *, int32_t *),
+                                                 void *map_user, sift_error *err);
 SIFT__HIDDEN void sift__gbnf_free(sift__gbnf *g, const sift__alloc *al);
 
 /* True if code point c is in class k. */

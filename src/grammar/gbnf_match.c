@@ -1017,7 +1017,8 @@ static sift_status core_new(gcore **out, const char *text, size_t len, const sif
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while building a grammar");
     atomic_init(&c->refs, 1);
     c->al = *al;
-    sift_status s = sift__gbnf_parse(&c->g, text, len, pp->root, pp->source_name, vocab, al, err);
+    sift_status s = sift__gbnf_parse_mapped(&c->g, text, len, pp->root, pp->source_name, vocab, al,
+                                            pp->map_position, pp->map_user, err);
     if (s) {
         sift__free(al, c);
         return s;

@@ -132,11 +132,17 @@ typedef struct P {
     size_t n_fr, cap_fr;
     size_t n_elems; /* elements in arena and frames, for the budget */
     size_t bom;     /* 3 if the text starts with a BOM, else 0 */
+    void (*map)(void *, size_t, int32_t *, int32_t *); /* positions in a larger file */
+    void *map_user;
 } P;
 
 /* 1-based line and column (code points) of byte offset `off`. */
 static void line_col(const P *p, size_t off, int32_t *line, int32_t *col)
 {
+    if (p->map) {
+        p->map(p->map_user, off > p->n ? p->n : off, line, col);
+        return;
+    }
     int32_t ln = 1;
     size_t start = p->bom;
     if (off > p->n)
@@ -651,9 +657,8 @@ static int parse_class(P *p)
     p->crng.n = 0;
     for (;;) {
         if (at_end(p)) {
-            char lc[32];
-            fmt_lc(p, open, lc, sizeof lc);
-            perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "unterminated character class (opened at %s)", lc);
+            perr(p, open, SIFT_E_GRAMMAR_SYNTAX,
+                 "unterminated character class (no ']' before the end of the text)");
             return 0;
         }
         if (p->s[p->i] == ']')
@@ -665,10 +670,8 @@ static int parse_class(P *p)
         if (peek(p, 0) == '-' && peek(p, 1) != ']') {
             p->i++;
             if (at_end(p)) {
-                char lc[32];
-                fmt_lc(p, open, lc, sizeof lc);
-                perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "unterminated character class (opened at %s)",
-                     lc);
+                perr(p, open, SIFT_E_GRAMMAR_SYNTAX,
+                     "unterminated character class (no ']' before the end of the text)");
                 return 0;
             }
             hi = parse_char(p);
@@ -712,9 +715,8 @@ static int parse_literal(P *p)
     top(p)->last = top(p)->buf.n;
     for (;;) {
         if (at_end(p)) {
-            char lc[32];
-            fmt_lc(p, open, lc, sizeof lc);
-            perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "unterminated string literal (opened at %s)", lc);
+            perr(p, open, SIFT_E_GRAMMAR_SYNTAX,
+                 "unterminated string literal (no closing '\"' before the end of the text)");
             return 0;
         }
         if (p->s[p->i] == '"')
@@ -1309,8 +1311,19 @@ sift_status sift__gbnf_parse(sift__gbnf *out, const char *text, size_t len, cons
                              const char *source, const sift_vocab *vocab, const sift__alloc *al,
                              sift_error *err)
 {
+    return sift__gbnf_parse_mapped(out, text, len, root, source, vocab, al, NULL, NULL, err);
+}
+
+sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t len, const char *root,
+                                    const char *source, const sift_vocab *vocab,
+                                    const sift__alloc *al,
+                                    void (*map)(void *, size_t, int32_t *, int32_t *),
+                                    void *map_user, sift_error *err)
+{
     P p;
     memset(&p, 0, sizeof p);
+    p.map = map;
+    p.map_user = map_user;
     p.al = al;
     p.s = (const unsigned char *)text;
     p.n = len;

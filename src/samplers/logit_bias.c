@@ -5,9 +5,11 @@
  * the caller gave them, a candidate with that id gets l = l + bias (float).
  * Entries for the same token therefore add up one after the other,
  * ((l + b1) + b2) + ..., exactly as llama.cpp applies them. A bias of -inf
- * bans the token. A result of +inf or NaN (3e38 + 1e38, or +inf then a
- * -inf entry) fails the sample with SIFT_E_ROW_VALUE naming the smallest
- * such token id (BAD_INPUTS L-14). Tokens absent from the candidate set
+ * bans the token. Entries of one token whose sum (in order, from 0)
+ * reaches +inf (3e38 + 3e38) are refused when the stage is added; a
+ * result of +inf or NaN that depends on the row (a logit of 1e38 plus a
+ * bias of 3e38) fails the sample with SIFT_E_ROW_VALUE naming the
+ * smallest such token id (BAD_INPUTS L-14). Tokens absent from the candidate set
  * are ignored; ids >= the row length are rejected before the row is read,
  * through the max_token hook.
  *
@@ -241,6 +243,36 @@ sift_status sift_chain_add_logit_bias(sift_chain *chain, const sift_bias *biases
      * the float rounding of their sum. */
     sift__sort_id(e, n, tmp);
     sift__free(al, tmp);
+    /* The entries of one token, added in order from 0, must stay below
+     * +inf: two biases of 3e38 on one token overflow on every row whose
+     * logit for it is not itself near -FLT_MAX, so they are refused here
+     * rather than failing every sample (SIFT_E_ROW_VALUE). */
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        float sum = 0.0f;
+        for (; j < n && e[j].id == e[i].id; j++) {
+            sum = sum + e[j].logit;
+            if (sum == INFINITY)
+                break;
+        }
+        if (j < n && e[j].id == e[i].id) {
+            /* the caller's index of the entry that reached +inf */
+            size_t k = j - i, at = 0;
+            for (size_t q = 0; q < n; q++)
+                if (biases[q].token == e[i].id && k-- == 0) {
+                    at = q;
+                    break;
+                }
+            int32_t tok = e[i].id;
+            sift__free(al, b);
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)at,
+                                 "logit_bias: the entries for token %d add up to +inf at entry "
+                                 "%zu; the sum of one token's biases must stay below the float "
+                                 "range",
+                                 (int)tok, at);
+        }
+        i = j;
+    }
     for (size_t i = 0; i < n; i++)
         b->n_distinct += i == 0 || e[i].id != e[i - 1].id;
     b->off_raise = off_raise;

@@ -19,7 +19,10 @@
  * - last_n < 0 is an error (llama clamps it to 0 = off, so `-1` silently
  *   disables penalties); last_n above max_history is SIFT_E_LIMIT because
  *   the window is allocated up front.
- * - repeat must be finite and > 0; freq and presence finite.
+ * - repeat must be finite and > 0, with 1 / repeat finite; freq and
+ *   presence finite, and c * freq + presence finite for every count c in
+ *   1 .. last_n (these overflow whatever the row holds, so they are
+ *   refused when the stage is added).
  * - clone copies the counts (llama's clone copies the ring but forgets the
  *   counts until tokens are re-accepted).
  * - -inf logits are left alone and +inf/NaN results are errors.
@@ -330,8 +333,28 @@ sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n, float re
     if (presence != presence || presence == INFINITY || presence == -INFINITY)
         return sift__fail(err, SIFT_E_ARG, "penalties: presence must be finite, got %g",
                           (double)presence);
-    const sift__alloc *al = sift__chain_alloc(chain);
     int active = last_n > 0 && !(repeat == 1.0f && freq == 0.0f && presence == 0.0f);
+    if (active) {
+        /* What overflows whatever the row holds is refused here: a repeat
+         * whose reciprocal is +inf turns every positive logit into +inf,
+         * and an amount c * freq + presence beyond the float range (for
+         * some count c in 1..last_n; the float operations are monotone in
+         * c, so the two ends decide) makes every penalised logit +inf or
+         * NaN. What depends on the row (a logit of 10 divided by 1e-38)
+         * still fails the step with SIFT_E_ROW_VALUE. */
+        if (!(1.0f / repeat < INFINITY))
+            return sift__fail(err, SIFT_E_ARG,
+                              "penalties: repeat %g overflows every positive logit (1 / repeat "
+                              "is beyond the float range)",
+                              (double)repeat);
+        float lo = 1.0f * freq + presence, hi = (float)last_n * freq + presence;
+        if (!(lo > -INFINITY && lo < INFINITY) || !(hi > -INFINITY && hi < INFINITY))
+            return sift__fail(err, SIFT_E_ARG,
+                              "penalties: freq %g and presence %g overflow: count * freq + "
+                              "presence must stay finite for counts 1 .. last_n (%d)",
+                              (double)freq, (double)presence, (int)last_n);
+    }
+    const sift__alloc *al = sift__chain_alloc(chain);
     pen_stage *p;
     if (!active) {
         p = (pen_stage *)sift__stage_alloc(al, &pen_ops, sizeof *p);
