@@ -427,7 +427,7 @@ typedef struct sift_grammar_params {
     size_t max_bytes;                /**< Largest grammar text in bytes (default 1 MiB). */
     int32_t max_stacks;      /**< Largest number of live parse stacks, >= 1 (default 4096). */
     int32_t max_stack_depth; /**< Largest depth of one parse stack, >= 1 (default 10000). */
-    int64_t max_step_work;   /**< Element visits allowed per call, >= 1 (default 5e7). */
+    int64_t max_step_work;   /**< Units of matcher work per call, >= 1 (default 5e7). */
 } sift_grammar_params;
 
 /** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */
