@@ -451,6 +451,87 @@ START_TEST(test_deep_nesting_and_long_rule_chains_do_not_recurse)
 }
 END_TEST
 
+/* G-07: nullable repetitions, each with strings it accepts and rejects
+ * (whole input, complete). */
+typedef struct nullable_case {
+    const char *grammar;
+    const char *accept[4];
+    const char *reject[3];
+} nullable_case;
+
+static const nullable_case NULLABLE[] = {
+    {"root ::= ( [x]* )*", {"", "x", "xxxx", NULL}, {"y", "xy", NULL}},
+    {"root ::= (\"\")*", {"", NULL}, {"a", NULL}},
+    {"root ::= (\"a\"?)* \"b\"", {"b", "ab", "aaab", NULL}, {"", "a", "ba"}},
+    {"root ::= (\"x\"*)+", {"", "x", "xxx", NULL}, {"y", NULL}},
+    {"root ::= (\"x\"*){2,} \"!\"", {"!", "x!", "xxxx!", NULL}, {"", "xx", "!x"}},
+    {"root ::= (\"x\"?){3,5}", {"", "xx", "xxxxx", NULL}, {"xxxxxx", NULL}},
+    {"root ::= ((\"x\"*)*)*", {"", "xxx", NULL}, {"xy", NULL}},
+    {"root ::= (\"a\"* \"b\"*)*", {"", "ab", "ba", "abba"}, {"c", NULL}},
+    {"root ::= \"a\" (\"\" | \"b\" | \"c\")*", {"a", "abcb", NULL}, {"", "b", NULL}},
+    {"root ::= (ws item ws)*\nitem ::= [0-9]+\nws ::= [ ]*",
+     {"", "1 2", " 12  3 ", NULL},
+     {"a", NULL}},
+    {"root ::= x \"!\"\nx ::= x?", {"!", NULL}, {"", "x!", NULL}},
+    {"root ::= (a | b)*\na ::= \"a\"*\nb ::= \"b\"?", {"", "aab", "bbba", NULL}, {"c", NULL}},
+};
+
+START_TEST(test_a_nullable_repetition_is_accepted_with_its_meaning)
+{
+    const nullable_case *c = &NULLABLE[_i];
+    sift_error err;
+    sift_grammar *g = NULL;
+    ck_assert_msg(sift_grammar_new(&g, c->grammar, strlen(c->grammar), NULL, NULL, &err) == SIFT_OK,
+                  "%s: %s", c->grammar, err.message);
+    sift_grammar_free(g);
+    for (size_t i = 0; i < N(c->accept) && c->accept[i]; i++)
+        ck_assert_msg(accepts_text(c->grammar, c->accept[i]), "%s must accept [%s]", c->grammar,
+                      c->accept[i]);
+    for (size_t i = 0; i < N(c->reject) && c->reject[i]; i++)
+        ck_assert_msg(!accepts_text(c->grammar, c->reject[i]), "%s must reject [%s]", c->grammar,
+                      c->reject[i]);
+}
+END_TEST
+
+START_TEST(test_a_nullable_repetition_matches_in_constant_work_per_byte)
+{
+    /* the empty iteration ends the loop: 10^4 bytes keep one state size,
+     * one stack depth, and a bounded count per byte */
+    sift_grammar *g = gnew("root ::= ( [x]* | \"\" )* \"!\"");
+    sift_error err;
+    uint64_t d1 = 0;
+    for (int i = 0; i < 10000; i++) {
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, "x", 1, &err), SIFT_OK);
+        ck_assert_int_lt(sift__grammar_last_work(g), 2000);
+        if (i == 1)
+            d1 = sift__grammar_digest(g, 1);
+    }
+    ck_assert_uint_eq(sift__grammar_digest(g, 1), d1); /* the same state */
+    ck_assert_int_eq(sift_grammar_accept_bytes(g, "!", 1, &err), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_is_complete(g), 1);
+    sift_grammar_free(g);
+}
+END_TEST
+
+START_TEST(test_a_left_recursion_through_a_nullable_loop_is_still_an_error)
+{
+    /* a loop whose reference is followed by something grows the stack on
+     * every round; a loop of plain rules is llama.cpp's left recursion */
+    static const char *const bad[] = {
+        "root ::= root*",
+        "root ::= (root \"a\")*",
+        "root ::= x\nx ::= (\"a\"? x \"b\")*",
+        "root ::= a | \"x\"\na ::= root",
+        "root ::= root",
+    };
+    for (size_t i = 0; i < N(bad); i++) {
+        sift_error err;
+        ck_assert_msg(parse_status(bad[i], &err) == SIFT_E_GRAMMAR_LEFT_RECURSION, "%s", bad[i]);
+        ck_assert_msg(strstr(err.message, "is left-recursive:") != NULL, "%s", err.message);
+    }
+}
+END_TEST
+
 START_TEST(test_a_long_literal_and_many_alternatives_are_linear)
 {
     size_t n = 1000000;
@@ -1784,6 +1865,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_caller_given_start_rule_is_used_and_checked);
     tcase_add_test(tc, test_deep_nesting_and_long_rule_chains_do_not_recurse);
     tcase_add_test(tc, test_a_long_literal_and_many_alternatives_are_linear);
+    tcase_add_loop_test(tc, test_a_nullable_repetition_is_accepted_with_its_meaning, 0,
+                        (int)N(NULLABLE));
+    tcase_add_test(tc, test_a_nullable_repetition_matches_in_constant_work_per_byte);
+    tcase_add_test(tc, test_a_left_recursion_through_a_nullable_loop_is_still_an_error);
     tcase_add_test(tc, test_repetition_limits_follow_llamacpp);
     tcase_add_test(tc, test_parser_and_matcher_run_on_a_256k_stack);
     tcase_set_timeout(tc, 60);
