@@ -636,7 +636,7 @@ typedef struct sift_lazy_params {
     size_t max_window;                /**< Bytes a searched pattern sees, >= 64 (default 4096). */
     size_t max_text;                  /**< Text a whole-text pattern may see (default 1 MiB). */
     size_t max_triggers;              /**< Largest number of triggers (default 1024). */
-    uint32_t match_limit;             /**< PCRE2 match limit per search (default 10^6). */
+    uint32_t match_limit;             /**< PCRE2 steps per token, all patterns (default 10^6). */
     uint32_t depth_limit;             /**< PCRE2 depth limit (default 10^4). */
     uint32_t heap_limit_kib;          /**< PCRE2 heap limit in KiB (default 16384). */
 } sift_lazy_params;
