@@ -21,6 +21,13 @@
  *   buffer happens to hold beyond that is invisible.
  * - resume[i]: no match of pattern i can start before it, whatever text
  *   comes next (a hard partial search proved it), so searches skip it.
+ * - A searched pattern fires only on a final match: one that a hard
+ *   partial search from the same point also finds, so that no text that
+ *   may follow can change it (\b, $, lookaheads or greedy repeats at the
+ *   end of the text wait for the next token).
+ * - PCRE2 work is counted by an automatic callout (count_step): all the
+ *   searches of one feed share p.match_limit steps. PCRE2's frames are
+ *   allocated at set-up, so feeding allocates nothing at steady state.
  * - spans[0..nsp) are the tokens whose text overlaps [base, end), in order,
  *   each with a non-empty text; nsp <= end - base, so with the span array
  *   sized like the text buffer neither ever grows at steady state.
