@@ -427,7 +427,7 @@ typedef struct sift_grammar_params {
     size_t max_bytes;                /**< Largest grammar text in bytes (default 1 MiB). */
     int32_t max_stacks;      /**< Largest number of live parse stacks, >= 1 (default 4096). */
     int32_t max_stack_depth; /**< Largest depth of one parse stack, >= 1 (default 10000). */
-    int64_t max_step_work;   /**< Element visits allowed per call, >= 1 (default 5e7). */
+    int64_t max_step_work;   /**< Units of matcher work per call, >= 1 (default 5e7). */
     /**
      * Where the text sits in a larger file, for messages: called with a
      * byte offset of the text, it sets the 1-based line and column (code
@@ -648,7 +648,7 @@ typedef struct sift_lazy_params {
     size_t max_window;                /**< Bytes a searched pattern sees, >= 64 (default 4096). */
     size_t max_text;                  /**< Text a whole-text pattern may see (default 1 MiB). */
     size_t max_triggers;              /**< Largest number of triggers (default 1024). */
-    uint32_t match_limit;             /**< PCRE2 match limit per search (default 10^6). */
+    uint32_t match_limit;             /**< PCRE2 steps per token, all patterns (default 10^6). */
     uint32_t depth_limit;             /**< PCRE2 depth limit (default 10^4). */
     uint32_t heap_limit_kib;          /**< PCRE2 heap limit in KiB (default 16384). */
 } sift_lazy_params;

@@ -473,6 +473,87 @@ START_TEST(test_deep_nesting_and_long_rule_chains_do_not_recurse)
 }
 END_TEST
 
+/* G-07: nullable repetitions, each with strings it accepts and rejects
+ * (whole input, complete). */
+typedef struct nullable_case {
+    const char *grammar;
+    const char *accept[4];
+    const char *reject[3];
+} nullable_case;
+
+static const nullable_case NULLABLE[] = {
+    {"root ::= ( [x]* )*", {"", "x", "xxxx", NULL}, {"y", "xy", NULL}},
+    {"root ::= (\"\")*", {"", NULL}, {"a", NULL}},
+    {"root ::= (\"a\"?)* \"b\"", {"b", "ab", "aaab", NULL}, {"", "a", "ba"}},
+    {"root ::= (\"x\"*)+", {"", "x", "xxx", NULL}, {"y", NULL}},
+    {"root ::= (\"x\"*){2,} \"!\"", {"!", "x!", "xxxx!", NULL}, {"", "xx", "!x"}},
+    {"root ::= (\"x\"?){3,5}", {"", "xx", "xxxxx", NULL}, {"xxxxxx", NULL}},
+    {"root ::= ((\"x\"*)*)*", {"", "xxx", NULL}, {"xy", NULL}},
+    {"root ::= (\"a\"* \"b\"*)*", {"", "ab", "ba", "abba"}, {"c", NULL}},
+    {"root ::= \"a\" (\"\" | \"b\" | \"c\")*", {"a", "abcb", NULL}, {"", "b", NULL}},
+    {"root ::= (ws item ws)*\nitem ::= [0-9]+\nws ::= [ ]*",
+     {"", "1 2", " 12  3 ", NULL},
+     {"a", NULL}},
+    {"root ::= x \"!\"\nx ::= x?", {"!", NULL}, {"", "x!", NULL}},
+    {"root ::= (a | b)*\na ::= \"a\"*\nb ::= \"b\"?", {"", "aab", "bbba", NULL}, {"c", NULL}},
+};
+
+START_TEST(test_a_nullable_repetition_is_accepted_with_its_meaning)
+{
+    const nullable_case *c = &NULLABLE[_i];
+    sift_error err;
+    sift_grammar *g = NULL;
+    ck_assert_msg(sift_grammar_new(&g, c->grammar, strlen(c->grammar), NULL, NULL, &err) == SIFT_OK,
+                  "%s: %s", c->grammar, err.message);
+    sift_grammar_free(g);
+    for (size_t i = 0; i < N(c->accept) && c->accept[i]; i++)
+        ck_assert_msg(accepts_text(c->grammar, c->accept[i]), "%s must accept [%s]", c->grammar,
+                      c->accept[i]);
+    for (size_t i = 0; i < N(c->reject) && c->reject[i]; i++)
+        ck_assert_msg(!accepts_text(c->grammar, c->reject[i]), "%s must reject [%s]", c->grammar,
+                      c->reject[i]);
+}
+END_TEST
+
+START_TEST(test_a_nullable_repetition_matches_in_constant_work_per_byte)
+{
+    /* the empty iteration ends the loop: 10^4 bytes keep one state size,
+     * one stack depth, and a bounded count per byte */
+    sift_grammar *g = gnew("root ::= ( [x]* | \"\" )* \"!\"");
+    sift_error err;
+    uint64_t d1 = 0;
+    for (int i = 0; i < 10000; i++) {
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, "x", 1, &err), SIFT_OK);
+        ck_assert_int_lt(sift__grammar_last_work(g), 2000);
+        if (i == 1)
+            d1 = sift__grammar_digest(g, 1);
+    }
+    ck_assert_uint_eq(sift__grammar_digest(g, 1), d1); /* the same state */
+    ck_assert_int_eq(sift_grammar_accept_bytes(g, "!", 1, &err), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_is_complete(g), 1);
+    sift_grammar_free(g);
+}
+END_TEST
+
+START_TEST(test_a_left_recursion_through_a_nullable_loop_is_still_an_error)
+{
+    /* a loop whose reference is followed by something grows the stack on
+     * every round; a loop of plain rules is llama.cpp's left recursion */
+    static const char *const bad[] = {
+        "root ::= root*",
+        "root ::= (root \"a\")*",
+        "root ::= x\nx ::= (\"a\"? x \"b\")*",
+        "root ::= a | \"x\"\na ::= root",
+        "root ::= root",
+    };
+    for (size_t i = 0; i < N(bad); i++) {
+        sift_error err;
+        ck_assert_msg(parse_status(bad[i], &err) == SIFT_E_GRAMMAR_LEFT_RECURSION, "%s", bad[i]);
+        ck_assert_msg(strstr(err.message, "is left-recursive:") != NULL, "%s", err.message);
+    }
+}
+END_TEST
+
 START_TEST(test_a_long_literal_and_many_alternatives_are_linear)
 {
     size_t n = 1000000;
@@ -665,6 +746,157 @@ START_TEST(test_stack_depth_and_work_budget_are_enforced)
                     "k ::= \"k\"\nl ::= \"l\"";
     ck_assert_int_eq(sift_grammar_new(&g, w, strlen(w), NULL, &p, &err), SIFT_E_GRAMMAR_LIMIT);
     ck_assert_msg(strstr(err.message, "work budget") != NULL, "%s", err.message);
+}
+END_TEST
+
+/* An allocator that counts live and peak bytes (the block size is kept
+ * in a header), so that a test can bound memory without a clock. */
+typedef struct meter {
+    size_t live, peak;
+} meter;
+
+static void *m_alloc(void *u, size_t n)
+{
+    meter *m = u;
+    size_t *p = malloc(n + sizeof(size_t) * 2);
+    if (!p)
+        return NULL;
+    p[0] = n;
+    m->live += n;
+    if (m->live > m->peak)
+        m->peak = m->live;
+    return p + 2;
+}
+
+static void m_free(void *u, void *q)
+{
+    meter *m = u;
+    if (!q)
+        return;
+    size_t *p = (size_t *)q - 2;
+    m->live -= p[0];
+    free(p);
+}
+
+/* r0 ::= r1 A | r1 B, r1 ::= r2 A | r2 B, ..., r<n> ::= "x": the start
+ * state has 2^n stacks. With A and B empty rules and a terminal after
+ * r0, the 2^n stacks are intermediate: they all return to that one. */
+static char *doubling_grammar(int n, int empty)
+{
+    size_t cap = (size_t)n * 64 + 128;
+    char *t = malloc(cap);
+    const char *a = empty ? "ea" : "\"a\"", *b = empty ? "eb" : "\"b\"";
+    size_t k = (size_t)snprintf(t, cap, "root ::= r0 \"z\"\nea ::= \"\"\neb ::= \"\"\n");
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(t + k, cap - k, "r%d ::= r%d %s | r%d %s\n", i, i + 1, a, i + 1, b);
+    snprintf(t + k, cap - k, "r%d ::= %s\n", n, empty ? "\"\"" : "\"x\"");
+    return t;
+}
+
+START_TEST(test_an_exponential_start_state_fails_while_it_is_built)
+{
+    /* 2^30 start stacks (BAD_INPUTS: 21 s and 3.4 GB before the check):
+     * max_stacks is checked as the closure grows, so the failure comes
+     * after about max_stacks stacks, with memory to match */
+    char *t = doubling_grammar(30, 0);
+    meter mt = {0, 0};
+    sift_allocator al = {m_alloc, m_free, &mt};
+    sift_grammar_params p;
+    sift_grammar_params_init(&p);
+    p.allocator = &al;
+    p.max_step_work = INT64_MAX; /* only max_stacks may stop it */
+    sift_grammar *g = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), NULL, &p, &err), SIFT_E_GRAMMAR_LIMIT);
+    ck_assert_ptr_null(g);
+    ck_assert_msg(strstr(err.message, "grammar too ambiguous: more than 4096 parse stacks") != NULL,
+                  "%s", err.message);
+    ck_assert_uint_eq(mt.live, 0);
+    ck_assert_msg(mt.peak < ((size_t)16 << 20), "peak %zu bytes", mt.peak);
+    /* 2^11 = 2048 stacks are within the limit, and so is 2^12 with it raised */
+    free(t);
+    t = doubling_grammar(11, 0);
+    ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), NULL, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_accept_bytes(g, "xabababababaz", 13, &err), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_is_complete(g), 1);
+    sift_grammar_free(g);
+    free(t);
+}
+END_TEST
+
+START_TEST(test_an_exponential_closure_of_empty_rules_stops_at_the_work_budget)
+{
+    /* the 2^30 stacks return through empty rules to one terminal, so
+     * max_stacks cannot fire: the work budget does, and its unit count
+     * bounds the memory too */
+    char *t = doubling_grammar(30, 1);
+    meter mt = {0, 0};
+    sift_allocator al = {m_alloc, m_free, &mt};
+    sift_grammar_params p;
+    sift_grammar_params_init(&p);
+    p.allocator = &al;
+    p.max_step_work = 1000000;
+    sift_grammar *g = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), NULL, &p, &err), SIFT_E_GRAMMAR_LIMIT);
+    ck_assert_msg(strstr(err.message, "work budget of 1000000 units") != NULL, "%s", err.message);
+    ck_assert_uint_eq(mt.live, 0);
+    ck_assert_msg(mt.peak < ((size_t)128 << 20), "peak %zu bytes", mt.peak);
+    free(t);
+}
+END_TEST
+
+/* root ::= "a"? "a"? ... (n times): every byte re-unions n successor
+ * sets of up to n stacks (BAD_INPUTS: 0.45 s for the first byte at
+ * n = 1999, none of it charged). */
+static char *optional_chain(int n)
+{
+    char *t = malloc((size_t)n * 5 + 16);
+    size_t k = (size_t)sprintf(t, "root ::=");
+    for (int i = 0; i < n; i++)
+        k += (size_t)sprintf(t + k, " \"a\"?");
+    return t;
+}
+
+START_TEST(test_building_a_new_state_is_charged_to_the_work_budget)
+{
+    /* the first byte unions 1999 successor sets of up to 1999 stacks:
+     * all of it is charged, so a budget just below its count stops it,
+     * state unchanged, and the count itself lets it through */
+    char *t = optional_chain(1999);
+    sift_grammar *g = gnew(t);
+    sift_error err;
+    ck_assert_int_eq(sift_grammar_accept_bytes(g, "a", 1, &err), SIFT_OK);
+    int64_t w = sift__grammar_last_work(g);
+    ck_assert_int_gt(w, (int64_t)1999 * 1999); /* n sets of n/2, copied and unioned */
+    ck_assert_int_lt(w, SIFT_GRAMMAR_DEFAULT_MAX_STEP_WORK);
+    sift_grammar_free(g);
+    sift_grammar_params p;
+    sift_grammar_params_init(&p);
+    int64_t budgets[] = {w - 1, w / 2, w / 8};
+    int64_t prev = w + 1;
+    for (size_t i = 0; i < N(budgets); i++) {
+        p.max_step_work = budgets[i];
+        ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), NULL, &p, &err), SIFT_OK);
+        uint64_t d0 = sift__grammar_digest(g, 1);
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, "a", 1, &err), SIFT_E_GRAMMAR_LIMIT);
+        ck_assert_msg(strstr(err.message, "work budget of") != NULL, "%s", err.message);
+        ck_assert_msg(strstr(err.message, "at output byte 0") != NULL, "%s", err.message);
+        /* it stopped as soon as the budget was spent: earlier for less */
+        int64_t stop = sift__grammar_last_work(g);
+        ck_assert_int_gt(stop, budgets[i]);
+        ck_assert_int_le(stop, budgets[i] + 1999 * 16); /* one charge: a sort */
+        ck_assert_int_lt(stop, prev);
+        prev = stop;
+        ck_assert_uint_eq(sift__grammar_digest(g, 1), d0);
+        ck_assert_int_eq(sift_grammar_is_complete(g), 1);
+        sift_grammar_free(g);
+    }
+    p.max_step_work = w;
+    ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), NULL, &p, &err), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_accept_bytes(g, "a", 1, &err), SIFT_OK);
+    sift_grammar_free(g);
+    free(t);
 }
 END_TEST
 
@@ -1243,6 +1475,41 @@ static int cl_accepts(sift_grammar *g, const char *s, int split_utf8)
     return sift_grammar_is_complete(g);
 }
 
+START_TEST(test_a_whole_vocabulary_ban_is_charged_to_the_work_budget)
+{
+    /* BAD_INPUTS: 2.1 s per token with a cl100k ban; the walk, the new
+     * states it builds and the writes are all charged */
+    ck_assert_msg(cl100k != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    char *t = optional_chain(1999);
+    int32_t V = sift_vocab_size(cl100k);
+    float *row = calloc((size_t)V, sizeof *row);
+    float *row2 = calloc((size_t)V, sizeof *row2);
+    sift_grammar *g = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), cl100k, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_ban(g, row, V, &err), SIFT_OK);
+    int64_t w = sift__grammar_last_work(g);
+    ck_assert_int_gt(w, V); /* at least the trie nodes and the writes */
+    sift_grammar_free(g);
+    sift_grammar_params p;
+    sift_grammar_params_init(&p);
+    p.max_step_work = w - 1;
+    ck_assert_int_eq(sift_grammar_new(&g, t, strlen(t), cl100k, &p, &err), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_ban(g, row2, V, &err), SIFT_E_GRAMMAR_LIMIT);
+    ck_assert_msg(strstr(err.message, "work budget of") != NULL, "%s", err.message);
+    for (int32_t i = 0; i < V; i++)
+        ck_assert_float_eq(row2[i], 0.0f); /* the row is untouched */
+    /* the same budget lets the cheaper one-token checks through */
+    int ok = 0;
+    ck_assert_int_eq(sift_grammar_accepts_token(g, cl_find("a", 1), &ok, &err), SIFT_OK);
+    ck_assert_int_eq(ok, 1);
+    sift_grammar_free(g);
+    free(row);
+    free(row2);
+    free(t);
+}
+END_TEST
+
 START_TEST(test_shipped_grammar_tables_hold_token_by_token_on_cl100k)
 {
     ck_assert_msg(cl100k != NULL, "tests/data/cl100k_base.tiktoken did not load");
@@ -1600,6 +1867,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_caller_given_start_rule_is_used_and_checked);
     tcase_add_test(tc, test_deep_nesting_and_long_rule_chains_do_not_recurse);
     tcase_add_test(tc, test_a_long_literal_and_many_alternatives_are_linear);
+    tcase_add_loop_test(tc, test_a_nullable_repetition_is_accepted_with_its_meaning, 0,
+                        (int)N(NULLABLE));
+    tcase_add_test(tc, test_a_nullable_repetition_matches_in_constant_work_per_byte);
+    tcase_add_test(tc, test_a_left_recursion_through_a_nullable_loop_is_still_an_error);
     tcase_add_test(tc, test_repetition_limits_follow_llamacpp);
     tcase_add_test(tc, test_parser_and_matcher_run_on_a_256k_stack);
     suite_add_tcase(s, tc);
@@ -1610,6 +1881,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_rejected_input_leaves_the_state_unchanged);
     tcase_add_test(tc, test_ambiguity_beyond_max_stacks_is_a_limit_error);
     tcase_add_test(tc, test_stack_depth_and_work_budget_are_enforced);
+    tcase_add_test(tc, test_an_exponential_start_state_fails_while_it_is_built);
+    tcase_add_test(tc, test_an_exponential_closure_of_empty_rules_stops_at_the_work_budget);
+    tcase_add_test(tc, test_building_a_new_state_is_charged_to_the_work_budget);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("tokens");
@@ -1636,6 +1910,7 @@ static Suite *suite(void)
 
     tc = tcase_create("cl100k");
     tcase_add_unchecked_fixture(tc, cl100k_setup, cl100k_teardown);
+    tcase_add_test(tc, test_a_whole_vocabulary_ban_is_charged_to_the_work_budget);
     tcase_add_loop_test(tc, test_shipped_grammar_tables_hold_token_by_token_on_cl100k, 0,
                         (int)N(TABLES));
     suite_add_tcase(s, tc);

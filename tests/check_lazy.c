@@ -805,6 +805,80 @@ START_TEST(test_a_waiting_lazy_grammar_allocates_nothing_per_token)
 }
 END_TEST
 
+START_TEST(test_a_waiting_lazy_grammar_with_patterns_allocates_nothing_from_its_first_token)
+{
+    /* triggers.md: nothing allocates while a lazy grammar waits. With
+     * searched patterns too, from the very first token (PCRE2's frames
+     * are allocated by set_lazy): every allocation fails from here on */
+    failer f = {0, 0, 0};
+    sift_allocator al = {f_alloc, f_free, &f};
+    sift_grammar *g = make_grammar(NULL, &al);
+    static const char *const pat[] = {"<tool_call>\\s*(\\{)", "\\bfunction=(\\w+)>",
+                                      "(?<=\\n)\\{\"name\""};
+    const int32_t toks[] = {T_TC_SPECIAL};
+    sift_lazy_params lp;
+    sift_lazy_params_init(&lp);
+    lp.words = tc_word;
+    lp.n_words = 1;
+    lp.patterns = pat;
+    lp.n_patterns = N(pat);
+    lp.tokens = toks;
+    lp.n_tokens = 1;
+    ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, NULL), SIFT_OK);
+    f.fail_at = 1;
+    sift_error err;
+    for (int i = 0; i < 3000; i++) {
+        int32_t tk = i % 3 == 0 ? T_HELLO : i % 3 == 1 ? T_NL : T_LETTERS + (i % 26);
+        int ok = 0;
+        ck_assert_int_eq(sift_grammar_accepts_token(g, tk, &ok, &err), SIFT_OK);
+        ck_assert_msg(sift__grammar_prepare_accept(g, tk, &err) == SIFT_OK, "%d: %s", i,
+                      err.message);
+        ck_assert_msg(sift_grammar_accept_token(g, tk, &err) == SIFT_OK, "%d: %s", i, err.message);
+    }
+    ck_assert_int_eq(f.calls, 0); /* not one allocation was even tried */
+    f.fail_at = 0;
+    ck_assert_int_eq(sift_grammar_is_triggered(g), 0);
+    sift_grammar_free(g);
+    ck_assert_int_eq(f.live, 0);
+}
+END_TEST
+
+START_TEST(test_a_waiting_lazy_grammar_has_one_match_budget_for_all_its_patterns)
+{
+    /* 64 patterns that each search the text: their PCRE2 steps add up,
+     * and the token fails once the one budget is spent, unchanged */
+    static const char *pat[64];
+    for (size_t i = 0; i < N(pat); i++)
+        pat[i] = "(?:[a-z]+\\s?)+\\d";
+    sift_grammar *g = make_grammar(NULL, NULL);
+    sift_lazy_params lp;
+    sift_lazy_params_init(&lp);
+    lp.patterns = pat;
+    lp.n_patterns = 1;
+    sift_error err;
+    ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, &err), SIFT_OK);
+    for (int i = 0; i < 12; i++)
+        ck_assert_int_eq(sift_grammar_accept_token(g, T_LETTERS + i, &err), SIFT_OK);
+    lp.n_patterns = N(pat);
+    lp.match_limit = 1000;
+    ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, &err), SIFT_OK);
+    sift_status st = SIFT_OK;
+    int i = 0;
+    for (; i < 12 && st == SIFT_OK; i++) {
+        uint64_t d0 = sift__grammar_digest(g, 1);
+        st = sift_grammar_accept_token(g, T_LETTERS + i, &err);
+        if (st)
+            ck_assert_uint_eq(sift__grammar_digest(g, 1), d0);
+    }
+    ck_assert_int_eq(st, SIFT_E_PATTERN_LIMIT);
+    ck_assert_msg(strstr(err.message, "exceeded the match limit") != NULL, "%s", err.message);
+    ck_assert_msg(strstr(err.message, "shared by all patterns") != NULL, "%s", err.message);
+    ck_assert_int_gt(err.index, 0); /* not the first pattern: the sum */
+    ck_assert_int_eq(sift_grammar_is_triggered(g), 0);
+    sift_grammar_free(g);
+}
+END_TEST
+
 /* A YAML config with a lazy section builds a chain whose grammar waits for
  * its trigger word, then constrains. */
 START_TEST(test_a_config_with_a_lazy_section_builds_a_lazy_chain)
@@ -869,6 +943,9 @@ static Suite *lazy_suite(void)
     tc = tcase_create("allocation");
     tcase_add_test(tc, test_allocation_failure_at_every_n_leaves_the_grammar_unchanged);
     tcase_add_test(tc, test_a_waiting_lazy_grammar_allocates_nothing_per_token);
+    tcase_add_test(
+        tc, test_a_waiting_lazy_grammar_with_patterns_allocates_nothing_from_its_first_token);
+    tcase_add_test(tc, test_a_waiting_lazy_grammar_has_one_match_budget_for_all_its_patterns);
     tcase_add_test(tc, test_a_config_with_a_lazy_section_builds_a_lazy_chain);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

@@ -306,12 +306,15 @@ START_TEST(test_t03_catastrophic_backtracking_is_a_limit_error_not_a_no_match)
                      SIFT_E_PATTERN_LIMIT);
     sift__trigger_free(t);
 
-    /* a*a*a*a*a*$ matches the empty string at the end: it fires (at the
-     * first byte), it does not hang. */
+    /* a*a*a*a*a*$ matches at the end of every text, where the next token
+     * may change it ($ is then no end): it waits, and it does not hang. */
     s[1] = pat("a*a*a*a*a*$");
     t = make(s, 2, NULL, NULL);
-    ck_assert_int_eq(sift__trigger_feed(t, 1, "aaaa", 4, &fired, &start, &err), SIFT_OK);
-    ck_assert_int_eq(fired, 1);
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(sift__trigger_feed(t, 1, "aaaa", 4, &fired, &start, &err), SIFT_OK);
+        ck_assert_int_eq(fired, 0);
+        ck_assert_uint_le(sift__trigger_last_scanned(t), 4096 + 4);
+    }
     sift__trigger_free(t);
 }
 END_TEST
@@ -670,6 +673,143 @@ START_TEST(test_lookbehind_sees_text_before_the_search_start)
 }
 END_TEST
 
+START_TEST(test_a_searched_pattern_fires_only_when_no_later_text_can_change_its_match)
+{
+    /* \bfunction\b matched "function" at the end of the text, where the
+     * next token may continue the word: it waits for the next byte */
+    sift__trigger_spec s[1] = {pat("\\bfunction\\b")};
+    sift__trigger *t = make(s, 1, NULL, NULL);
+    const char *functional[] = {"the funct", "ion", "al", " call", "s"};
+    int64_t start;
+    ck_assert_int_eq(feed_all(t, functional, N(functional), &start), -1);
+    sift__trigger_reset(t);
+    const char *function[] = {"the funct", "ion", " f"};
+    ck_assert_int_eq(feed_all(t, function, N(function), &start), 2);
+    ck_assert_int_eq(start, 4);
+    char r[64];
+    replay_str(t, r, sizeof r);
+    ck_assert_str_eq(r, "100:funct|101:ion|102: f");
+    sift__trigger_reset(t);
+    /* one token that ends the word inside it fires at once */
+    const char *inside[] = {"function("};
+    ck_assert_int_eq(feed_all(t, inside, 1, &start), 0);
+    sift__trigger_free(t);
+    /* the same for every assertion or repeat that looks past the end:
+     * $, a lookahead, a negated lookahead, a greedy repeat */
+    static const struct {
+        const char *pat;
+        const char *wait[3]; /* fed one by one: no firing */
+        const char *then;    /* fires here */
+    } cases[] = {
+        {"end;$", {"x end", ";", NULL}, NULL},      {"call(?=\\()", {"a call", NULL, NULL}, "(x"},
+        {"call(?!s)", {"a call", NULL, NULL}, "!"}, {"<n>(\\d+)", {"<n>4", "2", NULL}, " "},
+        {"\\w+ing\\b", {"sing", NULL, NULL}, "."},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        s[0] = pat(cases[i].pat);
+        t = make(s, 1, NULL, NULL);
+        int fired;
+        for (size_t k = 0; k < N(cases[i].wait) && cases[i].wait[k]; k++) {
+            const char *w = cases[i].wait[k];
+            ck_assert_int_eq(sift__trigger_feed(t, 1, w, strlen(w), &fired, &start, NULL), SIFT_OK);
+            ck_assert_msg(!fired, "%s fired at [%s]", cases[i].pat, w);
+        }
+        if (cases[i].then) {
+            const char *w = cases[i].then;
+            ck_assert_int_eq(sift__trigger_feed(t, 1, w, strlen(w), &fired, &start, NULL), SIFT_OK);
+            ck_assert_msg(fired, "%s did not fire at [%s]", cases[i].pat, w);
+        }
+        sift__trigger_free(t);
+    }
+}
+END_TEST
+
+/* The most PCRE2 steps one pattern takes per token on `gen`. */
+static uint64_t steps_per_token(sift__trigger *t, const char *const *gen, size_t n)
+{
+    uint64_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        int fired;
+        int64_t start;
+        ck_assert_int_eq(sift__trigger_feed(t, 1, gen[i], strlen(gen[i]), &fired, &start, NULL),
+                         SIFT_OK);
+        ck_assert_int_eq(fired, 0);
+        if (sift__trigger_last_steps(t) > worst)
+            worst = sift__trigger_last_steps(t);
+    }
+    return worst;
+}
+
+START_TEST(test_all_patterns_of_a_set_share_one_match_budget_per_token)
+{
+    /* a pattern that works on ordinary text (words, no digit after) */
+    static const char *const gen[] = {"alpha beta ", "gamma delta ", "epsilon zeta "};
+    sift__trigger_spec one[1] = {pat("(?:\\w+\\s)+\\d")};
+    sift__trigger *t = make(one, 1, NULL, NULL);
+    uint64_t per = steps_per_token(t, gen, 1); /* the first token */
+    sift__trigger_free(t);
+    ck_assert_uint_gt(per, 20);
+    /* 64 copies spend 64 times as much; a budget of 8 patterns' worth
+     * lets one through and stops the set, at the pattern that spends it */
+    sift__trigger_spec many[64];
+    for (size_t i = 0; i < N(many); i++)
+        many[i] = one[0];
+    sift__trigger_params p;
+    sift__trigger_params_init(&p);
+    p.match_limit = (uint32_t)(8 * per);
+    t = make(one, 1, &p, NULL);
+    ck_assert_uint_le(steps_per_token(t, gen, 1), per);
+    sift__trigger_free(t);
+    t = make(many, N(many), &p, NULL);
+    int fired;
+    int64_t start;
+    sift_error err;
+    ck_assert_int_eq(sift__trigger_feed(t, 1, gen[0], strlen(gen[0]), &fired, &start, &err),
+                     SIFT_E_PATTERN_LIMIT);
+    ck_assert_int_ge(err.index, 6);
+    ck_assert_int_le(err.index, 9);
+    ck_assert_msg(strstr(err.message, "exceeded the match limit") != NULL, "%s", err.message);
+    ck_assert_msg(strstr(err.message, "shared by all patterns") != NULL, "%s", err.message);
+    /* the work stopped at the budget, not at 64 patterns' worth */
+    ck_assert_uint_le(sift__trigger_last_steps(t), p.match_limit + 1);
+    sift__trigger_free(t);
+    /* with the default budget the 64 pass, each token well inside it */
+    t = make(many, N(many), NULL, NULL);
+    ck_assert_uint_le(steps_per_token(t, gen, N(gen)), SIFT__TRIGGER_DEFAULT_MATCH_LIMIT);
+    sift__trigger_free(t);
+}
+END_TEST
+
+START_TEST(test_one_search_is_bounded_by_the_budget_over_all_its_start_positions)
+{
+    /* PCRE2's own match limit restarts at every start position: a*[cd]
+     * (with its backtracking kept) over 4 KB of a's costs up to 4096
+     * steps at each of 4096 starts, 8 million in all, far more than one
+     * budget and never more than PCRE2's limit at one start. The shared
+     * count stops it. */
+    sift__trigger_spec s[1] = {pat("(*NO_AUTO_POSSESS)a*[cd]")};
+    sift__trigger_params p;
+    sift__trigger_params_init(&p);
+    p.match_limit = 100000;
+    sift__trigger *t = make(s, 1, &p, NULL);
+    char run[4097];
+    memset(run, 'a', 4096);
+    run[4096] = '\0';
+    int fired;
+    int64_t start;
+    sift_error err;
+    sift_status st = SIFT_OK;
+    for (int i = 0; i < 4 && st == SIFT_OK; i++) {
+        st = sift__trigger_feed(t, 1, run, 4096, &fired, &start, &err);
+        ck_assert_uint_le(sift__trigger_last_steps(t), p.match_limit + 1);
+    }
+    ck_assert_int_eq(st, SIFT_E_PATTERN_LIMIT);
+    ck_assert_msg(strstr(err.message, "trigger 0 exceeded the match limit") != NULL, "%s",
+                  err.message);
+    sift__trigger_free(t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Differential test against a naive reference                         */
 /* ------------------------------------------------------------------ */
@@ -677,9 +817,11 @@ END_TEST
 /* The reference is llama.cpp's rule written plainly: keep all the text;
  * after each token, try the triggers in index order over the whole text
  * (a word: its first occurrence; a pattern: PCRE2's leftmost match over
- * everything; a full pattern: a match of the whole text; a token: the
- * id), and the first that matches fires. With patterns whose matches are
- * short and a small window the set must agree with it exactly. */
+ * everything, if final, that is if a hard partial search finds it too,
+ * so that no text that may follow can change it; a full pattern: a match
+ * of the whole text; a token: the id), and the first that matches fires.
+ * With patterns whose matches are short and a small window the set must
+ * agree with it exactly. */
 typedef struct ref_case {
     sift__trigger_spec spec[8];
     pcre2_code *code[8];
@@ -704,7 +846,10 @@ static int ref_fire(const ref_case *rc, const char *text, size_t len, int32_t to
                 }
             }
         } else if (len > 0) {
-            int r = pcre2_match(rc->code[i], (PCRE2_SPTR)text, len, 0, 0, md, NULL);
+            uint32_t o = s->kind == SIFT__TRIGGER_PATTERN ? PCRE2_PARTIAL_HARD : 0;
+            int r = pcre2_match(rc->code[i], (PCRE2_SPTR)text, len, 0, o, md, NULL);
+            if (r == PCRE2_ERROR_PARTIAL)
+                r = PCRE2_ERROR_NOMATCH;
             ck_assert_int_ge(r, PCRE2_ERROR_NOMATCH);
             if (r > 0) {
                 PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
@@ -877,15 +1022,15 @@ START_TEST(test_feeding_allocates_nothing_once_the_buffers_are_sized)
     int fired;
     int64_t start;
     tu_rng r = {3};
+    /* PCRE2's frames are allocated by the set-up too: from the first
+     * feed on, nothing */
+    ck_assert_int_gt(f.calls, 0);
+    f.calls = 0;
     for (int i = 0; i < 3000; i++) {
         char piece[8];
         int len = (int)tu_range(&r, 1, 7);
         for (int k = 0; k < len; k++)
             piece[k] = "xyab <f"[tu_range(&r, 0, 6)];
-        if (i == 1000) {
-            ck_assert_int_gt(f.calls, 0);
-            f.calls = 0;
-        }
         ck_assert_int_eq(sift__trigger_feed(t, 1, piece, (size_t)len, &fired, &start, NULL),
                          SIFT_OK);
         ck_assert_int_eq(fired, 0);
@@ -921,8 +1066,9 @@ START_TEST(test_clone_continues_like_the_original_and_reset_rearms)
     /* Freeing the original leaves the clone whole (its own patterns). */
     sift__trigger_free(t);
     sift__trigger_reset(c);
-    const char *g2[] = {"END", "42"};
-    ck_assert_int_eq(feed_all(c, g2, 2, &start), 1);
+    /* (\d+ could go on after "42": the match is final at the blank) */
+    const char *g2[] = {"END", "42", " "};
+    ck_assert_int_eq(feed_all(c, g2, 3, &start), 2);
     ck_assert_int_eq(start, 3);
     sift__trigger_free(c);
     ck_assert_int_eq(sift__trigger_clone(NULL, &c, NULL), SIFT_E_ARG);
@@ -1068,7 +1214,11 @@ static Suite *suite(void)
          {test_the_lowest_trigger_index_wins_when_several_match_at_one_token,
           test_a_bounded_pattern_fires_exactly_after_100k_bytes_of_text,
           test_lookbehind_sees_text_before_the_search_start,
-          test_the_window_agrees_with_whole_text_rescanning_on_random_cases}},
+          test_the_window_agrees_with_whole_text_rescanning_on_random_cases,
+          test_a_searched_pattern_fires_only_when_no_later_text_can_change_its_match}},
+        {"budget",
+         {test_all_patterns_of_a_set_share_one_match_budget_per_token,
+          test_one_search_is_bounded_by_the_budget_over_all_its_start_positions}},
         {"cost_and_memory",
          {test_work_per_token_does_not_grow_with_the_generation,
           test_feeding_allocates_nothing_once_the_buffers_are_sized,

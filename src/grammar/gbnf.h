@@ -114,6 +114,10 @@ SIFT__HIDDEN sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t t
  * caches may grow); the answer is cached per state. */
 SIFT__HIDDEN size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids);
 
+/* Units of work the grammar's last call charged to its budget
+ * (max_step_work): tests bound work with it instead of time. */
+SIFT__HIDDEN int64_t sift__grammar_last_work(const sift_grammar *g);
+
 /* Size of the grammar's vocabulary (0 = none). */
 SIFT__HIDDEN int32_t sift__grammar_n_vocab(const sift_grammar *g);
 

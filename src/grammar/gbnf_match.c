@@ -33,8 +33,9 @@
  * - Caches only grow during a call; between calls (on accept) they are
  *   rebuilt from the current state when they pass their soft size, so a
  *   long generation does not grow memory (and steady state allocates
- *   nothing). Every call has a work budget (element visits) and a cap on
- *   live stacks and stack depth: SIFT_E_GRAMMAR_LIMIT, state unchanged.
+ *   nothing). Every call has a work budget (units charged as the work is
+ *   done, see budget()) and caps on live stacks (checked while a set is
+ *   built) and stack depth: SIFT_E_GRAMMAR_LIMIT, state unchanged.
  * - Lazy grammars (sift_grammar_set_lazy, docs/triggers.md): while
  *   untriggered the state stays the initial one, every token is allowed,
  *   and accepted tokens go to the trigger set. If a token fires it, the
@@ -300,6 +301,58 @@ static uint32_t hash2(uint32_t a, uint32_t b)
     return (uint32_t)(h >> 32);
 }
 
+/* Charges n units of work to the call (docs/grammar.md, "Limits"): one
+ * unit per stack visited, pushed, scanned, copied, hashed or compared,
+ * per trie node walked and per token written; a sort of n stacks costs
+ * n (1 + log2 n). Every loop of the matcher charges before (or while) it
+ * runs, so the budget stops a call after at most max_work units plus one
+ * bounded loop, never after a set of unbounded size has been built. */
+static int budget(sift_grammar *g, int64_t n)
+{
+    g->work += n;
+    if (g->work > g->max_work) {
+        gfail(g, SIFT_E_GRAMMAR_LIMIT,
+              "grammar step exceeded its work budget of %lld units at output byte %llu",
+              (long long)g->max_work, (unsigned long long)g->out_len);
+        return 0;
+    }
+    return 1;
+}
+
+/* Units charged for creating one stack node. */
+#define NODE_COST 8
+
+/* Work of sorting n stacks: n (1 + floor(log2 n)). */
+static int64_t sort_cost(size_t n)
+{
+    int64_t lg = 0;
+    for (size_t k = n; k > 1; k >>= 1)
+        lg++;
+    return (int64_t)n * (1 + lg);
+}
+
+/* The max_stacks limit, checked while a set is built (n = its size so
+ * far, unique), so no set larger than the limit is ever completed. */
+static int stacks_ok(sift_grammar *g, size_t n)
+{
+    if (n <= (size_t)g->max_stacks)
+        return 1;
+    gfail(g, SIFT_E_GRAMMAR_LIMIT,
+          "grammar too ambiguous: more than %d parse stacks at output byte %llu",
+          (int)g->max_stacks, (unsigned long long)g->out_len);
+    return 0;
+}
+
+/* A fresh mark epoch: m->mark[x] == m->epoch means "seen" until the
+ * next call. */
+static void new_epoch(gm *m)
+{
+    if (++m->epoch == 0) {
+        memset(m->mark, 0, (size_t)m->cap_node * sizeof *m->mark);
+        m->epoch = 1;
+    }
+}
+
 static int node_rehash(sift_grammar *g)
 {
     gm *m = &g->m;
@@ -330,6 +383,10 @@ static uint32_t node_get(sift_grammar *g, uint32_t pos, uint32_t parent)
         if (x->pos == pos && x->parent == parent)
             return m->nht[h];
     }
+    /* a new stack is charged like the visits its allocation and hashing
+     * cost, so that the budget bounds the memory a call can take */
+    if (!budget(g, NODE_COST))
+        return UINT32_MAX;
     uint32_t depth = m->node[parent].depth + 1;
     if ((int64_t)depth > g->max_depth) {
         gfail(g, SIFT_E_GRAMMAR_LIMIT, "grammar stack depth %u exceeds %d at output byte %llu",
@@ -412,18 +469,6 @@ static size_t sort_unique(uint32_t *v, size_t n)
     return k;
 }
 
-static int budget(sift_grammar *g, int64_t n)
-{
-    g->work += n;
-    if (g->work > g->max_work) {
-        gfail(g, SIFT_E_GRAMMAR_LIMIT,
-              "grammar step exceeded its work budget of %lld element visits at output byte %llu",
-              (long long)g->max_work, (unsigned long long)g->out_len);
-        return 0;
-    }
-    return 1;
-}
-
 /* Expands the seeds until every stack's top is a terminal (or the stack
  * is empty); the result, sorted and unique, is g->m.cl[0 .. n_cl). */
 static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
@@ -431,11 +476,10 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
     gm *m = &g->m;
     const gcore *c = g->core;
     m->n_cl = 0;
-    if (++m->epoch == 0) {
-        memset(m->mark, 0, (size_t)m->cap_node * sizeof *m->mark);
-        m->epoch = 1;
-    }
+    new_epoch(m);
     size_t n_wl = 0;
+    if (!budget(g, (int64_t)ns))
+        return 0;
     if (!grow(&g->al, (void **)&m->wl, &m->cap_wl, 0, ns + 16, sizeof(uint32_t)))
         return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
     memcpy(m->wl, seeds, ns * sizeof *seeds);
@@ -452,6 +496,8 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
             if (!grow(&g->al, (void **)&m->cl, &m->cap_cl, m->n_cl, m->n_cl + 1, sizeof(uint32_t)))
                 return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
             m->cl[m->n_cl++] = x;
+            if (!stacks_ok(g, m->n_cl))
+                return 0;
             continue;
         }
         uint32_t ret = cont(g, m->node[x].pos + 1, m->node[x].parent);
@@ -459,6 +505,8 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
             return 0;
         uint32_t r = e->v;
         uint32_t na = c->alt_off[r + 1] - c->alt_off[r];
+        if (!budget(g, na))
+            return 0;
         if (!grow(&g->al, (void **)&m->wl, &m->cap_wl, n_wl, n_wl + na, sizeof(uint32_t)))
             return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
         for (uint32_t a = c->alt_off[r]; a < c->alt_off[r + 1]; a++) {
@@ -468,6 +516,8 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
             m->wl[n_wl++] = y;
         }
     }
+    if (!budget(g, sort_cost(m->n_cl)))
+        return 0;
     m->n_cl = sort_unique(m->cl, m->n_cl);
     return 1;
 }
@@ -500,7 +550,7 @@ static int succ(sift_grammar *g, uint32_t s, uint32_t *off, uint32_t *len)
     if (seed == UINT32_MAX || !closure(g, &seed, 1))
         return 0;
     uint32_t o;
-    if (!arena_put(g, m->cl, m->n_cl, &o))
+    if (!budget(g, (int64_t)m->n_cl) || !arena_put(g, m->cl, m->n_cl, &o))
         return 0;
     m->node[s].succ_off = o;
     m->node[s].succ_len = (uint32_t)m->n_cl;
@@ -554,17 +604,24 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
               (unsigned long long)g->out_len);
         return -1;
     }
+    if (!budget(g, (int64_t)n))
+        return -1;
     uint32_t h = state_hash(v, n, acc, rem, lo, hi) & (m->sht_cap - 1);
     for (; m->sht[h] != UINT32_MAX; h = (h + 1) & (m->sht_cap - 1)) {
         const gstate *s = &m->st[m->sht[h]];
-        if (s->set_len == n && s->acc == acc && s->rem == rem && s->lo == lo && s->hi == hi &&
-            memcmp(m->arena + s->set_off, v, n * sizeof *v) == 0)
-            return (int32_t)m->sht[h];
+        if (s->set_len == n && s->acc == acc && s->rem == rem && s->lo == lo && s->hi == hi) {
+            if (!budget(g, (int64_t)n))
+                return -1;
+            if (memcmp(m->arena + s->set_off, v, n * sizeof *v) == 0)
+                return (int32_t)m->sht[h];
+        }
     }
     if (m->n_st >= (1u << 24)) {
         gfail(g, SIFT_E_GRAMMAR_LIMIT, "grammar matcher cache is full");
         return -1;
     }
+    if (!budget(g, 256)) /* the new state's transition row */
+        return -1;
     /* v may point into the arena or scratch; copy first (arena may move) */
     uint32_t off;
     if (!arena_put(g, v, n, &off))
@@ -640,28 +697,67 @@ static int top_meets(const sift_grammar *g, const sift__gelem *e, uint32_t lo, u
     }
 }
 
-/* State after consuming code point cp in state x. */
+/* Adds the stacks v[0 .. n) to the set being built in m->scr, skipping
+ * those already in it (marked with the current epoch), and checks
+ * max_stacks as it grows. Callers open the epoch with new_epoch once all
+ * the successor sets they need are memoized (succ runs closures, which
+ * take epochs of their own). */
+static int union_add(sift_grammar *g, const uint32_t *v, size_t n)
+{
+    gm *m = &g->m;
+    if (!budget(g, (int64_t)n))
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t y = v[k];
+        if (m->mark[y] == m->epoch)
+            continue;
+        m->mark[y] = m->epoch;
+        if (!stacks_ok(g, m->n_scr + 1))
+            return 0;
+        if (!grow(&g->al, (void **)&m->scr, &m->cap_scr, m->n_scr, m->n_scr + 1, sizeof(uint32_t)))
+            return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
+        m->scr[m->n_scr++] = y;
+    }
+    return 1;
+}
+
+/* Sorts the union built by union_add (unique already). */
+static int union_sort(sift_grammar *g)
+{
+    gm *m = &g->m;
+    if (!budget(g, sort_cost(m->n_scr)))
+        return 0;
+    m->n_scr = sort_unique(m->scr, m->n_scr);
+    return 1;
+}
+
+/* State after consuming code point cp in state x: the union of the
+ * successors of the stacks whose top admits cp. First every successor
+ * set is memoized, then the union is built in one epoch. */
 static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
 {
     gm *m = &g->m;
+    uint32_t sl = m->st[x].set_len;
+    if (!budget(g, 2 * (int64_t)sl))
+        return -1;
+    for (uint32_t k = 0; k < sl; k++) {
+        uint32_t s = m->arena[m->st[x].set_off + k];
+        uint32_t o, l;
+        if (s && top_matches(g, EL(g, m->node[s].pos), cp) && !succ(g, s, &o, &l))
+            return -1;
+    }
     m->n_scr = 0;
-    uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
+    new_epoch(m);
+    uint32_t so = m->st[x].set_off; /* the arena may have moved */
     for (uint32_t k = 0; k < sl; k++) {
         uint32_t s = m->arena[so + k];
         if (!s || !top_matches(g, EL(g, m->node[s].pos), cp))
             continue;
-        uint32_t o, l;
-        if (!budget(g, 1) || !succ(g, s, &o, &l))
+        if (!union_add(g, m->arena + m->node[s].succ_off, m->node[s].succ_len))
             return -1;
-        if (!grow(&g->al, (void **)&m->scr, &m->cap_scr, m->n_scr, m->n_scr + l,
-                  sizeof(uint32_t))) {
-            gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
-            return -1;
-        }
-        memcpy(m->scr + m->n_scr, m->arena + o, (size_t)l * sizeof(uint32_t));
-        m->n_scr += l;
     }
-    m->n_scr = sort_unique(m->scr, m->n_scr);
+    if (!union_sort(g))
+        return -1;
     return state_get(g, m->scr, m->n_scr, 0, 0, 0, 0);
 }
 
@@ -676,6 +772,8 @@ static int32_t partial(sift_grammar *g, uint32_t x, uint32_t acc, uint32_t rem, 
     uint32_t cmax = (((acc << 6) | (hi & 0x3Fu)) << sh) | ((1u << sh) - 1);
     m->n_scr = 0;
     uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
+    if (!budget(g, sl))
+        return -1;
     if (!grow(&g->al, (void **)&m->scr, &m->cap_scr, 0, sl, sizeof(uint32_t))) {
         gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
         return -1;
@@ -685,8 +783,6 @@ static int32_t partial(sift_grammar *g, uint32_t x, uint32_t acc, uint32_t rem, 
         if (s && top_meets(g, EL(g, m->node[s].pos), cmin, cmax))
             m->scr[m->n_scr++] = s;
     }
-    if (!budget(g, sl))
-        return -1;
     return state_get(g, m->scr, m->n_scr, acc, rem, lo, hi);
 }
 
@@ -762,18 +858,25 @@ static int32_t token_next(sift_grammar *g, uint32_t x, int32_t t)
     size_t L;
     const unsigned char *p = piece(c, t, &L);
     int32_t y = L ? (int32_t)x : 0;
+    /* one unit per byte, cached or not, so that a prepared accept never
+     * costs more than its prepare */
+    if (!budget(g, (int64_t)L + 1))
+        return -1;
     for (size_t k = 0; k < L && y > 0; k++)
         y = step(g, (uint32_t)y, p[k]);
     if (y < 0)
         return -1;
     if (!(m->st[x].flags & F_HASTOK) || m->st[x].rem)
         return y;
-    /* token elements match by id; the union is built in m->scr (the text
-     * path above is done with it) */
-    uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
-    m->n_scr = 0;
+    /* token elements match by id; their successors are memoized first,
+     * then the union is built in m->scr (the text path above is done
+     * with it) */
+    uint32_t sl = m->st[x].set_len;
+    if (!budget(g, 2 * (int64_t)sl))
+        return -1;
+    int any = 0;
     for (uint32_t k = 0; k < sl; k++) {
-        uint32_t s = m->arena[so + k];
+        uint32_t s = m->arena[m->st[x].set_off + k];
         if (!s)
             continue;
         const sift__gelem *e = EL(g, m->node[s].pos);
@@ -783,29 +886,30 @@ static int32_t token_next(sift_grammar *g, uint32_t x, int32_t t)
         uint32_t o, l;
         if (!succ(g, s, &o, &l))
             return -1;
-        if (!grow(&g->al, (void **)&m->scr, &m->cap_scr, m->n_scr, m->n_scr + l,
-                  sizeof(uint32_t))) {
-            gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
-            return -1;
-        }
-        memcpy(m->scr + m->n_scr, m->arena + o, (size_t)l * sizeof(uint32_t));
-        m->n_scr += l;
+        any |= l > 0;
     }
-    if (m->n_scr == 0)
+    if (!any)
         return y;
+    m->n_scr = 0;
+    new_epoch(m);
+    uint32_t so = m->st[x].set_off;
+    for (uint32_t k = 0; k < sl; k++) {
+        uint32_t s = m->arena[so + k];
+        if (!s)
+            continue;
+        const sift__gelem *e = EL(g, m->node[s].pos);
+        if (!((e->type == SIFT__G_TOKEN && (int32_t)e->v == t) ||
+              (e->type == SIFT__G_TOKEN_NOT && (int32_t)e->v != t)))
+            continue;
+        if (!union_add(g, m->arena + m->node[s].succ_off, m->node[s].succ_len))
+            return -1;
+    }
     /* Survivors of the text path join only when no partial code point is
      * pending after it (a set has one pending sequence). */
-    if (y > 0 && m->st[y].rem == 0) {
-        uint32_t yo = m->st[y].set_off, yl = m->st[y].set_len;
-        if (!grow(&g->al, (void **)&m->scr, &m->cap_scr, m->n_scr, m->n_scr + yl,
-                  sizeof(uint32_t))) {
-            gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
-            return -1;
-        }
-        memcpy(m->scr + m->n_scr, m->arena + yo, (size_t)yl * sizeof(uint32_t));
-        m->n_scr += yl;
-    }
-    m->n_scr = sort_unique(m->scr, m->n_scr);
+    if (y > 0 && m->st[y].rem == 0 && !union_add(g, m->arena + m->st[y].set_off, m->st[y].set_len))
+        return -1;
+    if (!union_sort(g))
+        return -1;
     return state_get(g, m->scr, m->n_scr, 0, 0, 0, 0);
 }
 
@@ -818,6 +922,8 @@ static int32_t initial_state(sift_grammar *g)
     const gcore *c = g->core;
     uint32_t r = c->g.root;
     uint32_t na = c->alt_off[r + 1] - c->alt_off[r];
+    if (!budget(g, na))
+        return -1;
     uint32_t *seeds = sift__malloc(&g->al, na ? na : 1, sizeof *seeds);
     if (!seeds) {
         gfail(g, SIFT_E_NOMEM, "out of memory while starting the grammar");
@@ -855,6 +961,8 @@ static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
     for (uint32_t k = 0; k < s->set_len; k++) {
         uint32_t n = sm->arena[s->set_off + k];
         size_t d = 0;
+        if (!budget(g, 2 * (int64_t)sm->node[n].depth + 1))
+            goto out;
         for (uint32_t y = n; y; y = sm->node[y].parent) {
             if (!grow(&g->al, (void **)&path, &cp, d, d + 1, sizeof *path)) {
                 gfail(g, SIFT_E_NOMEM, "out of memory while copying a grammar state");
@@ -870,7 +978,7 @@ static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
         }
         ids[k] = id;
     }
-    {
+    if (budget(g, sort_cost(s->set_len))) {
         size_t n = sort_unique(ids, s->set_len);
         res = state_get(g, ids, n, s->acc, s->rem, s->lo, s->hi);
     }
@@ -1298,6 +1406,13 @@ static sift_status maybe_flush(sift_grammar *g, sift_error *err)
     sift_status s = grammar_make(&fresh, g->core, &g->al, g, NULL, err);
     if (s)
         return s;
+    /* the rebuild is work of the call that triggered it (grammar_make
+     * stops at max_work by itself; begin() has run) */
+    g->err = err;
+    if (!budget(g, fresh->work)) {
+        sift_grammar_free(fresh);
+        return g->fail;
+    }
     gm tmp = g->m;
     g->m = fresh->m;
     fresh->m = tmp;
@@ -1373,9 +1488,11 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
         return sift__fail(err, SIFT_E_ARG, "bytes is NULL but n = %zu", n);
     if (idle(g))
         return lazy_step(g, -1, bytes, n, 1, err);
-    if ((s = maybe_flush(g, err)))
-        return s;
     begin(g, err);
+    if ((s = maybe_flush(g, err))) {
+        end_call(g);
+        return s;
+    }
     const unsigned char *p = bytes;
     int32_t y = (int32_t)g->cur;
     size_t k = 0;
@@ -1499,9 +1616,11 @@ sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t token, sift_er
         return s;
     if (idle(g))
         return lazy_step(g, token, NULL, 0, 0, err);
-    if ((s = maybe_flush(g, err)))
-        return s;
     begin(g, err);
+    if ((s = maybe_flush(g, err))) {
+        end_call(g);
+        return s;
+    }
     int32_t y = token_next(g, g->cur, token);
     end_call(g);
     if (y < 0)
@@ -1552,6 +1671,9 @@ static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const tnode
     return y;
 }
 
+/* Trie walks charge their nodes in chunks of this many (one unit each). */
+#define WALK_CHUNK 1024u
+
 /* The trie walk in the current state: g->rr[0 .. 2 n_rr) receives the
  * slot ranges of the rejected subtrees, in increasing order; *n_rej the
  * number of rejected trie tokens. One table lookup per trie edge; dead
@@ -1576,9 +1698,14 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
     uint32_t *ds = g->dstk;
     const int32_t *trans = m->trans;
     ds[0] = x;
-    uint32_t i = 0, tn = c->tn;
+    uint32_t i = 0, tn = c->tn, walked = 0;
     while (i < tn) {
         const tnode *nd = &tr[i];
+        if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
+            walked = 0;
+            if (!budget(g, WALK_CHUNK))
+                return g->fail;
+        }
         int32_t y = trie_edge(g, ds, nd, &trans);
         if (y < 0)
             return g->fail;
@@ -1601,6 +1728,8 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
         ds[nd->db >> 8] = (uint32_t)y;
         i++;
     }
+    if (!budget(g, walked))
+        return g->fail;
     *n_rej = rej;
     return SIFT_OK;
 }
@@ -1626,6 +1755,9 @@ static sift_status allowed_bits(sift_grammar *g, size_t *n_non_eog)
     if (s)
         return s;
     size_t cnt = c->n_slots - rej;
+    /* the bitmap, the other tokens, the rejected slots, the stacks */
+    if (!budget(g, (int64_t)nb + c->n_other + rej + 2 * (int64_t)m->st[x].set_len + c->n_eog))
+        return g->fail;
     memset(bits, 0xff, nb);
     for (uint32_t k = 0; k < c->n_other; k++)
         bits[c->other[k] >> 3] &= (uint8_t) ~(1u << (c->other[k] & 7));
@@ -1696,9 +1828,14 @@ static size_t small_walk(sift_grammar *g)
         uint32_t *ds = g->dstk;
         const int32_t *trans = m->trans;
         ds[0] = x;
-        uint32_t i = 0, tn = c->tn;
+        uint32_t i = 0, tn = c->tn, walked = 0;
         while (i < tn) {
             const tnode *nd = &tr[i];
+            if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
+                walked = 0;
+                if (!budget(g, WALK_CHUNK))
+                    return SIZE_MAX - 1;
+            }
             int32_t y = trie_edge(g, ds, nd, &trans);
             if (y < 0)
                 return SIZE_MAX - 1;
@@ -1716,7 +1853,11 @@ static size_t small_walk(sift_grammar *g)
             }
             i++;
         }
+        if (!budget(g, walked))
+            return SIZE_MAX - 1;
     }
+    if (!budget(g, c->n_other + (int64_t)n * (int64_t)n))
+        return SIZE_MAX - 1;
     if (m->st[x].flags & F_COMPLETE) {
         for (uint32_t j = 0; j < c->n_other; j++) {
             int32_t t = c->other[j];
@@ -1776,6 +1917,9 @@ static sift_status ban_dense(sift_grammar *g, float *base, size_t stride, size_t
     if (s)
         return s;
     *n_non_eog = c->n_slots - rej;
+    /* the rejected slots and the other tokens are written below */
+    if (!budget(g, (int64_t)rej + c->n_other + c->n_eog))
+        return g->fail;
     int complete = (g->m.st[g->cur].flags & F_COMPLETE) != 0;
     /* live: an accepted token whose logit is finite (usually the first) */
     int lv = 0;
@@ -1789,6 +1933,8 @@ static sift_status ban_dense(sift_grammar *g, float *base, size_t stride, size_t
     }
     for (int32_t i = 0; i < c->n_eog && complete && !lv; i++)
         lv = LOGIT(base, stride, c->eog[i]) > -INFINITY;
+    if (!budget(g, k)) /* the liveness scan read at most k logits */
+        return g->fail;
     *live = lv;
     if (!lv)
         return SIFT_OK;
@@ -1845,6 +1991,8 @@ sift_status sift_grammar_ban(sift_grammar *g, float *logits, int32_t n_vocab, si
         return live ? SIFT_OK : dead_msg(g, nne, err);
     }
     s = allowed_bits(g, &nne);
+    if (!s && !budget(g, 2 * (int64_t)n_vocab)) /* the two passes below */
+        s = g->fail;
     end_call(g);
     if (s)
         return s;
@@ -1899,6 +2047,8 @@ sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err
     } else if (a->n * 16 >= (size_t)a->V) {
         /* many candidates: one trie walk */
         s = allowed_bits(g, &nne);
+        if (!s && !budget(g, 2 * (int64_t)a->n))
+            s = g->fail;
         if (!s) {
             for (size_t i = 0; i < a->n && !live; i++)
                 live = BIT(g->bits, a->c[i].id) && a->c[i].logit > -INFINITY;
@@ -1912,6 +2062,8 @@ sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err
         /* few: each candidate's piece through the cached transitions;
          * decisions go to the bitmap (cleared per id) so that the array is
          * only written once the step is known to succeed */
+        if (!budget(g, (int64_t)a->n))
+            s = g->fail;
         for (size_t i = 0; i < a->n && !s; i++) {
             int32_t t = a->c[i].id;
             int32_t y = token_next(g, g->cur, t);
@@ -1960,6 +2112,11 @@ uint64_t sift__grammar_digest(const sift_grammar *g, uint64_t h)
         h = sift__trigger_digest(g->trig, h);
     }
     return h;
+}
+
+int64_t sift__grammar_last_work(const sift_grammar *g)
+{
+    return g->work;
 }
 
 int32_t sift__grammar_n_vocab(const sift_grammar *g)
@@ -2037,7 +2194,9 @@ static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, 
     if (s)
         return s;
     if (fired) {
+        begin(g, err);
         if ((s = maybe_flush(g, err))) {
+            end_call(g);
             sift__trigger_undo(g->trig);
             return s;
         }
@@ -2045,7 +2204,6 @@ static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, 
         int64_t fi = sift__trigger_fired_index(t);
         int whole = sift__trigger_kind_of(t, (size_t)fi) == SIFT__TRIGGER_TOKEN;
         size_t nr = sift__trigger_n_replay(t);
-        begin(g, err);
         int32_t y = (int32_t)g->init;
         for (size_t i = 0; i < nr && y > 0; i++) {
             int32_t tok;

@@ -44,8 +44,10 @@
  *   columns in code points from 1, a BOM not counted.
  * - A rule defined twice, a reversed range and an empty class "[]" are
  *   errors; "[^]" is any code point. Left recursion, including through
- *   nullable prefixes and nullable loops such as ("")*, is an error that
- *   names the rule path.
+ *   nullable prefixes, is an error that names the rule path; nullable
+ *   repetitions such as ("")* and ( [x]* )* are accepted (their cycle is
+ *   made of tail references through a repetition helper, which the
+ *   matcher's merged stacks close; check_left_recursion says why).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -1021,9 +1023,54 @@ static void rule_label(const P *p, uint32_t id, char *buf, size_t cap)
     }
 }
 
-/* Left recursion: edges r -> s when an alternative of r references s
- * after only nullable references. Nullable rules are found with a
- * worklist; the cycle search is an iterative DFS. */
+/* The left-edge graph of the left-recursion check: edges r -> s when an
+ * alternative of r references s after only nullable references; `via`
+ * is the nullable rule skipped just before (UINT32_MAX: none), `tail`
+ * says the reference ends its alternative (nothing follows it). */
+typedef struct lgraph {
+    uint32_t *estart, *edge, *evia;
+    uint8_t *etail;
+} lgraph;
+
+/* Reports the cycle cyc[0] -> cyc[1] -> ... -> cyc[n-1] -> cyc[0] whose
+ * i-th edge has index ei[i], at its first rule. */
+static void report_cycle(P *p, const lgraph *lg, const uint32_t *cyc, const uint32_t *ei, size_t n)
+{
+    char msg[400], lab[96];
+    size_t len = 0;
+    rule_label(p, cyc[0], lab, sizeof lab);
+    len += (size_t)snprintf(msg + len, sizeof msg - len, "%s", lab);
+    int rep = 0;
+    for (size_t q = 0; q < n; q++) {
+        uint32_t to = q + 1 < n ? cyc[q + 1] : cyc[0];
+        rep |= R(p, cyc[q])->kind == RK_REPEAT;
+        if (lg->evia[ei[q]] != UINT32_MAX && len < sizeof msg) {
+            rule_label(p, lg->evia[ei[q]], lab, sizeof lab);
+            len += (size_t)snprintf(msg + len, sizeof msg - len, " -> (nullable %s)", lab);
+        }
+        if (len < sizeof msg) {
+            rule_label(p, to, lab, sizeof lab);
+            len += (size_t)snprintf(msg + len, sizeof msg - len, " -> %s", lab);
+        }
+    }
+    rule_label(p, cyc[0], lab, sizeof lab);
+    perr(p, R(p, cyc[0])->pos, SIFT_E_GRAMMAR_LEFT_RECURSION, "rule '%s' is left-recursive: %s%s",
+         lab, msg, rep ? " (a repeated item that can match empty text)" : "");
+}
+
+/* Left recursion. Nullable rules are found with a worklist, then the
+ * left-edge graph is built and its strongly connected components found
+ * (iterative Tarjan). A cycle of left edges is an error when
+ *  (a) one of its references is followed by something: every round of
+ *      the cycle pushes a return address, so the matcher's stacks would
+ *      grow without end (root ::= root "a"), or
+ *  (b) all its references end their alternatives but none of its rules
+ *      is a repetition helper (a ::= b | "x", b ::= a), as in llama.cpp.
+ * The remaining cycles are nullable repetitions, ( [x]* )*, (a?)*,
+ * ("")*, x ::= x?: a tail reference pushes nothing, so going round the
+ * cycle comes back to the same parse stack, which the matcher's closure
+ * has already seen, and the empty iteration simply ends the loop (the
+ * language is the usual least fixed point). No recursion anywhere. */
 static int check_left_recursion(P *p)
 {
     uint32_t nr = (uint32_t)p->rules.n;
@@ -1032,9 +1079,11 @@ static int check_left_recursion(P *p)
     int ok = 0;
     uint8_t *nullable = sift__calloc(p->al, nr, 1);
     uint32_t *alt_need = NULL, *alt_rule = NULL, *occ_start = NULL, *occ = NULL, *work = NULL;
-    uint32_t *ecount = NULL, *estart = NULL, *edge = NULL, *evia = NULL;
+    uint32_t *ecount = NULL;
+    lgraph lg = {NULL, NULL, NULL, NULL};
     uint8_t *color = NULL;
-    uint32_t *stk = NULL, *sit = NULL;
+    uint32_t *stk = NULL, *sit = NULL, *idx = NULL, *low = NULL, *scc = NULL, *tst = NULL;
+    uint32_t *cyc = NULL, *cei = NULL;
     size_t n_alt = 0;
     for (uint32_t r = 0; r < nr; r++) {
         const rinfo *ri = R(p, r);
@@ -1050,8 +1099,14 @@ static int check_left_recursion(P *p)
     color = sift__calloc(p->al, (size_t)nr + 1, 1);
     stk = sift__calloc(p->al, (size_t)nr + 1, sizeof *stk);
     sit = sift__calloc(p->al, (size_t)nr + 1, sizeof *sit);
+    idx = sift__calloc(p->al, (size_t)nr + 1, sizeof *idx);
+    low = sift__calloc(p->al, (size_t)nr + 1, sizeof *low);
+    scc = sift__calloc(p->al, (size_t)nr + 1, sizeof *scc);
+    tst = sift__calloc(p->al, (size_t)nr + 1, sizeof *tst);
+    cyc = sift__calloc(p->al, (size_t)nr + 1, sizeof *cyc);
+    cei = sift__calloc(p->al, (size_t)nr + 1, sizeof *cei);
     if (!nullable || !alt_need || !alt_rule || !occ_start || !occ || !work || !ecount || !color ||
-        !stk || !sit) {
+        !stk || !sit || !idx || !low || !scc || !tst || !cyc || !cei) {
         nomem(p);
         goto out;
     }
@@ -1119,8 +1174,7 @@ static int check_left_recursion(P *p)
             }
         }
     }
-    /* 2. left edges, with the nullable rule skipped just before (or
-     * UINT32_MAX) for the message */
+    /* 2. left edges */
     {
         memset(ecount, 0, ((size_t)nr + 1) * sizeof *ecount);
         size_t total = 0;
@@ -1141,8 +1195,12 @@ static int check_left_recursion(P *p)
                             ecount[r]++;
                             total++;
                         } else {
-                            edge[estart[r] + ecount[r]] = e->v;
-                            evia[estart[r] + ecount[r]] = via;
+                            /* a rule's elements always end with END */
+                            uint32_t nt = el[ri->off + k + 1].type;
+                            size_t j = lg.estart[r] + ecount[r];
+                            lg.edge[j] = e->v;
+                            lg.evia[j] = via;
+                            lg.etail[j] = nt == SIFT__G_ALT || nt == SIFT__G_END;
                             ecount[r]++;
                         }
                         if (nullable[e->v])
@@ -1155,77 +1213,150 @@ static int check_left_recursion(P *p)
                 }
             }
             if (pass == 0) {
-                estart = sift__calloc(p->al, (size_t)nr + 1, sizeof *estart);
-                edge = sift__calloc(p->al, total + 1, sizeof *edge);
-                evia = sift__calloc(p->al, total + 1, sizeof *evia);
-                if (!estart || !edge || !evia) {
+                lg.estart = sift__calloc(p->al, (size_t)nr + 1, sizeof *lg.estart);
+                lg.edge = sift__calloc(p->al, total + 1, sizeof *lg.edge);
+                lg.evia = sift__calloc(p->al, total + 1, sizeof *lg.evia);
+                lg.etail = sift__calloc(p->al, total + 1, 1);
+                if (!lg.estart || !lg.edge || !lg.evia || !lg.etail) {
                     nomem(p);
                     goto out;
                 }
                 uint32_t s2 = 0;
                 for (uint32_t r = 0; r < nr; r++) {
-                    estart[r] = s2;
+                    lg.estart[r] = s2;
                     s2 += ecount[r];
                 }
-                estart[nr] = s2;
+                lg.estart[nr] = s2;
                 memset(ecount, 0, ((size_t)nr + 1) * sizeof *ecount);
             }
         }
     }
-    /* 3. iterative DFS; a gray target closes a cycle */
+    const uint32_t *estart = lg.estart, *edge = lg.edge;
+    /* 3. strongly connected components (iterative Tarjan): idx[] is the
+     * visit number + 1 (0 = unvisited), low[] the lowest one reachable,
+     * color[] 1 while on the component stack tst[] */
+    {
+        uint32_t next = 1, n_scc = 0;
+        size_t nt = 0;
+        for (uint32_t r0 = 0; r0 < nr; r0++) {
+            if (idx[r0])
+                continue;
+            size_t sp = 0;
+            stk[sp] = r0;
+            sit[sp++] = estart[r0];
+            idx[r0] = low[r0] = next++;
+            tst[nt++] = r0;
+            color[r0] = 1;
+            while (sp) {
+                uint32_t r = stk[sp - 1];
+                if (sit[sp - 1] < estart[r + 1]) {
+                    uint32_t w = edge[sit[sp - 1]++];
+                    if (!idx[w]) {
+                        idx[w] = low[w] = next++;
+                        tst[nt++] = w;
+                        color[w] = 1;
+                        stk[sp] = w;
+                        sit[sp++] = estart[w];
+                    } else if (color[w] && idx[w] < low[r]) {
+                        low[r] = idx[w];
+                    }
+                    continue;
+                }
+                sp--;
+                if (sp && low[r] < low[stk[sp - 1]])
+                    low[stk[sp - 1]] = low[r];
+                if (low[r] == idx[r]) {
+                    uint32_t w;
+                    do {
+                        w = tst[--nt];
+                        color[w] = 0;
+                        scc[w] = n_scc;
+                    } while (w != r);
+                    n_scc++;
+                }
+            }
+        }
+    }
+    /* 4a. a reference that is followed by something, on a cycle: the
+     * cycle is that edge r -> s and a shortest path s ->* r inside the
+     * component, found breadth-first (color[] marks the visited rules,
+     * sit[w] the rule before w on the path and low[w] the edge used) */
+    for (uint32_t r = 0; r < nr; r++) {
+        for (uint32_t e0 = estart[r]; e0 < estart[r + 1]; e0++) {
+            uint32_t s = edge[e0];
+            if (lg.etail[e0] || scc[s] != scc[r])
+                continue;
+            size_t qh = 0, qt = 0;
+            work[qt++] = s;
+            color[s] = 1;
+            while (qh < qt && !color[r]) {
+                uint32_t u = work[qh++];
+                for (uint32_t k = estart[u]; k < estart[u + 1]; k++) {
+                    uint32_t w = edge[k];
+                    if (color[w] || scc[w] != scc[r])
+                        continue;
+                    color[w] = 1;
+                    sit[w] = u;
+                    low[w] = k;
+                    work[qt++] = w;
+                }
+            }
+            /* walk back from r to s, then reverse into cyc[1 ..] */
+            size_t len = 0;
+            for (uint32_t w = r; w != s; w = sit[w])
+                stk[len++] = w;
+            size_t n = 0;
+            cyc[n] = r;
+            cei[n++] = e0;
+            for (size_t q = len; q > 0; q--) {
+                uint32_t w = stk[q - 1];
+                cyc[n] = sit[w];
+                cei[n++] = low[w];
+            }
+            report_cycle(p, &lg, cyc, cei, n);
+            goto out;
+        }
+    }
+    /* 4b. a cycle of tail references through no repetition helper: a
+     * depth-first search over those edges only; a gray target closes a
+     * cycle */
+    memset(color, 0, (size_t)nr + 1);
     for (uint32_t r0 = 0; r0 < nr; r0++) {
-        if (color[r0])
+        if (color[r0] || R(p, r0)->kind == RK_REPEAT)
             continue;
         size_t sp = 0;
         stk[sp] = r0;
-        sit[sp] = 0;
+        sit[sp] = estart[r0];
         sp++;
         color[r0] = 1;
         while (sp) {
             uint32_t r = stk[sp - 1];
             uint32_t k = sit[sp - 1];
-            if (k >= estart[r + 1] - estart[r]) {
+            if (k >= estart[r + 1]) {
                 color[r] = 2;
                 sp--;
                 continue;
             }
             sit[sp - 1]++;
-            uint32_t s = edge[estart[r] + k];
+            uint32_t s = edge[k];
+            if (R(p, s)->kind == RK_REPEAT)
+                continue;
             if (color[s] == 0) {
                 color[s] = 1;
                 stk[sp] = s;
-                sit[sp] = 0;
+                sit[sp] = estart[s];
                 sp++;
             } else if (color[s] == 1) {
                 /* the cycle is stk[j..sp) -> s, with stk[j] == s */
                 size_t j = sp - 1;
                 while (stk[j] != s)
                     j--;
-                char msg[400], lab[96];
-                size_t len = 0;
-                rule_label(p, s, lab, sizeof lab);
-                len += (size_t)snprintf(msg + len, sizeof msg - len, "%s", lab);
-                for (size_t q = j; q < sp && len < sizeof msg; q++) {
-                    uint32_t from = stk[q];
-                    uint32_t to = q + 1 < sp ? stk[q + 1] : s;
-                    uint32_t ei = estart[from] + sit[q] - 1;
-                    if (evia[ei] != UINT32_MAX && len < sizeof msg) {
-                        rule_label(p, evia[ei], lab, sizeof lab);
-                        len +=
-                            (size_t)snprintf(msg + len, sizeof msg - len, " -> (nullable %s)", lab);
-                    }
-                    if (len < sizeof msg) {
-                        rule_label(p, to, lab, sizeof lab);
-                        len += (size_t)snprintf(msg + len, sizeof msg - len, " -> %s", lab);
-                    }
+                size_t n = 0;
+                for (size_t q = j; q < sp; q++) {
+                    cyc[n] = stk[q];
+                    cei[n++] = sit[q] - 1;
                 }
-                int rep = 0;
-                for (size_t q = j; q < sp; q++)
-                    rep |= R(p, stk[q])->kind == RK_REPEAT;
-                rule_label(p, s, lab, sizeof lab);
-                perr(p, R(p, s)->pos, SIFT_E_GRAMMAR_LEFT_RECURSION,
-                     "rule '%s' is left-recursive: %s%s", lab, msg,
-                     rep ? " (a repeated item that can match empty text)" : "");
+                report_cycle(p, &lg, cyc, cei, n);
                 goto out;
             }
         }
@@ -1239,12 +1370,19 @@ out:
     sift__free(p->al, occ);
     sift__free(p->al, work);
     sift__free(p->al, ecount);
-    sift__free(p->al, estart);
-    sift__free(p->al, edge);
-    sift__free(p->al, evia);
+    sift__free(p->al, lg.estart);
+    sift__free(p->al, lg.edge);
+    sift__free(p->al, lg.evia);
+    sift__free(p->al, lg.etail);
     sift__free(p->al, color);
     sift__free(p->al, stk);
     sift__free(p->al, sit);
+    sift__free(p->al, idx);
+    sift__free(p->al, low);
+    sift__free(p->al, scc);
+    sift__free(p->al, tst);
+    sift__free(p->al, cyc);
+    sift__free(p->al, cei);
     return ok;
 }
 

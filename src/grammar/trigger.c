@@ -21,6 +21,13 @@
  *   buffer happens to hold beyond that is invisible.
  * - resume[i]: no match of pattern i can start before it, whatever text
  *   comes next (a hard partial search proved it), so searches skip it.
+ * - A searched pattern fires only on a final match: one that a hard
+ *   partial search from the same point also finds, so that no text that
+ *   may follow can change it (\b, $, lookaheads or greedy repeats at the
+ *   end of the text wait for the next token).
+ * - PCRE2 work is counted by an automatic callout (count_step): all the
+ *   searches of one feed share p.match_limit steps. PCRE2's frames are
+ *   allocated at set-up, so feeding allocates nothing at steady state.
  * - spans[0..nsp) are the tokens whose text overlaps [base, end), in order,
  *   each with a non-empty text; nsp <= end - base, so with the span array
  *   sized like the text buffer neither ever grows at steady state.
@@ -88,6 +95,10 @@ struct sift__trigger {
     uint32_t *undo_i;  /* [n]: resume entries changed by the current feed */
     uint64_t *undo_v;
     size_t n_undo;
+    uint32_t *skip; /* [n]: patterns whose skip-ahead search is pending */
+    /* PCRE2 steps (automatic callouts) all patterns took for the token
+     * being fed; one budget of p.match_limit per token for the set */
+    uint64_t steps;
     int has_full;
     /* state */
     int32_t ac;
@@ -134,6 +145,19 @@ static void *pcre_alloc(size_t size, void *user)
 static void pcre_free(void *p, void *user)
 {
     sift__free((const sift__alloc *)user, p);
+}
+
+/* Every pattern is compiled with PCRE2_AUTO_CALLOUT, so this runs before
+ * each item PCRE2 tries, on every start position and every backtrack:
+ * it counts the steps of all the set's searches for one token against
+ * one budget. (PCRE2's own match limit restarts at every start position
+ * of an unanchored search, so alone it bounds neither a search nor a
+ * token.) */
+static int count_step(pcre2_callout_block *cb, void *user)
+{
+    (void)cb;
+    sift__trigger *t = user;
+    return ++t->steps > t->p.match_limit ? PCRE2_ERROR_MATCHLIMIT : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -262,7 +286,8 @@ static sift_status ac_build(sift__trigger *t, sift_error *err)
 static sift_status compile_pattern(sift__trigger *t, size_t i, sift_error *err)
 {
     const sift__trigger_spec *sp = &t->specs[i];
-    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C;
+    uint32_t opts =
+        PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C | PCRE2_AUTO_CALLOUT;
     if (sp->kind == SIFT__TRIGGER_PATTERN_FULL)
         opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
     int ec;
@@ -302,7 +327,8 @@ static sift_status compile_all(sift__trigger *t, sift_error *err)
     t->resume = sift__calloc(&t->al, t->n, sizeof *t->resume);
     t->undo_i = sift__calloc(&t->al, t->n, sizeof *t->undo_i);
     t->undo_v = sift__calloc(&t->al, t->n, sizeof *t->undo_v);
-    int ok = t->code && t->ctx && t->resume && t->undo_i && t->undo_v;
+    t->skip = sift__calloc(&t->al, t->n, sizeof *t->skip);
+    int ok = t->code && t->ctx && t->resume && t->undo_i && t->undo_v && t->skip;
     t->gctx = ok ? pcre2_general_context_create(pcre_alloc, pcre_free, &t->al) : NULL;
     t->cctx = t->gctx ? pcre2_compile_context_create(t->gctx) : NULL;
     t->mctx = t->cctx ? pcre2_match_context_create(t->gctx) : NULL;
@@ -311,6 +337,7 @@ static sift_status compile_all(sift__trigger *t, sift_error *err)
     pcre2_set_match_limit(t->mctx, t->p.match_limit);
     pcre2_set_depth_limit(t->mctx, t->p.depth_limit);
     pcre2_set_heap_limit(t->mctx, t->p.heap_limit_kib);
+    pcre2_set_callout(t->mctx, count_step, t);
     uint32_t max_caps = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (t->specs[i].kind != SIFT__TRIGGER_PATTERN &&
@@ -335,6 +362,20 @@ static sift_status compile_all(sift__trigger *t, sift_error *err)
     t->md = pcre2_match_data_create(max_caps + 1, t->gctx);
     if (!t->md)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger patterns");
+    /* PCRE2 allocates its backtracking frames in the match data at the
+     * first match (sized for the pattern with the most captures) and
+     * keeps them: one empty match per pattern does it now, so that
+     * feeding allocates nothing (only a match deeper than the first
+     * block of frames would grow it, up to the heap limit). */
+    for (size_t i = 0; i < t->n; i++) {
+        if (!t->code[i])
+            continue;
+        t->steps = 0;
+        int rc = pcre2_match(t->code[i], (PCRE2_SPTR) "", 0, 0, 0, t->md, t->mctx);
+        if (rc == PCRE2_ERROR_NOMEMORY) /* (a limit is for the searches to report) */
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger patterns");
+    }
+    t->steps = 0;
     return SIFT_OK;
 }
 
@@ -552,6 +593,7 @@ void sift__trigger_free(sift__trigger *t)
     sift__free(&al, t->resume);
     sift__free(&al, t->undo_i);
     sift__free(&al, t->undo_v);
+    sift__free(&al, t->skip);
     sift__free(&al, t->nodes);
     sift__free(&al, t->edge_byte);
     sift__free(&al, t->edge_to);
@@ -677,7 +719,6 @@ static const char *limit_name(int rc)
     case PCRE2_ERROR_DEPTHLIMIT: return "depth";
     case PCRE2_ERROR_HEAPLIMIT: return "heap";
     case PCRE2_ERROR_JIT_STACKLIMIT: return "JIT stack";
-    case PCRE2_ERROR_NOMEMORY: return "memory";
     default: return NULL;
     }
 }
@@ -700,7 +741,17 @@ static int run_pattern(sift__trigger *t, size_t i, uint64_t cs, uint64_t ce, uin
     }
     if (rc < 0) {
         const char *ln = limit_name(rc);
-        if (ln) {
+        if (rc == PCRE2_ERROR_NOMEMORY) {
+            /* an allocation failed (the heap limit is HEAPLIMIT) */
+            *st = sift__fail_at(err, SIFT_E_NOMEM, (int64_t)i,
+                                "out of memory in the search of trigger %zu at output byte %llu", i,
+                                (unsigned long long)t->end);
+        } else if (rc == PCRE2_ERROR_MATCHLIMIT) {
+            *st = sift__fail_at(err, SIFT_E_PATTERN_LIMIT, (int64_t)i,
+                                "trigger %zu exceeded the match limit at output byte %llu (%lu "
+                                "steps per token, shared by all patterns)",
+                                i, (unsigned long long)t->end, (unsigned long)t->p.match_limit);
+        } else if (ln) {
             *st = sift__fail_at(err, SIFT_E_PATTERN_LIMIT, (int64_t)i,
                                 "trigger %zu exceeded the %s limit at output byte %llu", i, ln,
                                 (unsigned long long)t->end);
@@ -770,6 +821,8 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
     size_t scanned = 0;
     int64_t best = -1; /* lowest trigger index that matched */
     uint64_t best_start = 0;
+    size_t n_skip = 0;
+    t->steps = 0; /* one PCRE2 budget for this token, all patterns */
 
     if (tn) {
         memcpy(t->buf + (t->end - t->base), bytes, tn);
@@ -825,19 +878,28 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
             r = run_pattern(t, i, cs, ce, from, 0, &ms, &st, err);
             scanned += (size_t)(ce - from);
             if (r == 0) {
-                /* No match: a hard partial search says where a match could
-                 * still start once more text comes (nowhere before the
-                 * leftmost partial match, or before ce if there is none).
-                 * The answer is only an optimisation: if this search hits a
-                 * limit (the plain search already said "no match"), the
-                 * resume point simply stays where it was. */
+                /* No match: a hard partial search says where a match
+                 * could still start once more text comes; it only saves
+                 * work, so it runs after the searches that decide
+                 * (below), and only if the token fires nothing. */
+                t->skip[n_skip++] = (uint32_t)i;
+            } else if (r == 1) {
+                /* A match is final only if no text that may follow can
+                 * change it: \b, $ or a lookahead at the end of the text,
+                 * a greedy repeat that could go on, an earlier start still
+                 * in progress. A hard partial search from the same point
+                 * tells: PCRE2 answers "partial" exactly when it reached
+                 * the end of the text before accepting a match. Then the
+                 * pattern waits, from that start, for the next token. */
                 uint64_t ps = ce;
-                sift_status ignored;
-                int pr = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, &ignored, NULL);
-                if (pr >= 0) {
+                r = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, &st, err);
+                if (r == 2 || r == 0) {
                     t->undo_i[t->n_undo] = (uint32_t)i;
                     t->undo_v[t->n_undo++] = t->resume[i];
-                    t->resume[i] = pr == 2 ? ps : ce;
+                    t->resume[i] = r == 2 ? ps : ce;
+                    r = 0;
+                } else if (r == 1) {
+                    ms = ps;
                 }
             }
         } else if (kd == SIFT__TRIGGER_PATTERN_FULL) {
@@ -863,6 +925,28 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
             best = (int64_t)i;
             best_start = ms;
             break;
+        }
+    }
+    if (best < 0) {
+        /* The skip-ahead searches of the patterns that found nothing:
+         * the leftmost position where a match could still begin (none:
+         * the end of the text). If one meets a limit, the plain search's
+         * "no match" stands and the next search starts where this one
+         * did (its steps still count against the token's budget). */
+        for (size_t k = 0; k < n_skip; k++) {
+            size_t i = t->skip[k];
+            uint64_t W = t->p.max_window;
+            uint64_t ws = ce > W ? ce - W : 0;
+            uint64_t from = t->resume[i] > ws ? t->resume[i] : ws;
+            uint64_t cs = from > t->ctx[i] ? from - t->ctx[i] : 0;
+            uint64_t ps = ce;
+            sift_status ignored;
+            int pr = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, &ignored, NULL);
+            if (pr == 0 || pr == 2) { /* (1 cannot be: the plain search found none) */
+                t->undo_i[t->n_undo] = (uint32_t)i;
+                t->undo_v[t->n_undo++] = t->resume[i];
+                t->resume[i] = pr == 2 ? ps : ce;
+            }
         }
     }
     if (ce > t->searched_to)
@@ -948,12 +1032,18 @@ size_t sift__trigger_last_scanned(const sift__trigger *t)
     return t ? t->last_scanned : 0;
 }
 
+uint64_t sift__trigger_last_steps(const sift__trigger *t)
+{
+    return t ? t->steps : 0;
+}
+
 int sift__trigger_matches_empty(const sift__trigger *t, size_t i)
 {
     if (!t || i >= t->n || !t->code || !t->code[i])
         return 0;
-    int rc = pcre2_match(t->code[i], (PCRE2_SPTR) "", 0, 0, 0, t->md, t->mctx);
-    /* (The set's own state is not touched: the match data is scratch.) */
+    /* No match context: no step count (the empty subject is trivial). The
+     * set's own state is not touched: the match data is scratch. */
+    int rc = pcre2_match(t->code[i], (PCRE2_SPTR) "", 0, 0, 0, t->md, NULL);
     return rc >= 0;
 }
 
