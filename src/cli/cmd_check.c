@@ -79,7 +79,7 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
         sift_error err;
         sift_status st = sift_config_load(&cfg, path, NULL, &err);
         if (!cfg) {
-            fprintf(errout, "%s: error: %s\n", path, err.message);
+            cli_error(errout, NULL, path, &err);
             status = CMD_USAGE;
             continue;
         }
@@ -87,6 +87,20 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
         for (size_t k = 0; k < n; k++)
             fprintf(out, "%s\n", sift_config_diagnostic(cfg, k)->text);
         size_t n_warn = n - n_err;
+        /* The vocabulary is judged as the commands that build the chain
+         * judge it (cli_config_vocab): it must load, and a grammar needs
+         * one. */
+        if (st == SIFT_OK) {
+            sift_vocab *vocab = NULL;
+            int vrc = cli_config_vocab(NULL, path, cfg, &vocab, out);
+            sift_vocab_free(vocab);
+            if (vrc != CMD_OK) {
+                st = SIFT_E_ARG;
+                n_err++;
+                if (vrc == CMD_USAGE)
+                    status = CMD_USAGE;
+            }
+        }
         int bad = st != SIFT_OK || (werror && n_warn > 0);
         if (!quiet) {
             if (!bad && n_warn == 0)

@@ -101,28 +101,15 @@ static sift_status fail_place(sift_error *err, sift_status code, const char *src
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
 
-/* Opens `path` for reading without blocking on a FIFO, and checks that it
- * is a regular file. Gives its size. */
+/* Opens `path` through the one file helper (core/file.c: no blocking,
+ * regular files only) as a stdio stream, and gives its size. */
 static sift_status open_regular(const char *path, FILE **out, uint64_t *size, sift_error *err)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0)
-        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "cannot stat: %s", strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "not a regular file");
-    }
-    /* Regular files never block; clear the flag so stdio reads normally. */
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    int fd;
+    sift_status st = sift__file_open(path, UINT64_MAX, &fd, size, err);
+    if (st != SIFT_OK)
+        return st;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         int e = errno;
@@ -130,7 +117,6 @@ static sift_status open_regular(const char *path, FILE **out, uint64_t *size, si
         return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "cannot open: %s", strerror(e));
     }
     *out = f;
-    *size = (uint64_t)st.st_size;
     return SIFT_OK;
 }
 
@@ -459,33 +445,13 @@ sift_status sift_vocab_load_tiktoken(sift_vocab **out, const char *path,
     *out = NULL;
     if (!path)
         return sift__fail(err, SIFT_E_ARG, "path is NULL");
-    FILE *f;
-    uint64_t size;
-    sift_status st = open_regular(path, &f, &size, err);
-    if (st)
-        return st;
-    if (size > TT_MAX_FILE) {
-        fclose(f);
-        return fail_place(err, SIFT_E_LIMIT, path, 0, 0, -1, -1, "file is %llu bytes; max %llu",
-                          (unsigned long long)size, (unsigned long long)TT_MAX_FILE);
-    }
     sift__alloc al;
     sift__alloc_init(&al, allocator);
-    char *buf = sift__malloc(&al, (size_t)size + 1, 1);
-    if (!buf) {
-        fclose(f);
-        return sift__fail(err, SIFT_E_NOMEM, "out of memory while reading %s", path);
-    }
-    /* Read at most size + 1 bytes: a file that grew meanwhile is caught
-     * rather than read without bound. */
-    size_t got = fread(buf, 1, (size_t)size + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || got != size) {
-        sift__free(&al, buf);
-        return fail_place(err, SIFT_E_IO, path, 0, 0, (int64_t)got, -1,
-                          bad ? "read error" : "file changed size while being read");
-    }
+    char *buf;
+    size_t size;
+    sift_status st = sift__file_read(&al, path, (size_t)TT_MAX_FILE, &buf, &size, err);
+    if (st)
+        return st;
     st = tt_parse(out, buf, (size_t)size, path, &al, err);
     sift__free(&al, buf);
     return st;
