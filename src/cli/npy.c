@@ -241,13 +241,19 @@ int npy_load(const char *path, npy_rows *out, char *msg, size_t cap)
     size_t len;
     sift_error err;
     sift_status st = sift__file_read(&al, path, (size_t)NPY_MAX_BYTES, &buf, &len, &err);
-    if (st != SIFT_OK)
-        return fail(msg, cap, st == SIFT_E_LIMIT ? 1 : 2, "%s", err.message);
+    if (st != SIFT_OK) {
+        /* The helper's messages are "PATH: TEXT" (sift_internal.h). */
+        size_t n = strlen(path);
+        const char *text = err.message;
+        if (!strncmp(text, path, n) && !strncmp(text + n, ": ", 2))
+            text += n + 2;
+        return fail(msg, cap, st == SIFT_E_LIMIT ? 1 : 2, "%s: error: %s", path, text);
+    }
     char inner[256];
     int rc = npy_parse((const unsigned char *)buf, len, out, inner, sizeof inner);
     sift__free(&al, buf);
     if (rc)
-        fail(msg, cap, rc, "%s: %s", path, inner);
+        fail(msg, cap, rc, "%s: error: %s", path, inner);
     return rc;
 }
 
