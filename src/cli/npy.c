@@ -45,7 +45,9 @@ static void skip_ws(hdr_cursor *c)
         c->pos++;
 }
 
-/* Reads a quoted Python string ('...' or "...") without escapes into buf. */
+/* Reads a quoted Python string ('...' or "...") without escapes into buf.
+ * Only printable ASCII: the result is compared as a C string, so a NUL
+ * (or any control byte) inside the quotes must not cut it short. */
 static int read_str(hdr_cursor *c, char *buf, size_t cap)
 {
     if (c->pos >= c->end || (c->s[c->pos] != '\'' && c->s[c->pos] != '"'))
@@ -53,7 +55,8 @@ static int read_str(hdr_cursor *c, char *buf, size_t cap)
     unsigned char q = c->s[c->pos++];
     size_t n = 0;
     while (c->pos < c->end && c->s[c->pos] != q) {
-        if (c->s[c->pos] == '\\' || n + 1 >= cap)
+        unsigned char ch = c->s[c->pos];
+        if (ch == '\\' || ch < 0x20 || ch >= 0x7f || n + 1 >= cap)
             return -1;
         buf[n++] = (char)c->s[c->pos++];
     }
