@@ -111,5 +111,15 @@ done
 t 1 "sample of a corrupt vocabulary" $sift sample "$tmp/bv.yaml" --logits "$tmp/rows.npy"
 once "$tmp/bad.tiktoken" "sample of a corrupt vocabulary"
 
+# sift check judges what needs a vocabulary as sift plan does: both
+# refuse DRY's sequence breakers without one, with the same message.
+printf 'chain:\n  - dry: {multiplier: 0.8}\n  - dist\n' >"$tmp/dry.yaml"
+t 1 "check of dry without a vocabulary" $sift check "$tmp/dry.yaml"
+grep -q "^$tmp/dry.yaml:2:5: error: dry has sequence breakers and no vocabulary was given$" "$tmp/out" ||
+    { echo "FAIL check dry: $(cat "$tmp/out")"; fail=1; }
+t 1 "plan of dry without a vocabulary" $sift plan "$tmp/dry.yaml"
+grep -q "^$tmp/dry.yaml:2:5: error: dry has sequence breakers and no vocabulary was given$" "$tmp/err" ||
+    { echo "FAIL plan dry: $(cat "$tmp/err")"; fail=1; }
+
 echo "check_cli_files: done"
 exit $fail

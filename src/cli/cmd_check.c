@@ -88,11 +88,19 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
             fprintf(out, "%s\n", sift_config_diagnostic(cfg, k)->text);
         size_t n_warn = n - n_err;
         /* The vocabulary is judged as the commands that build the chain
-         * judge it (cli_config_vocab): it must load, and a grammar needs
-         * one. */
+         * judge it (cli_config_vocab: it must load, and a grammar needs
+         * one), and the chain is built with it as `sift plan` builds it,
+         * so what needs a vocabulary (DRY's sequence breakers) is judged
+         * too. */
         if (st == SIFT_OK) {
             sift_vocab *vocab = NULL;
             int vrc = cli_config_vocab(NULL, path, cfg, &vocab, out);
+            sift_chain *chain = NULL;
+            if (vrc == CMD_OK && sift_config_build_chain(cfg, NULL, vocab, &chain, &err)) {
+                cli_error(out, NULL, path, &err);
+                vrc = CMD_FAIL;
+            }
+            sift_chain_free(chain);
             sift_vocab_free(vocab);
             if (vrc != CMD_OK) {
                 st = SIFT_E_ARG;
