@@ -241,12 +241,13 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
     for (size_t i = 0; i < x.n_special; i++) {
         int32_t id = x.special_ids[i];
         if (who[id] >= 0) {
+            int first = (int)who[id];
             sift__free(&al, who);
             sift__free(&al, off);
             sift__free(&al, bytes);
             sift__free(&al, attr);
             return sift__fail_at(err, SIFT_E_ARG, id,
-                                 "special tokens %d and %zu have the same id %d", (int)who[id], i,
+                                 "special tokens %d and %zu have the same id %d", first, i,
                                  (int)id);
         }
         who[id] = (int32_t)i;
