@@ -353,7 +353,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_tiktoken(sift_vocab **out, c
  *   or no model key; an unsupported model; a token type outside 1..6 or a
  *   count that differs from the tokens'; a byte token that is not
  *   "<0xHH>"; a gpt2 piece that is not byte-level text; an EOG id out of
- *   range;
+ *   range or negative (other than -1, "none"); a key that is not
+ *   printable ASCII (bytes of the file are escaped in messages);
  * - SIFT_E_LIMIT: more than 2^24 tokens, a key over 65535 bytes, a piece
  *   over 1 MiB, pieces over 1 GiB in total;
  * - SIFT_E_IO: the file cannot be opened or read, or is not a regular file;

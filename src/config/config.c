@@ -4,7 +4,9 @@
  *
  * What it owns: the sift_config object and its lifetime, reading files
  * (the config itself, grammar and vocabulary files it names) with a size
- * cap, the diagnostic list (formatted GCC style and sorted by position),
+ * cap through the one file helper (core/file.c: regular files only, never
+ * blocking), loading the vocabulary it names (sift_config_load_vocab),
+ * the diagnostic list (formatted GCC style and sorted by position),
  * and turning the validated stage list into sift_chain_add_* calls.
  *
  * Invariants:

@@ -28,7 +28,6 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 #if defined(__APPLE__)
