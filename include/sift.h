@@ -353,7 +353,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_tiktoken(sift_vocab **out, c
  *   or no model key; an unsupported model; a token type outside 1..6 or a
  *   count that differs from the tokens'; a byte token that is not
  *   "<0xHH>"; a gpt2 piece that is not byte-level text; an EOG id out of
- *   range;
+ *   range or negative (other than -1, "none"); a key that is not
+ *   printable ASCII (bytes of the file are escaped in messages);
  * - SIFT_E_LIMIT: more than 2^24 tokens, a key over 65535 bytes, a piece
  *   over 1 MiB, pieces over 1 GiB in total;
  * - SIFT_E_IO: the file cannot be opened or read, or is not a regular file;
@@ -374,6 +375,62 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_gguf(sift_vocab **out, const
                                                          size_t len,
                                                          const sift_allocator *allocator,
                                                          sift_error *err);
+
+/**
+ * What sift_vocab_extend adds to a vocabulary: special tokens, the
+ * end-of-generation marks and padding to the model's logits width.
+ * Initialise with sift_vocab_extra_init, then set what you need.
+ */
+typedef struct sift_vocab_extra {
+    uint32_t struct_size;             /**< sizeof(sift_vocab_extra); set by _init. */
+    const char *const *special_texts; /**< n_special texts ("<|endoftext|>"); bytes. */
+    const size_t *special_lengths;    /**< Their lengths in bytes; NULL = strlen. */
+    const int32_t *special_ids;       /**< Their ids. */
+    size_t n_special;                 /**< Special tokens (default 0). */
+    const int32_t *eog_ids;           /**< Ids to mark SIFT_TOKEN_EOG. */
+    size_t n_eog;                     /**< End-of-generation ids (default 0). */
+    int32_t n_vocab;                  /**< Pad to this many tokens; 0 = no padding. */
+} sift_vocab_extra;
+
+/** Fills `extra` with the defaults (nothing added); NULL is a no-op. Since: 0.1. */
+SIFT_API void sift_vocab_extra_init(sift_vocab_extra *extra);
+
+/**
+ * Creates a new vocabulary: `base` (unchanged; only read during the call)
+ * plus the special tokens, end-of-generation ids and padding of `extra`
+ * (NULL = a copy). For a tiktoken file, whose special tokens are not in
+ * the file, and a model whose logits row is wider than its tokenizer
+ * (cl100k: 100,256 tokens in the file, <|endoftext|> = 100257, rows of
+ * 100,277 or more).
+ *
+ * - Special token i has the bytes special_texts[i] (1 byte to 1 MiB) and
+ *   id special_ids[i], which must be past the end of `base` or an unused
+ *   id of it (SIFT_TOKEN_UNUSED with an empty piece); it gets
+ *   SIFT_TOKEN_SPECIAL (its text is not generated text: trigger words
+ *   never see it, token triggers fire on its id, a grammar names it as
+ *   a token element such as <[<|endoftext|>]>).
+ * - The new vocabulary has max(size of base, largest special id + 1,
+ *   n_vocab) tokens. Ids no one names (gaps and padding) have an empty
+ *   piece and SIFT_TOKEN_UNUSED: a grammar never allows them (an empty
+ *   piece matches only a token element naming its id).
+ * - eog_ids[i] (in [0, new size)) get SIFT_TOKEN_EOG on top of their
+ *   other bits; a grammar allows them exactly where it is complete.
+ *   Other tokens keep the bits of `base`.
+ *
+ * `allocator` may be NULL (malloc/free). Returns SIFT_E_ARG for NULL
+ * `out` or `base`, a bad struct_size, NULL arrays with a count > 0, an
+ * empty special text, a special id that is already a token of `base`,
+ * two specials with one id, n_vocab < 0 or smaller than the size of
+ * `base`; SIFT_E_TOKEN for a special id below 0 or not below n_vocab (when
+ * set), an EOG id outside the new vocabulary; SIFT_E_LIMIT for ids or
+ * n_vocab above 2^24, a special text over 1 MiB, texts over 1 GiB in
+ * total; SIFT_E_NOMEM. err->index names the id at fault. On failure *out
+ * is NULL. Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
+                                                      const sift_vocab_extra *extra,
+                                                      const sift_allocator *allocator,
+                                                      sift_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Grammars                                                            */
@@ -1387,6 +1444,25 @@ SIFT_API int32_t sift_config_vocab_size(const sift_config *cfg);
  * directory), or NULL if none. Since: 0.1.
  */
 SIFT_API const char *sift_config_vocab_path(const sift_config *cfg);
+
+/**
+ * Loads the vocabulary the config names (`vocab`, docs/config.md) the way
+ * sift's CLI does: by extension (.gguf: sift_vocab_load_gguf, else
+ * sift_vocab_load_tiktoken), then, when the config asks for it, through
+ * sift_vocab_extend: the special tokens of `vocab.special`, the
+ * end-of-generation ids of `vocab.eog`, and padding to `vocab_size` (the
+ * model's logits width) when that is larger than the file's tokens.
+ * `allocator` may be NULL (malloc/free); the caller frees *out.
+ * Returns SIFT_OK with *out NULL when the config names no vocabulary;
+ * SIFT_E_ARG for NULL `cfg` or `out`, a vocab_size smaller than the
+ * file's tokens, or a special token on an id the file already uses;
+ * SIFT_E_STATE if the config has errors; any status of the loaders and
+ * of sift_vocab_extend (messages name the file). On failure *out is NULL.
+ * Since: 0.1.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_config_load_vocab(const sift_config *cfg,
+                                                           const sift_allocator *allocator,
+                                                           sift_vocab **out, sift_error *err);
 
 /** How a grammar applies (docs/config.md, "grammar"). */
 typedef enum sift_grammar_mode {

@@ -73,6 +73,25 @@ SIFT__HIDDEN void sift__free(const sift__alloc *al, void *p);
 SIFT__HIDDEN char *sift__memdup(const sift__alloc *al, const void *p, size_t n);
 
 /* ------------------------------------------------------------------ */
+/* Files (core/file.c): every file sift reads is opened here            */
+/* ------------------------------------------------------------------ */
+
+/* Opens `path` for reading without blocking and checks on the descriptor
+ * that it is a regular file of at most `max` bytes. Gives the descriptor
+ * (blocking mode, close-on-exec; the caller closes it) and the size.
+ * SIFT_E_IO when it cannot be opened or is not a regular file (a FIFO, a
+ * directory, a device), SIFT_E_LIMIT above `max`; messages start with
+ * the path, err->source is the path. On failure *fd is -1. */
+SIFT__HIDDEN sift_status sift__file_open(const char *path, uint64_t max, int *fd, uint64_t *size,
+                                         sift_error *err);
+/* Reads the whole regular file at `path` (at most `max` bytes) into
+ * *data, allocated from `al` with a NUL after the *len bytes. Statuses as
+ * sift__file_open, plus SIFT_E_IO for a read error or a file that changed
+ * size while it was read, SIFT_E_NOMEM. On failure *data is NULL. */
+SIFT__HIDDEN sift_status sift__file_read(const sift__alloc *al, const char *path, size_t max,
+                                         char **data, size_t *len, sift_error *err);
+
+/* ------------------------------------------------------------------ */
 /* RNG (core/rng.c): xoshiro256** seeded through splitmix64            */
 /* ------------------------------------------------------------------ */
 

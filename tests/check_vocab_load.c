@@ -15,6 +15,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1125,6 +1126,504 @@ START_TEST(test_gguf_rejects_null_arguments)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Files that are not regular: every library loader                    */
+/* ------------------------------------------------------------------ */
+
+/* A temporary directory holding a FIFO (no writer), a directory, and
+ * symbolic links with the loaders' extensions to each of them and to
+ * /dev/null and /dev/zero. */
+static char tmpdir[64];
+
+static void make_special_files(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/sift_files_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    char p[160], q[160];
+    snprintf(p, sizeof p, "%s/fifo", tmpdir);
+    ck_assert_int_eq(mkfifo(p, 0600), 0);
+    snprintf(p, sizeof p, "%s/dir", tmpdir);
+    ck_assert_int_eq(mkdir(p, 0700), 0);
+    static const char *const targets[] = {"fifo", "dir", "/dev/null", "/dev/zero"};
+    static const char *const exts[] = {"tiktoken", "gguf", "gbnf", "yaml"};
+    for (size_t t = 0; t < N(targets); t++)
+        for (size_t e = 0; e < N(exts); e++) {
+            if (targets[t][0] == '/')
+                snprintf(q, sizeof q, "%s", targets[t]);
+            else
+                snprintf(q, sizeof q, "%s/%s", tmpdir, targets[t]);
+            snprintf(p, sizeof p, "%s/t%zu.%s", tmpdir, t, exts[e]);
+            ck_assert_int_eq(symlink(q, p), 0);
+        }
+}
+
+static void remove_special_files(void)
+{
+    char p[160];
+    static const char *const exts[] = {"tiktoken", "gguf", "gbnf", "yaml"};
+    for (size_t t = 0; t < 4; t++)
+        for (size_t e = 0; e < N(exts); e++) {
+            snprintf(p, sizeof p, "%s/t%zu.%s", tmpdir, t, exts[e]);
+            unlink(p);
+        }
+    snprintf(p, sizeof p, "%s/c.yaml", tmpdir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/fifo", tmpdir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/dir", tmpdir);
+    rmdir(p);
+    rmdir(tmpdir);
+}
+
+static void assert_not_regular(sift_status st, const sift_error *err, const char *path)
+{
+    ck_assert_msg(st == SIFT_E_IO, "%s: status %d (%s)", path, (int)st, err->message);
+    ck_assert_msg(strstr(err->message, "not a regular file (") != NULL, "%s: '%s'", path,
+                  err->message);
+}
+
+START_TEST(test_every_loader_refuses_fifos_directories_and_devices_without_blocking)
+{
+    make_special_files();
+    for (int t = 0; t < 4; t++) {
+        char p[160];
+        sift_error err;
+        sift_vocab *v = (sift_vocab *)1;
+        snprintf(p, sizeof p, "%s/t%d.tiktoken", tmpdir, t);
+        assert_not_regular(sift_vocab_load_tiktoken(&v, p, NULL, &err), &err, p);
+        ck_assert_ptr_null(v);
+        ck_assert_str_eq(err.source, p);
+        snprintf(p, sizeof p, "%s/t%d.gguf", tmpdir, t);
+        v = (sift_vocab *)1;
+        assert_not_regular(sift_vocab_load_gguf(&v, p, NULL, &err), &err, p);
+        ck_assert_ptr_null(v);
+        snprintf(p, sizeof p, "%s/t%d.yaml", tmpdir, t);
+        sift_config *cfg = (sift_config *)1;
+        assert_not_regular(sift_config_load(&cfg, p, NULL, &err), &err, p);
+        ck_assert_ptr_null(cfg);
+        /* Files a config names: the vocabulary and the grammar file. */
+        char yaml[400];
+        snprintf(yaml, sizeof yaml, "vocab: t%d.tiktoken\nchain: [greedy]\n", t);
+        sift_config_params cp;
+        sift_config_params_init(&cp);
+        cp.base_dir = tmpdir;
+        ck_assert_int_eq(sift_config_parse(&cfg, "c.yaml", yaml, strlen(yaml), &cp, &err),
+                         SIFT_E_IO);
+        ck_assert_ptr_nonnull(strstr(err.message, "not a regular file ("));
+        ck_assert_int_eq(err.line, 1);
+        sift_config_free(cfg);
+        snprintf(yaml, sizeof yaml, "chain: [greedy]\ngrammar:\n  file: t%d.gbnf\n", t);
+        ck_assert_int_eq(sift_config_parse(&cfg, "c.yaml", yaml, strlen(yaml), &cp, &err),
+                         SIFT_E_IO);
+        ck_assert_ptr_nonnull(strstr(err.message, "not a regular file ("));
+        ck_assert_int_eq(err.line, 3);
+        sift_config_free(cfg);
+    }
+    remove_special_files();
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* GGUF strings and ids                                                */
+/* ------------------------------------------------------------------ */
+
+/* Tokens "a", "b" with a key written by the caller in between. */
+static gbuf ab_file_with_key(const char *key, size_t klen)
+{
+    static const char *const toks[] = {"a", "b"};
+    gbuf g = {0};
+    g_header(&g, 3, 3);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_u64(&g, klen);
+    g_put(&g, key, klen);
+    g_u32(&g, 0);
+    g_put(&g, "\x01", 1);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    return g;
+}
+
+START_TEST(test_gguf_keys_must_be_printable_ascii_in_full)
+{
+    gbuf g = ab_file_with_key("general.n\0me", 12);
+    gg_err(&g, SIFT_E_ARG, "key 1 has byte 0x00 at 9; keys are printable ASCII");
+    free(g.b);
+    g = ab_file_with_key("general.\xc3\xa9", 10);
+    gg_err(&g, SIFT_E_ARG, "key 1 has byte 0xc3 at 8");
+    free(g.b);
+    g = ab_file_with_key("general.\n", 9);
+    gg_err(&g, SIFT_E_ARG, "key 1 has byte 0x0a at 8");
+    free(g.b);
+    /* Past the part kept for messages (255 bytes) the key is checked too. */
+    char big[400];
+    memset(big, 'k', sizeof big);
+    big[300] = '\x7f';
+    g = ab_file_with_key(big, sizeof big);
+    gg_err(&g, SIFT_E_ARG, "key 1 has byte 0x7f at 300");
+    free(g.b);
+    big[300] = 'k';
+    g = ab_file_with_key(big, sizeof big);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_int_eq(gg(&g, &v, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 2);
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_messages_escape_the_bytes_of_the_file)
+{
+    /* A model name with control bytes, a NUL and broken UTF-8. */
+    static const char *const toks[] = {"a"};
+    gbuf g = {0};
+    g_header(&g, 3, 2);
+    g_str(&g, "tokenizer.ggml.model");
+    g_u32(&g, 8);
+    g_u64(&g, 6);
+    g_put(&g, "x\0\n\xff\\y", 6);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 1);
+    gg_err(&g, SIFT_E_ARG, "tokenizer model 'x\\x00\\x0a\\xff\\x5cy' is not supported");
+    free(g.b);
+    /* A byte token that is not <0xHH>, with a NUL in it. */
+    static const char *const ltoks[] = {"<unk>", "<0x\0A>"};
+    g = (gbuf){0};
+    g_header(&g, 3, 3);
+    g_kv_str(&g, "tokenizer.ggml.model", "llama");
+    g_str(&g, "tokenizer.ggml.tokens");
+    g_u32(&g, 9);
+    g_u32(&g, 8);
+    g_u64(&g, 2);
+    g_str(&g, ltoks[0]);
+    g_u64(&g, 6);
+    g_put(&g, ltoks[1], 6);
+    static const int32_t types[] = {2, 6};
+    g_kv_i32s(&g, "tokenizer.ggml.token_type", types, 2);
+    gg_err(&g, SIFT_E_ARG, "byte token 1 is '<0x\\x00A>'");
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_negative_token_ids_other_than_minus_one_are_errors)
+{
+    static const char *const toks[] = {"a", "b"};
+    for (int k = 0; k < 2; k++) {
+        gbuf g = {0};
+        g_header(&g, 3, 3);
+        g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+        g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+        g_str(&g, "tokenizer.ggml.eos_token_id");
+        g_u32(&g, 5); /* i32 */
+        g_u32(&g, k ? (uint32_t)-1 : (uint32_t)-5);
+        if (k) {
+            sift_vocab *v = NULL;
+            sift_error err;
+            ck_assert_int_eq(gg(&g, &v, &err), SIFT_OK); /* -1: none */
+            ck_assert_uint_eq(sift_vocab_attr(v, 0) & SIFT_TOKEN_EOG, 0);
+            ck_assert_uint_eq(sift_vocab_attr(v, 1) & SIFT_TOKEN_EOG, 0);
+            sift_vocab_free(v);
+        } else {
+            gg_err(&g, SIFT_E_ARG,
+                   "key 'tokenizer.ggml.eos_token_id': token id -5 is negative (-1 means none)");
+        }
+        free(g.b);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Special tokens, end-of-generation ids, padding                      */
+/* ------------------------------------------------------------------ */
+
+/* "a" "b" "c", then an unused id (a gap), like a small tiktoken file. */
+static sift_vocab *abc_gap(void)
+{
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_int_eq(
+        sift_vocab_from_tiktoken(&v, "YQ== 0\nYg== 1\nYw== 2\nZA== 4\n", 28, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 5);
+    ck_assert_uint_eq(sift_vocab_attr(v, 3), SIFT_TOKEN_UNUSED);
+    return v;
+}
+
+START_TEST(test_vocab_extend_adds_special_tokens_eog_and_padding)
+{
+    sift_vocab *base = abc_gap(), *v = NULL;
+    static const char *const texts[] = {"<|endoftext|>", "<|fim|>"};
+    static const int32_t ids[] = {6, 3}, eog[] = {6};
+    sift_vocab_extra x;
+    sift_vocab_extra_init(&x);
+    x.special_texts = texts;
+    x.special_ids = ids;
+    x.n_special = 2;
+    x.eog_ids = eog;
+    x.n_eog = 1;
+    x.n_vocab = 10;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_extend(&v, base, &x, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 10);
+    const char *b;
+    size_t n;
+    static const char *const want[] = {"a", "b", "c", "<|fim|>", "d", "", "<|endoftext|>",
+                                       "",  "",  ""};
+    static const uint32_t attr[] = {0,
+                                    0,
+                                    0,
+                                    SIFT_TOKEN_SPECIAL,
+                                    0,
+                                    SIFT_TOKEN_UNUSED,
+                                    SIFT_TOKEN_SPECIAL | SIFT_TOKEN_EOG,
+                                    SIFT_TOKEN_UNUSED,
+                                    SIFT_TOKEN_UNUSED,
+                                    SIFT_TOKEN_UNUSED};
+    for (int32_t i = 0; i < 10; i++) {
+        ck_assert_int_eq(sift_vocab_piece(v, i, &b, &n, &err), SIFT_OK);
+        ck_assert_uint_eq(n, strlen(want[i]));
+        ck_assert(memcmp(b, want[i], n) == 0);
+        ck_assert_uint_eq(sift_vocab_attr(v, i), attr[i]);
+    }
+    /* The base is unchanged. */
+    ck_assert_int_eq(sift_vocab_size(base), 5);
+    ck_assert_uint_eq(sift_vocab_attr(base, 3), SIFT_TOKEN_UNUSED);
+    sift_vocab_free(v);
+    /* NULL extra: a copy. */
+    ck_assert_int_eq(sift_vocab_extend(&v, base, NULL, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 5);
+    sift_vocab_free(v);
+    sift_vocab_free(base);
+}
+END_TEST
+
+START_TEST(test_vocab_extend_refuses_bad_ids_and_leaves_out_null)
+{
+    sift_vocab *base = abc_gap(), *v = (sift_vocab *)1;
+    sift_error err;
+    const char *texts[1] = {"<s>"};
+    int32_t ids[2] = {1, 1};
+    int32_t eog[1] = {0};
+    sift_vocab_extra x;
+    struct {
+        int32_t id, n_vocab, eog;
+        size_t n_special;
+        const char *text;
+        sift_status want;
+        const char *needle;
+    } cases[] = {
+        {1, 0, 0, 1, "<s>", SIFT_E_ARG, "id 1 is already a token"},
+        {-1, 0, 0, 1, "<s>", SIFT_E_TOKEN, "id -1 out of range"},
+        {9, 8, 0, 1, "<s>", SIFT_E_TOKEN, "id 9 out of range [0, 8)"},
+        {1 << 24, 0, 0, 1, "<s>", SIFT_E_TOKEN, "out of range"},
+        {7, 0, 0, 1, "", SIFT_E_ARG, "0 bytes long"},
+        {7, 4, 0, 1, "<s>", SIFT_E_ARG, "n_vocab 4 is smaller than the vocabulary's 5 tokens"},
+        {7, -1, 0, 1, "<s>", SIFT_E_ARG, "n_vocab -1 outside"},
+        {7, (1 << 24) + 1, 0, 1, "<s>", SIFT_E_LIMIT, "n_vocab 16777217 outside"},
+        {7, 0, 8, 1, "<s>", SIFT_E_TOKEN, "end-of-generation id 8 out of range [0, 8)"},
+        {7, 0, -2, 1, "<s>", SIFT_E_TOKEN, "end-of-generation id -2"},
+        {7, 0, 0, 2, "<s>", SIFT_E_ARG, "have the same id 7"},
+    };
+    for (size_t c = 0; c < N(cases); c++) {
+        sift_vocab_extra_init(&x);
+        texts[0] = cases[c].text;
+        const char *two[2] = {cases[c].text, "<t>"};
+        ids[0] = ids[1] = cases[c].id;
+        eog[0] = cases[c].eog;
+        x.special_texts = cases[c].n_special == 2 ? two : texts;
+        x.special_ids = ids;
+        x.n_special = cases[c].n_special;
+        x.n_vocab = cases[c].n_vocab;
+        x.eog_ids = eog;
+        x.n_eog = 1;
+        v = (sift_vocab *)1;
+        ck_assert_int_eq(sift_vocab_extend(&v, base, &x, NULL, &err), cases[c].want);
+        ck_assert_ptr_null(v);
+        ck_assert_msg(strstr(err.message, cases[c].needle) != NULL, "case %zu: '%s'", c,
+                      err.message);
+    }
+    sift_vocab_extra_init(&x);
+    x.n_special = 1;
+    ck_assert_int_eq(sift_vocab_extend(&v, base, &x, NULL, &err), SIFT_E_ARG);
+    x.n_special = 0;
+    x.struct_size = 0;
+    ck_assert_int_eq(sift_vocab_extend(&v, base, &x, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_vocab_extend(&v, NULL, NULL, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_vocab_extend(NULL, base, NULL, NULL, &err), SIFT_E_ARG);
+    sift_vocab_free(base);
+}
+END_TEST
+
+START_TEST(test_vocab_extend_every_allocation_failure_is_nomem_and_leaks_nothing)
+{
+    sift_vocab *base = abc_gap();
+    static const char *const texts[] = {"<e>"};
+    static const int32_t ids[] = {5};
+    sift_vocab_extra x;
+    sift_vocab_extra_init(&x);
+    x.special_texts = texts;
+    x.special_ids = ids;
+    x.n_special = 1;
+    x.n_vocab = 8;
+    for (long k = 1;; k++) {
+        fa f = {0, k, 0, 0};
+        sift_allocator a = {fa_alloc, fa_free, &f};
+        sift_vocab *v = NULL;
+        sift_error err;
+        sift_status st = sift_vocab_extend(&v, base, &x, &a, &err);
+        if (st == SIFT_OK) {
+            ck_assert_int_gt(k, 4);
+            ck_assert_int_eq(sift_vocab_size(v), 8);
+            sift_vocab_free(v);
+            ck_assert_int_eq(f.live, 0);
+            break;
+        }
+        ck_assert_int_eq(st, SIFT_E_NOMEM);
+        ck_assert_ptr_null(v);
+        ck_assert_int_eq(f.live, 0);
+    }
+    sift_vocab_free(base);
+}
+END_TEST
+
+/* A grammar over an extended vocabulary ends only through the EOG token
+ * and never allows a padding id. */
+START_TEST(test_grammar_completes_through_an_added_eog_and_never_allows_padding)
+{
+    sift_vocab *base = abc_gap(), *v = NULL;
+    static const char *const texts[] = {"<|endoftext|>"};
+    static const int32_t ids[] = {6}, eog[] = {6};
+    sift_vocab_extra x;
+    sift_vocab_extra_init(&x);
+    x.special_texts = texts;
+    x.special_ids = ids;
+    x.n_special = 1;
+    x.eog_ids = eog;
+    x.n_eog = 1;
+    x.n_vocab = 12;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_extend(&v, base, &x, NULL, &err), SIFT_OK);
+    sift_grammar *g = NULL;
+    const char *text = "root ::= \"a\" [bc]*";
+    ck_assert_int_eq(sift_grammar_new(&g, text, strlen(text), v, NULL, &err), SIFT_OK);
+    int ok = 1;
+    ck_assert_int_eq(sift_grammar_accepts_token(g, 6, &ok, &err), SIFT_OK);
+    ck_assert_int_eq(ok, 0); /* not complete yet */
+    ck_assert_int_eq(sift_grammar_accept_token(g, 0, &err), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_accepts_token(g, 6, &ok, &err), SIFT_OK);
+    ck_assert_int_eq(ok, 1);
+    float row[12];
+    for (int i = 0; i < 12; i++)
+        row[i] = 1.0f;
+    ck_assert_int_eq(sift_grammar_ban(g, row, 12, &err), SIFT_OK);
+    for (int i = 0; i < 12; i++) {
+        int allowed = i == 1 || i == 2 || i == 6;
+        ck_assert_msg(allowed ? row[i] == 1.0f : row[i] == -INFINITY, "token %d", i);
+    }
+    sift_grammar_free(g);
+    sift_vocab_free(v);
+    sift_vocab_free(base);
+}
+END_TEST
+
+/* A config's vocab section goes through sift_config_load_vocab. */
+static sift_config *cfg_of(const char *yaml, sift_status want_load)
+{
+    sift_config *cfg = NULL;
+    sift_error err;
+    sift_config_params cp;
+    sift_config_params_init(&cp);
+    cp.base_dir = data_dir();
+    sift_status st = sift_config_parse(&cfg, "c.yaml", yaml, strlen(yaml), &cp, &err);
+    if (want_load == SIFT_OK)
+        ck_assert_msg(st == SIFT_OK, "%s", err.message);
+    else
+        ck_assert_int_ne(st, SIFT_OK);
+    ck_assert_ptr_nonnull(cfg);
+    return cfg;
+}
+
+START_TEST(test_config_vocab_section_names_special_tokens_eog_and_pads_to_vocab_size)
+{
+    sift_config *cfg =
+        cfg_of("vocab_size: 100352\n"
+               "vocab:\n"
+               "  file: cl100k_base.tiktoken\n"
+               "  special: {\"<|endoftext|>\": 100257, \"<|endofprompt|>\": 100276}\n"
+               "  eog: [\"<|endoftext|>\", 100276]\n"
+               "chain: [greedy]\n",
+               SIFT_OK);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_config_load_vocab(cfg, NULL, &v, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 100352);
+    const char *b;
+    size_t n;
+    ck_assert_int_eq(sift_vocab_piece(v, 100257, &b, &n, &err), SIFT_OK);
+    ck_assert_uint_eq(n, 13);
+    ck_assert(memcmp(b, "<|endoftext|>", 13) == 0);
+    ck_assert_uint_eq(sift_vocab_attr(v, 100257), SIFT_TOKEN_SPECIAL | SIFT_TOKEN_EOG);
+    ck_assert_uint_eq(sift_vocab_attr(v, 100276), SIFT_TOKEN_SPECIAL | SIFT_TOKEN_EOG);
+    ck_assert_uint_eq(sift_vocab_attr(v, 100300), SIFT_TOKEN_UNUSED);
+    ck_assert_uint_eq(sift_vocab_attr(v, 100256), SIFT_TOKEN_UNUSED);
+    sift_vocab_free(v);
+    sift_config_free(cfg);
+
+    /* The string form with no vocab_size is the file as it is; no vocab
+     * at all gives NULL. */
+    cfg = cfg_of("vocab: cl100k_base.tiktoken\nchain: [greedy]\n", SIFT_OK);
+    ck_assert_int_eq(sift_config_load_vocab(cfg, NULL, &v, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_size(v), 100256);
+    sift_vocab_free(v);
+    sift_config_free(cfg);
+    cfg = cfg_of("chain: [greedy]\n", SIFT_OK);
+    v = (sift_vocab *)1;
+    ck_assert_int_eq(sift_config_load_vocab(cfg, NULL, &v, &err), SIFT_OK);
+    ck_assert_ptr_null(v);
+    sift_config_free(cfg);
+
+    /* A vocab_size below the file's tokens, a special on a used id. */
+    cfg = cfg_of("vocab_size: 1000\nvocab: cl100k_base.tiktoken\nchain: [greedy]\n", SIFT_OK);
+    ck_assert_int_eq(sift_config_load_vocab(cfg, NULL, &v, &err), SIFT_E_ARG);
+    ck_assert_ptr_null(v);
+    ck_assert_ptr_nonnull(strstr(err.message, "c.yaml: vocab_size 1000 is smaller than the 100256 "
+                                              "tokens of "));
+    ck_assert_str_eq(err.source, "c.yaml");
+    sift_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_config_vocab_section_errors_name_their_place)
+{
+    struct {
+        const char *yaml;
+        const char *text;
+    } cases[] = {
+        {"vocab: {special: {a: 1}}\nchain: [greedy]\n",
+         "c.yaml:1:8: error: vocab: the 'file' key is required"},
+        {"vocab: {file: cl100k_base.tiktoken, eog: [1], spezial: 2}\nchain: [greedy]\n",
+         "c.yaml:1:47: error: vocab: unknown key 'spezial' (did you mean 'special'?)"},
+        {"vocab: {file: cl100k_base.tiktoken, special: [1]}\nchain: [greedy]\n",
+         "c.yaml:1:46: error: vocab.special: expected mapping of token text to id, got sequence"},
+        {"vocab_size: 100300\nvocab: {file: cl100k_base.tiktoken, special: {\"<e>\": 100300}}\n"
+         "chain: [greedy]\n",
+         "c.yaml:2:54: error: vocab.special: '<e>': token 100300 is out of range [0, 100300) "
+         "(vocab_size)"},
+        {"vocab: {file: cl100k_base.tiktoken, special: {\"<e>\": 100300, \"<f>\": 100300}}\n"
+         "chain: [greedy]\n",
+         "c.yaml:1:69: error: vocab.special: '<f>' has id 100300, as '<e>' has"},
+        {"vocab: {file: cl100k_base.tiktoken, eog: [\"<x>\"]}\nchain: [greedy]\n",
+         "c.yaml:1:43: error: vocab.eog[0]: '<x>' is not a token of vocab.special (give its id)"},
+        {"vocab: {file: cl100k_base.tiktoken, eog: 5}\nchain: [greedy]\n",
+         "c.yaml:1:42: error: vocab.eog: expected sequence of token ids, got integer 5"},
+    };
+    for (size_t c = 0; c < N(cases); c++) {
+        sift_config *cfg = cfg_of(cases[c].yaml, SIFT_E_CONFIG_KEY);
+        ck_assert_uint_ge(sift_config_n_errors(cfg), 1);
+        ck_assert_msg(!strcmp(sift_config_diagnostic(cfg, 0)->text, cases[c].text),
+                      "case %zu: '%s'", c, sift_config_diagnostic(cfg, 0)->text);
+        sift_config_free(cfg);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 
 static Suite *suite(void)
 {
@@ -1161,6 +1660,18 @@ static Suite *suite(void)
           test_gguf_invalid_byte_tokens_and_bpe_text_name_the_token,
           test_gguf_every_allocation_failure_is_nomem_and_leaks_nothing,
           test_random_corruptions_of_both_formats_never_crash}},
+        {"gguf_strings",
+         {test_gguf_keys_must_be_printable_ascii_in_full,
+          test_gguf_messages_escape_the_bytes_of_the_file,
+          test_gguf_negative_token_ids_other_than_minus_one_are_errors}},
+        {"files", {test_every_loader_refuses_fifos_directories_and_devices_without_blocking}},
+        {"extend",
+         {test_vocab_extend_adds_special_tokens_eog_and_padding,
+          test_vocab_extend_refuses_bad_ids_and_leaves_out_null,
+          test_vocab_extend_every_allocation_failure_is_nomem_and_leaks_nothing,
+          test_grammar_completes_through_an_added_eog_and_never_allows_padding,
+          test_config_vocab_section_names_special_tokens_eog_and_pads_to_vocab_size,
+          test_config_vocab_section_errors_name_their_place}},
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);

@@ -48,6 +48,21 @@ int cli_parse_history(const char *prog, const char *text, int32_t **ids, size_t 
 int cli_feed_history(const char *prog, sift_chain *chain, const int32_t *ids, size_t n,
                      int32_t n_vocab, FILE *errout);
 
+/* Prints a library error about the file at `path` as
+ * "[PROG: ]PLACE: error: TEXT". A sift message that names its file starts
+ * with err->source (and its line:col or ": offset N"); PLACE is then that
+ * prefix, so the file is named once; otherwise PLACE is `path`. `prog`
+ * may be NULL. */
+void cli_error(FILE *errout, const char *prog, const char *path, const sift_error *err);
+/* Loads the vocabulary the config names (sift_config_load_vocab: special
+ * tokens, EOG ids, padding to vocab_size) into *vocab (NULL if none), and
+ * refuses a grammar without one, with the same judgement for `sift check`
+ * and for the commands that build the chain. Messages go to `errout`
+ * ("[PROG: ]PATH: error: ..."). Returns CMD_OK, CMD_FAIL, or CMD_USAGE for
+ * a vocabulary file that cannot be read. */
+int cli_config_vocab(const char *prog, const char *path, const sift_config *cfg, sift_vocab **vocab,
+                     FILE *errout);
+
 /* Flushes `out` and reports a write error (a closed pipe, a full disk)
  * on errout; returns CMD_USAGE in that case, `status` otherwise. */
 int cmd_finish(FILE *out, FILE *errout, int status);

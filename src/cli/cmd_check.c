@@ -40,57 +40,6 @@ static void help(FILE *f)
                "exit status: 0 valid (warnings allowed), 1 invalid, 2 usage or I/O error\n");
 }
 
-enum { BUILD_NEEDS_VOCAB = 3 };
-
-/* Loads the vocabulary the config names, by extension (as sift plan). */
-static sift_status load_vocab(const sift_config *cfg, sift_vocab **v, sift_error *err)
-{
-    const char *path = sift_config_vocab_path(cfg);
-    *v = NULL;
-    if (!path)
-        return SIFT_OK;
-    size_t n = strlen(path);
-    if (n >= 5 && !strcmp(path + n - 5, ".gguf"))
-        return sift_vocab_load_gguf(v, path, NULL, err);
-    return sift_vocab_load_tiktoken(v, path, NULL, err);
-}
-
-/*
- * The rest of what `sift plan` and `sift sample` judge: the vocabulary
- * the config names is loaded and the chain is built with it, then thrown
- * away. A build that fails when the config names no vocabulary (a
- * grammar, DRY breakers) is a warning: the CLI cannot build the chain,
- * a runtime that passes its own vocabulary can. Returns CMD_OK,
- * CMD_FAIL (printed as an error), CMD_USAGE (a vocabulary that cannot be
- * read) or BUILD_NEEDS_VOCAB (printed as a warning).
- */
-static int build_as_plan(const sift_config *cfg, const char *path, FILE *out)
-{
-    sift_vocab *vocab = NULL;
-    sift_error err;
-    sift_status st = load_vocab(cfg, &vocab, &err);
-    if (st != SIFT_OK) {
-        fprintf(out, "%s: error: vocabulary: %s\n", path, err.message);
-        return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
-    }
-    sift_chain *chain = NULL;
-    st = sift_config_build_chain(cfg, NULL, vocab, &chain, &err);
-    sift_chain_free(chain);
-    sift_vocab_free(vocab);
-    if (st == SIFT_OK)
-        return CMD_OK;
-    if (!sift_config_vocab_path(cfg) && st == SIFT_E_ARG) {
-        fprintf(out,
-                "%s: warning: sift plan and sift sample cannot build this chain: it needs a "
-                "vocabulary (for its grammar or DRY breakers) and the config names none "
-                "(vocab)\n",
-                path);
-        return BUILD_NEEDS_VOCAB;
-    }
-    fprintf(out, "%s: error: %s\n", path, err.message);
-    return CMD_FAIL;
-}
-
 int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
 {
     int quiet = 0, werror = 0, n_files = 0, only_files = 0;
@@ -132,7 +81,7 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
         sift_error err;
         sift_status st = sift_config_load(&cfg, path, NULL, &err);
         if (!cfg) {
-            fprintf(errout, "%s: error: %s\n", path, err.message);
+            cli_error(errout, NULL, path, &err);
             status = CMD_USAGE;
             continue;
         }
@@ -140,16 +89,26 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
         for (size_t k = 0; k < n; k++)
             fprintf(out, "%s\n", sift_config_diagnostic(cfg, k)->text);
         size_t n_warn = n - n_err;
+        /* The vocabulary is judged as the commands that build the chain
+         * judge it (cli_config_vocab: it must load, and a grammar needs
+         * one), and the chain is built with it as `sift plan` builds it,
+         * so what needs a vocabulary (DRY's sequence breakers) is judged
+         * too. */
         if (st == SIFT_OK) {
-            int b = build_as_plan(cfg, path, out);
-            if (b == CMD_USAGE) {
-                status = CMD_USAGE;
-                st = SIFT_E_IO;
-            } else if (b == CMD_FAIL) {
-                n_err++;
+            sift_vocab *vocab = NULL;
+            int vrc = cli_config_vocab(NULL, path, cfg, &vocab, out);
+            sift_chain *chain = NULL;
+            if (vrc == CMD_OK && sift_config_build_chain(cfg, NULL, vocab, &chain, &err)) {
+                cli_error(out, NULL, path, &err);
+                vrc = CMD_FAIL;
+            }
+            sift_chain_free(chain);
+            sift_vocab_free(vocab);
+            if (vrc != CMD_OK) {
                 st = SIFT_E_ARG;
-            } else if (b == BUILD_NEEDS_VOCAB) {
-                n_warn++;
+                n_err++;
+                if (vrc == CMD_USAGE)
+                    status = CMD_USAGE;
             }
         }
         int bad = st != SIFT_OK || (werror && n_warn > 0);

@@ -15,6 +15,7 @@
 
 #include "cmd.h"
 #include "sift.h"
+#include "sift_internal.h"
 
 #define MAX_INPUT ((size_t)16 << 20)
 
@@ -35,62 +36,19 @@ static void help(FILE *f)
                "exit status: 0 ok / accepted, 1 invalid grammar / not accepted, 2 usage or I/O\n");
 }
 
-/* Reads a whole file (at most `max` bytes). */
+/* Reads a whole regular file of at most `max` bytes through the library's
+ * one file helper (no blocking on a FIFO, no directories or devices). */
 static char *slurp(const char *path, size_t max, size_t *len, FILE *errout)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(errout, "%s: error: cannot open: %s\n", path, strerror(errno));
+    sift__alloc al;
+    sift__alloc_init(&al, NULL);
+    char *data;
+    sift_error err;
+    if (sift__file_read(&al, path, max, &data, len, &err) != SIFT_OK) {
+        cli_error(errout, NULL, path, &err);
         return NULL;
     }
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        if (n == cap) {
-            if (cap >= max) {
-                fprintf(errout, "%s: error: larger than %zu bytes\n", path, max);
-                free(b);
-                b = NULL;
-                break;
-            }
-            char *nb = realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        size_t r = fread(b + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) {
-            if (ferror(f)) {
-                fprintf(errout, "%s: error: cannot read: %s\n", path, strerror(errno));
-                free(b);
-                b = NULL;
-            }
-            break;
-        }
-    }
-    fclose(f);
-    *len = n;
-    return b;
-}
-
-/* Prints a grammar error as FILE:LINE:COL: error: MESSAGE. sift's message
- * already starts with "FILE:LINE:COL: " when it has a place. */
-static void print_grammar_error(FILE *errout, const char *path, const sift_error *err)
-{
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, ":%d:%d: ", (int)err->line, (int)err->column);
-    const char *m = err->message;
-    const char *p = err->line > 0 ? strstr(m, prefix) : NULL;
-    if (p)
-        fprintf(errout, "%s:%d:%d: error: %s\n", path, (int)err->line, (int)err->column,
-                p + strlen(prefix));
-    else
-        fprintf(errout, "%s: error: %s\n", path, m);
+    return data;
 }
 
 static int compile(const char *path, const char *root, sift_grammar **g, FILE *errout)
@@ -107,7 +65,7 @@ static int compile(const char *path, const char *root, sift_grammar **g, FILE *e
     sift_status st = sift_grammar_new(g, text, len, NULL, &gp, &err);
     free(text);
     if (st) {
-        print_grammar_error(errout, path, &err);
+        cli_error(errout, NULL, path, &err);
         return st == SIFT_E_NOMEM ? CMD_USAGE : CMD_FAIL;
     }
     return CMD_OK;

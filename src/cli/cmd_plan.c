@@ -45,19 +45,6 @@ static const char *class_upper(sift_class c)
     return "UNKNOWN";
 }
 
-/* Loads the config's vocabulary file, if it names one. */
-static sift_status load_vocab(const sift_config *cfg, sift_vocab **v, sift_error *err)
-{
-    const char *path = sift_config_vocab_path(cfg);
-    *v = NULL;
-    if (!path)
-        return SIFT_OK;
-    size_t n = strlen(path);
-    if (n >= 5 && !strcmp(path + n - 5, ".gguf"))
-        return sift_vocab_load_gguf(v, path, NULL, err);
-    return sift_vocab_load_tiktoken(v, path, NULL, err);
-}
-
 static int cmd_plan_load(const char *path, FILE *errout, sift_config **cfg, sift_vocab **vocab,
                          sift_chain **chain)
 {
@@ -67,19 +54,18 @@ static int cmd_plan_load(const char *path, FILE *errout, sift_config **cfg, sift
     *chain = NULL;
     sift_status st = sift_config_load(cfg, path, NULL, &err);
     if (!*cfg) {
-        fprintf(errout, "%s: error: %s\n", path, err.message);
+        cli_error(errout, NULL, path, &err);
         return CMD_USAGE;
     }
     for (size_t k = 0; k < sift_config_n_diagnostics(*cfg); k++)
         fprintf(errout, "%s\n", sift_config_diagnostic(*cfg, k)->text);
     if (st != SIFT_OK)
         return CMD_FAIL;
-    if ((st = load_vocab(*cfg, vocab, &err))) {
-        fprintf(errout, "%s: error: vocabulary: %s\n", path, err.message);
-        return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
-    }
+    int rc = cli_config_vocab(NULL, path, *cfg, vocab, errout);
+    if (rc != CMD_OK)
+        return rc;
     if ((st = sift_config_build_chain(*cfg, NULL, *vocab, chain, &err))) {
-        fprintf(errout, "%s: error: %s\n", path, err.message);
+        cli_error(errout, NULL, path, &err);
         return CMD_FAIL;
     }
     return CMD_OK;

@@ -21,12 +21,6 @@
 #include "npy.h"
 #include "sift.h"
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && !strcmp(s + n - m, suffix);
-}
-
 /* The chain `sift bench` uses without a CONFIG: examples/production.yaml
  * without its vocab_size (so any row length works). */
 static const char PRODUCTION_YAML[] =
@@ -75,6 +69,47 @@ void cli_json_str(FILE *out, const char *s)
     fputc('"', out);
 }
 
+void cli_error(FILE *errout, const char *prog, const char *path, const sift_error *err)
+{
+    const char *m = err->message, *pp = prog ? prog : "", *sep = prog ? ": " : "";
+    size_t n = strlen(err->source);
+    if (n && !strncmp(m, err->source, n) && m[n] == ':') {
+        /* The place: SOURCE, then ":LINE:COL" or ": offset N" if present. */
+        const char *q = m + n;
+        for (int k = 0; k < 2 && q[0] == ':' && q[1] >= '0' && q[1] <= '9'; k++)
+            for (q++; *q >= '0' && *q <= '9'; q++)
+                ;
+        if (!strncmp(q, ": offset ", 9) && q[9] >= '0' && q[9] <= '9')
+            for (q += 9; *q >= '0' && *q <= '9'; q++)
+                ;
+        if (q[0] == ':' && q[1] == ' ') {
+            fprintf(errout, "%s%s%.*s: error: %s\n", pp, sep, (int)(q - m), m, q + 2);
+            return;
+        }
+    }
+    fprintf(errout, "%s%s%s: error: %s\n", pp, sep, path, m);
+}
+
+int cli_config_vocab(const char *prog, const char *path, const sift_config *cfg, sift_vocab **vocab,
+                     FILE *errout)
+{
+    sift_error err;
+    *vocab = NULL;
+    sift_status st = sift_config_load_vocab(cfg, NULL, vocab, &err);
+    if (st != SIFT_OK) {
+        cli_error(errout, prog, path, &err);
+        return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
+    }
+    if (!*vocab && sift_config_grammar_info(cfg)) {
+        fprintf(errout,
+                "%s%s%s: error: the grammar needs a vocabulary: name one with 'vocab' "
+                "(docs/config.md)\n",
+                prog ? prog : "", prog ? ": " : "", path);
+        return CMD_FAIL;
+    }
+    return CMD_OK;
+}
+
 int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_chain **chain,
                    FILE *errout)
 {
@@ -85,7 +120,7 @@ int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_cha
     if (!path)
         path = "<production>";
     if (!cfg) {
-        fprintf(errout, "%s: %s: %s\n", prog, path, err.message);
+        cli_error(errout, prog, path, &err);
         return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
     }
     if (st != SIFT_OK) {
@@ -102,24 +137,18 @@ int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_cha
         return CMD_FAIL;
     }
     sift_vocab *vocab = NULL;
-    const char *vpath = sift_config_vocab_path(cfg);
-    if (vpath) {
-        st = ends_with(vpath, ".gguf") ? sift_vocab_load_gguf(&vocab, vpath, NULL, &err)
-                                       : sift_vocab_load_tiktoken(&vocab, vpath, NULL, &err);
-        if (st != SIFT_OK) {
-            fprintf(errout, "%s: %s\n", prog, err.message);
-            sift_config_free(cfg);
-            return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
-        }
-        if (sift_vocab_size(vocab) != n_vocab) {
-            fprintf(errout,
-                    "%s: vocabulary %s has %" PRId32 " tokens but the logits rows have %" PRId32
-                    "\n",
-                    prog, vpath, sift_vocab_size(vocab), n_vocab);
-            sift_vocab_free(vocab);
-            sift_config_free(cfg);
-            return CMD_FAIL;
-        }
+    int rc = cli_config_vocab(prog, path, cfg, &vocab, errout);
+    if (rc != CMD_OK) {
+        sift_config_free(cfg);
+        return rc;
+    }
+    if (vocab && sift_vocab_size(vocab) != n_vocab) {
+        fprintf(errout,
+                "%s: vocabulary %s has %" PRId32 " tokens but the logits rows have %" PRId32 "\n",
+                prog, sift_config_vocab_path(cfg), sift_vocab_size(vocab), n_vocab);
+        sift_vocab_free(vocab);
+        sift_config_free(cfg);
+        return CMD_FAIL;
     }
     sift_chain_params params;
     sift_chain_params_init(&params);
@@ -128,7 +157,7 @@ int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_cha
     sift_vocab_free(vocab);
     sift_config_free(cfg);
     if (st != SIFT_OK) {
-        fprintf(errout, "%s: %s: %s\n", prog, path, err.message);
+        cli_error(errout, prog, path, &err);
         return CMD_FAIL;
     }
     return CMD_OK;

@@ -16,12 +16,12 @@
 
 #include "npy.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "sift_internal.h"
 
 static int fail(char *msg, size_t cap, int code, const char *fmt, ...)
 {
@@ -45,7 +45,9 @@ static void skip_ws(hdr_cursor *c)
         c->pos++;
 }
 
-/* Reads a quoted Python string ('...' or "...") without escapes into buf. */
+/* Reads a quoted Python string ('...' or "...") without escapes into buf.
+ * Only printable ASCII: the result is compared as a C string, so a NUL
+ * (or any control byte) inside the quotes must not cut it short. */
 static int read_str(hdr_cursor *c, char *buf, size_t cap)
 {
     if (c->pos >= c->end || (c->s[c->pos] != '\'' && c->s[c->pos] != '"'))
@@ -53,7 +55,8 @@ static int read_str(hdr_cursor *c, char *buf, size_t cap)
     unsigned char q = c->s[c->pos++];
     size_t n = 0;
     while (c->pos < c->end && c->s[c->pos] != q) {
-        if (c->s[c->pos] == '\\' || n + 1 >= cap)
+        unsigned char ch = c->s[c->pos];
+        if (ch == '\\' || ch < 0x20 || ch >= 0x7f || n + 1 >= cap)
             return -1;
         buf[n++] = (char)c->s[c->pos++];
     }
@@ -233,36 +236,27 @@ int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, si
 int npy_load(const char *path, npy_rows *out, char *msg, size_t cap)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fail(msg, cap, 2, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return fail(msg, cap, 2, "%s: not a regular file", path);
-    }
-    if ((int64_t)st.st_size > NPY_MAX_BYTES) {
-        fclose(f);
-        return fail(msg, cap, 1, "%s: file larger than %lld bytes", path, (long long)NPY_MAX_BYTES);
-    }
-    size_t len = (size_t)st.st_size;
-    unsigned char *buf = malloc(len ? len : 1);
-    if (!buf) {
-        fclose(f);
-        return fail(msg, cap, 2, "%s: out of memory", path);
-    }
-    size_t got = fread(buf, 1, len, f);
-    int rerr = ferror(f);
-    fclose(f);
-    if (got != len || rerr) {
-        free(buf);
-        return fail(msg, cap, 2, "%s: read error", path);
+    /* The library's one file helper: no blocking on a FIFO, regular files
+     * only, at most NPY_MAX_BYTES; its messages start with the path. */
+    sift__alloc al;
+    sift__alloc_init(&al, NULL);
+    char *buf;
+    size_t len;
+    sift_error err;
+    sift_status st = sift__file_read(&al, path, (size_t)NPY_MAX_BYTES, &buf, &len, &err);
+    if (st != SIFT_OK) {
+        /* The helper's messages are "PATH: TEXT" (sift_internal.h). */
+        size_t n = strlen(path);
+        const char *text = err.message;
+        if (!strncmp(text, path, n) && !strncmp(text + n, ": ", 2))
+            text += n + 2;
+        return fail(msg, cap, st == SIFT_E_LIMIT ? 1 : 2, "%s: error: %s", path, text);
     }
     char inner[256];
-    int rc = npy_parse(buf, len, out, inner, sizeof inner);
-    free(buf);
+    int rc = npy_parse((const unsigned char *)buf, len, out, inner, sizeof inner);
+    sift__free(&al, buf);
     if (rc)
-        fail(msg, cap, rc, "%s: %s", path, inner);
+        fail(msg, cap, rc, "%s: error: %s", path, inner);
     return rc;
 }
 

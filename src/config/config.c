@@ -4,7 +4,9 @@
  *
  * What it owns: the sift_config object and its lifetime, reading files
  * (the config itself, grammar and vocabulary files it names) with a size
- * cap, the diagnostic list (formatted GCC style and sorted by position),
+ * cap through the one file helper (core/file.c: regular files only, never
+ * blocking), loading the vocabulary it names (sift_config_load_vocab),
+ * the diagnostic list (formatted GCC style and sorted by position),
  * and turning the validated stage list into sift_chain_add_* calls.
  *
  * Invariants:
@@ -16,14 +18,10 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "config_internal.h"
 
@@ -188,60 +186,18 @@ static char *resolve(const sift__alloc *al, const char *base, const char *path)
     return r;
 }
 
-/* Reads at most cap bytes of a regular file; a file that grows while it
- * is read is cut at cap + 1 and reported as too large. */
+/* Reads a regular file of at most cap bytes through the one file helper
+ * (core/file.c: no blocking, regular files only). The message names the
+ * path first; a file over cap is SIFT_E_CONFIG_LIMIT. */
 static sift_status read_capped(const sift__alloc *al, const char *path, size_t cap, char **data,
                                size_t *len, char *msg, size_t msg_cap)
 {
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(msg, msg_cap, "cannot open '%s': %s", path, strerror(errno));
-        return SIFT_E_IO;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        snprintf(msg, msg_cap, "cannot read '%s': not a regular file", path);
-        close(fd);
-        return SIFT_E_IO;
-    }
-    if ((uint64_t)sb.st_size > cap) {
-        snprintf(msg, msg_cap, "'%s' is %lld bytes; max %zu", path, (long long)sb.st_size, cap);
-        close(fd);
-        return SIFT_E_CONFIG_LIMIT;
-    }
-    char *buf = sift__malloc(al, cap + 2, 1);
-    if (!buf) {
-        close(fd);
-        snprintf(msg, msg_cap, "out of memory reading '%s'", path);
-        return SIFT_E_NOMEM;
-    }
-    size_t n = 0;
-    while (n <= cap) {
-        ssize_t r = read(fd, buf + n, cap + 1 - n);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            snprintf(msg, msg_cap, "cannot read '%s': %s", path, strerror(errno));
-            close(fd);
-            sift__free(al, buf);
-            return SIFT_E_IO;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    if (n > cap) {
-        snprintf(msg, msg_cap, "'%s' is more than %zu bytes", path, cap);
-        sift__free(al, buf);
-        return SIFT_E_CONFIG_LIMIT;
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return SIFT_OK;
+    sift_error e;
+    sift_status st = sift__file_read(al, path, cap, data, len, &e);
+    if (st == SIFT_OK)
+        return SIFT_OK;
+    snprintf(msg, msg_cap, "%s", e.message);
+    return st == SIFT_E_LIMIT ? SIFT_E_CONFIG_LIMIT : st;
 }
 
 sift_status sift__cfg_read_file(const sift_config *cfg, const char *path, char **resolved,
@@ -489,6 +445,11 @@ void sift_config_free(sift_config *cfg)
     sift__free(&al, cfg->g_full_patterns);
     sift__free(&al, cfg->g_tokens);
     sift__free(&al, cfg->vocab_path);
+    for (size_t i = 0; i < cfg->n_v_special; i++)
+        sift__free(&al, cfg->v_special_texts[i]);
+    sift__free(&al, cfg->v_special_texts);
+    sift__free(&al, cfg->v_special_ids);
+    sift__free(&al, cfg->v_eog);
     sift__free(&al, cfg->src.lines);
     sift__free(&al, cfg->src.cp_chk);
     sift__free(&al, cfg->src_copy);
@@ -537,6 +498,82 @@ const char *sift_config_vocab_path(const sift_config *cfg)
     return cfg ? cfg->vocab_path : NULL;
 }
 
+/* A build-time error at a place of the config: "NAME:LINE:COL: MESSAGE"
+ * (or "NAME: MESSAGE" for line 0) with err->source, line and column set,
+ * like every other message that names a file. */
+SIFT__PRINTF(6, 7)
+static sift_status cfg_fail(sift_error *err, sift_status code, const sift_config *cfg, int32_t line,
+                            int32_t col, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    char msg[SIFT_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (line > 0)
+        sift__fail(err, code, "%s:%d:%d: %s", cfg->name, (int)line, (int)col, msg);
+    else
+        sift__fail(err, code, "%s: %s", cfg->name, msg);
+    err->line = line;
+    err->column = line > 0 ? col : 0;
+    sift__strlcpy_utf8(err->source, cfg->name, sizeof err->source);
+    return code;
+}
+
+sift_status sift_config_load_vocab(const sift_config *cfg, const sift_allocator *allocator,
+                                   sift_vocab **out, sift_error *err)
+{
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "out is NULL");
+    *out = NULL;
+    if (!cfg)
+        return sift__fail(err, SIFT_E_ARG, "cfg is NULL");
+    if (cfg->n_errors)
+        return sift__fail(err, SIFT_E_STATE, "%s has %zu error(s); it cannot load a vocabulary",
+                          cfg->name, cfg->n_errors);
+    if (!cfg->vocab_path)
+        return SIFT_OK;
+    const char *p = cfg->vocab_path;
+    size_t n = strlen(p);
+    sift_vocab *base = NULL;
+    sift_status st = n > 5 && !strcmp(p + n - 5, ".gguf")
+                         ? sift_vocab_load_gguf(&base, p, allocator, err)
+                         : sift_vocab_load_tiktoken(&base, p, allocator, err);
+    if (st != SIFT_OK)
+        return st;
+    int32_t nv = sift_vocab_size(base);
+    if (cfg->n_v_special == 0 && cfg->n_v_eog == 0 &&
+        (cfg->vocab_size == 0 || cfg->vocab_size == nv)) {
+        *out = base;
+        return SIFT_OK;
+    }
+    if (cfg->vocab_size > 0 && cfg->vocab_size < nv) {
+        sift_vocab_free(base);
+        return cfg_fail(err, SIFT_E_ARG, cfg, 0, 0,
+                        "vocab_size %d is smaller than the %d tokens of %s", (int)cfg->vocab_size,
+                        (int)nv, p);
+    }
+    sift_vocab_extra x;
+    sift_vocab_extra_init(&x);
+    x.special_texts = (const char *const *)cfg->v_special_texts;
+    x.special_ids = cfg->v_special_ids;
+    x.n_special = cfg->n_v_special;
+    x.eog_ids = cfg->v_eog;
+    x.n_eog = cfg->n_v_eog;
+    x.n_vocab = cfg->vocab_size;
+    sift_error e;
+    st = sift_vocab_extend(out, base, &x, allocator, &e);
+    sift_vocab_free(base);
+    if (st != SIFT_OK) {
+        cfg_fail(err, st, cfg, 0, 0, "vocab: %s", e.message);
+        if (err)
+            err->index = e.index;
+    }
+    return st;
+}
+
 const sift_config_grammar *sift_config_grammar_info(const sift_config *cfg)
 {
     if (!cfg || cfg->n_errors || !cfg->has_grammar)
@@ -564,9 +601,8 @@ static sift_status add_stage(sift_chain *c, const sift_config *cfg, const cfg_st
         dp.breaker_lengths = s->breaker_lengths;
         dp.n_breakers = s->n_breakers;
         if (s->n_breakers > 0 && !vocab)
-            return sift__fail(err, SIFT_E_ARG,
-                              "%s:%d:%d: dry has sequence breakers and no vocabulary was given",
-                              cfg->name, (int)s->line, (int)s->col);
+            return cfg_fail(err, SIFT_E_ARG, cfg, s->line, s->col,
+                            "dry has sequence breakers and no vocabulary was given");
         return sift_chain_add_dry(c, &dp, vocab, err);
     }
     case K_LOGIT_BIAS: return sift_chain_add_logit_bias(c, s->biases, s->n_biases, err);
@@ -586,9 +622,8 @@ static sift_status add_stage(sift_chain *c, const sift_config *cfg, const cfg_st
     case K_MIROSTAT: {
         int32_t nv = n_vocab ? n_vocab : (vocab ? sift_vocab_size(vocab) : 0);
         if (nv < 1)
-            return sift__fail(err, SIFT_E_ARG,
-                              "%s:%d:%d: mirostat needs the vocabulary size (vocab_size)",
-                              cfg->name, (int)s->line, (int)s->col);
+            return cfg_fail(err, SIFT_E_ARG, cfg, s->line, s->col,
+                            "mirostat needs the vocabulary size (vocab_size)");
         return sift_chain_add_mirostat(c, nv, s->f[0], s->f[1], s->i0, err);
     }
     case K_MIROSTAT_V2: return sift_chain_add_mirostat_v2(c, s->f[0], s->f[1], err);
@@ -648,11 +683,15 @@ void sift__cfg_map_grammar(void *user, size_t off, int32_t *line, int32_t *col)
 static sift_status attach_grammar(sift_chain *c, const sift_config *cfg, const sift_vocab *vocab,
                                   sift_error *err)
 {
-    if (!vocab)
-        return sift__fail(err, SIFT_E_ARG,
-                          "%s:%d:%d: the grammar needs a vocabulary (pass one to "
-                          "sift_config_build_chain)",
-                          cfg->name, (int)cfg->grammar.line, (int)cfg->grammar.column);
+    if (!vocab) {
+        /* A file grammar's line and column are in the grammar file; the
+         * message names the config, so it gives no position then. */
+        int inl = !cfg->grammar.file;
+        return cfg_fail(err, SIFT_E_ARG, cfg, inl ? cfg->grammar.line : 0,
+                        inl ? cfg->grammar.column : 0,
+                        "the grammar needs a vocabulary (name one with 'vocab', or pass one to "
+                        "sift_config_build_chain)");
+    }
     sift_grammar_params gp;
     sift_grammar_params_init(&gp);
     gp.root = cfg->grammar.root;

@@ -119,6 +119,13 @@ struct sift_config {
     uint64_t seed;
     int32_t vocab_size;
     char *vocab_path;
+    /* The vocab section's special tokens and end-of-generation ids
+     * (sift_config_load_vocab applies them). */
+    char **v_special_texts;
+    int32_t *v_special_ids;
+    size_t n_v_special;
+    int32_t *v_eog;
+    size_t n_v_eog;
 
     cfg_stage *stages;
     size_t n_stages, cap_stages;

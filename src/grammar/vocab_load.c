@@ -46,7 +46,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -101,28 +100,15 @@ static sift_status fail_place(sift_error *err, sift_status code, const char *src
 /* Files                                                               */
 /* ------------------------------------------------------------------ */
 
-/* Opens `path` for reading without blocking on a FIFO, and checks that it
- * is a regular file. Gives its size. */
+/* Opens `path` through the one file helper (core/file.c: no blocking,
+ * regular files only) as a stdio stream, and gives its size. */
 static sift_status open_regular(const char *path, FILE **out, uint64_t *size, sift_error *err)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0)
-        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "cannot stat: %s", strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "not a regular file");
-    }
-    /* Regular files never block; clear the flag so stdio reads normally. */
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    int fd;
+    sift_status st = sift__file_open(path, UINT64_MAX, &fd, size, err);
+    if (st != SIFT_OK)
+        return st;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         int e = errno;
@@ -130,7 +116,6 @@ static sift_status open_regular(const char *path, FILE **out, uint64_t *size, si
         return fail_place(err, SIFT_E_IO, path, 0, 0, -1, -1, "cannot open: %s", strerror(e));
     }
     *out = f;
-    *size = (uint64_t)st.st_size;
     return SIFT_OK;
 }
 
@@ -459,33 +444,13 @@ sift_status sift_vocab_load_tiktoken(sift_vocab **out, const char *path,
     *out = NULL;
     if (!path)
         return sift__fail(err, SIFT_E_ARG, "path is NULL");
-    FILE *f;
-    uint64_t size;
-    sift_status st = open_regular(path, &f, &size, err);
-    if (st)
-        return st;
-    if (size > TT_MAX_FILE) {
-        fclose(f);
-        return fail_place(err, SIFT_E_LIMIT, path, 0, 0, -1, -1, "file is %llu bytes; max %llu",
-                          (unsigned long long)size, (unsigned long long)TT_MAX_FILE);
-    }
     sift__alloc al;
     sift__alloc_init(&al, allocator);
-    char *buf = sift__malloc(&al, (size_t)size + 1, 1);
-    if (!buf) {
-        fclose(f);
-        return sift__fail(err, SIFT_E_NOMEM, "out of memory while reading %s", path);
-    }
-    /* Read at most size + 1 bytes: a file that grew meanwhile is caught
-     * rather than read without bound. */
-    size_t got = fread(buf, 1, (size_t)size + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || got != size) {
-        sift__free(&al, buf);
-        return fail_place(err, SIFT_E_IO, path, 0, 0, (int64_t)got, -1,
-                          bad ? "read error" : "file changed size while being read");
-    }
+    char *buf;
+    size_t size;
+    sift_status st = sift__file_read(&al, path, (size_t)TT_MAX_FILE, &buf, &size, err);
+    if (st)
+        return st;
     st = tt_parse(out, buf, (size_t)size, path, &al, err);
     sift__free(&al, buf);
     return st;
@@ -544,6 +509,25 @@ static sift_status gfail(gin *g, sift_status code, const char *fmt, ...)
         return fail_place(g->err, code, g->src, 0, 0, (int64_t)g->pos, -1, "key '%.120s': %s",
                           g->key, msg);
     return fail_place(g->err, code, g->src, 0, 0, (int64_t)g->pos, -1, "%s", msg);
+}
+
+/* A printable copy of file bytes for a message: printable ASCII as is,
+ * every other byte as \xHH, cut to fit `cap` (a message never carries
+ * a NUL, a control character or broken UTF-8 from the file). */
+static const char *echo_bytes(char *out, size_t cap, const void *bytes, size_t n)
+{
+    const unsigned char *p = bytes;
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 5 < cap; i++) {
+        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') {
+            out[k++] = (char)p[i];
+        } else {
+            snprintf(out + k, cap - k, "\\x%02x", p[i]);
+            k += 4;
+        }
+    }
+    out[k] = '\0';
+    return out;
 }
 
 static uint64_t gin_left(const gin *g)
@@ -876,6 +860,10 @@ static sift_status read_id(gin *g, uint32_t t, int64_t *id)
     if (st)
         return st;
     *id = v == 0xffffffffu ? -1 : (t == GT_I32 ? (int64_t)(int32_t)v : (int64_t)v);
+    if (*id < -1) {
+        g->pos -= 4;
+        return gfail(g, SIFT_E_ARG, "token id %lld is negative (-1 means none)", (long long)*id);
+    }
     return SIFT_OK;
 }
 
@@ -889,14 +877,27 @@ static sift_status read_kv(gin *g, gguf_state *s, uint64_t index, char *key, siz
     /* Keys longer than the buffer are not ones we read; keep a prefix
      * for messages. */
     size_t keep = klen < key_cap - 1 ? (size_t)klen : key_cap - 1;
+    uint64_t key_at = g->pos;
     st = gin_read(g, key, keep, "key");
-    if (!st)
-        st = gin_skip(g, klen - keep, "key");
     if (st)
         return st;
     key[keep] = '\0';
-    if (memchr(key, '\0', keep))
-        return gfail(g, SIFT_E_ARG, "key %llu contains a NUL byte", (unsigned long long)index);
+    /* GGUF keys are ASCII; a control byte or NUL would also end up in
+     * messages. The part past the buffer is read and checked too. */
+    for (uint64_t i = 0; i < klen; i++) {
+        unsigned char c;
+        if (i < keep) {
+            c = (unsigned char)key[i];
+        } else if ((st = gin_read(g, &c, 1, "key"))) {
+            return st;
+        }
+        if (c < 0x20 || c >= 0x7f) {
+            g->pos = key_at + i;
+            return gfail(g, SIFT_E_ARG,
+                         "key %llu has byte 0x%02x at %llu; keys are printable ASCII",
+                         (unsigned long long)index, c, (unsigned long long)i);
+        }
+    }
     g->key = key;
     uint32_t t;
     st = gin_u32(g, &t, "value type");
@@ -927,10 +928,12 @@ static sift_status read_kv(gin *g, gguf_state *s, uint64_t index, char *key, siz
             s->model = MODEL_GPT2;
         else if (n == 5 && memcmp(m, "llama", 5) == 0)
             s->model = MODEL_LLAMA;
-        else
+        else {
+            char e[140];
             return gfail(g, SIFT_E_ARG,
-                         "tokenizer model '%s%s' is not supported (gpt2 and llama are)", m,
-                         n > mk ? "..." : "");
+                         "tokenizer model '%s%s' is not supported (gpt2 and llama are)",
+                         echo_bytes(e, sizeof e, m, mk), n > mk ? "..." : "");
+        }
         return SIFT_OK;
     }
     if (full && strcmp(key, "tokenizer.ggml.tokens") == 0) {
@@ -985,12 +988,13 @@ static sift_status decode_pieces(gin *g, gguf_state *s, uint8_t *attr)
             attr[id] |= SIFT_TOKEN_EOG;
         if (type == TT_BYTE && s->model == MODEL_LLAMA) {
             int hi = len == 6 ? hexval(p[3]) : -1, lo = len == 6 ? hexval(p[4]) : -1;
+            char e[180];
             if (len != 6 || memcmp(p, "<0x", 3) != 0 || p[5] != '>' || hi < 0 || lo < 0)
                 return fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, -1, (int64_t)id,
-                                  "byte token %llu is '%.*s'; expected <0xHH> with two hex "
+                                  "byte token %llu is '%s'; expected <0xHH> with two hex "
                                   "digits",
-                                  (unsigned long long)id, (int)(len > 40 ? 40 : len),
-                                  (const char *)p);
+                                  (unsigned long long)id,
+                                  echo_bytes(e, sizeof e, p, len > 40 ? 40 : len));
             o[w++] = (char)(hi << 4 | lo);
         } else if (type == TT_NORMAL || type == TT_UNDEFINED || type == TT_BYTE) {
             if (s->model == MODEL_GPT2) {
