@@ -80,7 +80,7 @@ grep -q "cf.yaml:3:9: error: grammar: $tmp/f.gbnf: not a regular file (a FIFO)" 
 # One message per command names its file once.
 printf 'root ::= "a\n' >"$tmp/bad.gbnf"
 t 1 "grammar check of a bad grammar" $sift grammar check "$tmp/bad.gbnf"
-grep -q "^$tmp/bad.gbnf:2:1: error: unterminated string literal" "$tmp/err" ||
+grep -q "^$tmp/bad.gbnf:1:10: error: unterminated string literal" "$tmp/err" ||
     { echo "FAIL grammar check message: $(cat "$tmp/err")"; fail=1; }
 once "$tmp/bad.gbnf" "grammar check of a bad grammar"
 t 2 "grammar check of a missing file" $sift grammar check "$tmp/nope.gbnf"

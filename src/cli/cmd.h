@@ -54,6 +54,9 @@ int cli_feed_history(const char *prog, sift_chain *chain, const int32_t *ids, si
  * prefix, so the file is named once; otherwise PLACE is `path`. `prog`
  * may be NULL. */
 void cli_error(FILE *errout, const char *prog, const char *path, const sift_error *err);
+/* cli_error with another severity word ("warning"). */
+void cli_diag(FILE *errout, const char *prog, const char *path, const char *severity,
+              const sift_error *err);
 /* Loads the vocabulary the config names (sift_config_load_vocab: special
  * tokens, EOG ids, padding to vocab_size) into *vocab (NULL if none), and
  * refuses a grammar without one, with the same judgement for `sift check`

@@ -89,18 +89,32 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
         for (size_t k = 0; k < n; k++)
             fprintf(out, "%s\n", sift_config_diagnostic(cfg, k)->text);
         size_t n_warn = n - n_err;
-        /* The vocabulary is judged as the commands that build the chain
-         * judge it (cli_config_vocab: it must load, and a grammar needs
-         * one), and the chain is built with it as `sift plan` builds it,
-         * so what needs a vocabulary (DRY's sequence breakers) is judged
-         * too. */
+        /* The chain is built as `sift plan` builds it, with the vocabulary
+         * the config names (it must load), so check refuses what plan and
+         * sample refuse. A config that names no vocabulary but needs one
+         * (a grammar, DRY's sequence breakers) is a warning, not an error:
+         * a runtime that passes the model's vocabulary builds it (a
+         * llama-server request names none), only the CLI cannot. */
         if (st == SIFT_OK) {
             sift_vocab *vocab = NULL;
-            int vrc = cli_config_vocab(NULL, path, cfg, &vocab, out);
             sift_chain *chain = NULL;
-            if (vrc == CMD_OK && sift_config_build_chain(cfg, NULL, vocab, &chain, &err)) {
+            int vrc = CMD_OK;
+            sift_status vs = sift_config_load_vocab(cfg, NULL, &vocab, &err);
+            if (vs != SIFT_OK) {
                 cli_error(out, NULL, path, &err);
-                vrc = CMD_FAIL;
+                vrc = vs == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
+            } else if ((vs = sift_config_build_chain(cfg, NULL, vocab, &chain, &err))) {
+                if (!vocab && vs == SIFT_E_ARG) {
+                    /* Say why plan and sample would refuse it. */
+                    size_t len = strlen(err.message);
+                    snprintf(err.message + len, sizeof err.message - len,
+                             "; sift plan and sift sample cannot build this chain");
+                    cli_diag(out, NULL, path, "warning", &err);
+                    n_warn++;
+                } else {
+                    cli_error(out, NULL, path, &err);
+                    vrc = CMD_FAIL;
+                }
             }
             sift_chain_free(chain);
             sift_vocab_free(vocab);

@@ -69,7 +69,8 @@ void cli_json_str(FILE *out, const char *s)
     fputc('"', out);
 }
 
-void cli_error(FILE *errout, const char *prog, const char *path, const sift_error *err)
+void cli_diag(FILE *errout, const char *prog, const char *path, const char *severity,
+              const sift_error *err)
 {
     const char *m = err->message, *pp = prog ? prog : "", *sep = prog ? ": " : "";
     size_t n = strlen(err->source);
@@ -83,11 +84,16 @@ void cli_error(FILE *errout, const char *prog, const char *path, const sift_erro
             for (q += 9; *q >= '0' && *q <= '9'; q++)
                 ;
         if (q[0] == ':' && q[1] == ' ') {
-            fprintf(errout, "%s%s%.*s: error: %s\n", pp, sep, (int)(q - m), m, q + 2);
+            fprintf(errout, "%s%s%.*s: %s: %s\n", pp, sep, (int)(q - m), m, severity, q + 2);
             return;
         }
     }
-    fprintf(errout, "%s%s%s: error: %s\n", pp, sep, path, m);
+    fprintf(errout, "%s%s%s: %s: %s\n", pp, sep, path, severity, m);
+}
+
+void cli_error(FILE *errout, const char *prog, const char *path, const sift_error *err)
+{
+    cli_diag(errout, prog, path, "error", err);
 }
 
 int cli_config_vocab(const char *prog, const char *path, const sift_config *cfg, sift_vocab **vocab,
