@@ -1225,7 +1225,8 @@ END_TEST
 
 START_TEST(test_custom_stage_banning_everything_gives_no_candidate)
 {
-    check_bad_custom(CU_BAN_ALL, SIFT_E_NO_CANDIDATE, 1, "dist");
+    /* named: the custom stage (0), not the selector that found nothing */
+    check_bad_custom(CU_BAN_ALL, SIFT_E_NO_CANDIDATE, 0, "stage 0 (user)");
 }
 END_TEST
 
@@ -1598,6 +1599,56 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* "No candidate left" names the stage that banned the last one         */
+/* ------------------------------------------------------------------ */
+
+/* top_k 3, then logit_bias bans those three, then greedy: every path
+ * (whole row, the row's prefix, slice; sample and distribution) names
+ * stage 1, logit_bias, not the selector that found nothing. */
+static void check_banning_stage_named(int32_t V)
+{
+    float *row = malloc((size_t)V * sizeof *row);
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)(V - i) / 8.0f;
+    sift_bias b[3] = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
+    const sift_candidate p[3] = {{0, row[0]}, {1, row[1]}, {2, row[2]}};
+    sift_slice sl = {V, 3, p, 0, NULL};
+    for (int sel = 0; sel < 2; sel++) {
+        sift_chain *c = new_chain(5);
+        ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_logit_bias(c, b, 3, NULL), SIFT_OK);
+        ck_assert_int_eq(sel ? sift_chain_add_dist(c, NULL) : sift_chain_add_greedy(c, NULL),
+                         SIFT_OK);
+        for (int path = 0; path < 4; path++) {
+            sift_error err;
+            memset(&err, 0, sizeof err);
+            int32_t t = -1;
+            sift_token_prob out[4];
+            size_t n = 0;
+            sift_status st = path == 0   ? sift_chain_sample(c, row, V, &t, &err)
+                             : path == 1 ? sift_chain_distribution(c, row, V, out, 4, &n, &err)
+                             : path == 2 ? sift_chain_sample_slice(c, &sl, &t, &err)
+                                         : sift_chain_distribution_slice(c, &sl, out, 4, &n, &err);
+            ck_assert_msg(st == SIFT_E_NO_CANDIDATE, "V %d selector %d path %d: %d %s", (int)V, sel,
+                          path, st, err.message);
+            ck_assert_int_eq(err.code, SIFT_E_NO_CANDIDATE);
+            ck_assert_msg(err.index == 1, "V %d path %d: index %lld: %s", (int)V, path,
+                          (long long)err.index, err.message);
+            ck_assert_msg(strstr(err.message, "stage 1 (logit_bias)") != NULL, "%s", err.message);
+        }
+        sift_chain_free(c);
+    }
+    free(row);
+}
+
+START_TEST(test_no_candidate_left_names_the_stage_that_banned_the_last_one)
+{
+    check_banning_stage_named(4);  /* the whole row */
+    check_banning_stage_named(64); /* the row's top 3 decide */
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("chain");
@@ -1651,6 +1702,7 @@ static Suite *suite(void)
          {test_clone_of_a_custom_stage_without_clone_is_a_state_error,
           test_clone_of_a_custom_stage_copies_its_user_data}},
         {"reentrancy", {test_calls_into_the_chain_from_apply_get_a_state_error}},
+        {"no_candidate", {test_no_candidate_left_names_the_stage_that_banned_the_last_one}},
         {"vocab",
          {test_vocab_stores_every_piece_including_empty_and_nul_bytes,
           test_vocab_rejects_bad_arguments, test_vocab_piece_rejects_null_and_out_of_range_ids,

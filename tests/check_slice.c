@@ -1240,6 +1240,81 @@ START_TEST(test_prompt_tokens_fill_windows_but_not_grammars)
 }
 END_TEST
 
+/* The certificate walk sends the errors of an undecided slice to a
+ * scratch struct on its own stack. A chain whose walk stops early (temp
+ * 0.5 cannot map an all -inf prefix) used to leave the context pointing
+ * at it, and the distribution wrote its error there after the frame was
+ * gone (ASan: stack-use-after-return); the caller's struct stayed
+ * untouched. */
+START_TEST(test_a_slice_error_after_an_early_walk_exit_reaches_the_caller)
+{
+    const sift_candidate p[3] = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
+    sift_slice s = {8, 3, p, 0, NULL};
+    for (int dist = 0; dist < 2; dist++) {
+        sift_chain *c = new_chain(1);
+        ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+        sift_error err;
+        memset(&err, 0, sizeof err);
+        sift_status st;
+        if (dist) {
+            sift_token_prob out[8];
+            size_t n = 99;
+            st = sift_chain_distribution_slice(c, &s, out, 8, &n, &err);
+        } else {
+            int32_t t = -7;
+            st = sift_chain_sample_slice(c, &s, &t, &err);
+            ck_assert_int_eq(t, -7);
+        }
+        ck_assert_int_eq(st, SIFT_E_NO_CANDIDATE);
+        assert_error(&err, SIFT_E_NO_CANDIDATE, -2);
+        ck_assert_msg(strstr(err.message, "-inf") != NULL, "%s", err.message);
+        sift_chain_free(c);
+    }
+}
+END_TEST
+
+static int negate_stage(void *user, sift_candidate *data, size_t *size)
+{
+    (void)user;
+    for (size_t i = 0; i < *size; i++)
+        data[i].logit = -data[i].logit;
+    return 0;
+}
+
+/* A walk that stops before the selector (here at a WHOLE stage it cannot
+ * run on a slice) leaves the candidates half processed: greedy's shortcut
+ * must not report them as the distribution. */
+START_TEST(test_greedy_distribution_on_a_slice_runs_every_stage_before_it)
+{
+    float row[8] = {5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.5f, 0.25f, 0.0f};
+    sift_candidate p[2] = {{0, 5.0f}, {1, 4.0f}};
+    sift_slice s = {8, 2, p, 0, NULL};
+    sift_custom_stage vt;
+    memset(&vt, 0, sizeof vt);
+    vt.abi_version = SIFT_CUSTOM_STAGE_ABI;
+    vt.name = "negate";
+    vt.apply = negate_stage;
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    sift_token_prob want[8], got[8];
+    size_t nw = 0, ng = 0;
+    ck_assert_int_eq(sift_chain_distribution(c, row, 8, want, 8, &nw, NULL), SIFT_OK);
+    ck_assert_uint_eq(nw, 1);
+    ck_assert_int_eq(want[0].id, 7);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_distribution_slice(c, &s, got, 8, &ng, &err), SIFT_E_NEED_ROW);
+    hook_ctx h = hook_for(row, 8);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_distribution_slice(c, &s, got, 8, &ng, &err), SIFT_OK);
+    ck_assert_uint_eq(ng, 1);
+    ck_assert_int_eq(got[0].id, 7);
+    ck_assert(got[0].logit == want[0].logit);
+    sift_chain_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slice");
@@ -1271,6 +1346,9 @@ static Suite *suite(void)
           test_forced_grammar_tokens_are_extras_and_need_no_row,
           test_a_temperature_fallback_on_a_slice_matches_the_row}},
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
+        {"errors",
+         {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
+          test_greedy_distribution_on_a_slice_runs_every_stage_before_it}},
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);

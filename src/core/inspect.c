@@ -56,7 +56,8 @@ sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32
     if (!any)
         return sift__row_error(row, V, err);
     sift__arr a = {c->ws.cand, (size_t)V, V, SIFT__ORDER_ID, 1};
-    sift__ctx ctx = {c->rng, &c->ws, err, V, 0, -1};
+    sift__ctx ctx = {
+        .rng = c->rng, .ws = &c->ws, .err = err, .V = V, .selected = -1, .banned_at = SIZE_MAX};
     for (size_t i = 0; i < n_stages; i++) {
         sift__stage *st = c->stages[i];
         ctx.stage = i;
