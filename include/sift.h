@@ -549,7 +549,10 @@ typedef struct sift_chain sift_chain;
  * a vocabulary whose size equals the row length (else SIFT_E_ARG at add
  * or sample time). Ownership: the chain owns `grammar` on success (freed
  * with the chain; cloned and reset with it); on failure it stays the
- * caller's. Sampling fails with SIFT_E_GRAMMAR_DEAD when the grammar
+ * caller's, unchanged. A grammar that a chain already owns (added before,
+ * to this chain or another, or set as a check grammar) is refused with
+ * SIFT_E_ARG "... already owned by a chain"; add a sift_grammar_clone of
+ * it instead. Sampling fails with SIFT_E_GRAMMAR_DEAD when the grammar
  * leaves no candidate. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_grammar(sift_chain *chain, sift_grammar *grammar,
@@ -567,8 +570,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_grammar(sift_chain *chain, si
  * errors of a step (SIFT_E_GRAMMAR_DEAD when it leaves no candidate) are
  * the step's errors. The grammar needs a vocabulary of the row's length.
  * Ownership: the chain owns `grammar` on success (a previous one is
- * freed); on failure it stays the caller's. SIFT_E_ARG for a NULL chain or
- * a grammar without a vocabulary or of another size than n_vocab,
+ * freed); on failure it stays the caller's, unchanged. SIFT_E_ARG for a
+ * NULL chain, a grammar without a vocabulary or of another size than
+ * n_vocab, or a grammar a chain already owns (this one or another, as a
+ * stage or as its check grammar: "... already owned by a chain"),
  * SIFT_E_STATE inside a callback. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_set_check_grammar(sift_chain *chain,
@@ -1438,9 +1443,23 @@ typedef struct sift_custom_stage {
 } sift_custom_stage;
 
 /**
- * Adds a custom stage. The vtable is copied; `user` is owned by the chain
- * on success (freed with vt->free) and untouched on failure. SIFT_E_ARG
- * for an unknown abi_version or a NULL apply. Since: 0.1.
+ * Adds a custom stage. The vtable is copied (vt->name is read during the
+ * call only); with a non-NULL vt->free, `user` is owned by the chain on
+ * success (freed with vt->free) and untouched on failure; without one it
+ * stays the caller's. SIFT_E_ARG for an unknown abi_version, a NULL
+ * apply, a class that is not a sift_class, or a `user` that a custom
+ * stage of this chain already owns ("... already owned by a chain"; a
+ * chain cannot see what another chain owns: handing owned user data to
+ * two chains frees it twice).
+ *
+ * Each apply's output is checked as an input is (a failed check fails
+ * the step, nothing changed): SIFT_E_ARG when the size grew, an id is
+ * outside [0, V), was not in the input or appears twice, or the output
+ * breaks the declared class (IDENTITY changed something; LOWERS raised a
+ * logit or lowered or removed more than cls_n tokens; TOP kept more than
+ * cls_n tokens; TOP and THRESHOLD kept anything but a canonical prefix of
+ * the input, logits unchanged); SIFT_E_ROW_VALUE for a NaN or +inf logit.
+ * Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_custom(sift_chain *chain,
                                                           const sift_custom_stage *vt, void *user,

@@ -436,6 +436,8 @@ SIFT__HIDDEN sift_status sift__stage_clone_flat(const sift__stage *st, sift__sta
 /* Appends a finished stage to the chain (takes ownership on success). */
 SIFT__HIDDEN sift_status sift__chain_push(sift_chain *chain, sift__stage *st, sift_error *err);
 SIFT__HIDDEN const sift__alloc *sift__chain_alloc(const sift_chain *chain);
+/* Stage i of the chain (i < n_stages). */
+SIFT__HIDDEN sift__stage *sift__chain_stage(const sift_chain *chain, size_t i);
 SIFT__HIDDEN int32_t sift__chain_max_history(const sift_chain *chain);
 /* SIFT_E_STATE if the chain is inside a callback; else SIFT_OK. */
 SIFT__HIDDEN sift_status sift__chain_enter(sift_chain *chain, sift_error *err);

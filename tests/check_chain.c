@@ -1649,6 +1649,203 @@ START_TEST(test_no_candidate_left_names_the_stage_that_banned_the_last_one)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* A custom stage's output is checked like any input                    */
+/* ------------------------------------------------------------------ */
+
+enum {
+    VC_KEEP,        /* leaves everything (reversed, to show order is free) */
+    VC_DUP,         /* writes token d[0] twice */
+    VC_FOREIGN,     /* writes a token it was not given */
+    VC_KEEP_FIRST,  /* keeps the canonical first one */
+    VC_SKIP_FIRST,  /* keeps positions 1 and 2 */
+    VC_LOWER_FIRST, /* lowers the first logit by 1 */
+    VC_LOWER_TWO,   /* lowers the first two logits by 1 */
+    VC_DROP_TWO,    /* removes the last two */
+    VC_RAISE_LAST   /* raises the last logit by 1 */
+};
+
+static int vc_apply(void *user, sift_candidate *d, size_t *size)
+{
+    int mode = *(int *)user;
+    size_t n = *size;
+    switch (mode) {
+    case VC_KEEP:
+        for (size_t i = 0; i < n / 2; i++) {
+            sift_candidate t = d[i];
+            d[i] = d[n - 1 - i];
+            d[n - 1 - i] = t;
+        }
+        break;
+    case VC_DUP: d[1] = d[0]; break;
+    case VC_FOREIGN: d[0].id = 100; break; /* the row has 128 tokens, top_k gave 8 */
+    case VC_KEEP_FIRST: *size = 1; break;
+    case VC_SKIP_FIRST:
+        d[0] = d[2];
+        *size = 2;
+        break;
+    case VC_LOWER_FIRST: d[0].logit -= 1.0f; break;
+    case VC_LOWER_TWO:
+        d[0].logit -= 1.0f;
+        d[1].logit -= 1.0f;
+        break;
+    case VC_DROP_TWO: *size = n - 2; break;
+    case VC_RAISE_LAST: d[n - 1].logit += 1.0f; break;
+    default: break;
+    }
+    return 0;
+}
+
+/* [top_k 8, custom(mode) declaring cls/n, dist] on a 128-token row: the
+ * sample's status, with a message that must contain `needle`. */
+static void check_custom_output(int mode, sift_class cls, int64_t n, sift_status want,
+                                const char *needle)
+{
+    sift_chain *c = new_chain(9);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 8, NULL), SIFT_OK);
+    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "vc", cls, n, vc_apply, NULL, NULL, NULL, NULL};
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, &mode, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    float row[128];
+    fill_row(row, 128, 77);
+    for (int dist = 0; dist < 2; dist++) {
+        sift_error err;
+        memset(&err, 0, sizeof err);
+        int32_t t = -1;
+        sift_token_prob out[8];
+        size_t no = 0;
+        sift_status st = dist ? sift_chain_distribution(c, row, 128, out, 8, &no, &err)
+                              : sift_chain_sample(c, row, 128, &t, &err);
+        ck_assert_msg(st == want, "mode %d class %d: status %d, want %d (%s)", mode, (int)cls, st,
+                      want, err.message);
+        if (want != SIFT_OK) {
+            ck_assert_int_eq(err.index, 1);
+            ck_assert_msg(strstr(err.message, needle) != NULL, "'%s' lacks '%s'", err.message,
+                          needle);
+        }
+    }
+    sift_chain_free(c);
+}
+
+START_TEST(test_custom_stage_output_may_not_repeat_or_invent_tokens)
+{
+    check_custom_output(VC_KEEP, SIFT_CLASS_WHOLE, 0, SIFT_OK, "");
+    check_custom_output(VC_DUP, SIFT_CLASS_WHOLE, 0, SIFT_E_ARG, "twice");
+    check_custom_output(VC_FOREIGN, SIFT_CLASS_WHOLE, 0, SIFT_E_ARG, "token 100, which it was not");
+}
+END_TEST
+
+START_TEST(test_custom_stage_output_must_keep_its_declared_class)
+{
+    /* what each class allows */
+    check_custom_output(VC_KEEP, SIFT_CLASS_IDENTITY, 0, SIFT_OK, "");
+    check_custom_output(VC_KEEP_FIRST, SIFT_CLASS_TOP, 1, SIFT_OK, "");
+    check_custom_output(VC_KEEP_FIRST, SIFT_CLASS_THRESHOLD, 0, SIFT_OK, "");
+    check_custom_output(VC_LOWER_FIRST, SIFT_CLASS_LOWERS, 1, SIFT_OK, "");
+    check_custom_output(VC_LOWER_TWO, SIFT_CLASS_LOWERS, -1, SIFT_OK, "");
+    /* and what each forbids */
+    check_custom_output(VC_LOWER_FIRST, SIFT_CLASS_IDENTITY, 0, SIFT_E_ARG, "changed the logit");
+    check_custom_output(VC_DROP_TWO, SIFT_CLASS_IDENTITY, 0, SIFT_E_ARG, "removed 2");
+    check_custom_output(VC_KEEP, SIFT_CLASS_TOP, 2, SIFT_E_ARG, "declares TOP 2 but kept 8");
+    check_custom_output(VC_SKIP_FIRST, SIFT_CLASS_TOP, 2, SIFT_E_ARG, "not among the first 2");
+    check_custom_output(VC_SKIP_FIRST, SIFT_CLASS_THRESHOLD, 0, SIFT_E_ARG,
+                        "not among the first 2");
+    check_custom_output(VC_LOWER_FIRST, SIFT_CLASS_TOP, 8, SIFT_E_ARG, "changed the logit");
+    check_custom_output(VC_RAISE_LAST, SIFT_CLASS_LOWERS, 8, SIFT_E_ARG, "raised token");
+    check_custom_output(VC_LOWER_TWO, SIFT_CLASS_LOWERS, 1, SIFT_E_ARG, "lowered or removed 2");
+    check_custom_output(VC_DROP_TWO, SIFT_CLASS_LOWERS, 1, SIFT_E_ARG, "lowered or removed 2");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Ownership transfers refuse an object that is already owned          */
+/* ------------------------------------------------------------------ */
+
+static sift_grammar *owned_test_grammar(void)
+{
+    const char *pieces[3] = {"a", "b", ""};
+    size_t lens[3] = {1, 1, 0};
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(sift_vocab_new(&v, 3, pieces, lens, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 2, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    sift_grammar *g = NULL;
+    const char *text = "root ::= \"a\"+";
+    ck_assert_int_eq(sift_grammar_new(&g, text, strlen(text), v, NULL, NULL), SIFT_OK);
+    sift_vocab_free(v);
+    return g;
+}
+
+enum { T_ADD, T_CHECK };
+
+static sift_status transfer(sift_chain *c, int how, sift_grammar *g, sift_error *err)
+{
+    return how == T_ADD ? sift_chain_add_grammar(c, g, err)
+                        : sift_chain_set_check_grammar(c, g, err);
+}
+
+/* Every pair of transfers (add, check) into the same chain or another:
+ * the second is SIFT_E_ARG, nothing changes, and both chains still
+ * sample and free cleanly (ASan sees any double free). */
+START_TEST(test_a_grammar_owned_by_a_chain_is_refused_by_every_transfer)
+{
+    float row[3] = {1.0f, 2.0f, 0.5f};
+    for (int first = 0; first < 2; first++)
+        for (int second = 0; second < 2; second++)
+            for (int other = 0; other < 2; other++) {
+                sift_chain *a = new_chain(1), *b = new_chain(1);
+                sift_grammar *g = owned_test_grammar();
+                ck_assert_int_eq(transfer(a, first, g, NULL), SIFT_OK);
+                sift_chain *to = other ? b : a;
+                size_t n0 = sift_chain_n_stages(to);
+                uint64_t d0 = sift__chain_state_digest(to);
+                sift_error err;
+                ck_assert_int_eq(transfer(to, second, g, &err), SIFT_E_ARG);
+                ck_assert_msg(strstr(err.message, "already owned by a chain") != NULL, "%s",
+                              err.message);
+                ck_assert_uint_eq(sift_chain_n_stages(to), n0);
+                ck_assert_uint_eq(sift__chain_state_digest(to), d0);
+                /* a clone of it is a new object and may go anywhere */
+                sift_grammar *copy = NULL;
+                ck_assert_int_eq(sift_grammar_clone(g, &copy, NULL), SIFT_OK);
+                ck_assert_int_eq(transfer(b, T_ADD, copy, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_dist(b, NULL), SIFT_OK);
+                sift_chain *ca = NULL;
+                ck_assert_int_eq(sift_chain_clone(a, &ca, NULL), SIFT_OK);
+                int32_t t;
+                ck_assert_int_eq(sift_chain_sample(a, row, 3, &t, NULL), SIFT_OK);
+                ck_assert_int_eq(t, 0);
+                ck_assert_int_eq(sift_chain_sample(ca, row, 3, &t, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_sample(b, row, 3, &t, NULL), SIFT_OK);
+                sift_chain_free(ca);
+                sift_chain_free(a);
+                sift_chain_free(b);
+            }
+}
+END_TEST
+
+START_TEST(test_custom_user_data_owned_by_a_stage_is_refused_a_second_time)
+{
+    n_freed = 0;
+    cu *u = cu_new(CU_PASS);
+    sift_chain *c = new_chain(3);
+    sift_custom_stage vt = cu_vt("user");
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, u, NULL), SIFT_OK);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, u, &err), SIFT_E_ARG);
+    ck_assert_msg(strstr(err.message, "already owned by a chain") != NULL, "%s", err.message);
+    ck_assert_uint_eq(sift_chain_n_stages(c), 1);
+    /* user data without a free function is not owned: it may be shared */
+    static int shared;
+    sift_custom_stage nf = cu_vt("shared");
+    nf.free = NULL;
+    ck_assert_int_eq(sift_chain_add_custom(c, &nf, &shared, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_custom(c, &nf, &shared, NULL), SIFT_OK);
+    sift_chain_free(c);
+    ck_assert_int_eq(n_freed, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("chain");
@@ -1703,6 +1900,12 @@ static Suite *suite(void)
           test_clone_of_a_custom_stage_copies_its_user_data}},
         {"reentrancy", {test_calls_into_the_chain_from_apply_get_a_state_error}},
         {"no_candidate", {test_no_candidate_left_names_the_stage_that_banned_the_last_one}},
+        {"custom_output",
+         {test_custom_stage_output_may_not_repeat_or_invent_tokens,
+          test_custom_stage_output_must_keep_its_declared_class}},
+        {"ownership",
+         {test_a_grammar_owned_by_a_chain_is_refused_by_every_transfer,
+          test_custom_user_data_owned_by_a_stage_is_refused_a_second_time}},
         {"vocab",
          {test_vocab_stores_every_piece_including_empty_and_nul_bytes,
           test_vocab_rejects_bad_arguments, test_vocab_piece_rejects_null_and_out_of_range_ids,

@@ -193,6 +193,11 @@ const sift__alloc *sift__chain_alloc(const sift_chain *chain)
     return &chain->al;
 }
 
+sift__stage *sift__chain_stage(const sift_chain *chain, size_t i)
+{
+    return chain->stages[i];
+}
+
 int32_t sift__chain_max_history(const sift_chain *chain)
 {
     return chain->max_history;
@@ -289,6 +294,7 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
             sift_chain_free(d);
             return s;
         }
+        sift__grammar_set_owned(d->check);
     }
     *out = d;
     return SIFT_OK;
@@ -1210,6 +1216,10 @@ sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, s
     sift_status s = sift__chain_enter(c, err);
     if (s)
         return s;
+    if (grammar && sift__grammar_owned(grammar))
+        return sift__fail(err, SIFT_E_ARG,
+                          "grammar is already owned by a chain (as a stage or a check grammar); "
+                          "set a sift_grammar_clone of it");
     if (grammar && c->n_vocab && sift__grammar_n_vocab(grammar) != c->n_vocab)
         return sift__fail(err, SIFT_E_ARG, "grammar vocabulary has %d tokens, chain expects %d",
                           (int)sift__grammar_n_vocab(grammar), (int)c->n_vocab);
@@ -1217,6 +1227,8 @@ sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, s
         return sift__fail(err, SIFT_E_ARG, "a check grammar needs a vocabulary");
     sift_grammar_free(c->check);
     c->check = grammar;
+    if (grammar)
+        sift__grammar_set_owned(grammar);
     return SIFT_OK;
 }
 

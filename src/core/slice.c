@@ -244,7 +244,12 @@ static int walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__b
         case SIFT_CLASS_LOWERS:
         case SIFT_CLASS_RAISES:
             /* Absent tokens can only go down (a raising stage raises only
-             * extras, which are present), so the bound still holds. */
+             * extras, which are present), so the bound still holds. A
+             * raising stage that cannot name its extras (a custom stage)
+             * might raise an absent token: the analyzer gives such a
+             * chain the whole row, and so does the walk. */
+            if (cls == SIFT_CLASS_RAISES && !st->ops->extras)
+                return SIFT__WALK_ROW;
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
                 return SIFT__WALK_ROW;
             if (cls == SIFT_CLASS_LOWERS && st->ops->allowed && confines(st, a)) {

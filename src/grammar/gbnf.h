@@ -109,6 +109,12 @@ SIFT__HIDDEN size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids
 /* Size of the grammar's vocabulary (0 = none). */
 SIFT__HIDDEN int32_t sift__grammar_n_vocab(const sift_grammar *g);
 
+/* Ownership by a chain: 1 once sift__grammar_set_owned was called (the
+ * chain took it, as a stage or as its check grammar); a grammar is freed
+ * with its owner, so it is owned at most once. */
+SIFT__HIDDEN int sift__grammar_owned(const sift_grammar *g);
+SIFT__HIDDEN void sift__grammar_set_owned(sift_grammar *g);
+
 /* Sets the cache sizes past which the matcher rebuilds its caches (tests
  * use small values to exercise the rebuild). */
 SIFT__HIDDEN void sift__grammar_set_soft_limits(sift_grammar *g, uint32_t nodes, uint32_t states,

@@ -183,6 +183,9 @@ struct sift_grammar {
     uint32_t ss_cur, ss_epoch;
     size_t ss_n;
     int32_t ss_ids[SIFT__GRAMMAR_SMALL];
+    /* 1 while a chain owns the grammar (a stage's or its check grammar):
+     * a second transfer is refused. Clones start unowned. */
+    int owned;
 };
 
 static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, size_t n,
@@ -1964,6 +1967,16 @@ uint64_t sift__grammar_digest(const sift_grammar *g, uint64_t h)
 int32_t sift__grammar_n_vocab(const sift_grammar *g)
 {
     return g->core->V;
+}
+
+int sift__grammar_owned(const sift_grammar *g)
+{
+    return g->owned;
+}
+
+void sift__grammar_set_owned(sift_grammar *g)
+{
+    g->owned = 1;
 }
 
 void sift__grammar_set_soft_limits(sift_grammar *g, uint32_t nodes, uint32_t states, uint32_t arena)
