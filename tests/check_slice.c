@@ -1315,6 +1315,61 @@ START_TEST(test_greedy_distribution_on_a_slice_runs_every_stage_before_it)
 }
 END_TEST
 
+static int pass_stage(void *user, sift_candidate *data, size_t *size)
+{
+    (void)user;
+    (void)data;
+    (void)size;
+    return 0;
+}
+
+/* Custom stages declare their own counts; the analyzer's sums of them
+ * saturate (UBSan aborts on a signed overflow) and a sum past any row
+ * means the whole row. */
+START_TEST(test_plan_sums_of_huge_declared_counts_saturate)
+{
+    const int64_t huge[] = {INT64_MAX, INT64_MAX - 1, (int64_t)1 << 62, INT32_MAX};
+    for (size_t h = 0; h < N(huge); h++) {
+        sift_chain *c = new_chain(1);
+        sift_custom_stage vt;
+        memset(&vt, 0, sizeof vt);
+        vt.abi_version = SIFT_CUSTOM_STAGE_ABI;
+        vt.apply = pass_stage;
+        vt.cls = SIFT_CLASS_LOWERS;
+        vt.cls_n = huge[h];
+        for (int i = 0; i < 3; i++)
+            ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
+        vt.cls = SIFT_CLASS_TOP;
+        ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+        sift_plan p;
+        sift_plan_stage ps[7];
+        ck_assert_int_eq(sift_chain_plan(c, &p, ps, NULL), SIFT_OK);
+        ck_assert_int_eq(p.k, 0);
+        ck_assert_int_eq(p.guarantee, SIFT_GUARANTEE_WHOLE_ROW);
+        for (int i = 0; i < 7; i++)
+            ck_assert_int_ge(ps[i].k, 0);
+        ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+        ck_assert_int_eq(p.k, 0);
+        const sift_chain *cs[2] = {c, c};
+        int32_t k = -1;
+        ck_assert_int_eq(sift_chains_next_k(cs, 2, &k, NULL), SIFT_OK);
+        ck_assert_int_eq(k, 0);
+        size_t n = 99;
+        ck_assert_int_eq(sift_chain_extras(c, NULL, 0, &n, NULL), SIFT_OK);
+        ck_assert_uint_eq(n, 0);
+        float row[64];
+        for (int i = 0; i < 64; i++)
+            row[i] = (float)i / 4.0f;
+        int32_t t;
+        ck_assert_int_eq(sift_chain_sample(c, row, 64, &t, NULL), SIFT_OK);
+        sift_chain_free(c);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slice");
@@ -1330,7 +1385,7 @@ static Suite *suite(void)
           test_plan_is_whole_row_when_a_whole_stage_comes_first,
           test_plan_of_min_p_first_is_certified_with_a_recommended_k,
           test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified,
-          test_batch_k_is_the_largest_or_zero}},
+          test_batch_k_is_the_largest_or_zero, test_plan_sums_of_huge_declared_counts_saturate}},
         {"validation",
          {test_slice_validation_names_each_problem, test_missing_requested_extras_are_an_error}},
         {"hook",

@@ -70,6 +70,24 @@ static void append(char *buf, const char *fmt, ...)
     va_end(ap);
 }
 
+/* a + b for counts >= 0, saturating at INT64_MAX: stages declare their
+ * own counts (a custom stage may say LOWERS or TOP with any int64), and
+ * a sum past K_MAX means the whole row anyway. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    if (a < 0)
+        a = 0;
+    if (b < 0)
+        b = 0;
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* A count as a plan's int32 field (the per-stage k), saturating. */
+static int32_t sat_i32(int64_t v)
+{
+    return v > INT32_MAX ? INT32_MAX : v < 0 ? 0 : (int32_t)v;
+}
+
 static sift_class stage_cls(const sift__stage *st, int64_t *n)
 {
     *n = 0;
@@ -123,7 +141,7 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                     unbounded = 1;
                     put(why, "lowers an unbounded number of tokens: certified per step");
                 } else if (m > 0) {
-                    lowered += m;
+                    lowered = sat_add(lowered, m);
                     k_here = m;
                     put(why, "lowers at most %lld tokens: +%lld", (long long)m, (long long)m);
                     append(terms, " + %s %lld", name, (long long)m);
@@ -132,11 +150,11 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                 }
                 if (cls == SIFT_CLASS_RAISES) {
                     int64_t e = st->ops->max_extras ? st->ops->max_extras(st) : 0;
-                    extras += e;
+                    extras = sat_add(extras, e);
                     append(why, "; raises up to %lld ids, gathered as extras", (long long)e);
                 } else if (st->ops->allowed) {
                     int64_t e = st->ops->max_extras ? st->ops->max_extras(st) : 0;
-                    extras += e;
+                    extras = sat_add(extras, e);
                     append(why, "; names what it allows as extras when that is at most %lld ids",
                            (long long)e);
                 }
@@ -162,8 +180,8 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                     break;
                 }
                 int64_t base = threshold && n <= 0 ? THRESHOLD_K : n;
-                int64_t k = base + lowered + (monotone ? MONOTONE_MARGIN : 0) +
-                            (unbounded ? UNBOUNDED_SLACK : 0);
+                int64_t k = sat_add(sat_add(base, lowered), (monotone ? MONOTONE_MARGIN : 0) +
+                                                                (unbounded ? UNBOUNDED_SLACK : 0));
                 if (base <= 0 || k > K_MAX) {
                     put(why, "bound out of range: whole row");
                     done = 2;
@@ -213,7 +231,7 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
         if (stages) {
             stages[i].cls = cls;
             stages[i].n = n;
-            stages[i].k = (int32_t)(done == 2 ? 0 : k_here);
+            stages[i].k = done == 2 ? 0 : sat_i32(k_here);
             memcpy(stages[i].why, why_buf, sizeof why_buf);
         }
         if (done == 2) {
