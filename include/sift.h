@@ -42,6 +42,12 @@
  *   are as they were, and the chain stays usable.
  * - No function aborts, prints or exits. No function allocates per sampled
  *   token once the first step has sized the chain's buffers.
+ * - Every (pointer, length) pair accepts (NULL, 0) and treats it exactly
+ *   as a valid pointer with length 0 (no byte is read or written).
+ * - A function that takes ownership of an object (sift_chain_add_grammar,
+ *   sift_chain_set_check_grammar, sift_chain_add_custom's `user`) takes
+ *   it on success only, and refuses (SIFT_E_ARG) an object a chain
+ *   already owns.
  *
  * Threads
  * -------
@@ -981,7 +987,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_next_k(const sift_chain *chain, s
 
 /**
  * The k for a batch of chains sampled together: the largest dynamic k, or
- * 0 if any chain needs the whole row. SIFT_E_ARG for NULL pointers or a
+ * 0 if any chain needs the whole row (0 also for n = 0, where `chains`
+ * may be NULL). SIFT_E_ARG for a NULL `k`, NULL `chains` with n > 0, or a
  * NULL chain in the array (err->index = its position). Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n,

@@ -75,7 +75,8 @@ sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32
             a.c[m++] = a.c[i];
     if (a.order != SIFT__ORDER_CANON)
         sift__sort_canon(a.c, m, c->ws.cand2);
-    memcpy(out, a.c, (m < cap ? m : cap) * sizeof *out);
+    if (m && cap) /* out may be NULL with cap = 0 */
+        memcpy(out, a.c, (m < cap ? m : cap) * sizeof *out);
     *n_out = m;
     return SIFT_OK;
 }

@@ -366,8 +366,8 @@ sift_status sift_chain_next_k(const sift_chain *c, sift_plan *plan, sift_error *
 sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n, int32_t *k,
                                sift_error *err)
 {
-    if (!chains || !k)
-        return sift__fail(err, SIFT_E_ARG, "%s is NULL", chains ? "k" : "chains");
+    if ((!chains && n) || !k)
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", k ? "chains" : "k");
     int32_t best = 0;
     for (size_t i = 0; i < n; i++)
         if (!chains[i])

@@ -561,7 +561,7 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
     for (; m->sht[h] != UINT32_MAX; h = (h + 1) & (m->sht_cap - 1)) {
         const gstate *s = &m->st[m->sht[h]];
         if (s->set_len == n && s->acc == acc && s->rem == rem && s->lo == lo && s->hi == hi &&
-            memcmp(m->arena + s->set_off, v, n * sizeof *v) == 0)
+            (n == 0 || memcmp(m->arena + s->set_off, v, n * sizeof *v) == 0))
             return (int32_t)m->sht[h];
     }
     if (m->n_st >= (1u << 24)) {
@@ -661,7 +661,8 @@ static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
             gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
             return -1;
         }
-        memcpy(m->scr + m->n_scr, m->arena + o, (size_t)l * sizeof(uint32_t));
+        if (l) /* scr is NULL until it first grows */
+            memcpy(m->scr + m->n_scr, m->arena + o, (size_t)l * sizeof(uint32_t));
         m->n_scr += l;
     }
     m->n_scr = sort_unique(m->scr, m->n_scr);
@@ -791,7 +792,8 @@ static int32_t token_next(sift_grammar *g, uint32_t x, int32_t t)
             gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
             return -1;
         }
-        memcpy(m->scr + m->n_scr, m->arena + o, (size_t)l * sizeof(uint32_t));
+        if (l) /* scr is NULL until it first grows */
+            memcpy(m->scr + m->n_scr, m->arena + o, (size_t)l * sizeof(uint32_t));
         m->n_scr += l;
     }
     if (m->n_scr == 0)
@@ -805,7 +807,8 @@ static int32_t token_next(sift_grammar *g, uint32_t x, int32_t t)
             gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
             return -1;
         }
-        memcpy(m->scr + m->n_scr, m->arena + yo, (size_t)yl * sizeof(uint32_t));
+        if (yl) /* scr is NULL until it first grows */
+            memcpy(m->scr + m->n_scr, m->arena + yo, (size_t)yl * sizeof(uint32_t));
         m->n_scr += yl;
     }
     m->n_scr = sort_unique(m->scr, m->n_scr);
@@ -1340,6 +1343,8 @@ static void end_call(sift_grammar *g)
 
 static void note_output(sift_grammar *g, const unsigned char *p, size_t n)
 {
+    if (n == 0)
+        return; /* p may be NULL */
     g->out_len += n;
     size_t cap = sizeof g->tail;
     if (n >= cap) {
@@ -1373,6 +1378,8 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
         return s;
     if (!bytes && n)
         return sift__fail(err, SIFT_E_ARG, "bytes is NULL but n = %zu", n);
+    if (n == 0)
+        return SIFT_OK; /* no text: nothing to match or to feed a trigger */
     if (idle(g))
         return lazy_step(g, -1, bytes, n, 1, err);
     if ((s = maybe_flush(g, err)))
