@@ -791,8 +791,10 @@ SIFT_API sift_class sift_chain_stage_class(const sift_chain *chain, size_t i, in
  *
  * Errors (nothing changes, RNG included):
  * - SIFT_E_ARG: NULL pointer, n_vocab < 1, n_vocab differs from the
- *   chain's n_vocab, the chain has no final selector, or a stage refers to
- *   a token id >= n_vocab;
+ *   chain's n_vocab or from the vocabulary size of a grammar of the chain
+ *   (a stage or the check grammar, lazy or not; checked before anything
+ *   else, on every path: rows, slices, distributions), the chain has no
+ *   final selector, or a stage refers to a token id >= n_vocab;
  * - SIFT_E_LIMIT: n_vocab above max_vocab;
  * - SIFT_E_ROW_VALUE: logits[i] is NaN or +inf (err->index = i, the first);
  * - SIFT_E_NO_CANDIDATE: every token is -inf on entry or after a stage;

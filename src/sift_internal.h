@@ -439,6 +439,9 @@ SIFT__HIDDEN const sift__alloc *sift__chain_alloc(const sift_chain *chain);
 /* Stage i of the chain (i < n_stages). */
 SIFT__HIDDEN sift__stage *sift__chain_stage(const sift_chain *chain, size_t i);
 SIFT__HIDDEN int32_t sift__chain_max_history(const sift_chain *chain);
+/* SIFT_E_ARG if a grammar of the chain (a stage's or the check grammar)
+ * has a vocabulary of another size than V. */
+SIFT__HIDDEN sift_status sift__chain_check_grammars(sift_chain *chain, int32_t V, sift_error *err);
 /* SIFT_E_STATE if the chain is inside a callback; else SIFT_OK. */
 SIFT__HIDDEN sift_status sift__chain_enter(sift_chain *chain, sift_error *err);
 

@@ -1846,6 +1846,106 @@ START_TEST(test_custom_user_data_owned_by_a_stage_is_refused_a_second_time)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* A grammar's vocabulary size is checked against the row first         */
+/* ------------------------------------------------------------------ */
+
+static sift_grammar *abc_grammar(int lazy)
+{
+    const char *pieces[4] = {"a", "b", "c", ""};
+    size_t lens[4] = {1, 1, 1, 0};
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(sift_vocab_new(&v, 4, pieces, lens, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 3, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    sift_grammar *g = NULL;
+    const char *text = "root ::= \"a\" [bc]*";
+    ck_assert_int_eq(sift_grammar_new(&g, text, strlen(text), v, NULL, NULL), SIFT_OK);
+    sift_vocab_free(v);
+    if (lazy) {
+        const char *words[1] = {"zz"};
+        sift_lazy_params lp;
+        sift_lazy_params_init(&lp);
+        lp.words = words;
+        lp.n_words = 1;
+        ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, NULL), SIFT_OK);
+    }
+    return g;
+}
+
+/* A 4-token grammar (check mode or a stage, eager or lazy) on rows of 3
+ * and 6 tokens whose top token is below or above 4: SIFT_E_ARG naming the
+ * sizes on every path, whatever the first draw, nothing changed. */
+START_TEST(test_a_grammar_of_another_vocabulary_size_is_refused_on_every_path)
+{
+    const int32_t Vs[2] = {3, 6};
+    for (int mode = 0; mode < 2; mode++)
+        for (int lazy = 0; lazy < 2; lazy++)
+            for (int vi = 0; vi < 2; vi++)
+                for (int32_t top = 0; top < Vs[vi]; top++) {
+                    int32_t V = Vs[vi];
+                    sift_chain *c = new_chain(4);
+                    sift_grammar *g = abc_grammar(lazy);
+                    if (mode)
+                        ck_assert_int_eq(sift_chain_add_grammar(c, g, NULL), SIFT_OK);
+                    else
+                        ck_assert_int_eq(sift_chain_set_check_grammar(c, g, NULL), SIFT_OK);
+                    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+                    float row[6];
+                    sift_candidate pre[6];
+                    for (int32_t i = 0; i < V; i++)
+                        row[i] = i == top ? 10.0f : 0.0f;
+                    pre[0].id = top;
+                    pre[0].logit = 10.0f;
+                    for (int32_t i = 0, j = 1; i < V; i++)
+                        if (i != top) {
+                            pre[j].id = i;
+                            pre[j++].logit = 0.0f;
+                        }
+                    sift_slice sl = {V, V, pre, 0, NULL};
+                    uint64_t r0[4], r1[4];
+                    rng_of(c, r0);
+                    for (int path = 0; path < 4; path++) {
+                        sift_error err;
+                        memset(&err, 0, sizeof err);
+                        int32_t t = -1;
+                        sift_token_prob out[6];
+                        size_t n = 0;
+                        sift_status st =
+                            path == 0   ? sift_chain_sample(c, row, V, &t, &err)
+                            : path == 1 ? sift_chain_distribution(c, row, V, out, 6, &n, &err)
+                            : path == 2 ? sift_chain_sample_slice(c, &sl, &t, &err)
+                                        : sift_chain_distribution_slice(c, &sl, out, 6, &n, &err);
+                        ck_assert_msg(st == SIFT_E_ARG,
+                                      "mode %d lazy %d V %d top %d path %d: status %d (%s)", mode,
+                                      lazy, (int)V, (int)top, path, st, err.message);
+                        ck_assert_msg(strstr(err.message, "4 tokens") != NULL, "%s", err.message);
+                        ck_assert_int_eq(t, -1);
+                    }
+                    rng_of(c, r1);
+                    ck_assert(memcmp(r0, r1, sizeof r0) == 0);
+                    sift_chain_free(c);
+                }
+}
+END_TEST
+
+START_TEST(test_a_grammar_of_another_size_than_n_vocab_is_refused_when_added)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.n_vocab = 6;
+    sift_chain *c = NULL;
+    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    sift_grammar *g = abc_grammar(0);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_add_grammar(c, g, &err), SIFT_E_ARG);
+    ck_assert_msg(strstr(err.message, "4 tokens") != NULL, "%s", err.message);
+    ck_assert_int_eq(sift_chain_set_check_grammar(c, g, &err), SIFT_E_ARG);
+    ck_assert_uint_eq(sift_chain_n_stages(c), 0);
+    sift_grammar_free(g); /* still the caller's */
+    sift_chain_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("chain");
@@ -1903,6 +2003,9 @@ static Suite *suite(void)
         {"custom_output",
          {test_custom_stage_output_may_not_repeat_or_invent_tokens,
           test_custom_stage_output_must_keep_its_declared_class}},
+        {"grammar_size",
+         {test_a_grammar_of_another_vocabulary_size_is_refused_on_every_path,
+          test_a_grammar_of_another_size_than_n_vocab_is_refused_when_added}},
         {"ownership",
          {test_a_grammar_owned_by_a_chain_is_refused_by_every_transfer,
           test_custom_user_data_owned_by_a_stage_is_refused_a_second_time}},

@@ -360,6 +360,26 @@ uint64_t sift__chain_state_digest(const sift_chain *c)
 /* The step                                                            */
 /* ------------------------------------------------------------------ */
 
+/* Grammars decide per token of their own vocabulary: one of another size
+ * than the row is refused before any stage runs, on every path (else the
+ * outcome would depend on which token is drawn). */
+sift_status sift__chain_check_grammars(sift_chain *c, int32_t V, sift_error *err)
+{
+    if (c->check && sift__grammar_n_vocab(c->check) != V)
+        return sift__fail(err, SIFT_E_ARG,
+                          "the check grammar's vocabulary has %d tokens, the row has %d",
+                          (int)sift__grammar_n_vocab(c->check), (int)V);
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
+        if (g && sift__grammar_n_vocab(g) != V)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
+                                 "stage %zu (%s) has a vocabulary of %d tokens, the row has %d", i,
+                                 sift__stage_name(c->stages[i]), (int)sift__grammar_n_vocab(g),
+                                 (int)V);
+    }
+    return SIFT_OK;
+}
+
 /* Everything sample and distribution check before touching the row
  * (the buffers are sized by the caller). */
 static sift_status check_chain(sift_chain *c, int32_t V, int need_selector, sift_error *err)
@@ -372,6 +392,9 @@ static sift_status check_chain(sift_chain *c, int32_t V, int need_selector, sift
     if (c->n_vocab && V != c->n_vocab)
         return sift__fail(err, SIFT_E_ARG, "row has %d entries, chain expects %d", (int)V,
                           (int)c->n_vocab);
+    sift_status s = sift__chain_check_grammars(c, V, err);
+    if (s)
+        return s;
     if (c->n_stages == 0 || !c->stages[c->n_stages - 1]->ops->is_selector) {
         if (need_selector || c->n_stages == 0)
             return sift__fail(err, SIFT_E_ARG,

@@ -28,6 +28,9 @@ sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32
         return sift__fail(err, SIFT_E_STATE, "chain is busy (called from one of its callbacks)");
     if (V < 1 || V > c->max_vocab || (c->n_vocab && V != c->n_vocab))
         return sift__fail(err, SIFT_E_ARG, "bad row length %d", (int)V);
+    sift_status s = sift__chain_check_grammars(c, V, err);
+    if (s)
+        return s;
     if (n_stages > c->n_stages)
         return sift__fail(err, SIFT_E_ARG, "n_stages %zu exceeds the chain's %zu stages", n_stages,
                           c->n_stages);
@@ -42,7 +45,7 @@ sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32
                                  "stage %zu (%s) refers to a token id >= %d", i,
                                  sift__stage_name(st), (int)V);
     }
-    sift_status s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err);
+    s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err);
     if (s)
         return s;
     int any = 0;
