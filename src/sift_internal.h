@@ -530,6 +530,11 @@ SIFT__HIDDEN size_t sift__plan_prefix_k(const sift_chain *chain);
 /* The extras of this step: ids the stages before the first truncation may
  * raise, sorted and unique, written up to cap; returns how many. */
 SIFT__HIDDEN size_t sift__chain_extras(const sift_chain *chain, int32_t *ids, size_t cap);
+/* Makes sift__chain_extras unable to fail silently: computes what the
+ * stages before the first truncation need for their extras this step
+ * (a grammar's allowed set), SIFT_E_NOMEM or SIFT_E_GRAMMAR_LIMIT if that
+ * fails. Changes no matching state (caches only). */
+SIFT__HIDDEN sift_status sift__chain_prepare_extras(const sift_chain *chain, sift_error *err);
 /* The most extras the chain can ask for in any state. */
 SIFT__HIDDEN int64_t sift__chain_max_extras(const sift_chain *chain);
 /* What sift__walk found. */

@@ -582,7 +582,15 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
     sift__arr a;
     /* Fast path: decide from the row's top k when the chain allows it. */
     size_t k = sift__plan_prefix_k(c);
-    if (k > 0 && k <= (size_t)V / 8) {
+    /* The prefix needs the extras of this step; a grammar that cannot
+     * list its allowed tokens within its work budget sends the step to
+     * the whole row, which does not need them (out of memory is the
+     * step's error). */
+    sift_status ps = k > 0 && k <= (size_t)V / 8 ? sift__chain_prepare_extras(c, NULL) : SIFT_OK;
+    if (ps == SIFT_E_NOMEM)
+        return sift__fail(err, SIFT_E_NOMEM,
+                          "out of memory while listing a grammar's allowed tokens");
+    if (k > 0 && k <= (size_t)V / 8 && ps == SIFT_OK) {
         ctx_init(c, &ctx, V, err);
         ctx.rng = *rng;
         if ((s = sift__row_prefix(&ctx, logits, V, k, c->ws.cand)))
@@ -984,7 +992,8 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
         want = V;
     if (want < 1)
         want = 1;
-    if ((s = sift__ws_reserve(&c->ws, &c->al, (size_t)want, err)) || (s = seen_reserve(c, V, err)))
+    if ((s = sift__ws_reserve(&c->ws, &c->al, (size_t)want, err)) ||
+        (s = seen_reserve(c, V, err)) || (s = sift__chain_prepare_extras(c, err)))
         return s;
     if ((s = validate_slice(c, sl, err)))
         return s;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "../sift_internal.h"
+#include "../grammar/gbnf.h"
 
 /* The margin after a monotone stage (see docs/analyzer.md: rounding can
  * merge logits that differ by an ulp, so the k-th kept token must beat
@@ -339,6 +340,19 @@ size_t sift__chain_extras(const sift_chain *c, int32_t *ids, size_t cap)
     return j;
 }
 
+sift_status sift__chain_prepare_extras(const sift_chain *c, sift_error *err)
+{
+    size_t end = raising_end(c);
+    for (size_t i = 0; i < end; i++) {
+        sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
+        sift_status s =
+            g && c->stages[i]->ops->allowed ? sift__grammar_small_prepare(g, err) : SIFT_OK;
+        if (s)
+            return s;
+    }
+    return SIFT_OK;
+}
+
 int64_t sift__chain_max_extras(const sift_chain *c)
 {
     int32_t k, d, e;
@@ -390,6 +404,9 @@ sift_status sift_chain_extras(const sift_chain *c, int32_t *ids, size_t capacity
 {
     if (!c || !n || (!ids && capacity))
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", !c ? "chain" : (!n ? "n" : "ids"));
+    sift_status s = sift__chain_prepare_extras(c, err);
+    if (s)
+        return s;
     size_t total = sift__chain_extras(c, NULL, 0);
     if (total > capacity) {
         *n = total;

@@ -105,6 +105,12 @@ SIFT__HIDDEN sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t t
  * when the matcher hits a limit. Changes no matching state (the matcher
  * caches may grow); the answer is cached per state. */
 SIFT__HIDDEN size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids);
+/* Computes and caches the answer sift__grammar_small_set gives in the
+ * current state, reporting what that call cannot: SIFT_E_NOMEM or
+ * SIFT_E_GRAMMAR_LIMIT when the walk fails (nothing is cached then).
+ * The chain calls it before a step that asks for extras, so that an
+ * allocation failure is the step's SIFT_E_NOMEM, not a shorter list. */
+SIFT__HIDDEN sift_status sift__grammar_small_prepare(sift_grammar *g, sift_error *err);
 
 /* Size of the grammar's vocabulary (0 = none). */
 SIFT__HIDDEN int32_t sift__grammar_n_vocab(const sift_grammar *g);

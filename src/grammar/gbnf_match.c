@@ -1747,25 +1747,41 @@ static size_t small_walk(sift_grammar *g)
     return n;
 }
 
+/* Computes and caches the small allowed set of the current state; a
+ * failed walk (SIFT_E_NOMEM, SIFT_E_GRAMMAR_LIMIT) is not cached. */
+static sift_status small_compute(sift_grammar *g, sift_error *err)
+{
+    if (g->ss_valid && g->ss_cur == g->cur && g->ss_epoch == g->epoch)
+        return SIFT_OK;
+    size_t n = SIZE_MAX;
+    if (!tok_state(g)) {
+        begin(g, err);
+        n = small_walk(g);
+        end_call(g);
+        if (n == SIZE_MAX - 1)
+            return g->fail ? g->fail : SIFT_E_NOMEM;
+    }
+    g->ss_valid = 1;
+    g->ss_cur = g->cur;
+    g->ss_epoch = g->epoch;
+    g->ss_n = n;
+    return SIFT_OK;
+}
+
+sift_status sift__grammar_small_prepare(sift_grammar *g, sift_error *err)
+{
+    if (!g || g->magic != MAGIC || !g->core->V || idle(g))
+        return SIFT_OK;
+    return small_compute(g, err);
+}
+
 size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids)
 {
     *ids = NULL;
     if (!g || g->magic != MAGIC || !g->core->V || idle(g))
         return SIZE_MAX;
-    if (!(g->ss_valid && g->ss_cur == g->cur && g->ss_epoch == g->epoch)) {
-        size_t n = SIZE_MAX;
-        if (!tok_state(g)) {
-            begin(g, NULL);
-            n = small_walk(g);
-            end_call(g);
-            if (n == SIZE_MAX - 1)
-                return SIZE_MAX; /* not cached: the next call may succeed */
-        }
-        g->ss_valid = 1;
-        g->ss_cur = g->cur;
-        g->ss_epoch = g->epoch;
-        g->ss_n = n;
-    }
+    if (small_compute(g, NULL))
+        return SIZE_MAX; /* not cached: the next call may succeed */
     if (g->ss_n != SIZE_MAX)
         *ids = g->ss_ids;
     return g->ss_n;

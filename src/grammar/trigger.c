@@ -677,7 +677,6 @@ static const char *limit_name(int rc)
     case PCRE2_ERROR_DEPTHLIMIT: return "depth";
     case PCRE2_ERROR_HEAPLIMIT: return "heap";
     case PCRE2_ERROR_JIT_STACKLIMIT: return "JIT stack";
-    case PCRE2_ERROR_NOMEMORY: return "memory";
     default: return NULL;
     }
 }
@@ -700,7 +699,12 @@ static int run_pattern(sift__trigger *t, size_t i, uint64_t cs, uint64_t ce, uin
     }
     if (rc < 0) {
         const char *ln = limit_name(rc);
-        if (ln) {
+        if (rc == PCRE2_ERROR_NOMEMORY) {
+            /* the allocator failed (a heap limit is PCRE2_ERROR_HEAPLIMIT) */
+            *st = sift__fail_at(err, SIFT_E_NOMEM, (int64_t)i,
+                                "out of memory matching trigger %zu at output byte %llu", i,
+                                (unsigned long long)t->end);
+        } else if (ln) {
             *st = sift__fail_at(err, SIFT_E_PATTERN_LIMIT, (int64_t)i,
                                 "trigger %zu exceeded the %s limit at output byte %llu", i, ln,
                                 (unsigned long long)t->end);
