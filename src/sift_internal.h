@@ -278,7 +278,7 @@ static inline void sift__note_banned(sift__ctx *ctx, size_t i, const sift__arr *
  * find every candidate at -inf. */
 SIFT__HIDDEN sift_status sift__no_candidate(sift__ctx *ctx, const char *stage_name);
 /* SIFT_E_NO_CANDIDATE naming stage ctx->banned_at, after which every
- * candidate was -inf ("no candidate left after stage 2 (logit_bias)"). */
+ * candidate was -inf ("no candidate left: stage 2 (logit_bias) removed the last candidate ..."). */
 SIFT__HIDDEN sift_status sift__no_candidate_left(const sift_chain *chain, const sift__ctx *ctx);
 /* The token id of a canonical key. */
 static inline int32_t sift__ckey_id(uint64_t key)

@@ -482,8 +482,8 @@ sift_status sift__no_candidate_left(const sift_chain *c, const sift__ctx *ctx)
 {
     size_t j = ctx->banned_at;
     return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)j,
-                         "no candidate left after stage %zu (%s): it set the last finite logit "
-                         "to -inf",
+                         "no candidate left: stage %zu (%s) removed the last candidate (every "
+                         "logit is -inf after it)",
                          j, sift__stage_name(c->stages[j]));
 }
 
