@@ -912,7 +912,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_set_row_hook(sift_chain *chain, s
  * prefix ranks before its last token) and samples the whole row; without
  * a hook it returns SIFT_E_NEED_ROW. Every failure changes nothing, RNG
  * included. The first call that needs the whole row sizes the row
- * buffers (SIFT_E_NOMEM if that fails). Since: 0.1.
+ * buffers (SIFT_E_NOMEM if that fails); a grammar stage before the first
+ * truncation that cannot list the tokens it allows is SIFT_E_NOMEM or
+ * SIFT_E_GRAMMAR_LIMIT. A slice whose prefix starts at -inf is a row of
+ * -inf: SIFT_E_NO_CANDIDATE, as sift_chain_sample. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice(sift_chain *chain,
                                                             const sift_slice *slice, int32_t *token,
@@ -1004,9 +1007,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *
  * most 32 of them (forced tokens: with them present the slice decides
  * the step; docs/analyzer.md). `*n` receives the count; SIFT_E_LIMIT when
  * it exceeds `capacity` (nothing written; call again with
- * sift_plan.max_extras entries). SIFT_E_ARG for NULL pointers. With a
- * grammar stage this updates the grammar's caches: not for concurrent
- * use. Since: 0.1.
+ * sift_plan.max_extras entries). SIFT_E_ARG for NULL pointers;
+ * SIFT_E_NOMEM or SIFT_E_GRAMMAR_LIMIT when a grammar stage cannot list
+ * the tokens it allows (never a shorter list). With a grammar stage this
+ * updates the grammar's caches: not for concurrent use. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_extras(const sift_chain *chain, int32_t *ids,
                                                       size_t capacity, size_t *n, sift_error *err);
