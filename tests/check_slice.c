@@ -1370,6 +1370,45 @@ START_TEST(test_plan_sums_of_huge_declared_counts_saturate)
 }
 END_TEST
 
+/* The walk itself: whatever way it leaves (here temperature cannot map
+ * an all -inf prefix and the walk stops at its first stage), the
+ * context's error pointer is the caller's again, never the walk's own
+ * scratch struct. */
+START_TEST(test_the_walk_leaves_the_context_error_pointer_as_it_found_it)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift__ws_reserve(&c->ws, &c->al, 8, NULL), SIFT_OK);
+    const float prefixes[3][3] = {
+        {-INFINITY, -INFINITY, -INFINITY}, {3.0f, 2.0f, 1.0f}, {3.0f, 3.0f, 3.0f}};
+    for (int t = 0; t < 3; t++) {
+        sift_error user;
+        sift__ctx ctx;
+        memset(&ctx, 0, sizeof ctx);
+        ctx.rng = c->rng;
+        ctx.ws = &c->ws;
+        ctx.err = &user;
+        ctx.V = 8;
+        ctx.selected = -1;
+        ctx.banned_at = SIZE_MAX;
+        for (int32_t i = 0; i < 3; i++) {
+            c->ws.cand[i].id = i;
+            c->ws.cand[i].logit = prefixes[t][i];
+        }
+        sift__arr a = {c->ws.cand, 3, 8, SIFT__ORDER_CANON, 0};
+        sift__bound b = sift__bound_of(&a.c[2]);
+        for (size_t end = 0; end <= 3; end++) {
+            sift_status st = SIFT_OK;
+            (void)sift__walk(c, &ctx, &a, end, &b, &st);
+            ck_assert_ptr_eq(ctx.err, &user);
+        }
+    }
+    sift_chain_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slice");
@@ -1403,6 +1442,7 @@ static Suite *suite(void)
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
         {"errors",
          {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
+          test_the_walk_leaves_the_context_error_pointer_as_it_found_it,
           test_greedy_distribution_on_a_slice_runs_every_stage_before_it}},
     };
     for (size_t g = 0; g < N(groups); g++) {
