@@ -42,6 +42,12 @@
  *   are as they were, and the chain stays usable.
  * - No function aborts, prints or exits. No function allocates per sampled
  *   token once the first step has sized the chain's buffers.
+ * - Every (pointer, length) pair accepts (NULL, 0) and treats it exactly
+ *   as a valid pointer with length 0 (no byte is read or written).
+ * - A function that takes ownership of an object (sift_chain_add_grammar,
+ *   sift_chain_set_check_grammar, sift_chain_add_custom's `user`) takes
+ *   it on success only, and refuses (SIFT_E_ARG) an object a chain
+ *   already owns.
  *
  * Threads
  * -------
@@ -618,7 +624,10 @@ typedef struct sift_chain sift_chain;
  * a vocabulary whose size equals the row length (else SIFT_E_ARG at add
  * or sample time). Ownership: the chain owns `grammar` on success (freed
  * with the chain; cloned and reset with it); on failure it stays the
- * caller's. Sampling fails with SIFT_E_GRAMMAR_DEAD when the grammar
+ * caller's, unchanged. A grammar that a chain already owns (added before,
+ * to this chain or another, or set as a check grammar) is refused with
+ * SIFT_E_ARG "... already owned by a chain"; add a sift_grammar_clone of
+ * it instead. Sampling fails with SIFT_E_GRAMMAR_DEAD when the grammar
  * leaves no candidate. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_grammar(sift_chain *chain, sift_grammar *grammar,
@@ -636,8 +645,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_grammar(sift_chain *chain, si
  * errors of a step (SIFT_E_GRAMMAR_DEAD when it leaves no candidate) are
  * the step's errors. The grammar needs a vocabulary of the row's length.
  * Ownership: the chain owns `grammar` on success (a previous one is
- * freed); on failure it stays the caller's. SIFT_E_ARG for a NULL chain or
- * a grammar without a vocabulary or of another size than n_vocab,
+ * freed); on failure it stays the caller's, unchanged. SIFT_E_ARG for a
+ * NULL chain, a grammar without a vocabulary or of another size than
+ * n_vocab, or a grammar a chain already owns (this one or another, as a
+ * stage or as its check grammar: "... already owned by a chain"),
  * SIFT_E_STATE inside a callback. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_set_check_grammar(sift_chain *chain,
@@ -849,8 +860,10 @@ SIFT_API sift_class sift_chain_stage_class(const sift_chain *chain, size_t i, in
  *
  * Errors (nothing changes, RNG included):
  * - SIFT_E_ARG: NULL pointer, n_vocab < 1, n_vocab differs from the
- *   chain's n_vocab, the chain has no final selector, or a stage refers to
- *   a token id >= n_vocab;
+ *   chain's n_vocab or from the vocabulary size of a grammar of the chain
+ *   (a stage or the check grammar, lazy or not; checked before anything
+ *   else, on every path: rows, slices, distributions), the chain has no
+ *   final selector, or a stage refers to a token id >= n_vocab;
  * - SIFT_E_LIMIT: n_vocab above max_vocab;
  * - SIFT_E_ROW_VALUE: logits[i] is NaN or +inf (err->index = i, the first);
  * - SIFT_E_NO_CANDIDATE: every token is -inf on entry or after a stage;
@@ -968,7 +981,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_set_row_hook(sift_chain *chain, s
  * prefix ranks before its last token) and samples the whole row; without
  * a hook it returns SIFT_E_NEED_ROW. Every failure changes nothing, RNG
  * included. The first call that needs the whole row sizes the row
- * buffers (SIFT_E_NOMEM if that fails). Since: 0.1.
+ * buffers (SIFT_E_NOMEM if that fails); a grammar stage before the first
+ * truncation that cannot list the tokens it allows is SIFT_E_NOMEM or
+ * SIFT_E_GRAMMAR_LIMIT. A slice whose prefix starts at -inf is a row of
+ * -inf: SIFT_E_NO_CANDIDATE, as sift_chain_sample. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice(sift_chain *chain,
                                                             const sift_slice *slice, int32_t *token,
@@ -1045,7 +1061,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_next_k(const sift_chain *chain, s
 
 /**
  * The k for a batch of chains sampled together: the largest dynamic k, or
- * 0 if any chain needs the whole row. SIFT_E_ARG for NULL pointers or a
+ * 0 if any chain needs the whole row (0 also for n = 0, where `chains`
+ * may be NULL). SIFT_E_ARG for a NULL `k`, NULL `chains` with n > 0, or a
  * NULL chain in the array (err->index = its position). Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n,
@@ -1059,9 +1076,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *
  * most 32 of them (forced tokens: with them present the slice decides
  * the step; docs/analyzer.md). `*n` receives the count; SIFT_E_LIMIT when
  * it exceeds `capacity` (nothing written; call again with
- * sift_plan.max_extras entries). SIFT_E_ARG for NULL pointers. With a
- * grammar stage this updates the grammar's caches: not for concurrent
- * use. Since: 0.1.
+ * sift_plan.max_extras entries). SIFT_E_ARG for NULL pointers;
+ * SIFT_E_NOMEM or SIFT_E_GRAMMAR_LIMIT when a grammar stage cannot list
+ * the tokens it allows (never a shorter list). With a grammar stage this
+ * updates the grammar's caches: not for concurrent use. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_extras(const sift_chain *chain, int32_t *ids,
                                                       size_t capacity, size_t *n, sift_error *err);
@@ -1537,9 +1555,23 @@ typedef struct sift_custom_stage {
 } sift_custom_stage;
 
 /**
- * Adds a custom stage. The vtable is copied; `user` is owned by the chain
- * on success (freed with vt->free) and untouched on failure. SIFT_E_ARG
- * for an unknown abi_version or a NULL apply. Since: 0.1.
+ * Adds a custom stage. The vtable is copied (vt->name is read during the
+ * call only); with a non-NULL vt->free, `user` is owned by the chain on
+ * success (freed with vt->free) and untouched on failure; without one it
+ * stays the caller's. SIFT_E_ARG for an unknown abi_version, a NULL
+ * apply, a class that is not a sift_class, or a `user` that a custom
+ * stage of this chain already owns ("... already owned by a chain"; a
+ * chain cannot see what another chain owns: handing owned user data to
+ * two chains frees it twice).
+ *
+ * Each apply's output is checked as an input is (a failed check fails
+ * the step, nothing changed): SIFT_E_ARG when the size grew, an id is
+ * outside [0, V), was not in the input or appears twice, or the output
+ * breaks the declared class (IDENTITY changed something; LOWERS raised a
+ * logit or lowered or removed more than cls_n tokens; TOP kept more than
+ * cls_n tokens; TOP and THRESHOLD kept anything but a canonical prefix of
+ * the input, logits unchanged); SIFT_E_ROW_VALUE for a NaN or +inf logit.
+ * Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_custom(sift_chain *chain,
                                                           const sift_custom_stage *vt, void *user,

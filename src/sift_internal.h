@@ -20,6 +20,7 @@
 #ifndef SIFT_INTERNAL_H
 #define SIFT_INTERNAL_H
 
+#include <float.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -266,11 +267,38 @@ typedef struct sift__ctx {
     int32_t V;
     size_t stage;     /* index of the stage being applied */
     int32_t selected; /* token id chosen by the selector, -1 */
+    /* The first stage after which every candidate was -inf, SIZE_MAX
+     * when none (yet): what a "no candidate left" message names. */
+    size_t banned_at;
 } sift__ctx;
+
+/* 1 when every candidate of c[0..n) is -inf (or n = 0). Stops at the
+ * first finite logit. */
+static inline int sift__all_banned(const sift_candidate *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (c[i].logit >= -FLT_MAX)
+            return 0;
+    return 1;
+}
+
+/* Called after stage i left the set `a`: ctx->banned_at becomes the
+ * first stage of the current run of stages after which nothing is
+ * finite, or SIZE_MAX once something is finite again. */
+static inline void sift__note_banned(sift__ctx *ctx, size_t i, const sift__arr *a)
+{
+    if (!sift__all_banned(a->c, a->n))
+        ctx->banned_at = SIZE_MAX;
+    else if (ctx->banned_at == SIZE_MAX)
+        ctx->banned_at = i;
+}
 
 /* SIFT_E_NO_CANDIDATE naming the stage about to run, for stages that
  * find every candidate at -inf. */
 SIFT__HIDDEN sift_status sift__no_candidate(sift__ctx *ctx, const char *stage_name);
+/* SIFT_E_NO_CANDIDATE naming stage ctx->banned_at, after which every
+ * candidate was -inf ("no candidate left: stage 2 (logit_bias) removed the last candidate ..."). */
+SIFT__HIDDEN sift_status sift__no_candidate_left(const sift_chain *chain, const sift__ctx *ctx);
 /* The token id of a canonical key. */
 static inline int32_t sift__ckey_id(uint64_t key)
 {
@@ -427,7 +455,12 @@ SIFT__HIDDEN sift_status sift__stage_clone_flat(const sift__stage *st, sift__sta
 /* Appends a finished stage to the chain (takes ownership on success). */
 SIFT__HIDDEN sift_status sift__chain_push(sift_chain *chain, sift__stage *st, sift_error *err);
 SIFT__HIDDEN const sift__alloc *sift__chain_alloc(const sift_chain *chain);
+/* Stage i of the chain (i < n_stages). */
+SIFT__HIDDEN sift__stage *sift__chain_stage(const sift_chain *chain, size_t i);
 SIFT__HIDDEN int32_t sift__chain_max_history(const sift_chain *chain);
+/* SIFT_E_ARG if a grammar of the chain (a stage's or the check grammar)
+ * has a vocabulary of another size than V. */
+SIFT__HIDDEN sift_status sift__chain_check_grammars(sift_chain *chain, int32_t V, sift_error *err);
 /* SIFT_E_STATE if the chain is inside a callback; else SIFT_OK. */
 SIFT__HIDDEN sift_status sift__chain_enter(sift_chain *chain, sift_error *err);
 
@@ -516,14 +549,27 @@ SIFT__HIDDEN size_t sift__plan_prefix_k(const sift_chain *chain);
 /* The extras of this step: ids the stages before the first truncation may
  * raise, sorted and unique, written up to cap; returns how many. */
 SIFT__HIDDEN size_t sift__chain_extras(const sift_chain *chain, int32_t *ids, size_t cap);
+/* Makes sift__chain_extras unable to fail silently: computes what the
+ * stages before the first truncation need for their extras this step
+ * (a grammar's allowed set), SIFT_E_NOMEM or SIFT_E_GRAMMAR_LIMIT if that
+ * fails. Changes no matching state (caches only). */
+SIFT__HIDDEN sift_status sift__chain_prepare_extras(const sift_chain *chain, sift_error *err);
 /* The most extras the chain can ask for in any state. */
 SIFT__HIDDEN int64_t sift__chain_max_extras(const sift_chain *chain);
+/* What sift__walk found. */
+enum {
+    SIFT__WALK_ROW = 0,     /* the whole row is needed; `a` and *b are stale */
+    SIFT__WALK_DECIDED = 1, /* the outcome is certainly the whole row's */
+    SIFT__WALK_RAN = 2      /* every stage ran on the present tokens, the set
+                               is incomplete; `a` and *b are valid */
+};
 /* Runs stages [0, end) over the present tokens in `a` (canonical order:
  * a canonical prefix of the row, then tokens that rank after it), with
- * *b bounding every absent token. Returns 1 when the outcome is certainly
- * the whole row's (then *status is the step's status; the set in `a` is
- * the complete surviving set, or ctx->selected is the token when the
- * selector ran), 0 when the whole row is needed. */
+ * *b bounding every absent token. Returns SIFT__WALK_DECIDED when the
+ * outcome is certainly the whole row's (then *status is the step's
+ * status; the set in `a` is the complete surviving set, or ctx->selected
+ * is the token when the selector ran). ctx->err is the same on return as
+ * on entry. */
 SIFT__HIDDEN int sift__walk(sift_chain *chain, sift__ctx *ctx, sift__arr *a, size_t end,
                             sift__bound *b, sift_status *status);
 /* The initial bound of a slice whose prefix ends with `last`. */

@@ -531,6 +531,226 @@ START_TEST(test_failing_the_nth_allocation_of_the_slice_path_is_clean)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Fail the Nth allocation of every other public function              */
+/* ------------------------------------------------------------------ */
+
+/* Each scenario is a sequence of calls on objects built with the failing
+ * allocator. A call that fails must fail with SIFT_E_NOMEM (err filled)
+ * and only when an allocation failed during it; it is then retried and
+ * must succeed. At the end everything is freed and nothing leaks. */
+typedef struct op_run {
+    fa *f;
+    int scenario;
+    long nth;
+    long reported; /* calls that returned SIFT_E_NOMEM */
+} op_run;
+
+static void op_check(op_run *r, int line, const char *what, sift_status s, long failed_before,
+                     const sift_error *e)
+{
+    if (s == SIFT_OK) {
+        ck_assert_msg(r->f->failed == failed_before,
+                      "scenario %d, N=%ld, line %d (%s): an allocation failed but the call "
+                      "returned SIFT_OK",
+                      r->scenario, r->nth, line, what);
+        return;
+    }
+    ck_assert_msg(s == SIFT_E_NOMEM && r->f->failed > failed_before && e->code == SIFT_E_NOMEM,
+                  "scenario %d, N=%ld, line %d (%s): status %d (%s), %ld allocation(s) failed",
+                  r->scenario, r->nth, line, what, (int)s, e->message,
+                  r->f->failed - failed_before);
+    r->reported++;
+}
+
+/* Runs `call` (an expression using E for its sift_error); on failure
+ * checks it and runs it again, which must succeed. */
+#define OP(r, call)                                                                               \
+    do {                                                                                          \
+        sift_error E;                                                                             \
+        memset(&E, 0, sizeof E);                                                                  \
+        long fb_ = (r)->f->failed;                                                                \
+        sift_status s_ = (call);                                                                  \
+        op_check((r), __LINE__, #call, s_, fb_, &E);                                              \
+        if (s_ != SIFT_OK) {                                                                      \
+            s_ = (call);                                                                          \
+            ck_assert_msg(s_ == SIFT_OK, "line %d: retry of %s: %d %s", __LINE__, #call, (int)s_, \
+                          E.message);                                                             \
+        }                                                                                         \
+    } while (0)
+
+#define GV 64
+
+static sift_vocab *small_vocab(op_run *r, const sift_allocator *al)
+{
+    static char store[GV][8];
+    const char *pieces[GV];
+    size_t lens[GV];
+    for (int i = 0; i < GV; i++) {
+        static const char *const words[] = {"{", "}", "\"", ":", ",", " ", "a", "b", "ab", "<t>"};
+        const char *w = i < 10 ? words[i] : NULL;
+        int n = w ? snprintf(store[i], sizeof store[i], "%s", w)
+                  : snprintf(store[i], sizeof store[i], "x%d", i);
+        pieces[i] = store[i];
+        lens[i] = (size_t)n;
+    }
+    lens[GV - 1] = 0; /* the end-of-generation token */
+    sift_vocab *v = NULL;
+    OP(r, sift_vocab_new(&v, GV, pieces, lens, al, &E));
+    OP(r, sift_vocab_set_attr(v, GV - 1, SIFT_TOKEN_EOG, &E));
+    return v;
+}
+
+static const char *const G_TEXT = "root ::= \"{\" pair (\",\" pair)* \"}\"\n"
+                                  "pair ::= \"\\\"\" [ab]+ \"\\\"\" \":\" \" \"? [ab]+\n";
+
+static float g_row[GV];
+
+static int g_hook(void *user, float *row, int32_t n)
+{
+    (void)user;
+    memcpy(row, g_row, (size_t)n * sizeof *row);
+    return 0;
+}
+
+/* Grammars: compile with a vocabulary, lazy triggers of every kind, the
+ * matcher's calls, clone. */
+static void scenario_grammar(op_run *r, const sift_allocator *al)
+{
+    sift_vocab *v = small_vocab(r, al);
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.allocator = al;
+    sift_grammar *g = NULL, *h = NULL;
+    OP(r, sift_grammar_new(&g, G_TEXT, strlen(G_TEXT), v, &gp, &E));
+    static const char *words[1] = {"{"};
+    static const char *pats[1] = {"q(\\{)"};
+    static const char *fulls[1] = {"^.*zz$"};
+    static const int32_t toks[1] = {11};
+    sift_lazy_params lp;
+    sift_lazy_params_init(&lp);
+    lp.words = words;
+    lp.n_words = 1;
+    lp.patterns = pats;
+    lp.n_patterns = 1;
+    lp.full_patterns = fulls;
+    lp.n_full_patterns = 1;
+    lp.tokens = toks;
+    lp.n_tokens = 1;
+    OP(r, sift_grammar_set_lazy(g, &lp, &E));
+    OP(r, sift_grammar_accept_token(g, 20, &E)); /* waiting */
+    OP(r, sift_grammar_clone(g, &h, &E));
+    OP(r, sift_grammar_accept_token(g, 0, &E)); /* "{" fires */
+    const int32_t seq[] = {2, 6, 7, 2, 3, 5, 8, 4, 2, 7, 2, 3, 6};
+    for (size_t i = 0; i < N(seq); i++) {
+        int ok = 0;
+        OP(r, sift_grammar_accepts_token(g, seq[i], &ok, &E));
+        ck_assert_int_eq(ok, 1);
+        float row[GV];
+        for (int t = 0; t < GV; t++)
+            row[t] = (float)t;
+        OP(r, sift_grammar_ban(g, row, GV, &E));
+        sift_candidate cand[4] = {{seq[i], 1.0f}, {30, 2.0f}, {1, 0.0f}, {2, 0.5f}};
+        OP(r, sift_grammar_ban_candidates(g, cand, 4, &E));
+        OP(r, sift_grammar_accept_token(g, seq[i], &E));
+    }
+    OP(r, sift_grammar_accept_bytes(h, "q{", 2, &E)); /* the pattern fires */
+    OP(r, sift_grammar_accept_bytes(h, "\"ab\":", 5, &E));
+    sift_grammar_free(g);
+    sift_grammar_free(h);
+    sift_vocab_free(v);
+}
+
+/* A chain with a grammar stage and a check grammar: every sampling path,
+ * the hook, clone. */
+static void scenario_chain_grammar(op_run *r, const sift_allocator *al)
+{
+    sift_vocab *v = small_vocab(r, al);
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.allocator = al;
+    sift_grammar *g = NULL, *chk = NULL;
+    OP(r, sift_grammar_new(&g, G_TEXT, strlen(G_TEXT), v, &gp, &E));
+    OP(r, sift_grammar_clone(g, &chk, &E));
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.allocator = al;
+    p.seed = 3;
+    sift_chain *c = NULL, *d = NULL;
+    OP(r, sift_chain_new(&c, &p, &E));
+    OP(r, sift_chain_add_penalties(c, 16, 1.2f, 0.0f, 0.0f, &E));
+    OP(r, sift_chain_add_grammar(c, g, &E));
+    OP(r, sift_chain_add_top_k(c, 8, &E));
+    OP(r, sift_chain_add_dist(c, &E));
+    OP(r, sift_chain_set_check_grammar(c, chk, &E));
+    OP(r, sift_chain_set_row_hook(c, g_hook, NULL, &E));
+    sift_slicer *sl = NULL;
+    OP(r, sift_slicer_new(&sl, GV, al, &E));
+    for (int step = 0; step < 6; step++) {
+        tu_rng rr = {100 + (uint64_t)step};
+        tu_row(&rr, g_row, GV, TU_ROW_NORMAL);
+        int32_t t = -1, ts = -1;
+        sift_token_prob out[GV];
+        size_t n;
+        sift_plan plan;
+        sift_plan_stage ps[4];
+        OP(r, sift_chain_plan(c, &plan, ps, &E));
+        OP(r, sift_chain_next_k(c, &plan, &E));
+        int32_t ids[64];
+        size_t ne = 0;
+        OP(r, sift_chain_extras(c, ids, 64, &ne, &E));
+        sift_slice s;
+        OP(r, sift_slicer_build(sl, g_row, GV, 4, ids, ne, &s, &E));
+        OP(r, sift_chain_distribution(c, g_row, GV, out, GV, &n, &E));
+        OP(r, sift_chain_distribution_slice(c, &s, out, GV, &n, &E));
+        OP(r, sift_chain_sample_slice(c, &s, &ts, &E));
+        OP(r, sift_chain_sample(c, g_row, GV, &t, &E));
+        if (step == 2) {
+            OP(r, sift_chain_clone(c, &d, &E));
+            sift_chain_free(d);
+        }
+        OP(r, sift_chain_accept(c, t, &E));
+    }
+    sift_slicer_free(sl);
+    sift_chain_free(c);
+    sift_vocab_free(v);
+}
+
+/* Vocabularies from memory. */
+static void scenario_vocab_files(op_run *r, const sift_allocator *al)
+{
+    static const char tk[] = "YQ== 0\nYg== 1\nYWI= 2\nIA== 3\nCg== 5\n";
+    sift_vocab *v = NULL;
+    OP(r, sift_vocab_from_tiktoken(&v, tk, sizeof tk - 1, al, &E));
+    ck_assert_int_eq(sift_vocab_size(v), 6);
+    sift_vocab_free(v);
+}
+
+static void (*const scenarios[])(op_run *, const sift_allocator *) = {
+    scenario_grammar, scenario_chain_grammar, scenario_vocab_files};
+
+START_TEST(test_failing_the_nth_allocation_of_every_other_call_is_nomem)
+{
+    for (long nth = 0;; nth++) {
+        fa f = {0, nth, 0, 0, 0};
+        sift_allocator al = {fa_alloc, fa_free, &f};
+        op_run r = {&f, _i, nth, 0};
+        scenarios[_i](&r, &al);
+        ck_assert_msg(f.allocs == f.frees, "scenario %d, N=%ld: %ld allocations, %ld frees", _i,
+                      nth, f.allocs, f.frees);
+        if (nth == 0) {
+            ck_assert_int_gt(f.calls, 0);
+            continue;
+        }
+        if (nth > f.calls)
+            break;
+        ck_assert_msg(f.failed == 1, "scenario %d, N=%ld", _i, nth);
+        ck_assert_msg(r.reported == 1, "scenario %d, N=%ld: a failed allocation was swallowed", _i,
+                      nth);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("alloc");
@@ -546,6 +766,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_failing_the_nth_allocation_of_a_vocabulary_leaks_nothing);
     tcase_add_test(tc, test_a_failed_first_allocation_of_new_or_sample_is_nomem_and_retryable);
     tcase_add_test(tc, test_failing_the_nth_allocation_of_the_slice_path_is_clean);
+    tcase_add_loop_test(tc, test_failing_the_nth_allocation_of_every_other_call_is_nomem, 0,
+                        (int)N(scenarios));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1225,7 +1225,8 @@ END_TEST
 
 START_TEST(test_custom_stage_banning_everything_gives_no_candidate)
 {
-    check_bad_custom(CU_BAN_ALL, SIFT_E_NO_CANDIDATE, 1, "dist");
+    /* named: the custom stage (0), not the selector that found nothing */
+    check_bad_custom(CU_BAN_ALL, SIFT_E_NO_CANDIDATE, 0, "stage 0 (user)");
 }
 END_TEST
 
@@ -1598,6 +1599,353 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* "No candidate left" names the stage that banned the last one         */
+/* ------------------------------------------------------------------ */
+
+/* top_k 3, then logit_bias bans those three, then greedy: every path
+ * (whole row, the row's prefix, slice; sample and distribution) names
+ * stage 1, logit_bias, not the selector that found nothing. */
+static void check_banning_stage_named(int32_t V)
+{
+    float *row = malloc((size_t)V * sizeof *row);
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)(V - i) / 8.0f;
+    sift_bias b[3] = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
+    const sift_candidate p[3] = {{0, row[0]}, {1, row[1]}, {2, row[2]}};
+    sift_slice sl = {V, 3, p, 0, NULL};
+    for (int sel = 0; sel < 2; sel++) {
+        sift_chain *c = new_chain(5);
+        ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_logit_bias(c, b, 3, NULL), SIFT_OK);
+        ck_assert_int_eq(sel ? sift_chain_add_dist(c, NULL) : sift_chain_add_greedy(c, NULL),
+                         SIFT_OK);
+        for (int path = 0; path < 4; path++) {
+            sift_error err;
+            memset(&err, 0, sizeof err);
+            int32_t t = -1;
+            sift_token_prob out[4];
+            size_t n = 0;
+            sift_status st = path == 0   ? sift_chain_sample(c, row, V, &t, &err)
+                             : path == 1 ? sift_chain_distribution(c, row, V, out, 4, &n, &err)
+                             : path == 2 ? sift_chain_sample_slice(c, &sl, &t, &err)
+                                         : sift_chain_distribution_slice(c, &sl, out, 4, &n, &err);
+            ck_assert_msg(st == SIFT_E_NO_CANDIDATE, "V %d selector %d path %d: %d %s", (int)V, sel,
+                          path, st, err.message);
+            ck_assert_int_eq(err.code, SIFT_E_NO_CANDIDATE);
+            ck_assert_msg(err.index == 1, "V %d path %d: index %lld: %s", (int)V, path,
+                          (long long)err.index, err.message);
+            ck_assert_msg(strstr(err.message, "stage 1 (logit_bias)") != NULL, "%s", err.message);
+        }
+        sift_chain_free(c);
+    }
+    free(row);
+}
+
+START_TEST(test_no_candidate_left_names_the_stage_that_banned_the_last_one)
+{
+    check_banning_stage_named(4);  /* the whole row */
+    check_banning_stage_named(64); /* the row's top 3 decide */
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* A custom stage's output is checked like any input                    */
+/* ------------------------------------------------------------------ */
+
+enum {
+    VC_KEEP,        /* leaves everything (reversed, to show order is free) */
+    VC_DUP,         /* writes token d[0] twice */
+    VC_FOREIGN,     /* writes a token it was not given */
+    VC_KEEP_FIRST,  /* keeps the canonical first one */
+    VC_SKIP_FIRST,  /* keeps positions 1 and 2 */
+    VC_LOWER_FIRST, /* lowers the first logit by 1 */
+    VC_LOWER_TWO,   /* lowers the first two logits by 1 */
+    VC_DROP_TWO,    /* removes the last two */
+    VC_RAISE_LAST   /* raises the last logit by 1 */
+};
+
+static int vc_apply(void *user, sift_candidate *d, size_t *size)
+{
+    int mode = *(int *)user;
+    size_t n = *size;
+    switch (mode) {
+    case VC_KEEP:
+        for (size_t i = 0; i < n / 2; i++) {
+            sift_candidate t = d[i];
+            d[i] = d[n - 1 - i];
+            d[n - 1 - i] = t;
+        }
+        break;
+    case VC_DUP: d[1] = d[0]; break;
+    case VC_FOREIGN: d[0].id = 100; break; /* the row has 128 tokens, top_k gave 8 */
+    case VC_KEEP_FIRST: *size = 1; break;
+    case VC_SKIP_FIRST:
+        d[0] = d[2];
+        *size = 2;
+        break;
+    case VC_LOWER_FIRST: d[0].logit -= 1.0f; break;
+    case VC_LOWER_TWO:
+        d[0].logit -= 1.0f;
+        d[1].logit -= 1.0f;
+        break;
+    case VC_DROP_TWO: *size = n - 2; break;
+    case VC_RAISE_LAST: d[n - 1].logit += 1.0f; break;
+    default: break;
+    }
+    return 0;
+}
+
+/* [top_k 8, custom(mode) declaring cls/n, dist] on a 128-token row: the
+ * sample's status, with a message that must contain `needle`. */
+static void check_custom_output(int mode, sift_class cls, int64_t n, sift_status want,
+                                const char *needle)
+{
+    sift_chain *c = new_chain(9);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 8, NULL), SIFT_OK);
+    sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "vc", cls, n, vc_apply, NULL, NULL, NULL, NULL};
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, &mode, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    float row[128];
+    fill_row(row, 128, 77);
+    for (int dist = 0; dist < 2; dist++) {
+        sift_error err;
+        memset(&err, 0, sizeof err);
+        int32_t t = -1;
+        sift_token_prob out[8];
+        size_t no = 0;
+        sift_status st = dist ? sift_chain_distribution(c, row, 128, out, 8, &no, &err)
+                              : sift_chain_sample(c, row, 128, &t, &err);
+        ck_assert_msg(st == want, "mode %d class %d: status %d, want %d (%s)", mode, (int)cls, st,
+                      want, err.message);
+        if (want != SIFT_OK) {
+            ck_assert_int_eq(err.index, 1);
+            ck_assert_msg(strstr(err.message, needle) != NULL, "'%s' lacks '%s'", err.message,
+                          needle);
+        }
+    }
+    sift_chain_free(c);
+}
+
+START_TEST(test_custom_stage_output_may_not_repeat_or_invent_tokens)
+{
+    check_custom_output(VC_KEEP, SIFT_CLASS_WHOLE, 0, SIFT_OK, "");
+    check_custom_output(VC_DUP, SIFT_CLASS_WHOLE, 0, SIFT_E_ARG, "twice");
+    check_custom_output(VC_FOREIGN, SIFT_CLASS_WHOLE, 0, SIFT_E_ARG, "token 100, which it was not");
+}
+END_TEST
+
+START_TEST(test_custom_stage_output_must_keep_its_declared_class)
+{
+    /* what each class allows */
+    check_custom_output(VC_KEEP, SIFT_CLASS_IDENTITY, 0, SIFT_OK, "");
+    check_custom_output(VC_KEEP_FIRST, SIFT_CLASS_TOP, 1, SIFT_OK, "");
+    check_custom_output(VC_KEEP_FIRST, SIFT_CLASS_THRESHOLD, 0, SIFT_OK, "");
+    check_custom_output(VC_LOWER_FIRST, SIFT_CLASS_LOWERS, 1, SIFT_OK, "");
+    check_custom_output(VC_LOWER_TWO, SIFT_CLASS_LOWERS, -1, SIFT_OK, "");
+    /* and what each forbids */
+    check_custom_output(VC_LOWER_FIRST, SIFT_CLASS_IDENTITY, 0, SIFT_E_ARG, "changed the logit");
+    check_custom_output(VC_DROP_TWO, SIFT_CLASS_IDENTITY, 0, SIFT_E_ARG, "removed 2");
+    check_custom_output(VC_KEEP, SIFT_CLASS_TOP, 2, SIFT_E_ARG, "declares TOP 2 but kept 8");
+    check_custom_output(VC_SKIP_FIRST, SIFT_CLASS_TOP, 2, SIFT_E_ARG, "not among the first 2");
+    check_custom_output(VC_SKIP_FIRST, SIFT_CLASS_THRESHOLD, 0, SIFT_E_ARG,
+                        "not among the first 2");
+    check_custom_output(VC_LOWER_FIRST, SIFT_CLASS_TOP, 8, SIFT_E_ARG, "changed the logit");
+    check_custom_output(VC_RAISE_LAST, SIFT_CLASS_LOWERS, 8, SIFT_E_ARG, "raised token");
+    check_custom_output(VC_LOWER_TWO, SIFT_CLASS_LOWERS, 1, SIFT_E_ARG, "lowered or removed 2");
+    check_custom_output(VC_DROP_TWO, SIFT_CLASS_LOWERS, 1, SIFT_E_ARG, "lowered or removed 2");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Ownership transfers refuse an object that is already owned          */
+/* ------------------------------------------------------------------ */
+
+static sift_grammar *owned_test_grammar(void)
+{
+    const char *pieces[3] = {"a", "b", ""};
+    size_t lens[3] = {1, 1, 0};
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(sift_vocab_new(&v, 3, pieces, lens, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 2, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    sift_grammar *g = NULL;
+    const char *text = "root ::= \"a\"+";
+    ck_assert_int_eq(sift_grammar_new(&g, text, strlen(text), v, NULL, NULL), SIFT_OK);
+    sift_vocab_free(v);
+    return g;
+}
+
+enum { T_ADD, T_CHECK };
+
+static sift_status transfer(sift_chain *c, int how, sift_grammar *g, sift_error *err)
+{
+    return how == T_ADD ? sift_chain_add_grammar(c, g, err)
+                        : sift_chain_set_check_grammar(c, g, err);
+}
+
+/* Every pair of transfers (add, check) into the same chain or another:
+ * the second is SIFT_E_ARG, nothing changes, and both chains still
+ * sample and free cleanly (ASan sees any double free). */
+START_TEST(test_a_grammar_owned_by_a_chain_is_refused_by_every_transfer)
+{
+    float row[3] = {1.0f, 2.0f, 0.5f};
+    for (int first = 0; first < 2; first++)
+        for (int second = 0; second < 2; second++)
+            for (int other = 0; other < 2; other++) {
+                sift_chain *a = new_chain(1), *b = new_chain(1);
+                sift_grammar *g = owned_test_grammar();
+                ck_assert_int_eq(transfer(a, first, g, NULL), SIFT_OK);
+                sift_chain *to = other ? b : a;
+                size_t n0 = sift_chain_n_stages(to);
+                uint64_t d0 = sift__chain_state_digest(to);
+                sift_error err;
+                ck_assert_int_eq(transfer(to, second, g, &err), SIFT_E_ARG);
+                ck_assert_msg(strstr(err.message, "already owned by a chain") != NULL, "%s",
+                              err.message);
+                ck_assert_uint_eq(sift_chain_n_stages(to), n0);
+                ck_assert_uint_eq(sift__chain_state_digest(to), d0);
+                /* a clone of it is a new object and may go anywhere */
+                sift_grammar *copy = NULL;
+                ck_assert_int_eq(sift_grammar_clone(g, &copy, NULL), SIFT_OK);
+                ck_assert_int_eq(transfer(b, T_ADD, copy, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_dist(b, NULL), SIFT_OK);
+                sift_chain *ca = NULL;
+                ck_assert_int_eq(sift_chain_clone(a, &ca, NULL), SIFT_OK);
+                int32_t t;
+                ck_assert_int_eq(sift_chain_sample(a, row, 3, &t, NULL), SIFT_OK);
+                ck_assert_int_eq(t, 0);
+                ck_assert_int_eq(sift_chain_sample(ca, row, 3, &t, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_sample(b, row, 3, &t, NULL), SIFT_OK);
+                sift_chain_free(ca);
+                sift_chain_free(a);
+                sift_chain_free(b);
+            }
+}
+END_TEST
+
+START_TEST(test_custom_user_data_owned_by_a_stage_is_refused_a_second_time)
+{
+    n_freed = 0;
+    cu *u = cu_new(CU_PASS);
+    sift_chain *c = new_chain(3);
+    sift_custom_stage vt = cu_vt("user");
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, u, NULL), SIFT_OK);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, u, &err), SIFT_E_ARG);
+    ck_assert_msg(strstr(err.message, "already owned by a chain") != NULL, "%s", err.message);
+    ck_assert_uint_eq(sift_chain_n_stages(c), 1);
+    /* user data without a free function is not owned: it may be shared */
+    static int shared;
+    sift_custom_stage nf = cu_vt("shared");
+    nf.free = NULL;
+    ck_assert_int_eq(sift_chain_add_custom(c, &nf, &shared, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_custom(c, &nf, &shared, NULL), SIFT_OK);
+    sift_chain_free(c);
+    ck_assert_int_eq(n_freed, 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* A grammar's vocabulary size is checked against the row first         */
+/* ------------------------------------------------------------------ */
+
+static sift_grammar *abc_grammar(int lazy)
+{
+    const char *pieces[4] = {"a", "b", "c", ""};
+    size_t lens[4] = {1, 1, 1, 0};
+    sift_vocab *v = NULL;
+    ck_assert_int_eq(sift_vocab_new(&v, 4, pieces, lens, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 3, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    sift_grammar *g = NULL;
+    const char *text = "root ::= \"a\" [bc]*";
+    ck_assert_int_eq(sift_grammar_new(&g, text, strlen(text), v, NULL, NULL), SIFT_OK);
+    sift_vocab_free(v);
+    if (lazy) {
+        const char *words[1] = {"zz"};
+        sift_lazy_params lp;
+        sift_lazy_params_init(&lp);
+        lp.words = words;
+        lp.n_words = 1;
+        ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, NULL), SIFT_OK);
+    }
+    return g;
+}
+
+/* A 4-token grammar (check mode or a stage, eager or lazy) on rows of 3
+ * and 6 tokens whose top token is below or above 4: SIFT_E_ARG naming the
+ * sizes on every path, whatever the first draw, nothing changed. */
+START_TEST(test_a_grammar_of_another_vocabulary_size_is_refused_on_every_path)
+{
+    const int32_t Vs[2] = {3, 6};
+    for (int mode = 0; mode < 2; mode++)
+        for (int lazy = 0; lazy < 2; lazy++)
+            for (int vi = 0; vi < 2; vi++)
+                for (int32_t top = 0; top < Vs[vi]; top++) {
+                    int32_t V = Vs[vi];
+                    sift_chain *c = new_chain(4);
+                    sift_grammar *g = abc_grammar(lazy);
+                    if (mode)
+                        ck_assert_int_eq(sift_chain_add_grammar(c, g, NULL), SIFT_OK);
+                    else
+                        ck_assert_int_eq(sift_chain_set_check_grammar(c, g, NULL), SIFT_OK);
+                    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+                    float row[6];
+                    sift_candidate pre[6];
+                    for (int32_t i = 0; i < V; i++)
+                        row[i] = i == top ? 10.0f : 0.0f;
+                    pre[0].id = top;
+                    pre[0].logit = 10.0f;
+                    for (int32_t i = 0, j = 1; i < V; i++)
+                        if (i != top) {
+                            pre[j].id = i;
+                            pre[j++].logit = 0.0f;
+                        }
+                    sift_slice sl = {V, V, pre, 0, NULL};
+                    uint64_t r0[4], r1[4];
+                    rng_of(c, r0);
+                    for (int path = 0; path < 4; path++) {
+                        sift_error err;
+                        memset(&err, 0, sizeof err);
+                        int32_t t = -1;
+                        sift_token_prob out[6];
+                        size_t n = 0;
+                        sift_status st =
+                            path == 0   ? sift_chain_sample(c, row, V, &t, &err)
+                            : path == 1 ? sift_chain_distribution(c, row, V, out, 6, &n, &err)
+                            : path == 2 ? sift_chain_sample_slice(c, &sl, &t, &err)
+                                        : sift_chain_distribution_slice(c, &sl, out, 6, &n, &err);
+                        ck_assert_msg(st == SIFT_E_ARG,
+                                      "mode %d lazy %d V %d top %d path %d: status %d (%s)", mode,
+                                      lazy, (int)V, (int)top, path, st, err.message);
+                        ck_assert_msg(strstr(err.message, "4 tokens") != NULL, "%s", err.message);
+                        ck_assert_int_eq(t, -1);
+                    }
+                    rng_of(c, r1);
+                    ck_assert(memcmp(r0, r1, sizeof r0) == 0);
+                    sift_chain_free(c);
+                }
+}
+END_TEST
+
+START_TEST(test_a_grammar_of_another_size_than_n_vocab_is_refused_when_added)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.n_vocab = 6;
+    sift_chain *c = NULL;
+    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    sift_grammar *g = abc_grammar(0);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_add_grammar(c, g, &err), SIFT_E_ARG);
+    ck_assert_msg(strstr(err.message, "4 tokens") != NULL, "%s", err.message);
+    ck_assert_int_eq(sift_chain_set_check_grammar(c, g, &err), SIFT_E_ARG);
+    ck_assert_uint_eq(sift_chain_n_stages(c), 0);
+    sift_grammar_free(g); /* still the caller's */
+    sift_chain_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("chain");
@@ -1651,6 +1999,16 @@ static Suite *suite(void)
          {test_clone_of_a_custom_stage_without_clone_is_a_state_error,
           test_clone_of_a_custom_stage_copies_its_user_data}},
         {"reentrancy", {test_calls_into_the_chain_from_apply_get_a_state_error}},
+        {"no_candidate", {test_no_candidate_left_names_the_stage_that_banned_the_last_one}},
+        {"custom_output",
+         {test_custom_stage_output_may_not_repeat_or_invent_tokens,
+          test_custom_stage_output_must_keep_its_declared_class}},
+        {"grammar_size",
+         {test_a_grammar_of_another_vocabulary_size_is_refused_on_every_path,
+          test_a_grammar_of_another_size_than_n_vocab_is_refused_when_added}},
+        {"ownership",
+         {test_a_grammar_owned_by_a_chain_is_refused_by_every_transfer,
+          test_custom_user_data_owned_by_a_stage_is_refused_a_second_time}},
         {"vocab",
          {test_vocab_stores_every_piece_including_empty_and_nul_bytes,
           test_vocab_rejects_bad_arguments, test_vocab_piece_rejects_null_and_out_of_range_ids,

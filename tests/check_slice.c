@@ -1249,6 +1249,175 @@ START_TEST(test_prompt_tokens_fill_windows_but_not_grammars)
 }
 END_TEST
 
+/* The certificate walk sends the errors of an undecided slice to a
+ * scratch struct on its own stack. A chain whose walk stops early (temp
+ * 0.5 cannot map an all -inf prefix) used to leave the context pointing
+ * at it, and the distribution wrote its error there after the frame was
+ * gone (ASan: stack-use-after-return); the caller's struct stayed
+ * untouched. */
+START_TEST(test_a_slice_error_after_an_early_walk_exit_reaches_the_caller)
+{
+    const sift_candidate p[3] = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
+    sift_slice s = {8, 3, p, 0, NULL};
+    for (int dist = 0; dist < 2; dist++) {
+        sift_chain *c = new_chain(1);
+        ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+        sift_error err;
+        memset(&err, 0, sizeof err);
+        sift_status st;
+        if (dist) {
+            sift_token_prob out[8];
+            size_t n = 99;
+            st = sift_chain_distribution_slice(c, &s, out, 8, &n, &err);
+        } else {
+            int32_t t = -7;
+            st = sift_chain_sample_slice(c, &s, &t, &err);
+            ck_assert_int_eq(t, -7);
+        }
+        ck_assert_int_eq(st, SIFT_E_NO_CANDIDATE);
+        assert_error(&err, SIFT_E_NO_CANDIDATE, -2);
+        ck_assert_msg(strstr(err.message, "-inf") != NULL, "%s", err.message);
+        sift_chain_free(c);
+    }
+}
+END_TEST
+
+static int negate_stage(void *user, sift_candidate *data, size_t *size)
+{
+    (void)user;
+    for (size_t i = 0; i < *size; i++)
+        data[i].logit = -data[i].logit;
+    return 0;
+}
+
+/* A walk that stops before the selector (here at a WHOLE stage it cannot
+ * run on a slice) leaves the candidates half processed: greedy's shortcut
+ * must not report them as the distribution. */
+START_TEST(test_greedy_distribution_on_a_slice_runs_every_stage_before_it)
+{
+    float row[8] = {5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.5f, 0.25f, 0.0f};
+    sift_candidate p[2] = {{0, 5.0f}, {1, 4.0f}};
+    sift_slice s = {8, 2, p, 0, NULL};
+    sift_custom_stage vt;
+    memset(&vt, 0, sizeof vt);
+    vt.abi_version = SIFT_CUSTOM_STAGE_ABI;
+    vt.name = "negate";
+    vt.apply = negate_stage;
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    sift_token_prob want[8], got[8];
+    size_t nw = 0, ng = 0;
+    ck_assert_int_eq(sift_chain_distribution(c, row, 8, want, 8, &nw, NULL), SIFT_OK);
+    ck_assert_uint_eq(nw, 1);
+    ck_assert_int_eq(want[0].id, 7);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_distribution_slice(c, &s, got, 8, &ng, &err), SIFT_E_NEED_ROW);
+    hook_ctx h = hook_for(row, 8);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_distribution_slice(c, &s, got, 8, &ng, &err), SIFT_OK);
+    ck_assert_uint_eq(ng, 1);
+    ck_assert_int_eq(got[0].id, 7);
+    ck_assert(got[0].logit == want[0].logit);
+    sift_chain_free(c);
+}
+END_TEST
+
+static int pass_stage(void *user, sift_candidate *data, size_t *size)
+{
+    (void)user;
+    (void)data;
+    (void)size;
+    return 0;
+}
+
+/* Custom stages declare their own counts; the analyzer's sums of them
+ * saturate (UBSan aborts on a signed overflow) and a sum past any row
+ * means the whole row. */
+START_TEST(test_plan_sums_of_huge_declared_counts_saturate)
+{
+    const int64_t huge[] = {INT64_MAX, INT64_MAX - 1, (int64_t)1 << 62, INT32_MAX};
+    for (size_t h = 0; h < N(huge); h++) {
+        sift_chain *c = new_chain(1);
+        sift_custom_stage vt;
+        memset(&vt, 0, sizeof vt);
+        vt.abi_version = SIFT_CUSTOM_STAGE_ABI;
+        vt.apply = pass_stage;
+        vt.cls = SIFT_CLASS_LOWERS;
+        vt.cls_n = huge[h];
+        for (int i = 0; i < 3; i++)
+            ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
+        vt.cls = SIFT_CLASS_TOP;
+        ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+        sift_plan p;
+        sift_plan_stage ps[7];
+        ck_assert_int_eq(sift_chain_plan(c, &p, ps, NULL), SIFT_OK);
+        ck_assert_int_eq(p.k, 0);
+        ck_assert_int_eq(p.guarantee, SIFT_GUARANTEE_WHOLE_ROW);
+        for (int i = 0; i < 7; i++)
+            ck_assert_int_ge(ps[i].k, 0);
+        ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+        ck_assert_int_eq(p.k, 0);
+        const sift_chain *cs[2] = {c, c};
+        int32_t k = -1;
+        ck_assert_int_eq(sift_chains_next_k(cs, 2, &k, NULL), SIFT_OK);
+        ck_assert_int_eq(k, 0);
+        size_t n = 99;
+        ck_assert_int_eq(sift_chain_extras(c, NULL, 0, &n, NULL), SIFT_OK);
+        ck_assert_uint_eq(n, 0);
+        float row[64];
+        for (int i = 0; i < 64; i++)
+            row[i] = (float)i / 4.0f;
+        int32_t t;
+        ck_assert_int_eq(sift_chain_sample(c, row, 64, &t, NULL), SIFT_OK);
+        sift_chain_free(c);
+    }
+}
+END_TEST
+
+/* The walk itself: whatever way it leaves (here temperature cannot map
+ * an all -inf prefix and the walk stops at its first stage), the
+ * context's error pointer is the caller's again, never the walk's own
+ * scratch struct. */
+START_TEST(test_the_walk_leaves_the_context_error_pointer_as_it_found_it)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift__ws_reserve(&c->ws, &c->al, 8, NULL), SIFT_OK);
+    const float prefixes[3][3] = {
+        {-INFINITY, -INFINITY, -INFINITY}, {3.0f, 2.0f, 1.0f}, {3.0f, 3.0f, 3.0f}};
+    for (int t = 0; t < 3; t++) {
+        sift_error user;
+        sift__ctx ctx;
+        memset(&ctx, 0, sizeof ctx);
+        ctx.rng = c->rng;
+        ctx.ws = &c->ws;
+        ctx.err = &user;
+        ctx.V = 8;
+        ctx.selected = -1;
+        ctx.banned_at = SIZE_MAX;
+        for (int32_t i = 0; i < 3; i++) {
+            c->ws.cand[i].id = i;
+            c->ws.cand[i].logit = prefixes[t][i];
+        }
+        sift__arr a = {c->ws.cand, 3, 8, SIFT__ORDER_CANON, 0};
+        sift__bound b = sift__bound_of(&a.c[2]);
+        for (size_t end = 0; end <= 3; end++) {
+            sift_status st = SIFT_OK;
+            (void)sift__walk(c, &ctx, &a, end, &b, &st);
+            ck_assert_ptr_eq(ctx.err, &user);
+        }
+    }
+    sift_chain_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slice");
@@ -1264,7 +1433,7 @@ static Suite *suite(void)
           test_plan_is_whole_row_when_a_whole_stage_comes_first,
           test_plan_of_min_p_first_is_certified_with_a_recommended_k,
           test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified,
-          test_batch_k_is_the_largest_or_zero}},
+          test_batch_k_is_the_largest_or_zero, test_plan_sums_of_huge_declared_counts_saturate}},
         {"validation",
          {test_slice_validation_names_each_problem, test_missing_requested_extras_are_an_error}},
         {"hook",
@@ -1280,6 +1449,10 @@ static Suite *suite(void)
           test_forced_grammar_tokens_are_extras_and_need_no_row,
           test_a_temperature_fallback_on_a_slice_matches_the_row}},
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
+        {"errors",
+         {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
+          test_the_walk_leaves_the_context_error_pointer_as_it_found_it,
+          test_greedy_distribution_on_a_slice_runs_every_stage_before_it}},
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);

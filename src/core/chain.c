@@ -193,6 +193,11 @@ const sift__alloc *sift__chain_alloc(const sift_chain *chain)
     return &chain->al;
 }
 
+sift__stage *sift__chain_stage(const sift_chain *chain, size_t i)
+{
+    return chain->stages[i];
+}
+
 int32_t sift__chain_max_history(const sift_chain *chain)
 {
     return chain->max_history;
@@ -289,6 +294,7 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
             sift_chain_free(d);
             return s;
         }
+        sift__grammar_set_owned(d->check);
     }
     *out = d;
     return SIFT_OK;
@@ -354,6 +360,26 @@ uint64_t sift__chain_state_digest(const sift_chain *c)
 /* The step                                                            */
 /* ------------------------------------------------------------------ */
 
+/* Grammars decide per token of their own vocabulary: one of another size
+ * than the row is refused before any stage runs, on every path (else the
+ * outcome would depend on which token is drawn). */
+sift_status sift__chain_check_grammars(sift_chain *c, int32_t V, sift_error *err)
+{
+    if (c->check && sift__grammar_n_vocab(c->check) != V)
+        return sift__fail(err, SIFT_E_ARG,
+                          "the check grammar's vocabulary has %d tokens, the row has %d",
+                          (int)sift__grammar_n_vocab(c->check), (int)V);
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
+        if (g && sift__grammar_n_vocab(g) != V)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
+                                 "stage %zu (%s) has a vocabulary of %d tokens, the row has %d", i,
+                                 sift__stage_name(c->stages[i]), (int)sift__grammar_n_vocab(g),
+                                 (int)V);
+    }
+    return SIFT_OK;
+}
+
 /* Everything sample and distribution check before touching the row
  * (the buffers are sized by the caller). */
 static sift_status check_chain(sift_chain *c, int32_t V, int need_selector, sift_error *err)
@@ -366,6 +392,9 @@ static sift_status check_chain(sift_chain *c, int32_t V, int need_selector, sift
     if (c->n_vocab && V != c->n_vocab)
         return sift__fail(err, SIFT_E_ARG, "row has %d entries, chain expects %d", (int)V,
                           (int)c->n_vocab);
+    sift_status s = sift__chain_check_grammars(c, V, err);
+    if (s)
+        return s;
     if (c->n_stages == 0 || !c->stages[c->n_stages - 1]->ops->is_selector) {
         if (need_selector || c->n_stages == 0)
             return sift__fail(err, SIFT_E_ARG,
@@ -447,21 +476,15 @@ sift_status sift__no_candidate(sift__ctx *ctx, const char *stage_name)
                          stage_name);
 }
 
-/* Applies stages [0, end) to the row. */
-static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end)
+/* SIFT_E_NO_CANDIDATE naming the stage after which every candidate was
+ * -inf (ctx->banned_at), for a later stage that found none left. */
+sift_status sift__no_candidate_left(const sift_chain *c, const sift__ctx *ctx)
 {
-    for (size_t i = 0; i < end; i++) {
-        sift__stage *st = c->stages[i];
-        ctx->stage = i;
-        sift_status s = st->ops->apply(st, ctx, a);
-        if (s != SIFT_OK)
-            return s;
-        if (a->n == 0)
-            return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
-                                 "stage %zu (%s) removed the last candidate", i,
-                                 sift__stage_name(st));
-    }
-    return SIFT_OK;
+    size_t j = ctx->banned_at;
+    return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)j,
+                         "no candidate left: stage %zu (%s) removed the last candidate (every "
+                         "logit is -inf after it)",
+                         j, sift__stage_name(c->stages[j]));
 }
 
 static void ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
@@ -472,6 +495,62 @@ static void ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->V = V;
     ctx->stage = 0;
     ctx->selected = -1;
+    ctx->banned_at = SIZE_MAX;
+}
+
+static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
+                            sift_error *err);
+
+/* Applies stages [0, end) to the row `logits` loaded into `a`.
+ *
+ * A stage that finds every candidate at -inf reports SIFT_E_NO_CANDIDATE
+ * under its own name, but the stage to name is the one that set the last
+ * finite logit to -inf. Checking after every stage would cost a scan of
+ * the row per stage, so only a failing step finds it: the stages run
+ * again from the row and the same RNG state (apply changes no stage
+ * state; a custom stage's apply is called again) and the last run
+ * of stages that leave nothing finite is found (a custom stage may
+ * raise a -inf logit again). The same holds when the stages before a
+ * distribution's selector leave nothing finite (SIFT_OK with every
+ * candidate at -inf; ctx->banned_at is then set). */
+static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
+                              const float *logits)
+{
+    sift__ctx start = *ctx;
+    sift_status s = SIFT_OK;
+    size_t i = 0;
+    for (; i < end; i++) {
+        sift__stage *st = c->stages[i];
+        ctx->stage = i;
+        if ((s = st->ops->apply(st, ctx, a)) != SIFT_OK)
+            break;
+        if (a->n == 0)
+            return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
+                                 "stage %zu (%s) removed the last candidate", i,
+                                 sift__stage_name(st));
+    }
+    int selected = end > 0 && c->stages[end - 1]->ops->is_selector;
+    if (s == SIFT_OK && (selected || !sift__all_banned(a->c, a->n)))
+        return SIFT_OK;
+    if (s != SIFT_OK && (s != SIFT_E_NO_CANDIDATE || i == 0))
+        return s;
+    /* Find the stage that banned the last candidate. */
+    sift__ctx re = start;
+    re.err = NULL;
+    ctx->banned_at = SIZE_MAX;
+    sift__arr b = *a;
+    if (load_row(c, logits, a->V, &b, NULL) == SIFT_OK) {
+        for (size_t j = 0; j < i; j++) {
+            re.stage = j;
+            if (c->stages[j]->ops->apply(c->stages[j], &re, &b) != SIFT_OK || b.n == 0)
+                break;
+            sift__note_banned(ctx, j, &b);
+        }
+    }
+    *a = b; /* the same buffer; the set as far as the stages ran again */
+    if (ctx->banned_at == SIZE_MAX)
+        return s;
+    return sift__no_candidate_left(c, ctx);
 }
 
 /* Appends to the prefix in `a` the extras this step asks for, with their
@@ -503,7 +582,15 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
     sift__arr a;
     /* Fast path: decide from the row's top k when the chain allows it. */
     size_t k = sift__plan_prefix_k(c);
-    if (k > 0 && k <= (size_t)V / 8) {
+    /* The prefix needs the extras of this step; a grammar that cannot
+     * list its allowed tokens within its work budget sends the step to
+     * the whole row, which does not need them (out of memory is the
+     * step's error). */
+    sift_status ps = k > 0 && k <= (size_t)V / 8 ? sift__chain_prepare_extras(c, NULL) : SIFT_OK;
+    if (ps == SIFT_E_NOMEM)
+        return sift__fail(err, SIFT_E_NOMEM,
+                          "out of memory while listing a grammar's allowed tokens");
+    if (k > 0 && k <= (size_t)V / 8 && ps == SIFT_OK) {
         ctx_init(c, &ctx, V, err);
         ctx.rng = *rng;
         if ((s = sift__row_prefix(&ctx, logits, V, k, c->ws.cand)))
@@ -515,7 +602,7 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
         a.dense = 0;
         sift__bound b = sift__bound_of(&a.c[k - 1]);
         add_row_extras(c, &a, logits, &b);
-        int decided = sift__walk(c, &ctx, &a, c->n_stages, &b, &s);
+        int decided = sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED;
         if (decided) {
             if (s)
                 return s;
@@ -528,7 +615,7 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
         return s;
     ctx_init(c, &ctx, V, err);
     ctx.rng = *rng;
-    s = run_stages(c, &ctx, &a, c->n_stages);
+    s = run_stages(c, &ctx, &a, c->n_stages, logits);
     if (s)
         return s;
 selected:
@@ -649,9 +736,12 @@ static sift_status finish_distribution(sift_chain *c, sift__ctx *ctx, sift__arr 
             return s;
     }
     float m = sift__max_logit(a->c, a->n);
-    if (!(m > -INFINITY))
+    if (!(m > -INFINITY)) {
+        if (ctx->banned_at < end)
+            return sift__no_candidate_left(c, ctx);
         return sift__fail(ctx->err, SIFT_E_NO_CANDIDATE, "every candidate is -inf after stage %zu",
                           end ? end - 1 : 0);
+    }
     if (sel && sel->ops->is_greedy)
         sift__arr_keep_top(ctx, a, 1);
     sift__u128 W = sift__weights(a->c, a->n, m, c->ws.u64a);
@@ -689,7 +779,7 @@ static sift_status distribution_impl(sift_chain *c, const float *logits, int32_t
     sift__ctx ctx;
     ctx_init(c, &ctx, V, err);
     size_t end = selector_end(c);
-    s = run_stages(c, &ctx, &a, end);
+    s = run_stages(c, &ctx, &a, end, logits);
     if (s)
         return s;
     return finish_distribution(c, &ctx, &a, end, out, capacity, n_out);
@@ -902,10 +992,17 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
         want = V;
     if (want < 1)
         want = 1;
-    if ((s = sift__ws_reserve(&c->ws, &c->al, (size_t)want, err)) || (s = seen_reserve(c, V, err)))
+    if ((s = sift__ws_reserve(&c->ws, &c->al, (size_t)want, err)) ||
+        (s = seen_reserve(c, V, err)) || (s = sift__chain_prepare_extras(c, err)))
         return s;
     if ((s = validate_slice(c, sl, err)))
         return s;
+    /* Every absent token and every extra ranks after the prefix's last
+     * token: a prefix that starts at -inf means a row of -inf, refused
+     * before any stage as the row paths refuse it. */
+    if (!(sl->prefix[0].logit > -INFINITY))
+        return sift__fail(err, SIFT_E_NO_CANDIDATE,
+                          "all %d tokens are banned (-inf) in the input row", (int)V);
     size_t k = (size_t)sl->n_prefix, e = (size_t)sl->n_extras;
     memcpy(c->ws.cand, sl->prefix, k * sizeof *c->ws.cand);
     if (e > 0) {
@@ -994,7 +1091,7 @@ static sift_status sample_slice_impl(sift_chain *c, const sift_slice *sl, int32_
         return s;
     sift__ctx ctx;
     ctx_init(c, &ctx, sl->n_vocab, err);
-    if (sift__walk(c, &ctx, &a, c->n_stages, &b, &s)) {
+    if (sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED) {
         if (s)
             return s;
         if (ctx.selected < 0 || ctx.selected >= sl->n_vocab)
@@ -1048,11 +1145,14 @@ static sift_status distribution_slice_impl(sift_chain *c, const sift_slice *sl,
     sift__ctx ctx;
     ctx_init(c, &ctx, sl->n_vocab, err);
     size_t end = selector_end(c);
-    int decided = sift__walk(c, &ctx, &a, end, &b, &s);
+    int w = sift__walk(c, &ctx, &a, end, &b, &s);
+    int decided = w == SIFT__WALK_DECIDED;
     if (decided && s)
         return s;
-    if (!decided && end < c->n_stages && c->stages[end]->ops->is_greedy && a.n > 0) {
-        /* Greedy's support is the first token: decided if it is ahead. */
+    if (w == SIFT__WALK_RAN && end < c->n_stages && c->stages[end]->ops->is_greedy && a.n > 0) {
+        /* Greedy's support is the first token: decided if it is ahead.
+         * Only when every stage before it ran: a walk that stopped early
+         * leaves the candidates half processed. */
         sift__arr_canon(&ctx, &a);
         if (sift__bound_ahead(&b, &a.c[0])) {
             a.n = 1;
@@ -1148,6 +1248,10 @@ sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, s
     sift_status s = sift__chain_enter(c, err);
     if (s)
         return s;
+    if (grammar && sift__grammar_owned(grammar))
+        return sift__fail(err, SIFT_E_ARG,
+                          "grammar is already owned by a chain (as a stage or a check grammar); "
+                          "set a sift_grammar_clone of it");
     if (grammar && c->n_vocab && sift__grammar_n_vocab(grammar) != c->n_vocab)
         return sift__fail(err, SIFT_E_ARG, "grammar vocabulary has %d tokens, chain expects %d",
                           (int)sift__grammar_n_vocab(grammar), (int)c->n_vocab);
@@ -1155,6 +1259,8 @@ sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, s
         return sift__fail(err, SIFT_E_ARG, "a check grammar needs a vocabulary");
     sift_grammar_free(c->check);
     c->check = grammar;
+    if (grammar)
+        sift__grammar_set_owned(grammar);
     return SIFT_OK;
 }
 

@@ -28,6 +28,9 @@ sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32
         return sift__fail(err, SIFT_E_STATE, "chain is busy (called from one of its callbacks)");
     if (V < 1 || V > c->max_vocab || (c->n_vocab && V != c->n_vocab))
         return sift__fail(err, SIFT_E_ARG, "bad row length %d", (int)V);
+    sift_status s = sift__chain_check_grammars(c, V, err);
+    if (s)
+        return s;
     if (n_stages > c->n_stages)
         return sift__fail(err, SIFT_E_ARG, "n_stages %zu exceeds the chain's %zu stages", n_stages,
                           c->n_stages);
@@ -42,7 +45,7 @@ sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32
                                  "stage %zu (%s) refers to a token id >= %d", i,
                                  sift__stage_name(st), (int)V);
     }
-    sift_status s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err);
+    s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err);
     if (s)
         return s;
     int any = 0;
@@ -56,7 +59,8 @@ sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32
     if (!any)
         return sift__row_error(row, V, err);
     sift__arr a = {c->ws.cand, (size_t)V, V, SIFT__ORDER_ID, 1};
-    sift__ctx ctx = {c->rng, &c->ws, err, V, 0, -1};
+    sift__ctx ctx = {
+        .rng = c->rng, .ws = &c->ws, .err = err, .V = V, .selected = -1, .banned_at = SIZE_MAX};
     for (size_t i = 0; i < n_stages; i++) {
         sift__stage *st = c->stages[i];
         ctx.stage = i;
@@ -74,7 +78,8 @@ sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32
             a.c[m++] = a.c[i];
     if (a.order != SIFT__ORDER_CANON)
         sift__sort_canon(a.c, m, c->ws.cand2);
-    memcpy(out, a.c, (m < cap ? m : cap) * sizeof *out);
+    if (m && cap) /* out may be NULL with cap = 0 */
+        memcpy(out, a.c, (m < cap ? m : cap) * sizeof *out);
     *n_out = m;
     return SIFT_OK;
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "../sift_internal.h"
+#include "../grammar/gbnf.h"
 
 /* The margin after a monotone stage (see docs/analyzer.md: rounding can
  * merge logits that differ by an ulp, so the k-th kept token must beat
@@ -68,6 +69,24 @@ static void append(char *buf, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf + used, SIFT_PLAN_WHY_MAX - used, fmt, ap);
     va_end(ap);
+}
+
+/* a + b for counts >= 0, saturating at INT64_MAX: stages declare their
+ * own counts (a custom stage may say LOWERS or TOP with any int64), and
+ * a sum past K_MAX means the whole row anyway. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    if (a < 0)
+        a = 0;
+    if (b < 0)
+        b = 0;
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* A count as a plan's int32 field (the per-stage k), saturating. */
+static int32_t sat_i32(int64_t v)
+{
+    return v > INT32_MAX ? INT32_MAX : v < 0 ? 0 : (int32_t)v;
 }
 
 static sift_class stage_cls(const sift__stage *st, int64_t *n)
@@ -123,7 +142,7 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                     unbounded = 1;
                     put(why, "lowers an unbounded number of tokens: certified per step");
                 } else if (m > 0) {
-                    lowered += m;
+                    lowered = sat_add(lowered, m);
                     k_here = m;
                     put(why, "lowers at most %lld tokens: +%lld", (long long)m, (long long)m);
                     append(terms, " + %s %lld", name, (long long)m);
@@ -132,11 +151,11 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                 }
                 if (cls == SIFT_CLASS_RAISES) {
                     int64_t e = st->ops->max_extras ? st->ops->max_extras(st) : 0;
-                    extras += e;
+                    extras = sat_add(extras, e);
                     append(why, "; raises up to %lld ids, gathered as extras", (long long)e);
                 } else if (st->ops->allowed) {
                     int64_t e = st->ops->max_extras ? st->ops->max_extras(st) : 0;
-                    extras += e;
+                    extras = sat_add(extras, e);
                     append(why, "; names what it allows as extras when that is at most %lld ids",
                            (long long)e);
                 }
@@ -162,8 +181,8 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                     break;
                 }
                 int64_t base = threshold && n <= 0 ? THRESHOLD_K : n;
-                int64_t k = base + lowered + (monotone ? MONOTONE_MARGIN : 0) +
-                            (unbounded ? UNBOUNDED_SLACK : 0);
+                int64_t k = sat_add(sat_add(base, lowered), (monotone ? MONOTONE_MARGIN : 0) +
+                                                                (unbounded ? UNBOUNDED_SLACK : 0));
                 if (base <= 0 || k > K_MAX) {
                     put(why, "bound out of range: whole row");
                     done = 2;
@@ -213,7 +232,7 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
         if (stages) {
             stages[i].cls = cls;
             stages[i].n = n;
-            stages[i].k = (int32_t)(done == 2 ? 0 : k_here);
+            stages[i].k = done == 2 ? 0 : sat_i32(k_here);
             memcpy(stages[i].why, why_buf, sizeof why_buf);
         }
         if (done == 2) {
@@ -321,6 +340,19 @@ size_t sift__chain_extras(const sift_chain *c, int32_t *ids, size_t cap)
     return j;
 }
 
+sift_status sift__chain_prepare_extras(const sift_chain *c, sift_error *err)
+{
+    size_t end = raising_end(c);
+    for (size_t i = 0; i < end; i++) {
+        sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
+        sift_status s =
+            g && c->stages[i]->ops->allowed ? sift__grammar_small_prepare(g, err) : SIFT_OK;
+        if (s)
+            return s;
+    }
+    return SIFT_OK;
+}
+
 int64_t sift__chain_max_extras(const sift_chain *c)
 {
     int32_t k, d, e;
@@ -348,8 +380,8 @@ sift_status sift_chain_next_k(const sift_chain *c, sift_plan *plan, sift_error *
 sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n, int32_t *k,
                                sift_error *err)
 {
-    if (!chains || !k)
-        return sift__fail(err, SIFT_E_ARG, "%s is NULL", chains ? "k" : "chains");
+    if ((!chains && n) || !k)
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", k ? "chains" : "k");
     int32_t best = 0;
     for (size_t i = 0; i < n; i++)
         if (!chains[i])
@@ -372,6 +404,9 @@ sift_status sift_chain_extras(const sift_chain *c, int32_t *ids, size_t capacity
 {
     if (!c || !n || (!ids && capacity))
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", !c ? "chain" : (!n ? "n" : "ids"));
+    sift_status s = sift__chain_prepare_extras(c, err);
+    if (s)
+        return s;
     size_t total = sift__chain_extras(c, NULL, 0);
     if (total > capacity) {
         *n = total;

@@ -202,12 +202,16 @@ static int fill_banned(sift__ctx *ctx, sift__arr *a, size_t n)
     return 1;
 }
 
-int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bound *b,
-               sift_status *status)
+/* The walk proper. Errors of the stages on an incomplete set go to
+ * `scratch` (failures there are left to the whole-row path, which names
+ * the exact place); errors on the complete set go to `user_err`. The
+ * context's err is pointed at one or the other before every stage and
+ * restored by sift__walk on its only exit, so that no pointer to the
+ * scratch struct outlives this frame. */
+static int walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bound *b,
+                sift_status *status, sift_error *user_err, sift_error *scratch)
 {
     int complete = a->n == (size_t)a->V;
-    sift_error scratch;
-    sift_error *user_err = ctx->err;
     for (size_t i = 0; i < end; i++) {
         sift__stage *st = c->stages[i];
         ctx->stage = i;
@@ -218,17 +222,20 @@ int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bo
                 s = sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
                                   "stage %zu (%s) removed the last candidate", i,
                                   sift__stage_name(st));
+            else if (s == SIFT_E_NO_CANDIDATE && ctx->banned_at < i)
+                s = sift__no_candidate_left(c, ctx); /* name who banned them */
             if (s != SIFT_OK) {
                 *status = s;
-                return 1;
+                return SIFT__WALK_DECIDED;
             }
             if (st->ops->is_selector)
                 break;
+            sift__note_banned(ctx, i, a);
             continue;
         }
         /* Incomplete: failures are left to the whole-row path, which names
          * the exact place, so errors go to a scratch struct. */
-        ctx->err = &scratch;
+        ctx->err = scratch;
         int64_t n = 0;
         sift_class cls = st->ops->cls ? st->ops->cls(st, &n) : SIFT_CLASS_WHOLE;
         size_t before = a->n;
@@ -237,9 +244,14 @@ int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bo
         case SIFT_CLASS_LOWERS:
         case SIFT_CLASS_RAISES:
             /* Absent tokens can only go down (a raising stage raises only
-             * extras, which are present), so the bound still holds. */
+             * extras, which are present), so the bound still holds. A
+             * raising stage that cannot name its extras (a custom stage)
+             * might raise an absent token: the analyzer gives such a
+             * chain the whole row, and so does the walk. */
+            if (cls == SIFT_CLASS_RAISES && !st->ops->extras)
+                return SIFT__WALK_ROW;
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
-                return 0;
+                return SIFT__WALK_ROW;
             if (cls == SIFT_CLASS_LOWERS && st->ops->allowed && confines(st, a)) {
                 /* every absent token is now -inf */
                 b->by_key = 0;
@@ -249,7 +261,7 @@ int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bo
         case SIFT_CLASS_MONOTONE: {
             float nb = st->ops->map_bound ? st->ops->map_bound(st, b->logit) : NAN;
             if (nb != nb || nb == INFINITY)
-                return 0;
+                return SIFT__WALK_ROW;
             /* A monotone stage may decide on the set's largest logit
              * (temperature falls back to greedy when it overflows, and
              * then removes every other token, absent ones included). The
@@ -258,58 +270,67 @@ int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bo
              * too, and neither the slice nor the row falls back. */
             float pm = st->ops->map_bound(st, sift__max_logit(a->c, a->n));
             if (!(pm > -INFINITY && pm < INFINITY))
-                return 0;
+                return SIFT__WALK_ROW;
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
-                return 0;
+                return SIFT__WALK_ROW;
             b->by_key = 0;
             b->logit = nb;
             break;
         }
         case SIFT_CLASS_TOP: {
             if (n <= 0)
-                return 0;
+                return SIFT__WALK_ROW;
             sift__arr_canon(ctx, a);
             if ((size_t)n > a->n || !sift__bound_ahead(b, &a->c[n - 1])) {
                 /* With every absent token at -inf the first n are known
                  * even when they run into -inf tokens. */
                 int banned = !b->by_key && b->logit == -INFINITY;
                 if (!banned || !fill_banned(ctx, a, (size_t)n))
-                    return 0;
+                    return SIFT__WALK_ROW;
             }
             /* Certified: the stage's result on the present tokens is its
              * result on the row, and every later stage sees the whole
              * candidate set. */
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n == 0)
-                return 0;
+                return SIFT__WALK_ROW;
             if (st->ops->is_selector) {
-                ctx->err = user_err;
                 *status = SIFT_OK;
-                return 1;
+                return SIFT__WALK_DECIDED;
             }
             if (a->n > (size_t)n)
-                return 0;
+                return SIFT__WALK_ROW;
             complete = 1;
+            sift__note_banned(ctx, i, a);
             break;
         }
         case SIFT_CLASS_THRESHOLD:
             if (!st->ops->certify)
-                return 0;
+                return SIFT__WALK_ROW;
             sift__arr_canon(ctx, a);
             if (!st->ops->certify(st, ctx, a, b))
-                return 0;
+                return SIFT__WALK_ROW;
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n == 0)
-                return 0;
+                return SIFT__WALK_ROW;
             if (st->ops->is_selector) {
-                ctx->err = user_err;
                 *status = SIFT_OK;
-                return 1;
+                return SIFT__WALK_DECIDED;
             }
             complete = 1;
+            sift__note_banned(ctx, i, a);
             break;
-        default: return 0;
+        default: return SIFT__WALK_ROW;
         }
     }
-    ctx->err = user_err;
     *status = SIFT_OK;
-    return complete;
+    return complete ? SIFT__WALK_DECIDED : SIFT__WALK_RAN;
+}
+
+int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bound *b,
+               sift_status *status)
+{
+    sift_error scratch;
+    sift_error *user_err = ctx->err;
+    int r = walk(c, ctx, a, end, b, status, user_err, &scratch);
+    ctx->err = user_err;
+    return r;
 }

@@ -113,6 +113,12 @@ SIFT__HIDDEN sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t t
  * when the matcher hits a limit. Changes no matching state (the matcher
  * caches may grow); the answer is cached per state. */
 SIFT__HIDDEN size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids);
+/* Computes and caches the answer sift__grammar_small_set gives in the
+ * current state, reporting what that call cannot: SIFT_E_NOMEM or
+ * SIFT_E_GRAMMAR_LIMIT when the walk fails (nothing is cached then).
+ * The chain calls it before a step that asks for extras, so that an
+ * allocation failure is the step's SIFT_E_NOMEM, not a shorter list. */
+SIFT__HIDDEN sift_status sift__grammar_small_prepare(sift_grammar *g, sift_error *err);
 
 /* Units of work the grammar's last call charged to its budget
  * (max_step_work): tests bound work with it instead of time. */
@@ -120,6 +126,12 @@ SIFT__HIDDEN int64_t sift__grammar_last_work(const sift_grammar *g);
 
 /* Size of the grammar's vocabulary (0 = none). */
 SIFT__HIDDEN int32_t sift__grammar_n_vocab(const sift_grammar *g);
+
+/* Ownership by a chain: 1 once sift__grammar_set_owned was called (the
+ * chain took it, as a stage or as its check grammar); a grammar is freed
+ * with its owner, so it is owned at most once. */
+SIFT__HIDDEN int sift__grammar_owned(const sift_grammar *g);
+SIFT__HIDDEN void sift__grammar_set_owned(sift_grammar *g);
 
 /* Sets the cache sizes past which the matcher rebuilds its caches (tests
  * use small values to exercise the rebuild). */

@@ -184,6 +184,9 @@ struct sift_grammar {
     uint32_t ss_cur, ss_epoch;
     size_t ss_n;
     int32_t ss_ids[SIFT__GRAMMAR_SMALL];
+    /* 1 while a chain owns the grammar (a stage's or its check grammar):
+     * a second transfer is refused. Clones start unowned. */
+    int owned;
 };
 
 static sift_status lazy_step(sift_grammar *g, int32_t token, const void *bytes, size_t n,
@@ -612,7 +615,7 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
         if (s->set_len == n && s->acc == acc && s->rem == rem && s->lo == lo && s->hi == hi) {
             if (!budget(g, (int64_t)n))
                 return -1;
-            if (memcmp(m->arena + s->set_off, v, n * sizeof *v) == 0)
+            if (n == 0 || memcmp(m->arena + s->set_off, v, n * sizeof *v) == 0)
                 return (int32_t)m->sht[h];
         }
     }
@@ -1453,6 +1456,8 @@ static void end_call(sift_grammar *g)
 
 static void note_output(sift_grammar *g, const unsigned char *p, size_t n)
 {
+    if (n == 0)
+        return; /* p may be NULL */
     g->out_len += n;
     size_t cap = sizeof g->tail;
     if (n >= cap) {
@@ -1486,6 +1491,8 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
         return s;
     if (!bytes && n)
         return sift__fail(err, SIFT_E_ARG, "bytes is NULL but n = %zu", n);
+    if (n == 0)
+        return SIFT_OK; /* no text: nothing to match or to feed a trigger */
     if (idle(g))
         return lazy_step(g, -1, bytes, n, 1, err);
     begin(g, err);
@@ -1879,25 +1886,41 @@ static size_t small_walk(sift_grammar *g)
     return n;
 }
 
+/* Computes and caches the small allowed set of the current state; a
+ * failed walk (SIFT_E_NOMEM, SIFT_E_GRAMMAR_LIMIT) is not cached. */
+static sift_status small_compute(sift_grammar *g, sift_error *err)
+{
+    if (g->ss_valid && g->ss_cur == g->cur && g->ss_epoch == g->epoch)
+        return SIFT_OK;
+    size_t n = SIZE_MAX;
+    if (!tok_state(g)) {
+        begin(g, err);
+        n = small_walk(g);
+        end_call(g);
+        if (n == SIZE_MAX - 1)
+            return g->fail ? g->fail : SIFT_E_NOMEM;
+    }
+    g->ss_valid = 1;
+    g->ss_cur = g->cur;
+    g->ss_epoch = g->epoch;
+    g->ss_n = n;
+    return SIFT_OK;
+}
+
+sift_status sift__grammar_small_prepare(sift_grammar *g, sift_error *err)
+{
+    if (!g || g->magic != MAGIC || !g->core->V || idle(g))
+        return SIFT_OK;
+    return small_compute(g, err);
+}
+
 size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids)
 {
     *ids = NULL;
     if (!g || g->magic != MAGIC || !g->core->V || idle(g))
         return SIZE_MAX;
-    if (!(g->ss_valid && g->ss_cur == g->cur && g->ss_epoch == g->epoch)) {
-        size_t n = SIZE_MAX;
-        if (!tok_state(g)) {
-            begin(g, NULL);
-            n = small_walk(g);
-            end_call(g);
-            if (n == SIZE_MAX - 1)
-                return SIZE_MAX; /* not cached: the next call may succeed */
-        }
-        g->ss_valid = 1;
-        g->ss_cur = g->cur;
-        g->ss_epoch = g->epoch;
-        g->ss_n = n;
-    }
+    if (small_compute(g, NULL))
+        return SIZE_MAX; /* not cached: the next call may succeed */
     if (g->ss_n != SIZE_MAX)
         *ids = g->ss_ids;
     return g->ss_n;
@@ -2122,6 +2145,16 @@ int64_t sift__grammar_last_work(const sift_grammar *g)
 int32_t sift__grammar_n_vocab(const sift_grammar *g)
 {
     return g->core->V;
+}
+
+int sift__grammar_owned(const sift_grammar *g)
+{
+    return g->owned;
+}
+
+void sift__grammar_set_owned(sift_grammar *g)
+{
+    g->owned = 1;
 }
 
 void sift__grammar_set_soft_limits(sift_grammar *g, uint32_t nodes, uint32_t states, uint32_t arena)

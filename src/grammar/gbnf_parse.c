@@ -289,7 +289,8 @@ static int define(P *p, uint32_t id, const sift__gelem *e, size_t n)
     r->off = (uint32_t)p->arena.n;
     r->len = (uint32_t)n;
     r->defined = 1;
-    memcpy((sift__gelem *)p->arena.p + p->arena.n, e, n * sizeof *e);
+    if (n) /* an empty rule may come with no array */
+        memcpy((sift__gelem *)p->arena.p + p->arena.n, e, n * sizeof *e);
     p->arena.n += n;
     return 1;
 }
@@ -637,7 +638,8 @@ static uint32_t add_class(P *p, int neg)
     k->first = (uint32_t)(p->rng.n / 2);
     k->n = (uint32_t)m;
     k->neg = (uint32_t)neg;
-    memcpy((uint32_t *)p->rng.p + p->rng.n, r, 2 * m * sizeof *r);
+    if (m) /* an empty class: rng may still be unallocated */
+        memcpy((uint32_t *)p->rng.p + p->rng.n, r, 2 * m * sizeof *r);
     p->rng.n += 2 * m;
     for (size_t j = 0; j < m; j++)
         for (uint32_t c = r[2 * j]; c <= r[2 * j + 1] && c < 128; c++)

@@ -13,6 +13,10 @@
  * slice that holds them all decides the step (docs/analyzer.md, "Forced
  * tokens").
  *
+ * The stage owns its grammar from a successful add on (it is marked
+ * owned, so a second add of the same object, here or to another chain,
+ * or as a check grammar, is refused instead of freeing it twice).
+ *
  * accept cannot fail in the stage interface. A chain makes it all or
  * nothing by calling sift__grammar_prepare_accept on every grammar stage
  * first (it rejects the token or caches every transition the accept
@@ -69,6 +73,7 @@ static sift_status gs_clone(const sift__stage *st, sift__stage **out, const sift
         sift__free(al, c);
         return r;
     }
+    sift__grammar_set_owned(c->g);
     c->rejected = s->rejected;
     *out = &c->base;
     return SIFT_OK;
@@ -157,9 +162,16 @@ sift_status sift_chain_add_grammar(sift_chain *chain, sift_grammar *grammar, sif
         return s;
     if (!grammar)
         return sift__fail(err, SIFT_E_ARG, "grammar is NULL");
+    if (sift__grammar_owned(grammar))
+        return sift__fail(err, SIFT_E_ARG,
+                          "grammar is already owned by a chain (as a stage or a check grammar); "
+                          "add a sift_grammar_clone of it");
     if (sift__grammar_n_vocab(grammar) < 1)
         return sift__fail(err, SIFT_E_ARG,
                           "a grammar stage needs a grammar built with a vocabulary");
+    if (chain->n_vocab && sift__grammar_n_vocab(grammar) != chain->n_vocab)
+        return sift__fail(err, SIFT_E_ARG, "grammar vocabulary has %d tokens, chain expects %d",
+                          (int)sift__grammar_n_vocab(grammar), (int)chain->n_vocab);
     gstage *g = (gstage *)sift__stage_alloc(sift__chain_alloc(chain), &gs_ops, sizeof *g);
     if (!g)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding a grammar stage");
@@ -171,5 +183,6 @@ sift_status sift_chain_add_grammar(sift_chain *chain, sift_grammar *grammar, sif
     if (s)
         return s;
     g->g = grammar;
+    sift__grammar_set_owned(grammar);
     return SIFT_OK;
 }
