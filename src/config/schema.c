@@ -1886,8 +1886,10 @@ static void grammar_section(V *v, const cfg_node *g)
     sift_config *cfg = v->cfg;
     if (g->bad)
         return;
-    if (g->type != CFG_MAP)
-        return (void)type_err(v, g, "grammar", "mapping (file or text, root, mode, lazy)");
+    if (g->type != CFG_MAP) {
+        type_err(v, g, "grammar", "mapping (file or text, root, mode, lazy)");
+        return;
+    }
     check_keys(v, g, KEYS, 5, "grammar: ");
     const cfg_node *file = find(v, g, "file"), *text = find(v, g, "text");
     int ok = 1;
@@ -1907,8 +1909,10 @@ static void grammar_section(V *v, const cfg_node *g)
                         text->len, cfg->params.max_bytes);
         } else {
             cfg->g_text = sift__memdup(&cfg->al, text->val, text->len);
-            if (!cfg->g_text)
-                return (void)(v->st = SIFT_E_NOMEM);
+            if (!cfg->g_text) {
+                v->st = SIFT_E_NOMEM;
+                return;
+            }
             cfg->grammar.length = text->len;
             cfg->grammar.style = (sift_scalar_style)text->style;
             int64_t off = sift__cfg_scalar_offset(cfg, text, 0);
@@ -1926,7 +1930,8 @@ static void grammar_section(V *v, const cfg_node *g)
                 sift__cfg_read_file(cfg, file->val, &resolved, &data, &len, msg, sizeof msg);
             if (st == SIFT_E_NOMEM) {
                 sift__free(&cfg->al, resolved);
-                return (void)(v->st = SIFT_E_NOMEM);
+                v->st = SIFT_E_NOMEM;
+                return;
             }
             if (st != SIFT_OK) {
                 ok = err_at(v, file, st, "grammar: %s", msg);
@@ -1973,8 +1978,10 @@ static void grammar_section(V *v, const cfg_node *g)
                         "grammar.mode must be 'check' or 'constrain', got '%s'", echo(v, mode));
     }
     cfg->g_root = sift__memdup(&cfg->al, root_s, root_len);
-    if (!cfg->g_root)
-        return (void)(v->st = SIFT_E_NOMEM);
+    if (!cfg->g_root) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
     const cfg_node *lazy = find(v, g, "lazy");
     if (lazy && !lazy->bad) {
         if (lazy->type != CFG_MAP) {
@@ -2004,8 +2011,10 @@ static void grammar_section(V *v, const cfg_node *g)
                 } else if (n->n_children) {
                     cfg->g_tokens = sift__calloc(&cfg->al, n->n_children, sizeof(int32_t));
                     v->token_off = sift__calloc(&cfg->al, n->n_children, sizeof(int64_t));
-                    if (!cfg->g_tokens || !v->token_off)
-                        return (void)(v->st = SIFT_E_NOMEM);
+                    if (!cfg->g_tokens || !v->token_off) {
+                        v->st = SIFT_E_NOMEM;
+                        return;
+                    }
                     size_t i = 0;
                     for (uint32_t c = n->first; c != CFG_NONE; c = NODE(v, c)->next) {
                         int32_t t;
@@ -2160,8 +2169,10 @@ static void vocab_key(V *v, const cfg_node *n)
             memcpy(resolved + nb + 1, n->val, n->len + 1);
         }
     }
-    if (!resolved)
-        return (void)(v->st = SIFT_E_NOMEM);
+    if (!resolved) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
     int fd = open(resolved, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
         err_at(v, n, SIFT_E_IO, "vocab: cannot open '%s': %s", resolved, strerror(errno));
