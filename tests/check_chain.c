@@ -240,7 +240,7 @@ static int dummy_apply(void *user, sift_candidate *data, size_t *size)
 START_TEST(test_adding_to_a_null_chain_is_an_argument_error)
 {
     sift_error err;
-    sift_dry_params dp = {0.8f, 1.75f, 2, 64, NULL, NULL, 0};
+    sift_dry_params dp = {sizeof(sift_dry_params), 0.8f, 1.75f, 2, 64, NULL, NULL, 0};
     sift_bias b = {1, 1.0f};
     sift_custom_stage vt = {
         SIFT_CUSTOM_STAGE_ABI, "x", SIFT_CLASS_WHOLE, 0, dummy_apply, NULL, NULL, NULL, NULL};

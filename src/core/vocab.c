@@ -44,7 +44,9 @@ sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *piece
         total += lengths[i];
     }
     sift__alloc al;
-    sift__alloc_init(&al, allocator);
+    sift_status ast = sift__alloc_init(&al, allocator, err);
+    if (ast)
+        return ast;
     sift_vocab *v = sift__calloc(&al, 1, sizeof *v);
     if (!v)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a vocabulary");
