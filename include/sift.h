@@ -863,6 +863,27 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain, c
                                                             size_t capacity, size_t *n_out,
                                                             sift_error *err);
 
+/**
+ * What the first `n_stages` stages of the chain leave of a whole row: runs
+ * stages [0, n_stages) over `logits[0..n_vocab)` as sift_chain_sample
+ * does and writes the surviving tokens (logit > -inf) in canonical order
+ * (logit descending, id ascending) with their logits after those stages;
+ * n_stages = 0 gives the row itself. At most `capacity` entries are
+ * written; `*n_out` receives the full count. A debugging view (`sift
+ * inspect`): nothing of the chain changes but its scratch buffers, the
+ * RNG included (a stage that draws, such as xtc, draws from a copy).
+ * Errors: SIFT_E_ARG for NULL pointers (`out` may be NULL with capacity
+ * 0), a bad n_vocab, n_stages above sift_chain_n_stages, or a selector
+ * among the stages (err->index = the stage; use sift_chain_distribution
+ * for the selector's view); SIFT_E_ROW_VALUE, SIFT_E_NO_CANDIDATE,
+ * SIFT_E_NOMEM as sift_chain_sample; SIFT_E_STATE inside a callback.
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, const float *logits,
+                                                         int32_t n_vocab, size_t n_stages,
+                                                         sift_candidate *out, size_t capacity,
+                                                         size_t *n_out, sift_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Slices, the analyzer and the row hook (docs/analyzer.md)            */
 /*                                                                     */

@@ -4,7 +4,8 @@
 # Makefile.am), SIFT_VERSION_STRING and SIFT_VERSION_MAJOR/MINOR/PATCH of
 # the generated include/sift_version.h, and `sift --version`, which prints
 # the run-time sift_version() (tests/check_chain.c compares the macros
-# with the run-time calls inside one program).
+# with the run-time calls inside one program), and the .TH lines of the
+# man pages.
 : "${SIFT_PACKAGE_VERSION:?set by Makefile.am}"
 hdr=include/sift_version.h
 [ -f "$hdr" ] || { echo "FAIL $hdr not generated"; exit 1; }
@@ -20,5 +21,11 @@ pat=$(sed -n 's/^#define SIFT_VERSION_PATCH \([0-9]*\)$/\1/p' "$hdr")
 run=$(./sift --version) || { echo "FAIL sift --version failed"; exit 1; }
 [ "$run" = "sift $SIFT_PACKAGE_VERSION" ] ||
     { echo "FAIL sift --version prints '$run', configure says '$SIFT_PACKAGE_VERSION'"; fail=1; }
+# The man pages are written by hand; their header names MAJOR.MINOR.
+srcdir=$(cd "${srcdir:-.}" && pwd) || exit 99
+for m in "$srcdir/docs/sift.1" "$srcdir/docs/sift.3"; do
+    grep -q "^\.TH .*\"sift $maj\.$min\"" "$m" ||
+        { echo "FAIL $m does not say \"sift $maj.$min\" in its .TH line"; fail=1; }
+done
 [ "$fail" = 0 ] && echo "check_version: $SIFT_PACKAGE_VERSION everywhere"
 exit $fail
