@@ -69,7 +69,7 @@ int main(void)
     int rc = 1, hook_calls = 0, same = 0;
     if (build(&chain, &err) || build(&twin, &err))
         return fail("build", &err);
-    sift_plan plan;
+    sift_plan plan = {.struct_size = sizeof(sift_plan)};
     if (sift_chain_plan(chain, &plan, NULL, &err) ||
         sift_chain_set_row_hook(chain, fetch_row, &hook_calls, &err) ||
         sift_slicer_new(&slicer, V, NULL, &err)) {
@@ -80,7 +80,7 @@ int main(void)
     int32_t *ids = malloc((size_t)(plan.max_extras > 0 ? plan.max_extras : 1) * sizeof *ids);
     for (int t = 0; ids && t < STEPS; t++) {
         device_row(t);
-        sift_plan next;
+        sift_plan next = {.struct_size = sizeof(sift_plan)};
         size_t n_ids = 0;
         sift_slice slice;
         int32_t tok, ref;

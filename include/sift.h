@@ -55,16 +55,32 @@
  * time; different chains may be used on different threads at once.
  * Functions that take a `const sift_chain *` (clone, describe, count) only
  * read, so many threads may call them on one chain that nobody is mutating.
- * The exception: sift_chain_extras on a chain with a grammar stage updates
- * the grammar's caches, so it counts as a use of the chain.
+ * sift_chain_extras takes a non-const chain: with a grammar stage it
+ * updates the grammar's caches, so it is a use of the chain like a sample.
  *
  * ABI
  * ---
- * Handles are opaque. Plain structs that callers fill
- * (sift_chain_params, sift_custom_stage) carry a size or version field so
- * they can grow. Status numbers are fixed and never renumbered. Only
- * symbols prefixed `sift_` are exported. SIFT_VERSION_* give the version
- * compiled against; sift_version_number() the version linked at run time.
+ * Handles are opaque. Every struct the caller allocates and sift reads or
+ * writes (the params structs, sift_allocator, sift_dry_params, sift_plan,
+ * sift_plan_stage, sift_stats) starts with `uint32_t struct_size`: the
+ * size of the struct as the caller compiled it, set by its _init function
+ * or by hand (`plan.struct_size = sizeof plan;`). sift reads and writes
+ * only the first struct_size bytes: fields past them take their defaults
+ * (inputs) or are left untouched (outputs), so a caller built against an
+ * older, smaller layout keeps working when fields are added at the end.
+ * struct_size 0 (not set) or larger than the struct this library knows
+ * (a header newer than the library) is SIFT_E_ARG. sift never writes
+ * struct_size. The custom-stage vtable is versioned by abi_version
+ * instead, which names its layout. Fixed for a major version, never grown:
+ * sift_error (every call takes one, NULL allowed: a fixed size needs no
+ * setup) and the plain element types of arrays and views (sift_candidate,
+ * sift_token_prob, sift_bias, sift_slice), whose size is the stride of
+ * arrays callers pass. Structs sift allocates and returns by pointer
+ * (sift_diagnostic, sift_config_grammar) may grow at the end. Status
+ * numbers are fixed and never renumbered. Only symbols prefixed `sift_`
+ * are exported. SIFT_VERSION_* give the version compiled against;
+ * sift_version_number() the version linked at run time. docs/api.md,
+ * "ABI policy", says what a minor release may change.
  */
 #ifndef SIFT_H
 #define SIFT_H
@@ -189,14 +205,28 @@ typedef struct sift_error {
 /**
  * A custom allocator. `alloc` returns memory aligned for any object type
  * (max_align_t) or NULL; `free` releases what `alloc` returned and accepts
- * NULL. `user` is passed back unchanged. An object created with an
- * allocator does every allocation of its life through it, including the
- * ones of objects cloned from it.
+ * NULL. `user` is passed back unchanged. `realloc` (optional, since 0.2)
+ * resizes a block `alloc` or `realloc` returned from `old_size` to
+ * `new_size` bytes (both > 0), keeping the first min(old, new) bytes, and
+ * returns the new block, or NULL with the old block still valid; with
+ * `realloc` NULL, sift grows a block by alloc, copy and free. An object
+ * created with an allocator does every allocation of its life through
+ * it, including the ones of objects cloned from it.
+ *
+ * Set struct_size to sizeof(sift_allocator) (since 0.2; see "ABI" above):
+ *
+ *     sift_allocator al = {sizeof(sift_allocator), my_alloc, my_free, ctx, NULL};
+ *
+ * A function given an allocator whose struct_size is 0 or too large, or
+ * that has `alloc` or `free` but not both, fails with SIFT_E_ARG.
  */
 typedef struct sift_allocator {
+    uint32_t struct_size; /**< sizeof(sift_allocator). Since: 0.2. */
     void *(*alloc)(void *user, size_t size);
     void (*free)(void *user, void *ptr);
     void *user;
+    /** NULL = alloc + copy + free. Since: 0.2. */
+    void *(*realloc)(void *user, void *ptr, size_t old_size, size_t new_size);
 } sift_allocator;
 
 /* ------------------------------------------------------------------ */
@@ -915,6 +945,27 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain, c
                                                             size_t capacity, size_t *n_out,
                                                             sift_error *err);
 
+/**
+ * What the first `n_stages` stages of the chain leave of a whole row: runs
+ * stages [0, n_stages) over `logits[0..n_vocab)` as sift_chain_sample
+ * does and writes the surviving tokens (logit > -inf) in canonical order
+ * (logit descending, id ascending) with their logits after those stages;
+ * n_stages = 0 gives the row itself. At most `capacity` entries are
+ * written; `*n_out` receives the full count. A debugging view (`sift
+ * inspect`): nothing of the chain changes but its scratch buffers, the
+ * RNG included (a stage that draws, such as xtc, draws from a copy).
+ * Errors: SIFT_E_ARG for NULL pointers (`out` may be NULL with capacity
+ * 0), a bad n_vocab, n_stages above sift_chain_n_stages, or a selector
+ * among the stages (err->index = the stage; use sift_chain_distribution
+ * for the selector's view); SIFT_E_ROW_VALUE, SIFT_E_NO_CANDIDATE,
+ * SIFT_E_NOMEM as sift_chain_sample; SIFT_E_STATE inside a callback.
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, const float *logits,
+                                                         int32_t n_vocab, size_t n_stages,
+                                                         sift_candidate *out, size_t capacity,
+                                                         size_t *n_out, sift_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Slices, the analyzer and the row hook (docs/analyzer.md)            */
 /*                                                                     */
@@ -1021,8 +1072,13 @@ SIFT_API const char *sift_guarantee_str(sift_guarantee g);
 /** Capacity of sift_plan.why and sift_plan_stage.why, NUL included. */
 #define SIFT_PLAN_WHY_MAX 256
 
-/** The analyzer's answer for a chain (sift_chain_plan, sift_chain_next_k). */
+/**
+ * The analyzer's answer for a chain (sift_chain_plan, sift_chain_next_k).
+ * Set struct_size to sizeof(sift_plan) before the call (since 0.2):
+ * sift writes only that many bytes.
+ */
 typedef struct sift_plan {
+    uint32_t struct_size;        /**< Set by the caller; sift reads it only. Since: 0.2. */
     int32_t k;                   /**< Prefix length to copy; 0 = the whole row. */
     sift_guarantee guarantee;    /**< What k promises. */
     int32_t recommended_k;       /**< The k to use: = k (0 for WHOLE_ROW). */
@@ -1031,8 +1087,14 @@ typedef struct sift_plan {
     char why[SIFT_PLAN_WHY_MAX]; /**< The sum in words: "top_k 20 + penalties 64 = 84". */
 } sift_plan;
 
-/** One stage's part of a plan. */
+/**
+ * One stage's part of a plan. Set struct_size of every element to
+ * sizeof(sift_plan_stage) before sift_chain_plan (since 0.2): the first
+ * element's struct_size is the stride of the array, and sift writes only
+ * that many bytes of each element.
+ */
 typedef struct sift_plan_stage {
+    uint32_t struct_size;        /**< Set by the caller; sift reads it only. Since: 0.2. */
     sift_class cls;              /**< The class the stage declares now. */
     int64_t n;                   /**< Its bound (sift_chain_stage_class). */
     int32_t k;                   /**< What the stage adds to the plan's k (its K, the tokens
@@ -1045,7 +1107,11 @@ typedef struct sift_plan_stage {
  * guarantee and the reason. `stages` may be NULL, or an array of
  * sift_chain_n_stages(chain) entries that receive the per-stage trace.
  * Safe on a chain shared between threads (reads only).
- * SIFT_E_ARG for NULL chain or plan. Since: 0.1.
+ * SIFT_E_ARG for NULL chain or plan, a plan->struct_size 0 or above
+ * sizeof(sift_plan), a stages[0].struct_size 0 or above
+ * sizeof(sift_plan_stage), or an element whose struct_size differs from
+ * the first (err->index = its position); nothing is written then.
+ * Since: 0.1; struct_size since 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_plan(const sift_chain *chain, sift_plan *plan,
                                                     sift_plan_stage *stages, sift_error *err);
@@ -1054,7 +1120,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_plan(const sift_chain *chain, sif
  * The dynamic plan, from the chain's current state: lowering stages count
  * what they can lower now (the distinct tokens in a penalty window, the
  * DRY window's length), so k is never above the static plan's. Use it
- * for the next sample only. SIFT_E_ARG for NULL. Since: 0.1.
+ * for the next sample only. SIFT_E_ARG for NULL or a bad
+ * plan->struct_size (as sift_chain_plan). Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_next_k(const sift_chain *chain, sift_plan *plan,
                                                       sift_error *err);
@@ -1079,13 +1146,20 @@ SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *
  * sift_plan.max_extras entries). SIFT_E_ARG for NULL pointers;
  * SIFT_E_NOMEM or SIFT_E_GRAMMAR_LIMIT when a grammar stage cannot list
  * the tokens it allows (never a shorter list). With a grammar stage this
- * updates the grammar's caches: not for concurrent use. Since: 0.1.
+ * updates the grammar's caches, so the chain is not const: it is a use
+ * of the chain (one thread at a time, as a sample); the sampling state
+ * (RNG, histories, grammar matching state) is unchanged. Since: 0.1; a
+ * non-const chain since 0.2.
  */
-SIFT_API SIFT_NODISCARD sift_status sift_chain_extras(const sift_chain *chain, int32_t *ids,
+SIFT_API SIFT_NODISCARD sift_status sift_chain_extras(sift_chain *chain, int32_t *ids,
                                                       size_t capacity, size_t *n, sift_error *err);
 
-/** Counters of a chain's slice and prefix paths (sift_chain_stats). */
+/**
+ * Counters of a chain's slice and prefix paths (sift_chain_stats). Set
+ * struct_size to sizeof(sift_stats) before the call (since 0.2).
+ */
 typedef struct sift_stats {
+    uint32_t struct_size;         /**< Set by the caller; sift reads it only. Since: 0.2. */
     uint64_t slice_decided;       /**< sift_chain_sample_slice steps decided on the slice. */
     uint64_t hook_calls;          /**< Row hook calls. */
     uint64_t need_row;            /**< SIFT_E_NEED_ROW returns. */
@@ -1094,8 +1168,14 @@ typedef struct sift_stats {
     uint64_t grammar_resamples;   /**< Steps whose check grammar rejected the first token. */
 } sift_stats;
 
-/** Copies the chain's counters (zeros for NULL). Since: 0.1. */
-SIFT_API void sift_chain_stats(const sift_chain *chain, sift_stats *stats);
+/**
+ * Copies the chain's counters into the first stats->struct_size bytes of
+ * `stats`. SIFT_E_ARG (nothing written) for NULL pointers or a
+ * struct_size 0 or above sizeof(sift_stats). Reads the chain only.
+ * Since: 0.1; struct_size and the status since 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_stats(const sift_chain *chain, sift_stats *stats,
+                                                     sift_error *err);
 
 /** A slice builder: the CPU reference of a device top-k. */
 typedef struct sift_slicer sift_slicer;
@@ -1258,8 +1338,13 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_penalties(sift_chain *chain, 
                                                              float repeat, float freq,
                                                              float presence, sift_error *err);
 
-/** Parameters of DRY; see docs/samplers.md. */
+/**
+ * Parameters of DRY; see docs/samplers.md. Initialise with
+ * sift_dry_params_init (since 0.2), then set what you need; fields added
+ * later keep their defaults.
+ */
 typedef struct sift_dry_params {
+    uint32_t struct_size;          /**< sizeof(sift_dry_params); set by _init. Since: 0.2. */
     float multiplier;              /**< Penalty scale; 0 = off. Finite, >= 0. */
     float base;                    /**< Exponential base; < 1 = off. Finite. */
     int32_t allowed_length;        /**< Repeats up to this length are free; >= 0. */
@@ -1270,9 +1355,17 @@ typedef struct sift_dry_params {
 } sift_dry_params;
 
 /**
+ * Fills `params` with the defaults: multiplier 0 (off), base 1.75,
+ * allowed_length 2, last_n 4096, no breakers (the values of a YAML dry
+ * stage, without its default breakers). NULL is a no-op. Since: 0.2.
+ */
+SIFT_API void sift_dry_params_init(sift_dry_params *params);
+
+/**
  * DRY ("don't repeat yourself"). Breakers are matched on token text
  * through `vocab` (required when n_breakers > 0; only read during the
- * call). Since: 0.1.
+ * call). SIFT_E_ARG also for a params->struct_size 0 or above
+ * sizeof(sift_dry_params). Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_dry(sift_chain *chain,
                                                        const sift_dry_params *params,
@@ -1531,7 +1624,12 @@ SIFT_API const sift_config_grammar *sift_config_grammar_info(const sift_config *
 /* Custom stages                                                       */
 /* ------------------------------------------------------------------ */
 
-/** ABI version of sift_custom_stage this header describes. */
+/**
+ * ABI version of sift_custom_stage this header describes. Each version
+ * names one layout; a later one only adds fields at the end (whose 0 is
+ * the old behaviour), and sift_chain_add_custom accepts every version
+ * from 1 to the library's, reading the vtable by its version's size.
+ */
 #define SIFT_CUSTOM_STAGE_ABI 1
 
 /**
@@ -1558,7 +1656,9 @@ typedef struct sift_custom_stage {
  * Adds a custom stage. The vtable is copied (vt->name is read during the
  * call only); with a non-NULL vt->free, `user` is owned by the chain on
  * success (freed with vt->free) and untouched on failure; without one it
- * stays the caller's. SIFT_E_ARG for an unknown abi_version, a NULL
+ * stays the caller's. SIFT_E_ARG for an abi_version of 0 or above the
+ * library's SIFT_CUSTOM_STAGE_ABI (the message says which versions it
+ * knows; older versions are read by their own layout's size), a NULL
  * apply, a class that is not a sift_class, or a `user` that a custom
  * stage of this chain already owns ("... already owned by a chain"; a
  * chain cannot see what another chain owns: handing owned user data to
@@ -1571,7 +1671,7 @@ typedef struct sift_custom_stage {
  * logit or lowered or removed more than cls_n tokens; TOP kept more than
  * cls_n tokens; TOP and THRESHOLD kept anything but a canonical prefix of
  * the input, logits unchanged); SIFT_E_ROW_VALUE for a NaN or +inf logit.
- * Since: 0.1.
+ * Since: 0.1; older abi_versions accepted since 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_custom(sift_chain *chain,
                                                           const sift_custom_stage *vt, void *user,

@@ -51,6 +51,10 @@ SIFT__HIDDEN sift_status sift__fail(sift_error *err, sift_status code, const cha
 /* As sift__fail, and sets err->index. */
 SIFT__HIDDEN sift_status sift__fail_at(sift_error *err, sift_status code, int64_t index,
                                        const char *fmt, ...) SIFT__PRINTF(4, 5);
+/* The struct_size rule of include/sift.h ("ABI"): SIFT_E_ARG naming
+ * `type` when `got` is 0 or above `have` (this library's sizeof). */
+SIFT__HIDDEN sift_status sift__check_struct_size(sift_error *err, const char *type, uint32_t got,
+                                                 size_t have);
 /* Copies at most cap-1 bytes of src into dst without splitting a UTF-8
  * sequence; always NUL-terminates (cap >= 1). */
 SIFT__HIDDEN void sift__strlcpy_utf8(char *dst, const char *src, size_t cap);
@@ -63,7 +67,17 @@ typedef struct sift__alloc {
     sift_allocator a; /* always complete: defaults filled in */
 } sift__alloc;
 
-SIFT__HIDDEN void sift__alloc_init(sift__alloc *al, const sift_allocator *user);
+/* Checks the caller's allocator (NULL = malloc/free; struct_size; alloc
+ * and free both or neither) and fills `al`. SIFT_E_ARG on a bad one. */
+SIFT__HIDDEN sift_status sift__alloc_init(sift__alloc *al, const sift_allocator *user,
+                                          sift_error *err) SIFT_NODISCARD;
+/* Grows the block `p` (old_cap elements of esz bytes, the first n_used in
+ * use; p may be NULL with old_cap 0) to new_cap elements, keeping the
+ * first n_used. Through the hook's realloc when it has one, else alloc +
+ * copy + free. Returns the new block, or NULL with `p` untouched and still
+ * owned by the caller. The bytes past n_used are unspecified. */
+SIFT__HIDDEN void *sift__grow(const sift__alloc *al, void *p, size_t n_used, size_t old_cap,
+                              size_t new_cap, size_t esz);
 /* Returns NULL on failure or when n * size overflows. Memory is zeroed. */
 SIFT__HIDDEN void *sift__calloc(const sift__alloc *al, size_t n, size_t size);
 /* As sift__calloc without the zeroing (scratch that is always written

@@ -95,7 +95,7 @@ static sift_status add_stage(sift_chain *c, int i, int sel, const sift_vocab *v,
     static const sift_bias bias[3] = {{5, 1.5f}, {17, -INFINITY}, {5, -0.5f}};
     static const char *br[2] = {"\n", ":"};
     static const size_t bl[2] = {1, 1};
-    sift_dry_params dp = {0.8f, 1.75f, 2, 64, br, bl, 2};
+    sift_dry_params dp = {sizeof(sift_dry_params), 0.8f, 1.75f, 2, 64, br, bl, 2};
     switch (i) {
     case 0: return sift_chain_add_logit_bias(c, bias, 3, err);
     case 1: return sift_chain_add_penalties(c, 64, 1.1f, 0.05f, 0.05f, err);
@@ -185,7 +185,7 @@ START_TEST(test_no_allocation_per_step_after_the_first_sample)
 {
     int sel = _i;
     fa f = {0, 0, 0, 0, 0};
-    sift_allocator al = {fa_alloc, fa_free, &f};
+    sift_allocator al = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
     sift_status st;
     sift_error err;
     sift_vocab *v = make_vocab(&al, &st, &err);
@@ -236,7 +236,7 @@ START_TEST(test_every_allocation_goes_through_the_allocator)
     /* with the allocator counting, a full life frees all it allocated,
      * clones included */
     fa f = {0, 0, 0, 0, 0};
-    sift_allocator al = {fa_alloc, fa_free, &f};
+    sift_allocator al = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
     sift_status st;
     sift_error err;
     sift_vocab *v = make_vocab(&al, &st, &err);
@@ -272,7 +272,7 @@ END_TEST
  * checked and retried. Returns the number of calls that failed. */
 static long build_and_run(fa *f, int sel, int32_t *tok_c, int32_t *tok_d)
 {
-    sift_allocator al = {fa_alloc, fa_free, f};
+    sift_allocator al = {sizeof(sift_allocator), fa_alloc, fa_free, f, NULL};
     long failures = 0;
     sift_error err;
     sift_status st;
@@ -398,7 +398,7 @@ END_TEST
 START_TEST(test_failing_the_nth_allocation_of_a_vocabulary_leaks_nothing)
 {
     fa f0 = {0, 0, 0, 0, 0};
-    sift_allocator al0 = {fa_alloc, fa_free, &f0};
+    sift_allocator al0 = {sizeof(sift_allocator), fa_alloc, fa_free, &f0, NULL};
     sift_status st;
     sift_error err;
     sift_vocab *v = make_vocab(&al0, &st, &err);
@@ -408,7 +408,7 @@ START_TEST(test_failing_the_nth_allocation_of_a_vocabulary_leaks_nothing)
     ck_assert_int_eq(f0.allocs, f0.frees);
     for (long n = 1; n <= total; n++) {
         fa f = {0, n, 0, 0, 0};
-        sift_allocator al = {fa_alloc, fa_free, &f};
+        sift_allocator al = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
         v = make_vocab(&al, &st, &err);
         ck_assert_int_eq(st, SIFT_E_NOMEM);
         ck_assert_ptr_null(v);
@@ -430,7 +430,7 @@ START_TEST(test_a_failed_first_allocation_of_new_or_sample_is_nomem_and_retryabl
 {
     /* the very first call fails: chain_new cannot even start */
     fa f = {0, 1, 0, 0, 0};
-    sift_allocator al = {fa_alloc, fa_free, &f};
+    sift_allocator al = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
     sift_chain_params p;
     sift_chain_params_init(&p);
     p.allocator = &al;
@@ -469,7 +469,7 @@ START_TEST(test_failing_the_nth_allocation_of_the_slice_path_is_clean)
     row_for(row, 3);
     for (long nth = 1;; nth++) {
         fa f = {0, 0, 0, 0, 0};
-        sift_allocator al = {fa_alloc, fa_free, &f};
+        sift_allocator al = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
         sift_chain_params p;
         sift_chain_params_init(&p);
         p.allocator = &al;

@@ -497,7 +497,7 @@ END_TEST
 START_TEST(test_L10_row_longer_than_max_vocab_is_a_limit_before_any_allocation)
 {
     counter cnt = {0, 0, NULL, SIFT_OK};
-    sift_allocator al = {cnt_alloc, cnt_free, &cnt};
+    sift_allocator al = {sizeof(sift_allocator), cnt_alloc, cnt_free, &cnt, NULL};
     sift_chain_params p;
     sift_chain_params_init(&p);
     p.allocator = &al;
@@ -994,7 +994,7 @@ END_TEST
 
 static sift_dry_params dry_ok(void)
 {
-    sift_dry_params d = {0.8f, 1.75f, 2, 64, NULL, NULL, 0};
+    sift_dry_params d = {sizeof(sift_dry_params), 0.8f, 1.75f, 2, 64, NULL, NULL, 0};
     return d;
 }
 
@@ -1575,7 +1575,7 @@ START_TEST(test_A10_calls_into_a_busy_chain_from_callbacks_are_state_errors)
     sift_chain_free(c);
     /* from the allocator, while the first sample sizes its buffers */
     counter cnt = {0, 0, NULL, SIFT_OK};
-    sift_allocator al = {cnt_alloc, cnt_free, &cnt};
+    sift_allocator al = {sizeof(sift_allocator), cnt_alloc, cnt_free, &cnt, NULL};
     p.allocator = &al;
     ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.2f, 0, 0, NULL), SIFT_OK);

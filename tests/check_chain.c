@@ -240,7 +240,7 @@ static int dummy_apply(void *user, sift_candidate *data, size_t *size)
 START_TEST(test_adding_to_a_null_chain_is_an_argument_error)
 {
     sift_error err;
-    sift_dry_params dp = {0.8f, 1.75f, 2, 64, NULL, NULL, 0};
+    sift_dry_params dp = {sizeof(sift_dry_params), 0.8f, 1.75f, 2, 64, NULL, NULL, 0};
     sift_bias b = {1, 1.0f};
     sift_custom_stage vt = {
         SIFT_CUSTOM_STAGE_ABI, "x", SIFT_CLASS_WHOLE, 0, dummy_apply, NULL, NULL, NULL, NULL};
@@ -1483,6 +1483,34 @@ START_TEST(test_distribution_sums_to_one_in_canonical_order_without_touching_the
 }
 END_TEST
 
+START_TEST(test_survivors_are_what_the_first_stages_leave_in_canonical_order)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    float row[6] = {0, 5, 1, 4, -INFINITY, 4};
+    sift_candidate out[6];
+    size_t n = 0;
+    /* 0 stages: the row without its -inf token, canonical (4 ties: id 3 first). */
+    ck_assert_int_eq(sift_chain_survivors(c, row, 6, 0, out, 6, &n, NULL), SIFT_OK);
+    ck_assert_uint_eq(n, 5);
+    ck_assert_int_eq(out[0].id, 1);
+    ck_assert_int_eq(out[1].id, 3);
+    ck_assert_int_eq(out[2].id, 5);
+    /* top_k 3, then temperature 0.5 doubles the logits. */
+    ck_assert_int_eq(sift_chain_survivors(c, row, 6, 2, out, 6, &n, NULL), SIFT_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(out[0].id, 1);
+    ck_assert(out[0].logit == 10.0f && out[2].logit == 8.0f);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_survivors(c, row, 6, 3, out, 6, &n, &err), SIFT_E_ARG);
+    ck_assert_int_eq(err.index, 2);
+    ck_assert_ptr_nonnull(strstr(err.message, "selector"));
+    sift_chain_free(c);
+}
+END_TEST
+
 START_TEST(test_distribution_capacity_truncates_but_reports_the_full_count)
 {
     sift_chain *c = new_dist_chain(1);
@@ -2017,6 +2045,7 @@ static Suite *suite(void)
          {test_distribution_of_dist_is_the_softmax,
           test_distribution_sums_to_one_in_canonical_order_without_touching_the_rng,
           test_distribution_capacity_truncates_but_reports_the_full_count,
+          test_survivors_are_what_the_first_stages_leave_in_canonical_order,
           test_distribution_of_greedy_puts_all_mass_on_the_selected_token}},
         {"accept",
          {test_accept_out_of_range_is_a_token_error_with_history_unchanged,

@@ -456,7 +456,7 @@ START_TEST(test_every_stage_form_builds_the_api_chain)
     ck_assert_int_eq(sift_chain_add_logit_bias(b, bias, 4, NULL), SIFT_OK);
     const char *br[] = {"\n", ":"};
     size_t brl[] = {1, 1};
-    sift_dry_params dp = {0.8f, 1.75f, 2, 256, br, brl, 2};
+    sift_dry_params dp = {sizeof(sift_dry_params), 0.8f, 1.75f, 2, 256, br, brl, 2};
     ck_assert_int_eq(sift_chain_add_dry(b, &dp, vocab, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_penalties(b, 64, 1.2f, 0, 0, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_n_sigma(b, 3.0f, NULL), SIFT_OK);
@@ -796,7 +796,7 @@ START_TEST(test_a_million_open_brackets_fail_fast)
     memcpy(s, "chain: ", 7);
     memset(s + 7, '[', n);
     counting cn = {0};
-    sift_allocator al = {cn_alloc, cn_free, &cn};
+    sift_allocator al = {sizeof(sift_allocator), cn_alloc, cn_free, &cn, NULL};
     sift_config_params p;
     sift_config_params_init(&p);
     p.max_bytes = n + 16;
@@ -841,7 +841,7 @@ START_TEST(test_forty_thousand_anchors_and_aliases_fail_fast)
         k += (size_t)sprintf(s + k, "&a%zu [*a%zu], ", i, i ? i - 1 : 0);
     k += (size_t)sprintf(s + k, "1]\n");
     counting cn = {0};
-    sift_allocator al = {cn_alloc, cn_free, &cn};
+    sift_allocator al = {sizeof(sift_allocator), cn_alloc, cn_free, &cn, NULL};
     sift_config_params p;
     sift_config_params_init(&p);
     p.max_bytes = k + 1;
@@ -880,7 +880,7 @@ START_TEST(test_node_limit_and_a_hundred_thousand_stages)
      * beyond one copy of the text allocates in proportion to the budget,
      * not to the 10^5 stages. */
     counting cn = {0};
-    sift_allocator al = {cn_alloc, cn_free, &cn};
+    sift_allocator al = {sizeof(sift_allocator), cn_alloc, cn_free, &cn, NULL};
     sift_config_params p;
     sift_config_params_init(&p);
     p.max_nodes = 1000;
@@ -1092,7 +1092,7 @@ START_TEST(test_load_refuses_directories_devices_fifos_and_huge_files)
     ck_assert_int_eq(ftruncate(fd, (off_t)1 << 30), 0);
     close(fd);
     counting cn = {0};
-    sift_allocator al = {cn_alloc, cn_free, &cn};
+    sift_allocator al = {sizeof(sift_allocator), cn_alloc, cn_free, &cn, NULL};
     sift_config_params p;
     sift_config_params_init(&p);
     p.allocator = &al;
@@ -1421,7 +1421,7 @@ START_TEST(test_every_allocation_failure_during_load_and_build_is_clean)
     long total = -1;
     for (long n = 1; n < 100000 && total < 0; n++) {
         failing f = {0, n, 0};
-        sift_allocator al = {fl_alloc, fl_free, &f};
+        sift_allocator al = {sizeof(sift_allocator), fl_alloc, fl_free, &f, NULL};
         sift_config_params p;
         sift_config_params_init(&p);
         p.allocator = &al;

@@ -97,7 +97,7 @@ START_TEST(test_libyaml_allocation_failures_become_nomem)
                        "  - temperature: 0.8\n  - dist\n"
                        "grammar:\n  text: |\n    root ::= \"a\" [b-z]*\n"
                        "  lazy: {words: [\"<x>\"], patterns: ['^\\s*\\{']}\n";
-    sift_allocator al = {sa_alloc, sa_free, NULL};
+    sift_allocator al = {sizeof(sift_allocator), sa_alloc, sa_free, NULL, NULL};
     sift_config_params p;
     sift_config_params_init(&p);
     p.allocator = &al;

@@ -372,7 +372,7 @@ START_TEST(test_grammar_over_the_byte_cap_fails_before_parsing)
     sift_error err;
     /* Before parsing: not one allocation is made for the refused text. */
     cnt_alloc ca = {0, 0};
-    sift_allocator al = {ca_alloc, ca_free, &ca};
+    sift_allocator al = {sizeof(sift_allocator), ca_alloc, ca_free, &ca, NULL};
     sift_grammar_params p;
     sift_grammar_params_init(&p);
     p.allocator = &al;
@@ -1046,7 +1046,7 @@ END_TEST
 START_TEST(test_right_recursion_runs_1e5_tokens_in_bounded_memory)
 {
     cnt_alloc ca = {0, 0};
-    sift_allocator al = {ca_alloc, ca_free, &ca};
+    sift_allocator al = {sizeof(sift_allocator), ca_alloc, ca_free, &ca, NULL};
     sift_grammar_params p;
     sift_grammar_params_init(&p);
     p.allocator = &al;
@@ -1593,7 +1593,7 @@ static void fa_free(void *user, void *p)
  * returns the first failing status (the allocator fails from call N on). */
 static sift_status build_and_run(fa *f, const char *text)
 {
-    sift_allocator al = {fa_alloc, fa_free, f};
+    sift_allocator al = {sizeof(sift_allocator), fa_alloc, fa_free, f, NULL};
     sift_grammar_params p;
     sift_grammar_params_init(&p);
     p.allocator = &al;
@@ -1655,7 +1655,7 @@ END_TEST
 START_TEST(test_steady_state_accept_allocates_nothing)
 {
     fa f = {0, 0, 0};
-    sift_allocator al = {fa_alloc, fa_free, &f};
+    sift_allocator al = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
     sift_grammar_params p;
     sift_grammar_params_init(&p);
     p.allocator = &al;

@@ -549,7 +549,7 @@ START_TEST(test_an_untriggered_lazy_grammar_adds_nothing_to_the_dynamic_k)
     ck_assert_int_eq(sift_chain_add_grammar(c, g, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-    sift_plan sp, dp;
+    sift_plan sp = {.struct_size = sizeof(sift_plan)}, dp = {.struct_size = sizeof(sift_plan)};
     ck_assert_int_eq(sift_chain_plan(c, &sp, NULL, NULL), SIFT_OK);
     ck_assert_int_eq(sp.guarantee, SIFT_GUARANTEE_CERTIFIED);
     ck_assert_int_eq(sift_chain_next_k(c, &dp, NULL), SIFT_OK);
@@ -585,7 +585,7 @@ static int by_logit_desc(const void *a, const void *b)
  * nothing). */
 static sift_status sample_on_slice(sift_chain *s, const float *row, int32_t *tok)
 {
-    sift_plan dp;
+    sift_plan dp = {.struct_size = sizeof(sift_plan)};
     ck_assert_int_eq(sift_chain_next_k(s, &dp, NULL), SIFT_OK);
     if (dp.k == 0)
         return sift_chain_sample(s, row, V_SIZE, tok, NULL);
@@ -719,7 +719,7 @@ static void f_free(void *u, void *p)
 START_TEST(test_allocation_failure_at_every_n_leaves_the_grammar_unchanged)
 {
     failer f = {0, 0, 0};
-    sift_allocator al = {f_alloc, f_free, &f};
+    sift_allocator al = {sizeof(sift_allocator), f_alloc, f_free, &f, NULL};
     static const char *const pat[] = {"<tool_call>\\s*(\\{)"};
     const int32_t toks[] = {T_TC_SPECIAL};
     sift_lazy_params lp;
@@ -786,7 +786,7 @@ END_TEST
 START_TEST(test_a_waiting_lazy_grammar_allocates_nothing_per_token)
 {
     failer f = {0, 0, 0};
-    sift_allocator al = {f_alloc, f_free, &f};
+    sift_allocator al = {sizeof(sift_allocator), f_alloc, f_free, &f, NULL};
     sift_grammar *g = make_grammar(NULL, &al);
     sift_lazy_params lp;
     sift_lazy_params_init(&lp);

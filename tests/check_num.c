@@ -969,7 +969,7 @@ START_TEST(test_select_fast_paths_match_a_sorted_walk_on_big_rows)
     enum { CAP = 300000 };
     sift__alloc al;
     sift__ws ws;
-    sift__alloc_init(&al, NULL);
+    ck_assert_int_eq(sift__alloc_init(&al, NULL, NULL), SIFT_OK);
     memset(&ws, 0, sizeof ws);
     ck_assert_int_eq(sift__ws_reserve(&ws, &al, CAP, NULL), SIFT_OK);
     sift__ctx ctx;

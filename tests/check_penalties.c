@@ -692,7 +692,7 @@ START_TEST(test_dry_string_breakers_compile_through_the_vocabulary)
     const int32_t *seqs[] = {t2, t6, t3, t4, t12, t13a, t13b, t0};
     size_t lens[] = {1, 1, 2, 2, 2, 2, 2, 2};
     sift_vocab *v = make_vocab();
-    sift_dry_params dp = {1.0f, 1.5f, 1, 32, brk, blen, 4};
+    sift_dry_params dp = {sizeof(sift_dry_params), 1.0f, 1.5f, 1, 32, brk, blen, 4};
     tu_rng r = {4242};
     for (int rep = 0; rep < 300; rep++) {
         sift_chain *a = new_chain(), *b = new_chain();
@@ -749,7 +749,7 @@ START_TEST(test_dry_rejects_every_bad_parameter)
     sift_error err;
     static const char *brk[] = {"\n", ":", "x", "0123456789012345678901234567890123456789X"};
     size_t blen[] = {1, 1, 1, 41};
-    sift_dry_params ok = {0.8f, 1.75f, 2, 64, brk, blen, 3};
+    sift_dry_params ok = {sizeof(sift_dry_params), 0.8f, 1.75f, 2, 64, brk, blen, 3};
     sift_dry_params p;
     ck_assert_int_eq(sift_chain_add_dry(NULL, &ok, v, &err), SIFT_E_ARG);
     ck_assert_int_eq(sift_chain_add_dry(c, NULL, v, &err), SIFT_E_ARG);

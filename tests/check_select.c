@@ -14,7 +14,7 @@ static sift__alloc al;
 
 static void setup(void)
 {
-    sift__alloc_init(&al, NULL);
+    ck_assert_int_eq(sift__alloc_init(&al, NULL, NULL), SIFT_OK);
     memset(&ws, 0, sizeof ws);
     ck_assert_int_eq(sift__ws_reserve(&ws, &al, 300000, NULL), SIFT_OK);
 }

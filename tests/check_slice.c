@@ -89,8 +89,10 @@ static hook_ctx hook_for(const float *row, int32_t V)
 
 static void expect_plan(sift_chain *c, int32_t k, sift_guarantee g, int32_t max_extras)
 {
-    sift_plan p;
+    sift_plan p = {.struct_size = sizeof(sift_plan)};
     sift_plan_stage st[16];
+    for (size_t i = 0; i < 16; i++)
+        st[i].struct_size = sizeof st[i];
     ck_assert_int_eq(sift_chain_plan(c, &p, st, NULL), SIFT_OK);
     ck_assert_msg(p.k == k && p.guarantee == g && p.max_extras == max_extras,
                   "plan k %d (%s) extras %d, expected k %d (%s) extras %d: %s", (int)p.k,
@@ -112,7 +114,7 @@ START_TEST(test_plan_of_the_production_chain_is_84_exact)
     ck_assert_int_eq(sift_chain_add_temp(c, 0.8f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     expect_plan(c, 84, SIFT_GUARANTEE_EXACT, 0);
-    sift_plan p;
+    sift_plan p = {.struct_size = sizeof(sift_plan)};
     ck_assert_int_eq(sift_chain_plan(c, &p, NULL, NULL), SIFT_OK);
     ck_assert_msg(strstr(p.why, "top_k 20 + penalties 64 = 84") != NULL, "%s", p.why);
     ck_assert_int_eq(p.decided_at, 1);
@@ -404,8 +406,8 @@ START_TEST(test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing
     sift__chain_rng_state(c, r1);
     sift__chain_rng_state(ref, r2);
     ck_assert(memcmp(r1, r2, sizeof r1) == 0);
-    sift_stats st;
-    sift_chain_stats(c, &st);
+    sift_stats st = {.struct_size = sizeof(sift_stats)};
+    ck_assert_int_eq(sift_chain_stats(c, &st, NULL), SIFT_OK);
     ck_assert_uint_eq(st.hook_calls, 1);
     ck_assert_uint_eq(st.need_row, 1);
     sift_chain_free(c);
@@ -461,7 +463,7 @@ START_TEST(test_distribution_on_a_slice_equals_the_whole_row)
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         for (int i = 0; i < 20; i++)
             ck_assert_int_eq(sift_chain_accept(c, (int32_t)tu_range(&r, 0, 40), NULL), SIFT_OK);
-        sift_plan p;
+        sift_plan p = {.struct_size = sizeof(sift_plan)};
         ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
         sift_slicer *sl;
         ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
@@ -676,7 +678,7 @@ static void property(uint64_t seed, long cases, tally *ty)
             ck_assert_int_eq(sift_chain_accept(chain, t, &err), SIFT_OK);
             or_accept(&o, t);
         }
-        sift_plan sp, dp;
+        sift_plan sp = {.struct_size = sizeof(sift_plan)}, dp = {.struct_size = sizeof(sift_plan)};
         ck_assert_int_eq(sift_chain_plan(chain, &sp, NULL, NULL), SIFT_OK);
         sift_slicer *sl;
         ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
@@ -893,7 +895,7 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
             sift_status so = oracle_grammar_step(&o, g, mode, row, tmp, V, &to);
             uint64_t ors[4];
             memcpy(ors, o.rng.s, sizeof ors);
-            sift_plan dp;
+            sift_plan dp = {.struct_size = sizeof(sift_plan)};
             ck_assert_int_eq(sift_chain_next_k(c, &dp, NULL), SIFT_OK);
             int32_t ks[3] = {dp.k > 0 ? dp.k : 0, (int32_t)tu_range(&r, 1, 8), V};
             for (int vi = 0; vi < 3; vi++) {
@@ -931,8 +933,8 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
                     c->rng = saved;
                 }
             }
-            sift_stats st0;
-            sift_chain_stats(c, &st0);
+            sift_stats st0 = {.struct_size = sizeof(sift_stats)};
+            ck_assert_int_eq(sift_chain_stats(c, &st0, NULL), SIFT_OK);
             int32_t ts = -1;
             sift_status ss = sift_chain_sample(c, row, V, &ts, &err);
             uint64_t rs[4];
@@ -942,8 +944,8 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
                 "grammar mode %d, whole row V=%d: sift %d (tok %d: %s) oracle %d (tok "
                 "%d)\n  %s",
                 mode, (int)V, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to, desc);
-            sift_stats st1;
-            sift_chain_stats(c, &st1);
+            sift_stats st1 = {.struct_size = sizeof(sift_stats)};
+            ck_assert_int_eq(sift_chain_stats(c, &st1, NULL), SIFT_OK);
             resampled += (long)(st1.grammar_resamples - st0.grammar_resamples);
             if (ss != SIFT_OK)
                 break;
@@ -1147,7 +1149,7 @@ START_TEST(test_forced_grammar_tokens_are_extras_and_need_no_row)
             ck_assert_int_eq(sift_chain_add_grammar(c, g, &err), SIFT_OK);
             for (size_t i = 0; i < spec.n; i++)
                 ck_assert_int_eq(sp_add(c, &spec.st[i], &err), SIFT_OK);
-            sift_plan plan;
+            sift_plan plan = {.struct_size = sizeof(sift_plan)};
             ck_assert_int_eq(sift_chain_plan(c, &plan, NULL, &err), SIFT_OK);
             ck_assert_int_gt(plan.k, 0);
             ck_assert_int_ge(plan.max_extras, 32);
@@ -1231,7 +1233,7 @@ START_TEST(test_prompt_tokens_fill_windows_but_not_grammars)
     ck_assert_int_eq(sift_chain_set_check_grammar(c, arith_grammar(v), &err), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 5, &err), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
-    sift_plan p;
+    sift_plan p = {.struct_size = sizeof(sift_plan)};
     ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
     int32_t k0 = p.k;
     /* token 16 is "ab": no arithmetic grammar accepts it */

@@ -27,7 +27,7 @@
 static sift__alloc default_al(void)
 {
     sift__alloc al;
-    sift__alloc_init(&al, NULL);
+    ck_assert_int_eq(sift__alloc_init(&al, NULL, NULL), SIFT_OK);
     return al;
 }
 
@@ -1013,9 +1013,9 @@ END_TEST
 START_TEST(test_feeding_allocates_nothing_once_the_buffers_are_sized)
 {
     fa f = {0, 0, 0};
-    sift_allocator a = {fa_alloc, fa_free, &f};
+    sift_allocator a = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
     sift__alloc al;
-    sift__alloc_init(&al, &a);
+    ck_assert_int_eq(sift__alloc_init(&al, &a, NULL), SIFT_OK);
     sift__trigger_spec s[3] = {word("<tool_call>"), pat("(x|y)+z"), pat("<f=(\\w+)>")};
     sift__trigger *t = NULL;
     ck_assert_int_eq(sift__trigger_new(&t, s, 3, NULL, NULL, &al, NULL), SIFT_OK);
@@ -1080,9 +1080,9 @@ START_TEST(test_every_allocation_failure_in_new_and_clone_is_nomem_and_leaks_not
     sift__trigger_spec s[4] = {word("<a>"), pat("b(c)"), full("[\\s\\S]*d"), tok(1)};
     for (long k = 1;; k++) {
         fa f = {0, k, 0};
-        sift_allocator a = {fa_alloc, fa_free, &f};
+        sift_allocator a = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
         sift__alloc al;
-        sift__alloc_init(&al, &a);
+        ck_assert_int_eq(sift__alloc_init(&al, &a, NULL), SIFT_OK);
         sift__trigger *t = NULL;
         sift_status st = sift__trigger_new(&t, s, 4, NULL, NULL, &al, NULL);
         if (st == SIFT_OK) {
@@ -1097,9 +1097,9 @@ START_TEST(test_every_allocation_failure_in_new_and_clone_is_nomem_and_leaks_not
     }
     for (long k = 1;; k++) {
         fa f = {0, 0, 0};
-        sift_allocator a = {fa_alloc, fa_free, &f};
+        sift_allocator a = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
         sift__alloc al;
-        sift__alloc_init(&al, &a);
+        ck_assert_int_eq(sift__alloc_init(&al, &a, NULL), SIFT_OK);
         sift__trigger *t = NULL;
         ck_assert_int_eq(sift__trigger_new(&t, s, 4, NULL, NULL, &al, NULL), SIFT_OK);
         int fired;

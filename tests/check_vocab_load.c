@@ -415,7 +415,7 @@ START_TEST(test_tiktoken_every_allocation_failure_is_nomem_and_leaks_nothing)
     const char *text = "ZGVm 4\nYQ== 0\nYmM= 2\n"; /* unsorted: the longest path */
     for (long k = 1;; k++) {
         fa f = {0, k, 0, 0};
-        sift_allocator a = {fa_alloc, fa_free, &f};
+        sift_allocator a = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
         sift_vocab *v = NULL;
         sift_error err;
         sift_status st = sift_vocab_from_tiktoken(&v, text, strlen(text), &a, &err);
@@ -803,7 +803,7 @@ END_TEST
 static void gg_huge(const gbuf *g, const char *needle)
 {
     fa f = {0, 0, 0, 0};
-    sift_allocator a = {fa_alloc, fa_free, &f};
+    sift_allocator a = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
     sift_vocab *v = (sift_vocab *)1;
     sift_error err;
     ck_assert_int_ne(sift_vocab_from_gguf(&v, g->b, g->n, &a, &err), SIFT_OK);
@@ -1096,7 +1096,7 @@ START_TEST(test_gguf_every_allocation_failure_is_nomem_and_leaks_nothing)
     for (int i = 0; i < 2; i++) {
         for (long k = 1;; k++) {
             fa f = {0, k, 0, 0};
-            sift_allocator a = {fa_alloc, fa_free, &f};
+            sift_allocator a = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
             sift_vocab *v = NULL;
             sift_status st = sift_vocab_from_gguf(&v, files[i].b, files[i].n, &a, NULL);
             if (st == SIFT_OK) {

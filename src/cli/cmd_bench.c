@@ -169,7 +169,7 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
     if (status != CMD_OK)
         goto done;
     sift_error err;
-    sift_plan plan;
+    sift_plan plan = {.struct_size = sizeof(sift_plan)};
     if (sift_chain_plan(whole, &plan, NULL, &err) != SIFT_OK) {
         fprintf(errout, "%s: %s\n", prog, err.message);
         status = CMD_FAIL;
@@ -235,8 +235,9 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
         }
     }
     (void)sink;
-    sift_stats stats;
-    sift_chain_stats(sliced, &stats);
+    sift_stats stats = {.struct_size = sizeof(sift_stats)};
+    if (sift_chain_stats(sliced, &stats, NULL))
+        memset(&stats.slice_decided, 0, sizeof stats - offsetof(sift_stats, slice_decided));
     double ms = median(t_sample, (size_t)reps), mf = median(t_floor, (size_t)reps);
     double ml = do_slice ? median(t_slice, (size_t)reps) : 0.0;
     const char *name = config ? config : "production (built in)";

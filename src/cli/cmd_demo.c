@@ -317,6 +317,7 @@ static sift_status build_chain(sift_chain **out, uint64_t seed, int32_t V, sift_
     if (s)
         return s;
     sift_dry_params dry = {
+        .struct_size = sizeof(sift_dry_params),
         .multiplier = 0.0f, /* off */
         .base = 1.75f,
         .allowed_length = 2,
@@ -665,7 +666,7 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
     sift_chain *chain = NULL, *twin = NULL;
     slice_run sr;
     memset(&sr, 0, sizeof sr);
-    sift_plan plan;
+    sift_plan plan = {.struct_size = sizeof(sift_plan)};
     sift_plan_stage *pst = NULL;
     int32_t *tokens = malloc((size_t)o.steps * sizeof *tokens);
     int32_t *tokens2 = malloc((size_t)o.steps * sizeof *tokens2);
@@ -690,6 +691,8 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
     /* The twin samples from slices of the planned k, with the row hook
      * set; every token must equal the whole-row chain's. */
     pst = calloc(sift_chain_n_stages(chain), sizeof *pst);
+    for (size_t i = 0; pst && i < sift_chain_n_stages(chain); i++)
+        pst[i].struct_size = sizeof *pst;
     if (!pst) {
         fprintf(errout, "sift demo: out of memory\n");
         goto done;

@@ -17,7 +17,7 @@
 #include "sift.h"
 #include "sift_internal.h"
 
-#define MAX_INPUT ((size_t)16 << 20)
+#define GRAMMAR_MAX_INPUT ((size_t)16 << 20)
 
 static void help(FILE *f)
 {
@@ -165,7 +165,7 @@ int cmd_grammar(int argc, char **argv, FILE *out, FILE *errout)
         rc = match(g, text, strlen(text), "<text>", out, errout);
     } else {
         size_t len = 0;
-        char *input = slurp(file, MAX_INPUT, &len, errout);
+        char *input = slurp(file, GRAMMAR_MAX_INPUT, &len, errout);
         rc = input ? match(g, input, len, file, out, errout) : CMD_USAGE;
         free(input);
     }

@@ -3,8 +3,8 @@
  * through a config's chain and shows what every stage leaves.
  *
  * What it owns: the inspect subcommand. For each stage before the
- * selector it runs the chain's first i stages on the row (the internal
- * sift__chain_run_prefix_stages, so the view is the sampling path's own
+ * selector it runs the chain's first i stages on the row (the public
+ * sift_chain_survivors, so the view is the sampling path's own
  * arithmetic) and prints the survivors in canonical order with p = the
  * softmax over that stage's survivors (double; for display only). The
  * last block is sift_chain_distribution: what the selector draws from.
@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "core/inspect.h"
 #include "npy.h"
 #include "sift.h"
 
@@ -162,8 +161,7 @@ int cmd_inspect(int argc, char **argv, FILE *out, FILE *errout)
         /* i = 0 is the input row, i >= 1 the first i stages; the selector
          * (the last stage) is shown by the distribution below. */
         size_t n = 0;
-        if (sift__chain_run_prefix_stages(chain, rows.data, V, i, cand, (size_t)V, &n, &err) !=
-            SIFT_OK) {
+        if (sift_chain_survivors(chain, rows.data, V, i, cand, (size_t)V, &n, &err) != SIFT_OK) {
             fprintf(errout, "%s: stage %zu: %s\n", prog, i, err.message);
             status = CMD_FAIL;
             goto done;

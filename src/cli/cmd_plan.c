@@ -105,8 +105,10 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
     if (rc != CMD_OK)
         goto done;
     size_t n = sift_chain_n_stages(chain);
-    sift_plan plan;
+    sift_plan plan = {.struct_size = sizeof(sift_plan)};
     sift_plan_stage *st = calloc(n ? n : 1, sizeof *st);
+    for (size_t i = 0; st && i < n; i++)
+        st[i].struct_size = sizeof *st;
     int32_t *ids = NULL;
     size_t n_ids = 0;
     sift_error err;

@@ -326,7 +326,7 @@ int cmd_sample(int argc, char **argv, FILE *out, FILE *errout)
     hook_ctx hook = {NULL};
     uint64_t slice_pairs = 0;
     if (k > 0) {
-        sift_plan plan;
+        sift_plan plan = {.struct_size = sizeof(sift_plan)};
         if (sift_chain_plan(chain, &plan, NULL, &err) != SIFT_OK ||
             sift_slicer_new(&slicer, V, NULL, &err) != SIFT_OK ||
             sift_chain_set_row_hook(chain, serve_row, &hook, &err) != SIFT_OK) {
@@ -380,8 +380,9 @@ int cmd_sample(int argc, char **argv, FILE *out, FILE *errout)
         if (!json)
             fprintf(out, "%" PRId32 "\n", tokens[s]);
     }
-    sift_stats stats;
-    sift_chain_stats(chain, &stats);
+    sift_stats stats = {.struct_size = sizeof(sift_stats)};
+    if (sift_chain_stats(chain, &stats, NULL))
+        memset(&stats.slice_decided, 0, sizeof stats - offsetof(sift_stats, slice_decided));
     uint64_t whole = (uint64_t)rows.steps * (uint64_t)V * 4;
     uint64_t copied = slice_pairs * 8 + stats.hook_calls * (uint64_t)V * 4;
     if (json) {

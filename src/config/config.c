@@ -226,6 +226,10 @@ static sift_status check_params(const sift_config_params *in, sift_config_params
                           (unsigned)in->struct_size, sizeof *p);
     memcpy(p, in, in->struct_size);
     p->struct_size = (uint32_t)sizeof *p;
+    sift__alloc al;
+    sift_status s = sift__alloc_init(&al, p->allocator, err);
+    if (s)
+        return s;
     if (p->max_bytes == 0 || p->max_bytes > SIFT_CONFIG_HARD_MAX_BYTES)
         return sift__fail(err, SIFT_E_ARG, "max_bytes must be in [1, %d]",
                           SIFT_CONFIG_HARD_MAX_BYTES);
@@ -246,7 +250,9 @@ static sift_status check_params(const sift_config_params *in, sift_config_params
 static sift_config *cfg_new(const sift_config_params *p, const char *name, const char *base)
 {
     sift__alloc al;
-    sift__alloc_init(&al, p->allocator);
+    /* check_params has accepted the allocator: this cannot fail. */
+    if (sift__alloc_init(&al, p->allocator, NULL))
+        return NULL;
     sift_config *cfg = sift__calloc(&al, 1, sizeof *cfg);
     if (!cfg)
         return NULL;
@@ -361,7 +367,8 @@ sift_status sift_config_load(sift_config **out, const char *path, const sift_con
     if (st != SIFT_OK)
         return st;
     sift__alloc al;
-    sift__alloc_init(&al, p.allocator);
+    if ((st = sift__alloc_init(&al, p.allocator, err)))
+        return st;
 
     /* Relative paths inside the file are relative to its directory. */
     char *base = NULL;
@@ -592,7 +599,7 @@ static sift_status add_stage(sift_chain *c, const sift_config *cfg, const cfg_st
     case K_PENALTIES: return sift_chain_add_penalties(c, s->i0, s->f[0], s->f[1], s->f[2], err);
     case K_DRY: {
         sift_dry_params dp;
-        memset(&dp, 0, sizeof dp);
+        sift_dry_params_init(&dp);
         dp.multiplier = s->f[0];
         dp.base = s->f[1];
         dp.allowed_length = s->i0;

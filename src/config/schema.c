@@ -2140,9 +2140,10 @@ static void grammar_section(V *v, const cfg_node *g)
     int as_text = g->type == CFG_SCALAR && !is_null(g);
     if (as_text && g->len == 0)
         return;
-    if (g->type != CFG_MAP && !as_text)
-        return (void)type_err(v, g, "grammar",
-                              "mapping (file or text, root, mode, lazy) or the grammar's text");
+    if (g->type != CFG_MAP && !as_text) {
+        type_err(v, g, "grammar", "mapping (file or text, root, mode, lazy) or the grammar's text");
+        return;
+    }
     if (!as_text)
         check_keys(v, g, KEYS, 5, "grammar: ");
     const cfg_node *file = find(v, g, "file"), *text = as_text ? g : find(v, g, "text");
@@ -2163,8 +2164,10 @@ static void grammar_section(V *v, const cfg_node *g)
                         text->len, cfg->params.max_bytes);
         } else {
             cfg->g_text = sift__memdup(&cfg->al, text->val, text->len);
-            if (!cfg->g_text)
-                return (void)(v->st = SIFT_E_NOMEM);
+            if (!cfg->g_text) {
+                v->st = SIFT_E_NOMEM;
+                return;
+            }
             cfg->grammar.length = text->len;
             cfg->grammar.style = (sift_scalar_style)text->style;
             cfg->g_node = *text;
@@ -2184,7 +2187,8 @@ static void grammar_section(V *v, const cfg_node *g)
                 sift__cfg_read_file(cfg, file->val, &resolved, &data, &len, msg, sizeof msg);
             if (st == SIFT_E_NOMEM) {
                 sift__free(&cfg->al, resolved);
-                return (void)(v->st = SIFT_E_NOMEM);
+                v->st = SIFT_E_NOMEM;
+                return;
             }
             if (st != SIFT_OK) {
                 ok = err_at(v, file, st, "grammar: %s", msg);
@@ -2231,8 +2235,10 @@ static void grammar_section(V *v, const cfg_node *g)
                         "grammar.mode must be 'check' or 'constrain', got '%s'", echo(v, mode));
     }
     cfg->g_root = sift__memdup(&cfg->al, root_s, root_len);
-    if (!cfg->g_root)
-        return (void)(v->st = SIFT_E_NOMEM);
+    if (!cfg->g_root) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
     const cfg_node *lazy = find(v, g, "lazy");
     if (lazy && !lazy->bad) {
         if (lazy->type != CFG_MAP) {
@@ -2262,8 +2268,10 @@ static void grammar_section(V *v, const cfg_node *g)
                 } else if (n->n_children) {
                     cfg->g_tokens = sift__calloc(&cfg->al, n->n_children, sizeof(int32_t));
                     v->token_off = sift__calloc(&cfg->al, n->n_children, sizeof(int64_t));
-                    if (!cfg->g_tokens || !v->token_off)
-                        return (void)(v->st = SIFT_E_NOMEM);
+                    if (!cfg->g_tokens || !v->token_off) {
+                        v->st = SIFT_E_NOMEM;
+                        return;
+                    }
                     size_t i = 0;
                     for (uint32_t c = n->first; c != CFG_NONE; c = NODE(v, c)->next) {
                         int32_t t;
@@ -2461,8 +2469,10 @@ static void vocab_file(V *v, const cfg_node *n)
             memcpy(resolved + nb + 1, n->val, n->len + 1);
         }
     }
-    if (!resolved)
-        return (void)(v->st = SIFT_E_NOMEM);
+    if (!resolved) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
     int fd;
     uint64_t size;
     sift_error e;
@@ -2483,13 +2493,17 @@ static void vocab_special(V *v, const cfg_node *map)
     sift_config *cfg = v->cfg;
     if (map->bad)
         return;
-    if (map->type != CFG_MAP)
-        return (void)type_err(v, map, "vocab.special", "mapping of token text to id");
+    if (map->type != CFG_MAP) {
+        type_err(v, map, "vocab.special", "mapping of token text to id");
+        return;
+    }
     check_keys(v, map, NULL, 0, "vocab.special: ");
     size_t n = map->n_children / 2;
-    if (n > MAX_SPECIAL_TOKENS)
-        return (void)err_at(v, map, SIFT_E_CONFIG_LIMIT, "vocab.special has %zu entries; max %d", n,
-                            MAX_SPECIAL_TOKENS);
+    if (n > MAX_SPECIAL_TOKENS) {
+        err_at(v, map, SIFT_E_CONFIG_LIMIT, "vocab.special has %zu entries; max %d", n,
+               MAX_SPECIAL_TOKENS);
+        return;
+    }
     if (n == 0)
         return;
     char **texts = sift__calloc(&cfg->al, n, sizeof *texts);
@@ -2497,7 +2511,8 @@ static void vocab_special(V *v, const cfg_node *map)
     if (!texts || !ids) {
         sift__free(&cfg->al, texts);
         sift__free(&cfg->al, ids);
-        return (void)(v->st = SIFT_E_NOMEM);
+        v->st = SIFT_E_NOMEM;
+        return;
     }
     cfg->v_special_texts = texts;
     cfg->v_special_ids = ids;
@@ -2538,8 +2553,10 @@ static void vocab_special(V *v, const cfg_node *map)
         if (x < 0)
             continue;
         texts[k] = sift__memdup(&cfg->al, key->val, key->len);
-        if (!texts[k])
-            return (void)(v->st = SIFT_E_NOMEM);
+        if (!texts[k]) {
+            v->st = SIFT_E_NOMEM;
+            return;
+        }
         ids[k] = (int32_t)x;
         cfg->n_v_special = ++k;
     }
@@ -2552,17 +2569,23 @@ static void vocab_eog(V *v, const cfg_node *seq)
     sift_config *cfg = v->cfg;
     if (seq->bad)
         return;
-    if (seq->type != CFG_SEQ)
-        return (void)type_err(v, seq, "vocab.eog", "sequence of token ids");
+    if (seq->type != CFG_SEQ) {
+        type_err(v, seq, "vocab.eog", "sequence of token ids");
+        return;
+    }
     size_t n = seq->n_children;
-    if (n > MAX_SPECIAL_TOKENS)
-        return (void)err_at(v, seq, SIFT_E_CONFIG_LIMIT, "vocab.eog has %zu entries; max %d", n,
-                            MAX_SPECIAL_TOKENS);
+    if (n > MAX_SPECIAL_TOKENS) {
+        err_at(v, seq, SIFT_E_CONFIG_LIMIT, "vocab.eog has %zu entries; max %d", n,
+               MAX_SPECIAL_TOKENS);
+        return;
+    }
     if (n == 0)
         return;
     int32_t *ids = sift__calloc(&cfg->al, n, sizeof *ids);
-    if (!ids)
-        return (void)(v->st = SIFT_E_NOMEM);
+    if (!ids) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
     cfg->v_eog = ids;
     size_t i = 0;
     for (uint32_t c = seq->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {

@@ -300,12 +300,9 @@ static sift_status add_node(sift_config *cfg, cfg_tree *t, uint32_t *out)
 {
     if (t->n == t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 64;
-        cfg_node *nn = sift__malloc(&cfg->al, cap, sizeof *nn);
+        cfg_node *nn = sift__grow(&cfg->al, t->nodes, t->n, t->cap, cap, sizeof *nn);
         if (!nn)
             return SIFT_E_NOMEM;
-        if (t->n)
-            memcpy(nn, t->nodes, t->n * sizeof *nn);
-        sift__free(&cfg->al, t->nodes);
         t->nodes = nn;
         t->cap = cap;
     }

@@ -3,7 +3,9 @@
  *
  * Every allocation sift makes goes through a sift__alloc that an object
  * carries; there is no global allocator and no global setter. Sizes are
- * checked for multiplication overflow before any call.
+ * checked for multiplication overflow before any call. Every growable
+ * buffer grows through sift__grow, the one place that uses the hook's
+ * optional realloc (or alloc + copy + free without one).
  */
 #include <stdlib.h>
 
@@ -21,15 +23,33 @@ static void default_free(void *user, void *ptr)
     free(ptr);
 }
 
-void sift__alloc_init(sift__alloc *al, const sift_allocator *user)
+sift_status sift__alloc_init(sift__alloc *al, const sift_allocator *user, sift_error *err)
 {
-    if (user && user->alloc && user->free) {
-        al->a = *user;
-    } else {
+    memset(&al->a, 0, sizeof al->a);
+    al->a.struct_size = (uint32_t)sizeof al->a;
+    if (!user) {
         al->a.alloc = default_alloc;
         al->a.free = default_free;
-        al->a.user = NULL;
+        return SIFT_OK;
     }
+    sift_status s = sift__check_struct_size(err, "sift_allocator", user->struct_size, sizeof *user);
+    if (s)
+        return s;
+    sift_allocator in;
+    memset(&in, 0, sizeof in);
+    memcpy(&in, user, user->struct_size);
+    if (!in.alloc != !in.free)
+        return sift__fail(err, SIFT_E_ARG, "sift_allocator has %s but no %s",
+                          in.alloc ? "alloc" : "free", in.alloc ? "free" : "alloc");
+    if (!in.alloc) {
+        /* Neither: the defaults (a realloc alone is ignored with them). */
+        al->a.alloc = default_alloc;
+        al->a.free = default_free;
+        return SIFT_OK;
+    }
+    al->a = in;
+    al->a.struct_size = (uint32_t)sizeof al->a;
+    return SIFT_OK;
 }
 
 void *sift__malloc(const sift__alloc *al, size_t n, size_t size)
@@ -63,4 +83,20 @@ char *sift__memdup(const sift__alloc *al, const void *p, size_t n)
     if (d && n)
         memcpy(d, p, n);
     return d;
+}
+
+void *sift__grow(const sift__alloc *al, void *p, size_t n_used, size_t old_cap, size_t new_cap,
+                 size_t esz)
+{
+    if (new_cap == 0 || esz == 0 || new_cap > SIZE_MAX / esz || n_used > old_cap)
+        return NULL;
+    if (p && old_cap && al->a.realloc)
+        return al->a.realloc(al->a.user, p, old_cap * esz, new_cap * esz);
+    void *q = sift__malloc(al, new_cap, esz);
+    if (!q)
+        return NULL;
+    if (p && n_used)
+        memcpy(q, p, (n_used < new_cap ? n_used : new_cap) * esz);
+    sift__free(al, p);
+    return q;
 }

@@ -125,7 +125,9 @@ sift_status sift_chain_new(sift_chain **out, const sift_chain_params *params, si
         return sift__fail(err, SIFT_E_LIMIT, "n_vocab = %d exceeds max_vocab %d", (int)p.n_vocab,
                           (int)p.max_vocab);
     sift__alloc al;
-    sift__alloc_init(&al, p.allocator);
+    sift_status ast = sift__alloc_init(&al, p.allocator, err);
+    if (ast)
+        return ast;
     sift_chain *c = sift__calloc(&al, 1, sizeof *c);
     if (!c)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a chain");
@@ -1274,17 +1276,24 @@ sift_status sift_chain_set_row_hook(sift_chain *c, sift_row_hook hook, void *use
     return SIFT_OK;
 }
 
-void sift_chain_stats(const sift_chain *c, sift_stats *st)
+sift_status sift_chain_stats(const sift_chain *c, sift_stats *st, sift_error *err)
 {
-    if (!st)
-        return;
-    memset(st, 0, sizeof *st);
-    if (!c)
-        return;
-    st->slice_decided = c->n_slice_decided;
-    st->hook_calls = c->n_hook_calls;
-    st->need_row = c->n_need_row;
-    st->row_prefix_decided = c->n_prefix_decided;
-    st->row_prefix_fallback = c->n_prefix_fallback;
-    st->grammar_resamples = c->n_grammar_resamples;
+    if (!c || !st)
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", c ? "stats" : "chain");
+    sift_status s = sift__check_struct_size(err, "sift_stats", st->struct_size, sizeof *st);
+    if (s)
+        return s;
+    /* Filled in full, then copied up to the caller's size (an older,
+     * smaller sift_stats gets only the counters it has). */
+    sift_stats full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = st->struct_size;
+    full.slice_decided = c->n_slice_decided;
+    full.hook_calls = c->n_hook_calls;
+    full.need_row = c->n_need_row;
+    full.row_prefix_decided = c->n_prefix_decided;
+    full.row_prefix_fallback = c->n_prefix_fallback;
+    full.grammar_resamples = c->n_grammar_resamples;
+    memcpy(st, &full, st->struct_size);
+    return SIFT_OK;
 }

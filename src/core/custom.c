@@ -15,8 +15,14 @@
  * stage's free is detached while the push may fail). A `user` that a
  * custom stage of the same chain already owns is refused: it would be
  * freed twice.
+ *
+ * The vtable is read by the size of the layout its abi_version names
+ * (every version from 1 to SIFT_CUSTOM_STAGE_ABI), so a caller built
+ * against an older sift.h keeps working; an unknown version is refused.
  */
 #include <math.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "../sift_internal.h"
 
@@ -192,6 +198,13 @@ static const char *custom_name(const sift__stage *st)
     return ((const custom_stage *)st)->name;
 }
 
+/* The size of each published layout of sift_custom_stage, by
+ * abi_version. A version adds fields at the end only, and gets one entry
+ * here: a vtable of an older version is read by its own size. */
+static const size_t LAYOUT_SIZE[SIFT_CUSTOM_STAGE_ABI + 1] = {
+    [1] = offsetof(sift_custom_stage, free) + sizeof(void (*)(void *)),
+};
+
 static const sift__stage_ops custom_ops = {
     .display_name = custom_name,
     .name = "custom",
@@ -211,9 +224,19 @@ sift_status sift_chain_add_custom(sift_chain *chain, const sift_custom_stage *vt
         return s;
     if (!vt)
         return sift__fail(err, SIFT_E_ARG, "custom stage vtable is NULL");
-    if (vt->abi_version != SIFT_CUSTOM_STAGE_ABI)
-        return sift__fail(err, SIFT_E_ARG, "custom stage ABI version %u not supported (max %u)",
-                          (unsigned)vt->abi_version, (unsigned)SIFT_CUSTOM_STAGE_ABI);
+    if (vt->abi_version == 0 || vt->abi_version > SIFT_CUSTOM_STAGE_ABI)
+        return sift__fail(err, SIFT_E_ARG,
+                          "custom stage ABI version %u is not supported: this library knows "
+                          "versions 1 to %u%s",
+                          (unsigned)vt->abi_version, (unsigned)SIFT_CUSTOM_STAGE_ABI,
+                          vt->abi_version ? " (a sift.h newer than the library?)"
+                                          : " (set it to SIFT_CUSTOM_STAGE_ABI)");
+    /* Read the caller's vtable by the size of its version's layout; the
+     * fields of later versions stay 0 (their documented default). */
+    sift_custom_stage full;
+    memset(&full, 0, sizeof full);
+    memcpy(&full, vt, LAYOUT_SIZE[vt->abi_version]);
+    vt = &full;
     if (!vt->apply)
         return sift__fail(err, SIFT_E_ARG, "custom stage has no apply function");
     if ((unsigned)vt->cls > (unsigned)SIFT_CLASS_THRESHOLD)

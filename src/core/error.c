@@ -106,3 +106,15 @@ sift_status sift__fail_at(sift_error *err, sift_status code, int64_t index, cons
     }
     return code;
 }
+
+sift_status sift__check_struct_size(sift_error *err, const char *type, uint32_t got, size_t have)
+{
+    if (got == 0)
+        return sift__fail(err, SIFT_E_ARG, "%s.struct_size is 0; set it to sizeof(%s)", type, type);
+    if (got > have)
+        return sift__fail(err, SIFT_E_ARG,
+                          "%s.struct_size is %u, larger than this library's %zu (a sift.h newer "
+                          "than the library?)",
+                          type, (unsigned)got, have);
+    return SIFT_OK;
+}

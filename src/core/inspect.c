@@ -1,8 +1,9 @@
 /*
- * inspect.c - what each stage of a chain leaves of a row, for `sift
- * inspect` (the CLI's stage-by-stage view; not part of the public API).
+ * inspect.c - what each stage of a chain leaves of a row: the public
+ * sift_chain_survivors (since 0.2), which `sift inspect` shows stage by
+ * stage.
  *
- * What it owns: sift__chain_run_prefix_stages, which runs the first
+ * What it owns: sift_chain_survivors, which runs the first
  * n_stages non-selector stages over a whole row, as the sampling path
  * does, and writes the survivors in canonical order. It is a small copy of
  * chain.c's row loop (load, apply each stage, stop on an empty set):
@@ -15,11 +16,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "inspect.h"
+#include "../sift_internal.h"
 
-sift_status sift__chain_run_prefix_stages(sift_chain *c, const float *row, int32_t V,
-                                          size_t n_stages, sift_candidate *out, size_t cap,
-                                          size_t *n_out, sift_error *err)
+sift_status sift_chain_survivors(sift_chain *c, const float *row, int32_t V, size_t n_stages,
+                                 sift_candidate *out, size_t cap, size_t *n_out, sift_error *err)
 {
     if (!c || !row || !n_out || (!out && cap))
         return sift__fail(err, SIFT_E_ARG, "NULL argument");

@@ -25,6 +25,12 @@
 #include "../sift_internal.h"
 #include "../grammar/gbnf.h"
 
+/* The caller's sift_plan_stage array: elements of `stride` bytes. */
+typedef struct sift__plan_stages {
+    char *base;
+    size_t stride;
+} sift__plan_stages;
+
 /* The margin after a monotone stage (see docs/analyzer.md: rounding can
  * merge logits that differ by an ulp, so the k-th kept token must beat
  * the bound strictly; a few spare tokens make a failed check rare). */
@@ -100,10 +106,26 @@ static int64_t stage_lowers(const sift__stage *st, int dynamic, int64_t n)
     return st->ops->lowers ? st->ops->lowers(st, dynamic) : n;
 }
 
+/* Writes stage i's trace entry into the caller's array, whose elements
+ * are `stride` bytes (the caller's sizeof(sift_plan_stage), <= ours):
+ * only that many bytes, its struct_size unchanged. */
+static void put_stage(sift__plan_stages *out, size_t i, sift_class cls, int64_t n, int32_t k,
+                      const char *why)
+{
+    sift_plan_stage t;
+    memset(&t, 0, sizeof t);
+    t.struct_size = (uint32_t)out->stride;
+    t.cls = cls;
+    t.n = n;
+    t.k = k;
+    sift__strlcpy_utf8(t.why, why, sizeof t.why);
+    memcpy(out->base + i * out->stride, &t, out->stride);
+}
+
 /* The walk; words = 0 skips every message (the sampling paths call it
- * per step). */
+ * per step). `stages` may be NULL. */
 static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
-                 sift_plan_stage *stages)
+                 sift__plan_stages *stages)
 {
     int64_t lowered = 0, extras = 0;
     int monotone = 0, unbounded = 0, done = 0;
@@ -229,20 +251,14 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                 plan->guarantee = SIFT_GUARANTEE_WHOLE_ROW;
             }
         }
-        if (stages) {
-            stages[i].cls = cls;
-            stages[i].n = n;
-            stages[i].k = done == 2 ? 0 : sat_i32(k_here);
-            memcpy(stages[i].why, why_buf, sizeof why_buf);
-        }
+        if (stages)
+            put_stage(stages, i, cls, n, done == 2 ? 0 : sat_i32(k_here), why_buf);
         if (done == 2) {
             /* Later stages are not reached by the analysis. */
             for (size_t j = i + 1; stages && j < c->n_stages; j++) {
                 int64_t nj = 0;
-                stages[j].cls = stage_cls(c->stages[j], &nj);
-                stages[j].n = nj;
-                stages[j].k = 0;
-                put(stages[j].why, "after a whole-row stage");
+                sift_class cj = stage_cls(c->stages[j], &nj);
+                put_stage(stages, j, cj, nj, 0, "after a whole-row stage");
             }
             break;
         }
@@ -255,7 +271,42 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
 
 void sift__plan_walk(const sift_chain *c, int dynamic, sift_plan *plan, sift_plan_stage *stages)
 {
-    walk(c, dynamic, 1, plan, stages);
+    sift__plan_stages out = {(char *)stages, sizeof *stages};
+    walk(c, dynamic, 1, plan, stages ? &out : NULL);
+}
+
+/* Checks the caller's struct sizes (include/sift.h, "ABI") before
+ * anything is written; stages may be NULL. */
+static sift_status check_plan_sizes(const sift_chain *c, const sift_plan *plan,
+                                    const sift_plan_stage *stages, sift__plan_stages *out,
+                                    sift_error *err)
+{
+    sift_status s = sift__check_struct_size(err, "sift_plan", plan->struct_size, sizeof *plan);
+    if (s || !stages || c->n_stages == 0)
+        return s;
+    uint32_t stride = stages[0].struct_size;
+    if ((s = sift__check_struct_size(err, "sift_plan_stage", stride, sizeof *stages)))
+        return s;
+    out->base = (char *)(uintptr_t)stages;
+    out->stride = stride;
+    for (size_t i = 1; i < c->n_stages; i++) {
+        uint32_t si;
+        memcpy(&si, out->base + i * stride, sizeof si);
+        if (si != stride)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
+                                 "stages[%zu].struct_size is %u, stages[0].struct_size %u: set "
+                                 "every element's to sizeof(sift_plan_stage)",
+                                 i, (unsigned)si, (unsigned)stride);
+    }
+    return SIFT_OK;
+}
+
+/* Copies a full plan into the first plan->struct_size bytes of the
+ * caller's. */
+static void put_plan(sift_plan *plan, sift_plan *full)
+{
+    full->struct_size = plan->struct_size;
+    memcpy(plan, full, plan->struct_size);
 }
 
 void sift__plan_cache(sift_chain *c)
@@ -365,7 +416,13 @@ sift_status sift_chain_plan(const sift_chain *c, sift_plan *plan, sift_plan_stag
 {
     if (!c || !plan)
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", c ? "plan" : "chain");
-    sift__plan_walk(c, 0, plan, stages);
+    sift__plan_stages out = {NULL, 0};
+    sift_status s = check_plan_sizes(c, plan, stages, &out, err);
+    if (s)
+        return s;
+    sift_plan full;
+    walk(c, 0, 1, &full, out.base ? &out : NULL);
+    put_plan(plan, &full);
     return SIFT_OK;
 }
 
@@ -373,7 +430,13 @@ sift_status sift_chain_next_k(const sift_chain *c, sift_plan *plan, sift_error *
 {
     if (!c || !plan)
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", c ? "plan" : "chain");
-    walk(c, 1, 1, plan, NULL);
+    sift__plan_stages out = {NULL, 0};
+    sift_status s = check_plan_sizes(c, plan, NULL, &out, err);
+    if (s)
+        return s;
+    sift_plan full;
+    walk(c, 1, 1, &full, NULL);
+    put_plan(plan, &full);
     return SIFT_OK;
 }
 
@@ -399,7 +462,7 @@ sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n, int32_
     return SIFT_OK;
 }
 
-sift_status sift_chain_extras(const sift_chain *c, int32_t *ids, size_t capacity, size_t *n,
+sift_status sift_chain_extras(sift_chain *c, int32_t *ids, size_t capacity, size_t *n,
                               sift_error *err)
 {
     if (!c || !n || (!ids && capacity))

@@ -36,7 +36,9 @@ sift_status sift_slicer_new(sift_slicer **out, int32_t max_vocab, const sift_all
         return sift__fail(err, SIFT_E_LIMIT, "max_vocab = %d exceeds %d", (int)max_vocab,
                           (int)SIFT_DEFAULT_MAX_VOCAB);
     sift__alloc al;
-    sift__alloc_init(&al, allocator);
+    sift_status ast = sift__alloc_init(&al, allocator, err);
+    if (ast)
+        return ast;
     sift_slicer *s = sift__calloc(&al, 1, sizeof *s);
     if (!s)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a slicer");

@@ -44,7 +44,9 @@ sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *piece
         total += lengths[i];
     }
     sift__alloc al;
-    sift__alloc_init(&al, allocator);
+    sift_status ast = sift__alloc_init(&al, allocator, err);
+    if (ast)
+        return ast;
     sift_vocab *v = sift__calloc(&al, 1, sizeof *v);
     if (!v)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a vocabulary");
@@ -223,7 +225,9 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
                                  "end-of-generation id %d out of range [0, %d)", (int)x.eog_ids[i],
                                  (int)n);
     sift__alloc al;
-    sift__alloc_init(&al, allocator);
+    sift_status ast = sift__alloc_init(&al, allocator, err);
+    if (ast)
+        return ast;
     uint64_t base_bytes = base->off[base->n];
     int32_t *who = sift__malloc(&al, (size_t)n, sizeof *who); /* special index per id, or -1 */
     uint64_t *off = sift__malloc(&al, (size_t)n + 1, sizeof *off);

@@ -219,12 +219,9 @@ static int grow(const sift__alloc *al, void **p, size_t *cap, size_t n_have, siz
             return 0;
         c *= 2;
     }
-    void *q = sift__malloc(al, c, esz);
+    void *q = sift__grow(al, *p, n_have, *cap, c, esz);
     if (!q)
         return 0;
-    if (n_have)
-        memcpy(q, *p, n_have * esz);
-    sift__free(al, *p);
     *p = q;
     *cap = c;
     return 1;
@@ -1309,9 +1306,11 @@ sift_status sift_grammar_new(sift_grammar **out, const char *text, size_t len,
         return s;
     }
     sift__alloc al;
-    sift__alloc_init(&al, pp.allocator);
+    sift_status s = sift__alloc_init(&al, pp.allocator, err);
+    if (s)
+        return s;
     gcore *c = NULL;
-    sift_status s = core_new(&c, text ? text : "", len, vocab, &pp, &al, err);
+    s = core_new(&c, text ? text : "", len, vocab, &pp, &al, err);
     if (s)
         return s;
     s = grammar_make(out, c, &al, NULL, &pp, err);

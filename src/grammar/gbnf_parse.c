@@ -74,12 +74,9 @@ static int vec_reserve(const sift__alloc *al, vec *v, size_t esz, size_t need)
             return 0;
         cap *= 2;
     }
-    void *p = sift__malloc(al, cap, esz);
+    void *p = sift__grow(al, v->p, v->n, v->cap, cap, esz);
     if (!p)
         return 0;
-    if (v->n)
-        memcpy(p, v->p, v->n * esz);
-    sift__free(al, v->p);
     v->p = p;
     v->cap = cap;
     return 1;

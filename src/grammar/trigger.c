@@ -469,12 +469,9 @@ static sift_status reserve_text(sift__trigger *t, size_t n, sift_error *err)
     size_t nc = t->cap ? t->cap : 64;
     while (nc < held + n)
         nc *= 2;
-    char *nb = sift__malloc(&t->al, nc, 1);
+    char *nb = sift__grow(&t->al, t->buf, (size_t)held, t->cap, nc, 1);
     if (!nb)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger text buffer");
-    if (held)
-        memcpy(nb, t->buf, (size_t)held);
-    sift__free(&t->al, t->buf);
     t->buf = nb;
     t->cap = nc;
     return SIFT_OK;
@@ -488,12 +485,9 @@ static sift_status reserve_span(sift__trigger *t, size_t want, sift_error *err)
     size_t nc = t->capsp ? t->capsp * 2 : 64;
     if (nc < want)
         nc = want;
-    span *ns = sift__malloc(&t->al, nc, sizeof *ns);
+    span *ns = sift__grow(&t->al, t->sp, t->nsp, t->capsp, nc, sizeof *ns);
     if (!ns)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger token spans");
-    if (t->nsp)
-        memcpy(ns, t->sp, t->nsp * sizeof *ns);
-    sift__free(&t->al, t->sp);
     t->sp = ns;
     t->capsp = nc;
     return SIFT_OK;

@@ -432,7 +432,9 @@ sift_status sift_vocab_from_tiktoken(sift_vocab **out, const char *data, size_t 
     if (!data && len)
         return sift__fail(err, SIFT_E_ARG, "data is NULL");
     sift__alloc al;
-    sift__alloc_init(&al, allocator);
+    sift_status st = sift__alloc_init(&al, allocator, err);
+    if (st)
+        return st;
     return tt_parse(out, data ? data : "", len, "<memory>", &al, err);
 }
 
@@ -445,10 +447,12 @@ sift_status sift_vocab_load_tiktoken(sift_vocab **out, const char *path,
     if (!path)
         return sift__fail(err, SIFT_E_ARG, "path is NULL");
     sift__alloc al;
-    sift__alloc_init(&al, allocator);
+    sift_status st = sift__alloc_init(&al, allocator, err);
+    if (st)
+        return st;
     char *buf;
     size_t size;
-    sift_status st = sift__file_read(&al, path, (size_t)TT_MAX_FILE, &buf, &size, err);
+    st = sift__file_read(&al, path, (size_t)TT_MAX_FILE, &buf, &size, err);
     if (st)
         return st;
     st = tt_parse(out, buf, (size_t)size, path, &al, err);
@@ -795,12 +799,9 @@ static sift_status read_tokens(gin *g, gguf_state *s)
             uint64_t nc = s->cap ? s->cap * 2 : 4096;
             while (nc < s->used + len + 1)
                 nc *= 2;
-            char *nb = sift__malloc(s->al, (size_t)nc, 1);
+            char *nb = sift__grow(s->al, s->bytes, (size_t)s->used, (size_t)s->cap, (size_t)nc, 1);
             if (!nb)
                 return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for token pieces");
-            if (s->used)
-                memcpy(nb, s->bytes, (size_t)s->used);
-            sift__free(s->al, s->bytes);
             s->bytes = nb;
             s->cap = nc;
         }
@@ -1147,7 +1148,9 @@ sift_status sift_vocab_from_gguf(sift_vocab **out, const void *data, size_t len,
     if (!data && len)
         return sift__fail(err, SIFT_E_ARG, "data is NULL");
     sift__alloc al;
-    sift__alloc_init(&al, allocator);
+    sift_status ast = sift__alloc_init(&al, allocator, err);
+    if (ast)
+        return ast;
     gin g = {data ? (const unsigned char *)data : (const unsigned char *)"",
              NULL,
              len,
@@ -1172,7 +1175,10 @@ sift_status sift_vocab_load_gguf(sift_vocab **out, const char *path,
     if (st)
         return st;
     sift__alloc al;
-    sift__alloc_init(&al, allocator);
+    if ((st = sift__alloc_init(&al, allocator, err))) {
+        fclose(f);
+        return st;
+    }
     gin g = {NULL, f, size, 0, path, NULL, err};
     st = gguf_parse(out, &g, &al);
     fclose(f);

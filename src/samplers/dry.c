@@ -336,14 +336,13 @@ typedef struct brk_list {
     int nomem;
 } brk_list;
 
-static int grow32(const sift__alloc *al, int32_t **p, size_t used, size_t cap)
+/* Grows *p from old_cap to cap entries, used of them kept, the rest 0. */
+static int grow32(const sift__alloc *al, int32_t **p, size_t used, size_t old_cap, size_t cap)
 {
-    int32_t *q = sift__calloc(al, cap, sizeof *q);
+    int32_t *q = sift__grow(al, *p, used, old_cap, cap, sizeof *q);
     if (!q)
         return 0;
-    if (used)
-        memcpy(q, *p, used * sizeof *q);
-    sift__free(al, *p);
+    memset(q + used, 0, (cap - used) * sizeof *q);
     *p = q;
     return 1;
 }
@@ -368,8 +367,9 @@ static void brk_add(brk_list *b, size_t from, int32_t head, const int32_t *tail,
             return;
     if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 16;
-        if (!grow32(b->al, &b->head, b->n, cap) || !grow32(b->al, &b->toff, b->n, cap) ||
-            !grow32(b->al, &b->tlen, b->n, cap)) {
+        if (!grow32(b->al, &b->head, b->n, b->cap, cap) ||
+            !grow32(b->al, &b->toff, b->n, b->cap, cap) ||
+            !grow32(b->al, &b->tlen, b->n, b->cap, cap)) {
             b->nomem = 1;
             return;
         }
@@ -379,7 +379,7 @@ static void brk_add(brk_list *b, size_t from, int32_t head, const int32_t *tail,
         size_t cap = b->pcap ? 2 * b->pcap : 64;
         while (cap < b->pn + tl)
             cap *= 2;
-        if (!grow32(b->al, &b->pool, b->pn, cap)) {
+        if (!grow32(b->al, &b->pool, b->pn, b->pcap, cap)) {
             b->nomem = 1;
             return;
         }
@@ -695,14 +695,34 @@ static sift_status check_common(sift_chain *chain, float multiplier, float base,
     return SIFT_OK;
 }
 
-sift_status sift_chain_add_dry(sift_chain *chain, const sift_dry_params *params,
+void sift_dry_params_init(sift_dry_params *params)
+{
+    if (!params)
+        return;
+    memset(params, 0, sizeof *params);
+    params->struct_size = (uint32_t)sizeof *params;
+    params->multiplier = 0.0f;
+    params->base = 1.75f;
+    params->allowed_length = 2;
+    params->last_n = 4096;
+}
+
+sift_status sift_chain_add_dry(sift_chain *chain, const sift_dry_params *in,
                                const sift_vocab *vocab, sift_error *err)
 {
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!params)
+    if (!in)
         return sift__fail(err, SIFT_E_ARG, "dry: params is NULL");
+    if ((s = sift__check_struct_size(err, "sift_dry_params", in->struct_size, sizeof *in)))
+        return s;
+    /* A caller's older, smaller layout: the fields it lacks keep their
+     * defaults. */
+    sift_dry_params full;
+    sift_dry_params_init(&full);
+    memcpy(&full, in, in->struct_size);
+    const sift_dry_params *params = &full;
     size_t nb = params->n_breakers;
     if ((s = check_common(chain, params->multiplier, params->base, params->allowed_length,
                           params->last_n, nb, err)))

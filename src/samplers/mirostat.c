@@ -141,7 +141,7 @@ static size_t v1_k(const miro_stage *s, sift__ctx *ctx, const sift__arr *a)
 
 /* Reduces `a` to the set the selector draws from, with the weights of
  * that set in ws->u64a (aligned with a->c) and their sum in *W. */
-static sift_status truncate(miro_stage *s, sift__ctx *ctx, sift__arr *a, sift__u128 *W)
+static sift_status miro_truncate(miro_stage *s, sift__ctx *ctx, sift__arr *a, sift__u128 *W)
 {
     float m = sift__max_logit(a->c, a->n);
     if (!(m > -INFINITY))
@@ -191,7 +191,7 @@ static sift_status miro_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     miro_stage *s = (miro_stage *)st;
     sift__u128 W;
-    sift_status r = truncate(s, ctx, a, &W);
+    sift_status r = miro_truncate(s, ctx, a, &W);
     if (r)
         return r;
     const uint64_t *w = ctx->ws->u64a;
@@ -213,7 +213,7 @@ static sift_status miro_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 static sift_status miro_support(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     sift__u128 W;
-    return truncate((miro_stage *)st, ctx, a, &W);
+    return miro_truncate((miro_stage *)st, ctx, a, &W);
 }
 
 static void miro_accept(sift__stage *st, int32_t token)

@@ -233,7 +233,7 @@ static const sift__stage_ops temp_ext_ops = {
     .map_bound = temp_ext_map_bound,
 };
 
-static int finite(float x)
+static int is_finite(float x)
 {
     return x == x && x != INFINITY && x != -INFINITY;
 }
@@ -255,7 +255,7 @@ sift_status sift_chain_add_temp(sift_chain *chain, float temp, sift_error *err)
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!finite(temp))
+    if (!is_finite(temp))
         return sift__fail(err, SIFT_E_ARG, "temp: temp must be finite, got %g", (double)temp);
     return add(chain, &temp_ops, temp, 0.0f, 1.0f, err);
 }
@@ -266,12 +266,12 @@ sift_status sift_chain_add_temp_ext(sift_chain *chain, float temp, float delta, 
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!finite(temp))
+    if (!is_finite(temp))
         return sift__fail(err, SIFT_E_ARG, "temp_ext: temp must be finite, got %g", (double)temp);
-    if (!finite(delta) || delta < 0.0f)
+    if (!is_finite(delta) || delta < 0.0f)
         return sift__fail(err, SIFT_E_ARG, "temp_ext: delta must be finite and >= 0, got %g",
                           (double)delta);
-    if (!finite(exponent) || !(exponent > 0.0f))
+    if (!is_finite(exponent) || !(exponent > 0.0f))
         return sift__fail(err, SIFT_E_ARG, "temp_ext: exponent must be finite and > 0, got %g",
                           (double)exponent);
     return add(chain, &temp_ext_ops, temp, delta, exponent, err);

@@ -274,7 +274,7 @@ static void forced_steps(sift_vocab *v, const char *gtext, size_t glen, float *r
             fprintf(stderr, "forced state %zu failed\n", s);
             exit(1);
         }
-        sift_plan plan;
+        sift_plan plan = {.struct_size = sizeof(sift_plan)};
         if (sift_chain_plan(c, &plan, NULL, NULL))
             exit(1);
         int32_t ids[256];
@@ -290,8 +290,10 @@ static void forced_steps(sift_vocab *v, const char *gtext, size_t glen, float *r
         }
         if (sift_slicer_build(sl, row, V, plan.k, ids, n_ids, &slice, NULL))
             exit(1);
-        sift_stats st0, st1;
-        sift_chain_stats(c, &st0);
+        sift_stats st0 = {.struct_size = sizeof(sift_stats)},
+                   st1 = {.struct_size = sizeof(sift_stats)};
+        if (sift_chain_stats(c, &st0, NULL))
+            exit(1);
         for (int k = 0; k < REPS; k++) {
             int32_t tok;
             double a = now_ns();
@@ -303,7 +305,8 @@ static void forced_steps(sift_vocab *v, const char *gtext, size_t glen, float *r
                 exit(1);
             tr[k] = now_ns() - a;
         }
-        sift_chain_stats(c, &st1);
+        if (sift_chain_stats(c, &st1, NULL))
+            exit(1);
         size_t allowed = 0;
         for (int32_t t = 0; t < V; t++) {
             int ok = 0;

@@ -148,7 +148,7 @@ static void run(const out *o, int32_t V, int reps)
 
     /* the production chain: whole row vs slice of the planned k */
     sift_chain *c = production();
-    sift_plan plan;
+    sift_plan plan = {.struct_size = sizeof(sift_plan)};
     if (sift_chain_plan(c, &plan, NULL, &e))
         die("plan", &e);
     int32_t tok;
@@ -187,8 +187,9 @@ static void run(const out *o, int32_t V, int reps)
     else
         printf("%-34s %7d %5d %11s %10.1f x faster on the slice\n", "whole row / slice", (int)V,
                (int)plan.k, "", row_us / slice_us);
-    sift_stats st;
-    sift_chain_stats(c, &st);
+    sift_stats st = {.struct_size = sizeof(sift_stats)};
+    if (sift_chain_stats(c, &st, NULL))
+        exit(1);
     if (!o->json)
         printf("(slice steps decided on the slice: %llu, hook calls: %llu)\n",
                (unsigned long long)st.slice_decided, (unsigned long long)st.hook_calls);

@@ -69,7 +69,8 @@ int main(void)
         total += strlen(tok[i]);
     }
     sift__alloc al;
-    sift__alloc_init(&al, NULL);
+    if (sift__alloc_init(&al, NULL, NULL))
+        return 1;
     /* Set A: what a tool-calling template uses. Set B: 500 tool names as
      * words (BAD_INPUTS T-09) plus the same pattern. */
     static sift__trigger_spec specs_b[501];
