@@ -692,8 +692,10 @@ static void scenario_chain_grammar(op_run *r, const sift_allocator *al)
         int32_t t = -1, ts = -1;
         sift_token_prob out[GV];
         size_t n;
-        sift_plan plan;
+        sift_plan plan = {.struct_size = sizeof(sift_plan)};
         sift_plan_stage ps[4];
+        for (int i = 0; i < 4; i++)
+            ps[i].struct_size = sizeof ps[i];
         OP(r, sift_chain_plan(c, &plan, ps, &E));
         OP(r, sift_chain_next_k(c, &plan, &E));
         int32_t ids[64];
@@ -733,7 +735,7 @@ START_TEST(test_failing_the_nth_allocation_of_every_other_call_is_nomem)
 {
     for (long nth = 0;; nth++) {
         fa f = {0, nth, 0, 0, 0};
-        sift_allocator al = {fa_alloc, fa_free, &f};
+        sift_allocator al = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
         op_run r = {&f, _i, nth, 0};
         scenarios[_i](&r, &al);
         ck_assert_msg(f.allocs == f.frees, "scenario %d, N=%ld: %ld allocations, %ld frees", _i,

@@ -1717,7 +1717,7 @@ START_TEST(test_A13_null_with_zero_length_is_valid_everywhere)
     ck_assert_int_eq(sift_chain_new(&c, NULL, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_logit_bias(c, NULL, 0, NULL), SIFT_OK);
     sift_dry_params dp;
-    memset(&dp, 0, sizeof dp);
+    sift_dry_params_init(&dp);
     dp.multiplier = 0.8f;
     dp.base = 1.75f;
     dp.allowed_length = 2;

@@ -800,7 +800,7 @@ START_TEST(test_an_exponential_start_state_fails_while_it_is_built)
      * after about max_stacks stacks, with memory to match */
     char *t = doubling_grammar(30, 0);
     meter mt = {0, 0};
-    sift_allocator al = {m_alloc, m_free, &mt};
+    sift_allocator al = {sizeof(sift_allocator), m_alloc, m_free, &mt, NULL};
     sift_grammar_params p;
     sift_grammar_params_init(&p);
     p.allocator = &al;
@@ -831,7 +831,7 @@ START_TEST(test_an_exponential_closure_of_empty_rules_stops_at_the_work_budget)
      * bounds the memory too */
     char *t = doubling_grammar(30, 1);
     meter mt = {0, 0};
-    sift_allocator al = {m_alloc, m_free, &mt};
+    sift_allocator al = {sizeof(sift_allocator), m_alloc, m_free, &mt, NULL};
     sift_grammar_params p;
     sift_grammar_params_init(&p);
     p.allocator = &al;

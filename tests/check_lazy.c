@@ -811,7 +811,7 @@ START_TEST(test_a_waiting_lazy_grammar_with_patterns_allocates_nothing_from_its_
      * searched patterns too, from the very first token (PCRE2's frames
      * are allocated by set_lazy): every allocation fails from here on */
     failer f = {0, 0, 0};
-    sift_allocator al = {f_alloc, f_free, &f};
+    sift_allocator al = {sizeof(sift_allocator), f_alloc, f_free, &f, NULL};
     sift_grammar *g = make_grammar(NULL, &al);
     static const char *const pat[] = {"<tool_call>\\s*(\\{)", "\\bfunction=(\\w+)>",
                                       "(?<=\\n)\\{\"name\""};

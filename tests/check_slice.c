@@ -1355,8 +1355,10 @@ START_TEST(test_plan_sums_of_huge_declared_counts_saturate)
         ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-        sift_plan p;
+        sift_plan p = {.struct_size = sizeof(sift_plan)};
         sift_plan_stage ps[7];
+        for (int i = 0; i < 7; i++)
+            ps[i].struct_size = sizeof ps[i];
         ck_assert_int_eq(sift_chain_plan(c, &p, ps, NULL), SIFT_OK);
         ck_assert_int_eq(p.k, 0);
         ck_assert_int_eq(p.guarantee, SIFT_GUARANTEE_WHOLE_ROW);

@@ -1463,7 +1463,7 @@ START_TEST(test_vocab_extend_every_allocation_failure_is_nomem_and_leaks_nothing
     x.n_vocab = 8;
     for (long k = 1;; k++) {
         fa f = {0, k, 0, 0};
-        sift_allocator a = {fa_alloc, fa_free, &f};
+        sift_allocator a = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
         sift_vocab *v = NULL;
         sift_error err;
         sift_status st = sift_vocab_extend(&v, base, &x, &a, &err);

@@ -41,10 +41,10 @@ static void help(FILE *f)
 static char *slurp(const char *path, size_t max, size_t *len, FILE *errout)
 {
     sift__alloc al;
-    sift__alloc_init(&al, NULL);
     char *data;
     sift_error err;
-    if (sift__file_read(&al, path, max, &data, len, &err) != SIFT_OK) {
+    if (sift__alloc_init(&al, NULL, &err) != SIFT_OK ||
+        sift__file_read(&al, path, max, &data, len, &err) != SIFT_OK) {
         cli_error(errout, NULL, path, &err);
         return NULL;
     }

@@ -239,11 +239,12 @@ int npy_load(const char *path, npy_rows *out, char *msg, size_t cap)
     /* The library's one file helper: no blocking on a FIFO, regular files
      * only, at most NPY_MAX_BYTES; its messages start with the path. */
     sift__alloc al;
-    sift__alloc_init(&al, NULL);
     char *buf;
     size_t len;
     sift_error err;
-    sift_status st = sift__file_read(&al, path, (size_t)NPY_MAX_BYTES, &buf, &len, &err);
+    sift_status st = sift__alloc_init(&al, NULL, &err);
+    if (st == SIFT_OK)
+        st = sift__file_read(&al, path, (size_t)NPY_MAX_BYTES, &buf, &len, &err);
     if (st != SIFT_OK) {
         /* The helper's messages are "PATH: TEXT" (sift_internal.h). */
         size_t n = strlen(path);

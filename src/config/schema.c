@@ -2621,8 +2621,10 @@ static void vocab_key(V *v, const cfg_node *n)
     static const char *const KEYS[] = {"file", "special", "eog"};
     if (n->bad)
         return;
-    if (n->type != CFG_MAP)
-        return vocab_file(v, n);
+    if (n->type != CFG_MAP) {
+        vocab_file(v, n);
+        return;
+    }
     check_keys(v, n, KEYS, 3, "vocab: ");
     const cfg_node *f = find(v, n, "file"), *sp = find(v, n, "special"), *e = find(v, n, "eog");
     if (!f)
