@@ -973,9 +973,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
 /*   1. once: sift_chain_plan(chain, &plan) -> plan.k (0 = whole row); */
 /*      optionally sift_chain_set_row_hook(chain, fetch_row, ctx);     */
 /*   2. per step: k = plan.k (or sift_chain_next_k for this state),    */
-/*      ids = sift_chain_extras(...); on the device take the canonical */
-/*      first k (id, logit) pairs and the logits of `ids`; build a     */
-/*      sift_slice; sift_chain_sample_slice(chain, &slice, &tok, &err);*/
+/*      ids = sift_chain_extras(...); on the device take a top-k of    */
+/*      (id, logit) pairs (any order, any tie choice) and the logits   */
+/*      of `ids`; build a zeroed sift_slice;                           */
+/*      sift_chain_sample_slice(chain, &slice, &tok, &err);            */
 /*      sift_chain_accept(chain, tok, &err).                           */
 /* The token, the RNG state and the state after accept are bitwise the */
 /* ones sift_chain_sample gives on the whole row. When the slice cannot */
@@ -984,17 +985,38 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
 /* ------------------------------------------------------------------ */
 
 /**
+ * sift_slice.flags: the prefix is exactly Prefix(k), the row's first k
+ * tokens in canonical order (logit descending, ties by ascending id).
+ * sift_slicer_build sets it; a device kernel that sorts by (logit, -id)
+ * may. It sharpens the certificate: every absent token then ranks after
+ * the last prefix token, ties included. Since: 0.1.
+ */
+#define SIFT_SLICE_CANONICAL 1u
+
+/**
  * What a runtime hands sift instead of a whole row: the row's length,
- * its canonical first `n_prefix` tokens and the logits of the extra
- * tokens the chain asked for (sift_chain_extras) that are not in the
- * prefix. All arrays are read-only for sift and only during the call.
+ * k of its largest logits and the logits of the extra tokens the chain
+ * asked for (sift_chain_extras) that are not among them. All arrays are
+ * read-only for sift and only during the call. Zero-initialise it
+ * (`sift_slice s = {0};`) so that fields added later read as 0.
+ *
+ * By default (flags = 0) the prefix is what a device top-k returns: the
+ * k largest logits as a set, in any order, with any choice among the
+ * tokens tied at the smallest of them. sift orders it itself (O(k) when
+ * it comes sorted by logit) and treats every absent token as possibly
+ * equal to the smallest present logit, with any id: a step whose outcome
+ * depends on which of those tied tokens are present needs the row (the
+ * hook, or SIFT_E_NEED_ROW), never a different token. With
+ * SIFT_SLICE_CANONICAL the prefix must be exactly Prefix(k), in that
+ * order (docs/analyzer.md, "The slice contract").
  */
 typedef struct sift_slice {
     int32_t n_vocab;              /**< V, the whole row's length. */
     int32_t n_prefix;             /**< k, 1 <= k <= V. */
-    const sift_candidate *prefix; /**< Prefix(k): logit descending, ties by ascending id. */
+    const sift_candidate *prefix; /**< k largest logits (any order; see flags). */
     int32_t n_extras;             /**< Entries in `extras`, >= 0. */
     const sift_candidate *extras; /**< Extra tokens (any order), none of them in the prefix. */
+    uint32_t flags;               /**< 0 or SIFT_SLICE_CANONICAL; other bits are an error. */
 } sift_slice;
 
 /**
@@ -1019,17 +1041,20 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_set_row_hook(sift_chain *chain, s
  * the row the slice was taken from, bit for bit.
  *
  * The slice is validated in O(k + extras) first:
- * - SIFT_E_SLICE: n_prefix < 1 or > n_vocab, NULL arrays, an id outside
- *   [0, V), an id twice (err->index = the id), the prefix out of
- *   canonical order (err->index = the position), an extra token ranking
- *   before the prefix's last token, or an extra the chain asked for
- *   missing (err->index = the id);
+ * - SIFT_E_SLICE: n_prefix < 1 or > n_vocab, NULL arrays, unknown flag
+ *   bits, an id outside [0, V), an id twice (err->index = the id), an
+ *   extra token above the prefix's smallest logit (with
+ *   SIFT_SLICE_CANONICAL: the prefix out of canonical order, err->index =
+ *   the position, or an extra ranking before its last token), or an
+ *   extra the chain asked for missing (err->index = the id);
  * - SIFT_E_ROW_VALUE: NaN or +inf in the slice (err->index = the id);
  * - SIFT_E_ARG, SIFT_E_LIMIT: as sift_chain_sample for n_vocab.
  * When the slice cannot decide the step: with a hook, sift calls it once,
  * checks that the row agrees with the slice (SIFT_E_HOOK if the hook
  * fails or if a slice token's logit differs, or a token absent from the
- * prefix ranks before its last token) and samples the whole row; without
+ * prefix has a logit above its smallest one, or with
+ * SIFT_SLICE_CANONICAL ranks before its last token) and samples the
+ * whole row; without
  * a hook it returns SIFT_E_NEED_ROW. Every failure changes nothing, RNG
  * included. The first call that needs the whole row sizes the row
  * buffers (SIFT_E_NOMEM if that fails); a grammar stage before the first

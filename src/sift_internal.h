@@ -485,6 +485,10 @@ SIFT__HIDDEN sift_status sift__chain_enter(sift_chain *chain, sift_error *err);
 /* Sorts c[0..n) into canonical order (stable radix sort on the canonical
  * key for large n, insertion sort for small); tmp has room for n. */
 SIFT__HIDDEN void sift__sort_canon(sift_candidate *c, size_t n, sift_candidate *tmp);
+/* Canonical order for a set that may come in any order (a device top-k):
+ * O(n) when it is canonical already or sorted by logit with small tie
+ * runs, else sift__sort_canon. tmp holds n candidates. */
+SIFT__HIDDEN void sift__order_top_set(sift_candidate *c, size_t n, sift_candidate *tmp);
 /* Sorts c[0..n) by ascending id; tmp has room for n. */
 SIFT__HIDDEN void sift__sort_id(sift_candidate *c, size_t n, sift_candidate *tmp);
 /* Puts `a` in canonical / id storage order. */

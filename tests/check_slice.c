@@ -284,7 +284,7 @@ START_TEST(test_slice_validation_names_each_problem)
 {
     sift_chain *c = top_k_chain(2);
     sift_candidate p[4] = {{3, 5.0f}, {1, 4.0f}, {2, 4.0f}, {0, 1.0f}};
-    sift_slice s = {10, 4, p, 0, NULL};
+    sift_slice s = {10, 4, p, 0, NULL, 0};
     sift_error err;
     int32_t t;
     uint64_t before[4], after[4];
@@ -309,9 +309,17 @@ START_TEST(test_slice_validation_names_each_problem)
     assert_error(&err, SIFT_E_SLICE, 2);
     sift_candidate order[4] = {{3, 5.0f}, {2, 4.0f}, {1, 4.0f}, {0, 1.0f}}; /* C-04 tie */
     s.prefix = order;
+    s.flags = SIFT_SLICE_CANONICAL; /* only a canonical prefix has an order to keep */
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
     assert_error(&err, SIFT_E_SLICE, 2);
     ck_assert_msg(strstr(err.message, "positions 1/2") != NULL, "%s", err.message);
+    s.flags = 0; /* a device top-k set may come in any order */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    sift__chain_rng_state(c, before); /* that sample drew; the failures below must not */
+    s.flags = 2;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
+    ck_assert_msg(strstr(err.message, "unknown bits") != NULL, "%s", err.message);
+    s.flags = 0;
     sift_candidate nan[4] = {{3, 5.0f}, {1, NAN}, {2, 4.0f}, {0, 1.0f}}; /* C-08 */
     s.prefix = nan;
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_ROW_VALUE);
@@ -324,14 +332,14 @@ START_TEST(test_slice_validation_names_each_problem)
      * prefix's last token */
     sift_candidate good[3] = {{3, 5.0f}, {1, 4.0f}, {2, 4.0f}};
     sift_candidate ex[1] = {{1, 4.0f}};
-    sift_slice se = {10, 3, good, 1, ex};
+    sift_slice se = {10, 3, good, 1, ex, 0};
     ck_assert_int_eq(sift_chain_sample_slice(c, &se, &t, &err), SIFT_E_SLICE);
     ck_assert_msg(strstr(err.message, "already in the prefix") != NULL, "%s", err.message);
     ex[0].id = 7;
     ex[0].logit = 4.5f;
     ck_assert_int_eq(sift_chain_sample_slice(c, &se, &t, &err), SIFT_E_SLICE);
     assert_error(&err, SIFT_E_SLICE, 7);
-    sift_slice nulls = {10, 3, NULL, 0, NULL};
+    sift_slice nulls = {10, 3, NULL, 0, NULL, 0};
     ck_assert_int_eq(sift_chain_sample_slice(c, &nulls, &t, &err), SIFT_E_SLICE);
     ck_assert_int_eq(sift_chain_sample_slice(c, NULL, &t, &err), SIFT_E_ARG);
     ck_assert_int_eq(sift_chain_sample_slice(c, &se, NULL, &err), SIFT_E_ARG);
@@ -342,6 +350,7 @@ START_TEST(test_slice_validation_names_each_problem)
     ck_assert(memcmp(before, after, sizeof before) == 0);
     s.prefix = good;
     s.n_prefix = 3;
+    s.flags = SIFT_SLICE_CANONICAL; /* as a set, the tie at 4 could hide token 0 */
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
     ck_assert(t == 3 || t == 1);
     sift_chain_free(c);
@@ -356,7 +365,7 @@ START_TEST(test_missing_requested_extras_are_an_error)
     ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
     sift_candidate p[2] = {{3, 5.0f}, {1, 4.0f}};
-    sift_slice s = {10, 2, p, 0, NULL};
+    sift_slice s = {10, 2, p, 0, NULL, 0};
     sift_error err;
     int32_t t;
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
@@ -368,7 +377,7 @@ START_TEST(test_missing_requested_extras_are_an_error)
     ck_assert_int_eq(t, 8);
     /* the extra is in the prefix: no extras needed */
     sift_candidate p2[2] = {{3, 5.0f}, {8, 4.0f}};
-    sift_slice s2 = {10, 2, p2, 0, NULL};
+    sift_slice s2 = {10, 2, p2, 0, NULL, 0};
     ck_assert_int_eq(sift_chain_sample_slice(c, &s2, &t, &err), SIFT_OK);
     ck_assert_int_eq(t, 8);
     sift_chain_free(c);
@@ -384,7 +393,7 @@ START_TEST(test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing
     sift_chain *c = top_k_chain(3);
     float row[6] = {1.0f, 4.0f, 4.0f, 5.0f, 0.5f, 2.0f};
     sift_candidate p[2] = {{3, 5.0f}, {1, 4.0f}};
-    sift_slice s = {6, 2, p, 0, NULL};
+    sift_slice s = {6, 2, p, 0, NULL, 0};
     sift_error err;
     int32_t t = -7;
     uint64_t before[4], after[4];
@@ -420,7 +429,7 @@ START_TEST(test_hook_failures_and_disagreements_are_hook_errors)
     sift_chain *c = top_k_chain(3);
     float row[6] = {1.0f, 4.0f, 4.0f, 5.0f, 0.5f, 2.0f};
     sift_candidate p[2] = {{3, 5.0f}, {1, 4.0f}};
-    sift_slice s = {6, 2, p, 0, NULL};
+    sift_slice s = {6, 2, p, 0, NULL, 0};
     sift_error err;
     int32_t t;
     uint64_t before[4], after[4];
@@ -1260,7 +1269,7 @@ END_TEST
 START_TEST(test_a_slice_error_after_an_early_walk_exit_reaches_the_caller)
 {
     const sift_candidate p[3] = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
-    sift_slice s = {8, 3, p, 0, NULL};
+    sift_slice s = {8, 3, p, 0, NULL, 0};
     for (int dist = 0; dist < 2; dist++) {
         sift_chain *c = new_chain(1);
         ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
@@ -1300,7 +1309,7 @@ START_TEST(test_greedy_distribution_on_a_slice_runs_every_stage_before_it)
 {
     float row[8] = {5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.5f, 0.25f, 0.0f};
     sift_candidate p[2] = {{0, 5.0f}, {1, 4.0f}};
-    sift_slice s = {8, 2, p, 0, NULL};
+    sift_slice s = {8, 2, p, 0, NULL, 0};
     sift_custom_stage vt;
     memset(&vt, 0, sizeof vt);
     vt.abi_version = SIFT_CUSTOM_STAGE_ABI;

@@ -886,23 +886,31 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
                           (int)V);
     if (!sl->prefix || (e > 0 && !sl->extras))
         return sift__fail(err, SIFT_E_SLICE, "slice.%s is NULL", sl->prefix ? "extras" : "prefix");
+    if (sl->flags & ~(uint32_t)SIFT_SLICE_CANONICAL)
+        return sift__fail(err, SIFT_E_SLICE, "slice.flags has unknown bits 0x%x",
+                          (unsigned)(sl->flags & ~(uint32_t)SIFT_SLICE_CANONICAL));
+    const int canon = (sl->flags & SIFT_SLICE_CANONICAL) != 0;
     /* The common case first, branch-free: every id in range, every value
-     * finite or -inf, keys strictly decreasing, ids unique. Only a slice
-     * that fails it goes through the checks below, which find the first
+     * finite or -inf, ids unique, and the extras below the prefix: below
+     * its last key for a canonical prefix (whose keys must then strictly
+     * decrease), else at or below its smallest logit. Only a slice that
+     * fails it goes through the checks below, which find the first
      * problem and name it. */
     uint64_t *m = c->seen;
     int bad = 0;
     uint64_t prev = UINT64_MAX;
+    float lmin = INFINITY;
     for (int32_t i = 0; i < k; i++) {
         sift_candidate x = sl->prefix[i];
         uint64_t key = sift__ckey(x.logit, x.id);
-        bad |= ((uint32_t)x.id >= (uint32_t)V) | !(x.logit < INFINITY) | (key >= prev);
+        bad |= ((uint32_t)x.id >= (uint32_t)V) | !(x.logit < INFINITY) | (canon & (key >= prev));
         prev = key;
+        lmin = x.logit < lmin ? x.logit : lmin;
     }
     for (int32_t i = 0; i < e; i++) {
         sift_candidate x = sl->extras[i];
         bad |= ((uint32_t)x.id >= (uint32_t)V) | !(x.logit < INFINITY) |
-               (sift__ckey(x.logit, x.id) >= prev);
+               (canon ? sift__ckey(x.logit, x.id) >= prev : x.logit > lmin);
     }
     if (!bad) {
         for (int32_t i = 0; i < k && !bad; i++)
@@ -929,7 +937,7 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
     sift_status s = SIFT_OK;
     for (int32_t i = 0; i < k && !s; i++) {
         s = check_entry(&sl->prefix[i], V, "prefix position", i, err);
-        if (!s && i > 0 && !sift__canon_before(&sl->prefix[i - 1], &sl->prefix[i]) &&
+        if (!s && canon && i > 0 && !sift__canon_before(&sl->prefix[i - 1], &sl->prefix[i]) &&
             sl->prefix[i - 1].id != sl->prefix[i].id)
             s = sift__fail_at(err, SIFT_E_SLICE, i,
                               "prefix positions %d/%d are out of canonical order (token %d, "
@@ -963,12 +971,17 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
         }
     const sift_candidate *last = &sl->prefix[k - 1];
     for (int32_t i = 0; i < e && !s; i++)
-        if (sift__canon_before(&sl->extras[i], last))
+        if (canon && sift__canon_before(&sl->extras[i], last))
             s = sift__fail_at(err, SIFT_E_SLICE, sl->extras[i].id,
                               "extra token %d (logit %.9g) ranks before the prefix's last "
                               "token %d (logit %.9g); it belongs in the prefix",
                               (int)sl->extras[i].id, (double)sl->extras[i].logit, (int)last->id,
                               (double)last->logit);
+        else if (!canon && sl->extras[i].logit > lmin)
+            s = sift__fail_at(err, SIFT_E_SLICE, sl->extras[i].id,
+                              "extra token %d (logit %.9g) is above the prefix's smallest logit "
+                              "%.9g; it belongs in the prefix",
+                              (int)sl->extras[i].id, (double)sl->extras[i].logit, (double)lmin);
     if (!s)
         s = check_requested(c, sl, m, err);
     seen_clear(m, sl->prefix, (size_t)k);
@@ -999,14 +1012,16 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
         return s;
     if ((s = validate_slice(c, sl, err)))
         return s;
+    size_t k = (size_t)sl->n_prefix, e = (size_t)sl->n_extras;
+    memcpy(c->ws.cand, sl->prefix, k * sizeof *c->ws.cand);
+    if (!(sl->flags & SIFT_SLICE_CANONICAL))
+        sift__order_top_set(c->ws.cand, k, c->ws.cand2);
     /* Every absent token and every extra ranks after the prefix's last
      * token: a prefix that starts at -inf means a row of -inf, refused
      * before any stage as the row paths refuse it. */
-    if (!(sl->prefix[0].logit > -INFINITY))
+    if (!(c->ws.cand[0].logit > -INFINITY))
         return sift__fail(err, SIFT_E_NO_CANDIDATE,
                           "all %d tokens are banned (-inf) in the input row", (int)V);
-    size_t k = (size_t)sl->n_prefix, e = (size_t)sl->n_extras;
-    memcpy(c->ws.cand, sl->prefix, k * sizeof *c->ws.cand);
     if (e > 0) {
         memcpy(c->ws.cand + k, sl->extras, e * sizeof *c->ws.cand);
         sift__sort_canon(c->ws.cand + k, e, c->ws.cand2);
@@ -1016,7 +1031,18 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
     a->V = V;
     a->order = SIFT__ORDER_CANON;
     a->dense = 0;
-    *b = sift__bound_of(&sl->prefix[k - 1]);
+    /* A canonical prefix: every absent token comes after its last token
+     * in canonical order. A device's top-k set: every absent token's
+     * logit is at most the smallest present one, with any id, so only a
+     * strictly larger logit is certainly ahead (docs/analyzer.md, "The
+     * slice contract"). */
+    if (sl->flags & SIFT_SLICE_CANONICAL) {
+        *b = sift__bound_of(&c->ws.cand[k - 1]);
+    } else {
+        b->by_key = 0;
+        b->key = 0;
+        b->logit = c->ws.cand[k - 1].logit;
+    }
     return SIFT_OK;
 }
 
@@ -1039,14 +1065,29 @@ static sift_status fetch_row(sift_chain *c, const sift_slice *sl, sift_error *er
                                  "row disagrees with slice at token %d (%.9g vs %.9g)", (int)x->id,
                                  (double)row[x->id], (double)x->logit);
     }
-    /* Exactly the prefix ranks at or before the prefix's last token. */
-    uint64_t bkey = sift__ckey(sl->prefix[sl->n_prefix - 1].logit, sl->prefix[sl->n_prefix - 1].id);
+    /* Exactly the prefix ranks ahead of what the slice leaves out: for a
+     * canonical prefix, the tokens at or before its last token in
+     * canonical order; for a top-k set, the tokens with a logit above its
+     * smallest (the ones tied at the smallest may be any of them). */
+    const int canon = (sl->flags & SIFT_SLICE_CANONICAL) != 0;
+    uint64_t bkey = 0;
+    float lmin = INFINITY;
+    int64_t want = sl->n_prefix;
+    if (canon) {
+        bkey = sift__ckey(sl->prefix[sl->n_prefix - 1].logit, sl->prefix[sl->n_prefix - 1].id);
+    } else {
+        for (int32_t i = 0; i < sl->n_prefix; i++)
+            lmin = sl->prefix[i].logit < lmin ? sl->prefix[i].logit : lmin;
+        want = 0;
+        for (int32_t i = 0; i < sl->n_prefix; i++)
+            want += sl->prefix[i].logit > lmin;
+    }
     int64_t ahead = 0;
     int bad = 0;
     for (int32_t i = 0; i < V; i++) {
         float x = row[i];
         bad |= !(x < INFINITY);
-        ahead += sift__ckey(x, i) >= bkey;
+        ahead += canon ? sift__ckey(x, i) >= bkey : x > lmin;
     }
     if (bad) {
         for (int32_t i = 0; i < V; i++)
@@ -1054,18 +1095,21 @@ static sift_status fetch_row(sift_chain *c, const sift_slice *sl, sift_error *er
                 return sift__fail_at(err, SIFT_E_HOOK, i, "row hook's row[%d] is %s", (int)i,
                                      row[i] != row[i] ? "NaN" : "+inf");
     }
-    if (ahead != sl->n_prefix) {
+    if (ahead != want) {
         uint64_t *m = c->seen;
         for (int32_t i = 0; i < sl->n_prefix; i++)
             seen_test_set(m, sl->prefix[i].id);
         int32_t culprit = -1;
         for (int32_t i = 0; i < V && culprit < 0; i++)
-            if (sift__ckey(row[i], i) >= bkey && !(m[i >> 6] & ((uint64_t)1 << (i & 63))))
+            if ((canon ? sift__ckey(row[i], i) >= bkey : row[i] > lmin) &&
+                !(m[i >> 6] & ((uint64_t)1 << (i & 63))))
                 culprit = i;
         seen_clear(m, sl->prefix, (size_t)sl->n_prefix);
         return sift__fail_at(err, SIFT_E_HOOK, culprit,
-                             "row disagrees with slice: token %d (logit %.9g) ranks before the "
-                             "prefix's last token but is not in the prefix",
+                             canon ? "row disagrees with slice: token %d (logit %.9g) ranks before "
+                                     "the prefix's last token but is not in the prefix"
+                                   : "row disagrees with slice: token %d (logit %.9g) is above the "
+                                     "prefix's smallest logit but is not in the prefix",
                              (int)culprit, culprit >= 0 ? (double)row[culprit] : 0.0);
     }
     return SIFT_OK;

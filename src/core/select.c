@@ -93,6 +93,33 @@ void sift__sort_canon(sift_candidate *c, size_t n, sift_candidate *tmp)
         radix_by(c, n, tmp, key_canon_asc, 8);
 }
 
+/* A device top-k comes in any order, though usually sorted by logit with
+ * only the ties out of id order (torch.topk and most kernels sort by
+ * value): one pass finds an already canonical array, a second one an
+ * array sorted by logit, whose runs of equal logits are then sorted by
+ * id; anything else is sorted whole. */
+void sift__order_top_set(sift_candidate *c, size_t n, sift_candidate *tmp)
+{
+    size_t i = 1;
+    while (i < n && sift__canon_before(&c[i - 1], &c[i]))
+        i++;
+    if (i >= n)
+        return;
+    for (; i < n; i++)
+        if (!(c[i - 1].logit >= c[i].logit)) {
+            sift__sort_canon(c, n, tmp);
+            return;
+        }
+    for (size_t s = 0; s < n;) {
+        size_t e = s + 1;
+        while (e < n && c[e].logit == c[s].logit)
+            e++;
+        if (e - s > 1)
+            sift__sort_id(c + s, e - s, tmp);
+        s = e;
+    }
+}
+
 void sift__sort_id(sift_candidate *c, size_t n, sift_candidate *tmp)
 {
     if (n <= 48) {

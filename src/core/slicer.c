@@ -154,5 +154,6 @@ sift_status sift_slicer_build(sift_slicer *s, const float *row, int32_t V, int32
     slice->prefix = p;
     slice->n_extras = (int32_t)ne;
     slice->extras = ne ? s->ext : NULL;
+    slice->flags = SIFT_SLICE_CANONICAL;
     return SIFT_OK;
 }
