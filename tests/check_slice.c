@@ -622,13 +622,73 @@ typedef struct tally {
     long dyn_steps, dyn_hooks;       /* at the dynamic k */
     long small_steps, small_hooks;   /* at a smaller k */
     long cert_steps, cert_hooks;     /* at the static k of CERTIFIED plans */
+    long rechosen;                   /* device slices whose tied tokens changed */
 } tally;
 
 /* One slice sample of chain c at prefix length k; compares with the
  * oracle's (token, rng) and restores the RNG. Returns 1 if the hook ran. */
+/* What a device top-k may hand sift instead of the slicer's canonical
+ * prefix: the same k largest logits as a set, with the tokens tied at the
+ * smallest of them re-chosen at random among every token of the row with
+ * that logit, the whole prefix shuffled, and the extras rebuilt for the
+ * new set (flags 0: no canonical promise). Buffers hold V entries. */
+typedef struct device_slice {
+    sift_candidate *pre, *ext;
+    int32_t *tied;
+    long rechosen; /* slices whose tied tokens changed */
+} device_slice;
+
+static void devicify(device_slice *d, tu_rng *r, const float *row, int32_t V, sift_slice *s,
+                     const int32_t *ids, size_t ne)
+{
+    int32_t k = s->n_prefix;
+    memcpy(d->pre, s->prefix, (size_t)k * sizeof *d->pre);
+    float lmin = d->pre[k - 1].logit;
+    int32_t n_tied = 0, n_in = 0;
+    for (int32_t i = 0; i < V; i++)
+        if (row[i] == lmin)
+            d->tied[n_tied++] = i;
+    for (int32_t i = 0; i < k; i++)
+        n_in += d->pre[i].logit == lmin;
+    if (n_tied > n_in) {
+        /* a random n_in-subset of the tied ids (partial Fisher-Yates) */
+        for (int32_t i = 0; i < n_in; i++) {
+            int32_t j = (int32_t)tu_range(r, i, n_tied - 1);
+            int32_t t = d->tied[i];
+            d->tied[i] = d->tied[j];
+            d->tied[j] = t;
+        }
+        for (int32_t i = 0, q = 0; i < k; i++)
+            if (d->pre[i].logit == lmin)
+                d->pre[i].id = d->tied[q++];
+        d->rechosen++;
+    }
+    for (int32_t i = k - 1; i > 0; i--) {
+        int32_t j = (int32_t)tu_range(r, 0, i);
+        sift_candidate t = d->pre[i];
+        d->pre[i] = d->pre[j];
+        d->pre[j] = t;
+    }
+    /* extras: the requested ids the new set lacks */
+    int32_t n_ext = 0;
+    for (size_t i = 0; i < ne; i++) {
+        int in = 0;
+        for (int32_t j = 0; j < k && !in; j++)
+            in = d->pre[j].id == ids[i];
+        if (!in && ids[i] < V) {
+            d->ext[n_ext].id = ids[i];
+            d->ext[n_ext++].logit = row[ids[i]];
+        }
+    }
+    s->prefix = d->pre;
+    s->extras = n_ext ? d->ext : NULL;
+    s->n_extras = n_ext;
+    s->flags = 0;
+}
+
 static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V, int32_t k,
                      int with_hook, sift_status so, int32_t to, const uint64_t ors[4], tally *ty,
-                     const char *desc)
+                     const char *desc, device_slice *dev, tu_rng *r)
 {
     int32_t ids[4096];
     size_t ne = 0;
@@ -636,6 +696,8 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
     ck_assert_int_eq(sift_chain_extras(c, ids, N(ids), &ne, &err), SIFT_OK);
     sift_slice s;
     ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, &err), SIFT_OK);
+    if (dev)
+        devicify(dev, r, row, V, &s, ids, ne);
     hook_ctx h = hook_for(row, V);
     ck_assert_int_eq(sift_chain_set_row_hook(c, with_hook ? hook : NULL, &h, NULL), SIFT_OK);
     sift__rng saved = c->rng;
@@ -662,7 +724,7 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
     return h.calls > 0;
 }
 
-static void property(uint64_t seed, long cases, tally *ty)
+static void property(uint64_t seed, long cases, tally *ty, int device)
 {
     tu_rng r = {seed};
     char desc[2048];
@@ -692,6 +754,9 @@ static void property(uint64_t seed, long cases, tally *ty)
         sift_slicer *sl;
         ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
         float *row = malloc((size_t)V * sizeof *row);
+        device_slice dv = {malloc((size_t)V * sizeof *dv.pre), malloc((size_t)V * sizeof *dv.ext),
+                           malloc((size_t)V * sizeof *dv.tied), 0};
+        device_slice *dev = device ? &dv : NULL;
         int steps = V > 20000 ? 1 : (int)tu_range(&r, 1, 4);
         for (int step = 0; step < steps; step++) {
             tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
@@ -711,8 +776,8 @@ static void property(uint64_t seed, long cases, tally *ty)
                 int32_t k = ks[v];
                 if (k <= 0)
                     continue;
-                int hooked = one_slice(chain, sl, row, V, k, 1, so, to, ors, ty, desc);
-                one_slice(chain, sl, row, V, k, 0, so, to, ors, ty, desc);
+                int hooked = one_slice(chain, sl, row, V, k, 1, so, to, ors, ty, desc, dev, &r);
+                one_slice(chain, sl, row, V, k, 0, so, to, ors, ty, desc, dev, &r);
                 if (v == 3) { /* the whole row as a slice never needs the hook */
                     ck_assert_msg(!hooked, "k = V needed the row\n  %s", desc);
                     continue;
@@ -729,7 +794,9 @@ static void property(uint64_t seed, long cases, tally *ty)
                     continue;
                 (*steps_of[v])++;
                 *hooks_of[v] += hooked;
-                if (v < 2)
+                /* EXACT promises no row for a canonical prefix; a device's
+                 * set of k may need it where ties reach its smallest logit */
+                if (v < 2 && !device)
                     ck_assert_msg(!hooked, "EXACT plan k=%d needed the row\n  %s", (int)k, desc);
             }
             /* the whole-row step, for the state after accept */
@@ -742,6 +809,10 @@ static void property(uint64_t seed, long cases, tally *ty)
             ck_assert_int_eq(sift_chain_accept(chain, acc, &err), SIFT_OK);
             or_accept(&o, acc);
         }
+        ty->rechosen += dv.rechosen;
+        free(dv.pre);
+        free(dv.ext);
+        free(dv.tied);
         free(row);
         sift_slicer_free(sl);
         or_free(&o);
@@ -754,7 +825,7 @@ START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
     tally ty;
     memset(&ty, 0, sizeof ty);
     long cases = n_cases();
-    property(slice_seed(), cases, &ty);
+    property(slice_seed(), cases, &ty, 0);
     fprintf(stderr,
             "slice: %ld chains, %ld slice samples compared, 0 mismatches; decided on the slice "
             "%ld, hook calls %ld, need_row %ld\n"
@@ -772,6 +843,29 @@ START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
     ck_assert(ty.dyn_steps > 0);
     ck_assert(ty.decided > 0);
     ck_assert(ty.small_hooks > 0); /* the hook is exercised */
+}
+END_TEST
+
+/* The same property on slices as device kernels make them (torch.topk,
+ * CUB, FlashInfer promise no tie order): the prefix shuffled and the
+ * tokens tied at its smallest logit re-chosen among the row's tied ids.
+ * Token, RNG and state equal the oracle's, or the row is asked for. */
+START_TEST(test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask)
+{
+    tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = n_cases();
+    property(slice_seed() ^ 0x7469657300000000ull, cases, &ty, 1);
+    fprintf(stderr,
+            "slice (device order and ties): %ld slice samples compared, 0 mismatches; decided "
+            "%ld, hook calls %ld, need_row %ld; tied tokens re-chosen in %ld slices; hook rate "
+            "at the static k of exact plans %ld/%ld, at the dynamic k %ld/%ld\n",
+            ty.compared, ty.decided, ty.hooked, ty.need_row, ty.rechosen, ty.static_hooks,
+            ty.static_steps, ty.dyn_hooks, ty.dyn_steps);
+    ck_assert_int_ge(ty.compared, cases);
+    ck_assert(ty.decided > 0);
+    ck_assert(ty.hooked > 0);
+    ck_assert(ty.rechosen > 0); /* the ties were really re-chosen */
 }
 END_TEST
 
@@ -1458,6 +1552,7 @@ static Suite *suite(void)
           test_slicer_rejects_bad_arguments_and_rows}},
         {"property",
          {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
+          test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask,
           test_grammar_modes_agree_with_the_oracle_on_rows_and_slices,
           test_forced_grammar_tokens_are_extras_and_need_no_row,
           test_a_temperature_fallback_on_a_slice_matches_the_row}},
