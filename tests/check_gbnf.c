@@ -1856,6 +1856,31 @@ START_TEST(test_parser_and_matcher_run_on_a_256k_stack)
 }
 END_TEST
 
+/* The config asks the grammar module, not its message text, whether a
+ * grammar failed only for want of a vocabulary (sift__grammar_new_ex). */
+START_TEST(test_a_token_reference_without_a_vocabulary_is_reported_as_needing_one)
+{
+    const char *with_id = "root ::= \"a\" <[5]>";
+    const char *with_text = "root ::= <hello>";
+    const char *bad = "root ::= \"a";
+    sift_grammar *g = NULL;
+    sift_error err;
+    int nv = -1;
+    ck_assert_int_eq(sift__grammar_new_ex(&g, with_id, strlen(with_id), NULL, NULL, &nv, &err),
+                     SIFT_E_GRAMMAR_SYNTAX);
+    ck_assert_int_eq(nv, 1);
+    nv = -1;
+    ck_assert_int_eq(sift__grammar_new_ex(&g, with_text, strlen(with_text), NULL, NULL, &nv, &err),
+                     SIFT_E_GRAMMAR_SYNTAX);
+    ck_assert_int_eq(nv, 1);
+    nv = -1;
+    ck_assert_int_eq(sift__grammar_new_ex(&g, bad, strlen(bad), NULL, NULL, &nv, &err),
+                     SIFT_E_GRAMMAR_SYNTAX);
+    ck_assert_int_eq(nv, 0);
+    ck_assert_ptr_null(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gbnf");
@@ -1887,6 +1912,7 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("tokens");
+    tcase_add_test(tc, test_a_token_reference_without_a_vocabulary_is_reported_as_needing_one);
     tcase_add_unchecked_fixture(tc, vocab_setup, vocab_teardown);
     tcase_add_test(tc, test_tokens_that_split_utf8_are_matched_exactly);
     tcase_add_test(tc, test_eog_is_allowed_exactly_when_complete);

@@ -2,14 +2,16 @@
  * config_internal.h - shared between the configuration loader's files.
  *
  * tree.c turns YAML bytes into a small bounded tree with positions;
- * schema.c walks the tree, validates it and fills the stage list and the
- * grammar section; config.c owns the public API, the diagnostics and the
+ * schema.c walks the tree, validates it against the sampler descriptors
+ * (src/samplers/registry.h) and fills the stage list and the grammar
+ * section; config.c owns the public API, the diagnostics and the
  * chain builder. Nothing here is API.
  */
 #ifndef SIFT_CONFIG_INTERNAL_H
 #define SIFT_CONFIG_INTERNAL_H
 
 #include "../sift_internal.h"
+#include "../samplers/registry.h"
 
 /* ------------------------------------------------------------------ */
 /* The tree (tree.c)                                                   */
@@ -63,37 +65,16 @@ typedef struct cfg_source {
 /* Stages and grammar as validated (schema.c -> config.c)              */
 /* ------------------------------------------------------------------ */
 
-typedef enum cfg_kind {
-    K_PENALTIES,
-    K_DRY,
-    K_LOGIT_BIAS,
-    K_TOP_K,
-    K_TOP_P,
-    K_MIN_P,
-    K_TYPICAL,
-    K_TOP_N_SIGMA,
-    K_XTC,
-    K_TEMP,     /* plain temperature (f0) */
-    K_TEMP_EXT, /* f0 temp, f1 delta, f2 exponent */
-    K_DIST,
-    K_GREEDY,
-    K_MIROSTAT,
-    K_MIROSTAT_V2,
-    K__COUNT
-} cfg_kind;
-
+/* A validated stage: its sampler's descriptor and parameter record (list
+ * parameters point to memory the config owns; sift__cfg_stage_free). */
 typedef struct cfg_stage {
-    cfg_kind kind;
+    const sift__sampler_desc *desc;
     int32_t line, col;
-    int32_t i0, i1; /* k / last_n / allowed_length / min_keep / m */
-    float f[4];
-    int flag; /* top_k ties; dist id order */
-    sift_bias *biases;
-    size_t n_biases;
-    char **breakers;
-    size_t *breaker_lengths;
-    size_t n_breakers;
+    sift__rec rec;
 } cfg_stage;
+
+/* Frees what a stage's record owns (its list parameters). */
+SIFT__HIDDEN void sift__cfg_stage_free(const sift__alloc *al, cfg_stage *st);
 
 /* A diagnostic while it is being collected. */
 typedef struct cfg_diag {
@@ -187,7 +168,23 @@ SIFT__HIDDEN int64_t sift__cfg_scalar_offset(const sift_config *cfg, const cfg_n
 /* schema.c */
 SIFT__HIDDEN sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree);
 
-/* config.c: reads a file relative to the base directory, at most
+/* diag.c: a build-time error at a place of the config, "NAME:LINE:COL:
+ * MESSAGE" (or "NAME: MESSAGE" for line 0), with err->source, line and
+ * column set. Returns code. */
+SIFT__HIDDEN sift_status sift__cfg_fail(sift_error *err, sift_status code, const sift_config *cfg,
+                                        int32_t line, int32_t col, const char *fmt, ...)
+    SIFT__PRINTF(6, 7);
+/* diag.c: position order (diagnostics without a position first),
+ * discovery order among equal positions. */
+SIFT__HIDDEN void sift__cfg_diag_sort(sift_config *cfg);
+
+/* file.c: reads at most cap bytes of a regular file into *data (NUL
+ * terminated). SIFT_E_IO / SIFT_E_CONFIG_LIMIT / SIFT_E_NOMEM with a
+ * message in msg. */
+SIFT__HIDDEN sift_status sift__cfg_read_capped(const sift__alloc *al, const char *path, size_t cap,
+                                               char **data, size_t *len, char *msg, size_t msg_cap);
+
+/* file.c: reads a file relative to the base directory, at most
  * max_bytes. On failure returns SIFT_E_IO / SIFT_E_CONFIG_LIMIT /
  * SIFT_E_NOMEM with a message in msg. */
 SIFT__HIDDEN sift_status sift__cfg_read_file(const sift_config *cfg, const char *path,

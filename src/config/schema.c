@@ -8,6 +8,14 @@
  * error and warning about the content, and the translation of llama.cpp's
  * flat parameters into the chain its common sampler would build.
  *
+ * It knows no sampler by code: a stage's name, parameters (type, range,
+ * default, llama.cpp key), constructor and lint come from its descriptor
+ * in the registry (src/samplers/registry.h); parsing a stage is a walk
+ * over the descriptor's parameter table. What stays here is llama.cpp's
+ * flat form itself: the order and no-op rules of common_sampler_init, the
+ * mirostat switch, and the validation of its keys (which keeps the flat
+ * form's own messages).
+ *
  * Invariants:
  * - Every problem is reported, not just the first: a bad value is
  *   reported and validation goes on with the next one. A stage is pushed
@@ -34,9 +42,8 @@
 #include <xlocale.h>
 #endif
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
+#include "../grammar/gbnf.h"
+#include "../grammar/trigger.h"
 #include "config_internal.h"
 
 enum {
@@ -44,8 +51,6 @@ enum {
     MAX_TRIGGER_PATTERNS = 256,
     MAX_PATTERN_BYTES = 4096,
     MAX_TRIGGER_TOKENS = 1024,
-    MAX_BREAKERS = 64,
-    MAX_BREAKER_BYTES = 40,
     MAX_SPECIAL_TOKENS = 4096,
 };
 
@@ -628,59 +633,12 @@ static const cfg_node *key_of(V *v, const cfg_node *map, const cfg_node *val)
 /* Stages of a `chain:` list                                           */
 /* ------------------------------------------------------------------ */
 
-typedef struct stage_def {
-    const char *name;
-    cfg_kind kind;
-    const char *main; /* the parameter a scalar gives; NULL = none */
-    int bare_ok;      /* may be written without parameters */
-    const char *const keys[6];
-} stage_def;
-
-static const stage_def STAGES[] = {
-    {"penalties", K_PENALTIES, "repeat", 0, {"last_n", "repeat", "frequency", "presence"}},
-    {"dry", K_DRY, "multiplier", 0, {"multiplier", "base", "allowed_length", "last_n", "breakers"}},
-    {"logit_bias", K_LOGIT_BIAS, NULL, 0, {NULL}},
-    {"top_k", K_TOP_K, "k", 0, {"k", "ties"}},
-    {"top_p", K_TOP_P, "p", 0, {"p", "min_keep"}},
-    {"min_p", K_MIN_P, "p", 0, {"p", "min_keep"}},
-    {"typical", K_TYPICAL, "p", 0, {"p", "min_keep"}},
-    {"top_n_sigma", K_TOP_N_SIGMA, "n", 0, {"n"}},
-    {"xtc", K_XTC, "probability", 0, {"probability", "threshold", "min_keep"}},
-    {"temperature", K_TEMP, "temp", 0, {"temp", "delta", "exponent"}},
-    {"dist", K_DIST, NULL, 1, {"order"}},
-    {"greedy", K_GREEDY, NULL, 1, {NULL}},
-    {"mirostat", K_MIROSTAT, "tau", 1, {"tau", "eta", "m"}},
-    {"mirostat_v2", K_MIROSTAT_V2, "tau", 1, {"tau", "eta"}},
-};
-#define N_STAGES (sizeof STAGES / sizeof STAGES[0])
-
-static const char *const STAGE_NAMES[N_STAGES] = {
-    "penalties",   "dry", "logit_bias",  "top_k", "top_p",  "min_p",    "typical",
-    "top_n_sigma", "xtc", "temperature", "dist",  "greedy", "mirostat", "mirostat_v2"};
-
-static const char *kind_name(cfg_kind k)
-{
-    if (k == K_TEMP_EXT)
-        return "temperature";
-    for (size_t i = 0; i < N_STAGES; i++)
-        if (STAGES[i].kind == k)
-            return STAGES[i].name;
-    return "?";
-}
-
-static size_t n_keys(const stage_def *d)
-{
-    size_t n = 0;
-    while (n < 6 && d->keys[n])
-        n++;
-    return n;
-}
-
-/* Parameter access for one stage: a scalar shorthand fills `main`, a
- * mapping is looked up by name. */
+/* Parameter access for one stage: a scalar shorthand fills the
+ * descriptor's main parameter, a mapping is looked up by name. */
 typedef struct params {
+    sift__lint lint; /* first: the descriptor's lint reports through it */
     V *v;
-    const stage_def *def;
+    const sift__sampler_desc *def;
     const cfg_node *scalar; /* shorthand value, or NULL */
     const cfg_node *map;    /* parameter mapping, or NULL */
     const cfg_node *at;     /* position of the stage */
@@ -742,21 +700,18 @@ static int window(V *v, const cfg_node *n, const char *what, int32_t *out)
     return 1;
 }
 
-static int min_keep(V *v, const cfg_node *n, const char *what, int32_t *out)
-{
-    return get_int_in(v, n, what, 0, INT32_MAX, out);
-}
-
-/* Validates a sequence of DRY breakers into st. */
-static int breakers(V *v, const cfg_node *seq, const char *what, cfg_stage *st)
+/* Validates a sequence of strings (a SIFT__PT_STRING_LIST parameter, as
+ * DRY's breakers) into the record. */
+static int string_param(V *v, const sift__param *pm, const cfg_node *seq, const char *what,
+                        void *rec)
 {
     if (seq->bad)
         return 0;
     if (seq->type != CFG_SEQ)
         return type_err(v, seq, what, "sequence of strings");
-    if (seq->n_children > MAX_BREAKERS)
-        return err_at(v, seq, SIFT_E_CONFIG_LIMIT, "%s has %u entries; max %d", what,
-                      (unsigned)seq->n_children, MAX_BREAKERS);
+    if (seq->n_children > pm->max_items)
+        return err_at(v, seq, SIFT_E_CONFIG_LIMIT, "%s has %u entries; max %zu", what,
+                      (unsigned)seq->n_children, pm->max_items);
     int ok = 1;
     size_t i = 0;
     for (uint32_t c = seq->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
@@ -766,28 +721,31 @@ static int breakers(V *v, const cfg_node *seq, const char *what, cfg_stage *st)
         if (!get_str(v, b, w)) {
             ok = 0;
         } else if (b->len == 0) {
-            ok = err_at(v, b, SIFT_E_CONFIG_VALUE, "breaker %zu is empty", i);
-        } else if (b->len > MAX_BREAKER_BYTES) {
-            ok = err_at(v, b, SIFT_E_CONFIG_VALUE, "breaker %zu is %zu bytes; max %d", i, b->len,
-                        MAX_BREAKER_BYTES);
+            ok = err_at(v, b, SIFT_E_CONFIG_VALUE, "%s %zu is empty", pm->item_noun, i);
+        } else if (b->len > pm->max_item_bytes) {
+            ok = err_at(v, b, SIFT_E_CONFIG_VALUE, "%s %zu is %zu bytes; max %zu", pm->item_noun, i,
+                        b->len, pm->max_item_bytes);
         }
     }
     if (!ok)
         return 0;
     size_t n = seq->n_children;
-    st->breakers = n ? sift__calloc(&v->cfg->al, n, sizeof *st->breakers) : NULL;
-    st->breaker_lengths = n ? sift__calloc(&v->cfg->al, n, sizeof *st->breaker_lengths) : NULL;
-    if (n && (!st->breakers || !st->breaker_lengths)) {
+    char ***strs = (char ***)(void *)((unsigned char *)rec + pm->off);
+    size_t **lens = (size_t **)(void *)((unsigned char *)rec + pm->off_len);
+    size_t *count = (size_t *)(void *)((unsigned char *)rec + pm->off_count);
+    *strs = n ? sift__calloc(&v->cfg->al, n, sizeof **strs) : NULL;
+    *lens = n ? sift__calloc(&v->cfg->al, n, sizeof **lens) : NULL;
+    if (n && (!*strs || !*lens)) {
         v->st = SIFT_E_NOMEM;
         return 0;
     }
     i = 0;
     for (uint32_t c = seq->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
         const cfg_node *b = NODE(v, c);
-        st->breakers[i] = sift__memdup(&v->cfg->al, b->val, b->len);
-        st->breaker_lengths[i] = b->len;
-        st->n_breakers = i + 1;
-        if (!st->breakers[i]) {
+        (*strs)[i] = sift__memdup(&v->cfg->al, b->val, b->len);
+        (*lens)[i] = b->len;
+        *count = i + 1;
+        if (!(*strs)[i]) {
             v->st = SIFT_E_NOMEM;
             return 0;
         }
@@ -795,17 +753,86 @@ static int breakers(V *v, const cfg_node *seq, const char *what, cfg_stage *st)
     return 1;
 }
 
+/* Copies a string list parameter's default into the record. */
+static int string_default(V *v, const sift__param *pm, void *rec)
+{
+    size_t n = pm->n_def_strings;
+    char ***strs = (char ***)(void *)((unsigned char *)rec + pm->off);
+    size_t **lens = (size_t **)(void *)((unsigned char *)rec + pm->off_len);
+    size_t *count = (size_t *)(void *)((unsigned char *)rec + pm->off_count);
+    if (n == 0)
+        return 1;
+    *strs = sift__calloc(&v->cfg->al, n, sizeof **strs);
+    *lens = sift__calloc(&v->cfg->al, n, sizeof **lens);
+    if (!*strs || !*lens) {
+        v->st = SIFT_E_NOMEM;
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(pm->def_strings[i]);
+        (*strs)[i] = sift__memdup(&v->cfg->al, pm->def_strings[i], l);
+        (*lens)[i] = l;
+        *count = i + 1;
+        if (!(*strs)[i]) {
+            v->st = SIFT_E_NOMEM;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void sift__cfg_stage_free(const sift__alloc *al, cfg_stage *st)
+{
+    const sift__sampler_desc *d = st->desc;
+    for (size_t i = 0; d && i < d->n_params; i++) {
+        const sift__param *pm = &d->params[i];
+        unsigned char *rec = st->rec.b;
+        if (pm->type == SIFT__PT_STRING_LIST) {
+            char ***strs = (char ***)(void *)(rec + pm->off);
+            size_t **lens = (size_t **)(void *)(rec + pm->off_len);
+            size_t *count = (size_t *)(void *)(rec + pm->off_count);
+            for (size_t k = 0; *strs && k < *count; k++)
+                sift__free(al, (*strs)[k]);
+            sift__free(al, *strs);
+            sift__free(al, *lens);
+            *strs = NULL;
+            *lens = NULL;
+            *count = 0;
+        } else if (pm->type == SIFT__PT_ID_FLOAT_MAP) {
+            sift_bias **b = (sift_bias **)(void *)(rec + pm->off);
+            sift__free(al, *b);
+            *b = NULL;
+            *(size_t *)(void *)(rec + pm->off_count) = 0;
+        }
+    }
+}
+
 static void free_stage(V *v, cfg_stage *st)
 {
-    sift__free(&v->cfg->al, st->biases);
-    for (size_t k = 0; k < st->n_breakers; k++)
-        sift__free(&v->cfg->al, st->breakers[k]);
-    sift__free(&v->cfg->al, st->breakers);
-    sift__free(&v->cfg->al, st->breaker_lengths);
-    st->biases = NULL;
-    st->breakers = NULL;
-    st->breaker_lengths = NULL;
-    st->n_breakers = st->n_biases = 0;
+    sift__cfg_stage_free(&v->cfg->al, st);
+}
+
+sift_status sift__cfg_push_stage(sift_config *cfg, const cfg_stage *st)
+{
+    if (cfg->n_stages == cfg->cap_stages) {
+        size_t cap = cfg->cap_stages ? cfg->cap_stages * 2 : 8;
+        cfg_stage *ns = sift__malloc(&cfg->al, cap, sizeof *ns);
+        if (!ns)
+            return SIFT_E_NOMEM;
+        if (cfg->n_stages)
+            memcpy(ns, cfg->stages, cfg->n_stages * sizeof *ns);
+        sift__free(&cfg->al, cfg->stages);
+        cfg->stages = ns;
+        cfg->cap_stages = cap;
+    }
+    cfg->stages[cfg->n_stages++] = *st;
+    return SIFT_OK;
+}
+
+/* A descriptor the flat form or a warning names (the registry has it). */
+static const sift__sampler_desc *desc_named(const char *name)
+{
+    return sift__sampler_find(name, strlen(name));
 }
 
 static int push(V *v, cfg_stage *st)
@@ -877,32 +904,35 @@ static int bias_token(V *v, const cfg_node *n, int flat, int32_t *out)
     return token_id(v, n, "logit_bias", out);
 }
 
-static void logit_bias(V *v, const cfg_node *map, const cfg_node *at, cfg_stage *st, int flat)
+/* A SIFT__PT_ID_FLOAT_MAP parameter (logit_bias) into the record. Returns 1
+ * when the stage is to be added: valid, and not an empty flat map. */
+static int bias_param(V *v, const sift__param *pm, const cfg_node *map, const cfg_node *at,
+                      void *rec, int flat)
 {
     const char *expect = flat ? "mapping of token id to bias, or a sequence of [token, bias] pairs"
                               : "mapping of token id to bias";
     if (!map || map->bad || is_null(map)) {
         if (!map || !map->bad)
             err_at(v, map ? map : at, SIFT_E_CONFIG_TYPE, "logit_bias: expected a %s", expect);
-        return;
+        return 0;
     }
     if (map->type != CFG_MAP && !(flat && map->type == CFG_SEQ)) {
         type_err(v, map, "logit_bias", expect);
-        return;
+        return 0;
     }
     size_t n = map->type == CFG_MAP ? map->n_children / 2 : map->n_children;
     int64_t cap = v->vocab_size ? v->vocab_size : SIFT_DEFAULT_MAX_VOCAB;
     if ((int64_t)n > cap) {
         err_at(v, map, SIFT_E_CONFIG_LIMIT, "logit_bias has %zu entries; max %lld", n,
                (long long)cap);
-        return;
+        return 0;
     }
     if (map->type == CFG_MAP)
         check_keys(v, map, NULL, 0, "logit_bias: ");
     sift_bias *b = n ? sift__malloc(&v->cfg->al, n, sizeof *b) : NULL;
     if (n && !b) {
         v->st = SIFT_E_NOMEM;
-        return;
+        return 0;
     }
     size_t k = 0;
     int ok = 1;
@@ -960,7 +990,7 @@ static void logit_bias(V *v, const cfg_node *map, const cfg_node *at, cfg_stage 
         if (!sorted) {
             v->st = SIFT_E_NOMEM;
             sift__free(&v->cfg->al, b);
-            return;
+            return 0;
         }
         memcpy(sorted, b, k * sizeof *b);
         qsort(sorted, k, sizeof *sorted, cmp_bias);
@@ -973,13 +1003,95 @@ static void logit_bias(V *v, const cfg_node *map, const cfg_node *at, cfg_stage 
     if (!ok || k == 0) {
         sift__free(&v->cfg->al, b);
         if (ok && flat)
-            return; /* an empty flat logit_bias adds no stage */
+            return 0; /* an empty flat logit_bias adds no stage */
         if (!ok)
-            return;
+            return 0;
     }
-    st->biases = k ? b : NULL;
-    st->n_biases = k;
-    push(v, st);
+    *(sift_bias **)(void *)((unsigned char *)rec + pm->off) = k ? b : NULL;
+    *(size_t *)(void *)((unsigned char *)rec + pm->off_count) = k;
+    return 1;
+}
+
+/* One number, boolean or choice parameter into the record, checked
+ * against its range; `what` names it in messages. */
+static int value_param(V *v, const sift__param *pm, const cfg_node *n, const char *what, void *rec)
+{
+    switch (pm->type) {
+    case SIFT__PT_INT: {
+        int32_t *out = SIFT__REC_FIELD(rec, pm, int32_t);
+        if (pm->range == SIFT__R_IN)
+            return get_int_in(v, n, what, (int64_t)pm->lo, (int64_t)pm->hi, out);
+        if (pm->range == SIFT__R_ANY)
+            return get_int_in(v, n, what, INT32_MIN, INT32_MAX, out);
+        int64_t x;
+        if (!get_int(v, n, what, &x))
+            return 0;
+        int64_t lo = (int64_t)pm->lo + (pm->range == SIFT__R_GT);
+        if (x < lo || x > INT32_MAX)
+            return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be %s %lld, got %lld", what,
+                          pm->range == SIFT__R_GT ? ">" : ">=", (long long)pm->lo, (long long)x);
+        *out = (int32_t)x;
+        return 1;
+    }
+    case SIFT__PT_WINDOW: return window(v, n, what, SIFT__REC_FIELD(rec, pm, int32_t));
+    case SIFT__PT_FLOAT: {
+        float *out = SIFT__REC_FIELD(rec, pm, float);
+        if (pm->range == SIFT__R_IN)
+            return get_float_in(v, n, what, pm->lo, pm->hi, out);
+        if (!get_finite(v, n, what, out))
+            return 0;
+        int bad = pm->range == SIFT__R_GE   ? *out < pm->lo
+                  : pm->range == SIFT__R_GT ? !(*out > pm->lo)
+                                            : 0;
+        if (bad)
+            return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be %s %g%s%s%s, got %s", what,
+                          pm->range == SIFT__R_GT ? ">" : ">=", pm->lo, pm->range_note ? " (" : "",
+                          pm->range_note ? pm->range_note : "", pm->range_note ? ")" : "",
+                          echo(v, n));
+        return 1;
+    }
+    case SIFT__PT_BOOL: return get_bool(v, n, what, SIFT__REC_FIELD(rec, pm, int));
+    case SIFT__PT_ENUM: {
+        if (!get_str(v, n, what))
+            return 0;
+        size_t nc = 0;
+        for (; pm->choices[nc]; nc++)
+            if (streq(n, pm->choices[nc])) {
+                *SIFT__REC_FIELD(rec, pm, int) = (int)nc;
+                return 1;
+            }
+        char list[160];
+        size_t k = 0;
+        for (size_t c = 0; c < nc && k < sizeof list; c++)
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s'%s'",
+                                  c == 0        ? ""
+                                  : c + 1 == nc ? " or "
+                                                : ", ",
+                                  pm->choices[c]);
+        return err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be %s, got '%s'", what, list, echo(v, n));
+    }
+    case SIFT__PT_STRING_LIST: return string_param(v, pm, n, what, rec);
+    case SIFT__PT_ID_FLOAT_MAP: return bias_param(v, pm, n, n, rec, 0);
+    }
+    return 0;
+}
+
+SIFT__PRINTF(3, 4)
+static void lint_warn(sift__lint *l, const char *param_name, const char *fmt, ...)
+{
+    params *p = (params *)l;
+    const cfg_node *n = param_name ? param(p, param_name) : NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    vdiag(p->v, SIFT_SEVERITY_WARNING, SIFT_OK, n ? n->off : p->at->off, fmt, ap);
+    va_end(ap);
+}
+
+static const char *lint_text(sift__lint *l, const char *param_name)
+{
+    params *p = (params *)l;
+    const cfg_node *n = param(p, param_name);
+    return n ? echo(p->v, n) : "";
 }
 
 /* One `chain:` item. */
@@ -1012,12 +1124,13 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
         type_err(v, item, "chain item", "a stage name or a mapping");
         return;
     }
-    const stage_def *def = NULL;
-    for (size_t i = 0; i < N_STAGES && !def; i++)
-        if (streq(name, STAGES[i].name))
-            def = &STAGES[i];
-    if (!def) {
-        const char *dm = did_you_mean(v, name->val, name->len, STAGE_NAMES, N_STAGES);
+    const sift__sampler_desc *def = sift__sampler_find(name->val, name->len);
+    if (!def || name->type != CFG_SCALAR) {
+        const char *names[64];
+        size_t nn = 0;
+        for (size_t i = 0; sift__samplers[i] && nn < 64; i++)
+            names[nn++] = sift__samplers[i]->name;
+        const char *dm = did_you_mean(v, name->val, name->len, names, nn);
         if (dm)
             err_at(v, name, SIFT_E_CONFIG_KEY, "unknown stage '%s' (did you mean '%s'?)",
                    echo(v, name), dm);
@@ -1027,14 +1140,16 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
     }
     cfg_stage st;
     memset(&st, 0, sizeof st);
-    st.kind = def->kind;
+    st.desc = def;
     st.line = item->line;
     st.col = item->col;
-    if (def->kind == K_LOGIT_BIAS) {
-        logit_bias(v, val, item, &st, 0);
+    sift__rec_defaults(def, &st.rec, 1);
+    if (def->value_is_param) {
+        if (bias_param(v, &def->params[0], val, item, &st.rec, 0))
+            push(v, &st);
         return;
     }
-    params p = {v, def, NULL, NULL, item, {0}};
+    params p = {{0}, v, def, NULL, NULL, item, {0}};
     if (!val) {
         if (!def->bare_ok) {
             err_at(v, name, SIFT_E_CONFIG_VALUE, "%s needs a value (%s: ...)", def->name,
@@ -1044,236 +1159,63 @@ static void chain_item(V *v, const cfg_node *item, size_t index)
     } else if (val->type == CFG_SCALAR) {
         if (!def->main) {
             err_at(v, val, SIFT_E_CONFIG_TYPE, "%s takes %s", def->name,
-                   def->keys[0] ? "a mapping of parameters" : "no parameters");
+                   def->n_params ? "a mapping of parameters" : "no parameters");
             return;
         }
         p.scalar = val;
     } else if (val->type == CFG_MAP) {
-        size_t nk = n_keys(def);
+        const char *keys[16];
+        size_t nk = 0;
+        for (size_t i = 0; i < def->n_params && nk < 16; i++)
+            keys[nk++] = def->params[i].name;
         char ctx[64];
         snprintf(ctx, sizeof ctx, "%s: ", def->name);
-        check_keys(v, val, def->keys, nk, ctx);
+        check_keys(v, val, keys, nk, ctx);
         p.map = val;
     } else {
         type_err(v, val, def->name, def->main ? "a number or a mapping" : "a mapping");
         return;
     }
 
-    const cfg_node *n;
     int ok = 1;
-#define REQUIRE(key)                 \
-    do {                             \
-        if (!(n = param(&p, key))) { \
-            missing(&p, key);        \
-            ok = 0;                  \
-        }                            \
-    } while (0)
-    switch (def->kind) {
-    case K_PENALTIES:
-        st.i0 = 64;
-        st.f[0] = 1.0f;
-        if ((n = param(&p, "last_n")))
-            ok &= window(v, n, pname(&p, "last_n"), &st.i0);
-        REQUIRE("repeat");
-        if (n) {
-            ok &= get_finite(v, n, pname(&p, "repeat"), &st.f[0]);
-            if (ok && !(st.f[0] > 0))
-                ok =
-                    err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be > 0, got %s", p.what, echo(v, n));
-        }
-        if ((n = param(&p, "frequency")))
-            ok &= get_finite(v, n, pname(&p, "frequency"), &st.f[1]);
-        if ((n = param(&p, "presence")))
-            ok &= get_finite(v, n, pname(&p, "presence"), &st.f[2]);
-        if (ok && (st.i0 == 0 || (st.f[0] == 1.0f && st.f[1] == 0 && st.f[2] == 0)))
-            warn_at(v, item, "penalties does nothing with these values (%s)",
-                    st.i0 == 0 ? "last_n 0" : "repeat 1, frequency 0, presence 0");
-        break;
-    case K_DRY: {
-        static const char *const defb[] = {"\n", ":", "\"", "*"};
-        st.f[1] = 1.75f;
-        st.i0 = 2;
-        st.i1 = 4096;
-        REQUIRE("multiplier");
-        if (n) {
-            ok &= get_finite(v, n, pname(&p, "multiplier"), &st.f[0]);
-            if (ok && st.f[0] < 0)
-                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %s", p.what,
-                            echo(v, n));
-        }
-        if ((n = param(&p, "base")))
-            ok &= get_finite(v, n, pname(&p, "base"), &st.f[1]);
-        if ((n = param(&p, "allowed_length"))) {
-            int64_t x;
-            if (get_int(v, n, pname(&p, "allowed_length"), &x)) {
-                if (x < 0 || x > INT32_MAX)
-                    ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %lld", p.what,
-                                (long long)x);
-                else
-                    st.i0 = (int32_t)x;
-            } else {
-                ok = 0;
-            }
-        }
-        if ((n = param(&p, "last_n")))
-            ok &= window(v, n, pname(&p, "last_n"), &st.i1);
-        if ((n = param(&p, "breakers"))) {
-            ok &= breakers(v, n, pname(&p, "breakers"), &st);
-        } else if (ok) {
-            cfg_stage tmp = st;
-            tmp.breakers = sift__calloc(&v->cfg->al, 4, sizeof *tmp.breakers);
-            tmp.breaker_lengths = sift__calloc(&v->cfg->al, 4, sizeof *tmp.breaker_lengths);
-            if (!tmp.breakers || !tmp.breaker_lengths) {
-                v->st = SIFT_E_NOMEM;
-                free_stage(v, &tmp);
+    for (size_t i = 0; i < def->n_params; i++) {
+        const sift__param *pm = &def->params[i];
+        const cfg_node *n = param(&p, pm->name);
+        if (!n) {
+            if (pm->required)
+                ok = missing(&p, pm->name);
+            else if (pm->type == SIFT__PT_STRING_LIST && ok && !string_default(v, pm, &st.rec)) {
+                free_stage(v, &st);
                 return;
             }
-            for (size_t i = 0; i < 4; i++) {
-                tmp.breakers[i] = sift__memdup(&v->cfg->al, defb[i], 1);
-                tmp.breaker_lengths[i] = 1;
-                tmp.n_breakers = i + 1;
-                if (!tmp.breakers[i]) {
-                    v->st = SIFT_E_NOMEM;
-                    free_stage(v, &tmp);
-                    return;
-                }
-            }
-            st = tmp;
+            continue;
         }
-        if (ok && (st.f[0] == 0 || st.f[1] < 1 || st.i1 == 0))
-            warn_at(v, item, "dry is off with these values (%s)",
-                    st.f[0] == 0  ? "multiplier 0"
-                    : st.f[1] < 1 ? "base < 1"
-                                  : "last_n 0");
-        break;
+        ok &= value_param(v, pm, n, pname(&p, pm->name), &st.rec);
     }
-    case K_TOP_K: {
-        REQUIRE("k");
-        if (n) {
-            ok &= get_int_in(v, n, pname(&p, "k"), INT32_MIN, INT32_MAX, &st.i0);
-            if (ok && st.i0 <= 0)
-                warn_at(v, n, "top_k %d turns the stage off (k <= 0 keeps every token)",
-                        (int)st.i0);
-            if (ok && v->vocab_size && st.i0 > v->vocab_size)
-                warn_at(v, n, "top_k %d is larger than vocab_size %d; it keeps every token",
-                        (int)st.i0, (int)v->vocab_size);
-        }
-        if ((n = param(&p, "ties")))
-            ok &= get_bool(v, n, pname(&p, "ties"), &st.flag);
-        break;
+    if (def->needs_vocab_size && !v->vocab_size && !v->has_vocab_file)
+        ok = err_at(v, item, SIFT_E_CONFIG_VALUE,
+                    "%s needs the vocabulary size: set vocab_size (or vocab)", def->name);
+    if (ok && def->lint) {
+        p.lint.vocab_size = v->vocab_size;
+        p.lint.warn = lint_warn;
+        p.lint.text = lint_text;
+        def->lint(&st.rec, &p.lint);
     }
-    case K_TOP_P:
-    case K_MIN_P:
-    case K_TYPICAL:
-        REQUIRE("p");
-        if (n) {
-            ok &= get_float_in(v, n, pname(&p, "p"), 0, 1, &st.f[0]);
-            if (ok && def->kind != K_MIN_P && st.f[0] >= 1)
-                warn_at(v, n, "%s 1 turns the stage off", def->name);
-            if (ok && def->kind == K_MIN_P && st.f[0] == 0)
-                warn_at(v, n, "min_p 0 turns the stage off");
-        }
-        if ((n = param(&p, "min_keep")))
-            ok &= min_keep(v, n, pname(&p, "min_keep"), &st.i0);
-        break;
-    case K_TOP_N_SIGMA:
-        REQUIRE("n");
-        if (n) {
-            ok &= get_finite(v, n, pname(&p, "n"), &st.f[0]);
-            if (ok && st.f[0] <= 0)
-                warn_at(v, n, "top_n_sigma %s turns the stage off (n <= 0)", echo(v, n));
-        }
-        break;
-    case K_XTC:
-        st.f[1] = 0.1f;
-        REQUIRE("probability");
-        if (n) {
-            ok &= get_float_in(v, n, pname(&p, "probability"), 0, 1, &st.f[0]);
-            if (ok && st.f[0] == 0)
-                warn_at(v, n, "xtc probability 0 turns the stage off");
-        }
-        if ((n = param(&p, "threshold"))) {
-            ok &= get_float_in(v, n, pname(&p, "threshold"), 0, 1, &st.f[1]);
-            if (ok && st.f[1] > 0.5f)
-                warn_at(v, n,
-                        "xtc threshold above 0.5 turns the stage off (at most one token "
-                        "can reach it)");
-        }
-        if ((n = param(&p, "min_keep")))
-            ok &= min_keep(v, n, pname(&p, "min_keep"), &st.i0);
-        break;
-    case K_TEMP:
-        st.f[2] = 1.0f;
-        REQUIRE("temp");
-        if (n) {
-            ok &= get_finite(v, n, pname(&p, "temp"), &st.f[0]);
-            if (ok && st.f[0] < 0)
-                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0 (0 = greedy), got %s",
-                            p.what, echo(v, n));
-        }
-        if ((n = param(&p, "delta"))) {
-            ok &= get_finite(v, n, pname(&p, "delta"), &st.f[1]);
-            if (ok && st.f[1] < 0)
-                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %s", p.what,
-                            echo(v, n));
-        }
-        if ((n = param(&p, "exponent"))) {
-            ok &= get_finite(v, n, pname(&p, "exponent"), &st.f[2]);
-            if (ok && !(st.f[2] > 0))
-                ok =
-                    err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be > 0, got %s", p.what, echo(v, n));
-        }
-        if (st.f[1] > 0)
-            st.kind = K_TEMP_EXT;
-        break;
-    case K_DIST:
-        if ((n = param(&p, "order"))) {
-            if (!get_str(v, n, "dist.order")) {
-                ok = 0;
-            } else if (streq(n, "id")) {
-                st.flag = 1;
-            } else if (!streq(n, "canonical")) {
-                ok = err_at(v, n, SIFT_E_CONFIG_VALUE,
-                            "dist.order must be 'canonical' or 'id', got '%s'", echo(v, n));
-            }
-        }
-        break;
-    case K_GREEDY: break;
-    case K_MIROSTAT:
-    case K_MIROSTAT_V2:
-        st.f[0] = 5.0f;
-        st.f[1] = 0.1f;
-        st.i0 = 100;
-        if ((n = param(&p, "tau"))) {
-            ok &= get_finite(v, n, pname(&p, "tau"), &st.f[0]);
-            if (ok && st.f[0] < 0)
-                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %s", p.what,
-                            echo(v, n));
-        }
-        if ((n = param(&p, "eta"))) {
-            ok &= get_finite(v, n, pname(&p, "eta"), &st.f[1]);
-            if (ok && st.f[1] < 0)
-                ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= 0, got %s", p.what,
-                            echo(v, n));
-        }
-        if ((n = param(&p, "m")))
-            ok &= get_int_in(v, n, pname(&p, "m"), 1, INT32_MAX, &st.i0);
-        if (def->kind == K_MIROSTAT && !v->vocab_size && !v->has_vocab_file)
-            ok = err_at(v, item, SIFT_E_CONFIG_VALUE,
-                        "mirostat needs the vocabulary size: set vocab_size (or vocab)");
-        break;
-    default: break;
-    }
-#undef REQUIRE
     if (ok)
         push(v, &st);
     else
         free_stage(v, &st);
 }
 
-static int is_selector(cfg_kind k)
+/* "dist/greedy/..." : the selectors of the registry. */
+static const char *selector_names(char *buf, size_t cap)
 {
-    return k == K_DIST || k == K_GREEDY || k == K_MIROSTAT || k == K_MIROSTAT_V2;
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; sift__samplers[i] && k < cap; i++)
+        if (sift__samplers[i]->selector)
+            k += (size_t)snprintf(buf + k, cap - k, "%s%s", k ? "/" : "", sift__samplers[i]->name);
+    return buf;
 }
 
 /* The rule of P-14 over the items as written (names, not parsed stages,
@@ -1287,20 +1229,16 @@ static void check_selectors(V *v, const cfg_node *chain)
         const cfg_node *item = NODE(v, c);
         const cfg_node *name =
             item->type == CFG_MAP && item->n_children >= 2 ? NODE(v, item->first) : item;
-        cfg_kind kind = K__COUNT;
-        const char *nm = "?";
-        for (size_t s = 0; s < N_STAGES; s++)
-            if (name->type == CFG_SCALAR && streq(name, STAGES[s].name)) {
-                kind = STAGES[s].kind;
-                nm = STAGES[s].name;
-            }
+        const sift__sampler_desc *d =
+            name->type == CFG_SCALAR ? sift__sampler_find(name->val, name->len) : NULL;
+        const char *nm = d ? d->name : "?";
         if (item->bad || name->bad || name->type != CFG_SCALAR)
             return; /* already reported; a guess here would only add noise */
         last = item;
         last_name = nm;
-        if (kind == K__COUNT && NODE(v, c)->next == CFG_NONE)
+        if (!d && NODE(v, c)->next == CFG_NONE)
             return; /* the last stage is unknown: that error says enough */
-        if (!is_selector(kind))
+        if (!d || !d->selector)
             continue;
         if (first == SIZE_MAX) {
             first = i;
@@ -1312,11 +1250,11 @@ static void check_selectors(V *v, const cfg_node *chain)
                    first_name, i + 1, nm);
         }
     }
+    char sel[256];
     if (first == SIZE_MAX)
         err_at(v, last, SIFT_E_CONFIG_VALUE,
-               "chain must end with exactly one of dist/greedy/mirostat/mirostat_v2; stage %zu "
-               "(%s) is last",
-               n, last_name);
+               "chain must end with exactly one of %s; stage %zu (%s) is last",
+               selector_names(sel, sizeof sel), n, last_name);
     else if (first != n - 1 && first_node)
         err_at(v, first_node, SIFT_E_CONFIG_VALUE,
                "the selector must be the last stage; stage %zu (%s) is followed by stage %zu "
@@ -1333,8 +1271,9 @@ static void chain_list(V *v, const cfg_node *chain)
         return;
     }
     if (chain->n_children == 0) {
-        err_at(v, chain, SIFT_E_CONFIG_VALUE,
-               "chain is empty; it must end with one of dist/greedy/mirostat/mirostat_v2");
+        char sel[256];
+        err_at(v, chain, SIFT_E_CONFIG_VALUE, "chain is empty; it must end with one of %s",
+               selector_names(sel, sizeof sel));
         return;
     }
     if (chain->n_children > (uint32_t)v->cfg->params.max_stages) {
@@ -1353,44 +1292,48 @@ static void chain_list(V *v, const cfg_node *chain)
 /* ------------------------------------------------------------------ */
 
 /* The sampling keys of llama.cpp's common_params_sampling and of
- * llama-server's /completion request (params_from_json_cmpl). */
+ * llama-server's /completion request (params_from_json_cmpl) that belong
+ * to no sampler of the registry: aliases, the sampler list, the mirostat
+ * switch, and the keys sift reads only to refuse or ignore. The keys of
+ * the samplers' parameters come from their descriptors (flat_key). */
 static const char *const FLAT_KEYS[] = {
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical_p",
-    "temp",
-    "temperature",
-    "dynatemp_range",
-    "dynatemp_exponent",
-    "repeat_penalty",
-    "repeat_last_n",
-    "frequency_penalty",
-    "presence_penalty",
-    "dry_multiplier",
-    "dry_base",
-    "dry_allowed_length",
-    "dry_penalty_last_n",
-    "dry_sequence_breakers",
-    "xtc_probability",
-    "xtc_threshold",
-    "top_n_sigma",
-    "mirostat",
-    "mirostat_tau",
-    "mirostat_eta",
-    "samplers",
-    "min_keep",
-    "n_probs",
-    "logit_bias",
-    "ignore_eos",
-    "json_schema",
-    "grammar_lazy",
-    "grammar_triggers",
-    "preserved_tokens",
-    "adaptive_target",
-    "adaptive_decay",
+    "temperature",      "mirostat",        "samplers",       "n_probs",
+    "ignore_eos",       "json_schema",     "grammar_lazy",   "grammar_triggers",
+    "preserved_tokens", "adaptive_target", "adaptive_decay",
 };
 #define N_FLAT (sizeof FLAT_KEYS / sizeof FLAT_KEYS[0])
+
+enum { MAX_REG_FLAT = 128 };
+
+/* Every distinct flat key of the registry's parameters, with the first
+ * parameter that names it (registry order). */
+static size_t registry_flat_keys(const sift__param **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; sift__samplers[i]; i++)
+        for (size_t k = 0; k < sift__samplers[i]->n_params; k++) {
+            const sift__param *p = &sift__samplers[i]->params[k];
+            int seen = !p->flat_key;
+            for (size_t j = 0; j < n && !seen; j++)
+                seen = !strcmp(out[j]->flat_key, p->flat_key);
+            if (!seen && n < MAX_REG_FLAT)
+                out[n++] = p;
+        }
+    return n;
+}
+
+static int is_flat_key(const cfg_node *key)
+{
+    const sift__param *reg[MAX_REG_FLAT];
+    size_t nr = registry_flat_keys(reg);
+    for (size_t i = 0; i < nr; i++)
+        if (streq(key, reg[i]->flat_key))
+            return 1;
+    for (size_t i = 0; i < N_FLAT; i++)
+        if (streq(key, FLAT_KEYS[i]))
+            return 1;
+    return 0;
+}
 
 /* Keys of a /completion request that are not sampling parameters: the
  * flat form accepts them so a request loads as it is, and warns that they
@@ -1435,7 +1378,7 @@ static const char *const IGNORED_KEYS[] = {
 
 static const char *const BASE_KEYS[] = {"seed", "vocab_size", "vocab", "chain", "grammar", "n_ctx"};
 #define N_BASE (sizeof BASE_KEYS / sizeof BASE_KEYS[0])
-#define N_TOP (N_BASE + N_FLAT + N_IGNORED)
+#define N_TOP (N_BASE + N_FLAT + MAX_REG_FLAT + N_IGNORED)
 
 static int in_list(const cfg_node *key, const char *const *names, size_t n)
 {
@@ -1445,28 +1388,51 @@ static int in_list(const cfg_node *key, const char *const *names, size_t n)
     return 0;
 }
 
-/* Sampler names llama.cpp's common accepts, with sift's meaning. */
-static const struct {
+/* Names common's --samplers accepts that sift has no sampler for. */
+static const char *const UNSUPPORTED_SAMPLERS[] = {"infill", "adaptive_p", "adaptive-p"};
+
+/* The flat form's sampler names: every descriptor's flat names in
+ * llama.cpp's default order, then the unsupported ones (desc NULL). */
+typedef struct flat_name {
     const char *name;
-    int id; /* 0 penalties 1 dry 2 top_n_sigma 3 top_k 4 typ_p 5 top_p 6 min_p 7 xtc
-               8 temperature, -1 unsupported */
-} SAMPLER_NAMES[] = {{"penalties", 0},   {"dry", 1},         {"top_n_sigma", 2}, {"top-n-sigma", 2},
-                     {"top_k", 3},       {"top-k", 3},       {"typ_p", 4},       {"typical-p", 4},
-                     {"typical", 4},     {"typ-p", 4},       {"typ", 4},         {"top_p", 5},
-                     {"top-p", 5},       {"nucleus", 5},     {"min_p", 6},       {"min-p", 6},
-                     {"xtc", 7},         {"temperature", 8}, {"temp", 8},        {"infill", -1},
-                     {"adaptive_p", -1}, {"adaptive-p", -1}};
-#define N_SAMPLER_NAMES (sizeof SAMPLER_NAMES / sizeof SAMPLER_NAMES[0])
+    const sift__sampler_desc *desc;
+} flat_name;
+
+enum { MAX_FLAT_NAMES = 128, MAX_FLAT_ORDER = 32 };
+
+/* The descriptors of the flat form in llama.cpp's default order. */
+static size_t flat_order(const sift__sampler_desc **out)
+{
+    size_t n = 0;
+    for (int o = 1; o <= MAX_FLAT_ORDER; o++)
+        for (size_t i = 0; sift__samplers[i]; i++)
+            if (sift__samplers[i]->flat_names && sift__samplers[i]->flat_order == o &&
+                n < MAX_FLAT_ORDER)
+                out[n++] = sift__samplers[i];
+    return n;
+}
+
+static size_t flat_names(flat_name *out)
+{
+    const sift__sampler_desc *ord[MAX_FLAT_ORDER];
+    size_t no = flat_order(ord), n = 0;
+    for (size_t i = 0; i < no; i++)
+        for (size_t k = 0; ord[i]->flat_names[k] && n < MAX_FLAT_NAMES; k++)
+            out[n++] = (flat_name){ord[i]->flat_names[k], ord[i]};
+    for (size_t i = 0; i < sizeof UNSUPPORTED_SAMPLERS / sizeof UNSUPPORTED_SAMPLERS[0]; i++)
+        if (n < MAX_FLAT_NAMES)
+            out[n++] = (flat_name){UNSUPPORTED_SAMPLERS[i], NULL};
+    return n;
+}
 
 typedef struct flat {
     int32_t top_k, repeat_last_n, dry_allowed_length, dry_last_n, mirostat, min_keep;
     float top_p, min_p, typical_p, temp, dyn_range, dyn_exp, repeat, freq, presence;
     float dry_mult, dry_base, xtc_p, xtc_t, sigma, tau, eta;
-    const cfg_node *breakers;
 } flat;
 
 typedef struct order_item {
-    int id;
+    const sift__sampler_desc *desc;
     int32_t line, col;
 } order_item;
 
@@ -1490,6 +1456,14 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
     int ok = 1;
     const cfg_node *list[64];
     size_t nl = 0;
+    flat_name names[MAX_FLAT_NAMES];
+    size_t nn = flat_names(names);
+    const sift__sampler_desc *ord[MAX_FLAT_ORDER];
+    size_t no = flat_order(ord);
+    char chars_of[MAX_FLAT_ORDER + 1];
+    for (size_t i = 0; i < no; i++)
+        chars_of[i] = ord[i]->flat_char;
+    chars_of[no] = '\0';
     if (n->bad)
         return 0;
     if (n->type == CFG_SEQ) {
@@ -1512,14 +1486,12 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
         /* llama-server reads a string as one character per sampler
          * ("kfypmt"); a string that is one of the names, or has a ';', is
          * a list of names (common's --samplers). */
-        static const char CHARS[] = "edskypmxt"; /* index = id */
         int chars = n->type == CFG_SCALAR && s->len > 0 && !memchr(s->val, ';', s->len);
-        for (size_t t = 0; t < N_SAMPLER_NAMES && chars; t++)
-            if (strlen(SAMPLER_NAMES[t].name) == s->len &&
-                !memcmp(SAMPLER_NAMES[t].name, s->val, s->len))
+        for (size_t t = 0; t < nn && chars; t++)
+            if (strlen(names[t].name) == s->len && !memcmp(names[t].name, s->val, s->len))
                 chars = 0;
         for (size_t c = 0; c < s->len && chars; c++)
-            if (!memchr(CHARS, s->val[c], sizeof CHARS - 1))
+            if (!memchr(chars_of, s->val[c], no))
                 chars = 0;
         if (chars) {
             for (size_t c = 0; c < s->len; c++) {
@@ -1527,8 +1499,7 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
                     ok = err_at(v, s, SIFT_E_CONFIG_LIMIT, "samplers: more than 64 entries");
                     break;
                 }
-                items[k].id =
-                    (int)((const char *)memchr(CHARS, s->val[c], sizeof CHARS - 1) - CHARS);
+                items[k].desc = ord[(const char *)memchr(chars_of, s->val[c], no) - chars_of];
                 sift__cfg_linecol(&v->cfg->src, (size_t)sift__cfg_scalar_offset(v->cfg, s, c),
                                   &items[k].line, &items[k].col);
                 k++;
@@ -1546,25 +1517,24 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
             while (b > a && (s->val[b - 1] == ' ' || s->val[b - 1] == '\t'))
                 b--;
             if (b > a) {
-                int id = -2;
-                for (size_t t = 0; t < N_SAMPLER_NAMES && id == -2; t++)
-                    if (strlen(SAMPLER_NAMES[t].name) == b - a &&
-                        !memcmp(SAMPLER_NAMES[t].name, s->val + a, b - a))
-                        id = SAMPLER_NAMES[t].id;
+                const flat_name *fn = NULL;
+                for (size_t t = 0; t < nn && !fn; t++)
+                    if (strlen(names[t].name) == b - a && !memcmp(names[t].name, s->val + a, b - a))
+                        fn = &names[t];
                 int64_t off = sift__cfg_scalar_offset(v->cfg, s, a);
-                if (id == -2) {
-                    const char *names[N_SAMPLER_NAMES];
-                    for (size_t t = 0; t < N_SAMPLER_NAMES; t++)
-                        names[t] = SAMPLER_NAMES[t].name;
+                if (!fn) {
+                    const char *nms[MAX_FLAT_NAMES];
+                    for (size_t t = 0; t < nn; t++)
+                        nms[t] = names[t].name;
                     char nm[48];
                     size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
                     memcpy(nm, s->val + a, l);
                     nm[l] = '\0';
-                    const char *dm = did_you_mean(v, nm, l, names, N_SAMPLER_NAMES);
+                    const char *dm = did_you_mean(v, nm, l, nms, nn);
                     ok =
                         err_off(v, off, SIFT_E_CONFIG_VALUE, "samplers: unknown sampler '%s'%s%s%s",
                                 nm, dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
-                } else if (id == -1) {
+                } else if (!fn->desc) {
                     char nm[48];
                     size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
                     memcpy(nm, s->val + a, l);
@@ -1572,7 +1542,7 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
                     ok = err_off(v, off, SIFT_E_CONFIG_VALUE,
                                  "samplers: '%s' is not supported by sift", nm);
                 } else if (k < 64) {
-                    items[k].id = id;
+                    items[k].desc = fn->desc;
                     sift__cfg_linecol(&v->cfg->src, (size_t)off, &items[k].line, &items[k].col);
                     k++;
                 } else {
@@ -1587,10 +1557,57 @@ static int sampler_order(V *v, const cfg_node *n, order_item *items, size_t *cou
     return ok;
 }
 
+/* A validated flat key and its value. */
+typedef struct flat_value {
+    const char *key;
+    double val;
+} flat_value;
+
+/* Adds the stage of `d` with its parameters read from their flat keys
+ * (llama.cpp's defaults for keys not given), if llama.cpp's constructor
+ * would build it. String lists are validated only then, as llama.cpp
+ * reads them only then. */
+static void flat_stage(V *v, const sift__sampler_desc *d, const flat_value *fv, size_t n_fv,
+                       int32_t line, int32_t col)
+{
+    cfg_stage st;
+    memset(&st, 0, sizeof st);
+    st.desc = d;
+    st.line = line;
+    st.col = col;
+    sift__rec_defaults(d, &st.rec, 0);
+    for (size_t i = 0; i < d->n_params; i++) {
+        const sift__param *pm = &d->params[i];
+        for (size_t k = 0; pm->flat_key && k < n_fv; k++) {
+            if (strcmp(pm->flat_key, fv[k].key))
+                continue;
+            if (pm->type == SIFT__PT_FLOAT)
+                *SIFT__REC_FIELD(&st.rec, pm, float) = (float)fv[k].val;
+            else if (pm->type == SIFT__PT_INT || pm->type == SIFT__PT_WINDOW)
+                *SIFT__REC_FIELD(&st.rec, pm, int32_t) = (int32_t)fv[k].val;
+            else if (pm->type == SIFT__PT_BOOL || pm->type == SIFT__PT_ENUM)
+                *SIFT__REC_FIELD(&st.rec, pm, int) = (int)fv[k].val;
+        }
+    }
+    if (d->flat_active && !d->flat_active(&st.rec))
+        return;
+    for (size_t i = 0; i < d->n_params; i++) {
+        const sift__param *pm = &d->params[i];
+        if (pm->type != SIFT__PT_STRING_LIST)
+            continue;
+        const cfg_node *n = pm->flat_key ? find(v, NODE(v, v->t->root), pm->flat_key) : NULL;
+        if (n ? !string_param(v, pm, n, pm->flat_key, &st.rec) : !string_default(v, pm, &st.rec)) {
+            free_stage(v, &st);
+            return;
+        }
+    }
+    push(v, &st);
+}
+
 static void flat_params(V *v, const cfg_node *root)
 {
-    flat f = {40,   64, 2, -1, 0,     0, 0.95f, 0.05f, 1.0f, 0.8f, 0,   1.0f,
-              1.0f, 0,  0, 0,  1.75f, 0, 0.1f,  -1.0f, 5.0f, 0.1f, NULL};
+    flat f = {40,   64,   2, -1, 0, 0,     0.95f, 0.05f, 1.0f,  0.8f, 0,
+              1.0f, 1.0f, 0, 0,  0, 1.75f, 0,     0.1f,  -1.0f, 5.0f, 0.1f};
     int ok = 1;
     const cfg_node *n;
     if ((n = find(v, root, "top_k")))
@@ -1662,7 +1679,6 @@ static void flat_params(V *v, const cfg_node *root)
     }
     if (ok && f.dry_mult != 0 && f.dry_base < 1)
         warn_at(v, find(v, root, "dry_base"), "dry_base < 1 turns DRY off");
-    f.breakers = find(v, root, "dry_sequence_breakers");
     ok &= flat_float_in(v, root, "xtc_probability", 0, 1, &f.xtc_p);
     ok &= flat_float_in(v, root, "xtc_threshold", 0, 1, &f.xtc_t);
     ok &= flat_finite(v, root, "top_n_sigma", &f.sigma);
@@ -1686,7 +1702,7 @@ static void flat_params(V *v, const cfg_node *root)
             ok = err_at(v, n, SIFT_E_CONFIG_VALUE, "mirostat_eta must be >= 0, got %s", echo(v, n));
     }
     if ((n = find(v, root, "min_keep")))
-        ok &= min_keep(v, n, "min_keep", &f.min_keep);
+        ok &= get_int_in(v, n, "min_keep", 0, INT32_MAX, &f.min_keep);
     if ((n = find(v, root, "n_probs"))) {
         int32_t np;
         if (get_int_in(v, n, "n_probs", 0, INT32_MAX, &np))
@@ -1748,11 +1764,12 @@ static void flat_params(V *v, const cfg_node *root)
     if ((n = find(v, root, "logit_bias"))) {
         cfg_stage lb;
         memset(&lb, 0, sizeof lb);
-        lb.kind = K_LOGIT_BIAS;
+        lb.desc = desc_named("logit_bias");
         lb.line = n->line;
         lb.col = n->col;
         size_t before = v->cfg->n_errors;
-        logit_bias(v, n, n, &lb, 1);
+        if (bias_param(v, &lb.desc->params[0], n, n, &lb.rec, 1))
+            push(v, &lb);
         if (v->cfg->n_errors != before)
             ok = 0;
     }
@@ -1762,227 +1779,120 @@ static void flat_params(V *v, const cfg_node *root)
     if (sn) {
         ok &= sampler_order(v, sn, order, &n_order);
     } else {
-        static const int def[] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
-        for (size_t i = 0; i < 9; i++) {
-            order[i].id = def[i];
+        const sift__sampler_desc *ord[MAX_FLAT_ORDER];
+        n_order = flat_order(ord);
+        for (size_t i = 0; i < n_order; i++) {
+            order[i].desc = ord[i];
             order[i].line = root->line;
             order[i].col = root->col;
         }
-        n_order = 9;
+    }
+    /* The values of llama.cpp's keys, as validated above; each stage's
+     * record is filled from its parameters' flat keys. */
+    const flat_value known[] = {
+        {"top_k", f.top_k},
+        {"top_p", f.top_p},
+        {"min_p", f.min_p},
+        {"typical_p", f.typical_p},
+        {"temp", f.temp},
+        {"dynatemp_range", f.mirostat ? 0 : f.dyn_range},
+        {"dynatemp_exponent", f.dyn_exp},
+        {"repeat_penalty", f.repeat},
+        {"repeat_last_n", f.repeat_last_n},
+        {"frequency_penalty", f.freq},
+        {"presence_penalty", f.presence},
+        {"dry_multiplier", f.dry_mult},
+        {"dry_base", f.dry_base},
+        {"dry_allowed_length", f.dry_allowed_length},
+        {"dry_penalty_last_n", f.dry_last_n},
+        {"xtc_probability", f.xtc_p},
+        {"xtc_threshold", f.xtc_t},
+        {"top_n_sigma", f.sigma},
+        {"mirostat_tau", f.tau},
+        {"mirostat_eta", f.eta},
+        {"min_keep", f.min_keep},
+    };
+    flat_value fv[MAX_REG_FLAT + 32];
+    size_t n_fv = 0;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        fv[n_fv++] = known[i];
+    /* The flat keys of the other samplers' number, boolean and choice
+     * parameters: their descriptors' types and ranges. */
+    const sift__param *reg[MAX_REG_FLAT];
+    size_t nr = registry_flat_keys(reg);
+    for (size_t i = 0; i < nr; i++) {
+        const sift__param *pm = reg[i];
+        int seen = pm->type == SIFT__PT_STRING_LIST || pm->type == SIFT__PT_ID_FLOAT_MAP;
+        for (size_t k = 0; k < n_fv && !seen; k++)
+            seen = !strcmp(fv[k].key, pm->flat_key);
+        if (seen || n_fv == sizeof fv / sizeof fv[0])
+            continue;
+        sift__rec tmp;
+        memset(&tmp, 0, sizeof tmp);
+        sift__param at = *pm;
+        at.off = 0;
+        double val = pm->flat_def;
+        const cfg_node *kn = find(v, root, pm->flat_key);
+        if (kn && !value_param(v, &at, kn, pm->flat_key, &tmp)) {
+            ok = 0;
+        } else if (kn) {
+            if (pm->type == SIFT__PT_FLOAT)
+                val = *(const float *)(const void *)tmp.b;
+            else if (pm->type == SIFT__PT_BOOL || pm->type == SIFT__PT_ENUM)
+                val = *(const int *)(const void *)tmp.b;
+            else
+                val = *(const int32_t *)(const void *)tmp.b;
+        }
+        fv[n_fv++] = (flat_value){pm->flat_key, val};
     }
     if (!ok || v->st != SIFT_OK)
         return;
 
     /* The chain llama.cpp's common_sampler_init builds, without the
      * samplers its constructors turn into no-ops (docs/config.md). */
-    cfg_stage st;
     if (f.mirostat == 0) {
-        for (size_t i = 0; i < n_order && v->st == SIFT_OK; i++) {
-            memset(&st, 0, sizeof st);
-            st.line = order[i].line;
-            st.col = order[i].col;
-            switch (order[i].id) {
-            case 0:
-                if (f.repeat_last_n == 0 || (f.repeat == 1.0f && f.freq == 0 && f.presence == 0))
-                    continue;
-                st.kind = K_PENALTIES;
-                st.i0 = f.repeat_last_n;
-                st.f[0] = f.repeat;
-                st.f[1] = f.freq;
-                st.f[2] = f.presence;
-                break;
-            case 1:
-                if (!(f.dry_mult != 0 && f.dry_base >= 1 && f.dry_last_n != 0))
-                    continue;
-                st.kind = K_DRY;
-                st.f[0] = f.dry_mult;
-                st.f[1] = f.dry_base;
-                st.i0 = f.dry_allowed_length;
-                st.i1 = f.dry_last_n;
-                if (f.breakers) {
-                    if (!breakers(v, f.breakers, "dry_sequence_breakers", &st))
-                        continue;
-                } else {
-                    static const char *const defb[] = {"\n", ":", "\"", "*"};
-                    st.breakers = sift__calloc(&v->cfg->al, 4, sizeof *st.breakers);
-                    st.breaker_lengths = sift__calloc(&v->cfg->al, 4, sizeof *st.breaker_lengths);
-                    if (!st.breakers || !st.breaker_lengths) {
-                        v->st = SIFT_E_NOMEM;
-                        free_stage(v, &st);
-                        return;
-                    }
-                    for (size_t b = 0; b < 4; b++) {
-                        st.breakers[b] = sift__memdup(&v->cfg->al, defb[b], 1);
-                        st.breaker_lengths[b] = 1;
-                        st.n_breakers = b + 1;
-                        if (!st.breakers[b]) {
-                            v->st = SIFT_E_NOMEM;
-                            free_stage(v, &st);
-                            return;
-                        }
-                    }
-                }
-                break;
-            case 2:
-                if (!(f.sigma > 0))
-                    continue;
-                st.kind = K_TOP_N_SIGMA;
-                st.f[0] = f.sigma;
-                break;
-            case 3:
-                if (f.top_k <= 0)
-                    continue;
-                st.kind = K_TOP_K;
-                st.i0 = f.top_k;
-                break;
-            case 4:
-                if (f.typical_p >= 1)
-                    continue;
-                st.kind = K_TYPICAL;
-                st.f[0] = f.typical_p;
-                st.i0 = f.min_keep;
-                break;
-            case 5:
-                if (f.top_p >= 1)
-                    continue;
-                st.kind = K_TOP_P;
-                st.f[0] = f.top_p;
-                st.i0 = f.min_keep;
-                break;
-            case 6:
-                if (f.min_p <= 0)
-                    continue;
-                st.kind = K_MIN_P;
-                st.f[0] = f.min_p;
-                st.i0 = f.min_keep;
-                break;
-            case 7:
-                if (f.xtc_p <= 0 || f.xtc_t > 0.5f)
-                    continue;
-                st.kind = K_XTC;
-                st.f[0] = f.xtc_p;
-                st.f[1] = f.xtc_t;
-                st.i0 = f.min_keep;
-                break;
-            case 8:
-                if (f.dyn_range > 0) {
-                    st.kind = K_TEMP_EXT;
-                    st.f[0] = f.temp;
-                    st.f[1] = f.dyn_range;
-                    st.f[2] = f.dyn_exp;
-                } else {
-                    if (f.temp == 1.0f)
-                        continue;
-                    st.kind = K_TEMP;
-                    st.f[0] = f.temp < 0 ? 0.0f : f.temp;
-                }
-                break;
-            default: continue;
-            }
-            push(v, &st);
-        }
-        memset(&st, 0, sizeof st);
-        st.kind = K_DIST;
-        st.line = root->line;
-        st.col = root->col;
-        push(v, &st);
+        for (size_t i = 0; i < n_order && v->st == SIFT_OK; i++)
+            flat_stage(v, order[i].desc, fv, n_fv, order[i].line, order[i].col);
+        flat_stage(v, desc_named("dist"), fv, n_fv, root->line, root->col);
         return;
     }
     /* mirostat 1 or 2: temperature, then the mirostat selector; the
      * samplers list is ignored, as in llama.cpp. */
     if (sn)
         warn_at(v, sn, "samplers is ignored when mirostat is on");
-    memset(&st, 0, sizeof st);
-    st.line = root->line;
-    st.col = root->col;
-    if (f.temp != 1.0f) {
-        st.kind = K_TEMP;
-        st.f[0] = f.temp < 0 ? 0.0f : f.temp;
-        push(v, &st);
-    }
-    memset(&st, 0, sizeof st);
-    st.line = root->line;
-    st.col = root->col;
-    st.kind = f.mirostat == 1 ? K_MIROSTAT : K_MIROSTAT_V2;
-    st.f[0] = f.tau;
-    st.f[1] = f.eta;
-    st.i0 = 100;
-    push(v, &st);
+    flat_stage(v, desc_named("temperature"), fv, n_fv, root->line, root->col);
+    flat_stage(v, f.mirostat == 1 ? desc_named("mirostat") : desc_named("mirostat_v2"), fv, n_fv,
+               root->line, root->col);
 }
 
 /* ------------------------------------------------------------------ */
 /* Grammar                                                             */
 /* ------------------------------------------------------------------ */
 
-static void *pcre_alloc(size_t n, void *user)
-{
-    return sift__malloc((const sift__alloc *)user, n, 1);
-}
-
-static void pcre_free(void *p, void *user)
-{
-    sift__free((const sift__alloc *)user, p);
-}
-
-/* Compiles a trigger pattern to report syntax errors at their YAML place
- * and to warn about patterns that match the empty string (T-12). */
+/* Checks a trigger pattern through the trigger module (its PCRE2 options
+ * and compile path) to report syntax errors at their YAML place and to
+ * warn about patterns that match the empty string (T-12). */
 static int check_pattern(V *v, const cfg_node *n, const char *kind, size_t index, int full)
 {
     if (n->len > MAX_PATTERN_BYTES)
         return err_at(v, n, SIFT_E_PATTERN_LIMIT, "%s %zu is %zu bytes; max %d", kind, index,
                       n->len, MAX_PATTERN_BYTES);
-    pcre2_general_context *gc = pcre2_general_context_create(pcre_alloc, pcre_free, &v->cfg->al);
-    pcre2_compile_context *cc = gc ? pcre2_compile_context_create(gc) : NULL;
-    if (!cc) {
-        pcre2_general_context_free(gc);
+    size_t eoff = 0;
+    int empty = 0;
+    char msg[256];
+    sift_status st = sift__trigger_check_pattern(n->val, n->len, full, &v->cfg->al, &eoff, &empty,
+                                                 msg, sizeof msg);
+    if (st == SIFT_E_NOMEM) {
         v->st = SIFT_E_NOMEM;
         return 0;
     }
-    int ecode = 0;
-    PCRE2_SIZE eoff = 0;
-    /* the options of the trigger set (src/grammar/trigger.c) */
-    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C;
-    if (full)
-        opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
-    pcre2_code *code = pcre2_compile((PCRE2_SPTR)n->val, n->len, opts, &ecode, &eoff, cc);
-    int ok = 1;
-    if (!code) {
-        if (ecode == PCRE2_ERROR_NOMEMORY || ecode == PCRE2_ERROR_HEAP_FAILED) {
-            v->st = SIFT_E_NOMEM;
-            ok = 0;
-        } else {
-            PCRE2_UCHAR buf[256];
-            if (pcre2_get_error_message(ecode, buf, sizeof buf) < 0)
-                snprintf((char *)buf, sizeof buf, "error %d", ecode);
-            /* nesting and size errors are limits, the rest syntax */
-            sift_status c = (ecode == 119 || ecode == 120 || ecode == 186 || ecode == 188)
-                                ? SIFT_E_PATTERN_LIMIT
-                                : SIFT_E_PATTERN_SYNTAX;
-            ok = err_off(v, sift__cfg_scalar_offset(v->cfg, n, eoff), c, "%s %zu, offset %zu: %s",
-                         kind, index, (size_t)eoff, (const char *)buf);
-        }
-    } else {
-        pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, gc);
-        pcre2_match_context *mc = pcre2_match_context_create(gc);
-        if (!md || !mc) {
-            v->st = SIFT_E_NOMEM;
-            ok = 0;
-        } else {
-            pcre2_set_match_limit(mc, 100000);
-            pcre2_set_depth_limit(mc, 10000);
-            if (pcre2_match(code, (PCRE2_SPTR) "", 0, 0, 0, md, mc) >= 0)
-                warn_at(v, n,
-                        "%s %zu matches the empty string; it fires at the first generated "
-                        "byte",
-                        kind, index);
-        }
-        pcre2_match_data_free(md);
-        pcre2_match_context_free(mc);
-        pcre2_code_free(code);
-    }
-    pcre2_compile_context_free(cc);
-    pcre2_general_context_free(gc);
-    return ok;
+    if (st != SIFT_OK)
+        return err_off(v, sift__cfg_scalar_offset(v->cfg, n, eoff), st, "%s %zu, offset %zu: %s",
+                       kind, index, eoff, msg);
+    if (empty)
+        warn_at(v, n, "%s %zu matches the empty string; it fires at the first generated byte", kind,
+                index);
+    return 1;
 }
 
 /* Copies a sequence of strings (validated by `each`) into *out. */
@@ -2082,7 +1992,9 @@ static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node
     }
     sift_grammar *g = NULL;
     sift_error ge;
-    sift_status st = sift_grammar_new(&g, cfg->g_text, cfg->grammar.length, NULL, &gp, &ge);
+    int needs_vocab = 0;
+    sift_status st =
+        sift__grammar_new_ex(&g, cfg->g_text, cfg->grammar.length, NULL, &gp, &needs_vocab, &ge);
     if (st == SIFT_OK && cfg->grammar.lazy &&
         cfg->grammar.n_words + cfg->grammar.n_patterns + cfg->grammar.n_full_patterns > 0) {
         /* The builder's judgement of the triggers (word and pattern
@@ -2111,7 +2023,7 @@ static void compile_grammar_hook(V *v, const cfg_node *text_node, const cfg_node
         v->st = SIFT_E_NOMEM;
         return;
     }
-    if (st == SIFT_E_GRAMMAR_SYNTAX && strstr(ge.message, "need a vocabulary"))
+    if (needs_vocab)
         return;
     if (file_node) {
         err_at(v, file_node, st, "grammar: %s", ge.message);
@@ -2311,25 +2223,27 @@ static void grammar_section(V *v, const cfg_node *g)
 /* Warnings over the whole chain                                       */
 /* ------------------------------------------------------------------ */
 
+/* The stage's class as its descriptor reports it; IDENTITY when it has no
+ * class function (such a stage is neither a cut nor a whole-row reader
+ * for these warnings). */
+static sift_class stage_cls(const cfg_stage *s, int64_t *k)
+{
+    *k = 0;
+    return s->desc->cls ? s->desc->cls(&s->rec, k) : SIFT_CLASS_IDENTITY;
+}
+
 /* A stage that needs the whole distribution (or a threshold) and so
  * forces the whole row when it runs before the first top-k. */
 static int reads_whole(const cfg_stage *s)
 {
-    switch (s->kind) {
-    case K_TOP_P: return s->f[0] < 1;
-    case K_MIN_P: return s->f[0] > 0;
-    case K_TYPICAL: return s->f[0] < 1;
-    case K_XTC: return s->f[0] > 0 && s->f[1] <= 0.5f;
-    case K_TOP_N_SIGMA: return s->f[0] > 0;
-    case K_TEMP_EXT: return 1;
-    case K_TOP_K: return s->flag && s->i0 > 0; /* ties: a threshold */
-    default: return 0;
-    }
+    int64_t k;
+    sift_class c = stage_cls(s, &k);
+    return c == SIFT_CLASS_WHOLE || c == SIFT_CLASS_THRESHOLD;
 }
 
-static int is_top(const cfg_stage *s)
+static int is_top(const cfg_stage *s, int64_t *k)
 {
-    return (s->kind == K_TOP_K && !s->flag && s->i0 > 0) || (s->kind == K_TEMP && s->f[0] <= 0);
+    return stage_cls(s, k) == SIFT_CLASS_TOP;
 }
 
 typedef struct tok_ref {
@@ -2345,56 +2259,85 @@ static int tok_ref_cmp(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+/* T-08 for one map of biases: each ban is looked up among the trigger
+ * tokens (sorted), so the work is linear in the biases. */
+static void ban_warnings(V *v, const sift_bias *biases, size_t n_biases, const tok_ref *refs,
+                         size_t nt, size_t stage)
+{
+    for (size_t b = 0; b < n_biases; b++) {
+        if (biases[b].bias != -INFINITY)
+            continue;
+        size_t lo = 0, hi = nt;
+        v->cfg->work += 1 + 64 - (uint64_t)__builtin_clzll((unsigned long long)nt | 1);
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (refs[mid].token < biases[b].token)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < nt && refs[lo].token == biases[b].token; lo++)
+            vdiag_warn_off(v, v->token_off ? v->token_off[refs[lo].idx] : -1,
+                           "trigger token %d is banned by logit_bias (stage %zu); the "
+                           "lazy grammar can never trigger",
+                           (int)refs[lo].token, stage + 1);
+    }
+}
+
 static void chain_warnings(V *v)
 {
     sift_config *cfg = v->cfg;
     size_t n = cfg->n_stages, top = SIZE_MAX;
+    int64_t top_k = 0;
     for (size_t i = 0; i < n && top == SIZE_MAX; i++)
-        if (is_top(&cfg->stages[i]))
+        if (is_top(&cfg->stages[i], &top_k))
             top = i;
-    if (top != SIZE_MAX && cfg->stages[top].kind == K_TOP_K) {
-        const cfg_stage *t = &cfg->stages[top];
+    /* a cut that is not temperature 0: a top-k of top_k tokens */
+    if (top != SIZE_MAX && cfg->stages[top].desc == desc_named("top_k")) {
         for (size_t i = 0; i < top; i++) {
             const cfg_stage *s = &cfg->stages[i];
             if (!reads_whole(s))
                 continue;
-            if (s->kind == K_MIN_P && s->i0 <= t->i0)
+            const char *nm = s->desc->name;
+            int64_t k;
+            /* min_p keeps a superset of any top-k it does not cut below */
+            if (s->desc == desc_named("min_p") &&
+                *(const int32_t *)(const void *)((const unsigned char *)s->rec.b +
+                                                 sift__param_find(s->desc, "min_keep")->off) <=
+                    top_k)
                 warn_lc(v, s->line, s->col,
                         "min_p before top_k makes every step read the whole row; put top_k "
                         "first (the two commute: same tokens, and a runtime copies only the "
                         "top %d logits)",
-                        (int)t->i0);
+                        (int)top_k);
             else
                 warn_lc(v, s->line, s->col,
                         "%s before top_k makes every step read the whole row; with top_k first "
                         "a runtime copies only the top %d logits (%s then sees only those)",
-                        kind_name(s->kind), (int)t->i0, kind_name(s->kind));
+                        nm, (int)top_k, nm);
+            (void)k;
         }
     }
-    if (n > 0 && cfg->stages[n - 1].kind == K_GREEDY) {
-        for (size_t i = 0; i + 1 < n; i++) {
-            cfg_kind k = cfg->stages[i].kind;
-            if (k == K_TOP_K || k == K_TOP_P || k == K_MIN_P || k == K_TYPICAL ||
-                k == K_TOP_N_SIGMA || k == K_TEMP || k == K_TEMP_EXT)
+    if (n > 0 && cfg->stages[n - 1].desc == desc_named("greedy")) {
+        for (size_t i = 0; i + 1 < n; i++)
+            if (cfg->stages[i].desc->keeps_argmax)
                 warn_lc(v, cfg->stages[i].line, cfg->stages[i].col,
                         "%s before greedy cannot change the result (greedy takes the most "
                         "likely token)",
-                        kind_name(k));
-        }
+                        cfg->stages[i].desc->name);
     }
-    size_t first_of[K__COUNT];
-    for (size_t k = 0; k < K__COUNT; k++)
-        first_of[k] = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         const cfg_stage *s = &cfg->stages[i];
-        if (is_selector(s->kind))
+        if (s->desc->selector)
             continue;
-        if (first_of[s->kind] == SIZE_MAX)
-            first_of[s->kind] = i;
-        else
+        size_t first = SIZE_MAX;
+        for (size_t j = 0; j < i && first == SIZE_MAX; j++)
+            if (cfg->stages[j].desc == s->desc)
+                first = j;
+        if (first != SIZE_MAX)
             warn_lc(v, s->line, s->col,
-                    "%s is listed twice (also stage %zu); both are applied in turn",
-                    kind_name(s->kind), first_of[s->kind] + 1);
+                    "%s is listed twice (also stage %zu); both are applied in turn", s->desc->name,
+                    first + 1);
     }
     /* T-08: a trigger token that a logit_bias bans can never appear. Each
      * ban is looked up among the trigger tokens (sorted copy), so the work
@@ -2414,23 +2357,13 @@ static void chain_warnings(V *v)
     qsort(refs, nt, sizeof *refs, tok_ref_cmp);
     for (size_t i = 0; i < n; i++) {
         const cfg_stage *s = &cfg->stages[i];
-        for (size_t b = 0; b < s->n_biases; b++) {
-            if (s->biases[b].bias != -INFINITY)
+        for (size_t pi = 0; pi < s->desc->n_params; pi++) {
+            const sift__param *pm = &s->desc->params[pi];
+            if (pm->type != SIFT__PT_ID_FLOAT_MAP)
                 continue;
-            size_t lo = 0, hi = nt;
-            v->cfg->work += 1 + 64 - (uint64_t)__builtin_clzll((unsigned long long)nt | 1);
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (refs[mid].token < s->biases[b].token)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            for (; lo < nt && refs[lo].token == s->biases[b].token; lo++)
-                vdiag_warn_off(v, v->token_off ? v->token_off[refs[lo].idx] : -1,
-                               "trigger token %d is banned by logit_bias (stage %zu); the "
-                               "lazy grammar can never trigger",
-                               (int)refs[lo].token, i + 1);
+            const sift_bias *biases = *(sift_bias *const *)(const void *)(s->rec.b + pm->off);
+            size_t n_biases = *(const size_t *)(const void *)(s->rec.b + pm->off_count);
+            ban_warnings(v, biases, n_biases, refs, nt, i);
         }
     }
     sift__free(&cfg->al, refs);
@@ -2662,18 +2595,22 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
         return v.st;
     }
     const char *top[N_TOP];
+    const sift__param *reg[MAX_REG_FLAT];
+    size_t nr = registry_flat_keys(reg), nt = 0;
     for (size_t i = 0; i < N_BASE; i++)
-        top[i] = BASE_KEYS[i];
+        top[nt++] = BASE_KEYS[i];
+    for (size_t i = 0; i < nr; i++)
+        top[nt++] = reg[i]->flat_key;
     for (size_t i = 0; i < N_FLAT; i++)
-        top[N_BASE + i] = FLAT_KEYS[i];
+        top[nt++] = FLAT_KEYS[i];
     for (size_t i = 0; i < N_IGNORED; i++)
-        top[N_BASE + N_FLAT + i] = IGNORED_KEYS[i];
-    check_keys(&v, root, top, N_TOP, "");
+        top[nt++] = IGNORED_KEYS[i];
+    check_keys(&v, root, top, nt, "");
     const cfg_node *n;
     const cfg_node *first_flat = NULL;
     for (uint32_t ki = root->first; ki != CFG_NONE && !first_flat;) {
         const cfg_node *key = NODE(&v, ki);
-        if (!key->bad && (in_list(key, FLAT_KEYS, N_FLAT) || in_list(key, IGNORED_KEYS, N_IGNORED)))
+        if (!key->bad && (is_flat_key(key) || in_list(key, IGNORED_KEYS, N_IGNORED)))
             first_flat = key;
         ki = key->next == CFG_NONE ? CFG_NONE : NODE(&v, key->next)->next;
     }

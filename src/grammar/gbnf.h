@@ -68,12 +68,21 @@ SIFT__HIDDEN sift_status sift__gbnf_parse(sift__gbnf *out, const char *text, siz
                                           sift_error *err);
 /* As sift__gbnf_parse, with every position of an error (and every one
  * quoted in its message) given by map(user, offset, &line, &col) when map
- * is not NULL (sift_grammar_params.map_position). */
+ * is not NULL (sift_grammar_params.map_position). *needs_vocab (if not
+ * NULL) is set to 1 when the failure is a token reference and `vocab` is
+ * NULL, else to 0. */
 SIFT__HIDDEN sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t len,
                                                  const char *root, const char *source,
                                                  const sift_vocab *vocab, const sift__alloc *al,
                                                  void (*map)(void *, size_t, int32_t *, int32_t *),
-                                                 void *map_user, sift_error *err);
+                                                 void *map_user, int *needs_vocab, sift_error *err);
+/* sift_grammar_new, telling through *needs_vocab (if not NULL) whether a
+ * failure is only a token reference without a vocabulary: the config
+ * checks a grammar at load and leaves that one error to the build. */
+SIFT__HIDDEN sift_status sift__grammar_new_ex(sift_grammar **out, const char *text, size_t len,
+                                              const sift_vocab *vocab,
+                                              const sift_grammar_params *params, int *needs_vocab,
+                                              sift_error *err);
 SIFT__HIDDEN void sift__gbnf_free(sift__gbnf *g, const sift__alloc *al);
 
 /* True if code point c is in class k. */

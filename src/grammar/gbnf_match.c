@@ -1118,7 +1118,8 @@ out:
 }
 
 static sift_status core_new(gcore **out, const char *text, size_t len, const sift_vocab *vocab,
-                            const sift_grammar_params *pp, const sift__alloc *al, sift_error *err)
+                            const sift_grammar_params *pp, const sift__alloc *al, int *needs_vocab,
+                            sift_error *err)
 {
     gcore *c = sift__calloc(al, 1, sizeof *c);
     if (!c)
@@ -1126,7 +1127,7 @@ static sift_status core_new(gcore **out, const char *text, size_t len, const sif
     atomic_init(&c->refs, 1);
     c->al = *al;
     sift_status s = sift__gbnf_parse_mapped(&c->g, text, len, pp->root, pp->source_name, vocab, al,
-                                            pp->map_position, pp->map_user, err);
+                                            pp->map_position, pp->map_user, needs_vocab, err);
     if (s) {
         sift__free(al, c);
         return s;
@@ -1279,6 +1280,15 @@ sift_status sift_grammar_new(sift_grammar **out, const char *text, size_t len,
                              const sift_vocab *vocab, const sift_grammar_params *params,
                              sift_error *err)
 {
+    return sift__grammar_new_ex(out, text, len, vocab, params, NULL, err);
+}
+
+sift_status sift__grammar_new_ex(sift_grammar **out, const char *text, size_t len,
+                                 const sift_vocab *vocab, const sift_grammar_params *params,
+                                 int *needs_vocab, sift_error *err)
+{
+    if (needs_vocab)
+        *needs_vocab = 0;
     if (!out)
         return sift__fail(err, SIFT_E_ARG, "out is NULL");
     *out = NULL;
@@ -1310,7 +1320,7 @@ sift_status sift_grammar_new(sift_grammar **out, const char *text, size_t len,
     if (s)
         return s;
     gcore *c = NULL;
-    s = core_new(&c, text ? text : "", len, vocab, &pp, &al, err);
+    s = core_new(&c, text ? text : "", len, vocab, &pp, &al, needs_vocab, err);
     if (s)
         return s;
     s = grammar_make(out, c, &al, NULL, &pp, err);

@@ -133,6 +133,7 @@ typedef struct P {
     size_t bom;     /* 3 if the text starts with a BOM, else 0 */
     void (*map)(void *, size_t, int32_t *, int32_t *); /* positions in a larger file */
     void *map_user;
+    int *needs_vocab; /* set when a token reference finds no vocabulary */
 } P;
 
 /* 1-based line and column (code points) of byte offset `off`. */
@@ -756,6 +757,8 @@ static int parse_token(P *p)
         }
         p->i += 2;
         if (!p->vocab) {
+            if (p->needs_vocab)
+                *p->needs_vocab = 1;
             perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
                  "token references need a vocabulary (none was given)");
             return 0;
@@ -778,6 +781,8 @@ static int parse_token(P *p)
         size_t tl = k + 1 - lt;
         p->i = k + 1;
         if (!p->vocab) {
+            if (p->needs_vocab)
+                *p->needs_vocab = 1;
             perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
                  "token references need a vocabulary (none was given)");
             return 0;
@@ -1448,17 +1453,20 @@ sift_status sift__gbnf_parse(sift__gbnf *out, const char *text, size_t len, cons
                              const char *source, const sift_vocab *vocab, const sift__alloc *al,
                              sift_error *err)
 {
-    return sift__gbnf_parse_mapped(out, text, len, root, source, vocab, al, NULL, NULL, err);
+    return sift__gbnf_parse_mapped(out, text, len, root, source, vocab, al, NULL, NULL, NULL, err);
 }
 
 sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t len, const char *root,
                                     const char *source, const sift_vocab *vocab,
                                     const sift__alloc *al,
                                     void (*map)(void *, size_t, int32_t *, int32_t *),
-                                    void *map_user, sift_error *err)
+                                    void *map_user, int *needs_vocab, sift_error *err)
 {
     P p;
     memset(&p, 0, sizeof p);
+    if (needs_vocab)
+        *needs_vocab = 0;
+    p.needs_vocab = needs_vocab;
     p.map = map;
     p.map_user = map_user;
     p.al = al;

@@ -283,16 +283,41 @@ static sift_status ac_build(sift__trigger *t, sift_error *err)
 /* Construction                                                        */
 /* ------------------------------------------------------------------ */
 
+/* The one PCRE2 compile of a trigger pattern, with the trigger set's
+ * options (the set and sift__trigger_check_pattern both come here; the
+ * automatic callout counts the set's steps, count_step). On
+ * failure: *status (NOMEM, PATTERN_LIMIT for nesting and size limits,
+ * PATTERN_SYNTAX otherwise), PCRE2's error code and offset. */
+static pcre2_code *compile_one(const char *text, size_t len, int full, pcre2_compile_context *cc,
+                               sift_status *status, int *ec, PCRE2_SIZE *eo)
+{
+    uint32_t opts =
+        PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C | PCRE2_AUTO_CALLOUT;
+    if (full)
+        opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)text, len, opts, ec, eo, cc);
+    *status = SIFT_OK;
+    if (code)
+        return code;
+    if (*ec == PCRE2_ERROR_HEAP_FAILED || *ec == PCRE2_ERROR_NOMEMORY)
+        *status = SIFT_E_NOMEM;
+    else if (*ec == PCRE2_ERROR_PARENTHESES_NEST_TOO_DEEP || *ec == PCRE2_ERROR_PATTERN_TOO_LARGE ||
+             *ec == PCRE2_ERROR_PATTERN_TOO_COMPLICATED ||
+             *ec == PCRE2_ERROR_PATTERN_STRING_TOO_LONG || *ec == PCRE2_ERROR_TOO_MANY_CAPTURES)
+        *status = SIFT_E_PATTERN_LIMIT;
+    else
+        *status = SIFT_E_PATTERN_SYNTAX;
+    return NULL;
+}
+
 static sift_status compile_pattern(sift__trigger *t, size_t i, sift_error *err)
 {
     const sift__trigger_spec *sp = &t->specs[i];
-    uint32_t opts =
-        PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C | PCRE2_AUTO_CALLOUT;
-    if (sp->kind == SIFT__TRIGGER_PATTERN_FULL)
-        opts |= PCRE2_ANCHORED | PCRE2_ENDANCHORED;
     int ec;
     PCRE2_SIZE eo;
-    t->code[i] = pcre2_compile((PCRE2_SPTR)sp->text, sp->len, opts, &ec, &eo, t->cctx);
+    sift_status code;
+    t->code[i] = compile_one(sp->text, sp->len, sp->kind == SIFT__TRIGGER_PATTERN_FULL, t->cctx,
+                             &code, &ec, &eo);
     if (t->code[i])
         return SIFT_OK;
     PCRE2_UCHAR msg[160];
@@ -301,16 +326,59 @@ static sift_status compile_pattern(sift__trigger *t, size_t i, sift_error *err)
     if (ec == PCRE2_ERROR_HEAP_FAILED)
         return sift__fail_at(err, SIFT_E_NOMEM, (int64_t)i,
                              "out of memory compiling trigger pattern %zu", i);
-    sift_status code = SIFT_E_PATTERN_SYNTAX;
-    if (ec == PCRE2_ERROR_PARENTHESES_NEST_TOO_DEEP || ec == PCRE2_ERROR_PATTERN_TOO_LARGE ||
-        ec == PCRE2_ERROR_PATTERN_TOO_COMPLICATED || ec == PCRE2_ERROR_PATTERN_STRING_TOO_LONG ||
-        ec == PCRE2_ERROR_TOO_MANY_CAPTURES)
-        code = SIFT_E_PATTERN_LIMIT;
+    if (code == SIFT_E_NOMEM)
+        code = SIFT_E_PATTERN_SYNTAX; /* as before: only a heap failure is NOMEM here */
     sift__fail_at(err, code, (int64_t)i, "trigger pattern %zu, offset %zu: %s (PCRE2 error %d)", i,
                   (size_t)eo, (const char *)msg, ec);
     if (err)
         err->offset = (int64_t)eo;
     return code;
+}
+
+sift_status sift__trigger_check_pattern(const char *text, size_t len, int full,
+                                        const sift__alloc *al, size_t *err_off, int *matches_empty,
+                                        char *msg, size_t msg_cap)
+{
+    *err_off = 0;
+    *matches_empty = 0;
+    if (msg_cap)
+        msg[0] = '\0';
+    sift__alloc a = *al;
+    pcre2_general_context *gc = pcre2_general_context_create(pcre_alloc, pcre_free, &a);
+    pcre2_compile_context *cc = gc ? pcre2_compile_context_create(gc) : NULL;
+    if (!cc) {
+        pcre2_general_context_free(gc);
+        return SIFT_E_NOMEM;
+    }
+    int ec = 0;
+    PCRE2_SIZE eo = 0;
+    sift_status st;
+    pcre2_code *code = compile_one(text, len, full, cc, &st, &ec, &eo);
+    if (!code) {
+        if (st != SIFT_E_NOMEM && msg_cap) {
+            PCRE2_UCHAR buf[256];
+            if (pcre2_get_error_message(ec, buf, sizeof buf) < 0)
+                snprintf((char *)buf, sizeof buf, "error %d", ec);
+            snprintf(msg, msg_cap, "%s", (const char *)buf);
+        }
+        *err_off = (size_t)eo;
+    } else {
+        pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, gc);
+        pcre2_match_context *mc = pcre2_match_context_create(gc);
+        if (!md || !mc) {
+            st = SIFT_E_NOMEM;
+        } else {
+            pcre2_set_match_limit(mc, SIFT__TRIGGER_DEFAULT_MATCH_LIMIT);
+            pcre2_set_depth_limit(mc, SIFT__TRIGGER_DEFAULT_DEPTH_LIMIT);
+            *matches_empty = pcre2_match(code, (PCRE2_SPTR) "", 0, 0, 0, md, mc) >= 0;
+        }
+        pcre2_match_data_free(md);
+        pcre2_match_context_free(mc);
+        pcre2_code_free(code);
+    }
+    pcre2_compile_context_free(cc);
+    pcre2_general_context_free(gc);
+    return st;
 }
 
 /* Creates the PCRE2 contexts and compiles every pattern. */

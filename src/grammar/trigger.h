@@ -102,6 +102,14 @@ SIFT__HIDDEN sift_status sift__trigger_new(sift__trigger **out, const sift__trig
                                            const sift_vocab *vocab, const sift__alloc *al,
                                            sift_error *err);
 
+/* Compiles one pattern as a trigger set would (its PCRE2 options; full =
+ * anchored at both ends) and throws it away: the configuration's check of
+ * a pattern at load. SIFT_OK with *matches_empty (the pattern matches the
+ * empty string); SIFT_E_PATTERN_SYNTAX or SIFT_E_PATTERN_LIMIT with
+ * PCRE2's message in msg and the pattern offset in *err_off; SIFT_E_NOMEM. */
+SIFT__HIDDEN sift_status sift__trigger_check_pattern(const char *text, size_t len, int full,
+                                                     const sift__alloc *al, size_t *err_off,
+                                                     int *matches_empty, char *msg, size_t msg_cap);
 SIFT__HIDDEN void sift__trigger_free(sift__trigger *t);
 
 /* Deep copy (patterns are compiled again for the copy's allocator). */

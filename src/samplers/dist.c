@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct dist_stage {
     sift__stage base;
@@ -103,3 +104,40 @@ sift_status sift_chain_add_dist_id_order(sift_chain *chain, sift_error *err)
 {
     return add(chain, 1, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct dist_rec {
+    int order; /* 0 canonical, 1 id */
+} dist_rec;
+
+static const char *const dist_orders[] = {"canonical", "id", NULL};
+
+static const sift__param dist_params[] = {
+    {.name = "order",
+     .doc = "the order the draw walks: 'canonical' or 'id' (llama.cpp's)",
+     .type = SIFT__PT_ENUM,
+     .choices = dist_orders,
+     .off = offsetof(dist_rec, order)},
+};
+
+static sift_status dist_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                              sift_error *err)
+{
+    (void)env;
+    return ((const dist_rec *)rec)->order ? sift_chain_add_dist_id_order(c, err)
+                                          : sift_chain_add_dist(c, err);
+}
+
+const sift__sampler_desc sift__desc_dist = {
+    .name = "dist",
+    .summary = "draws a token from the distribution",
+    .params = dist_params,
+    .n_params = sizeof dist_params / sizeof dist_params[0],
+    .rec_size = sizeof(dist_rec),
+    .bare_ok = 1,
+    .selector = 1,
+    .build = dist_build,
+};

@@ -58,6 +58,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 #define DRY_MAX_BREAKERS 64
 #define DRY_MAX_BREAKER_BYTES 40
@@ -800,3 +801,124 @@ sift_status sift__chain_add_dry_tokens(sift_chain *chain, float multiplier, floa
     brk_free(&b);
     return s;
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct dry_rec {
+    float multiplier, base;
+    int32_t allowed_length, last_n;
+    char **breakers;
+    size_t *breaker_lengths;
+    size_t n_breakers;
+} dry_rec;
+
+static const char *const dry_default_breakers[] = {"\n", ":", "\"", "*"};
+
+static const sift__param dry_params[] = {
+    {.name = "multiplier",
+     .doc = "penalty scale; 0 = off, >= 0",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_GE,
+     .lo = 0,
+     .required = 1,
+     .off = offsetof(dry_rec, multiplier),
+     .flat_key = "dry_multiplier",
+     .flat_def = 0},
+    {.name = "base",
+     .doc = "exponential base; < 1 = off",
+     .type = SIFT__PT_FLOAT,
+     .def = 1.75,
+     .off = offsetof(dry_rec, base),
+     .flat_key = "dry_base",
+     .flat_def = 1.75},
+    {.name = "allowed_length",
+     .doc = "repeats up to this length are free",
+     .type = SIFT__PT_INT,
+     .range = SIFT__R_GE,
+     .lo = 0,
+     .def = 2,
+     .off = offsetof(dry_rec, allowed_length),
+     .flat_key = "dry_allowed_length",
+     .flat_def = 2},
+    {.name = "last_n",
+     .doc = "window of accepted tokens; 0 = off, -1 = n_ctx",
+     .type = SIFT__PT_WINDOW,
+     .def = 4096,
+     .off = offsetof(dry_rec, last_n),
+     .flat_key = "dry_penalty_last_n",
+     .flat_def = -1},
+    {.name = "breakers",
+     .doc = "sequence breakers: strings of 1 to 40 bytes, at most 64",
+     .type = SIFT__PT_STRING_LIST,
+     .def_strings = dry_default_breakers,
+     .n_def_strings = 4,
+     .item_noun = "breaker",
+     .max_items = 64,
+     .max_item_bytes = 40,
+     .off = offsetof(dry_rec, breakers),
+     .off_len = offsetof(dry_rec, breaker_lengths),
+     .off_count = offsetof(dry_rec, n_breakers),
+     .flat_key = "dry_sequence_breakers"},
+};
+
+static sift_status dry_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                             sift_error *err)
+{
+    const dry_rec *r = rec;
+    sift_dry_params dp;
+    sift_dry_params_init(&dp);
+    dp.multiplier = r->multiplier;
+    dp.base = r->base;
+    dp.allowed_length = r->allowed_length;
+    dp.last_n = r->last_n;
+    /* A trial build has no vocabulary to match breakers against; their
+     * bytes were validated with the parameters. */
+    if (!env->trial) {
+        dp.breakers = (const char *const *)r->breakers;
+        dp.breaker_lengths = r->breaker_lengths;
+        dp.n_breakers = r->n_breakers;
+    }
+    if (dp.n_breakers > 0 && !env->vocab)
+        return env->fail(env, err, SIFT_E_ARG,
+                         "dry has sequence breakers and no vocabulary was given");
+    return sift_chain_add_dry(c, &dp, env->vocab, err);
+}
+
+static int dry_off(const dry_rec *r)
+{
+    return r->multiplier == 0 || r->base < 1 || r->last_n == 0;
+}
+
+static void dry_lint(const void *rec, sift__lint *l)
+{
+    const dry_rec *r = rec;
+    if (dry_off(r))
+        l->warn(l, NULL, "dry is off with these values (%s)",
+                r->multiplier == 0 ? "multiplier 0"
+                : r->base < 1      ? "base < 1"
+                                   : "last_n 0");
+}
+
+static int dry_flat_active(void *rec)
+{
+    return !dry_off(rec);
+}
+
+static const char *const dry_flat_names[] = {"dry", NULL};
+
+const sift__sampler_desc sift__desc_dry = {
+    .name = "dry",
+    .summary = "DRY: penalises tokens that would extend a repeat of the history",
+    .params = dry_params,
+    .n_params = sizeof dry_params / sizeof dry_params[0],
+    .rec_size = sizeof(dry_rec),
+    .main = "multiplier",
+    .build = dry_build,
+    .lint = dry_lint,
+    .flat_names = dry_flat_names,
+    .flat_char = 'd',
+    .flat_order = 2,
+    .flat_active = dry_flat_active,
+};

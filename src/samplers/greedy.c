@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 static sift_status greedy_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
@@ -51,3 +52,28 @@ sift_status sift_chain_add_greedy(sift_chain *chain, sift_error *err)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding greedy");
     return sift__chain_push(chain, st, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct greedy_rec {
+    int unused;
+} greedy_rec;
+
+static sift_status greedy_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                                sift_error *err)
+{
+    (void)rec;
+    (void)env;
+    return sift_chain_add_greedy(c, err);
+}
+
+const sift__sampler_desc sift__desc_greedy = {
+    .name = "greedy",
+    .summary = "picks the most likely token",
+    .rec_size = sizeof(greedy_rec),
+    .bare_ok = 1,
+    .selector = 1,
+    .build = greedy_build,
+};

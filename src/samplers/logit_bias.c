@@ -32,6 +32,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct lb_stage {
     sift__stage base;
@@ -280,3 +281,39 @@ sift_status sift_chain_add_logit_bias(sift_chain *chain, const sift_bias *biases
     b->n_lower = lb_lowered_count(b);
     return sift__chain_push(chain, &b->base, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct lb_rec {
+    sift_bias *biases;
+    size_t n_biases;
+} lb_rec;
+
+static const sift__param lb_params[] = {
+    {.name = "biases",
+     .doc = "token id -> bias added to its logit (false or -.inf bans it)",
+     .type = SIFT__PT_ID_FLOAT_MAP,
+     .off = offsetof(lb_rec, biases),
+     .off_count = offsetof(lb_rec, n_biases),
+     .flat_key = "logit_bias"},
+};
+
+static sift_status lb_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                            sift_error *err)
+{
+    const lb_rec *r = rec;
+    (void)env;
+    return sift_chain_add_logit_bias(c, r->biases, r->n_biases, err);
+}
+
+const sift__sampler_desc sift__desc_logit_bias = {
+    .name = "logit_bias",
+    .summary = "adds a bias to the logits of given token ids",
+    .params = lb_params,
+    .n_params = sizeof lb_params / sizeof lb_params[0],
+    .rec_size = sizeof(lb_rec),
+    .value_is_param = 1,
+    .build = lb_build,
+};

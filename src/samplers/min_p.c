@@ -25,6 +25,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct min_p_stage {
     sift__stage base;
@@ -117,3 +118,81 @@ sift_status sift_chain_add_min_p(sift_chain *chain, float p, int32_t min_keep, s
     t->min_keep = min_keep;
     return sift__chain_push(chain, &t->base, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct min_p_rec {
+    float p;
+    int32_t min_keep;
+} min_p_rec;
+
+static const sift__param min_p_params[] = {
+    {.name = "p",
+     .doc = "probability relative to the most likely token, in [0, 1]",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_IN,
+     .lo = 0,
+     .hi = 1,
+     .required = 1,
+     .off = offsetof(min_p_rec, p),
+     .flat_key = "min_p",
+     .flat_def = 0.05},
+    {.name = "min_keep",
+     .doc = "keep at least this many tokens",
+     .type = SIFT__PT_INT,
+     .range = SIFT__R_IN,
+     .lo = 0,
+     .hi = INT32_MAX,
+     .off = offsetof(min_p_rec, min_keep),
+     .flat_key = "min_keep",
+     .flat_def = 0},
+};
+
+static sift_status min_p_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                               sift_error *err)
+{
+    const min_p_rec *r = rec;
+    (void)env;
+    return sift_chain_add_min_p(c, r->p, r->min_keep, err);
+}
+
+static sift_class min_p_desc_cls(const void *rec, int64_t *k)
+{
+    const min_p_rec *r = rec;
+    *k = 0;
+    return r->p > 0 ? SIFT_CLASS_THRESHOLD : SIFT_CLASS_IDENTITY;
+}
+
+static void min_p_lint(const void *rec, sift__lint *l)
+{
+    const min_p_rec *r = rec;
+    if (r->p == 0)
+        l->warn(l, "p", "min_p 0 turns the stage off");
+}
+
+static int min_p_flat_active(void *rec)
+{
+    const min_p_rec *r = rec;
+    return r->p > 0;
+}
+
+static const char *const min_p_flat_names[] = {"min_p", "min-p", NULL};
+
+const sift__sampler_desc sift__desc_min_p = {
+    .name = "min_p",
+    .summary = "keeps the tokens at least p times as likely as the most likely one",
+    .params = min_p_params,
+    .n_params = sizeof min_p_params / sizeof min_p_params[0],
+    .rec_size = sizeof(min_p_rec),
+    .main = "p",
+    .keeps_argmax = 1,
+    .build = min_p_build,
+    .cls = min_p_desc_cls,
+    .lint = min_p_lint,
+    .flat_names = min_p_flat_names,
+    .flat_char = 'm',
+    .flat_order = 7,
+    .flat_active = min_p_flat_active,
+};

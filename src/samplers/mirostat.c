@@ -45,6 +45,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 #define LN2 0.6931471805599453
 
@@ -323,3 +324,85 @@ sift_status sift_chain_add_mirostat_v2(sift_chain *chain, float tau, float eta, 
         return s;
     return add(chain, &miro_v2_ops, 1, 0, tau, eta, 1, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptors                                                         */
+/* ------------------------------------------------------------------ */
+
+typedef struct miro_rec {
+    float tau, eta;
+    int32_t m;
+} miro_rec;
+
+static const sift__param miro_params[] = {
+    {.name = "tau",
+     .doc = "target surprise in bits, >= 0",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_GE,
+     .lo = 0,
+     .def = 5,
+     .off = offsetof(miro_rec, tau),
+     .flat_key = "mirostat_tau",
+     .flat_def = 5},
+    {.name = "eta",
+     .doc = "learning rate, >= 0",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_GE,
+     .lo = 0,
+     .def = 0.1,
+     .off = offsetof(miro_rec, eta),
+     .flat_key = "mirostat_eta",
+     .flat_def = 0.1},
+    {.name = "m",
+     .doc = "tokens used to estimate the Zipf exponent, >= 1",
+     .type = SIFT__PT_INT,
+     .range = SIFT__R_IN,
+     .lo = 1,
+     .hi = INT32_MAX,
+     .def = 100,
+     .off = offsetof(miro_rec, m),
+     .flat_def = 100},
+};
+
+static sift_status miro_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                              sift_error *err)
+{
+    const miro_rec *r = rec;
+    int32_t nv = env->n_vocab ? env->n_vocab : (env->vocab ? sift_vocab_size(env->vocab) : 0);
+    if (nv < 1)
+        return env->fail(env, err, SIFT_E_ARG, "mirostat needs the vocabulary size (vocab_size)");
+    return sift_chain_add_mirostat(c, nv, r->tau, r->eta, r->m, err);
+}
+
+static sift_status miro2_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                               sift_error *err)
+{
+    const miro_rec *r = rec;
+    (void)env;
+    return sift_chain_add_mirostat_v2(c, r->tau, r->eta, err);
+}
+
+const sift__sampler_desc sift__desc_mirostat = {
+    .name = "mirostat",
+    .summary = "Mirostat 1.0: draws at a target surprise (needs the vocabulary size)",
+    .params = miro_params,
+    .n_params = sizeof miro_params / sizeof miro_params[0],
+    .rec_size = sizeof(miro_rec),
+    .main = "tau",
+    .bare_ok = 1,
+    .selector = 1,
+    .needs_vocab_size = 1,
+    .build = miro_build,
+};
+
+const sift__sampler_desc sift__desc_mirostat_v2 = {
+    .name = "mirostat_v2",
+    .summary = "Mirostat 2.0: draws at a target surprise",
+    .params = miro_params,
+    .n_params = 2, /* tau and eta: v2 has no m */
+    .rec_size = sizeof(miro_rec),
+    .main = "tau",
+    .bare_ok = 1,
+    .selector = 1,
+    .build = miro2_build,
+};

@@ -44,6 +44,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct pen_stage {
     sift__stage base;
@@ -396,3 +397,87 @@ sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n, float re
     p->active = active;
     return sift__chain_push(chain, &p->base, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct pen_rec {
+    int32_t last_n;
+    float repeat, frequency, presence;
+} pen_rec;
+
+static const sift__param pen_params[] = {
+    {.name = "last_n",
+     .doc = "window of accepted tokens; 0 = off, -1 = n_ctx",
+     .type = SIFT__PT_WINDOW,
+     .def = 64,
+     .off = offsetof(pen_rec, last_n),
+     .flat_key = "repeat_last_n",
+     .flat_def = 64},
+    {.name = "repeat",
+     .doc = "repetition penalty; 1 = off, > 0",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_GT,
+     .lo = 0,
+     .required = 1,
+     .def = 1,
+     .off = offsetof(pen_rec, repeat),
+     .flat_key = "repeat_penalty",
+     .flat_def = 1},
+    {.name = "frequency",
+     .doc = "subtracted once per occurrence in the window",
+     .type = SIFT__PT_FLOAT,
+     .off = offsetof(pen_rec, frequency),
+     .flat_key = "frequency_penalty",
+     .flat_def = 0},
+    {.name = "presence",
+     .doc = "subtracted once if the token occurs in the window",
+     .type = SIFT__PT_FLOAT,
+     .off = offsetof(pen_rec, presence),
+     .flat_key = "presence_penalty",
+     .flat_def = 0},
+};
+
+static sift_status pen_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                             sift_error *err)
+{
+    const pen_rec *r = rec;
+    (void)env;
+    return sift_chain_add_penalties(c, r->last_n, r->repeat, r->frequency, r->presence, err);
+}
+
+static int pen_off(const pen_rec *r)
+{
+    return r->last_n == 0 || (r->repeat == 1.0f && r->frequency == 0 && r->presence == 0);
+}
+
+static void pen_lint(const void *rec, sift__lint *l)
+{
+    const pen_rec *r = rec;
+    if (pen_off(r))
+        l->warn(l, NULL, "penalties does nothing with these values (%s)",
+                r->last_n == 0 ? "last_n 0" : "repeat 1, frequency 0, presence 0");
+}
+
+static int pen_flat_active(void *rec)
+{
+    return !pen_off(rec);
+}
+
+static const char *const pen_flat_names[] = {"penalties", NULL};
+
+const sift__sampler_desc sift__desc_penalties = {
+    .name = "penalties",
+    .summary = "repetition, frequency and presence penalties over a window",
+    .params = pen_params,
+    .n_params = sizeof pen_params / sizeof pen_params[0],
+    .rec_size = sizeof(pen_rec),
+    .main = "repeat",
+    .build = pen_build,
+    .lint = pen_lint,
+    .flat_names = pen_flat_names,
+    .flat_char = 'e',
+    .flat_order = 1,
+    .flat_active = pen_flat_active,
+};

@@ -45,6 +45,7 @@
 #endif
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct temp_stage {
     sift__stage base;
@@ -276,3 +277,93 @@ sift_status sift_chain_add_temp_ext(sift_chain *chain, float temp, float delta, 
                           (double)exponent);
     return add(chain, &temp_ext_ops, temp, delta, exponent, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct temp_rec {
+    float temp, delta, exponent;
+} temp_rec;
+
+static const sift__param temp_params[] = {
+    {.name = "temp",
+     .doc = "temperature; 0 = greedy, >= 0",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_GE,
+     .lo = 0,
+     .range_note = "0 = greedy",
+     .required = 1,
+     .off = offsetof(temp_rec, temp),
+     .flat_key = "temp",
+     .flat_def = 0.8},
+    {.name = "delta",
+     .doc = "dynamic temperature range (temp +- delta); 0 = off, >= 0",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_GE,
+     .lo = 0,
+     .off = offsetof(temp_rec, delta),
+     .flat_key = "dynatemp_range",
+     .flat_def = 0},
+    {.name = "exponent",
+     .doc = "dynamic temperature exponent, > 0",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_GT,
+     .lo = 0,
+     .def = 1,
+     .off = offsetof(temp_rec, exponent),
+     .flat_key = "dynatemp_exponent",
+     .flat_def = 1},
+};
+
+static sift_status temp_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                              sift_error *err)
+{
+    const temp_rec *r = rec;
+    (void)env;
+    if (r->delta > 0)
+        return sift_chain_add_temp_ext(c, r->temp, r->delta, r->exponent, err);
+    return sift_chain_add_temp(c, r->temp, err);
+}
+
+static sift_class temp_desc_cls(const void *rec, int64_t *k)
+{
+    const temp_rec *r = rec;
+    *k = 1;
+    if (r->delta > 0)
+        return SIFT_CLASS_WHOLE;
+    return r->temp <= 0 ? SIFT_CLASS_TOP : SIFT_CLASS_MONOTONE;
+}
+
+/* llama.cpp's common sampler: dynamic temperature when its range is
+ * positive, else plain temperature (a negative one acts as 0), left out
+ * at 1. */
+static int temp_flat_active(void *rec)
+{
+    temp_rec *r = rec;
+    if (r->delta > 0)
+        return 1;
+    if (r->temp == 1.0f)
+        return 0;
+    if (r->temp < 0)
+        r->temp = 0.0f;
+    return 1;
+}
+
+static const char *const temp_flat_names[] = {"temperature", "temp", NULL};
+
+const sift__sampler_desc sift__desc_temperature = {
+    .name = "temperature",
+    .summary = "divides the logits by the temperature (or a dynamic one)",
+    .params = temp_params,
+    .n_params = sizeof temp_params / sizeof temp_params[0],
+    .rec_size = sizeof(temp_rec),
+    .main = "temp",
+    .keeps_argmax = 1,
+    .build = temp_build,
+    .cls = temp_desc_cls,
+    .flat_names = temp_flat_names,
+    .flat_char = 't',
+    .flat_order = 9,
+    .flat_active = temp_flat_active,
+};

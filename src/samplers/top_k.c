@@ -13,6 +13,7 @@
  * depends on the ties, so the analyzer certifies it per step).
  */
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct top_k_stage {
     sift__stage base;
@@ -108,3 +109,78 @@ sift_status sift_chain_add_top_k_ties(sift_chain *chain, int32_t k, sift_error *
 {
     return add(chain, &top_k_ties_ops, k, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct top_k_rec {
+    int32_t k;
+    int ties;
+} top_k_rec;
+
+static const sift__param top_k_params[] = {
+    {.name = "k",
+     .doc = "how many tokens to keep; <= 0 keeps every token",
+     .type = SIFT__PT_INT,
+     .range = SIFT__R_ANY,
+     .required = 1,
+     .off = offsetof(top_k_rec, k),
+     .flat_key = "top_k",
+     .flat_def = 40},
+    {.name = "ties",
+     .doc = "keep every token tied with the k-th (top_k_ties)",
+     .type = SIFT__PT_BOOL,
+     .off = offsetof(top_k_rec, ties)},
+};
+
+static sift_status top_k_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                               sift_error *err)
+{
+    const top_k_rec *r = rec;
+    (void)env;
+    return r->ties ? sift_chain_add_top_k_ties(c, r->k, err) : sift_chain_add_top_k(c, r->k, err);
+}
+
+static sift_class top_k_desc_cls(const void *rec, int64_t *k)
+{
+    const top_k_rec *r = rec;
+    *k = r->k;
+    if (r->k <= 0)
+        return SIFT_CLASS_IDENTITY;
+    return r->ties ? SIFT_CLASS_THRESHOLD : SIFT_CLASS_TOP;
+}
+
+static void top_k_lint(const void *rec, sift__lint *l)
+{
+    const top_k_rec *r = rec;
+    if (r->k <= 0)
+        l->warn(l, "k", "top_k %d turns the stage off (k <= 0 keeps every token)", (int)r->k);
+    if (l->vocab_size && r->k > l->vocab_size)
+        l->warn(l, "k", "top_k %d is larger than vocab_size %d; it keeps every token", (int)r->k,
+                (int)l->vocab_size);
+}
+
+static int top_k_flat_active(void *rec)
+{
+    return ((const top_k_rec *)rec)->k > 0;
+}
+
+static const char *const top_k_flat_names[] = {"top_k", "top-k", NULL};
+
+const sift__sampler_desc sift__desc_top_k = {
+    .name = "top_k",
+    .summary = "keeps the k most likely tokens",
+    .params = top_k_params,
+    .n_params = sizeof top_k_params / sizeof top_k_params[0],
+    .rec_size = sizeof(top_k_rec),
+    .main = "k",
+    .keeps_argmax = 1,
+    .build = top_k_build,
+    .cls = top_k_desc_cls,
+    .lint = top_k_lint,
+    .flat_names = top_k_flat_names,
+    .flat_char = 'k',
+    .flat_order = 4,
+    .flat_active = top_k_flat_active,
+};

@@ -26,6 +26,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct tns_stage {
     sift__stage base;
@@ -92,3 +93,65 @@ sift_status sift_chain_add_top_n_sigma(sift_chain *chain, float n, sift_error *e
     t->n = n;
     return sift__chain_push(chain, &t->base, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct tns_rec {
+    float n;
+} tns_rec;
+
+static const sift__param tns_params[] = {
+    {.name = "n",
+     .doc = "keep logits within n standard deviations of the largest; <= 0 = off",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_ANY,
+     .required = 1,
+     .off = offsetof(tns_rec, n),
+     .flat_key = "top_n_sigma",
+     .flat_def = -1},
+};
+
+static sift_status tns_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                             sift_error *err)
+{
+    (void)env;
+    return sift_chain_add_top_n_sigma(c, ((const tns_rec *)rec)->n, err);
+}
+
+static sift_class tns_desc_cls(const void *rec, int64_t *k)
+{
+    *k = 0;
+    return ((const tns_rec *)rec)->n > 0 ? SIFT_CLASS_THRESHOLD : SIFT_CLASS_IDENTITY;
+}
+
+static void tns_lint(const void *rec, sift__lint *l)
+{
+    if (((const tns_rec *)rec)->n <= 0)
+        l->warn(l, "n", "top_n_sigma %s turns the stage off (n <= 0)", l->text(l, "n"));
+}
+
+static int tns_flat_active(void *rec)
+{
+    return ((const tns_rec *)rec)->n > 0;
+}
+
+static const char *const tns_flat_names[] = {"top_n_sigma", "top-n-sigma", NULL};
+
+const sift__sampler_desc sift__desc_top_n_sigma = {
+    .name = "top_n_sigma",
+    .summary = "keeps the logits within n standard deviations of the largest",
+    .params = tns_params,
+    .n_params = sizeof tns_params / sizeof tns_params[0],
+    .rec_size = sizeof(tns_rec),
+    .main = "n",
+    .keeps_argmax = 1,
+    .build = tns_build,
+    .cls = tns_desc_cls,
+    .lint = tns_lint,
+    .flat_names = tns_flat_names,
+    .flat_char = 's',
+    .flat_order = 3,
+    .flat_active = tns_flat_active,
+};

@@ -28,6 +28,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct top_p_stage {
     sift__stage base;
@@ -90,3 +91,81 @@ sift_status sift_chain_add_top_p(sift_chain *chain, float p, int32_t min_keep, s
     t->min_keep = min_keep;
     return sift__chain_push(chain, &t->base, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct top_p_rec {
+    float p;
+    int32_t min_keep;
+} top_p_rec;
+
+static const sift__param top_p_params[] = {
+    {.name = "p",
+     .doc = "cumulative probability to keep, in [0, 1]",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_IN,
+     .lo = 0,
+     .hi = 1,
+     .required = 1,
+     .off = offsetof(top_p_rec, p),
+     .flat_key = "top_p",
+     .flat_def = 0.95},
+    {.name = "min_keep",
+     .doc = "keep at least this many tokens",
+     .type = SIFT__PT_INT,
+     .range = SIFT__R_IN,
+     .lo = 0,
+     .hi = INT32_MAX,
+     .off = offsetof(top_p_rec, min_keep),
+     .flat_key = "min_keep",
+     .flat_def = 0},
+};
+
+static sift_status top_p_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                               sift_error *err)
+{
+    const top_p_rec *r = rec;
+    (void)env;
+    return sift_chain_add_top_p(c, r->p, r->min_keep, err);
+}
+
+static sift_class top_p_desc_cls(const void *rec, int64_t *k)
+{
+    const top_p_rec *r = rec;
+    *k = 0;
+    return r->p < 1 ? SIFT_CLASS_THRESHOLD : SIFT_CLASS_IDENTITY;
+}
+
+static void top_p_lint(const void *rec, sift__lint *l)
+{
+    const top_p_rec *r = rec;
+    if (r->p >= 1)
+        l->warn(l, "p", "top_p 1 turns the stage off");
+}
+
+static int top_p_flat_active(void *rec)
+{
+    const top_p_rec *r = rec;
+    return r->p < 1;
+}
+
+static const char *const top_p_flat_names[] = {"top_p", "top-p", "nucleus", NULL};
+
+const sift__sampler_desc sift__desc_top_p = {
+    .name = "top_p",
+    .summary = "keeps the smallest prefix whose probability reaches p",
+    .params = top_p_params,
+    .n_params = sizeof top_p_params / sizeof top_p_params[0],
+    .rec_size = sizeof(top_p_rec),
+    .main = "p",
+    .keeps_argmax = 1,
+    .build = top_p_build,
+    .cls = top_p_desc_cls,
+    .lint = top_p_lint,
+    .flat_names = top_p_flat_names,
+    .flat_char = 'p',
+    .flat_order = 6,
+    .flat_active = top_p_flat_active,
+};

@@ -52,6 +52,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct typical_stage {
     sift__stage base;
@@ -408,3 +409,82 @@ sift_status sift_chain_add_typical(sift_chain *chain, float p, int32_t min_keep,
     t->min_keep = min_keep;
     return sift__chain_push(chain, &t->base, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct typical_rec {
+    float p;
+    int32_t min_keep;
+} typical_rec;
+
+static const sift__param typical_params[] = {
+    {.name = "p",
+     .doc = "probability mass to keep, in [0, 1]",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_IN,
+     .lo = 0,
+     .hi = 1,
+     .required = 1,
+     .off = offsetof(typical_rec, p),
+     .flat_key = "typical_p",
+     .flat_def = 1.0},
+    {.name = "min_keep",
+     .doc = "keep at least this many tokens",
+     .type = SIFT__PT_INT,
+     .range = SIFT__R_IN,
+     .lo = 0,
+     .hi = INT32_MAX,
+     .off = offsetof(typical_rec, min_keep),
+     .flat_key = "min_keep",
+     .flat_def = 0},
+};
+
+static sift_status typical_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                                 sift_error *err)
+{
+    const typical_rec *r = rec;
+    (void)env;
+    return sift_chain_add_typical(c, r->p, r->min_keep, err);
+}
+
+static sift_class typical_desc_cls(const void *rec, int64_t *k)
+{
+    const typical_rec *r = rec;
+    *k = 0;
+    return r->p < 1 ? SIFT_CLASS_WHOLE : SIFT_CLASS_IDENTITY;
+}
+
+static void typical_lint(const void *rec, sift__lint *l)
+{
+    const typical_rec *r = rec;
+    if (r->p >= 1)
+        l->warn(l, "p", "typical 1 turns the stage off");
+}
+
+static int typical_flat_active(void *rec)
+{
+    const typical_rec *r = rec;
+    return r->p < 1;
+}
+
+static const char *const typical_flat_names[] = {"typ_p", "typical-p", "typical",
+                                                 "typ-p", "typ",       NULL};
+
+const sift__sampler_desc sift__desc_typical = {
+    .name = "typical",
+    .summary = "locally typical sampling",
+    .params = typical_params,
+    .n_params = sizeof typical_params / sizeof typical_params[0],
+    .rec_size = sizeof(typical_rec),
+    .main = "p",
+    .keeps_argmax = 1,
+    .build = typical_build,
+    .cls = typical_desc_cls,
+    .lint = typical_lint,
+    .flat_names = typical_flat_names,
+    .flat_char = 'y',
+    .flat_order = 5,
+    .flat_active = typical_flat_active,
+};

@@ -32,6 +32,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "registry.h"
 
 typedef struct xtc_stage {
     sift__stage base;
@@ -130,3 +131,93 @@ sift_status sift_chain_add_xtc(sift_chain *chain, float probability, float thres
     x->min_keep = min_keep;
     return sift__chain_push(chain, &x->base, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct xtc_rec {
+    float probability, threshold;
+    int32_t min_keep;
+} xtc_rec;
+
+static const sift__param xtc_params[] = {
+    {.name = "probability",
+     .doc = "chance that a step removes the top choices, in [0, 1]",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_IN,
+     .lo = 0,
+     .hi = 1,
+     .required = 1,
+     .off = offsetof(xtc_rec, probability),
+     .flat_key = "xtc_probability",
+     .flat_def = 0},
+    {.name = "threshold",
+     .doc = "probability a token needs to count as a top choice, in [0, 1]",
+     .type = SIFT__PT_FLOAT,
+     .range = SIFT__R_IN,
+     .lo = 0,
+     .hi = 1,
+     .def = 0.1,
+     .off = offsetof(xtc_rec, threshold),
+     .flat_key = "xtc_threshold",
+     .flat_def = 0.1},
+    {.name = "min_keep",
+     .doc = "keep at least this many tokens",
+     .type = SIFT__PT_INT,
+     .range = SIFT__R_IN,
+     .lo = 0,
+     .hi = INT32_MAX,
+     .off = offsetof(xtc_rec, min_keep),
+     .flat_key = "min_keep",
+     .flat_def = 0},
+};
+
+static sift_status xtc_build(sift_chain *c, const void *rec, const sift__build_env *env,
+                             sift_error *err)
+{
+    const xtc_rec *r = rec;
+    (void)env;
+    return sift_chain_add_xtc(c, r->probability, r->threshold, r->min_keep, err);
+}
+
+static sift_class xtc_desc_cls(const void *rec, int64_t *k)
+{
+    const xtc_rec *r = rec;
+    *k = 0;
+    return r->probability > 0 && r->threshold <= 0.5f ? SIFT_CLASS_WHOLE : SIFT_CLASS_IDENTITY;
+}
+
+static void xtc_lint(const void *rec, sift__lint *l)
+{
+    const xtc_rec *r = rec;
+    if (r->probability == 0)
+        l->warn(l, "probability", "xtc probability 0 turns the stage off");
+    if (r->threshold > 0.5f)
+        l->warn(l, "threshold",
+                "xtc threshold above 0.5 turns the stage off (at most one token can reach it)");
+}
+
+static int xtc_flat_active(void *rec)
+{
+    const xtc_rec *r = rec;
+    return !(r->probability <= 0 || r->threshold > 0.5f);
+}
+
+static const char *const xtc_flat_names[] = {"xtc", NULL};
+
+const sift__sampler_desc sift__desc_xtc = {
+    .name = "xtc",
+    .summary = "exclude top choices: sometimes removes every likely token but the least likely",
+    .params = xtc_params,
+    .n_params = sizeof xtc_params / sizeof xtc_params[0],
+    .rec_size = sizeof(xtc_rec),
+    .main = "probability",
+    .build = xtc_build,
+    .cls = xtc_desc_cls,
+    .lint = xtc_lint,
+    .flat_names = xtc_flat_names,
+    .flat_char = 'x',
+    .flat_order = 8,
+    .flat_active = xtc_flat_active,
+};

@@ -1,0 +1,159 @@
+/*
+ * registry.h - the sampler descriptors and their registry.
+ *
+ * Every sampler file exports one descriptor: its name, a typed parameter
+ * table (type, range, default, llama.cpp's flat key, one doc line), a
+ * constructor that adds the stage from a parsed parameter record, and the
+ * few facts the configuration's warnings need. The configuration
+ * (src/config/) walks these tables; it holds no per-sampler code, so a new
+ * sampler touches its own file, one line of registry.c and its public
+ * sift_chain_add_* declaration.
+ *
+ * A parameter record is the sampler's own struct (for example
+ * sift__top_k_rec); a table entry names its field by offsetof. Records are
+ * plain data: list parameters point to memory the configuration owns.
+ * Nothing here is API.
+ */
+#ifndef SIFT_SAMPLERS_REGISTRY_H
+#define SIFT_SAMPLERS_REGISTRY_H
+
+#include <stddef.h>
+
+#include "../sift_internal.h"
+
+/* How a parameter is written and where it goes in the record. */
+typedef enum sift__ptype {
+    SIFT__PT_INT,    /* int32_t */
+    SIFT__PT_WINDOW, /* int32_t window of accepted tokens; -1 = n_ctx */
+    SIFT__PT_FLOAT,  /* float, finite unless the range is SIFT__R_IN */
+    SIFT__PT_BOOL,   /* int, 0 or 1 */
+    SIFT__PT_ENUM,   /* int, the index of the string in .choices */
+    /* char ** at .off, size_t * (byte lengths) at .off_len, size_t at
+     * .off_count: a sequence of non-empty strings */
+    SIFT__PT_STRING_LIST,
+    /* sift_bias * at .off, size_t at .off_count: token id -> bias */
+    SIFT__PT_ID_FLOAT_MAP
+} sift__ptype;
+
+/* The range check of a number (the message names it). */
+typedef enum sift__prange {
+    SIFT__R_ANY, /* int: any int32; float: any finite value */
+    SIFT__R_IN,  /* [lo, hi] */
+    SIFT__R_GE,  /* >= lo (ints: and <= INT32_MAX) */
+    SIFT__R_GT   /* > lo */
+} sift__prange;
+
+typedef struct sift__param {
+    const char *name; /* the YAML key */
+    const char *doc;  /* one line for docs/config.md */
+    sift__ptype type;
+    sift__prange range;
+    double lo, hi;
+    const char *range_note; /* said after the bound: "0 = greedy" */
+    int required;
+    double def;                       /* numbers and booleans */
+    const char *const *def_strings;   /* SIFT__PT_STRING_LIST default */
+    size_t n_def_strings;             /* (NULL = empty) */
+    const char *const *choices;       /* SIFT__PT_ENUM, NULL-terminated */
+    const char *item_noun;            /* SIFT__PT_STRING_LIST: "breaker" */
+    size_t max_items, max_item_bytes; /* SIFT__PT_STRING_LIST limits */
+    size_t off, off_len, off_count;   /* offsetof in the record */
+    /* llama.cpp's key for this parameter (common_params_sampling, a
+     * llama-server request), or NULL; more than one descriptor may share
+     * one (min_keep). */
+    const char *flat_key;
+    double flat_def; /* llama.cpp's default */
+} sift__param;
+
+/* What a constructor needs besides the record. */
+typedef struct sift__build_env sift__build_env;
+struct sift__build_env {
+    const sift_vocab *vocab; /* NULL if none */
+    int32_t n_vocab;         /* 0 if unknown */
+    /* A trial build (the configuration's load-time judgement): there is
+     * no vocabulary, and what needs one is left out. */
+    int trial;
+    /* Fails with a message placed at the stage ("config:line:col: ...",
+     * err's source, line and column set); returns code. */
+    sift_status (*fail)(const sift__build_env *env, sift_error *err, sift_status code,
+                        const char *fmt, ...) SIFT__PRINTF(4, 5);
+    void *user; /* for fail */
+};
+
+/* The largest record, in bytes (the registry test checks every one). */
+enum { SIFT__REC_MAX = 96 };
+
+typedef union sift__rec {
+    double d;
+    void *p;
+    int64_t i;
+    unsigned char b[SIFT__REC_MAX];
+} sift__rec;
+
+/* Where a descriptor's lint reports (the configuration implements it). */
+typedef struct sift__lint sift__lint;
+struct sift__lint {
+    int32_t vocab_size; /* 0 if unknown */
+    /* Warns at the value of parameter `param`, or at the stage if NULL. */
+    void (*warn)(sift__lint *l, const char *param, const char *fmt, ...) SIFT__PRINTF(3, 4);
+    /* The value of `param` as written (for messages). */
+    const char *(*text)(sift__lint *l, const char *param);
+};
+
+typedef struct sift__sampler_desc {
+    const char *name;    /* the stage name in a `chain:` list */
+    const char *summary; /* one line for docs/config.md */
+    const sift__param *params;
+    size_t n_params;
+    size_t rec_size;
+    /* The parameter a scalar value gives ("top_p: 0.9"), or NULL. */
+    const char *main;
+    int bare_ok; /* may be written with no value at all */
+    /* The stage's value is the parameter itself (logit_bias's mapping). */
+    int value_is_param;
+    int selector;         /* picks the token: the chain's last stage */
+    int needs_vocab_size; /* cannot be built without the vocabulary size */
+    int keeps_argmax;     /* never changes the most likely token */
+    /* Adds the stage to `c`. */
+    sift_status (*build)(sift_chain *c, const void *rec, const sift__build_env *env,
+                         sift_error *err);
+    /* The stage's capability class from its record, as the
+     * configuration's warnings see it before any chain exists (WHOLE or
+     * THRESHOLD: reads the whole row before a top-k; TOP with *k: a top-k
+     * cut), or NULL for "neither". It must agree with the built stage's
+     * sift__stage_ops.cls. */
+    sift_class (*cls)(const void *rec, int64_t *k);
+    /* Warnings about values that turn the stage off, or NULL. */
+    void (*lint)(const void *rec, sift__lint *l);
+
+    /* The flat llama.cpp form: the names common's --samplers takes for
+     * this stage (NULL-terminated; the first is llama.cpp's own), its
+     * character in llama-server's "samplers" string, its place in
+     * common's default order (0 = not in it, else 1-based), and whether
+     * llama.cpp's constructor would build it from these values (its
+     * no-op rules; it may adjust the record as llama.cpp does).
+     * flat_names NULL: not in the flat form's order. */
+    const char *const *flat_names;
+    char flat_char;
+    int flat_order;
+    int (*flat_active)(void *rec);
+} sift__sampler_desc;
+
+/* The registry (registry.c): every descriptor, NULL-terminated. */
+SIFT__HIDDEN extern const sift__sampler_desc *const sift__samplers[];
+
+/* The descriptor named `name` (`len` bytes), or NULL. */
+SIFT__HIDDEN const sift__sampler_desc *sift__sampler_find(const char *name, size_t len);
+
+/* The parameter `name` of `d`, or NULL. */
+SIFT__HIDDEN const sift__param *sift__param_find(const sift__sampler_desc *d, const char *name);
+
+/* Fills a record with the parameters' defaults (yaml = 1: the YAML
+ * defaults, 0: llama.cpp's flat defaults). String-list defaults are not
+ * copied: the configuration copies them (it owns the memory). */
+SIFT__HIDDEN void sift__rec_defaults(const sift__sampler_desc *d, void *rec, int yaml);
+
+/* Record access by parameter. */
+#define SIFT__REC_FIELD(rec, p, type) ((type *)(void *)((unsigned char *)(rec) + (p)->off))
+
+#endif /* SIFT_SAMPLERS_REGISTRY_H */
