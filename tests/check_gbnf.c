@@ -554,6 +554,88 @@ START_TEST(test_a_left_recursion_through_a_nullable_loop_is_still_an_error)
 }
 END_TEST
 
+/* An allocator whose new blocks are full of REF elements naming a rule
+ * far out of range: a builder that reads scratch memory it never wrote
+ * compiles them into the grammar. */
+static void *poison_alloc(void *user, size_t size)
+{
+    (void)user;
+    uint32_t *q = malloc(size);
+    for (size_t i = 0; q && i + 1 < size / sizeof *q; i += 2) {
+        q[i] = SIFT__G_REF;
+        q[i + 1] = 0x7fffff00u;
+    }
+    return q;
+}
+
+static void poison_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* The fuzzer's heap-buffer-overflow in check_left_recursion: the
+ * repetition helper's copy of the item S was taken from the scratch
+ * buffer after a reserve that grew it, and a grow keeps only the
+ * elements it is told are used (none), so the first helper of a parse's
+ * first repetition of an item of 7 or more elements (and of any later
+ * one whose item and helper outgrew the scratch) held whatever the new
+ * block held: with the default allocator
+ * a wrong language (root ::= "abcdefg"* rejected "abcdefgabcdefg"),
+ * with stale REF elements an out-of-range rule id. */
+START_TEST(test_a_repeated_item_is_copied_whole_into_its_helpers)
+{
+    static const char *const body[] = {"a",
+                                       "abcdef",
+                                       "abcdefg",
+                                       "abcdefghijklmnop",
+                                       "abcdefghijklmnopq",
+                                       "0123456789012345678901234567890123"};
+    static const char *const post[] = {"*", "+", "?", "{0,3}", "{2,}", "{1,2}"};
+    sift_allocator al = {sizeof(sift_allocator), poison_alloc, poison_free, NULL, NULL};
+    for (int poison = 0; poison < 2; poison++) {
+        sift_grammar_params p;
+        sift_grammar_params_init(&p);
+        if (poison)
+            p.allocator = &al;
+        for (size_t b = 0; b < N(body); b++) {
+            for (size_t q = 0; q < N(post); q++) {
+                char text[128], two[128], four[160];
+                /* the repetition first in the grammar: the scratch starts empty */
+                snprintf(text, sizeof text, "root ::= \"%s\"%s \"!\"", body[b], post[q]);
+                snprintf(two, sizeof two, "%s%s!", body[b], body[b]);
+                snprintf(four, sizeof four, "%s%s%s%s!", body[b], body[b], body[b], body[b]);
+                sift_grammar *g = NULL;
+                sift_error err;
+                ck_assert_msg(sift_grammar_new(&g, text, strlen(text), NULL, &p, &err) == SIFT_OK,
+                              "%s: %s", text, err.message);
+                int ok = sift_grammar_accept_bytes(g, two, strlen(two), NULL) == SIFT_OK &&
+                         sift_grammar_is_complete(g);
+                ck_assert_msg(ok == (q != 2), "%s on [%s]: %d (poison %d)", text, two, ok, poison);
+                sift_grammar_reset(g);
+                ok = sift_grammar_accept_bytes(g, four, strlen(four), NULL) == SIFT_OK &&
+                     sift_grammar_is_complete(g);
+                ck_assert_msg(ok == (q == 0 || q == 1 || q == 4), "%s on [%s]: %d (poison %d)",
+                              text, four, ok, poison);
+                sift_grammar_free(g);
+            }
+        }
+        /* a repetition inside a group that is itself repeated, longer
+         * items after shorter ones (the scratch grows more than once) */
+        const char *nested = "root ::= (\"ab\"* \"abcdefghijk\"{1,2} [x-z]{0,9})+ tail\n"
+                             "tail ::= (\"0123456789abcdefghij\" | \"-\"){0,2}";
+        sift_grammar *g = NULL;
+        sift_error err;
+        ck_assert_msg(sift_grammar_new(&g, nested, strlen(nested), NULL, &p, &err) == SIFT_OK, "%s",
+                      err.message);
+        const char *in = "ababcdefghijkxyzabcdefghijkabcdefghijk0123456789abcdefghij-";
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, in, strlen(in), NULL), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_is_complete(g), 1);
+        sift_grammar_free(g);
+    }
+}
+END_TEST
+
 START_TEST(test_a_long_literal_and_many_alternatives_are_linear)
 {
     size_t n = 1000000;
@@ -1896,6 +1978,7 @@ static Suite *suite(void)
                         (int)N(NULLABLE));
     tcase_add_test(tc, test_a_nullable_repetition_matches_in_constant_work_per_byte);
     tcase_add_test(tc, test_a_left_recursion_through_a_nullable_loop_is_still_an_error);
+    tcase_add_test(tc, test_a_repeated_item_is_copied_whole_into_its_helpers);
     tcase_add_test(tc, test_repetition_limits_follow_llamacpp);
     tcase_add_test(tc, test_parser_and_matcher_run_on_a_256k_stack);
     suite_add_tcase(s, tc);

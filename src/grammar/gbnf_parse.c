@@ -547,12 +547,17 @@ static int repeat(P *p, uint64_t m, uint64_t n, size_t at)
     f->prev *= total;
 
     size_t L = f->buf.n - f->last;
-    if (!vec_reserve(p->al, &p->tmp, sizeof(sift__gelem), L)) {
+    /* The scratch holds S and then one helper (S [ref] ALT END), reserved
+     * here once, before S is copied: a grow keeps only tmp.n elements, so
+     * a reserve after the copy would lose S and the helpers would get
+     * whatever the new block held. */
+    if (!vec_reserve(p->al, &p->tmp, sizeof(sift__gelem), 2 * L + 3)) {
         nomem(p);
         return 0;
     }
     sift__gelem *S = p->tmp.p;
     memcpy(S, (sift__gelem *)f->buf.p + f->last, L * sizeof *S);
+    p->tmp.n = L;
     p->n_elems -= L;
     f->buf.n = f->last;
     if (m > 0 && (!budget(p, (size_t)m * L) ||
@@ -573,12 +578,8 @@ static int repeat(P *p, uint64_t m, uint64_t n, size_t at)
             return 0;
         /* helper: S [ref] ALT END */
         size_t hl = L + 3;
-        if (!budget(p, hl) || !vec_reserve(p->al, &p->tmp, sizeof *S, L + hl)) {
-            if (!p->st)
-                nomem(p);
+        if (!budget(p, hl))
             return 0;
-        }
-        S = p->tmp.p;
         sift__gelem *h = S + L;
         memcpy(h, S, L * sizeof *S);
         size_t k2 = L;
@@ -1062,6 +1063,48 @@ static void report_cycle(P *p, const lgraph *lg, const uint32_t *cyc, const uint
          lab, msg, rep ? " (a repeated item that can match empty text)" : "");
 }
 
+/* The compiled form's invariants, checked once before the analyses
+ * (and the matcher) index anything with them: a defined rule's (off,
+ * len) lies inside the arena and ends with END (so a reference is never
+ * its last element), a reference names a defined rule, a class index is
+ * a class, and a rule that is not defined has no elements. The builder
+ * keeps them; a violation is a parser bug, reported as SIFT_E_STATE (and
+ * an abort in fuzzing builds, so the fuzzer still sees it) rather than
+ * an out-of-range read or write. */
+static int check_compiled(P *p)
+{
+    uint32_t nr = (uint32_t)p->rules.n;
+    const sift__gelem *el = p->arena.p;
+    size_t ne = p->arena.n;
+    for (uint32_t r = 0; r < nr; r++) {
+        const rinfo *ri = R(p, r);
+        int ok = ri->defined ? ri->len > 0 && ri->off <= ne && ri->len <= ne - ri->off &&
+                                   el[ri->off + ri->len - 1].type == SIFT__G_END
+                             : ri->len == 0;
+        for (uint32_t k = 0; ok && k < ri->len; k++) {
+            const sift__gelem *e = &el[ri->off + k];
+            if (e->type == SIFT__G_REF)
+                ok = e->v < nr && R(p, e->v)->defined;
+            else if (e->type == SIFT__G_CLASS)
+                ok = e->v < p->cls.n;
+            else
+                ok = e->type <= SIFT__G_TOKEN_NOT;
+        }
+        if (!ok) {
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+            abort();
+#endif
+            char lab[96];
+            rule_label(p, r, lab, sizeof lab);
+            perr(p, SIZE_MAX, SIFT_E_STATE,
+                 "internal error: rule %s was compiled inconsistently (please report the grammar)",
+                 lab);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Left recursion. Nullable rules are found with a worklist, then the
  * left-edge graph is built and its strongly connected components found
  * (iterative Tarjan). A cycle of left edges is an error when
@@ -1199,7 +1242,7 @@ static int check_left_recursion(P *p)
                             ecount[r]++;
                             total++;
                         } else {
-                            /* a rule's elements always end with END */
+                            /* a rule's elements end with END (check_compiled) */
                             uint32_t nt = el[ri->off + k + 1].type;
                             size_t j = lg.estart[r] + ecount[r];
                             lg.edge[j] = e->v;
@@ -1527,7 +1570,7 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
             perr(&p, SIZE_MAX, SIFT_E_GRAMMAR_UNDEFINED, "start symbol '%.*s' is not defined",
                  (int)(rl > 64 ? 64 : rl), root);
     }
-    if (!p.st)
+    if (!p.st && check_compiled(&p))
         check_left_recursion(&p);
     if (!p.st) {
         memset(out, 0, sizeof *out);
