@@ -428,7 +428,7 @@ typedef struct sift_vocab_extra {
     int32_t n_vocab;                  /**< Pad to this many tokens; 0 = no padding. */
 } sift_vocab_extra;
 
-/** Fills `extra` with the defaults (nothing added); NULL is a no-op. Since: 0.1. */
+/** Fills `extra` with the defaults (nothing added); NULL is a no-op. Since: 0.2. */
 SIFT_API void sift_vocab_extra_init(sift_vocab_extra *extra);
 
 /**
@@ -461,7 +461,7 @@ SIFT_API void sift_vocab_extra_init(sift_vocab_extra *extra);
  * set), an EOG id outside the new vocabulary; SIFT_E_LIMIT for ids or
  * n_vocab above 2^24, a special text over 1 MiB, texts over 1 GiB in
  * total; SIFT_E_NOMEM. err->index names the id at fault. On failure *out
- * is NULL. Since: 0.1.
+ * is NULL. Since: 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
                                                       const sift_vocab_extra *extra,
@@ -989,7 +989,7 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
  * tokens in canonical order (logit descending, ties by ascending id).
  * sift_slicer_build sets it; a device kernel that sorts by (logit, -id)
  * may. It sharpens the certificate: every absent token then ranks after
- * the last prefix token, ties included. Since: 0.1.
+ * the last prefix token, ties included. Since: 0.2.
  */
 #define SIFT_SLICE_CANONICAL 1u
 
@@ -1016,7 +1016,7 @@ typedef struct sift_slice {
     const sift_candidate *prefix; /**< k largest logits (any order; see flags). */
     int32_t n_extras;             /**< Entries in `extras`, >= 0. */
     const sift_candidate *extras; /**< Extra tokens (any order), none of them in the prefix. */
-    uint32_t flags;               /**< 0 or SIFT_SLICE_CANONICAL; other bits are an error. */
+    uint32_t flags; /**< 0 or SIFT_SLICE_CANONICAL; other bits are an error. Since: 0.2. */
 } sift_slice;
 
 /**
@@ -1594,7 +1594,7 @@ SIFT_API const char *sift_config_vocab_path(const sift_config *cfg);
  * file's tokens, or a special token on an id the file already uses;
  * SIFT_E_STATE if the config has errors; any status of the loaders and
  * of sift_vocab_extend (messages name the file). On failure *out is NULL.
- * Since: 0.1.
+ * Since: 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_config_load_vocab(const sift_config *cfg,
                                                            const sift_allocator *allocator,
