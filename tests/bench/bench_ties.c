@@ -25,7 +25,10 @@ static uint64_t next(void)
     rng_state ^= rng_state << 17;
     return rng_state;
 }
-static double unif(void) { return (double)(next() >> 11) * (1.0 / 9007199254740992.0); }
+static double unif(void)
+{
+    return (double)(next() >> 11) * (1.0 / 9007199254740992.0);
+}
 static double gauss(void)
 {
     double u = unif() + 1e-300, v = unif();
@@ -164,8 +167,8 @@ int main(int argc, char **argv)
             sift_chain *c0 = make_chain(w, &h0);
             sift_plan pl = {.struct_size = sizeof pl};
             check(sift_chain_plan(c0, &pl, NULL, &e), &e);
-            printf("%s rows, %s: plan k = %d (%s)\n", flat ? "flat" : "peaked", names[w],
-                   (int)pl.k, sift_guarantee_str(pl.guarantee));
+            printf("%s rows, %s: plan k = %d (%s)\n", flat ? "flat" : "peaked", names[w], (int)pl.k,
+                   sift_guarantee_str(pl.guarantee));
             for (int x = 0; x < 5; x++) {
                 hook_ctx hd = {row, 0}, hc = {row, 0};
                 sift_chain *cd = make_chain(w, &hd), *cc = make_chain(w, &hc);
