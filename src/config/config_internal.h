@@ -17,7 +17,7 @@
 /* The tree (tree.c)                                                   */
 /* ------------------------------------------------------------------ */
 
-enum { CFG_NONE = UINT32_MAX };
+#define CFG_NONE UINT32_MAX
 
 typedef enum cfg_type { CFG_SCALAR = 0, CFG_SEQ = 1, CFG_MAP = 2 } cfg_type;
 
