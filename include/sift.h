@@ -1297,6 +1297,20 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_typical(sift_chain *chain, fl
                                                            int32_t min_keep, sift_error *err);
 
 /**
+ * Epsilon sampling (Hugging Face's epsilon_cutoff): keeps the tokens
+ * whose probability is at least `epsilon`, and at least max(min_keep, 1)
+ * tokens (the canonical first ones when fewer pass; all of them if there
+ * are fewer). Probabilities are sift's exact masses: a token passes when
+ * its weight w_i >= ceil(epsilon * W) (docs/samplers.md, "epsilon").
+ * epsilon in [0, 1]; epsilon = 0 is a no-op. min_keep >= 0. SIFT_E_ARG
+ * for a value out of range (the chain is unchanged), SIFT_E_NOMEM,
+ * SIFT_E_STATE inside a callback. Class: threshold (certified on slices
+ * when the absent tokens cannot matter, docs/analyzer.md). Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_epsilon(sift_chain *chain, float epsilon,
+                                                           int32_t min_keep, sift_error *err);
+
+/**
  * Divides logits by `temp`. temp = 1 is a no-op; temp <= 0 keeps only the
  * canonical first token (greedy), and so does a temperature so small that
  * the largest logit divided by it overflows. NaN or infinite temp is

@@ -475,6 +475,35 @@ START_TEST(test_every_stage_form_builds_the_api_chain)
 }
 END_TEST
 
+/* The probability cutoffs in their scalar and mapping forms, against the
+ * same calls through the API; values out of range are placed errors. */
+START_TEST(test_probability_cutoffs_build_the_api_chain)
+{
+    sift_config *cfg = parse_ok("seed: 7\nvocab_size: 400\n"
+                                "chain: [epsilon: 3e-4, epsilon: {epsilon: 0.02, min_keep: 3},\n"
+                                "        dist]\n");
+    sift_chain *a = build(cfg, NULL, 0), *b = api_chain(7, 400);
+    ck_assert_int_eq(sift_chain_add_epsilon(b, 3e-4f, 0, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_epsilon(b, 0.02f, 3, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(b, NULL), SIFT_OK);
+    assert_same_behaviour(a, b, 400, 77, 300);
+    sift_chain_free(a);
+    sift_chain_free(b);
+    sift_config_free(cfg);
+    const char *bad[] = {
+        "chain: [epsilon: 1.5, dist]\n",
+        "chain: [epsilon: {epsilon: -0.1}, dist]\n",
+        "chain: [epsilon: {epsilon: 0.1, min_keep: -1}, dist]\n",
+        "chain: [epsilon, dist]\n",
+    };
+    for (size_t i = 0; i < N(bad); i++) {
+        sift_config *c = NULL;
+        ck_assert_msg(parse(bad[i], &c) != SIFT_OK, "%s loaded", bad[i]);
+        sift_config_free(c);
+    }
+}
+END_TEST
+
 START_TEST(test_selectors_build_the_api_chain)
 {
     struct {
@@ -1475,6 +1504,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_production_config_builds_the_chain_the_api_builds);
     tcase_add_test(tc, test_every_stage_form_builds_the_api_chain);
     tcase_add_test(tc, test_selectors_build_the_api_chain);
+    tcase_add_test(tc, test_probability_cutoffs_build_the_api_chain);
     tcase_add_test(tc, test_flat_llama_defaults_build_the_explicit_default_chain);
     tcase_add_test(tc, test_flat_forms_build_their_explicit_equivalents);
     tcase_add_test(tc, test_llama_server_request_keys_build_their_explicit_equivalents);

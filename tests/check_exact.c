@@ -40,6 +40,10 @@ static const sp_kind all_mids[] = {SP_TOP_K,       SP_TOP_K_TIES, SP_TOP_P,    S
                                    SP_TYPICAL,     SP_TEMP,       SP_TEMP_EXT, SP_XTC,
                                    SP_TOP_N_SIGMA, SP_PENALTIES,  SP_DRY,      SP_LOGIT_BIAS};
 static const sp_kind all_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID, SP_MIROSTAT, SP_MIROSTAT_V2};
+/* The probability cutoffs among the stages they are usually chained with. */
+static const sp_kind cutoff_mids[] = {SP_EPSILON, SP_EPSILON,   SP_TOP_K,     SP_MIN_P,
+                                      SP_TEMP,    SP_PENALTIES, SP_LOGIT_BIAS};
+static const sp_kind cutoff_sels[] = {SP_DIST, SP_GREEDY, SP_DIST_ID};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const family families[] = {
@@ -49,6 +53,7 @@ static const family families[] = {
     {"penalties", pen_mids, N(pen_mids), core_sels, N(core_sels)},
     {"all", all_mids, N(all_mids), all_sels, N(all_sels)},
     {"prefix", NULL, 0, all_sels, N(all_sels)},
+    {"cutoff", cutoff_mids, N(cutoff_mids), cutoff_sels, N(cutoff_sels)},
 };
 
 /* Chains shaped for the prefix path: lowering and monotone stages, then a
@@ -237,6 +242,12 @@ START_TEST(test_chains_decided_from_a_prefix_agree_with_the_oracle_bitwise)
 }
 END_TEST
 
+START_TEST(test_probability_cutoffs_agree_with_the_oracle_bitwise)
+{
+    run_family(&families[6], 17, n_cases());
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("exact");
@@ -250,6 +261,7 @@ static Suite *suite(void)
         {"penalties", test_penalty_family_agrees_with_the_oracle_bitwise},
         {"all", test_random_chains_of_every_sampler_agree_with_the_oracle_bitwise},
         {"prefix", test_chains_decided_from_a_prefix_agree_with_the_oracle_bitwise},
+        {"cutoff", test_probability_cutoffs_agree_with_the_oracle_bitwise},
     };
     for (size_t i = 0; i < N(cases); i++) {
         TCase *tc = tcase_create(cases[i].name);

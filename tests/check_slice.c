@@ -724,7 +724,30 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
     return h.calls > 0;
 }
 
-static void property(uint64_t seed, long cases, tally *ty, int device)
+/* Chains around the probability cutoffs: half with a cutoff as the first
+ * truncation after lowering and monotone stages (so the certificate
+ * decides), half anything in any order. */
+static const sp_kind cutoffs[] = {SP_EPSILON};
+static const sp_kind cutoff_mids[] = {SP_EPSILON, SP_TOP_K, SP_MIN_P, SP_TEMP, SP_PENALTIES};
+static const sp_kind cutoff_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID};
+
+static void gen_cutoff_chain(tu_rng *r, sp_chain *spec, int32_t V)
+{
+    if (tu_unif(r) < 0.6) {
+        size_t n_low = (size_t)tu_range(r, 0, 2);
+        for (size_t i = 0; i < n_low; i++)
+            gen_stage(r, &spec->st[spec->n++], lows[tu_range(r, 0, (int64_t)N(lows) - 1)], V);
+        gen_stage(r, &spec->st[spec->n++], cutoffs[tu_range(r, 0, (int64_t)N(cutoffs) - 1)], V);
+    }
+    size_t n_mid = (size_t)tu_range(r, 0, 3);
+    for (size_t i = 0; i < n_mid; i++)
+        gen_stage(r, &spec->st[spec->n++], cutoff_mids[tu_range(r, 0, (int64_t)N(cutoff_mids) - 1)],
+                  V);
+    gen_stage(r, &spec->st[spec->n++], cutoff_sels[tu_range(r, 0, (int64_t)N(cutoff_sels) - 1)], V);
+}
+
+static void property(uint64_t seed, long cases, tally *ty, int device,
+                     void (*gen)(tu_rng *, sp_chain *, int32_t))
 {
     tu_rng r = {seed};
     char desc[2048];
@@ -735,7 +758,7 @@ static void property(uint64_t seed, long cases, tally *ty, int device)
         sp_chain spec;
         memset(&spec, 0, sizeof spec);
         spec.seed = tu_next(&r);
-        gen_chain(&r, &spec, V);
+        gen(&r, &spec, V);
         sift_chain *chain;
         sift_error err;
         sp_describe(&spec, desc, sizeof desc);
@@ -825,7 +848,7 @@ START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
     tally ty;
     memset(&ty, 0, sizeof ty);
     long cases = n_cases();
-    property(slice_seed(), cases, &ty, 0);
+    property(slice_seed(), cases, &ty, 0, gen_chain);
     fprintf(stderr,
             "slice: %ld chains, %ld slice samples compared, 0 mismatches; decided on the slice "
             "%ld, hook calls %ld, need_row %ld\n"
@@ -855,7 +878,7 @@ START_TEST(test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_
     tally ty;
     memset(&ty, 0, sizeof ty);
     long cases = n_cases();
-    property(slice_seed() ^ 0x7469657300000000ull, cases, &ty, 1);
+    property(slice_seed() ^ 0x7469657300000000ull, cases, &ty, 1, gen_chain);
     fprintf(stderr,
             "slice (device order and ties): %ld slice samples compared, 0 mismatches; decided "
             "%ld, hook calls %ld, need_row %ld; tied tokens re-chosen in %ld slices; hook rate "
@@ -1525,6 +1548,144 @@ START_TEST(test_the_walk_leaves_the_context_error_pointer_as_it_found_it)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The probability cutoffs on slices                                   */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask)
+{
+    tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = n_cases() / 8 > 0 ? n_cases() / 8 : 1;
+    property(slice_seed() ^ 0x6375746f66660000ull, cases, &ty, 0, gen_cutoff_chain);
+    fprintf(stderr,
+            "slice (cutoffs): %ld chains, %ld slice samples compared, 0 mismatches; decided on "
+            "the slice %ld, hook calls %ld, need_row %ld; at the static k of certified plans "
+            "%ld/%ld hooked\n",
+            cases, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.cert_hooks, ty.cert_steps);
+    ck_assert_int_ge(ty.compared, cases);
+    ck_assert(ty.cert_steps > 0);
+    ck_assert(ty.decided > 0);
+    ck_assert(ty.hooked > 0);
+}
+END_TEST
+
+/* One slice step of `spec` on the canonical first k of `row`, with the
+ * hook and without: the token and RNG equal the oracle's (or, without the
+ * hook, SIFT_E_NEED_ROW exactly when the hook was needed). Returns the
+ * hook calls. */
+static int cutoff_step(const sp_chain *spec, const float *row, int32_t V, int32_t k)
+{
+    or_chain o;
+    or_init(&o, spec);
+    int32_t to = -1;
+    ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
+    sift_chain *c;
+    sift_error err;
+    ck_assert_int_eq(sp_build(spec, &c, &err), SIFT_OK);
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    sift_slice s;
+    ck_assert_int_eq(sift_slicer_build(sl, row, V, k, NULL, 0, &s, &err), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    int32_t ts = -1;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &ts, &err), SIFT_OK);
+    uint64_t rs[4];
+    sift__chain_rng_state(c, rs);
+    ck_assert_int_eq(ts, to);
+    ck_assert(memcmp(rs, o.rng.s, sizeof rs) == 0);
+    sift_chain_free(c);
+    ck_assert_int_eq(sp_build(spec, &c, &err), SIFT_OK);
+    sift_status st = sift_chain_sample_slice(c, &s, &ts, &err);
+    ck_assert_int_eq(st, h.calls ? SIFT_E_NEED_ROW : SIFT_OK);
+    if (st == SIFT_OK)
+        ck_assert_int_eq(ts, to);
+    sift_chain_free(c);
+    sift_slicer_free(sl);
+    or_free(&o);
+    return h.calls;
+}
+
+static sp_chain epsilon_chain(float epsilon)
+{
+    sp_chain spec;
+    memset(&spec, 0, sizeof spec);
+    spec.seed = 5;
+    spec.n = 2;
+    spec.st[0] = (sp_stage){.kind = SP_EPSILON, .f0 = epsilon};
+    spec.st[1] = (sp_stage){.kind = SP_DIST};
+    return spec;
+}
+
+START_TEST(test_plan_of_epsilon_first_is_certified_with_a_recommended_k)
+{
+    sp_chain spec = epsilon_chain(3e-4f);
+    sift_chain *c;
+    ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
+    expect_plan(c, 64, SIFT_GUARANTEE_CERTIFIED, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* A peaked row: the 936 absent tokens sit 20 nats below the top, so even
+ * together they cannot lift the threshold past a present verdict, and
+ * none of them can pass: decided on the slice. */
+START_TEST(test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter)
+{
+    enum { V = 1000 };
+    static float row[V];
+    for (int32_t i = 0; i < V; i++)
+        row[i] = i < 5 ? 10.0f - (float)i : -10.0f - (float)(i % 7) * 0.01f;
+    sp_chain spec = epsilon_chain(3e-4f);
+    ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 0);
+}
+END_TEST
+
+/* A flat row: every absent token has the probability of a present one
+ * and passes on the whole row, so the slice cannot decide. */
+START_TEST(test_epsilon_asks_for_the_row_when_an_absent_token_could_pass)
+{
+    enum { V = 2000 };
+    static float row[V];
+    for (int32_t i = 0; i < V; i++)
+        row[i] = 0.0f;
+    sp_chain spec = epsilon_chain(3e-4f);
+    ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
+}
+END_TEST
+
+/* No absent token can pass (each is below the present threshold), but
+ * together they add almost as much mass again: 40 present tokens that
+ * pass on the slice (p = 1.1e-3 of the present mass) fail on the row
+ * (1.1e-3 / 2.0 of its mass), where only token 0 is kept. Applying the
+ * present threshold would draw among 41 tokens; the certificate must see
+ * that the verdicts change inside the mass interval and ask. */
+START_TEST(test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token)
+{
+    enum { V = 1000 };
+    static float row[V];
+    float l1 = sift__logf(1.1e-3f), l2 = sift__logf(1.0e-3f);
+    for (int32_t i = 0; i < V; i++)
+        row[i] = i == 0 ? 0.0f : i <= 40 ? l1 : l2;
+    sp_chain spec = epsilon_chain(1e-3f);
+    ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
+    /* the row path's own prefix attempt falls back too, with the same token */
+    or_chain o;
+    or_init(&o, &spec);
+    int32_t to = -1, ts = -1;
+    ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
+    ck_assert_int_eq(to, 0);
+    sift_chain *c;
+    ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample(c, row, V, &ts, NULL), SIFT_OK);
+    ck_assert_int_eq(ts, 0);
+    ck_assert_uint_eq(c->n_prefix_fallback, 1);
+    sift_chain_free(c);
+    or_free(&o);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slice");
@@ -1556,6 +1717,13 @@ static Suite *suite(void)
           test_grammar_modes_agree_with_the_oracle_on_rows_and_slices,
           test_forced_grammar_tokens_are_extras_and_need_no_row,
           test_a_temperature_fallback_on_a_slice_matches_the_row}},
+        {"cutoffs",
+         {test_plan_of_epsilon_first_is_certified_with_a_recommended_k,
+          test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter,
+          test_epsilon_asks_for_the_row_when_an_absent_token_could_pass,
+          test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token}},
+        {"cutoff_property",
+         {test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask}},
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
         {"errors",
          {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
@@ -1564,7 +1732,8 @@ static Suite *suite(void)
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);
-        if (strcmp(groups[g].name, "property") == 0)
+        if (strcmp(groups[g].name, "property") == 0 ||
+            strcmp(groups[g].name, "cutoff_property") == 0)
             tcase_set_timeout(tc, 900); /* the property runs; the rest: Check's default */
         for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
             tcase_add_test(tc, groups[g].tests[i]);

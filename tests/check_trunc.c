@@ -96,6 +96,7 @@ static size_t oracle_keep(const sp_stage *s, const float *row, int32_t V, uint64
     case SP_MIN_P: st = or_min_p(&o, 0, &a); break;
     case SP_TYPICAL: st = or_typical(&o, 0, &a); break;
     case SP_XTC: st = or_xtc(&o, 0, &a); break;
+    case SP_EPSILON: st = or_epsilon(&o, 0, &a); break;
     default: break;
     }
     or_sort(&a);
@@ -636,6 +637,59 @@ static void expect_bad(const sp_stage *s, const char *stage, const char *param)
     sift_chain_free(c);
 }
 
+/* ------------------------------------------------------------------ */
+/* epsilon                                                             */
+/* ------------------------------------------------------------------ */
+
+/* probs {0.1, 0.2, 0.3, 0.4} (margins of 2% and more, far above float
+ * rounding): epsilon keeps p_i >= epsilon. */
+START_TEST(test_epsilon_keeps_tokens_at_least_epsilon_likely)
+{
+    float row[4];
+    const float pr[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    for (int i = 0; i < 4; i++)
+        row[i] = sift__logf(pr[i]);
+    sift_token_prob out[4];
+    sp_stage s = mk(SP_EPSILON, 0.25f, 0, 0);
+    expect_keep(&s, row, 4, IDS(3, 2), out);
+    s = mk(SP_EPSILON, 0.15f, 0, 0);
+    expect_keep(&s, row, 4, IDS(3, 2, 1), out);
+    s = mk(SP_EPSILON, 0.05f, 0, 0);
+    expect_keep(&s, row, 4, IDS(3, 2, 1, 0), out);
+    /* nothing reaches 0.5: the canonical first max(min_keep, 1) */
+    s = mk(SP_EPSILON, 0.5f, 0, 0);
+    expect_keep(&s, row, 4, IDS(3), out);
+    s = mk(SP_EPSILON, 0.5f, 0, 3);
+    expect_keep(&s, row, 4, IDS(3, 2, 1), out);
+}
+END_TEST
+
+/* Four equal logits: each weight is 2^62 and W = 4 * 2^62, so 0.25 gives
+ * T = 2^62 exactly and keeps all four (>=); the next float above 0.25
+ * keeps only the fallback, and ties there go by id. */
+START_TEST(test_epsilon_threshold_is_inclusive_on_exact_ties)
+{
+    float row[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    sift_token_prob out[4];
+    sp_stage s = mk(SP_EPSILON, 0.25f, 0, 0);
+    expect_keep(&s, row, 4, IDS(0, 1, 2, 3), out);
+    s = mk(SP_EPSILON, nextafterf(0.25f, 1.0f), 0, 2);
+    expect_keep(&s, row, 4, IDS(0, 1), out);
+    /* 0 is off: even -inf tokens stay */
+    float row2[3] = {1.0f, -INFINITY, 0.0f};
+    sift_token_prob out2[3];
+    s = mk(SP_EPSILON, 0.0f, 0, 0);
+    expect_keep(&s, row2, 3, IDS(0, 2, 1), out2);
+}
+END_TEST
+
+START_TEST(test_epsilon_with_every_logit_banned_reports_no_candidate)
+{
+    sp_stage s = mk(SP_EPSILON, 0.01f, 0, 0);
+    expect_no_candidate_after_ban(&s, "epsilon");
+}
+END_TEST
+
 START_TEST(test_every_bad_parameter_is_rejected_naming_stage_and_parameter)
 {
     static const float bad_p[] = {NAN,  -NAN,     -0.01f,    1.0000001f,
@@ -662,6 +716,13 @@ START_TEST(test_every_bad_parameter_is_rejected_naming_stage_and_parameter)
     }
     sp_stage s = mk(SP_XTC, 0.5f, 0.1f, -1);
     expect_bad(&s, "xtc", "min_keep");
+    for (size_t i = 0; i < N(bad_p); i++) {
+        s = mk(SP_EPSILON, bad_p[i], 0, 0);
+        expect_bad(&s, "epsilon", "epsilon must");
+    }
+    s = mk(SP_EPSILON, 0.5f, 0, -1);
+    expect_bad(&s, "epsilon", "min_keep");
+    ck_assert_int_eq(sift_chain_add_epsilon(NULL, 0.5f, 1, NULL), SIFT_E_ARG);
     /* a NULL chain */
     ck_assert_int_eq(sift_chain_add_top_p(NULL, 0.5f, 1, NULL), SIFT_E_ARG);
     ck_assert_int_eq(sift_chain_add_min_p(NULL, 0.5f, 1, NULL), SIFT_E_ARG);
@@ -710,6 +771,8 @@ START_TEST(test_stages_report_their_names_and_capability_classes)
         {{.kind = SP_XTC, .f0 = 0.0f, .f1 = 0.1f}, "xtc", SIFT_CLASS_IDENTITY},
         {{.kind = SP_XTC, .f0 = 0.5f, .f1 = 0.6f}, "xtc", SIFT_CLASS_IDENTITY},
         {{.kind = SP_XTC, .f0 = 0.5f, .f1 = 0.5f}, "xtc", SIFT_CLASS_WHOLE},
+        {{.kind = SP_EPSILON, .f0 = 0.0f}, "epsilon", SIFT_CLASS_IDENTITY},
+        {{.kind = SP_EPSILON, .f0 = 3e-4f}, "epsilon", SIFT_CLASS_THRESHOLD},
     };
     for (size_t i = 0; i < N(cases); i++) {
         sift_chain *c = new_chain(1);
@@ -985,6 +1048,9 @@ static Suite *suite(void)
         {"xtc_draws", test_xtc_draws_one_float_only_when_enabled_on_two_or_more_tokens},
         {"xtc_probability", test_xtc_fires_exactly_when_the_draw_is_at_most_probability},
         {"xtc_banned", test_xtc_with_every_logit_banned_reports_no_candidate_when_it_fires},
+        {"epsilon_vectors", test_epsilon_keeps_tokens_at_least_epsilon_likely},
+        {"epsilon_ties", test_epsilon_threshold_is_inclusive_on_exact_ties},
+        {"epsilon_banned", test_epsilon_with_every_logit_banned_reports_no_candidate},
         {"params", test_every_bad_parameter_is_rejected_naming_stage_and_parameter},
         {"params_edge", test_edge_parameters_are_accepted},
         {"classes", test_stages_report_their_names_and_capability_classes},

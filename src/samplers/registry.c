@@ -22,6 +22,7 @@
     X(typical) \
     X(top_n_sigma) \
     X(xtc) \
+    X(epsilon) \
     X(temperature) \
     X(dist) \
     X(greedy) \

@@ -80,6 +80,13 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
                 s->breaker[b][j] = (int32_t)tu_range(r, 0, small - 1);
         }
         break;
+    case SP_EPSILON:
+        /* HF's suggested range (3e-4 .. 9e-4), the ends, and values that
+         * cut deep into peaked rows */
+        s->f0 = tu_unif(r) < 0.4 ? PICK(r, 0.0f, 1.0f, 3e-4f, 9e-4f, 1e-7f, 0.5f, 0.02f)
+                                 : (float)(0.1 * tu_unif(r) * tu_unif(r));
+        s->i0 = (int32_t)tu_range(r, 0, 3);
+        break;
     case SP_LOGIT_BIAS:
         s->n_bias = (size_t)tu_range(r, 0, 8);
         for (size_t b = 0; b < s->n_bias; b++) {

@@ -35,6 +35,7 @@ typedef enum sp_kind {
     SP_PENALTIES,
     SP_DRY,
     SP_LOGIT_BIAS,
+    SP_EPSILON,
     SP__COUNT
 } sp_kind;
 
@@ -56,6 +57,7 @@ typedef enum sp_kind {
  *   DRY: f0 = multiplier, f1 = base, i0 = allowed_length, i1 = last_n,
  *        breakers as token sequences (head = first token)
  *   LOGIT_BIAS: bias[0..n_bias)
+ *   EPSILON: f0 = epsilon, i0 = min_keep
  */
 typedef struct sp_stage {
     sp_kind kind;
@@ -161,6 +163,8 @@ void or_mirostat_accept(or_chain *o, size_t si, int32_t token);
 sift_status or_penalties(or_chain *o, size_t si, or_arr *a);
 sift_status or_dry(or_chain *o, size_t si, or_arr *a);
 sift_status or_logit_bias(or_chain *o, size_t si, or_arr *a);
+/* oracle_cutoff.c */
+sift_status or_epsilon(or_chain *o, size_t si, or_arr *a);
 /* Pushes a token into a history window of capacity cap (oldest dropped). */
 void or_hist_push(or_stage_state *s, int32_t token, size_t cap);
 
