@@ -1311,6 +1311,20 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_epsilon(sift_chain *chain, fl
                                                            int32_t min_keep, sift_error *err);
 
 /**
+ * Eta sampling (Hugging Face's eta_cutoff): with H the entropy of the
+ * candidates in nats, keeps the tokens whose probability is at least
+ * min(eta, sqrt(eta) * exp(-H)) (rounded to float once), and at least
+ * max(min_keep, 1) tokens (the canonical first ones when fewer pass).
+ * Masses are exact and H is typical's id-order sum (docs/samplers.md,
+ * "eta"). eta in [0, 1]; eta = 0 is a no-op. min_keep >= 0. SIFT_E_ARG
+ * for a value out of range (the chain is unchanged), SIFT_E_NOMEM,
+ * SIFT_E_STATE inside a callback. Class: whole (the entropy reads every
+ * candidate). Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_eta(sift_chain *chain, float eta,
+                                                       int32_t min_keep, sift_error *err);
+
+/**
  * Divides logits by `temp`. temp = 1 is a no-op; temp <= 0 keeps only the
  * canonical first token (greedy), and so does a temperature so small that
  * the largest logit divided by it overflows. NaN or infinite temp is

@@ -481,10 +481,12 @@ START_TEST(test_probability_cutoffs_build_the_api_chain)
 {
     sift_config *cfg = parse_ok("seed: 7\nvocab_size: 400\n"
                                 "chain: [epsilon: 3e-4, epsilon: {epsilon: 0.02, min_keep: 3},\n"
-                                "        dist]\n");
+                                "        eta: 2e-3, eta: {eta: 0.1, min_keep: 2}, dist]\n");
     sift_chain *a = build(cfg, NULL, 0), *b = api_chain(7, 400);
     ck_assert_int_eq(sift_chain_add_epsilon(b, 3e-4f, 0, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_epsilon(b, 0.02f, 3, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_eta(b, 2e-3f, 0, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_eta(b, 0.1f, 2, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(b, NULL), SIFT_OK);
     assert_same_behaviour(a, b, 400, 77, 300);
     sift_chain_free(a);
@@ -495,6 +497,8 @@ START_TEST(test_probability_cutoffs_build_the_api_chain)
         "chain: [epsilon: {epsilon: -0.1}, dist]\n",
         "chain: [epsilon: {epsilon: 0.1, min_keep: -1}, dist]\n",
         "chain: [epsilon, dist]\n",
+        "chain: [eta: 2, dist]\n",
+        "chain: [eta: {eta: 0.1, min_keep: 0.5}, dist]\n",
     };
     for (size_t i = 0; i < N(bad); i++) {
         sift_config *c = NULL;

@@ -728,7 +728,8 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
  * truncation after lowering and monotone stages (so the certificate
  * decides), half anything in any order. */
 static const sp_kind cutoffs[] = {SP_EPSILON};
-static const sp_kind cutoff_mids[] = {SP_EPSILON, SP_TOP_K, SP_MIN_P, SP_TEMP, SP_PENALTIES};
+static const sp_kind cutoff_mids[] = {SP_EPSILON, SP_ETA,  SP_TOP_K,
+                                      SP_MIN_P,   SP_TEMP, SP_PENALTIES};
 static const sp_kind cutoff_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID};
 
 static void gen_cutoff_chain(tu_rng *r, sp_chain *spec, int32_t V)
@@ -1628,6 +1629,24 @@ START_TEST(test_plan_of_epsilon_first_is_certified_with_a_recommended_k)
 }
 END_TEST
 
+/* eta's cut reads the entropy of every token: whole row before any
+ * truncation, and after a top_k it runs on the complete set. */
+START_TEST(test_plan_of_eta_first_is_whole_row_and_after_top_k_exact)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 0, SIFT_GUARANTEE_WHOLE_ROW, 0);
+    sift_chain_free(c);
+    c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 40, SIFT_GUARANTEE_EXACT, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
 /* A peaked row: the 936 absent tokens sit 20 nats below the top, so even
  * together they cannot lift the threshold past a present verdict, and
  * none of them can pass: decided on the slice. */
@@ -1719,6 +1738,7 @@ static Suite *suite(void)
           test_a_temperature_fallback_on_a_slice_matches_the_row}},
         {"cutoffs",
          {test_plan_of_epsilon_first_is_certified_with_a_recommended_k,
+          test_plan_of_eta_first_is_whole_row_and_after_top_k_exact,
           test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter,
           test_epsilon_asks_for_the_row_when_an_absent_token_could_pass,
           test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token}},

@@ -97,6 +97,7 @@ static size_t oracle_keep(const sp_stage *s, const float *row, int32_t V, uint64
     case SP_TYPICAL: st = or_typical(&o, 0, &a); break;
     case SP_XTC: st = or_xtc(&o, 0, &a); break;
     case SP_EPSILON: st = or_epsilon(&o, 0, &a); break;
+    case SP_ETA: st = or_eta(&o, 0, &a); break;
     default: break;
     }
     or_sort(&a);
@@ -690,6 +691,49 @@ START_TEST(test_epsilon_with_every_logit_banned_reports_no_candidate)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* eta                                                                 */
+/* ------------------------------------------------------------------ */
+
+/* probs {0.1, 0.2, 0.3, 0.4}: H = 1.2799 nats, exp(-H) = 0.2781, so the
+ * cut is min(eta, 0.2781 sqrt(eta)); every margin below is >= 2%. */
+START_TEST(test_eta_cuts_at_the_smaller_of_eta_and_its_entropy_term)
+{
+    float row[4];
+    const float pr[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    for (int i = 0; i < 4; i++)
+        row[i] = sift__logf(pr[i]);
+    sift_token_prob out[4];
+    /* cut = eta = 0.04: everything passes */
+    sp_stage s = mk(SP_ETA, 0.04f, 0, 0);
+    expect_keep(&s, row, 4, IDS(3, 2, 1, 0), out);
+    /* cut = 0.5 * 0.2781 = 0.139 < 0.25: 0.1 goes */
+    s = mk(SP_ETA, 0.25f, 0, 0);
+    expect_keep(&s, row, 4, IDS(3, 2, 1), out);
+    /* cut = 0.9 * 0.2781 = 0.2503, far below eta = 0.81: 0.2 goes too */
+    s = mk(SP_ETA, 0.81f, 0, 0);
+    expect_keep(&s, row, 4, IDS(3, 2), out);
+    /* one token holds all the mass: H = 0, cut = eta, and it passes */
+    float one[3] = {0.0f, -INFINITY, -INFINITY};
+    sift_token_prob out3[3];
+    s = mk(SP_ETA, 1.0f, 0, 0);
+    expect_keep(&s, one, 3, IDS(0), out3);
+    /* off: -inf tokens stay */
+    s = mk(SP_ETA, 0.0f, 0, 0);
+    expect_keep(&s, one, 3, IDS(0, 1, 2), out3);
+    /* the fallback keeps the canonical first min_keep */
+    s = mk(SP_ETA, 0.81f, 0, 3);
+    expect_keep(&s, row, 4, IDS(3, 2, 1), out);
+}
+END_TEST
+
+START_TEST(test_eta_with_every_logit_banned_reports_no_candidate)
+{
+    sp_stage s = mk(SP_ETA, 0.01f, 0, 0);
+    expect_no_candidate_after_ban(&s, "eta");
+}
+END_TEST
+
 START_TEST(test_every_bad_parameter_is_rejected_naming_stage_and_parameter)
 {
     static const float bad_p[] = {NAN,  -NAN,     -0.01f,    1.0000001f,
@@ -723,6 +767,13 @@ START_TEST(test_every_bad_parameter_is_rejected_naming_stage_and_parameter)
     s = mk(SP_EPSILON, 0.5f, 0, -1);
     expect_bad(&s, "epsilon", "min_keep");
     ck_assert_int_eq(sift_chain_add_epsilon(NULL, 0.5f, 1, NULL), SIFT_E_ARG);
+    for (size_t i = 0; i < N(bad_p); i++) {
+        s = mk(SP_ETA, bad_p[i], 0, 0);
+        expect_bad(&s, "eta", "eta must");
+    }
+    s = mk(SP_ETA, 0.5f, 0, -1);
+    expect_bad(&s, "eta", "min_keep");
+    ck_assert_int_eq(sift_chain_add_eta(NULL, 0.5f, 1, NULL), SIFT_E_ARG);
     /* a NULL chain */
     ck_assert_int_eq(sift_chain_add_top_p(NULL, 0.5f, 1, NULL), SIFT_E_ARG);
     ck_assert_int_eq(sift_chain_add_min_p(NULL, 0.5f, 1, NULL), SIFT_E_ARG);
@@ -773,6 +824,8 @@ START_TEST(test_stages_report_their_names_and_capability_classes)
         {{.kind = SP_XTC, .f0 = 0.5f, .f1 = 0.5f}, "xtc", SIFT_CLASS_WHOLE},
         {{.kind = SP_EPSILON, .f0 = 0.0f}, "epsilon", SIFT_CLASS_IDENTITY},
         {{.kind = SP_EPSILON, .f0 = 3e-4f}, "epsilon", SIFT_CLASS_THRESHOLD},
+        {{.kind = SP_ETA, .f0 = 0.0f}, "eta", SIFT_CLASS_IDENTITY},
+        {{.kind = SP_ETA, .f0 = 2e-3f}, "eta", SIFT_CLASS_WHOLE},
     };
     for (size_t i = 0; i < N(cases); i++) {
         sift_chain *c = new_chain(1);
@@ -1051,6 +1104,8 @@ static Suite *suite(void)
         {"epsilon_vectors", test_epsilon_keeps_tokens_at_least_epsilon_likely},
         {"epsilon_ties", test_epsilon_threshold_is_inclusive_on_exact_ties},
         {"epsilon_banned", test_epsilon_with_every_logit_banned_reports_no_candidate},
+        {"eta_vectors", test_eta_cuts_at_the_smaller_of_eta_and_its_entropy_term},
+        {"eta_banned", test_eta_with_every_logit_banned_reports_no_candidate},
         {"params", test_every_bad_parameter_is_rejected_naming_stage_and_parameter},
         {"params_edge", test_edge_parameters_are_accepted},
         {"classes", test_stages_report_their_names_and_capability_classes},

@@ -23,6 +23,7 @@
     X(top_n_sigma) \
     X(xtc) \
     X(epsilon) \
+    X(eta) \
     X(temperature) \
     X(dist) \
     X(greedy) \

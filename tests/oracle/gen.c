@@ -87,6 +87,12 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
                                  : (float)(0.1 * tu_unif(r) * tu_unif(r));
         s->i0 = (int32_t)tu_range(r, 0, 3);
         break;
+    case SP_ETA:
+        /* HF's suggested range (3e-4 .. 2e-3), the ends, larger cuts */
+        s->f0 = tu_unif(r) < 0.4 ? PICK(r, 0.0f, 1.0f, 3e-4f, 2e-3f, 1e-7f, 0.5f, 0.05f)
+                                 : (float)(0.2 * tu_unif(r) * tu_unif(r));
+        s->i0 = (int32_t)tu_range(r, 0, 3);
+        break;
     case SP_LOGIT_BIAS:
         s->n_bias = (size_t)tu_range(r, 0, 8);
         for (size_t b = 0; b < s->n_bias; b++) {

@@ -39,6 +39,7 @@ sift_status sp_add(sift_chain *c, const sp_stage *s, sift_error *err)
     }
     case SP_LOGIT_BIAS: return sift_chain_add_logit_bias(c, s->bias, s->n_bias, err);
     case SP_EPSILON: return sift_chain_add_epsilon(c, s->f0, s->i0, err);
+    case SP_ETA: return sift_chain_add_eta(c, s->f0, s->i0, err);
     case SP__COUNT: break;
     }
     return SIFT_E_ARG;
@@ -64,9 +65,9 @@ sift_status sp_build(const sp_chain *spec, sift_chain **out, sift_error *err)
 }
 
 static const char *kind_name[SP__COUNT] = {
-    "greedy",   "dist",        "dist_id",   "top_k",    "top_k_ties", "top_p",
-    "min_p",    "typical",     "temp",      "temp_ext", "xtc",        "top_n_sigma",
-    "mirostat", "mirostat_v2", "penalties", "dry",      "logit_bias", "epsilon",
+    "greedy",    "dist", "dist_id",    "top_k",   "top_k_ties",  "top_p",    "min_p",
+    "typical",   "temp", "temp_ext",   "xtc",     "top_n_sigma", "mirostat", "mirostat_v2",
+    "penalties", "dry",  "logit_bias", "epsilon", "eta",
 };
 
 void sp_describe(const sp_chain *spec, char *buf, size_t cap)
@@ -251,6 +252,7 @@ static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_
         case SP_DRY: st = or_dry(o, i, a); break;
         case SP_LOGIT_BIAS: st = or_logit_bias(o, i, a); break;
         case SP_EPSILON: st = or_epsilon(o, i, a); break;
+        case SP_ETA: st = or_eta(o, i, a); break;
         case SP__COUNT: st = SIFT_E_ARG; break;
         }
         if (st == SIFT_OK && a->n == 0)

@@ -36,6 +36,7 @@ typedef enum sp_kind {
     SP_DRY,
     SP_LOGIT_BIAS,
     SP_EPSILON,
+    SP_ETA,
     SP__COUNT
 } sp_kind;
 
@@ -58,6 +59,7 @@ typedef enum sp_kind {
  *        breakers as token sequences (head = first token)
  *   LOGIT_BIAS: bias[0..n_bias)
  *   EPSILON: f0 = epsilon, i0 = min_keep
+ *   ETA: f0 = eta, i0 = min_keep
  */
 typedef struct sp_stage {
     sp_kind kind;
@@ -165,6 +167,7 @@ sift_status or_dry(or_chain *o, size_t si, or_arr *a);
 sift_status or_logit_bias(or_chain *o, size_t si, or_arr *a);
 /* oracle_cutoff.c */
 sift_status or_epsilon(or_chain *o, size_t si, or_arr *a);
+sift_status or_eta(or_chain *o, size_t si, or_arr *a);
 /* Pushes a token into a history window of capacity cap (oldest dropped). */
 void or_hist_push(or_stage_state *s, int32_t token, size_t cap);
 

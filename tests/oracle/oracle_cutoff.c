@@ -1,6 +1,6 @@
 /*
  * oracle_cutoff.c - the naive oracle of the probability cutoffs
- * (epsilon; see oracle.h and docs/samplers.md).
+ * (epsilon, eta; see oracle.h and docs/samplers.md).
  *
  * Each function receives the candidates sorted canonically and applies
  * its definition with plain loops over the whole array: the exact u128
@@ -51,6 +51,47 @@ sift_status or_epsilon(or_chain *o, size_t si, or_arr *a)
     uint64_t *w = xmalloc(a->n * sizeof *w);
     sift__u128 W = or_weights(a, w);
     keep_at_threshold(a, w, sift__u128_scale_float(W, s->f0, 1), s->i0);
+    free(w);
+    return SIFT_OK;
+}
+
+static int cmp_by_id(const void *pa, const void *pb)
+{
+    const sift_candidate *a = pa, *b = pb;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+sift_status or_eta(or_chain *o, size_t si, or_arr *a)
+{
+    const sp_stage *s = &o->spec.st[si];
+    if (!(s->f0 > 0.0f))
+        return SIFT_OK;
+    if (!(a->c[0].logit > -INFINITY))
+        return SIFT_E_NO_CANDIDATE;
+    size_t n = a->n;
+    float m = a->c[0].logit;
+    uint64_t *w = xmalloc(n * sizeof *w);
+    sift__u128 W = or_weights(a, w);
+    double S = sift__u128_to_double(W);
+    double LS = sift__log(S) - 62.0 * 0.6931471805599453;
+    double inv = 1.0 / S;
+    /* the entropy terms, summed in ascending id order */
+    sift_candidate *byid = xmalloc(n * sizeof *byid);
+    double *t = xmalloc(n * sizeof *t);
+    memcpy(byid, a->c, n * sizeof *byid);
+    qsort(byid, n, sizeof *byid, cmp_by_id);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t wi = sift__weight(sift__expf(byid[i].logit - m));
+        t[i] = wi > 0 ? ((double)wi * inv) * (LS - (double)(byid[i].logit - m)) : 0.0;
+    }
+    double H = or_dsum_idorder(t, n);
+    double e = (double)s->f0;
+    double cut = sift__sqrt(e) * sift__exp(-H);
+    if (cut > e)
+        cut = e;
+    keep_at_threshold(a, w, sift__u128_scale_float(W, (float)cut, 1), s->i0);
+    free(t);
+    free(byid);
     free(w);
     return SIFT_OK;
 }
