@@ -1378,6 +1378,24 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_mirostat_v2(sift_chain *chain
                                                                float eta, sift_error *err);
 
 /**
+ * Selector: adaptive-p (llama.cpp's adaptive_p sampler). Each step turns
+ * the candidates' probabilities p_i into logits 5 - 10 d^2 / (1 + d) with
+ * d = |p_i - A| / 0.3, where the adapted target A = clamp(2 target -
+ * s / t, 0, 1) comes from a moving average of the probabilities of the
+ * accepted tokens (s = target / (1 - decay), t = 1 / (1 - decay) at
+ * creation and reset), then draws as dist does over the new logits (one
+ * 64-bit RNG output; none with one candidate). Accepting the sampled
+ * token updates s <- p + decay s and t <- 1 + decay t with its original
+ * probability p; accepting another token leaves s and t. target in
+ * [-1, 1], a negative target makes the stage plain dist; decay in
+ * [0, 0.99]. SIFT_E_ARG for a value out of range (the chain is
+ * unchanged), SIFT_E_NOMEM, SIFT_E_STATE inside a callback. Class: whole.
+ * Formula in docs/samplers.md, "adaptive_p". Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_adaptive_p(sift_chain *chain, float target,
+                                                              float decay, sift_error *err);
+
+/**
  * Repetition, frequency and presence penalties over the last `last_n`
  * accepted tokens. last_n = 0 or (repeat = 1, freq = 0, presence = 0) is a
  * no-op. last_n < 0 is SIFT_E_ARG (give a window), above max_history

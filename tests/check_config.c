@@ -498,6 +498,9 @@ START_TEST(test_probability_cutoffs_build_the_api_chain)
         "chain: [epsilon: {epsilon: 0.1, min_keep: -1}, dist]\n",
         "chain: [epsilon, dist]\n",
         "chain: [eta: 2, dist]\n",
+        "chain: [adaptive_p: 1.5]\n",
+        "chain: [adaptive_p: {target: 0.5, decay: 1}]\n",
+        "chain: [adaptive_p, dist]\n",
         "chain: [eta: {eta: 0.1, min_keep: 0.5}, dist]\n",
     };
     for (size_t i = 0; i < N(bad); i++) {
@@ -510,6 +513,19 @@ END_TEST
 
 START_TEST(test_selectors_build_the_api_chain)
 {
+    /* adaptive_p: bare (target 0.5, decay 0.9), scalar and mapping */
+    const char *ap[] = {"seed: 5\nchain: [adaptive_p]\n", "seed: 5\nchain: [adaptive_p: 0.5]\n",
+                        "seed: 5\nchain: [adaptive_p: {target: 0.3, decay: 0.95}]\n"};
+    for (size_t i = 0; i < N(ap); i++) {
+        sift_config *cfg = parse_ok(ap[i]);
+        sift_chain *a = build(cfg, NULL, 0), *b = api_chain(5, 0);
+        ck_assert_int_eq(
+            sift_chain_add_adaptive_p(b, i < 2 ? 0.5f : 0.3f, i < 2 ? 0.9f : 0.95f, NULL), SIFT_OK);
+        assert_same_behaviour(a, b, 300, 2000 + i, 200);
+        sift_chain_free(a);
+        sift_chain_free(b);
+        sift_config_free(cfg);
+    }
     struct {
         const char *yaml;
         int kind;

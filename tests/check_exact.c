@@ -40,10 +40,11 @@ static const sp_kind all_mids[] = {SP_TOP_K,       SP_TOP_K_TIES, SP_TOP_P,    S
                                    SP_TYPICAL,     SP_TEMP,       SP_TEMP_EXT, SP_XTC,
                                    SP_TOP_N_SIGMA, SP_PENALTIES,  SP_DRY,      SP_LOGIT_BIAS};
 static const sp_kind all_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID, SP_MIROSTAT, SP_MIROSTAT_V2};
-/* The probability cutoffs among the stages they are usually chained with. */
+/* The probability cutoffs among the stages they are usually chained with,
+ * and the adaptive-p selector. */
 static const sp_kind cutoff_mids[] = {SP_EPSILON, SP_EPSILON, SP_ETA,       SP_ETA,       SP_TOP_K,
                                       SP_MIN_P,   SP_TEMP,    SP_PENALTIES, SP_LOGIT_BIAS};
-static const sp_kind cutoff_sels[] = {SP_DIST, SP_GREEDY, SP_DIST_ID};
+static const sp_kind cutoff_sels[] = {SP_DIST, SP_GREEDY, SP_DIST_ID, SP_ADAPTIVE_P, SP_ADAPTIVE_P};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const family families[] = {

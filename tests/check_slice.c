@@ -730,7 +730,7 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
 static const sp_kind cutoffs[] = {SP_EPSILON};
 static const sp_kind cutoff_mids[] = {SP_EPSILON, SP_ETA,  SP_TOP_K,
                                       SP_MIN_P,   SP_TEMP, SP_PENALTIES};
-static const sp_kind cutoff_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID};
+static const sp_kind cutoff_sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID, SP_ADAPTIVE_P};
 
 static void gen_cutoff_chain(tu_rng *r, sp_chain *spec, int32_t V)
 {

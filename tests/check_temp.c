@@ -1149,6 +1149,161 @@ START_TEST(test_oracle_agrees_on_the_hand_cases)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* adaptive_p                                                          */
+/* ------------------------------------------------------------------ */
+
+static sift_chain *adaptive_chain(uint64_t seed, float target, float decay)
+{
+    sift_chain *c = new_chain(seed);
+    ck_assert_int_eq(sift_chain_add_adaptive_p(c, target, decay, NULL), SIFT_OK);
+    return c;
+}
+
+/* probs {0.5, 0.3, 0.2} and target 0.3 (average 0.3 at creation, so
+ * A = 0.3): d = {2/3, 0, 1/3}, logits 5 - 10 d^2 / (1 + d) =
+ * {2.3333, 5, 4.1667}: the draw prefers the token nearest the target. */
+START_TEST(test_adaptive_p_reshapes_the_distribution_around_the_adapted_target)
+{
+    float row[3];
+    const float pr[3] = {0.5f, 0.3f, 0.2f};
+    for (int i = 0; i < 3; i++)
+        row[i] = sift__logf(pr[i]);
+    sift_chain *c = adaptive_chain(1, 0.3f, 0.9f);
+    sift_token_prob out[3];
+    ck_assert_uint_eq(dist_of(c, row, 3, out, 3), 3);
+    const int32_t ids[3] = {1, 2, 0};
+    const double want[3] = {5.0, 4.0 + 1.0 / 6.0, 2.0 + 1.0 / 3.0};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(out[i].id, ids[i]);
+        ck_assert_double_eq_tol((double)out[i].logit, want[i], 1e-5);
+    }
+    sift_chain_free(c);
+}
+END_TEST
+
+/* Accepting the sampled token moves the average with that token's
+ * original probability (so the next distribution changes); accepting
+ * another token, or accepting twice, moves nothing; reset restores the
+ * creation state. */
+START_TEST(test_adaptive_p_moves_its_average_only_on_accept_of_the_sampled_token)
+{
+    const float row[] = {2.0f, 1.0f, 0.0f, -1.0f};
+    sift_chain *c = adaptive_chain(7, 0.5f, 0.5f);
+    uint64_t d0 = sift__chain_state_digest(c);
+    sift_token_prob at0[4], now[4];
+    ck_assert_uint_eq(dist_of(c, row, 4, at0, 4), 4);
+    int32_t tok = -1;
+    ck_assert_int_eq(sift_chain_sample(c, row, 4, &tok, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, tok == 3 ? 2 : 3, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, tok, NULL), SIFT_OK); /* record gone */
+    ck_assert_uint_eq(dist_of(c, row, 4, now, 4), 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert(now[i].id == at0[i].id && now[i].p == at0[i].p);
+    ck_assert_int_eq(sift_chain_sample(c, row, 4, &tok, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, tok, NULL), SIFT_OK);
+    uint64_t d1 = sift__chain_state_digest(c);
+    ck_assert_uint_eq(dist_of(c, row, 4, now, 4), 4);
+    int differs = 0;
+    for (int i = 0; i < 4; i++)
+        differs |= now[i].p != at0[i].p;
+    ck_assert(differs);
+    ck_assert_int_eq(sift_chain_accept(c, tok, NULL), SIFT_OK);
+    ck_assert_uint_eq(sift__chain_state_digest(c), d1);
+    sift_chain_reset(c);
+    ck_assert_uint_eq(sift__chain_state_digest(c), d0);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_adaptive_p_clone_copies_the_average_and_the_pending_record)
+{
+    const float row[] = {3.0f, 2.0f, 1.0f, 0.0f, -0.5f};
+    sift_chain *a = adaptive_chain(11, 0.4f, 0.9f);
+    int32_t tok = -1;
+    ck_assert_int_eq(sift_chain_sample(a, row, 5, &tok, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(a, tok, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample(a, row, 5, &tok, NULL), SIFT_OK);
+    sift_chain *b = NULL;
+    ck_assert_int_eq(sift_chain_clone(a, &b, NULL), SIFT_OK);
+    ck_assert_uint_eq(sift__chain_state_digest(a), sift__chain_state_digest(b));
+    ck_assert_int_eq(sift_chain_accept(a, tok, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(b, tok, NULL), SIFT_OK);
+    ck_assert_uint_eq(sift__chain_state_digest(a), sift__chain_state_digest(b));
+    for (int s = 0; s < 8; s++) {
+        int32_t ta, tb;
+        ck_assert_int_eq(sift_chain_sample(a, row, 5, &ta, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_sample(b, row, 5, &tb, NULL), SIFT_OK);
+        ck_assert_int_eq(ta, tb);
+        ck_assert_int_eq(sift_chain_accept(a, ta, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_accept(b, tb, NULL), SIFT_OK);
+    }
+    ck_assert_uint_eq(sift__chain_state_digest(a), sift__chain_state_digest(b));
+    sift_chain_free(a);
+    sift_chain_free(b);
+}
+END_TEST
+
+/* A negative target is dist: the same tokens and RNG, and no state. */
+START_TEST(test_adaptive_p_with_a_negative_target_is_dist)
+{
+    tu_rng r = {99};
+    float row[300];
+    sift_chain *a = adaptive_chain(5, -1.0f, 0.9f), *b = new_chain(5);
+    ck_assert_int_eq(sift_chain_add_dist(b, NULL), SIFT_OK);
+    for (int s = 0; s < 50; s++) {
+        tu_row(&r, row, 300, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+        int32_t ta, tb;
+        ck_assert_int_eq(sift_chain_sample(a, row, 300, &ta, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_sample(b, row, 300, &tb, NULL), SIFT_OK);
+        ck_assert_int_eq(ta, tb);
+        ck_assert_int_eq(sift_chain_accept(a, ta, NULL), SIFT_OK);
+        sift_token_prob da[300], db[300];
+        size_t na = dist_of(a, row, 300, da, 300), nb = dist_of(b, row, 300, db, 300);
+        ck_assert_uint_eq(na, nb);
+        for (size_t i = 0; i < na; i++)
+            ck_assert(da[i].id == db[i].id && da[i].p == db[i].p);
+    }
+    uint64_t ra[4], rb[4];
+    sift__chain_rng_state(a, ra);
+    sift__chain_rng_state(b, rb);
+    ck_assert(memcmp(ra, rb, sizeof ra) == 0);
+    sift_chain_free(a);
+    sift_chain_free(b);
+}
+END_TEST
+
+START_TEST(test_adaptive_p_reports_no_candidate_and_rejects_bad_parameters)
+{
+    const float row[] = {1.0f, 2.0f};
+    sift_bias b[2] = {{0, -INFINITY}, {1, -INFINITY}};
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, b, 2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_adaptive_p(c, 0.5f, 0.9f, NULL), SIFT_OK);
+    int32_t tok;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_sample(c, row, 2, &tok, &err), SIFT_E_NO_CANDIDATE);
+    size_t n;
+    ck_assert_int_eq(sift_chain_distribution(c, row, 2, NULL, 0, &n, NULL), SIFT_E_NO_CANDIDATE);
+    sift_chain_free(c);
+    static const float bad_target[] = {NAN, INFINITY, -INFINITY, 1.0000001f, -1.0000001f, 2.0f};
+    static const float bad_decay[] = {NAN, INFINITY, -0.01f, 0.9900001f, 1.0f};
+    c = new_chain(1);
+    for (size_t i = 0; i < sizeof bad_target / sizeof bad_target[0]; i++) {
+        ck_assert_int_eq(sift_chain_add_adaptive_p(c, bad_target[i], 0.9f, &err), SIFT_E_ARG);
+        ck_assert(strstr(err.message, "adaptive_p: target") != NULL);
+    }
+    for (size_t i = 0; i < sizeof bad_decay / sizeof bad_decay[0]; i++) {
+        ck_assert_int_eq(sift_chain_add_adaptive_p(c, 0.5f, bad_decay[i], &err), SIFT_E_ARG);
+        ck_assert(strstr(err.message, "adaptive_p: decay") != NULL);
+    }
+    ck_assert_uint_eq(sift_chain_n_stages(c), 0);
+    ck_assert_int_eq(sift_chain_add_adaptive_p(c, 1.0f, 0.99f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_adaptive_p(NULL, 0.5f, 0.9f, NULL), SIFT_E_ARG);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 
 static Suite *suite(void)
 {
@@ -1194,6 +1349,11 @@ static Suite *suite(void)
         {"miro_prefix", test_mirostat_support_is_a_canonical_prefix_on_random_rows},
         {"miro2_keeps", test_mirostat_v2_keeps_tokens_whose_surprise_is_at_most_mu},
         {"miro2_accept", test_mirostat_v2_moves_mu_on_accept_of_the_sampled_token},
+        {"ap_reshape", test_adaptive_p_reshapes_the_distribution_around_the_adapted_target},
+        {"ap_accept", test_adaptive_p_moves_its_average_only_on_accept_of_the_sampled_token},
+        {"ap_clone", test_adaptive_p_clone_copies_the_average_and_the_pending_record},
+        {"ap_off", test_adaptive_p_with_a_negative_target_is_dist},
+        {"ap_bad", test_adaptive_p_reports_no_candidate_and_rejects_bad_parameters},
         {"storage_order", test_results_depend_on_the_candidate_set_not_its_storage_order},
         {"oracle", test_oracle_agrees_on_the_hand_cases},
     };

@@ -29,6 +29,7 @@
     X(greedy) \
     X(mirostat) \
     X(mirostat_v2) \
+    X(adaptive_p) \
     /* end of the list */
 /* clang-format on */
 

@@ -93,6 +93,12 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
                                  : (float)(0.2 * tu_unif(r) * tu_unif(r));
         s->i0 = (int32_t)tu_range(r, 0, 3);
         break;
+    case SP_ADAPTIVE_P:
+        /* llama.cpp's documented values, off (negative), the ends */
+        s->f0 = tu_unif(r) < 0.4 ? PICK(r, 0.5f, 0.3f, 0.7f, 0.9f, -1.0f, -0.01f, 0.0f, 1.0f)
+                                 : (float)tu_unif(r);
+        s->f1 = tu_unif(r) < 0.4 ? PICK(r, 0.9f, 0.0f, 0.99f, 0.5f) : (float)(0.99 * tu_unif(r));
+        break;
     case SP_LOGIT_BIAS:
         s->n_bias = (size_t)tu_range(r, 0, 8);
         for (size_t b = 0; b < s->n_bias; b++) {

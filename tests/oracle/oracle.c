@@ -40,6 +40,7 @@ sift_status sp_add(sift_chain *c, const sp_stage *s, sift_error *err)
     case SP_LOGIT_BIAS: return sift_chain_add_logit_bias(c, s->bias, s->n_bias, err);
     case SP_EPSILON: return sift_chain_add_epsilon(c, s->f0, s->i0, err);
     case SP_ETA: return sift_chain_add_eta(c, s->f0, s->i0, err);
+    case SP_ADAPTIVE_P: return sift_chain_add_adaptive_p(c, s->f0, s->f1, err);
     case SP__COUNT: break;
     }
     return SIFT_E_ARG;
@@ -65,9 +66,9 @@ sift_status sp_build(const sp_chain *spec, sift_chain **out, sift_error *err)
 }
 
 static const char *kind_name[SP__COUNT] = {
-    "greedy",    "dist", "dist_id",    "top_k",   "top_k_ties",  "top_p",    "min_p",
-    "typical",   "temp", "temp_ext",   "xtc",     "top_n_sigma", "mirostat", "mirostat_v2",
-    "penalties", "dry",  "logit_bias", "epsilon", "eta",
+    "greedy",    "dist", "dist_id",    "top_k",   "top_k_ties",  "top_p",      "min_p",
+    "typical",   "temp", "temp_ext",   "xtc",     "top_n_sigma", "mirostat",   "mirostat_v2",
+    "penalties", "dry",  "logit_bias", "epsilon", "eta",         "adaptive_p",
 };
 
 void sp_describe(const sp_chain *spec, char *buf, size_t cap)
@@ -194,6 +195,8 @@ void or_reset(or_chain *o)
         s->has_pending = 0;
         if (o->spec.st[i].kind == SP_MIROSTAT || o->spec.st[i].kind == SP_MIROSTAT_V2)
             s->mu = 2.0 * (double)o->spec.st[i].f0;
+        if (o->spec.st[i].kind == SP_ADAPTIVE_P)
+            or_adaptive_p_reset(o, i);
     }
 }
 
@@ -253,6 +256,7 @@ static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_
         case SP_LOGIT_BIAS: st = or_logit_bias(o, i, a); break;
         case SP_EPSILON: st = or_epsilon(o, i, a); break;
         case SP_ETA: st = or_eta(o, i, a); break;
+        case SP_ADAPTIVE_P: st = or_adaptive_p(o, i, a, tok); break;
         case SP__COUNT: st = SIFT_E_ARG; break;
         }
         if (st == SIFT_OK && a->n == 0)
@@ -319,6 +323,7 @@ void or_accept(or_chain *o, int32_t token)
             break;
         case SP_MIROSTAT:
         case SP_MIROSTAT_V2: or_mirostat_accept(o, i, token); break;
+        case SP_ADAPTIVE_P: or_adaptive_p_accept(o, i, token); break;
         default: break;
         }
     }

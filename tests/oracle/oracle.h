@@ -37,6 +37,7 @@ typedef enum sp_kind {
     SP_LOGIT_BIAS,
     SP_EPSILON,
     SP_ETA,
+    SP_ADAPTIVE_P,
     SP__COUNT
 } sp_kind;
 
@@ -60,6 +61,7 @@ typedef enum sp_kind {
  *   LOGIT_BIAS: bias[0..n_bias)
  *   EPSILON: f0 = epsilon, i0 = min_keep
  *   ETA: f0 = eta, i0 = min_keep
+ *   ADAPTIVE_P: f0 = target, f1 = decay
  */
 typedef struct sp_stage {
     sp_kind kind;
@@ -106,10 +108,11 @@ typedef struct or_stage_state {
     int32_t *hist; /* accepted tokens, oldest first (penalties, DRY) */
     size_t hist_n;
     size_t hist_cap;
-    double mu; /* mirostat */
+    double mu;                /* mirostat */
+    double ap_sum, ap_weight; /* adaptive_p's moving average */
     int has_pending;
     int32_t pending_token;
-    double pending_surprise;
+    double pending_surprise; /* adaptive_p: the original probability */
 } or_stage_state;
 
 typedef struct or_chain {
@@ -168,6 +171,9 @@ sift_status or_logit_bias(or_chain *o, size_t si, or_arr *a);
 /* oracle_cutoff.c */
 sift_status or_epsilon(or_chain *o, size_t si, or_arr *a);
 sift_status or_eta(or_chain *o, size_t si, or_arr *a);
+sift_status or_adaptive_p(or_chain *o, size_t si, or_arr *a, int32_t *token);
+void or_adaptive_p_accept(or_chain *o, size_t si, int32_t token);
+void or_adaptive_p_reset(or_chain *o, size_t si);
 /* Pushes a token into a history window of capacity cap (oldest dropped). */
 void or_hist_push(or_stage_state *s, int32_t token, size_t cap);
 

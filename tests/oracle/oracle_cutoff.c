@@ -1,6 +1,7 @@
 /*
  * oracle_cutoff.c - the naive oracle of the probability cutoffs
- * (epsilon, eta; see oracle.h and docs/samplers.md).
+ * (epsilon, eta) and of the adaptive-p selector (see oracle.h and
+ * docs/samplers.md).
  *
  * Each function receives the candidates sorted canonically and applies
  * its definition with plain loops over the whole array: the exact u128
@@ -94,4 +95,85 @@ sift_status or_eta(or_chain *o, size_t si, or_arr *a)
     free(byid);
     free(w);
     return SIFT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* adaptive_p                                                          */
+/* ------------------------------------------------------------------ */
+
+void or_adaptive_p_reset(or_chain *o, size_t si)
+{
+    const sp_stage *s = &o->spec.st[si];
+    or_stage_state *st = &o->st[si];
+    st->ap_sum = (double)s->f0 / (1.0 - (double)s->f1);
+    st->ap_weight = 1.0 / (1.0 - (double)s->f1);
+    st->has_pending = 0;
+}
+
+/* dist on a sorted array: the index drawn. */
+static size_t or_draw(or_chain *o, or_arr *a)
+{
+    if (a->n == 1)
+        return 0;
+    uint64_t *w = xmalloc(a->n * sizeof *w);
+    sift__u128 W = or_weights(a, w);
+    sift__u128 T = sift__u128_scale_u64(W, sift__rng_next(&o->rng));
+    size_t i = or_walk(w, a->n, T, 1);
+    free(w);
+    return i < a->n ? i : a->n - 1;
+}
+
+sift_status or_adaptive_p(or_chain *o, size_t si, or_arr *a, int32_t *token)
+{
+    const sp_stage *s = &o->spec.st[si];
+    or_stage_state *st = &o->st[si];
+    if (!(a->c[0].logit > -INFINITY))
+        return SIFT_E_NO_CANDIDATE;
+    if (s->f0 < 0.0f) {
+        *token = a->c[or_draw(o, a)].id;
+        return SIFT_OK;
+    }
+    size_t n = a->n;
+    uint64_t *w = xmalloc(n * sizeof *w);
+    double *p = xmalloc(n * sizeof *p);
+    int32_t *pid = xmalloc(n * sizeof *pid);
+    double S = sift__u128_to_double(or_weights(a, w));
+    double A = 2.0 * (double)s->f0 - st->ap_sum / st->ap_weight;
+    if (A < 0.0)
+        A = 0.0;
+    if (A > 1.0)
+        A = 1.0;
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (double)w[i] / S;
+        pid[i] = a->c[i].id;
+        if (a->c[i].logit == -INFINITY)
+            continue;
+        double d = fabs(p[i] - A) / 0.3;
+        a->c[i].logit = (float)(5.0 - 10.0 * d * d / (1.0 + d));
+    }
+    or_sort(a);
+    int32_t tok = a->c[or_draw(o, a)].id;
+    double ptok = -1.0;
+    for (size_t i = 0; i < n; i++)
+        if (pid[i] == tok)
+            ptok = p[i];
+    *token = tok;
+    st->has_pending = 1;
+    st->pending_token = tok;
+    st->pending_surprise = ptok;
+    free(pid);
+    free(p);
+    free(w);
+    return SIFT_OK;
+}
+
+void or_adaptive_p_accept(or_chain *o, size_t si, int32_t token)
+{
+    const sp_stage *s = &o->spec.st[si];
+    or_stage_state *st = &o->st[si];
+    if (st->has_pending && st->pending_token == token) {
+        st->ap_sum = st->pending_surprise + (double)s->f1 * st->ap_sum;
+        st->ap_weight = 1.0 + (double)s->f1 * st->ap_weight;
+    }
+    st->has_pending = 0;
 }
