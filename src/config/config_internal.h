@@ -37,7 +37,8 @@ typedef struct cfg_node {
 
 typedef struct cfg_tree {
     cfg_node *nodes;
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
     uint32_t root; /* CFG_NONE if the document is empty */
 } cfg_tree;
 

@@ -814,17 +814,9 @@ static void free_stage(V *v, cfg_stage *st)
 
 sift_status sift__cfg_push_stage(sift_config *cfg, const cfg_stage *st)
 {
-    if (cfg->n_stages == cfg->cap_stages) {
-        size_t cap = cfg->cap_stages ? cfg->cap_stages * 2 : 8;
-        cfg_stage *ns = sift__malloc(&cfg->al, cap, sizeof *ns);
-        if (!ns)
-            return SIFT_E_NOMEM;
-        if (cfg->n_stages)
-            memcpy(ns, cfg->stages, cfg->n_stages * sizeof *ns);
-        sift__free(&cfg->al, cfg->stages);
-        cfg->stages = ns;
-        cfg->cap_stages = cap;
-    }
+    if (sift__reserve(&cfg->al, &cfg->stages, &cfg->cap_stages, cfg->n_stages, cfg->n_stages + 1,
+                      sizeof *cfg->stages, 8))
+        return SIFT_E_NOMEM;
     cfg->stages[cfg->n_stages++] = *st;
     return SIFT_OK;
 }

@@ -207,24 +207,11 @@ static int is_tok(uint32_t type)
     return type == SIFT__G_TOKEN || type == SIFT__G_TOKEN_NOT;
 }
 
-/* Grows *p (n_have used of *cap elements of esz bytes) to hold `need`. */
-static int grow(const sift__alloc *al, void **p, size_t *cap, size_t n_have, size_t need,
-                size_t esz)
+/* Grows *p (n_have used of *cap elements of esz bytes) to hold `need`
+ * (sift__reserve, first capacity 64); 1 on success. */
+static int grow(const sift__alloc *al, void *p, size_t *cap, size_t n_have, size_t need, size_t esz)
 {
-    if (need <= *cap)
-        return 1;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) {
-        if (c > SIZE_MAX / 4)
-            return 0;
-        c *= 2;
-    }
-    void *q = sift__grow(al, *p, n_have, *cap, c, esz);
-    if (!q)
-        return 0;
-    *p = q;
-    *cap = c;
-    return 1;
+    return sift__reserve(al, p, cap, n_have, need, esz, 64) == SIFT_OK;
 }
 
 static sift_status gfail(sift_grammar *g, sift_status code, const char *fmt, ...)
@@ -270,8 +257,8 @@ static int gm_init(gm *m, const sift__alloc *al)
     m->sht_cap = 256;
     m->nht = sift__malloc(al, m->nht_cap, sizeof *m->nht);
     m->sht = sift__malloc(al, m->sht_cap, sizeof *m->sht);
-    if (!m->nht || !m->sht || !grow(al, (void **)&m->node, &cn, 0, 256, sizeof(gnode)) ||
-        !grow(al, (void **)&m->st, &cs, 0, 16, sizeof(gstate))) {
+    if (!m->nht || !m->sht || !grow(al, &m->node, &cn, 0, 256, sizeof(gnode)) ||
+        !grow(al, &m->st, &cs, 0, 16, sizeof(gstate))) {
         gm_free(m, al);
         return 0;
     }
@@ -399,10 +386,8 @@ static uint32_t node_get(sift_grammar *g, uint32_t pos, uint32_t parent)
     }
     if (m->n_node == m->cap_node) {
         size_t cn = m->cap_node, cm = m->cap_node;
-        if (!grow(&g->al, (void **)&m->node, &cn, m->n_node, (size_t)m->n_node + 1,
-                  sizeof(gnode)) ||
-            !grow(&g->al, (void **)&m->mark, &cm, m->n_node, (size_t)m->n_node + 1,
-                  sizeof(uint32_t))) {
+        if (!grow(&g->al, &m->node, &cn, m->n_node, (size_t)m->n_node + 1, sizeof(gnode)) ||
+            !grow(&g->al, &m->mark, &cm, m->n_node, (size_t)m->n_node + 1, sizeof(uint32_t))) {
             gfail(g, SIFT_E_NOMEM, "out of memory while growing grammar stacks");
             return UINT32_MAX;
         }
@@ -480,7 +465,7 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
     size_t n_wl = 0;
     if (!budget(g, (int64_t)ns))
         return 0;
-    if (!grow(&g->al, (void **)&m->wl, &m->cap_wl, 0, ns + 16, sizeof(uint32_t)))
+    if (!grow(&g->al, &m->wl, &m->cap_wl, 0, ns + 16, sizeof(uint32_t)))
         return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
     memcpy(m->wl, seeds, ns * sizeof *seeds);
     n_wl = ns;
@@ -493,7 +478,7 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
             return 0;
         const sift__gelem *e = x ? EL(g, m->node[x].pos) : NULL;
         if (!x || e->type != SIFT__G_REF) {
-            if (!grow(&g->al, (void **)&m->cl, &m->cap_cl, m->n_cl, m->n_cl + 1, sizeof(uint32_t)))
+            if (!grow(&g->al, &m->cl, &m->cap_cl, m->n_cl, m->n_cl + 1, sizeof(uint32_t)))
                 return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
             m->cl[m->n_cl++] = x;
             if (!stacks_ok(g, m->n_cl))
@@ -507,7 +492,7 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
         uint32_t na = c->alt_off[r + 1] - c->alt_off[r];
         if (!budget(g, na))
             return 0;
-        if (!grow(&g->al, (void **)&m->wl, &m->cap_wl, n_wl, n_wl + na, sizeof(uint32_t)))
+        if (!grow(&g->al, &m->wl, &m->cap_wl, n_wl, n_wl + na, sizeof(uint32_t)))
             return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
         for (uint32_t a = c->alt_off[r]; a < c->alt_off[r + 1]; a++) {
             uint32_t y = cont(g, c->alt[a], ret);
@@ -527,8 +512,7 @@ static int arena_put(sift_grammar *g, const uint32_t *v, size_t n, uint32_t *off
     gm *m = &g->m;
     if (m->n_arena + n >= UINT32_MAX)
         return gfail(g, SIFT_E_GRAMMAR_LIMIT, "grammar matcher cache is full"), 0;
-    if (!grow(&g->al, (void **)&m->arena, &m->cap_arena, m->n_arena, m->n_arena + n,
-              sizeof(uint32_t)))
+    if (!grow(&g->al, &m->arena, &m->cap_arena, m->n_arena, m->n_arena + n, sizeof(uint32_t)))
         return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
     if (n)
         memcpy(m->arena + m->n_arena, v, n * sizeof *v);
@@ -629,7 +613,7 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
     if (m->n_st == m->cap_st) {
         size_t cs = m->cap_st;
         size_t ct = cs;
-        if (!grow(&g->al, (void **)&m->st, &cs, m->n_st, (size_t)m->n_st + 1, sizeof(gstate))) {
+        if (!grow(&g->al, &m->st, &cs, m->n_st, (size_t)m->n_st + 1, sizeof(gstate))) {
             gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
             return -1;
         }
@@ -714,7 +698,7 @@ static int union_add(sift_grammar *g, const uint32_t *v, size_t n)
         m->mark[y] = m->epoch;
         if (!stacks_ok(g, m->n_scr + 1))
             return 0;
-        if (!grow(&g->al, (void **)&m->scr, &m->cap_scr, m->n_scr, m->n_scr + 1, sizeof(uint32_t)))
+        if (!grow(&g->al, &m->scr, &m->cap_scr, m->n_scr, m->n_scr + 1, sizeof(uint32_t)))
             return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
         m->scr[m->n_scr++] = y;
     }
@@ -774,7 +758,7 @@ static int32_t partial(sift_grammar *g, uint32_t x, uint32_t acc, uint32_t rem, 
     uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
     if (!budget(g, sl))
         return -1;
-    if (!grow(&g->al, (void **)&m->scr, &m->cap_scr, 0, sl, sizeof(uint32_t))) {
+    if (!grow(&g->al, &m->scr, &m->cap_scr, 0, sl, sizeof(uint32_t))) {
         gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
         return -1;
     }
@@ -964,7 +948,7 @@ static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
         if (!budget(g, 2 * (int64_t)sm->node[n].depth + 1))
             goto out;
         for (uint32_t y = n; y; y = sm->node[y].parent) {
-            if (!grow(&g->al, (void **)&path, &cp, d, d + 1, sizeof *path)) {
+            if (!grow(&g->al, &path, &cp, d, d + 1, sizeof *path)) {
                 gfail(g, SIFT_E_NOMEM, "out of memory while copying a grammar state");
                 goto out;
             }
@@ -1702,7 +1686,7 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
     uint32_t rej = 0;
     g->n_rr = 0;
     if (x == 0 || m->st[x].set_len == 0) {
-        if (!grow(&g->al, (void **)&g->rr, &g->cap_rr, 0, 2, sizeof *g->rr))
+        if (!grow(&g->al, &g->rr, &g->cap_rr, 0, 2, sizeof *g->rr))
             return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
         g->rr[0] = 0;
         g->rr[1] = c->n_slots;
@@ -1730,8 +1714,7 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
                 g->rr[2 * g->n_rr - 1] = nd->slot_end;
             } else {
                 if (SIFT__UNLIKELY(2 * g->n_rr + 2 > g->cap_rr) &&
-                    !grow(&g->al, (void **)&g->rr, &g->cap_rr, 2 * g->n_rr, 2 * g->n_rr + 2,
-                          sizeof *g->rr))
+                    !grow(&g->al, &g->rr, &g->cap_rr, 2 * g->n_rr, 2 * g->n_rr + 2, sizeof *g->rr))
                     return gfail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
                 g->rr[2 * g->n_rr] = nd->slot;
                 g->rr[2 * g->n_rr + 1] = nd->slot_end;

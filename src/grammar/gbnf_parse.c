@@ -66,20 +66,7 @@ typedef struct vec {
 
 static int vec_reserve(const sift__alloc *al, vec *v, size_t esz, size_t need)
 {
-    if (need <= v->cap)
-        return 1;
-    size_t cap = v->cap ? v->cap : 16;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2)
-            return 0;
-        cap *= 2;
-    }
-    void *p = sift__grow(al, v->p, v->n, v->cap, cap, esz);
-    if (!p)
-        return 0;
-    v->p = p;
-    v->cap = cap;
-    return 1;
+    return sift__reserve(al, &v->p, &v->cap, v->n, need, esz, 16) == SIFT_OK;
 }
 
 static void vec_free(const sift__alloc *al, vec *v)
@@ -330,26 +317,14 @@ static void skip(P *p, int nl)
     }
 }
 
-/* Decodes one UTF-8 sequence at p->i (the text was validated). */
+/* Decodes one UTF-8 sequence at p->i (the text was validated, so the
+ * decoder always finds one). */
 static uint32_t decode(P *p)
 {
-    const unsigned char *s = p->s + p->i;
-    uint32_t c = s[0];
-    if (c < 0x80) {
-        p->i += 1;
-        return c;
-    }
-    if (c < 0xE0) {
-        p->i += 2;
-        return ((c & 0x1F) << 6) | (s[1] & 0x3F);
-    }
-    if (c < 0xF0) {
-        p->i += 3;
-        return ((c & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-    }
-    p->i += 4;
-    return ((c & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6) |
-           (s[3] & 0x3F);
+    uint32_t c = 0;
+    size_t k = sift__utf8_decode(p->s + p->i, p->n - p->i, &c);
+    p->i += k ? k : 1;
+    return c;
 }
 
 static int hexval(int c)
@@ -490,18 +465,10 @@ static int emit(P *p, uint32_t type, uint32_t v)
 
 static int push_frame(P *p, uint32_t rule, size_t open)
 {
-    if (p->n_fr == p->cap_fr) {
-        size_t cap = p->cap_fr ? p->cap_fr * 2 : 8;
-        frame *fr = sift__calloc(p->al, cap, sizeof *fr);
-        if (!fr) {
-            nomem(p);
-            return 0;
-        }
-        if (p->n_fr)
-            memcpy(fr, p->fr, p->n_fr * sizeof *fr);
-        sift__free(p->al, p->fr);
-        p->fr = fr;
-        p->cap_fr = cap;
+    /* New frames are zero: their buffers are empty until first used. */
+    if (sift__reserve(p->al, &p->fr, &p->cap_fr, p->n_fr, p->n_fr + 1, sizeof *p->fr, 8)) {
+        nomem(p);
+        return 0;
     }
     frame *f = &p->fr[p->n_fr++];
     /* buffers of frames that were popped are kept for reuse */
@@ -1433,49 +1400,17 @@ out:
     return ok;
 }
 
-/* First invalid UTF-8 byte or NUL; returns its offset or SIZE_MAX. */
+/* First invalid UTF-8 byte or NUL, whichever comes first; returns its
+ * offset or SIZE_MAX. */
 static size_t first_bad_byte(const unsigned char *s, size_t n, int *is_nul)
 {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c == 0) {
-            *is_nul = 1;
-            return i;
-        }
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            if (c == 0xE0)
-                lo = 0xA0;
-            if (c == 0xED)
-                hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            if (c == 0xF0)
-                lo = 0x90;
-            if (c == 0xF4)
-                hi = 0x8F;
-        } else {
-            *is_nul = 0;
-            return i;
-        }
-        for (size_t k = 1; k < len; k++) {
-            if (i + k >= n || s[i + k] < (k == 1 ? lo : 0x80) || s[i + k] > (k == 1 ? hi : 0xBF)) {
-                *is_nul = 0;
-                return i;
-            }
-        }
-        i += len;
-    }
-    return SIZE_MAX;
+    size_t bad;
+    int ok = sift__utf8_valid(s, n, &bad);
+    const unsigned char *nul = memchr(s, 0, bad);
+    *is_nul = nul != NULL;
+    if (nul)
+        return (size_t)(nul - s);
+    return ok ? SIZE_MAX : bad;
 }
 
 static void p_free(P *p)
