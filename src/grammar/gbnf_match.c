@@ -471,15 +471,15 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
             sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
             return -1;
         }
-        int32_t *tr = sift__malloc(&g->al, cs * 256, sizeof *tr);
+        /* the transition rows follow the states' capacity (sift__grow) */
+        int32_t *tr =
+            sift__grow(&g->al, m->trans, (size_t)m->n_st * 256, ct * 256, cs * 256, sizeof *tr);
         if (!tr) {
             /* keep st grown (harmless), capacity of trans unchanged */
             m->cap_st = (uint32_t)ct;
             sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
             return -1;
         }
-        memcpy(tr, m->trans, (size_t)m->n_st * 256 * sizeof *tr);
-        sift__free(&g->al, m->trans);
         m->trans = tr;
         m->cap_st = (uint32_t)cs;
     }
