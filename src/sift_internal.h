@@ -60,6 +60,21 @@ SIFT__HIDDEN sift_status sift__check_struct_size(sift_error *err, const char *ty
 SIFT__HIDDEN void sift__strlcpy_utf8(char *dst, const char *src, size_t cap);
 
 /* ------------------------------------------------------------------ */
+/* UTF-8 (core/utf8.c): the one decoder and validator                  */
+/* ------------------------------------------------------------------ */
+
+/* Decodes the sequence at s[0..n): returns its length (1 to 4) and the
+ * code point through *cp, or 0 (*cp untouched) when s does not start with
+ * a well-formed sequence: an overlong form, a surrogate, a code point
+ * above U+10FFFF, a sequence cut by the end, a stray continuation byte,
+ * or n = 0. */
+SIFT__HIDDEN size_t sift__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+/* 1 if s[0..n) is well-formed UTF-8 (as sift__utf8_decode), with *bad =
+ * n; 0 otherwise, with *bad = the offset of the first byte of the first
+ * ill-formed sequence. `bad` may be NULL. NUL is well-formed. */
+SIFT__HIDDEN int sift__utf8_valid(const unsigned char *s, size_t n, size_t *bad);
+
+/* ------------------------------------------------------------------ */
 /* Allocation (core/alloc.c)                                           */
 /* ------------------------------------------------------------------ */
 
@@ -78,6 +93,18 @@ SIFT__HIDDEN sift_status sift__alloc_init(sift__alloc *al, const sift_allocator 
  * owned by the caller. The bytes past n_used are unspecified. */
 SIFT__HIDDEN void *sift__grow(const sift__alloc *al, void *p, size_t n_used, size_t old_cap,
                               size_t new_cap, size_t esz);
+/* The growable array of src/: every array that grows by doubling grows
+ * here, so the overflow checks and the failure rule are written once.
+ * Makes the array *arr (of *cap elements of `esz` bytes, the first `used`
+ * of them live) hold at least `need` elements: nothing happens when need
+ * <= *cap; otherwise the capacity becomes *cap (`first` when *cap is 0)
+ * doubled until it holds `need`, the block grows through sift__grow, and
+ * the elements from `used` on are zero. `arr` is the address of the array
+ * pointer (a T ** passed as void *); used <= *cap. SIFT_E_NOMEM when the
+ * allocation fails or the size overflows size_t, with *arr and *cap
+ * unchanged. Writes no sift_error: each caller names its own array. */
+SIFT__HIDDEN sift_status sift__reserve(const sift__alloc *al, void *arr, size_t *cap, size_t used,
+                                       size_t need, size_t esz, size_t first) SIFT_NODISCARD;
 /* Returns NULL on failure or when n * size overflows. Memory is zeroed. */
 SIFT__HIDDEN void *sift__calloc(const sift__alloc *al, size_t n, size_t size);
 /* As sift__calloc without the zeroing (scratch that is always written

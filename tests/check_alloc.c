@@ -10,7 +10,10 @@
  *   the Nth call. Each failing call must return SIFT_E_NOMEM and change
  *   nothing, retrying it must succeed, the token sequence must equal that
  *   of a build without failures, and every allocation must be freed;
- * - the vocabulary does all its allocations through its allocator.
+ * - the vocabulary does all its allocations through its allocator;
+ * - sift__reserve, the one growable array of src/: doubling from the
+ *   first capacity, live elements kept and the rest zero, nothing changed
+ *   and nothing leaked when the allocation fails or the size overflows.
  */
 #include <check.h>
 #include <math.h>
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 
 #include "oracle/oracle.h"
+#include "sift_internal.h"
 #include "testutil.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -753,6 +757,104 @@ START_TEST(test_failing_the_nth_allocation_of_every_other_call_is_nomem)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* sift__reserve                                                       */
+/* ------------------------------------------------------------------ */
+
+static sift__alloc fa_sift_alloc(fa *f)
+{
+    sift_allocator a = {sizeof(sift_allocator), fa_alloc, fa_free, f, NULL};
+    sift__alloc al;
+    ck_assert_int_eq(sift__alloc_init(&al, &a, NULL), SIFT_OK);
+    return al;
+}
+
+START_TEST(test_reserve_doubles_from_the_first_capacity_keeping_the_live_elements)
+{
+    fa f = {0};
+    sift__alloc al = fa_sift_alloc(&f);
+    int32_t *v = NULL;
+    size_t cap = 0;
+    ck_assert_int_eq(sift__reserve(&al, &v, &cap, 0, 3, sizeof *v, 4), SIFT_OK);
+    ck_assert_uint_eq(cap, 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(v[i], 0);
+    for (int i = 0; i < 3; i++)
+        v[i] = 10 + i;
+    ck_assert_int_eq(sift__reserve(&al, &v, &cap, 3, 9, sizeof *v, 4), SIFT_OK);
+    ck_assert_uint_eq(cap, 16);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(v[i], 10 + i);
+    for (int i = 3; i < 16; i++)
+        ck_assert_int_eq(v[i], 0); /* from `used` on */
+    ck_assert_int_eq(f.allocs, 2);
+    ck_assert_int_eq(f.frees, 1);
+    sift__free(&al, v);
+    ck_assert_int_eq(f.frees, 2);
+}
+END_TEST
+
+START_TEST(test_reserve_allocates_nothing_while_the_capacity_suffices)
+{
+    fa f = {0};
+    sift__alloc al = fa_sift_alloc(&f);
+    char *v = NULL;
+    size_t cap = 0;
+    ck_assert_int_eq(sift__reserve(&al, &v, &cap, 0, 0, 1, 8), SIFT_OK);
+    ck_assert_ptr_null(v);
+    ck_assert_int_eq(sift__reserve(&al, &v, &cap, 0, 5, 1, 8), SIFT_OK);
+    char *was = v;
+    for (size_t need = 0; need <= 8; need++)
+        ck_assert_int_eq(sift__reserve(&al, &v, &cap, 5, need, 1, 8), SIFT_OK);
+    ck_assert_ptr_eq(v, was);
+    ck_assert_uint_eq(cap, 8);
+    ck_assert_int_eq(f.calls, 1);
+    sift__free(&al, v);
+}
+END_TEST
+
+START_TEST(test_reserve_that_fails_leaves_the_array_as_it_was)
+{
+    fa f = {0};
+    sift__alloc al = fa_sift_alloc(&f);
+    int64_t *v = NULL;
+    size_t cap = 0;
+    ck_assert_int_eq(sift__reserve(&al, &v, &cap, 0, 2, sizeof *v, 2), SIFT_OK);
+    v[0] = 7;
+    v[1] = 8;
+    int64_t *was = v;
+    f.fail_at = f.calls + 1;
+    ck_assert_int_eq(sift__reserve(&al, &v, &cap, 2, 3, sizeof *v, 2), SIFT_E_NOMEM);
+    ck_assert_ptr_eq(v, was);
+    ck_assert_uint_eq(cap, 2);
+    ck_assert_int_eq(v[0], 7);
+    ck_assert_int_eq(v[1], 8);
+    ck_assert_int_eq(f.frees, 0);
+    ck_assert_int_eq(sift__reserve(&al, &v, &cap, 2, 3, sizeof *v, 2), SIFT_OK); /* retry */
+    ck_assert_uint_eq(cap, 4);
+    ck_assert_int_eq(v[0], 7);
+    ck_assert_int_eq(v[1], 8);
+    sift__free(&al, v);
+    ck_assert_int_eq(f.allocs, f.frees);
+}
+END_TEST
+
+START_TEST(test_reserve_refuses_a_size_that_overflows_without_allocating)
+{
+    fa f = {0};
+    sift__alloc al = fa_sift_alloc(&f);
+    char *v = NULL;
+    size_t cap = 0;
+    /* the capacity cannot double past SIZE_MAX */
+    ck_assert_int_eq(sift__reserve(&al, &v, &cap, 0, SIZE_MAX / 2 + 2, 1, 1), SIFT_E_NOMEM);
+    /* the capacity fits but capacity * esz does not */
+    ck_assert_int_eq(sift__reserve(&al, &v, &cap, 0, 4, SIZE_MAX / 2, 4), SIFT_E_NOMEM);
+    ck_assert_ptr_null(v);
+    ck_assert_uint_eq(cap, 0);
+    ck_assert_int_eq(f.calls, 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("alloc");
@@ -770,6 +872,12 @@ static Suite *suite(void)
     tcase_add_test(tc, test_failing_the_nth_allocation_of_the_slice_path_is_clean);
     tcase_add_loop_test(tc, test_failing_the_nth_allocation_of_every_other_call_is_nomem, 0,
                         (int)N(scenarios));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("reserve");
+    tcase_add_test(tc, test_reserve_doubles_from_the_first_capacity_keeping_the_live_elements);
+    tcase_add_test(tc, test_reserve_allocates_nothing_while_the_capacity_suffices);
+    tcase_add_test(tc, test_reserve_that_fails_leaves_the_array_as_it_was);
+    tcase_add_test(tc, test_reserve_refuses_a_size_that_overflows_without_allocating);
     suite_add_tcase(s, tc);
     return s;
 }

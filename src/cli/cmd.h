@@ -28,14 +28,24 @@ int cmd_sample(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_inspect(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_bench(int argc, char **argv, FILE *out, FILE *errout);
 
+/* cli_load_chain's flags. CLI_LOAD_LIKE_CHECK: report the config as
+ * `sift check` does (sift plan): every diagnostic is printed, warnings of
+ * a valid config too, and a config with errors is CMD_FAIL whatever they
+ * are about (an unreadable file it names included); a config file that
+ * cannot be loaded at all is CMD_USAGE. */
+enum { CLI_LOAD_LIKE_CHECK = 1u };
+
 /* Loads the config at `path` (and the vocabulary it names, by extension:
- * .gguf or tiktoken) and builds its chain for rows of n_vocab tokens.
+ * .gguf or tiktoken) and builds its chain for rows of n_vocab tokens
+ * (n_vocab 0: the chain the config alone describes, no row to match).
  * `path` NULL = the built-in production chain (sift bench's default).
- * Messages go to errout prefixed with `prog`. Returns CMD_OK, CMD_FAIL
- * (an invalid config, a vocab_size or vocabulary size that is not n_vocab)
- * or CMD_USAGE (a file that cannot be read). */
-int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_chain **chain,
-                   FILE *errout);
+ * Messages go to errout prefixed with `prog` (NULL: no prefix). Without
+ * flags, only a failing config's diagnostics are printed. Returns CMD_OK,
+ * CMD_FAIL (an invalid config, a vocab_size or vocabulary size that is
+ * not n_vocab) or CMD_USAGE (a file that cannot be read). The only chain
+ * loader of the CLI: sample, inspect, bench and plan use it. */
+int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, unsigned flags,
+                   sift_chain **chain, FILE *errout);
 /* The vocab_size of the config at `path` (NULL = the built-in production
  * chain), 0 if unset or unreadable. */
 int32_t cli_config_vocab_size(const char *path);

@@ -163,9 +163,9 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
     float *rows = NULL;
     double *t_sample = NULL, *t_slice = NULL, *t_floor = NULL;
     int32_t *ids = NULL;
-    int status = cli_load_chain(prog, config, V, &whole, errout);
+    int status = cli_load_chain(prog, config, V, 0, &whole, errout);
     if (status == CMD_OK)
-        status = cli_load_chain(prog, config, V, &sliced, errout);
+        status = cli_load_chain(prog, config, V, 0, &sliced, errout);
     if (status != CMD_OK)
         goto done;
     sift_error err;

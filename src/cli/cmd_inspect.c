@@ -132,7 +132,7 @@ int cmd_inspect(int argc, char **argv, FILE *out, FILE *errout)
     sift_candidate *cand = NULL;
     sift_token_prob *dist = NULL;
     double *p = NULL;
-    int status = cli_load_chain(prog, config, V, &chain, errout);
+    int status = cli_load_chain(prog, config, V, 0, &chain, errout);
     if (status == CMD_OK)
         status = cli_feed_history(prog, chain, hist, n_hist, V, errout);
     if (status != CMD_OK)

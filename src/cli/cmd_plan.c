@@ -1,10 +1,11 @@
 /*
  * cmd_plan.c - `sift plan CONFIG [--json]`: the analyzer's static plan.
  *
- * Loads a YAML chain config (diagnostics go to stderr as `sift check`
- * prints them), builds its chain, and prints the plan: k, the guarantee,
- * the recommended k, the extra ids gathered beside the prefix, and each
- * stage's part in words (docs/analyzer.md). --json prints one object:
+ * Loads a YAML chain config through cli_load_chain (diagnostics go to
+ * stderr as `sift check` prints them: CLI_LOAD_LIKE_CHECK), builds its
+ * chain, and prints the plan: k, the guarantee, the recommended k, the
+ * extra ids gathered beside the prefix, and each stage's part in words
+ * (docs/analyzer.md). --json prints one object:
  * {"k", "guarantee", "recommended_k", "extras", "max_extras", "why",
  *  "stages": [{"name", "class", "k", "why"}]}.
  * Exit status: 0 planned, 1 invalid config, 2 usage or I/O error.
@@ -45,32 +46,6 @@ static const char *class_upper(sift_class c)
     return "UNKNOWN";
 }
 
-static int cmd_plan_load(const char *path, FILE *errout, sift_config **cfg, sift_vocab **vocab,
-                         sift_chain **chain)
-{
-    sift_error err;
-    *cfg = NULL;
-    *vocab = NULL;
-    *chain = NULL;
-    sift_status st = sift_config_load(cfg, path, NULL, &err);
-    if (!*cfg) {
-        cli_error(errout, NULL, path, &err);
-        return CMD_USAGE;
-    }
-    for (size_t k = 0; k < sift_config_n_diagnostics(*cfg); k++)
-        fprintf(errout, "%s\n", sift_config_diagnostic(*cfg, k)->text);
-    if (st != SIFT_OK)
-        return CMD_FAIL;
-    int rc = cli_config_vocab(NULL, path, *cfg, vocab, errout);
-    if (rc != CMD_OK)
-        return rc;
-    if ((st = sift_config_build_chain(*cfg, NULL, *vocab, chain, &err))) {
-        cli_error(errout, NULL, path, &err);
-        return CMD_FAIL;
-    }
-    return CMD_OK;
-}
-
 int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
 {
     int json = 0;
@@ -98,10 +73,8 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
         help(errout);
         return CMD_USAGE;
     }
-    sift_config *cfg;
-    sift_vocab *vocab;
     sift_chain *chain;
-    int rc = cmd_plan_load(path, errout, &cfg, &vocab, &chain);
+    int rc = cli_load_chain(NULL, path, 0, CLI_LOAD_LIKE_CHECK, &chain, errout);
     if (rc != CMD_OK)
         goto done;
     size_t n = sift_chain_n_stages(chain);
@@ -159,7 +132,5 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
     rc = cmd_finish(out, errout, CMD_OK);
 done:
     sift_chain_free(chain);
-    sift_vocab_free(vocab);
-    sift_config_free(cfg);
     return rc;
 }

@@ -2,8 +2,9 @@
  * cmd_sample.c - `sift sample CONFIG --logits ROWS.npy`: runs a config's
  * chain over recorded logits, one token per row.
  *
- * What it owns: the sample subcommand and the helpers sample and inspect
- * share (cli_load_chain: config + vocabulary + chain; cli_parse_history;
+ * What it owns: the sample subcommand and the helpers the other commands
+ * share (cli_load_chain, the CLI's one chain loader: config + vocabulary
+ * + chain, for sample, inspect, bench and plan; cli_parse_history;
  * cli_feed_history). Invariant the test suite checks: the token sequence
  * with --slice K is the one without, for every K, because every step goes
  * through sift_chain_sample_slice with the row hook serving that step's
@@ -116,27 +117,29 @@ int cli_config_vocab(const char *prog, const char *path, const sift_config *cfg,
     return CMD_OK;
 }
 
-int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_chain **chain,
-                   FILE *errout)
+int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, unsigned flags,
+                   sift_chain **chain, FILE *errout)
 {
     *chain = NULL;
     sift_config *cfg = NULL;
     sift_error err;
+    int like_check = (flags & CLI_LOAD_LIKE_CHECK) != 0;
     sift_status st = load_config(&cfg, path, &err);
     if (!path)
         path = "<production>";
     if (!cfg) {
         cli_error(errout, prog, path, &err);
-        return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
+        return like_check || st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
     }
-    if (st != SIFT_OK) {
+    if (st != SIFT_OK || like_check)
         for (size_t i = 0; i < sift_config_n_diagnostics(cfg); i++)
             fprintf(errout, "%s\n", sift_config_diagnostic(cfg, i)->text);
+    if (st != SIFT_OK) {
         sift_config_free(cfg);
-        return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
+        return !like_check && st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
     }
     int32_t cfg_v = sift_config_vocab_size(cfg);
-    if (cfg_v > 0 && cfg_v != n_vocab) {
+    if (n_vocab > 0 && cfg_v > 0 && cfg_v != n_vocab) {
         fprintf(errout, "%s: %s: vocab_size %" PRId32 " but the logits rows have %" PRId32 "\n",
                 prog, path, cfg_v, n_vocab);
         sift_config_free(cfg);
@@ -148,7 +151,7 @@ int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_cha
         sift_config_free(cfg);
         return rc;
     }
-    if (vocab && sift_vocab_size(vocab) != n_vocab) {
+    if (n_vocab > 0 && vocab && sift_vocab_size(vocab) != n_vocab) {
         fprintf(errout,
                 "%s: vocabulary %s has %" PRId32 " tokens but the logits rows have %" PRId32 "\n",
                 prog, sift_config_vocab_path(cfg), sift_vocab_size(vocab), n_vocab);
@@ -159,7 +162,7 @@ int cli_load_chain(const char *prog, const char *path, int32_t n_vocab, sift_cha
     sift_chain_params params;
     sift_chain_params_init(&params);
     params.n_vocab = n_vocab;
-    st = sift_config_build_chain(cfg, &params, vocab, chain, &err);
+    st = sift_config_build_chain(cfg, n_vocab > 0 ? &params : NULL, vocab, chain, &err);
     sift_vocab_free(vocab);
     sift_config_free(cfg);
     if (st != SIFT_OK) {
@@ -311,7 +314,7 @@ int cmd_sample(int argc, char **argv, FILE *out, FILE *errout)
     sift_slicer *slicer = NULL;
     int32_t *tokens = NULL, *ids = NULL;
     size_t ids_cap = 0;
-    int status = cli_load_chain(prog, config, V, &chain, errout);
+    int status = cli_load_chain(prog, config, V, 0, &chain, errout);
     if (status == CMD_OK)
         status = cli_feed_history(prog, chain, hist, n_hist, V, errout);
     if (status != CMD_OK)

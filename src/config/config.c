@@ -3,8 +3,9 @@
  *
  * What it owns: the sift_config object and its lifetime, the order of a
  * load (read through file.c and the one file helper, core/file.c; line
- * table, source.c; tree, tree.c; schema, schema.c; diagnostics sorted,
- * diag.c) and loading the vocabulary it names (sift_config_load_vocab).
+ * table, source.c; tree, tree.c; schema, schema.c and schema_*.c;
+ * diagnostics sorted, diag.c) and loading the vocabulary it names
+ * (sift_config_load_vocab).
  * The chain builder is build.c. No other file of src/config/ calls this
  * one.
  *

@@ -2,8 +2,9 @@
  * config_internal.h - shared between the configuration loader's files.
  *
  * tree.c turns YAML bytes into a small bounded tree with positions;
- * schema.c walks the tree, validates it against the sampler descriptors
- * (src/samplers/registry.h) and fills the stage list and the grammar
+ * schema.c and the schema_*.c files it drives (schema.h lists them) walk
+ * the tree, validate it against the sampler descriptors
+ * (src/samplers/registry.h) and fill the stage list and the grammar
  * section; config.c owns the public API, the diagnostics and the
  * chain builder. Nothing here is API.
  */
@@ -37,7 +38,8 @@ typedef struct cfg_node {
 
 typedef struct cfg_tree {
     cfg_node *nodes;
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
     uint32_t root; /* CFG_NONE if the document is empty */
 } cfg_tree;
 
@@ -62,7 +64,7 @@ typedef struct cfg_source {
 } cfg_source;
 
 /* ------------------------------------------------------------------ */
-/* Stages and grammar as validated (schema.c -> config.c)              */
+/* Stages and grammar as validated (schema*.c -> config.c)            */
 /* ------------------------------------------------------------------ */
 
 /* A validated stage: its sampler's descriptor and parameter record (list
@@ -73,7 +75,7 @@ typedef struct cfg_stage {
     sift__rec rec;
 } cfg_stage;
 
-/* Frees what a stage's record owns (its list parameters). */
+/* Frees what a stage's record owns (its list parameters; schema_stage.c). */
 SIFT__HIDDEN void sift__cfg_stage_free(const sift__alloc *al, cfg_stage *st);
 
 /* A diagnostic while it is being collected. */
@@ -165,7 +167,7 @@ SIFT__HIDDEN void sift__cfg_tree_free(sift_config *cfg, cfg_tree *tree);
  * plain, quoted and literal one-line runs; the scalar's start otherwise). */
 SIFT__HIDDEN int64_t sift__cfg_scalar_offset(const sift_config *cfg, const cfg_node *n, size_t k);
 
-/* schema.c */
+/* schema.c (the walk; the sections are in schema_*.c) */
 SIFT__HIDDEN sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree);
 
 /* diag.c: a build-time error at a place of the config, "NAME:LINE:COL:

@@ -35,17 +35,9 @@ static sift_status vdiag(sift_config *cfg, sift_severity sev, sift_status code, 
 {
     if (!sift__cfg_keeps(cfg, sev))
         return SIFT_OK;
-    if (cfg->n_diags == cfg->cap_diags) {
-        size_t cap = cfg->cap_diags ? cfg->cap_diags * 2 : 16;
-        cfg_diag *nd = sift__malloc(&cfg->al, cap, sizeof *nd);
-        if (!nd)
-            return SIFT_E_NOMEM;
-        if (cfg->n_diags)
-            memcpy(nd, cfg->diags, cfg->n_diags * sizeof *nd);
-        sift__free(&cfg->al, cfg->diags);
-        cfg->diags = nd;
-        cfg->cap_diags = cap;
-    }
+    if (sift__reserve(&cfg->al, &cfg->diags, &cfg->cap_diags, cfg->n_diags, cfg->n_diags + 1,
+                      sizeof *cfg->diags, 16))
+        return SIFT_E_NOMEM;
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
     const char *sevs = sev == SIFT_SEVERITY_ERROR ? "error" : "warning";

@@ -29,62 +29,16 @@
 
 #include "config_internal.h"
 
-/* Offset of the first byte that is not valid UTF-8 (overlongs,
- * surrogates and code points above U+10FFFF included), or len. */
-static size_t utf8_bad(const unsigned char *p, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        uint32_t cp, min;
-        if (c >= 0xC2 && c <= 0xDF) {
-            n = 2;
-            cp = c & 0x1F;
-            min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 3;
-            cp = c & 0x0F;
-            min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 4;
-            cp = c & 0x07;
-            min = 0x10000;
-        } else {
-            return i;
-        }
-        if (len - i < n)
-            return i;
-        for (size_t k = 1; k < n; k++) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                return i;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += n;
-    }
-    return len;
-}
-
 /* ------------------------------------------------------------------ */
 /* The event loop                                                      */
 /* ------------------------------------------------------------------ */
 
 static sift_status add_node(sift_config *cfg, cfg_tree *t, uint32_t *out)
 {
-    if (t->n == t->cap) {
-        uint32_t cap = t->cap ? t->cap * 2 : 64;
-        cfg_node *nn = sift__grow(&cfg->al, t->nodes, t->n, t->cap, cap, sizeof *nn);
-        if (!nn)
-            return SIFT_E_NOMEM;
-        t->nodes = nn;
-        t->cap = cap;
-    }
+    if (t->n == UINT32_MAX) /* CFG_NONE; node indices are 32-bit */
+        return SIFT_E_NOMEM;
+    if (sift__reserve(&cfg->al, &t->nodes, &t->cap, t->n, (size_t)t->n + 1, sizeof *t->nodes, 64))
+        return SIFT_E_NOMEM;
     cfg_node *n = &t->nodes[t->n];
     memset(n, 0, sizeof *n);
     n->first = n->next = CFG_NONE;
@@ -211,8 +165,8 @@ sift_status sift__cfg_parse_tree(sift_config *cfg, cfg_tree *tree, int *usable)
     if (src->len >= 2 && ((p[0] == 0xFF && p[1] == 0xFE) || (p[0] == 0xFE && p[1] == 0xFF)))
         return sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX, 0,
                               "config must be UTF-8 (found a UTF-16 byte order mark)");
-    size_t bad = utf8_bad(p, src->len);
-    if (bad < src->len)
+    size_t bad;
+    if (!sift__utf8_valid(p, src->len, &bad))
         return sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX, (int64_t)bad,
                               "invalid UTF-8 (byte 0x%02x at offset %zu)", p[bad], bad);
     const void *nul = memchr(p, 0, src->len);

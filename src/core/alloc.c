@@ -5,7 +5,9 @@
  * carries; there is no global allocator and no global setter. Sizes are
  * checked for multiplication overflow before any call. Every growable
  * buffer grows through sift__grow, the one place that uses the hook's
- * optional realloc (or alloc + copy + free without one).
+ * optional realloc (or alloc + copy + free without one); every array that
+ * grows by doubling does so through sift__reserve, the one growable array
+ * of src/ (its capacity policy, overflow checks and failure rule).
  */
 #include <stdlib.h>
 
@@ -99,4 +101,33 @@ void *sift__grow(const sift__alloc *al, void *p, size_t n_used, size_t old_cap, 
         memcpy(q, p, (n_used < new_cap ? n_used : new_cap) * esz);
     sift__free(al, p);
     return q;
+}
+
+sift_status sift__reserve(const sift__alloc *al, void *arr, size_t *cap, size_t used, size_t need,
+                          size_t esz, size_t first)
+{
+    if (need <= *cap)
+        return SIFT_OK;
+    if (esz == 0 || used > *cap)
+        return SIFT_E_NOMEM;
+    size_t c = *cap ? *cap : (first ? first : 1);
+    while (c < need) {
+        if (c > SIZE_MAX / 2)
+            return SIFT_E_NOMEM;
+        c *= 2;
+    }
+    if (c > SIZE_MAX / esz)
+        return SIFT_E_NOMEM;
+    /* `arr` is a T ** for some T; the pointer is read and written with
+     * memcpy, which is defined for any object pointer type. */
+    void *old;
+    memcpy(&old, arr, sizeof old);
+    unsigned char *q = sift__grow(al, old, used, *cap, c, esz);
+    if (!q)
+        return SIFT_E_NOMEM;
+    memset(q + used * esz, 0, (c - used) * esz);
+    void *p = q;
+    memcpy(arr, &p, sizeof p);
+    *cap = c;
+    return SIFT_OK;
 }

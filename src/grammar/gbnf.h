@@ -1,10 +1,11 @@
 /*
  * gbnf.h - internal interface of the GBNF grammar module (src/grammar/).
  *
- * The parser (gbnf_parse.c) turns GBNF text into a sift__gbnf: a flat,
- * immutable array of elements where every rule is a list of alternatives
- * separated by ALT and closed by END, plus a table of character classes.
- * The matcher (gbnf_match.c) runs pushdown stacks over that array and
+ * The parser (gbnf_parse.c, with its checks in gbnf_check.c) turns GBNF
+ * text into a sift__gbnf: a flat, immutable array of elements where
+ * every rule is a list of alternatives separated by ALT and closed by
+ * END, plus a table of character classes. The matcher (gbnf_match.c, and
+ * the files gbnf_match.h lists) runs pushdown stacks over that array and
  * implements the public sift_grammar_* functions; gbnf_stage.c wraps a
  * grammar as a chain stage. Nothing here is API.
  */

@@ -47,39 +47,21 @@
  *   nullable prefixes, is an error that names the rule path; nullable
  *   repetitions such as ("")* and ( [x]* )* are accepted (their cycle is
  *   made of tail references through a repetition helper, which the
- *   matcher's merged stacks close; check_left_recursion says why).
+ *   matcher's merged stacks close; gbnf_check.c says why).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "gbnf.h"
+#include "gbnf_parse.h"
 
 /* ------------------------------------------------------------------ */
 /* Growable arrays through the object's allocator                      */
 /* ------------------------------------------------------------------ */
 
-typedef struct vec {
-    void *p;
-    size_t n, cap;
-} vec;
-
 static int vec_reserve(const sift__alloc *al, vec *v, size_t esz, size_t need)
 {
-    if (need <= v->cap)
-        return 1;
-    size_t cap = v->cap ? v->cap : 16;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2)
-            return 0;
-        cap *= 2;
-    }
-    void *p = sift__grow(al, v->p, v->n, v->cap, cap, esz);
-    if (!p)
-        return 0;
-    v->p = p;
-    v->cap = cap;
-    return 1;
+    return sift__reserve(al, &v->p, &v->cap, v->n, need, esz, 16) == SIFT_OK;
 }
 
 static void vec_free(const sift__alloc *al, vec *v)
@@ -92,52 +74,8 @@ static void vec_free(const sift__alloc *al, vec *v)
 /* Parser state                                                        */
 /* ------------------------------------------------------------------ */
 
-enum { RK_NAMED = 0, RK_GROUP = 1, RK_REPEAT = 2 };
-
-typedef struct rinfo {
-    uint32_t off, len; /* elements in the arena, once defined */
-    uint8_t defined, kind;
-    size_t name_off, name_len; /* named: the name in the text */
-    size_t pos;                /* named: definition; helpers: where created */
-    size_t use;                /* first use, SIZE_MAX if none */
-} rinfo;
-
-typedef struct frame {
-    vec buf;           /* sift__gelem: this rule's alternatives so far */
-    uint32_t rule;     /* rule id this frame defines */
-    size_t open;       /* byte offset of "(" (groups) or of the name */
-    size_t last;       /* start of the last item in buf, SIZE_MAX = none */
-    uint64_t prev;     /* running repetition product of the last item */
-    uint32_t sym_open; /* symbols when the group opened (before its own) */
-} frame;
-
-typedef struct P {
-    const sift__alloc *al;
-    const unsigned char *s;
-    size_t n, i;
-    const char *src;
-    sift_error *err;
-    sift_status st;
-    const sift_vocab *vocab;
-    vec arena; /* sift__gelem: finished rules */
-    vec rules; /* rinfo */
-    vec cls;   /* sift__gclass */
-    vec rng;   /* uint32_t pairs */
-    vec tmp;   /* sift__gelem scratch (repetition copies) */
-    vec crng;  /* uint32_t pairs: ranges of the class being parsed */
-    uint32_t *ht;
-    size_t ht_cap; /* power of two */
-    frame *fr;
-    size_t n_fr, cap_fr;
-    size_t n_elems; /* elements in arena and frames, for the budget */
-    size_t bom;     /* 3 if the text starts with a BOM, else 0 */
-    void (*map)(void *, size_t, int32_t *, int32_t *); /* positions in a larger file */
-    void *map_user;
-    int *needs_vocab; /* set when a token reference finds no vocabulary */
-} P;
-
 /* 1-based line and column (code points) of byte offset `off`. */
-static void line_col(const P *p, size_t off, int32_t *line, int32_t *col)
+static void line_col(const gp_state *p, size_t off, int32_t *line, int32_t *col)
 {
     if (p->map) {
         p->map(p->map_user, off > p->n ? p->n : off, line, col);
@@ -160,7 +98,7 @@ static void line_col(const P *p, size_t off, int32_t *line, int32_t *col)
     *col = c;
 }
 
-static void fmt_lc(const P *p, size_t off, char *buf, size_t cap)
+void sift__gp_fmt_lc(const gp_state *p, size_t off, char *buf, size_t cap)
 {
     int32_t l, c;
     line_col(p, off, &l, &c);
@@ -169,9 +107,7 @@ static void fmt_lc(const P *p, size_t off, char *buf, size_t cap)
 
 /* Reports an error at byte offset `off` (SIZE_MAX = no position). Only
  * the first error is kept. Returns the status. */
-static sift_status perr(P *p, size_t off, sift_status code, const char *fmt, ...)
-    SIFT__PRINTF(4, 5);
-static sift_status perr(P *p, size_t off, sift_status code, const char *fmt, ...)
+sift_status sift__gp_perr(gp_state *p, size_t off, sift_status code, const char *fmt, ...)
 {
     if (p->st)
         return p->st;
@@ -197,9 +133,9 @@ static sift_status perr(P *p, size_t off, sift_status code, const char *fmt, ...
     return code;
 }
 
-static sift_status nomem(P *p)
+sift_status sift__gp_nomem(gp_state *p)
 {
-    return perr(p, SIZE_MAX, SIFT_E_NOMEM, "out of memory while building the grammar");
+    return sift__gp_perr(p, SIZE_MAX, SIFT_E_NOMEM, "out of memory while building the grammar");
 }
 
 /* ------------------------------------------------------------------ */
@@ -211,12 +147,7 @@ static uint64_t name_hash(const unsigned char *s, size_t n)
     return sift__fnv(0, s, n);
 }
 
-static rinfo *R(P *p, uint32_t id)
-{
-    return (rinfo *)p->rules.p + id;
-}
-
-static int ht_grow(P *p)
+static int ht_grow(gp_state *p)
 {
     size_t cap = p->ht_cap ? p->ht_cap * 2 : 64;
     uint32_t *ht = sift__malloc(p->al, cap, sizeof *ht);
@@ -224,7 +155,7 @@ static int ht_grow(P *p)
         return 0;
     memset(ht, 0xff, cap * sizeof *ht);
     for (uint32_t id = 0; id < p->rules.n; id++) {
-        rinfo *r = R(p, id);
+        rinfo *r = sift__gp_rule(p, id);
         if (r->kind != RK_NAMED)
             continue;
         size_t h = (size_t)name_hash(p->s + r->name_off, r->name_len) & (cap - 1);
@@ -240,13 +171,13 @@ static int ht_grow(P *p)
 
 /* A new rule id (symbol), numbered in order of first sight as llama.cpp
  * does; UINT32_MAX on failure. */
-static uint32_t new_rule(P *p, uint8_t kind, size_t pos)
+static uint32_t new_rule(gp_state *p, uint8_t kind, size_t pos)
 {
     if (!vec_reserve(p->al, &p->rules, sizeof(rinfo), p->rules.n + 1)) {
-        nomem(p);
+        sift__gp_nomem(p);
         return UINT32_MAX;
     }
-    rinfo *r = R(p, (uint32_t)p->rules.n);
+    rinfo *r = sift__gp_rule(p, (uint32_t)p->rules.n);
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->pos = pos;
@@ -255,35 +186,35 @@ static uint32_t new_rule(P *p, uint8_t kind, size_t pos)
 }
 
 /* The id of name s[off..off+len), created at first sight. */
-static uint32_t symbol(P *p, size_t off, size_t len)
+static uint32_t symbol(gp_state *p, size_t off, size_t len)
 {
     if ((p->rules.n + 1) * 2 > p->ht_cap && !ht_grow(p)) {
-        nomem(p);
+        sift__gp_nomem(p);
         return UINT32_MAX;
     }
     size_t h = (size_t)name_hash(p->s + off, len) & (p->ht_cap - 1);
     for (; p->ht[h] != UINT32_MAX; h = (h + 1) & (p->ht_cap - 1)) {
-        rinfo *r = R(p, p->ht[h]);
+        rinfo *r = sift__gp_rule(p, p->ht[h]);
         if (r->name_len == len && memcmp(p->s + r->name_off, p->s + off, len) == 0)
             return p->ht[h];
     }
     uint32_t id = new_rule(p, RK_NAMED, off);
     if (id == UINT32_MAX)
         return id;
-    R(p, id)->name_off = off;
-    R(p, id)->name_len = len;
+    sift__gp_rule(p, id)->name_off = off;
+    sift__gp_rule(p, id)->name_len = len;
     p->ht[h] = id;
     return id;
 }
 
 /* Appends a finished rule's elements to the arena. */
-static int define(P *p, uint32_t id, const sift__gelem *e, size_t n)
+static int define(gp_state *p, uint32_t id, const sift__gelem *e, size_t n)
 {
     if (!vec_reserve(p->al, &p->arena, sizeof *e, p->arena.n + n)) {
-        nomem(p);
+        sift__gp_nomem(p);
         return 0;
     }
-    rinfo *r = R(p, id);
+    rinfo *r = sift__gp_rule(p, id);
     r->off = (uint32_t)p->arena.n;
     r->len = (uint32_t)n;
     r->defined = 1;
@@ -297,12 +228,12 @@ static int define(P *p, uint32_t id, const sift__gelem *e, size_t n)
 /* Lexical helpers                                                     */
 /* ------------------------------------------------------------------ */
 
-static int at_end(const P *p)
+static int at_end(const gp_state *p)
 {
     return p->i >= p->n;
 }
 
-static int peek(const P *p, size_t k)
+static int peek(const gp_state *p, size_t k)
 {
     return p->i + k < p->n ? p->s[p->i + k] : -1;
 }
@@ -313,7 +244,7 @@ static int is_name_char(int c)
 }
 
 /* Skips blanks and comments; newlines too when nl is set. */
-static void skip(P *p, int nl)
+static void skip(gp_state *p, int nl)
 {
     while (!at_end(p)) {
         int c = p->s[p->i];
@@ -330,26 +261,14 @@ static void skip(P *p, int nl)
     }
 }
 
-/* Decodes one UTF-8 sequence at p->i (the text was validated). */
-static uint32_t decode(P *p)
+/* Decodes one UTF-8 sequence at p->i (the text was validated, so the
+ * decoder always finds one). */
+static uint32_t decode(gp_state *p)
 {
-    const unsigned char *s = p->s + p->i;
-    uint32_t c = s[0];
-    if (c < 0x80) {
-        p->i += 1;
-        return c;
-    }
-    if (c < 0xE0) {
-        p->i += 2;
-        return ((c & 0x1F) << 6) | (s[1] & 0x3F);
-    }
-    if (c < 0xF0) {
-        p->i += 3;
-        return ((c & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-    }
-    p->i += 4;
-    return ((c & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6) |
-           (s[3] & 0x3F);
+    uint32_t c = 0;
+    size_t k = sift__utf8_decode(p->s + p->i, p->n - p->i, &c);
+    p->i += k ? k : 1;
+    return c;
 }
 
 static int hexval(int c)
@@ -365,14 +284,14 @@ static int hexval(int c)
 
 /* One character of a literal or class, escapes resolved. The caller has
  * checked that p->i is not at the end. Returns UINT32_MAX on error. */
-static uint32_t parse_char(P *p)
+static uint32_t parse_char(gp_state *p)
 {
     if (p->s[p->i] != '\\')
         return decode(p);
     size_t at = p->i;
     int e = peek(p, 1);
     if (e < 0) {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "escape '\\' at the end of the grammar");
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "escape '\\' at the end of the grammar");
         return UINT32_MAX;
     }
     int digits = 0;
@@ -398,8 +317,9 @@ static uint32_t parse_char(P *p)
             snprintf(buf, sizeof buf, "%c", (int)c);
         else
             snprintf(buf, sizeof buf, "U+%04X", (unsigned)c);
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
-             "unknown escape '\\%s' (known: \\x \\u \\U \\t \\n \\r \\\\ \\\" \\[ \\] \\-)", buf);
+        sift__gp_perr(
+            p, at, SIFT_E_GRAMMAR_SYNTAX,
+            "unknown escape '\\%s' (known: \\x \\u \\U \\t \\n \\r \\\\ \\\" \\[ \\] \\-)", buf);
         return UINT32_MAX;
     }
     }
@@ -407,20 +327,21 @@ static uint32_t parse_char(P *p)
     for (int k = 0; k < digits; k++) {
         int h = hexval(peek(p, 2 + (size_t)k));
         if (h < 0) {
-            perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "escape '\\%c' needs exactly %d hex digits", e,
-                 digits);
+            sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "escape '\\%c' needs exactly %d hex digits",
+                          e, digits);
             return UINT32_MAX;
         }
         v = v * 16 + (uint32_t)h;
     }
     if (v > 0x10FFFF) {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "escape '\\%c%0*X' is beyond U+10FFFF", e, digits,
-             (unsigned)v);
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "escape '\\%c%0*X' is beyond U+10FFFF", e,
+                      digits, (unsigned)v);
         return UINT32_MAX;
     }
     if (v >= 0xD800 && v <= 0xDFFF) {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
-             "escape '\\%c%0*X' is a UTF-16 surrogate, not a character", e, digits, (unsigned)v);
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
+                      "escape '\\%c%0*X' is a UTF-16 surrogate, not a character", e, digits,
+                      (unsigned)v);
         return UINT32_MAX;
     }
     p->i += 2 + (size_t)digits;
@@ -429,13 +350,13 @@ static uint32_t parse_char(P *p)
 
 /* Parses a decimal integer at p->i; values above 10^9 are reported as
  * "too large" (they exceed every limit anyway). */
-static int parse_int(P *p, uint64_t *out)
+static int parse_int(gp_state *p, uint64_t *out)
 {
     size_t at = p->i;
     uint64_t v = 0;
     int big = 0;
     if (peek(p, 0) < '0' || peek(p, 0) > '9') {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "expected an integer");
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "expected an integer");
         return 0;
     }
     while (peek(p, 0) >= '0' && peek(p, 0) <= '9') {
@@ -445,8 +366,8 @@ static int parse_int(P *p, uint64_t *out)
         p->i++;
     }
     if (big) {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "integer %.*s is too large", (int)(p->i - at),
-             (const char *)p->s + at);
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "integer %.*s is too large", (int)(p->i - at),
+                      (const char *)p->s + at);
         return 0;
     }
     *out = v;
@@ -457,29 +378,29 @@ static int parse_int(P *p, uint64_t *out)
 /* Building the current sequence                                       */
 /* ------------------------------------------------------------------ */
 
-static frame *top(P *p)
+static frame *top(gp_state *p)
 {
     return &p->fr[p->n_fr - 1];
 }
 
-static int budget(P *p, size_t more)
+static int budget(gp_state *p, size_t more)
 {
     if (more > SIFT__GBNF_MAX_ELEMENTS || p->n_elems + more > SIFT__GBNF_MAX_ELEMENTS) {
-        perr(p, p->i, SIFT_E_GRAMMAR_LIMIT, "grammar expands to more than %u elements",
-             (unsigned)SIFT__GBNF_MAX_ELEMENTS);
+        sift__gp_perr(p, p->i, SIFT_E_GRAMMAR_LIMIT, "grammar expands to more than %u elements",
+                      (unsigned)SIFT__GBNF_MAX_ELEMENTS);
         return 0;
     }
     p->n_elems += more;
     return 1;
 }
 
-static int emit(P *p, uint32_t type, uint32_t v)
+static int emit(gp_state *p, uint32_t type, uint32_t v)
 {
     frame *f = top(p);
     if (!budget(p, 1))
         return 0;
     if (!vec_reserve(p->al, &f->buf, sizeof(sift__gelem), f->buf.n + 1)) {
-        nomem(p);
+        sift__gp_nomem(p);
         return 0;
     }
     sift__gelem *e = (sift__gelem *)f->buf.p + f->buf.n++;
@@ -488,20 +409,12 @@ static int emit(P *p, uint32_t type, uint32_t v)
     return 1;
 }
 
-static int push_frame(P *p, uint32_t rule, size_t open)
+static int push_frame(gp_state *p, uint32_t rule, size_t open)
 {
-    if (p->n_fr == p->cap_fr) {
-        size_t cap = p->cap_fr ? p->cap_fr * 2 : 8;
-        frame *fr = sift__calloc(p->al, cap, sizeof *fr);
-        if (!fr) {
-            nomem(p);
-            return 0;
-        }
-        if (p->n_fr)
-            memcpy(fr, p->fr, p->n_fr * sizeof *fr);
-        sift__free(p->al, p->fr);
-        p->fr = fr;
-        p->cap_fr = cap;
+    /* New frames are zero: their buffers are empty until first used. */
+    if (sift__reserve(p->al, &p->fr, &p->cap_fr, p->n_fr, p->n_fr + 1, sizeof *p->fr, 8)) {
+        sift__gp_nomem(p);
+        return 0;
     }
     frame *f = &p->fr[p->n_fr++];
     /* buffers of frames that were popped are kept for reuse */
@@ -516,32 +429,32 @@ static int push_frame(P *p, uint32_t rule, size_t open)
 
 /* Rewrites the last item S of the current sequence for S{m,n} (n =
  * UINT64_MAX: unbounded), at byte offset `at` (the postfix). */
-static int repeat(P *p, uint64_t m, uint64_t n, size_t at)
+static int repeat(gp_state *p, uint64_t m, uint64_t n, size_t at)
 {
     frame *f = top(p);
     if (f->last == SIZE_MAX || f->last >= f->buf.n) {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "repetition with no preceding item");
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "repetition with no preceding item");
         return 0;
     }
     int unbounded = n == UINT64_MAX;
     if (m > SIFT__GBNF_MAX_REPETITION || (!unbounded && n > SIFT__GBNF_MAX_REPETITION)) {
-        perr(p, at, SIFT_E_GRAMMAR_LIMIT, "repetition count %llu exceeds %d",
-             (unsigned long long)(m > SIFT__GBNF_MAX_REPETITION ? m : n),
-             SIFT__GBNF_MAX_REPETITION);
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_LIMIT, "repetition count %llu exceeds %d",
+                      (unsigned long long)(m > SIFT__GBNF_MAX_REPETITION ? m : n),
+                      SIFT__GBNF_MAX_REPETITION);
         return 0;
     }
     if (!unbounded && n < m) {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
-             "repetition {%llu,%llu} has its maximum below its minimum", (unsigned long long)m,
-             (unsigned long long)n);
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
+                      "repetition {%llu,%llu} has its maximum below its minimum",
+                      (unsigned long long)m, (unsigned long long)n);
         return 0;
     }
     /* llama.cpp's guard against nested explosions: the product of the
      * symbols behind the item and this repetition's count. */
     uint64_t total = !unbounded && n > 0 ? n : (m > 0 ? m : 1);
     if (f->prev * total >= SIFT__GBNF_MAX_REPETITION) {
-        perr(p, at, SIFT_E_GRAMMAR_LIMIT, "repetition expands to %llu copies (>= %d)",
-             (unsigned long long)(f->prev * total), SIFT__GBNF_MAX_REPETITION);
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_LIMIT, "repetition expands to %llu copies (>= %d)",
+                      (unsigned long long)(f->prev * total), SIFT__GBNF_MAX_REPETITION);
         return 0;
     }
     f->prev *= total;
@@ -552,7 +465,7 @@ static int repeat(P *p, uint64_t m, uint64_t n, size_t at)
      * a reserve after the copy would lose S and the helpers would get
      * whatever the new block held. */
     if (!vec_reserve(p->al, &p->tmp, sizeof(sift__gelem), 2 * L + 3)) {
-        nomem(p);
+        sift__gp_nomem(p);
         return 0;
     }
     sift__gelem *S = p->tmp.p;
@@ -563,7 +476,7 @@ static int repeat(P *p, uint64_t m, uint64_t n, size_t at)
     if (m > 0 && (!budget(p, (size_t)m * L) ||
                   !vec_reserve(p->al, &f->buf, sizeof *S, f->buf.n + (size_t)m * L))) {
         if (!p->st)
-            nomem(p);
+            sift__gp_nomem(p);
         return 0;
     }
     for (uint64_t k = 0; k < m; k++) {
@@ -611,7 +524,7 @@ static int cmp_pair(const void *a, const void *b)
     return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] < y[1] ? -1 : x[1] > y[1]);
 }
 
-static uint32_t add_class(P *p, int neg)
+static uint32_t add_class(gp_state *p, int neg)
 {
     uint32_t *r = p->crng.p;
     size_t n = p->crng.n / 2;
@@ -629,7 +542,7 @@ static uint32_t add_class(P *p, int neg)
     }
     if (!vec_reserve(p->al, &p->rng, sizeof(uint32_t), p->rng.n + 2 * m) ||
         !vec_reserve(p->al, &p->cls, sizeof(sift__gclass), p->cls.n + 1)) {
-        nomem(p);
+        sift__gp_nomem(p);
         return UINT32_MAX;
     }
     sift__gclass *k = (sift__gclass *)p->cls.p + p->cls.n;
@@ -650,7 +563,7 @@ static uint32_t add_class(P *p, int neg)
     return (uint32_t)p->cls.n++;
 }
 
-static int parse_class(P *p)
+static int parse_class(gp_state *p)
 {
     size_t open = p->i;
     p->i++;
@@ -660,8 +573,8 @@ static int parse_class(P *p)
     p->crng.n = 0;
     for (;;) {
         if (at_end(p)) {
-            perr(p, open, SIFT_E_GRAMMAR_SYNTAX,
-                 "unterminated character class (no ']' before the end of the text)");
+            sift__gp_perr(p, open, SIFT_E_GRAMMAR_SYNTAX,
+                          "unterminated character class (no ']' before the end of the text)");
             return 0;
         }
         if (p->s[p->i] == ']')
@@ -673,23 +586,24 @@ static int parse_class(P *p)
         if (peek(p, 0) == '-' && peek(p, 1) != ']') {
             p->i++;
             if (at_end(p)) {
-                perr(p, open, SIFT_E_GRAMMAR_SYNTAX,
-                     "unterminated character class (no ']' before the end of the text)");
+                sift__gp_perr(p, open, SIFT_E_GRAMMAR_SYNTAX,
+                              "unterminated character class (no ']' before the end of the text)");
                 return 0;
             }
             hi = parse_char(p);
             if (hi == UINT32_MAX)
                 return 0;
             if (hi < lo) {
-                perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
-                     "reversed range U+%04X-U+%04X in a character class (write the smaller "
-                     "bound first)",
-                     (unsigned)lo, (unsigned)hi);
+                sift__gp_perr(
+                    p, at, SIFT_E_GRAMMAR_SYNTAX,
+                    "reversed range U+%04X-U+%04X in a character class (write the smaller "
+                    "bound first)",
+                    (unsigned)lo, (unsigned)hi);
                 return 0;
             }
         }
         if (!vec_reserve(p->al, &p->crng, sizeof(uint32_t), p->crng.n + 2)) {
-            nomem(p);
+            sift__gp_nomem(p);
             return 0;
         }
         ((uint32_t *)p->crng.p)[p->crng.n++] = lo;
@@ -698,7 +612,8 @@ static int parse_class(P *p)
     p->i++; /* ] */
     if (p->crng.n == 0) {
         if (!neg) {
-            perr(p, open, SIFT_E_GRAMMAR_SYNTAX, "empty character class '[]' matches nothing");
+            sift__gp_perr(p, open, SIFT_E_GRAMMAR_SYNTAX,
+                          "empty character class '[]' matches nothing");
             return 0;
         }
         top(p)->last = top(p)->buf.n;
@@ -711,15 +626,16 @@ static int parse_class(P *p)
     return emit(p, SIFT__G_CLASS, k);
 }
 
-static int parse_literal(P *p)
+static int parse_literal(gp_state *p)
 {
     size_t open = p->i;
     p->i++;
     top(p)->last = top(p)->buf.n;
     for (;;) {
         if (at_end(p)) {
-            perr(p, open, SIFT_E_GRAMMAR_SYNTAX,
-                 "unterminated string literal (no closing '\"' before the end of the text)");
+            sift__gp_perr(
+                p, open, SIFT_E_GRAMMAR_SYNTAX,
+                "unterminated string literal (no closing '\"' before the end of the text)");
             return 0;
         }
         if (p->s[p->i] == '"')
@@ -732,7 +648,7 @@ static int parse_literal(P *p)
     return 1;
 }
 
-static int parse_token(P *p)
+static int parse_token(gp_state *p)
 {
     size_t at = p->i;
     int neg = 0;
@@ -740,7 +656,8 @@ static int parse_token(P *p)
         neg = 1;
         p->i++;
         if (peek(p, 0) != '<') {
-            perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "expected '<' after '!' (a token exclusion)");
+            sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
+                          "expected '<' after '!' (a token exclusion)");
             return 0;
         }
     }
@@ -753,20 +670,20 @@ static int parse_token(P *p)
         if (!parse_int(p, &v))
             return 0;
         if (peek(p, 0) != ']' || peek(p, 1) != '>') {
-            perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected ']>' to close the token id");
+            sift__gp_perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected ']>' to close the token id");
             return 0;
         }
         p->i += 2;
         if (!p->vocab) {
             if (p->needs_vocab)
                 *p->needs_vocab = 1;
-            perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
-                 "token references need a vocabulary (none was given)");
+            sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
+                          "token references need a vocabulary (none was given)");
             return 0;
         }
         if (v >= (uint64_t)sift_vocab_size(p->vocab)) {
-            perr(p, num, SIFT_E_GRAMMAR_SYNTAX, "token id %llu out of range [0, %d)",
-                 (unsigned long long)v, (int)sift_vocab_size(p->vocab));
+            sift__gp_perr(p, num, SIFT_E_GRAMMAR_SYNTAX, "token id %llu out of range [0, %d)",
+                          (unsigned long long)v, (int)sift_vocab_size(p->vocab));
             return 0;
         }
         id = (int32_t)v;
@@ -775,8 +692,8 @@ static int parse_token(P *p)
         while (k < p->n && p->s[k] != '>' && p->s[k] != '\n' && p->s[k] != '\r')
             k++;
         if (k >= p->n || p->s[k] != '>') {
-            perr(p, lt, SIFT_E_GRAMMAR_SYNTAX,
-                 "unterminated token reference (no '>' on this line)");
+            sift__gp_perr(p, lt, SIFT_E_GRAMMAR_SYNTAX,
+                          "unterminated token reference (no '>' on this line)");
             return 0;
         }
         size_t tl = k + 1 - lt;
@@ -784,8 +701,8 @@ static int parse_token(P *p)
         if (!p->vocab) {
             if (p->needs_vocab)
                 *p->needs_vocab = 1;
-            perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
-                 "token references need a vocabulary (none was given)");
+            sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
+                          "token references need a vocabulary (none was given)");
             return 0;
         }
         /* The piece must equal the text exactly; a special token wins over
@@ -802,8 +719,9 @@ static int parse_token(P *p)
             }
         }
         if (id < 0) {
-            perr(p, lt, SIFT_E_GRAMMAR_SYNTAX, "no token of the vocabulary is exactly '%.*s'",
-                 (int)(tl > 64 ? 64 : tl), (const char *)p->s + lt);
+            sift__gp_perr(p, lt, SIFT_E_GRAMMAR_SYNTAX,
+                          "no token of the vocabulary is exactly '%.*s'", (int)(tl > 64 ? 64 : tl),
+                          (const char *)p->s + lt);
             return 0;
         }
     }
@@ -811,7 +729,7 @@ static int parse_token(P *p)
     return emit(p, neg ? SIFT__G_TOKEN_NOT : SIFT__G_TOKEN, (uint32_t)id);
 }
 
-static int parse_braces(P *p, int nl)
+static int parse_braces(gp_state *p, int nl)
 {
     size_t at = p->i;
     p->i++;
@@ -832,11 +750,11 @@ static int parse_braces(P *p, int nl)
             skip(p, nl);
         }
         if (peek(p, 0) != '}') {
-            perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected '}' to close the repetition");
+            sift__gp_perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected '}' to close the repetition");
             return 0;
         }
     } else {
-        perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected ',' or '}' in the repetition");
+        sift__gp_perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected ',' or '}' in the repetition");
         return 0;
     }
     p->i++;
@@ -845,7 +763,7 @@ static int parse_braces(P *p, int nl)
 
 /* Closes the innermost group frame: defines its rule and references it
  * from the parent. */
-static int close_group(P *p)
+static int close_group(gp_state *p)
 {
     frame *f = top(p);
     if (!emit(p, SIFT__G_END, 0) || !define(p, f->rule, f->buf.p, f->buf.n))
@@ -865,7 +783,7 @@ static int close_group(P *p)
 }
 
 /* Parses one rule's alternatives, groups included, iteratively. */
-static int parse_body(P *p)
+static int parse_body(gp_state *p)
 {
     for (;;) {
         int nested = p->n_fr > 1;
@@ -873,8 +791,9 @@ static int parse_body(P *p)
         if (at_end(p)) {
             if (nested) {
                 char lc[32];
-                fmt_lc(p, top(p)->open, lc, sizeof lc);
-                perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected ')' (group opened at %s)", lc);
+                sift__gp_fmt_lc(p, top(p)->open, lc, sizeof lc);
+                sift__gp_perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected ')' (group opened at %s)",
+                              lc);
                 return 0;
             }
             return 1;
@@ -904,15 +823,15 @@ static int parse_body(P *p)
             while (e < p->n && is_name_char(p->s[e]))
                 e++;
             if (e < p->n && p->s[e] == '_') {
-                perr(p, e, SIFT_E_GRAMMAR_SYNTAX,
-                     "'_' is not allowed in rule names (use letters, digits and '-')");
+                sift__gp_perr(p, e, SIFT_E_GRAMMAR_SYNTAX,
+                              "'_' is not allowed in rule names (use letters, digits and '-')");
                 return 0;
             }
             uint32_t id = symbol(p, p->i, e - p->i);
             if (id == UINT32_MAX)
                 return 0;
-            if (R(p, id)->use == SIZE_MAX)
-                R(p, id)->use = p->i;
+            if (sift__gp_rule(p, id)->use == SIZE_MAX)
+                sift__gp_rule(p, id)->use = p->i;
             p->i = e;
             top(p)->last = top(p)->buf.n;
             top(p)->prev = 1;
@@ -922,8 +841,8 @@ static int parse_body(P *p)
             /* n_fr counts the rule's own frame: the new group is at
              * depth n_fr */
             if (p->n_fr > SIFT__GBNF_MAX_NESTING) {
-                perr(p, at, SIFT_E_GRAMMAR_LIMIT, "nesting depth %zu exceeds %d", p->n_fr,
-                     SIFT__GBNF_MAX_NESTING);
+                sift__gp_perr(p, at, SIFT_E_GRAMMAR_LIMIT, "nesting depth %zu exceeds %d", p->n_fr,
+                              SIFT__GBNF_MAX_NESTING);
                 return 0;
             }
             uint32_t sym_open = (uint32_t)p->rules.n;
@@ -934,7 +853,7 @@ static int parse_body(P *p)
             p->i++;
         } else if (c == ')') {
             if (!nested) {
-                perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "unexpected ')' with no open group");
+                sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "unexpected ')' with no open group");
                 return 0;
             }
             p->i++;
@@ -957,29 +876,29 @@ static int parse_body(P *p)
             return 1;
         } else if (nested) {
             char lc[32];
-            fmt_lc(p, top(p)->open, lc, sizeof lc);
-            perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "expected ')' (group opened at %s)", lc);
+            sift__gp_fmt_lc(p, top(p)->open, lc, sizeof lc);
+            sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "expected ')' (group opened at %s)", lc);
             return 0;
         } else {
-            perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "expected newline or end");
+            sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "expected newline or end");
             return 0;
         }
     }
 }
 
-static int parse_rule(P *p)
+static int parse_rule(gp_state *p)
 {
     size_t at = p->i;
     size_t e = p->i;
     while (e < p->n && is_name_char(p->s[e]))
         e++;
     if (e == at) {
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "expected a rule name");
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "expected a rule name");
         return 0;
     }
     if (e < p->n && p->s[e] == '_') {
-        perr(p, e, SIFT_E_GRAMMAR_SYNTAX,
-             "'_' is not allowed in rule names (use letters, digits and '-')");
+        sift__gp_perr(p, e, SIFT_E_GRAMMAR_SYNTAX,
+                      "'_' is not allowed in rule names (use letters, digits and '-')");
         return 0;
     }
     uint32_t id = symbol(p, at, e - at);
@@ -988,17 +907,17 @@ static int parse_rule(P *p)
     p->i = e;
     skip(p, 0);
     if (!(peek(p, 0) == ':' && peek(p, 1) == ':' && peek(p, 2) == '=')) {
-        perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected '::='");
+        sift__gp_perr(p, p->i, SIFT_E_GRAMMAR_SYNTAX, "expected '::='");
         return 0;
     }
-    if (R(p, id)->defined) {
+    if (sift__gp_rule(p, id)->defined) {
         char lc[32];
-        fmt_lc(p, R(p, id)->pos, lc, sizeof lc);
-        perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "rule '%.*s' is defined twice (first at %s)",
-             (int)(e - at), (const char *)p->s + at, lc);
+        sift__gp_fmt_lc(p, sift__gp_rule(p, id)->pos, lc, sizeof lc);
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "rule '%.*s' is defined twice (first at %s)",
+                      (int)(e - at), (const char *)p->s + at, lc);
         return 0;
     }
-    R(p, id)->pos = at;
+    sift__gp_rule(p, id)->pos = at;
     p->i += 3;
     skip(p, 1);
     p->n_fr = 0;
@@ -1011,474 +930,20 @@ static int parse_rule(P *p)
     return 1;
 }
 
-/* ------------------------------------------------------------------ */
-/* Checks after parsing                                                */
-/* ------------------------------------------------------------------ */
-
-static void rule_label(const P *p, uint32_t id, char *buf, size_t cap)
-{
-    const rinfo *r = (const rinfo *)p->rules.p + id;
-    if (r->kind == RK_NAMED) {
-        snprintf(buf, cap, "%.*s", (int)(r->name_len > 64 ? 64 : r->name_len),
-                 (const char *)p->s + r->name_off);
-    } else {
-        char lc[32];
-        fmt_lc(p, r->pos, lc, sizeof lc);
-        snprintf(buf, cap, "(%s at %s)", r->kind == RK_GROUP ? "group" : "repetition", lc);
-    }
-}
-
-/* The left-edge graph of the left-recursion check: edges r -> s when an
- * alternative of r references s after only nullable references; `via`
- * is the nullable rule skipped just before (UINT32_MAX: none), `tail`
- * says the reference ends its alternative (nothing follows it). */
-typedef struct lgraph {
-    uint32_t *estart, *edge, *evia;
-    uint8_t *etail;
-} lgraph;
-
-/* Reports the cycle cyc[0] -> cyc[1] -> ... -> cyc[n-1] -> cyc[0] whose
- * i-th edge has index ei[i], at its first rule. */
-static void report_cycle(P *p, const lgraph *lg, const uint32_t *cyc, const uint32_t *ei, size_t n)
-{
-    char msg[400], lab[96];
-    size_t len = 0;
-    rule_label(p, cyc[0], lab, sizeof lab);
-    len += (size_t)snprintf(msg + len, sizeof msg - len, "%s", lab);
-    int rep = 0;
-    for (size_t q = 0; q < n; q++) {
-        uint32_t to = q + 1 < n ? cyc[q + 1] : cyc[0];
-        rep |= R(p, cyc[q])->kind == RK_REPEAT;
-        if (lg->evia[ei[q]] != UINT32_MAX && len < sizeof msg) {
-            rule_label(p, lg->evia[ei[q]], lab, sizeof lab);
-            len += (size_t)snprintf(msg + len, sizeof msg - len, " -> (nullable %s)", lab);
-        }
-        if (len < sizeof msg) {
-            rule_label(p, to, lab, sizeof lab);
-            len += (size_t)snprintf(msg + len, sizeof msg - len, " -> %s", lab);
-        }
-    }
-    rule_label(p, cyc[0], lab, sizeof lab);
-    perr(p, R(p, cyc[0])->pos, SIFT_E_GRAMMAR_LEFT_RECURSION, "rule '%s' is left-recursive: %s%s",
-         lab, msg, rep ? " (a repeated item that can match empty text)" : "");
-}
-
-/* The compiled form's invariants, checked once before the analyses
- * (and the matcher) index anything with them: a defined rule's (off,
- * len) lies inside the arena and ends with END (so a reference is never
- * its last element), a reference names a defined rule, a class index is
- * a class, and a rule that is not defined has no elements. The builder
- * keeps them; a violation is a parser bug, reported as SIFT_E_STATE (and
- * an abort in fuzzing builds, so the fuzzer still sees it) rather than
- * an out-of-range read or write. */
-static int check_compiled(P *p)
-{
-    uint32_t nr = (uint32_t)p->rules.n;
-    const sift__gelem *el = p->arena.p;
-    size_t ne = p->arena.n;
-    for (uint32_t r = 0; r < nr; r++) {
-        const rinfo *ri = R(p, r);
-        int ok = ri->defined ? ri->len > 0 && ri->off <= ne && ri->len <= ne - ri->off &&
-                                   el[ri->off + ri->len - 1].type == SIFT__G_END
-                             : ri->len == 0;
-        for (uint32_t k = 0; ok && k < ri->len; k++) {
-            const sift__gelem *e = &el[ri->off + k];
-            if (e->type == SIFT__G_REF)
-                ok = e->v < nr && R(p, e->v)->defined;
-            else if (e->type == SIFT__G_CLASS)
-                ok = e->v < p->cls.n;
-            else
-                ok = e->type <= SIFT__G_TOKEN_NOT;
-        }
-        if (!ok) {
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-            abort();
-#endif
-            char lab[96];
-            rule_label(p, r, lab, sizeof lab);
-            perr(p, SIZE_MAX, SIFT_E_STATE,
-                 "internal error: rule %s was compiled inconsistently (please report the grammar)",
-                 lab);
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* Left recursion. Nullable rules are found with a worklist, then the
- * left-edge graph is built and its strongly connected components found
- * (iterative Tarjan). A cycle of left edges is an error when
- *  (a) one of its references is followed by something: every round of
- *      the cycle pushes a return address, so the matcher's stacks would
- *      grow without end (root ::= root "a"), or
- *  (b) all its references end their alternatives but none of its rules
- *      is a repetition helper (a ::= b | "x", b ::= a), as in llama.cpp.
- * The remaining cycles are nullable repetitions, ( [x]* )*, (a?)*,
- * ("")*, x ::= x?: a tail reference pushes nothing, so going round the
- * cycle comes back to the same parse stack, which the matcher's closure
- * has already seen, and the empty iteration simply ends the loop (the
- * language is the usual least fixed point). No recursion anywhere. */
-static int check_left_recursion(P *p)
-{
-    uint32_t nr = (uint32_t)p->rules.n;
-    const sift__gelem *el = p->arena.p;
-    size_t ne = p->arena.n;
-    int ok = 0;
-    uint8_t *nullable = sift__calloc(p->al, nr, 1);
-    uint32_t *alt_need = NULL, *alt_rule = NULL, *occ_start = NULL, *occ = NULL, *work = NULL;
-    uint32_t *ecount = NULL;
-    lgraph lg = {NULL, NULL, NULL, NULL};
-    uint8_t *color = NULL;
-    uint32_t *stk = NULL, *sit = NULL, *idx = NULL, *low = NULL, *scc = NULL, *tst = NULL;
-    uint32_t *cyc = NULL, *cei = NULL;
-    size_t n_alt = 0;
-    for (uint32_t r = 0; r < nr; r++) {
-        const rinfo *ri = R(p, r);
-        for (uint32_t k = 0; k < ri->len; k++)
-            n_alt += el[ri->off + k].type == SIFT__G_ALT || el[ri->off + k].type == SIFT__G_END;
-    }
-    alt_need = sift__calloc(p->al, n_alt + 1, sizeof *alt_need);
-    alt_rule = sift__calloc(p->al, n_alt + 1, sizeof *alt_rule);
-    occ_start = sift__calloc(p->al, (size_t)nr + 1, sizeof *occ_start);
-    occ = sift__calloc(p->al, ne + 1, sizeof *occ);
-    work = sift__calloc(p->al, (size_t)nr + 1, sizeof *work);
-    ecount = sift__calloc(p->al, (size_t)nr + 1, sizeof *ecount);
-    color = sift__calloc(p->al, (size_t)nr + 1, 1);
-    stk = sift__calloc(p->al, (size_t)nr + 1, sizeof *stk);
-    sit = sift__calloc(p->al, (size_t)nr + 1, sizeof *sit);
-    idx = sift__calloc(p->al, (size_t)nr + 1, sizeof *idx);
-    low = sift__calloc(p->al, (size_t)nr + 1, sizeof *low);
-    scc = sift__calloc(p->al, (size_t)nr + 1, sizeof *scc);
-    tst = sift__calloc(p->al, (size_t)nr + 1, sizeof *tst);
-    cyc = sift__calloc(p->al, (size_t)nr + 1, sizeof *cyc);
-    cei = sift__calloc(p->al, (size_t)nr + 1, sizeof *cei);
-    if (!nullable || !alt_need || !alt_rule || !occ_start || !occ || !work || !ecount || !color ||
-        !stk || !sit || !idx || !low || !scc || !tst || !cyc || !cei) {
-        nomem(p);
-        goto out;
-    }
-    /* 1. nullable: an alternative is nullable when it has no terminal and
-     * all its references are nullable. alt_need counts references still
-     * unknown; a terminal makes the alternative never nullable. */
-    {
-        size_t a = 0;
-        size_t n_work = 0;
-        for (uint32_t r = 0; r < nr; r++) {
-            const rinfo *ri = R(p, r);
-            int term = 0;
-            uint32_t need = 0;
-            for (uint32_t k = 0; k < ri->len; k++) {
-                const sift__gelem *e = &el[ri->off + k];
-                if (e->type == SIFT__G_ALT || e->type == SIFT__G_END) {
-                    alt_rule[a] = r;
-                    alt_need[a] = term ? UINT32_MAX : need;
-                    if (!term && need == 0 && !nullable[r]) {
-                        nullable[r] = 1;
-                        work[n_work++] = r;
-                    }
-                    a++;
-                    term = 0;
-                    need = 0;
-                } else if (e->type == SIFT__G_REF) {
-                    need++;
-                    occ_start[e->v]++;
-                } else {
-                    term = 1;
-                }
-            }
-        }
-        /* occurrence lists: for each rule, the alternatives that reference
-         * it (one entry per reference) */
-        uint32_t sum = 0;
-        for (uint32_t r = 0; r <= nr; r++) {
-            uint32_t c = r < nr ? occ_start[r] : 0;
-            occ_start[r] = sum;
-            sum += c;
-        }
-        uint32_t *fill = ecount; /* reuse as cursor */
-        memcpy(fill, occ_start, (size_t)nr * sizeof *fill);
-        a = 0;
-        for (uint32_t r = 0; r < nr; r++) {
-            const rinfo *ri = R(p, r);
-            for (uint32_t k = 0; k < ri->len; k++) {
-                const sift__gelem *e = &el[ri->off + k];
-                if (e->type == SIFT__G_ALT || e->type == SIFT__G_END)
-                    a++;
-                else if (e->type == SIFT__G_REF)
-                    occ[fill[e->v]++] = (uint32_t)a;
-            }
-        }
-        while (n_work) {
-            uint32_t r = work[--n_work];
-            for (uint32_t k = occ_start[r]; k < occ_start[r + 1]; k++) {
-                uint32_t al = occ[k];
-                if (alt_need[al] == UINT32_MAX || alt_need[al] == 0)
-                    continue;
-                if (--alt_need[al] == 0 && !nullable[alt_rule[al]]) {
-                    nullable[alt_rule[al]] = 1;
-                    work[n_work++] = alt_rule[al];
-                }
-            }
-        }
-    }
-    /* 2. left edges */
-    {
-        memset(ecount, 0, ((size_t)nr + 1) * sizeof *ecount);
-        size_t total = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            for (uint32_t r = 0; r < nr; r++) {
-                const rinfo *ri = R(p, r);
-                int open = 1;
-                uint32_t via = UINT32_MAX;
-                for (uint32_t k = 0; k < ri->len; k++) {
-                    const sift__gelem *e = &el[ri->off + k];
-                    if (e->type == SIFT__G_ALT || e->type == SIFT__G_END) {
-                        open = 1;
-                        via = UINT32_MAX;
-                    } else if (!open) {
-                        continue;
-                    } else if (e->type == SIFT__G_REF) {
-                        if (pass == 0) {
-                            ecount[r]++;
-                            total++;
-                        } else {
-                            /* a rule's elements end with END (check_compiled) */
-                            uint32_t nt = el[ri->off + k + 1].type;
-                            size_t j = lg.estart[r] + ecount[r];
-                            lg.edge[j] = e->v;
-                            lg.evia[j] = via;
-                            lg.etail[j] = nt == SIFT__G_ALT || nt == SIFT__G_END;
-                            ecount[r]++;
-                        }
-                        if (nullable[e->v])
-                            via = e->v;
-                        else
-                            open = 0;
-                    } else {
-                        open = 0;
-                    }
-                }
-            }
-            if (pass == 0) {
-                lg.estart = sift__calloc(p->al, (size_t)nr + 1, sizeof *lg.estart);
-                lg.edge = sift__calloc(p->al, total + 1, sizeof *lg.edge);
-                lg.evia = sift__calloc(p->al, total + 1, sizeof *lg.evia);
-                lg.etail = sift__calloc(p->al, total + 1, 1);
-                if (!lg.estart || !lg.edge || !lg.evia || !lg.etail) {
-                    nomem(p);
-                    goto out;
-                }
-                uint32_t s2 = 0;
-                for (uint32_t r = 0; r < nr; r++) {
-                    lg.estart[r] = s2;
-                    s2 += ecount[r];
-                }
-                lg.estart[nr] = s2;
-                memset(ecount, 0, ((size_t)nr + 1) * sizeof *ecount);
-            }
-        }
-    }
-    const uint32_t *estart = lg.estart, *edge = lg.edge;
-    /* 3. strongly connected components (iterative Tarjan): idx[] is the
-     * visit number + 1 (0 = unvisited), low[] the lowest one reachable,
-     * color[] 1 while on the component stack tst[] */
-    {
-        uint32_t next = 1, n_scc = 0;
-        size_t nt = 0;
-        for (uint32_t r0 = 0; r0 < nr; r0++) {
-            if (idx[r0])
-                continue;
-            size_t sp = 0;
-            stk[sp] = r0;
-            sit[sp++] = estart[r0];
-            idx[r0] = low[r0] = next++;
-            tst[nt++] = r0;
-            color[r0] = 1;
-            while (sp) {
-                uint32_t r = stk[sp - 1];
-                if (sit[sp - 1] < estart[r + 1]) {
-                    uint32_t w = edge[sit[sp - 1]++];
-                    if (!idx[w]) {
-                        idx[w] = low[w] = next++;
-                        tst[nt++] = w;
-                        color[w] = 1;
-                        stk[sp] = w;
-                        sit[sp++] = estart[w];
-                    } else if (color[w] && idx[w] < low[r]) {
-                        low[r] = idx[w];
-                    }
-                    continue;
-                }
-                sp--;
-                if (sp && low[r] < low[stk[sp - 1]])
-                    low[stk[sp - 1]] = low[r];
-                if (low[r] == idx[r]) {
-                    uint32_t w;
-                    do {
-                        w = tst[--nt];
-                        color[w] = 0;
-                        scc[w] = n_scc;
-                    } while (w != r);
-                    n_scc++;
-                }
-            }
-        }
-    }
-    /* 4a. a reference that is followed by something, on a cycle: the
-     * cycle is that edge r -> s and a shortest path s ->* r inside the
-     * component, found breadth-first (color[] marks the visited rules,
-     * sit[w] the rule before w on the path and low[w] the edge used) */
-    for (uint32_t r = 0; r < nr; r++) {
-        for (uint32_t e0 = estart[r]; e0 < estart[r + 1]; e0++) {
-            uint32_t s = edge[e0];
-            if (lg.etail[e0] || scc[s] != scc[r])
-                continue;
-            size_t qh = 0, qt = 0;
-            work[qt++] = s;
-            color[s] = 1;
-            while (qh < qt && !color[r]) {
-                uint32_t u = work[qh++];
-                for (uint32_t k = estart[u]; k < estart[u + 1]; k++) {
-                    uint32_t w = edge[k];
-                    if (color[w] || scc[w] != scc[r])
-                        continue;
-                    color[w] = 1;
-                    sit[w] = u;
-                    low[w] = k;
-                    work[qt++] = w;
-                }
-            }
-            /* walk back from r to s, then reverse into cyc[1 ..] */
-            size_t len = 0;
-            for (uint32_t w = r; w != s; w = sit[w])
-                stk[len++] = w;
-            size_t n = 0;
-            cyc[n] = r;
-            cei[n++] = e0;
-            for (size_t q = len; q > 0; q--) {
-                uint32_t w = stk[q - 1];
-                cyc[n] = sit[w];
-                cei[n++] = low[w];
-            }
-            report_cycle(p, &lg, cyc, cei, n);
-            goto out;
-        }
-    }
-    /* 4b. a cycle of tail references through no repetition helper: a
-     * depth-first search over those edges only; a gray target closes a
-     * cycle */
-    memset(color, 0, (size_t)nr + 1);
-    for (uint32_t r0 = 0; r0 < nr; r0++) {
-        if (color[r0] || R(p, r0)->kind == RK_REPEAT)
-            continue;
-        size_t sp = 0;
-        stk[sp] = r0;
-        sit[sp] = estart[r0];
-        sp++;
-        color[r0] = 1;
-        while (sp) {
-            uint32_t r = stk[sp - 1];
-            uint32_t k = sit[sp - 1];
-            if (k >= estart[r + 1]) {
-                color[r] = 2;
-                sp--;
-                continue;
-            }
-            sit[sp - 1]++;
-            uint32_t s = edge[k];
-            if (R(p, s)->kind == RK_REPEAT)
-                continue;
-            if (color[s] == 0) {
-                color[s] = 1;
-                stk[sp] = s;
-                sit[sp] = estart[s];
-                sp++;
-            } else if (color[s] == 1) {
-                /* the cycle is stk[j..sp) -> s, with stk[j] == s */
-                size_t j = sp - 1;
-                while (stk[j] != s)
-                    j--;
-                size_t n = 0;
-                for (size_t q = j; q < sp; q++) {
-                    cyc[n] = stk[q];
-                    cei[n++] = sit[q] - 1;
-                }
-                report_cycle(p, &lg, cyc, cei, n);
-                goto out;
-            }
-        }
-    }
-    ok = 1;
-out:
-    sift__free(p->al, nullable);
-    sift__free(p->al, alt_need);
-    sift__free(p->al, alt_rule);
-    sift__free(p->al, occ_start);
-    sift__free(p->al, occ);
-    sift__free(p->al, work);
-    sift__free(p->al, ecount);
-    sift__free(p->al, lg.estart);
-    sift__free(p->al, lg.edge);
-    sift__free(p->al, lg.evia);
-    sift__free(p->al, lg.etail);
-    sift__free(p->al, color);
-    sift__free(p->al, stk);
-    sift__free(p->al, sit);
-    sift__free(p->al, idx);
-    sift__free(p->al, low);
-    sift__free(p->al, scc);
-    sift__free(p->al, tst);
-    sift__free(p->al, cyc);
-    sift__free(p->al, cei);
-    return ok;
-}
-
-/* First invalid UTF-8 byte or NUL; returns its offset or SIZE_MAX. */
+/* First invalid UTF-8 byte or NUL, whichever comes first; returns its
+ * offset or SIZE_MAX. */
 static size_t first_bad_byte(const unsigned char *s, size_t n, int *is_nul)
 {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c == 0) {
-            *is_nul = 1;
-            return i;
-        }
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            if (c == 0xE0)
-                lo = 0xA0;
-            if (c == 0xED)
-                hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            if (c == 0xF0)
-                lo = 0x90;
-            if (c == 0xF4)
-                hi = 0x8F;
-        } else {
-            *is_nul = 0;
-            return i;
-        }
-        for (size_t k = 1; k < len; k++) {
-            if (i + k >= n || s[i + k] < (k == 1 ? lo : 0x80) || s[i + k] > (k == 1 ? hi : 0xBF)) {
-                *is_nul = 0;
-                return i;
-            }
-        }
-        i += len;
-    }
-    return SIZE_MAX;
+    size_t bad;
+    int ok = sift__utf8_valid(s, n, &bad);
+    const unsigned char *nul = memchr(s, 0, bad);
+    *is_nul = nul != NULL;
+    if (nul)
+        return (size_t)(nul - s);
+    return ok ? SIZE_MAX : bad;
 }
 
-static void p_free(P *p)
+static void p_free(gp_state *p)
 {
     vec_free(p->al, &p->arena);
     vec_free(p->al, &p->rules);
@@ -1505,7 +970,7 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
                                     void (*map)(void *, size_t, int32_t *, int32_t *),
                                     void *map_user, int *needs_vocab, sift_error *err)
 {
-    P p;
+    gp_state p;
     memset(&p, 0, sizeof p);
     if (needs_vocab)
         *needs_vocab = 0;
@@ -1526,8 +991,8 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
         p.bom = 3;
     if (bad != SIZE_MAX) {
         if (is_nul)
-            return perr(&p, bad, SIFT_E_GRAMMAR_SYNTAX, "NUL byte in the grammar");
-        return perr(&p, bad, SIFT_E_GRAMMAR_SYNTAX, "invalid UTF-8 at byte %zu", bad);
+            return sift__gp_perr(&p, bad, SIFT_E_GRAMMAR_SYNTAX, "NUL byte in the grammar");
+        return sift__gp_perr(&p, bad, SIFT_E_GRAMMAR_SYNTAX, "invalid UTF-8 at byte %zu", bad);
     }
     p.i = p.bom;
     skip(&p, 1);
@@ -1542,7 +1007,7 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
         uint32_t bid = 0;
         int any_named = 0;
         for (uint32_t id = 0; id < p.rules.n; id++) {
-            const rinfo *r = R(&p, id);
+            const rinfo *r = sift__gp_rule(&p, id);
             any_named |= r->kind == RK_NAMED && r->defined;
             if (!r->defined && r->use < best) {
                 best = r->use;
@@ -1550,36 +1015,37 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
             }
         }
         if (!any_named) {
-            perr(&p, SIZE_MAX, SIFT_E_GRAMMAR_UNDEFINED, "grammar defines no rules");
+            sift__gp_perr(&p, SIZE_MAX, SIFT_E_GRAMMAR_UNDEFINED, "grammar defines no rules");
         } else if (best != SIZE_MAX) {
-            const rinfo *r = R(&p, bid);
-            perr(&p, best, SIFT_E_GRAMMAR_UNDEFINED, "rule '%.*s' is used but never defined",
-                 (int)(r->name_len > 64 ? 64 : r->name_len), (const char *)p.s + r->name_off);
+            const rinfo *r = sift__gp_rule(&p, bid);
+            sift__gp_perr(
+                &p, best, SIFT_E_GRAMMAR_UNDEFINED, "rule '%.*s' is used but never defined",
+                (int)(r->name_len > 64 ? 64 : r->name_len), (const char *)p.s + r->name_off);
         }
     }
     uint32_t root_id = UINT32_MAX;
     if (!p.st) {
         size_t rl = strlen(root);
         for (uint32_t id = 0; id < p.rules.n; id++) {
-            const rinfo *r = R(&p, id);
+            const rinfo *r = sift__gp_rule(&p, id);
             if (r->kind == RK_NAMED && r->name_len == rl &&
                 memcmp(p.s + r->name_off, root, rl) == 0)
                 root_id = id;
         }
         if (root_id == UINT32_MAX)
-            perr(&p, SIZE_MAX, SIFT_E_GRAMMAR_UNDEFINED, "start symbol '%.*s' is not defined",
-                 (int)(rl > 64 ? 64 : rl), root);
+            sift__gp_perr(&p, SIZE_MAX, SIFT_E_GRAMMAR_UNDEFINED,
+                          "start symbol '%.*s' is not defined", (int)(rl > 64 ? 64 : rl), root);
     }
-    if (!p.st && check_compiled(&p))
-        check_left_recursion(&p);
+    if (!p.st && sift__gp_check_compiled(&p))
+        sift__gp_check_left_recursion(&p);
     if (!p.st) {
         memset(out, 0, sizeof *out);
         out->rule_start = sift__calloc(al, p.rules.n, sizeof *out->rule_start);
         if (!out->rule_start) {
-            nomem(&p);
+            sift__gp_nomem(&p);
         } else {
             for (uint32_t id = 0; id < p.rules.n; id++)
-                out->rule_start[id] = R(&p, id)->off;
+                out->rule_start[id] = sift__gp_rule(&p, id)->off;
             out->n_rules = (uint32_t)p.rules.n;
             out->el = p.arena.p;
             out->n_el = p.arena.n;

@@ -534,14 +534,9 @@ static sift_status reserve_text(sift__trigger *t, size_t n, sift_error *err)
         if (held + n <= t->cap)
             return SIFT_OK;
     }
-    size_t nc = t->cap ? t->cap : 64;
-    while (nc < held + n)
-        nc *= 2;
-    char *nb = sift__grow(&t->al, t->buf, (size_t)held, t->cap, nc, 1);
-    if (!nb)
+    if (held > SIZE_MAX - n ||
+        sift__reserve(&t->al, &t->buf, &t->cap, (size_t)held, (size_t)held + n, 1, 64))
         return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger text buffer");
-    t->buf = nb;
-    t->cap = nc;
     return SIFT_OK;
 }
 
@@ -550,14 +545,9 @@ static sift_status reserve_span(sift__trigger *t, size_t want, sift_error *err)
 {
     if (t->nsp < t->capsp && want <= t->capsp)
         return SIFT_OK;
-    size_t nc = t->capsp ? t->capsp * 2 : 64;
-    if (nc < want)
-        nc = want;
-    span *ns = sift__grow(&t->al, t->sp, t->nsp, t->capsp, nc, sizeof *ns);
-    if (!ns)
+    size_t need = want > t->nsp + 1 ? want : t->nsp + 1;
+    if (sift__reserve(&t->al, &t->sp, &t->capsp, t->nsp, need, sizeof *t->sp, 64))
         return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger token spans");
-    t->sp = ns;
-    t->capsp = nc;
     return SIFT_OK;
 }
 

@@ -669,38 +669,6 @@ static sift_status gin_skip_value(gin *g, uint32_t t)
 
 enum { TT_UNDEFINED = 0, TT_NORMAL, TT_UNKNOWN, TT_CONTROL, TT_USER, TT_UNUSED, TT_BYTE };
 
-/* Decodes one UTF-8 code point at s[0..n); returns its length (0 on
- * invalid UTF-8) and the code point through *cp. */
-static size_t utf8_cp(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    size_t len;
-    uint32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if ((c & 0xE0) == 0xC0) {
-        len = 2, v = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3, v = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = v << 6 | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return len;
-}
-
 /* The GPT-2 byte-level table, inverted: the byte a code point stands for,
  * or -1. Printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) stand
  * for themselves; the other 68 bytes were given the code points 256.. in
@@ -796,14 +764,11 @@ static sift_status read_tokens(gin *g, gguf_state *s)
             return gfail(g, SIFT_E_LIMIT, "token pieces exceed %llu bytes in total",
                          (unsigned long long)GGUF_MAX_PIECE_BYTES);
         if (s->used + len + 1 > s->cap) {
-            uint64_t nc = s->cap ? s->cap * 2 : 4096;
-            while (nc < s->used + len + 1)
-                nc *= 2;
-            char *nb = sift__grow(s->al, s->bytes, (size_t)s->used, (size_t)s->cap, (size_t)nc, 1);
-            if (!nb)
+            size_t cap = (size_t)s->cap;
+            if (sift__reserve(s->al, &s->bytes, &cap, (size_t)s->used, (size_t)(s->used + len + 1),
+                              1, 4096))
                 return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for token pieces");
-            s->bytes = nb;
-            s->cap = nc;
+            s->cap = cap;
         }
         s->off[i] = s->used;
         st = gin_read(g, s->bytes + s->used, (size_t)len, "token string");
@@ -1001,7 +966,7 @@ static sift_status decode_pieces(gin *g, gguf_state *s, uint8_t *attr)
             if (s->model == MODEL_GPT2) {
                 for (size_t i = 0; i < len;) {
                     uint32_t cp = 0;
-                    size_t k = utf8_cp(p + i, len - i, &cp);
+                    size_t k = sift__utf8_decode(p + i, len - i, &cp);
                     int b = k ? gpt2_byte(cp) : -1;
                     if (!k)
                         return fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, -1, (int64_t)id,

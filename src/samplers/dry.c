@@ -337,15 +337,12 @@ typedef struct brk_list {
     int nomem;
 } brk_list;
 
-/* Grows *p from old_cap to cap entries, used of them kept, the rest 0. */
-static int grow32(const sift__alloc *al, int32_t **p, size_t used, size_t old_cap, size_t cap)
+/* Grows one of the lists' arrays, of capacity `cap`, to hold `need`
+ * (sift__reserve): used entries kept, the rest 0. */
+static int grow32(const sift__alloc *al, int32_t **p, size_t cap, size_t used, size_t need,
+                  size_t first)
 {
-    int32_t *q = sift__grow(al, *p, used, old_cap, cap, sizeof *q);
-    if (!q)
-        return 0;
-    memset(q + used, 0, (cap - used) * sizeof *q);
-    *p = q;
-    return 1;
+    return sift__reserve(al, p, &cap, used, need, sizeof **p, first) == SIFT_OK;
 }
 
 static void brk_free(brk_list *b)
@@ -367,24 +364,20 @@ static void brk_add(brk_list *b, size_t from, int32_t head, const int32_t *tail,
             (tl == 0 || memcmp(b->pool + b->toff[i], tail, tl * sizeof *tail) == 0))
             return;
     if (b->n == b->cap) {
+        /* three parallel arrays of one capacity: grow each, then commit */
         size_t cap = b->cap ? 2 * b->cap : 16;
-        if (!grow32(b->al, &b->head, b->n, b->cap, cap) ||
-            !grow32(b->al, &b->toff, b->n, b->cap, cap) ||
-            !grow32(b->al, &b->tlen, b->n, b->cap, cap)) {
+        if (!grow32(b->al, &b->head, b->cap, b->n, cap, 16) ||
+            !grow32(b->al, &b->toff, b->cap, b->n, cap, 16) ||
+            !grow32(b->al, &b->tlen, b->cap, b->n, cap, 16)) {
             b->nomem = 1;
             return;
         }
         b->cap = cap;
     }
-    if (b->pn + tl > b->pcap) {
-        size_t cap = b->pcap ? 2 * b->pcap : 64;
-        while (cap < b->pn + tl)
-            cap *= 2;
-        if (!grow32(b->al, &b->pool, b->pn, b->pcap, cap)) {
-            b->nomem = 1;
-            return;
-        }
-        b->pcap = cap;
+    if (b->pn + tl > b->pcap &&
+        sift__reserve(b->al, &b->pool, &b->pcap, b->pn, b->pn + tl, sizeof *b->pool, 64)) {
+        b->nomem = 1;
+        return;
     }
     b->head[b->n] = head;
     b->toff[b->n] = (int32_t)b->pn;

@@ -139,15 +139,7 @@ static const sift__param min_p_params[] = {
      .off = offsetof(min_p_rec, p),
      .flat_key = "min_p",
      .flat_def = 0.05},
-    {.name = "min_keep",
-     .doc = "keep at least this many tokens",
-     .type = SIFT__PT_INT,
-     .range = SIFT__R_IN,
-     .lo = 0,
-     .hi = INT32_MAX,
-     .off = offsetof(min_p_rec, min_keep),
-     .flat_key = "min_keep",
-     .flat_def = 0},
+    SIFT__PARAM_MIN_KEEP(min_p_rec),
 };
 
 static sift_status min_p_build(sift_chain *c, const void *rec, const sift__build_env *env,

@@ -153,6 +153,16 @@ SIFT__HIDDEN const sift__param *sift__param_find(const sift__sampler_desc *d, co
  * copied: the configuration copies them (it owns the memory). */
 SIFT__HIDDEN void sift__rec_defaults(const sift__sampler_desc *d, void *rec, int yaml);
 
+/* The min_keep parameter that top_p, min_p, typical and xtc share: one
+ * entry, so its doc, range, default and flat key are written once.
+ * `rec_type` is the sampler's record type; it has an int32_t min_keep. */
+#define SIFT__PARAM_MIN_KEEP(rec_type)                                                      \
+    {                                                                                       \
+        .name = "min_keep", .doc = "keep at least this many tokens", .type = SIFT__PT_INT,  \
+        .range = SIFT__R_IN, .lo = 0, .hi = INT32_MAX, .off = offsetof(rec_type, min_keep), \
+        .flat_key = "min_keep", .flat_def = 0                                               \
+    }
+
 /* Record access by parameter. */
 #define SIFT__REC_FIELD(rec, p, type) ((type *)(void *)((unsigned char *)(rec) + (p)->off))
 

@@ -112,15 +112,7 @@ static const sift__param top_p_params[] = {
      .off = offsetof(top_p_rec, p),
      .flat_key = "top_p",
      .flat_def = 0.95},
-    {.name = "min_keep",
-     .doc = "keep at least this many tokens",
-     .type = SIFT__PT_INT,
-     .range = SIFT__R_IN,
-     .lo = 0,
-     .hi = INT32_MAX,
-     .off = offsetof(top_p_rec, min_keep),
-     .flat_key = "min_keep",
-     .flat_def = 0},
+    SIFT__PARAM_MIN_KEEP(top_p_rec),
 };
 
 static sift_status top_p_build(sift_chain *c, const void *rec, const sift__build_env *env,

@@ -430,15 +430,7 @@ static const sift__param typical_params[] = {
      .off = offsetof(typical_rec, p),
      .flat_key = "typical_p",
      .flat_def = 1.0},
-    {.name = "min_keep",
-     .doc = "keep at least this many tokens",
-     .type = SIFT__PT_INT,
-     .range = SIFT__R_IN,
-     .lo = 0,
-     .hi = INT32_MAX,
-     .off = offsetof(typical_rec, min_keep),
-     .flat_key = "min_keep",
-     .flat_def = 0},
+    SIFT__PARAM_MIN_KEEP(typical_rec),
 };
 
 static sift_status typical_build(sift_chain *c, const void *rec, const sift__build_env *env,

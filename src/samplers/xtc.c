@@ -162,15 +162,7 @@ static const sift__param xtc_params[] = {
      .off = offsetof(xtc_rec, threshold),
      .flat_key = "xtc_threshold",
      .flat_def = 0.1},
-    {.name = "min_keep",
-     .doc = "keep at least this many tokens",
-     .type = SIFT__PT_INT,
-     .range = SIFT__R_IN,
-     .lo = 0,
-     .hi = INT32_MAX,
-     .off = offsetof(xtc_rec, min_keep),
-     .flat_key = "min_keep",
-     .flat_def = 0},
+    SIFT__PARAM_MIN_KEEP(xtc_rec),
 };
 
 static sift_status xtc_build(sift_chain *c, const void *rec, const sift__build_env *env,

@@ -1,0 +1,472 @@
+/*
+ * gbnf_mask.c - the whole-vocabulary pass of a grammar.
+ *
+ * What it owns: the preorder walk of the token trie with one cached
+ * transition per edge (skipping every subtree under a dead one), the
+ * allowed set it yields (a bit per token, or the small set when few
+ * tokens are allowed), and the bans built on it: on a whole row
+ * (sift_grammar_ban), on candidates, and on a slice's array. Also the
+ * small accessors the chain and the stage read (digest, last work, owner
+ * flag, soft cache limits). Work is charged per trie node in chunks, so
+ * the budget bounds every pass.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gbnf_match.h"
+
+/* The state after trie node nd: the transition over its edge byte from
+ * its parent's state (ds holds the state per depth), computed when the
+ * table lacks it; *trans is reloaded, as computing may move the table.
+ * -1 on a matcher failure (g->fail). */
+static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const tnode *nd,
+                                const int32_t **trans)
+{
+    uint32_t from = ds[(nd->db >> 8) - 1], b = nd->db & 0xff;
+    int32_t y = (*trans)[(size_t)from * 256 + b];
+    if (SIFT__UNLIKELY(y < 0)) {
+        y = sift__gm_trans_compute(g, from, b);
+        *trans = g->m.trans;
+    }
+    return y;
+}
+
+/* Trie walks charge their nodes in chunks of this many (one unit each). */
+#define WALK_CHUNK 1024u
+
+/* The trie walk in the current state: g->rr[0 .. 2 n_rr) receives the
+ * slot ranges of the rejected subtrees, in increasing order; *n_rej the
+ * number of rejected trie tokens. One table lookup per trie edge; dead
+ * subtrees are skipped whole. */
+static sift_status walk(sift_grammar *g, uint32_t *n_rej)
+{
+    const gcore *c = g->core;
+    gm *m = &g->m;
+    uint32_t x = g->cur;
+    uint32_t rej = 0;
+    g->n_rr = 0;
+    if (x == 0 || m->st[x].set_len == 0) {
+        if (!sift__gm_grow(&g->al, &g->rr, &g->cap_rr, 0, 2, sizeof *g->rr))
+            return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+        g->rr[0] = 0;
+        g->rr[1] = c->n_slots;
+        g->n_rr = 1;
+        *n_rej = c->n_slots;
+        return SIFT_OK;
+    }
+    const tnode *tr = c->tr;
+    uint32_t *ds = g->dstk;
+    const int32_t *trans = m->trans;
+    ds[0] = x;
+    uint32_t i = 0, tn = c->tn, walked = 0;
+    while (i < tn) {
+        const tnode *nd = &tr[i];
+        if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
+            walked = 0;
+            if (!sift__gm_budget(g, WALK_CHUNK))
+                return g->fail;
+        }
+        int32_t y = trie_edge(g, ds, nd, &trans);
+        if (y < 0)
+            return g->fail;
+        if (y == 0) {
+            if (g->n_rr && g->rr[2 * g->n_rr - 1] == nd->slot) {
+                g->rr[2 * g->n_rr - 1] = nd->slot_end;
+            } else {
+                if (SIFT__UNLIKELY(2 * g->n_rr + 2 > g->cap_rr) &&
+                    !sift__gm_grow(&g->al, &g->rr, &g->cap_rr, 2 * g->n_rr, 2 * g->n_rr + 2,
+                                   sizeof *g->rr))
+                    return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+                g->rr[2 * g->n_rr] = nd->slot;
+                g->rr[2 * g->n_rr + 1] = nd->slot_end;
+                g->n_rr++;
+            }
+            rej += nd->slot_end - nd->slot;
+            i = nd->end;
+            continue;
+        }
+        ds[nd->db >> 8] = (uint32_t)y;
+        i++;
+    }
+    if (!sift__gm_budget(g, walked))
+        return g->fail;
+    *n_rej = rej;
+    return SIFT_OK;
+}
+
+/* Whether the state has token-element stacks that can match now. */
+static int tok_state(const sift_grammar *g)
+{
+    const gstate *st = &g->m.st[g->cur];
+    return (st->flags & F_HASTOK) && st->rem == 0;
+}
+
+/* Computes g->bits (by token id): the tokens the grammar accepts now,
+ * from the walk's ranges, the token elements and the EOG rule. */
+static sift_status allowed_bits(sift_grammar *g, size_t *n_non_eog)
+{
+    const gcore *c = g->core;
+    gm *m = &g->m;
+    uint8_t *bits = g->bits;
+    size_t nb = ((size_t)c->V + 7) / 8;
+    uint32_t x = g->cur;
+    uint32_t rej;
+    sift_status s = walk(g, &rej);
+    if (s)
+        return s;
+    size_t cnt = c->n_slots - rej;
+    /* the bitmap, the other tokens, the rejected slots, the stacks */
+    if (!sift__gm_budget(g,
+                         (int64_t)nb + c->n_other + rej + 2 * (int64_t)m->st[x].set_len + c->n_eog))
+        return g->fail;
+    memset(bits, 0xff, nb);
+    for (uint32_t k = 0; k < c->n_other; k++)
+        bits[c->other[k] >> 3] &= (uint8_t) ~(1u << (c->other[k] & 7));
+    for (size_t r = 0; r < g->n_rr; r++)
+        for (uint32_t k = g->rr[2 * r]; k < g->rr[2 * r + 1]; k++)
+            bits[c->stok[k] >> 3] &= (uint8_t) ~(1u << (c->stok[k] & 7));
+    if (tok_state(g)) {
+        /* token elements: TOKEN v allows v; TOKEN_NOT v allows every
+         * token but v, so two different NOTs allow everything */
+        uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
+        int64_t not_v = -1;
+        int all = 0;
+        for (uint32_t k = 0; k < sl; k++) {
+            uint32_t st = m->arena[so + k];
+            const sift__gelem *e = st ? sift__gm_el(g, m->node[st].pos) : NULL;
+            if (e && e->type == SIFT__G_TOKEN_NOT) {
+                if (not_v >= 0 && not_v != (int64_t)e->v)
+                    all = 1;
+                not_v = e->v;
+            }
+        }
+        if (not_v >= 0) {
+            uint8_t keep = (uint8_t)(bits[not_v >> 3] & (1u << (not_v & 7)));
+            memset(bits, 0xff, nb);
+            if (!all)
+                bits[not_v >> 3] = (uint8_t)((bits[not_v >> 3] & ~(1u << (not_v & 7))) | keep);
+        }
+        for (uint32_t k = 0; k < sl; k++) {
+            uint32_t st = m->arena[so + k];
+            const sift__gelem *e = st ? sift__gm_el(g, m->node[st].pos) : NULL;
+            if (e && e->type == SIFT__G_TOKEN)
+                bits[e->v >> 3] |= (uint8_t)(1u << (e->v & 7));
+        }
+        cnt = 0;
+        for (size_t j = 0; j < nb; j++)
+            cnt += (size_t)__builtin_popcount(bits[j]);
+    }
+    if (c->V & 7)
+        bits[nb - 1] &= (uint8_t)((1u << (c->V & 7)) - 1);
+    int complete = (m->st[x].flags & F_COMPLETE) != 0;
+    for (int32_t i = 0; i < c->n_eog; i++) {
+        int32_t t = c->eog[i];
+        if (tok_state(g))
+            cnt -= (bits[t >> 3] >> (t & 7)) & 1;
+        if (complete)
+            bits[t >> 3] |= (uint8_t)(1u << (t & 7));
+        else
+            bits[t >> 3] &= (uint8_t) ~(1u << (t & 7));
+    }
+    *n_non_eog = cnt;
+    return SIFT_OK;
+}
+
+/* The trie walk of sift__grammar_small_set: writes the allowed tokens to
+ * g->ss_ids while there are at most SIFT__GRAMMAR_SMALL of them; returns
+ * their count, SIZE_MAX when there are more, or SIZE_MAX - 1 when the
+ * matcher failed (a limit, memory). Mirrors ban_dense: trie tokens
+ * ending at a live node, and the EOG tokens when the grammar is
+ * complete. Not for states with token elements. */
+static size_t small_walk(sift_grammar *g)
+{
+    const gcore *c = g->core;
+    gm *m = &g->m;
+    uint32_t x = g->cur;
+    size_t n = 0;
+    if (x != 0 && m->st[x].set_len != 0) {
+        const tnode *tr = c->tr;
+        uint32_t *ds = g->dstk;
+        const int32_t *trans = m->trans;
+        ds[0] = x;
+        uint32_t i = 0, tn = c->tn, walked = 0;
+        while (i < tn) {
+            const tnode *nd = &tr[i];
+            if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
+                walked = 0;
+                if (!sift__gm_budget(g, WALK_CHUNK))
+                    return SIZE_MAX - 1;
+            }
+            int32_t y = trie_edge(g, ds, nd, &trans);
+            if (y < 0)
+                return SIZE_MAX - 1;
+            if (y == 0) {
+                i = nd->end;
+                continue;
+            }
+            ds[nd->db >> 8] = (uint32_t)y;
+            /* the tokens ending at this node come before its children's */
+            uint32_t stop = i + 1 < nd->end ? tr[i + 1].slot : nd->slot_end;
+            for (uint32_t k = nd->slot; k < stop; k++) {
+                if (n == SIFT__GRAMMAR_SMALL)
+                    return SIZE_MAX;
+                g->ss_ids[n++] = c->stok[k];
+            }
+            i++;
+        }
+        if (!sift__gm_budget(g, walked))
+            return SIZE_MAX - 1;
+    }
+    if (!sift__gm_budget(g, c->n_other + (int64_t)n * (int64_t)n))
+        return SIZE_MAX - 1;
+    if (m->st[x].flags & F_COMPLETE) {
+        for (uint32_t j = 0; j < c->n_other; j++) {
+            int32_t t = c->other[j];
+            if (!(c->attr[t] & SIFT_TOKEN_EOG))
+                continue;
+            if (n == SIFT__GRAMMAR_SMALL)
+                return SIZE_MAX;
+            g->ss_ids[n++] = t;
+        }
+    }
+    /* ascending ids (at most SIFT__GRAMMAR_SMALL: insertion sort) */
+    for (size_t a = 1; a < n; a++) {
+        int32_t v = g->ss_ids[a];
+        size_t b = a;
+        for (; b > 0 && g->ss_ids[b - 1] > v; b--)
+            g->ss_ids[b] = g->ss_ids[b - 1];
+        g->ss_ids[b] = v;
+    }
+    return n;
+}
+
+/* Computes and caches the small allowed set of the current state; a
+ * failed walk (SIFT_E_NOMEM, SIFT_E_GRAMMAR_LIMIT) is not cached. */
+static sift_status small_compute(sift_grammar *g, sift_error *err)
+{
+    if (g->ss_valid && g->ss_cur == g->cur && g->ss_epoch == g->epoch)
+        return SIFT_OK;
+    size_t n = SIZE_MAX;
+    if (!tok_state(g)) {
+        sift__gm_begin(g, err);
+        n = small_walk(g);
+        sift__gm_end_call(g);
+        if (n == SIZE_MAX - 1)
+            return g->fail ? g->fail : SIFT_E_NOMEM;
+    }
+    g->ss_valid = 1;
+    g->ss_cur = g->cur;
+    g->ss_epoch = g->epoch;
+    g->ss_n = n;
+    return SIFT_OK;
+}
+
+sift_status sift__grammar_small_prepare(sift_grammar *g, sift_error *err)
+{
+    if (!g || g->magic != MAGIC || !g->core->V || sift__gm_idle(g))
+        return SIFT_OK;
+    return small_compute(g, err);
+}
+
+size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids)
+{
+    *ids = NULL;
+    if (!g || g->magic != MAGIC || !g->core->V || sift__gm_idle(g))
+        return SIZE_MAX;
+    if (small_compute(g, NULL))
+        return SIZE_MAX; /* not cached: the next call may succeed */
+    if (g->ss_n != SIZE_MAX)
+        *ids = g->ss_ids;
+    return g->ss_n;
+}
+
+#define LOGIT(base, stride, t) (*(float *)(void *)((char *)(base) + (size_t)(t) * (stride)))
+
+/* The ban over a dense row (logit of token t at base + t * stride), from
+ * the walk's ranges: only rejected tokens are written. Not for states
+ * with token elements (see allowed_bits). */
+static sift_status ban_dense(sift_grammar *g, float *base, size_t stride, size_t *n_non_eog,
+                             int *live)
+{
+    const gcore *c = g->core;
+    uint32_t rej;
+    sift_status s = walk(g, &rej);
+    if (s)
+        return s;
+    *n_non_eog = c->n_slots - rej;
+    /* the rejected slots and the other tokens are written below */
+    if (!sift__gm_budget(g, (int64_t)rej + c->n_other + c->n_eog))
+        return g->fail;
+    int complete = (g->m.st[g->cur].flags & F_COMPLETE) != 0;
+    /* live: an accepted token whose logit is finite (usually the first) */
+    int lv = 0;
+    uint32_t k = 0;
+    for (size_t r = 0; r <= g->n_rr && !lv; r++) {
+        uint32_t stop = r < g->n_rr ? g->rr[2 * r] : c->n_slots;
+        for (; k < stop && !lv; k++)
+            lv = LOGIT(base, stride, c->stok[k]) > -INFINITY;
+        if (r < g->n_rr)
+            k = g->rr[2 * r + 1];
+    }
+    for (int32_t i = 0; i < c->n_eog && complete && !lv; i++)
+        lv = LOGIT(base, stride, c->eog[i]) > -INFINITY;
+    if (!sift__gm_budget(g, k)) /* the liveness scan read at most k logits */
+        return g->fail;
+    *live = lv;
+    if (!lv)
+        return SIFT_OK;
+    for (size_t r = 0; r < g->n_rr; r++)
+        for (uint32_t j = g->rr[2 * r]; j < g->rr[2 * r + 1]; j++)
+            LOGIT(base, stride, c->stok[j]) = -INFINITY;
+    for (uint32_t j = 0; j < c->n_other; j++) {
+        int32_t t = c->other[j];
+        if (!(complete && (c->attr[t] & SIFT_TOKEN_EOG)))
+            LOGIT(base, stride, t) = -INFINITY;
+    }
+    return SIFT_OK;
+}
+
+static sift_status dead_msg(sift_grammar *g, size_t n_non_eog, sift_error *err)
+{
+    char t[128];
+    sift__gm_tail_text(g, t, sizeof t);
+    if (sift_grammar_is_complete(g) && n_non_eog == 0)
+        return sift__fail(err, SIFT_E_GRAMMAR_DEAD,
+                          g->core->n_eog
+                              ? "grammar is complete but every end-of-generation token is banned"
+                              : "grammar is complete but the vocabulary has no "
+                                "end-of-generation token");
+    return sift__fail(err, SIFT_E_GRAMMAR_DEAD,
+                      "no token can continue the grammar at output byte %llu (after `%s`)",
+                      (unsigned long long)g->out_len, t);
+}
+
+#define BIT(b, t) (((b)[(t) >> 3] >> ((t)&7)) & 1)
+
+sift_status sift_grammar_ban(sift_grammar *g, float *logits, int32_t n_vocab, sift_error *err)
+{
+    sift_status s = sift__gm_check(g, err);
+    if (s)
+        return s;
+    if (!logits)
+        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
+    if (!g->core->V)
+        return sift__fail(err, SIFT_E_ARG, "the grammar has no vocabulary");
+    if (n_vocab != g->core->V)
+        return sift__fail(err, SIFT_E_ARG, "grammar vocabulary V = %d does not match row V = %d",
+                          (int)g->core->V, (int)n_vocab);
+    if (sift__gm_idle(g))
+        return SIFT_OK;
+    sift__gm_begin(g, err);
+    size_t nne = 0;
+    int live = 0;
+    if (!tok_state(g)) {
+        s = ban_dense(g, logits, sizeof *logits, &nne, &live);
+        sift__gm_end_call(g);
+        if (s)
+            return s;
+        return live ? SIFT_OK : dead_msg(g, nne, err);
+    }
+    s = allowed_bits(g, &nne);
+    if (!s && !sift__gm_budget(g, 2 * (int64_t)n_vocab)) /* the two passes below */
+        s = g->fail;
+    sift__gm_end_call(g);
+    if (s)
+        return s;
+    const uint8_t *bits = g->bits;
+    for (int32_t t = 0; t < n_vocab && !live; t++)
+        live = BIT(bits, t) && logits[t] > -INFINITY;
+    if (!live)
+        return dead_msg(g, nne, err);
+    for (int32_t t = 0; t < n_vocab; t++)
+        if (!BIT(bits, t))
+            logits[t] = -INFINITY;
+    return SIFT_OK;
+}
+
+sift_status sift_grammar_ban_candidates(sift_grammar *g, sift_candidate *c, size_t n,
+                                        sift_error *err)
+{
+    sift_status s = sift__gm_check(g, err);
+    if (s)
+        return s;
+    if (!c && n)
+        return sift__fail(err, SIFT_E_ARG, "candidates is NULL but n = %zu", n);
+    if (!g->core->V)
+        return sift__fail(err, SIFT_E_ARG, "the grammar has no vocabulary");
+    for (size_t i = 0; i < n; i++)
+        if (c[i].id < 0 || c[i].id >= g->core->V)
+            return sift__fail_at(err, SIFT_E_TOKEN, (int64_t)i,
+                                 "candidate %zu has id %d, outside [0, %d)", i, (int)c[i].id,
+                                 (int)g->core->V);
+    sift__arr a;
+    a.c = c;
+    a.n = n;
+    a.V = g->core->V;
+    a.order = SIFT__ORDER_NONE;
+    a.dense = 0;
+    return sift__grammar_ban_arr(g, &a, err);
+}
+
+sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err)
+{
+    if (a->V != g->core->V)
+        return sift__fail(err, SIFT_E_ARG, "grammar vocabulary V = %d does not match row V = %d",
+                          (int)g->core->V, (int)a->V);
+    if (sift__gm_idle(g))
+        return SIFT_OK;
+    sift__gm_begin(g, err);
+    int live = 0;
+    sift_status s = SIFT_OK;
+    size_t nne = 0;
+    if (a->dense && a->n == (size_t)a->V && !tok_state(g)) {
+        s = ban_dense(g, &a->c[0].logit, sizeof a->c[0], &nne, &live);
+    } else if (a->n * 16 >= (size_t)a->V) {
+        /* many candidates: one trie walk */
+        s = allowed_bits(g, &nne);
+        if (!s && !sift__gm_budget(g, 2 * (int64_t)a->n))
+            s = g->fail;
+        if (!s) {
+            for (size_t i = 0; i < a->n && !live; i++)
+                live = BIT(g->bits, a->c[i].id) && a->c[i].logit > -INFINITY;
+            if (live) {
+                for (size_t i = 0; i < a->n; i++)
+                    if (!BIT(g->bits, a->c[i].id))
+                        a->c[i].logit = -INFINITY;
+            }
+        }
+    } else {
+        /* few: each candidate's piece through the cached transitions;
+         * decisions go to the bitmap (cleared per id) so that the array is
+         * only written once the step is known to succeed */
+        if (!sift__gm_budget(g, (int64_t)a->n))
+            s = g->fail;
+        for (size_t i = 0; i < a->n && !s; i++) {
+            int32_t t = a->c[i].id;
+            int32_t y = sift__gm_token_next(g, g->cur, t);
+            if (y < 0) {
+                s = g->fail;
+                break;
+            }
+            if (y > 0) {
+                g->bits[t >> 3] |= (uint8_t)(1u << (t & 7));
+                nne += !(g->core->attr[t] & SIFT_TOKEN_EOG);
+                live |= a->c[i].logit > -INFINITY;
+            } else {
+                g->bits[t >> 3] &= (uint8_t) ~(1u << (t & 7));
+            }
+        }
+        if (!s && live)
+            for (size_t i = 0; i < a->n; i++)
+                if (!BIT(g->bits, a->c[i].id))
+                    a->c[i].logit = -INFINITY;
+    }
+    sift__gm_end_call(g);
+    if (s)
+        return s;
+    if (!live)
+        return dead_msg(g, nne, err);
+    sift__arr_touched(a);
+    return SIFT_OK;
+}

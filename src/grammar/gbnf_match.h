@@ -1,0 +1,252 @@
+/*
+ * gbnf_match.h - shared between the files of the grammar matcher.
+ *
+ * struct sift_grammar and its parts: the shared immutable core (compiled
+ * rules, the vocabulary's pieces, the token trie), the per-object matcher
+ * caches (stack nodes, DFA states and their byte transitions), and the
+ * helpers every matcher file uses. The files:
+ *
+ *   gbnf_match.c    the matcher automaton: stacks, closure, states,
+ *                   transitions, token steps, building the core and trie
+ *   gbnf_grammar.c  the sift_grammar object: params, new/clone/free/reset,
+ *                   accepting bytes and tokens, the per-call bookkeeping
+ *   gbnf_mask.c     the whole-vocabulary pass: the trie walk, the allowed
+ *                   set, bans on a row, candidates or a slice
+ *   gbnf_lazy.c     lazy grammars: triggers, replay, sift_grammar_set_lazy
+ *
+ * Nothing here is API.
+ */
+#ifndef SIFT_GRAMMAR_GBNF_MATCH_H
+#define SIFT_GRAMMAR_GBNF_MATCH_H
+
+#include <stdatomic.h>
+
+#include "gbnf.h"
+#include "trigger.h"
+
+#define MAGIC 0x47424e46u /* "GBNF" */
+
+enum { F_COMPLETE = 1, F_HASTOK = 2 };
+
+/* Soft cache sizes: past these the caches are rebuilt at the next accept. */
+#define SOFT_NODES (1u << 20)
+#define SOFT_STATES (1u << 13)
+#define SOFT_ARENA (1u << 24)
+
+/* ------------------------------------------------------------------ */
+/* The shared core                                                     */
+/* ------------------------------------------------------------------ */
+
+/* A trie node: the edge byte from its parent (db & 0xff) at depth db >> 8
+ * (1-based); its subtree is nodes [self, end) and the tokens of the
+ * subtree are stok[slot .. slot_end), those ending at the node first. */
+typedef struct tnode {
+    uint32_t end, slot, slot_end, db;
+} tnode;
+
+typedef struct gcore {
+    atomic_size_t refs;
+    sift__alloc al;
+    sift__gbnf g;
+    uint32_t *alt_off; /* per rule: alternatives alt[alt_off[r] .. alt_off[r+1]) */
+    uint32_t *alt;     /* first position of each alternative */
+    int32_t V;         /* 0 = no vocabulary */
+    uint64_t *poff;    /* V + 1 piece offsets */
+    unsigned char *pbytes;
+    uint8_t *attr;
+    int32_t *eog;
+    int32_t n_eog;
+    /* token trie in preorder (tn nodes) and its tokens in trie order
+     * (stok[0 .. n_slots)); tokens not in the trie (EOG, empty pieces)
+     * are listed in other[0 .. n_other) */
+    uint32_t tn;
+    struct tnode *tr;
+    int32_t *stok;
+    uint32_t n_slots;
+    int32_t *other;
+    uint32_t n_other;
+    uint32_t tmaxd;
+} gcore;
+
+/* ------------------------------------------------------------------ */
+/* The matcher caches                                                  */
+/* ------------------------------------------------------------------ */
+
+typedef struct gnode {
+    uint32_t pos, parent, depth;
+    uint32_t succ_off, succ_len; /* memo of the successors; off = UINT32_MAX unknown */
+} gnode;
+
+typedef struct gstate {
+    uint32_t set_off, set_len;
+    uint32_t acc;
+    uint8_t rem, lo, hi, flags;
+} gstate;
+
+typedef struct gm {
+    gnode *node;
+    uint32_t n_node, cap_node;
+    uint32_t *mark;
+    uint32_t epoch;
+    uint32_t *nht;
+    uint32_t nht_cap;
+    uint32_t *arena;
+    size_t n_arena, cap_arena;
+    gstate *st;
+    uint32_t n_st, cap_st;
+    int32_t *trans;
+    uint32_t *sht;
+    uint32_t sht_cap;
+    /* scratch */
+    uint32_t *cl; /* closure output */
+    size_t n_cl, cap_cl;
+    uint32_t *scr; /* set unions */
+    size_t n_scr, cap_scr;
+    uint32_t *wl; /* closure worklist */
+    size_t cap_wl;
+} gm;
+
+struct sift_grammar {
+    uint32_t magic;
+    sift__alloc al;
+    gcore *core;
+    int32_t max_stacks, max_depth;
+    int64_t max_work, work;
+    uint32_t soft_nodes, soft_states, soft_arena; /* cache sizes that trigger a rebuild */
+    sift_status fail;                             /* set by helpers that cannot return a status */
+    sift_error *err;
+    gm m;
+    uint32_t cur, init;
+    uint8_t *bits;  /* V bits of scratch for the whole-vocabulary pass */
+    uint32_t *dstk; /* trie walk: state per depth */
+    uint32_t *rr;   /* trie walk: rejected slot ranges (pairs) */
+    size_t n_rr, cap_rr;
+    uint64_t out_len; /* bytes accepted since reset */
+    unsigned char tail[24];
+    /* Lazy grammars (NULL trig = eager). While !triggered the matching
+     * state is the initial one and every token goes to trig; a token that
+     * is only tried (prepare) or whose replay is rejected is taken back
+     * with sift__trigger_undo. */
+    sift__trigger *trig;
+    int triggered;
+    /* State ids keep their meaning until the caches are rebuilt or
+     * swapped; epoch counts those events. The small allowed set of state
+     * ss_cur in epoch ss_epoch (sift__grammar_small_set) is cached. */
+    uint32_t epoch;
+    int ss_valid;
+    uint32_t ss_cur, ss_epoch;
+    size_t ss_n;
+    int32_t ss_ids[SIFT__GRAMMAR_SMALL];
+    /* 1 while a chain owns the grammar (a stage's or its check grammar):
+     * a second transfer is refused. Clones start unowned. */
+    int owned;
+};
+
+/* ------------------------------------------------------------------ */
+/* gbnf_match.c                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Records the first failure of a call (g->fail) and its message in
+ * g->err; returns the status that stands. */
+SIFT__HIDDEN sift_status sift__gm_fail(sift_grammar *g, sift_status code, const char *fmt, ...)
+    SIFT__PRINTF(3, 4);
+/* Compiles `text` into a new core (one reference) over the vocabulary. */
+SIFT__HIDDEN sift_status sift__gm_core_new(gcore **out, const char *text, size_t len,
+                                           const sift_vocab *vocab, const sift_grammar_params *pp,
+                                           const sift__alloc *al, int *needs_vocab,
+                                           sift_error *err);
+/* Drops a reference to a core; the last one frees it. NULL is a no-op. */
+SIFT__HIDDEN void sift__gm_core_unref(gcore *c);
+/* A grammar object over core c (a reference is taken on success). The
+ * matching state is `from`'s current state, or the initial one. */
+SIFT__HIDDEN sift_status sift__gm_make(sift_grammar **out, gcore *c, const sift__alloc *al,
+                                       const sift_grammar *from, const sift_grammar_params *pp,
+                                       sift_error *err);
+/* Frees the matcher caches. */
+SIFT__HIDDEN void sift__gm_free(gm *m, const sift__alloc *al);
+/* Computes and caches the transition of state x on byte b (the miss path
+ * of sift__gm_step). */
+SIFT__HIDDEN int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b);
+/* The state after token t in state x: 0 if rejected, -1 on failure. */
+SIFT__HIDDEN int32_t sift__gm_token_next(sift_grammar *g, uint32_t x, int32_t t);
+
+/* ------------------------------------------------------------------ */
+/* gbnf_grammar.c: per-call bookkeeping                                */
+/* ------------------------------------------------------------------ */
+
+/* SIFT_E_ARG unless g is a live grammar object. */
+SIFT__HIDDEN sift_status sift__gm_check(const sift_grammar *g, sift_error *err);
+/* An untriggered lazy grammar: constrains nothing, feeds its triggers. */
+SIFT__HIDDEN int sift__gm_idle(const sift_grammar *g);
+/* Rebuilds the caches from the current state when they are large; only
+ * between steps, when no state id is held elsewhere. */
+SIFT__HIDDEN sift_status sift__gm_maybe_flush(sift_grammar *g, sift_error *err);
+/* Starts a call (error sink, no failure, work 0) and ends it. */
+SIFT__HIDDEN void sift__gm_begin(sift_grammar *g, sift_error *err);
+SIFT__HIDDEN void sift__gm_end_call(sift_grammar *g);
+/* Counts n accepted output bytes and keeps the last ones for messages. */
+SIFT__HIDDEN void sift__gm_note_output(sift_grammar *g, const unsigned char *p, size_t n);
+/* The last accepted bytes, printable, for messages. */
+SIFT__HIDDEN void sift__gm_tail_text(const sift_grammar *g, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------ */
+/* gbnf_lazy.c                                                         */
+/* ------------------------------------------------------------------ */
+
+/* One token (its bytes) through an untriggered lazy grammar; see the
+ * definition for the replay and undo rules. */
+SIFT__HIDDEN sift_status sift__gm_lazy_step(sift_grammar *g, int32_t token, const void *bytes,
+                                            size_t n, int commit, sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Small helpers, inline in every file                                 */
+/* ------------------------------------------------------------------ */
+
+/* Element `pos` of the compiled rules. */
+static inline const sift__gelem *sift__gm_el(const sift_grammar *g, uint32_t pos)
+{
+    return &g->core->g.el[pos];
+}
+
+/* Grows *p (n_have used of *cap elements of esz bytes) to hold `need`
+ * (sift__reserve, first capacity 64); 1 on success. */
+static inline int sift__gm_grow(const sift__alloc *al, void *p, size_t *cap, size_t n_have,
+                                size_t need, size_t esz)
+{
+    return sift__reserve(al, p, cap, n_have, need, esz, 64) == SIFT_OK;
+}
+
+/* Charges n units of work to the call (docs/grammar.md, "Limits"): one
+ * unit per stack visited, pushed, scanned, copied, hashed or compared,
+ * per trie node walked and per token written; a sort of n stacks costs
+ * n (1 + log2 n). Every loop of the matcher charges before (or while) it
+ * runs, so the budget stops a call after at most max_work units plus one
+ * bounded loop, never after a set of unbounded size has been built. */
+static inline int sift__gm_budget(sift_grammar *g, int64_t n)
+{
+    g->work += n;
+    if (g->work > g->max_work) {
+        sift__gm_fail(g, SIFT_E_GRAMMAR_LIMIT,
+                      "grammar step exceeded its work budget of %lld units at output byte %llu",
+                      (long long)g->max_work, (unsigned long long)g->out_len);
+        return 0;
+    }
+    return 1;
+}
+
+/* The state after byte b in state x (cached transition, computed on a
+ * miss): 0 = dead, -1 on failure (g->fail). */
+static inline int32_t sift__gm_step(sift_grammar *g, uint32_t x, unsigned b)
+{
+    int32_t y = g->m.trans[(size_t)x * 256 + b];
+    return y >= 0 ? y : sift__gm_trans_compute(g, x, b);
+}
+
+/* The piece of token t (len bytes). */
+static inline const unsigned char *sift__gm_piece(const gcore *c, int32_t t, size_t *len)
+{
+    *len = (size_t)(c->poff[t + 1] - c->poff[t]);
+    return c->pbytes + c->poff[t];
+}
+
+#endif
