@@ -1,26 +1,40 @@
 /*
  * registry.c - the list of samplers the configuration knows.
  *
- * One line per sampler file: its descriptor (see registry.h). The order is
- * the order of docs/config.md's stage tables; did-you-mean suggestions
- * prefer the earlier of two equally close names.
+ * One line per sampler file: the name of its descriptor (see
+ * registry.h). The order is the order of docs/config.md's stage tables;
+ * did-you-mean suggestions prefer the earlier of two equally close names.
  */
 #include <string.h>
 
 #include "registry.h"
 
-extern const sift__sampler_desc sift__desc_penalties, sift__desc_dry, sift__desc_logit_bias,
-    sift__desc_top_k, sift__desc_top_p, sift__desc_min_p, sift__desc_typical,
-    sift__desc_top_n_sigma, sift__desc_xtc, sift__desc_temperature, sift__desc_dist,
-    sift__desc_greedy, sift__desc_mirostat, sift__desc_mirostat_v2;
+/* The list: X(name) for the descriptor sift__desc_<name> of each file,
+ * one per line, so that adding a sampler adds one line here. */
+/* clang-format off */
+#define SAMPLERS(X) \
+    X(penalties) \
+    X(dry) \
+    X(logit_bias) \
+    X(top_k) \
+    X(top_p) \
+    X(min_p) \
+    X(typical) \
+    X(top_n_sigma) \
+    X(xtc) \
+    X(temperature) \
+    X(dist) \
+    X(greedy) \
+    X(mirostat) \
+    X(mirostat_v2) \
+    /* end of the list */
+/* clang-format on */
 
-const sift__sampler_desc *const sift__samplers[] = {
-    &sift__desc_penalties,   &sift__desc_dry,         &sift__desc_logit_bias,
-    &sift__desc_top_k,       &sift__desc_top_p,       &sift__desc_min_p,
-    &sift__desc_typical,     &sift__desc_top_n_sigma, &sift__desc_xtc,
-    &sift__desc_temperature, &sift__desc_dist,        &sift__desc_greedy,
-    &sift__desc_mirostat,    &sift__desc_mirostat_v2, NULL,
-};
+#define DECLARE(name) extern const sift__sampler_desc sift__desc_##name;
+SAMPLERS(DECLARE)
+
+#define ENTRY(name) &sift__desc_##name,
+const sift__sampler_desc *const sift__samplers[] = {SAMPLERS(ENTRY) NULL};
 
 const sift__sampler_desc *sift__sampler_find(const char *name, size_t len)
 {
