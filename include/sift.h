@@ -1414,6 +1414,27 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_logit_bias(sift_chain *chain,
                                                               const sift_bias *biases, size_t n,
                                                               sift_error *err);
 
+/**
+ * Bans end-of-generation tokens until `min_tokens` tokens have been
+ * generated (vLLM min_tokens, HF min_new_tokens; -1 = for the whole
+ * generation, llama.cpp's ignore_eos). The banned ids are ids[0..n_ids)
+ * together with every id `vocab` marks SIFT_TOKEN_EOG (vocab may be NULL;
+ * it is only read during the call; the list is copied). While the stage
+ * has accepted fewer than min_tokens tokens since the chain was created
+ * or reset, their logits are -inf; then the stage changes nothing.
+ * min_tokens = 0 is a no-op stage. The count is of every token accepted,
+ * sift_chain_accept_prompt's included: after a prompt of P tokens given
+ * through the chain, min_tokens = P + n bans until n are generated.
+ * Ids are checked against the row length at sample time (SIFT_E_ARG).
+ * SIFT_E_ARG for min_tokens < -1, a NULL ids with n_ids > 0, a negative
+ * id (err->index = its position), and for min_tokens != 0 with nothing to
+ * ban; SIFT_E_LIMIT above 2^24 ids. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_min_tokens(sift_chain *chain, int32_t min_tokens,
+                                                              const int32_t *ids, size_t n_ids,
+                                                              const sift_vocab *vocab,
+                                                              sift_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Configuration files                                                 */
 /* ------------------------------------------------------------------ */

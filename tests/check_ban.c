@@ -123,6 +123,477 @@ START_TEST(test_ban_ids_and_ban_others_touch_exactly_the_listed_ids_on_rows_and_
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The property: row path and slice path against the oracle            */
+/* ------------------------------------------------------------------ */
+
+static long n_cases(void)
+{
+    const char *e = getenv("SIFT_BAN_CASES");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    return n > 0 ? n : 400;
+}
+
+static const sp_kind mids[] = {SP_TOP_K,       SP_TOP_K_TIES, SP_TOP_P,    SP_MIN_P,
+                               SP_TYPICAL,     SP_TEMP,       SP_TEMP_EXT, SP_XTC,
+                               SP_TOP_N_SIGMA, SP_PENALTIES,  SP_DRY,      SP_LOGIT_BIAS};
+static const sp_kind lows[] = {SP_PENALTIES, SP_DRY, SP_LOGIT_BIAS, SP_TEMP};
+static const sp_kind cuts[] = {SP_TOP_K, SP_TOP_K, SP_TOP_K_TIES, SP_MIN_P, SP_GREEDY};
+static const sp_kind sels[] = {SP_GREEDY, SP_DIST, SP_DIST_ID, SP_MIROSTAT, SP_MIROSTAT_V2};
+
+/* A random chain with `mine` in it once or twice: most chains are shaped
+ * for slices (lowering and monotone stages with `mine` among them, then
+ * a truncation), the others are anything in any order. */
+static void gen_chain(tu_rng *r, sp_chain *spec, int32_t V, sp_kind mine)
+{
+    if (tu_unif(r) < 0.7) {
+        size_t n_low = (size_t)tu_range(r, 0, 2);
+        size_t at = (size_t)tu_range(r, 0, n_low);
+        for (size_t i = 0; i <= n_low; i++) {
+            sp_kind k = i == at ? mine : lows[tu_range(r, 0, (int64_t)N(lows) - 1)];
+            gen_stage(r, &spec->st[spec->n++], k, V);
+        }
+        sp_stage *cut = &spec->st[spec->n++];
+        gen_stage(r, cut, cuts[tu_range(r, 0, (int64_t)N(cuts) - 1)], V);
+        if (cut->kind == SP_GREEDY)
+            return;
+        if (cut->kind != SP_MIN_P)
+            cut->i0 = (int32_t)tu_range(r, 1, 50);
+        size_t n_after = (size_t)tu_range(r, 0, 2);
+        for (size_t i = 0; i < n_after; i++) {
+            sp_kind k = tu_unif(r) < 0.2 ? mine : mids[tu_range(r, 0, (int64_t)N(mids) - 1)];
+            gen_stage(r, &spec->st[spec->n++], k, V);
+        }
+    } else {
+        size_t n_mid = (size_t)tu_range(r, 1, 5);
+        size_t at = (size_t)tu_range(r, 0, n_mid - 1);
+        for (size_t i = 0; i < n_mid; i++) {
+            sp_kind k = i == at ? mine : mids[tu_range(r, 0, (int64_t)N(mids) - 1)];
+            gen_stage(r, &spec->st[spec->n++], k, V);
+        }
+    }
+    gen_stage(r, &spec->st[spec->n++], sels[tu_range(r, 0, (int64_t)N(sels) - 1)], V);
+}
+
+typedef struct tally {
+    long steps, slices, decided, hooked, need_row;
+    long exact_steps; /* slices at the static or dynamic k of EXACT plans */
+    long banned;      /* steps where `mine` set a finite logit to -inf */
+} tally;
+
+/* The row hook: copies the step's row. */
+typedef struct hook_ctx {
+    const float *row;
+    int32_t V;
+    int calls;
+} hook_ctx;
+
+static int hook(void *user, float *row, int32_t V)
+{
+    hook_ctx *h = user;
+    h->calls++;
+    if (V != h->V)
+        return 1;
+    memcpy(row, h->row, (size_t)V * sizeof *row);
+    return 0;
+}
+
+/* One slice sample at prefix length k, compared with the oracle's token
+ * and RNG state; the chain's RNG is restored. Returns 1 if the row was
+ * needed (the hook ran, or SIFT_E_NEED_ROW without it). */
+static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V, int32_t k,
+                     int with_hook, sift_status so, int32_t to, const uint64_t ors[4], tally *ty,
+                     const char *desc)
+{
+    int32_t ids[4096];
+    size_t ne = 0;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_extras(c, ids, N(ids), &ne, &err), SIFT_OK);
+    sift_slice s;
+    ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, &err), SIFT_OK);
+    hook_ctx h = {row, V, 0};
+    ck_assert_int_eq(sift_chain_set_row_hook(c, with_hook ? hook : NULL, &h, NULL), SIFT_OK);
+    sift__rng saved = c->rng;
+    int32_t ts = -1;
+    sift_status ss = sift_chain_sample_slice(c, &s, &ts, &err);
+    uint64_t rs[4];
+    sift__chain_rng_state(c, rs);
+    ty->slices++;
+    if (ss == SIFT_E_NEED_ROW) {
+        ck_assert_msg(!with_hook, "NEED_ROW with a hook\n  %s", desc);
+        ck_assert_msg(memcmp(&saved, &c->rng, sizeof saved) == 0, "NEED_ROW moved the RNG\n  %s",
+                      desc);
+        ty->need_row++;
+        return 1;
+    }
+    ck_assert_msg(ss == so && (ss != SIFT_OK || ts == to) &&
+                      (ss != SIFT_OK || memcmp(rs, ors, 4 * sizeof(uint64_t)) == 0),
+                  "slice k=%d V=%d hook=%d: sift %d (tok %d: %s) oracle %d (tok %d)\n  %s", (int)k,
+                  (int)V, with_hook, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to,
+                  desc);
+    c->rng = saved;
+    ty->hooked += h.calls;
+    ty->decided += h.calls == 0;
+    return h.calls > 0;
+}
+
+/* 1 if the stages up to and including the first `mine` turn a finite
+ * logit of this row to -inf that the stages before it left finite. */
+static int mine_banned(or_chain *o, const float *row, int32_t V, sp_kind mine)
+{
+    size_t at = 0;
+    while (o->spec.st[at].kind != mine)
+        at++;
+    or_arr before, after;
+    if (or_run_stages(o, row, V, at, &before) != SIFT_OK) {
+        free(before.c);
+        return 0;
+    }
+    sift_status s = or_run_stages(o, row, V, at + 1, &after);
+    size_t fb = 0, fa = 0;
+    for (size_t i = 0; s == SIFT_OK && i < before.n; i++)
+        fb += before.c[i].logit > -INFINITY;
+    for (size_t i = 0; s == SIFT_OK && i < after.n; i++)
+        fa += after.c[i].logit > -INFINITY;
+    free(before.c);
+    free(after.c);
+    return s == SIFT_OK && fa < fb;
+}
+
+/* Random chains holding `mine`, several steps each on fresh rows: the
+ * row path and slices at the static k, the dynamic k, a smaller k and
+ * k = V, with and without the hook, all equal to the oracle (status,
+ * token, RNG state, and the state left by accept, step after step). */
+static void property(sp_kind mine, uint64_t seed, long cases, tally *ty)
+{
+    tu_rng r = {seed};
+    char desc[2048];
+    for (long cs = 0; cs < cases; cs++) {
+        int32_t V = cs % 100 == 0 ? (int32_t)tu_range(&r, 1, 70000)
+                                  : (cs % 7 == 0 ? (int32_t)tu_range(&r, 1, 12)
+                                                 : (int32_t)tu_range(&r, 100, 3000));
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        gen_chain(&r, &spec, V, mine);
+        sift_chain *chain;
+        sift_error err;
+        sp_describe(&spec, desc, sizeof desc);
+        ck_assert_msg(sp_build(&spec, &chain, &err) == SIFT_OK, "build %s: %s", desc, err.message);
+        or_chain o;
+        or_init(&o, &spec);
+        /* a history from a small alphabet, so that n-grams and word
+         * prefixes repeat */
+        int32_t alpha = V < 8 ? V : 8;
+        int n_prompt = (int)tu_range(&r, 0, 24);
+        for (int i = 0; i < n_prompt; i++) {
+            int32_t t = (int32_t)tu_range(&r, 0, alpha - 1);
+            ck_assert_int_eq(sift_chain_accept(chain, t, &err), SIFT_OK);
+            or_accept(&o, t);
+        }
+        sift_plan sp = {.struct_size = sizeof(sift_plan)}, dp = {.struct_size = sizeof(sift_plan)};
+        ck_assert_int_eq(sift_chain_plan(chain, &sp, NULL, NULL), SIFT_OK);
+        sift_slicer *sl;
+        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+        float *row = malloc((size_t)V * sizeof *row);
+        int steps = V > 20000 ? 2 : (int)tu_range(&r, 2, 8);
+        for (int step = 0; step < steps; step++) {
+            tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+            ck_assert_int_eq(sift_chain_next_k(chain, &dp, NULL), SIFT_OK);
+            ck_assert_msg(dp.k <= sp.k && (dp.k == 0) == (sp.k == 0),
+                          "dynamic k %d vs static %d\n  %s", (int)dp.k, (int)sp.k, desc);
+            ty->banned += mine_banned(&o, row, V, mine);
+            int32_t to = -1;
+            sift_status so = or_sample(&o, row, V, &to);
+            uint64_t ors[4];
+            memcpy(ors, o.rng.s, sizeof ors);
+            int32_t ks[4] = {sp.k, dp.k, 0, V};
+            ks[2] = (int32_t)tu_range(&r, 1, sp.k > 1 ? sp.k - 1 : 16);
+            for (int v = 0; v < 4; v++) {
+                int32_t k = ks[v] < V ? ks[v] : V;
+                if (k <= 0)
+                    continue;
+                int row_needed = one_slice(chain, sl, row, V, k, 1, so, to, ors, ty, desc);
+                one_slice(chain, sl, row, V, k, 0, so, to, ors, ty, desc);
+                if (v == 3)
+                    ck_assert_msg(!row_needed, "k = V needed the row\n  %s", desc);
+                /* an EXACT plan promises no row for a canonical prefix at
+                 * its static and dynamic k (errors come from the row) */
+                if (v < 2 && so == SIFT_OK && sp.guarantee == SIFT_GUARANTEE_EXACT) {
+                    ty->exact_steps++;
+                    ck_assert_msg(!row_needed, "EXACT plan k=%d needed the row\n  %s", (int)k,
+                                  desc);
+                }
+            }
+            int32_t ts = -1;
+            sift_status ss = sift_chain_sample(chain, row, V, &ts, &err);
+            uint64_t rs[4];
+            sift__chain_rng_state(chain, rs);
+            ty->steps++;
+            ck_assert_msg(ss == so && (ss || ts == to) && memcmp(rs, o.rng.s, sizeof rs) == 0,
+                          "row path step %d V=%d: sift %d (tok %d: %s) oracle %d (tok %d)\n  %s",
+                          step, (int)V, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to,
+                          desc);
+            if (ss != SIFT_OK)
+                break;
+            int32_t acc = tu_unif(&r) < 0.6 ? ts : (int32_t)tu_range(&r, 0, alpha - 1);
+            ck_assert_int_eq(sift_chain_accept(chain, acc, &err), SIFT_OK);
+            or_accept(&o, acc);
+            if (step == 1) { /* a clone carries the state the accepts left */
+                sift_chain *cl = NULL;
+                ck_assert_int_eq(sift_chain_clone(chain, &cl, &err), SIFT_OK);
+                ck_assert_uint_eq(sift__chain_state_digest(cl), sift__chain_state_digest(chain));
+                sift_chain_free(cl);
+            }
+        }
+        free(row);
+        sift_slicer_free(sl);
+        or_free(&o);
+        sift_chain_free(chain);
+    }
+}
+
+/* Runs the property for `mine` and checks that every part of it ran:
+ * steps where the sampler really banned something, slices decided
+ * without the row, and rows asked for. */
+static void check_property(sp_kind mine, const char *name, uint64_t seed)
+{
+    tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = n_cases();
+    property(mine, seed, cases, &ty);
+    fprintf(stderr,
+            "ban[%s]: %ld chains, %ld row steps and %ld slice samples compared, 0 mismatches; "
+            "%ld steps with a ban; slices decided %ld, hook calls %ld, need_row %ld; %ld slices "
+            "at an EXACT plan's k\n",
+            name, cases, ty.steps, ty.slices, ty.banned, ty.decided, ty.hooked, ty.need_row,
+            ty.exact_steps);
+    ck_assert_int_ge(ty.steps, cases);
+    ck_assert(ty.banned > 0);
+    ck_assert(ty.decided > 0);
+    ck_assert(ty.hooked > 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared fixtures                                                     */
+/* ------------------------------------------------------------------ */
+
+static sift_chain *new_chain(int32_t n_vocab)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.n_vocab = n_vocab;
+    sift_chain *c = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+    return c;
+}
+
+static int32_t greedy_of(sift_chain *c, const float *row, int32_t V)
+{
+    int32_t t = -1;
+    sift_error err;
+    ck_assert_msg(sift_chain_sample(c, row, V, &t, &err) == SIFT_OK, "%s", err.message);
+    return t;
+}
+
+static void accept_ok(sift_chain *c, int32_t t)
+{
+    sift_error err;
+    ck_assert_msg(sift_chain_accept(c, t, &err) == SIFT_OK, "%s", err.message);
+}
+
+static sift_config *parse_ok(const char *yaml)
+{
+    sift_config *cfg = NULL;
+    sift_error err;
+    sift_status st = sift_config_parse(&cfg, "t.yaml", yaml, strlen(yaml), NULL, &err);
+    ck_assert_msg(st == SIFT_OK, "config did not load: %d:%d: %s", (int)err.line, (int)err.column,
+                  err.message);
+    return cfg;
+}
+
+/* The static plan's k and guarantee. */
+static void expect_plan(sift_chain *c, int32_t k, sift_guarantee g, int dynamic)
+{
+    sift_plan p = {.struct_size = sizeof p};
+    if (dynamic)
+        ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+    else
+        ck_assert_int_eq(sift_chain_plan(c, &p, NULL, NULL), SIFT_OK);
+    ck_assert_msg(p.k == k && p.guarantee == g, "plan k %d (%s), expected %d; %s", (int)p.k,
+                  sift_guarantee_str(p.guarantee), (int)k, p.why);
+}
+
+/* ------------------------------------------------------------------ */
+/* min_tokens                                                          */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_min_tokens_bans_its_ids_until_n_tokens_were_accepted)
+{
+    sift_chain *c = new_chain(8);
+    sift_error err;
+    const int32_t ids[] = {3, 5};
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 2, ids, 2, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    const float row[8] = {0, 1, 2, 9, 3, 8, 4, 5}; /* 3 first, then 5, then 7 */
+    ck_assert_int_eq(greedy_of(c, row, 8), 7);
+    accept_ok(c, 7);
+    ck_assert_int_eq(greedy_of(c, row, 8), 7);
+    accept_ok(c, 7);
+    ck_assert_int_eq(greedy_of(c, row, 8), 3); /* two tokens out: nothing banned */
+    sift_chain_reset(c);
+    ck_assert_int_eq(greedy_of(c, row, 8), 7); /* reset: the count starts again */
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_min_tokens_minus_one_bans_forever_and_zero_bans_nothing)
+{
+    const float row[4] = {0, 5, 1, 2};
+    const int32_t id = 1;
+    sift_error err;
+    for (int n = -1; n <= 0; n++) {
+        sift_chain *c = new_chain(4);
+        ck_assert_int_eq(sift_chain_add_min_tokens(c, n, &id, 1, NULL, &err), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+        for (int i = 0; i < 50; i++) {
+            ck_assert_int_eq(greedy_of(c, row, 4), n < 0 ? 3 : 1);
+            accept_ok(c, 0);
+        }
+        int64_t k = 9;
+        ck_assert_int_eq(sift_chain_stage_class(c, 0, &k),
+                         n < 0 ? SIFT_CLASS_LOWERS : SIFT_CLASS_IDENTITY);
+        ck_assert_int_eq(k, n < 0 ? 1 : 0);
+        sift_chain_free(c);
+    }
+}
+END_TEST
+
+START_TEST(test_min_tokens_bans_the_vocabulary_end_of_generation_ids)
+{
+    sift_vocab *v = NULL;
+    sift_error err;
+    const char *pieces[6] = {"a", "b", "</s>", "c", "<eot>", "d"};
+    const size_t lens[6] = {1, 1, 4, 1, 5, 1};
+    ck_assert_int_eq(sift_vocab_new(&v, 6, pieces, lens, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 2, SIFT_TOKEN_EOG, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 4, SIFT_TOKEN_EOG | SIFT_TOKEN_SPECIAL, &err), SIFT_OK);
+    sift_chain *c = new_chain(6);
+    const int32_t extra = 5;
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 1, &extra, 1, v, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    sift_vocab_free(v); /* only read during the call */
+    int64_t n = 0;
+    ck_assert_int_eq(sift_chain_stage_class(c, 0, &n), SIFT_CLASS_LOWERS);
+    ck_assert_int_eq(n, 3); /* 2, 4 and the given 5 */
+    const float row[6] = {1, 0, 9, 2, 8, 7};
+    ck_assert_int_eq(greedy_of(c, row, 6), 3);
+    accept_ok(c, 3);
+    ck_assert_int_eq(greedy_of(c, row, 6), 2);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_min_tokens_counts_prompt_tokens_so_p_plus_n_waits_for_n_generated)
+{
+    sift_chain *c = new_chain(8);
+    sift_error err;
+    const int32_t id = 3;
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 3 + 1, &id, 1, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    for (int32_t t = 0; t < 3; t++)
+        ck_assert_int_eq(sift_chain_accept_prompt(c, t, &err), SIFT_OK);
+    const float row[8] = {0, 1, 2, 9, 3, 8, 4, 5};
+    ck_assert_int_eq(greedy_of(c, row, 8), 5);
+    accept_ok(c, 5);
+    ck_assert_int_eq(greedy_of(c, row, 8), 3);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_min_tokens_plan_counts_its_ids_until_n_and_nothing_after)
+{
+    sift_chain *c = new_chain(0);
+    sift_error err;
+    const int32_t ids[] = {0, 1, 2};
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 1, ids, 3, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 10, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, &err), SIFT_OK);
+    expect_plan(c, 13, SIFT_GUARANTEE_EXACT, 0);
+    expect_plan(c, 13, SIFT_GUARANTEE_EXACT, 1);
+    accept_ok(c, 7);
+    expect_plan(c, 13, SIFT_GUARANTEE_EXACT, 0);
+    expect_plan(c, 10, SIFT_GUARANTEE_EXACT, 1);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_min_tokens_refuses_bad_arguments_and_adds_nothing)
+{
+    sift_chain *c = new_chain(0);
+    sift_error err;
+    const int32_t ids[] = {4, -2};
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, -2, ids, 1, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 3, NULL, 1, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 3, ids, 2, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(err.index, 1);
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 3, NULL, 0, NULL, &err), SIFT_E_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "nothing to ban"));
+    ck_assert_uint_eq(sift_chain_n_stages(c), 0);
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 0, NULL, 0, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 2, ids, 1, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    float row[4] = {0, 1, 2, 3};
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample(c, row, 4, &t, &err), SIFT_E_ARG); /* id 4 >= V */
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_min_tokens_yaml_stage_takes_ids_or_the_vocabulary)
+{
+    sift_error err;
+    sift_config *cfg = parse_ok("chain:\n  - min_tokens: {n: 2, ids: [3, 5]}\n  - greedy\n");
+    sift_chain *c = NULL;
+    ck_assert_int_eq(sift_config_build_chain(cfg, NULL, NULL, &c, &err), SIFT_OK);
+    int64_t n = 0;
+    ck_assert_int_eq(sift_chain_stage_class(c, 0, &n), SIFT_CLASS_LOWERS);
+    ck_assert_int_eq(n, 2);
+    const float row[8] = {0, 1, 2, 9, 3, 8, 4, 5};
+    ck_assert_int_eq(greedy_of(c, row, 8), 7);
+    sift_chain_free(c);
+    sift_config_free(cfg);
+    /* the scalar is n; the ids default to the vocabulary's EOG tokens */
+    cfg = parse_ok("chain:\n  - min_tokens: 4\n  - greedy\n");
+    ck_assert_int_eq(sift_config_build_chain(cfg, NULL, NULL, &c, &err), SIFT_E_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "no vocabulary"));
+    sift_vocab *v = NULL;
+    const char *pieces[3] = {"a", "b", "<eos>"};
+    const size_t lens[3] = {1, 1, 5};
+    ck_assert_int_eq(sift_vocab_new(&v, 3, pieces, lens, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, 2, SIFT_TOKEN_EOG, &err), SIFT_OK);
+    ck_assert_int_eq(sift_config_build_chain(cfg, NULL, v, &c, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_stage_class(c, 0, &n), SIFT_CLASS_LOWERS);
+    ck_assert_int_eq(n, 1);
+    sift_chain_free(c);
+    sift_vocab_free(v);
+    sift_config_free(cfg);
+    /* a bad id is a load-time error at the stage */
+    sift_config *bad = NULL;
+    const char *y = "chain:\n  - min_tokens: {n: 1, ids: [3, x]}\n  - greedy\n";
+    ck_assert_int_ne(sift_config_parse(&bad, "t.yaml", y, strlen(y), NULL, &err), SIFT_OK);
+    ck_assert_ptr_nonnull(strstr(err.message, "not a token id"));
+    sift_config_free(bad);
+}
+END_TEST
+
+START_TEST(test_min_tokens_agrees_with_the_oracle_on_rows_and_slices)
+{
+    check_property(SP_MIN_TOKENS, "min_tokens", 101);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ban");
@@ -130,6 +601,16 @@ static Suite *suite(void)
     tcase_add_test(tc, test_sort_unique_gives_the_distinct_ids_in_ascending_order);
     tcase_add_test(tc, test_parse_ids_reads_separated_decimal_ids_and_refuses_the_rest);
     tcase_add_test(tc, test_ban_ids_and_ban_others_touch_exactly_the_listed_ids_on_rows_and_sets);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("min_tokens");
+    tcase_add_test(tc, test_min_tokens_bans_its_ids_until_n_tokens_were_accepted);
+    tcase_add_test(tc, test_min_tokens_minus_one_bans_forever_and_zero_bans_nothing);
+    tcase_add_test(tc, test_min_tokens_bans_the_vocabulary_end_of_generation_ids);
+    tcase_add_test(tc, test_min_tokens_counts_prompt_tokens_so_p_plus_n_waits_for_n_generated);
+    tcase_add_test(tc, test_min_tokens_plan_counts_its_ids_until_n_and_nothing_after);
+    tcase_add_test(tc, test_min_tokens_refuses_bad_arguments_and_adds_nothing);
+    tcase_add_test(tc, test_min_tokens_yaml_stage_takes_ids_or_the_vocabulary);
+    tcase_add_test(tc, test_min_tokens_agrees_with_the_oracle_on_rows_and_slices);
     suite_add_tcase(s, tc);
     return s;
 }

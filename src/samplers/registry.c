@@ -27,6 +27,7 @@
     X(greedy) \
     X(mirostat) \
     X(mirostat_v2) \
+    X(min_tokens) \
     /* end of the list */
 /* clang-format on */
 

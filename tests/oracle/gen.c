@@ -87,6 +87,12 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
             s->bias[b].bias = tu_unif(r) < 0.2 ? -INFINITY : (float)(10.0 * tu_unif(r) - 5.0);
         }
         break;
+    case SP_MIN_TOKENS:
+        s->i0 = tu_unif(r) < 0.3 ? (int32_t)tu_range(r, -1, 0) : (int32_t)tu_range(r, 1, 8);
+        s->n_ids = (size_t)tu_range(r, 1, 4);
+        for (size_t j = 0; j < s->n_ids; j++) /* often among the prompt's alphabet */
+            s->ids[j] = (int32_t)tu_range(r, 0, tu_unif(r) < 0.7 ? small - 1 : V - 1);
+        break;
     default: break;
     }
 }

@@ -38,6 +38,7 @@ sift_status sp_add(sift_chain *c, const sp_stage *s, sift_error *err)
                                           s->n_breakers, err);
     }
     case SP_LOGIT_BIAS: return sift_chain_add_logit_bias(c, s->bias, s->n_bias, err);
+    case SP_MIN_TOKENS: return sift_chain_add_min_tokens(c, s->i0, s->ids, s->n_ids, NULL, err);
     case SP__COUNT: break;
     }
     return SIFT_E_ARG;
@@ -65,7 +66,7 @@ sift_status sp_build(const sp_chain *spec, sift_chain **out, sift_error *err)
 static const char *kind_name[SP__COUNT] = {
     "greedy",   "dist",        "dist_id",   "top_k",    "top_k_ties", "top_p",
     "min_p",    "typical",     "temp",      "temp_ext", "xtc",        "top_n_sigma",
-    "mirostat", "mirostat_v2", "penalties", "dry",      "logit_bias",
+    "mirostat", "mirostat_v2", "penalties", "dry",      "logit_bias", "min_tokens",
 };
 
 void sp_describe(const sp_chain *spec, char *buf, size_t cap)
@@ -74,9 +75,10 @@ void sp_describe(const sp_chain *spec, char *buf, size_t cap)
     used += (size_t)snprintf(buf + used, cap - used, "seed=%llu:", (unsigned long long)spec->seed);
     for (size_t i = 0; i < spec->n && used < cap; i++) {
         const sp_stage *s = &spec->st[i];
-        used += (size_t)snprintf(buf + used, cap - used, " %s(i0=%d i1=%d f=%a,%a,%a nb=%zu)",
-                                 kind_name[s->kind], (int)s->i0, (int)s->i1, (double)s->f0,
-                                 (double)s->f1, (double)s->f2, s->n_bias + s->n_breakers);
+        used +=
+            (size_t)snprintf(buf + used, cap - used, " %s(i0=%d i1=%d f=%a,%a,%a nb=%zu)",
+                             kind_name[s->kind], (int)s->i0, (int)s->i1, (double)s->f0,
+                             (double)s->f1, (double)s->f2, s->n_bias + s->n_breakers + s->n_ids);
     }
 }
 
@@ -190,6 +192,7 @@ void or_reset(or_chain *o)
         or_stage_state *s = &o->st[i];
         s->hist_n = 0;
         s->has_pending = 0;
+        s->n_accepted = 0;
         if (o->spec.st[i].kind == SP_MIROSTAT || o->spec.st[i].kind == SP_MIROSTAT_V2)
             s->mu = 2.0 * (double)o->spec.st[i].f0;
     }
@@ -217,6 +220,10 @@ static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_
         if (s->kind == SP_LOGIT_BIAS)
             for (size_t j = 0; j < s->n_bias; j++)
                 if (s->bias[j].token >= V)
+                    return SIFT_E_ARG;
+        if (s->kind == SP_MIN_TOKENS)
+            for (size_t j = 0; j < s->n_ids; j++)
+                if (s->ids[j] >= V)
                     return SIFT_E_ARG;
     }
     a->c = malloc((size_t)V * sizeof *a->c);
@@ -249,6 +256,7 @@ static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_
         case SP_PENALTIES: st = or_penalties(o, i, a); break;
         case SP_DRY: st = or_dry(o, i, a); break;
         case SP_LOGIT_BIAS: st = or_logit_bias(o, i, a); break;
+        case SP_MIN_TOKENS: st = or_min_tokens(o, i, a); break;
         case SP__COUNT: st = SIFT_E_ARG; break;
         }
         if (st == SIFT_OK && a->n == 0)
@@ -315,6 +323,7 @@ void or_accept(or_chain *o, int32_t token)
             break;
         case SP_MIROSTAT:
         case SP_MIROSTAT_V2: or_mirostat_accept(o, i, token); break;
+        case SP_MIN_TOKENS: o->st[i].n_accepted++; break;
         default: break;
         }
     }

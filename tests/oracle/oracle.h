@@ -35,6 +35,7 @@ typedef enum sp_kind {
     SP_PENALTIES,
     SP_DRY,
     SP_LOGIT_BIAS,
+    SP_MIN_TOKENS,
     SP__COUNT
 } sp_kind;
 
@@ -42,6 +43,7 @@ typedef enum sp_kind {
 #define SP_MAX_BIAS 16
 #define SP_MAX_BREAKERS 4
 #define SP_MAX_BREAKER_LEN 4
+#define SP_MAX_IDS 16
 
 /* Parameters of one stage. Which fields a kind uses:
  *   TOP_K, TOP_K_TIES: i0 = k
@@ -56,6 +58,7 @@ typedef enum sp_kind {
  *   DRY: f0 = multiplier, f1 = base, i0 = allowed_length, i1 = last_n,
  *        breakers as token sequences (head = first token)
  *   LOGIT_BIAS: bias[0..n_bias)
+ *   MIN_TOKENS: i0 = min_tokens (-1 = always), ids[0..n_ids) banned
  */
 typedef struct sp_stage {
     sp_kind kind;
@@ -66,6 +69,8 @@ typedef struct sp_stage {
     size_t n_breakers;
     int32_t breaker[SP_MAX_BREAKERS][SP_MAX_BREAKER_LEN];
     size_t breaker_len[SP_MAX_BREAKERS];
+    size_t n_ids;
+    int32_t ids[SP_MAX_IDS];
 } sp_stage;
 
 typedef struct sp_chain {
@@ -106,6 +111,7 @@ typedef struct or_stage_state {
     int has_pending;
     int32_t pending_token;
     double pending_surprise;
+    int64_t n_accepted; /* min_tokens: tokens accepted since reset */
 } or_stage_state;
 
 typedef struct or_chain {
@@ -161,6 +167,8 @@ void or_mirostat_accept(or_chain *o, size_t si, int32_t token);
 sift_status or_penalties(or_chain *o, size_t si, or_arr *a);
 sift_status or_dry(or_chain *o, size_t si, or_arr *a);
 sift_status or_logit_bias(or_chain *o, size_t si, or_arr *a);
+/* oracle_ban.c */
+sift_status or_min_tokens(or_chain *o, size_t si, or_arr *a);
 /* Pushes a token into a history window of capacity cap (oldest dropped). */
 void or_hist_push(or_stage_state *s, int32_t token, size_t cap);
 
