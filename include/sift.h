@@ -1435,6 +1435,21 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_min_tokens(sift_chain *chain,
                                                               const sift_vocab *vocab,
                                                               sift_error *err);
 
+/**
+ * Lets only ids[0..n) be sampled (vLLM allowed_token_ids): every other
+ * candidate's logit becomes -inf. The list is copied; repeated ids count
+ * once. With at most 1024 ids the stage names them as extras
+ * (sift_chain_extras), so a slice holds all of them wherever they rank
+ * and every token it lacks is known to be -inf after the stage
+ * (docs/samplers.md, "allowed_tokens", says when that decides a step).
+ * Ids are checked against the row length at sample time (SIFT_E_ARG).
+ * SIFT_E_ARG for n = 0, a NULL ids, a negative id (err->index = its
+ * position); SIFT_E_LIMIT above 2^24 ids. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_allowed_tokens(sift_chain *chain,
+                                                                  const int32_t *ids, size_t n,
+                                                                  sift_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Configuration files                                                 */
 /* ------------------------------------------------------------------ */

@@ -131,7 +131,7 @@ static long n_cases(void)
 {
     const char *e = getenv("SIFT_BAN_CASES");
     long n = e ? strtol(e, NULL, 10) : 0;
-    return n > 0 ? n : 400;
+    return n > 0 ? n : 200;
 }
 
 static const sp_kind mids[] = {SP_TOP_K,       SP_TOP_K_TIES, SP_TOP_P,    SP_MIN_P,
@@ -269,9 +269,9 @@ static void property(sp_kind mine, uint64_t seed, long cases, tally *ty)
     tu_rng r = {seed};
     char desc[2048];
     for (long cs = 0; cs < cases; cs++) {
-        int32_t V = cs % 100 == 0 ? (int32_t)tu_range(&r, 1, 70000)
-                                  : (cs % 7 == 0 ? (int32_t)tu_range(&r, 1, 12)
-                                                 : (int32_t)tu_range(&r, 100, 3000));
+        int32_t V = cs % 50 == 0 ? (int32_t)tu_range(&r, 1, 20000)
+                                 : (cs % 7 == 0 ? (int32_t)tu_range(&r, 1, 12)
+                                                : (int32_t)tu_range(&r, 50, 1200));
         sp_chain spec;
         memset(&spec, 0, sizeof spec);
         spec.seed = tu_next(&r);
@@ -296,7 +296,7 @@ static void property(sp_kind mine, uint64_t seed, long cases, tally *ty)
         sift_slicer *sl;
         ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
         float *row = malloc((size_t)V * sizeof *row);
-        int steps = V > 20000 ? 2 : (int)tu_range(&r, 2, 8);
+        int steps = V > 5000 ? 2 : (int)tu_range(&r, 2, 6);
         for (int step = 0; step < steps; step++) {
             tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
             ck_assert_int_eq(sift_chain_next_k(chain, &dp, NULL), SIFT_OK);
@@ -594,6 +594,176 @@ START_TEST(test_min_tokens_agrees_with_the_oracle_on_rows_and_slices)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* allowed_tokens                                                      */
+/* ------------------------------------------------------------------ */
+
+START_TEST(test_allowed_tokens_bans_every_other_id)
+{
+    sift_chain *c = new_chain(6);
+    sift_error err;
+    const int32_t ids[] = {4, 1, 4};
+    ck_assert_int_eq(sift_chain_add_allowed_tokens(c, ids, 3, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    const float row[6] = {9, 1, 8, 7, 2, 6};
+    ck_assert_int_eq(greedy_of(c, row, 6), 4);
+    const float row2[6] = {9, 3, 8, 7, 2, -INFINITY};
+    ck_assert_int_eq(greedy_of(c, row2, 6), 1);
+    const float row3[6] = {9, -INFINITY, 8, 7, -INFINITY, 6};
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample(c, row3, 6, &t, &err), SIFT_E_NO_CANDIDATE);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_allowed_tokens_names_short_lists_as_extras_in_a_certified_plan)
+{
+    sift_chain *c = new_chain(0);
+    sift_error err;
+    const int32_t ids[] = {900, 7, 31};
+    ck_assert_int_eq(sift_chain_add_allowed_tokens(c, ids, 3, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 2, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, &err), SIFT_OK);
+    sift_plan p = {.struct_size = sizeof p};
+    ck_assert_int_eq(sift_chain_plan(c, &p, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(p.k, 2 + 64);
+    ck_assert_int_eq(p.guarantee, SIFT_GUARANTEE_CERTIFIED);
+    ck_assert_int_eq(p.max_extras, 3);
+    int32_t got[8];
+    size_t n = 0;
+    ck_assert_int_eq(sift_chain_extras(c, got, 8, &n, &err), SIFT_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert(got[0] == 7 && got[1] == 31 && got[2] == 900);
+    sift_chain_free(c);
+    /* a long list is not named */
+    int32_t *many = malloc(1025 * sizeof *many);
+    for (int32_t i = 0; i < 1025; i++)
+        many[i] = 2 * i;
+    c = new_chain(0);
+    ck_assert_int_eq(sift_chain_add_allowed_tokens(c, many, 1025, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 2, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_plan(c, &p, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(p.max_extras, 0);
+    ck_assert_int_eq(sift_chain_extras(c, got, 8, &n, &err), SIFT_OK);
+    ck_assert_uint_eq(n, 0);
+    free(many);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* The allowed tokens are extras: a slice of one prefix token and the
+ * extras decides every step where enough of them are finite, with the
+ * oracle's token, and never calls the hook. */
+START_TEST(test_a_one_token_slice_decides_when_the_allowed_tokens_are_extras)
+{
+    tu_rng r = {31};
+    enum { V = 5000 };
+    long decided = 0;
+    float *row = malloc(V * sizeof *row);
+    for (int cs = 0; cs < 60; cs++) {
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        sp_stage *a = &spec.st[spec.n++];
+        a->kind = SP_ALLOWED_TOKENS;
+        a->n_ids = (size_t)tu_range(&r, 3, SP_MAX_IDS);
+        for (size_t j = 0; j < a->n_ids; j++)
+            a->ids[j] = (int32_t)tu_range(&r, 0, V - 1);
+        spec.st[spec.n++] = (sp_stage){.kind = SP_TOP_K, .i0 = 3};
+        spec.st[spec.n++] = (sp_stage){.kind = SP_TEMP, .f0 = 0.8f};
+        spec.st[spec.n++] = (sp_stage){.kind = tu_unif(&r) < 0.5 ? SP_DIST : SP_GREEDY};
+        sift_chain *c;
+        sift_error err;
+        ck_assert_int_eq(sp_build(&spec, &c, &err), SIFT_OK);
+        or_chain o;
+        or_init(&o, &spec);
+        sift_slicer *sl;
+        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+        for (int step = 0; step < 5; step++) {
+            tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+            int32_t to = -1;
+            sift_status so = or_sample(&o, row, V, &to);
+            int32_t ids[SP_MAX_IDS];
+            size_t ne = 0;
+            ck_assert_int_eq(sift_chain_extras(c, ids, SP_MAX_IDS, &ne, &err), SIFT_OK);
+            sift_slice s;
+            ck_assert_int_eq(sift_slicer_build(sl, row, V, 1, ids, ne, &s, &err), SIFT_OK);
+            hook_ctx h = {row, V, 0};
+            ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+            int32_t ts = -1;
+            sift_status ss = sift_chain_sample_slice(c, &s, &ts, &err);
+            ck_assert_int_eq(ss, so);
+            if (so != SIFT_OK)
+                break;
+            ck_assert_int_eq(ts, to);
+            ck_assert_int_eq(h.calls, 0);
+            uint64_t rs[4];
+            sift__chain_rng_state(c, rs);
+            ck_assert(memcmp(rs, o.rng.s, sizeof rs) == 0);
+            decided++;
+            accept_ok(c, ts);
+            or_accept(&o, ts);
+        }
+        sift_slicer_free(sl);
+        or_free(&o);
+        sift_chain_free(c);
+    }
+    free(row);
+    ck_assert_int_gt(decided, 100);
+}
+END_TEST
+
+START_TEST(test_allowed_tokens_refuses_an_empty_list_and_bad_ids)
+{
+    sift_chain *c = new_chain(0);
+    sift_error err;
+    const int32_t ids[] = {3, -1};
+    ck_assert_int_eq(sift_chain_add_allowed_tokens(c, ids, 0, &err), SIFT_E_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "empty"));
+    ck_assert_int_eq(sift_chain_add_allowed_tokens(c, NULL, 2, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_add_allowed_tokens(c, ids, 2, &err), SIFT_E_ARG);
+    ck_assert_int_eq(err.index, 1);
+    ck_assert_uint_eq(sift_chain_n_stages(c), 0);
+    ck_assert_int_eq(sift_chain_add_allowed_tokens(c, ids, 1, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    const float row[3] = {0, 1, 2};
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample(c, row, 3, &t, &err), SIFT_E_ARG); /* id 3 >= V */
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_allowed_tokens_yaml_stage_takes_a_list_of_ids)
+{
+    sift_error err;
+    sift_config *cfg = parse_ok("chain:\n  - allowed_tokens: {ids: [2, 5]}\n  - greedy\n");
+    sift_chain *c = NULL;
+    ck_assert_int_eq(sift_config_build_chain(cfg, NULL, NULL, &c, &err), SIFT_OK);
+    const float row[8] = {0, 1, 2, 9, 3, 8, 4, 5};
+    ck_assert_int_eq(greedy_of(c, row, 8), 5);
+    sift_chain_free(c);
+    sift_config_free(cfg);
+    const char *bad[] = {"chain:\n  - allowed_tokens: {ids: []}\n  - greedy\n",
+                         "chain:\n  - allowed_tokens: {ids: [1, 2x]}\n  - greedy\n",
+                         "vocab_size: 10\nchain:\n  - allowed_tokens: {ids: [10]}\n  - greedy\n",
+                         "chain:\n  - allowed_tokens: {}\n  - greedy\n"};
+    for (size_t i = 0; i < N(bad); i++) {
+        sift_config *b = NULL;
+        ck_assert_msg(sift_config_parse(&b, "t.yaml", bad[i], strlen(bad[i]), NULL, &err) !=
+                          SIFT_OK,
+                      "%s", bad[i]);
+        sift_config_free(b);
+    }
+}
+END_TEST
+
+START_TEST(test_allowed_tokens_agrees_with_the_oracle_on_rows_and_slices)
+{
+    check_property(SP_ALLOWED_TOKENS, "allowed_tokens", 102);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ban");
@@ -611,6 +781,14 @@ static Suite *suite(void)
     tcase_add_test(tc, test_min_tokens_refuses_bad_arguments_and_adds_nothing);
     tcase_add_test(tc, test_min_tokens_yaml_stage_takes_ids_or_the_vocabulary);
     tcase_add_test(tc, test_min_tokens_agrees_with_the_oracle_on_rows_and_slices);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("allowed_tokens");
+    tcase_add_test(tc, test_allowed_tokens_bans_every_other_id);
+    tcase_add_test(tc, test_allowed_tokens_names_short_lists_as_extras_in_a_certified_plan);
+    tcase_add_test(tc, test_a_one_token_slice_decides_when_the_allowed_tokens_are_extras);
+    tcase_add_test(tc, test_allowed_tokens_refuses_an_empty_list_and_bad_ids);
+    tcase_add_test(tc, test_allowed_tokens_yaml_stage_takes_a_list_of_ids);
+    tcase_add_test(tc, test_allowed_tokens_agrees_with_the_oracle_on_rows_and_slices);
     suite_add_tcase(s, tc);
     return s;
 }

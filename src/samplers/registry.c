@@ -28,6 +28,7 @@
     X(mirostat) \
     X(mirostat_v2) \
     X(min_tokens) \
+    X(allowed_tokens) \
     /* end of the list */
 /* clang-format on */
 

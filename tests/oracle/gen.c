@@ -93,6 +93,11 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
         for (size_t j = 0; j < s->n_ids; j++) /* often among the prompt's alphabet */
             s->ids[j] = (int32_t)tu_range(r, 0, tu_unif(r) < 0.7 ? small - 1 : V - 1);
         break;
+    case SP_ALLOWED_TOKENS:
+        s->n_ids = (size_t)tu_range(r, 1, SP_MAX_IDS);
+        for (size_t j = 0; j < s->n_ids; j++)
+            s->ids[j] = (int32_t)tu_range(r, 0, tu_unif(r) < 0.5 ? small - 1 : V - 1);
+        break;
     default: break;
     }
 }

@@ -39,6 +39,7 @@ sift_status sp_add(sift_chain *c, const sp_stage *s, sift_error *err)
     }
     case SP_LOGIT_BIAS: return sift_chain_add_logit_bias(c, s->bias, s->n_bias, err);
     case SP_MIN_TOKENS: return sift_chain_add_min_tokens(c, s->i0, s->ids, s->n_ids, NULL, err);
+    case SP_ALLOWED_TOKENS: return sift_chain_add_allowed_tokens(c, s->ids, s->n_ids, err);
     case SP__COUNT: break;
     }
     return SIFT_E_ARG;
@@ -64,9 +65,9 @@ sift_status sp_build(const sp_chain *spec, sift_chain **out, sift_error *err)
 }
 
 static const char *kind_name[SP__COUNT] = {
-    "greedy",   "dist",        "dist_id",   "top_k",    "top_k_ties", "top_p",
-    "min_p",    "typical",     "temp",      "temp_ext", "xtc",        "top_n_sigma",
-    "mirostat", "mirostat_v2", "penalties", "dry",      "logit_bias", "min_tokens",
+    "greedy",    "dist", "dist_id",    "top_k",      "top_k_ties",     "top_p",    "min_p",
+    "typical",   "temp", "temp_ext",   "xtc",        "top_n_sigma",    "mirostat", "mirostat_v2",
+    "penalties", "dry",  "logit_bias", "min_tokens", "allowed_tokens",
 };
 
 void sp_describe(const sp_chain *spec, char *buf, size_t cap)
@@ -221,7 +222,7 @@ static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_
             for (size_t j = 0; j < s->n_bias; j++)
                 if (s->bias[j].token >= V)
                     return SIFT_E_ARG;
-        if (s->kind == SP_MIN_TOKENS)
+        if (s->kind == SP_MIN_TOKENS || s->kind == SP_ALLOWED_TOKENS)
             for (size_t j = 0; j < s->n_ids; j++)
                 if (s->ids[j] >= V)
                     return SIFT_E_ARG;
@@ -257,6 +258,7 @@ static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_
         case SP_DRY: st = or_dry(o, i, a); break;
         case SP_LOGIT_BIAS: st = or_logit_bias(o, i, a); break;
         case SP_MIN_TOKENS: st = or_min_tokens(o, i, a); break;
+        case SP_ALLOWED_TOKENS: st = or_allowed_tokens(o, i, a); break;
         case SP__COUNT: st = SIFT_E_ARG; break;
         }
         if (st == SIFT_OK && a->n == 0)

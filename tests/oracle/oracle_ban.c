@@ -29,3 +29,14 @@ sift_status or_min_tokens(or_chain *o, size_t si, or_arr *a)
     or_sort(a);
     return SIFT_OK;
 }
+
+/* allowed_tokens: every id not listed is -inf. */
+sift_status or_allowed_tokens(or_chain *o, size_t si, or_arr *a)
+{
+    const sp_stage *s = &o->spec.st[si];
+    for (size_t i = 0; i < a->n; i++)
+        if (!listed(s->ids, s->n_ids, a->c[i].id))
+            a->c[i].logit = -INFINITY;
+    or_sort(a);
+    return SIFT_OK;
+}
