@@ -1450,6 +1450,20 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_allowed_tokens(sift_chain *ch
                                                                   const int32_t *ids, size_t n,
                                                                   sift_error *err);
 
+/**
+ * Bans every token that would complete an n-gram already in the window of
+ * the last `last_n` accepted tokens (HF no_repeat_ngram_size): with s the
+ * window's last n - 1 tokens, each token that follows an occurrence of s
+ * in the window gets -inf (n = 1: every token of the window). Prompt
+ * tokens count, as in HF. n = 0 or last_n = 0 is a no-op. Accept costs
+ * O(last_n) per token (the banned set is recomputed there); nothing is
+ * allocated after the call. SIFT_E_ARG for n < 0, last_n < 0, and
+ * n > last_n > 0 (no n-gram fits); SIFT_E_LIMIT for last_n above
+ * max_history. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_no_repeat_ngram(sift_chain *chain, int32_t n,
+                                                                   int32_t last_n, sift_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Configuration files                                                 */
 /* ------------------------------------------------------------------ */

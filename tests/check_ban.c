@@ -764,6 +764,130 @@ START_TEST(test_allowed_tokens_agrees_with_the_oracle_on_rows_and_slices)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* no_repeat_ngram                                                     */
+/* ------------------------------------------------------------------ */
+
+static sift_chain *ngram_chain(int32_t n, int32_t last_n, const int32_t *hist, size_t n_hist)
+{
+    sift_chain *c = new_chain(8);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_add_no_repeat_ngram(c, n, last_n, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    for (size_t i = 0; i < n_hist; i++)
+        accept_ok(c, hist[i]);
+    return c;
+}
+
+START_TEST(test_no_repeat_ngram_bans_the_token_that_would_repeat_an_ngram)
+{
+    const float row[8] = {0, 1, 9, 8, 7, 6, 5, 4}; /* 2, then 3, then 4 */
+    const int32_t h1[] = {1, 2, 3, 1};             /* bigram (1, 2) seen: 2 banned */
+    sift_chain *c = ngram_chain(2, 16, h1, N(h1));
+    ck_assert_int_eq(greedy_of(c, row, 8), 3);
+    sift_chain_free(c);
+    const int32_t h2[] = {1, 2, 3, 1, 2}; /* trigram (1, 2, 3) seen: 3 banned */
+    c = ngram_chain(3, 16, h2, N(h2));
+    ck_assert_int_eq(greedy_of(c, row, 8), 2);
+    sift_chain_free(c);
+    const int32_t h3[] = {2, 3, 2, 4, 2}; /* after 2 came 3 and 4 */
+    c = ngram_chain(2, 16, h3, N(h3));
+    const float row3[8] = {0, 1, 2, 9, 8, 7, 6, 5}; /* 3, then 4, then 5 */
+    ck_assert_int_eq(greedy_of(c, row3, 8), 5);
+    sift_chain_free(c);
+    const int32_t h4[] = {2, 3, 0, 0, 2}; /* window of 3 (0, 0, 2): the (2, 3) left it */
+    c = ngram_chain(2, 3, h4, N(h4));
+    ck_assert_int_eq(greedy_of(c, row, 8), 2);
+    sift_chain_reset(c); /* an empty window bans nothing */
+    ck_assert_int_eq(greedy_of(c, row, 8), 2);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_no_repeat_ngram_of_one_bans_every_token_of_the_window)
+{
+    const float row[8] = {0, 1, 9, 8, 7, 6, 5, 4};
+    const int32_t h[] = {2, 3, 4, 2, 3};
+    sift_chain *c = ngram_chain(1, 3, h, N(h)); /* window (4, 2, 3) */
+    ck_assert_int_eq(greedy_of(c, row, 8), 5);
+    sift_chain_free(c);
+    const int32_t same[] = {2, 2, 2, 2, 2, 2}; /* one repeated token, n = 3 */
+    c = ngram_chain(3, 6, same, N(same));
+    ck_assert_int_eq(greedy_of(c, row, 8), 3);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_no_repeat_ngram_plan_counts_the_window_and_dynamically_the_banned_set)
+{
+    sift_chain *c = new_chain(0);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_add_no_repeat_ngram(c, 2, 10, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 5, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, &err), SIFT_OK);
+    expect_plan(c, 5 + 9, SIFT_GUARANTEE_EXACT, 0);
+    expect_plan(c, 5, SIFT_GUARANTEE_EXACT, 1);
+    accept_ok(c, 1);
+    accept_ok(c, 2);
+    accept_ok(c, 1);
+    expect_plan(c, 6, SIFT_GUARANTEE_EXACT, 1); /* 2 is banned */
+    accept_ok(c, 3);
+    expect_plan(c, 5, SIFT_GUARANTEE_EXACT, 1); /* 3 never came before */
+    expect_plan(c, 5 + 9, SIFT_GUARANTEE_EXACT, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_no_repeat_ngram_refuses_bad_sizes_and_adds_nothing)
+{
+    sift_chain *c = new_chain(0);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_add_no_repeat_ngram(c, -1, 10, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_add_no_repeat_ngram(c, 2, -1, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_add_no_repeat_ngram(c, 11, 10, &err), SIFT_E_ARG);
+    ck_assert_ptr_nonnull(strstr(err.message, "no n-gram would fit"));
+    ck_assert_int_eq(sift_chain_add_no_repeat_ngram(c, 2, (1 << 20) + 1, &err), SIFT_E_LIMIT);
+    ck_assert_uint_eq(sift_chain_n_stages(c), 0);
+    ck_assert_int_eq(sift_chain_add_no_repeat_ngram(c, 0, 10, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_no_repeat_ngram(c, 5, 0, &err), SIFT_OK);
+    int64_t n = 7;
+    ck_assert_int_eq(sift_chain_stage_class(c, 0, &n), SIFT_CLASS_IDENTITY);
+    ck_assert_int_eq(sift_chain_stage_class(c, 1, &n), SIFT_CLASS_IDENTITY);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_no_repeat_ngram_yaml_stage_takes_n_and_a_window)
+{
+    sift_error err;
+    sift_config *cfg = parse_ok("chain:\n  - no_repeat_ngram: 2\n  - greedy\n");
+    sift_chain *c = NULL;
+    ck_assert_int_eq(sift_config_build_chain(cfg, NULL, NULL, &c, &err), SIFT_OK);
+    int64_t n = 0;
+    ck_assert_int_eq(sift_chain_stage_class(c, 0, &n), SIFT_CLASS_LOWERS);
+    ck_assert_int_eq(n, 4096 - 2 + 1);
+    sift_chain_free(c);
+    sift_config_free(cfg);
+    cfg = parse_ok("n_ctx: 100\nchain:\n  - no_repeat_ngram: {n: 3, last_n: -1}\n  - greedy\n");
+    ck_assert_int_eq(sift_config_build_chain(cfg, NULL, NULL, &c, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_stage_class(c, 0, &n), SIFT_CLASS_LOWERS);
+    ck_assert_int_eq(n, 98);
+    sift_chain_free(c);
+    sift_config_free(cfg);
+    sift_config *bad = NULL;
+    const char *y = "chain:\n  - no_repeat_ngram: {n: 3, last_n: 2}\n  - greedy\n";
+    ck_assert_int_ne(sift_config_parse(&bad, "t.yaml", y, strlen(y), NULL, &err), SIFT_OK);
+    ck_assert_ptr_nonnull(strstr(err.message, "longer than the window"));
+    sift_config_free(bad);
+}
+END_TEST
+
+START_TEST(test_no_repeat_ngram_agrees_with_the_oracle_on_rows_and_slices)
+{
+    check_property(SP_NO_REPEAT_NGRAM, "no_repeat_ngram", 103);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ban");
@@ -789,6 +913,14 @@ static Suite *suite(void)
     tcase_add_test(tc, test_allowed_tokens_refuses_an_empty_list_and_bad_ids);
     tcase_add_test(tc, test_allowed_tokens_yaml_stage_takes_a_list_of_ids);
     tcase_add_test(tc, test_allowed_tokens_agrees_with_the_oracle_on_rows_and_slices);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("no_repeat_ngram");
+    tcase_add_test(tc, test_no_repeat_ngram_bans_the_token_that_would_repeat_an_ngram);
+    tcase_add_test(tc, test_no_repeat_ngram_of_one_bans_every_token_of_the_window);
+    tcase_add_test(tc, test_no_repeat_ngram_plan_counts_the_window_and_dynamically_the_banned_set);
+    tcase_add_test(tc, test_no_repeat_ngram_refuses_bad_sizes_and_adds_nothing);
+    tcase_add_test(tc, test_no_repeat_ngram_yaml_stage_takes_n_and_a_window);
+    tcase_add_test(tc, test_no_repeat_ngram_agrees_with_the_oracle_on_rows_and_slices);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -29,6 +29,7 @@
     X(mirostat_v2) \
     X(min_tokens) \
     X(allowed_tokens) \
+    X(no_repeat_ngram) \
     /* end of the list */
 /* clang-format on */
 

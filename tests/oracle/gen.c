@@ -98,6 +98,10 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
         for (size_t j = 0; j < s->n_ids; j++)
             s->ids[j] = (int32_t)tu_range(r, 0, tu_unif(r) < 0.5 ? small - 1 : V - 1);
         break;
+    case SP_NO_REPEAT_NGRAM:
+        s->i0 = tu_unif(r) < 0.1 ? 0 : (int32_t)tu_range(r, 1, 4);
+        s->i1 = tu_unif(r) < 0.1 ? 0 : (int32_t)tu_range(r, s->i0 > 0 ? s->i0 : 1, 48);
+        break;
     default: break;
     }
 }

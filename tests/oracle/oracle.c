@@ -40,6 +40,7 @@ sift_status sp_add(sift_chain *c, const sp_stage *s, sift_error *err)
     case SP_LOGIT_BIAS: return sift_chain_add_logit_bias(c, s->bias, s->n_bias, err);
     case SP_MIN_TOKENS: return sift_chain_add_min_tokens(c, s->i0, s->ids, s->n_ids, NULL, err);
     case SP_ALLOWED_TOKENS: return sift_chain_add_allowed_tokens(c, s->ids, s->n_ids, err);
+    case SP_NO_REPEAT_NGRAM: return sift_chain_add_no_repeat_ngram(c, s->i0, s->i1, err);
     case SP__COUNT: break;
     }
     return SIFT_E_ARG;
@@ -65,9 +66,10 @@ sift_status sp_build(const sp_chain *spec, sift_chain **out, sift_error *err)
 }
 
 static const char *kind_name[SP__COUNT] = {
-    "greedy",    "dist", "dist_id",    "top_k",      "top_k_ties",     "top_p",    "min_p",
-    "typical",   "temp", "temp_ext",   "xtc",        "top_n_sigma",    "mirostat", "mirostat_v2",
-    "penalties", "dry",  "logit_bias", "min_tokens", "allowed_tokens",
+    "greedy", "dist",        "dist_id",    "top_k",          "top_k_ties",
+    "top_p",  "min_p",       "typical",    "temp",           "temp_ext",
+    "xtc",    "top_n_sigma", "mirostat",   "mirostat_v2",    "penalties",
+    "dry",    "logit_bias",  "min_tokens", "allowed_tokens", "no_repeat_ngram",
 };
 
 void sp_describe(const sp_chain *spec, char *buf, size_t cap)
@@ -259,6 +261,7 @@ static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_
         case SP_LOGIT_BIAS: st = or_logit_bias(o, i, a); break;
         case SP_MIN_TOKENS: st = or_min_tokens(o, i, a); break;
         case SP_ALLOWED_TOKENS: st = or_allowed_tokens(o, i, a); break;
+        case SP_NO_REPEAT_NGRAM: st = or_no_repeat_ngram(o, i, a); break;
         case SP__COUNT: st = SIFT_E_ARG; break;
         }
         if (st == SIFT_OK && a->n == 0)
@@ -326,6 +329,10 @@ void or_accept(or_chain *o, int32_t token)
         case SP_MIROSTAT:
         case SP_MIROSTAT_V2: or_mirostat_accept(o, i, token); break;
         case SP_MIN_TOKENS: o->st[i].n_accepted++; break;
+        case SP_NO_REPEAT_NGRAM:
+            if (s->i1 > 0)
+                or_hist_push(&o->st[i], token, (size_t)s->i1);
+            break;
         default: break;
         }
     }

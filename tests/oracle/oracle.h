@@ -37,6 +37,7 @@ typedef enum sp_kind {
     SP_LOGIT_BIAS,
     SP_MIN_TOKENS,
     SP_ALLOWED_TOKENS,
+    SP_NO_REPEAT_NGRAM,
     SP__COUNT
 } sp_kind;
 
@@ -61,6 +62,7 @@ typedef enum sp_kind {
  *   LOGIT_BIAS: bias[0..n_bias)
  *   MIN_TOKENS: i0 = min_tokens (-1 = always), ids[0..n_ids) banned
  *   ALLOWED_TOKENS: ids[0..n_ids) the only ids left finite
+ *   NO_REPEAT_NGRAM: i0 = n, i1 = last_n (the window)
  */
 typedef struct sp_stage {
     sp_kind kind;
@@ -172,6 +174,7 @@ sift_status or_logit_bias(or_chain *o, size_t si, or_arr *a);
 /* oracle_ban.c */
 sift_status or_min_tokens(or_chain *o, size_t si, or_arr *a);
 sift_status or_allowed_tokens(or_chain *o, size_t si, or_arr *a);
+sift_status or_no_repeat_ngram(or_chain *o, size_t si, or_arr *a);
 /* Pushes a token into a history window of capacity cap (oldest dropped). */
 void or_hist_push(or_stage_state *s, int32_t token, size_t cap);
 

@@ -40,3 +40,27 @@ sift_status or_allowed_tokens(or_chain *o, size_t si, or_arr *a)
     or_sort(a);
     return SIFT_OK;
 }
+
+/* no_repeat_ngram: every token that follows an occurrence of the
+ * window's last n - 1 tokens earlier in the window is -inf; each start
+ * position compared token by token. */
+sift_status or_no_repeat_ngram(or_chain *o, size_t si, or_arr *a)
+{
+    const sp_stage *s = &o->spec.st[si];
+    const int32_t *h = o->st[si].hist;
+    int32_t n = s->i0, N = (int32_t)o->st[si].hist_n;
+    if (n == 0 || s->i1 == 0 || N < n)
+        return SIFT_OK;
+    for (int32_t i = 0; i + n <= N; i++) {
+        int same = 1;
+        for (int32_t k = 0; k < n - 1; k++)
+            same &= h[i + k] == h[N - (n - 1) + k];
+        if (!same)
+            continue;
+        for (size_t c = 0; c < a->n; c++)
+            if (a->c[c].id == h[i + n - 1])
+                a->c[c].logit = -INFINITY;
+    }
+    or_sort(a);
+    return SIFT_OK;
+}
