@@ -1464,6 +1464,23 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_allowed_tokens(sift_chain *ch
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_no_repeat_ngram(sift_chain *chain, int32_t n,
                                                                    int32_t last_n, sift_error *err);
 
+/**
+ * Bans the last token of each sequence seqs[i][0..lens[i]) when the
+ * accepted tokens end with the rest of it (HF bad_words_ids; vLLM
+ * bad_words once its words are tokenized): a one-token sequence is
+ * always banned. Every accepted token counts, prompt tokens included.
+ * The sequences are copied; n = 0 is a no-op. Accept costs O(total
+ * sequence length) per token; nothing is allocated after the call.
+ * Ids are checked against the row length at sample time (SIFT_E_ARG).
+ * SIFT_E_ARG for NULL arrays with n > 0, an empty or NULL sequence, a
+ * negative id (err->index = the sequence); SIFT_E_LIMIT for a sequence
+ * longer than max_history + 1 or more than 2^24 ids in all. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_bad_words(sift_chain *chain,
+                                                             const int32_t *const *seqs,
+                                                             const size_t *lens, size_t n,
+                                                             sift_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Configuration files                                                 */
 /* ------------------------------------------------------------------ */

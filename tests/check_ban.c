@@ -888,6 +888,121 @@ START_TEST(test_no_repeat_ngram_agrees_with_the_oracle_on_rows_and_slices)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* bad_words                                                           */
+/* ------------------------------------------------------------------ */
+
+static const int32_t bw_a[] = {1, 2, 3}, bw_b[] = {6}, bw_c[] = {2, 4};
+static const int32_t *const bw_seqs[] = {bw_a, bw_b, bw_c};
+static const size_t bw_lens[] = {3, 1, 2};
+
+START_TEST(test_bad_words_bans_a_last_token_after_the_rest_of_its_sequence)
+{
+    sift_chain *c = new_chain(8);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_add_bad_words(c, bw_seqs, bw_lens, 3, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    const float row[8] = {0, 1, 2, 9, 8, 5, 10, 4}; /* 6, then 3, then 4, then 5 */
+    ck_assert_int_eq(greedy_of(c, row, 8), 3);      /* 6 is a one-token word */
+    accept_ok(c, 1);
+    ck_assert_int_eq(greedy_of(c, row, 8), 3);
+    accept_ok(c, 2); /* (1, 2) ends the history: 3 banned; (2) too: 4 banned */
+    ck_assert_int_eq(greedy_of(c, row, 8), 5);
+    accept_ok(c, 5);
+    ck_assert_int_eq(greedy_of(c, row, 8), 3);
+    accept_ok(c, 2); /* (2) alone: 4 banned, not 3 */
+    ck_assert_int_eq(greedy_of(c, row, 8), 3);
+    const float row2[8] = {0, 1, 2, 3, 9, 5, 10, 4};
+    ck_assert_int_eq(greedy_of(c, row2, 8), 5);
+    sift_chain_reset(c); /* the history is gone, the one-token word stays */
+    ck_assert_int_eq(greedy_of(c, row2, 8), 4);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_bad_words_plan_counts_distinct_last_tokens_and_dynamically_the_banned_set)
+{
+    sift_chain *c = new_chain(0);
+    sift_error err;
+    const int32_t d[] = {9, 3}; /* a fourth word ending like the first */
+    const int32_t *const seqs[] = {bw_a, bw_b, bw_c, d};
+    const size_t lens[] = {3, 1, 2, 2};
+    ck_assert_int_eq(sift_chain_add_bad_words(c, seqs, lens, 4, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 5, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, &err), SIFT_OK);
+    expect_plan(c, 5 + 3, SIFT_GUARANTEE_EXACT, 0); /* last tokens 3, 6, 4 */
+    expect_plan(c, 5 + 1, SIFT_GUARANTEE_EXACT, 1); /* only 6 now */
+    accept_ok(c, 1);
+    accept_ok(c, 2);
+    expect_plan(c, 5 + 3, SIFT_GUARANTEE_EXACT, 1); /* 6, 3 and 4 */
+    accept_ok(c, 9);
+    expect_plan(c, 5 + 2, SIFT_GUARANTEE_EXACT, 1); /* 6 and 3 (after 9) */
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_bad_words_refuses_empty_and_negative_sequences_and_adds_nothing)
+{
+    sift_chain *c = new_chain(0);
+    sift_error err;
+    const int32_t neg[] = {1, -4};
+    const int32_t *const seqs[] = {bw_a, neg};
+    const size_t lens[] = {3, 2}, lens0[] = {3, 0};
+    ck_assert_int_eq(sift_chain_add_bad_words(c, NULL, lens, 2, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_add_bad_words(c, seqs, NULL, 2, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_add_bad_words(c, seqs, lens0, 2, &err), SIFT_E_ARG);
+    ck_assert_int_eq(err.index, 1);
+    ck_assert_int_eq(sift_chain_add_bad_words(c, seqs, lens, 2, &err), SIFT_E_ARG);
+    ck_assert_int_eq(err.index, 1);
+    ck_assert_uint_eq(sift_chain_n_stages(c), 0);
+    ck_assert_int_eq(sift_chain_add_bad_words(c, NULL, NULL, 0, &err), SIFT_OK);
+    int64_t n = 5;
+    ck_assert_int_eq(sift_chain_stage_class(c, 0, &n), SIFT_CLASS_IDENTITY);
+    ck_assert_int_eq(sift_chain_add_bad_words(c, seqs, lens, 1, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+    const float row[3] = {0, 1, 2};
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample(c, row, 3, &t, &err), SIFT_E_ARG); /* id 3 >= V */
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_bad_words_yaml_stage_takes_sequences_of_ids)
+{
+    sift_error err;
+    sift_config *cfg =
+        parse_ok("chain:\n  - bad_words: {sequences: [1 2 3, \"6\", \"2,4\"]}\n  - greedy\n");
+    sift_chain *c = NULL;
+    ck_assert_int_eq(sift_config_build_chain(cfg, NULL, NULL, &c, &err), SIFT_OK);
+    int64_t n = 0;
+    ck_assert_int_eq(sift_chain_stage_class(c, 0, &n), SIFT_CLASS_LOWERS);
+    ck_assert_int_eq(n, 3);
+    const float row[8] = {0, 1, 2, 9, 8, 5, 10, 4};
+    accept_ok(c, 1);
+    accept_ok(c, 2);
+    ck_assert_int_eq(greedy_of(c, row, 8), 5);
+    sift_chain_free(c);
+    sift_config_free(cfg);
+    const char *bad[] = {"chain:\n  - bad_words: {sequences: [\"1 -2\"]}\n  - greedy\n",
+                         "chain:\n  - bad_words: {sequences: [\" \"]}\n  - greedy\n",
+                         "vocab_size: 5\nchain:\n  - bad_words: {sequences: [1 5]}\n  - greedy\n",
+                         "chain:\n  - bad_words: {}\n  - greedy\n"};
+    for (size_t i = 0; i < N(bad); i++) {
+        sift_config *b = NULL;
+        ck_assert_msg(sift_config_parse(&b, "t.yaml", bad[i], strlen(bad[i]), NULL, &err) !=
+                          SIFT_OK,
+                      "%s", bad[i]);
+        sift_config_free(b);
+    }
+}
+END_TEST
+
+START_TEST(test_bad_words_agrees_with_the_oracle_on_rows_and_slices)
+{
+    check_property(SP_BAD_WORDS, "bad_words", 104);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ban");
@@ -921,6 +1036,14 @@ static Suite *suite(void)
     tcase_add_test(tc, test_no_repeat_ngram_refuses_bad_sizes_and_adds_nothing);
     tcase_add_test(tc, test_no_repeat_ngram_yaml_stage_takes_n_and_a_window);
     tcase_add_test(tc, test_no_repeat_ngram_agrees_with_the_oracle_on_rows_and_slices);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("bad_words");
+    tcase_add_test(tc, test_bad_words_bans_a_last_token_after_the_rest_of_its_sequence);
+    tcase_add_test(tc,
+                   test_bad_words_plan_counts_distinct_last_tokens_and_dynamically_the_banned_set);
+    tcase_add_test(tc, test_bad_words_refuses_empty_and_negative_sequences_and_adds_nothing);
+    tcase_add_test(tc, test_bad_words_yaml_stage_takes_sequences_of_ids);
+    tcase_add_test(tc, test_bad_words_agrees_with_the_oracle_on_rows_and_slices);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -30,6 +30,7 @@
     X(min_tokens) \
     X(allowed_tokens) \
     X(no_repeat_ngram) \
+    X(bad_words) \
     /* end of the list */
 /* clang-format on */
 

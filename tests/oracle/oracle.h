@@ -38,6 +38,7 @@ typedef enum sp_kind {
     SP_MIN_TOKENS,
     SP_ALLOWED_TOKENS,
     SP_NO_REPEAT_NGRAM,
+    SP_BAD_WORDS,
     SP__COUNT
 } sp_kind;
 
@@ -46,6 +47,8 @@ typedef enum sp_kind {
 #define SP_MAX_BREAKERS 4
 #define SP_MAX_BREAKER_LEN 4
 #define SP_MAX_IDS 16
+#define SP_MAX_WORDS 6
+#define SP_MAX_WORD_LEN 4
 
 /* Parameters of one stage. Which fields a kind uses:
  *   TOP_K, TOP_K_TIES: i0 = k
@@ -63,6 +66,7 @@ typedef enum sp_kind {
  *   MIN_TOKENS: i0 = min_tokens (-1 = always), ids[0..n_ids) banned
  *   ALLOWED_TOKENS: ids[0..n_ids) the only ids left finite
  *   NO_REPEAT_NGRAM: i0 = n, i1 = last_n (the window)
+ *   BAD_WORDS: word[0..n_words), each of word_len[i] ids
  */
 typedef struct sp_stage {
     sp_kind kind;
@@ -75,6 +79,9 @@ typedef struct sp_stage {
     size_t breaker_len[SP_MAX_BREAKERS];
     size_t n_ids;
     int32_t ids[SP_MAX_IDS];
+    size_t n_words;
+    int32_t word[SP_MAX_WORDS][SP_MAX_WORD_LEN];
+    size_t word_len[SP_MAX_WORDS];
 } sp_stage;
 
 typedef struct sp_chain {
@@ -175,6 +182,7 @@ sift_status or_logit_bias(or_chain *o, size_t si, or_arr *a);
 sift_status or_min_tokens(or_chain *o, size_t si, or_arr *a);
 sift_status or_allowed_tokens(or_chain *o, size_t si, or_arr *a);
 sift_status or_no_repeat_ngram(or_chain *o, size_t si, or_arr *a);
+sift_status or_bad_words(or_chain *o, size_t si, or_arr *a);
 /* Pushes a token into a history window of capacity cap (oldest dropped). */
 void or_hist_push(or_stage_state *s, int32_t token, size_t cap);
 

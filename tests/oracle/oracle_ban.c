@@ -64,3 +64,27 @@ sift_status or_no_repeat_ngram(or_chain *o, size_t si, or_arr *a)
     or_sort(a);
     return SIFT_OK;
 }
+
+/* bad_words: the last token of every sequence whose other tokens end the
+ * history (a one-token sequence: always) is -inf. */
+sift_status or_bad_words(or_chain *o, size_t si, or_arr *a)
+{
+    const sp_stage *s = &o->spec.st[si];
+    const int32_t *h = o->st[si].hist;
+    size_t N = o->st[si].hist_n;
+    for (size_t w = 0; w < s->n_words; w++) {
+        size_t pre = s->word_len[w] - 1;
+        if (pre > N)
+            continue;
+        int ends = 1;
+        for (size_t k = 0; k < pre; k++)
+            ends &= h[N - pre + k] == s->word[w][k];
+        if (!ends)
+            continue;
+        for (size_t c = 0; c < a->n; c++)
+            if (a->c[c].id == s->word[w][pre])
+                a->c[c].logit = -INFINITY;
+    }
+    or_sort(a);
+    return SIFT_OK;
+}
