@@ -3,7 +3,8 @@
  *
  * sift turns a row of logits into the next token through a configurable
  * chain of samplers (logit bias, penalties, DRY, top-k, top-p, min-p,
- * typical, XTC, top-n-sigma, temperature, mirostat, greedy, dist).
+ * typical, XTC, top-n-sigma, temperature, mirostat, greedy, dist, and the
+ * bans of min_tokens, allowed_tokens, no_repeat_ngram and bad_words).
  *
  * Usage walkthrough
  * -----------------
