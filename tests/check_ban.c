@@ -177,8 +177,9 @@ static void gen_chain(tu_rng *r, sp_chain *spec, int32_t V, sp_kind mine)
 
 typedef struct tally {
     long steps, slices, decided, hooked, need_row;
-    long exact_steps; /* slices at the static or dynamic k of EXACT plans */
-    long banned;      /* steps where `mine` set a finite logit to -inf */
+    long exact_steps;   /* slices at the static or dynamic k of EXACT plans */
+    long banned;        /* steps where `mine` set a finite logit to -inf */
+    long distributions; /* steps whose selector distribution was compared */
 } tally;
 
 /* The row hook: copies the step's row. */
@@ -260,6 +261,35 @@ static int mine_banned(or_chain *o, const float *row, int32_t V, sp_kind mine)
     return s == SIFT_OK && fa < fb;
 }
 
+/* The distribution the selector draws from (sift_chain_distribution on
+ * the row) equals the oracle's set after the same stages, bitwise. */
+static void compare_distribution(sift_chain *chain, or_chain *o, const float *row, int32_t V,
+                                 const char *desc)
+{
+    sift_token_prob *d = malloc((size_t)V * sizeof *d);
+    size_t n = 0;
+    sift_status ss = sift_chain_distribution(chain, row, V, d, (size_t)V, &n, NULL);
+    or_arr a;
+    sift_status so = or_run_stages(o, row, V, o->spec.n - 1, &a);
+    if (so == SIFT_OK && !(a.c[0].logit > -INFINITY))
+        so = SIFT_E_NO_CANDIDATE;
+    ck_assert_msg(ss == so, "distribution status sift %d oracle %d\n  %s", (int)ss, (int)so, desc);
+    if (ss == SIFT_OK) {
+        ck_assert_msg(n == a.n, "distribution size sift %zu oracle %zu\n  %s", n, a.n, desc);
+        uint64_t *w = malloc(a.n * sizeof *w);
+        double W = sift__u128_to_double(or_weights(&a, w));
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(
+                d[i].id == a.c[i].id && memcmp(&d[i].logit, &a.c[i].logit, sizeof(float)) == 0 &&
+                    d[i].p == (double)w[i] / W,
+                "distribution entry %zu: sift (%d, %a) oracle (%d, %a)\n  %s", i, (int)d[i].id,
+                (double)d[i].logit, (int)a.c[i].id, (double)a.c[i].logit, desc);
+        free(w);
+    }
+    free(a.c);
+    free(d);
+}
+
 /* Random chains holding `mine`, several steps each on fresh rows: the
  * row path and slices at the static k, the dynamic k, a smaller k and
  * k = V, with and without the hook, all equal to the oracle (status,
@@ -303,6 +333,11 @@ static void property(sp_kind mine, uint64_t seed, long cases, tally *ty)
             ck_assert_msg(dp.k <= sp.k && (dp.k == 0) == (sp.k == 0),
                           "dynamic k %d vs static %d\n  %s", (int)dp.k, (int)sp.k, desc);
             ty->banned += mine_banned(&o, row, V, mine);
+            sp_kind sel = spec.st[spec.n - 1].kind;
+            if ((sel == SP_DIST || sel == SP_DIST_ID) && V <= 5000) {
+                compare_distribution(chain, &o, row, V, desc);
+                ty->distributions++;
+            }
             int32_t to = -1;
             sift_status so = or_sample(&o, row, V, &to);
             uint64_t ors[4];
@@ -364,12 +399,13 @@ static void check_property(sp_kind mine, const char *name, uint64_t seed)
     property(mine, seed, cases, &ty);
     fprintf(stderr,
             "ban[%s]: %ld chains, %ld row steps and %ld slice samples compared, 0 mismatches; "
-            "%ld steps with a ban; slices decided %ld, hook calls %ld, need_row %ld; %ld slices "
-            "at an EXACT plan's k\n",
-            name, cases, ty.steps, ty.slices, ty.banned, ty.decided, ty.hooked, ty.need_row,
-            ty.exact_steps);
+            "%ld steps with a ban, %ld distributions compared; slices decided %ld, hook calls "
+            "%ld, need_row %ld; %ld slices at an EXACT plan's k\n",
+            name, cases, ty.steps, ty.slices, ty.banned, ty.distributions, ty.decided, ty.hooked,
+            ty.need_row, ty.exact_steps);
     ck_assert_int_ge(ty.steps, cases);
     ck_assert(ty.banned > 0);
+    ck_assert(ty.distributions > 0);
     ck_assert(ty.decided > 0);
     ck_assert(ty.hooked > 0);
 }
@@ -1003,6 +1039,80 @@ START_TEST(test_bad_words_agrees_with_the_oracle_on_rows_and_slices)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Out of memory                                                       */
+/* ------------------------------------------------------------------ */
+
+/* An allocator that fails its call number `fail_at` (0 = never). */
+typedef struct failing {
+    long calls, fail_at;
+} failing;
+
+static void *failing_alloc(void *user, size_t size)
+{
+    failing *f = user;
+    if (++f->calls == f->fail_at)
+        return NULL;
+    return malloc(size);
+}
+
+static void failing_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* Adds stage `which` (0 min_tokens, 1 allowed_tokens, 2 no_repeat_ngram,
+ * 3 bad_words). */
+static sift_status add_which(sift_chain *c, int which, sift_error *err)
+{
+    const int32_t ids[] = {3, 1, 2};
+    switch (which) {
+    case 0: return sift_chain_add_min_tokens(c, 4, ids, 3, NULL, err);
+    case 1: return sift_chain_add_allowed_tokens(c, ids, 3, err);
+    case 2: return sift_chain_add_no_repeat_ngram(c, 2, 64, err);
+    default: return sift_chain_add_bad_words(c, bw_seqs, bw_lens, 3, err);
+    }
+}
+
+/* Failing the Nth allocation of each constructor gives SIFT_E_NOMEM and
+ * leaves the chain as it was: it still samples with its other stages,
+ * and the next try adds the stage. */
+START_TEST(test_out_of_memory_while_adding_leaves_the_chain_unchanged)
+{
+    for (int which = 0; which < 4; which++) {
+        long failed = 0;
+        for (long at = 1;; at++) {
+            failing f = {0, 0};
+            sift_allocator al = {sizeof al, failing_alloc, failing_free, &f, NULL};
+            sift_chain_params p;
+            sift_chain_params_init(&p);
+            p.allocator = &al;
+            sift_chain *c = NULL;
+            sift_error err;
+            ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+            f.fail_at = f.calls + at;
+            sift_status s = add_which(c, which, &err);
+            f.fail_at = 0;
+            if (s == SIFT_OK) {
+                sift_chain_free(c);
+                break;
+            }
+            ck_assert_int_eq(s, SIFT_E_NOMEM);
+            ck_assert_uint_eq(sift_chain_n_stages(c), 0);
+            ck_assert_int_eq(add_which(c, which, &err), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
+            const float row[8] = {0, 1, 2, 9, 8, 5, 10, 4};
+            int32_t t;
+            ck_assert_int_eq(sift_chain_sample(c, row, 8, &t, &err), SIFT_OK);
+            sift_chain_free(c);
+            failed++;
+        }
+        ck_assert_int_gt(failed, 0);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ban");
@@ -1044,6 +1154,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_bad_words_refuses_empty_and_negative_sequences_and_adds_nothing);
     tcase_add_test(tc, test_bad_words_yaml_stage_takes_sequences_of_ids);
     tcase_add_test(tc, test_bad_words_agrees_with_the_oracle_on_rows_and_slices);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("nomem");
+    tcase_add_test(tc, test_out_of_memory_while_adding_leaves_the_chain_unchanged);
     suite_add_tcase(s, tc);
     return s;
 }
