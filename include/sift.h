@@ -1456,9 +1456,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_allowed_tokens(sift_chain *ch
  * the last `last_n` accepted tokens (HF no_repeat_ngram_size): with s the
  * window's last n - 1 tokens, each token that follows an occurrence of s
  * in the window gets -inf (n = 1: every token of the window). Prompt
- * tokens count, as in HF. n = 0 or last_n = 0 is a no-op. Accept costs
- * O(last_n) per token (the banned set is recomputed there); nothing is
- * allocated after the call. SIFT_E_ARG for n < 0, last_n < 0, and
+ * tokens count, as in HF. n = 0 or last_n = 0 is a no-op. Accept
+ * recomputes the banned set B: O(last_n) to find it, plus sorting it,
+ * O(|B| log |B|) with |B| <= last_n; nothing is allocated after the
+ * call. SIFT_E_ARG for n < 0, last_n < 0, and
  * n > last_n > 0 (no n-gram fits); SIFT_E_LIMIT for last_n above
  * max_history. Since: 0.2.
  */
@@ -1470,8 +1471,9 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_no_repeat_ngram(sift_chain *c
  * accepted tokens end with the rest of it (HF bad_words_ids; vLLM
  * bad_words once its words are tokenized): a one-token sequence is
  * always banned. Every accepted token counts, prompt tokens included.
- * The sequences are copied; n = 0 is a no-op. Accept costs O(total
- * sequence length) per token; nothing is allocated after the call.
+ * The sequences are copied; n = 0 is a no-op. Accept recomputes the
+ * banned set: O(total sequence length + n log n) per token; nothing is
+ * allocated after the call.
  * Ids are checked against the row length at sample time (SIFT_E_ARG).
  * SIFT_E_ARG for NULL arrays with n > 0, an empty or NULL sequence, a
  * negative id (err->index = the sequence); SIFT_E_LIMIT for a sequence

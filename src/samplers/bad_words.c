@@ -23,7 +23,7 @@
  *
  * B is recomputed when a token is accepted, O(total sequence length)
  * against a ring of the last (longest length - 1) tokens, and sorted in
- * place; sampling reads B only. The sequences, the ring and B are one
+ * place (O(m log m) at most); sampling reads B only. The sequences, the ring and B are one
  * allocation made when the stage is added (offsets, so the default flat
  * clone is a deep copy).
  *

@@ -21,8 +21,9 @@
  * B is recomputed when a token is accepted: the window is copied out of
  * its ring in order, the occurrences of s are found with Knuth-Morris-
  * Pratt (O(N + n): the failure table of s, then one pass over h), and the
- * banned ids are sorted and made distinct in place. So accept costs
- * O(last_n) per token and sampling reads B only. Everything (ring, the
+ * banned ids are sorted and made distinct in place (heapsort, O(|B| log
+ * |B|), |B| <= N). So accept costs O(last_n log last_n) at most per
+ * token, O(last_n) when few ids are banned, and sampling reads B only. Everything (ring, the
  * copy, the failure table, B) is one allocation made when the stage is
  * added, addressed by offsets, so the default flat clone is a deep copy
  * and nothing is allocated per token.
