@@ -4,7 +4,8 @@
  * sift turns a row of logits into the next token through a configurable
  * chain of samplers (logit bias, penalties, DRY, top-k, top-p, min-p,
  * typical, XTC, top-n-sigma, epsilon, eta, temperature, mirostat,
- * adaptive-p, greedy, dist).
+ * adaptive-p, greedy, dist, and the bans of min_tokens, allowed_tokens,
+ * no_repeat_ngram and bad_words).
  *
  * Usage walkthrough
  * -----------------
@@ -1460,6 +1461,75 @@ typedef struct sift_bias {
 SIFT_API SIFT_NODISCARD sift_status sift_chain_add_logit_bias(sift_chain *chain,
                                                               const sift_bias *biases, size_t n,
                                                               sift_error *err);
+
+/**
+ * Bans end-of-generation tokens until `min_tokens` tokens have been
+ * generated (vLLM min_tokens, HF min_new_tokens; -1 = for the whole
+ * generation, llama.cpp's ignore_eos). The banned ids are ids[0..n_ids)
+ * together with every id `vocab` marks SIFT_TOKEN_EOG (vocab may be NULL;
+ * it is only read during the call; the list is copied). While the stage
+ * has accepted fewer than min_tokens tokens since the chain was created
+ * or reset, their logits are -inf; then the stage changes nothing.
+ * min_tokens = 0 is a no-op stage. The count is of every token accepted,
+ * sift_chain_accept_prompt's included: after a prompt of P tokens given
+ * through the chain, min_tokens = P + n bans until n are generated.
+ * Ids are checked against the row length at sample time (SIFT_E_ARG).
+ * SIFT_E_ARG for min_tokens < -1, a NULL ids with n_ids > 0, a negative
+ * id (err->index = its position), and for min_tokens != 0 with nothing to
+ * ban; SIFT_E_LIMIT above 2^24 ids. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_min_tokens(sift_chain *chain, int32_t min_tokens,
+                                                              const int32_t *ids, size_t n_ids,
+                                                              const sift_vocab *vocab,
+                                                              sift_error *err);
+
+/**
+ * Lets only ids[0..n) be sampled (vLLM allowed_token_ids): every other
+ * candidate's logit becomes -inf. The list is copied; repeated ids count
+ * once. With at most 1024 ids the stage names them as extras
+ * (sift_chain_extras), so a slice holds all of them wherever they rank
+ * and every token it lacks is known to be -inf after the stage
+ * (docs/samplers.md, "allowed_tokens", says when that decides a step).
+ * Ids are checked against the row length at sample time (SIFT_E_ARG).
+ * SIFT_E_ARG for n = 0, a NULL ids, a negative id (err->index = its
+ * position); SIFT_E_LIMIT above 2^24 ids. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_allowed_tokens(sift_chain *chain,
+                                                                  const int32_t *ids, size_t n,
+                                                                  sift_error *err);
+
+/**
+ * Bans every token that would complete an n-gram already in the window of
+ * the last `last_n` accepted tokens (HF no_repeat_ngram_size): with s the
+ * window's last n - 1 tokens, each token that follows an occurrence of s
+ * in the window gets -inf (n = 1: every token of the window). Prompt
+ * tokens count, as in HF. n = 0 or last_n = 0 is a no-op. Accept
+ * recomputes the banned set B: O(last_n) to find it, plus sorting it,
+ * O(|B| log |B|) with |B| <= last_n; nothing is allocated after the
+ * call. SIFT_E_ARG for n < 0, last_n < 0, and
+ * n > last_n > 0 (no n-gram fits); SIFT_E_LIMIT for last_n above
+ * max_history. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_no_repeat_ngram(sift_chain *chain, int32_t n,
+                                                                   int32_t last_n, sift_error *err);
+
+/**
+ * Bans the last token of each sequence seqs[i][0..lens[i]) when the
+ * accepted tokens end with the rest of it (HF bad_words_ids; vLLM
+ * bad_words once its words are tokenized): a one-token sequence is
+ * always banned. Every accepted token counts, prompt tokens included.
+ * The sequences are copied; n = 0 is a no-op. Accept recomputes the
+ * banned set: O(total sequence length + n log n) per token; nothing is
+ * allocated after the call.
+ * Ids are checked against the row length at sample time (SIFT_E_ARG).
+ * SIFT_E_ARG for NULL arrays with n > 0, an empty or NULL sequence, a
+ * negative id (err->index = the sequence); SIFT_E_LIMIT for a sequence
+ * longer than max_history + 1 or more than 2^24 ids in all. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_add_bad_words(sift_chain *chain,
+                                                             const int32_t *const *seqs,
+                                                             const size_t *lens, size_t n,
+                                                             sift_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Configuration files                                                 */

@@ -30,6 +30,10 @@
     X(mirostat) \
     X(mirostat_v2) \
     X(adaptive_p) \
+    X(min_tokens) \
+    X(allowed_tokens) \
+    X(no_repeat_ngram) \
+    X(bad_words) \
     /* end of the list */
 /* clang-format on */
 

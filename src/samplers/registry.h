@@ -166,4 +166,25 @@ SIFT__HIDDEN void sift__rec_defaults(const sift__sampler_desc *d, void *rec, int
 /* Record access by parameter. */
 #define SIFT__REC_FIELD(rec, p, type) ((type *)(void *)((unsigned char *)(rec) + (p)->off))
 
+/* ------------------------------------------------------------------ */
+/* Ban lists (ban.c): the samplers that ban listed token ids           */
+/* ------------------------------------------------------------------ */
+
+/* 1 if `id` is in ids[0..n) (ascending). */
+SIFT__HIDDEN int sift__ids_has(const int32_t *ids, size_t n, int32_t id);
+/* Sets to -inf every candidate of `a` whose id is in ids[0..n)
+ * (ascending, distinct); ids >= a->V are skipped. Removes nothing. */
+SIFT__HIDDEN void sift__ban_ids(sift__arr *a, const int32_t *ids, size_t n);
+/* Sets to -inf every candidate of `a` whose id is not in ids[0..n)
+ * (ascending, distinct). Removes nothing. */
+SIFT__HIDDEN void sift__ban_others(sift__arr *a, const int32_t *ids, size_t n);
+/* Sorts ids[0..n) ascending in place and drops repeats; returns the
+ * distinct count. O(n log n), no allocation. */
+SIFT__HIDDEN size_t sift__ids_sort_unique(int32_t *ids, size_t n);
+/* Reads the token ids written in s[0..len) (decimal numbers 0 ..
+ * INT32_MAX, separated by spaces, tabs or commas) into out[0..cap) (out
+ * may be NULL to count). Returns how many, or SIZE_MAX for anything else
+ * in the text or more than cap ids. */
+SIFT__HIDDEN size_t sift__parse_ids(const char *s, size_t len, int32_t *out, size_t cap);
+
 #endif /* SIFT_SAMPLERS_REGISTRY_H */

@@ -106,6 +106,30 @@ void gen_stage(tu_rng *r, sp_stage *s, sp_kind kind, int32_t V)
             s->bias[b].bias = tu_unif(r) < 0.2 ? -INFINITY : (float)(10.0 * tu_unif(r) - 5.0);
         }
         break;
+    case SP_MIN_TOKENS:
+        s->i0 = tu_unif(r) < 0.3 ? (int32_t)tu_range(r, -1, 0) : (int32_t)tu_range(r, 1, 8);
+        s->n_ids = (size_t)tu_range(r, 1, 4);
+        for (size_t j = 0; j < s->n_ids; j++) /* often among the prompt's alphabet */
+            s->ids[j] = (int32_t)tu_range(r, 0, tu_unif(r) < 0.7 ? small - 1 : V - 1);
+        break;
+    case SP_ALLOWED_TOKENS:
+        s->n_ids = (size_t)tu_range(r, 1, SP_MAX_IDS);
+        for (size_t j = 0; j < s->n_ids; j++)
+            s->ids[j] = (int32_t)tu_range(r, 0, tu_unif(r) < 0.5 ? small - 1 : V - 1);
+        break;
+    case SP_NO_REPEAT_NGRAM:
+        s->i0 = tu_unif(r) < 0.1 ? 0 : (int32_t)tu_range(r, 1, 4);
+        s->i1 = tu_unif(r) < 0.1 ? 0 : (int32_t)tu_range(r, s->i0 > 0 ? s->i0 : 1, 48);
+        break;
+    case SP_BAD_WORDS:
+        s->n_words = (size_t)tu_range(r, 0, SP_MAX_WORDS);
+        for (size_t w = 0; w < s->n_words; w++) {
+            s->word_len[w] = (size_t)tu_range(r, 1, SP_MAX_WORD_LEN);
+            for (size_t j = 0; j < s->word_len[w]; j++) /* mostly the prompt's alphabet */
+                s->word[w][j] =
+                    (int32_t)tu_range(r, 0, tu_unif(r) < 0.8 ? (V < 8 ? V : 8) - 1 : small - 1);
+        }
+        break;
     default: break;
     }
 }

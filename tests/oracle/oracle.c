@@ -41,6 +41,15 @@ sift_status sp_add(sift_chain *c, const sp_stage *s, sift_error *err)
     case SP_EPSILON: return sift_chain_add_epsilon(c, s->f0, s->i0, err);
     case SP_ETA: return sift_chain_add_eta(c, s->f0, s->i0, err);
     case SP_ADAPTIVE_P: return sift_chain_add_adaptive_p(c, s->f0, s->f1, err);
+    case SP_MIN_TOKENS: return sift_chain_add_min_tokens(c, s->i0, s->ids, s->n_ids, NULL, err);
+    case SP_ALLOWED_TOKENS: return sift_chain_add_allowed_tokens(c, s->ids, s->n_ids, err);
+    case SP_NO_REPEAT_NGRAM: return sift_chain_add_no_repeat_ngram(c, s->i0, s->i1, err);
+    case SP_BAD_WORDS: {
+        const int32_t *seqs[SP_MAX_WORDS];
+        for (size_t i = 0; i < s->n_words; i++)
+            seqs[i] = s->word[i];
+        return sift_chain_add_bad_words(c, seqs, s->word_len, s->n_words, err);
+    }
     case SP__COUNT: break;
     }
     return SIFT_E_ARG;
@@ -66,9 +75,11 @@ sift_status sp_build(const sp_chain *spec, sift_chain **out, sift_error *err)
 }
 
 static const char *kind_name[SP__COUNT] = {
-    "greedy",    "dist", "dist_id",    "top_k",   "top_k_ties",  "top_p",      "min_p",
-    "typical",   "temp", "temp_ext",   "xtc",     "top_n_sigma", "mirostat",   "mirostat_v2",
-    "penalties", "dry",  "logit_bias", "epsilon", "eta",         "adaptive_p",
+    "greedy",     "dist",           "dist_id",         "top_k",       "top_k_ties",
+    "top_p",      "min_p",          "typical",         "temp",        "temp_ext",
+    "xtc",        "top_n_sigma",    "mirostat",        "mirostat_v2", "penalties",
+    "dry",        "logit_bias",     "epsilon",         "eta",         "adaptive_p",
+    "min_tokens", "allowed_tokens", "no_repeat_ngram", "bad_words",
 };
 
 void sp_describe(const sp_chain *spec, char *buf, size_t cap)
@@ -79,7 +90,8 @@ void sp_describe(const sp_chain *spec, char *buf, size_t cap)
         const sp_stage *s = &spec->st[i];
         used += (size_t)snprintf(buf + used, cap - used, " %s(i0=%d i1=%d f=%a,%a,%a nb=%zu)",
                                  kind_name[s->kind], (int)s->i0, (int)s->i1, (double)s->f0,
-                                 (double)s->f1, (double)s->f2, s->n_bias + s->n_breakers);
+                                 (double)s->f1, (double)s->f2,
+                                 s->n_bias + s->n_breakers + s->n_ids + s->n_words);
     }
 }
 
@@ -193,6 +205,7 @@ void or_reset(or_chain *o)
         or_stage_state *s = &o->st[i];
         s->hist_n = 0;
         s->has_pending = 0;
+        s->n_accepted = 0;
         if (o->spec.st[i].kind == SP_MIROSTAT || o->spec.st[i].kind == SP_MIROSTAT_V2)
             s->mu = 2.0 * (double)o->spec.st[i].f0;
         if (o->spec.st[i].kind == SP_ADAPTIVE_P)
@@ -222,6 +235,14 @@ static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_
         if (s->kind == SP_LOGIT_BIAS)
             for (size_t j = 0; j < s->n_bias; j++)
                 if (s->bias[j].token >= V)
+                    return SIFT_E_ARG;
+        for (size_t j = 0; s->kind == SP_BAD_WORDS && j < s->n_words; j++)
+            for (size_t k = 0; k < s->word_len[j]; k++)
+                if (s->word[j][k] >= V)
+                    return SIFT_E_ARG;
+        if (s->kind == SP_MIN_TOKENS || s->kind == SP_ALLOWED_TOKENS)
+            for (size_t j = 0; j < s->n_ids; j++)
+                if (s->ids[j] >= V)
                     return SIFT_E_ARG;
     }
     a->c = malloc((size_t)V * sizeof *a->c);
@@ -257,6 +278,10 @@ static sift_status run(or_chain *o, const float *row, int32_t V, size_t end, or_
         case SP_EPSILON: st = or_epsilon(o, i, a); break;
         case SP_ETA: st = or_eta(o, i, a); break;
         case SP_ADAPTIVE_P: st = or_adaptive_p(o, i, a, tok); break;
+        case SP_MIN_TOKENS: st = or_min_tokens(o, i, a); break;
+        case SP_ALLOWED_TOKENS: st = or_allowed_tokens(o, i, a); break;
+        case SP_NO_REPEAT_NGRAM: st = or_no_repeat_ngram(o, i, a); break;
+        case SP_BAD_WORDS: st = or_bad_words(o, i, a); break;
         case SP__COUNT: st = SIFT_E_ARG; break;
         }
         if (st == SIFT_OK && a->n == 0)
@@ -324,6 +349,12 @@ void or_accept(or_chain *o, int32_t token)
         case SP_MIROSTAT:
         case SP_MIROSTAT_V2: or_mirostat_accept(o, i, token); break;
         case SP_ADAPTIVE_P: or_adaptive_p_accept(o, i, token); break;
+        case SP_MIN_TOKENS: o->st[i].n_accepted++; break;
+        case SP_BAD_WORDS: or_hist_push(&o->st[i], token, 64); break;
+        case SP_NO_REPEAT_NGRAM:
+            if (s->i1 > 0)
+                or_hist_push(&o->st[i], token, (size_t)s->i1);
+            break;
         default: break;
         }
     }

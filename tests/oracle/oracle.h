@@ -38,6 +38,10 @@ typedef enum sp_kind {
     SP_EPSILON,
     SP_ETA,
     SP_ADAPTIVE_P,
+    SP_MIN_TOKENS,
+    SP_ALLOWED_TOKENS,
+    SP_NO_REPEAT_NGRAM,
+    SP_BAD_WORDS,
     SP__COUNT
 } sp_kind;
 
@@ -45,6 +49,9 @@ typedef enum sp_kind {
 #define SP_MAX_BIAS 16
 #define SP_MAX_BREAKERS 4
 #define SP_MAX_BREAKER_LEN 4
+#define SP_MAX_IDS 16
+#define SP_MAX_WORDS 6
+#define SP_MAX_WORD_LEN 4
 
 /* Parameters of one stage. Which fields a kind uses:
  *   TOP_K, TOP_K_TIES: i0 = k
@@ -62,6 +69,10 @@ typedef enum sp_kind {
  *   EPSILON: f0 = epsilon, i0 = min_keep
  *   ETA: f0 = eta, i0 = min_keep
  *   ADAPTIVE_P: f0 = target, f1 = decay
+ *   MIN_TOKENS: i0 = min_tokens (-1 = always), ids[0..n_ids) banned
+ *   ALLOWED_TOKENS: ids[0..n_ids) the only ids left finite
+ *   NO_REPEAT_NGRAM: i0 = n, i1 = last_n (the window)
+ *   BAD_WORDS: word[0..n_words), each of word_len[i] ids
  */
 typedef struct sp_stage {
     sp_kind kind;
@@ -72,6 +83,11 @@ typedef struct sp_stage {
     size_t n_breakers;
     int32_t breaker[SP_MAX_BREAKERS][SP_MAX_BREAKER_LEN];
     size_t breaker_len[SP_MAX_BREAKERS];
+    size_t n_ids;
+    int32_t ids[SP_MAX_IDS];
+    size_t n_words;
+    int32_t word[SP_MAX_WORDS][SP_MAX_WORD_LEN];
+    size_t word_len[SP_MAX_WORDS];
 } sp_stage;
 
 typedef struct sp_chain {
@@ -113,6 +129,7 @@ typedef struct or_stage_state {
     int has_pending;
     int32_t pending_token;
     double pending_surprise; /* adaptive_p: the original probability */
+    int64_t n_accepted; /* min_tokens: tokens accepted since reset */
 } or_stage_state;
 
 typedef struct or_chain {
@@ -174,6 +191,11 @@ sift_status or_eta(or_chain *o, size_t si, or_arr *a);
 sift_status or_adaptive_p(or_chain *o, size_t si, or_arr *a, int32_t *token);
 void or_adaptive_p_accept(or_chain *o, size_t si, int32_t token);
 void or_adaptive_p_reset(or_chain *o, size_t si);
+/* oracle_ban.c */
+sift_status or_min_tokens(or_chain *o, size_t si, or_arr *a);
+sift_status or_allowed_tokens(or_chain *o, size_t si, or_arr *a);
+sift_status or_no_repeat_ngram(or_chain *o, size_t si, or_arr *a);
+sift_status or_bad_words(or_chain *o, size_t si, or_arr *a);
 /* Pushes a token into a history window of capacity cap (oldest dropped). */
 void or_hist_push(or_stage_state *s, int32_t token, size_t cap);
 
