@@ -544,7 +544,7 @@ SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, c
                                       size_t n, sift__u128 T, int strict, uint64_t *cut);
 
 /* ------------------------------------------------------------------ */
-/* Prefix path (core/slice.c)                                          */
+/* Prefix path (core/prefix.c, core/certify.c)                        */
 /* ------------------------------------------------------------------ */
 
 /* The first bad value of a row as an error (NaN, +inf), or
