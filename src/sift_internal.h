@@ -387,7 +387,54 @@ typedef struct sift__stage_ops {
     size_t (*allowed)(sift__stage *st, const int32_t **ids);
     uint8_t is_selector;
     uint8_t is_greedy;
+    /* Optional fields added after the ones above (NULL / 0 = not used),
+     * so that stage tables written before them still compile unchanged. */
+    /* The fallible half of accept: makes a later accept of `token` unable
+     * to fail (checks the token, caches or reserves what accept needs),
+     * changing no state the stage's apply reads. The chain calls it on
+     * every stage that takes the token before it calls any accept, so a
+     * refused token leaves the whole chain unchanged. */
+    sift_status (*prepare_accept)(sift__stage *st, int32_t token, sift_error *err);
+    /* The size of the vocabulary the stage decides over: a row of another
+     * length is refused before any stage runs, on every path (else the
+     * outcome would depend on which token is drawn). 0 = any length. */
+    int32_t (*n_vocab)(const sift__stage *st);
+    /* Stages with `allowed`: computes and caches this step's answer of
+     * `allowed`, reporting what that call cannot (SIFT_E_NOMEM, a work
+     * limit). Changes no state apply reads (caches only). */
+    sift_status (*prepare_allowed)(sift__stage *st, sift_error *err);
+    /* 1: the stage takes only generated tokens (sift_chain_accept);
+     * prompt tokens (sift_chain_accept_prompt) do not reach its
+     * prepare_accept or accept (a grammar constrains what is generated,
+     * not the prompt). */
+    uint8_t generated_only;
 } sift__stage_ops;
+
+/* Check mode's checker: an object that judges the token a step drew and,
+ * when it refuses it, bans what it refuses in a row so the step can draw
+ * again (docs/analyzer.md, "Check mode"). The chain owns it; the module
+ * that defines it installs it with sift__chain_set_checker (the grammar:
+ * sift_chain_set_check_grammar, src/grammar/gbnf_check.c), so the core
+ * knows its behaviour only through these functions. */
+typedef struct sift__checker_ops {
+    /* What messages call it ("check grammar"). */
+    const char *name;
+    /* *ok = 1 when the checker allows `token` now, else 0. */
+    sift_status (*accepts)(void *self, int32_t token, int *ok, sift_error *err);
+    /* Sets to -inf every entry of row[0..V) whose token it refuses. */
+    sift_status (*ban)(void *self, float *row, int32_t V, sift_error *err);
+    /* As sift__stage_ops.prepare_accept; accept after it cannot fail. */
+    sift_status (*prepare_accept)(void *self, int32_t token, sift_error *err);
+    sift_status (*accept)(void *self, int32_t token, sift_error *err);
+    void (*reset)(void *self);
+    /* A deep copy, owned by the chain it is installed on. */
+    sift_status (*clone)(const void *self, void **out, sift_error *err);
+    void (*destroy)(void *self);
+    /* Mixes the matching state into a digest (sift__chain_state_digest). */
+    uint64_t (*digest)(const void *self, uint64_t h);
+    /* The vocabulary size, as sift__stage_ops.n_vocab (0 = any). */
+    int32_t (*n_vocab)(const void *self);
+} sift__checker_ops;
 
 /* The certificate's bound on the tokens a slice does not hold: with
  * by_key, every absent token x has ckey(x) < key (it comes after the
@@ -444,14 +491,18 @@ struct sift_chain {
      * sets and clears the bits of the slice's ids). */
     uint64_t *seen;
     size_t seen_words;
-    /* The check-mode grammar (owned), and how often it made a step
-     * resample. */
-    sift_grammar *check;
+    /* The check-mode checker (owned; check_ops NULL = none), and how
+     * often it made a step resample. */
+    const sift__checker_ops *check_ops;
+    void *check;
     uint64_t n_grammar_resamples;
     /* The static plan's decisive stage and extras bound, cached for
      * the sampling paths; valid while plan_stages == n_stages. */
     size_t plan_stages;
     int32_t plan_decided_at, plan_max_extras, plan_k;
+    /* Work done, for tests that count it: certificate walks (sift__walk)
+     * and full passes of the stages over a whole row. */
+    uint64_t n_walks, n_full_passes;
 };
 
 static inline const char *sift__stage_name(const sift__stage *st)
@@ -472,9 +523,14 @@ SIFT__HIDDEN const sift__alloc *sift__chain_alloc(const sift_chain *chain);
 /* Stage i of the chain (i < n_stages). */
 SIFT__HIDDEN sift__stage *sift__chain_stage(const sift_chain *chain, size_t i);
 SIFT__HIDDEN int32_t sift__chain_max_history(const sift_chain *chain);
-/* SIFT_E_ARG if a grammar of the chain (a stage's or the check grammar)
- * has a vocabulary of another size than V. */
-SIFT__HIDDEN sift_status sift__chain_check_grammars(sift_chain *chain, int32_t V, sift_error *err);
+/* SIFT_E_ARG if a stage or the checker of the chain decides over a
+ * vocabulary of another size than V (ops->n_vocab). */
+SIFT__HIDDEN sift_status sift__chain_check_vocab(const sift_chain *chain, int32_t V,
+                                                 sift_error *err);
+/* Installs `self` (owned by the chain from now on; NULL ops = none) as
+ * the chain's checker, destroying the one it had. Cannot fail. */
+SIFT__HIDDEN void sift__chain_set_checker(sift_chain *chain, const sift__checker_ops *ops,
+                                          void *self);
 /* SIFT_E_STATE if the chain is inside a callback; else SIFT_OK. */
 SIFT__HIDDEN sift_status sift__chain_enter(sift_chain *chain, sift_error *err);
 

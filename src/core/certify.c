@@ -216,6 +216,7 @@ int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bo
 {
     sift_error scratch;
     sift_error *user_err = ctx->err;
+    c->n_walks++;
     int r = walk(c, ctx, a, end, b, status, user_err, &scratch);
     ctx->err = user_err;
     return r;

@@ -14,7 +14,6 @@
 #include <math.h>
 
 #include "../sift_internal.h"
-#include "../grammar/gbnf.h"
 
 /* ------------------------------------------------------------------ */
 /* Version                                                             */
@@ -119,7 +118,8 @@ void sift_chain_free(sift_chain *c)
     sift__ws_free(&c->ws, &al);
     sift__free(&al, c->row);
     sift__free(&al, c->seen);
-    sift_grammar_free(c->check);
+    if (c->check_ops)
+        c->check_ops->destroy(c->check);
     c->magic = 0xDEADu;
     sift__free(&al, c);
 }
@@ -223,8 +223,10 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
     d->row_cap = 0;
     d->seen = NULL;
     d->seen_words = 0;
+    d->check_ops = NULL;
     d->check = NULL;
     d->n_grammar_resamples = 0;
+    d->n_walks = d->n_full_passes = 0;
     d->n_slice_decided = d->n_hook_calls = d->n_need_row = 0;
     d->n_prefix_decided = d->n_prefix_fallback = 0;
     if (c->n_stages) {
@@ -246,13 +248,14 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
         }
         d->stages[d->n_stages++] = copy;
     }
-    if (c->check) {
-        sift_status s = sift_grammar_clone(c->check, &d->check, err);
+    if (c->check_ops) {
+        void *copy = NULL;
+        sift_status s = c->check_ops->clone(c->check, &copy, err);
         if (s != SIFT_OK) {
             sift_chain_free(d);
             return s;
         }
-        sift__grammar_set_owned(d->check);
+        sift__chain_set_checker(d, c->check_ops, copy);
     }
     *out = d;
     return SIFT_OK;
@@ -263,8 +266,8 @@ void sift_chain_reset(sift_chain *c)
     if (!c || c->busy)
         return;
     sift__rng_seed(&c->rng, c->seed);
-    if (c->check)
-        sift_grammar_reset(c->check);
+    if (c->check_ops)
+        c->check_ops->reset(c->check);
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i]->ops->reset)
             c->stages[i]->ops->reset(c->stages[i]);
@@ -309,30 +312,17 @@ uint64_t sift__chain_state_digest(const sift_chain *c)
         if (st->ops->digest)
             h = st->ops->digest(st, h);
     }
-    if (c->check)
-        h = sift__grammar_digest(c->check, h);
+    if (c->check_ops)
+        h = c->check_ops->digest(c->check, h);
     return h;
 }
 
-sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, sift_error *err)
+void sift__chain_set_checker(sift_chain *c, const sift__checker_ops *ops, void *self)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
-    if (grammar && sift__grammar_owned(grammar))
-        return sift__fail(err, SIFT_E_ARG,
-                          "grammar is already owned by a chain (as a stage or a check grammar); "
-                          "set a sift_grammar_clone of it");
-    if (grammar && c->n_vocab && sift__grammar_n_vocab(grammar) != c->n_vocab)
-        return sift__fail(err, SIFT_E_ARG, "grammar vocabulary has %d tokens, chain expects %d",
-                          (int)sift__grammar_n_vocab(grammar), (int)c->n_vocab);
-    if (grammar && sift__grammar_n_vocab(grammar) == 0)
-        return sift__fail(err, SIFT_E_ARG, "a check grammar needs a vocabulary");
-    sift_grammar_free(c->check);
-    c->check = grammar;
-    if (grammar)
-        sift__grammar_set_owned(grammar);
-    return SIFT_OK;
+    if (c->check_ops)
+        c->check_ops->destroy(c->check);
+    c->check_ops = ops;
+    c->check = ops ? self : NULL;
 }
 
 sift_status sift_chain_set_row_hook(sift_chain *c, sift_row_hook hook, void *user, sift_error *err)

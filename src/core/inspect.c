@@ -28,7 +28,7 @@ sift_status sift_chain_survivors(sift_chain *c, const float *row, int32_t V, siz
         return sift__fail(err, SIFT_E_STATE, "chain is busy (called from one of its callbacks)");
     if (V < 1 || V > c->max_vocab || (c->n_vocab && V != c->n_vocab))
         return sift__fail(err, SIFT_E_ARG, "bad row length %d", (int)V);
-    sift_status s = sift__chain_check_grammars(c, V, err);
+    sift_status s = sift__chain_check_vocab(c, V, err);
     if (s)
         return s;
     if (n_stages > c->n_stages)

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 
 #include "../sift_internal.h"
-#include "../grammar/gbnf.h"
 
 /* The caller's sift_plan_stage array: elements of `stride` bytes. */
 typedef struct sift__plan_stages {
@@ -395,9 +394,10 @@ sift_status sift__chain_prepare_extras(const sift_chain *c, sift_error *err)
 {
     size_t end = raising_end(c);
     for (size_t i = 0; i < end; i++) {
-        sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
-        sift_status s =
-            g && c->stages[i]->ops->allowed ? sift__grammar_small_prepare(g, err) : SIFT_OK;
+        sift__stage *st = c->stages[i];
+        sift_status s = st->ops->allowed && st->ops->prepare_allowed
+                            ? st->ops->prepare_allowed(st, err)
+                            : SIFT_OK;
         if (s)
             return s;
     }

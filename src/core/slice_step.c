@@ -10,7 +10,6 @@
 #include <math.h>
 
 #include "../sift_internal.h"
-#include "../grammar/gbnf.h"
 #include "step.h"
 
 /* ------------------------------------------------------------------ */
@@ -273,7 +272,7 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
 }
 
 /* Calls the row hook into c->row and checks the row against the slice. */
-static sift_status fetch_row(sift_chain *c, const sift_slice *sl, sift_error *err)
+sift_status sift__slice_fetch_row(sift_chain *c, const sift_slice *sl, sift_error *err)
 {
     int32_t V = sl->n_vocab;
     sift_status s = sift__row_buffer(c, V, err);
@@ -371,26 +370,11 @@ static sift_status sample_slice_impl(sift_chain *c, const sift_slice *sl, int32_
                               sift__stage_name(c->stages[c->n_stages - 1]));
         sift__rng rng = ctx.rng;
         int32_t tok = ctx.selected;
-        int ok = 1;
-        if (c->check && (s = sift_grammar_accepts_token(c->check, tok, &ok, err)))
+        int resampled;
+        if ((s = sift__check_mode(c, NULL, sl, sl->n_vocab, &rng, &tok, &resampled, err)))
             return s;
-        if (!ok) {
-            /* Check mode rejected the token: the bans need the whole row,
-             * and the resample continues from this draw's RNG state. */
-            if (!c->hook) {
-                c->n_need_row++;
-                return sift__fail_at(err, SIFT_E_NEED_ROW, tok,
-                                     "the check grammar rejects token %d; banning needs the "
-                                     "whole row and no row hook is set",
-                                     (int)tok);
-            }
-            if ((s = fetch_row(c, sl, err)) ||
-                (s = sift__ws_reserve(&c->ws, &c->al, (size_t)sl->n_vocab, err)) ||
-                (s = sift__check_mode(c, c->row, sl->n_vocab, &rng, &tok, err)))
-                return s;
-        } else {
+        if (!resampled)
             c->n_slice_decided++;
-        }
         c->rng = rng;
         c->last_V = sl->n_vocab;
         *token = tok;
@@ -398,9 +382,17 @@ static sift_status sample_slice_impl(sift_chain *c, const sift_slice *sl, int32_
     }
     if (!c->hook)
         return need_row(c, sl, &ctx, err);
-    if ((s = fetch_row(c, sl, err)))
+    if ((s = sift__slice_fetch_row(c, sl, err)))
         return s;
-    return sift__sample_row(c, c->row, sl->n_vocab, token, err);
+    /* The walk above failed on the slice; the row's prefix path would
+     * build the row's top plan-k and run the same walk on no more than the
+     * slice held (a canonical slice of at least that many tokens), so the
+     * step goes straight to the full pass. A shorter or device-order
+     * slice knows less than the row's canonical prefix: that one may
+     * still decide, and is tried first. */
+    int try_prefix =
+        !(sl->flags & SIFT_SLICE_CANONICAL) || (size_t)sl->n_prefix < sift__plan_prefix_k(c);
+    return sift__sample_row(c, c->row, sl->n_vocab, token, try_prefix, err);
 }
 
 static sift_status distribution_slice_impl(sift_chain *c, const sift_slice *sl,
@@ -435,7 +427,7 @@ static sift_status distribution_slice_impl(sift_chain *c, const sift_slice *sl,
         return sift__finish_distribution(c, &ctx, &a, end, out, capacity, n_out);
     if (!c->hook)
         return need_row(c, sl, &ctx, err);
-    if ((s = fetch_row(c, sl, err)))
+    if ((s = sift__slice_fetch_row(c, sl, err)))
         return s;
     return sift__distribution_row(c, c->row, sl->n_vocab, out, capacity, n_out, err);
 }

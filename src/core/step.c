@@ -11,25 +11,25 @@
 #include <math.h>
 
 #include "../sift_internal.h"
-#include "../grammar/gbnf.h"
 #include "step.h"
 
-/* Grammars decide per token of their own vocabulary: one of another size
- * than the row is refused before any stage runs, on every path (else the
- * outcome would depend on which token is drawn). */
-sift_status sift__chain_check_grammars(sift_chain *c, int32_t V, sift_error *err)
+/* Stages (a grammar) and checkers that decide per token of their own
+ * vocabulary: one of another size than the row is refused before any
+ * stage runs, on every path (else the outcome would depend on which token
+ * is drawn). */
+sift_status sift__chain_check_vocab(const sift_chain *c, int32_t V, sift_error *err)
 {
-    if (c->check && sift__grammar_n_vocab(c->check) != V)
-        return sift__fail(err, SIFT_E_ARG,
-                          "the check grammar's vocabulary has %d tokens, the row has %d",
-                          (int)sift__grammar_n_vocab(c->check), (int)V);
+    int32_t cv = c->check_ops && c->check_ops->n_vocab ? c->check_ops->n_vocab(c->check) : 0;
+    if (cv && cv != V)
+        return sift__fail(err, SIFT_E_ARG, "the %s's vocabulary has %d tokens, the row has %d",
+                          c->check_ops->name, (int)cv, (int)V);
     for (size_t i = 0; i < c->n_stages; i++) {
-        const sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
-        if (g && sift__grammar_n_vocab(g) != V)
+        const sift__stage *st = c->stages[i];
+        int32_t sv = st->ops->n_vocab ? st->ops->n_vocab(st) : 0;
+        if (sv && sv != V)
             return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
                                  "stage %zu (%s) has a vocabulary of %d tokens, the row has %d", i,
-                                 sift__stage_name(c->stages[i]), (int)sift__grammar_n_vocab(g),
-                                 (int)V);
+                                 sift__stage_name(st), (int)sv, (int)V);
     }
     return SIFT_OK;
 }
@@ -46,7 +46,7 @@ sift_status sift__step_check(sift_chain *c, int32_t V, int need_selector, sift_e
     if (c->n_vocab && V != c->n_vocab)
         return sift__fail(err, SIFT_E_ARG, "row has %d entries, chain expects %d", (int)V,
                           (int)c->n_vocab);
-    sift_status s = sift__chain_check_grammars(c, V, err);
+    sift_status s = sift__chain_check_vocab(c, V, err);
     if (s)
         return s;
     if (c->n_stages == 0 || !c->stages[c->n_stages - 1]->ops->is_selector) {
@@ -227,15 +227,17 @@ static void add_row_extras(sift_chain *c, sift__arr *a, const float *row, const 
 
 /* One pass of the chain over a whole row, starting from RNG state *rng:
  * the token, and *rng advanced past the draws. Commits nothing. The
- * caller has checked the chain and sized the buffers. */
+ * caller has checked the chain and sized the buffers. try_prefix = 0
+ * skips the prefix fast path (a slice that failed its walk on the same
+ * or more of the row's top tokens). */
 static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__rng *rng,
-                           int32_t *token, sift_error *err)
+                           int32_t *token, int try_prefix, sift_error *err)
 {
     sift_status s = SIFT_OK;
     sift__ctx ctx;
     sift__arr a;
     /* Fast path: decide from the row's top k when the chain allows it. */
-    size_t k = sift__plan_prefix_k(c);
+    size_t k = try_prefix ? sift__plan_prefix_k(c) : 0;
     /* The prefix needs the extras of this step; a grammar that cannot
      * list its allowed tokens within its work budget sends the step to
      * the whole row, which does not need them (out of memory is the
@@ -269,6 +271,7 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
         return s;
     sift__ctx_init(c, &ctx, V, err);
     ctx.rng = *rng;
+    c->n_full_passes++;
     s = run_stages(c, &ctx, &a, c->n_stages, logits);
     if (s)
         return s;
@@ -296,30 +299,49 @@ sift_status sift__row_buffer(sift_chain *c, int32_t V, sift_error *err)
     return SIFT_OK;
 }
 
-/* Check mode: if the chain's check grammar rejects *token, ban every token
- * it rejects in (a copy of) the row and sample again, continuing from the
- * RNG state the first draw left. `row` may be c->row (banned in place). */
-sift_status sift__check_mode(sift_chain *c, const float *row, int32_t V, sift__rng *rng,
-                             int32_t *token, sift_error *err)
+/* Check mode, once for both steps: if the chain's checker refuses
+ * *token, ban every token it refuses in (a copy of) the row and sample
+ * again, continuing from the RNG state the first draw left. `row` is the
+ * step's row (it may be c->row, banned in place), or NULL for a slice
+ * step: then the row comes from the hook (SIFT_E_NEED_ROW without one)
+ * and is checked against `sl`. *resampled = 1 when the token was refused. */
+sift_status sift__check_mode(sift_chain *c, const float *row, const sift_slice *sl, int32_t V,
+                             sift__rng *rng, int32_t *token, int *resampled, sift_error *err)
 {
-    if (!c->check)
+    *resampled = 0;
+    if (!c->check_ops)
         return SIFT_OK;
     int ok = 0;
-    sift_status s = sift_grammar_accepts_token(c->check, *token, &ok, err);
+    sift_status s = c->check_ops->accepts(c->check, *token, &ok, err);
     if (s || ok)
         return s;
+    *resampled = 1;
+    if (!row) {
+        /* The bans need the whole row. */
+        if (!c->hook) {
+            c->n_need_row++;
+            return sift__fail_at(err, SIFT_E_NEED_ROW, *token,
+                                 "the %s rejects token %d; banning needs the whole row and no "
+                                 "row hook is set",
+                                 c->check_ops->name, (int)*token);
+        }
+        if ((s = sift__slice_fetch_row(c, sl, err)) ||
+            (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
+            return s;
+        row = c->row;
+    }
     if ((s = sift__row_buffer(c, V, err)))
         return s;
     if (row != c->row)
         memcpy(c->row, row, (size_t)V * sizeof *row);
     c->n_grammar_resamples++;
-    if ((s = sift_grammar_ban(c->check, c->row, V, err)))
+    if ((s = c->check_ops->ban(c->check, c->row, V, err)))
         return s;
-    return run_row(c, c->row, V, rng, token, err);
+    return run_row(c, c->row, V, rng, token, 1, err);
 }
 
 sift_status sift__sample_row(sift_chain *c, const float *logits, int32_t V, int32_t *token,
-                             sift_error *err)
+                             int try_prefix, sift_error *err)
 {
     sift_status s = SIFT_OK;
     if (!token)
@@ -331,8 +353,9 @@ sift_status sift__sample_row(sift_chain *c, const float *logits, int32_t V, int3
         return s;
     sift__rng rng = c->rng;
     int32_t tok = -1;
-    if ((s = run_row(c, logits, V, &rng, &tok, err)) ||
-        (s = sift__check_mode(c, logits, V, &rng, &tok, err)))
+    int resampled;
+    if ((s = run_row(c, logits, V, &rng, &tok, try_prefix, err)) ||
+        (s = sift__check_mode(c, logits, NULL, V, &rng, &tok, &resampled, err)))
         return s;
     c->rng = rng;
     c->last_V = V;
@@ -341,29 +364,30 @@ sift_status sift__sample_row(sift_chain *c, const float *logits, int32_t V, int3
 }
 
 /* prompt = 1: a token of the prompt (or any text the model did not
- * generate): history windows take it, grammars do not. */
+ * generate): history windows take it, generated_only stages (grammars)
+ * and the checker do not. */
 static sift_status accept_impl(sift_chain *c, int32_t token, int prompt, sift_error *err)
 {
     int32_t lim = c->n_vocab ? c->n_vocab : (c->last_V ? c->last_V : c->max_vocab);
     if (token < 0 || token >= lim)
         return sift__fail_at(err, SIFT_E_TOKEN, token, "token %d out of range [0, %d)", (int)token,
                              (int)lim);
-    /* Grammars can refuse a token; ask them all before anything changes. */
+    /* Stages and the checker can refuse a token (prepare_accept); ask
+     * them all before anything changes. */
     sift_status s;
-    if (!prompt) {
-        if (c->check && (s = sift__grammar_prepare_accept(c->check, token, err)))
-            return s;
-        for (size_t i = 0; i < c->n_stages; i++) {
-            sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
-            if (g && (s = sift__grammar_prepare_accept(g, token, err)))
-                return s;
-        }
-        if (c->check && (s = sift_grammar_accept_token(c->check, token, err)))
-            return s; /* prepared: cannot fail */
-    }
+    if (!prompt && c->check_ops && (s = c->check_ops->prepare_accept(c->check, token, err)))
+        return s;
     for (size_t i = 0; i < c->n_stages; i++) {
         sift__stage *st = c->stages[i];
-        if (st->ops->accept && !(prompt && sift__grammar_of_stage(st)))
+        if (st->ops->prepare_accept && !(prompt && st->ops->generated_only) &&
+            (s = st->ops->prepare_accept(st, token, err)))
+            return s;
+    }
+    if (!prompt && c->check_ops && (s = c->check_ops->accept(c->check, token, err)))
+        return s; /* prepared: cannot fail */
+    for (size_t i = 0; i < c->n_stages; i++) {
+        sift__stage *st = c->stages[i];
+        if (st->ops->accept && !(prompt && st->ops->generated_only))
             st->ops->accept(st, token);
     }
     return SIFT_OK;
@@ -451,7 +475,7 @@ sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int
     if (s)
         return s;
     c->busy = 1;
-    s = sift__sample_row(c, logits, V, token, err);
+    s = sift__sample_row(c, logits, V, token, 1, err);
     c->busy = 0;
     return s;
 }
