@@ -527,6 +527,14 @@ SIFT__HIDDEN int32_t sift__chain_max_history(const sift_chain *chain);
  * vocabulary of another size than V (ops->n_vocab). */
 SIFT__HIDDEN sift_status sift__chain_check_vocab(const sift_chain *chain, int32_t V,
                                                  sift_error *err);
+/* The row step's own stage loop over a whole row, for sift inspect
+ * (core/inspect.c): loads row[0..V) into the chain's workspace as `a`
+ * (the caller has checked the chain and reserved the workspace for V)
+ * and applies stages [0, end) in order from the chain's RNG state,
+ * stopping at the first stage that fails or leaves no candidate
+ * (SIFT_E_NO_CANDIDATE naming it). Commits nothing. */
+SIFT__HIDDEN sift_status sift__chain_run_stages(sift_chain *chain, const float *row, int32_t V,
+                                                size_t end, sift__arr *a, sift_error *err);
 /* Installs `self` (owned by the chain from now on; NULL ops = none) as
  * the chain's checker, destroying the one it had. Cannot fail. */
 SIFT__HIDDEN void sift__chain_set_checker(sift_chain *chain, const sift__checker_ops *ops,
@@ -652,6 +660,88 @@ static inline sift__bound sift__bound_of(const sift_candidate *last)
     sift__bound b = {1, sift__ckey(last->logit, last->id), last->logit};
     return b;
 }
+
+/* ------------------------------------------------------------------ */
+/* Class semantics (core/class.c): the one table both readers use     */
+/* ------------------------------------------------------------------ */
+
+/* Every sift_class once, with its extras rule: X(CLASS, name, extras).
+ * core/class.c builds its table from this list and must define
+ * plan_<name> and cert_<name> for each entry (or it does not compile). A
+ * new class goes last in the enum of include/sift.h, here, and into
+ * SIFT__N_CLASSES. */
+#define SIFT__CLASSES(X)               \
+    X(WHOLE, whole, extras_none)       \
+    X(IDENTITY, identity, extras_none) \
+    X(LOWERS, lowers, extras_lowers)   \
+    X(RAISES, raises, extras_raises)   \
+    X(MONOTONE, monotone, extras_none) \
+    X(TOP, top, extras_none)           \
+    X(THRESHOLD, threshold, extras_none)
+#define SIFT__N_CLASSES ((unsigned)SIFT_CLASS_THRESHOLD + 1u)
+
+/* The analyzer's constants (docs/analyzer.md): the margin after a
+ * monotone stage (rounding can merge logits that differ by an ulp, so
+ * the k-th kept token must beat the bound strictly; a few spare tokens
+ * make a failed check rare), the recommended prefix of a threshold
+ * stage with no static bound (min_p), the slack for an unbounded
+ * lowering stage (a grammar in constrain mode), and the largest prefix
+ * (a sum above it is reported as the whole row). */
+#define SIFT__PLAN_MONOTONE_MARGIN 8
+#define SIFT__PLAN_THRESHOLD_K 64
+#define SIFT__PLAN_UNBOUNDED_SLACK 64
+#define SIFT__PLAN_K_MAX ((int64_t)1 << 30)
+
+/* What the static plan's walk (core/plan.c) carries from stage to stage,
+ * and what a plan rule reads and writes for stage `i`. */
+typedef struct sift__plan_acc {
+    /* The stage, its display name, its class's n, static or dynamic. */
+    const sift__stage *st;
+    const char *name;
+    int64_t n;
+    int dynamic;
+    size_t i;
+    /* Carried: tokens the stages so far may lower (saturating), extras
+     * they may ask for, whether a monotone or an unbounded lowering stage
+     * came before. */
+    int64_t lowered, extras;
+    int monotone, unbounded;
+    /* Out: 1 = this stage decides the plan, 2 = the whole row; the
+     * stage's own k in the trace; its message (why, may be NULL), the
+     * plan's terms and message (NULL when messages are off). */
+    int done;
+    int64_t k_here;
+    char *why, *terms, *pwhy;
+    sift_plan *plan;
+} sift__plan_acc;
+
+/* What a certificate rule found (core/certify.c's walk reads it). */
+enum {
+    SIFT__CERT_ROW = 0,      /* the absent tokens could matter: the whole row */
+    SIFT__CERT_KEEP = 1,     /* applied; the set is still incomplete, *b holds */
+    SIFT__CERT_COMPLETE = 2, /* applied; the set is the whole row's survivors */
+    SIFT__CERT_SELECTED = 3  /* a selector ran on a certified set: decided */
+};
+
+typedef struct sift__class_rule {
+    const char *name; /* as sift_class_str */
+    /* The static rule: what a stage of this class does to the plan. */
+    void (*plan)(sift__plan_acc *acc);
+    /* The run-time rule: applies stage `st` (class bound n) to the
+     * present tokens `a` (canonical storage when a rule needs it) under
+     * the bound *b on every absent token, and says what that proves. */
+    int (*certify)(sift__stage *st, int64_t n, sift__ctx *ctx, sift__arr *a, sift__bound *b);
+    /* The ids a stage of this class asks for as extras this step, written
+     * up to room at `at` (may be NULL); returns how many. */
+    size_t (*extras)(sift__stage *st, int32_t *at, size_t room);
+} sift__class_rule;
+
+/* The rules of `cls`; a value outside the enum reads as WHOLE. */
+SIFT__HIDDEN const sift__class_rule *sift__class_rule_of(sift_class cls);
+/* snprintf into / append to a SIFT_PLAN_WHY_MAX message buffer; NULL is
+ * ignored. */
+SIFT__HIDDEN void sift__why_put(char *buf, const char *fmt, ...) SIFT__PRINTF(2, 3);
+SIFT__HIDDEN void sift__why_append(char *buf, const char *fmt, ...) SIFT__PRINTF(2, 3);
 
 /* ------------------------------------------------------------------ */
 /* Stage constructors shared with tests                                */
