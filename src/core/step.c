@@ -155,6 +155,45 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
 static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
                             sift_error *err);
 
+/* The stage loop of every row step: applies stages [0, end) to `a` in
+ * order. Returns SIFT_OK with *at = end, or the first failure with *at =
+ * the stage that failed; *emptied = 1 when that stage left no candidate
+ * at all (SIFT_E_NO_CANDIDATE naming it). */
+static sift_status apply_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, size_t *at,
+                                int *emptied)
+{
+    sift_status s = SIFT_OK;
+    size_t i = 0;
+    *emptied = 0;
+    for (; i < end; i++) {
+        sift__stage *st = c->stages[i];
+        ctx->stage = i;
+        if ((s = st->ops->apply(st, ctx, a)) != SIFT_OK)
+            break;
+        if (a->n == 0) {
+            *emptied = 1;
+            s = sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
+                              "stage %zu (%s) removed the last candidate", i, sift__stage_name(st));
+            break;
+        }
+    }
+    *at = i;
+    return s;
+}
+
+sift_status sift__chain_run_stages(sift_chain *c, const float *row, int32_t V, size_t end,
+                                   sift__arr *a, sift_error *err)
+{
+    sift_status s = load_row(c, row, V, a, err);
+    if (s)
+        return s;
+    sift__ctx ctx;
+    sift__ctx_init(c, &ctx, V, err);
+    size_t at;
+    int emptied;
+    return apply_stages(c, &ctx, a, end, &at, &emptied);
+}
+
 /* Applies stages [0, end) to the row `logits` loaded into `a`.
  *
  * A stage that finds every candidate at -inf reports SIFT_E_NO_CANDIDATE
@@ -171,18 +210,11 @@ static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_
                               const float *logits)
 {
     sift__ctx start = *ctx;
-    sift_status s = SIFT_OK;
-    size_t i = 0;
-    for (; i < end; i++) {
-        sift__stage *st = c->stages[i];
-        ctx->stage = i;
-        if ((s = st->ops->apply(st, ctx, a)) != SIFT_OK)
-            break;
-        if (a->n == 0)
-            return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
-                                 "stage %zu (%s) removed the last candidate", i,
-                                 sift__stage_name(st));
-    }
+    size_t i;
+    int emptied;
+    sift_status s = apply_stages(c, ctx, a, end, &i, &emptied);
+    if (emptied)
+        return s;
     int selected = end > 0 && c->stages[end - 1]->ops->is_selector;
     if (s == SIFT_OK && (selected || !sift__all_banned(a->c, a->n)))
         return SIFT_OK;
