@@ -260,6 +260,7 @@ typedef enum sift_class {
     SIFT_CLASS_MONOTONE = 4, /**< Keeps the order up to rounding ties. */
     SIFT_CLASS_TOP = 5,      /**< Keeps a canonical prefix of at most K. */
     SIFT_CLASS_THRESHOLD = 6 /**< Keeps a prefix decided by a logit threshold. */
+    /* A new class goes last, with its rules in src/core/class.c. */
 } sift_class;
 
 /** Returns "whole", "identity", ... for a class; never NULL. Since: 0.1. */

@@ -414,7 +414,54 @@ typedef struct sift__stage_ops {
     size_t (*allowed)(sift__stage *st, const int32_t **ids);
     uint8_t is_selector;
     uint8_t is_greedy;
+    /* Optional fields added after the ones above (NULL / 0 = not used),
+     * so that stage tables written before them still compile unchanged. */
+    /* The fallible half of accept: makes a later accept of `token` unable
+     * to fail (checks the token, caches or reserves what accept needs),
+     * changing no state the stage's apply reads. The chain calls it on
+     * every stage that takes the token before it calls any accept, so a
+     * refused token leaves the whole chain unchanged. */
+    sift_status (*prepare_accept)(sift__stage *st, int32_t token, sift_error *err);
+    /* The size of the vocabulary the stage decides over: a row of another
+     * length is refused before any stage runs, on every path (else the
+     * outcome would depend on which token is drawn). 0 = any length. */
+    int32_t (*n_vocab)(const sift__stage *st);
+    /* Stages with `allowed`: computes and caches this step's answer of
+     * `allowed`, reporting what that call cannot (SIFT_E_NOMEM, a work
+     * limit). Changes no state apply reads (caches only). */
+    sift_status (*prepare_allowed)(sift__stage *st, sift_error *err);
+    /* 1: the stage takes only generated tokens (sift_chain_accept);
+     * prompt tokens (sift_chain_accept_prompt) do not reach its
+     * prepare_accept or accept (a grammar constrains what is generated,
+     * not the prompt). */
+    uint8_t generated_only;
 } sift__stage_ops;
+
+/* Check mode's checker: an object that judges the token a step drew and,
+ * when it refuses it, bans what it refuses in a row so the step can draw
+ * again (docs/analyzer.md, "Check mode"). The chain owns it; the module
+ * that defines it installs it with sift__chain_set_checker (the grammar:
+ * sift_chain_set_check_grammar, src/grammar/gbnf_checker.c), so the core
+ * knows its behaviour only through these functions. */
+typedef struct sift__checker_ops {
+    /* What messages call it ("check grammar"). */
+    const char *name;
+    /* *ok = 1 when the checker allows `token` now, else 0. */
+    sift_status (*accepts)(void *self, int32_t token, int *ok, sift_error *err);
+    /* Sets to -inf every entry of row[0..V) whose token it refuses. */
+    sift_status (*ban)(void *self, float *row, int32_t V, sift_error *err);
+    /* As sift__stage_ops.prepare_accept; accept after it cannot fail. */
+    sift_status (*prepare_accept)(void *self, int32_t token, sift_error *err);
+    sift_status (*accept)(void *self, int32_t token, sift_error *err);
+    void (*reset)(void *self);
+    /* A deep copy, owned by the chain it is installed on. */
+    sift_status (*clone)(const void *self, void **out, sift_error *err);
+    void (*destroy)(void *self);
+    /* Mixes the matching state into a digest (sift__chain_state_digest). */
+    uint64_t (*digest)(const void *self, uint64_t h);
+    /* The vocabulary size, as sift__stage_ops.n_vocab (0 = any). */
+    int32_t (*n_vocab)(const void *self);
+} sift__checker_ops;
 
 /* The certificate's bound on the tokens a slice does not hold: with
  * by_key, every absent token x has ckey(x) < key (it comes after the
@@ -471,14 +518,18 @@ struct sift_chain {
      * sets and clears the bits of the slice's ids). */
     uint64_t *seen;
     size_t seen_words;
-    /* The check-mode grammar (owned), and how often it made a step
-     * resample. */
-    sift_grammar *check;
+    /* The check-mode checker (owned; check_ops NULL = none), and how
+     * often it made a step resample. */
+    const sift__checker_ops *check_ops;
+    void *check;
     uint64_t n_grammar_resamples;
     /* The static plan's decisive stage and extras bound, cached for
      * the sampling paths; valid while plan_stages == n_stages. */
     size_t plan_stages;
     int32_t plan_decided_at, plan_max_extras, plan_k;
+    /* Work done, for tests that count it: certificate walks (sift__walk)
+     * and full passes of the stages over a whole row. */
+    uint64_t n_walks, n_full_passes;
 };
 
 static inline const char *sift__stage_name(const sift__stage *st)
@@ -499,9 +550,22 @@ SIFT__HIDDEN const sift__alloc *sift__chain_alloc(const sift_chain *chain);
 /* Stage i of the chain (i < n_stages). */
 SIFT__HIDDEN sift__stage *sift__chain_stage(const sift_chain *chain, size_t i);
 SIFT__HIDDEN int32_t sift__chain_max_history(const sift_chain *chain);
-/* SIFT_E_ARG if a grammar of the chain (a stage's or the check grammar)
- * has a vocabulary of another size than V. */
-SIFT__HIDDEN sift_status sift__chain_check_grammars(sift_chain *chain, int32_t V, sift_error *err);
+/* SIFT_E_ARG if a stage or the checker of the chain decides over a
+ * vocabulary of another size than V (ops->n_vocab). */
+SIFT__HIDDEN sift_status sift__chain_check_vocab(const sift_chain *chain, int32_t V,
+                                                 sift_error *err);
+/* The row step's own stage loop over a whole row, for sift inspect
+ * (core/inspect.c): loads row[0..V) into the chain's workspace as `a`
+ * (the caller has checked the chain and reserved the workspace for V)
+ * and applies stages [0, end) in order from the chain's RNG state,
+ * stopping at the first stage that fails or leaves no candidate
+ * (SIFT_E_NO_CANDIDATE naming it). Commits nothing. */
+SIFT__HIDDEN sift_status sift__chain_run_stages(sift_chain *chain, const float *row, int32_t V,
+                                                size_t end, sift__arr *a, sift_error *err);
+/* Installs `self` (owned by the chain from now on; NULL ops = none) as
+ * the chain's checker, destroying the one it had. Cannot fail. */
+SIFT__HIDDEN void sift__chain_set_checker(sift_chain *chain, const sift__checker_ops *ops,
+                                          void *self);
 /* SIFT_E_STATE if the chain is inside a callback; else SIFT_OK. */
 SIFT__HIDDEN sift_status sift__chain_enter(sift_chain *chain, sift_error *err);
 
@@ -571,7 +635,7 @@ SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, c
                                       size_t n, sift__u128 T, int strict, uint64_t *cut);
 
 /* ------------------------------------------------------------------ */
-/* Prefix path (core/slice.c)                                          */
+/* Prefix path (core/prefix.c, core/certify.c)                        */
 /* ------------------------------------------------------------------ */
 
 /* The first bad value of a row as an error (NaN, +inf), or
@@ -623,6 +687,88 @@ static inline sift__bound sift__bound_of(const sift_candidate *last)
     sift__bound b = {1, sift__ckey(last->logit, last->id), last->logit};
     return b;
 }
+
+/* ------------------------------------------------------------------ */
+/* Class semantics (core/class.c): the one table both readers use     */
+/* ------------------------------------------------------------------ */
+
+/* Every sift_class once, with its extras rule: X(CLASS, name, extras).
+ * core/class.c builds its table from this list and must define
+ * plan_<name> and cert_<name> for each entry (or it does not compile). A
+ * new class goes last in the enum of include/sift.h, here, and into
+ * SIFT__N_CLASSES. */
+#define SIFT__CLASSES(X)               \
+    X(WHOLE, whole, extras_none)       \
+    X(IDENTITY, identity, extras_none) \
+    X(LOWERS, lowers, extras_lowers)   \
+    X(RAISES, raises, extras_raises)   \
+    X(MONOTONE, monotone, extras_none) \
+    X(TOP, top, extras_none)           \
+    X(THRESHOLD, threshold, extras_none)
+#define SIFT__N_CLASSES ((unsigned)SIFT_CLASS_THRESHOLD + 1u)
+
+/* The analyzer's constants (docs/analyzer.md): the margin after a
+ * monotone stage (rounding can merge logits that differ by an ulp, so
+ * the k-th kept token must beat the bound strictly; a few spare tokens
+ * make a failed check rare), the recommended prefix of a threshold
+ * stage with no static bound (min_p), the slack for an unbounded
+ * lowering stage (a grammar in constrain mode), and the largest prefix
+ * (a sum above it is reported as the whole row). */
+#define SIFT__PLAN_MONOTONE_MARGIN 8
+#define SIFT__PLAN_THRESHOLD_K 64
+#define SIFT__PLAN_UNBOUNDED_SLACK 64
+#define SIFT__PLAN_K_MAX ((int64_t)1 << 30)
+
+/* What the static plan's walk (core/plan.c) carries from stage to stage,
+ * and what a plan rule reads and writes for stage `i`. */
+typedef struct sift__plan_acc {
+    /* The stage, its display name, its class's n, static or dynamic. */
+    const sift__stage *st;
+    const char *name;
+    int64_t n;
+    int dynamic;
+    size_t i;
+    /* Carried: tokens the stages so far may lower (saturating), extras
+     * they may ask for, whether a monotone or an unbounded lowering stage
+     * came before. */
+    int64_t lowered, extras;
+    int monotone, unbounded;
+    /* Out: 1 = this stage decides the plan, 2 = the whole row; the
+     * stage's own k in the trace; its message (why, may be NULL), the
+     * plan's terms and message (NULL when messages are off). */
+    int done;
+    int64_t k_here;
+    char *why, *terms, *pwhy;
+    sift_plan *plan;
+} sift__plan_acc;
+
+/* What a certificate rule found (core/certify.c's walk reads it). */
+enum {
+    SIFT__CERT_ROW = 0,      /* the absent tokens could matter: the whole row */
+    SIFT__CERT_KEEP = 1,     /* applied; the set is still incomplete, *b holds */
+    SIFT__CERT_COMPLETE = 2, /* applied; the set is the whole row's survivors */
+    SIFT__CERT_SELECTED = 3  /* a selector ran on a certified set: decided */
+};
+
+typedef struct sift__class_rule {
+    const char *name; /* as sift_class_str */
+    /* The static rule: what a stage of this class does to the plan. */
+    void (*plan)(sift__plan_acc *acc);
+    /* The run-time rule: applies stage `st` (class bound n) to the
+     * present tokens `a` (canonical storage when a rule needs it) under
+     * the bound *b on every absent token, and says what that proves. */
+    int (*certify)(sift__stage *st, int64_t n, sift__ctx *ctx, sift__arr *a, sift__bound *b);
+    /* The ids a stage of this class asks for as extras this step, written
+     * up to room at `at` (may be NULL); returns how many. */
+    size_t (*extras)(sift__stage *st, int32_t *at, size_t room);
+} sift__class_rule;
+
+/* The rules of `cls`; a value outside the enum reads as WHOLE. */
+SIFT__HIDDEN const sift__class_rule *sift__class_rule_of(sift_class cls);
+/* snprintf into / append to a SIFT_PLAN_WHY_MAX message buffer; NULL is
+ * ignored. */
+SIFT__HIDDEN void sift__why_put(char *buf, const char *fmt, ...) SIFT__PRINTF(2, 3);
+SIFT__HIDDEN void sift__why_append(char *buf, const char *fmt, ...) SIFT__PRINTF(2, 3);
 
 /* ------------------------------------------------------------------ */
 /* Stage constructors shared with tests                                */

@@ -1974,6 +1974,48 @@ START_TEST(test_a_grammar_of_another_size_than_n_vocab_is_refused_when_added)
 }
 END_TEST
 
+/* sift inspect runs the row step's own stage loop: after the stages
+ * before the selector, its survivors are exactly the finite part of what
+ * sift_chain_distribution reports, logits included, and neither call
+ * moves the RNG. */
+START_TEST(test_inspect_survivors_are_the_distributions_finite_support)
+{
+    enum { IV = 3000 };
+    static float row[IV];
+    static sift_candidate surv[IV];
+    static sift_token_prob dist[IV];
+    sift_chain *c = new_chain(7);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 200, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_p(c, 0.95f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_min_p(c, 0.02f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp(c, 0.8f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    uint64_t r0[4], r1[4];
+    rng_of(c, r0);
+    for (int shape = 0; shape < TU_ROW__COUNT; shape++) {
+        tu_rng r = {100 + (uint64_t)shape};
+        tu_row(&r, row, IV, shape);
+        size_t ns = 0, nd = 0;
+        sift_error err;
+        ck_assert_int_eq(sift_chain_survivors(c, row, IV, 4, surv, IV, &ns, &err), SIFT_OK);
+        ck_assert_int_eq(sift_chain_distribution(c, row, IV, dist, IV, &nd, &err), SIFT_OK);
+        size_t k = 0;
+        for (size_t i = 0; i < nd && i < IV; i++) {
+            if (!(dist[i].logit > -INFINITY))
+                continue;
+            ck_assert_uint_lt(k, ns);
+            ck_assert_int_eq(surv[k].id, dist[i].id);
+            ck_assert(surv[k].logit == dist[i].logit);
+            k++;
+        }
+        ck_assert_uint_eq(k, ns);
+    }
+    rng_of(c, r1);
+    ck_assert(memcmp(r0, r1, sizeof r0) == 0);
+    sift_chain_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("chain");
@@ -2055,6 +2097,7 @@ static Suite *suite(void)
         TCase *tc = tcase_create(groups[g].name);
         for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
             tcase_add_test(tc, groups[g].tests[i]);
+        tcase_add_test(tc, test_inspect_survivors_are_the_distributions_finite_support);
         suite_add_tcase(s, tc);
     }
     return s;

@@ -5,9 +5,11 @@
  *
  * What it owns: sift_chain_survivors, which runs the first
  * n_stages non-selector stages over a whole row, as the sampling path
- * does, and writes the survivors in canonical order. It is a small copy of
- * chain.c's row loop (load, apply each stage, stop on an empty set):
- * chain.c keeps its loop static.
+ * does, and writes the survivors in canonical order. The stages run in
+ * the row step's own loop (sift__chain_run_stages in step.c: the same
+ * row load, the same stage loop, the same stop on an empty set), so the
+ * view cannot drift from what sampling does; this file only checks its
+ * arguments and gathers the survivors.
  *
  * Invariants: nothing of the chain changes (the RNG is a working copy that
  * is never committed, stage state is only read by apply); only the
@@ -28,7 +30,7 @@ sift_status sift_chain_survivors(sift_chain *c, const float *row, int32_t V, siz
         return sift__fail(err, SIFT_E_STATE, "chain is busy (called from one of its callbacks)");
     if (V < 1 || V > c->max_vocab || (c->n_vocab && V != c->n_vocab))
         return sift__fail(err, SIFT_E_ARG, "bad row length %d", (int)V);
-    sift_status s = sift__chain_check_grammars(c, V, err);
+    sift_status s = sift__chain_check_vocab(c, V, err);
     if (s)
         return s;
     if (n_stages > c->n_stages)
@@ -48,29 +50,9 @@ sift_status sift_chain_survivors(sift_chain *c, const float *row, int32_t V, siz
     s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err);
     if (s)
         return s;
-    int any = 0;
-    for (int32_t i = 0; i < V; i++) {
-        if (!(row[i] < INFINITY))
-            return sift__row_error(row, V, err);
-        any |= row[i] > -INFINITY;
-        c->ws.cand[i].id = i;
-        c->ws.cand[i].logit = row[i];
-    }
-    if (!any)
-        return sift__row_error(row, V, err);
-    sift__arr a = {c->ws.cand, (size_t)V, V, SIFT__ORDER_ID, 1};
-    sift__ctx ctx = {
-        .rng = c->rng, .ws = &c->ws, .err = err, .V = V, .selected = -1, .banned_at = SIZE_MAX};
-    for (size_t i = 0; i < n_stages; i++) {
-        sift__stage *st = c->stages[i];
-        ctx.stage = i;
-        if ((s = st->ops->apply(st, &ctx, &a)))
-            return s;
-        if (a.n == 0)
-            return sift__fail_at(err, SIFT_E_NO_CANDIDATE, (int64_t)i,
-                                 "stage %zu (%s) removed the last candidate", i,
-                                 sift__stage_name(st));
-    }
+    sift__arr a;
+    if ((s = sift__chain_run_stages(c, row, V, n_stages, &a, err)))
+        return s;
     /* Dropped -inf tokens are not survivors; keep the set canonical. */
     size_t m = 0;
     for (size_t i = 0; i < a.n; i++)

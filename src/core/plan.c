@@ -12,7 +12,9 @@
  * (they may leave the top, so more must be copied), tokens raised (they
  * must be copied as extras), a monotone map (ties may merge: a margin,
  * and the step is certified rather than exact). A stage that reads the
- * whole distribution before that point means the whole row.
+ * whole distribution before that point means the whole row. What each
+ * class contributes is its plan rule in class.c, the table the run-time
+ * certificate (certify.c) reads too.
  *
  * Invariants: reads the chain only (safe on a chain shared by threads);
  * the dynamic plan's k is never above the static plan's, because every
@@ -23,7 +25,6 @@
 #include <stdlib.h>
 
 #include "../sift_internal.h"
-#include "../grammar/gbnf.h"
 
 /* The caller's sift_plan_stage array: elements of `stride` bytes. */
 typedef struct sift__plan_stages {
@@ -31,17 +32,8 @@ typedef struct sift__plan_stages {
     size_t stride;
 } sift__plan_stages;
 
-/* The margin after a monotone stage (see docs/analyzer.md: rounding can
- * merge logits that differ by an ulp, so the k-th kept token must beat
- * the bound strictly; a few spare tokens make a failed check rare). */
-#define MONOTONE_MARGIN 8
-/* The recommended prefix for a threshold stage with no static bound
- * (min_p), and the slack added for an unbounded lowering stage (a grammar
- * in constrain mode). Measured hook rates: docs/analyzer.md. */
-#define THRESHOLD_K 64
-#define UNBOUNDED_SLACK 64
-/* Prefix lengths are int32; a sum above this is reported as whole row. */
-#define K_MAX ((int64_t)1 << 30)
+#define K_MAX SIFT__PLAN_K_MAX
+#define put sift__why_put
 
 const char *sift_guarantee_str(sift_guarantee g)
 {
@@ -51,42 +43,6 @@ const char *sift_guarantee_str(sift_guarantee g)
     case SIFT_GUARANTEE_WHOLE_ROW: return "whole_row";
     }
     return "unknown";
-}
-
-static void put(char *buf, const char *fmt, ...)
-{
-    if (!buf)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, SIFT_PLAN_WHY_MAX, fmt, ap);
-    va_end(ap);
-}
-
-/* Appends to buf (NUL-terminated, capacity SIFT_PLAN_WHY_MAX). */
-static void append(char *buf, const char *fmt, ...)
-{
-    if (!buf)
-        return;
-    size_t used = strlen(buf);
-    if (used + 1 >= SIFT_PLAN_WHY_MAX)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, SIFT_PLAN_WHY_MAX - used, fmt, ap);
-    va_end(ap);
-}
-
-/* a + b for counts >= 0, saturating at INT64_MAX: stages declare their
- * own counts (a custom stage may say LOWERS or TOP with any int64), and
- * a sum past K_MAX means the whole row anyway. */
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    if (a < 0)
-        a = 0;
-    if (b < 0)
-        b = 0;
-    return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
 /* A count as a plan's int32 field (the per-stage k), saturating. */
@@ -99,11 +55,6 @@ static sift_class stage_cls(const sift__stage *st, int64_t *n)
 {
     *n = 0;
     return st->ops->cls ? st->ops->cls(st, n) : SIFT_CLASS_WHOLE;
-}
-
-static int64_t stage_lowers(const sift__stage *st, int dynamic, int64_t n)
-{
-    return st->ops->lowers ? st->ops->lowers(st, dynamic) : n;
 }
 
 /* Writes stage i's trace entry into the caller's array, whose elements
@@ -150,95 +101,28 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
         if (done) {
             put(why, "runs on the complete candidate set");
         } else {
-            switch (cls) {
-            case SIFT_CLASS_IDENTITY: put(why, "changes nothing"); break;
-            case SIFT_CLASS_LOWERS:
-            case SIFT_CLASS_RAISES: {
-                if (cls == SIFT_CLASS_RAISES && !st->ops->extras) {
-                    put(why, "raises tokens it cannot name: whole row");
-                    done = 2;
-                    break;
-                }
-                int64_t m = stage_lowers(st, dynamic, n);
-                if (m < 0) {
-                    unbounded = 1;
-                    put(why, "lowers an unbounded number of tokens: certified per step");
-                } else if (m > 0) {
-                    lowered = sat_add(lowered, m);
-                    k_here = m;
-                    put(why, "lowers at most %lld tokens: +%lld", (long long)m, (long long)m);
-                    append(terms, " + %s %lld", name, (long long)m);
-                } else {
-                    put(why, "lowers nothing%s", dynamic ? " now" : "");
-                }
-                if (cls == SIFT_CLASS_RAISES) {
-                    int64_t e = st->ops->max_extras ? st->ops->max_extras(st) : 0;
-                    extras = sat_add(extras, e);
-                    append(why, "; raises up to %lld ids, gathered as extras", (long long)e);
-                } else if (st->ops->allowed) {
-                    int64_t e = st->ops->max_extras ? st->ops->max_extras(st) : 0;
-                    extras = sat_add(extras, e);
-                    append(why, "; names what it allows as extras when that is at most %lld ids",
-                           (long long)e);
-                }
-                break;
-            }
-            case SIFT_CLASS_MONOTONE:
-                if (!st->ops->map_bound) {
-                    put(why, "monotone without a bound map: whole row");
-                    done = 2;
-                    break;
-                }
-                monotone = 1;
-                k_here = MONOTONE_MARGIN;
-                put(why, "keeps the order up to rounding ties: margin %d, certified",
-                    MONOTONE_MARGIN);
-                break;
-            case SIFT_CLASS_TOP:
-            case SIFT_CLASS_THRESHOLD: {
-                int threshold = cls == SIFT_CLASS_THRESHOLD;
-                if (threshold && !st->ops->certify) {
-                    put(why, "threshold stage that cannot be certified: whole row");
-                    done = 2;
-                    break;
-                }
-                int64_t base = threshold && n <= 0 ? THRESHOLD_K : n;
-                int64_t k = sat_add(sat_add(base, lowered), (monotone ? MONOTONE_MARGIN : 0) +
-                                                                (unbounded ? UNBOUNDED_SLACK : 0));
-                if (base <= 0 || k > K_MAX) {
-                    put(why, "bound out of range: whole row");
-                    done = 2;
-                    break;
-                }
-                plan->k = (int32_t)k;
-                plan->recommended_k = (int32_t)k;
-                plan->decided_at = (int32_t)i;
-                plan->guarantee = threshold || monotone || unbounded ? SIFT_GUARANTEE_CERTIFIED
-                                                                     : SIFT_GUARANTEE_EXACT;
-                if (threshold && n <= 0)
-                    put(pwhy, "%s has no static bound: recommended %d", name, THRESHOLD_K);
-                else
-                    put(pwhy, "%s %lld", name, (long long)n);
-                append(pwhy, "%s", terms);
-                if (monotone)
-                    append(pwhy, " + margin %d", MONOTONE_MARGIN);
-                if (unbounded)
-                    append(pwhy, " + slack %d", UNBOUNDED_SLACK);
-                append(pwhy, " = %lld, %s", (long long)k, sift_guarantee_str(plan->guarantee));
-                if (threshold)
-                    put(why, "threshold decided per step by the certificate: k = %lld",
-                        (long long)k);
-                else
-                    put(why, "keeps the first %lld: k = %lld", (long long)n, (long long)k);
-                k_here = base;
-                done = 1;
-                break;
-            }
-            default:
-                put(why, "reads the whole distribution before any truncation: whole row");
-                done = 2;
-                break;
-            }
+            /* The class's plan rule (core/class.c), the same table the
+             * certificate reads. */
+            sift__plan_acc acc = {.st = st,
+                                  .name = name,
+                                  .n = n,
+                                  .dynamic = dynamic,
+                                  .i = i,
+                                  .lowered = lowered,
+                                  .extras = extras,
+                                  .monotone = monotone,
+                                  .unbounded = unbounded,
+                                  .why = why,
+                                  .terms = terms,
+                                  .pwhy = pwhy,
+                                  .plan = plan};
+            sift__class_rule_of(cls)->plan(&acc);
+            lowered = acc.lowered;
+            extras = acc.extras;
+            monotone = acc.monotone;
+            unbounded = acc.unbounded;
+            done = acc.done;
+            k_here = acc.k_here;
             if (done == 2) {
                 put(pwhy, "stage %zu (%s) %s", i, name,
                     cls == SIFT_CLASS_WHOLE || cls == SIFT_CLASS_LOWERS
@@ -369,17 +253,7 @@ size_t sift__chain_extras(const sift_chain *c, int32_t *ids, size_t cap)
         sift_class cls = stage_cls(st, &n);
         size_t room = total < cap ? cap - total : 0;
         int32_t *at = ids ? ids + (total < cap ? total : cap) : NULL;
-        if (cls == SIFT_CLASS_RAISES && st->ops->extras) {
-            total += st->ops->extras(st, at, room);
-        } else if (cls == SIFT_CLASS_LOWERS && st->ops->allowed) {
-            const int32_t *few;
-            size_t m = st->ops->allowed(st, &few);
-            if (m == SIZE_MAX)
-                continue;
-            if (at && m)
-                memcpy(at, few, (m < room ? m : room) * sizeof *at);
-            total += m;
-        }
+        total += sift__class_rule_of(cls)->extras(st, at, room);
     }
     if (total > cap || !ids || total < 2)
         return total;
@@ -395,9 +269,10 @@ sift_status sift__chain_prepare_extras(const sift_chain *c, sift_error *err)
 {
     size_t end = raising_end(c);
     for (size_t i = 0; i < end; i++) {
-        sift_grammar *g = sift__grammar_of_stage(c->stages[i]);
-        sift_status s =
-            g && c->stages[i]->ops->allowed ? sift__grammar_small_prepare(g, err) : SIFT_OK;
+        sift__stage *st = c->stages[i];
+        sift_status s = st->ops->allowed && st->ops->prepare_allowed
+                            ? st->ops->prepare_allowed(st, err)
+                            : SIFT_OK;
         if (s)
             return s;
     }

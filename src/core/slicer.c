@@ -6,7 +6,7 @@
  * first k tokens, ties broken by ascending id, then the logits of the
  * requested extra ids that are not in the prefix).
  *
- * It runs the same prefix builder as the full-row path (core/slice.c:
+ * It runs the same prefix builder as the full-row path (core/prefix.c:
  * block maxima, a selection among blocks, a gather, a sort of k + a few
  * tokens), so it costs about one read of the row.
  *

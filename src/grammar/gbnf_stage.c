@@ -18,8 +18,8 @@
  * or as a check grammar, is refused instead of freeing it twice).
  *
  * accept cannot fail in the stage interface. A chain makes it all or
- * nothing by calling sift__grammar_prepare_accept on every grammar stage
- * first (it rejects the token or caches every transition the accept
+ * nothing by calling every stage's prepare_accept (here
+ * sift__grammar_prepare_accept) first (it rejects the token or caches every transition the accept
  * follows). If a token the grammar rejects still reaches accept, the
  * grammar keeps its state and the next apply reports the rejection
  * (SIFT_E_GRAMMAR_REJECT) until the chain is reset.
@@ -128,6 +128,26 @@ static int32_t gs_max_token(const sift__stage *st)
     return sift__grammar_n_vocab(((const gstage *)st)->g) - 1;
 }
 
+/* The fallible half of accept (sift__stage_ops.prepare_accept): the
+ * chain calls it on every stage before any accept, so a token the grammar
+ * rejects leaves the whole chain unchanged. */
+static sift_status gs_prepare_accept(sift__stage *st, int32_t token, sift_error *err)
+{
+    return sift__grammar_prepare_accept(((gstage *)st)->g, token, err);
+}
+
+static int32_t gs_n_vocab(const sift__stage *st)
+{
+    return sift__grammar_n_vocab(((const gstage *)st)->g);
+}
+
+/* Lists the allowed set ahead of the step that asks for it as extras, so
+ * that an allocation failure is that step's SIFT_E_NOMEM. */
+static sift_status gs_prepare_allowed(sift__stage *st, sift_error *err)
+{
+    return sift__grammar_small_prepare(((gstage *)st)->g, err);
+}
+
 static uint64_t gs_digest(const sift__stage *st, uint64_t h)
 {
     const gstage *s = (const gstage *)st;
@@ -148,6 +168,10 @@ static const sift__stage_ops gs_ops = {
     .max_extras = gs_max_extras,
     .max_token = gs_max_token,
     .digest = gs_digest,
+    .prepare_accept = gs_prepare_accept,
+    .n_vocab = gs_n_vocab,
+    .prepare_allowed = gs_prepare_allowed,
+    .generated_only = 1,
 };
 
 sift_grammar *sift__grammar_of_stage(sift__stage *st)

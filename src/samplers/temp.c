@@ -199,7 +199,7 @@ static sift_class temp_ext_cls(const sift__stage *st, int64_t *n)
  * no dynamic part); NaN ("cannot say") otherwise. The greedy fallback
  * removes tokens, absent ones too: the prefix path maps the present
  * maximum as well and sends the step to the whole row when that is not
- * finite (core/slice.c). */
+ * finite (core/certify.c). */
 static float temp_map(float t, float bound)
 {
     if (!(t > 0.0f))

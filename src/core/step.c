@@ -1,0 +1,548 @@
+/*
+ * step.c - the row step: sample, accept and distribution over a whole
+ * row (with the prefix fast path), and check mode.
+ *
+ * Invariants:
+ * - sample() works on a copy of the RNG and on scratch buffers; it
+ *   commits the RNG only when it returns SIFT_OK, so a failed sample
+ *   changes nothing. Only accept() changes stage state.
+ * - No step allocates once the scratch space is sized for V.
+ */
+#include <math.h>
+
+#include "../sift_internal.h"
+#include "step.h"
+
+/* Stages (a grammar) and checkers that decide per token of their own
+ * vocabulary: one of another size than the row is refused before any
+ * stage runs, on every path (else the outcome would depend on which token
+ * is drawn). */
+sift_status sift__chain_check_vocab(const sift_chain *c, int32_t V, sift_error *err)
+{
+    int32_t cv = c->check_ops && c->check_ops->n_vocab ? c->check_ops->n_vocab(c->check) : 0;
+    if (cv && cv != V)
+        return sift__fail(err, SIFT_E_ARG, "the %s's vocabulary has %d tokens, the row has %d",
+                          c->check_ops->name, (int)cv, (int)V);
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const sift__stage *st = c->stages[i];
+        int32_t sv = st->ops->n_vocab ? st->ops->n_vocab(st) : 0;
+        if (sv && sv != V)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
+                                 "stage %zu (%s) has a vocabulary of %d tokens, the row has %d", i,
+                                 sift__stage_name(st), (int)sv, (int)V);
+    }
+    return SIFT_OK;
+}
+
+/* Everything sample and distribution check before touching the row
+ * (the buffers are sized by the caller). */
+sift_status sift__step_check(sift_chain *c, int32_t V, int need_selector, sift_error *err)
+{
+    if (V < 1)
+        return sift__fail(err, SIFT_E_ARG, "row length must be >= 1, got %d", (int)V);
+    if (V > c->max_vocab)
+        return sift__fail(err, SIFT_E_LIMIT, "V = %d exceeds max_vocab %d", (int)V,
+                          (int)c->max_vocab);
+    if (c->n_vocab && V != c->n_vocab)
+        return sift__fail(err, SIFT_E_ARG, "row has %d entries, chain expects %d", (int)V,
+                          (int)c->n_vocab);
+    sift_status s = sift__chain_check_vocab(c, V, err);
+    if (s)
+        return s;
+    if (c->n_stages == 0 || !c->stages[c->n_stages - 1]->ops->is_selector) {
+        if (need_selector || c->n_stages == 0)
+            return sift__fail(err, SIFT_E_ARG,
+                              "chain must end with exactly one selector (greedy, dist, "
+                              "mirostat, mirostat_v2)%s",
+                              c->n_stages ? "" : "; it has no stages");
+    }
+    for (size_t i = 0; i + 1 < c->n_stages; i++)
+        if (c->stages[i]->ops->is_selector)
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
+                                 "stage %zu (%s) is a selector but not the last stage", i,
+                                 sift__stage_name(c->stages[i]));
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const sift__stage *st = c->stages[i];
+        if (st->ops->max_token) {
+            int32_t mt = st->ops->max_token(st);
+            if (mt >= V)
+                return sift__fail_at(err, SIFT_E_ARG, mt,
+                                     "stage %zu (%s) refers to token %d, outside the row's "
+                                     "vocabulary [0, %d)",
+                                     i, sift__stage_name(st), (int)mt, (int)V);
+        }
+    }
+    return SIFT_OK;
+}
+
+/* Copies and validates the row into the working array. */
+static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
+                            sift_error *err)
+{
+    sift_candidate *cd = c->ws.cand;
+    /* One pass that both copies and looks for bad values; the tests are
+     * ORed so the loop stays branch-free. With GCC or clang the tests run
+     * on four floats at once (generic vectors: SSE2, NEON), which halves
+     * the cost of this pass on a full row; the outcome is the same. */
+    int bad = 0;
+    int any = 0;
+    int32_t i = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    typedef float v4f __attribute__((vector_size(16)));
+    typedef int32_t v4i __attribute__((vector_size(16)));
+    const v4f inf = {INFINITY, INFINITY, INFINITY, INFINITY};
+    const v4f ninf = -inf;
+    v4i bad4 = {0, 0, 0, 0}, any4 = {0, 0, 0, 0};
+    for (; i + 4 <= V; i += 4) {
+        v4f x;
+        memcpy(&x, logits + i, sizeof x);
+        bad4 |= ~(x < inf); /* NaN or +inf */
+        any4 |= x > ninf;
+        for (int j = 0; j < 4; j++) {
+            cd[i + j].id = i + j;
+            cd[i + j].logit = x[j];
+        }
+    }
+    bad = (bad4[0] | bad4[1] | bad4[2] | bad4[3]) != 0;
+    any = (any4[0] | any4[1] | any4[2] | any4[3]) != 0;
+#endif
+    for (; i < V; i++) {
+        float x = logits[i];
+        cd[i].id = i;
+        cd[i].logit = x;
+        bad |= !(x < INFINITY); /* NaN or +inf */
+        any |= x > -INFINITY;
+    }
+    if (bad || !any)
+        return sift__row_error(logits, V, err);
+    a->c = cd;
+    a->n = (size_t)V;
+    a->V = V;
+    a->order = SIFT__ORDER_ID;
+    a->dense = 1;
+    return SIFT_OK;
+}
+
+sift_status sift__no_candidate(sift__ctx *ctx, const char *stage_name)
+{
+    return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)ctx->stage,
+                         "no candidate left at stage %zu (%s): every logit is -inf", ctx->stage,
+                         stage_name);
+}
+
+/* SIFT_E_NO_CANDIDATE naming the stage after which every candidate was
+ * -inf (ctx->banned_at), for a later stage that found none left. */
+sift_status sift__no_candidate_left(const sift_chain *c, const sift__ctx *ctx)
+{
+    size_t j = ctx->banned_at;
+    return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)j,
+                         "no candidate left: stage %zu (%s) removed the last candidate (every "
+                         "logit is -inf after it)",
+                         j, sift__stage_name(c->stages[j]));
+}
+
+void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
+{
+    ctx->rng = c->rng;
+    ctx->ws = &c->ws;
+    ctx->err = err;
+    ctx->V = V;
+    ctx->stage = 0;
+    ctx->selected = -1;
+    ctx->banned_at = SIZE_MAX;
+}
+
+static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
+                            sift_error *err);
+
+/* The stage loop of every row step: applies stages [0, end) to `a` in
+ * order. Returns SIFT_OK with *at = end, or the first failure with *at =
+ * the stage that failed; *emptied = 1 when that stage left no candidate
+ * at all (SIFT_E_NO_CANDIDATE naming it). */
+static sift_status apply_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, size_t *at,
+                                int *emptied)
+{
+    sift_status s = SIFT_OK;
+    size_t i = 0;
+    *emptied = 0;
+    for (; i < end; i++) {
+        sift__stage *st = c->stages[i];
+        ctx->stage = i;
+        if ((s = st->ops->apply(st, ctx, a)) != SIFT_OK)
+            break;
+        if (a->n == 0) {
+            *emptied = 1;
+            s = sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
+                              "stage %zu (%s) removed the last candidate", i, sift__stage_name(st));
+            break;
+        }
+    }
+    *at = i;
+    return s;
+}
+
+sift_status sift__chain_run_stages(sift_chain *c, const float *row, int32_t V, size_t end,
+                                   sift__arr *a, sift_error *err)
+{
+    sift_status s = load_row(c, row, V, a, err);
+    if (s)
+        return s;
+    sift__ctx ctx;
+    sift__ctx_init(c, &ctx, V, err);
+    size_t at;
+    int emptied;
+    return apply_stages(c, &ctx, a, end, &at, &emptied);
+}
+
+/* Applies stages [0, end) to the row `logits` loaded into `a`.
+ *
+ * A stage that finds every candidate at -inf reports SIFT_E_NO_CANDIDATE
+ * under its own name, but the stage to name is the one that set the last
+ * finite logit to -inf. Checking after every stage would cost a scan of
+ * the row per stage, so only a failing step finds it: the stages run
+ * again from the row and the same RNG state (apply changes no stage
+ * state; a custom stage's apply is called again) and the last run
+ * of stages that leave nothing finite is found (a custom stage may
+ * raise a -inf logit again). The same holds when the stages before a
+ * distribution's selector leave nothing finite (SIFT_OK with every
+ * candidate at -inf; ctx->banned_at is then set). */
+static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
+                              const float *logits)
+{
+    sift__ctx start = *ctx;
+    size_t i;
+    int emptied;
+    sift_status s = apply_stages(c, ctx, a, end, &i, &emptied);
+    if (emptied)
+        return s;
+    int selected = end > 0 && c->stages[end - 1]->ops->is_selector;
+    if (s == SIFT_OK && (selected || !sift__all_banned(a->c, a->n)))
+        return SIFT_OK;
+    if (s != SIFT_OK && (s != SIFT_E_NO_CANDIDATE || i == 0))
+        return s;
+    /* Find the stage that banned the last candidate. */
+    sift__ctx re = start;
+    re.err = NULL;
+    ctx->banned_at = SIZE_MAX;
+    sift__arr b = *a;
+    if (load_row(c, logits, a->V, &b, NULL) == SIFT_OK) {
+        for (size_t j = 0; j < i; j++) {
+            re.stage = j;
+            if (c->stages[j]->ops->apply(c->stages[j], &re, &b) != SIFT_OK || b.n == 0)
+                break;
+            sift__note_banned(ctx, j, &b);
+        }
+    }
+    *a = b; /* the same buffer; the set as far as the stages ran again */
+    if (ctx->banned_at == SIZE_MAX)
+        return s;
+    return sift__no_candidate_left(c, ctx);
+}
+
+/* Appends to the prefix in `a` the extras this step asks for, with their
+ * row logits, in canonical order (they all rank after the prefix). */
+static void add_row_extras(sift_chain *c, sift__arr *a, const float *row, const sift__bound *b)
+{
+    int32_t *ids = (int32_t *)c->ws.u32;
+    size_t cap = c->ws.cap - a->n;
+    size_t n = sift__chain_extras(c, ids, cap);
+    if (n == 0 || n > cap)
+        return; /* n > cap cannot happen: extras are distinct ids < V */
+    size_t start = a->n;
+    for (size_t i = 0; i < n; i++) {
+        sift_candidate x = {ids[i], row[ids[i]]};
+        if (sift__ckey(x.logit, x.id) < b->key)
+            a->c[a->n++] = x;
+    }
+    sift__sort_canon(a->c + start, a->n - start, c->ws.cand2);
+}
+
+/* One pass of the chain over a whole row, starting from RNG state *rng:
+ * the token, and *rng advanced past the draws. Commits nothing. The
+ * caller has checked the chain and sized the buffers. try_prefix = 0
+ * skips the prefix fast path (a slice that failed its walk on the same
+ * or more of the row's top tokens). */
+static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__rng *rng,
+                           int32_t *token, int try_prefix, sift_error *err)
+{
+    sift_status s = SIFT_OK;
+    sift__ctx ctx;
+    sift__arr a;
+    /* Fast path: decide from the row's top k when the chain allows it. */
+    size_t k = try_prefix ? sift__plan_prefix_k(c) : 0;
+    /* The prefix needs the extras of this step; a grammar that cannot
+     * list its allowed tokens within its work budget sends the step to
+     * the whole row, which does not need them (out of memory is the
+     * step's error). */
+    sift_status ps = k > 0 && k <= (size_t)V / 8 ? sift__chain_prepare_extras(c, NULL) : SIFT_OK;
+    if (ps == SIFT_E_NOMEM)
+        return sift__fail(err, SIFT_E_NOMEM,
+                          "out of memory while listing a grammar's allowed tokens");
+    if (k > 0 && k <= (size_t)V / 8 && ps == SIFT_OK) {
+        sift__ctx_init(c, &ctx, V, err);
+        ctx.rng = *rng;
+        if ((s = sift__row_prefix(&ctx, logits, V, k, c->ws.cand)))
+            return s;
+        a.c = c->ws.cand;
+        a.n = k;
+        a.V = V;
+        a.order = SIFT__ORDER_CANON;
+        a.dense = 0;
+        sift__bound b = sift__bound_of(&a.c[k - 1]);
+        add_row_extras(c, &a, logits, &b);
+        int decided = sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED;
+        if (decided) {
+            if (s)
+                return s;
+            c->n_prefix_decided++;
+            goto selected;
+        }
+        c->n_prefix_fallback++;
+    }
+    if ((s = load_row(c, logits, V, &a, err)))
+        return s;
+    sift__ctx_init(c, &ctx, V, err);
+    ctx.rng = *rng;
+    c->n_full_passes++;
+    s = run_stages(c, &ctx, &a, c->n_stages, logits);
+    if (s)
+        return s;
+selected:
+    if (ctx.selected < 0 || ctx.selected >= V)
+        return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
+                          sift__stage_name(c->stages[c->n_stages - 1]));
+    *rng = ctx.rng;
+    *token = ctx.selected;
+    return SIFT_OK;
+}
+
+/* The row buffer (for the hook and for check-mode bans), sized once. */
+sift_status sift__row_buffer(sift_chain *c, int32_t V, sift_error *err)
+{
+    if ((size_t)V <= c->row_cap)
+        return SIFT_OK;
+    float *r = sift__malloc(&c->al, (size_t)V, sizeof *r);
+    if (!r)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %d-token row buffer",
+                          (int)V);
+    sift__free(&c->al, c->row);
+    c->row = r;
+    c->row_cap = (size_t)V;
+    return SIFT_OK;
+}
+
+/* Check mode, once for both steps: if the chain's checker refuses
+ * *token, ban every token it refuses in (a copy of) the row and sample
+ * again, continuing from the RNG state the first draw left. `row` is the
+ * step's row (it may be c->row, banned in place), or NULL for a slice
+ * step: then the row comes from the hook (SIFT_E_NEED_ROW without one)
+ * and is checked against `sl`. *resampled = 1 when the token was refused. */
+sift_status sift__check_mode(sift_chain *c, const float *row, const sift_slice *sl, int32_t V,
+                             sift__rng *rng, int32_t *token, int *resampled, sift_error *err)
+{
+    *resampled = 0;
+    if (!c->check_ops)
+        return SIFT_OK;
+    int ok = 0;
+    sift_status s = c->check_ops->accepts(c->check, *token, &ok, err);
+    if (s || ok)
+        return s;
+    *resampled = 1;
+    if (!row) {
+        /* The bans need the whole row. */
+        if (!c->hook) {
+            c->n_need_row++;
+            return sift__fail_at(err, SIFT_E_NEED_ROW, *token,
+                                 "the %s rejects token %d; banning needs the whole row and no "
+                                 "row hook is set",
+                                 c->check_ops->name, (int)*token);
+        }
+        if ((s = sift__slice_fetch_row(c, sl, err)) ||
+            (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
+            return s;
+        row = c->row;
+    }
+    if ((s = sift__row_buffer(c, V, err)))
+        return s;
+    if (row != c->row)
+        memcpy(c->row, row, (size_t)V * sizeof *row);
+    c->n_grammar_resamples++;
+    if ((s = c->check_ops->ban(c->check, c->row, V, err)))
+        return s;
+    return run_row(c, c->row, V, rng, token, 1, err);
+}
+
+sift_status sift__sample_row(sift_chain *c, const float *logits, int32_t V, int32_t *token,
+                             int try_prefix, sift_error *err)
+{
+    sift_status s = SIFT_OK;
+    if (!token)
+        return sift__fail(err, SIFT_E_ARG, "token is NULL");
+    if (!logits)
+        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
+    if ((s = sift__step_check(c, V, 1, err)) ||
+        (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
+        return s;
+    sift__rng rng = c->rng;
+    int32_t tok = -1;
+    int resampled;
+    if ((s = run_row(c, logits, V, &rng, &tok, try_prefix, err)) ||
+        (s = sift__check_mode(c, logits, NULL, V, &rng, &tok, &resampled, err)))
+        return s;
+    c->rng = rng;
+    c->last_V = V;
+    *token = tok;
+    return SIFT_OK;
+}
+
+/* prompt = 1: a token of the prompt (or any text the model did not
+ * generate): history windows take it, generated_only stages (grammars)
+ * and the checker do not. */
+static sift_status accept_impl(sift_chain *c, int32_t token, int prompt, sift_error *err)
+{
+    int32_t lim = c->n_vocab ? c->n_vocab : (c->last_V ? c->last_V : c->max_vocab);
+    if (token < 0 || token >= lim)
+        return sift__fail_at(err, SIFT_E_TOKEN, token, "token %d out of range [0, %d)", (int)token,
+                             (int)lim);
+    /* Stages and the checker can refuse a token (prepare_accept); ask
+     * them all before anything changes. */
+    sift_status s;
+    if (!prompt && c->check_ops && (s = c->check_ops->prepare_accept(c->check, token, err)))
+        return s;
+    for (size_t i = 0; i < c->n_stages; i++) {
+        sift__stage *st = c->stages[i];
+        if (st->ops->prepare_accept && !(prompt && st->ops->generated_only) &&
+            (s = st->ops->prepare_accept(st, token, err)))
+            return s;
+    }
+    if (!prompt && c->check_ops && (s = c->check_ops->accept(c->check, token, err)))
+        return s; /* prepared: cannot fail */
+    for (size_t i = 0; i < c->n_stages; i++) {
+        sift__stage *st = c->stages[i];
+        if (st->ops->accept && !(prompt && st->ops->generated_only))
+            st->ops->accept(st, token);
+    }
+    return SIFT_OK;
+}
+
+/* The stages before the selector: [0, sift__selector_end). */
+size_t sift__selector_end(const sift_chain *c)
+{
+    size_t end = c->n_stages;
+    if (end && c->stages[end - 1]->ops->is_selector)
+        end--;
+    return end;
+}
+
+/* The selector's support and the probabilities, from the set the stages
+ * before it left in `a`. */
+sift_status sift__finish_distribution(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
+                                      sift_token_prob *out, size_t capacity, size_t *n_out)
+{
+    sift_status s = SIFT_OK;
+    sift__stage *sel = end < c->n_stages ? c->stages[end] : NULL;
+    if (sel && sel->ops->support) {
+        ctx->stage = end;
+        if ((s = sel->ops->support(sel, ctx, a)))
+            return s;
+    }
+    float m = sift__max_logit(a->c, a->n);
+    if (!(m > -INFINITY)) {
+        if (ctx->banned_at < end)
+            return sift__no_candidate_left(c, ctx);
+        return sift__fail(ctx->err, SIFT_E_NO_CANDIDATE, "every candidate is -inf after stage %zu",
+                          end ? end - 1 : 0);
+    }
+    if (sel && sel->ops->is_greedy)
+        sift__arr_keep_top(ctx, a, 1);
+    sift__u128 W = sift__weights(a->c, a->n, m, c->ws.u64a);
+    double Wd = sift__u128_to_double(W);
+    /* Report in canonical order. This is a diagnostic call, not the hot
+     * path, so it sorts what survived. A weight is a pure function of the
+     * logit and m, so it is recomputed after the sort. */
+    sift_candidate *sorted = c->ws.cand2;
+    memcpy(sorted, a->c, a->n * sizeof *sorted);
+    sift__sort_canon(sorted, a->n, a->c);
+    size_t k = a->n < capacity ? a->n : capacity;
+    for (size_t i = 0; i < k; i++) {
+        out[i].id = sorted[i].id;
+        out[i].logit = sorted[i].logit;
+        out[i].p = (double)sift__weight(sift__expf(sorted[i].logit - m)) / Wd;
+    }
+    *n_out = a->n;
+    return SIFT_OK;
+}
+
+sift_status sift__distribution_row(sift_chain *c, const float *logits, int32_t V,
+                                   sift_token_prob *out, size_t capacity, size_t *n_out,
+                                   sift_error *err)
+{
+    sift_status s = SIFT_OK;
+    if (!n_out || (!out && capacity))
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", n_out ? "out" : "n_out");
+    if (!logits)
+        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
+    if ((s = sift__step_check(c, V, 0, err)) ||
+        (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
+        return s;
+    sift__arr a;
+    if ((s = load_row(c, logits, V, &a, err)))
+        return s;
+    sift__ctx ctx;
+    sift__ctx_init(c, &ctx, V, err);
+    size_t end = sift__selector_end(c);
+    s = run_stages(c, &ctx, &a, end, logits);
+    if (s)
+        return s;
+    return sift__finish_distribution(c, &ctx, &a, end, out, capacity, n_out);
+}
+
+/* The public entry points: refuse re-entry, and mark the chain busy for
+ * the whole call, so that any callback (allocator, custom stage) that
+ * calls back into it gets SIFT_E_STATE. */
+sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int32_t *token,
+                              sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = sift__sample_row(c, logits, V, token, 1, err);
+    c->busy = 0;
+    return s;
+}
+
+sift_status sift_chain_accept(sift_chain *c, int32_t token, sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = accept_impl(c, token, 0, err);
+    c->busy = 0;
+    return s;
+}
+
+sift_status sift_chain_accept_prompt(sift_chain *c, int32_t token, sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = accept_impl(c, token, 1, err);
+    c->busy = 0;
+    return s;
+}
+
+sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t V,
+                                    sift_token_prob *out, size_t capacity, size_t *n_out,
+                                    sift_error *err)
+{
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    c->busy = 1;
+    s = sift__distribution_row(c, logits, V, out, capacity, n_out, err);
+    c->busy = 0;
+    return s;
+}

@@ -1,0 +1,48 @@
+/*
+ * step.h - what the row step (step.c) lends the slice step
+ * (slice_step.c). Private to src/core/.
+ */
+#ifndef SIFT_CORE_STEP_H
+#define SIFT_CORE_STEP_H
+
+#include "../sift_internal.h"
+
+/* Everything sample and distribution check before touching the row
+ * (the buffers are sized by the caller). */
+SIFT__HIDDEN sift_status sift__step_check(sift_chain *c, int32_t V, int need_selector,
+                                          sift_error *err);
+/* A fresh per-step context over the chain's RNG and workspace. */
+SIFT__HIDDEN void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err);
+/* The row buffer (for the hook and for check-mode bans), sized once. */
+SIFT__HIDDEN sift_status sift__row_buffer(sift_chain *c, int32_t V, sift_error *err);
+/* Check mode, written once for the row and the slice step: if the
+ * chain's checker refuses *token, bans what it refuses in (a copy of) the
+ * row and samples again from the RNG state the first draw left. `row` is
+ * the step's row, or NULL for a slice step (the row then comes from the
+ * hook, checked against `sl`; SIFT_E_NEED_ROW without a hook).
+ * *resampled = 1 when the token was refused. */
+SIFT__HIDDEN sift_status sift__check_mode(sift_chain *c, const float *row, const sift_slice *sl,
+                                          int32_t V, sift__rng *rng, int32_t *token, int *resampled,
+                                          sift_error *err);
+/* sift_chain_sample's body (the chain is entered and busy). try_prefix
+ * = 0 goes straight to the full pass (the slice fallback, which has run
+ * the certificate walk already). */
+SIFT__HIDDEN sift_status sift__sample_row(sift_chain *c, const float *logits, int32_t V,
+                                          int32_t *token, int try_prefix, sift_error *err);
+/* Calls the row hook into c->row and checks the row against the slice
+ * (slice_step.c). */
+SIFT__HIDDEN sift_status sift__slice_fetch_row(sift_chain *c, const sift_slice *sl,
+                                               sift_error *err);
+/* sift_chain_distribution's body. */
+SIFT__HIDDEN sift_status sift__distribution_row(sift_chain *c, const float *logits, int32_t V,
+                                                sift_token_prob *out, size_t capacity,
+                                                size_t *n_out, sift_error *err);
+/* The stages before the selector: [0, sift__selector_end). */
+SIFT__HIDDEN size_t sift__selector_end(const sift_chain *c);
+/* The selector's support and the probabilities, from the set the stages
+ * before it left in `a`. */
+SIFT__HIDDEN sift_status sift__finish_distribution(sift_chain *c, sift__ctx *ctx, sift__arr *a,
+                                                   size_t end, sift_token_prob *out,
+                                                   size_t capacity, size_t *n_out);
+
+#endif /* SIFT_CORE_STEP_H */

@@ -1,0 +1,248 @@
+/*
+ * check_core.c - the core on its own: linked with src/core/ and
+ * src/samplers/ only (no grammar, no config, no PCRE2 or libyaml), so it
+ * also proves that the core needs nothing from those folders.
+ *
+ * Covers the one table of class semantics (core/class.c) through both of
+ * its readers, the static plan and the run-time certificate, and the
+ * slice fallback's work (one walk and one full pass).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sift_internal.h"
+
+enum { V = 1000 };
+
+/* A row with distinct logits in a random order (xorshift; no libm). */
+static void make_row(float *row, uint64_t seed)
+{
+    uint64_t x = seed * 2654435761u + 1;
+    for (int32_t i = 0; i < V; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        row[i] = (float)(x % 100000u) / 1000.0f - 50.0f + (float)i * 1e-6f;
+    }
+}
+
+/* The canonical first k of a row (a selection sort is enough here). */
+static void canonical_prefix(const float *row, int32_t k, sift_candidate *out)
+{
+    static unsigned char taken[V];
+    memset(taken, 0, sizeof taken);
+    for (int32_t j = 0; j < k; j++) {
+        int32_t best = -1;
+        for (int32_t i = 0; i < V; i++)
+            if (!taken[i] && (best < 0 || row[i] > row[best]))
+                best = i;
+        taken[best] = 1;
+        out[j].id = best;
+        out[j].logit = row[best];
+    }
+}
+
+typedef struct hook_ctx {
+    const float *row;
+    int calls;
+} hook_ctx;
+
+static int hook(void *user, float *row, int32_t n)
+{
+    hook_ctx *h = user;
+    memcpy(row, h->row, (size_t)n * sizeof *row);
+    h->calls++;
+    return 0;
+}
+
+/* The custom stage of a class: what each does is allowed by its class
+ * (custom.c checks it): LOWERS lowers the first cls_n it receives (all,
+ * when cls_n is -1), TOP keeps the first cls_n, the others change
+ * nothing. */
+typedef struct cstage {
+    sift_class cls;
+    int64_t n;
+} cstage;
+
+static int cstage_apply(void *user, sift_candidate *data, size_t *size)
+{
+    const cstage *cs = user;
+    if (cs->cls == SIFT_CLASS_LOWERS)
+        for (size_t i = 0; i < *size && (cs->n < 0 || (int64_t)i < cs->n); i++)
+            data[i].logit -= 1000.0f;
+    if (cs->cls == SIFT_CLASS_TOP && (int64_t)*size > cs->n)
+        *size = (size_t)cs->n;
+    return 0;
+}
+
+static sift_chain *chain_with(cstage *cs, int32_t top_k)
+{
+    sift_chain *c = NULL;
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.seed = 11;
+    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    sift_custom_stage vt = {
+        SIFT_CUSTOM_STAGE_ABI, "probe", cs->cls, cs->n, cstage_apply, NULL, NULL, NULL, NULL};
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, cs, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, top_k, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    return c;
+}
+
+START_TEST(test_every_class_has_a_plan_rule_a_certificate_rule_and_an_extras_rule)
+{
+    for (unsigned k = 0; k < SIFT__N_CLASSES; k++) {
+        const sift__class_rule *r = sift__class_rule_of((sift_class)k);
+        ck_assert_ptr_nonnull(r->plan);
+        ck_assert_ptr_nonnull(r->certify);
+        ck_assert_ptr_nonnull(r->extras);
+        ck_assert_str_eq(r->name, sift_class_str((sift_class)k));
+    }
+    /* Past the enum: the rules of WHOLE. */
+    ck_assert_ptr_eq(sift__class_rule_of((sift_class)SIFT__N_CLASSES),
+                     sift__class_rule_of(SIFT_CLASS_WHOLE));
+}
+END_TEST
+
+/* Each class in front of top_k 5: what the plan says of the chain is what
+ * the certificate does with a slice of the plan's k (or of 64 tokens for
+ * a whole-row plan). An exact plan is decided on its slice with no row; a
+ * whole-row plan is never decided on a slice; and either way the token is
+ * the whole row's. */
+START_TEST(test_every_class_reads_alike_in_the_plan_and_the_certificate)
+{
+    static const struct {
+        sift_class cls;
+        int64_t n;
+        sift_guarantee g;
+        int32_t k;
+    } want[] = {
+        {SIFT_CLASS_WHOLE, 0, SIFT_GUARANTEE_WHOLE_ROW, 0},
+        {SIFT_CLASS_IDENTITY, 0, SIFT_GUARANTEE_EXACT, 5},
+        {SIFT_CLASS_LOWERS, 3, SIFT_GUARANTEE_EXACT, 8},
+        {SIFT_CLASS_RAISES, 0, SIFT_GUARANTEE_WHOLE_ROW, 0},   /* names no extras */
+        {SIFT_CLASS_MONOTONE, 0, SIFT_GUARANTEE_WHOLE_ROW, 0}, /* no bound map */
+        {SIFT_CLASS_TOP, 3, SIFT_GUARANTEE_EXACT, 3},
+        {SIFT_CLASS_THRESHOLD, 0, SIFT_GUARANTEE_WHOLE_ROW, 0}, /* no certify */
+    };
+    ck_assert_uint_eq(sizeof want / sizeof want[0], SIFT__N_CLASSES);
+    static float row[V];
+    static sift_candidate pre[64];
+    for (size_t t = 0; t < sizeof want / sizeof want[0]; t++) {
+        ck_assert_int_eq(want[t].cls, (sift_class)t);
+        cstage cs = {want[t].cls, want[t].n};
+        sift_chain *c = chain_with(&cs, 5);
+        sift_plan plan = {.struct_size = sizeof plan};
+        ck_assert_int_eq(sift_chain_plan(c, &plan, NULL, NULL), SIFT_OK);
+        ck_assert_int_eq(plan.guarantee, want[t].g);
+        ck_assert_int_eq(plan.k, want[t].k);
+        sift_chain *whole = chain_with(&cs, 5); /* the same chain, whole rows */
+        for (uint64_t step = 0; step < 20; step++) {
+            make_row(row, 100 * t + step);
+            int32_t k = plan.k > 0 ? plan.k : 64;
+            canonical_prefix(row, k, pre);
+            sift_slice sl = {
+                .n_vocab = V, .n_prefix = k, .prefix = pre, .flags = SIFT_SLICE_CANONICAL};
+            hook_ctx h = {row, 0};
+            ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+            int32_t a = -1, b = -2;
+            ck_assert_int_eq(sift_chain_sample_slice(c, &sl, &a, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_sample(whole, row, V, &b, NULL), SIFT_OK);
+            ck_assert_int_eq(a, b);
+            if (want[t].g == SIFT_GUARANTEE_EXACT)
+                ck_assert_int_eq(h.calls, 0);
+            if (want[t].g == SIFT_GUARANTEE_WHOLE_ROW)
+                ck_assert_int_eq(h.calls, 1);
+        }
+        sift_chain_free(whole);
+        sift_chain_free(c);
+    }
+}
+END_TEST
+
+/* A slice the certificate cannot decide goes from its one failed walk
+ * straight to one full pass: the row's prefix path would build the same
+ * top tokens and fail the same walk again. The token is the whole row's. */
+START_TEST(test_an_undecided_slice_runs_one_walk_and_one_full_pass)
+{
+    static float row[V];
+    static sift_candidate pre[V];
+    /* Lowers every token it sees: the top_k after it can never be
+     * certified on a slice (plan k = 5 + slack 64). */
+    cstage cs = {SIFT_CLASS_LOWERS, -1};
+    sift_chain *c = chain_with(&cs, 5);
+    sift_chain *whole = chain_with(&cs, 5); /* the same chain, whole rows */
+    size_t k = sift__plan_prefix_k(c);
+    ck_assert_uint_eq(k, 69);
+    make_row(row, 5);
+    canonical_prefix(row, (int32_t)k, pre);
+    sift_slice sl = {
+        .n_vocab = V, .n_prefix = (int32_t)k, .prefix = pre, .flags = SIFT_SLICE_CANONICAL};
+    hook_ctx h = {row, 0};
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    int32_t a = -1, b = -2;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &sl, &a, NULL), SIFT_OK);
+    ck_assert_int_eq(h.calls, 1);
+    ck_assert_uint_eq(c->n_walks, 1);
+    ck_assert_uint_eq(c->n_full_passes, 1);
+    ck_assert_uint_eq(c->n_prefix_fallback, 0);
+    /* The same row through sift_chain_sample tries its prefix (one walk)
+     * before its full pass, and draws the same token. */
+    ck_assert_int_eq(sift_chain_sample(whole, row, V, &b, NULL), SIFT_OK);
+    ck_assert_int_eq(a, b);
+    ck_assert_uint_eq(whole->n_walks, 1);
+    ck_assert_uint_eq(whole->n_full_passes, 1);
+    ck_assert_uint_eq(whole->n_prefix_fallback, 1);
+    sift_chain_free(whole);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* A slice shorter than the plan's k knows less than the row's canonical
+ * prefix: its fallback still tries that prefix, which may decide. */
+START_TEST(test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix)
+{
+    static float row[V];
+    static sift_candidate pre[8];
+    cstage cs = {SIFT_CLASS_IDENTITY, 0};
+    sift_chain *c = chain_with(&cs, 5);
+    make_row(row, 9);
+    canonical_prefix(row, 3, pre);
+    sift_slice sl = {.n_vocab = V, .n_prefix = 3, .prefix = pre, .flags = SIFT_SLICE_CANONICAL};
+    hook_ctx h = {row, 0};
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    int32_t a = -1;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &sl, &a, NULL), SIFT_OK);
+    ck_assert_int_eq(h.calls, 1);
+    ck_assert_uint_eq(c->n_walks, 2);
+    ck_assert_uint_eq(c->n_prefix_decided, 1);
+    ck_assert_uint_eq(c->n_full_passes, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("core");
+    TCase *t = tcase_create("classes");
+    tcase_add_test(t, test_every_class_has_a_plan_rule_a_certificate_rule_and_an_extras_rule);
+    tcase_add_test(t, test_every_class_reads_alike_in_the_plan_and_the_certificate);
+    suite_add_tcase(s, t);
+    t = tcase_create("slice fallback");
+    tcase_add_test(t, test_an_undecided_slice_runs_one_walk_and_one_full_pass);
+    tcase_add_test(t, test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
