@@ -268,7 +268,7 @@ static int walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__b
              * present maximum must map to a finite value: then the
              * row's maximum, which lies between it and the bound, does
              * too, and neither the slice nor the row falls back. */
-            float pm = st->ops->map_bound(st, sift__max_logit(a->c, a->n));
+            float pm = st->ops->map_bound(st, sift__arr_max_logit(a));
             if (!(pm > -INFINITY && pm < INFINITY))
                 return SIFT__WALK_ROW;
             if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
