@@ -573,9 +573,17 @@ SIFT__HIDDEN sift_status sift__chain_enter(sift_chain *chain, sift_error *err);
 /* Selection and order helpers (core/select.c)                        */
 /* ------------------------------------------------------------------ */
 
-/* Sorts c[0..n) into canonical order (stable radix sort on the canonical
- * key for large n, insertion sort for small); tmp has room for n. */
+/* Sorts c[0..n) into canonical order (insertion sort for small n, merge
+ * sort for a few hundred, LSD radix sort on the canonical key for
+ * large n); tmp has room for n. */
 SIFT__HIDDEN void sift__sort_canon(sift_candidate *c, size_t n, sift_candidate *tmp);
+/* Canonical order again after a stage changed a few candidates of a
+ * canonical array: c[0..u) are the unchanged ones (still canonical),
+ * side[0..t) the changed ones in any order; leaves the whole set in
+ * canonical order in c[0..u + t). c has room for u + t; side must not
+ * overlap it and is clobbered. O(u + t) plus the sort of the t changed
+ * ones. */
+SIFT__HIDDEN void sift__canon_merge(sift_candidate *c, size_t u, sift_candidate *side, size_t t);
 /* Canonical order for a set that may come in any order (a device top-k):
  * O(n) when it is canonical already or sorted by logit with small tie
  * runs, else sift__sort_canon. tmp holds n candidates. */
@@ -598,6 +606,9 @@ SIFT__HIDDEN void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k);
 
 /* Largest logit of c[0..n) (n >= 1); -inf if all are -inf. */
 SIFT__HIDDEN float sift__max_logit(const sift_candidate *c, size_t n);
+/* sift__max_logit of a's candidates, bitwise; O(1) when a is stored in
+ * canonical order. */
+SIFT__HIDDEN float sift__arr_max_logit(const sift__arr *a);
 
 /* w[i] = sift__weight(sift__expf(c[i].logit - m)) with m the largest
  * logit (which must be finite); returns W = sum w exactly. The kernel and
@@ -633,6 +644,10 @@ SIFT__HIDDEN double sift__entropy_path(int path, const sift_candidate *c, const 
  * *cut. Does not reorder c; uses scratch from ctx. */
 SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w,
                                       size_t n, sift__u128 T, int strict, uint64_t *cut);
+/* sift__mass_prefix on a's candidates with weights w (w[i] of a->c[i]);
+ * a walk that stops at the prefix when a is stored in canonical order. */
+SIFT__HIDDEN size_t sift__arr_mass_prefix(sift__ctx *ctx, const sift__arr *a, const uint64_t *w,
+                                          sift__u128 T, int strict, uint64_t *cut);
 
 /* ------------------------------------------------------------------ */
 /* Prefix path (core/prefix.c, core/certify.c)                        */

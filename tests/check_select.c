@@ -81,6 +81,128 @@ START_TEST(test_sort_canon_matches_qsort_with_ties_and_neg_inf)
 }
 END_TEST
 
+/* Value sets that stress a canonical sort: all tied, few distinct values
+ * (as bf16 rows), -inf mixed in, -0 and +0 mixed (equal: ties by id),
+ * runs already in order or reversed, and plain random values. */
+enum { ADV_TIED, ADV_FEW, ADV_NEG_INF, ADV_ZEROS, ADV_SORTED, ADV_REVERSED, ADV_RANDOM, ADV__N };
+
+static void adversarial(tu_rng *r, sift_candidate *c, size_t n, int kind)
+{
+    /* unique ids from a wide range, in random order */
+    int32_t base = (int32_t)tu_range(r, 0, 1 << 20);
+    for (size_t i = 0; i < n; i++)
+        c[i].id = base + (int32_t)(i * (size_t)tu_range(r, 1, 3) + i);
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)tu_range(r, 0, (int64_t)i - 1);
+        int32_t t = c[i - 1].id;
+        c[i - 1].id = c[j].id;
+        c[j].id = t;
+    }
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        switch (kind) {
+        case ADV_TIED: v = 1.5f; break;
+        case ADV_FEW: v = (float)tu_range(r, -2, 2) * 0.25f; break;
+        case ADV_NEG_INF: v = tu_unif(r) < 0.4 ? -INFINITY : (float)tu_normal(r); break;
+        case ADV_ZEROS: v = tu_unif(r) < 0.5 ? -0.0f : (tu_unif(r) < 0.8 ? 0.0f : -1.0f); break;
+        case ADV_SORTED: v = (float)(n - i) * 0.5f; break;
+        case ADV_REVERSED: v = (float)i * 0.5f; break;
+        default: v = (float)(4.0 * tu_normal(r)); break;
+        }
+        c[i].logit = v;
+    }
+}
+
+static void assert_same_order(const sift_candidate *c, const sift_candidate *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(c[i].id, d[i].id);
+        ck_assert(memcmp(&c[i].logit, &d[i].logit, sizeof c[i].logit) == 0);
+    }
+}
+
+/* Sizes at and around the method thresholds of sift__sort_canon (24 and
+ * 1024) and of its merge runs (16), on every adversarial value set: the
+ * order is the oracle's qsort order, element for element, bits included. */
+START_TEST(test_sort_canon_matches_qsort_at_sizes_around_its_thresholds)
+{
+    static const size_t sizes[] = {0,   1,   2,   3,    15,   16,   17,   23,   24,   25,  31,
+                                   32,  33,  47,  48,   49,   63,   64,   65,   103,  104, 105,
+                                   255, 256, 257, 1000, 1023, 1024, 1025, 1100, 2048, 2049};
+    tu_rng r = {77 + (uint64_t)_i};
+    sift_candidate *c = malloc(4096 * sizeof *c), *d = malloc(4096 * sizeof *d);
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        for (int kind = 0; kind < ADV__N; kind++) {
+            size_t n = sizes[z];
+            adversarial(&r, c, n, kind);
+            memcpy(d, c, n * sizeof *c);
+            or_arr oa = {d, n, 0};
+            or_sort(&oa);
+            sift__sort_canon(c, n, ws.cand2);
+            assert_same_order(c, d, n);
+        }
+    free(c);
+    free(d);
+}
+END_TEST
+
+/* A canonical array of which a few candidates changed (lowered, raised,
+ * set to -inf, to -0/+0, to another candidate's logit, as penalties, DRY
+ * or a bias do): the unchanged ones kept in place and the changed ones
+ * set aside in random order, sift__canon_merge gives the qsort order;
+ * from none changed to all, around the sort thresholds. */
+START_TEST(test_canon_merge_restores_canonical_order_after_some_candidates_change)
+{
+    static const size_t sizes[] = {1, 2, 5, 24, 25, 40, 104, 300, 1100};
+    tu_rng r = {99 + (uint64_t)_i};
+    sift_candidate *c = malloc(2048 * sizeof *c), *d = malloc(2048 * sizeof *d);
+    sift_candidate *side = malloc(2048 * sizeof *side);
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+        for (int rep = 0; rep < 40; rep++) {
+            size_t n = sizes[z];
+            adversarial(&r, c, n, rep % ADV__N);
+            or_arr oa = {c, n, 0};
+            or_sort(&oa); /* a canonical array */
+            size_t nt = rep < 3 ? (size_t)rep * n / 2 : (size_t)tu_range(&r, 0, (int64_t)n);
+            if (rep % 5 == 4) /* around the insertion threshold */
+                nt = (size_t)tu_range(&r, 20, 30) < n ? (size_t)tu_range(&r, 20, 30) : n;
+            double p = n ? (double)nt / (double)n : 0.0;
+            size_t u = 0, t = 0;
+            for (size_t i = 0; i < n; i++) {
+                sift_candidate x = c[i];
+                if (tu_unif(&r) < p) {
+                    switch (tu_range(&r, 0, 5)) {
+                    case 0: x.logit = x.logit > 0 ? x.logit / 1.1f : x.logit * 1.1f; break;
+                    case 1: x.logit = x.logit > 0 ? x.logit * 1.7f : x.logit / 1.7f; break;
+                    case 2: x.logit = -INFINITY; break;
+                    case 3: x.logit = tu_unif(&r) < 0.5 ? -0.0f : 0.0f; break;
+                    case 4: x.logit = c[tu_range(&r, 0, (int64_t)n - 1)].logit; break;
+                    default: x.logit = (float)(4.0 * tu_normal(&r)); break;
+                    }
+                    side[t++] = x;
+                } else {
+                    c[u++] = x;
+                }
+            }
+            for (size_t i = t; i > 1; i--) {
+                size_t j = (size_t)tu_range(&r, 0, (int64_t)i - 1);
+                sift_candidate tt = side[i - 1];
+                side[i - 1] = side[j];
+                side[j] = tt;
+            }
+            memcpy(d, c, u * sizeof *c);
+            memcpy(d + u, side, t * sizeof *side);
+            or_arr od = {d, n, 0};
+            or_sort(&od);
+            sift__canon_merge(c, u, side, t);
+            assert_same_order(c, d, n);
+        }
+    free(c);
+    free(d);
+    free(side);
+}
+END_TEST
+
 START_TEST(test_cut_top_keeps_exactly_the_canonical_first_k)
 {
     tu_rng r = {2000 + (uint64_t)_i};
@@ -157,6 +279,9 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_sort_canon_matches_qsort_with_ties_and_neg_inf, 0, 4);
+    tcase_add_loop_test(tc, test_sort_canon_matches_qsort_at_sizes_around_its_thresholds, 0, 4);
+    tcase_add_loop_test(tc, test_canon_merge_restores_canonical_order_after_some_candidates_change,
+                        0, 4);
     tcase_add_loop_test(tc, test_cut_top_keeps_exactly_the_canonical_first_k, 0, 4);
     tcase_add_loop_test(tc, test_mass_prefix_matches_a_canonical_walk, 0, 4);
     suite_add_tcase(s, tc);

@@ -357,6 +357,40 @@ START_TEST(test_slice_validation_names_each_problem)
 }
 END_TEST
 
+/* A canonical prefix is checked for NaN and +inf through its falling keys
+ * (a NaN's key lies above +inf's or below -inf's): every such value is
+ * still found, where the keys keep falling around it too. */
+START_TEST(test_canonical_slice_validation_finds_nan_and_inf_among_falling_keys)
+{
+    sift_chain *c = top_k_chain(2);
+    sift_error err;
+    int32_t t;
+    float pnan, nnan;
+    uint32_t u = 0x7fc00001u;
+    memcpy(&pnan, &u, sizeof u);
+    u = 0xffc00001u;
+    memcpy(&nnan, &u, sizeof u);
+    sift_candidate first_nan[3] = {{3, pnan}, {1, 4.0f}, {2, 1.0f}};
+    sift_candidate first_inf[3] = {{3, INFINITY}, {1, 4.0f}, {2, 1.0f}};
+    sift_candidate two_nans[3] = {{3, pnan}, {1, pnan}, {2, 1.0f}};
+    sift_candidate last_nan[3] = {{3, 5.0f}, {1, -INFINITY}, {2, nnan}};
+    sift_candidate mid_nan[4] = {{3, 5.0f}, {0, nnan}, {1, nnan}, {2, nnan}};
+    const sift_candidate *bad[] = {first_nan, first_inf, two_nans, last_nan, mid_nan};
+    const int32_t n[] = {3, 3, 3, 3, 4};
+    const int64_t at[] = {3, 3, 3, 2, 0};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) {
+        sift_slice s = {10, n[i], bad[i], 0, NULL, SIFT_SLICE_CANONICAL};
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_ROW_VALUE);
+        assert_error(&err, SIFT_E_ROW_VALUE, at[i]);
+    }
+    /* -inf at the end is a value, not an error */
+    sift_candidate ok[3] = {{3, 5.0f}, {1, 4.0f}, {2, -INFINITY}};
+    sift_slice s = {10, 3, ok, 0, NULL, SIFT_SLICE_CANONICAL};
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    sift_chain_free(c);
+}
+END_TEST
+
 START_TEST(test_missing_requested_extras_are_an_error)
 {
     sift_chain *c = new_chain(3);
@@ -1722,7 +1756,9 @@ static Suite *suite(void)
           test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified,
           test_batch_k_is_the_largest_or_zero, test_plan_sums_of_huge_declared_counts_saturate}},
         {"validation",
-         {test_slice_validation_names_each_problem, test_missing_requested_extras_are_an_error}},
+         {test_slice_validation_names_each_problem,
+          test_canonical_slice_validation_finds_nan_and_inf_among_falling_keys,
+          test_missing_requested_extras_are_an_error}},
         {"hook",
          {test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing,
           test_hook_failures_and_disagreements_are_hook_errors,

@@ -304,7 +304,7 @@ static int cert_monotone(sift__stage *st, int64_t n, sift__ctx *ctx, sift__arr *
      * to a finite value: then the row's maximum, which lies between it
      * and the bound, does too, and neither the slice nor the row falls
      * back. */
-    float pm = st->ops->map_bound(st, sift__max_logit(a->c, a->n));
+    float pm = st->ops->map_bound(st, sift__arr_max_logit(a));
     if (!(pm > -INFINITY && pm < INFINITY))
         return SIFT__CERT_ROW;
     if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)

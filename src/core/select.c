@@ -85,12 +85,76 @@ static uint64_t key_id(const sift_candidate *x)
     return (uint32_t)x->id;
 }
 
+/* Merges the canonical runs a[0..na) and b[0..nb) into out (which
+ * overlaps neither). */
+static void merge_canon(const sift_candidate *a, size_t na, const sift_candidate *b, size_t nb,
+                        sift_candidate *out)
+{
+    size_t i = 0, j = 0, o = 0;
+    while (i < na && j < nb) {
+        if (sift__canon_before(&b[j], &a[i]))
+            out[o++] = b[j++];
+        else
+            out[o++] = a[i++];
+    }
+    while (i < na)
+        out[o++] = a[i++];
+    while (j < nb)
+        out[o++] = b[j++];
+}
+
+/* Bottom-up merge sort: insertion-sorted runs of MERGE_RUN, then passes
+ * that double the run length, alternating between c and tmp. */
+enum { MERGE_RUN = 16 };
+
+static void merge_sort_canon(sift_candidate *c, size_t n, sift_candidate *tmp)
+{
+    for (size_t s = 0; s < n; s += MERGE_RUN)
+        insertion_canon(c + s, n - s < MERGE_RUN ? n - s : MERGE_RUN);
+    sift_candidate *src = c, *dst = tmp;
+    for (size_t w = MERGE_RUN; w < n; w *= 2) {
+        for (size_t s = 0; s < n; s += 2 * w) {
+            size_t m = s + w < n ? s + w : n, e = s + 2 * w < n ? s + 2 * w : n;
+            merge_canon(src + s, m - s, src + m, e - m, dst + s);
+        }
+        sift_candidate *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != c)
+        memcpy(c, src, n * sizeof *c);
+}
+
+/* Sizes at which sift__sort_canon changes method (comparison sorts cost
+ * fewer instructions than eight radix passes over a few hundred
+ * elements; tests/check_select.c checks every method at and around both
+ * thresholds against the plain definition). */
+#define SORT_INSERTION_MAX 24
+#define SORT_MERGE_MAX 1024
+
 void sift__sort_canon(sift_candidate *c, size_t n, sift_candidate *tmp)
 {
-    if (n <= 48)
+    if (n <= SORT_INSERTION_MAX)
         insertion_canon(c, n);
+    else if (n <= SORT_MERGE_MAX)
+        merge_sort_canon(c, n, tmp);
     else
         radix_by(c, n, tmp, key_canon_asc, 8);
+}
+
+void sift__canon_merge(sift_candidate *c, size_t u, sift_candidate *side, size_t t)
+{
+    /* c[u..u + t) is free until the merge reaches it: the scratch. */
+    sift__sort_canon(side, t, c + u);
+    /* Backwards, so that c[0..u) can be merged in place: the slot being
+     * written is never one still to be read. */
+    size_t i = u, j = t, o = u + t;
+    while (j > 0) {
+        if (i > 0 && sift__canon_before(&side[j - 1], &c[i - 1]))
+            c[--o] = c[--i];
+        else
+            c[--o] = side[--j];
+    }
 }
 
 /* A device top-k comes in any order, though usually sorted by logit with
@@ -320,6 +384,22 @@ uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t
 
 void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
 {
+    if (a->order == SIFT__ORDER_CANON) {
+        /* Keys fall along a canonical array: the kept ones are a prefix,
+         * found by bisection. */
+        size_t lo = 0, hi = a->n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sift__ckey(a->c[mid].logit, a->c[mid].id) >= cut)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo != a->n)
+            a->dense = 0;
+        a->n = lo;
+        return;
+    }
     size_t j = 0;
     for (size_t i = 0; i < a->n; i++) {
         sift_candidate x = a->c[i];
@@ -382,6 +462,16 @@ float sift__max_logit(const sift_candidate *c, size_t n)
             m = c[i].logit > m ? c[i].logit : m;
     }
     return m;
+}
+
+float sift__arr_max_logit(const sift__arr *a)
+{
+    /* The canonical first candidate has the largest logit and is the
+     * first one a left-to-right scan meets among those equal to it, so it
+     * is bitwise the scan's result (-0 and +0 included). */
+    if (a->order == SIFT__ORDER_CANON && a->n > 0)
+        return a->c[0].logit;
+    return sift__max_logit(a->c, a->n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -500,6 +590,25 @@ enum { HB = 11, HBUCKETS = 1 << HB };
 
 /* Below this many candidates, sift__mass_prefix sorts and walks. */
 #define SMALL_MASS_N 48
+
+size_t sift__arr_mass_prefix(sift__ctx *ctx, const sift__arr *a, const uint64_t *w, sift__u128 T,
+                             int strict, uint64_t *cut)
+{
+    if (a->order != SIFT__ORDER_CANON)
+        return sift__mass_prefix(ctx, a->c, w, a->n, T, strict, cut);
+    /* Stored in canonical order: the definition itself, a walk that
+     * stops where the prefix mass reaches T. */
+    sift__u128 run = {0, 0};
+    for (size_t i = 0; i < a->n; i++) {
+        run = sift__u128_add64(run, w[i]);
+        if (reaches(run, T, strict)) {
+            *cut = sift__ckey(a->c[i].logit, a->c[i].id);
+            return i + 1;
+        }
+    }
+    *cut = a->n ? sift__ckey(a->c[a->n - 1].logit, a->c[a->n - 1].id) : UINT64_MAX;
+    return a->n;
+}
 
 size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
                          sift__u128 T, int strict, uint64_t *cut)

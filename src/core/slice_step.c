@@ -115,50 +115,68 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
         return sift__fail(err, SIFT_E_SLICE, "slice.flags has unknown bits 0x%x",
                           (unsigned)(sl->flags & ~(uint32_t)SIFT_SLICE_CANONICAL));
     const int canon = (sl->flags & SIFT_SLICE_CANONICAL) != 0;
-    /* The common case first, branch-free: every id in range, every value
-     * finite or -inf, ids unique, and the extras below the prefix: below
-     * its last key for a canonical prefix (whose keys must then strictly
-     * decrease), else at or below its smallest logit. Only a slice that
-     * fails it goes through the checks below, which find the first
-     * problem and name it. */
+    /* The common case first, one pass per array with no branch but the
+     * id range: every id in range, every value finite or -inf, ids
+     * unique, and the extras below the prefix: below its last key for a
+     * canonical prefix (whose keys must then strictly decrease), else at
+     * or below its smallest logit. Only a slice that fails it goes
+     * through the checks below, which find the first problem and name
+     * it. The bitmap takes only ids in range; nk and ne count the
+     * entries that set their bit. */
     uint64_t *m = c->seen;
     int bad = 0;
     uint64_t prev = UINT64_MAX;
     float lmin = INFINITY;
-    for (int32_t i = 0; i < k; i++) {
-        sift_candidate x = sl->prefix[i];
-        uint64_t key = sift__ckey(x.logit, x.id);
-        bad |= ((uint32_t)x.id >= (uint32_t)V) | !(x.logit < INFINITY) | (canon & (key >= prev));
-        prev = key;
-        lmin = x.logit < lmin ? x.logit : lmin;
+    int32_t nk = 0, ne = 0;
+    if (canon) {
+        /* Strictly falling keys between a first value below +inf and a
+         * last one at or above -inf hold neither NaN (whose keys lie
+         * above +inf's or below -inf's) nor +inf: two checks, not k. */
+        for (; nk < k; nk++) {
+            sift_candidate x = sl->prefix[nk];
+            if ((uint32_t)x.id >= (uint32_t)V) {
+                bad = 1;
+                break;
+            }
+            uint64_t key = sift__ckey(x.logit, x.id);
+            bad |= (key >= prev) | seen_test_set(m, x.id);
+            prev = key;
+        }
+        bad |= (sl->prefix[0].logit < INFINITY ? 0 : 1) |
+               (sl->prefix[k - 1].logit >= -INFINITY ? 0 : 1);
+    } else {
+        for (; nk < k; nk++) {
+            sift_candidate x = sl->prefix[nk];
+            if ((uint32_t)x.id >= (uint32_t)V) {
+                bad = 1;
+                break;
+            }
+            bad |= (x.logit < INFINITY ? 0 : 1) | seen_test_set(m, x.id);
+            lmin = x.logit < lmin ? x.logit : lmin;
+        }
     }
-    for (int32_t i = 0; i < e; i++) {
-        sift_candidate x = sl->extras[i];
-        bad |= ((uint32_t)x.id >= (uint32_t)V) | !(x.logit < INFINITY) |
-               (canon ? sift__ckey(x.logit, x.id) >= prev : x.logit > lmin);
+    for (; !bad && ne < e; ne++) {
+        sift_candidate x = sl->extras[ne];
+        if ((uint32_t)x.id >= (uint32_t)V) {
+            bad = 1;
+            break;
+        }
+        bad |= (x.logit < INFINITY ? 0 : 1) |
+               (canon ? sift__ckey(x.logit, x.id) >= prev : x.logit > lmin) |
+               seen_test_set(m, x.id);
     }
     if (!bad) {
-        for (int32_t i = 0; i < k && !bad; i++)
-            bad = seen_test_set(m, sl->prefix[i].id);
-        for (int32_t i = 0; i < e && !bad; i++)
-            bad = seen_test_set(m, sl->extras[i].id);
-        if (!bad && c->plan_max_extras == 0) {
-            seen_clear(m, sl->prefix, (size_t)k);
-            seen_clear(m, sl->extras, (size_t)e);
-            return SIFT_OK;
-        }
-        if (bad) { /* clear and let the detailed checks name the duplicate */
-            seen_clear(m, sl->prefix, (size_t)k);
-            seen_clear(m, sl->extras, (size_t)e);
-        }
-    }
-    if (!bad) {
-        /* Valid so far, and the bits are set: check the requested extras. */
-        sift_status s = check_requested(c, sl, m, err);
-        seen_clear(m, sl->prefix, (size_t)k);
-        seen_clear(m, sl->extras, (size_t)e);
+        /* Valid, and the bits are set: check the requested extras. */
+        sift_status s = c->plan_max_extras == 0 ? SIFT_OK : check_requested(c, sl, m, err);
+        for (int32_t i = 0; i < k; i++)
+            m[sl->prefix[i].id >> 6] = 0;
+        for (int32_t i = 0; i < e; i++)
+            m[sl->extras[i].id >> 6] = 0;
         return s;
     }
+    /* Clear and let the detailed checks name the first problem. */
+    seen_clear(m, sl->prefix, (size_t)nk);
+    seen_clear(m, sl->extras, (size_t)ne);
     sift_status s = SIFT_OK;
     for (int32_t i = 0; i < k && !s; i++) {
         s = check_entry(&sl->prefix[i], V, "prefix position", i, err);

@@ -30,7 +30,7 @@ typedef struct dist_stage {
 static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     const dist_stage *d = (const dist_stage *)st;
-    float m = sift__max_logit(a->c, a->n);
+    float m = sift__arr_max_logit(a);
     if (!(m > -INFINITY))
         return sift__no_candidate(ctx, st->ops->name);
     if (a->n == 1) {
@@ -56,7 +56,7 @@ static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         return SIFT_OK;
     }
     uint64_t cut;
-    sift__mass_prefix(ctx, a->c, w, a->n, T, 1, &cut);
+    sift__arr_mass_prefix(ctx, a, w, T, 1, &cut);
     ctx->selected = sift__ckey_id(cut);
     return SIFT_OK;
 }

@@ -38,18 +38,29 @@ static sift_status min_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     const min_p_stage *t = (const min_p_stage *)st;
     if (!(t->p > 0.0f))
         return SIFT_OK;
-    float m = sift__max_logit(a->c, a->n);
+    float m = sift__arr_max_logit(a);
     if (!(m > -INFINITY))
         return sift__no_candidate(ctx, st->ops->name);
     float L = m + sift__logf(t->p);
     size_t keep_min = t->min_keep > 1 ? (size_t)t->min_keep : 1;
     size_t pass = 0;
-    for (size_t i = 0; i < a->n; i++)
-        pass += a->c[i].logit >= L;
+    if (a->order == SIFT__ORDER_CANON) {
+        /* logits fall along a canonical array: the passing ones lead */
+        while (pass < a->n && a->c[pass].logit >= L)
+            pass++;
+    } else {
+        for (size_t i = 0; i < a->n; i++)
+            pass += a->c[i].logit >= L;
+    }
     if (pass == a->n)
         return SIFT_OK;
     if (pass < keep_min) {
         sift__arr_keep_top(ctx, a, keep_min);
+        return SIFT_OK;
+    }
+    if (a->order == SIFT__ORDER_CANON) {
+        a->n = pass;
+        a->dense = 0;
         return SIFT_OK;
     }
     size_t j = 0;

@@ -184,6 +184,32 @@ static sift_status pen_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         for (int32_t d = 0; d < p->n_distinct; d++)
             if (dtok[d] < a->V)
                 pen_one(p, &a->c[dtok[d]], dcnt[d], &bad, &bad_val, &changed);
+    } else if (a->order == SIFT__ORDER_CANON && a->c != ctx->ws->cand2 && a->n <= ctx->ws->cap) {
+        /* A canonical set (a slice): the untouched candidates stay in
+         * order, so set the penalised ones aside and merge them back
+         * instead of sorting the whole set again at the next stage that
+         * needs the order. */
+        const int32_t *keys = pen_carr(p, p->off_keys);
+        const int32_t *idx = pen_carr(p, p->off_idx);
+        sift_candidate *side = ctx->ws->cand2;
+        size_t u = 0, t = 0;
+        for (size_t i = 0; i < a->n; i++) {
+            sift_candidate x = a->c[i];
+            uint32_t s = pen_find(p, x.id);
+            if (keys[s] != -1 && x.logit != -INFINITY) {
+                pen_one(p, &x, dcnt[idx[s]], &bad, &bad_val, &changed);
+                side[t++] = x;
+            } else {
+                a->c[u++] = x;
+            }
+        }
+        if (bad >= 0) { /* the error below; leave a consistent set */
+            memcpy(a->c + u, side, t * sizeof *side);
+            a->order = SIFT__ORDER_NONE;
+        } else {
+            sift__canon_merge(a->c, u, side, t);
+            changed = 0; /* still canonical */
+        }
     } else {
         const int32_t *keys = pen_carr(p, p->off_keys);
         const int32_t *idx = pen_carr(p, p->off_idx);

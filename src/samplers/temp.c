@@ -107,7 +107,7 @@ static sift_status apply_temp(sift__ctx *ctx, sift__arr *a, float t, const char 
         return SIFT_OK;
     if (!(t > 0.0f))
         return keep_first(ctx, a, name);
-    float m = sift__max_logit(a->c, a->n);
+    float m = sift__arr_max_logit(a);
     if (m > -INFINITY) {
         float q = m / t;
         if (q == INFINITY || q == -INFINITY)
@@ -116,8 +116,15 @@ static sift_status apply_temp(sift__ctx *ctx, sift__arr *a, float t, const char 
     divide_logits(a->c, a->n, t);
     /* Division keeps the order of distinct logits but can merge
      * neighbours, which canonical order then ranks by id: a canonical
-     * array may no longer be one. */
-    sift__arr_touched(a);
+     * array may no longer be one. It still is unless two neighbours now
+     * tie out of id order, which one pass tells. */
+    if (a->order == SIFT__ORDER_CANON) {
+        for (size_t i = 1; i < a->n; i++)
+            if (a->c[i - 1].logit == a->c[i].logit && a->c[i - 1].id > a->c[i].id) {
+                sift__arr_touched(a);
+                break;
+            }
+    }
     return SIFT_OK;
 }
 

@@ -41,7 +41,7 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     const top_p_stage *t = (const top_p_stage *)st;
     if (t->p >= 1.0f)
         return SIFT_OK;
-    float m = sift__max_logit(a->c, a->n);
+    float m = sift__arr_max_logit(a);
     if (!(m > -INFINITY))
         return sift__no_candidate(ctx, st->ops->name);
     size_t keep_min = t->min_keep > 1 ? (size_t)t->min_keep : 1;
@@ -51,7 +51,7 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     sift__u128 W = sift__weights(a->c, a->n, m, w);
     sift__u128 T = sift__u128_scale_float(W, t->p, 1);
     uint64_t cut;
-    size_t len = sift__mass_prefix(ctx, a->c, w, a->n, T, 0, &cut);
+    size_t len = sift__arr_mass_prefix(ctx, a, w, T, 0, &cut);
     if (len >= a->n)
         return SIFT_OK;
     if (len < keep_min)
