@@ -48,23 +48,28 @@ static float max_scalar(const float *x, size_t n)
 }
 
 /* The tail of every scan, and the whole scalar scan: the definition. */
-static size_t scan_tail(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m)
+static size_t scan_tail(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
+                        int *bad)
 {
     size_t c = *m;
-    for (; i < n; i++)
+    int b = 0;
+    for (; i < n; i++) {
+        b |= !(x[i] < INFINITY);
         if (!(x[i] <= t))
             idx[c++] = (uint32_t)i;
+    }
     *m = c;
+    *bad |= b;
     return n;
 }
 
 static size_t scan_scalar(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
-                          size_t cap)
+                          size_t cap, int *bad)
 {
     /* Blocks of SIFT__SCAN_BLOCK, as the vector kernels stop. */
     while (i < n && *m + SIFT__SCAN_BLOCK <= cap) {
         size_t e = n - i > SIFT__SCAN_BLOCK ? i + SIFT__SCAN_BLOCK : n;
-        i = scan_tail(x, i, e, t, idx, m);
+        i = scan_tail(x, i, e, t, idx, m, bad);
     }
     return i;
 }
@@ -85,8 +90,15 @@ static inline size_t push_bits(uint32_t *idx, size_t c, uint32_t mask, size_t ba
     return c;
 }
 
-/* SSE2 (every x86-64). Compares are "not less or equal", which is true
- * for NaN: a NaN becomes a candidate and the caller rejects the row. */
+/* The vector scans. A block of four vectors costs what the floor costs
+ * plus a compare and four adds: the block maximum (three max) is compared
+ * with t, and only a block whose maximum exceeds t is looked at lane by
+ * lane. A max can drop a NaN, so NaN and +inf are caught by four running
+ * sums instead, which a NaN or +inf makes NaN or +inf for good; finite
+ * values whose sum overflows raise the same flag, and the caller's check
+ * of the row clears it (then no NaN was there to drop). Lanes of a block
+ * that is looked at are compared as the scalar twin compares. */
+
 static float max_sse2(const float *x, size_t n)
 {
     __m128 a0 = _mm_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
@@ -107,27 +119,34 @@ static float max_sse2(const float *x, size_t n)
 }
 
 static size_t scan_sse2(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
-                        size_t cap)
+                        size_t cap, int *bad)
 {
-    __m128 tv = _mm_set1_ps(t);
+    const __m128 tv = _mm_set1_ps(t), inf = _mm_set1_ps(INFINITY);
+    __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     size_t c = *m;
     while (n - i >= 16 && c + SIFT__SCAN_BLOCK <= cap) {
-        __m128 g0 = _mm_cmpnle_ps(_mm_loadu_ps(x + i), tv);
-        __m128 g1 = _mm_cmpnle_ps(_mm_loadu_ps(x + i + 4), tv);
-        __m128 g2 = _mm_cmpnle_ps(_mm_loadu_ps(x + i + 8), tv);
-        __m128 g3 = _mm_cmpnle_ps(_mm_loadu_ps(x + i + 12), tv);
-        __m128 any = _mm_or_ps(_mm_or_ps(g0, g1), _mm_or_ps(g2, g3));
-        if (SIFT__UNLIKELY(_mm_movemask_ps(any))) {
-            uint32_t mask = (uint32_t)_mm_movemask_ps(g0) | (uint32_t)_mm_movemask_ps(g1) << 4 |
-                            (uint32_t)_mm_movemask_ps(g2) << 8 |
-                            (uint32_t)_mm_movemask_ps(g3) << 12;
+        __m128 x0 = _mm_loadu_ps(x + i), x1 = _mm_loadu_ps(x + i + 4);
+        __m128 x2 = _mm_loadu_ps(x + i + 8), x3 = _mm_loadu_ps(x + i + 12);
+        s0 = _mm_add_ps(s0, x0);
+        s1 = _mm_add_ps(s1, x1);
+        s2 = _mm_add_ps(s2, x2);
+        s3 = _mm_add_ps(s3, x3);
+        __m128 mx = _mm_max_ps(_mm_max_ps(x0, x1), _mm_max_ps(x2, x3));
+        if (SIFT__UNLIKELY(_mm_movemask_ps(_mm_cmpgt_ps(mx, tv)))) {
+            uint32_t mask = (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x0, tv)) |
+                            (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x1, tv)) << 4 |
+                            (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x2, tv)) << 8 |
+                            (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x3, tv)) << 12;
             c = push_bits(idx, c, mask, i);
         }
         i += 16;
     }
+    __m128 nb = _mm_or_ps(_mm_or_ps(_mm_cmpnlt_ps(s0, inf), _mm_cmpnlt_ps(s1, inf)),
+                          _mm_or_ps(_mm_cmpnlt_ps(s2, inf), _mm_cmpnlt_ps(s3, inf)));
+    *bad |= _mm_movemask_ps(nb) != 0;
     *m = c;
     if (n - i < 16 && c + SIFT__SCAN_BLOCK <= cap)
-        return scan_tail(x, i, n, t, idx, m);
+        return scan_tail(x, i, n, t, idx, m, bad);
     return i;
 }
 
@@ -151,27 +170,36 @@ __attribute__((target("avx2"))) static float max_avx2(const float *x, size_t n)
 }
 
 __attribute__((target("avx2"))) static size_t scan_avx2(const float *x, size_t i, size_t n, float t,
-                                                        uint32_t *idx, size_t *m, size_t cap)
+                                                        uint32_t *idx, size_t *m, size_t cap,
+                                                        int *bad)
 {
-    __m256 tv = _mm256_set1_ps(t);
+    const __m256 tv = _mm256_set1_ps(t), inf = _mm256_set1_ps(INFINITY);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     size_t c = *m;
     while (n - i >= 32 && c + SIFT__SCAN_BLOCK <= cap) {
-        __m256 g0 = _mm256_cmp_ps(_mm256_loadu_ps(x + i), tv, _CMP_NLE_UQ);
-        __m256 g1 = _mm256_cmp_ps(_mm256_loadu_ps(x + i + 8), tv, _CMP_NLE_UQ);
-        __m256 g2 = _mm256_cmp_ps(_mm256_loadu_ps(x + i + 16), tv, _CMP_NLE_UQ);
-        __m256 g3 = _mm256_cmp_ps(_mm256_loadu_ps(x + i + 24), tv, _CMP_NLE_UQ);
-        __m256 any = _mm256_or_ps(_mm256_or_ps(g0, g1), _mm256_or_ps(g2, g3));
-        if (SIFT__UNLIKELY(!_mm256_testz_ps(any, any))) {
-            uint32_t mask =
-                (uint32_t)_mm256_movemask_ps(g0) | (uint32_t)_mm256_movemask_ps(g1) << 8 |
-                (uint32_t)_mm256_movemask_ps(g2) << 16 | (uint32_t)_mm256_movemask_ps(g3) << 24;
+        __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+        __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
+        s0 = _mm256_add_ps(s0, x0);
+        s1 = _mm256_add_ps(s1, x1);
+        s2 = _mm256_add_ps(s2, x2);
+        s3 = _mm256_add_ps(s3, x3);
+        __m256 mx = _mm256_max_ps(_mm256_max_ps(x0, x1), _mm256_max_ps(x2, x3));
+        if (SIFT__UNLIKELY(_mm256_movemask_ps(_mm256_cmp_ps(mx, tv, _CMP_GT_OQ)))) {
+            uint32_t mask = (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x0, tv, _CMP_NLE_UQ)) |
+                            (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x1, tv, _CMP_NLE_UQ)) << 8 |
+                            (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x2, tv, _CMP_NLE_UQ)) << 16 |
+                            (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x3, tv, _CMP_NLE_UQ)) << 24;
             c = push_bits(idx, c, mask, i);
         }
         i += 32;
     }
+    __m256 nb = _mm256_or_ps(
+        _mm256_or_ps(_mm256_cmp_ps(s0, inf, _CMP_NLT_UQ), _mm256_cmp_ps(s1, inf, _CMP_NLT_UQ)),
+        _mm256_or_ps(_mm256_cmp_ps(s2, inf, _CMP_NLT_UQ), _mm256_cmp_ps(s3, inf, _CMP_NLT_UQ)));
+    *bad |= _mm256_movemask_ps(nb) != 0;
     *m = c;
     if (n - i < 32 && c + SIFT__SCAN_BLOCK <= cap)
-        return scan_tail(x, i, n, t, idx, m);
+        return scan_tail(x, i, n, t, idx, m, bad);
     return i;
 }
 
@@ -194,34 +222,54 @@ __attribute__((target("avx512f"))) static float max_avx512(const float *x, size_
     return m;
 }
 
-/* Four vectors of 16 per block; a block with a candidate stores its
- * lanes' indices with a compress store, in ascending order. */
-__attribute__((target("avx512f"))) static size_t
-scan_avx512(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m, size_t cap)
+/* The lanes of v selected by g, packed, stored at idx + c (16 slots are
+ * written; the kernel keeps SIFT__SCAN_BLOCK free). A compress into a
+ * register and a plain store: a compress straight to memory is slow on
+ * some cores. */
+__attribute__((target("avx512f"))) static inline size_t push16(uint32_t *idx, size_t c, __mmask16 g,
+                                                               __m512i ids)
 {
-    __m512 tv = _mm512_set1_ps(t);
+    _mm512_storeu_si512((void *)(idx + c), _mm512_maskz_compress_epi32(g, ids));
+    return c + (size_t)__builtin_popcount((unsigned)g);
+}
+
+__attribute__((target("avx512f"))) static size_t scan_avx512(const float *x, size_t i, size_t n,
+                                                             float t, uint32_t *idx, size_t *m,
+                                                             size_t cap, int *bad)
+{
+    const __m512 tv = _mm512_set1_ps(t), inf = _mm512_set1_ps(INFINITY);
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     size_t c = *m;
     while (n - i >= 64 && c + SIFT__SCAN_BLOCK <= cap) {
-        __mmask16 g0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), tv, _CMP_NLE_UQ);
-        __mmask16 g1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 16), tv, _CMP_NLE_UQ);
-        __mmask16 g2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 32), tv, _CMP_NLE_UQ);
-        __mmask16 g3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 48), tv, _CMP_NLE_UQ);
-        if (SIFT__UNLIKELY((g0 | g1 | g2 | g3) != 0)) {
-            __mmask16 g[4] = {g0, g1, g2, g3};
-            for (int v = 0; v < 4; v++) {
-                if (!g[v])
-                    continue;
-                __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32((int)(i + 16 * (size_t)v)));
-                _mm512_mask_compressstoreu_epi32(idx + c, g[v], ids);
-                c += (size_t)__builtin_popcount((unsigned)g[v]);
-            }
+        __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+        __m512 x2 = _mm512_loadu_ps(x + i + 32), x3 = _mm512_loadu_ps(x + i + 48);
+        s0 = _mm512_add_ps(s0, x0);
+        s1 = _mm512_add_ps(s1, x1);
+        s2 = _mm512_add_ps(s2, x2);
+        s3 = _mm512_add_ps(s3, x3);
+        __m512 mx = _mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3));
+        if (SIFT__UNLIKELY(_mm512_cmp_ps_mask(mx, tv, _CMP_GT_OQ) != 0)) {
+            __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
+            c = push16(idx, c, _mm512_cmp_ps_mask(x0, tv, _CMP_NLE_UQ), ids);
+            ids = _mm512_add_epi32(ids, sixteen);
+            c = push16(idx, c, _mm512_cmp_ps_mask(x1, tv, _CMP_NLE_UQ), ids);
+            ids = _mm512_add_epi32(ids, sixteen);
+            c = push16(idx, c, _mm512_cmp_ps_mask(x2, tv, _CMP_NLE_UQ), ids);
+            ids = _mm512_add_epi32(ids, sixteen);
+            c = push16(idx, c, _mm512_cmp_ps_mask(x3, tv, _CMP_NLE_UQ), ids);
         }
         i += 64;
     }
+    __mmask16 nb = (__mmask16)(_mm512_cmp_ps_mask(s0, inf, _CMP_NLT_UQ) |
+                               _mm512_cmp_ps_mask(s1, inf, _CMP_NLT_UQ) |
+                               _mm512_cmp_ps_mask(s2, inf, _CMP_NLT_UQ) |
+                               _mm512_cmp_ps_mask(s3, inf, _CMP_NLT_UQ));
+    *bad |= nb != 0;
     *m = c;
     if (n - i < 64 && c + SIFT__SCAN_BLOCK <= cap)
-        return scan_tail(x, i, n, t, idx, m);
+        return scan_tail(x, i, n, t, idx, m, bad);
     return i;
 }
 

@@ -36,14 +36,17 @@ typedef struct sift__simd_ops {
      * any pass over a row. NaN-free input gives its largest value (the
      * sign of a zero maximum is unspecified); -inf when n = 0. */
     float (*max_f32)(const float *x, size_t n);
-    /* Scans x[i..n) and appends to idx[*m..) the index of every x[j] with
-     * !(x[j] <= t) (greater than t, or NaN), in ascending order. Stops at
-     * n or before a block once fewer than SIFT__SCAN_BLOCK slots are left
-     * below cap; returns the index it stopped at. Levels may stop at
-     * different points (their blocks differ); over the same range they
-     * append the same indices. */
+    /* Scans x[i..n) and appends to idx[*m..) the index of every x[j] > t
+     * in ascending order (and perhaps of a NaN, as !(x <= t) would).
+     * Sets *bad to 1 when x[i..n) holds a NaN or +inf, and may set it for
+     * a row that holds neither (a sum of huge values overflowed): the
+     * caller checks the row then. Stops at n or before a block once
+     * fewer than SIFT__SCAN_BLOCK slots are left below cap (the kernel
+     * may write, not count, up to that many past *m); returns the index
+     * it stopped at. Levels may stop at different points (their blocks
+     * differ); on a range without NaN they append the same indices. */
     size_t (*scan_gt)(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
-                      size_t cap);
+                      size_t cap, int *bad);
 } sift__simd_ops;
 
 /* The kernels of `level`, or of the best level below it that this build
@@ -69,8 +72,8 @@ SIFT__HIDDEN int sift__topk_fits(int32_t V, size_t k);
  * and message; writes its canonical first k tokens to out[0..k) in
  * canonical order) in one pass over the row with a running threshold,
  * through the kernels of sift__simd(); when !sift__topk_fits(V, k) it
- * calls sift__row_prefix. Uses ws->u32 and ws->u64b; out may be ws->cand
- * but not those. */
+ * calls sift__row_prefix. Uses ws->u32, ws->u64b and ws->u64c; out may be
+ * ws->cand but not those. */
 SIFT__HIDDEN sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_t V, size_t k,
                                         sift_candidate *out);
 /* sift__topk_row through the kernels of `level` (tests compare them);

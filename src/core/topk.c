@@ -18,12 +18,13 @@
  * keys are sorted; each names its id, and the logit is read back from the
  * row, so a -0 stays -0.
  *
- * Validation rides on the same compare: the kernels test !(x <= t),
- * which is true for NaN, and +inf exceeds every threshold (t is never
- * +inf: a +inf candidate rejects the row at once). So every NaN and +inf
- * of the row becomes a candidate and is seen; the row is then handed to
- * sift__row_error, which names the first bad value as the block path
- * does. A row of -inf only ends with a -inf first key: the same error.
+ * Validation rides on the same pass: each kernel raises a flag when its
+ * range holds a NaN or +inf (core/cpu.c: running sums, which may also
+ * overflow on a valid row of huge values), and a candidate that is NaN
+ * or +inf raises it too. A raised flag hands the row to sift__row_error,
+ * which names the first bad value as the block path does; if it finds
+ * none, the pass goes on (a row without NaN loses nothing to a max). A
+ * row of -inf only ends with a -inf first key: the same error.
  *
  * Invariants: the result is a function of the row and k alone (the
  * canonical Prefix(k)), whichever level ran and wherever the reductions
@@ -88,30 +89,34 @@ static void heap_desc(uint64_t *v, size_t n)
     }
 }
 
-/* Hoare's partition of v[0..n) (n >= 3) around the median of three moved
- * to v[0]: returns j with every key of v[0..j] >= every key of
- * v[j+1..n) and 0 <= j < n - 1. */
-static size_t partition_desc(uint64_t *v, size_t n)
+/* The index of the median of v[a], v[b], v[c] (distinct keys). */
+static size_t median3(const uint64_t *v, size_t a, size_t b, size_t c)
 {
-    size_t a = 0, b = n / 2, c = n - 1, md;
     if (v[a] > v[b])
-        md = v[b] > v[c] ? b : (v[a] > v[c] ? c : a);
-    else
-        md = v[a] > v[c] ? a : (v[b] > v[c] ? c : b);
-    swap64(&v[0], &v[md]);
-    uint64_t p = v[0];
-    size_t i = 0, j = n;
-    for (;;) {
-        while (v[i] > p)
-            i++;
-        do
-            j--;
-        while (v[j] < p);
-        if (i >= j)
-            return j;
-        swap64(&v[i], &v[j]);
-        i++;
+        return v[b] > v[c] ? b : (v[a] > v[c] ? c : a);
+    return v[a] > v[c] ? a : (v[b] > v[c] ? c : b);
+}
+
+/* Partitions v[0..n) (n >= 3, distinct keys) around the median of three
+ * without branching on the keys (a branch per key would be mispredicted
+ * half the time): keys >= the pivot go to the front, the others to the
+ * back, through tmp, and back into v. Returns how many are >= the pivot,
+ * in [2, n - 1]: the median of three distinct keys is neither the
+ * smallest nor the largest. */
+static size_t partition_desc(uint64_t *v, size_t n, uint64_t *tmp)
+{
+    uint64_t p = v[median3(v, 0, n / 2, n - 1)];
+    size_t lo = 0, hi = n;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = v[i];
+        size_t ge = x >= p;
+        tmp[lo] = x;
+        tmp[hi - 1] = x;
+        lo += ge;
+        hi -= 1 - ge;
     }
+    memcpy(v, tmp, n * sizeof *v);
+    return lo;
 }
 
 static int depth_for(size_t n)
@@ -122,46 +127,47 @@ static int depth_for(size_t n)
     return d;
 }
 
-static void sort_desc(uint64_t *v, size_t n)
+/* Sorts v[0..n) (distinct keys) into descending order; tmp holds n. */
+static void sort_desc(uint64_t *v, size_t n, uint64_t *tmp)
 {
     int depth = depth_for(n);
-    while (n > 24) {
+    while (n > 16) {
         if (depth-- == 0) {
             heap_desc(v, n);
             return;
         }
-        size_t j = partition_desc(v, n);
+        size_t j = partition_desc(v, n, tmp);
         /* Recurse into the smaller side, loop on the larger. */
-        if (j + 1 < n - j - 1) {
-            sort_desc(v, j + 1);
-            v += j + 1;
-            n -= j + 1;
+        if (j < n - j) {
+            sort_desc(v, j, tmp);
+            v += j;
+            n -= j;
         } else {
-            sort_desc(v + j + 1, n - j - 1);
-            n = j + 1;
+            sort_desc(v + j, n - j, tmp);
+            n = j;
         }
     }
     insertion_desc(v, n);
 }
 
-/* Moves the k largest keys of v[0..n) (1 <= k < n) to v[0..k), in no
- * particular order. */
-static void select_top(uint64_t *v, size_t n, size_t k)
+/* Moves the k largest keys of v[0..n) (1 <= k < n, distinct keys) to
+ * v[0..k), in no particular order; tmp holds n. */
+static void select_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp)
 {
     size_t lo = 0, hi = n;
     int depth = depth_for(n);
-    while (hi - lo > 24) {
+    while (hi - lo > 16) {
         if (depth-- == 0) {
-            sort_desc(v + lo, hi - lo);
+            sort_desc(v + lo, hi - lo, tmp);
             return;
         }
-        size_t j = lo + partition_desc(v + lo, hi - lo);
-        if (k == j + 1)
+        size_t j = lo + partition_desc(v + lo, hi - lo, tmp);
+        if (k == j)
             return;
-        if (k < j + 1)
-            hi = j + 1;
+        if (k < j)
+            hi = j;
         else
-            lo = j + 1;
+            lo = j;
     }
     insertion_desc(v + lo, hi - lo);
 }
@@ -183,7 +189,7 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
 {
     size_t n = (size_t)V;
     uint32_t *idx = ctx->ws->u32;
-    uint64_t *key = ctx->ws->u64b;
+    uint64_t *key = ctx->ws->u64b, *tmp = ctx->ws->u64c;
     /* Room for k kept keys and at least 1024 (or k) new ones between
      * reductions; sift__topk_fits leaves two scan blocks of room. */
     size_t cap = k + (k > 1024 ? k : 1024);
@@ -200,27 +206,32 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
         return sift__row_error(row, V, ctx->err);
     float t = row[sift__ckey_id(min_key(key, k))];
     size_t i = k;
+    int checked = 0; /* the row was found valid despite a raised flag */
     while (i < n) {
         size_t c = 0;
-        i = ops->scan_gt(row, i, n, t, idx, &c, cap - m);
+        i = ops->scan_gt(row, i, n, t, idx, &c, cap - m, &bad);
         for (size_t j = 0; j < c; j++) {
             float x = row[idx[j]];
             bad |= !(x < INFINITY);
             key[m + j] = sift__ckey(x, (int32_t)idx[j]);
         }
         m += c;
-        if (SIFT__UNLIKELY(bad))
-            return sift__row_error(row, V, ctx->err);
+        if (SIFT__UNLIKELY(bad) && !checked) {
+            sift_status st = sift__row_error(row, V, ctx->err);
+            if (st)
+                return st;
+            checked = 1; /* no NaN or +inf: the sums overflowed */
+        }
         if (i < n) {
             /* The kernel stopped for room: keep the k best, raise t. */
-            select_top(key, m, k);
+            select_top(key, m, k, tmp);
             m = k;
             t = row[sift__ckey_id(min_key(key, k))];
         }
     }
     if (m > k)
-        select_top(key, m, k);
-    sort_desc(key, k);
+        select_top(key, m, k, tmp);
+    sort_desc(key, k, tmp);
     if (!(row[sift__ckey_id(key[0])] > -INFINITY))
         return sift__row_error(row, V, ctx->err);
     for (size_t j = 0; j < k; j++) {
