@@ -124,7 +124,12 @@ static size_t scan_sse2(const float *x, size_t i, size_t n, float t, uint32_t *i
     const __m128 tv = _mm_set1_ps(t), inf = _mm_set1_ps(INFINITY);
     __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     size_t c = *m;
-    while (n - i >= 16 && c + SIFT__SCAN_BLOCK <= cap) {
+    /* Blocks end at iend; room is checked only after a block with a
+     * candidate, the only place it changes. */
+    size_t iend = n - i >= 16 ? n - (n - i) % 16 : i;
+    if (c + SIFT__SCAN_BLOCK > cap)
+        iend = i;
+    while (i < iend) {
         __m128 x0 = _mm_loadu_ps(x + i), x1 = _mm_loadu_ps(x + i + 4);
         __m128 x2 = _mm_loadu_ps(x + i + 8), x3 = _mm_loadu_ps(x + i + 12);
         s0 = _mm_add_ps(s0, x0);
@@ -138,6 +143,8 @@ static size_t scan_sse2(const float *x, size_t i, size_t n, float t, uint32_t *i
                             (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x2, tv)) << 8 |
                             (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x3, tv)) << 12;
             c = push_bits(idx, c, mask, i);
+            if (c + SIFT__SCAN_BLOCK > cap)
+                iend = i + 16;
         }
         i += 16;
     }
@@ -176,7 +183,12 @@ __attribute__((target("avx2"))) static size_t scan_avx2(const float *x, size_t i
     const __m256 tv = _mm256_set1_ps(t), inf = _mm256_set1_ps(INFINITY);
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     size_t c = *m;
-    while (n - i >= 32 && c + SIFT__SCAN_BLOCK <= cap) {
+    /* Blocks end at iend; room is checked only after a block with a
+     * candidate, the only place it changes. */
+    size_t iend = n - i >= 32 ? n - (n - i) % 32 : i;
+    if (c + SIFT__SCAN_BLOCK > cap)
+        iend = i;
+    while (i < iend) {
         __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
         __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
         s0 = _mm256_add_ps(s0, x0);
@@ -190,6 +202,8 @@ __attribute__((target("avx2"))) static size_t scan_avx2(const float *x, size_t i
                             (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x2, tv, _CMP_NLE_UQ)) << 16 |
                             (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x3, tv, _CMP_NLE_UQ)) << 24;
             c = push_bits(idx, c, mask, i);
+            if (c + SIFT__SCAN_BLOCK > cap)
+                iend = i + 32;
         }
         i += 32;
     }
@@ -242,7 +256,12 @@ __attribute__((target("avx512f"))) static size_t scan_avx512(const float *x, siz
     const __m512i sixteen = _mm512_set1_epi32(16);
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     size_t c = *m;
-    while (n - i >= 64 && c + SIFT__SCAN_BLOCK <= cap) {
+    /* Blocks end at iend; room is checked only after a block with a
+     * candidate, the only place it changes. */
+    size_t iend = n - i >= 64 ? n - (n - i) % 64 : i;
+    if (c + SIFT__SCAN_BLOCK > cap)
+        iend = i;
+    while (i < iend) {
         __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
         __m512 x2 = _mm512_loadu_ps(x + i + 32), x3 = _mm512_loadu_ps(x + i + 48);
         s0 = _mm512_add_ps(s0, x0);
@@ -259,6 +278,8 @@ __attribute__((target("avx512f"))) static size_t scan_avx512(const float *x, siz
             c = push16(idx, c, _mm512_cmp_ps_mask(x2, tv, _CMP_NLE_UQ), ids);
             ids = _mm512_add_epi32(ids, sixteen);
             c = push16(idx, c, _mm512_cmp_ps_mask(x3, tv, _CMP_NLE_UQ), ids);
+            if (c + SIFT__SCAN_BLOCK > cap)
+                iend = i + 64;
         }
         i += 64;
     }

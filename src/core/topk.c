@@ -190,9 +190,11 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
     size_t n = (size_t)V;
     uint32_t *idx = ctx->ws->u32;
     uint64_t *key = ctx->ws->u64b, *tmp = ctx->ws->u64c;
-    /* Room for k kept keys and at least 1024 (or k) new ones between
-     * reductions; sift__topk_fits leaves two scan blocks of room. */
-    size_t cap = k + (k > 1024 ? k : 1024);
+    /* Room for k kept keys and 2k (at least 128) new ones between
+     * reductions: a small buffer keeps t close to the running k-th value
+     * (measured at V = 248,320: 1024 new keys cost 20-40 % more time
+     * than 2k for k <= 256). sift__topk_fits leaves two scan blocks. */
+    size_t cap = k + (2 * k > 128 ? 2 * k : 128);
     cap = cap < n ? cap : n;
     int bad = 0;
     size_t m = 0;
