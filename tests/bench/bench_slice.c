@@ -20,8 +20,12 @@
  * floor, memcpy and the builder on that same row one after the other, so
  * load on the machine falls on all three alike.
  *
- * Usage: bench_slice [--quick] [--v N] [--json] [--slicer]
+ * Usage: bench_slice [--quick] [--v N] [--json] [--slicer] [--k K]
+ *                    [--rows peaked|bf16|flat] [--reps N]
  *   --slicer  only the slice builder against the floor
+ *   --k, --rows, --reps  one k (of 1, 40, 104, 256), one row kind, N
+ *             repetitions: for instruction counts under callgrind
+ *             (tests/bench/slicer_callgrind.sh, make bench-slicer-cg)
  */
 #include <math.h>
 #include <stdio.h>
@@ -87,6 +91,17 @@ static void make_kind_row(float *row, int32_t V, int kind, uint64_t seed)
             row[i] = tu_bf16(row[i]);
 }
 
+/* memcpy of the row, in a function of its own so that callgrind counts
+ * it apart from the library's copies (slicer_callgrind.sh). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void
+copy_row(float *dst, const float *row, int32_t V)
+{
+    memcpy(dst, row, (size_t)V * sizeof *dst);
+}
+
 static float max_over(const float *row, int32_t V)
 {
     return sift__simd()->max_f32(row, (size_t)V);
@@ -119,6 +134,8 @@ static sift_chain *production(void)
 
 typedef struct out {
     int json;
+    int only_kind;  /* -1: every row kind */
+    int32_t only_k; /* 0: every k */
 } out;
 
 static void report(const out *o, const char *name, int32_t V, int32_t k, double us, double ref,
@@ -187,6 +204,8 @@ static void run_slicer(const out *o, int32_t V, int reps)
         printf("%-22s %-7s %7s %5s %9s %9s %9s %7s   (dispatch: %s)\n", "name", "rows", "V", "k",
                "median_us", "p10_us", "p90_us", "ratio", sift__simd()->name);
     for (int kind = 0; kind < N_KIND; kind++) {
+        if (o->only_kind >= 0 && kind != o->only_kind)
+            continue;
         for (int i = 0; i < POOL; i++)
             make_kind_row(rows[i], V, kind, 0xb0b0ULL + (uint64_t)i * 7919u + (uint64_t)V);
         double *tf = t, *tm = t + reps, *tb = t + 2 * (size_t)reps;
@@ -198,7 +217,7 @@ static void run_slicer(const out *o, int32_t V, int reps)
             double t1 = now_us();
             row = rows[next++ % POOL];
             double t2 = now_us();
-            memcpy(dst, row, (size_t)V * sizeof *dst);
+            copy_row(dst, row, V);
             double t3 = now_us();
             sink_f = dst[i & 1023];
             if (i >= 0) {
@@ -206,6 +225,8 @@ static void run_slicer(const out *o, int32_t V, int reps)
                 tm[i] = t3 - t2;
             }
             for (int j = 0; j < NK; j++) {
+                if (o->only_k && ks[j] != o->only_k)
+                    continue;
                 sift_slice s;
                 row = rows[next++ % POOL];
                 double a = now_us();
@@ -222,8 +243,9 @@ static void run_slicer(const out *o, int32_t V, int reps)
         report_spread(o, "floor (vector max)", KIND_NAME[kind], V, 0, tf, reps, fl);
         report_spread(o, "memcpy of the row", KIND_NAME[kind], V, 0, tm, reps, fl);
         for (int j = 0; j < NK; j++)
-            report_spread(o, "slice builder", KIND_NAME[kind], V, ks[j], tb + (size_t)j * reps,
-                          reps, fl);
+            if (!o->only_k || ks[j] == o->only_k)
+                report_spread(o, "slice builder", KIND_NAME[kind], V, ks[j], tb + (size_t)j * reps,
+                              reps, fl);
     }
     sift_slicer_free(sl);
     for (int i = 0; i < POOL; i++)
@@ -313,20 +335,36 @@ static void run(const out *o, int32_t V, int reps)
 
 int main(int argc, char **argv)
 {
-    out o = {0};
-    int quick = 0, slicer_only = 0;
+    out o = {.json = 0, .only_kind = -1, .only_k = 0};
+    int quick = 0, slicer_only = 0, reps_arg = 0;
     int32_t only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--slicer"))
             slicer_only = 1;
-        else if (!strcmp(argv[i], "--json"))
+        else if (!strcmp(argv[i], "--k") && i + 1 < argc)
+            o.only_k = (int32_t)strtol(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps_arg = (int)strtol(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--rows") && i + 1 < argc) {
+            const char *w = argv[++i];
+            for (int kd = 0; kd < N_KIND; kd++)
+                if (!strcmp(w, KIND_NAME[kd]))
+                    o.only_kind = kd;
+            if (o.only_kind < 0) {
+                fprintf(stderr, "bench_slice: --rows is peaked, bf16 or flat\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--json"))
             o.json = 1;
         else if (!strcmp(argv[i], "--v") && i + 1 < argc)
             only = (int32_t)strtol(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: bench_slice [--quick] [--v N] [--json] [--slicer]\n");
+            fprintf(
+                stderr,
+                "usage: bench_slice [--quick] [--v N] [--json] [--slicer] [--k K] [--rows KIND] "
+                "[--reps N]\n");
             return 2;
         }
     }
@@ -335,7 +373,7 @@ int main(int argc, char **argv)
         return 2;
     }
     static const int32_t vs[] = {151936, 248320};
-    int reps = quick ? 50 : 400;
+    int reps = reps_arg > 0 ? reps_arg : (quick ? 50 : 400);
     size_t nv = only ? 1 : sizeof vs / sizeof vs[0];
     for (size_t i = 0; i < nv; i++)
         run_slicer(&o, only ? only : vs[i], reps);
