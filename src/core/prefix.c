@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "simd.h"
 
 sift_status sift__row_error(const float *row, int32_t V, sift_error *err)
 {
@@ -43,6 +44,8 @@ static inline uint32_t block_key(float x)
 sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int32_t V, size_t k,
                              sift_candidate *out)
 {
+    if (sift__topk_fits(V, k))
+        return sift__topk_row(ctx, row, V, k, out); /* one pass (core/topk.c) */
     size_t n = (size_t)V;
     size_t nb = (n + BLOCK - 1) / BLOCK;
     uint32_t *bm = ctx->ws->u32;

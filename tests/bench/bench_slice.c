@@ -2,27 +2,38 @@
  * bench_slice.c - the slice benchmark (`make bench`; not a test).
  *
  * Owns: timing, in one run and on the same rows, (1) the slice builder
- * (Prefix(k) from a whole row: what a device top-k does) against a plain
- * max-reduction over the row, the floor of any pass over it; (2) a step of
- * the production chain (penalties 64 -> top_k 20 -> top_p 0.95 -> min_p
- * 0.05 -> temp 0.8 -> dist) sampled from a slice of its planned k = 84
- * against the same step on the whole row (sample only, both sides, on a
- * fixed window); (3) the loop a runtime runs, at V = 32,768 and 1,048,576:
- * sift_chain_sample_slice + sift_chain_accept of the production chain of
- * issue 11 (top_k 40, planned k = 104) on changing rows whose frequent
- * tokens recur, so the penalties window holds slice tokens and re-ranks
- * them (step_loop). Medians over many repetitions; the ratios are the
- * numbers to compare across machines. The instructions of a loop step
- * come from callgrind, which is repeatable on a loaded machine:
- * `make bench-slice` (tests/bench/bench_slice_step.sh) prints them beside
- * the medians.
+ * (Prefix(k) from a whole row: what a device top-k does) against the
+ * floor of any pass over the row: a max-reduction with four vector
+ * accumulators through the library's own run-time dispatch (core/cpu.c:
+ * the best of SSE2, AVX2, AVX-512F the machine has, or what SIFT_SIMD
+ * caps it to), with memcpy of the row beside it; (2) a step of the
+ * production chain (penalties 64 -> top_k 20 -> top_p 0.95 -> min_p 0.05
+ * -> temp 0.8 -> dist) sampled from a slice of its planned k = 84 against
+ * the same step on the whole row (sample only); (3) the loop a runtime
+ * runs, at V = 32,768 and 1,048,576: sift_chain_sample_slice +
+ * sift_chain_accept of the production chain of issue 11 (top_k 40,
+ * planned k = 104) on changing rows whose frequent tokens recur, so the
+ * penalties window holds slice tokens and re-ranks them (step_loop).
+ * Medians over many repetitions; the ratios are the numbers to compare
+ * across machines. The instructions of a loop step come from callgrind,
+ * which is repeatable on a loaded machine: `make bench-slice`
+ * (tests/bench/bench_slice_step.sh) prints them beside the medians.
  *
- * Rows: N(0, 2) with a handful of peaked tokens (as bench.c), a fresh row
- * per repetition from a pool so caches do not flatter the row path; the
- * loop's rows are make_hot_row's.
+ * The slice builder runs on three kinds of rows: peaked (N(0, 2) plus a
+ * head of 50 ids raised by U(5, 15)), the same rounded to bf16 (heavy
+ * ties), and flat (U[-1, 1]). Each repetition takes the next row of a
+ * pool of 8 (8 MB at V = 248,320, so the row comes from the last-level
+ * cache as a runtime's fresh row would, not from L1/L2), and times the
+ * floor, memcpy and the builder on that same row one after the other, so
+ * load on the machine falls on all three alike.
  *
- * Usage: bench_slice [--quick] [--v N] [--json] [--step-only] [--steps N]
- *        [--no-clock]
+ * Usage: bench_slice [--quick] [--v N] [--json] [--slicer] [--k K]
+ *                    [--rows peaked|bf16|flat] [--reps N] [--step-only]
+ *                    [--steps N] [--no-clock]
+ *   --slicer  only the slice builder against the floor
+ *   --k, --rows, --reps  one k (of 1, 40, 104, 256), one row kind, N
+ *             repetitions: for instruction counts under callgrind
+ *             (tests/bench/slicer_callgrind.sh, make bench-slicer-cg)
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/simd.h"
 #include "sift.h"
 #include "testutil.h"
 
@@ -66,12 +78,41 @@ static void make_row(float *row, int32_t V, uint64_t seed)
         row[tu_range(&r, 0, V - 1)] = (float)(12.0 + 8.0 * tu_unif(&r));
 }
 
+enum { KIND_PEAKED, KIND_BF16, KIND_FLAT, N_KIND };
+static const char *const KIND_NAME[N_KIND] = {"peaked", "bf16", "flat"};
+
+/* The rows of issue 12: peaked, bf16-rounded peaked, flat. */
+static void make_kind_row(float *row, int32_t V, int kind, uint64_t seed)
+{
+    tu_rng r = {seed};
+    if (kind == KIND_FLAT) {
+        for (int32_t i = 0; i < V; i++)
+            row[i] = (float)(2.0 * tu_unif(&r) - 1.0);
+        return;
+    }
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)(2.0 * tu_normal(&r));
+    for (int j = 0; j < 50; j++)
+        row[tu_range(&r, 0, V - 1)] += (float)(5.0 + 10.0 * tu_unif(&r));
+    if (kind == KIND_BF16)
+        for (int32_t i = 0; i < V; i++)
+            row[i] = tu_bf16(row[i]);
+}
+
+/* memcpy of the row, in a function of its own so that callgrind counts
+ * it apart from the library's copies (slicer_callgrind.sh). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void
+copy_row(float *dst, const float *row, int32_t V)
+{
+    memcpy(dst, row, (size_t)V * sizeof *dst);
+}
+
 static float max_over(const float *row, int32_t V)
 {
-    float m = -INFINITY;
-    for (int32_t i = 0; i < V; i++)
-        m = row[i] > m ? row[i] : m;
-    return m;
+    return sift__simd()->max_f32(row, (size_t)V);
 }
 
 static void die(const char *what, const sift_error *e)
@@ -101,6 +142,8 @@ static sift_chain *production(void)
 
 typedef struct out {
     int json;
+    int only_kind;  /* -1: every row kind */
+    int32_t only_k; /* 0: every k */
 } out;
 
 static void report(const out *o, const char *name, int32_t V, int32_t k, double us, double ref,
@@ -113,6 +156,110 @@ static void report(const out *o, const char *name, int32_t V, int32_t k, double 
     else
         printf("%-34s %7d %5d %11.3f %10.3f x %s\n", name, (int)V, (int)k, us, us / ref, ref_name);
     fflush(stdout);
+}
+
+/* Median and spread (10th and 90th percentile) of t[0..n); sorts t. */
+static void spread(double *t, int n, double *med, double *p10, double *p90)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    *med = t[n / 2];
+    *p10 = t[n / 10];
+    *p90 = t[(n * 9) / 10];
+}
+
+static void report_spread(const out *o, const char *name, const char *kind, int32_t V, int32_t k,
+                          double *t, int n, double floor_us)
+{
+    double med, p10, p90;
+    spread(t, n, &med, &p10, &p90);
+    if (o->json)
+        printf("{\"name\":\"%s\",\"rows\":\"%s\",\"V\":%d,\"k\":%d,\"median_us\":%.3f,"
+               "\"p10_us\":%.3f,\"p90_us\":%.3f,\"ratio\":%.3f,\"ratio_to\":\"floor\","
+               "\"simd\":\"%s\"}\n",
+               name, kind, (int)V, (int)k, med, p10, p90, med / floor_us, sift__simd()->name);
+    else
+        printf("%-22s %-7s %7d %5d %9.2f %9.2f %9.2f %7.2f x floor\n", name, kind, (int)V, (int)k,
+               med, p10, p90, med / floor_us);
+    fflush(stdout);
+}
+
+/* The slice builder against the floor and memcpy, per row kind and k:
+ * each timed call reads the next row of the pool, so every call finds
+ * its row as far from the core as the others do. */
+static void run_slicer(const out *o, int32_t V, int reps)
+{
+    static const int32_t ks[] = {1, 40, 104, 256};
+    enum { NK = sizeof ks / sizeof ks[0] };
+    float *rows[POOL];
+    float *dst = malloc((size_t)V * sizeof *dst);
+    double *t = malloc((size_t)reps * (NK + 2) * sizeof *t);
+    if (!dst || !t) {
+        fprintf(stderr, "bench_slice: out of memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < POOL; i++) {
+        rows[i] = malloc((size_t)V * sizeof(float));
+        if (!rows[i]) {
+            fprintf(stderr, "bench_slice: out of memory\n");
+            exit(1);
+        }
+    }
+    sift_slicer *sl;
+    sift_error e;
+    if (sift_slicer_new(&sl, V, NULL, &e))
+        die("slicer", &e);
+    if (!o->json)
+        printf("%-22s %-7s %7s %5s %9s %9s %9s %7s   (dispatch: %s)\n", "name", "rows", "V", "k",
+               "median_us", "p10_us", "p90_us", "ratio", sift__simd()->name);
+    for (int kind = 0; kind < N_KIND; kind++) {
+        if (o->only_kind >= 0 && kind != o->only_kind)
+            continue;
+        for (int i = 0; i < POOL; i++)
+            make_kind_row(rows[i], V, kind, 0xb0b0ULL + (uint64_t)i * 7919u + (uint64_t)V);
+        double *tf = t, *tm = t + reps, *tb = t + 2 * (size_t)reps;
+        unsigned next = 0;
+        for (int i = -3; i < reps; i++) { /* three rounds of warm-up */
+            const float *row = rows[next++ % POOL];
+            double t0 = now_us();
+            sink_f = max_over(row, V);
+            double t1 = now_us();
+            row = rows[next++ % POOL];
+            double t2 = now_us();
+            copy_row(dst, row, V);
+            double t3 = now_us();
+            sink_f = dst[i & 1023];
+            if (i >= 0) {
+                tf[i] = t1 - t0;
+                tm[i] = t3 - t2;
+            }
+            for (int j = 0; j < NK; j++) {
+                if (o->only_k && ks[j] != o->only_k)
+                    continue;
+                sift_slice s;
+                row = rows[next++ % POOL];
+                double a = now_us();
+                if (sift_slicer_build(sl, row, V, ks[j], NULL, 0, &s, &e))
+                    die("build", &e);
+                double b = now_us();
+                sink_i = s.prefix[0].id;
+                if (i >= 0)
+                    tb[(size_t)j * (size_t)reps + (size_t)i] = b - a;
+            }
+        }
+        double fl, p10, p90;
+        spread(tf, reps, &fl, &p10, &p90);
+        report_spread(o, "floor (vector max)", KIND_NAME[kind], V, 0, tf, reps, fl);
+        report_spread(o, "memcpy of the row", KIND_NAME[kind], V, 0, tm, reps, fl);
+        for (int j = 0; j < NK; j++)
+            if (!o->only_k || ks[j] == o->only_k)
+                report_spread(o, "slice builder", KIND_NAME[kind], V, ks[j], tb + (size_t)j * reps,
+                              reps, fl);
+    }
+    sift_slicer_free(sl);
+    for (int i = 0; i < POOL; i++)
+        free(rows[i]);
+    free(t);
+    free(dst);
 }
 
 static void run(const out *o, int32_t V, int reps)
@@ -136,25 +283,7 @@ static void run(const out *o, int32_t V, int reps)
         t[i] = now_us() - t0;
     }
     double floor_us = median(t, reps);
-    report(o, "floor (max over row)", V, 0, floor_us, floor_us, "floor");
-
-    /* the slice builder */
-    sift_slicer *sl;
-    if (sift_slicer_new(&sl, V, NULL, &e))
-        die("slicer", &e);
-    static const int32_t ks[] = {1, 40, 84, 256};
-    for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
-        sift_slice s;
-        for (int i = 0; i < reps; i++) {
-            const float *row = rows[i % POOL];
-            double t0 = now_us();
-            if (sift_slicer_build(sl, row, V, ks[j], NULL, 0, &s, &e))
-                die("build", &e);
-            t[i] = now_us() - t0;
-            sink_i = s.prefix[0].id;
-        }
-        report(o, "slice builder", V, ks[j], median(t, reps), floor_us, "floor");
-    }
+    report(o, "floor (vector max over row)", V, 0, floor_us, floor_us, "floor");
 
     /* the production chain: whole row vs slice of the planned k */
     sift_chain *c = production();
@@ -205,7 +334,6 @@ static void run(const out *o, int32_t V, int reps)
                (unsigned long long)st.slice_decided, (unsigned long long)st.hook_calls);
     for (int i = 0; i < POOL; i++)
         sift_slicer_free(pool_sl[i]);
-    sift_slicer_free(sl);
     sift_chain_free(c);
     free(ts);
     free(t);
@@ -348,13 +476,28 @@ static void step_loop(const out *o, int32_t V, int steps, int timed)
 
 int main(int argc, char **argv)
 {
-    out o = {0};
-    int quick = 0, step_only = 0, timed = 1, steps = 0;
+    out o = {.json = 0, .only_kind = -1, .only_k = 0};
+    int quick = 0, slicer_only = 0, reps_arg = 0, step_only = 0, timed = 1, steps = 0;
     int32_t only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
-        else if (!strcmp(argv[i], "--json"))
+        else if (!strcmp(argv[i], "--slicer"))
+            slicer_only = 1;
+        else if (!strcmp(argv[i], "--k") && i + 1 < argc)
+            o.only_k = (int32_t)strtol(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps_arg = (int)strtol(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--rows") && i + 1 < argc) {
+            const char *w = argv[++i];
+            for (int kd = 0; kd < N_KIND; kd++)
+                if (!strcmp(w, KIND_NAME[kd]))
+                    o.only_kind = kd;
+            if (o.only_kind < 0) {
+                fprintf(stderr, "bench_slice: --rows is peaked, bf16 or flat\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--json"))
             o.json = 1;
         else if (!strcmp(argv[i], "--step-only"))
             step_only = 1;
@@ -365,8 +508,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
             steps = (int)strtol(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: bench_slice [--quick] [--v N] [--json] [--step-only] "
-                            "[--steps N] [--no-clock]\n");
+            fprintf(stderr, "usage: bench_slice [--quick] [--v N] [--json] [--slicer] [--k K] "
+                            "[--rows KIND] [--reps N] [--step-only] [--steps N] [--no-clock]\n");
             return 2;
         }
     }
@@ -384,17 +527,19 @@ int main(int argc, char **argv)
     }
     if (!steps)
         steps = quick ? 2000 : 20000;
-    if (!o.json)
-        printf("%-34s %7s %5s %11s %10s\n", "name", "V", "k", "median_us", "ratio");
     static const int32_t vs[] = {151936, 248320};
     static const int32_t step_vs[] = {32768, 1048576};
-    int reps = quick ? 50 : 400;
+    int reps = reps_arg > 0 ? reps_arg : (quick ? 50 : 400);
+    size_t nv = only ? 1 : sizeof vs / sizeof vs[0];
     if (!step_only) {
-        if (only)
-            run(&o, only, reps);
-        else
-            for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
-                run(&o, vs[i], reps);
+        for (size_t i = 0; i < nv; i++)
+            run_slicer(&o, only ? only : vs[i], reps);
+        if (slicer_only)
+            return 0;
+        if (!o.json)
+            printf("\n%-34s %7s %5s %11s %10s\n", "name", "V", "k", "median_us", "ratio");
+        for (size_t i = 0; i < nv; i++)
+            run(&o, only ? only : vs[i], reps);
     }
     if (only)
         step_loop(&o, only, steps, timed);

@@ -1,0 +1,372 @@
+/*
+ * cpu.c - run-time CPU dispatch and the row kernels (core/simd.h).
+ *
+ * Owns the detection of the vector level (SSE2 baseline, AVX2, AVX-512F
+ * on x86-64 with GCC or Clang; scalar elsewhere), its cap by the SIFT_SIMD
+ * environment variable, and one table of kernels per level: the
+ * max-reduction every benchmark reports as its floor, and the threshold
+ * scan of the one-pass top-k (core/topk.c).
+ *
+ * Invariants: one build holds every level (function-level target
+ * attributes, no -march); a level is used only when the CPU reports it;
+ * every vector scan returns exactly the indices of its scalar twin. The
+ * chosen table is the only process-wide state: it is computed from the
+ * machine and the environment alone, so racing first calls store the same
+ * value, and it is published with an atomic store.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simd.h"
+
+#if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
+#define SIFT__X86 1
+#include <immintrin.h>
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Scalar                                                              */
+/* ------------------------------------------------------------------ */
+
+static float max_scalar(const float *x, size_t n)
+{
+    float m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        m0 = x[i] > m0 ? x[i] : m0;
+        m1 = x[i + 1] > m1 ? x[i + 1] : m1;
+        m2 = x[i + 2] > m2 ? x[i + 2] : m2;
+        m3 = x[i + 3] > m3 ? x[i + 3] : m3;
+    }
+    for (; i < n; i++)
+        m0 = x[i] > m0 ? x[i] : m0;
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    return m2 > m0 ? m2 : m0;
+}
+
+/* The tail of every scan, and the whole scalar scan: the definition. */
+static size_t scan_tail(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
+                        int *bad)
+{
+    size_t c = *m;
+    int b = 0;
+    for (; i < n; i++) {
+        b |= !(x[i] < INFINITY);
+        if (!(x[i] <= t))
+            idx[c++] = (uint32_t)i;
+    }
+    *m = c;
+    *bad |= b;
+    return n;
+}
+
+static size_t scan_scalar(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
+                          size_t cap, int *bad)
+{
+    /* Blocks of SIFT__SCAN_BLOCK, as the vector kernels stop. */
+    while (i < n && *m + SIFT__SCAN_BLOCK <= cap) {
+        size_t e = n - i > SIFT__SCAN_BLOCK ? i + SIFT__SCAN_BLOCK : n;
+        i = scan_tail(x, i, e, t, idx, m, bad);
+    }
+    return i;
+}
+
+/* ------------------------------------------------------------------ */
+/* x86-64                                                              */
+/* ------------------------------------------------------------------ */
+
+#ifdef SIFT__X86
+
+/* Appends the set bits of mask (lane j = index base + j). */
+static inline size_t push_bits(uint32_t *idx, size_t c, uint32_t mask, size_t base)
+{
+    while (mask) {
+        idx[c++] = (uint32_t)(base + (size_t)__builtin_ctz(mask));
+        mask &= mask - 1;
+    }
+    return c;
+}
+
+/* The vector scans. A block of four vectors costs what the floor costs
+ * plus a compare and four adds: the block maximum (three max) is compared
+ * with t, and only a block whose maximum exceeds t is looked at lane by
+ * lane. A max can drop a NaN, so NaN and +inf are caught by four running
+ * sums instead, which a NaN or +inf makes NaN or +inf for good; finite
+ * values whose sum overflows raise the same flag, and the caller's check
+ * of the row clears it (then no NaN was there to drop). Lanes of a block
+ * that is looked at are compared as the scalar twin compares. */
+
+static float max_sse2(const float *x, size_t n)
+{
+    __m128 a0 = _mm_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm_max_ps(a0, _mm_loadu_ps(x + i));
+        a1 = _mm_max_ps(a1, _mm_loadu_ps(x + i + 4));
+        a2 = _mm_max_ps(a2, _mm_loadu_ps(x + i + 8));
+        a3 = _mm_max_ps(a3, _mm_loadu_ps(x + i + 12));
+    }
+    a0 = _mm_max_ps(_mm_max_ps(a0, a1), _mm_max_ps(a2, a3));
+    float l[4];
+    _mm_storeu_ps(l, a0);
+    float m = max_scalar(x + i, n - i);
+    for (int j = 0; j < 4; j++)
+        m = l[j] > m ? l[j] : m;
+    return m;
+}
+
+static size_t scan_sse2(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
+                        size_t cap, int *bad)
+{
+    const __m128 tv = _mm_set1_ps(t), inf = _mm_set1_ps(INFINITY);
+    __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    size_t c = *m;
+    /* Blocks end at iend; room is checked only after a block with a
+     * candidate, the only place it changes. */
+    size_t iend = n - i >= 16 ? n - (n - i) % 16 : i;
+    if (c + SIFT__SCAN_BLOCK > cap)
+        iend = i;
+    while (i < iend) {
+        __m128 x0 = _mm_loadu_ps(x + i), x1 = _mm_loadu_ps(x + i + 4);
+        __m128 x2 = _mm_loadu_ps(x + i + 8), x3 = _mm_loadu_ps(x + i + 12);
+        s0 = _mm_add_ps(s0, x0);
+        s1 = _mm_add_ps(s1, x1);
+        s2 = _mm_add_ps(s2, x2);
+        s3 = _mm_add_ps(s3, x3);
+        __m128 mx = _mm_max_ps(_mm_max_ps(x0, x1), _mm_max_ps(x2, x3));
+        if (SIFT__UNLIKELY(_mm_movemask_ps(_mm_cmpgt_ps(mx, tv)))) {
+            uint32_t mask = (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x0, tv)) |
+                            (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x1, tv)) << 4 |
+                            (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x2, tv)) << 8 |
+                            (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(x3, tv)) << 12;
+            c = push_bits(idx, c, mask, i);
+            if (c + SIFT__SCAN_BLOCK > cap)
+                iend = i + 16;
+        }
+        i += 16;
+    }
+    __m128 nb = _mm_or_ps(_mm_or_ps(_mm_cmpnlt_ps(s0, inf), _mm_cmpnlt_ps(s1, inf)),
+                          _mm_or_ps(_mm_cmpnlt_ps(s2, inf), _mm_cmpnlt_ps(s3, inf)));
+    *bad |= _mm_movemask_ps(nb) != 0;
+    *m = c;
+    if (n - i < 16 && c + SIFT__SCAN_BLOCK <= cap)
+        return scan_tail(x, i, n, t, idx, m, bad);
+    return i;
+}
+
+__attribute__((target("avx2"))) static float max_avx2(const float *x, size_t n)
+{
+    __m256 a0 = _mm256_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
+        a1 = _mm256_max_ps(a1, _mm256_loadu_ps(x + i + 8));
+        a2 = _mm256_max_ps(a2, _mm256_loadu_ps(x + i + 16));
+        a3 = _mm256_max_ps(a3, _mm256_loadu_ps(x + i + 24));
+    }
+    a0 = _mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3));
+    float l[8];
+    _mm256_storeu_ps(l, a0);
+    float m = max_scalar(x + i, n - i);
+    for (int j = 0; j < 8; j++)
+        m = l[j] > m ? l[j] : m;
+    return m;
+}
+
+__attribute__((target("avx2"))) static size_t scan_avx2(const float *x, size_t i, size_t n, float t,
+                                                        uint32_t *idx, size_t *m, size_t cap,
+                                                        int *bad)
+{
+    const __m256 tv = _mm256_set1_ps(t), inf = _mm256_set1_ps(INFINITY);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    size_t c = *m;
+    /* Blocks end at iend; room is checked only after a block with a
+     * candidate, the only place it changes. */
+    size_t iend = n - i >= 32 ? n - (n - i) % 32 : i;
+    if (c + SIFT__SCAN_BLOCK > cap)
+        iend = i;
+    while (i < iend) {
+        __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+        __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
+        s0 = _mm256_add_ps(s0, x0);
+        s1 = _mm256_add_ps(s1, x1);
+        s2 = _mm256_add_ps(s2, x2);
+        s3 = _mm256_add_ps(s3, x3);
+        __m256 mx = _mm256_max_ps(_mm256_max_ps(x0, x1), _mm256_max_ps(x2, x3));
+        if (SIFT__UNLIKELY(_mm256_movemask_ps(_mm256_cmp_ps(mx, tv, _CMP_GT_OQ)))) {
+            uint32_t mask = (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x0, tv, _CMP_NLE_UQ)) |
+                            (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x1, tv, _CMP_NLE_UQ)) << 8 |
+                            (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x2, tv, _CMP_NLE_UQ)) << 16 |
+                            (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(x3, tv, _CMP_NLE_UQ)) << 24;
+            c = push_bits(idx, c, mask, i);
+            if (c + SIFT__SCAN_BLOCK > cap)
+                iend = i + 32;
+        }
+        i += 32;
+    }
+    __m256 nb = _mm256_or_ps(
+        _mm256_or_ps(_mm256_cmp_ps(s0, inf, _CMP_NLT_UQ), _mm256_cmp_ps(s1, inf, _CMP_NLT_UQ)),
+        _mm256_or_ps(_mm256_cmp_ps(s2, inf, _CMP_NLT_UQ), _mm256_cmp_ps(s3, inf, _CMP_NLT_UQ)));
+    *bad |= _mm256_movemask_ps(nb) != 0;
+    *m = c;
+    if (n - i < 32 && c + SIFT__SCAN_BLOCK <= cap)
+        return scan_tail(x, i, n, t, idx, m, bad);
+    return i;
+}
+
+__attribute__((target("avx512f"))) static float max_avx512(const float *x, size_t n)
+{
+    __m512 a0 = _mm512_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_max_ps(a0, _mm512_loadu_ps(x + i));
+        a1 = _mm512_max_ps(a1, _mm512_loadu_ps(x + i + 16));
+        a2 = _mm512_max_ps(a2, _mm512_loadu_ps(x + i + 32));
+        a3 = _mm512_max_ps(a3, _mm512_loadu_ps(x + i + 48));
+    }
+    a0 = _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3));
+    float l[16];
+    _mm512_storeu_ps(l, a0);
+    float m = max_scalar(x + i, n - i);
+    for (int j = 0; j < 16; j++)
+        m = l[j] > m ? l[j] : m;
+    return m;
+}
+
+/* The lanes of v selected by g, packed, stored at idx + c (16 slots are
+ * written; the kernel keeps SIFT__SCAN_BLOCK free). A compress into a
+ * register and a plain store: a compress straight to memory is slow on
+ * some cores. */
+__attribute__((target("avx512f"))) static inline size_t push16(uint32_t *idx, size_t c, __mmask16 g,
+                                                               __m512i ids)
+{
+    _mm512_storeu_si512((void *)(idx + c), _mm512_maskz_compress_epi32(g, ids));
+    return c + (size_t)__builtin_popcount((unsigned)g);
+}
+
+__attribute__((target("avx512f"))) static size_t scan_avx512(const float *x, size_t i, size_t n,
+                                                             float t, uint32_t *idx, size_t *m,
+                                                             size_t cap, int *bad)
+{
+    const __m512 tv = _mm512_set1_ps(t), inf = _mm512_set1_ps(INFINITY);
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    size_t c = *m;
+    /* Blocks end at iend; room is checked only after a block with a
+     * candidate, the only place it changes. */
+    size_t iend = n - i >= 64 ? n - (n - i) % 64 : i;
+    if (c + SIFT__SCAN_BLOCK > cap)
+        iend = i;
+    while (i < iend) {
+        __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+        __m512 x2 = _mm512_loadu_ps(x + i + 32), x3 = _mm512_loadu_ps(x + i + 48);
+        s0 = _mm512_add_ps(s0, x0);
+        s1 = _mm512_add_ps(s1, x1);
+        s2 = _mm512_add_ps(s2, x2);
+        s3 = _mm512_add_ps(s3, x3);
+        __m512 mx = _mm512_max_ps(_mm512_max_ps(x0, x1), _mm512_max_ps(x2, x3));
+        if (SIFT__UNLIKELY(_mm512_cmp_ps_mask(mx, tv, _CMP_GT_OQ) != 0)) {
+            __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
+            c = push16(idx, c, _mm512_cmp_ps_mask(x0, tv, _CMP_NLE_UQ), ids);
+            ids = _mm512_add_epi32(ids, sixteen);
+            c = push16(idx, c, _mm512_cmp_ps_mask(x1, tv, _CMP_NLE_UQ), ids);
+            ids = _mm512_add_epi32(ids, sixteen);
+            c = push16(idx, c, _mm512_cmp_ps_mask(x2, tv, _CMP_NLE_UQ), ids);
+            ids = _mm512_add_epi32(ids, sixteen);
+            c = push16(idx, c, _mm512_cmp_ps_mask(x3, tv, _CMP_NLE_UQ), ids);
+            if (c + SIFT__SCAN_BLOCK > cap)
+                iend = i + 64;
+        }
+        i += 64;
+    }
+    __mmask16 nb = (__mmask16)(_mm512_cmp_ps_mask(s0, inf, _CMP_NLT_UQ) |
+                               _mm512_cmp_ps_mask(s1, inf, _CMP_NLT_UQ) |
+                               _mm512_cmp_ps_mask(s2, inf, _CMP_NLT_UQ) |
+                               _mm512_cmp_ps_mask(s3, inf, _CMP_NLT_UQ));
+    *bad |= nb != 0;
+    *m = c;
+    if (n - i < 64 && c + SIFT__SCAN_BLOCK <= cap)
+        return scan_tail(x, i, n, t, idx, m, bad);
+    return i;
+}
+
+#endif /* SIFT__X86 */
+
+/* ------------------------------------------------------------------ */
+/* Tables and the choice                                               */
+/* ------------------------------------------------------------------ */
+
+static const sift__simd_ops OPS[SIFT__SIMD_LEVELS] = {
+    [SIFT__SIMD_SCALAR] = {.level = SIFT__SIMD_SCALAR,
+                           .name = "scalar",
+                           .max_f32 = max_scalar,
+                           .scan_gt = scan_scalar},
+#ifdef SIFT__X86
+    [SIFT__SIMD_SSE2] = {.level = SIFT__SIMD_SSE2,
+                         .name = "sse2",
+                         .max_f32 = max_sse2,
+                         .scan_gt = scan_sse2},
+    [SIFT__SIMD_AVX2] = {.level = SIFT__SIMD_AVX2,
+                         .name = "avx2",
+                         .max_f32 = max_avx2,
+                         .scan_gt = scan_avx2},
+    [SIFT__SIMD_AVX512] = {.level = SIFT__SIMD_AVX512,
+                           .name = "avx512",
+                           .max_f32 = max_avx512,
+                           .scan_gt = scan_avx512},
+#endif
+};
+
+int sift__simd_detect(void)
+{
+#ifdef SIFT__X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return SIFT__SIMD_AVX512;
+    if (__builtin_cpu_supports("avx2"))
+        return SIFT__SIMD_AVX2;
+    return SIFT__SIMD_SSE2;
+#else
+    return SIFT__SIMD_SCALAR;
+#endif
+}
+
+int sift__simd_parse(const char *s)
+{
+    for (int l = 0; l < SIFT__SIMD_LEVELS; l++) {
+        static const char *const names[SIFT__SIMD_LEVELS] = {"scalar", "sse2", "avx2", "avx512"};
+        if (s && !strcmp(s, names[l]))
+            return l;
+    }
+    return -1;
+}
+
+const sift__simd_ops *sift__simd_ops_at(int level)
+{
+    int best = sift__simd_detect();
+    if (level > best)
+        level = best;
+    if (level < 0)
+        level = SIFT__SIMD_SCALAR;
+    return &OPS[level];
+}
+
+/* -1 until the first call of sift__simd chose a level. */
+static atomic_int chosen = -1;
+
+const sift__simd_ops *sift__simd(void)
+{
+    int l = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (SIFT__UNLIKELY(l < 0)) {
+        l = sift__simd_detect();
+        int cap = sift__simd_parse(getenv("SIFT_SIMD"));
+        if (cap >= 0 && cap < l)
+            l = cap;
+        atomic_store_explicit(&chosen, l, memory_order_relaxed);
+    }
+    return &OPS[l];
+}

@@ -1,0 +1,84 @@
+/*
+ * simd.h - run-time CPU dispatch and the row kernels chosen by it
+ * (core/cpu.c), and the one-pass top-k of a row built on them
+ * (core/topk.c).
+ *
+ * The portable build holds every variant (function-level target
+ * attributes, no -march): a level is detected once per process, capped by
+ * the SIFT_SIMD environment variable ("scalar", "sse2", "avx2",
+ * "avx512"), and its table of kernels is used from then on. Every vector
+ * kernel has a scalar twin; where a result is defined bit for bit (the
+ * top-k scan) every level gives the same bits, and the tests run each
+ * level the machine has against the scalar one.
+ */
+#ifndef SIFT_CORE_SIMD_H
+#define SIFT_CORE_SIMD_H
+
+#include "../sift_internal.h"
+
+/* Dispatch levels, in increasing order; a level implies those below it. */
+enum {
+    SIFT__SIMD_SCALAR = 0, /* plain C, every machine */
+    SIFT__SIMD_SSE2 = 1,   /* x86-64 baseline */
+    SIFT__SIMD_AVX2 = 2,
+    SIFT__SIMD_AVX512 = 3, /* AVX-512F */
+    SIFT__SIMD_LEVELS = 4
+};
+
+/* The most indices one call of a scan kernel adds per block: the kernel
+ * stops while fewer than this many free slots remain. */
+#define SIFT__SCAN_BLOCK 64
+
+typedef struct sift__simd_ops {
+    int level;
+    const char *name;
+    /* Largest of x[0..n) (n >= 1) by four running maxima: the floor of
+     * any pass over a row. NaN-free input gives its largest value (the
+     * sign of a zero maximum is unspecified); -inf when n = 0. */
+    float (*max_f32)(const float *x, size_t n);
+    /* Scans x[i..n) and appends to idx[*m..) the index of every x[j] > t
+     * in ascending order (and perhaps of a NaN, as !(x <= t) would).
+     * Sets *bad to 1 when x[i..n) holds a NaN or +inf, and may set it for
+     * a row that holds neither (a sum of huge values overflowed): the
+     * caller checks the row then. Stops at n or before a block once
+     * fewer than SIFT__SCAN_BLOCK slots are left below cap (the kernel
+     * may write, not count, up to that many past *m); returns the index
+     * it stopped at. Levels may stop at different points (their blocks
+     * differ); on a range without NaN they append the same indices. */
+    size_t (*scan_gt)(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
+                      size_t cap, int *bad);
+} sift__simd_ops;
+
+/* The kernels of `level`, or of the best level below it that this build
+ * and machine have. Never NULL. */
+SIFT__HIDDEN const sift__simd_ops *sift__simd_ops_at(int level);
+/* The best level this build and machine have (not capped by SIFT_SIMD). */
+SIFT__HIDDEN int sift__simd_detect(void);
+/* The kernels the library uses: sift__simd_detect() capped by SIFT_SIMD
+ * (an unknown value means no cap), chosen at the first call and kept for
+ * the life of the process (safe from any thread). */
+SIFT__HIDDEN const sift__simd_ops *sift__simd(void);
+/* The level named by s ("scalar", "sse2", "avx2", "avx512"), -1 if none. */
+SIFT__HIDDEN int sift__simd_parse(const char *s);
+
+/* The largest k sift__topk_row takes; larger k belong to the block path
+ * of sift__row_prefix (core/slice.c). */
+#define SIFT__TOPK_MAX 4096
+
+/* 1 when sift__topk_row handles (V, k): 1 <= k <= SIFT__TOPK_MAX and
+ * k + 2 * SIFT__SCAN_BLOCK <= V. */
+SIFT__HIDDEN int sift__topk_fits(int32_t V, size_t k);
+/* The contract of sift__row_prefix (validates the row: the same status
+ * and message; writes its canonical first k tokens to out[0..k) in
+ * canonical order) in one pass over the row with a running threshold,
+ * through the kernels of sift__simd(); when !sift__topk_fits(V, k) it
+ * calls sift__row_prefix. Uses ws->u32, ws->u64b and ws->u64c; out may be
+ * ws->cand but not those. */
+SIFT__HIDDEN sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_t V, size_t k,
+                                        sift_candidate *out);
+/* sift__topk_row through the kernels of `level` (tests compare them);
+ * requires sift__topk_fits(V, k). */
+SIFT__HIDDEN sift_status sift__topk_row_at(int level, sift__ctx *ctx, const float *row, int32_t V,
+                                           size_t k, sift_candidate *out);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * topk.c - the canonical first k tokens of a row in one pass.
+ *
+ * Owns sift__topk_fits, sift__topk_row and sift__topk_row_at: the prefix
+ * builder of the slicer and of the whole-row step for k up to
+ * SIFT__TOPK_MAX (core/simd.h), at about the cost of one read of the row.
+ *
+ * Method. The row is read once, in ascending id order, against a running
+ * threshold t: the logit of the k-th canonical token among those read so
+ * far. A token not yet read has a larger id than every token read, so it
+ * ranks after a read token of equal logit: only a logit strictly above t
+ * can enter the final k. The scan kernel (core/cpu.c, one per dispatch
+ * level) compares 16-64 logits at a time with t and writes the indices of
+ * the rare candidates; their canonical keys (sift__ckey: -0 and +0 are
+ * one value, ties go to the smaller id) go to a buffer of `cap` keys.
+ * When the buffer is nearly full it is reduced to its k largest keys and
+ * t rises to the logit of the smallest of them. At the end the k largest
+ * keys are sorted; each names its id, and the logit is read back from the
+ * row, so a -0 stays -0.
+ *
+ * Validation rides on the same pass: each kernel raises a flag when its
+ * range holds a NaN or +inf (core/cpu.c: running sums, which may also
+ * overflow on a valid row of huge values), and a candidate that is NaN
+ * or +inf raises it too. A raised flag hands the row to sift__row_error,
+ * which names the first bad value as the block path does; if it finds
+ * none, the pass goes on (a row without NaN loses nothing to a max). A
+ * row of -inf only ends with a -inf first key: the same error.
+ *
+ * Invariants: the result is a function of the row and k alone (the
+ * canonical Prefix(k)), whichever level ran and wherever the reductions
+ * fell; work is one pass plus O(cap log cap) per reduction, bounded on
+ * every row (a rising row makes every token a candidate: then there are
+ * at most V / (cap - k) reductions).
+ */
+#include <math.h>
+
+#include "simd.h"
+
+int sift__topk_fits(int32_t V, size_t k)
+{
+    return V > 0 && k >= 1 && k <= SIFT__TOPK_MAX && k + 2 * SIFT__SCAN_BLOCK <= (size_t)V;
+}
+
+/* ------------------------------------------------------------------ */
+/* Distinct keys, largest first                                        */
+/* ------------------------------------------------------------------ */
+
+static inline void swap64(uint64_t *a, uint64_t *b)
+{
+    uint64_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void insertion_desc(uint64_t *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1] < x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+/* Heap sort into descending order (a min-heap), the bounded fallback. */
+static void down_min(uint64_t *v, size_t n, size_t i)
+{
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && v[c + 1] < v[c])
+            c++;
+        if (v[i] <= v[c])
+            return;
+        swap64(&v[i], &v[c]);
+        i = c;
+    }
+}
+
+static void heap_desc(uint64_t *v, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        down_min(v, n, i);
+    for (size_t e = n; e > 1; e--) {
+        swap64(&v[0], &v[e - 1]);
+        down_min(v, e - 1, 0);
+    }
+}
+
+/* The index of the median of v[a], v[b], v[c] (distinct keys). */
+static size_t median3(const uint64_t *v, size_t a, size_t b, size_t c)
+{
+    if (v[a] > v[b])
+        return v[b] > v[c] ? b : (v[a] > v[c] ? c : a);
+    return v[a] > v[c] ? a : (v[b] > v[c] ? c : b);
+}
+
+/* Partitions v[0..n) (n >= 3, distinct keys) around the median of three
+ * without branching on the keys (a branch per key would be mispredicted
+ * half the time): keys >= the pivot go to the front, the others to the
+ * back, through tmp, and back into v. Returns how many are >= the pivot,
+ * in [2, n - 1]: the median of three distinct keys is neither the
+ * smallest nor the largest. */
+static size_t partition_desc(uint64_t *v, size_t n, uint64_t *tmp)
+{
+    uint64_t p = v[median3(v, 0, n / 2, n - 1)];
+    size_t lo = 0, hi = n;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = v[i];
+        size_t ge = x >= p;
+        tmp[lo] = x;
+        tmp[hi - 1] = x;
+        lo += ge;
+        hi -= 1 - ge;
+    }
+    memcpy(v, tmp, n * sizeof *v);
+    return lo;
+}
+
+static int depth_for(size_t n)
+{
+    int d = 8;
+    for (; n > 1; n >>= 1)
+        d += 2;
+    return d;
+}
+
+/* Sorts v[0..n) (distinct keys) into descending order; tmp holds n. */
+static void sort_desc(uint64_t *v, size_t n, uint64_t *tmp)
+{
+    int depth = depth_for(n);
+    while (n > 16) {
+        if (depth-- == 0) {
+            heap_desc(v, n);
+            return;
+        }
+        size_t j = partition_desc(v, n, tmp);
+        /* Recurse into the smaller side, loop on the larger. */
+        if (j < n - j) {
+            sort_desc(v, j, tmp);
+            v += j;
+            n -= j;
+        } else {
+            sort_desc(v + j, n - j, tmp);
+            n = j;
+        }
+    }
+    insertion_desc(v, n);
+}
+
+/* Moves the k largest keys of v[0..n) (1 <= k < n, distinct keys) to
+ * v[0..k), in no particular order; tmp holds n. */
+static void select_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp)
+{
+    size_t lo = 0, hi = n;
+    int depth = depth_for(n);
+    while (hi - lo > 16) {
+        if (depth-- == 0) {
+            sort_desc(v + lo, hi - lo, tmp);
+            return;
+        }
+        size_t j = lo + partition_desc(v + lo, hi - lo, tmp);
+        if (k == j)
+            return;
+        if (k < j)
+            hi = j;
+        else
+            lo = j;
+    }
+    insertion_desc(v + lo, hi - lo);
+}
+
+static uint64_t min_key(const uint64_t *v, size_t n)
+{
+    uint64_t m = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+/* ------------------------------------------------------------------ */
+/* The pass                                                            */
+/* ------------------------------------------------------------------ */
+
+static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *row, int32_t V,
+                        size_t k, sift_candidate *out)
+{
+    size_t n = (size_t)V;
+    uint32_t *idx = ctx->ws->u32;
+    uint64_t *key = ctx->ws->u64b, *tmp = ctx->ws->u64c;
+    /* Room for k kept keys and 2k (at least 128) new ones between
+     * reductions: a small buffer keeps t close to the running k-th value
+     * (measured at V = 248,320: 1024 new keys cost 20-40 % more time
+     * than 2k for k <= 256). sift__topk_fits leaves two scan blocks. */
+    size_t cap = k + (2 * k > 128 ? 2 * k : 128);
+    cap = cap < n ? cap : n;
+    int bad = 0;
+    size_t m = 0;
+    /* The first k tokens are the first threshold's set. */
+    for (size_t i = 0; i < k; i++) {
+        float x = row[i];
+        bad |= !(x < INFINITY);
+        key[m++] = sift__ckey(x, (int32_t)i);
+    }
+    if (bad)
+        return sift__row_error(row, V, ctx->err);
+    float t = row[sift__ckey_id(min_key(key, k))];
+    size_t i = k;
+    int checked = 0; /* the row was found valid despite a raised flag */
+    while (i < n) {
+        size_t c = 0;
+        i = ops->scan_gt(row, i, n, t, idx, &c, cap - m, &bad);
+        for (size_t j = 0; j < c; j++) {
+            float x = row[idx[j]];
+            bad |= !(x < INFINITY);
+            key[m + j] = sift__ckey(x, (int32_t)idx[j]);
+        }
+        m += c;
+        if (SIFT__UNLIKELY(bad) && !checked) {
+            sift_status st = sift__row_error(row, V, ctx->err);
+            if (st)
+                return st;
+            checked = 1; /* no NaN or +inf: the sums overflowed */
+        }
+        if (i < n) {
+            /* The kernel stopped for room: keep the k best, raise t. */
+            select_top(key, m, k, tmp);
+            m = k;
+            t = row[sift__ckey_id(min_key(key, k))];
+        }
+    }
+    if (m > k)
+        select_top(key, m, k, tmp);
+    sort_desc(key, k, tmp);
+    if (!(row[sift__ckey_id(key[0])] > -INFINITY))
+        return sift__row_error(row, V, ctx->err);
+    for (size_t j = 0; j < k; j++) {
+        int32_t id = sift__ckey_id(key[j]);
+        out[j].id = id;
+        out[j].logit = row[id];
+    }
+    return SIFT_OK;
+}
+
+sift_status sift__topk_row_at(int level, sift__ctx *ctx, const float *row, int32_t V, size_t k,
+                              sift_candidate *out)
+{
+    return topk(sift__simd_ops_at(level), ctx, row, V, k, out);
+}
+
+sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_t V, size_t k,
+                           sift_candidate *out)
+{
+    if (!sift__topk_fits(V, k))
+        return sift__row_prefix(ctx, row, V, k, out);
+    return topk(sift__simd(), ctx, row, V, k, out);
+}
