@@ -11,7 +11,11 @@
  *
  * SIFT_SLICE_CASES (environment) sets the number of chains (default 17000,
  * about 290,000 slice samples compared); SIFT_SLICE_SEED another stream
- * of chains for the main property test (default 2024).
+ * of chains for the main property test (default 2024);
+ * SIFT_SLICE_MIN_SAMPLES a number of slice samples the two main property
+ * tests must each compare: they draw chains past SIFT_SLICE_CASES until
+ * they have (make check-long sets 10,000,000). The tie-shuffled test is
+ * its own TCase, "device": CK_RUN_CASE=device runs it alone.
  */
 #include <check.h>
 #include <math.h>
@@ -580,6 +584,15 @@ static long n_cases(void)
 
 /* SIFT_SLICE_SEED (environment) picks another stream of random chains
  * for the main property test, so soaks can be split across runs. */
+/* SIFT_SLICE_MIN_SAMPLES (environment): the least number of slice
+ * samples a property run compares, 0 = no minimum. */
+static long min_samples(void)
+{
+    const char *e = getenv("SIFT_SLICE_MIN_SAMPLES");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    return n > 0 ? n : 0;
+}
+
 static uint64_t slice_seed(void)
 {
     const char *e = getenv("SIFT_SLICE_SEED");
@@ -724,11 +737,14 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
     return h.calls > 0;
 }
 
-static void property(uint64_t seed, long cases, tally *ty, int device)
+/* Runs `cases` random chains, and more until `min` slice samples are
+ * compared; returns the number of chains run. */
+static long property(uint64_t seed, long cases, long min, tally *ty, int device)
 {
     tu_rng r = {seed};
     char desc[2048];
-    for (long cs = 0; cs < cases; cs++) {
+    long cs = 0;
+    for (; cs < cases || ty->compared < min; cs++) {
         int32_t V = cs % 200 == 0 ? (int32_t)tu_range(&r, 1, 262144)
                                   : (cs % 7 == 0 ? (int32_t)tu_range(&r, 1, 12)
                                                  : (int32_t)tu_range(&r, 100, 4000));
@@ -818,20 +834,21 @@ static void property(uint64_t seed, long cases, tally *ty, int device)
         or_free(&o);
         sift_chain_free(chain);
     }
+    return cs;
 }
 
 START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
 {
     tally ty;
     memset(&ty, 0, sizeof ty);
-    long cases = n_cases();
-    property(slice_seed(), cases, &ty, 0);
+    long cases = n_cases(), min = min_samples();
+    long chains = property(slice_seed(), cases, min, &ty, 0);
     fprintf(stderr,
             "slice: %ld chains, %ld slice samples compared, 0 mismatches; decided on the slice "
             "%ld, hook calls %ld, need_row %ld\n"
             "slice: hook rate at the static k of exact plans %ld/%ld, at the dynamic k %ld/%ld, "
             "at a smaller k %ld/%ld; at the static k of certified plans %ld/%ld\n",
-            cases, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.static_hooks,
+            chains, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.static_hooks,
             ty.static_steps, ty.dyn_hooks, ty.dyn_steps, ty.small_hooks, ty.small_steps,
             ty.cert_hooks, ty.cert_steps);
     /* A hook call at the static or dynamic k of an EXACT plan stops the test
@@ -839,6 +856,7 @@ START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
      * EXACT plans at both k, slices decided without the row, and the hook
      * at a smaller k). */
     ck_assert_int_ge(ty.compared, cases);
+    ck_assert_int_ge(ty.compared, min);
     ck_assert(ty.static_steps > 0);
     ck_assert(ty.dyn_steps > 0);
     ck_assert(ty.decided > 0);
@@ -854,15 +872,16 @@ START_TEST(test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_
 {
     tally ty;
     memset(&ty, 0, sizeof ty);
-    long cases = n_cases();
-    property(slice_seed() ^ 0x7469657300000000ull, cases, &ty, 1);
+    long cases = n_cases(), min = min_samples();
+    long chains = property(slice_seed() ^ 0x7469657300000000ull, cases, min, &ty, 1);
     fprintf(stderr,
-            "slice (device order and ties): %ld slice samples compared, 0 mismatches; decided "
-            "%ld, hook calls %ld, need_row %ld; tied tokens re-chosen in %ld slices; hook rate "
-            "at the static k of exact plans %ld/%ld, at the dynamic k %ld/%ld\n",
-            ty.compared, ty.decided, ty.hooked, ty.need_row, ty.rechosen, ty.static_hooks,
+            "slice (device order and ties): %ld chains, %ld slice samples compared, 0 "
+            "mismatches; decided %ld, hook calls %ld, need_row %ld; tied tokens re-chosen in %ld "
+            "slices; hook rate at the static k of exact plans %ld/%ld, at the dynamic k %ld/%ld\n",
+            chains, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.rechosen, ty.static_hooks,
             ty.static_steps, ty.dyn_hooks, ty.dyn_steps);
     ck_assert_int_ge(ty.compared, cases);
+    ck_assert_int_ge(ty.compared, min);
     ck_assert(ty.decided > 0);
     ck_assert(ty.hooked > 0);
     ck_assert(ty.rechosen > 0); /* the ties were really re-chosen */
@@ -1552,10 +1571,10 @@ static Suite *suite(void)
           test_slicer_rejects_bad_arguments_and_rows}},
         {"property",
          {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
-          test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask,
           test_grammar_modes_agree_with_the_oracle_on_rows_and_slices,
           test_forced_grammar_tokens_are_extras_and_need_no_row,
           test_a_temperature_fallback_on_a_slice_matches_the_row}},
+        {"device", {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask}},
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
         {"errors",
          {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
@@ -1564,7 +1583,7 @@ static Suite *suite(void)
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);
-        if (strcmp(groups[g].name, "property") == 0)
+        if (strcmp(groups[g].name, "property") == 0 || strcmp(groups[g].name, "device") == 0)
             tcase_set_timeout(tc, 900); /* the property runs; the rest: Check's default */
         for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
             tcase_add_test(tc, groups[g].tests[i]);
