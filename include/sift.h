@@ -62,12 +62,13 @@
  * ---
  * Handles are opaque. Every struct the caller allocates and sift reads or
  * writes (the params structs, sift_allocator, sift_dry_params, sift_plan,
- * sift_plan_stage, sift_stats) starts with `uint32_t struct_size`: the
- * size of the struct as the caller compiled it, set by its _init function
- * or by hand (`plan.struct_size = sizeof plan;`). sift reads and writes
- * only the first struct_size bytes: fields past them take their defaults
- * (inputs) or are left untouched (outputs), so a caller built against an
- * older, smaller layout keeps working when fields are added at the end.
+ * sift_plan_stage, sift_stats, sift_batch_k) starts with
+ * `uint32_t struct_size`: the size of the struct as the caller compiled
+ * it, set by its _init function or by hand
+ * (`plan.struct_size = sizeof plan;`). sift reads and writes only the
+ * first struct_size bytes: fields past them take their defaults (inputs)
+ * or are left untouched (outputs), so a caller built against an older,
+ * smaller layout keeps working when fields are added at the end.
  * struct_size 0 (not set) or larger than the struct this library knows
  * (a header newer than the library) is SIFT_E_ARG. sift never writes
  * struct_size. The custom-stage vtable is versioned by abi_version
@@ -1154,11 +1155,53 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_next_k(const sift_chain *chain, s
 /**
  * The k for a batch of chains sampled together: the largest dynamic k, or
  * 0 if any chain needs the whole row (0 also for n = 0, where `chains`
- * may be NULL). SIFT_E_ARG for a NULL `k`, NULL `chains` with n > 0, or a
- * NULL chain in the array (err->index = its position). Since: 0.1.
+ * may be NULL). All or nothing: sift_chains_next_k_batch gives each
+ * slot's k and the slots that need whole rows. SIFT_E_ARG for a NULL
+ * `k`, NULL `chains` with n > 0, or a NULL chain in the array
+ * (err->index = its position). Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n,
                                                        int32_t *k, sift_error *err);
+
+/**
+ * A batch's plan for its next step (sift_chains_next_k_batch). Set
+ * struct_size to sizeof(sift_batch_k) before the call: sift writes only
+ * that many bytes. Since: 0.2.
+ */
+typedef struct sift_batch_k {
+    uint32_t struct_size;     /**< Set by the caller; sift reads it only. */
+    int32_t k;                /**< Largest dynamic k among the slots that can use a
+                                   slice; 0 when none can (or n = 0). */
+    size_t n_slice;           /**< Slots that can use a slice (k_each[i] > 0). */
+    size_t n_whole;           /**< Slots that need whole rows (k_each[i] = 0). */
+    int32_t max_extras;       /**< Largest plan max_extras among the slice slots. */
+    sift_guarantee guarantee; /**< The weakest guarantee among the slice
+                                   slots; WHOLE_ROW when there are none. */
+} sift_batch_k;
+
+/**
+ * The plan of a batch of chains sampled together, slot by slot, so that a
+ * runtime copies whole rows only for the slots that need them. Reads each
+ * chain's dynamic plan (sift_chain_next_k) and writes:
+ * - `k_each` (NULL, or n entries): slot i's dynamic k, 0 = whole row;
+ * - `whole` (NULL, or n entries): the positions of the slots whose k is
+ *   0, ascending, in whole[0 .. batch->n_whole); the rest is untouched;
+ * - `batch`: the largest k among the other slots, their count, their
+ *   largest max_extras and their weakest guarantee.
+ * A slice of any k' >= k_each[i] (at most the row's length) serves slot
+ * i too, with the same guarantee, so one device top-k of batch->k for
+ * every slice slot is enough; each slot still gathers its own extras
+ * (sift_chain_extras). Unlike sift_chains_next_k, one slot that needs the
+ * whole row does not send the others to whole rows. Reads the chains
+ * only (safe on chains shared between threads; no allocation).
+ * SIFT_E_ARG (nothing written) for a NULL `batch`, NULL `chains` with
+ * n > 0, a NULL chain in the array (err->index = its position), or a
+ * batch->struct_size 0 or above sizeof(sift_batch_k). Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k_batch(const sift_chain *const *chains,
+                                                             size_t n, int32_t *k_each,
+                                                             size_t *whole, sift_batch_k *batch,
+                                                             sift_error *err);
 
 /**
  * The extra token ids the next sample needs beside the prefix, ascending

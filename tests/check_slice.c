@@ -272,6 +272,171 @@ START_TEST(test_batch_k_is_the_largest_or_zero)
 }
 END_TEST
 
+START_TEST(test_batch_k_per_slot_gives_each_k_and_lists_the_whole_row_slots)
+{
+    sift_chain *a = new_chain(1), *b = new_chain(2), *w = new_chain(3), *w2 = new_chain(4);
+    sift_chain *pen = new_chain(5), *mp = new_chain(6);
+    ck_assert_int_eq(sift_chain_add_top_k(a, 40, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(b, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(w, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp(w2, 0.7f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(w2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_penalties(pen, 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(pen, 20, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(pen, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_min_p(mp, 0.05f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(mp, NULL), SIFT_OK);
+    /* three distinct tokens in the penalty window: dynamic k 20 + 3 */
+    const int32_t hist[4] = {7, 9, 7, 11};
+    for (size_t i = 0; i < N(hist); i++)
+        ck_assert_int_eq(sift_chain_accept(pen, hist[i], NULL), SIFT_OK);
+    const sift_chain *slots[5] = {a, w, b, pen, w2};
+    int32_t k_each[5] = {-1, -1, -1, -1, -1};
+    size_t whole[5] = {99, 99, 99, 99, 99};
+    sift_batch_k bk = {.struct_size = sizeof bk};
+    ck_assert_int_eq(sift_chains_next_k_batch(slots, 5, k_each, whole, &bk, NULL), SIFT_OK);
+    const int32_t want_k[5] = {40, 0, 1, 23, 0};
+    for (size_t i = 0; i < 5; i++) {
+        sift_plan p = {.struct_size = sizeof p};
+        ck_assert_int_eq(sift_chain_next_k(slots[i], &p, NULL), SIFT_OK);
+        ck_assert_int_eq(k_each[i], p.k); /* the slot's own dynamic plan */
+        ck_assert_int_eq(k_each[i], want_k[i]);
+    }
+    ck_assert_int_eq(bk.k, 40);
+    ck_assert_uint_eq(bk.n_slice, 3);
+    ck_assert_uint_eq(bk.n_whole, 2);
+    ck_assert_uint_eq(whole[0], 1);
+    ck_assert_uint_eq(whole[1], 4);
+    ck_assert_uint_eq(whole[2], 99); /* past n_whole: untouched */
+    ck_assert_int_eq(bk.guarantee, SIFT_GUARANTEE_EXACT);
+    ck_assert_int_eq(bk.max_extras, 0);
+    /* the old call is all or nothing on the same batch */
+    int32_t k_old = -1;
+    ck_assert_int_eq(sift_chains_next_k(slots, 5, &k_old, NULL), SIFT_OK);
+    ck_assert_int_eq(k_old, 0);
+    /* a certified slot makes the batch certified; the arrays are optional */
+    const sift_chain *two[2] = {mp, a};
+    ck_assert_int_eq(sift_chains_next_k_batch(two, 2, NULL, NULL, &bk, NULL), SIFT_OK);
+    ck_assert_int_eq(bk.k, 64);
+    ck_assert_int_eq(bk.guarantee, SIFT_GUARANTEE_CERTIFIED);
+    ck_assert_uint_eq(bk.n_whole, 0);
+    /* only whole-row slots, and the empty batch */
+    const sift_chain *ws[2] = {w, w2};
+    ck_assert_int_eq(sift_chains_next_k_batch(ws, 2, k_each, whole, &bk, NULL), SIFT_OK);
+    ck_assert_int_eq(bk.k, 0);
+    ck_assert_uint_eq(bk.n_whole, 2);
+    ck_assert_int_eq(bk.guarantee, SIFT_GUARANTEE_WHOLE_ROW);
+    ck_assert_int_eq(sift_chains_next_k_batch(NULL, 0, NULL, NULL, &bk, NULL), SIFT_OK);
+    ck_assert_int_eq(bk.k, 0);
+    ck_assert_uint_eq(bk.n_slice + bk.n_whole, 0);
+    /* errors write nothing */
+    sift_error err;
+    const sift_chain *bad[3] = {a, w, NULL};
+    for (size_t i = 0; i < 5; i++)
+        k_each[i] = -1, whole[i] = 99;
+    sift_batch_k keep = {.struct_size = sizeof keep, .k = -5};
+    ck_assert_int_eq(sift_chains_next_k_batch(bad, 3, k_each, whole, &keep, &err), SIFT_E_ARG);
+    assert_error(&err, SIFT_E_ARG, 2);
+    ck_assert_int_eq(k_each[0], -1);
+    ck_assert_uint_eq(whole[0], 99);
+    ck_assert_int_eq(keep.k, -5);
+    ck_assert_int_eq(sift_chains_next_k_batch(slots, 5, k_each, whole, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chains_next_k_batch(NULL, 2, k_each, whole, &keep, &err), SIFT_E_ARG);
+    keep.struct_size = 0;
+    ck_assert_int_eq(sift_chains_next_k_batch(slots, 5, k_each, whole, &keep, &err), SIFT_E_ARG);
+    ck_assert_msg(strstr(err.message, "sift_batch_k") != NULL, "%s", err.message);
+    keep.struct_size = sizeof keep + 1;
+    ck_assert_int_eq(sift_chains_next_k_batch(slots, 5, k_each, whole, &keep, &err), SIFT_E_ARG);
+    ck_assert_int_eq(k_each[0], -1);
+    ck_assert_int_eq(keep.k, -5);
+    /* an older, smaller struct: only its fields are written */
+    unsigned char buf[sizeof(sift_batch_k) + 8];
+    memset(buf, 0xab, sizeof buf);
+    uint32_t old = (uint32_t)(offsetof(sift_batch_k, k) + sizeof(int32_t));
+    memcpy(buf, &old, sizeof old);
+    ck_assert_int_eq(
+        sift_chains_next_k_batch(slots, 5, NULL, NULL, (sift_batch_k *)(void *)buf, NULL), SIFT_OK);
+    int32_t got_k;
+    memcpy(&got_k, buf + offsetof(sift_batch_k, k), sizeof got_k);
+    ck_assert_int_eq(got_k, 40);
+    for (size_t i = old; i < sizeof buf; i++)
+        ck_assert_uint_eq(buf[i], 0xab);
+    sift_chain_free(a);
+    sift_chain_free(b);
+    sift_chain_free(w);
+    sift_chain_free(w2);
+    sift_chain_free(pen);
+    sift_chain_free(mp);
+}
+END_TEST
+
+/* The batch's one k serves every slice slot: each slot's slice of
+ * batch.k decides its step without the row and gives the whole row's
+ * token, while the whole-row slots are sampled from their rows. */
+START_TEST(test_one_batch_k_serves_every_slice_slot_without_the_row)
+{
+    enum { SLOTS = 6, V = 3000, STEPS = 40 };
+    sift_chain *slot[SLOTS], *ref[SLOTS];
+    for (int s = 0; s < SLOTS; s++) {
+        slot[s] = new_chain((uint64_t)s + 100);
+        if (s % 3 == 2) { /* a whole-row slot */
+            ck_assert_int_eq(sift_chain_add_temp(slot[s], 0.9f, NULL), SIFT_OK);
+        } else {
+            ck_assert_int_eq(sift_chain_add_penalties(slot[s], 8 * (s + 1), 1.3f, 0.0f, 0.0f, NULL),
+                             SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_top_k(slot[s], 5 + 7 * s, NULL), SIFT_OK);
+        }
+        ck_assert_int_eq(sift_chain_add_dist(slot[s], NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_clone(slot[s], &ref[s], NULL), SIFT_OK);
+    }
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    float *row = malloc(V * sizeof *row);
+    tu_rng r = {77};
+    long sliced = 0;
+    for (int t = 0; t < STEPS; t++) {
+        int32_t k_each[SLOTS];
+        size_t whole[SLOTS];
+        sift_batch_k bk = {.struct_size = sizeof bk};
+        ck_assert_int_eq(sift_chains_next_k_batch((const sift_chain *const *)slot, SLOTS, k_each,
+                                                  whole, &bk, NULL),
+                         SIFT_OK);
+        ck_assert_uint_eq(bk.n_whole, SLOTS / 3);
+        ck_assert_int_gt(bk.k, 0);
+        for (int s = 0, q = 0; s < SLOTS; s++) {
+            tu_row(&r, row, V, t % 2 ? TU_ROW_BF16 : TU_ROW_PEAKED);
+            int32_t tr, ts;
+            ck_assert_int_eq(sift_chain_sample(ref[s], row, V, &tr, NULL), SIFT_OK);
+            if (q < (int)bk.n_whole && whole[q] == (size_t)s) {
+                q++;
+                ck_assert_int_eq(k_each[s], 0);
+                ck_assert_int_eq(sift_chain_sample(slot[s], row, V, &ts, NULL), SIFT_OK);
+            } else {
+                ck_assert_int_le(k_each[s], bk.k);
+                sift_slice slice;
+                ck_assert_int_eq(sift_slicer_build(sl, row, V, bk.k, NULL, 0, &slice, NULL),
+                                 SIFT_OK);
+                sift_error err;
+                ck_assert_msg(sift_chain_sample_slice(slot[s], &slice, &ts, &err) == SIFT_OK,
+                              "slot %d step %d: %s", s, t, err.message);
+                sliced++;
+            }
+            ck_assert_int_eq(ts, tr);
+            ck_assert_int_eq(sift_chain_accept(slot[s], ts, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_accept(ref[s], tr, NULL), SIFT_OK);
+        }
+    }
+    ck_assert_int_eq(sliced, STEPS * (SLOTS - SLOTS / 3));
+    free(row);
+    sift_slicer_free(sl);
+    for (int s = 0; s < SLOTS; s++) {
+        sift_chain_free(slot[s]);
+        sift_chain_free(ref[s]);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Slice validation (BAD_INPUTS C-*)                                   */
 /* ------------------------------------------------------------------ */
@@ -1559,7 +1724,10 @@ static Suite *suite(void)
           test_plan_is_whole_row_when_a_whole_stage_comes_first,
           test_plan_of_min_p_first_is_certified_with_a_recommended_k,
           test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified,
-          test_batch_k_is_the_largest_or_zero, test_plan_sums_of_huge_declared_counts_saturate}},
+          test_batch_k_is_the_largest_or_zero,
+          test_batch_k_per_slot_gives_each_k_and_lists_the_whole_row_slots,
+          test_one_batch_k_serves_every_slice_slot_without_the_row,
+          test_plan_sums_of_huge_declared_counts_saturate}},
         {"validation",
          {test_slice_validation_names_each_problem, test_missing_requested_extras_are_an_error}},
         {"hook",
