@@ -152,6 +152,10 @@ typedef enum sift_status {
     SIFT_E_SLICE = 20,    /**< A slice is malformed. */
     SIFT_E_NEED_ROW = 21, /**< The slice cannot decide this step; nothing changed. */
     SIFT_E_HOOK = 22,     /**< The row hook failed or returned an inconsistent row. */
+    /** A cross-check found that a slice was not the row's top k, or that
+     * its token was not the whole row's (sift_chain_set_cross_check);
+     * nothing changed. Since: 0.2. */
+    SIFT_E_SLICE_MISMATCH = 23,
     /* Grammars. */
     SIFT_E_GRAMMAR_SYNTAX = 30,
     SIFT_E_GRAMMAR_UNDEFINED = 31,
@@ -1234,6 +1238,13 @@ typedef struct sift_stats {
     uint64_t row_prefix_decided;  /**< Whole-row steps decided from the row's prefix. */
     uint64_t row_prefix_fallback; /**< Whole-row steps that tried the prefix, then ran the row. */
     uint64_t grammar_resamples;   /**< Steps whose check grammar rejected the first token. */
+    /** Cross-checks run (sift_chain_set_cross_check): due slice steps
+     * compared with the whole row. Since: 0.2. */
+    uint64_t cross_checks;
+    /** Cross-checks that found a mismatch (SIFT_E_SLICE_MISMATCH). Since: 0.2. */
+    uint64_t cross_check_mismatches;
+    /** Due cross-checks skipped because no row hook was set. Since: 0.2. */
+    uint64_t cross_check_skipped;
 } sift_stats;
 
 /**
@@ -1244,6 +1255,53 @@ typedef struct sift_stats {
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_stats(const sift_chain *chain, sift_stats *stats,
                                                      sift_error *err);
+
+/**
+ * Cross-check mode, how an operator finds a broken device kernel: on some
+ * successful sift_chain_sample_slice steps, sift fetches the whole row
+ * through the row hook and checks the slice and the token against it.
+ *
+ * A step is due when it is the every_n-th successful slice step since
+ * this call (every_n = 0: never by count), or with `probability` (0 to
+ * 1; 0: never by chance), drawn from an RNG of its own seeded with
+ * `seed`, so the chain's RNG stream and its tokens are bitwise the same
+ * with the mode on or off. every_n = 0 and probability = 0 turn the mode
+ * off. Each call restarts the count and reseeds the check's RNG; the
+ * schedule moves only on steps that return SIFT_OK, and
+ * sift_chain_reset does not restart it. Clones inherit the setting and
+ * the schedule (not the hook, so a clone skips its due checks until it
+ * has one).
+ *
+ * On a due step decided on the slice, sift calls the hook once and
+ * checks, in this order: every slice token's logit equals the row's, bit
+ * for bit; the prefix holds the row's k largest logits (by value: any
+ * choice among the tokens tied at the smallest is right, unless the
+ * slice has SIFT_SLICE_CANONICAL, when it must be exactly Prefix(k) in
+ * order); sampling the whole row from the same RNG state gives the same
+ * token and RNG state. The first failure is SIFT_E_SLICE_MISMATCH,
+ * with err->index the first wrong position: the prefix entry (its index
+ * in slice.prefix as passed, extras[j] as n_prefix + j) whose value
+ * disagrees with the row or that is not among the row's k largest
+ * (canonical: the first position that differs from Prefix(k)), or -1
+ * when the set is right but the token differs; the message names the
+ * tokens and logits. A mismatch leaves the chain as it was before the
+ * call (RNG, *token and every state; the schedule does not move, so a
+ * retry checks again) and counts in sift_stats.cross_check_mismatches.
+ * A failing hook or a row with NaN or +inf is SIFT_E_HOOK, nothing
+ * changed. A due step that needed the row anyway was already checked
+ * against it (the hook's row, "row hook" above) and counts as a
+ * cross-check; a due step without a hook is skipped and counted in
+ * cross_check_skipped. The first check sizes the row and scratch buffers
+ * for the row's length (SIFT_E_NOMEM if that fails). Cross-checks do
+ * not count as hook_calls, and sift_chain_distribution_slice is never
+ * cross-checked.
+ *
+ * SIFT_E_ARG for a NULL chain or a probability that is NaN or outside
+ * [0, 1]; SIFT_E_STATE inside a callback. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_set_cross_check(sift_chain *chain, uint32_t every_n,
+                                                               double probability, uint64_t seed,
+                                                               sift_error *err);
 
 /** A slice builder: the CPU reference of a device top-k. */
 typedef struct sift_slicer sift_slicer;

@@ -1709,6 +1709,321 @@ START_TEST(test_the_walk_leaves_the_context_error_pointer_as_it_found_it)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Cross-check mode                                                    */
+/* ------------------------------------------------------------------ */
+
+static sift_stats stats_of(const sift_chain *c)
+{
+    sift_stats st = {.struct_size = sizeof st};
+    ck_assert_int_eq(sift_chain_stats(c, &st, NULL), SIFT_OK);
+    return st;
+}
+
+/* 50 distinct logits: token i has (i * 37) % 50 / 4. */
+static void distinct_row(float *row, int32_t V)
+{
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)((i * 37) % V) / 4.0f;
+}
+
+/* The id with the r-th largest logit of distinct_row. */
+static int32_t rank_id(const float *row, int32_t V, int32_t r)
+{
+    for (int32_t i = 0; i < V; i++) {
+        int32_t above = 0;
+        for (int32_t j = 0; j < V; j++)
+            above += row[j] > row[i];
+        if (above == r)
+            return i;
+    }
+    return -1;
+}
+
+START_TEST(test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing)
+{
+    enum { V = 50 };
+    float row[V];
+    distinct_row(row, V);
+    sift_chain *c = top_k_chain(3), *ref = top_k_chain(3);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    /* a set of 5 with the rank-1 token replaced by the rank-10 one, out
+     * of order: the slice alone decides top_k 3 (wrongly) */
+    sift_candidate p[5];
+    const int32_t ranks[5] = {3, 10, 0, 4, 2};
+    for (int i = 0; i < 5; i++) {
+        p[i].id = rank_id(row, V, ranks[i]);
+        p[i].logit = row[p[i].id];
+    }
+    sift_slice s = {V, 5, p, 0, NULL, 0};
+    sift_error err;
+    int32_t t = -7;
+    uint64_t before[4], after[4];
+    sift__chain_rng_state(c, before);
+    uint64_t digest = sift__chain_state_digest(c);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 1); /* prefix[1], the intruder */
+    char want[64];
+    snprintf(want, sizeof want, "token %d (logit", (int)rank_id(row, V, 1));
+    ck_assert_msg(strstr(err.message, "prefix[1]") && strstr(err.message, want) &&
+                      strstr(err.message, "missing"),
+                  "%s", err.message);
+    ck_assert_int_eq(t, -7);
+    sift__chain_rng_state(c, after);
+    ck_assert(memcmp(before, after, sizeof before) == 0);
+    ck_assert_uint_eq(sift__chain_state_digest(c), digest);
+    sift_stats st = stats_of(c);
+    ck_assert_uint_eq(st.cross_checks, 1);
+    ck_assert_uint_eq(st.cross_check_mismatches, 1);
+    ck_assert_uint_eq(st.hook_calls, 0); /* a cross-check is not a hook call */
+    ck_assert_uint_eq(st.slice_decided, 0);
+    /* a retry is due again and fails again */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    /* the chain stays usable: a right slice gives the reference token */
+    p[1].id = rank_id(row, V, 1);
+    p[1].logit = row[p[1].id];
+    int32_t tr;
+    ck_assert_int_eq(sift_chain_sample(ref, row, V, &tr, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    ck_assert_int_eq(t, tr);
+    sift__chain_rng_state(c, before);
+    sift__chain_rng_state(ref, after);
+    ck_assert(memcmp(before, after, sizeof before) == 0);
+    st = stats_of(c);
+    ck_assert_uint_eq(st.cross_checks, 3);
+    ck_assert_uint_eq(st.cross_check_mismatches, 2);
+    ck_assert_uint_eq(st.slice_decided, 1);
+    ck_assert_int_eq(h.calls, 3);
+    sift_chain_free(c);
+    sift_chain_free(ref);
+}
+END_TEST
+
+START_TEST(test_cross_check_catches_a_wrong_logit_and_a_wrong_extra)
+{
+    enum { V = 50 };
+    float row[V];
+    distinct_row(row, V);
+    sift_chain *c = new_chain(9);
+    sift_bias pos[1] = {{rank_id(row, V, 30), 0.5f}};
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, pos, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    sift_candidate p[5];
+    for (int i = 0; i < 5; i++) {
+        p[i].id = rank_id(row, V, i);
+        p[i].logit = row[p[i].id];
+    }
+    sift_candidate ex[1] = {{pos[0].token, row[pos[0].token]}};
+    sift_slice s = {V, 5, p, 1, ex, SIFT_SLICE_CANONICAL};
+    sift_error err;
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    p[2].logit = nextafterf(p[2].logit, 0.0f); /* one ulp off, order kept */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 2);
+    ck_assert_msg(strstr(err.message, "prefix[2]") != NULL, "%s", err.message);
+    p[2].logit = row[p[2].id];
+    ex[0].logit -= 0.25f;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 5); /* n_prefix + 0 */
+    ck_assert_msg(strstr(err.message, "extras[0]") != NULL, "%s", err.message);
+    sift_stats st = stats_of(c);
+    ck_assert_uint_eq(st.cross_check_mismatches, 2);
+    ck_assert_uint_eq(st.slice_decided, 1);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* Five tokens tied at the top, top_k 3: the slice holds ids 300, 400,
+ * 500 where the row's Prefix(3) has 10, 200, 300 (the issue's case). */
+START_TEST(test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only)
+{
+    enum { V = 600 };
+    float row[V];
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)(i % 7) / 8.0f;
+    const int32_t tied[5] = {10, 200, 300, 400, 500};
+    for (int i = 0; i < 5; i++)
+        row[tied[i]] = 4.0f;
+    sift_chain *c = top_k_chain(3);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    sift_candidate p[3] = {{300, 4.0f}, {400, 4.0f}, {500, 4.0f}};
+    sift_slice s = {V, 3, p, 0, NULL, SIFT_SLICE_CANONICAL};
+    sift_error err;
+    int32_t t = -7;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 0);
+    ck_assert_msg(strstr(err.message, "prefix[0] is token 300") &&
+                      strstr(err.message, "has token 10"),
+                  "%s", err.message);
+    ck_assert_int_eq(t, -7);
+    /* the same set without the flag is a valid tie choice: the slice
+     * cannot decide, the hook's row does, and nothing is wrong */
+    s.flags = 0;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    sift_stats st = stats_of(c);
+    ck_assert_uint_eq(st.cross_check_mismatches, 1);
+    ck_assert_uint_eq(st.cross_checks, 2);
+    ck_assert_uint_eq(st.hook_calls, 1);
+    /* and a set of 4 with any three of the tied ids plus a lower token
+     * decides on the slice, checked right */
+    sift_candidate q[4] = {{500, 4.0f}, {6, 6.0f / 8.0f}, {10, 4.0f}, {400, 4.0f}};
+    sift_slice s4 = {V, 4, q, 0, NULL, 0};
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s4, &t, &err), SIFT_E_SLICE_MISMATCH);
+    /* (token 6 is below the row's 4th largest, 4.0: a wrong set) */
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 1);
+    q[1].id = 200;
+    q[1].logit = 4.0f;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s4, &t, &err), SIFT_OK);
+    st = stats_of(c);
+    ck_assert_uint_eq(st.cross_check_mismatches, 2);
+    ck_assert_uint_eq(st.cross_checks, 4);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refused)
+{
+    enum { V = 50 };
+    float row[V];
+    distinct_row(row, V);
+    sift_chain *c = top_k_chain(3);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_set_cross_check(NULL, 1, 0.0, 0, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, -0.25, 0, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 1.5, 0, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, NAN, 0, &err), SIFT_E_ARG);
+    ck_assert_msg(strstr(err.message, "probability") != NULL, "%s", err.message);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 2, 0.0, 0, &err), SIFT_OK);
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    sift_slice s;
+    ck_assert_int_eq(sift_slicer_build(sl, row, V, 3, NULL, 0, &s, NULL), SIFT_OK);
+    int32_t t;
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    sift_stats st = stats_of(c);
+    ck_assert_uint_eq(st.cross_check_skipped, 2); /* steps 2 and 4 */
+    ck_assert_uint_eq(st.cross_checks, 0);
+    /* a hook that fails during a check: SIFT_E_HOOK, nothing changed */
+    hook_ctx h = hook_for(row, V);
+    h.fail = 5;
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    uint64_t before[4], after[4];
+    sift__chain_rng_state(c, before);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_HOOK); /* step 6 */
+    ck_assert_msg(strstr(err.message, "cross-check") != NULL, "%s", err.message);
+    sift__chain_rng_state(c, after);
+    ck_assert(memcmp(before, after, sizeof before) == 0);
+    h.fail = 0;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK); /* step 6 again */
+    st = stats_of(c);
+    ck_assert_uint_eq(st.cross_checks, 1);
+    ck_assert_uint_eq(st.cross_check_mismatches, 0);
+    /* off */
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 0, 0.0, 0, &err), SIFT_OK);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    ck_assert_uint_eq(stats_of(c).cross_checks, 1);
+    sift_slicer_free(sl);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* Right slices in any order and tie choice never trip the check, and
+ * the mode changes nothing: three copies of the production chain (off,
+ * every step, with probability 0.3) give the same tokens, RNG states and
+ * state digests on bf16, tied and peaked rows, with the same hook calls. */
+START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it)
+{
+    enum { V = 3000, STEPS = 300, COPIES = 3 };
+    sift_chain *c[COPIES];
+    for (int i = 0; i < COPIES; i++) {
+        c[i] = new_chain(42);
+        ck_assert_int_eq(sift_chain_add_penalties(c[i], 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c[i], 40, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_p(c[i], 0.95f, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_min_p(c[i], 0.05f, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_temp(c[i], 0.8f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c[i], NULL), SIFT_OK);
+    }
+    ck_assert_int_eq(sift_chain_set_cross_check(c[1], 1, 0.0, 0, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_set_cross_check(c[2], 0, 0.3, 1234, NULL), SIFT_OK);
+    float *row = malloc(V * sizeof *row);
+    hook_ctx h[COPIES];
+    for (int i = 0; i < COPIES; i++) {
+        h[i] = hook_for(row, V);
+        ck_assert_int_eq(sift_chain_set_row_hook(c[i], hook, &h[i], NULL), SIFT_OK);
+    }
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    device_slice dv = {malloc(V * sizeof *dv.pre), malloc(V * sizeof *dv.ext),
+                       malloc(V * sizeof *dv.tied), 0};
+    const int shapes[3] = {TU_ROW_BF16, TU_ROW_TIES, TU_ROW_PEAKED};
+    tu_rng r = {99};
+    sift_plan plan = {.struct_size = sizeof plan};
+    ck_assert_int_eq(sift_chain_plan(c[0], &plan, NULL, NULL), SIFT_OK);
+    for (int t = 0; t < STEPS; t++) {
+        tu_row(&r, row, V, shapes[t % 3]);
+        int32_t ids[64];
+        size_t ne = 0;
+        ck_assert_int_eq(sift_chain_extras(c[0], ids, N(ids), &ne, NULL), SIFT_OK);
+        sift_slice s;
+        int32_t k = plan.k + (int32_t)tu_range(&r, 0, 8);
+        ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, NULL), SIFT_OK);
+        if (t % 2)
+            devicify(&dv, &r, row, V, &s, ids, ne);
+        int32_t tok[COPIES];
+        for (int i = 0; i < COPIES; i++) {
+            sift_error err;
+            ck_assert_msg(sift_chain_sample_slice(c[i], &s, &tok[i], &err) == SIFT_OK,
+                          "copy %d step %d: %s", i, t, err.message);
+        }
+        uint64_t r0[4], ri[4];
+        sift__chain_rng_state(c[0], r0);
+        for (int i = 1; i < COPIES; i++) {
+            ck_assert_int_eq(tok[i], tok[0]);
+            sift__chain_rng_state(c[i], ri);
+            ck_assert(memcmp(r0, ri, sizeof r0) == 0);
+        }
+        for (int i = 0; i < COPIES; i++)
+            ck_assert_int_eq(sift_chain_accept(c[i], tok[0], NULL), SIFT_OK);
+        for (int i = 1; i < COPIES; i++)
+            ck_assert_uint_eq(sift__chain_state_digest(c[i]), sift__chain_state_digest(c[0]));
+    }
+    sift_stats s0 = stats_of(c[0]), s1 = stats_of(c[1]), s2 = stats_of(c[2]);
+    ck_assert_uint_eq(s0.cross_checks, 0);
+    ck_assert_uint_eq(s1.cross_checks, STEPS);
+    ck_assert_uint_gt(s2.cross_checks, STEPS / 6);
+    ck_assert_uint_lt(s2.cross_checks, STEPS / 2);
+    ck_assert_uint_eq(s1.cross_check_mismatches + s2.cross_check_mismatches, 0);
+    ck_assert_uint_eq(s1.cross_check_skipped + s2.cross_check_skipped, 0);
+    for (int i = 1; i < COPIES; i++) {
+        sift_stats si = i == 1 ? s1 : s2;
+        ck_assert_uint_eq(si.hook_calls, s0.hook_calls);
+        ck_assert_uint_eq(si.slice_decided, s0.slice_decided);
+        ck_assert_uint_eq(si.row_prefix_decided, s0.row_prefix_decided);
+    }
+    ck_assert_int_gt((int)s0.slice_decided, STEPS / 2); /* most checks ran on decided steps */
+    ck_assert_int_gt((int)dv.rechosen, 0);
+    free(dv.pre);
+    free(dv.ext);
+    free(dv.tied);
+    free(row);
+    sift_slicer_free(sl);
+    for (int i = 0; i < COPIES; i++)
+        sift_chain_free(c[i]);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slice");
@@ -1743,6 +2058,12 @@ static Suite *suite(void)
           test_forced_grammar_tokens_are_extras_and_need_no_row,
           test_a_temperature_fallback_on_a_slice_matches_the_row}},
         {"device", {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask}},
+        {"crosscheck",
+         {test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing,
+          test_cross_check_catches_a_wrong_logit_and_a_wrong_extra,
+          test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only,
+          test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refused,
+          test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it}},
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
         {"errors",
          {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,

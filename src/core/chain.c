@@ -271,6 +271,7 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
     d->n_grammar_resamples = 0;
     d->n_slice_decided = d->n_hook_calls = d->n_need_row = 0;
     d->n_prefix_decided = d->n_prefix_fallback = 0;
+    d->n_xc = d->n_xc_mismatch = d->n_xc_skipped = 0;
     if (c->n_stages) {
         d->stages = sift__calloc(&c->al, c->n_stages, sizeof *d->stages);
         if (!d->stages) {
@@ -1271,9 +1272,23 @@ sift_status sift_chain_sample_slice(sift_chain *c, const sift_slice *slice, int3
     if (s)
         return s;
     c->busy = 1;
+    sift__xc_step before;
+    sift__cross_check_begin(c, token, &before);
     s = sample_slice_impl(c, slice, token, err);
+    s = sift__cross_check_end(c, &before, slice, token, s, err);
     c->busy = 0;
     return s;
+}
+
+sift_status sift__chain_row_buffer(sift_chain *c, int32_t V, sift_error *err)
+{
+    return row_buffer(c, V, err);
+}
+
+sift_status sift__chain_sample_row(sift_chain *c, const float *row, int32_t V, int32_t *token,
+                                   sift_error *err)
+{
+    return sample_impl(c, row, V, token, err);
 }
 
 sift_status sift_chain_distribution_slice(sift_chain *c, const sift_slice *slice,
@@ -1338,6 +1353,9 @@ sift_status sift_chain_stats(const sift_chain *c, sift_stats *st, sift_error *er
     full.row_prefix_decided = c->n_prefix_decided;
     full.row_prefix_fallback = c->n_prefix_fallback;
     full.grammar_resamples = c->n_grammar_resamples;
+    full.cross_checks = c->n_xc;
+    full.cross_check_mismatches = c->n_xc_mismatch;
+    full.cross_check_skipped = c->n_xc_skipped;
     memcpy(st, &full, st->struct_size);
     return SIFT_OK;
 }
