@@ -1065,7 +1065,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_set_row_hook(sift_chain *chain, s
  * buffers (SIFT_E_NOMEM if that fails); a grammar stage before the first
  * truncation that cannot list the tokens it allows is SIFT_E_NOMEM or
  * SIFT_E_GRAMMAR_LIMIT. A slice whose prefix starts at -inf is a row of
- * -inf: SIFT_E_NO_CANDIDATE, as sift_chain_sample. Since: 0.1.
+ * -inf: SIFT_E_NO_CANDIDATE, as sift_chain_sample. With cross-check
+ * mode on (sift_chain_set_cross_check), a due step whose slice or token
+ * disagrees with the whole row is SIFT_E_SLICE_MISMATCH, nothing
+ * changed. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice(sift_chain *chain,
                                                             const sift_slice *slice, int32_t *token,

@@ -1938,6 +1938,55 @@ START_TEST(test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refus
 }
 END_TEST
 
+/* A custom stage that lowers the first candidate on its first call
+ * only: the slice step and the whole row then disagree on the token
+ * although the slice is right, which only check 3 sees. */
+static int lower_first_once(void *user, sift_candidate *data, size_t *size)
+{
+    int *calls = user;
+    if ((*calls)++ == 0 && *size > 0)
+        data[0].logit -= 100.0f;
+    return 0;
+}
+
+START_TEST(test_cross_check_catches_a_token_that_differs_from_the_whole_row)
+{
+    enum { V = 50 };
+    float row[V];
+    distinct_row(row, V);
+    sift_chain *c = new_chain(5);
+    int calls = 0;
+    sift_custom_stage vt = {.abi_version = SIFT_CUSTOM_STAGE_ABI,
+                            .name = "lower_first_once",
+                            .cls = SIFT_CLASS_LOWERS,
+                            .cls_n = 1,
+                            .apply = lower_first_once};
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, &calls, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    sift_slice s;
+    ck_assert_int_eq(sift_slicer_build(sl, row, V, 2, NULL, 0, &s, NULL), SIFT_OK);
+    sift_error err;
+    int32_t t = -7;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, -1);
+    char want[96];
+    snprintf(want, sizeof want, "the slice gave token %d, the whole row token %d",
+             (int)rank_id(row, V, 1), (int)rank_id(row, V, 0));
+    ck_assert_msg(strstr(err.message, want) != NULL, "%s", err.message);
+    ck_assert_int_eq(t, -7);
+    ck_assert_int_eq(calls, 2);
+    ck_assert_uint_eq(stats_of(c).cross_check_mismatches, 1);
+    sift_slicer_free(sl);
+    sift_chain_free(c);
+}
+END_TEST
+
 /* Right slices in any order and tie choice never trip the check, and
  * the mode changes nothing: three copies of the production chain (off,
  * every step, with probability 0.3) give the same tokens, RNG states and
@@ -2063,6 +2112,7 @@ static Suite *suite(void)
           test_cross_check_catches_a_wrong_logit_and_a_wrong_extra,
           test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only,
           test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refused,
+          test_cross_check_catches_a_token_that_differs_from_the_whole_row,
           test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it}},
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
         {"errors",
