@@ -2,10 +2,13 @@
  * batch_k.c - a batch of slots sampled together, one k per batch.
  *
  * Each slot has its own chain (its own history, RNG and settings). Before
- * each batched step the runtime asks sift for the k of the whole batch:
- * the largest k any slot needs now, or 0 if one slot needs whole rows.
- * Then it copies k candidates per slot (plus each slot's extras) and each
- * chain samples from its slice.
+ * each batched step the runtime asks sift for the batch's plan
+ * (sift_chains_next_k_batch): each slot's k, the largest k among the
+ * slots that can use a slice, and the slots that need whole rows. Then it
+ * copies that one k of candidates for every slice slot (plus each slot's
+ * extras) and whole rows only for the listed slots. Slot 3 here runs
+ * temperature before dist, which reads the whole distribution: it needs
+ * whole rows every step, and the other slots still get slices.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +47,8 @@ int main(void)
         p.seed = (uint64_t)s;
         if (sift_chain_new(&slot[s], &p, &err) ||
             sift_chain_add_penalties(slot[s], 16 * (s + 1), 1.2f, 0.0f, 0.0f, &err) ||
-            sift_chain_add_top_k(slot[s], 10 + 10 * s, &err) ||
+            (s < SLOTS - 1 ? sift_chain_add_top_k(slot[s], 10 + 10 * s, &err)
+                           : sift_chain_add_temp(slot[s], 0.8f, &err)) ||
             sift_chain_add_dist(slot[s], &err)) {
             fprintf(stderr, "slot %d: %s\n", s, err.message);
             goto done;
@@ -52,20 +56,38 @@ int main(void)
     }
     if (sift_slicer_new(&slicer, V, NULL, &err))
         goto done;
+    long copied = 0, whole_bytes = 0;
     for (int t = 0; t < STEPS; t++) {
         device_rows(t);
-        int32_t k;
-        if (sift_chains_next_k((const sift_chain *const *)slot, SLOTS, &k, &err))
+        int32_t k_each[SLOTS];
+        size_t whole[SLOTS];
+        sift_batch_k batch = {.struct_size = sizeof batch};
+        if (sift_chains_next_k_batch((const sift_chain *const *)slot, SLOTS, k_each, whole, &batch,
+                                     &err))
             goto done;
-        printf("step %2d: batch k = %d, tokens", t, (int)k);
+        printf("step %2d: batch k = %d for %zu slots, whole rows for %zu (slot", t, (int)batch.k,
+               batch.n_slice, batch.n_whole);
+        for (size_t w = 0; w < batch.n_whole; w++)
+            printf(" %zu", whole[w]);
+        printf("), tokens");
+        size_t next_whole = 0;
         for (int s = 0; s < SLOTS; s++) {
             int32_t tok;
             sift_slice slice;
-            sift_status st =
-                k > 0 ? sift_slicer_build(slicer, rows[s], V, k, NULL, 0, &slice, &err) : SIFT_OK;
-            if (!st)
-                st = k > 0 ? sift_chain_sample_slice(slot[s], &slice, &tok, &err)
-                           : sift_chain_sample(slot[s], rows[s], V, &tok, &err);
+            sift_status st;
+            int use_row = next_whole < batch.n_whole && whole[next_whole] == (size_t)s;
+            if (use_row) {
+                next_whole++;
+                copied += (long)V * (long)sizeof(float);
+                st = sift_chain_sample(slot[s], rows[s], V, &tok, &err);
+            } else {
+                /* one device top-k of batch.k serves every slice slot */
+                copied += (long)batch.k * (long)sizeof(sift_candidate);
+                st = sift_slicer_build(slicer, rows[s], V, batch.k, NULL, 0, &slice, &err);
+                if (!st)
+                    st = sift_chain_sample_slice(slot[s], &slice, &tok, &err);
+            }
+            whole_bytes += (long)V * (long)sizeof(float);
             if (st || sift_chain_accept(slot[s], tok, &err)) {
                 fprintf(stderr, "slot %d: %s\n", s, err.message);
                 goto done;
@@ -74,6 +96,7 @@ int main(void)
         }
         printf("\n");
     }
+    printf("copied %ld bytes, whole rows for every slot: %ld bytes\n", copied, whole_bytes);
     rc = 0;
 done:
     sift_slicer_free(slicer);

@@ -64,12 +64,13 @@
  * ---
  * Handles are opaque. Every struct the caller allocates and sift reads or
  * writes (the params structs, sift_allocator, sift_dry_params, sift_plan,
- * sift_plan_stage, sift_stats) starts with `uint32_t struct_size`: the
- * size of the struct as the caller compiled it, set by its _init function
- * or by hand (`plan.struct_size = sizeof plan;`). sift reads and writes
- * only the first struct_size bytes: fields past them take their defaults
- * (inputs) or are left untouched (outputs), so a caller built against an
- * older, smaller layout keeps working when fields are added at the end.
+ * sift_plan_stage, sift_stats, sift_batch_k) starts with
+ * `uint32_t struct_size`: the size of the struct as the caller compiled
+ * it, set by its _init function or by hand
+ * (`plan.struct_size = sizeof plan;`). sift reads and writes only the
+ * first struct_size bytes: fields past them take their defaults (inputs)
+ * or are left untouched (outputs), so a caller built against an older,
+ * smaller layout keeps working when fields are added at the end.
  * struct_size 0 (not set) or larger than the struct this library knows
  * (a header newer than the library) is SIFT_E_ARG. sift never writes
  * struct_size. The custom-stage vtable is versioned by abi_version
@@ -153,6 +154,10 @@ typedef enum sift_status {
     SIFT_E_SLICE = 20,    /**< A slice is malformed. */
     SIFT_E_NEED_ROW = 21, /**< The slice cannot decide this step; nothing changed. */
     SIFT_E_HOOK = 22,     /**< The row hook failed or returned an inconsistent row. */
+    /** A cross-check found that a slice was not the row's top k, or that
+     * its token was not the whole row's (sift_chain_set_cross_check);
+     * nothing changed. Since: 0.2. */
+    SIFT_E_SLICE_MISMATCH = 23,
     /* Grammars. */
     SIFT_E_GRAMMAR_SYNTAX = 30,
     SIFT_E_GRAMMAR_UNDEFINED = 31,
@@ -1063,7 +1068,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_set_row_hook(sift_chain *chain, s
  * buffers (SIFT_E_NOMEM if that fails); a grammar stage before the first
  * truncation that cannot list the tokens it allows is SIFT_E_NOMEM or
  * SIFT_E_GRAMMAR_LIMIT. A slice whose prefix starts at -inf is a row of
- * -inf: SIFT_E_NO_CANDIDATE, as sift_chain_sample. Since: 0.1.
+ * -inf: SIFT_E_NO_CANDIDATE, as sift_chain_sample. With cross-check
+ * mode on (sift_chain_set_cross_check), a due step whose slice or token
+ * disagrees with the whole row is SIFT_E_SLICE_MISMATCH, nothing
+ * changed. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice(sift_chain *chain,
                                                             const sift_slice *slice, int32_t *token,
@@ -1157,11 +1165,53 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_next_k(const sift_chain *chain, s
 /**
  * The k for a batch of chains sampled together: the largest dynamic k, or
  * 0 if any chain needs the whole row (0 also for n = 0, where `chains`
- * may be NULL). SIFT_E_ARG for a NULL `k`, NULL `chains` with n > 0, or a
- * NULL chain in the array (err->index = its position). Since: 0.1.
+ * may be NULL). All or nothing: sift_chains_next_k_batch gives each
+ * slot's k and the slots that need whole rows. SIFT_E_ARG for a NULL
+ * `k`, NULL `chains` with n > 0, or a NULL chain in the array
+ * (err->index = its position). Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n,
                                                        int32_t *k, sift_error *err);
+
+/**
+ * A batch's plan for its next step (sift_chains_next_k_batch). Set
+ * struct_size to sizeof(sift_batch_k) before the call: sift writes only
+ * that many bytes. Since: 0.2.
+ */
+typedef struct sift_batch_k {
+    uint32_t struct_size;     /**< Set by the caller; sift reads it only. */
+    int32_t k;                /**< Largest dynamic k among the slots that can use a
+                                   slice; 0 when none can (or n = 0). */
+    size_t n_slice;           /**< Slots that can use a slice (k_each[i] > 0). */
+    size_t n_whole;           /**< Slots that need whole rows (k_each[i] = 0). */
+    int32_t max_extras;       /**< Largest plan max_extras among the slice slots. */
+    sift_guarantee guarantee; /**< The weakest guarantee among the slice
+                                   slots; WHOLE_ROW when there are none. */
+} sift_batch_k;
+
+/**
+ * The plan of a batch of chains sampled together, slot by slot, so that a
+ * runtime copies whole rows only for the slots that need them. Reads each
+ * chain's dynamic plan (sift_chain_next_k) and writes:
+ * - `k_each` (NULL, or n entries): slot i's dynamic k, 0 = whole row;
+ * - `whole` (NULL, or n entries): the positions of the slots whose k is
+ *   0, ascending, in whole[0 .. batch->n_whole); the rest is untouched;
+ * - `batch`: the largest k among the other slots, their count, their
+ *   largest max_extras and their weakest guarantee.
+ * A slice of any k' >= k_each[i] (at most the row's length) serves slot
+ * i too, with the same guarantee, so one device top-k of batch->k for
+ * every slice slot is enough; each slot still gathers its own extras
+ * (sift_chain_extras). Unlike sift_chains_next_k, one slot that needs the
+ * whole row does not send the others to whole rows. Reads the chains
+ * only (safe on chains shared between threads; no allocation).
+ * SIFT_E_ARG (nothing written) for a NULL `batch`, NULL `chains` with
+ * n > 0, a NULL chain in the array (err->index = its position), or a
+ * batch->struct_size 0 or above sizeof(sift_batch_k). Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k_batch(const sift_chain *const *chains,
+                                                             size_t n, int32_t *k_each,
+                                                             size_t *whole, sift_batch_k *batch,
+                                                             sift_error *err);
 
 /**
  * The extra token ids the next sample needs beside the prefix, ascending
@@ -1194,6 +1244,13 @@ typedef struct sift_stats {
     uint64_t row_prefix_decided;  /**< Whole-row steps decided from the row's prefix. */
     uint64_t row_prefix_fallback; /**< Whole-row steps that tried the prefix, then ran the row. */
     uint64_t grammar_resamples;   /**< Steps whose check grammar rejected the first token. */
+    /** Cross-checks run (sift_chain_set_cross_check): due slice steps
+     * compared with the whole row. Since: 0.2. */
+    uint64_t cross_checks;
+    /** Cross-checks that found a mismatch (SIFT_E_SLICE_MISMATCH). Since: 0.2. */
+    uint64_t cross_check_mismatches;
+    /** Due cross-checks skipped because no row hook was set. Since: 0.2. */
+    uint64_t cross_check_skipped;
 } sift_stats;
 
 /**
@@ -1204,6 +1261,53 @@ typedef struct sift_stats {
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_stats(const sift_chain *chain, sift_stats *stats,
                                                      sift_error *err);
+
+/**
+ * Cross-check mode, how an operator finds a broken device kernel: on some
+ * successful sift_chain_sample_slice steps, sift fetches the whole row
+ * through the row hook and checks the slice and the token against it.
+ *
+ * A step is due when it is the every_n-th successful slice step since
+ * this call (every_n = 0: never by count), or with `probability` (0 to
+ * 1; 0: never by chance), drawn from an RNG of its own seeded with
+ * `seed`, so the chain's RNG stream and its tokens are bitwise the same
+ * with the mode on or off. every_n = 0 and probability = 0 turn the mode
+ * off. Each call restarts the count and reseeds the check's RNG; the
+ * schedule moves only on steps that return SIFT_OK, and
+ * sift_chain_reset does not restart it. Clones inherit the setting and
+ * the schedule (not the hook, so a clone skips its due checks until it
+ * has one).
+ *
+ * On a due step decided on the slice, sift calls the hook once and
+ * checks, in this order: every slice token's logit equals the row's, bit
+ * for bit; the prefix holds the row's k largest logits (by value: any
+ * choice among the tokens tied at the smallest is right, unless the
+ * slice has SIFT_SLICE_CANONICAL, when it must be exactly Prefix(k) in
+ * order); sampling the whole row from the same RNG state gives the same
+ * token and RNG state. The first failure is SIFT_E_SLICE_MISMATCH,
+ * with err->index the first wrong position: the prefix entry (its index
+ * in slice.prefix as passed, extras[j] as n_prefix + j) whose value
+ * disagrees with the row or that is not among the row's k largest
+ * (canonical: the first position that differs from Prefix(k)), or -1
+ * when the set is right but the token differs; the message names the
+ * tokens and logits. A mismatch leaves the chain as it was before the
+ * call (RNG, *token and every state; the schedule does not move, so a
+ * retry checks again) and counts in sift_stats.cross_check_mismatches.
+ * A failing hook or a row with NaN or +inf is SIFT_E_HOOK, nothing
+ * changed. A due step that needed the row anyway was already checked
+ * against it (the hook's row, "row hook" above) and counts as a
+ * cross-check; a due step without a hook is skipped and counted in
+ * cross_check_skipped. The first check sizes the row and scratch buffers
+ * for the row's length (SIFT_E_NOMEM if that fails). Cross-checks do
+ * not count as hook_calls, and sift_chain_distribution_slice is never
+ * cross-checked.
+ *
+ * SIFT_E_ARG for a NULL chain or a probability that is NaN or outside
+ * [0, 1]; SIFT_E_STATE inside a callback. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_set_cross_check(sift_chain *chain, uint32_t every_n,
+                                                               double probability, uint64_t seed,
+                                                               sift_error *err);
 
 /** A slice builder: the CPU reference of a device top-k. */
 typedef struct sift_slicer sift_slicer;

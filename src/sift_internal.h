@@ -530,7 +530,33 @@ struct sift_chain {
     /* Work done, for tests that count it: certificate walks (sift__walk)
      * and full passes of the stages over a whole row. */
     uint64_t n_walks, n_full_passes;
+    /* Cross-check mode (core/crosscheck.c): the setting, the schedule
+     * (successful slice steps since it was set, and its own RNG) and the
+     * counters sift_chain_stats reports. */
+    uint32_t xc_every;
+    double xc_p;
+    uint64_t xc_steps;
+    sift__rng xc_rng;
+    uint64_t n_xc, n_xc_mismatch, n_xc_skipped;
 };
+
+/* What a slice step was before it ran, for the cross-check around it
+ * (core/crosscheck.c). */
+typedef struct sift__xc_step {
+    sift__rng rng;
+    int32_t last_V;
+    int32_t token;
+    uint64_t slice_decided;
+} sift__xc_step;
+/* Called by sift_chain_sample_slice before and after sample_slice_impl:
+ * the second runs the check when the step is due and undoes the step on
+ * a mismatch (SIFT_E_SLICE_MISMATCH) or a hook failure. `status` is what
+ * the step returned; the result is the call's status. */
+SIFT__HIDDEN void sift__cross_check_begin(const sift_chain *chain, const int32_t *token,
+                                          sift__xc_step *before);
+SIFT__HIDDEN sift_status sift__cross_check_end(sift_chain *chain, const sift__xc_step *before,
+                                               const sift_slice *slice, int32_t *token,
+                                               sift_status status, sift_error *err);
 
 static inline const char *sift__stage_name(const sift__stage *st)
 {

@@ -632,6 +632,7 @@ START_TEST(test_status_str_is_never_null_and_distinct_for_every_code)
         SIFT_E_SLICE,
         SIFT_E_NEED_ROW,
         SIFT_E_HOOK,
+        SIFT_E_SLICE_MISMATCH,
         SIFT_E_GRAMMAR_SYNTAX,
         SIFT_E_GRAMMAR_UNDEFINED,
         SIFT_E_GRAMMAR_LEFT_RECURSION,

@@ -11,7 +11,11 @@
  *
  * SIFT_SLICE_CASES (environment) sets the number of chains (default 17000,
  * about 290,000 slice samples compared); SIFT_SLICE_SEED another stream
- * of chains for the main property test (default 2024).
+ * of chains for the main property test (default 2024);
+ * SIFT_SLICE_MIN_SAMPLES a number of slice samples the two main property
+ * tests must each compare: they draw chains past SIFT_SLICE_CASES until
+ * they have (make check-long sets 10,000,000). The tie-shuffled test is
+ * its own TCase, "device": CK_RUN_CASE=device runs it alone.
  */
 #include <check.h>
 #include <math.h>
@@ -265,6 +269,171 @@ START_TEST(test_batch_k_is_the_largest_or_zero)
     sift_chain_free(a);
     sift_chain_free(b);
     sift_chain_free(w);
+}
+END_TEST
+
+START_TEST(test_batch_k_per_slot_gives_each_k_and_lists_the_whole_row_slots)
+{
+    sift_chain *a = new_chain(1), *b = new_chain(2), *w = new_chain(3), *w2 = new_chain(4);
+    sift_chain *pen = new_chain(5), *mp = new_chain(6);
+    ck_assert_int_eq(sift_chain_add_top_k(a, 40, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(b, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(w, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp(w2, 0.7f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(w2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_penalties(pen, 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(pen, 20, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(pen, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_min_p(mp, 0.05f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(mp, NULL), SIFT_OK);
+    /* three distinct tokens in the penalty window: dynamic k 20 + 3 */
+    const int32_t hist[4] = {7, 9, 7, 11};
+    for (size_t i = 0; i < N(hist); i++)
+        ck_assert_int_eq(sift_chain_accept(pen, hist[i], NULL), SIFT_OK);
+    const sift_chain *slots[5] = {a, w, b, pen, w2};
+    int32_t k_each[5] = {-1, -1, -1, -1, -1};
+    size_t whole[5] = {99, 99, 99, 99, 99};
+    sift_batch_k bk = {.struct_size = sizeof bk};
+    ck_assert_int_eq(sift_chains_next_k_batch(slots, 5, k_each, whole, &bk, NULL), SIFT_OK);
+    const int32_t want_k[5] = {40, 0, 1, 23, 0};
+    for (size_t i = 0; i < 5; i++) {
+        sift_plan p = {.struct_size = sizeof p};
+        ck_assert_int_eq(sift_chain_next_k(slots[i], &p, NULL), SIFT_OK);
+        ck_assert_int_eq(k_each[i], p.k); /* the slot's own dynamic plan */
+        ck_assert_int_eq(k_each[i], want_k[i]);
+    }
+    ck_assert_int_eq(bk.k, 40);
+    ck_assert_uint_eq(bk.n_slice, 3);
+    ck_assert_uint_eq(bk.n_whole, 2);
+    ck_assert_uint_eq(whole[0], 1);
+    ck_assert_uint_eq(whole[1], 4);
+    ck_assert_uint_eq(whole[2], 99); /* past n_whole: untouched */
+    ck_assert_int_eq(bk.guarantee, SIFT_GUARANTEE_EXACT);
+    ck_assert_int_eq(bk.max_extras, 0);
+    /* the old call is all or nothing on the same batch */
+    int32_t k_old = -1;
+    ck_assert_int_eq(sift_chains_next_k(slots, 5, &k_old, NULL), SIFT_OK);
+    ck_assert_int_eq(k_old, 0);
+    /* a certified slot makes the batch certified; the arrays are optional */
+    const sift_chain *two[2] = {mp, a};
+    ck_assert_int_eq(sift_chains_next_k_batch(two, 2, NULL, NULL, &bk, NULL), SIFT_OK);
+    ck_assert_int_eq(bk.k, 64);
+    ck_assert_int_eq(bk.guarantee, SIFT_GUARANTEE_CERTIFIED);
+    ck_assert_uint_eq(bk.n_whole, 0);
+    /* only whole-row slots, and the empty batch */
+    const sift_chain *ws[2] = {w, w2};
+    ck_assert_int_eq(sift_chains_next_k_batch(ws, 2, k_each, whole, &bk, NULL), SIFT_OK);
+    ck_assert_int_eq(bk.k, 0);
+    ck_assert_uint_eq(bk.n_whole, 2);
+    ck_assert_int_eq(bk.guarantee, SIFT_GUARANTEE_WHOLE_ROW);
+    ck_assert_int_eq(sift_chains_next_k_batch(NULL, 0, NULL, NULL, &bk, NULL), SIFT_OK);
+    ck_assert_int_eq(bk.k, 0);
+    ck_assert_uint_eq(bk.n_slice + bk.n_whole, 0);
+    /* errors write nothing */
+    sift_error err;
+    const sift_chain *bad[3] = {a, w, NULL};
+    for (size_t i = 0; i < 5; i++)
+        k_each[i] = -1, whole[i] = 99;
+    sift_batch_k keep = {.struct_size = sizeof keep, .k = -5};
+    ck_assert_int_eq(sift_chains_next_k_batch(bad, 3, k_each, whole, &keep, &err), SIFT_E_ARG);
+    assert_error(&err, SIFT_E_ARG, 2);
+    ck_assert_int_eq(k_each[0], -1);
+    ck_assert_uint_eq(whole[0], 99);
+    ck_assert_int_eq(keep.k, -5);
+    ck_assert_int_eq(sift_chains_next_k_batch(slots, 5, k_each, whole, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chains_next_k_batch(NULL, 2, k_each, whole, &keep, &err), SIFT_E_ARG);
+    keep.struct_size = 0;
+    ck_assert_int_eq(sift_chains_next_k_batch(slots, 5, k_each, whole, &keep, &err), SIFT_E_ARG);
+    ck_assert_msg(strstr(err.message, "sift_batch_k") != NULL, "%s", err.message);
+    keep.struct_size = sizeof keep + 1;
+    ck_assert_int_eq(sift_chains_next_k_batch(slots, 5, k_each, whole, &keep, &err), SIFT_E_ARG);
+    ck_assert_int_eq(k_each[0], -1);
+    ck_assert_int_eq(keep.k, -5);
+    /* an older, smaller struct: only its fields are written */
+    unsigned char buf[sizeof(sift_batch_k) + 8];
+    memset(buf, 0xab, sizeof buf);
+    uint32_t old = (uint32_t)(offsetof(sift_batch_k, k) + sizeof(int32_t));
+    memcpy(buf, &old, sizeof old);
+    ck_assert_int_eq(
+        sift_chains_next_k_batch(slots, 5, NULL, NULL, (sift_batch_k *)(void *)buf, NULL), SIFT_OK);
+    int32_t got_k;
+    memcpy(&got_k, buf + offsetof(sift_batch_k, k), sizeof got_k);
+    ck_assert_int_eq(got_k, 40);
+    for (size_t i = old; i < sizeof buf; i++)
+        ck_assert_uint_eq(buf[i], 0xab);
+    sift_chain_free(a);
+    sift_chain_free(b);
+    sift_chain_free(w);
+    sift_chain_free(w2);
+    sift_chain_free(pen);
+    sift_chain_free(mp);
+}
+END_TEST
+
+/* The batch's one k serves every slice slot: each slot's slice of
+ * batch.k decides its step without the row and gives the whole row's
+ * token, while the whole-row slots are sampled from their rows. */
+START_TEST(test_one_batch_k_serves_every_slice_slot_without_the_row)
+{
+    enum { SLOTS = 6, V = 3000, STEPS = 40 };
+    sift_chain *slot[SLOTS], *ref[SLOTS];
+    for (int s = 0; s < SLOTS; s++) {
+        slot[s] = new_chain((uint64_t)s + 100);
+        if (s % 3 == 2) { /* a whole-row slot */
+            ck_assert_int_eq(sift_chain_add_temp(slot[s], 0.9f, NULL), SIFT_OK);
+        } else {
+            ck_assert_int_eq(sift_chain_add_penalties(slot[s], 8 * (s + 1), 1.3f, 0.0f, 0.0f, NULL),
+                             SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_top_k(slot[s], 5 + 7 * s, NULL), SIFT_OK);
+        }
+        ck_assert_int_eq(sift_chain_add_dist(slot[s], NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_clone(slot[s], &ref[s], NULL), SIFT_OK);
+    }
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    float *row = malloc(V * sizeof *row);
+    tu_rng r = {77};
+    long sliced = 0;
+    for (int t = 0; t < STEPS; t++) {
+        int32_t k_each[SLOTS];
+        size_t whole[SLOTS];
+        sift_batch_k bk = {.struct_size = sizeof bk};
+        ck_assert_int_eq(sift_chains_next_k_batch((const sift_chain *const *)slot, SLOTS, k_each,
+                                                  whole, &bk, NULL),
+                         SIFT_OK);
+        ck_assert_uint_eq(bk.n_whole, SLOTS / 3);
+        ck_assert_int_gt(bk.k, 0);
+        for (int s = 0, q = 0; s < SLOTS; s++) {
+            tu_row(&r, row, V, t % 2 ? TU_ROW_BF16 : TU_ROW_PEAKED);
+            int32_t tr, ts;
+            ck_assert_int_eq(sift_chain_sample(ref[s], row, V, &tr, NULL), SIFT_OK);
+            if (q < (int)bk.n_whole && whole[q] == (size_t)s) {
+                q++;
+                ck_assert_int_eq(k_each[s], 0);
+                ck_assert_int_eq(sift_chain_sample(slot[s], row, V, &ts, NULL), SIFT_OK);
+            } else {
+                ck_assert_int_le(k_each[s], bk.k);
+                sift_slice slice;
+                ck_assert_int_eq(sift_slicer_build(sl, row, V, bk.k, NULL, 0, &slice, NULL),
+                                 SIFT_OK);
+                sift_error err;
+                ck_assert_msg(sift_chain_sample_slice(slot[s], &slice, &ts, &err) == SIFT_OK,
+                              "slot %d step %d: %s", s, t, err.message);
+                sliced++;
+            }
+            ck_assert_int_eq(ts, tr);
+            ck_assert_int_eq(sift_chain_accept(slot[s], ts, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_accept(ref[s], tr, NULL), SIFT_OK);
+        }
+    }
+    ck_assert_int_eq(sliced, STEPS * (SLOTS - SLOTS / 3));
+    free(row);
+    sift_slicer_free(sl);
+    for (int s = 0; s < SLOTS; s++) {
+        sift_chain_free(slot[s]);
+        sift_chain_free(ref[s]);
+    }
 }
 END_TEST
 
@@ -614,6 +783,15 @@ static long n_cases(void)
 
 /* SIFT_SLICE_SEED (environment) picks another stream of random chains
  * for the main property test, so soaks can be split across runs. */
+/* SIFT_SLICE_MIN_SAMPLES (environment): the least number of slice
+ * samples a property run compares, 0 = no minimum. */
+static long min_samples(void)
+{
+    const char *e = getenv("SIFT_SLICE_MIN_SAMPLES");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    return n > 0 ? n : 0;
+}
+
 static uint64_t slice_seed(void)
 {
     const char *e = getenv("SIFT_SLICE_SEED");
@@ -781,12 +959,15 @@ static void gen_cutoff_chain(tu_rng *r, sp_chain *spec, int32_t V)
     gen_stage(r, &spec->st[spec->n++], cutoff_sels[tu_range(r, 0, (int64_t)N(cutoff_sels) - 1)], V);
 }
 
-static void property(uint64_t seed, long cases, tally *ty, int device,
+/* Runs `cases` random chains from `gen`, and more until `min` slice
+ * samples are compared; returns the number of chains run. */
+static long property(uint64_t seed, long cases, long min, tally *ty, int device,
                      void (*gen)(tu_rng *, sp_chain *, int32_t))
 {
     tu_rng r = {seed};
     char desc[2048];
-    for (long cs = 0; cs < cases; cs++) {
+    long cs = 0;
+    for (; cs < cases || ty->compared < min; cs++) {
         int32_t V = cs % 200 == 0 ? (int32_t)tu_range(&r, 1, 262144)
                                   : (cs % 7 == 0 ? (int32_t)tu_range(&r, 1, 12)
                                                  : (int32_t)tu_range(&r, 100, 4000));
@@ -876,20 +1057,21 @@ static void property(uint64_t seed, long cases, tally *ty, int device,
         or_free(&o);
         sift_chain_free(chain);
     }
+    return cs;
 }
 
 START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
 {
     tally ty;
     memset(&ty, 0, sizeof ty);
-    long cases = n_cases();
-    property(slice_seed(), cases, &ty, 0, gen_chain);
+    long cases = n_cases(), min = min_samples();
+    long chains = property(slice_seed(), cases, min, &ty, 0, gen_chain);
     fprintf(stderr,
             "slice: %ld chains, %ld slice samples compared, 0 mismatches; decided on the slice "
             "%ld, hook calls %ld, need_row %ld\n"
             "slice: hook rate at the static k of exact plans %ld/%ld, at the dynamic k %ld/%ld, "
             "at a smaller k %ld/%ld; at the static k of certified plans %ld/%ld\n",
-            cases, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.static_hooks,
+            chains, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.static_hooks,
             ty.static_steps, ty.dyn_hooks, ty.dyn_steps, ty.small_hooks, ty.small_steps,
             ty.cert_hooks, ty.cert_steps);
     /* A hook call at the static or dynamic k of an EXACT plan stops the test
@@ -897,6 +1079,7 @@ START_TEST(test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row)
      * EXACT plans at both k, slices decided without the row, and the hook
      * at a smaller k). */
     ck_assert_int_ge(ty.compared, cases);
+    ck_assert_int_ge(ty.compared, min);
     ck_assert(ty.static_steps > 0);
     ck_assert(ty.dyn_steps > 0);
     ck_assert(ty.decided > 0);
@@ -912,15 +1095,16 @@ START_TEST(test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_
 {
     tally ty;
     memset(&ty, 0, sizeof ty);
-    long cases = n_cases();
-    property(slice_seed() ^ 0x7469657300000000ull, cases, &ty, 1, gen_chain);
+    long cases = n_cases(), min = min_samples();
+    long chains = property(slice_seed() ^ 0x7469657300000000ull, cases, min, &ty, 1, gen_chain);
     fprintf(stderr,
-            "slice (device order and ties): %ld slice samples compared, 0 mismatches; decided "
-            "%ld, hook calls %ld, need_row %ld; tied tokens re-chosen in %ld slices; hook rate "
-            "at the static k of exact plans %ld/%ld, at the dynamic k %ld/%ld\n",
-            ty.compared, ty.decided, ty.hooked, ty.need_row, ty.rechosen, ty.static_hooks,
+            "slice (device order and ties): %ld chains, %ld slice samples compared, 0 "
+            "mismatches; decided %ld, hook calls %ld, need_row %ld; tied tokens re-chosen in %ld "
+            "slices; hook rate at the static k of exact plans %ld/%ld, at the dynamic k %ld/%ld\n",
+            chains, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.rechosen, ty.static_hooks,
             ty.static_steps, ty.dyn_hooks, ty.dyn_steps);
     ck_assert_int_ge(ty.compared, cases);
+    ck_assert_int_ge(ty.compared, min);
     ck_assert(ty.decided > 0);
     ck_assert(ty.hooked > 0);
     ck_assert(ty.rechosen > 0); /* the ties were really re-chosen */
@@ -1592,7 +1776,7 @@ START_TEST(test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_a
     tally ty;
     memset(&ty, 0, sizeof ty);
     long cases = n_cases() / 8 > 0 ? n_cases() / 8 : 1;
-    property(slice_seed() ^ 0x6375746f66660000ull, cases, &ty, 0, gen_cutoff_chain);
+    property(slice_seed() ^ 0x6375746f66660000ull, cases, 0, &ty, 0, gen_cutoff_chain);
     fprintf(stderr,
             "slice (cutoffs): %ld chains, %ld slice samples compared, 0 mismatches; decided on "
             "the slice %ld, hook calls %ld, need_row %ld; at the static k of certified plans "
@@ -1659,150 +1843,521 @@ START_TEST(test_plan_of_epsilon_first_is_certified_with_a_recommended_k)
     sift_chain *c;
     ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
     expect_plan(c, 64, SIFT_GUARANTEE_CERTIFIED, 0);
-    sift_chain_free(c);
-}
-END_TEST
+    /* Cross-check mode                                                    */
+    /* ------------------------------------------------------------------ */
 
-/* eta's cut reads the entropy of every token: whole row before any
- * truncation, and after a top_k it runs on the complete set. */
-START_TEST(test_plan_of_eta_first_is_whole_row_and_after_top_k_exact)
-{
-    sift_chain *c = new_chain(1);
-    ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-    expect_plan(c, 0, SIFT_GUARANTEE_WHOLE_ROW, 0);
-    sift_chain_free(c);
-    c = new_chain(1);
-    ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-    expect_plan(c, 40, SIFT_GUARANTEE_EXACT, 0);
-    sift_chain_free(c);
-}
-END_TEST
-
-/* A peaked row: the 936 absent tokens sit 20 nats below the top, so even
- * together they cannot lift the threshold past a present verdict, and
- * none of them can pass: decided on the slice. */
-START_TEST(test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter)
-{
-    enum { V = 1000 };
-    static float row[V];
-    for (int32_t i = 0; i < V; i++)
-        row[i] = i < 5 ? 10.0f - (float)i : -10.0f - (float)(i % 7) * 0.01f;
-    sp_chain spec = epsilon_chain(3e-4f);
-    ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 0);
-}
-END_TEST
-
-/* A flat row: every absent token has the probability of a present one
- * and passes on the whole row, so the slice cannot decide. */
-START_TEST(test_epsilon_asks_for_the_row_when_an_absent_token_could_pass)
-{
-    enum { V = 2000 };
-    static float row[V];
-    for (int32_t i = 0; i < V; i++)
-        row[i] = 0.0f;
-    sp_chain spec = epsilon_chain(3e-4f);
-    ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
-}
-END_TEST
-
-/* No absent token can pass (each is below the present threshold), but
- * together they add almost as much mass again: 40 present tokens that
- * pass on the slice (p = 1.1e-3 of the present mass) fail on the row
- * (1.1e-3 / 2.0 of its mass), where only token 0 is kept. Applying the
- * present threshold would draw among 41 tokens; the certificate must see
- * that the verdicts change inside the mass interval and ask. */
-START_TEST(test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token)
-{
-    enum { V = 1000 };
-    static float row[V];
-    float l1 = sift__logf(1.1e-3f), l2 = sift__logf(1.0e-3f);
-    for (int32_t i = 0; i < V; i++)
-        row[i] = i == 0 ? 0.0f : i <= 40 ? l1 : l2;
-    sp_chain spec = epsilon_chain(1e-3f);
-    ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
-    /* the row path's own prefix attempt falls back too, with the same token */
-    or_chain o;
-    or_init(&o, &spec);
-    int32_t to = -1, ts = -1;
-    ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
-    ck_assert_int_eq(to, 0);
-    sift_chain *c;
-    ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_sample(c, row, V, &ts, NULL), SIFT_OK);
-    ck_assert_int_eq(ts, 0);
-    ck_assert_uint_eq(c->n_prefix_fallback, 1);
-    sift_chain_free(c);
-    or_free(&o);
-}
-END_TEST
-
-static Suite *suite(void)
-{
-    Suite *s = suite_create("slice");
-    struct {
-        const char *name;
-        const TTest *tests[12];
-    } groups[] = {
-        {"plan",
-         {test_plan_of_the_production_chain_is_84_exact,
-          test_plan_of_top_k_top_p_temp_dist_is_40_exact,
-          test_plan_of_greedy_is_1_and_with_penalties_65,
-          test_plan_counts_negative_biases_and_gathers_positive_ones_as_extras,
-          test_plan_is_whole_row_when_a_whole_stage_comes_first,
-          test_plan_of_min_p_first_is_certified_with_a_recommended_k,
-          test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified,
-          test_batch_k_is_the_largest_or_zero, test_plan_sums_of_huge_declared_counts_saturate}},
-        {"validation",
-         {test_slice_validation_names_each_problem,
-          test_canonical_slice_validation_finds_nan_and_inf_among_falling_keys,
-          test_missing_requested_extras_are_an_error}},
-        {"hook",
-         {test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing,
-          test_hook_failures_and_disagreements_are_hook_errors,
-          test_distribution_on_a_slice_equals_the_whole_row}},
-        {"slicer",
-         {test_slicer_builds_the_canonical_prefix_with_ties_and_extras,
-          test_slicer_rejects_bad_arguments_and_rows}},
-        {"property",
-         {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
-          test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask,
-          test_grammar_modes_agree_with_the_oracle_on_rows_and_slices,
-          test_forced_grammar_tokens_are_extras_and_need_no_row,
-          test_a_temperature_fallback_on_a_slice_matches_the_row}},
-        {"cutoffs",
-         {test_plan_of_epsilon_first_is_certified_with_a_recommended_k,
-          test_plan_of_eta_first_is_whole_row_and_after_top_k_exact,
-          test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter,
-          test_epsilon_asks_for_the_row_when_an_absent_token_could_pass,
-          test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token}},
-        {"cutoff_property",
-         {test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask}},
-        {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
-        {"errors",
-         {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
-          test_the_walk_leaves_the_context_error_pointer_as_it_found_it,
-          test_greedy_distribution_on_a_slice_runs_every_stage_before_it}},
-    };
-    for (size_t g = 0; g < N(groups); g++) {
-        TCase *tc = tcase_create(groups[g].name);
-        if (strcmp(groups[g].name, "property") == 0 ||
-            strcmp(groups[g].name, "cutoff_property") == 0)
-            tcase_set_timeout(tc, 900); /* the property runs; the rest: Check's default */
-        for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
-            tcase_add_test(tc, groups[g].tests[i]);
-        suite_add_tcase(s, tc);
+    static sift_stats stats_of(const sift_chain *c)
+    {
+        sift_stats st = {.struct_size = sizeof st};
+        ck_assert_int_eq(sift_chain_stats(c, &st, NULL), SIFT_OK);
+        return st;
     }
-    return s;
-}
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+    /* 50 distinct logits: token i has (i * 37) % 50 / 4. */
+    static void distinct_row(float *row, int32_t V)
+    {
+        for (int32_t i = 0; i < V; i++)
+            row[i] = (float)((i * 37) % V) / 4.0f;
+    }
+
+    /* The id with the r-th largest logit of distinct_row. */
+    static int32_t rank_id(const float *row, int32_t V, int32_t r)
+    {
+        for (int32_t i = 0; i < V; i++) {
+            int32_t above = 0;
+            for (int32_t j = 0; j < V; j++)
+                above += row[j] > row[i];
+            if (above == r)
+                return i;
+        }
+        return -1;
+    }
+
+    START_TEST(test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing)
+    {
+        enum { V = 50 };
+        float row[V];
+        distinct_row(row, V);
+        sift_chain *c = top_k_chain(3), *ref = top_k_chain(3);
+        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+        hook_ctx h = hook_for(row, V);
+        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+        /* a set of 5 with the rank-1 token replaced by the rank-10 one, out
+         * of order: the slice alone decides top_k 3 (wrongly) */
+        sift_candidate p[5];
+        const int32_t ranks[5] = {3, 10, 0, 4, 2};
+        for (int i = 0; i < 5; i++) {
+            p[i].id = rank_id(row, V, ranks[i]);
+            p[i].logit = row[p[i].id];
+        }
+        sift_slice s = {V, 5, p, 0, NULL, 0};
+        sift_error err;
+        int32_t t = -7;
+        uint64_t before[4], after[4];
+        sift__chain_rng_state(c, before);
+        uint64_t digest = sift__chain_state_digest(c);
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+        assert_error(&err, SIFT_E_SLICE_MISMATCH, 1); /* prefix[1], the intruder */
+        char want[64];
+        snprintf(want, sizeof want, "token %d (logit", (int)rank_id(row, V, 1));
+        ck_assert_msg(strstr(err.message, "prefix[1]") && strstr(err.message, want) &&
+                          strstr(err.message, "missing"),
+                      "%s", err.message);
+        ck_assert_int_eq(t, -7);
+        sift__chain_rng_state(c, after);
+        ck_assert(memcmp(before, after, sizeof before) == 0);
+        ck_assert_uint_eq(sift__chain_state_digest(c), digest);
+        sift_stats st = stats_of(c);
+        ck_assert_uint_eq(st.cross_checks, 1);
+        ck_assert_uint_eq(st.cross_check_mismatches, 1);
+        ck_assert_uint_eq(st.hook_calls, 0); /* a cross-check is not a hook call */
+        ck_assert_uint_eq(st.slice_decided, 0);
+        /* a retry is due again and fails again */
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+        /* the chain stays usable: a right slice gives the reference token */
+        p[1].id = rank_id(row, V, 1);
+        p[1].logit = row[p[1].id];
+        int32_t tr;
+        ck_assert_int_eq(sift_chain_sample(ref, row, V, &tr, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+        ck_assert_int_eq(t, tr);
+        sift__chain_rng_state(c, before);
+        sift__chain_rng_state(ref, after);
+        ck_assert(memcmp(before, after, sizeof before) == 0);
+        st = stats_of(c);
+        ck_assert_uint_eq(st.cross_checks, 3);
+        ck_assert_uint_eq(st.cross_check_mismatches, 2);
+        ck_assert_uint_eq(st.slice_decided, 1);
+        ck_assert_int_eq(h.calls, 3);
+        sift_chain_free(c);
+        sift_chain_free(ref);
+    }
+    END_TEST
+
+    START_TEST(test_cross_check_catches_a_wrong_logit_and_a_wrong_extra)
+    {
+        enum { V = 50 };
+        float row[V];
+        distinct_row(row, V);
+        sift_chain *c = new_chain(9);
+        sift_bias pos[1] = {{rank_id(row, V, 30), 0.5f}};
+        ck_assert_int_eq(sift_chain_add_logit_bias(c, pos, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+        hook_ctx h = hook_for(row, V);
+        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+        sift_candidate p[5];
+        for (int i = 0; i < 5; i++) {
+            p[i].id = rank_id(row, V, i);
+            p[i].logit = row[p[i].id];
+        }
+        sift_candidate ex[1] = {{pos[0].token, row[pos[0].token]}};
+        sift_slice s = {V, 5, p, 1, ex, SIFT_SLICE_CANONICAL};
+        sift_error err;
+        int32_t t;
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+        p[2].logit = nextafterf(p[2].logit, 0.0f); /* one ulp off, order kept */
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+        assert_error(&err, SIFT_E_SLICE_MISMATCH, 2);
+        ck_assert_msg(strstr(err.message, "prefix[2]") != NULL, "%s", err.message);
+        p[2].logit = row[p[2].id];
+        ex[0].logit -= 0.25f;
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+        assert_error(&err, SIFT_E_SLICE_MISMATCH, 5); /* n_prefix + 0 */
+        ck_assert_msg(strstr(err.message, "extras[0]") != NULL, "%s", err.message);
+        sift_stats st = stats_of(c);
+        ck_assert_uint_eq(st.cross_check_mismatches, 2);
+        ck_assert_uint_eq(st.slice_decided, 1);
+        sift_chain_free(c);
+    }
+    END_TEST
+
+    /* Five tokens tied at the top, top_k 3: the slice holds ids 300, 400,
+     * 500 where the row's Prefix(3) has 10, 200, 300 (the issue's case). */
+    START_TEST(test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only)
+    {
+        enum { V = 600 };
+        float row[V];
+        for (int32_t i = 0; i < V; i++)
+            row[i] = (float)(i % 7) / 8.0f;
+        const int32_t tied[5] = {10, 200, 300, 400, 500};
+        for (int i = 0; i < 5; i++)
+            row[tied[i]] = 4.0f;
+        sift_chain *c = top_k_chain(3);
+        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+        hook_ctx h = hook_for(row, V);
+        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+        sift_candidate p[3] = {{300, 4.0f}, {400, 4.0f}, {500, 4.0f}};
+        sift_slice s = {V, 3, p, 0, NULL, SIFT_SLICE_CANONICAL};
+        sift_error err;
+        int32_t t = -7;
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+        assert_error(&err, SIFT_E_SLICE_MISMATCH, 0);
+        ck_assert_msg(strstr(err.message, "prefix[0] is token 300") &&
+                          strstr(err.message, "has token 10"),
+                      "%s", err.message);
+        ck_assert_int_eq(t, -7);
+        /* the same set without the flag is a valid tie choice: the slice
+         * cannot decide, the hook's row does, and nothing is wrong */
+        s.flags = 0;
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+        sift_stats st = stats_of(c);
+        ck_assert_uint_eq(st.cross_check_mismatches, 1);
+        ck_assert_uint_eq(st.cross_checks, 2);
+        ck_assert_uint_eq(st.hook_calls, 1);
+        /* and a set of 4 with any three of the tied ids plus a lower token
+         * decides on the slice, checked right */
+        sift_candidate q[4] = {{500, 4.0f}, {6, 6.0f / 8.0f}, {10, 4.0f}, {400, 4.0f}};
+        sift_slice s4 = {V, 4, q, 0, NULL, 0};
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s4, &t, &err), SIFT_E_SLICE_MISMATCH);
+        /* (token 6 is below the row's 4th largest, 4.0: a wrong set) */
+        assert_error(&err, SIFT_E_SLICE_MISMATCH, 1);
+        q[1].id = 200;
+        q[1].logit = 4.0f;
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s4, &t, &err), SIFT_OK);
+        st = stats_of(c);
+        ck_assert_uint_eq(st.cross_check_mismatches, 2);
+        ck_assert_uint_eq(st.cross_checks, 4);
+        sift_chain_free(c);
+    }
+    END_TEST
+
+    START_TEST(test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refused)
+    {
+        enum { V = 50 };
+        float row[V];
+        distinct_row(row, V);
+        sift_chain *c = top_k_chain(3);
+        sift_error err;
+        ck_assert_int_eq(sift_chain_set_cross_check(NULL, 1, 0.0, 0, &err), SIFT_E_ARG);
+        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, -0.25, 0, &err), SIFT_E_ARG);
+        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 1.5, 0, &err), SIFT_E_ARG);
+        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, NAN, 0, &err), SIFT_E_ARG);
+        ck_assert_msg(strstr(err.message, "probability") != NULL, "%s", err.message);
+        ck_assert_int_eq(sift_chain_set_cross_check(c, 2, 0.0, 0, &err), SIFT_OK);
+        sift_slicer *sl;
+        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+        sift_slice s;
+        ck_assert_int_eq(sift_slicer_build(sl, row, V, 3, NULL, 0, &s, NULL), SIFT_OK);
+        int32_t t;
+        for (int i = 0; i < 5; i++)
+            ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+        sift_stats st = stats_of(c);
+        ck_assert_uint_eq(st.cross_check_skipped, 2); /* steps 2 and 4 */
+        ck_assert_uint_eq(st.cross_checks, 0);
+        /* a hook that fails during a check: SIFT_E_HOOK, nothing changed */
+        hook_ctx h = hook_for(row, V);
+        h.fail = 5;
+        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+        uint64_t before[4], after[4];
+        sift__chain_rng_state(c, before);
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_HOOK); /* step 6 */
+        ck_assert_msg(strstr(err.message, "cross-check") != NULL, "%s", err.message);
+        sift__chain_rng_state(c, after);
+        ck_assert(memcmp(before, after, sizeof before) == 0);
+        h.fail = 0;
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK); /* step 6 again */
+        st = stats_of(c);
+        ck_assert_uint_eq(st.cross_checks, 1);
+        ck_assert_uint_eq(st.cross_check_mismatches, 0);
+        /* off */
+        ck_assert_int_eq(sift_chain_set_cross_check(c, 0, 0.0, 0, &err), SIFT_OK);
+        for (int i = 0; i < 4; i++)
+            ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+        ck_assert_uint_eq(stats_of(c).cross_checks, 1);
+        sift_slicer_free(sl);
+        sift_chain_free(c);
+    }
+    END_TEST
+
+    /* A custom stage that lowers the first candidate on its first call
+     * only: the slice step and the whole row then disagree on the token
+     * although the slice is right, which only check 3 sees. */
+    static int lower_first_once(void *user, sift_candidate *data, size_t *size)
+    {
+        int *calls = user;
+        if ((*calls)++ == 0 && *size > 0)
+            data[0].logit -= 100.0f;
+        return 0;
+    }
+
+    START_TEST(test_cross_check_catches_a_token_that_differs_from_the_whole_row)
+    {
+        enum { V = 50 };
+        float row[V];
+        distinct_row(row, V);
+        sift_chain *c = new_chain(5);
+        int calls = 0;
+        sift_custom_stage vt = {.abi_version = SIFT_CUSTOM_STAGE_ABI,
+                                .name = "lower_first_once",
+                                .cls = SIFT_CLASS_LOWERS,
+                                .cls_n = 1,
+                                .apply = lower_first_once};
+        ck_assert_int_eq(sift_chain_add_custom(c, &vt, &calls, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+        hook_ctx h = hook_for(row, V);
+        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+        sift_slicer *sl;
+        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+        sift_slice s;
+        ck_assert_int_eq(sift_slicer_build(sl, row, V, 2, NULL, 0, &s, NULL), SIFT_OK);
+        sift_error err;
+        int32_t t = -7;
+        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+        assert_error(&err, SIFT_E_SLICE_MISMATCH, -1);
+        char want[96];
+        snprintf(want, sizeof want, "the slice gave token %d, the whole row token %d",
+                 (int)rank_id(row, V, 1), (int)rank_id(row, V, 0));
+        ck_assert_msg(strstr(err.message, want) != NULL, "%s", err.message);
+        ck_assert_int_eq(t, -7);
+        ck_assert_int_eq(calls, 2);
+        ck_assert_uint_eq(stats_of(c).cross_check_mismatches, 1);
+        sift_slicer_free(sl);
+        sift_chain_free(c);
+    }
+    END_TEST
+
+    /* eta's cut reads the entropy of every token: whole row before any
+     * truncation, and after a top_k it runs on the complete set. */
+    START_TEST(test_plan_of_eta_first_is_whole_row_and_after_top_k_exact)
+    {
+        sift_chain *c = new_chain(1);
+        ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+        expect_plan(c, 0, SIFT_GUARANTEE_WHOLE_ROW, 0);
+        sift_chain_free(c);
+        c = new_chain(1);
+        ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+        expect_plan(c, 40, SIFT_GUARANTEE_EXACT, 0);
+        sift_chain_free(c);
+    }
+    END_TEST
+
+    /* A peaked row: the 936 absent tokens sit 20 nats below the top, so even
+     * together they cannot lift the threshold past a present verdict, and
+     * none of them can pass: decided on the slice. */
+    START_TEST(test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter)
+    {
+        enum { V = 1000 };
+        static float row[V];
+        for (int32_t i = 0; i < V; i++)
+            row[i] = i < 5 ? 10.0f - (float)i : -10.0f - (float)(i % 7) * 0.01f;
+        sp_chain spec = epsilon_chain(3e-4f);
+        ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 0);
+    }
+    END_TEST
+
+    /* A flat row: every absent token has the probability of a present one
+     * and passes on the whole row, so the slice cannot decide. */
+    START_TEST(test_epsilon_asks_for_the_row_when_an_absent_token_could_pass)
+    {
+        enum { V = 2000 };
+        static float row[V];
+        for (int32_t i = 0; i < V; i++)
+            row[i] = 0.0f;
+        sp_chain spec = epsilon_chain(3e-4f);
+        ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
+    }
+    END_TEST
+
+    /* No absent token can pass (each is below the present threshold), but
+     * together they add almost as much mass again: 40 present tokens that
+     * pass on the slice (p = 1.1e-3 of the present mass) fail on the row
+     * (1.1e-3 / 2.0 of its mass), where only token 0 is kept. Applying the
+     * present threshold would draw among 41 tokens; the certificate must see
+     * that the verdicts change inside the mass interval and ask. */
+    START_TEST(test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token)
+    {
+        enum { V = 1000 };
+        static float row[V];
+        float l1 = sift__logf(1.1e-3f), l2 = sift__logf(1.0e-3f);
+        for (int32_t i = 0; i < V; i++)
+            row[i] = i == 0 ? 0.0f : i <= 40 ? l1 : l2;
+        sp_chain spec = epsilon_chain(1e-3f);
+        ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
+        /* the row path's own prefix attempt falls back too, with the same token */
+        or_chain o;
+        or_init(&o, &spec);
+        int32_t to = -1, ts = -1;
+        ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
+        ck_assert_int_eq(to, 0);
+        sift_chain *c;
+        ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_sample(c, row, V, &ts, NULL), SIFT_OK);
+        ck_assert_int_eq(ts, 0);
+        ck_assert_uint_eq(c->n_prefix_fallback, 1);
+        sift_chain_free(c);
+        or_free(&o);
+        /* Right slices in any order and tie choice never trip the check, and
+         * the mode changes nothing: three copies of the production chain (off,
+         * every step, with probability 0.3) give the same tokens, RNG states and
+         * state digests on bf16, tied and peaked rows, with the same hook calls. */
+        START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it)
+        {
+            enum { V = 3000, STEPS = 300, COPIES = 3 };
+            sift_chain *c[COPIES];
+            for (int i = 0; i < COPIES; i++) {
+                c[i] = new_chain(42);
+                ck_assert_int_eq(sift_chain_add_penalties(c[i], 64, 1.1f, 0.0f, 0.0f, NULL),
+                                 SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_top_k(c[i], 40, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_top_p(c[i], 0.95f, 1, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_min_p(c[i], 0.05f, 1, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_temp(c[i], 0.8f, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_dist(c[i], NULL), SIFT_OK);
+            }
+            ck_assert_int_eq(sift_chain_set_cross_check(c[1], 1, 0.0, 0, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_set_cross_check(c[2], 0, 0.3, 1234, NULL), SIFT_OK);
+            float *row = malloc(V * sizeof *row);
+            hook_ctx h[COPIES];
+            for (int i = 0; i < COPIES; i++) {
+                h[i] = hook_for(row, V);
+                ck_assert_int_eq(sift_chain_set_row_hook(c[i], hook, &h[i], NULL), SIFT_OK);
+            }
+            sift_slicer *sl;
+            ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+            device_slice dv = {malloc(V * sizeof *dv.pre), malloc(V * sizeof *dv.ext),
+                               malloc(V * sizeof *dv.tied), 0};
+            const int shapes[3] = {TU_ROW_BF16, TU_ROW_TIES, TU_ROW_PEAKED};
+            tu_rng r = {99};
+            sift_plan plan = {.struct_size = sizeof plan};
+            ck_assert_int_eq(sift_chain_plan(c[0], &plan, NULL, NULL), SIFT_OK);
+            for (int t = 0; t < STEPS; t++) {
+                tu_row(&r, row, V, shapes[t % 3]);
+                int32_t ids[64];
+                size_t ne = 0;
+                ck_assert_int_eq(sift_chain_extras(c[0], ids, N(ids), &ne, NULL), SIFT_OK);
+                sift_slice s;
+                int32_t k = plan.k + (int32_t)tu_range(&r, 0, 8);
+                ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, NULL), SIFT_OK);
+                if (t % 2)
+                    devicify(&dv, &r, row, V, &s, ids, ne);
+                int32_t tok[COPIES];
+                for (int i = 0; i < COPIES; i++) {
+                    sift_error err;
+                    ck_assert_msg(sift_chain_sample_slice(c[i], &s, &tok[i], &err) == SIFT_OK,
+                                  "copy %d step %d: %s", i, t, err.message);
+                }
+                uint64_t r0[4], ri[4];
+                sift__chain_rng_state(c[0], r0);
+                for (int i = 1; i < COPIES; i++) {
+                    ck_assert_int_eq(tok[i], tok[0]);
+                    sift__chain_rng_state(c[i], ri);
+                    ck_assert(memcmp(r0, ri, sizeof r0) == 0);
+                }
+                for (int i = 0; i < COPIES; i++)
+                    ck_assert_int_eq(sift_chain_accept(c[i], tok[0], NULL), SIFT_OK);
+                for (int i = 1; i < COPIES; i++)
+                    ck_assert_uint_eq(sift__chain_state_digest(c[i]),
+                                      sift__chain_state_digest(c[0]));
+            }
+            sift_stats s0 = stats_of(c[0]), s1 = stats_of(c[1]), s2 = stats_of(c[2]);
+            ck_assert_uint_eq(s0.cross_checks, 0);
+            ck_assert_uint_eq(s1.cross_checks, STEPS);
+            ck_assert_uint_gt(s2.cross_checks, STEPS / 6);
+            ck_assert_uint_lt(s2.cross_checks, STEPS / 2);
+            ck_assert_uint_eq(s1.cross_check_mismatches + s2.cross_check_mismatches, 0);
+            ck_assert_uint_eq(s1.cross_check_skipped + s2.cross_check_skipped, 0);
+            for (int i = 1; i < COPIES; i++) {
+                sift_stats si = i == 1 ? s1 : s2;
+                ck_assert_uint_eq(si.hook_calls, s0.hook_calls);
+                ck_assert_uint_eq(si.slice_decided, s0.slice_decided);
+                ck_assert_uint_eq(si.row_prefix_decided, s0.row_prefix_decided);
+            }
+            ck_assert_int_gt((int)s0.slice_decided,
+                             STEPS / 2); /* most checks ran on decided steps */
+            ck_assert_int_gt((int)dv.rechosen, 0);
+            free(dv.pre);
+            free(dv.ext);
+            free(dv.tied);
+            free(row);
+            sift_slicer_free(sl);
+            for (int i = 0; i < COPIES; i++)
+                sift_chain_free(c[i]);
+        }
+        END_TEST
+
+        static Suite *suite(void)
+        {
+            Suite *s = suite_create("slice");
+            struct {
+                const char *name;
+                const TTest *tests[12];
+            } groups[] = {
+                {"plan",
+                 {test_plan_of_the_production_chain_is_84_exact,
+                  test_plan_of_top_k_top_p_temp_dist_is_40_exact,
+                  test_plan_of_greedy_is_1_and_with_penalties_65,
+                  test_plan_counts_negative_biases_and_gathers_positive_ones_as_extras,
+                  test_plan_is_whole_row_when_a_whole_stage_comes_first,
+                  test_plan_of_min_p_first_is_certified_with_a_recommended_k,
+                  test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified,
+                  test_batch_k_is_the_largest_or_zero,
+                  test_batch_k_per_slot_gives_each_k_and_lists_the_whole_row_slots,
+                  test_one_batch_k_serves_every_slice_slot_without_the_row,
+                  test_plan_sums_of_huge_declared_counts_saturate}},
+                {"validation",
+                 {test_slice_validation_names_each_problem,
+                  test_canonical_slice_validation_finds_nan_and_inf_among_falling_keys,
+                  test_missing_requested_extras_are_an_error}},
+                {"hook",
+                 {test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing,
+                  test_hook_failures_and_disagreements_are_hook_errors,
+                  test_distribution_on_a_slice_equals_the_whole_row}},
+                {"slicer",
+                 {test_slicer_builds_the_canonical_prefix_with_ties_and_extras,
+                  test_slicer_rejects_bad_arguments_and_rows}},
+                {"property",
+                 {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
+                  test_grammar_modes_agree_with_the_oracle_on_rows_and_slices,
+                  test_forced_grammar_tokens_are_extras_and_need_no_row,
+                  test_a_temperature_fallback_on_a_slice_matches_the_row}},
+                {"cutoffs",
+                 {test_plan_of_epsilon_first_is_certified_with_a_recommended_k,
+                  test_plan_of_eta_first_is_whole_row_and_after_top_k_exact,
+                  test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter,
+                  test_epsilon_asks_for_the_row_when_an_absent_token_could_pass,
+                  test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token}},
+                {"cutoff_property",
+                 {test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask}},
+                {"device",
+                 {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask}},
+                {"crosscheck",
+                 {test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing,
+                  test_cross_check_catches_a_wrong_logit_and_a_wrong_extra,
+                  test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only,
+                  test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refused,
+                  test_cross_check_catches_a_token_that_differs_from_the_whole_row,
+                  test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it}},
+                {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
+                {"errors",
+                 {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
+                  test_the_walk_leaves_the_context_error_pointer_as_it_found_it,
+                  test_greedy_distribution_on_a_slice_runs_every_stage_before_it}},
+            };
+            for (size_t g = 0; g < N(groups); g++) {
+                TCase *tc = tcase_create(groups[g].name);
+                if (strcmp(groups[g].name, "property") == 0 ||
+                    strcmp(groups[g].name, "device") == 0 ||
+                    strcmp(groups[g].name, "cutoff_property") == 0)
+                    tcase_set_timeout(tc, 900); /* the property runs; the rest: Check's default */
+                for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
+                    tcase_add_test(tc, groups[g].tests[i]);
+                suite_add_tcase(s, tc);
+            }
+            return s;
+        }
+
+        int main(void)
+        {
+            SRunner *sr = srunner_create(suite());
+            srunner_run_all(sr, CK_NORMAL);
+            int failed = srunner_ntests_failed(sr);
+            srunner_free(sr);
+            return failed ? 1 : 0;
+        }

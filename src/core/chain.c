@@ -229,6 +229,7 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
     d->n_walks = d->n_full_passes = 0;
     d->n_slice_decided = d->n_hook_calls = d->n_need_row = 0;
     d->n_prefix_decided = d->n_prefix_fallback = 0;
+    d->n_xc = d->n_xc_mismatch = d->n_xc_skipped = 0;
     if (c->n_stages) {
         d->stages = sift__calloc(&c->al, c->n_stages, sizeof *d->stages);
         if (!d->stages) {
@@ -353,6 +354,9 @@ sift_status sift_chain_stats(const sift_chain *c, sift_stats *st, sift_error *er
     full.row_prefix_decided = c->n_prefix_decided;
     full.row_prefix_fallback = c->n_prefix_fallback;
     full.grammar_resamples = c->n_grammar_resamples;
+    full.cross_checks = c->n_xc;
+    full.cross_check_mismatches = c->n_xc_mismatch;
+    full.cross_check_skipped = c->n_xc_skipped;
     memcpy(st, &full, st->struct_size);
     return SIFT_OK;
 }

@@ -26,6 +26,7 @@ const char *sift_status_str(sift_status status)
     case SIFT_E_SLICE: return "invalid slice";
     case SIFT_E_NEED_ROW: return "whole row needed";
     case SIFT_E_HOOK: return "row hook failed";
+    case SIFT_E_SLICE_MISMATCH: return "slice disagrees with the whole row";
     case SIFT_E_GRAMMAR_SYNTAX: return "grammar syntax error";
     case SIFT_E_GRAMMAR_UNDEFINED: return "grammar rule undefined";
     case SIFT_E_GRAMMAR_LEFT_RECURSION: return "grammar is left-recursive";

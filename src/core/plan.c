@@ -2,7 +2,7 @@
  * plan.c - the analyzer: how many of a row's top tokens a chain needs.
  *
  * Owns sift_chain_plan, sift_chain_next_k, sift_chains_next_k,
- * sift_chain_extras and the walk they share (rules and proofs:
+ * sift_chains_next_k_batch, sift_chain_extras and the walk they share (rules and proofs:
  * docs/analyzer.md).
  *
  * The walk reads each stage's capability class in chain order until the
@@ -334,6 +334,50 @@ sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n, int32_
         best = p.k > best ? p.k : best;
     }
     *k = best;
+    return SIFT_OK;
+}
+
+/* The weaker of two guarantees (EXACT < CERTIFIED < WHOLE_ROW). */
+static sift_guarantee weaker(sift_guarantee a, sift_guarantee b)
+{
+    return a > b ? a : b;
+}
+
+sift_status sift_chains_next_k_batch(const sift_chain *const *chains, size_t n, int32_t *k_each,
+                                     size_t *whole, sift_batch_k *batch, sift_error *err)
+{
+    if ((!chains && n) || !batch)
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", batch ? "chains" : "batch");
+    sift_status s = sift__check_struct_size(err, "sift_batch_k", batch->struct_size, sizeof *batch);
+    if (s)
+        return s;
+    for (size_t i = 0; i < n; i++)
+        if (!chains[i])
+            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i, "chains[%zu] is NULL", i);
+    /* Filled in full, then copied up to the caller's size. */
+    sift_batch_k full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = batch->struct_size;
+    full.guarantee = SIFT_GUARANTEE_EXACT;
+    for (size_t i = 0; i < n; i++) {
+        sift_plan p;
+        walk(chains[i], 1, 0, &p, NULL);
+        if (k_each)
+            k_each[i] = p.k;
+        if (p.k == 0) {
+            if (whole)
+                whole[full.n_whole] = i;
+            full.n_whole++;
+            continue;
+        }
+        full.n_slice++;
+        full.k = p.k > full.k ? p.k : full.k;
+        full.max_extras = p.max_extras > full.max_extras ? p.max_extras : full.max_extras;
+        full.guarantee = weaker(full.guarantee, p.guarantee);
+    }
+    if (full.n_slice == 0)
+        full.guarantee = SIFT_GUARANTEE_WHOLE_ROW;
+    memcpy(batch, &full, batch->struct_size);
     return SIFT_OK;
 }
 

@@ -457,7 +457,10 @@ sift_status sift_chain_sample_slice(sift_chain *c, const sift_slice *slice, int3
     if (s)
         return s;
     c->busy = 1;
+    sift__xc_step before;
+    sift__cross_check_begin(c, token, &before);
     s = sample_slice_impl(c, slice, token, err);
+    s = sift__cross_check_end(c, &before, slice, token, s, err);
     c->busy = 0;
     return s;
 }
