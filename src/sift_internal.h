@@ -387,6 +387,14 @@ typedef struct sift__stage_ops {
     size_t (*allowed)(sift__stage *st, const int32_t **ids);
     uint8_t is_selector;
     uint8_t is_greedy;
+    /* Stages whose clone is not flat: copies the mutable state of `src`
+     * into `dst`, a clone of a stage with the same configuration (the
+     * speculative-verification shadow, core/verify.c), without allocating
+     * once dst's buffers have grown to src's sizes. On failure dst may be
+     * half copied (the caller re-syncs it before any use). NULL = the
+     * state cannot be copied: a shadow holding the stage cannot stand
+     * for the chain (positions after the first need the whole row). */
+    sift_status (*sync)(sift__stage *dst, const sift__stage *src, sift_error *err);
 } sift__stage_ops;
 
 /* The certificate's bound on the tokens a slice does not hold: with

@@ -1387,6 +1387,39 @@ void sift_grammar_reset(sift_grammar *g)
     }
 }
 
+static sift_status maybe_flush(sift_grammar *g, sift_error *err);
+static void begin(sift_grammar *g, sift_error *err);
+static void end_call(sift_grammar *g);
+
+sift_status sift__grammar_sync(sift_grammar *g, const sift_grammar *from, sift_error *err)
+{
+    sift_status s = check(g, err);
+    if (s || (s = check(from, err)))
+        return s;
+    if (g->core != from->core || !g->trig != !from->trig)
+        return sift__fail(err, SIFT_E_ARG, "grammars differ: a shadow grammar must be a clone");
+    begin(g, err);
+    if ((s = maybe_flush(g, err))) {
+        end_call(g);
+        return s;
+    }
+    int32_t cur = import_state(g, from, from->cur);
+    if (cur < 0) {
+        s = g->fail;
+        end_call(g);
+        return s;
+    }
+    end_call(g);
+    if (from->trig && (s = sift__trigger_copy_state(g->trig, from->trig, err)))
+        return s;
+    g->cur = (uint32_t)cur;
+    g->out_len = from->out_len;
+    memcpy(g->tail, from->tail, sizeof g->tail);
+    g->triggered = from->triggered;
+    g->ss_valid = 0;
+    return SIFT_OK;
+}
+
 /* An untriggered lazy grammar: constrains nothing, feeds its triggers. */
 static int idle(const sift_grammar *g)
 {
