@@ -104,7 +104,8 @@ static sift_vocab *arith_vocab(tu_rng *r, int32_t V)
     return v;
 }
 
-/* mode 1: eager; 2: lazy, fired by the word "x" or by token 16 ("ab") */
+/* lazy = 0: eager; 1: lazy, fired by the word "(" or by token 3 ("7"),
+ * which the grammar then matches from the trigger on */
 static sift_grammar *arith_grammar(const sift_vocab *v, int lazy)
 {
     sift_grammar *g = NULL;
@@ -114,8 +115,8 @@ static sift_grammar *arith_grammar(const sift_vocab *v, int lazy)
     if (lazy) {
         sift_lazy_params lp;
         sift_lazy_params_init(&lp);
-        static const char *const words[] = {"x"};
-        static const int32_t toks[] = {16};
+        static const char *const words[] = {"("};
+        static const int32_t toks[] = {3};
         lp.words = words;
         lp.n_words = 1;
         lp.tokens = toks;
@@ -483,7 +484,7 @@ START_TEST(test_a_custom_stage_makes_positions_after_the_first_whole_row)
 }
 END_TEST
 
-/* The lazy grammar fires on token 16 ("ab") inside the drafts: the
+/* The lazy grammar fires on "(" inside the drafts: the
  * positions before it lower nothing (k = top_k), the ones after it are
  * constrained (k with the grammar's slack) and name the grammar's few
  * allowed tokens as extras where it has few. */
@@ -498,8 +499,8 @@ START_TEST(test_a_lazy_grammar_firing_inside_the_drafts_constrains_the_later_pos
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_verifier *v;
     ck_assert_int_eq(sift_verifier_new(&v, c, 8, NULL), SIFT_OK);
-    /* "0", "1", "ab" (fires), then "(" ... */
-    int32_t drafts[5] = {0, 1, 16, 11, 21};
+    /* "0", "1", "(" (fires), then "2", ")" */
+    int32_t drafts[5] = {0, 1, 11, 2, 12};
     sift_verify_step st[6];
     st[0].struct_size = sizeof st[0];
     ck_assert_int_eq(sift_verifier_plan(v, c, drafts, 5, st, NULL), SIFT_OK);
@@ -698,6 +699,58 @@ START_TEST(test_the_plan_allocates_nothing_after_the_first_call)
     }
     sift_verifier_free(v);
     sift_chain_free(c);
+}
+END_TEST
+
+/* With a lazy grammar (its allocator counted too): once the shadow's
+ * grammar caches hold the states of a step, planning it again (a
+ * runtime retrying a step, or the same state next time) allocates
+ * nothing: the re-sync and the accepts reuse the buffers. */
+START_TEST(test_replanning_a_grammar_chain_allocates_nothing)
+{
+    count_al ca = {0};
+    sift_allocator al = {sizeof al, ca_alloc, ca_free, &ca, NULL};
+    tu_rng r = {15};
+    int32_t V = 40;
+    sift_vocab *voc = arith_vocab(&r, V);
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.allocator = &al;
+    sift_chain *c;
+    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.allocator = &al;
+    sift_grammar *g;
+    ck_assert_int_eq(sift_grammar_new(&g, arith, strlen(arith), voc, &gp, NULL), SIFT_OK);
+    sift_lazy_params lp;
+    sift_lazy_params_init(&lp);
+    static const char *const words[] = {"("};
+    lp.words = words;
+    lp.n_words = 1;
+    ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_grammar(c, g, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 10, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    /* fire the trigger on the chain itself: "(", then "1" */
+    ck_assert_int_eq(sift_chain_accept(c, 11, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, 1, NULL), SIFT_OK);
+    sift_verifier *v;
+    ck_assert_int_eq(sift_verifier_new(&v, c, 8, NULL), SIFT_OK);
+    int32_t drafts[6] = {7, 11, 2, 10, 3, 12}; /* "+", "(", "2", "/", "3", ")" */
+    sift_verify_step st[7];
+    st[0].struct_size = sizeof st[0];
+    ck_assert_int_eq(sift_verifier_plan(v, c, drafts, 6, st, NULL), SIFT_OK);
+    for (int i = 0; i < 7; i++)
+        ck_assert_int_eq(st[i].flags, 0);
+    long before = ca.n;
+    for (int it = 0; it < 3; it++)
+        ck_assert_int_eq(sift_verifier_plan(v, c, drafts, 6, st, NULL), SIFT_OK);
+    ck_assert_int_eq(ca.n, before);
+    sift_verifier_free(v);
+    sift_chain_free(c);
+    sift_vocab_free(voc);
 }
 END_TEST
 
@@ -992,8 +1045,7 @@ static void property(uint64_t seed, long cases, tally *ty)
                      * the same slice stops there too (a selector's
                      * pending record, as a mirostat's, is what it ran) */
                     int32_t t2 = -1;
-                    ck_assert_int_eq(sift_chain_sample_slice(b, &s[i], &t2, NULL),
-                                     SIFT_E_NEED_ROW);
+                    ck_assert_int_eq(sift_chain_sample_slice(b, &s[i], &t2, NULL), SIFT_E_NEED_ROW);
                     break;
                 }
                 int32_t to = -1;
@@ -1100,6 +1152,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_positions_after_a_draft_the_grammar_rejects_are_unreachable);
     tcase_add_test(tc, test_a_check_grammar_rejection_ends_verification_at_that_position);
     tcase_add_test(tc, test_the_plan_allocates_nothing_after_the_first_call);
+    tcase_add_test(tc, test_replanning_a_grammar_chain_allocates_nothing);
     tcase_add_test(tc, test_the_batch_plan_gives_every_slot_its_steps_and_the_largest_k);
     suite_add_tcase(s, tc);
     tc = tcase_create("property");

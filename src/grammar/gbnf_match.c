@@ -168,6 +168,10 @@ struct sift_grammar {
     uint32_t *dstk; /* trie walk: state per depth */
     uint32_t *rr;   /* trie walk: rejected slot ranges (pairs) */
     size_t n_rr, cap_rr;
+    /* import_state's scratch (kept, so that re-syncing a copy of a
+     * grammar allocates nothing once it fits) */
+    uint32_t *imp_ids, *imp_path;
+    size_t cap_imp_ids, cap_imp_path;
     uint64_t out_len; /* bytes accepted since reset */
     unsigned char tail[24];
     /* Lazy grammars (NULL trig = eager). While !triggered the matching
@@ -950,13 +954,11 @@ static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
     const gstate *s = &sm->st[x];
     if (x == 0)
         return 0;
-    uint32_t *ids = sift__malloc(&g->al, s->set_len, sizeof *ids);
-    uint32_t *path = NULL;
-    size_t cp = 0;
-    if (!ids) {
+    if (!grow(&g->al, (void **)&g->imp_ids, &g->cap_imp_ids, 0, s->set_len, sizeof *g->imp_ids)) {
         gfail(g, SIFT_E_NOMEM, "out of memory while copying a grammar state");
         return -1;
     }
+    uint32_t *ids = g->imp_ids;
     int32_t res = -1;
     for (uint32_t k = 0; k < s->set_len; k++) {
         uint32_t n = sm->arena[s->set_off + k];
@@ -964,12 +966,14 @@ static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
         if (!budget(g, 2 * (int64_t)sm->node[n].depth + 1))
             goto out;
         for (uint32_t y = n; y; y = sm->node[y].parent) {
-            if (!grow(&g->al, (void **)&path, &cp, d, d + 1, sizeof *path)) {
+            if (!grow(&g->al, (void **)&g->imp_path, &g->cap_imp_path, d, d + 1,
+                      sizeof *g->imp_path)) {
                 gfail(g, SIFT_E_NOMEM, "out of memory while copying a grammar state");
                 goto out;
             }
-            path[d++] = sm->node[y].pos;
+            g->imp_path[d++] = sm->node[y].pos;
         }
+        const uint32_t *path = g->imp_path;
         uint32_t id = 0;
         while (d) {
             id = node_get(g, path[--d], id);
@@ -983,8 +987,6 @@ static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
         res = state_get(g, ids, n, s->acc, s->rem, s->lo, s->hi);
     }
 out:
-    sift__free(&g->al, ids);
-    sift__free(&g->al, path);
     return res;
 }
 
@@ -1240,6 +1242,8 @@ static sift_status grammar_make(sift_grammar **out, gcore *c, const sift__alloc 
     if (init < 0 || cur < 0) {
         sift_status s = g->fail;
         gm_free(&g->m, al);
+        sift__free(al, g->imp_ids);
+        sift__free(al, g->imp_path);
         sift__free(al, g->bits);
         sift__free(al, g->dstk);
         sift__free(al, g);
@@ -1338,6 +1342,8 @@ void sift_grammar_free(sift_grammar *g)
     sift__free(&al, g->bits);
     sift__free(&al, g->dstk);
     sift__free(&al, g->rr);
+    sift__free(&al, g->imp_ids);
+    sift__free(&al, g->imp_path);
     sift__trigger_free(g->trig);
     core_unref(g->core);
     sift__free(&al, g);
