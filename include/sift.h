@@ -1850,9 +1850,12 @@ typedef struct sift_verify_result {
  * rows, a struct_size 0 or too large; SIFT_E_TOKEN for a draft < 0
  * (nothing changed). A failure at position i (SIFT_E_NEED_ROW, SIFT_E_HOOK,
  * SIFT_E_SLICE, ... as the sequential calls return them) leaves positions
- * 0..i-1 accepted and position i unchanged: result->n_accepted = i,
- * result->position = i, result->token = -1 (err->index as the failing
- * call sets it). SIFT_E_STATE inside a callback. Since: 0.2.
+ * 0..i-1 accepted and result->n_accepted = i, result->position = i,
+ * result->token = -1 (err->index as the failing call sets it); the chain
+ * is then as the sequential loop leaves it: a failed sample changed
+ * nothing (the RNG included), a failed accept (a lazy grammar refusing
+ * the token that fired it) follows the sample that drew it.
+ * SIFT_E_STATE inside a callback. Since: 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_verify(sift_chain *chain,
                                                       const sift_verify_args *args,
