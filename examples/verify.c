@@ -145,7 +145,8 @@ int main(void)
                     goto done;
                 }
                 memcpy(copied[i], b.prefix, (size_t)b.n_prefix * sizeof *b.prefix);
-                memcpy(copied[i] + b.n_prefix, b.extras, (size_t)b.n_extras * sizeof *b.extras);
+                if (b.n_extras)
+                    memcpy(copied[i] + b.n_prefix, b.extras, (size_t)b.n_extras * sizeof *b.extras);
                 sl[i] = b;
                 sl[i].prefix = copied[i];
                 sl[i].extras = b.n_extras ? copied[i] + b.n_prefix : NULL;

@@ -271,6 +271,12 @@ static int shadow_accept(sift_chain *d, int32_t token, sift_status *s, sift_erro
     return 0;
 }
 
+/* Position i's extras buffer (NULL for a chain that never has extras). */
+static int32_t *pos_extras(const sift_verifier *v, int32_t i)
+{
+    return v->extras ? v->extras + (size_t)i * v->max_extras : NULL;
+}
+
 static sift_status plan_impl(sift_verifier *v, sift_chain *c, const int32_t *drafts, int32_t n,
                              sift_verify_step *steps, sift_error *err)
 {
@@ -311,7 +317,7 @@ static sift_status plan_impl(sift_verifier *v, sift_chain *c, const int32_t *dra
         memset(&st, 0, sizeof st);
         st.k_static = k_static;
         st.flags = base_flags;
-        st.extras = v->extras + (size_t)i * v->max_extras;
+        st.extras = pos_extras(v, i);
         if (!ok) {
             st.flags |= SIFT_VERIFY_NO_SHADOW;
         } else {
@@ -322,8 +328,7 @@ static sift_status plan_impl(sift_verifier *v, sift_chain *c, const int32_t *dra
             }
             if (!reachable)
                 st.flags |= SIFT_VERIFY_UNREACHABLE;
-            else if ((s = plan_here(v->shadow, v->extras + (size_t)i * v->max_extras, v->max_extras,
-                                    &st, err)))
+            else if ((s = plan_here(v->shadow, pos_extras(v, i), v->max_extras, &st, err)))
                 return s;
         }
         put_step(steps, stride, (size_t)i, &st);

@@ -99,7 +99,8 @@ static void make_inputs(sift_chain *base, int32_t n)
         if (sift_slicer_build(sl, rows[i], V, p.k, ids, ne, &s, &err))
             die("slice", &err);
         memcpy(cand[i], s.prefix, (size_t)s.n_prefix * sizeof *s.prefix);
-        memcpy(cand[i] + s.n_prefix, s.extras, (size_t)s.n_extras * sizeof *s.extras);
+        if (s.n_extras)
+            memcpy(cand[i] + s.n_prefix, s.extras, (size_t)s.n_extras * sizeof *s.extras);
         slices[i] = s;
         slices[i].prefix = cand[i];
         slices[i].extras = s.n_extras ? cand[i] + s.n_prefix : NULL;
