@@ -1924,6 +1924,186 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_custom(sift_chain *chain,
                                                           const sift_custom_stage *vt, void *user,
                                                           sift_error *err);
 
+/* ------------------------------------------------------------------ */
+/* Speculative verification (docs/analyzer.md, "Speculative            */
+/* verification")                                                      */
+/*                                                                     */
+/* A draft model proposes n tokens; the target model's one forward pass */
+/* gives n + 1 rows. Per verify step, for each slot:                   */
+/*   sift_verifier_plan(v, chain, drafts, n, steps)  -> per position   */
+/*      k and extras (computed on a private copy of the chain's state  */
+/*      as if drafts 0..i-1 were accepted: no clone per step);         */
+/*   copy k candidates + extras per position off the device;           */
+/*   sift_chain_verify(chain, args, &res) -> drafts accepted, the      */
+/*      corrected (or bonus) token; the chain ends as the sequential   */
+/*      sample/accept loop leaves it, bit for bit.                     */
+/* ------------------------------------------------------------------ */
+
+/** A reusable planning workspace for one chain (or for chains of the
+ *  same configuration): a private shadow of the chain's state, sized
+ *  once. Not thread-safe; one per slot. Since: 0.2. */
+typedef struct sift_verifier sift_verifier;
+
+/**
+ * Creates a verifier for `chain` and drafts of up to `max_drafts` tokens
+ * (1 <= max_drafts <= 4096). Allocates the shadow (a clone of the
+ * chain's stages without its check grammar or row hook) and the extras
+ * buffers here, once. A chain with a custom stage that cannot be cloned
+ * still gets a verifier: its plans give k = 0 for every position after
+ * the first (SIFT_VERIFY_NO_SHADOW) and its distributions need no draft.
+ * SIFT_E_ARG for NULL pointers or max_drafts out of range, SIFT_E_STATE
+ * inside a callback, SIFT_E_NOMEM. On failure *out is NULL. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_verifier_new(sift_verifier **out, sift_chain *chain,
+                                                      int32_t max_drafts, sift_error *err);
+
+/** Frees a verifier; NULL is a no-op. Since: 0.2. */
+SIFT_API void sift_verifier_free(sift_verifier *verifier);
+
+/** sift_verify_step.flags: a draft before this position can never be
+ *  sampled (a grammar stage rejects it), so verification stops earlier;
+ *  nothing needs to be copied for it (k = 0, no extras). Since: 0.2. */
+#define SIFT_VERIFY_UNREACHABLE 1u
+/** sift_verify_step.flags: the chain has a check grammar; if it rejects
+ *  the token sampled here, the position needs its whole row (the hook,
+ *  or SIFT_E_NEED_ROW). Since: 0.2. */
+#define SIFT_VERIFY_CHECK_GRAMMAR 2u
+/** sift_verify_step.flags: k = 0 because a stage's state cannot be
+ *  copied into the shadow (a custom stage): the state after a draft is
+ *  unknown, so the position needs the whole row. Since: 0.2. */
+#define SIFT_VERIFY_NO_SHADOW 4u
+
+/** What a runtime copies for one position of a verify step. Since: 0.2. */
+typedef struct sift_verify_step {
+    uint32_t struct_size;  /**< Set by the caller in steps[0]; sift reads it only. */
+    int32_t k;             /**< Prefix length for this position's state, 0 = whole row. */
+    int32_t k_static;      /**< The static plan's k (sift_chain_plan), the same for all. */
+    int32_t n_extras;      /**< Ids at extras[0..n_extras). */
+    const int32_t *extras; /**< Ascending; owned by the verifier, valid until its next call. */
+    uint32_t flags;        /**< SIFT_VERIFY_* bits. */
+} sift_verify_step;
+
+/**
+ * Plans a verify step: for positions i = 0..n_drafts, the k and the
+ * extras that sift_chain_next_k and sift_chain_extras would give after
+ * drafts[0..i) were sampled and accepted (position n_drafts is the bonus
+ * token's). Position 0 is read from `chain`; the others from the
+ * verifier's shadow, re-synced from `chain` (no allocation once its
+ * buffers fit: a grammar's matcher caches grow as a step would grow
+ * them) and advanced by accepting the drafts. `chain` changes only in
+ * the caches sift_chain_extras fills. `steps` has n_drafts + 1 elements
+ * of steps[0].struct_size bytes. SIFT_E_ARG for NULL pointers, a
+ * struct_size 0 or too large, or a chain whose stages differ from the
+ * verifier's; SIFT_E_LIMIT for n_drafts above max_drafts; SIFT_E_TOKEN
+ * for a draft outside the vocabulary (err->index = the draft);
+ * SIFT_E_STATE inside a callback; SIFT_E_NOMEM. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_verifier_plan(sift_verifier *verifier, sift_chain *chain,
+                                                       const int32_t *drafts, int32_t n_drafts,
+                                                       sift_verify_step *steps, sift_error *err);
+
+/**
+ * sift_verifier_plan over `n_slots` slots (verifiers[i] for chains[i],
+ * drafts[i][0..n_drafts[i]), steps[i] with n_drafts[i] + 1 elements), and
+ * *k_max = the largest k > 0 among all positions of all slots (0 if every
+ * position needs the whole row): the k of one device top-k call for the
+ * batch; positions with k = 0 need whole rows. Stops at the first slot
+ * that fails (err->index = the slot; earlier slots are planned).
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_verifiers_plan(sift_verifier *const *verifiers,
+                                                        sift_chain *const *chains,
+                                                        const int32_t *const *drafts,
+                                                        const int32_t *n_drafts, size_t n_slots,
+                                                        sift_verify_step *const *steps,
+                                                        int32_t *k_max, sift_error *err);
+
+/**
+ * The row hook of a verify call: as sift_row_hook, and `position` (0 =
+ * the row after the accepted context, i = the row after drafts[0..i))
+ * says which of the n + 1 rows to write. Since: 0.2.
+ */
+typedef int (*sift_row_hook_at)(void *user, int32_t position, float *row, int32_t n_vocab);
+
+/** sift_verify_args.flags: do not accept the last token (the corrected
+ *  or bonus one); the runtime accepts it itself. Since: 0.2. */
+#define SIFT_VERIFY_KEEP_LAST 1u
+
+/** The inputs of a verify call; sift_verify_args_init sets the defaults.
+ *  Since: 0.2. */
+typedef struct sift_verify_args {
+    uint32_t struct_size;     /**< sizeof(sift_verify_args); set by _init. */
+    const int32_t *drafts;    /**< The n draft tokens (may be NULL when n = 0). */
+    int32_t n_drafts;         /**< n >= 0. */
+    const sift_slice *slices; /**< n + 1 slices, one per position; or NULL. */
+    const float *const *rows; /**< n + 1 whole rows; or NULL (exactly one of the two). */
+    int32_t n_vocab;          /**< Row length, with `rows`. */
+    sift_row_hook_at hook;    /**< NULL = the chain's row hook (it is told no position). */
+    void *hook_user;          /**< Passed back to `hook`. */
+    uint32_t flags;           /**< 0 or SIFT_VERIFY_KEEP_LAST. */
+} sift_verify_args;
+
+/** Fills `args` with the defaults (no drafts, no inputs, no hook);
+ *  NULL is a no-op. Since: 0.2. */
+SIFT_API void sift_verify_args_init(sift_verify_args *args);
+
+/** The outcome of a verify call. Since: 0.2. */
+typedef struct sift_verify_result {
+    uint32_t struct_size; /**< Set by the caller; sift reads it only. */
+    int32_t n_accepted;   /**< Drafts accepted: 0..n. */
+    int32_t token;        /**< The token sampled at position n_accepted, -1 on failure. */
+    int32_t position;     /**< The last position sampled, or the one that failed. */
+    uint32_t hook_calls;  /**< Row hook calls during the call. */
+} sift_verify_result;
+
+/**
+ * Verifies n drafts in one call: for i = 0, 1, ... samples position i
+ * (from slices[i] as sift_chain_sample_slice, or rows[i] as
+ * sift_chain_sample) and accepts the token (sift_chain_accept); while it
+ * equals drafts[i], goes on; it stops at the first mismatch (the token is
+ * the corrected one) or at position n (the bonus token). So the chain
+ * ends exactly as that sequential loop leaves it: RNG, penalty windows,
+ * DRY, mirostat mu, grammars, lazy triggers, the check grammar, and the
+ * counters of sift_chain_stats. A slice that cannot decide its position
+ * calls args->hook with that position (or the chain's hook). With
+ * SIFT_VERIFY_KEEP_LAST the last token is sampled but not accepted.
+ *
+ * Errors: SIFT_E_ARG for NULL pointers, n < 0, none or both of slices and
+ * rows, a struct_size 0 or too large; SIFT_E_TOKEN for a draft < 0
+ * (nothing changed). A failure at position i (SIFT_E_NEED_ROW, SIFT_E_HOOK,
+ * SIFT_E_SLICE, ... as the sequential calls return them) leaves positions
+ * 0..i-1 accepted and result->n_accepted = i, result->position = i,
+ * result->token = -1 (err->index as the failing call sets it); the chain
+ * is then as the sequential loop leaves it: a failed sample changed
+ * nothing (the RNG included), a failed accept (a lazy grammar refusing
+ * the token that fired it) follows the sample that drew it.
+ * SIFT_E_STATE inside a callback. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_verify(sift_chain *chain,
+                                                      const sift_verify_args *args,
+                                                      sift_verify_result *result, sift_error *err);
+
+/**
+ * The target distribution at every position of a verify step, for a
+ * rejection-sampling verifier: for i = 0..n, what
+ * sift_chain_distribution_slice (slices) or sift_chain_distribution
+ * (rows) gives after drafts[0..i) were accepted with sift_chain_accept
+ * (a mirostat's mu moves only for a token it sampled, so it stays).
+ * Certified on slices as those calls are: a position the slice cannot
+ * decide calls args->hook with the position (or the chain's hook), else
+ * SIFT_E_NEED_ROW. Runs on the verifier's shadow: `chain` is read only.
+ * Position i's entries go to out[i * capacity ..] (at most `capacity`),
+ * its full count to n_out[i]; *n_positions receives the positions
+ * written (n + 1, or fewer when a grammar stage rejects a draft: later
+ * positions are unreachable). args->flags is ignored. Errors as
+ * sift_verifier_plan and the distribution calls (err->index as they set
+ * it; *n_positions says how far it got); SIFT_E_STATE also when n > 0 and
+ * a stage's state cannot be copied (a custom stage). Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_verifier_distributions(
+    sift_verifier *verifier, const sift_chain *chain, const sift_verify_args *args,
+    sift_token_prob *out, size_t capacity, size_t *n_out, int32_t *n_positions, sift_error *err);
+
 #ifdef __cplusplus
 }
 #endif

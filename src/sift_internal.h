@@ -435,6 +435,14 @@ typedef struct sift__stage_ops {
      * prepare_accept or accept (a grammar constrains what is generated,
      * not the prompt). */
     uint8_t generated_only;
+    /* Stages whose clone is not flat: copies the mutable state of `src`
+     * into `dst`, a clone of a stage with the same configuration (the
+     * speculative-verification shadow, core/verify.c), without allocating
+     * once dst's buffers have grown to src's sizes. On failure dst may be
+     * half copied (the caller re-syncs it before any use). NULL = the
+     * state cannot be copied: a shadow holding the stage cannot stand
+     * for the chain (positions after the first need the whole row). */
+    sift_status (*sync)(sift__stage *dst, const sift__stage *src, sift_error *err);
 } sift__stage_ops;
 
 /* Check mode's checker: an object that judges the token a step drew and,
@@ -461,6 +469,11 @@ typedef struct sift__checker_ops {
     uint64_t (*digest)(const void *self, uint64_t h);
     /* The vocabulary size, as sift__stage_ops.n_vocab (0 = any). */
     int32_t (*n_vocab)(const void *self);
+    /* As sift__stage_ops.sync, for the speculative-verification shadow
+     * (core/verify.c): copies the state of `from`, a checker of the same
+     * configuration, into self; SIFT_E_ARG when `from` is not a clone of
+     * the same checker (the shadow then takes a clone). NULL = cannot. */
+    sift_status (*sync)(void *self, const void *from, sift_error *err);
 } sift__checker_ops;
 
 /* The certificate's bound on the tokens a slice does not hold: with

@@ -148,6 +148,15 @@ SIFT__HIDDEN void sift__grammar_set_owned(sift_grammar *g);
 SIFT__HIDDEN void sift__grammar_set_soft_limits(sift_grammar *g, uint32_t nodes, uint32_t states,
                                                 uint32_t arena);
 
+/* Puts `g`, a clone of `from` (the same compiled grammar), in from's
+ * matching state: stacks, pending UTF-8, output tail, lazy trigger
+ * state. Its caches keep what they learned, so once they hold from's
+ * states the copy allocates nothing new. SIFT_E_ARG for grammars that
+ * are not clones of one another, SIFT_E_NOMEM, SIFT_E_GRAMMAR_LIMIT (the
+ * state is beyond the work budget); `g` may then be half copied. */
+SIFT__HIDDEN sift_status sift__grammar_sync(sift_grammar *g, const sift_grammar *from,
+                                            sift_error *err);
+
 /* Digest of the matching state (stacks and pending UTF-8), independent
  * of cache layout: two grammars in the same state digest equal. */
 SIFT__HIDDEN uint64_t sift__grammar_digest(const sift_grammar *g, uint64_t h);

@@ -51,6 +51,11 @@ static sift_status ck_clone(const void *self, void **out, sift_error *err)
     return SIFT_OK;
 }
 
+static sift_status ck_sync(void *self, const void *from, sift_error *err)
+{
+    return sift__grammar_sync(self, from, err);
+}
+
 static void ck_destroy(void *self)
 {
     sift_grammar_free(self);
@@ -75,6 +80,7 @@ static const sift__checker_ops check_ops = {
     .reset = ck_reset,
     .clone = ck_clone,
     .destroy = ck_destroy,
+    .sync = ck_sync,
     .digest = ck_digest,
     .n_vocab = ck_n_vocab,
 };

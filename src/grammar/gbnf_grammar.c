@@ -88,6 +88,8 @@ void sift_grammar_free(sift_grammar *g)
     sift__free(&al, g->bits);
     sift__free(&al, g->dstk);
     sift__free(&al, g->rr);
+    sift__free(&al, g->imp_ids);
+    sift__free(&al, g->imp_path);
     sift__trigger_free(g->trig);
     sift__gm_core_unref(g->core);
     sift__free(&al, g);

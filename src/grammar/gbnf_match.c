@@ -772,13 +772,11 @@ static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
     const gstate *s = &sm->st[x];
     if (x == 0)
         return 0;
-    uint32_t *ids = sift__malloc(&g->al, s->set_len, sizeof *ids);
-    uint32_t *path = NULL;
-    size_t cp = 0;
-    if (!ids) {
+    if (!sift__gm_grow(&g->al, &g->imp_ids, &g->cap_imp_ids, 0, s->set_len, sizeof *g->imp_ids)) {
         sift__gm_fail(g, SIFT_E_NOMEM, "out of memory while copying a grammar state");
         return -1;
     }
+    uint32_t *ids = g->imp_ids;
     int32_t res = -1;
     for (uint32_t k = 0; k < s->set_len; k++) {
         uint32_t n = sm->arena[s->set_off + k];
@@ -786,12 +784,14 @@ static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
         if (!sift__gm_budget(g, 2 * (int64_t)sm->node[n].depth + 1))
             goto out;
         for (uint32_t y = n; y; y = sm->node[y].parent) {
-            if (!sift__gm_grow(&g->al, &path, &cp, d, d + 1, sizeof *path)) {
+            if (!sift__gm_grow(&g->al, &g->imp_path, &g->cap_imp_path, d, d + 1,
+                               sizeof *g->imp_path)) {
                 sift__gm_fail(g, SIFT_E_NOMEM, "out of memory while copying a grammar state");
                 goto out;
             }
-            path[d++] = sm->node[y].pos;
+            g->imp_path[d++] = sm->node[y].pos;
         }
+        const uint32_t *path = g->imp_path;
         uint32_t id = 0;
         while (d) {
             id = node_get(g, path[--d], id);
@@ -805,8 +805,6 @@ static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
         res = state_get(g, ids, n, s->acc, s->rem, s->lo, s->hi);
     }
 out:
-    sift__free(&g->al, ids);
-    sift__free(&g->al, path);
     return res;
 }
 
@@ -1061,6 +1059,8 @@ sift_status sift__gm_make(sift_grammar **out, gcore *c, const sift__alloc *al,
     if (init < 0 || cur < 0) {
         sift_status s = g->fail;
         sift__gm_free(&g->m, al);
+        sift__free(al, g->imp_ids);
+        sift__free(al, g->imp_path);
         sift__free(al, g->bits);
         sift__free(al, g->dstk);
         sift__free(al, g);
@@ -1079,4 +1079,33 @@ nomem:
     sift__free(al, g->dstk);
     sift__free(al, g);
     return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a grammar");
+}
+
+sift_status sift__grammar_sync(sift_grammar *g, const sift_grammar *from, sift_error *err)
+{
+    sift_status s = sift__gm_check(g, err);
+    if (s || (s = sift__gm_check(from, err)))
+        return s;
+    if (g->core != from->core || !g->trig != !from->trig)
+        return sift__fail(err, SIFT_E_ARG, "grammars differ: a shadow grammar must be a clone");
+    sift__gm_begin(g, err);
+    if ((s = sift__gm_maybe_flush(g, err))) {
+        sift__gm_end_call(g);
+        return s;
+    }
+    int32_t cur = import_state(g, from, from->cur);
+    if (cur < 0) {
+        s = g->fail;
+        sift__gm_end_call(g);
+        return s;
+    }
+    sift__gm_end_call(g);
+    if (from->trig && (s = sift__trigger_copy_state(g->trig, from->trig, err)))
+        return s;
+    g->cur = (uint32_t)cur;
+    g->out_len = from->out_len;
+    memcpy(g->tail, from->tail, sizeof g->tail);
+    g->triggered = from->triggered;
+    g->ss_valid = 0;
+    return SIFT_OK;
 }

@@ -121,6 +121,10 @@ struct sift_grammar {
     uint32_t *dstk; /* trie walk: state per depth */
     uint32_t *rr;   /* trie walk: rejected slot ranges (pairs) */
     size_t n_rr, cap_rr;
+    /* import_state's scratch (kept, so that re-syncing a copy of a
+     * grammar allocates nothing once it fits) */
+    uint32_t *imp_ids, *imp_path;
+    size_t cap_imp_ids, cap_imp_path;
     uint64_t out_len; /* bytes accepted since reset */
     unsigned char tail[24];
     /* Lazy grammars (NULL trig = eager). While !triggered the matching

@@ -79,6 +79,18 @@ static sift_status gs_clone(const sift__stage *st, sift__stage **out, const sift
     return SIFT_OK;
 }
 
+/* The verification shadow (core/verify.c): dst is a clone of a stage
+ * of the same grammar. */
+static sift_status gs_sync(sift__stage *dst, const sift__stage *src, sift_error *err)
+{
+    gstage *d = (gstage *)dst;
+    const gstage *s = (const gstage *)src;
+    sift_status r = sift__grammar_sync(d->g, s->g, err);
+    if (r == SIFT_OK)
+        d->rejected = s->rejected;
+    return r;
+}
+
 static void gs_destroy(sift__stage *st, const sift__alloc *al)
 {
     (void)al;
@@ -172,6 +184,7 @@ static const sift__stage_ops gs_ops = {
     .n_vocab = gs_n_vocab,
     .prepare_allowed = gs_prepare_allowed,
     .generated_only = 1,
+    .sync = gs_sync,
 };
 
 sift_grammar *sift__grammar_of_stage(sift__stage *st)

@@ -742,6 +742,70 @@ sift_status sift__trigger_clone(const sift__trigger *t, sift__trigger **out, sif
     return SIFT_OK;
 }
 
+sift_status sift__trigger_copy_state(sift__trigger *d, const sift__trigger *t, sift_error *err)
+{
+    if (d->n != t->n)
+        return sift__fail(err, SIFT_E_ARG, "trigger sets differ (%zu and %zu triggers)", d->n,
+                          t->n);
+    uint64_t held = t->end - t->base;
+    char *nb = held > d->cap ? sift__malloc(&d->al, (size_t)held, 1) : NULL;
+    span *ns = t->nsp > d->capsp ? sift__malloc(&d->al, t->nsp, sizeof *ns) : NULL;
+    char *tb = t->toklen > d->tokcap ? sift__malloc(&d->al, t->toklen, 1) : NULL;
+    if ((held > d->cap && !nb) || (t->nsp > d->capsp && !ns) || (t->toklen > d->tokcap && !tb)) {
+        sift__free(&d->al, nb);
+        sift__free(&d->al, ns);
+        sift__free(&d->al, tb);
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory copying a trigger set's state");
+    }
+    if (nb) {
+        sift__free(&d->al, d->buf);
+        d->buf = nb;
+        d->cap = (size_t)held;
+    }
+    if (ns) {
+        sift__free(&d->al, d->sp);
+        d->sp = ns;
+        d->capsp = t->nsp;
+    }
+    if (tb) {
+        sift__free(&d->al, d->tokbuf);
+        d->tokbuf = tb;
+        d->tokcap = t->toklen;
+    }
+    if (held)
+        memcpy(d->buf, t->buf, (size_t)held);
+    if (t->nsp)
+        memcpy(d->sp, t->sp, t->nsp * sizeof *t->sp);
+    if (t->toklen)
+        memcpy(d->tokbuf, t->tokbuf, t->toklen);
+    if (t->resume && d->resume)
+        memcpy(d->resume, t->resume, t->n * sizeof *t->resume);
+    if (t->n_undo && d->undo_i && d->undo_v) {
+        memcpy(d->undo_i, t->undo_i, t->n_undo * sizeof *t->undo_i);
+        memcpy(d->undo_v, t->undo_v, t->n_undo * sizeof *t->undo_v);
+    }
+    d->n_undo = t->n_undo;
+    d->ac = t->ac;
+    d->base = t->base;
+    d->end = t->end;
+    d->searched_to = t->searched_to;
+    d->nsp = t->nsp;
+    d->fired = t->fired;
+    d->fired_idx = t->fired_idx;
+    d->fire_start = t->fire_start;
+    d->replay_first = t->replay_first;
+    d->replay_token = t->replay_token;
+    d->fire_token = t->fire_token;
+    d->toklen = t->toklen;
+    d->last_scanned = t->last_scanned;
+    d->u_end = t->u_end;
+    d->u_searched = t->u_searched;
+    d->u_ac = t->u_ac;
+    d->u_nsp = t->u_nsp;
+    d->u_scanned = t->u_scanned;
+    return SIFT_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* Feeding                                                             */
 /* ------------------------------------------------------------------ */

@@ -116,6 +116,14 @@ SIFT__HIDDEN void sift__trigger_free(sift__trigger *t);
 SIFT__HIDDEN sift_status sift__trigger_clone(const sift__trigger *t, sift__trigger **out,
                                              sift_error *err);
 
+/* Copies the matching state of `src` into `dst`, a clone of the same
+ * set (the text held, spans, automaton state, fired, the undo record).
+ * Allocates only when dst's buffers are smaller than src's text;
+ * SIFT_E_NOMEM then, with dst unchanged. Since 0.2 (speculative
+ * verification keeps a shadow copy of a chain in sync with it). */
+SIFT__HIDDEN sift_status sift__trigger_copy_state(sift__trigger *dst, const sift__trigger *src,
+                                                  sift_error *err);
+
 /* Forgets all text and re-arms the set. Keeps buffers. */
 SIFT__HIDDEN void sift__trigger_reset(sift__trigger *t);
 
