@@ -1843,521 +1843,524 @@ START_TEST(test_plan_of_epsilon_first_is_certified_with_a_recommended_k)
     sift_chain *c;
     ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
     expect_plan(c, 64, SIFT_GUARANTEE_CERTIFIED, 0);
-    /* Cross-check mode                                                    */
-    /* ------------------------------------------------------------------ */
+    sift_chain_free(c);
+}
+END_TEST
 
-    static sift_stats stats_of(const sift_chain *c)
-    {
-        sift_stats st = {.struct_size = sizeof st};
-        ck_assert_int_eq(sift_chain_stats(c, &st, NULL), SIFT_OK);
-        return st;
+/* eta's cut reads the entropy of every token: whole row before any
+ * truncation, and after a top_k it runs on the complete set. */
+START_TEST(test_plan_of_eta_first_is_whole_row_and_after_top_k_exact)
+{
+    sift_chain *c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 0, SIFT_GUARANTEE_WHOLE_ROW, 0);
+    sift_chain_free(c);
+    c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    expect_plan(c, 40, SIFT_GUARANTEE_EXACT, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* A peaked row: the 936 absent tokens sit 20 nats below the top, so even
+ * together they cannot lift the threshold past a present verdict, and
+ * none of them can pass: decided on the slice. */
+START_TEST(test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter)
+{
+    enum { V = 1000 };
+    static float row[V];
+    for (int32_t i = 0; i < V; i++)
+        row[i] = i < 5 ? 10.0f - (float)i : -10.0f - (float)(i % 7) * 0.01f;
+    sp_chain spec = epsilon_chain(3e-4f);
+    ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 0);
+}
+END_TEST
+
+/* A flat row: every absent token has the probability of a present one
+ * and passes on the whole row, so the slice cannot decide. */
+START_TEST(test_epsilon_asks_for_the_row_when_an_absent_token_could_pass)
+{
+    enum { V = 2000 };
+    static float row[V];
+    for (int32_t i = 0; i < V; i++)
+        row[i] = 0.0f;
+    sp_chain spec = epsilon_chain(3e-4f);
+    ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
+}
+END_TEST
+
+/* No absent token can pass (each is below the present threshold), but
+ * together they add almost as much mass again: 40 present tokens that
+ * pass on the slice (p = 1.1e-3 of the present mass) fail on the row
+ * (1.1e-3 / 2.0 of its mass), where only token 0 is kept. Applying the
+ * present threshold would draw among 41 tokens; the certificate must see
+ * that the verdicts change inside the mass interval and ask. */
+START_TEST(test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token)
+{
+    enum { V = 1000 };
+    static float row[V];
+    float l1 = sift__logf(1.1e-3f), l2 = sift__logf(1.0e-3f);
+    for (int32_t i = 0; i < V; i++)
+        row[i] = i == 0 ? 0.0f : i <= 40 ? l1 : l2;
+    sp_chain spec = epsilon_chain(1e-3f);
+    ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
+    /* the row path's own prefix attempt falls back too, with the same token */
+    or_chain o;
+    or_init(&o, &spec);
+    int32_t to = -1, ts = -1;
+    ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
+    ck_assert_int_eq(to, 0);
+    sift_chain *c;
+    ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample(c, row, V, &ts, NULL), SIFT_OK);
+    ck_assert_int_eq(ts, 0);
+    ck_assert_uint_eq(c->n_prefix_fallback, 1);
+    sift_chain_free(c);
+    or_free(&o);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Cross-check mode                                                    */
+/* ------------------------------------------------------------------ */
+
+static sift_stats stats_of(const sift_chain *c)
+{
+    sift_stats st = {.struct_size = sizeof st};
+    ck_assert_int_eq(sift_chain_stats(c, &st, NULL), SIFT_OK);
+    return st;
+}
+
+/* 50 distinct logits: token i has (i * 37) % 50 / 4. */
+static void distinct_row(float *row, int32_t V)
+{
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)((i * 37) % V) / 4.0f;
+}
+
+/* The id with the r-th largest logit of distinct_row. */
+static int32_t rank_id(const float *row, int32_t V, int32_t r)
+{
+    for (int32_t i = 0; i < V; i++) {
+        int32_t above = 0;
+        for (int32_t j = 0; j < V; j++)
+            above += row[j] > row[i];
+        if (above == r)
+            return i;
     }
+    return -1;
+}
 
-    /* 50 distinct logits: token i has (i * 37) % 50 / 4. */
-    static void distinct_row(float *row, int32_t V)
-    {
-        for (int32_t i = 0; i < V; i++)
-            row[i] = (float)((i * 37) % V) / 4.0f;
+START_TEST(test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing)
+{
+    enum { V = 50 };
+    float row[V];
+    distinct_row(row, V);
+    sift_chain *c = top_k_chain(3), *ref = top_k_chain(3);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    /* a set of 5 with the rank-1 token replaced by the rank-10 one, out
+     * of order: the slice alone decides top_k 3 (wrongly) */
+    sift_candidate p[5];
+    const int32_t ranks[5] = {3, 10, 0, 4, 2};
+    for (int i = 0; i < 5; i++) {
+        p[i].id = rank_id(row, V, ranks[i]);
+        p[i].logit = row[p[i].id];
     }
+    sift_slice s = {V, 5, p, 0, NULL, 0};
+    sift_error err;
+    int32_t t = -7;
+    uint64_t before[4], after[4];
+    sift__chain_rng_state(c, before);
+    uint64_t digest = sift__chain_state_digest(c);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 1); /* prefix[1], the intruder */
+    char want[64];
+    snprintf(want, sizeof want, "token %d (logit", (int)rank_id(row, V, 1));
+    ck_assert_msg(strstr(err.message, "prefix[1]") && strstr(err.message, want) &&
+                      strstr(err.message, "missing"),
+                  "%s", err.message);
+    ck_assert_int_eq(t, -7);
+    sift__chain_rng_state(c, after);
+    ck_assert(memcmp(before, after, sizeof before) == 0);
+    ck_assert_uint_eq(sift__chain_state_digest(c), digest);
+    sift_stats st = stats_of(c);
+    ck_assert_uint_eq(st.cross_checks, 1);
+    ck_assert_uint_eq(st.cross_check_mismatches, 1);
+    ck_assert_uint_eq(st.hook_calls, 0); /* a cross-check is not a hook call */
+    ck_assert_uint_eq(st.slice_decided, 0);
+    /* a retry is due again and fails again */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    /* the chain stays usable: a right slice gives the reference token */
+    p[1].id = rank_id(row, V, 1);
+    p[1].logit = row[p[1].id];
+    int32_t tr;
+    ck_assert_int_eq(sift_chain_sample(ref, row, V, &tr, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    ck_assert_int_eq(t, tr);
+    sift__chain_rng_state(c, before);
+    sift__chain_rng_state(ref, after);
+    ck_assert(memcmp(before, after, sizeof before) == 0);
+    st = stats_of(c);
+    ck_assert_uint_eq(st.cross_checks, 3);
+    ck_assert_uint_eq(st.cross_check_mismatches, 2);
+    ck_assert_uint_eq(st.slice_decided, 1);
+    ck_assert_int_eq(h.calls, 3);
+    sift_chain_free(c);
+    sift_chain_free(ref);
+}
+END_TEST
 
-    /* The id with the r-th largest logit of distinct_row. */
-    static int32_t rank_id(const float *row, int32_t V, int32_t r)
-    {
-        for (int32_t i = 0; i < V; i++) {
-            int32_t above = 0;
-            for (int32_t j = 0; j < V; j++)
-                above += row[j] > row[i];
-            if (above == r)
-                return i;
-        }
-        return -1;
+START_TEST(test_cross_check_catches_a_wrong_logit_and_a_wrong_extra)
+{
+    enum { V = 50 };
+    float row[V];
+    distinct_row(row, V);
+    sift_chain *c = new_chain(9);
+    sift_bias pos[1] = {{rank_id(row, V, 30), 0.5f}};
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, pos, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    sift_candidate p[5];
+    for (int i = 0; i < 5; i++) {
+        p[i].id = rank_id(row, V, i);
+        p[i].logit = row[p[i].id];
     }
+    sift_candidate ex[1] = {{pos[0].token, row[pos[0].token]}};
+    sift_slice s = {V, 5, p, 1, ex, SIFT_SLICE_CANONICAL};
+    sift_error err;
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    p[2].logit = nextafterf(p[2].logit, 0.0f); /* one ulp off, order kept */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 2);
+    ck_assert_msg(strstr(err.message, "prefix[2]") != NULL, "%s", err.message);
+    p[2].logit = row[p[2].id];
+    ex[0].logit -= 0.25f;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 5); /* n_prefix + 0 */
+    ck_assert_msg(strstr(err.message, "extras[0]") != NULL, "%s", err.message);
+    sift_stats st = stats_of(c);
+    ck_assert_uint_eq(st.cross_check_mismatches, 2);
+    ck_assert_uint_eq(st.slice_decided, 1);
+    sift_chain_free(c);
+}
+END_TEST
 
-    START_TEST(test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing)
-    {
-        enum { V = 50 };
-        float row[V];
-        distinct_row(row, V);
-        sift_chain *c = top_k_chain(3), *ref = top_k_chain(3);
-        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
-        hook_ctx h = hook_for(row, V);
-        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
-        /* a set of 5 with the rank-1 token replaced by the rank-10 one, out
-         * of order: the slice alone decides top_k 3 (wrongly) */
-        sift_candidate p[5];
-        const int32_t ranks[5] = {3, 10, 0, 4, 2};
-        for (int i = 0; i < 5; i++) {
-            p[i].id = rank_id(row, V, ranks[i]);
-            p[i].logit = row[p[i].id];
-        }
-        sift_slice s = {V, 5, p, 0, NULL, 0};
-        sift_error err;
-        int32_t t = -7;
-        uint64_t before[4], after[4];
-        sift__chain_rng_state(c, before);
-        uint64_t digest = sift__chain_state_digest(c);
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
-        assert_error(&err, SIFT_E_SLICE_MISMATCH, 1); /* prefix[1], the intruder */
-        char want[64];
-        snprintf(want, sizeof want, "token %d (logit", (int)rank_id(row, V, 1));
-        ck_assert_msg(strstr(err.message, "prefix[1]") && strstr(err.message, want) &&
-                          strstr(err.message, "missing"),
-                      "%s", err.message);
-        ck_assert_int_eq(t, -7);
-        sift__chain_rng_state(c, after);
-        ck_assert(memcmp(before, after, sizeof before) == 0);
-        ck_assert_uint_eq(sift__chain_state_digest(c), digest);
-        sift_stats st = stats_of(c);
-        ck_assert_uint_eq(st.cross_checks, 1);
-        ck_assert_uint_eq(st.cross_check_mismatches, 1);
-        ck_assert_uint_eq(st.hook_calls, 0); /* a cross-check is not a hook call */
-        ck_assert_uint_eq(st.slice_decided, 0);
-        /* a retry is due again and fails again */
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
-        /* the chain stays usable: a right slice gives the reference token */
-        p[1].id = rank_id(row, V, 1);
-        p[1].logit = row[p[1].id];
-        int32_t tr;
-        ck_assert_int_eq(sift_chain_sample(ref, row, V, &tr, NULL), SIFT_OK);
+/* Five tokens tied at the top, top_k 3: the slice holds ids 300, 400,
+ * 500 where the row's Prefix(3) has 10, 200, 300 (the issue's case). */
+START_TEST(test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only)
+{
+    enum { V = 600 };
+    float row[V];
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)(i % 7) / 8.0f;
+    const int32_t tied[5] = {10, 200, 300, 400, 500};
+    for (int i = 0; i < 5; i++)
+        row[tied[i]] = 4.0f;
+    sift_chain *c = top_k_chain(3);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    sift_candidate p[3] = {{300, 4.0f}, {400, 4.0f}, {500, 4.0f}};
+    sift_slice s = {V, 3, p, 0, NULL, SIFT_SLICE_CANONICAL};
+    sift_error err;
+    int32_t t = -7;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 0);
+    ck_assert_msg(strstr(err.message, "prefix[0] is token 300") &&
+                      strstr(err.message, "has token 10"),
+                  "%s", err.message);
+    ck_assert_int_eq(t, -7);
+    /* the same set without the flag is a valid tie choice: the slice
+     * cannot decide, the hook's row does, and nothing is wrong */
+    s.flags = 0;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
+    sift_stats st = stats_of(c);
+    ck_assert_uint_eq(st.cross_check_mismatches, 1);
+    ck_assert_uint_eq(st.cross_checks, 2);
+    ck_assert_uint_eq(st.hook_calls, 1);
+    /* and a set of 4 with any three of the tied ids plus a lower token
+     * decides on the slice, checked right */
+    sift_candidate q[4] = {{500, 4.0f}, {6, 6.0f / 8.0f}, {10, 4.0f}, {400, 4.0f}};
+    sift_slice s4 = {V, 4, q, 0, NULL, 0};
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s4, &t, &err), SIFT_E_SLICE_MISMATCH);
+    /* (token 6 is below the row's 4th largest, 4.0: a wrong set) */
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, 1);
+    q[1].id = 200;
+    q[1].logit = 4.0f;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s4, &t, &err), SIFT_OK);
+    st = stats_of(c);
+    ck_assert_uint_eq(st.cross_check_mismatches, 2);
+    ck_assert_uint_eq(st.cross_checks, 4);
+    sift_chain_free(c);
+}
+END_TEST
+
+START_TEST(test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refused)
+{
+    enum { V = 50 };
+    float row[V];
+    distinct_row(row, V);
+    sift_chain *c = top_k_chain(3);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_set_cross_check(NULL, 1, 0.0, 0, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, -0.25, 0, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 1.5, 0, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, NAN, 0, &err), SIFT_E_ARG);
+    ck_assert_msg(strstr(err.message, "probability") != NULL, "%s", err.message);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 2, 0.0, 0, &err), SIFT_OK);
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    sift_slice s;
+    ck_assert_int_eq(sift_slicer_build(sl, row, V, 3, NULL, 0, &s, NULL), SIFT_OK);
+    int32_t t;
+    for (int i = 0; i < 5; i++)
         ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
-        ck_assert_int_eq(t, tr);
-        sift__chain_rng_state(c, before);
-        sift__chain_rng_state(ref, after);
-        ck_assert(memcmp(before, after, sizeof before) == 0);
-        st = stats_of(c);
-        ck_assert_uint_eq(st.cross_checks, 3);
-        ck_assert_uint_eq(st.cross_check_mismatches, 2);
-        ck_assert_uint_eq(st.slice_decided, 1);
-        ck_assert_int_eq(h.calls, 3);
-        sift_chain_free(c);
-        sift_chain_free(ref);
-    }
-    END_TEST
-
-    START_TEST(test_cross_check_catches_a_wrong_logit_and_a_wrong_extra)
-    {
-        enum { V = 50 };
-        float row[V];
-        distinct_row(row, V);
-        sift_chain *c = new_chain(9);
-        sift_bias pos[1] = {{rank_id(row, V, 30), 0.5f}};
-        ck_assert_int_eq(sift_chain_add_logit_bias(c, pos, 1, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
-        hook_ctx h = hook_for(row, V);
-        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
-        sift_candidate p[5];
-        for (int i = 0; i < 5; i++) {
-            p[i].id = rank_id(row, V, i);
-            p[i].logit = row[p[i].id];
-        }
-        sift_candidate ex[1] = {{pos[0].token, row[pos[0].token]}};
-        sift_slice s = {V, 5, p, 1, ex, SIFT_SLICE_CANONICAL};
-        sift_error err;
-        int32_t t;
+    sift_stats st = stats_of(c);
+    ck_assert_uint_eq(st.cross_check_skipped, 2); /* steps 2 and 4 */
+    ck_assert_uint_eq(st.cross_checks, 0);
+    /* a hook that fails during a check: SIFT_E_HOOK, nothing changed */
+    hook_ctx h = hook_for(row, V);
+    h.fail = 5;
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    uint64_t before[4], after[4];
+    sift__chain_rng_state(c, before);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_HOOK); /* step 6 */
+    ck_assert_msg(strstr(err.message, "cross-check") != NULL, "%s", err.message);
+    sift__chain_rng_state(c, after);
+    ck_assert(memcmp(before, after, sizeof before) == 0);
+    h.fail = 0;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK); /* step 6 again */
+    st = stats_of(c);
+    ck_assert_uint_eq(st.cross_checks, 1);
+    ck_assert_uint_eq(st.cross_check_mismatches, 0);
+    /* off */
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 0, 0.0, 0, &err), SIFT_OK);
+    for (int i = 0; i < 4; i++)
         ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
-        p[2].logit = nextafterf(p[2].logit, 0.0f); /* one ulp off, order kept */
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
-        assert_error(&err, SIFT_E_SLICE_MISMATCH, 2);
-        ck_assert_msg(strstr(err.message, "prefix[2]") != NULL, "%s", err.message);
-        p[2].logit = row[p[2].id];
-        ex[0].logit -= 0.25f;
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
-        assert_error(&err, SIFT_E_SLICE_MISMATCH, 5); /* n_prefix + 0 */
-        ck_assert_msg(strstr(err.message, "extras[0]") != NULL, "%s", err.message);
-        sift_stats st = stats_of(c);
-        ck_assert_uint_eq(st.cross_check_mismatches, 2);
-        ck_assert_uint_eq(st.slice_decided, 1);
-        sift_chain_free(c);
-    }
-    END_TEST
+    ck_assert_uint_eq(stats_of(c).cross_checks, 1);
+    sift_slicer_free(sl);
+    sift_chain_free(c);
+}
+END_TEST
 
-    /* Five tokens tied at the top, top_k 3: the slice holds ids 300, 400,
-     * 500 where the row's Prefix(3) has 10, 200, 300 (the issue's case). */
-    START_TEST(test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only)
-    {
-        enum { V = 600 };
-        float row[V];
-        for (int32_t i = 0; i < V; i++)
-            row[i] = (float)(i % 7) / 8.0f;
-        const int32_t tied[5] = {10, 200, 300, 400, 500};
-        for (int i = 0; i < 5; i++)
-            row[tied[i]] = 4.0f;
-        sift_chain *c = top_k_chain(3);
-        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
-        hook_ctx h = hook_for(row, V);
-        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
-        sift_candidate p[3] = {{300, 4.0f}, {400, 4.0f}, {500, 4.0f}};
-        sift_slice s = {V, 3, p, 0, NULL, SIFT_SLICE_CANONICAL};
-        sift_error err;
-        int32_t t = -7;
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
-        assert_error(&err, SIFT_E_SLICE_MISMATCH, 0);
-        ck_assert_msg(strstr(err.message, "prefix[0] is token 300") &&
-                          strstr(err.message, "has token 10"),
-                      "%s", err.message);
-        ck_assert_int_eq(t, -7);
-        /* the same set without the flag is a valid tie choice: the slice
-         * cannot decide, the hook's row does, and nothing is wrong */
-        s.flags = 0;
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
-        sift_stats st = stats_of(c);
-        ck_assert_uint_eq(st.cross_check_mismatches, 1);
-        ck_assert_uint_eq(st.cross_checks, 2);
-        ck_assert_uint_eq(st.hook_calls, 1);
-        /* and a set of 4 with any three of the tied ids plus a lower token
-         * decides on the slice, checked right */
-        sift_candidate q[4] = {{500, 4.0f}, {6, 6.0f / 8.0f}, {10, 4.0f}, {400, 4.0f}};
-        sift_slice s4 = {V, 4, q, 0, NULL, 0};
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s4, &t, &err), SIFT_E_SLICE_MISMATCH);
-        /* (token 6 is below the row's 4th largest, 4.0: a wrong set) */
-        assert_error(&err, SIFT_E_SLICE_MISMATCH, 1);
-        q[1].id = 200;
-        q[1].logit = 4.0f;
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s4, &t, &err), SIFT_OK);
-        st = stats_of(c);
-        ck_assert_uint_eq(st.cross_check_mismatches, 2);
-        ck_assert_uint_eq(st.cross_checks, 4);
-        sift_chain_free(c);
-    }
-    END_TEST
+/* A custom stage that lowers the first candidate on its first call
+ * only: the slice step and the whole row then disagree on the token
+ * although the slice is right, which only check 3 sees. */
+static int lower_first_once(void *user, sift_candidate *data, size_t *size)
+{
+    int *calls = user;
+    if ((*calls)++ == 0 && *size > 0)
+        data[0].logit -= 100.0f;
+    return 0;
+}
 
-    START_TEST(test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refused)
-    {
-        enum { V = 50 };
-        float row[V];
-        distinct_row(row, V);
-        sift_chain *c = top_k_chain(3);
-        sift_error err;
-        ck_assert_int_eq(sift_chain_set_cross_check(NULL, 1, 0.0, 0, &err), SIFT_E_ARG);
-        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, -0.25, 0, &err), SIFT_E_ARG);
-        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 1.5, 0, &err), SIFT_E_ARG);
-        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, NAN, 0, &err), SIFT_E_ARG);
-        ck_assert_msg(strstr(err.message, "probability") != NULL, "%s", err.message);
-        ck_assert_int_eq(sift_chain_set_cross_check(c, 2, 0.0, 0, &err), SIFT_OK);
-        sift_slicer *sl;
-        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+START_TEST(test_cross_check_catches_a_token_that_differs_from_the_whole_row)
+{
+    enum { V = 50 };
+    float row[V];
+    distinct_row(row, V);
+    sift_chain *c = new_chain(5);
+    int calls = 0;
+    sift_custom_stage vt = {.abi_version = SIFT_CUSTOM_STAGE_ABI,
+                            .name = "lower_first_once",
+                            .cls = SIFT_CLASS_LOWERS,
+                            .cls_n = 1,
+                            .apply = lower_first_once};
+    ck_assert_int_eq(sift_chain_add_custom(c, &vt, &calls, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
+    hook_ctx h = hook_for(row, V);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    sift_slice s;
+    ck_assert_int_eq(sift_slicer_build(sl, row, V, 2, NULL, 0, &s, NULL), SIFT_OK);
+    sift_error err;
+    int32_t t = -7;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
+    assert_error(&err, SIFT_E_SLICE_MISMATCH, -1);
+    char want[96];
+    snprintf(want, sizeof want, "the slice gave token %d, the whole row token %d",
+             (int)rank_id(row, V, 1), (int)rank_id(row, V, 0));
+    ck_assert_msg(strstr(err.message, want) != NULL, "%s", err.message);
+    ck_assert_int_eq(t, -7);
+    ck_assert_int_eq(calls, 2);
+    ck_assert_uint_eq(stats_of(c).cross_check_mismatches, 1);
+    sift_slicer_free(sl);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* Right slices in any order and tie choice never trip the check, and
+ * the mode changes nothing: three copies of the production chain (off,
+ * every step, with probability 0.3) give the same tokens, RNG states and
+ * state digests on bf16, tied and peaked rows, with the same hook calls. */
+START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it)
+{
+    enum { V = 3000, STEPS = 300, COPIES = 3 };
+    sift_chain *c[COPIES];
+    for (int i = 0; i < COPIES; i++) {
+        c[i] = new_chain(42);
+        ck_assert_int_eq(sift_chain_add_penalties(c[i], 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c[i], 40, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_p(c[i], 0.95f, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_min_p(c[i], 0.05f, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_temp(c[i], 0.8f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c[i], NULL), SIFT_OK);
+    }
+    ck_assert_int_eq(sift_chain_set_cross_check(c[1], 1, 0.0, 0, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_set_cross_check(c[2], 0, 0.3, 1234, NULL), SIFT_OK);
+    float *row = malloc(V * sizeof *row);
+    hook_ctx h[COPIES];
+    for (int i = 0; i < COPIES; i++) {
+        h[i] = hook_for(row, V);
+        ck_assert_int_eq(sift_chain_set_row_hook(c[i], hook, &h[i], NULL), SIFT_OK);
+    }
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    device_slice dv = {malloc(V * sizeof *dv.pre), malloc(V * sizeof *dv.ext),
+                       malloc(V * sizeof *dv.tied), 0};
+    const int shapes[3] = {TU_ROW_BF16, TU_ROW_TIES, TU_ROW_PEAKED};
+    tu_rng r = {99};
+    sift_plan plan = {.struct_size = sizeof plan};
+    ck_assert_int_eq(sift_chain_plan(c[0], &plan, NULL, NULL), SIFT_OK);
+    for (int t = 0; t < STEPS; t++) {
+        tu_row(&r, row, V, shapes[t % 3]);
+        int32_t ids[64];
+        size_t ne = 0;
+        ck_assert_int_eq(sift_chain_extras(c[0], ids, N(ids), &ne, NULL), SIFT_OK);
         sift_slice s;
-        ck_assert_int_eq(sift_slicer_build(sl, row, V, 3, NULL, 0, &s, NULL), SIFT_OK);
-        int32_t t;
-        for (int i = 0; i < 5; i++)
-            ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
-        sift_stats st = stats_of(c);
-        ck_assert_uint_eq(st.cross_check_skipped, 2); /* steps 2 and 4 */
-        ck_assert_uint_eq(st.cross_checks, 0);
-        /* a hook that fails during a check: SIFT_E_HOOK, nothing changed */
-        hook_ctx h = hook_for(row, V);
-        h.fail = 5;
-        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
-        uint64_t before[4], after[4];
-        sift__chain_rng_state(c, before);
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_HOOK); /* step 6 */
-        ck_assert_msg(strstr(err.message, "cross-check") != NULL, "%s", err.message);
-        sift__chain_rng_state(c, after);
-        ck_assert(memcmp(before, after, sizeof before) == 0);
-        h.fail = 0;
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK); /* step 6 again */
-        st = stats_of(c);
-        ck_assert_uint_eq(st.cross_checks, 1);
-        ck_assert_uint_eq(st.cross_check_mismatches, 0);
-        /* off */
-        ck_assert_int_eq(sift_chain_set_cross_check(c, 0, 0.0, 0, &err), SIFT_OK);
-        for (int i = 0; i < 4; i++)
-            ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
-        ck_assert_uint_eq(stats_of(c).cross_checks, 1);
-        sift_slicer_free(sl);
-        sift_chain_free(c);
-    }
-    END_TEST
-
-    /* A custom stage that lowers the first candidate on its first call
-     * only: the slice step and the whole row then disagree on the token
-     * although the slice is right, which only check 3 sees. */
-    static int lower_first_once(void *user, sift_candidate *data, size_t *size)
-    {
-        int *calls = user;
-        if ((*calls)++ == 0 && *size > 0)
-            data[0].logit -= 100.0f;
-        return 0;
-    }
-
-    START_TEST(test_cross_check_catches_a_token_that_differs_from_the_whole_row)
-    {
-        enum { V = 50 };
-        float row[V];
-        distinct_row(row, V);
-        sift_chain *c = new_chain(5);
-        int calls = 0;
-        sift_custom_stage vt = {.abi_version = SIFT_CUSTOM_STAGE_ABI,
-                                .name = "lower_first_once",
-                                .cls = SIFT_CLASS_LOWERS,
-                                .cls_n = 1,
-                                .apply = lower_first_once};
-        ck_assert_int_eq(sift_chain_add_custom(c, &vt, &calls, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_top_k(c, 1, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_set_cross_check(c, 1, 0.0, 0, NULL), SIFT_OK);
-        hook_ctx h = hook_for(row, V);
-        ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
-        sift_slicer *sl;
-        ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
-        sift_slice s;
-        ck_assert_int_eq(sift_slicer_build(sl, row, V, 2, NULL, 0, &s, NULL), SIFT_OK);
-        sift_error err;
-        int32_t t = -7;
-        ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
-        assert_error(&err, SIFT_E_SLICE_MISMATCH, -1);
-        char want[96];
-        snprintf(want, sizeof want, "the slice gave token %d, the whole row token %d",
-                 (int)rank_id(row, V, 1), (int)rank_id(row, V, 0));
-        ck_assert_msg(strstr(err.message, want) != NULL, "%s", err.message);
-        ck_assert_int_eq(t, -7);
-        ck_assert_int_eq(calls, 2);
-        ck_assert_uint_eq(stats_of(c).cross_check_mismatches, 1);
-        sift_slicer_free(sl);
-        sift_chain_free(c);
-    }
-    END_TEST
-
-    /* eta's cut reads the entropy of every token: whole row before any
-     * truncation, and after a top_k it runs on the complete set. */
-    START_TEST(test_plan_of_eta_first_is_whole_row_and_after_top_k_exact)
-    {
-        sift_chain *c = new_chain(1);
-        ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-        expect_plan(c, 0, SIFT_GUARANTEE_WHOLE_ROW, 0);
-        sift_chain_free(c);
-        c = new_chain(1);
-        ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-        expect_plan(c, 40, SIFT_GUARANTEE_EXACT, 0);
-        sift_chain_free(c);
-    }
-    END_TEST
-
-    /* A peaked row: the 936 absent tokens sit 20 nats below the top, so even
-     * together they cannot lift the threshold past a present verdict, and
-     * none of them can pass: decided on the slice. */
-    START_TEST(test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter)
-    {
-        enum { V = 1000 };
-        static float row[V];
-        for (int32_t i = 0; i < V; i++)
-            row[i] = i < 5 ? 10.0f - (float)i : -10.0f - (float)(i % 7) * 0.01f;
-        sp_chain spec = epsilon_chain(3e-4f);
-        ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 0);
-    }
-    END_TEST
-
-    /* A flat row: every absent token has the probability of a present one
-     * and passes on the whole row, so the slice cannot decide. */
-    START_TEST(test_epsilon_asks_for_the_row_when_an_absent_token_could_pass)
-    {
-        enum { V = 2000 };
-        static float row[V];
-        for (int32_t i = 0; i < V; i++)
-            row[i] = 0.0f;
-        sp_chain spec = epsilon_chain(3e-4f);
-        ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
-    }
-    END_TEST
-
-    /* No absent token can pass (each is below the present threshold), but
-     * together they add almost as much mass again: 40 present tokens that
-     * pass on the slice (p = 1.1e-3 of the present mass) fail on the row
-     * (1.1e-3 / 2.0 of its mass), where only token 0 is kept. Applying the
-     * present threshold would draw among 41 tokens; the certificate must see
-     * that the verdicts change inside the mass interval and ask. */
-    START_TEST(test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token)
-    {
-        enum { V = 1000 };
-        static float row[V];
-        float l1 = sift__logf(1.1e-3f), l2 = sift__logf(1.0e-3f);
-        for (int32_t i = 0; i < V; i++)
-            row[i] = i == 0 ? 0.0f : i <= 40 ? l1 : l2;
-        sp_chain spec = epsilon_chain(1e-3f);
-        ck_assert_int_eq(cutoff_step(&spec, row, V, 64), 1);
-        /* the row path's own prefix attempt falls back too, with the same token */
-        or_chain o;
-        or_init(&o, &spec);
-        int32_t to = -1, ts = -1;
-        ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
-        ck_assert_int_eq(to, 0);
-        sift_chain *c;
-        ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_sample(c, row, V, &ts, NULL), SIFT_OK);
-        ck_assert_int_eq(ts, 0);
-        ck_assert_uint_eq(c->n_prefix_fallback, 1);
-        sift_chain_free(c);
-        or_free(&o);
-        /* Right slices in any order and tie choice never trip the check, and
-         * the mode changes nothing: three copies of the production chain (off,
-         * every step, with probability 0.3) give the same tokens, RNG states and
-         * state digests on bf16, tied and peaked rows, with the same hook calls. */
-        START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it)
-        {
-            enum { V = 3000, STEPS = 300, COPIES = 3 };
-            sift_chain *c[COPIES];
-            for (int i = 0; i < COPIES; i++) {
-                c[i] = new_chain(42);
-                ck_assert_int_eq(sift_chain_add_penalties(c[i], 64, 1.1f, 0.0f, 0.0f, NULL),
-                                 SIFT_OK);
-                ck_assert_int_eq(sift_chain_add_top_k(c[i], 40, NULL), SIFT_OK);
-                ck_assert_int_eq(sift_chain_add_top_p(c[i], 0.95f, 1, NULL), SIFT_OK);
-                ck_assert_int_eq(sift_chain_add_min_p(c[i], 0.05f, 1, NULL), SIFT_OK);
-                ck_assert_int_eq(sift_chain_add_temp(c[i], 0.8f, NULL), SIFT_OK);
-                ck_assert_int_eq(sift_chain_add_dist(c[i], NULL), SIFT_OK);
-            }
-            ck_assert_int_eq(sift_chain_set_cross_check(c[1], 1, 0.0, 0, NULL), SIFT_OK);
-            ck_assert_int_eq(sift_chain_set_cross_check(c[2], 0, 0.3, 1234, NULL), SIFT_OK);
-            float *row = malloc(V * sizeof *row);
-            hook_ctx h[COPIES];
-            for (int i = 0; i < COPIES; i++) {
-                h[i] = hook_for(row, V);
-                ck_assert_int_eq(sift_chain_set_row_hook(c[i], hook, &h[i], NULL), SIFT_OK);
-            }
-            sift_slicer *sl;
-            ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
-            device_slice dv = {malloc(V * sizeof *dv.pre), malloc(V * sizeof *dv.ext),
-                               malloc(V * sizeof *dv.tied), 0};
-            const int shapes[3] = {TU_ROW_BF16, TU_ROW_TIES, TU_ROW_PEAKED};
-            tu_rng r = {99};
-            sift_plan plan = {.struct_size = sizeof plan};
-            ck_assert_int_eq(sift_chain_plan(c[0], &plan, NULL, NULL), SIFT_OK);
-            for (int t = 0; t < STEPS; t++) {
-                tu_row(&r, row, V, shapes[t % 3]);
-                int32_t ids[64];
-                size_t ne = 0;
-                ck_assert_int_eq(sift_chain_extras(c[0], ids, N(ids), &ne, NULL), SIFT_OK);
-                sift_slice s;
-                int32_t k = plan.k + (int32_t)tu_range(&r, 0, 8);
-                ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, NULL), SIFT_OK);
-                if (t % 2)
-                    devicify(&dv, &r, row, V, &s, ids, ne);
-                int32_t tok[COPIES];
-                for (int i = 0; i < COPIES; i++) {
-                    sift_error err;
-                    ck_assert_msg(sift_chain_sample_slice(c[i], &s, &tok[i], &err) == SIFT_OK,
-                                  "copy %d step %d: %s", i, t, err.message);
-                }
-                uint64_t r0[4], ri[4];
-                sift__chain_rng_state(c[0], r0);
-                for (int i = 1; i < COPIES; i++) {
-                    ck_assert_int_eq(tok[i], tok[0]);
-                    sift__chain_rng_state(c[i], ri);
-                    ck_assert(memcmp(r0, ri, sizeof r0) == 0);
-                }
-                for (int i = 0; i < COPIES; i++)
-                    ck_assert_int_eq(sift_chain_accept(c[i], tok[0], NULL), SIFT_OK);
-                for (int i = 1; i < COPIES; i++)
-                    ck_assert_uint_eq(sift__chain_state_digest(c[i]),
-                                      sift__chain_state_digest(c[0]));
-            }
-            sift_stats s0 = stats_of(c[0]), s1 = stats_of(c[1]), s2 = stats_of(c[2]);
-            ck_assert_uint_eq(s0.cross_checks, 0);
-            ck_assert_uint_eq(s1.cross_checks, STEPS);
-            ck_assert_uint_gt(s2.cross_checks, STEPS / 6);
-            ck_assert_uint_lt(s2.cross_checks, STEPS / 2);
-            ck_assert_uint_eq(s1.cross_check_mismatches + s2.cross_check_mismatches, 0);
-            ck_assert_uint_eq(s1.cross_check_skipped + s2.cross_check_skipped, 0);
-            for (int i = 1; i < COPIES; i++) {
-                sift_stats si = i == 1 ? s1 : s2;
-                ck_assert_uint_eq(si.hook_calls, s0.hook_calls);
-                ck_assert_uint_eq(si.slice_decided, s0.slice_decided);
-                ck_assert_uint_eq(si.row_prefix_decided, s0.row_prefix_decided);
-            }
-            ck_assert_int_gt((int)s0.slice_decided,
-                             STEPS / 2); /* most checks ran on decided steps */
-            ck_assert_int_gt((int)dv.rechosen, 0);
-            free(dv.pre);
-            free(dv.ext);
-            free(dv.tied);
-            free(row);
-            sift_slicer_free(sl);
-            for (int i = 0; i < COPIES; i++)
-                sift_chain_free(c[i]);
+        int32_t k = plan.k + (int32_t)tu_range(&r, 0, 8);
+        ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, NULL), SIFT_OK);
+        if (t % 2)
+            devicify(&dv, &r, row, V, &s, ids, ne);
+        int32_t tok[COPIES];
+        for (int i = 0; i < COPIES; i++) {
+            sift_error err;
+            ck_assert_msg(sift_chain_sample_slice(c[i], &s, &tok[i], &err) == SIFT_OK,
+                          "copy %d step %d: %s", i, t, err.message);
         }
-        END_TEST
-
-        static Suite *suite(void)
-        {
-            Suite *s = suite_create("slice");
-            struct {
-                const char *name;
-                const TTest *tests[12];
-            } groups[] = {
-                {"plan",
-                 {test_plan_of_the_production_chain_is_84_exact,
-                  test_plan_of_top_k_top_p_temp_dist_is_40_exact,
-                  test_plan_of_greedy_is_1_and_with_penalties_65,
-                  test_plan_counts_negative_biases_and_gathers_positive_ones_as_extras,
-                  test_plan_is_whole_row_when_a_whole_stage_comes_first,
-                  test_plan_of_min_p_first_is_certified_with_a_recommended_k,
-                  test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified,
-                  test_batch_k_is_the_largest_or_zero,
-                  test_batch_k_per_slot_gives_each_k_and_lists_the_whole_row_slots,
-                  test_one_batch_k_serves_every_slice_slot_without_the_row,
-                  test_plan_sums_of_huge_declared_counts_saturate}},
-                {"validation",
-                 {test_slice_validation_names_each_problem,
-                  test_canonical_slice_validation_finds_nan_and_inf_among_falling_keys,
-                  test_missing_requested_extras_are_an_error}},
-                {"hook",
-                 {test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing,
-                  test_hook_failures_and_disagreements_are_hook_errors,
-                  test_distribution_on_a_slice_equals_the_whole_row}},
-                {"slicer",
-                 {test_slicer_builds_the_canonical_prefix_with_ties_and_extras,
-                  test_slicer_rejects_bad_arguments_and_rows}},
-                {"property",
-                 {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
-                  test_grammar_modes_agree_with_the_oracle_on_rows_and_slices,
-                  test_forced_grammar_tokens_are_extras_and_need_no_row,
-                  test_a_temperature_fallback_on_a_slice_matches_the_row}},
-                {"cutoffs",
-                 {test_plan_of_epsilon_first_is_certified_with_a_recommended_k,
-                  test_plan_of_eta_first_is_whole_row_and_after_top_k_exact,
-                  test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter,
-                  test_epsilon_asks_for_the_row_when_an_absent_token_could_pass,
-                  test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token}},
-                {"cutoff_property",
-                 {test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask}},
-                {"device",
-                 {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask}},
-                {"crosscheck",
-                 {test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing,
-                  test_cross_check_catches_a_wrong_logit_and_a_wrong_extra,
-                  test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only,
-                  test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refused,
-                  test_cross_check_catches_a_token_that_differs_from_the_whole_row,
-                  test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it}},
-                {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
-                {"errors",
-                 {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
-                  test_the_walk_leaves_the_context_error_pointer_as_it_found_it,
-                  test_greedy_distribution_on_a_slice_runs_every_stage_before_it}},
-            };
-            for (size_t g = 0; g < N(groups); g++) {
-                TCase *tc = tcase_create(groups[g].name);
-                if (strcmp(groups[g].name, "property") == 0 ||
-                    strcmp(groups[g].name, "device") == 0 ||
-                    strcmp(groups[g].name, "cutoff_property") == 0)
-                    tcase_set_timeout(tc, 900); /* the property runs; the rest: Check's default */
-                for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
-                    tcase_add_test(tc, groups[g].tests[i]);
-                suite_add_tcase(s, tc);
-            }
-            return s;
+        uint64_t r0[4], ri[4];
+        sift__chain_rng_state(c[0], r0);
+        for (int i = 1; i < COPIES; i++) {
+            ck_assert_int_eq(tok[i], tok[0]);
+            sift__chain_rng_state(c[i], ri);
+            ck_assert(memcmp(r0, ri, sizeof r0) == 0);
         }
+        for (int i = 0; i < COPIES; i++)
+            ck_assert_int_eq(sift_chain_accept(c[i], tok[0], NULL), SIFT_OK);
+        for (int i = 1; i < COPIES; i++)
+            ck_assert_uint_eq(sift__chain_state_digest(c[i]), sift__chain_state_digest(c[0]));
+    }
+    sift_stats s0 = stats_of(c[0]), s1 = stats_of(c[1]), s2 = stats_of(c[2]);
+    ck_assert_uint_eq(s0.cross_checks, 0);
+    ck_assert_uint_eq(s1.cross_checks, STEPS);
+    ck_assert_uint_gt(s2.cross_checks, STEPS / 6);
+    ck_assert_uint_lt(s2.cross_checks, STEPS / 2);
+    ck_assert_uint_eq(s1.cross_check_mismatches + s2.cross_check_mismatches, 0);
+    ck_assert_uint_eq(s1.cross_check_skipped + s2.cross_check_skipped, 0);
+    for (int i = 1; i < COPIES; i++) {
+        sift_stats si = i == 1 ? s1 : s2;
+        ck_assert_uint_eq(si.hook_calls, s0.hook_calls);
+        ck_assert_uint_eq(si.slice_decided, s0.slice_decided);
+        ck_assert_uint_eq(si.row_prefix_decided, s0.row_prefix_decided);
+    }
+    ck_assert_int_gt((int)s0.slice_decided, STEPS / 2); /* most checks ran on decided steps */
+    ck_assert_int_gt((int)dv.rechosen, 0);
+    free(dv.pre);
+    free(dv.ext);
+    free(dv.tied);
+    free(row);
+    sift_slicer_free(sl);
+    for (int i = 0; i < COPIES; i++)
+        sift_chain_free(c[i]);
+}
+END_TEST
 
-        int main(void)
-        {
-            SRunner *sr = srunner_create(suite());
-            srunner_run_all(sr, CK_NORMAL);
-            int failed = srunner_ntests_failed(sr);
-            srunner_free(sr);
-            return failed ? 1 : 0;
-        }
+static Suite *suite(void)
+{
+    Suite *s = suite_create("slice");
+    struct {
+        const char *name;
+        const TTest *tests[12];
+    } groups[] = {
+        {"plan",
+         {test_plan_of_the_production_chain_is_84_exact,
+          test_plan_of_top_k_top_p_temp_dist_is_40_exact,
+          test_plan_of_greedy_is_1_and_with_penalties_65,
+          test_plan_counts_negative_biases_and_gathers_positive_ones_as_extras,
+          test_plan_is_whole_row_when_a_whole_stage_comes_first,
+          test_plan_of_min_p_first_is_certified_with_a_recommended_k,
+          test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified,
+          test_batch_k_is_the_largest_or_zero,
+          test_batch_k_per_slot_gives_each_k_and_lists_the_whole_row_slots,
+          test_one_batch_k_serves_every_slice_slot_without_the_row,
+          test_plan_sums_of_huge_declared_counts_saturate}},
+        {"validation",
+         {test_slice_validation_names_each_problem,
+          test_canonical_slice_validation_finds_nan_and_inf_among_falling_keys,
+          test_missing_requested_extras_are_an_error}},
+        {"hook",
+         {test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing,
+          test_hook_failures_and_disagreements_are_hook_errors,
+          test_distribution_on_a_slice_equals_the_whole_row}},
+        {"slicer",
+         {test_slicer_builds_the_canonical_prefix_with_ties_and_extras,
+          test_slicer_rejects_bad_arguments_and_rows}},
+        {"property",
+         {test_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row,
+          test_grammar_modes_agree_with_the_oracle_on_rows_and_slices,
+          test_forced_grammar_tokens_are_extras_and_need_no_row,
+          test_a_temperature_fallback_on_a_slice_matches_the_row}},
+        {"cutoffs",
+         {test_plan_of_epsilon_first_is_certified_with_a_recommended_k,
+          test_plan_of_eta_first_is_whole_row_and_after_top_k_exact,
+          test_epsilon_is_decided_on_a_slice_when_the_absent_tail_cannot_matter,
+          test_epsilon_asks_for_the_row_when_an_absent_token_could_pass,
+          test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token}},
+        {"cutoff_property",
+         {test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask}},
+        {"device", {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask}},
+        {"crosscheck",
+         {test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing,
+          test_cross_check_catches_a_wrong_logit_and_a_wrong_extra,
+          test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only,
+          test_cross_check_without_a_hook_is_skipped_and_bad_settings_are_refused,
+          test_cross_check_catches_a_token_that_differs_from_the_whole_row,
+          test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it}},
+        {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
+        {"errors",
+         {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
+          test_the_walk_leaves_the_context_error_pointer_as_it_found_it,
+          test_greedy_distribution_on_a_slice_runs_every_stage_before_it}},
+    };
+    for (size_t g = 0; g < N(groups); g++) {
+        TCase *tc = tcase_create(groups[g].name);
+        if (strcmp(groups[g].name, "property") == 0 || strcmp(groups[g].name, "device") == 0 ||
+            strcmp(groups[g].name, "cutoff_property") == 0)
+            tcase_set_timeout(tc, 900); /* the property runs; the rest: Check's default */
+        for (size_t i = 0; i < N(groups[g].tests) && groups[g].tests[i]; i++)
+            tcase_add_test(tc, groups[g].tests[i]);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
