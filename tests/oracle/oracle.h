@@ -129,7 +129,7 @@ typedef struct or_stage_state {
     int has_pending;
     int32_t pending_token;
     double pending_surprise; /* adaptive_p: the original probability */
-    int64_t n_accepted; /* min_tokens: tokens accepted since reset */
+    int64_t n_accepted;      /* min_tokens: tokens accepted since reset */
 } or_stage_state;
 
 typedef struct or_chain {
