@@ -2088,7 +2088,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_verify(sift_chain *chain,
  * rejection-sampling verifier: for i = 0..n, what
  * sift_chain_distribution_slice (slices) or sift_chain_distribution
  * (rows) gives after drafts[0..i) were accepted with sift_chain_accept
- * (a mirostat's mu moves only for a token it sampled, so it stays).
+ * (mirostat's mu and adaptive_p's average move only for a token the
+ * selector sampled, so they stay).
  * Certified on slices as those calls are: a position the slice cannot
  * decide calls args->hook with the position (or the chain's hook), else
  * SIFT_E_NEED_ROW. Runs on the verifier's shadow: `chain` is read only.

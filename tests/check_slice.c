@@ -2287,6 +2287,142 @@ START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_nev
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Extras beside a device set, and lists of extras longer than V       */
+/* ------------------------------------------------------------------ */
+
+static int32_t row_token(sift_chain *c, const float *row, int32_t V)
+{
+    int32_t t = -1;
+    sift_error err;
+    ck_assert_msg(sift_chain_sample(c, row, V, &t, &err) == SIFT_OK, "%s", err.message);
+    return t;
+}
+
+/* A device set (no canonical flag) may hold extras tied at its smallest
+ * logit with a smaller id than the tied prefix tokens: in canonical order
+ * they come first, so a complete slice of equal logits gives the row's
+ * token (the lowest id for top_k 1, the same draw for dist). */
+START_TEST(test_extras_tied_with_a_device_sets_smallest_logit_rank_by_id)
+{
+    const float row[3] = {0.5f, 0.5f, 0.5f};
+    sift_candidate pre[2] = {{1, 0.5f}, {2, 0.5f}}, ex[1] = {{0, 0.5f}};
+    sift_slice sl = {.n_vocab = 3, .n_prefix = 2, .prefix = pre, .n_extras = 1, .extras = ex};
+    sift_error err;
+    for (int chain = 0; chain < 2; chain++)
+        for (uint64_t seed = 0; seed < 20; seed++) {
+            sift_chain_params p;
+            sift_chain_params_init(&p);
+            p.seed = seed;
+            sift_chain *a, *b;
+            ck_assert_int_eq(sift_chain_new(&a, &p, NULL), SIFT_OK);
+            if (chain == 0) {
+                ck_assert_int_eq(sift_chain_add_top_k(a, 1, NULL), SIFT_OK);
+                ck_assert_int_eq(sift_chain_add_greedy(a, NULL), SIFT_OK);
+            } else {
+                ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
+            }
+            ck_assert_int_eq(sift_chain_clone(a, &b, NULL), SIFT_OK);
+            int32_t t = -1;
+            ck_assert_msg(sift_chain_sample_slice(b, &sl, &t, &err) == SIFT_OK, "%s", err.message);
+            ck_assert_int_eq(t, row_token(a, row, 3));
+            sift_chain_free(a);
+            sift_chain_free(b);
+        }
+}
+END_TEST
+
+/* allowed_tokens names its ids as extras and so bans every absent token:
+ * an allowed extra tied at the device set's smallest logit still ranks
+ * by id. */
+START_TEST(test_allowed_extras_tied_with_a_device_set_rank_by_id)
+{
+    float row[100];
+    for (int i = 0; i < 100; i++)
+        row[i] = -1.0f;
+    row[0] = row[1] = row[2] = row[50] = 0.5f;
+    const int32_t ids[3] = {0, 1, 2};
+    sift_chain *a, *b;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_new(&a, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_allowed_tokens(a, ids, 3, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(a, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(a, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_clone(a, &b, NULL), SIFT_OK);
+    sift_candidate pre[2] = {{1, 0.5f}, {2, 0.5f}}, ex[1] = {{0, 0.5f}};
+    sift_slice sl = {.n_vocab = 100, .n_prefix = 2, .prefix = pre, .n_extras = 1, .extras = ex};
+    hook_ctx h = hook_for(row, 100);
+    ck_assert_int_eq(sift_chain_set_row_hook(b, hook, &h, NULL), SIFT_OK);
+    int32_t t = -1;
+    ck_assert_msg(sift_chain_sample_slice(b, &sl, &t, &err) == SIFT_OK, "%s", err.message);
+    ck_assert_int_eq(t, row_token(a, row, 100));
+    ck_assert_int_eq(t, 0);
+    sift_chain_free(a);
+    sift_chain_free(b);
+}
+END_TEST
+
+/* Biases on 115 ids and a penalty window name more extra ids than the
+ * row has once the ids both name are counted twice; the row step still
+ * sees every raised token (id 120: 0.8 / 0.5 = 1.6 beats the 0.91 of
+ * the biased block). */
+START_TEST(test_a_list_of_extras_longer_than_the_row_keeps_every_raised_token)
+{
+    enum { NV = 128 };
+    sift_bias bs[115];
+    for (int i = 0; i < 115; i++)
+        bs[i] = (sift_bias){i, 0.01f};
+    sift_chain *c;
+    ck_assert_int_eq(sift_chain_new(&c, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, bs, 115, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 8, 0.5f, 0.0f, 0.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    const int32_t hist[8] = {120, 100, 101, 102, 103, 104, 105, 106};
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(sift_chain_accept(c, hist[i], NULL), SIFT_OK);
+    float row[NV];
+    for (int i = 0; i < NV; i++)
+        row[i] = -5.0f;
+    for (int i = 10; i < 20; i++)
+        row[i] = 0.9f;
+    row[120] = 0.8f;
+    ck_assert_int_eq(row_token(c, row, NV), 120);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* The same double count on a slice: a slice without a requested extra
+ * (id 7, in the penalty window) is refused, not sampled. */
+START_TEST(test_a_slice_missing_a_requested_extra_is_refused_when_the_list_is_longer_than_v)
+{
+    sift_bias bs[7];
+    for (int i = 0; i < 7; i++)
+        bs[i] = (sift_bias){i, 0.01f};
+    sift_chain *c;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_new(&c, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_logit_bias(c, bs, 7, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 8, 0.5f, 0.0f, 0.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, 7, NULL), SIFT_OK);
+    sift_candidate pre[1] = {{0, 1.0f}}, ex[6];
+    for (int i = 0; i < 6; i++)
+        ex[i] = (sift_candidate){i + 1, -5.0f};
+    sift_slice sl = {.n_vocab = 8,
+                     .n_prefix = 1,
+                     .prefix = pre,
+                     .n_extras = 6,
+                     .extras = ex,
+                     .flags = SIFT_SLICE_CANONICAL};
+    int32_t t = -1;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &sl, &t, &err), SIFT_E_SLICE);
+    ck_assert_msg(strstr(err.message, "extra token 7") != NULL, "%s", err.message);
+    ck_assert_int_eq(t, -1);
+    sift_chain_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("slice");
@@ -2339,6 +2475,11 @@ static Suite *suite(void)
           test_cross_check_catches_a_token_that_differs_from_the_whole_row,
           test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_never_trip_it}},
         {"prompt", {test_prompt_tokens_fill_windows_but_not_grammars}},
+        {"extras",
+         {test_extras_tied_with_a_device_sets_smallest_logit_rank_by_id,
+          test_allowed_extras_tied_with_a_device_set_rank_by_id,
+          test_a_list_of_extras_longer_than_the_row_keeps_every_raised_token,
+          test_a_slice_missing_a_requested_extra_is_refused_when_the_list_is_longer_than_v}},
         {"errors",
          {test_a_slice_error_after_an_early_walk_exit_reaches_the_caller,
           test_the_walk_leaves_the_context_error_pointer_as_it_found_it,

@@ -78,8 +78,10 @@ static sift_status check_requested(sift_chain *c, const sift_slice *sl, const ui
 {
     int32_t *ids = (int32_t *)c->ws.u32;
     size_t n = sift__chain_extras(c, ids, c->ws.cap);
-    if (n > c->ws.cap)
-        n = c->ws.cap;
+    if (n > c->ws.cap) /* load_slice sized ws for the whole list */
+        return sift__fail(err, SIFT_E_LIMIT,
+                          "the chain asks for %zu extra ids, more than its workspace holds (%zu)",
+                          n, c->ws.cap);
     for (size_t i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id >= sl->n_vocab) /* sift__step_check reports a stage's token outside V */
@@ -241,13 +243,17 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
     int32_t V = sl->n_vocab;
     if ((s = sift__step_check(c, V, need_selector, err)))
         return s;
+    /* Room for the slice (at most V once validated) and for the list of
+     * extras the chain asks for as the stages give it, before the ids
+     * several stages name are merged (check_requested): that list can
+     * be longer than V. */
     int64_t want = (int64_t)sift__chain_max_extras(c);
     int64_t n =
         (int64_t)(sl->n_prefix > 0 ? sl->n_prefix : 0) + (sl->n_extras > 0 ? sl->n_extras : 0);
+    if (n > V)
+        n = V;
     if (want < n)
         want = n;
-    if (want > V)
-        want = V;
     if (want < 1)
         want = 1;
     if ((s = sift__ws_reserve(&c->ws, &c->al, (size_t)want, err)) ||
@@ -265,15 +271,6 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
     if (!(c->ws.cand[0].logit > -INFINITY))
         return sift__fail(err, SIFT_E_NO_CANDIDATE,
                           "all %d tokens are banned (-inf) in the input row", (int)V);
-    if (e > 0) {
-        memcpy(c->ws.cand + k, sl->extras, e * sizeof *c->ws.cand);
-        sift__sort_canon(c->ws.cand + k, e, c->ws.cand2);
-    }
-    a->c = c->ws.cand;
-    a->n = k + e;
-    a->V = V;
-    a->order = SIFT__ORDER_CANON;
-    a->dense = 0;
     /* A canonical prefix: every absent token comes after its last token
      * in canonical order. A device's top-k set: every absent token's
      * logit is at most the smallest present one, with any id, so only a
@@ -286,6 +283,22 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
         b->key = 0;
         b->logit = c->ws.cand[k - 1].logit;
     }
+    if (e > 0 && (sl->flags & SIFT_SLICE_CANONICAL)) {
+        /* Every extra comes after the prefix's last key (validated). */
+        memcpy(c->ws.cand + k, sl->extras, e * sizeof *c->ws.cand);
+        sift__sort_canon(c->ws.cand + k, e, c->ws.cand2);
+    } else if (e > 0) {
+        /* A device set's extras may tie its smallest logit with a smaller
+         * id than a tied prefix token, and so belong before it: merged in
+         * canonically, not appended. */
+        memcpy(c->ws.cand2, sl->extras, e * sizeof *c->ws.cand2);
+        sift__canon_merge(c->ws.cand, k, c->ws.cand2, e);
+    }
+    a->c = c->ws.cand;
+    a->n = k + e;
+    a->V = V;
+    a->order = SIFT__ORDER_CANON;
+    a->dense = 0;
     return SIFT_OK;
 }
 

@@ -241,13 +241,18 @@ static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_
 
 /* Appends to the prefix in `a` the extras this step asks for, with their
  * row logits, in canonical order (they all rank after the prefix). */
-static void add_row_extras(sift_chain *c, sift__arr *a, const float *row, const sift__bound *b)
+/* Returns 0 when the list did not fit (the step then takes the full
+ * pass: a walk without every extra could certify a wrong token); the
+ * workspace is sized so that it does (ws_need). */
+static int add_row_extras(sift_chain *c, sift__arr *a, const float *row, const sift__bound *b)
 {
     int32_t *ids = (int32_t *)c->ws.u32;
     size_t cap = c->ws.cap - a->n;
     size_t n = sift__chain_extras(c, ids, cap);
-    if (n == 0 || n > cap)
-        return; /* n > cap cannot happen: extras are distinct ids < V */
+    if (n == 0)
+        return 1;
+    if (n > cap)
+        return 0;
     size_t start = a->n;
     for (size_t i = 0; i < n; i++) {
         sift_candidate x = {ids[i], row[ids[i]]};
@@ -255,6 +260,15 @@ static void add_row_extras(sift_chain *c, sift__arr *a, const float *row, const 
             a->c[a->n++] = x;
     }
     sift__sort_canon(a->c + start, a->n - start, c->ws.cand2);
+    return 1;
+}
+
+/* The workspace a row step reserves: the row, and after a prefix of at
+ * most V tokens room for the list of extras as the stages give it, before
+ * the ids several stages name are merged (so it can exceed V). */
+static size_t ws_need(const sift_chain *c, int32_t V)
+{
+    return (size_t)V + (size_t)sift__chain_max_extras(c);
 }
 
 /* One pass of the chain over a whole row, starting from RNG state *rng:
@@ -289,8 +303,8 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
         a.order = SIFT__ORDER_CANON;
         a.dense = 0;
         sift__bound b = sift__bound_of(&a.c[k - 1]);
-        add_row_extras(c, &a, logits, &b);
-        int decided = sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED;
+        int decided = add_row_extras(c, &a, logits, &b) &&
+                      sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED;
         if (decided) {
             if (s)
                 return s;
@@ -381,7 +395,7 @@ sift_status sift__sample_row(sift_chain *c, const float *logits, int32_t V, int3
     if (!logits)
         return sift__fail(err, SIFT_E_ARG, "logits is NULL");
     if ((s = sift__step_check(c, V, 1, err)) ||
-        (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
+        (s = sift__ws_reserve(&c->ws, &c->al, ws_need(c, V), err)))
         return s;
     sift__rng rng = c->rng;
     int32_t tok = -1;
@@ -483,7 +497,7 @@ sift_status sift__distribution_row(sift_chain *c, const float *logits, int32_t V
     if (!logits)
         return sift__fail(err, SIFT_E_ARG, "logits is NULL");
     if ((s = sift__step_check(c, V, 0, err)) ||
-        (s = sift__ws_reserve(&c->ws, &c->al, (size_t)V, err)))
+        (s = sift__ws_reserve(&c->ws, &c->al, ws_need(c, V), err)))
         return s;
     sift__arr a;
     if ((s = load_row(c, logits, V, &a, err)))
