@@ -449,7 +449,7 @@ typedef struct sift__stage_ops {
  * when it refuses it, bans what it refuses in a row so the step can draw
  * again (docs/analyzer.md, "Check mode"). The chain owns it; the module
  * that defines it installs it with sift__chain_set_checker (the grammar:
- * sift_chain_set_check_grammar, src/grammar/gbnf_checker.c), so the core
+ * sift_chain_set_check_grammar, src/grammar/gbnf_check_mode.c), so the core
  * knows its behaviour only through these functions. */
 typedef struct sift__checker_ops {
     /* What messages call it ("check grammar"). */

@@ -1,5 +1,5 @@
 /*
- * gbnf_checker.c - a grammar as the chain's checker (check mode,
+ * gbnf_check_mode.c - a grammar as the chain's checker (check mode,
  * sift_chain_set_check_grammar).
  *
  * Check mode lets the chain draw from the row as it is and asks the
