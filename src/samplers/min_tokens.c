@@ -226,8 +226,9 @@ static sift_status mt_build(sift_chain *c, const void *rec, const sift__build_en
             return SIFT_OK;
         if (!env->vocab)
             return env->fail(env, err, SIFT_E_ARG,
-                             "min_tokens has no ids and no vocabulary was given (the default "
-                             "ids are the vocabulary's end-of-generation tokens)");
+                             "min_tokens has no ids and no vocabulary was given (its default ids, "
+                             "as ignore_eos's, are "
+                             "the vocabulary's end-of-generation tokens)");
         return sift_chain_add_min_tokens(c, r->n, NULL, 0, env->vocab, err);
     }
     const sift__alloc *al = sift__chain_alloc(c);

@@ -132,7 +132,10 @@ typedef struct sift__sampler_desc {
      * common's default order (0 = not in it, else 1-based), and whether
      * llama.cpp's constructor would build it from these values (its
      * no-op rules; it may adjust the record as llama.cpp does).
-     * flat_names NULL: not in the flat form's order. */
+     * flat_names NULL: not in the flat form's order. A selector with
+     * flat_names has flat_order 0: naming it anywhere in the list makes
+     * it the final selector in place of dist, as llama.cpp does for
+     * adaptive_p. */
     const char *const *flat_names;
     char flat_char;
     int flat_order;
