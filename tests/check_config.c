@@ -282,6 +282,47 @@ START_TEST(test_min_p_before_top_k_is_reported_as_commuting)
 }
 END_TEST
 
+static size_t n_diag(const sift_config *cfg, const char *text)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < sift_config_n_diagnostics(cfg); i++)
+        k += strstr(sift_config_diagnostic(cfg, i)->text, text) != NULL;
+    return k;
+}
+
+/* The top_k warning asks the plan of the built chain: epsilon before
+ * top_k is decided per step by its certificate (a CERTIFIED plan), so it
+ * is not said to read the whole row; penalties before top_k only add to
+ * the exact k, and get no warning. */
+START_TEST(test_a_threshold_the_certificate_decides_before_top_k_is_not_called_whole_row)
+{
+    sift_config *cfg = parse_ok("chain: [epsilon: 0.001, top_k: 40, dist]\n");
+    ck_assert_uint_eq(sift_config_n_diagnostics(cfg), 1);
+    ck_assert(has_diag(cfg, "t.yaml:1:9: warning: epsilon before top_k leaves the plan certified"));
+    ck_assert(!has_diag(cfg, "whole row;"));
+    sift_config_free(cfg);
+    cfg = parse_ok("chain: [penalties: {last_n: 64, repeat: 1.1}, top_k: 40, dist]\n");
+    ck_assert_uint_eq(sift_config_n_diagnostics(cfg), 0);
+    sift_config_free(cfg);
+}
+END_TEST
+
+/* Each stage before top_k that needs the whole row on its own is named
+ * (the plan blames the first; without it, the next), then the stage that
+ * leaves the plan certified; stages after top_k are not. */
+START_TEST(test_each_stage_before_top_k_that_keeps_the_plan_from_a_slice_is_named)
+{
+    sift_config *cfg =
+        parse_ok("chain: [top_p: 0.9, typical: 0.9, min_p: 0.1, top_k: 40, eta: 0.01, dist]\n");
+    ck_assert_uint_eq(n_diag(cfg, "before top_k"), 3);
+    ck_assert(has_diag(cfg, "t.yaml:1:9: warning: top_p before top_k makes every step read the "
+                            "whole row"));
+    ck_assert(has_diag(cfg, "t.yaml:1:21: warning: typical before top_k makes every step read"));
+    ck_assert(has_diag(cfg, "t.yaml:1:35: warning: min_p before top_k leaves the plan certified"));
+    sift_config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_truncation_before_greedy_is_reported_as_useless)
 {
     sift_config *cfg = parse_ok("chain: [top_k: 40, temperature: 0.5, greedy]\n");
@@ -1588,6 +1629,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_every_problem_is_reported_sorted_with_the_first_in_err);
     tcase_add_test(tc, test_warnings_do_not_make_a_config_invalid);
     tcase_add_test(tc, test_min_p_before_top_k_is_reported_as_commuting);
+    tcase_add_test(tc,
+                   test_a_threshold_the_certificate_decides_before_top_k_is_not_called_whole_row);
+    tcase_add_test(tc, test_each_stage_before_top_k_that_keeps_the_plan_from_a_slice_is_named);
     tcase_add_test(tc, test_truncation_before_greedy_is_reported_as_useless);
     tcase_add_test(tc, test_max_diagnostics_stops_collecting);
     tcase_add_test(tc, test_seed_vocab_size_and_accessors);

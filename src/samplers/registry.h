@@ -117,11 +117,12 @@ typedef struct sift__sampler_desc {
     /* Adds the stage to `c`. */
     sift_status (*build)(sift_chain *c, const void *rec, const sift__build_env *env,
                          sift_error *err);
-    /* The stage's capability class from its record, as the
-     * configuration's warnings see it before any chain exists (WHOLE or
-     * THRESHOLD: reads the whole row before a top-k; TOP with *k: a top-k
-     * cut), or NULL for "neither". It must agree with the built stage's
-     * sift__stage_ops.cls. */
+    /* The stage's capability class from its record, before any chain
+     * exists (TOP with *k: a top-k cut), or NULL for "not a cut and not
+     * a whole-row reader". It must agree with the built stage's
+     * sift__stage_ops.cls (check_registry builds each to compare). The
+     * configuration's warnings no longer read it: they ask the plan of
+     * the trial-built chain (schema_lint.c). */
     sift_class (*cls)(const void *rec, int64_t *k);
     /* Warnings about values that turn the stage off, or NULL. */
     void (*lint)(const void *rec, sift__lint *l);
