@@ -929,7 +929,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_accept(sift_chain *chain, int32_t
  * As sift_chain_accept for a token the model did not generate (the
  * prompt, a system message, text a runtime inserts): penalty and DRY
  * windows take it, grammars (check mode and constrain stages) do not, as
- * llama.cpp feeds its grammar generated tokens only. Errors as
+ * llama.cpp feeds its grammar generated tokens only, and min_tokens
+ * does not count it (vLLM and HF count generated tokens). Errors as
  * sift_chain_accept. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_accept_prompt(sift_chain *chain, int32_t token,
@@ -1575,9 +1576,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_logit_bias(sift_chain *chain,
  * it is only read during the call; the list is copied). While the stage
  * has accepted fewer than min_tokens tokens since the chain was created
  * or reset, their logits are -inf; then the stage changes nothing.
- * min_tokens = 0 is a no-op stage. The count is of every token accepted,
- * sift_chain_accept_prompt's included: after a prompt of P tokens given
- * through the chain, min_tokens = P + n bans until n are generated.
+ * min_tokens = 0 is a no-op stage. The count is of generated tokens
+ * only: sift_chain_accept counts a token, sift_chain_accept_prompt does
+ * not (as for grammars), so min_tokens = n bans until n tokens have been
+ * generated after a prompt of any length.
  * Ids are checked against the row length at sample time (SIFT_E_ARG).
  * SIFT_E_ARG for min_tokens < -1, a NULL ids with n_ids > 0, a negative
  * id (err->index = its position), and for min_tokens != 0 with nothing to

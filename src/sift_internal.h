@@ -705,6 +705,12 @@ SIFT__HIDDEN sift_status sift__row_prefix(sift__ctx *ctx, const float *row, int3
  * be NULL) receives one entry per stage. */
 SIFT__HIDDEN void sift__plan_walk(const sift_chain *chain, int dynamic, sift_plan *plan,
                                   sift_plan_stage *stages);
+/* The stage the static plan blames for needing the whole row: the
+ * stage at which its walk gives up (the plan is then WHOLE_ROW, and its
+ * `why` names that stage), or -1 when the walk never gives up (a plan
+ * that is not WHOLE_ROW, or a chain with no stage that truncates or
+ * reads the whole distribution). */
+SIFT__HIDDEN int32_t sift__plan_whole_at(const sift_chain *chain);
 /* Recomputes the chain's cached static plan (after a stage is added). */
 SIFT__HIDDEN void sift__plan_cache(sift_chain *chain);
 /* The prefix length the full-row path tries (0 = whole row). */

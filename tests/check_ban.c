@@ -316,10 +316,18 @@ static void property(sp_kind mine, uint64_t seed, long cases, tally *ty)
          * prefixes repeat */
         int32_t alpha = V < 8 ? V : 8;
         int n_prompt = (int)tu_range(&r, 0, 24);
+        /* the history as a prompt (min_tokens does not count it) or as
+         * generated tokens (it does), the oracle told which */
+        int as_prompt = (int)tu_range(&r, 0, 1);
         for (int i = 0; i < n_prompt; i++) {
             int32_t t = (int32_t)tu_range(&r, 0, alpha - 1);
-            ck_assert_int_eq(sift_chain_accept(chain, t, &err), SIFT_OK);
-            or_accept(&o, t);
+            if (as_prompt) {
+                ck_assert_int_eq(sift_chain_accept_prompt(chain, t, &err), SIFT_OK);
+                or_accept_prompt(&o, t);
+            } else {
+                ck_assert_int_eq(sift_chain_accept(chain, t, &err), SIFT_OK);
+                or_accept(&o, t);
+            }
         }
         sift_plan sp = {.struct_size = sizeof(sift_plan)}, dp = {.struct_size = sizeof(sift_plan)};
         ck_assert_int_eq(sift_chain_plan(chain, &sp, NULL, NULL), SIFT_OK);
@@ -531,19 +539,27 @@ START_TEST(test_min_tokens_bans_the_vocabulary_end_of_generation_ids)
 }
 END_TEST
 
-START_TEST(test_min_tokens_counts_prompt_tokens_so_p_plus_n_waits_for_n_generated)
+START_TEST(test_min_tokens_counts_generated_tokens_only_and_not_prompt_tokens)
 {
     sift_chain *c = new_chain(8);
     sift_error err;
     const int32_t id = 3;
-    ck_assert_int_eq(sift_chain_add_min_tokens(c, 3 + 1, &id, 1, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_min_tokens(c, 2, &id, 1, NULL, &err), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(c, &err), SIFT_OK);
-    for (int32_t t = 0; t < 3; t++)
-        ck_assert_int_eq(sift_chain_accept_prompt(c, t, &err), SIFT_OK);
     const float row[8] = {0, 1, 2, 9, 3, 8, 4, 5};
+    /* a prompt longer than n leaves the ban on */
+    for (int32_t t = 0; t < 5; t++)
+        ck_assert_int_eq(sift_chain_accept_prompt(c, t, &err), SIFT_OK);
     ck_assert_int_eq(greedy_of(c, row, 8), 5);
-    accept_ok(c, 5);
+    expect_plan(c, 2, SIFT_GUARANTEE_EXACT, 1);
+    accept_ok(c, 5); /* generated: 1 of 2 */
+    ck_assert_int_eq(greedy_of(c, row, 8), 5);
+    /* text a runtime inserts between generated tokens does not count */
+    ck_assert_int_eq(sift_chain_accept_prompt(c, 0, &err), SIFT_OK);
+    ck_assert_int_eq(greedy_of(c, row, 8), 5);
+    accept_ok(c, 5); /* generated: 2 of 2 */
     ck_assert_int_eq(greedy_of(c, row, 8), 3);
+    expect_plan(c, 1, SIFT_GUARANTEE_EXACT, 1);
     sift_chain_free(c);
 }
 END_TEST
@@ -1125,7 +1141,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_min_tokens_bans_its_ids_until_n_tokens_were_accepted);
     tcase_add_test(tc, test_min_tokens_minus_one_bans_forever_and_zero_bans_nothing);
     tcase_add_test(tc, test_min_tokens_bans_the_vocabulary_end_of_generation_ids);
-    tcase_add_test(tc, test_min_tokens_counts_prompt_tokens_so_p_plus_n_waits_for_n_generated);
+    tcase_add_test(tc, test_min_tokens_counts_generated_tokens_only_and_not_prompt_tokens);
     tcase_add_test(tc, test_min_tokens_plan_counts_its_ids_until_n_and_nothing_after);
     tcase_add_test(tc, test_min_tokens_refuses_bad_arguments_and_adds_nothing);
     tcase_add_test(tc, test_min_tokens_yaml_stage_takes_ids_or_the_vocabulary);

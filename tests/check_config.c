@@ -282,6 +282,47 @@ START_TEST(test_min_p_before_top_k_is_reported_as_commuting)
 }
 END_TEST
 
+static size_t n_diag(const sift_config *cfg, const char *text)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < sift_config_n_diagnostics(cfg); i++)
+        k += strstr(sift_config_diagnostic(cfg, i)->text, text) != NULL;
+    return k;
+}
+
+/* The top_k warning asks the plan of the built chain: epsilon before
+ * top_k is decided per step by its certificate (a CERTIFIED plan), so it
+ * is not said to read the whole row; penalties before top_k only add to
+ * the exact k, and get no warning. */
+START_TEST(test_a_threshold_the_certificate_decides_before_top_k_is_not_called_whole_row)
+{
+    sift_config *cfg = parse_ok("chain: [epsilon: 0.001, top_k: 40, dist]\n");
+    ck_assert_uint_eq(sift_config_n_diagnostics(cfg), 1);
+    ck_assert(has_diag(cfg, "t.yaml:1:9: warning: epsilon before top_k leaves the plan certified"));
+    ck_assert(!has_diag(cfg, "whole row;"));
+    sift_config_free(cfg);
+    cfg = parse_ok("chain: [penalties: {last_n: 64, repeat: 1.1}, top_k: 40, dist]\n");
+    ck_assert_uint_eq(sift_config_n_diagnostics(cfg), 0);
+    sift_config_free(cfg);
+}
+END_TEST
+
+/* Each stage before top_k that needs the whole row on its own is named
+ * (the plan blames the first; without it, the next), then the stage that
+ * leaves the plan certified; stages after top_k are not. */
+START_TEST(test_each_stage_before_top_k_that_keeps_the_plan_from_a_slice_is_named)
+{
+    sift_config *cfg =
+        parse_ok("chain: [top_p: 0.9, typical: 0.9, min_p: 0.1, top_k: 40, eta: 0.01, dist]\n");
+    ck_assert_uint_eq(n_diag(cfg, "before top_k"), 3);
+    ck_assert(has_diag(cfg, "t.yaml:1:9: warning: top_p before top_k makes every step read the "
+                            "whole row"));
+    ck_assert(has_diag(cfg, "t.yaml:1:21: warning: typical before top_k makes every step read"));
+    ck_assert(has_diag(cfg, "t.yaml:1:35: warning: min_p before top_k leaves the plan certified"));
+    sift_config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_truncation_before_greedy_is_reported_as_useless)
 {
     sift_config *cfg = parse_ok("chain: [top_k: 40, temperature: 0.5, greedy]\n");
@@ -658,6 +699,81 @@ START_TEST(test_llama_server_request_keys_build_their_explicit_equivalents)
         sift_config_free(e);
     }
     sift_vocab_free(vocab);
+}
+END_TEST
+
+/* llama-server's ignore_eos: a min_tokens stage for the whole generation
+ * right after the logit biases, banning the vocabulary's
+ * end-of-generation ids; adaptive_p named in samplers: the final
+ * selector in place of dist, from adaptive_target and adaptive_decay
+ * (clamped as llama.cpp clamps it), dist when the target is negative. */
+START_TEST(test_flat_ignore_eos_and_adaptive_p_build_their_explicit_equivalents)
+{
+    struct {
+        const char *flat, *explicit_;
+    } cases[] = {
+        {"{\"seed\": 5, \"ignore_eos\": true, \"logit_bias\": [[3, 1.5]]}",
+         "seed: 5\nchain: [logit_bias: {3: 1.5}, min_tokens: -1, top_k: 40, top_p: 0.95,"
+         " min_p: 0.05, temperature: 0.8, dist]\n"},
+        {"{\"seed\": 5, \"mirostat\": 2, \"ignore_eos\": true}",
+         "seed: 5\nchain: [min_tokens: -1, temperature: 0.8, mirostat_v2]\n"},
+        {"{\"seed\": 5, \"samplers\": \"top_k;min_p;adaptive_p;temperature\","
+         " \"adaptive_target\": 0.3, \"adaptive_decay\": 1.5}",
+         "seed: 5\nchain: [top_k: 40, min_p: 0.05, temperature: 0.8,"
+         " adaptive_p: {target: 0.3, decay: 0.99}]\n"},
+        {"{\"seed\": 5, \"samplers\": \"kpa\", \"adaptive_target\": 0, \"adaptive_decay\": -1,"
+         " \"ignore_eos\": true}",
+         "seed: 5\nchain: [min_tokens: -1, top_k: 40, top_p: 0.95,"
+         " adaptive_p: {target: 0, decay: 0}]\n"},
+        {"seed: 5\nsamplers: [adaptive-p, top_k]\nadaptive_target: 1\n",
+         "seed: 5\nchain: [top_k: 40, adaptive_p: {target: 1, decay: 0.9}]\n"},
+        /* off: a negative target with adaptive_p named, a target without */
+        {"seed: 5\nsamplers: \"ka\"\nadaptive_target: -7\n", "seed: 5\nchain: [top_k: 40, dist]\n"},
+        {"seed: 5\nsamplers: \"k\"\nadaptive_target: 0.5\n", "seed: 5\nchain: [top_k: 40, dist]\n"},
+        {"seed: 5\nmirostat: 2\nsamplers: [adaptive_p]\nadaptive_target: 0.4\n",
+         "seed: 5\nchain: [temperature: 0.8, mirostat_v2]\n"},
+    };
+    sift_vocab *vocab = make_vocab(700);
+    ck_assert_int_eq(sift_vocab_set_attr(vocab, 2, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(vocab, 650, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+    for (size_t i = 0; i < N(cases); i++) {
+        sift_config *f = parse_ok(cases[i].flat), *e = parse_ok(cases[i].explicit_);
+        sift_chain *a = build(f, vocab, 700), *b = build(e, vocab, 700);
+        assert_same_behaviour(a, b, 700, 1100 + i, 150);
+        sift_chain_free(a);
+        sift_chain_free(b);
+        sift_config_free(f);
+        sift_config_free(e);
+    }
+    /* the ban is there: both end-of-generation ids, from the first step */
+    sift_config *f = parse_ok("{\"ignore_eos\": true, \"logit_bias\": [[1, 2]]}");
+    sift_chain *a = build(f, vocab, 700);
+    ck_assert_str_eq(sift_chain_stage_name(a, 1), "min_tokens");
+    int64_t n = 0;
+    ck_assert_int_eq(sift_chain_stage_class(a, 1, &n), SIFT_CLASS_LOWERS);
+    ck_assert_int_eq(n, 2);
+    sift_chain_free(a);
+    sift_config_free(f);
+    sift_vocab_free(vocab);
+}
+END_TEST
+
+/* ignore_eos needs the vocabulary's end-of-generation ids: the config
+ * loads without one (as DRY's breakers do), and the build without one
+ * fails at the key, naming ignore_eos. */
+START_TEST(test_flat_ignore_eos_without_a_vocabulary_fails_at_build_naming_it)
+{
+    sift_config *f = parse_ok("{\"seed\": 1,\n \"ignore_eos\": true}");
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    sift_chain *c = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_config_build_chain(f, &p, NULL, &c, &err), SIFT_E_ARG);
+    ck_assert_ptr_null(c);
+    ck_assert_int_eq(err.line, 2);
+    ck_assert_int_eq(err.column, 16);
+    ck_assert_ptr_nonnull(strstr(err.message, "ignore_eos"));
+    sift_config_free(f);
 }
 END_TEST
 
@@ -1513,6 +1629,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_every_problem_is_reported_sorted_with_the_first_in_err);
     tcase_add_test(tc, test_warnings_do_not_make_a_config_invalid);
     tcase_add_test(tc, test_min_p_before_top_k_is_reported_as_commuting);
+    tcase_add_test(tc,
+                   test_a_threshold_the_certificate_decides_before_top_k_is_not_called_whole_row);
+    tcase_add_test(tc, test_each_stage_before_top_k_that_keeps_the_plan_from_a_slice_is_named);
     tcase_add_test(tc, test_truncation_before_greedy_is_reported_as_useless);
     tcase_add_test(tc, test_max_diagnostics_stops_collecting);
     tcase_add_test(tc, test_seed_vocab_size_and_accessors);
@@ -1527,6 +1646,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_probability_cutoffs_build_the_api_chain);
     tcase_add_test(tc, test_flat_llama_defaults_build_the_explicit_default_chain);
     tcase_add_test(tc, test_flat_forms_build_their_explicit_equivalents);
+    tcase_add_test(tc, test_flat_ignore_eos_and_adaptive_p_build_their_explicit_equivalents);
+    tcase_add_test(tc, test_flat_ignore_eos_without_a_vocabulary_fails_at_build_naming_it);
     tcase_add_test(tc, test_llama_server_request_keys_build_their_explicit_equivalents);
     tcase_add_test(tc, test_llama_server_grammar_string_is_a_check_mode_grammar);
     tcase_add_test(tc, test_llama_random_seed_is_accepted_with_a_warning_and_varies);

@@ -275,20 +275,40 @@ START_TEST(test_t03_catastrophic_backtracking_is_a_limit_error_not_a_no_match)
     ck_assert_msg(strstr(err.message, "at output byte 42") != NULL, "%s", err.message);
     sift__trigger_free(t);
 
-    /* (.|\s)*?x over 12 KB of spaces (three windows): PCRE2 sees that the
-     * required 'x' is absent and fails fast; whatever the engine does, the
-     * work per token stays bounded by the window and the result is an
-     * answer. */
+    /* (.|\s)*?x over runs of spaces: any text can begin a match, so no
+     * search can skip ahead and each one may read the whole window;
+     * whatever the engine does, the work per token stays bounded by the
+     * window and the result is an answer. A search costs O(window), so
+     * the default window (4096 bytes) is filled by one token and crossed
+     * by 64 one-byte tokens, and five whole windows (crossing the
+     * buffer's compaction, at 3 windows + 64 bytes) are fed one byte at a
+     * time with the smallest window, 64 bytes. */
     s[1] = pat("(.|\\s)*?x");
-    t = make(s, 2, NULL, NULL);
-    for (int i = 0; i < 3 * 4096; i++) {
-        ck_assert_int_eq(sift__trigger_feed(t, 1, " ", 1, &fired, &start, &err), SIFT_OK);
-        ck_assert_int_eq(fired, 0);
-        ck_assert_uint_le(sift__trigger_last_scanned(t), 4096 + 1);
+    static char spaces[4096];
+    memset(spaces, ' ', sizeof spaces);
+    sift__trigger_params small;
+    sift__trigger_params_init(&small);
+    small.max_window = 64;
+    const struct {
+        const sift__trigger_params *p;
+        size_t window, fill, one_byte;
+    } runs[] = {{NULL, 4096, 4096, 64}, {&small, 64, 0, 5 * 64}};
+    for (size_t r = 0; r < N(runs); r++) {
+        t = make(s, 2, runs[r].p, NULL);
+        if (runs[r].fill) {
+            ck_assert_int_eq(sift__trigger_feed(t, 1, spaces, runs[r].fill, &fired, &start, &err),
+                             SIFT_OK);
+            ck_assert_int_eq(fired, 0);
+        }
+        for (size_t i = 0; i < runs[r].one_byte; i++) {
+            ck_assert_int_eq(sift__trigger_feed(t, 1, " ", 1, &fired, &start, &err), SIFT_OK);
+            ck_assert_int_eq(fired, 0);
+            ck_assert_uint_le(sift__trigger_last_scanned(t), runs[r].window + 1);
+        }
+        ck_assert_int_eq(sift__trigger_feed(t, 1, "x", 1, &fired, &start, &err), SIFT_OK);
+        ck_assert_int_eq(fired, 1);
+        sift__trigger_free(t);
     }
-    ck_assert_int_eq(sift__trigger_feed(t, 1, "x", 1, &fired, &start, &err), SIFT_OK);
-    ck_assert_int_eq(fired, 1);
-    sift__trigger_free(t);
 
     /* (a+)+!b over a's and "!c": the plain search fails at once (no 'b'),
      * and the partial search that only serves to skip ahead may hit the

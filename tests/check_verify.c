@@ -954,7 +954,7 @@ static void property(uint64_t seed, long cases, tally *ty)
             ck_assert_int_eq(sift_chain_accept_prompt(a, t, NULL), SIFT_OK);
             ck_assert_int_eq(sift_chain_accept_prompt(b, t, NULL), SIFT_OK);
             if (!gmode)
-                or_accept(&o, t);
+                or_accept_prompt(&o, t);
         }
         sift_verifier *v;
         ck_assert_int_eq(sift_verifier_new(&v, a, MAXD, NULL), SIFT_OK);

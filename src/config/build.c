@@ -55,21 +55,32 @@ static sift_status add_stage(sift_chain *c, const sift_config *cfg, const cfg_st
  * schema), and mirostat v1 takes vocab_size, or 1 without it (its range
  * checks do not depend on the size).
  */
-sift_status sift__cfg_trial_build(sift_config *cfg)
+static sift_status trial_new(const sift_config *cfg, sift_chain **c, sift_error *err)
 {
     sift_chain_params p;
     sift_chain_params_init(&p);
     p.allocator = &cfg->al.a;
     p.n_vocab = cfg->vocab_size;
     p.max_stages = SIFT_HARD_MAX_STAGES;
+    return sift_chain_new(c, &p, err);
+}
+
+static sift_status trial_add(sift_chain *c, const sift_config *cfg, const cfg_stage *s,
+                             sift_error *err)
+{
+    return add_stage(c, cfg, s, NULL, cfg->vocab_size > 0 ? cfg->vocab_size : 1, 1, err);
+}
+
+sift_status sift__cfg_trial_build(sift_config *cfg)
+{
     sift_chain *c = NULL;
     sift_error err;
-    sift_status st = sift_chain_new(&c, &p, &err);
+    sift_status st = trial_new(cfg, &c, &err);
     if (st != SIFT_OK)
         return st == SIFT_E_NOMEM ? st : SIFT_OK;
     for (size_t i = 0; i < cfg->n_stages && st != SIFT_E_NOMEM; i++) {
         const cfg_stage *s = &cfg->stages[i];
-        st = add_stage(c, cfg, s, NULL, cfg->vocab_size > 0 ? cfg->vocab_size : 1, 1, &err);
+        st = trial_add(c, cfg, s, &err);
         if (st == SIFT_OK || st == SIFT_E_NOMEM)
             continue;
         sift_status code = st == SIFT_E_LIMIT ? SIFT_E_CONFIG_LIMIT : SIFT_E_CONFIG_VALUE;
@@ -79,6 +90,28 @@ sift_status sift__cfg_trial_build(sift_config *cfg)
     }
     sift_chain_free(c);
     return st == SIFT_E_NOMEM ? st : SIFT_OK;
+}
+
+sift_status sift__cfg_trial_chain(const sift_config *cfg, const size_t *order, size_t n,
+                                  sift_chain **out, size_t *at)
+{
+    *out = NULL;
+    sift_chain *c = NULL;
+    sift_error err;
+    sift_status st = trial_new(cfg, &c, &err);
+    for (size_t i = 0; i < n && st == SIFT_OK; i++) {
+        size_t si = order ? order[i] : i;
+        size_t before = sift_chain_n_stages(c);
+        st = trial_add(c, cfg, &cfg->stages[si], &err);
+        for (size_t j = before; st == SIFT_OK && j < sift_chain_n_stages(c); j++)
+            at[j] = si;
+    }
+    if (st != SIFT_OK) {
+        sift_chain_free(c);
+        return st;
+    }
+    *out = c;
+    return SIFT_OK;
 }
 
 void sift__cfg_map_grammar(void *user, size_t off, int32_t *line, int32_t *col)

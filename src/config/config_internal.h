@@ -147,6 +147,16 @@ SIFT__HIDDEN void sift__cfg_map_grammar(void *user, size_t off, int32_t *line, i
  * with diagnostics) or SIFT_E_NOMEM. */
 SIFT__HIDDEN sift_status sift__cfg_trial_build(sift_config *cfg);
 
+/* The trial build's chain, kept (the lint asks its plan): the config
+ * stages order[0..n) (indices into cfg->stages, each at most once; NULL
+ * = the first n as written), added as the trial build adds them, with no
+ * grammar; at[j] receives the config stage that added chain stage j (a
+ * stage the trial leaves out adds none), so `at` holds n entries.
+ * SIFT_OK with *out the chain (the caller frees it), or the first
+ * failure with *out NULL. */
+SIFT__HIDDEN sift_status sift__cfg_trial_chain(const sift_config *cfg, const size_t *order,
+                                               size_t n, sift_chain **out, size_t *at);
+
 /* Whether a diagnostic of severity `sev` would be kept (see config.c). */
 SIFT__HIDDEN int sift__cfg_keeps(const sift_config *cfg, sift_severity sev);
 /* The work counter of a loaded config (tests). */

@@ -5,8 +5,10 @@
  * common_params_sampling and of llama-server's /completion request
  * (params_from_json_cmpl), translated into the chain llama.cpp's
  * common_sampler_init would build: the `samplers` order, the no-op
- * rules, the mirostat switch, and the request keys that are accepted and
- * ignored with a warning. The keys of the samplers' own parameters and
+ * rules, the final selector (dist, or a selector the list names:
+ * adaptive_p), the mirostat switch, ignore_eos (a min_tokens stage after
+ * the logit biases), and the request keys that are accepted and ignored
+ * with a warning. The keys of the samplers' own parameters and
  * the flat sampler names come from their descriptors (flat_key,
  * flat_names, flat_order); the keys listed here belong to no sampler.
  * Messages keep the flat form's key names.
@@ -18,13 +20,13 @@
 
 /* The sampling keys of llama.cpp's common_params_sampling and of
  * llama-server's /completion request (params_from_json_cmpl) that belong
- * to no sampler of the registry: aliases, the sampler list, the mirostat
- * switch, and the keys sift reads only to refuse or ignore. The keys of
- * the samplers' parameters come from their descriptors (flat_key). */
+ * to no sampler's parameter of the registry: aliases, the sampler list,
+ * the mirostat switch, ignore_eos, and the keys sift reads only to refuse
+ * or ignore. The keys of the samplers' parameters come from their
+ * descriptors (flat_key). */
 static const char *const FLAT_KEYS[] = {
-    "temperature",      "mirostat",        "samplers",       "n_probs",
-    "ignore_eos",       "json_schema",     "grammar_lazy",   "grammar_triggers",
-    "preserved_tokens", "adaptive_target", "adaptive_decay",
+    "temperature", "mirostat",     "samplers",         "n_probs",          "ignore_eos",
+    "json_schema", "grammar_lazy", "grammar_triggers", "preserved_tokens",
 };
 #define N_FLAT (sizeof FLAT_KEYS / sizeof FLAT_KEYS[0])
 
@@ -131,10 +133,11 @@ int sift__cfg_is_flat_form_key(const cfg_node *key)
 }
 
 /* Names common's --samplers accepts that sift has no sampler for. */
-static const char *const UNSUPPORTED_SAMPLERS[] = {"infill", "adaptive_p", "adaptive-p"};
+static const char *const UNSUPPORTED_SAMPLERS[] = {"infill"};
 
 /* The flat form's sampler names: every descriptor's flat names in
- * llama.cpp's default order, then the unsupported ones (desc NULL). */
+ * llama.cpp's default order, then the selectors' (adaptive_p), then the
+ * unsupported ones (desc NULL). */
 typedef struct flat_name {
     const char *name;
     const sift__sampler_desc *desc;
@@ -154,10 +157,24 @@ static size_t flat_order(const sift__sampler_desc **out)
     return n;
 }
 
+/* flat_order, then the selectors the list may name (flat_order 0): every
+ * descriptor with a flat name and character. Returns the total; the
+ * first *n_order are the ordered ones. */
+static size_t flat_named(const sift__sampler_desc **out, size_t *n_order)
+{
+    size_t n = flat_order(out);
+    *n_order = n;
+    for (size_t i = 0; sift__samplers[i]; i++)
+        if (sift__samplers[i]->flat_names && sift__samplers[i]->selector && n < MAX_FLAT_ORDER)
+            out[n++] = sift__samplers[i];
+    return n;
+}
+
 static size_t flat_names(flat_name *out)
 {
     const sift__sampler_desc *ord[MAX_FLAT_ORDER];
-    size_t no = flat_order(ord), n = 0;
+    size_t n_order, no = flat_named(ord, &n_order), n = 0;
+    (void)n_order;
     for (size_t i = 0; i < no; i++)
         for (size_t k = 0; ord[i]->flat_names[k] && n < MAX_FLAT_NAMES; k++)
             out[n++] = (flat_name){ord[i]->flat_names[k], ord[i]};
@@ -201,7 +218,8 @@ static int sampler_order(cfg_validator *v, const cfg_node *n, order_item *items,
     flat_name names[MAX_FLAT_NAMES];
     size_t nn = flat_names(names);
     const sift__sampler_desc *ord[MAX_FLAT_ORDER];
-    size_t no = flat_order(ord);
+    size_t n_order, no = flat_named(ord, &n_order);
+    (void)n_order;
     char chars_of[MAX_FLAT_ORDER + 1];
     for (size_t i = 0; i < no; i++)
         chars_of[i] = ord[i]->flat_char;
@@ -309,10 +327,11 @@ typedef struct flat_value {
 
 /* Adds the stage of `d` with its parameters read from their flat keys
  * (llama.cpp's defaults for keys not given), if llama.cpp's constructor
- * would build it. String lists are validated only then, as llama.cpp
- * reads them only then. */
-static void flat_stage(cfg_validator *v, const sift__sampler_desc *d, const flat_value *fv,
-                       size_t n_fv, int32_t line, int32_t col)
+ * would build it; returns 0 when it would not (its no-op rules), else 1.
+ * String lists are validated only then, as llama.cpp reads them only
+ * then. */
+static int flat_stage(cfg_validator *v, const sift__sampler_desc *d, const flat_value *fv,
+                      size_t n_fv, int32_t line, int32_t col)
 {
     cfg_stage st;
     memset(&st, 0, sizeof st);
@@ -334,7 +353,7 @@ static void flat_stage(cfg_validator *v, const sift__sampler_desc *d, const flat
         }
     }
     if (d->flat_active && !d->flat_active(&st.rec))
-        return;
+        return 0;
     for (size_t i = 0; i < d->n_params; i++) {
         const sift__param *pm = &d->params[i];
         if (pm->type != SIFT__PT_STRING_LIST)
@@ -344,10 +363,11 @@ static void flat_stage(cfg_validator *v, const sift__sampler_desc *d, const flat
         if (n ? !sift__cfg_string_param(v, pm, n, pm->flat_key, &st.rec)
               : !sift__cfg_string_default(v, pm, &st.rec)) {
             sift__cfg_stage_free(&v->cfg->al, &st);
-            return;
+            return 1;
         }
     }
     sift__cfg_push(v, &st);
+    return 1;
 }
 
 void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
@@ -462,15 +482,16 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
         else
             ok = 0;
     }
+    /* ignore_eos: true bans the vocabulary's end-of-generation tokens for
+     * the whole generation (llama-server adds them to the logit biases
+     * at -inf): a min_tokens stage with n = -1 and no ids. */
+    const cfg_node *ignore_eos = NULL;
     if ((n = sift__cfg_find(v, root, "ignore_eos"))) {
         int b = 0;
         if (!sift__cfg_get_bool(v, n, "ignore_eos", &b))
             ok = 0;
         else if (b)
-            ok = sift__cfg_err_at(
-                v, n, SIFT_E_CONFIG_VALUE,
-                "ignore_eos: true bans the vocabulary's end-of-generation tokens, which a "
-                "config does not know yet; ban them by id with logit_bias ([[id, false]])");
+            ignore_eos = n;
     }
     if ((n = sift__cfg_find(v, root, "json_schema")) && !n->bad && !sift__cfg_is_null(n))
         ok = sift__cfg_err_at(
@@ -495,20 +516,28 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
             "mapping with its lazy triggers (grammar.lazy)");
     if ((n = sift__cfg_find(v, root, "preserved_tokens")))
         sift__cfg_warn_at(v, n, "preserved_tokens does not change sampling; ignored");
-    if ((n = sift__cfg_find(v, root, "adaptive_target"))) {
-        float t = 0;
-        if (!sift__cfg_get_finite(v, n, "adaptive_target", &t))
+    /* adaptive-p's keys: llama.cpp takes any target <= 1 (negative =
+     * off: the sampler draws as dist does) and clamps the decay to
+     * [0, 0.99]. They matter only when samplers names adaptive_p. */
+    float ap_target = -1.0f, ap_decay = 0.9f;
+    const cfg_node *ap_target_node = sift__cfg_find(v, root, "adaptive_target");
+    if ((n = ap_target_node)) {
+        if (!sift__cfg_get_finite(v, n, "adaptive_target", &ap_target))
             ok = 0;
-        else if (t >= 0)
-            ok = sift__cfg_err_at(
-                v, n, SIFT_E_CONFIG_VALUE,
-                "adaptive_target %s turns on llama.cpp's adaptive-p sampler, which sift "
-                "does not have (a negative value leaves it off)",
-                sift__cfg_echo(v, n));
+        else if (ap_target > 1)
+            ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "adaptive_target must be <= 1, got %s",
+                                  sift__cfg_echo(v, n));
+        else if (ap_target < 0)
+            ap_target = -1.0f; /* any negative value is off */
     }
     if ((n = sift__cfg_find(v, root, "adaptive_decay"))) {
-        float d = 0;
-        ok &= sift__cfg_get_finite(v, n, "adaptive_decay", &d);
+        if (!sift__cfg_get_finite(v, n, "adaptive_decay", &ap_decay)) {
+            ok = 0;
+        } else if (ap_decay < 0 || ap_decay > 0.99f) {
+            sift__cfg_warn_at(v, n, "adaptive_decay %s is clamped to [0, 0.99], as in llama.cpp",
+                              sift__cfg_echo(v, n));
+            ap_decay = ap_decay < 0 ? 0.0f : 0.99f;
+        }
     }
     for (uint32_t ki = root->first; ki != CFG_NONE;) {
         const cfg_node *key = NODE(v, ki);
@@ -530,6 +559,20 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
             sift__cfg_push(v, &lb);
         if (v->cfg->n_errors != before)
             ok = 0;
+    }
+    /* ignore_eos's ban, right after the biases (llama-server's biases
+     * hold it). With no ids, min_tokens bans the vocabulary's
+     * end-of-generation ids: the build needs the vocabulary, and a trial
+     * build leaves the stage out, as it leaves out DRY's breakers. */
+    if (ignore_eos && ok) {
+        cfg_stage mt;
+        memset(&mt, 0, sizeof mt);
+        mt.desc = sift__cfg_desc_named("min_tokens");
+        mt.line = ignore_eos->line;
+        mt.col = ignore_eos->col;
+        sift__rec_defaults(mt.desc, &mt.rec, 1);
+        *SIFT__REC_FIELD(&mt.rec, sift__param_find(mt.desc, "n"), int32_t) = -1;
+        sift__cfg_push(v, &mt);
     }
     order_item order[64];
     size_t n_order = 0;
@@ -569,6 +612,8 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
         {"mirostat_tau", f.tau},
         {"mirostat_eta", f.eta},
         {"min_keep", f.min_keep},
+        {"adaptive_target", ap_target},
+        {"adaptive_decay", ap_decay},
     };
     flat_value fv[MAX_REG_FLAT + 32];
     size_t n_fv = 0;
@@ -607,13 +652,34 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
         return;
 
     /* The chain llama.cpp's common_sampler_init builds, without the
-     * samplers its constructors turn into no-ops (docs/config.md). */
+     * samplers its constructors turn into no-ops (docs/config.md). A
+     * selector the list names (adaptive_p) is no place in the order: it
+     * replaces dist at the end, unless its values make it draw as dist
+     * does (a negative adaptive_target). */
     if (f.mirostat == 0) {
-        for (size_t i = 0; i < n_order && v->st == SIFT_OK; i++)
-            flat_stage(v, order[i].desc, fv, n_fv, order[i].line, order[i].col);
+        const order_item *sel = NULL;
+        for (size_t i = 0; i < n_order && v->st == SIFT_OK; i++) {
+            if (order[i].desc->selector)
+                sel = sel ? sel : &order[i];
+            else
+                flat_stage(v, order[i].desc, fv, n_fv, order[i].line, order[i].col);
+        }
+        if (v->st == SIFT_OK && sel && flat_stage(v, sel->desc, fv, n_fv, sel->line, sel->col))
+            return;
+        if (sel && v->st == SIFT_OK)
+            sift__cfg_warn_lc(v, sel->line, sel->col,
+                              "adaptive_p is off: adaptive_target is %s (negative; llama.cpp's "
+                              "default is -1), so the chain ends with dist, as in llama.cpp",
+                              ap_target_node ? sift__cfg_echo(v, ap_target_node) : "-1");
+        else if (ap_target >= 0)
+            sift__cfg_warn_at(v, ap_target_node,
+                              "adaptive_target is ignored: samplers does not name adaptive_p "
+                              "(as in llama.cpp)");
         flat_stage(v, sift__cfg_desc_named("dist"), fv, n_fv, root->line, root->col);
         return;
     }
+    if (ap_target >= 0)
+        sift__cfg_warn_at(v, ap_target_node, "adaptive_target is ignored when mirostat is on");
     /* mirostat 1 or 2: temperature, then the mirostat selector; the
      * samplers list is ignored, as in llama.cpp. */
     if (sn)

@@ -384,7 +384,9 @@ int sift__cfg_get_float_in(cfg_validator *v, const cfg_node *n, const char *what
     float f;
     if (!sift__cfg_get_float(v, n, what, &f))
         return 0;
-    if (!(f >= lo && f <= hi))
+    /* The bounds as floats: the value is a float, and a bound such as
+     * 0.99 lies between two of them (0.99f itself is above 0.99). */
+    if (!(f >= (float)lo && f <= (float)hi))
         return sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE,
                                 "%s must be a number in [%g, %g], got %s", what, lo, hi,
                                 sift__cfg_echo(v, n));

@@ -74,9 +74,10 @@ static void put_stage(sift__plan_stages *out, size_t i, sift_class cls, int64_t 
 }
 
 /* The walk; words = 0 skips every message (the sampling paths call it
- * per step). `stages` may be NULL. */
+ * per step). `stages` may be NULL; `whole_at` (may be NULL) receives the
+ * stage at which the walk needs the whole row, -1 if none. */
 static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
-                 sift__plan_stages *stages)
+                 sift__plan_stages *stages, int32_t *whole_at)
 {
     int64_t lowered = 0, extras = 0;
     int monotone = 0, unbounded = 0, done = 0;
@@ -89,6 +90,8 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
     plan->decided_at = -1;
     plan->guarantee = SIFT_GUARANTEE_WHOLE_ROW;
     put(pwhy, "no stage truncates before the selector: whole row");
+    if (whole_at)
+        *whole_at = -1;
     for (size_t i = 0; i < c->n_stages; i++) {
         const sift__stage *st = c->stages[i];
         const char *name = sift__stage_name(st);
@@ -133,6 +136,8 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                 plan->recommended_k = 0;
                 plan->decided_at = -1;
                 plan->guarantee = SIFT_GUARANTEE_WHOLE_ROW;
+                if (whole_at)
+                    *whole_at = (int32_t)i;
             }
         }
         if (stages)
@@ -153,10 +158,18 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
         plan->k = plan->recommended_k = c->n_vocab;
 }
 
+int32_t sift__plan_whole_at(const sift_chain *c)
+{
+    sift_plan p;
+    int32_t at = -1;
+    walk(c, 0, 0, &p, NULL, &at);
+    return at;
+}
+
 void sift__plan_walk(const sift_chain *c, int dynamic, sift_plan *plan, sift_plan_stage *stages)
 {
     sift__plan_stages out = {(char *)stages, sizeof *stages};
-    walk(c, dynamic, 1, plan, stages ? &out : NULL);
+    walk(c, dynamic, 1, plan, stages ? &out : NULL, NULL);
 }
 
 /* Checks the caller's struct sizes (include/sift.h, "ABI") before
@@ -196,7 +209,7 @@ static void put_plan(sift_plan *plan, sift_plan *full)
 void sift__plan_cache(sift_chain *c)
 {
     sift_plan p;
-    walk(c, 0, 0, &p, NULL);
+    walk(c, 0, 0, &p, NULL, NULL);
     c->plan_k = p.k;
     c->plan_decided_at = p.decided_at;
     c->plan_max_extras = p.max_extras;
@@ -210,7 +223,7 @@ static void cached(const sift_chain *c, int32_t *k, int32_t *decided_at, int32_t
 {
     if (c->plan_stages != c->n_stages) {
         sift_plan p;
-        walk(c, 0, 0, &p, NULL);
+        walk(c, 0, 0, &p, NULL, NULL);
         *k = p.k;
         *decided_at = p.decided_at;
         *max_extras = p.max_extras;
@@ -296,7 +309,7 @@ sift_status sift_chain_plan(const sift_chain *c, sift_plan *plan, sift_plan_stag
     if (s)
         return s;
     sift_plan full;
-    walk(c, 0, 1, &full, out.base ? &out : NULL);
+    walk(c, 0, 1, &full, out.base ? &out : NULL, NULL);
     put_plan(plan, &full);
     return SIFT_OK;
 }
@@ -310,7 +323,7 @@ sift_status sift_chain_next_k(const sift_chain *c, sift_plan *plan, sift_error *
     if (s)
         return s;
     sift_plan full;
-    walk(c, 1, 1, &full, NULL);
+    walk(c, 1, 1, &full, NULL, NULL);
     put_plan(plan, &full);
     return SIFT_OK;
 }
@@ -326,7 +339,7 @@ sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n, int32_
             return sift__fail_at(err, SIFT_E_ARG, (int64_t)i, "chains[%zu] is NULL", i);
     for (size_t i = 0; i < n; i++) {
         sift_plan p;
-        walk(chains[i], 1, 0, &p, NULL);
+        walk(chains[i], 1, 0, &p, NULL, NULL);
         if (p.k == 0) {
             best = 0;
             break;
@@ -361,7 +374,7 @@ sift_status sift_chains_next_k_batch(const sift_chain *const *chains, size_t n, 
     full.guarantee = SIFT_GUARANTEE_EXACT;
     for (size_t i = 0; i < n; i++) {
         sift_plan p;
-        walk(chains[i], 1, 0, &p, NULL);
+        walk(chains[i], 1, 0, &p, NULL, NULL);
         if (k_each)
             k_each[i] = p.k;
         if (p.k == 0) {

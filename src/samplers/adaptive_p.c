@@ -217,9 +217,10 @@ typedef struct adaptive_p_rec {
     float target, decay;
 } adaptive_p_rec;
 
-/* No flat keys: llama.cpp's adaptive_target / adaptive_decay and the
- * sampler name adaptive_p are refused by the flat form for now (see
- * docs/config.md), which builds dist as llama.cpp's default selector. */
+/* The flat form's keys are llama.cpp's adaptive_target and
+ * adaptive_decay (common_params_sampling, llama-server's request); the
+ * flat form reads and validates them itself (llama.cpp accepts any
+ * negative target and clamps the decay), then fills this record. */
 static const sift__param adaptive_p_params[] = {
     {.name = "target",
      .doc = "probability the chosen tokens should average, in [-1, 1] (negative = plain dist)",
@@ -228,7 +229,9 @@ static const sift__param adaptive_p_params[] = {
      .lo = -1,
      .hi = 1,
      .def = 0.5,
-     .off = offsetof(adaptive_p_rec, target)},
+     .off = offsetof(adaptive_p_rec, target),
+     .flat_key = "adaptive_target",
+     .flat_def = -1},
     {.name = "decay",
      .doc = "decay of the moving average, in [0, 0.99] (history about 1 / (1 - decay))",
      .type = SIFT__PT_FLOAT,
@@ -236,7 +239,9 @@ static const sift__param adaptive_p_params[] = {
      .lo = 0,
      .hi = 0.99,
      .def = 0.9,
-     .off = offsetof(adaptive_p_rec, decay)},
+     .off = offsetof(adaptive_p_rec, decay),
+     .flat_key = "adaptive_decay",
+     .flat_def = 0.9},
 };
 
 static sift_status adaptive_p_build(sift_chain *c, const void *rec, const sift__build_env *env,
@@ -246,6 +251,16 @@ static sift_status adaptive_p_build(sift_chain *c, const void *rec, const sift__
     (void)env;
     return sift_chain_add_adaptive_p(c, r->target, r->decay, err);
 }
+
+/* llama.cpp's common_sampler_init builds adaptive-p in place of dist
+ * when the samplers list names it; a negative target makes it draw as
+ * dist does (sift__cfg_flat_params then builds dist itself). */
+static int adaptive_p_flat_active(void *rec)
+{
+    return ((const adaptive_p_rec *)rec)->target >= 0;
+}
+
+static const char *const adaptive_p_flat_names[] = {"adaptive_p", "adaptive-p", NULL};
 
 const sift__sampler_desc sift__desc_adaptive_p = {
     .name = "adaptive_p",
@@ -257,4 +272,7 @@ const sift__sampler_desc sift__desc_adaptive_p = {
     .bare_ok = 1,
     .selector = 1,
     .build = adaptive_p_build,
+    .flat_names = adaptive_p_flat_names,
+    .flat_char = 'a',
+    .flat_active = adaptive_p_flat_active,
 };

@@ -3,19 +3,20 @@
  *
  * Owns the "min_tokens" stage: a sorted list of banned ids (the given
  * ids, plus the vocabulary's SIFT_TOKEN_EOG ids when a vocabulary is
- * given) and a count c of the tokens the stage has accepted since the
- * chain was created or reset. While c < n (or always, for n = -1), every
- * candidate whose id is listed gets l = -inf; from c = n on the stage
- * changes nothing. n = 0 is a no-op.
+ * given) and a count c of the generated tokens the stage has accepted
+ * since the chain was created or reset. While c < n (or always, for
+ * n = -1), every candidate whose id is listed gets l = -inf; from c = n
+ * on the stage changes nothing. n = 0 is a no-op.
  *
  * Reference behaviour: vLLM's min_tokens (the stop token ids and EOS set
  * to -inf while fewer than min_tokens output tokens exist), HF's
  * MinNewTokensLengthLogitsProcessor (min_new_tokens: EOS at -inf while
  * the new tokens are fewer), llama.cpp's ignore_eos (every EOG token at
- * -inf for the whole generation: n = -1). The count is of every token
- * the chain's accept gives the stage, and the chain hands stages prompt
- * tokens too (sift_chain_accept_prompt keeps them from grammars only):
- * after a prompt of P tokens, n = P + m counts m generated tokens
+ * -inf for the whole generation: n = -1). Like vLLM and HF, the stage
+ * counts generated tokens only: it is a generated_only stage, so a
+ * token given through sift_chain_accept counts and one given through
+ * sift_chain_accept_prompt reaches neither its prepare_accept (it has
+ * none) nor its accept; the prompt's length does not matter
  * (docs/samplers.md, "min_tokens").
  *
  * The ids live after the struct in one block (addressed by offset), so
@@ -34,7 +35,7 @@ typedef struct mt_stage {
     int32_t min_tokens; /* -1 = always */
     size_t n;           /* banned ids */
     size_t off_ids;     /* int32_t[n], ascending */
-    int64_t count;      /* tokens accepted since creation or reset */
+    int64_t count;      /* generated tokens accepted since creation or reset */
 } mt_stage;
 
 static const int32_t *mt_ids(const mt_stage *m)
@@ -110,6 +111,9 @@ static const sift__stage_ops mt_ops = {
     .cls = mt_cls,
     .lowers = mt_lowers,
     .max_token = mt_max_token,
+    /* vLLM's min_tokens and HF's min_new_tokens count generated tokens:
+     * the prompt's do not reach mt_accept. */
+    .generated_only = 1,
 };
 
 sift_status sift_chain_add_min_tokens(sift_chain *chain, int32_t min_tokens, const int32_t *ids,
@@ -222,8 +226,9 @@ static sift_status mt_build(sift_chain *c, const void *rec, const sift__build_en
             return SIFT_OK;
         if (!env->vocab)
             return env->fail(env, err, SIFT_E_ARG,
-                             "min_tokens has no ids and no vocabulary was given (the default "
-                             "ids are the vocabulary's end-of-generation tokens)");
+                             "min_tokens has no ids and no vocabulary was given (its default ids, "
+                             "as ignore_eos's, are "
+                             "the vocabulary's end-of-generation tokens)");
         return sift_chain_add_min_tokens(c, r->n, NULL, 0, env->vocab, err);
     }
     const sift__alloc *al = sift__chain_alloc(c);

@@ -117,11 +117,12 @@ typedef struct sift__sampler_desc {
     /* Adds the stage to `c`. */
     sift_status (*build)(sift_chain *c, const void *rec, const sift__build_env *env,
                          sift_error *err);
-    /* The stage's capability class from its record, as the
-     * configuration's warnings see it before any chain exists (WHOLE or
-     * THRESHOLD: reads the whole row before a top-k; TOP with *k: a top-k
-     * cut), or NULL for "neither". It must agree with the built stage's
-     * sift__stage_ops.cls. */
+    /* The stage's capability class from its record, before any chain
+     * exists (TOP with *k: a top-k cut), or NULL for "not a cut and not
+     * a whole-row reader". It must agree with the built stage's
+     * sift__stage_ops.cls (check_registry builds each to compare). The
+     * configuration's warnings no longer read it: they ask the plan of
+     * the trial-built chain (schema_lint.c). */
     sift_class (*cls)(const void *rec, int64_t *k);
     /* Warnings about values that turn the stage off, or NULL. */
     void (*lint)(const void *rec, sift__lint *l);
@@ -132,7 +133,10 @@ typedef struct sift__sampler_desc {
      * common's default order (0 = not in it, else 1-based), and whether
      * llama.cpp's constructor would build it from these values (its
      * no-op rules; it may adjust the record as llama.cpp does).
-     * flat_names NULL: not in the flat form's order. */
+     * flat_names NULL: not in the flat form's order. A selector with
+     * flat_names has flat_order 0: naming it anywhere in the list makes
+     * it the final selector in place of dist, as llama.cpp does for
+     * adaptive_p. */
     const char *const *flat_names;
     char flat_char;
     int flat_order;

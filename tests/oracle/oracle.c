@@ -333,7 +333,10 @@ sift_status or_run_stages(or_chain *o, const float *row, int32_t V, size_t n_sta
     return st;
 }
 
-void or_accept(or_chain *o, int32_t token)
+/* prompt = 1: a token the model did not generate (docs/samplers.md,
+ * "min_tokens": its count is of generated tokens only); every other
+ * stage of the oracle takes it as a generated one. */
+static void accept_impl(or_chain *o, int32_t token, int prompt)
 {
     for (size_t i = 0; i < o->spec.n; i++) {
         const sp_stage *s = &o->spec.st[i];
@@ -349,7 +352,10 @@ void or_accept(or_chain *o, int32_t token)
         case SP_MIROSTAT:
         case SP_MIROSTAT_V2: or_mirostat_accept(o, i, token); break;
         case SP_ADAPTIVE_P: or_adaptive_p_accept(o, i, token); break;
-        case SP_MIN_TOKENS: o->st[i].n_accepted++; break;
+        case SP_MIN_TOKENS:
+            if (!prompt)
+                o->st[i].n_accepted++;
+            break;
         case SP_BAD_WORDS: or_hist_push(&o->st[i], token, 64); break;
         case SP_NO_REPEAT_NGRAM:
             if (s->i1 > 0)
@@ -358,6 +364,16 @@ void or_accept(or_chain *o, int32_t token)
         default: break;
         }
     }
+}
+
+void or_accept(or_chain *o, int32_t token)
+{
+    accept_impl(o, token, 0);
+}
+
+void or_accept_prompt(or_chain *o, int32_t token)
+{
+    accept_impl(o, token, 1);
 }
 
 /* ------------------------------------------------------------------ */

@@ -129,7 +129,7 @@ typedef struct or_stage_state {
     int has_pending;
     int32_t pending_token;
     double pending_surprise; /* adaptive_p: the original probability */
-    int64_t n_accepted;      /* min_tokens: tokens accepted since reset */
+    int64_t n_accepted;      /* min_tokens: generated tokens since reset */
 } or_stage_state;
 
 typedef struct or_chain {
@@ -144,7 +144,11 @@ void or_reset(or_chain *o);
 /* Samples from a whole row: returns a sift_status (SIFT_OK, or the error
  * class sift must return too). */
 sift_status or_sample(or_chain *o, const float *row, int32_t V, int32_t *token);
+/* A generated token (sift_chain_accept). */
 void or_accept(or_chain *o, int32_t token);
+/* A prompt token (sift_chain_accept_prompt): as or_accept, but
+ * min_tokens does not count it. */
+void or_accept_prompt(or_chain *o, int32_t token);
 /* Runs the first n_stages stages on a row and leaves the surviving
  * candidates in *out (canonical order; the caller frees out->c). Changes
  * nothing in `o` (the RNG is restored). */

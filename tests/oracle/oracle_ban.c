@@ -16,8 +16,9 @@ static int listed(const int32_t *ids, size_t n, int32_t id)
     return 0;
 }
 
-/* min_tokens: while fewer than n tokens were accepted (or always, n =
- * -1), every listed id is -inf. */
+/* min_tokens: while fewer than n generated tokens were accepted (or
+ * always, n = -1), every listed id is -inf; or_accept_prompt does not
+ * count. */
 sift_status or_min_tokens(or_chain *o, size_t si, or_arr *a)
 {
     const sp_stage *s = &o->spec.st[si];
