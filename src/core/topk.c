@@ -199,11 +199,11 @@ static uint64_t min_key(const uint64_t *v, size_t n)
 /* Adds to key[*pm..) the canonical key of every x[j] > t, j in [i, n),
  * cutting the buffer back to its k largest keys (and raising *pt, the
  * threshold, to the smallest of them) whenever the kernel stops for room below cap. On a
- * raised bad flag: with err, the row x[0..n) is checked (its error is
- * returned, or the pass goes on when it has none); without err,
- * SIFT_E_ROW_VALUE is returned at once. */
+ * raised bad flag: when check is set, the row x[0..n) is checked (its
+ * error is returned through err, which may be NULL, or the pass goes on
+ * when it has none); otherwise SIFT_E_ROW_VALUE is returned at once. */
 static sift_status pass(const sift__simd_ops *ops, const float *x, size_t i, size_t n, float *pt,
-                        size_t k, size_t cap, uint64_t *key, size_t *pm, sift__ctx *ctx,
+                        size_t k, size_t cap, uint64_t *key, size_t *pm, sift__ctx *ctx, int check,
                         sift_error *err)
 {
     float t = *pt;
@@ -221,7 +221,7 @@ static sift_status pass(const sift__simd_ops *ops, const float *x, size_t i, siz
         }
         m += c;
         if (SIFT__UNLIKELY(bad) && !checked) {
-            if (!err)
+            if (!check)
                 return SIFT_E_ROW_VALUE;
             sift_status st = sift__row_error(x, (int32_t)n, err);
             if (st)
@@ -253,7 +253,7 @@ static size_t cap_for(size_t k, size_t n)
 /* The exact pass: the first k tokens are the first threshold's set, so
  * every later threshold is the k-th canonical logit of a read prefix. */
 static sift_status exact_pass(const sift__simd_ops *ops, sift__ctx *ctx, const float *x, size_t n,
-                              size_t k, uint64_t *key, size_t *pm, sift_error *err)
+                              size_t k, uint64_t *key, size_t *pm, int check, sift_error *err)
 {
     int bad = 0;
     for (size_t i = 0; i < k; i++) {
@@ -262,10 +262,10 @@ static sift_status exact_pass(const sift__simd_ops *ops, sift__ctx *ctx, const f
         key[i] = sift__ckey(v, (int32_t)i);
     }
     if (bad)
-        return err ? sift__row_error(x, (int32_t)n, err) : SIFT_E_ROW_VALUE;
+        return check ? sift__row_error(x, (int32_t)n, err) : SIFT_E_ROW_VALUE;
     *pm = k;
     float t = x[sift__ckey_id(min_key(key, k))];
-    return pass(ops, x, k, n, &t, k, cap_for(k, n), key, pm, ctx, err);
+    return pass(ops, x, k, n, &t, k, cap_for(k, n), key, pm, ctx, check, err);
 }
 
 int sift__topk_sample_plan(int32_t V, size_t k, size_t *segs, size_t *stride, size_t *r)
@@ -307,7 +307,7 @@ static int sample_threshold(const sift__simd_ops *ops, sift__ctx *ctx, const flo
     for (size_t j = 0; j < segs; j++)
         memcpy(s + j * SIFT__TOPK_SAMPLE_SEG, row + j * stride, SIFT__TOPK_SAMPLE_SEG * sizeof *s);
     size_t m = 0;
-    if (exact_pass(ops, ctx, s, ns, r, key, &m, NULL))
+    if (exact_pass(ops, ctx, s, ns, r, key, &m, 0, NULL))
         return 0;
     if (m > r)
         select_top(key, m, r, ctx->ws->u64c);
@@ -335,13 +335,13 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
      * the exact pass runs instead. */
     if (sift__topk_sample_plan(V, k, &segs, &stride, &r) &&
         sample_threshold(ops, ctx, row, n, segs, stride, r, &t)) {
-        st = pass(ops, row, 0, n, &t, k, cap_for(k, n), key, &m, ctx, ctx->err);
+        st = pass(ops, row, 0, n, &t, k, cap_for(k, n), key, &m, ctx, 1, ctx->err);
         if (st)
             return st;
     }
     if (m < k) {
         m = 0;
-        st = exact_pass(ops, ctx, row, n, k, key, &m, ctx->err);
+        st = exact_pass(ops, ctx, row, n, k, key, &m, 1, ctx->err);
         if (st)
             return st;
     }
