@@ -27,7 +27,7 @@
  * the buffer is seldom cut. It is only a filter: when at least k tokens
  * beat it, every token of the true first k is among them and the result
  * is the same; when fewer do (a row whose sample is not like the rest,
- * about 1 % of random rows), the exact pass runs after it.
+ * about 0.3 % of random rows), the exact pass runs after it.
  *
  * Validation rides on the same pass: each kernel raises a flag when its
  * range holds a NaN or +inf (core/cpu.c: running sums, which may also
@@ -280,10 +280,10 @@ int sift__topk_sample_plan(int32_t V, size_t k, size_t *segs, size_t *stride, si
     s = s < n / SIFT__TOPK_SAMPLE_MAX_PART ? s : n / SIFT__TOPK_SAMPLE_MAX_PART;
     size_t g = s / SIFT__TOPK_SAMPLE_SEG;
     double mu = (double)(g * SIFT__TOPK_SAMPLE_SEG) * (double)k / (double)n;
-    /* r: 2.5 standard deviations above the expected count, so that the
+    /* r: 3 standard deviations above the expected count, so that the
      * r-th sampled value falls below the k-th value of the row on all
-     * but about 1 % of rows like these (each costs a second pass). */
-    size_t rr = (size_t)(mu + 2.5 * sqrt(mu)) + 1;
+     * but about 0.3 % of rows like these (each costs a second pass). */
+    size_t rr = (size_t)(mu + 3.0 * sqrt(mu)) + 1;
     *segs = g;
     *stride = n / g;
     *r = rr;
