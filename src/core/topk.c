@@ -23,7 +23,7 @@
  * sixteenth of the row at most) and takes the r-th largest of it as t,
  * r a little above the sample's expected share of the top k. Then far
  * fewer tokens beat t than beat the running threshold of a read prefix
- * (about 2.5k instead of k (1 + ln(V / k)) and the cuts that follow), and
+ * (about 2.7k instead of k (1 + ln(V / k)) and the cuts that follow), and
  * the buffer is seldom cut. It is only a filter: when at least k tokens
  * beat it, every token of the true first k is among them and the result
  * is the same; when fewer do (a row whose sample is not like the rest,
