@@ -257,6 +257,41 @@ START_TEST(test_bad_rows_get_the_row_error_at_every_level)
 }
 END_TEST
 
+/* A long huge row (its running sums overflow, raising the flag in the
+ * sample's pass and in the row's) gives the naive prefix through the
+ * sampled threshold, also when no error record is passed (the slicer
+ * passes none). */
+START_TEST(test_huge_long_rows_give_the_prefix_through_the_sample_without_an_error_record)
+{
+    const int32_t V = 248320;
+    const size_t k = 104;
+    size_t segs, stride, rr;
+    ck_assert(sift__topk_sample_plan(V, k, &segs, &stride, &rr));
+    float *row = malloc((size_t)V * sizeof *row);
+    sift_candidate *got = malloc(k * sizeof *got);
+    ck_assert_ptr_nonnull(row);
+    ck_assert_ptr_nonnull(got);
+    tu_rng r = {0x4a6full};
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)(tu_unif(&r) * 3.0e38);
+    sift_candidate *want = naive_order(row, V);
+    fixture f;
+    fx_init(&f, V);
+    for (int l = 0; l <= sift__simd_detect(); l++) {
+        for (int with_err = 0; with_err < 2; with_err++) {
+            sift_error err;
+            sift__ctx ctx = fx_ctx(&f, with_err ? &err : NULL);
+            ck_assert_int_eq(sift__topk_row_at(l, &ctx, row, V, k, got), SIFT_OK);
+            assert_same(got, want, k, sift__simd_ops_at(l)->name);
+        }
+    }
+    sift__ws_free(&f.ws, &f.al);
+    free(want);
+    free(got);
+    free(row);
+}
+END_TEST
+
 /* A row whose sampled runs (sift__topk_sample_plan) hold its only large
  * values: the sample's threshold is beaten by fewer than k tokens, and
  * the exact pass that follows still gives the naive prefix. */
@@ -448,6 +483,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_bad_rows_get_the_row_error_at_every_level);
     tcase_add_test(tc, test_huge_rows_that_overflow_the_check_still_give_the_prefix);
     tcase_add_test(tc, test_a_row_that_defeats_the_sample_still_gives_the_naive_prefix);
+    tcase_add_test(tc,
+                   test_huge_long_rows_give_the_prefix_through_the_sample_without_an_error_record);
     tcase_add_test(tc, test_the_sample_plan_reads_a_small_part_of_long_rows_only);
     suite_add_tcase(s, tc);
     TCase *td = tcase_create("dispatch");
