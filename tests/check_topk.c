@@ -257,6 +257,102 @@ START_TEST(test_bad_rows_get_the_row_error_at_every_level)
 }
 END_TEST
 
+/* A long huge row (its running sums overflow, raising the flag in the
+ * sample's pass and in the row's) gives the naive prefix through the
+ * sampled threshold, also when no error record is passed (the slicer
+ * passes none). */
+START_TEST(test_huge_long_rows_give_the_prefix_through_the_sample_without_an_error_record)
+{
+    const int32_t V = 248320;
+    const size_t k = 104;
+    size_t segs, stride, rr;
+    ck_assert(sift__topk_sample_plan(V, k, &segs, &stride, &rr));
+    float *row = malloc((size_t)V * sizeof *row);
+    sift_candidate *got = malloc(k * sizeof *got);
+    ck_assert_ptr_nonnull(row);
+    ck_assert_ptr_nonnull(got);
+    tu_rng r = {0x4a6full};
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)(tu_unif(&r) * 3.0e38);
+    sift_candidate *want = naive_order(row, V);
+    fixture f;
+    fx_init(&f, V);
+    for (int l = 0; l <= sift__simd_detect(); l++) {
+        for (int with_err = 0; with_err < 2; with_err++) {
+            sift_error err;
+            sift__ctx ctx = fx_ctx(&f, with_err ? &err : NULL);
+            ck_assert_int_eq(sift__topk_row_at(l, &ctx, row, V, k, got), SIFT_OK);
+            assert_same(got, want, k, sift__simd_ops_at(l)->name);
+        }
+    }
+    sift__ws_free(&f.ws, &f.al);
+    free(want);
+    free(got);
+    free(row);
+}
+END_TEST
+
+/* A row whose sampled runs (sift__topk_sample_plan) hold its only large
+ * values: the sample's threshold is beaten by fewer than k tokens, and
+ * the exact pass that follows still gives the naive prefix. */
+START_TEST(test_a_row_that_defeats_the_sample_still_gives_the_naive_prefix)
+{
+    const int32_t V = 248320;
+    tu_rng r = {0x5a3e1ull};
+    float *row = malloc((size_t)V * sizeof *row);
+    sift_candidate *got = malloc(SIFT__TOPK_MAX * sizeof *got);
+    ck_assert_ptr_nonnull(row);
+    ck_assert_ptr_nonnull(got);
+    fixture f;
+    fx_init(&f, V);
+    static const size_t ks[] = {64, 104, 256, 900};
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        size_t k = ks[ki], segs, stride, rr;
+        ck_assert_msg(sift__topk_sample_plan(V, k, &segs, &stride, &rr), "k = %zu samples", k);
+        ck_assert_uint_lt(rr, k);
+        for (int32_t i = 0; i < V; i++)
+            row[i] = (float)(tu_unif(&r) - 1.0);
+        for (size_t j = 0; j < segs; j++)
+            for (size_t i = 0; i < SIFT__TOPK_SAMPLE_SEG; i++)
+                row[j * stride + i] = (float)(1.0 + tu_unif(&r));
+        /* Fewer than k tokens of the row beat the sample's r-th value. */
+        ck_assert_uint_lt(rr, k);
+        sift_candidate *want = naive_order(row, V);
+        for (int l = 0; l <= sift__simd_detect(); l++) {
+            sift_error err;
+            sift__ctx ctx = fx_ctx(&f, &err);
+            ck_assert_int_eq(sift__topk_row_at(l, &ctx, row, V, k, got), SIFT_OK);
+            char what[96];
+            snprintf(what, sizeof what, "sample-defeating row, k = %zu, level %s", k,
+                     sift__simd_ops_at(l)->name);
+            assert_same(got, want, k, what);
+        }
+        free(want);
+    }
+    sift__ws_free(&f.ws, &f.al);
+    free(got);
+    free(row);
+}
+END_TEST
+
+/* The sample is used for large k on long rows only, and its r stays below
+ * k (so that the threshold can be beaten by k tokens). */
+START_TEST(test_the_sample_plan_reads_a_small_part_of_long_rows_only)
+{
+    size_t segs, stride, rr;
+    ck_assert(!sift__topk_sample_plan(248320, 40, &segs, &stride, &rr));
+    ck_assert(!sift__topk_sample_plan(3001, 104, &segs, &stride, &rr));
+    for (size_t k = SIFT__TOPK_SAMPLE_MIN_K; k <= SIFT__TOPK_MAX; k *= 2) {
+        int32_t V = 1048576;
+        ck_assert(sift__topk_sample_plan(V, k, &segs, &stride, &rr));
+        ck_assert_uint_ge(stride, SIFT__TOPK_SAMPLE_SEG);
+        ck_assert_uint_le(segs * SIFT__TOPK_SAMPLE_SEG, (size_t)V / SIFT__TOPK_SAMPLE_MAX_PART);
+        ck_assert_uint_le((segs - 1) * stride + SIFT__TOPK_SAMPLE_SEG, (size_t)V);
+        ck_assert_uint_lt(rr, k);
+    }
+}
+END_TEST
+
 /* The scan kernels append the scalar twin's indices on NaN-free rows,
  * for thresholds inside and at the edges of the row, stopping for room
  * and resuming; on a range with a NaN or +inf each raises the flag. */
@@ -386,6 +482,10 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_slicer_gives_the_naive_prefix_for_every_k, 0, N_KINDS);
     tcase_add_test(tc, test_bad_rows_get_the_row_error_at_every_level);
     tcase_add_test(tc, test_huge_rows_that_overflow_the_check_still_give_the_prefix);
+    tcase_add_test(tc, test_a_row_that_defeats_the_sample_still_gives_the_naive_prefix);
+    tcase_add_test(tc,
+                   test_huge_long_rows_give_the_prefix_through_the_sample_without_an_error_record);
+    tcase_add_test(tc, test_the_sample_plan_reads_a_small_part_of_long_rows_only);
     suite_add_tcase(s, tc);
     TCase *td = tcase_create("dispatch");
     tcase_add_test(td, test_scan_kernels_append_the_scalar_indices);

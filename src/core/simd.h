@@ -81,4 +81,19 @@ SIFT__HIDDEN sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_
 SIFT__HIDDEN sift_status sift__topk_row_at(int level, sift__ctx *ctx, const float *row, int32_t V,
                                            size_t k, sift_candidate *out);
 
+/* The sampled threshold of sift__topk_row (core/topk.c): for
+ * k >= SIFT__TOPK_SAMPLE_MIN_K and V >= SIFT__TOPK_SAMPLE_MIN_RATIO * k,
+ * runs of SIFT__TOPK_SAMPLE_SEG tokens are read every `stride` tokens
+ * (run j starts at j * stride, j < segs) and the r-th largest of them is
+ * the first threshold. Returns 0 (and sets nothing) when the pass does
+ * not sample. Tests build rows that defeat the sample from it. */
+#define SIFT__TOPK_SAMPLE_SEG 64
+#define SIFT__TOPK_SAMPLE_MIN_K 64
+#define SIFT__TOPK_SAMPLE_MIN_RATIO 256
+#ifndef SIFT__TOPK_SAMPLE_MAX_PART
+#define SIFT__TOPK_SAMPLE_MAX_PART 16 /* at most this part of the row is sampled */
+#endif
+SIFT__HIDDEN int sift__topk_sample_plan(int32_t V, size_t k, size_t *segs, size_t *stride,
+                                        size_t *r);
+
 #endif

@@ -18,6 +18,17 @@
  * keys are sorted; each names its id, and the logit is read back from the
  * row, so a -0 stays -0.
  *
+ * Sampled threshold. For k >= SIFT__TOPK_SAMPLE_MIN_K on a long row, the
+ * pass first reads a sample (evenly spaced runs of 64 tokens, a
+ * sixteenth of the row at most) and takes the r-th largest of it as t,
+ * r a little above the sample's expected share of the top k. Then far
+ * fewer tokens beat t than beat the running threshold of a read prefix
+ * (about 2.7k instead of k (1 + ln(V / k)) and the cuts that follow), and
+ * the buffer is seldom cut. It is only a filter: when at least k tokens
+ * beat it, every token of the true first k is among them and the result
+ * is the same; when fewer do (a row whose sample is not like the rest,
+ * about 0.3 % of random rows), the exact pass runs after it.
+ *
  * Validation rides on the same pass: each kernel raises a flag when its
  * range holds a NaN or +inf (core/cpu.c: running sums, which may also
  * overflow on a valid row of huge values), and a candidate that is NaN
@@ -28,8 +39,9 @@
  *
  * Invariants: the result is a function of the row and k alone (the
  * canonical Prefix(k)), whichever level ran and wherever the reductions
- * fell; work is one pass plus O(cap log cap) per reduction, bounded on
- * every row (a rising row makes every token a candidate: then there are
+ * fell and whether the sample held; work is at most two passes (the
+ * sampled one and the exact one) plus O(cap log cap) per reduction,
+ * bounded on every row (a rising row makes every token a candidate: then there are
  * at most V / (cap - k) reductions).
  */
 #include <math.h>
@@ -184,42 +196,34 @@ static uint64_t min_key(const uint64_t *v, size_t n)
 /* The pass                                                            */
 /* ------------------------------------------------------------------ */
 
-static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *row, int32_t V,
-                        size_t k, sift_candidate *out)
+/* Adds to key[*pm..) the canonical key of every x[j] > t, j in [i, n),
+ * cutting the buffer back to its k largest keys (and raising *pt, the
+ * threshold, to the smallest of them) whenever the kernel stops for room below cap. On a
+ * raised bad flag: when check is set, the row x[0..n) is checked (its
+ * error is returned through err, which may be NULL, or the pass goes on
+ * when it has none); otherwise SIFT_E_ROW_VALUE is returned at once. */
+static sift_status pass(const sift__simd_ops *ops, const float *x, size_t i, size_t n, float *pt,
+                        size_t k, size_t cap, uint64_t *key, size_t *pm, sift__ctx *ctx, int check,
+                        sift_error *err)
 {
-    size_t n = (size_t)V;
+    float t = *pt;
     uint32_t *idx = ctx->ws->u32;
-    uint64_t *key = ctx->ws->u64b, *tmp = ctx->ws->u64c;
-    /* Room for k kept keys and 2k (at least 128) new ones between
-     * reductions: a small buffer keeps t close to the running k-th value
-     * (measured at V = 248,320: 1024 new keys cost 20-40 % more time
-     * than 2k for k <= 256). sift__topk_fits leaves two scan blocks. */
-    size_t cap = k + (2 * k > 128 ? 2 * k : 128);
-    cap = cap < n ? cap : n;
-    int bad = 0;
-    size_t m = 0;
-    /* The first k tokens are the first threshold's set. */
-    for (size_t i = 0; i < k; i++) {
-        float x = row[i];
-        bad |= !(x < INFINITY);
-        key[m++] = sift__ckey(x, (int32_t)i);
-    }
-    if (bad)
-        return sift__row_error(row, V, ctx->err);
-    float t = row[sift__ckey_id(min_key(key, k))];
-    size_t i = k;
-    int checked = 0; /* the row was found valid despite a raised flag */
+    uint64_t *tmp = ctx->ws->u64c;
+    size_t m = *pm;
+    int bad = 0, checked = 0; /* checked: the row was found valid despite a raised flag */
     while (i < n) {
         size_t c = 0;
-        i = ops->scan_gt(row, i, n, t, idx, &c, cap - m, &bad);
+        i = ops->scan_gt(x, i, n, t, idx, &c, cap - m, &bad);
         for (size_t j = 0; j < c; j++) {
-            float x = row[idx[j]];
-            bad |= !(x < INFINITY);
-            key[m + j] = sift__ckey(x, (int32_t)idx[j]);
+            float v = x[idx[j]];
+            bad |= !(v < INFINITY);
+            key[m + j] = sift__ckey(v, (int32_t)idx[j]);
         }
         m += c;
         if (SIFT__UNLIKELY(bad) && !checked) {
-            sift_status st = sift__row_error(row, V, ctx->err);
+            if (!check)
+                return SIFT_E_ROW_VALUE;
+            sift_status st = sift__row_error(x, (int32_t)n, err);
             if (st)
                 return st;
             checked = 1; /* no NaN or +inf: the sums overflowed */
@@ -228,8 +232,118 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
             /* The kernel stopped for room: keep the k best, raise t. */
             select_top(key, m, k, tmp);
             m = k;
-            t = row[sift__ckey_id(min_key(key, k))];
+            t = x[sift__ckey_id(min_key(key, k))];
         }
+    }
+    *pm = m;
+    *pt = t;
+    return SIFT_OK;
+}
+
+/* Room for k kept keys and 2k (at least 128) new ones between reductions:
+ * a small buffer keeps t close to the running k-th value (measured at
+ * V = 248,320: 1024 new keys cost 20-40 % more time than 2k for
+ * k <= 256). */
+static size_t cap_for(size_t k, size_t n)
+{
+    size_t cap = k + (2 * k > 128 ? 2 * k : 128);
+    return cap < n ? cap : n;
+}
+
+/* The exact pass: the first k tokens are the first threshold's set, so
+ * every later threshold is the k-th canonical logit of a read prefix. */
+static sift_status exact_pass(const sift__simd_ops *ops, sift__ctx *ctx, const float *x, size_t n,
+                              size_t k, uint64_t *key, size_t *pm, int check, sift_error *err)
+{
+    int bad = 0;
+    for (size_t i = 0; i < k; i++) {
+        float v = x[i];
+        bad |= !(v < INFINITY);
+        key[i] = sift__ckey(v, (int32_t)i);
+    }
+    if (bad)
+        return check ? sift__row_error(x, (int32_t)n, err) : SIFT_E_ROW_VALUE;
+    *pm = k;
+    float t = x[sift__ckey_id(min_key(key, k))];
+    return pass(ops, x, k, n, &t, k, cap_for(k, n), key, pm, ctx, check, err);
+}
+
+int sift__topk_sample_plan(int32_t V, size_t k, size_t *segs, size_t *stride, size_t *r)
+{
+    size_t n = (size_t)V;
+    if (k < SIFT__TOPK_SAMPLE_MIN_K || n / SIFT__TOPK_SAMPLE_MIN_RATIO < k)
+        return 0;
+    /* About 4 sampled tokens expected above the k-th value, at most a
+     * sixteenth of the row (measured at V = 248,320: 16 or 8 expected
+     * tokens cost more in the sample than they save in the pass). */
+    size_t s = 4 * (n / k);
+    s = s < n / SIFT__TOPK_SAMPLE_MAX_PART ? s : n / SIFT__TOPK_SAMPLE_MAX_PART;
+    size_t g = s / SIFT__TOPK_SAMPLE_SEG;
+    double mu = (double)(g * SIFT__TOPK_SAMPLE_SEG) * (double)k / (double)n;
+    /* r: 3 standard deviations above the expected count, so that the
+     * r-th sampled value falls below the k-th value of the row on all
+     * but about 0.3 % of rows like these (each costs a second pass). */
+    size_t rr = (size_t)(mu + 3.0 * sqrt(mu)) + 1;
+    *segs = g;
+    *stride = n / g;
+    *r = rr;
+    return 1;
+}
+
+/* A threshold that about (r / mu) k tokens of the row beat, from the r-th
+ * largest of a sample of the row (segs runs of SIFT__TOPK_SAMPLE_SEG
+ * tokens, evenly spaced, copied together and passed over as a row of
+ * their own). Only an estimate: the caller checks that at least k tokens
+ * beat it. Returns 0 when the sample gives none (it holds a NaN or +inf,
+ * its r-th value is -inf or ties with its largest). */
+static int sample_threshold(const sift__simd_ops *ops, sift__ctx *ctx, const float *row, size_t n,
+                            size_t segs, size_t stride, size_t r, float *pt)
+{
+    /* The sample lives in the upper half of u64b (segs * SEG <= n / 16
+     * floats), above its keys (at most cap_for(r, .) < n / 2). */
+    float *s = (float *)(void *)(ctx->ws->u64b + n / 2);
+    uint64_t *key = ctx->ws->u64b;
+    size_t ns = segs * SIFT__TOPK_SAMPLE_SEG;
+    for (size_t j = 0; j < segs; j++)
+        memcpy(s + j * SIFT__TOPK_SAMPLE_SEG, row + j * stride, SIFT__TOPK_SAMPLE_SEG * sizeof *s);
+    size_t m = 0;
+    if (exact_pass(ops, ctx, s, ns, r, key, &m, 0, NULL))
+        return 0;
+    if (m > r)
+        select_top(key, m, r, ctx->ws->u64c);
+    uint64_t lo = min_key(key, r), hi = 0;
+    for (size_t j = 0; j < r; j++)
+        hi = key[j] > hi ? key[j] : hi;
+    float v = s[sift__ckey_id(lo)], top = s[sift__ckey_id(hi)];
+    if (!(v > -INFINITY) || !(v < top))
+        return 0;
+    *pt = v;
+    return 1;
+}
+
+static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *row, int32_t V,
+                        size_t k, sift_candidate *out)
+{
+    size_t n = (size_t)V;
+    uint64_t *key = ctx->ws->u64b, *tmp = ctx->ws->u64c;
+    size_t m = 0, segs, stride, r;
+    float t;
+    sift_status st;
+    /* A sampled threshold first: few tokens beat it, so the pass seldom
+     * stops to cut the buffer. It is exact when k tokens beat it (they
+     * are all taken, and every token of the true k beats it); otherwise
+     * the exact pass runs instead. */
+    if (sift__topk_sample_plan(V, k, &segs, &stride, &r) &&
+        sample_threshold(ops, ctx, row, n, segs, stride, r, &t)) {
+        st = pass(ops, row, 0, n, &t, k, cap_for(k, n), key, &m, ctx, 1, ctx->err);
+        if (st)
+            return st;
+    }
+    if (m < k) {
+        m = 0;
+        st = exact_pass(ops, ctx, row, n, k, key, &m, 1, ctx->err);
+        if (st)
+            return st;
     }
     if (m > k)
         select_top(key, m, k, tmp);
