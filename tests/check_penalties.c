@@ -468,6 +468,49 @@ START_TEST(test_penalties_ignore_history_tokens_beyond_the_row)
 }
 END_TEST
 
+/* On a slice, penalties test each candidate against a filter of counts
+ * per id & 2047 before the window's hash: ids 5 and 2053 share an entry,
+ * so evicting one must leave the other penalised, and evicting both must
+ * free the entry. Greedy on slices against greedy on the whole row. */
+START_TEST(test_penalties_on_a_slice_keep_tokens_that_share_a_filter_entry)
+{
+    enum { NV = 4200 };
+    static float row[NV];
+    for (int32_t i = 0; i < NV; i++)
+        row[i] = (float)(i % 7) * 0.01f;
+    row[2053] = 10.0f;
+    row[5] = 9.0f;
+    row[7] = 8.0f;
+    sift_chain *c[2];
+    for (int j = 0; j < 2; j++) {
+        c[j] = new_chain();
+        ck_assert_int_eq(sift_chain_add_penalties(c[j], 2, 100.0f, 0.0f, 0.0f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_greedy(c[j], NULL), SIFT_OK);
+    }
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, NV, NULL, NULL), SIFT_OK);
+    /* window after each accept, and the token greedy must then give */
+    const int32_t acc[4] = {5, 2053, 7, 9};
+    const int32_t want[4] = {2053, 7, 5, 2053};
+    for (int s = 0; s < 4; s++) {
+        accept_all(c[0], &acc[s], 1);
+        accept_all(c[1], &acc[s], 1);
+        sift_slice slice;
+        ck_assert_int_eq(sift_slicer_build(sl, row, NV, 8, NULL, 0, &slice, NULL), SIFT_OK);
+        int32_t ts = -1, tr = -1;
+        sift_error err;
+        ck_assert_msg(sift_chain_sample_slice(c[0], &slice, &ts, &err) == SIFT_OK, "%s",
+                      err.message);
+        ck_assert_int_eq(sift_chain_sample(c[1], row, NV, &tr, NULL), SIFT_OK);
+        ck_assert_int_eq(ts, tr);
+        ck_assert_int_eq(ts, want[s]);
+    }
+    sift_slicer_free(sl);
+    sift_chain_free(c[0]);
+    sift_chain_free(c[1]);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* DRY                                                                 */
 /* ------------------------------------------------------------------ */
@@ -1220,6 +1263,7 @@ static Suite *suite(void)
          test_penalties_lowers_class_never_raises_and_changes_at_most_last_n_tokens},
         {"penalties_clone", test_penalties_clone_copies_counts_and_is_independent},
         {"penalties_far_tokens", test_penalties_ignore_history_tokens_beyond_the_row},
+        {"penalties_filter", test_penalties_on_a_slice_keep_tokens_that_share_a_filter_entry},
         {"dry_upstream", test_dry_reproduces_the_upstream_vectors},
         {"dry_growth", test_dry_penalty_grows_as_base_to_the_excess_length},
         {"dry_breakers", test_dry_breakers_cap_the_repeat_and_single_token_breakers_are_exempt},

@@ -32,7 +32,10 @@
  * distinct list (linear probing, backward-shift deletion, capacity a power
  * of two >= 2 * last_n so it is never more than half full), and the
  * distinct list itself (token, count) kept compact by swap-removal, so
- * apply on a dense row touches exactly the distinct tokens of the window.
+ * apply on a dense row touches exactly the distinct tokens of the window;
+ * then a filter of PEN_FILT counts, the distinct tokens per id &
+ * PEN_FILT_MASK, so that apply on a slice probes the hash only for the
+ * candidates whose count is not 0.
  * Arrays are addressed by offsets, not pointers, so the default flat clone
  * (memcpy of the block) is a correct deep copy. Nothing is allocated after
  * construction.
@@ -54,8 +57,20 @@ typedef struct pen_stage {
     uint32_t hbits;     /* hash capacity = 1 << hbits */
     int32_t head, len;  /* ring: oldest at ring[head], len entries */
     int32_t n_distinct; /* entries of dtok/dcnt in use */
-    size_t off_ring, off_keys, off_idx, off_dtok, off_dcnt;
+    size_t off_ring, off_keys, off_idx, off_dtok, off_dcnt, off_filt;
 } pen_stage;
+
+/* The filter: per id & PEN_FILT_MASK, how many distinct window tokens
+ * fall there (a count, as wide as the window). A slice's candidate whose
+ * count is 0 is not in the window, and most are not: one load instead
+ * of a hash probe. */
+#define PEN_FILT 2048u
+#define PEN_FILT_MASK (PEN_FILT - 1u)
+
+static uint32_t *pen_filt(pen_stage *p)
+{
+    return (uint32_t *)(void *)((char *)p + p->off_filt);
+}
 
 static int32_t *pen_arr(pen_stage *p, size_t off)
 {
@@ -121,6 +136,7 @@ static void pen_inc(pen_stage *p, int32_t t)
         dtok[p->n_distinct] = t;
         dcnt[p->n_distinct] = 1;
         p->n_distinct++;
+        pen_filt(p)[(uint32_t)t & PEN_FILT_MASK]++;
     } else {
         dcnt[idx[s]]++;
     }
@@ -146,6 +162,7 @@ static void pen_dec(pen_stage *p, int32_t t)
     }
     p->n_distinct--;
     pen_hash_delete(p, s);
+    pen_filt(p)[(uint32_t)t & PEN_FILT_MASK]--;
 }
 
 /* Applies the penalty to one candidate with count c > 0; records the
@@ -191,10 +208,15 @@ static sift_status pen_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
          * needs the order. */
         const int32_t *keys = pen_carr(p, p->off_keys);
         const int32_t *idx = pen_carr(p, p->off_idx);
+        const uint32_t *filt = (const uint32_t *)(const void *)((const char *)p + p->off_filt);
         sift_candidate *side = ctx->ws->cand2;
         size_t u = 0, t = 0;
         for (size_t i = 0; i < a->n; i++) {
             sift_candidate x = a->c[i];
+            if (!filt[(uint32_t)x.id & PEN_FILT_MASK]) {
+                a->c[u++] = x;
+                continue;
+            }
             uint32_t s = pen_find(p, x.id);
             if (keys[s] != -1 && x.logit != -INFINITY) {
                 pen_one(p, &x, dcnt[idx[s]], &bad, &bad_val, &changed);
@@ -255,6 +277,7 @@ static void pen_reset(sift__stage *st)
         return;
     p->head = p->len = p->n_distinct = 0;
     memset(pen_arr(p, p->off_keys), 0xff, ((size_t)1 << p->hbits) * sizeof(int32_t));
+    memset(pen_filt(p), 0, PEN_FILT * sizeof(uint32_t));
 }
 
 /* The window in order (oldest first) and each entry's count; the hash
@@ -402,6 +425,8 @@ sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n, float re
         off = pen_align(off + n1 * sizeof(int32_t));
         size_t off_dcnt = off;
         off = pen_align(off + n1 * sizeof(int32_t));
+        size_t off_filt = off;
+        off = pen_align(off + PEN_FILT * sizeof(uint32_t));
         p = (pen_stage *)sift__stage_alloc(al, &pen_ops, off);
         if (p) {
             p->hbits = bits;
@@ -410,7 +435,9 @@ sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n, float re
             p->off_idx = off_idx;
             p->off_dtok = off_dtok;
             p->off_dcnt = off_dcnt;
+            p->off_filt = off_filt;
             memset(pen_arr(p, off_keys), 0xff, cap * sizeof(int32_t));
+            memset(pen_filt(p), 0, PEN_FILT * sizeof(uint32_t));
         }
     }
     if (!p)
