@@ -527,10 +527,11 @@ struct sift_chain {
     void *hook_user;
     float *row;
     size_t row_cap;
-    /* A bitmap over token ids, all zero between calls (slice validation
-     * sets and clears the bits of the slice's ids). */
-    uint64_t *seen;
-    size_t seen_words;
+    /* A set over token ids without clearing (slice validation): id is in
+     * it when seen[id] == seen_gen; a new generation empties it. */
+    uint32_t *seen;
+    size_t seen_cap;
+    uint32_t seen_gen;
     /* The check-mode checker (owned; check_ops NULL = none), and how
      * often it made a step resample. */
     const sift__checker_ops *check_ops;

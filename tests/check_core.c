@@ -224,6 +224,38 @@ START_TEST(test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix)
 }
 END_TEST
 
+/* Slice validation marks ids with the chain's generation instead of
+ * clearing a set: when the generation wraps the array is zeroed, so the
+ * marks of the generation before cannot pass for duplicates, and a real
+ * duplicate is still found. */
+START_TEST(test_slice_id_set_is_emptied_when_its_generation_wraps)
+{
+    static float row[V];
+    static sift_candidate pre[8];
+    cstage cs = {SIFT_CLASS_IDENTITY, 0};
+    sift_chain *c = chain_with(&cs, 5);
+    make_row(row, 9);
+    canonical_prefix(row, 8, pre);
+    sift_slice sl = {.n_vocab = V, .n_prefix = 8, .prefix = pre, .flags = SIFT_SLICE_CANONICAL};
+    int32_t t = -1;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &sl, &t, NULL), SIFT_OK);
+    ck_assert_uint_eq(c->seen_gen, 1); /* the ids of pre are marked 1 */
+    c->seen_gen = UINT32_MAX;          /* as after 2^32 - 1 validations */
+    ck_assert_int_eq(sift_chain_sample_slice(c, &sl, &t, NULL), SIFT_OK); /* wraps to 1 */
+    ck_assert_uint_eq(c->seen_gen, 1);
+    sift_candidate dup[8];
+    memcpy(dup, pre, sizeof dup);
+    dup[5].id = dup[1].id;
+    sift_slice sd = sl;
+    sd.prefix = dup;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_sample_slice(c, &sd, &t, &err), SIFT_E_SLICE);
+    ck_assert_msg(strstr(err.message, "positions 1 and 5") != NULL, "%s", err.message);
+    ck_assert_int_eq(sift_chain_sample_slice(c, &sl, &t, NULL), SIFT_OK);
+    sift_chain_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("core");
@@ -234,6 +266,7 @@ static Suite *suite(void)
     t = tcase_create("slice fallback");
     tcase_add_test(t, test_an_undecided_slice_runs_one_walk_and_one_full_pass);
     tcase_add_test(t, test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix);
+    tcase_add_test(t, test_slice_id_set_is_emptied_when_its_generation_wraps);
     suite_add_tcase(s, t);
     return s;
 }

@@ -468,6 +468,136 @@ START_TEST(test_penalties_ignore_history_tokens_beyond_the_row)
 }
 END_TEST
 
+/* On a slice, penalties test each candidate against a filter of counts
+ * per id & 2047 before the window's hash: ids 5 and 2053 share an entry,
+ * so evicting one must leave the other penalised, and evicting both must
+ * free the entry. Greedy on slices against greedy on the whole row. */
+START_TEST(test_penalties_on_a_slice_keep_tokens_that_share_a_filter_entry)
+{
+    enum { NV = 4200 };
+    static float row[NV];
+    for (int32_t i = 0; i < NV; i++)
+        row[i] = (float)(i % 7) * 0.01f;
+    row[2053] = 10.0f;
+    row[5] = 9.0f;
+    row[7] = 8.0f;
+    sift_chain *c[2];
+    for (int j = 0; j < 2; j++) {
+        c[j] = new_chain();
+        ck_assert_int_eq(sift_chain_add_penalties(c[j], 2, 100.0f, 0.0f, 0.0f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_greedy(c[j], NULL), SIFT_OK);
+    }
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, NV, NULL, NULL), SIFT_OK);
+    /* window after each accept, and the token greedy must then give */
+    const int32_t acc[4] = {5, 2053, 7, 9};
+    const int32_t want[4] = {2053, 7, 5, 2053};
+    for (int s = 0; s < 4; s++) {
+        accept_all(c[0], &acc[s], 1);
+        accept_all(c[1], &acc[s], 1);
+        sift_slice slice;
+        ck_assert_int_eq(sift_slicer_build(sl, row, NV, 8, NULL, 0, &slice, NULL), SIFT_OK);
+        int32_t ts = -1, tr = -1;
+        sift_error err;
+        ck_assert_msg(sift_chain_sample_slice(c[0], &slice, &ts, &err) == SIFT_OK, "%s",
+                      err.message);
+        ck_assert_int_eq(sift_chain_sample(c[1], row, NV, &tr, NULL), SIFT_OK);
+        ck_assert_int_eq(ts, tr);
+        ck_assert_int_eq(ts, want[s]);
+    }
+    sift_slicer_free(sl);
+    sift_chain_free(c[0]);
+    sift_chain_free(c[1]);
+}
+END_TEST
+
+typedef struct pen_hook {
+    const float *row;
+    int calls;
+} pen_hook;
+
+static int pen_hook_fn(void *user, float *row, int32_t V)
+{
+    pen_hook *h = user;
+    memcpy(row, h->row, (size_t)V * sizeof *row);
+    h->calls++;
+    return 0;
+}
+
+/* Penalties that never raise re-order a canonical slice in one pass
+ * (penalised candidates held until an untouched one ranks after them).
+ * Rows built to make the penalised values land on the untouched ones
+ * (ties broken by id), on -0 / +0, and on -inf (huge negative logits
+ * times repeat), with counts that re-order the penalised ones (freq):
+ * slice samples against the oracle on the whole row, token and RNG. */
+START_TEST(test_penalties_on_a_slice_reorder_in_one_pass_as_the_oracle)
+{
+    enum { NV = 600, K = 8, LAST = 24 };
+    static const float rep[] = {1.0f, 1.1f, 2.0f, 50.0f};
+    static const float fr[] = {0.0f, 0.25f, 1.0f};
+    static const float pr[] = {0.0f, 0.5f};
+    static float row[NV];
+    tu_rng r = {0x9e11u + (uint64_t)_i};
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, NV, NULL, NULL), SIFT_OK);
+    long slices = 0;
+    for (int trial = 0; trial < 24; trial++) {
+        sp_chain spec = {.seed = 5 + (uint64_t)trial, .n = 3};
+        spec.st[0].kind = SP_PENALTIES;
+        spec.st[0].i0 = LAST;
+        spec.st[0].f0 = rep[trial % 4];
+        spec.st[0].f1 = fr[(trial / 4) % 3];
+        spec.st[0].f2 = pr[(trial / 12) % 2];
+        if (spec.st[0].f0 == 1.0f && spec.st[0].f1 == 0.0f && spec.st[0].f2 == 0.0f)
+            spec.st[0].f2 = 0.5f;
+        spec.st[1].kind = SP_TOP_K;
+        spec.st[1].i0 = K;
+        spec.st[2].kind = SP_DIST;
+        sift_chain *c;
+        ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
+        or_chain o;
+        or_init(&o, &spec);
+        pen_hook h = {row, 0};
+        ck_assert_int_eq(sift_chain_set_row_hook(c, pen_hook_fn, &h, NULL), SIFT_OK);
+        for (int step = 0; step < 40; step++) {
+            /* values on a coarse grid (ties), the top ones among 40 ids
+             * so that the window holds many of them */
+            for (int32_t i = 0; i < NV; i++)
+                row[i] = (float)tu_range(&r, -8, 2) * 0.5f;
+            for (int j = 0; j < 30; j++) {
+                int32_t id = (int32_t)tu_range(&r, 0, 39);
+                switch (tu_range(&r, 0, 5)) {
+                case 0: row[id] = tu_unif(&r) < 0.5 ? -0.0f : 0.0f; break;
+                case 1: row[id] = -3.0e38f; break;
+                case 2: row[id] = -INFINITY; break;
+                default: row[id] = (float)tu_range(&r, 2, 12) * 0.55f; break;
+                }
+            }
+            sift_slice slice;
+            ck_assert_int_eq(sift_slicer_build(sl, row, NV, K + LAST + 8, NULL, 0, &slice, NULL),
+                             SIFT_OK);
+            int32_t ts = -1, to = -1;
+            sift_error err;
+            sift_status ss = sift_chain_sample_slice(c, &slice, &ts, &err);
+            sift_status so = or_sample(&o, row, NV, &to);
+            ck_assert_int_eq(ss, so);
+            ck_assert_int_eq(ts, to);
+            uint64_t rs[4];
+            sift__chain_rng_state(c, rs);
+            ck_assert(memcmp(rs, o.rng.s, sizeof rs) == 0);
+            slices++;
+            int32_t acc = tu_unif(&r) < 0.7 ? (int32_t)tu_range(&r, 0, 39) : ts;
+            ck_assert_int_eq(sift_chain_accept(c, acc, NULL), SIFT_OK);
+            or_accept(&o, acc);
+        }
+        or_free(&o);
+        sift_chain_free(c);
+    }
+    sift_slicer_free(sl);
+    ck_assert_int_eq(slices, 24 * 40);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* DRY                                                                 */
 /* ------------------------------------------------------------------ */
@@ -1220,6 +1350,8 @@ static Suite *suite(void)
          test_penalties_lowers_class_never_raises_and_changes_at_most_last_n_tokens},
         {"penalties_clone", test_penalties_clone_copies_counts_and_is_independent},
         {"penalties_far_tokens", test_penalties_ignore_history_tokens_beyond_the_row},
+        {"penalties_filter", test_penalties_on_a_slice_keep_tokens_that_share_a_filter_entry},
+        {"penalties_slice_order", test_penalties_on_a_slice_reorder_in_one_pass_as_the_oracle},
         {"dry_upstream", test_dry_reproduces_the_upstream_vectors},
         {"dry_growth", test_dry_penalty_grows_as_base_to_the_excess_length},
         {"dry_breakers", test_dry_breakers_cap_the_repeat_and_single_token_breakers_are_exempt},

@@ -222,7 +222,8 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
     d->row = NULL;
     d->row_cap = 0;
     d->seen = NULL;
-    d->seen_words = 0;
+    d->seen_cap = 0;
+    d->seen_gen = 0;
     d->check_ops = NULL;
     d->check = NULL;
     d->n_grammar_resamples = 0;

@@ -144,8 +144,15 @@ void sift__sort_canon(sift_candidate *c, size_t n, sift_candidate *tmp)
 
 void sift__canon_merge(sift_candidate *c, size_t u, sift_candidate *side, size_t t)
 {
-    /* c[u..u + t) is free until the merge reaches it: the scratch. */
-    sift__sort_canon(side, t, c + u);
+    /* The changed ones are often in canonical order already (a monotone
+     * change such as a repetition penalty keeps the order they had in
+     * c): one pass finds that. c[u..u + t) is free until the merge
+     * reaches it: the scratch. */
+    size_t s = 1;
+    while (s < t && sift__canon_before(&side[s - 1], &side[s]))
+        s++;
+    if (s < t)
+        sift__sort_canon(side, t, c + u);
     /* Backwards, so that c[0..u) can be merged in place: the slot being
      * written is never one still to be read. */
     size_t i = u, j = t, o = u + t;

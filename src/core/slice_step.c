@@ -3,9 +3,10 @@
  * the row hook's row and its check against the slice, and sample /
  * distribution over a slice (the certificate walk is in certify.c).
  *
- * Invariants: validation is O(k + extras) with the chain's bitmap, which
- * is all zero between calls; an undecided slice asks for the row (hook)
- * or fails with SIFT_E_NEED_ROW, never a different token.
+ * Invariants: validation is O(k + extras) with the chain's id set, which
+ * a new generation empties without touching it (seen_begin); an
+ * undecided slice asks for the row (hook) or fails with SIFT_E_NEED_ROW,
+ * never a different token.
  */
 #include <math.h>
 
@@ -18,32 +19,36 @@
 
 static sift_status seen_reserve(sift_chain *c, int32_t V, sift_error *err)
 {
-    size_t words = ((size_t)V + 63) / 64;
-    if (words <= c->seen_words)
+    if ((size_t)V <= c->seen_cap)
         return SIFT_OK;
-    uint64_t *b = sift__calloc(&c->al, words, sizeof *b);
+    uint32_t *b = sift__calloc(&c->al, (size_t)V, sizeof *b);
     if (!b)
-        return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %d-token bitmap",
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %d-token id set",
                           (int)V);
     sift__free(&c->al, c->seen);
     c->seen = b;
-    c->seen_words = words;
+    c->seen_cap = (size_t)V;
+    c->seen_gen = 0;
     return SIFT_OK;
 }
 
-static int seen_test_set(uint64_t *m, int32_t id)
+/* Empties the id set by starting a new generation; returns it. Once in
+ * 2^32 - 1 calls the generation wraps and the array is zeroed. */
+static uint32_t seen_begin(sift_chain *c)
 {
-    uint64_t bit = (uint64_t)1 << (id & 63);
-    int was = (m[id >> 6] & bit) != 0;
-    m[id >> 6] |= bit;
-    return was;
+    if (++c->seen_gen == 0) {
+        memset(c->seen, 0, c->seen_cap * sizeof *c->seen);
+        c->seen_gen = 1;
+    }
+    return c->seen_gen;
 }
 
-static void seen_clear(uint64_t *m, const sift_candidate *c, size_t n)
+/* Adds id to the set of generation g; whether it was there. */
+static int seen_test_set(uint32_t *m, uint32_t g, int32_t id)
 {
-    for (size_t i = 0; i < n; i++)
-        if (c[i].id >= 0)
-            m[c[i].id >> 6] = 0;
+    int was = m[id] == g;
+    m[id] = g;
+    return was;
 }
 
 /* One candidate of a slice: id range, value. `what` names the array. */
@@ -72,9 +77,9 @@ static int32_t find_pos(const sift_candidate *c, size_t n, int32_t id)
 }
 
 /* Every extra id the chain asks for this step is in the slice (whose ids
- * are set in the bitmap m). */
-static sift_status check_requested(sift_chain *c, const sift_slice *sl, const uint64_t *m,
-                                   sift_error *err)
+ * are in the id set m of generation g). */
+static sift_status check_requested(sift_chain *c, const sift_slice *sl, const uint32_t *m,
+                                   uint32_t g, sift_error *err)
 {
     int32_t *ids = (int32_t *)c->ws.u32;
     size_t n = sift__chain_extras(c, ids, c->ws.cap);
@@ -86,7 +91,7 @@ static sift_status check_requested(sift_chain *c, const sift_slice *sl, const ui
         int32_t id = ids[i];
         if (id >= sl->n_vocab) /* sift__step_check reports a stage's token outside V */
             continue;
-        if (!(m[id >> 6] & ((uint64_t)1 << (id & 63))))
+        if (m[id] != g)
             return sift__fail_at(
                 err, SIFT_E_SLICE, id,
                 "extra token %d, which the chain asks for this step (sift_chain_extras), is "
@@ -96,9 +101,10 @@ static sift_status check_requested(sift_chain *c, const sift_slice *sl, const ui
     return SIFT_OK;
 }
 
-/* Validates a slice in O(k + extras) with the chain's zeroed bitmap
- * (left zeroed on every path). The ids the chain asks for as extras are
- * written to ws.u32 scratch first, so ws must hold them. */
+/* Validates a slice in O(k + extras) with the chain's id set (a new
+ * generation of it) and copies it into ws.cand. The ids the chain asks
+ * for as extras are written to ws.u32 scratch first, so ws must hold
+ * them. */
 static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_error *err)
 {
     int32_t V = sl->n_vocab, k = sl->n_prefix, e = sl->n_extras;
@@ -118,14 +124,15 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
                           (unsigned)(sl->flags & ~(uint32_t)SIFT_SLICE_CANONICAL));
     const int canon = (sl->flags & SIFT_SLICE_CANONICAL) != 0;
     /* The common case first, one pass per array with no branch but the
-     * id range: every id in range, every value finite or -inf, ids
-     * unique, and the extras below the prefix: below its last key for a
-     * canonical prefix (whose keys must then strictly decrease), else at
-     * or below its smallest logit. Only a slice that fails it goes
-     * through the checks below, which find the first problem and name
-     * it. The bitmap takes only ids in range; nk and ne count the
-     * entries that set their bit. */
-    uint64_t *m = c->seen;
+     * id range, which also copies the slice into ws.cand (the work set;
+     * scratch until the slice is valid): every id in range, every value
+     * finite or -inf, ids unique, and the extras below the prefix: below
+     * its last key for a canonical prefix (whose keys must then strictly
+     * decrease), else at or below its smallest logit. Only a slice that fails it goes through the
+     * checks below, which find the first problem and name it. The id set
+     * takes only ids in range. */
+    uint32_t *m = c->seen, g = seen_begin(c);
+    sift_candidate *out = c->ws.cand;
     int bad = 0;
     uint64_t prev = UINT64_MAX;
     float lmin = INFINITY;
@@ -140,8 +147,9 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
                 bad = 1;
                 break;
             }
+            out[nk] = x;
             uint64_t key = sift__ckey(x.logit, x.id);
-            bad |= (key >= prev) | seen_test_set(m, x.id);
+            bad |= (key >= prev) | seen_test_set(m, g, x.id);
             prev = key;
         }
         bad |= (sl->prefix[0].logit < INFINITY ? 0 : 1) |
@@ -153,7 +161,8 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
                 bad = 1;
                 break;
             }
-            bad |= (x.logit < INFINITY ? 0 : 1) | seen_test_set(m, x.id);
+            out[nk] = x;
+            bad |= (x.logit < INFINITY ? 0 : 1) | seen_test_set(m, g, x.id);
             lmin = x.logit < lmin ? x.logit : lmin;
         }
     }
@@ -163,22 +172,15 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
             bad = 1;
             break;
         }
-        bad |= (x.logit < INFINITY ? 0 : 1) |
-               (canon ? sift__ckey(x.logit, x.id) >= prev : x.logit > lmin) |
-               seen_test_set(m, x.id);
+        out[k + ne] = x;
+        int below = canon ? sift__ckey(x.logit, x.id) < prev : x.logit <= lmin;
+        bad |= (x.logit < INFINITY ? 0 : 1) | (below ^ 1) | seen_test_set(m, g, x.id);
     }
     if (!bad) {
-        /* Valid, and the bits are set: check the requested extras. */
-        sift_status s = c->plan_max_extras == 0 ? SIFT_OK : check_requested(c, sl, m, err);
-        for (int32_t i = 0; i < k; i++)
-            m[sl->prefix[i].id >> 6] = 0;
-        for (int32_t i = 0; i < e; i++)
-            m[sl->extras[i].id >> 6] = 0;
-        return s;
+        /* Valid, and the ids are in the set: check the requested extras. */
+        return c->plan_max_extras == 0 ? SIFT_OK : check_requested(c, sl, m, g, err);
     }
-    /* Clear and let the detailed checks name the first problem. */
-    seen_clear(m, sl->prefix, (size_t)nk);
-    seen_clear(m, sl->extras, (size_t)ne);
+    /* Let the detailed checks name the first problem. */
     sift_status s = SIFT_OK;
     for (int32_t i = 0; i < k && !s; i++) {
         s = check_entry(&sl->prefix[i], V, "prefix position", i, err);
@@ -196,14 +198,15 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
     if (s)
         return s;
     /* Duplicates, then the extras the chain asks for. */
+    g = seen_begin(c);
     for (int32_t i = 0; i < k && !s; i++)
-        if (seen_test_set(m, sl->prefix[i].id))
+        if (seen_test_set(m, g, sl->prefix[i].id))
             s = sift__fail_at(err, SIFT_E_SLICE, sl->prefix[i].id,
                               "token %d appears at prefix positions %d and %d",
                               (int)sl->prefix[i].id,
                               (int)find_pos(sl->prefix, (size_t)i, sl->prefix[i].id), (int)i);
     for (int32_t i = 0; i < e && !s; i++)
-        if (seen_test_set(m, sl->extras[i].id)) {
+        if (seen_test_set(m, g, sl->extras[i].id)) {
             int32_t p = find_pos(sl->prefix, (size_t)k, sl->extras[i].id);
             s = p >= 0
                     ? sift__fail_at(err, SIFT_E_SLICE, sl->extras[i].id,
@@ -228,10 +231,12 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
                               "%.9g; it belongs in the prefix",
                               (int)sl->extras[i].id, (double)sl->extras[i].logit, (double)lmin);
     if (!s)
-        s = check_requested(c, sl, m, err);
-    seen_clear(m, sl->prefix, (size_t)k);
-    if (e > 0)
-        seen_clear(m, sl->extras, (size_t)e);
+        s = check_requested(c, sl, m, g, err);
+    if (!s) { /* valid after all: the work set as the fast path leaves it */
+        memcpy(out, sl->prefix, (size_t)k * sizeof *out);
+        if (e > 0)
+            memcpy(out + k, sl->extras, (size_t)e * sizeof *out);
+    }
     return s;
 }
 
@@ -262,7 +267,7 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
     if ((s = validate_slice(c, sl, err)))
         return s;
     size_t k = (size_t)sl->n_prefix, e = (size_t)sl->n_extras;
-    memcpy(c->ws.cand, sl->prefix, k * sizeof *c->ws.cand);
+    /* validate_slice copied the prefix and the extras into ws.cand. */
     if (!(sl->flags & SIFT_SLICE_CANONICAL))
         sift__order_top_set(c->ws.cand, k, c->ws.cand2);
     /* Every absent token and every extra ranks after the prefix's last
@@ -285,13 +290,12 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
     }
     if (e > 0 && (sl->flags & SIFT_SLICE_CANONICAL)) {
         /* Every extra comes after the prefix's last key (validated). */
-        memcpy(c->ws.cand + k, sl->extras, e * sizeof *c->ws.cand);
         sift__sort_canon(c->ws.cand + k, e, c->ws.cand2);
     } else if (e > 0) {
         /* A device set's extras may tie its smallest logit with a smaller
          * id than a tied prefix token, and so belong before it: merged in
          * canonically, not appended. */
-        memcpy(c->ws.cand2, sl->extras, e * sizeof *c->ws.cand2);
+        memcpy(c->ws.cand2, c->ws.cand + k, e * sizeof *c->ws.cand2);
         sift__canon_merge(c->ws.cand, k, c->ws.cand2, e);
     }
     a->c = c->ws.cand;
@@ -352,15 +356,13 @@ sift_status sift__slice_fetch_row(sift_chain *c, const sift_slice *sl, sift_erro
                                      row[i] != row[i] ? "NaN" : "+inf");
     }
     if (ahead != want) {
-        uint64_t *m = c->seen;
+        uint32_t *m = c->seen, g = seen_begin(c);
         for (int32_t i = 0; i < sl->n_prefix; i++)
-            seen_test_set(m, sl->prefix[i].id);
+            m[sl->prefix[i].id] = g;
         int32_t culprit = -1;
         for (int32_t i = 0; i < V && culprit < 0; i++)
-            if ((canon ? sift__ckey(row[i], i) >= bkey : row[i] > lmin) &&
-                !(m[i >> 6] & ((uint64_t)1 << (i & 63))))
+            if ((canon ? sift__ckey(row[i], i) >= bkey : row[i] > lmin) && m[i] != g)
                 culprit = i;
-        seen_clear(m, sl->prefix, (size_t)sl->n_prefix);
         return sift__fail_at(err, SIFT_E_HOOK, culprit,
                              canon ? "row disagrees with slice: token %d (logit %.9g) ranks before "
                                      "the prefix's last token but is not in the prefix"

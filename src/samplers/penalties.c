@@ -32,7 +32,10 @@
  * distinct list (linear probing, backward-shift deletion, capacity a power
  * of two >= 2 * last_n so it is never more than half full), and the
  * distinct list itself (token, count) kept compact by swap-removal, so
- * apply on a dense row touches exactly the distinct tokens of the window.
+ * apply on a dense row touches exactly the distinct tokens of the window;
+ * then a filter of PEN_FILT counts, the distinct tokens per id &
+ * PEN_FILT_MASK, so that apply on a slice probes the hash only for the
+ * candidates whose count is not 0.
  * Arrays are addressed by offsets, not pointers, so the default flat clone
  * (memcpy of the block) is a correct deep copy. Nothing is allocated after
  * construction.
@@ -54,8 +57,20 @@ typedef struct pen_stage {
     uint32_t hbits;     /* hash capacity = 1 << hbits */
     int32_t head, len;  /* ring: oldest at ring[head], len entries */
     int32_t n_distinct; /* entries of dtok/dcnt in use */
-    size_t off_ring, off_keys, off_idx, off_dtok, off_dcnt;
+    size_t off_ring, off_keys, off_idx, off_dtok, off_dcnt, off_filt;
 } pen_stage;
+
+/* The filter: per id & PEN_FILT_MASK, how many distinct window tokens
+ * fall there (a count, as wide as the window). A slice's candidate whose
+ * count is 0 is not in the window, and most are not: one load instead
+ * of a hash probe. */
+#define PEN_FILT 2048u
+#define PEN_FILT_MASK (PEN_FILT - 1u)
+
+static uint32_t *pen_filt(pen_stage *p)
+{
+    return (uint32_t *)(void *)((char *)p + p->off_filt);
+}
 
 static int32_t *pen_arr(pen_stage *p, size_t off)
 {
@@ -121,6 +136,7 @@ static void pen_inc(pen_stage *p, int32_t t)
         dtok[p->n_distinct] = t;
         dcnt[p->n_distinct] = 1;
         p->n_distinct++;
+        pen_filt(p)[(uint32_t)t & PEN_FILT_MASK]++;
     } else {
         dcnt[idx[s]]++;
     }
@@ -146,10 +162,20 @@ static void pen_dec(pen_stage *p, int32_t t)
     }
     p->n_distinct--;
     pen_hash_delete(p, s);
+    pen_filt(p)[(uint32_t)t & PEN_FILT_MASK]--;
 }
 
 /* Applies the penalty to one candidate with count c > 0; records the
  * smallest id that turned +inf or NaN. */
+static inline float pen_value(const pen_stage *p, float l, int32_t c)
+{
+    if (l <= 0.0f)
+        l = l * p->repeat;
+    else
+        l = l / p->repeat;
+    return l - ((float)c * p->freq + (float)(c > 0) * p->presence);
+}
+
 static void pen_one(const pen_stage *p, sift_candidate *cd, int32_t c, int64_t *bad, float *bad_val,
                     int *changed)
 {
@@ -157,16 +183,67 @@ static void pen_one(const pen_stage *p, sift_candidate *cd, int32_t c, int64_t *
     if (l == -INFINITY)
         return;
     *changed = 1;
-    if (l <= 0.0f)
-        l = l * p->repeat;
-    else
-        l = l / p->repeat;
-    l = l - ((float)c * p->freq + (float)(c > 0) * p->presence);
+    l = pen_value(p, l, c);
     cd->logit = l;
     if (!(l < INFINITY) && (*bad < 0 || cd->id < *bad)) {
         *bad = cd->id;
         *bad_val = l;
     }
+}
+
+/* Whether no penalty can raise a logit: repeat >= 1, freq >= 0 and
+ * presence >= 0 (the LOWERS class). Then every penalised value is at or
+ * below the one it came from, float rounding being monotone: l * repeat
+ * <= l for l <= 0, l / repeat <= l for l > 0, and l - amount <= l for an
+ * amount >= 0; so it is at or after its old place in canonical order. */
+static int pen_never_raises(const pen_stage *p)
+{
+    return p->repeat >= 1.0f && p->freq >= 0.0f && p->presence >= 0.0f;
+}
+
+/* A canonical set under a penalty that never raises (pen_never_raises),
+ * in one forward pass in place. A penalised candidate goes to the pending
+ * list side[h..t), kept in canonical order (insertion; it usually goes
+ * last). Before an untouched candidate x at position i, the output takes
+ * the pending ones that rank before x: every candidate that ranks before
+ * x comes from a position below i (an untouched one keeps its value, and
+ * a penalised one from after i ranks after its old place, so after x),
+ * so nothing from later is missing, and the output never passes the
+ * input (o <= i). -inf candidates are left alone. */
+static void pen_apply_falling(const pen_stage *p, sift__arr *a, sift_candidate *side, int64_t *bad,
+                              float *bad_val)
+{
+    const int32_t *keys = pen_carr(p, p->off_keys);
+    const int32_t *idx = pen_carr(p, p->off_idx);
+    const int32_t *dcnt = pen_carr(p, p->off_dcnt);
+    const uint32_t *filt = (const uint32_t *)(const void *)((const char *)p + p->off_filt);
+    sift_candidate *c = a->c;
+    size_t n = a->n, o = 0, h = 0, t = 0;
+    for (size_t i = 0; i < n; i++) {
+        sift_candidate x = c[i];
+        if (filt[(uint32_t)x.id & PEN_FILT_MASK] && x.logit != -INFINITY) {
+            uint32_t s = pen_find(p, x.id);
+            if (keys[s] != -1) {
+                x.logit = pen_value(p, x.logit, dcnt[idx[s]]);
+                if (!(x.logit < INFINITY) && (*bad < 0 || x.id < *bad)) {
+                    *bad = x.id; /* only from a +inf that came in */
+                    *bad_val = x.logit;
+                }
+                size_t j = t++;
+                while (j > h && sift__canon_before(&x, &side[j - 1])) {
+                    side[j] = side[j - 1];
+                    j--;
+                }
+                side[j] = x;
+                continue;
+            }
+        }
+        while (h < t && sift__canon_before(&side[h], &x))
+            c[o++] = side[h++];
+        c[o++] = x;
+    }
+    while (h < t)
+        c[o++] = side[h++];
 }
 
 static sift_status pen_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
@@ -184,6 +261,12 @@ static sift_status pen_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         for (int32_t d = 0; d < p->n_distinct; d++)
             if (dtok[d] < a->V)
                 pen_one(p, &a->c[dtok[d]], dcnt[d], &bad, &bad_val, &changed);
+    } else if (a->order == SIFT__ORDER_CANON && a->c != ctx->ws->cand2 && a->n <= ctx->ws->cap &&
+               pen_never_raises(p)) {
+        /* A canonical set (a slice) stays canonical in one pass. */
+        pen_apply_falling(p, a, ctx->ws->cand2, &bad, &bad_val);
+        if (bad >= 0)
+            a->order = SIFT__ORDER_NONE; /* as below */
     } else if (a->order == SIFT__ORDER_CANON && a->c != ctx->ws->cand2 && a->n <= ctx->ws->cap) {
         /* A canonical set (a slice): the untouched candidates stay in
          * order, so set the penalised ones aside and merge them back
@@ -191,10 +274,15 @@ static sift_status pen_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
          * needs the order. */
         const int32_t *keys = pen_carr(p, p->off_keys);
         const int32_t *idx = pen_carr(p, p->off_idx);
+        const uint32_t *filt = (const uint32_t *)(const void *)((const char *)p + p->off_filt);
         sift_candidate *side = ctx->ws->cand2;
         size_t u = 0, t = 0;
         for (size_t i = 0; i < a->n; i++) {
             sift_candidate x = a->c[i];
+            if (!filt[(uint32_t)x.id & PEN_FILT_MASK]) {
+                a->c[u++] = x;
+                continue;
+            }
             uint32_t s = pen_find(p, x.id);
             if (keys[s] != -1 && x.logit != -INFINITY) {
                 pen_one(p, &x, dcnt[idx[s]], &bad, &bad_val, &changed);
@@ -255,6 +343,7 @@ static void pen_reset(sift__stage *st)
         return;
     p->head = p->len = p->n_distinct = 0;
     memset(pen_arr(p, p->off_keys), 0xff, ((size_t)1 << p->hbits) * sizeof(int32_t));
+    memset(pen_filt(p), 0, PEN_FILT * sizeof(uint32_t));
 }
 
 /* The window in order (oldest first) and each entry's count; the hash
@@ -402,6 +491,8 @@ sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n, float re
         off = pen_align(off + n1 * sizeof(int32_t));
         size_t off_dcnt = off;
         off = pen_align(off + n1 * sizeof(int32_t));
+        size_t off_filt = off;
+        off = pen_align(off + PEN_FILT * sizeof(uint32_t));
         p = (pen_stage *)sift__stage_alloc(al, &pen_ops, off);
         if (p) {
             p->hbits = bits;
@@ -410,7 +501,9 @@ sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n, float re
             p->off_idx = off_idx;
             p->off_dtok = off_dtok;
             p->off_dcnt = off_dcnt;
+            p->off_filt = off_filt;
             memset(pen_arr(p, off_keys), 0xff, cap * sizeof(int32_t));
+            memset(pen_filt(p), 0, PEN_FILT * sizeof(uint32_t));
         }
     }
     if (!p)

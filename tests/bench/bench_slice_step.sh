@@ -10,7 +10,10 @@
 # only inside sift_chain_sample_slice and sift_chain_accept
 # (--toggle-collect), so building the rows and slices is not counted:
 # the total over the run divided by its steps, the 64 warm-up steps
-# included. Without valgrind the instruction column says so.
+# and the first call's one-time sizing (the zeroed id set of V entries)
+# included; and "steady", the instructions that STEPS more steps add (a
+# second run of 2 * STEPS steps), which leaves the one-time work out.
+# Without valgrind the instruction column says so.
 set -eu
 bench=$1
 steps=${2:-2000}
@@ -21,12 +24,17 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 tmp=${TMPDIR:-/tmp}/bench_slice_step.$$
 trap 'rm -f "$tmp".*' EXIT INT TERM
-for v in 32768 1048576; do
+ir_of() { # V STEPS: the instructions collected over a run
     valgrind --tool=callgrind --callgrind-out-file="$tmp.out" \
         --toggle-collect=sift_chain_sample_slice --toggle-collect=sift_chain_accept \
-        "$bench" --step-only --no-clock --v "$v" --steps "$steps" >"$tmp.txt" 2>"$tmp.err"
-    ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$tmp.out")
+        "$bench" --step-only --no-clock --v "$1" --steps "$2" >"$tmp.txt" 2>"$tmp.err"
+    sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$tmp.out"
+}
+for v in 32768 1048576; do
+    ir=$(ir_of "$v" "$steps")
+    ir2=$(ir_of "$v" $((2 * steps)))
     total=$((steps + 64))
     echo "slice step instructions (callgrind) V = $v: $((ir / total)) per step" \
-        "($ir over $total steps)"
+        "($ir over $total steps); steady $(((ir2 - ir) / steps)) per step" \
+        "(the $steps steps a run of $((2 * steps)) adds)"
 done
