@@ -63,8 +63,16 @@ void *sift__malloc(const sift__alloc *al, size_t n, size_t size)
     return al->a.alloc(al->a.user, n * size);
 }
 
+/* With the default allocator, calloc: for a large block the C library
+ * takes zeroed pages from the system, which cost nothing until touched
+ * (a chain's V-sized id set, say, of which a step touches k entries). */
 void *sift__calloc(const sift__alloc *al, size_t n, size_t size)
 {
+    if (al->a.alloc == default_alloc) {
+        if (n == 0 || size == 0)
+            n = size = 1;
+        return n > SIZE_MAX / size ? NULL : calloc(n, size);
+    }
     void *p = sift__malloc(al, n, size);
     if (p)
         memset(p, 0, (n && size) ? n * size : 1);
