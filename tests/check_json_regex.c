@@ -333,9 +333,10 @@ static const struct {
  * character of the pattern. */
 static size_t alphabet(const char *pat, uint32_t *a)
 {
-    static const uint32_t base[] = {'a',  'b',  'c',  '0',    '1',    '-',     '.',  '/',
-                                    '"',  '\\', '\n', '\t',   0x01,   0x00,    ' ',  0xE9,
-                                    0x1F, 0x0B, 0x7F, 0x2028, 0xFEFF, 0x1F600, 0xDC, 'A'};
+    static const uint32_t base[] = {'a',  'b',    'c',  '0',    '1',    '-',     '.',  '/',
+                                    '"',  '\\',   '\n', '\t',   0x01,   0x00,    ' ',  0xE9,
+                                    0x1F, 0x0B,   0x7F, 0x2028, 0xFEFF, 0x1F600, 0xDC, 'A',
+                                    '\r', 0x2029, 0x85, 0xA0,   0x08};
     size_t n = 0;
     for (size_t k = 0; k < N(base); k++)
         a[n++] = base[k];
