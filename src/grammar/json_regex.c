@@ -173,7 +173,8 @@ static uint32_t list_node(rx *r, uint32_t kind, size_t base, size_t off)
         return id;
     r->nodes[id].first = (uint32_t)r->n_kids;
     r->nodes[id].n = (uint32_t)k;
-    memcpy(r->kids + r->n_kids, r->stk + base, k * sizeof *r->kids);
+    if (k > 0)
+        memcpy(r->kids + r->n_kids, r->stk + base, k * sizeof *r->kids);
     r->n_kids += k;
     r->n_stk = base;
     return id;
@@ -201,8 +202,8 @@ static int cmp_pair(const void *a, const void *b)
  * them over [0, U+10FFFF] when `neg`. Returns the number of pairs. */
 static size_t normalize(rx *r, size_t start, int neg)
 {
-    uint32_t *p = r->rng + start;
     size_t n = (r->n_rng - start) / 2;
+    uint32_t *p = n > 0 ? r->rng + start : NULL;
     if (n > 1)
         qsort(p, n, 2 * sizeof *p, cmp_pair);
     size_t m = 0;
@@ -235,7 +236,8 @@ static size_t normalize(rx *r, size_t start, int neg)
     if (!ok)
         return 0;
     size_t c = r->n_rng - w;
-    memmove(r->rng + start, r->rng + w, c * sizeof *r->rng);
+    if (c > 0)
+        memmove(r->rng + start, r->rng + w, c * sizeof *r->rng);
     r->n_rng = start + c;
     return c / 2;
 }
@@ -852,7 +854,7 @@ static int plan_set(rx *r, const uint32_t *ext, size_t first, size_t n, set_plan
             pl->ctl[c >> 4] |= 1u << (c & 15);
     }
     pl->n_raw = (r->n_rng - pl->raw_first) / 2;
-    const uint32_t *p = ext ? ext : r->rng + 2 * first;
+    const uint32_t *p = ext ? ext : n > 0 ? r->rng + 2 * first : NULL;
     for (size_t k = 0; k < sizeof SHORT / sizeof *SHORT; k++)
         if (set_has(p, n, SHORT[k].cp))
             pl->letters[pl->n_letters++] = SHORT[k].letter;
@@ -1174,7 +1176,7 @@ static int emit(rx *r, uint32_t id, rx_cost *c, unsigned depth)
         r->n_rng = mark;
         return ok;
     }
-    case N_CAT: return emit_seq(r, r->kids + nd->first, nd->n, c, depth + 1);
+    case N_CAT: return emit_seq(r, nd->n ? r->kids + nd->first : NULL, nd->n, c, depth + 1);
     case N_ALT: {
         if (!puts_(r, "("))
             return 0;
@@ -1270,7 +1272,7 @@ static int emit_branch(rx *r, uint32_t id, int bol, int eol, int *first, rx_cost
     const uint32_t *ids = &id;
     size_t n = 1;
     if (nd->kind == N_CAT) {
-        ids = r->kids + nd->first;
+        ids = nd->n ? r->kids + nd->first : NULL;
         n = nd->n;
     }
     while (n > 0 && r->nodes[ids[0]].kind == N_BOL)
