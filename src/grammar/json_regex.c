@@ -1073,8 +1073,8 @@ static int check_elems(rx *r, const rx_cost *c)
     return 1;
 }
 
-/* Emits the sequence kids[from .. to) of a CAT (or one node when `cat` is
- * 0), merging runs of single raw code points into one literal. */
+/* Emits the sequence of nodes ids[0 .. n) (items separated by spaces),
+ * merging runs of single raw code points into one literal. */
 static int emit_seq(rx *r, const uint32_t *ids, size_t n, rx_cost *c, unsigned depth)
 {
     memset(c, 0, sizeof *c);
@@ -1198,8 +1198,10 @@ static int emit(rx *r, uint32_t id, rx_cost *c, unsigned depth)
     }
     case N_REP: {
         uint32_t m = nd->min, x = nd->max;
-        if (x == 0)
-            return puts_(r, "\"\"") && (c->atom = 1);
+        if (x == 0) { /* matches the empty string only */
+            c->atom = 1;
+            return puts_(r, "\"\"");
+        }
         rx_cost in;
         if (!emit_item(r, nd->first, &in, depth + 1))
             return 0;
