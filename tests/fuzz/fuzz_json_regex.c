@@ -35,9 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (st != SIFT_E_SCHEMA_SYNTAX && st != SIFT_E_SCHEMA_UNSUPPORTED &&
             st != SIFT_E_SCHEMA_LIMIT && st != SIFT_E_NOMEM)
             abort();
-        if (st != SIFT_E_NOMEM &&
-            (strncmp(err.message, "pattern:", 8) != 0 || err.offset < 0 ||
-             (uint64_t)err.offset > size || err.column < 1))
+        if (st != SIFT_E_NOMEM && (strncmp(err.message, "pattern:", 8) != 0 || err.offset < 0 ||
+                                   (uint64_t)err.offset > size || err.column < 1))
             abort();
         return 0;
     }
