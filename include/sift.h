@@ -173,7 +173,11 @@ typedef enum sift_status {
     SIFT_E_CONFIG_TYPE = 51,
     SIFT_E_CONFIG_KEY = 52,
     SIFT_E_CONFIG_VALUE = 53,
-    SIFT_E_CONFIG_LIMIT = 54
+    SIFT_E_CONFIG_LIMIT = 54,
+    /* JSON Schemas. */
+    SIFT_E_SCHEMA_SYNTAX = 60,      /**< The schema is not JSON or not a valid schema. */
+    SIFT_E_SCHEMA_UNSUPPORTED = 61, /**< The schema uses a keyword or form sift does not support. */
+    SIFT_E_SCHEMA_LIMIT = 62        /**< The schema's grammar would exceed a size or work limit. */
 } sift_status;
 
 /**
