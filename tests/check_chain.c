@@ -646,6 +646,9 @@ START_TEST(test_status_str_is_never_null_and_distinct_for_every_code)
         SIFT_E_CONFIG_KEY,
         SIFT_E_CONFIG_VALUE,
         SIFT_E_CONFIG_LIMIT,
+        SIFT_E_SCHEMA_SYNTAX,
+        SIFT_E_SCHEMA_UNSUPPORTED,
+        SIFT_E_SCHEMA_LIMIT,
     };
     const char *unknown = sift_status_str((sift_status)9999);
     ck_assert_ptr_nonnull(unknown);
@@ -675,6 +678,8 @@ START_TEST(test_status_str_is_never_null_and_distinct_for_every_code)
     ck_assert_int_eq(SIFT_E_ROW_VALUE, 10);
     ck_assert_int_eq(SIFT_E_NO_CANDIDATE, 11);
     ck_assert_int_eq(SIFT_E_CONFIG_LIMIT, 54);
+    ck_assert_int_eq(SIFT_E_SCHEMA_SYNTAX, 60);
+    ck_assert_int_eq(SIFT_E_SCHEMA_LIMIT, 62);
 }
 END_TEST
 

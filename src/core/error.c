@@ -40,6 +40,9 @@ const char *sift_status_str(sift_status status)
     case SIFT_E_CONFIG_KEY: return "configuration key error";
     case SIFT_E_CONFIG_VALUE: return "configuration value error";
     case SIFT_E_CONFIG_LIMIT: return "configuration limit exceeded";
+    case SIFT_E_SCHEMA_SYNTAX: return "invalid JSON Schema";
+    case SIFT_E_SCHEMA_UNSUPPORTED: return "unsupported JSON Schema feature";
+    case SIFT_E_SCHEMA_LIMIT: return "JSON Schema limit exceeded";
     }
     return "unknown status";
 }

@@ -1,0 +1,22 @@
+/*
+ * json_regex.h - the contract between the JSON Schema converter and the
+ * translation of "pattern" regular expressions (json_regex.c).
+ */
+#ifndef SIFT_JSON_REGEX_H
+#define SIFT_JSON_REGEX_H
+
+#include "../sift_internal.h"
+
+/* Translates the ECMA-262 regular expression pattern[0..len) (JSON Schema "pattern": it matches a
+ * string when it matches anywhere in it, unless anchored with ^ / $) into one self-contained
+ * parenthesised GBNF expression (no rule references) that matches exactly the JSON-encoded content
+ * of such strings, as it appears between the quotes. On success *out (allocated from al;
+ * NUL-terminated) and *out_len. SIFT_E_SCHEMA_SYNTAX for an invalid pattern,
+ * SIFT_E_SCHEMA_UNSUPPORTED for a feature outside the subset (backreferences, lookaround, ...),
+ * SIFT_E_SCHEMA_LIMIT when the expression would exceed max_out bytes; err->offset = byte offset in
+ * the pattern; message "pattern:COL: ..." . */
+SIFT__HIDDEN sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const char *pattern,
+                                                  size_t len, size_t max_out, char **out,
+                                                  size_t *out_len, sift_error *err);
+
+#endif
