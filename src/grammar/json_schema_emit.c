@@ -45,13 +45,28 @@ sift_status sift__js_puts(sift__js *c, sift__js_buf *b, const char *s)
 sift_status sift__js_printf(sift__js *c, sift__js_buf *b, const char *fmt, ...)
 {
     char tmp[256];
-    va_list ap;
+    va_list ap, ap2;
     va_start(ap, fmt);
+    va_copy(ap2, ap);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof tmp)
-        return sift__js_fail(c, SIFT_E_SCHEMA_LIMIT, NULL, "internal text over 255 bytes");
-    return sift__js_put(c, b, tmp, (size_t)n);
+    sift_status st;
+    if (n < 0) {
+        st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, NULL, "unprintable text");
+    } else if ((size_t)n < sizeof tmp) {
+        st = sift__js_put(c, b, tmp, (size_t)n);
+    } else { /* long keys and names */
+        char *big = sift__malloc(c->al, (size_t)n + 1, 1);
+        if (!big) {
+            st = sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+        } else {
+            vsnprintf(big, (size_t)n + 1, fmt, ap2);
+            st = sift__js_put(c, b, big, (size_t)n);
+            sift__free(c->al, big);
+        }
+    }
+    va_end(ap2);
+    return st;
 }
 
 sift_status sift__js_lit(sift__js *c, sift__js_buf *b, const char *s, size_t n)

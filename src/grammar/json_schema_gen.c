@@ -463,6 +463,47 @@ static int is_max_key(const char *k)
            !strcmp(k, "maxProperties");
 }
 
+/* Is `key` a keyword of the supported or the known-unsupported set? */
+static int is_keyword(const char *key)
+{
+    static const char *const known[] = {
+        "type",
+        "enum",
+        "const",
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "minItems",
+        "maxItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "uniqueItems",
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(key, known[i]))
+            return 1;
+    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
+        if (!strcmp(key, unsupported[i]))
+            return 1;
+    return 0;
+}
+
 /* dst[key] and v together (both present and different). */
 static sift_status combine(sift__js *c, json_t *dst, const char *key, const json_t *old,
                            const json_t *v)
@@ -494,6 +535,8 @@ static sift_status combine(sift__js *c, json_t *dst, const char *key, const json
         if (json_is_object(old) && json_is_object(v))
             return set_new(c, dst, key, all_of2(old, v));
     }
+    if (!is_keyword(key))
+        return SIFT_OK; /* an unknown key: an annotation, the first value stays */
     return sift__js_unsupported(c, key, "allOf members (or $ref siblings) give '%s' two values",
                                 key);
 }

@@ -40,8 +40,16 @@ static void set_name(sift__js_ref *r, const char *name)
 /* Formats                                                             */
 /* ------------------------------------------------------------------ */
 
-#define DATE \
-    "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])"
+/* Month lengths exact; 02-29 only in leap years (divisible by 4, and
+ * by 400 for centuries). */
+#define DAY28 "(\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8])"
+#define LEAP                                                                                    \
+    "([0-9] [0-9] (\"0\" [48] | [2468] [048] | [13579] [26]) | ([02468] [048] | [13579] [26]) " \
+    "\"00\")"
+#define DATE                                                                                   \
+    "([0-9]{4} \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" (" DAY28 " | \"29\" | \"3\" [01]) | " \
+    "(\"0\" [469] | \"11\") \"-\" (" DAY28 " | \"29\" | \"30\") | \"02-\" " DAY28 ") | " LEAP  \
+    " \"-02-29\")"
 #define TIME                                                                                     \
     "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" ([0-5] [0-9] | \"60\") (\".\" [0-9]+)? " \
     "([Zz] | [-+] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])"
@@ -71,6 +79,15 @@ static const struct {
               "\"@\" " HOST},
     {"uri", "[a-zA-Z] [a-zA-Z0-9+.\\-]* \":\" " URICHAR "*"},
     {"uri-reference", URICHAR "*"},
+    {"byte", "([A-Za-z0-9+/]{4})* ([A-Za-z0-9+/]{2} \"==\" | [A-Za-z0-9+/]{3} \"=\")?"},
+};
+
+/* Formats of the JSON Schema vocabulary this converter does not
+ * express; other (custom) formats are annotations, ignored as a
+ * validator ignores them. */
+static const char *const standard_formats[] = {
+    "idn-email",    "idn-hostname",          "iri",   "iri-reference", "uri-template",
+    "json-pointer", "relative-json-pointer", "regex", "duration",
 };
 
 /* The rule of format `f` (index i), made on first use. ipv6 uses "ls"
@@ -147,6 +164,41 @@ static sift_status gen_pattern(sift__js *c, const char *pat, size_t len, sift__j
     return st;
 }
 
+/* Lengths over the repetition limit, exactly, in blocks of 1000
+ * characters: lo characters, then at most d = hi - lo more, written as
+ * (fewer than q blocks and < 1000) | (q blocks and <= r), d = 1000 q + r. */
+static sift_status gen_long_string(sift__js *c, int64_t lo, int64_t hi, int has_hi, sift__js_ref *r)
+{
+    const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
+    int64_t d = hi - lo;
+    if (lo / 1000 > SIFT__JS_MAX_REPEAT || (has_hi && d / 1000 > SIFT__JS_MAX_REPEAT))
+        return sift__js_fail(
+            c, SIFT_E_SCHEMA_LIMIT, lo / 1000 > SIFT__JS_MAX_REPEAT ? "minLength" : "maxLength",
+            "string lengths over %d are not supported", 1000 * SIFT__JS_MAX_REPEAT);
+    sift__js_ref k;
+    char kb[40];
+    snprintf(kb, sizeof kb, "%s{1000}", ch);
+    sift_status st = sift__js_rule(c, &k, kb);
+    sift__js_buf b = {0};
+    if (!st)
+        st = sift__js_printf(c, &b, "\"\\\"\" %s{%lld} %s{%lld} ", k.name, (long long)(lo / 1000),
+                             ch, (long long)(lo % 1000));
+    if (!st && !has_hi)
+        st = sift__js_printf(c, &b, "%s*", ch);
+    else if (!st && d / 1000 == 0)
+        st = sift__js_printf(c, &b, "%s{0,%lld}", ch, (long long)d);
+    else if (!st)
+        st = sift__js_printf(c, &b, "(%s{0,%lld} %s{0,999} | %s{%lld} %s{0,%lld})", k.name,
+                             (long long)(d / 1000 - 1), ch, k.name, (long long)(d / 1000), ch,
+                             (long long)(d % 1000));
+    if (!st)
+        st = sift__js_puts(c, &b, " \"\\\"\"");
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
 sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
 {
     const json_t *pat = json_object_get(s, "pattern");
@@ -168,8 +220,10 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
         for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
             if (!strcmp(f, formats[i].name))
                 return format_rule(c, i, r);
-        if ((st = sift__js_unsupported(c, "format", "format \"%.60s\" is not supported", f)))
-            return st;
+        for (size_t i = 0; i < sizeof standard_formats / sizeof standard_formats[0]; i++)
+            if (!strcmp(f, standard_formats[i]) &&
+                (st = sift__js_unsupported(c, "format", "format \"%.60s\" is not supported", f)))
+                return st;
     }
     if ((st = sift__js_get_count(c, s, "minLength", &lo, &has_lo)) ||
         (st = sift__js_get_count(c, s, "maxLength", &hi, &has_hi)))
@@ -183,9 +237,7 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
         return SIFT_OK;
     }
     if (lo > SIFT__JS_MAX_REPEAT || hi > SIFT__JS_MAX_REPEAT)
-        return sift__js_fail(c, SIFT_E_SCHEMA_LIMIT,
-                             lo > SIFT__JS_MAX_REPEAT ? "minLength" : "maxLength",
-                             "string lengths over %d are not supported", SIFT__JS_MAX_REPEAT);
+        return gen_long_string(c, lo, hi, has_hi, r);
     const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
     char body[96];
     if (has_hi)
