@@ -91,6 +91,8 @@ typedef struct sift__js {
     size_t n_refs, cap_refs;
     /* the rules of formats, made once per conversion */
     sift__js_ref formats[16];
+    /* the rule of any non-empty key rest (a trie leaf), made once */
+    sift__js_ref leaf;
 } sift__js;
 
 /* json_schema.c: errors at the current place (path + extra segment) */

@@ -231,6 +231,10 @@ static sift_status put_cp(sift__js *c, sift__js_buf *b, uint32_t cp)
  * their parents). */
 static sift_status trie_node_rule(sift__js *c, trie_node *t, int32_t at)
 {
+    if (t[at].child < 0 && t[at].terminal && c->leaf.name[0]) {
+        t[at].rule = c->leaf;
+        return SIFT_OK;
+    }
     sift__js_buf b = {0};
     const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
     sift_status st = sift__js_puts(c, &b, "[^\"\\\\\\x00-\\x1F");
@@ -250,6 +254,8 @@ static sift_status trie_node_rule(sift__js *c, trie_node *t, int32_t at)
         st = sift__js_puts(c, &b, " | \"\"");
     if (!st)
         st = sift__js_rule(c, &t[at].rule, b.p);
+    if (!st && t[at].child < 0 && t[at].terminal)
+        c->leaf = t[at].rule;
     sift__js_buf_free(c, &b);
     return st;
 }

@@ -748,7 +748,7 @@ static sift_status schema_types(sift__js *c, const json_t *s, unsigned *mask)
     const json_t *nullable = json_object_get(s, "nullable");
     if (json_is_true(nullable))
         *mask |= T_NULL;
-    if ((*mask & T_NUMBER) && (*mask & T_INTEGER))
+    if (*mask != ~0u && (*mask & T_NUMBER) && (*mask & T_INTEGER))
         *mask &= ~(unsigned)T_INTEGER;
     return SIFT_OK;
 }

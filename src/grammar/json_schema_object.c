@@ -490,8 +490,10 @@ sift_status sift__js_gen_array(sift__js *c, const json_t *s, sift__js_ref *r)
             st = sift__js_rule(c, &t, "\"\"");
             continue;
         }
-        st = sift__js_printf(c, &b, "%s%s%s%s %s %s%s", optional ? "(" : "", i ? "\",\" " : "",
-                             i ? ws : "", pi.name, ws, t.name, optional ? ")?" : "");
+        st = sift__js_printf(c, &b, "%s%s%s%s%s %s %s", optional ? "(" : "", i ? "\",\" " : "",
+                             i ? ws : "", i ? " " : "", pi.name, ws, t.name);
+        if (!st && optional)
+            st = sift__js_puts(c, &b, ")?");
         if (!st)
             st = sift__js_rule(c, &t, b.p);
     }
