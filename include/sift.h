@@ -754,7 +754,7 @@ typedef struct sift_json_schema_params {
     /** NULL = malloc/free; copied. The GBNF text of
      * sift_json_schema_to_gbnf is allocated from it. */
     const sift_allocator *allocator;
-    const char *source_name;         /**< Name in messages; NULL = "schema". Read during the call. */
+    const char *source_name; /**< Name in messages; NULL = "schema". Read during the call. */
     sift_json_whitespace whitespace; /**< Default SIFT_JSON_WS_FLEXIBLE. */
     int32_t max_whitespace; /**< Longest whitespace run, 0 to 1000 (default 20); FLEXIBLE only. */
     /** 1 = OpenAI-style strict mode: an object schema without

@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sp.whitespace = data[0] & 1 ? SIFT_JSON_WS_COMPACT : SIFT_JSON_WS_FLEXIBLE;
     sp.max_whitespace = data[0] >> 5;
     sp.strict = (data[0] >> 1) & 1;
-    sp.unsupported = (data[0] >> 2) & 1 ? SIFT_JSON_UNSUPPORTED_IGNORE : SIFT_JSON_UNSUPPORTED_ERROR;
+    sp.unsupported =
+        (data[0] >> 2) & 1 ? SIFT_JSON_UNSUPPORTED_IGNORE : SIFT_JSON_UNSUPPORTED_ERROR;
     sp.max_grammar_bytes = 1 << 18;
     sp.max_work = 20000;
     const char *text = (const char *)data + 1;
