@@ -93,6 +93,7 @@ typedef struct sift__js {
     sift__js_ref formats[16];
     /* the rule of any non-empty key rest (a trie leaf), made once */
     sift__js_ref leaf;
+    sift__js_ref key_escape; /* an escape, then any key rest */
 } sift__js;
 
 /* json_schema.c: errors at the current place (path + extra segment) */

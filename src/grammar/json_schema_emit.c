@@ -219,44 +219,66 @@ static sift_status trie_add(sift__js *c, trie_node **t, size_t *n, size_t *cap, 
     return sift__js_work(c, 1);
 }
 
+/* A code point as a GBNF class escape (\uXXXX or \UXXXXXXXX), written
+ * by hand: this runs once per trie edge. */
 static sift_status put_cp(sift__js *c, sift__js_buf *b, uint32_t cp)
 {
-    return cp <= 0xFFFF ? sift__js_printf(c, b, "\\u%04X", (unsigned)cp)
-                        : sift__js_printf(c, b, "\\U%08X", (unsigned)cp);
+    static const char hexd[] = "0123456789ABCDEF";
+    char e[10];
+    int digits = cp <= 0xFFFF ? 4 : 8;
+    e[0] = '\\';
+    e[1] = digits == 4 ? 'u' : 'U';
+    for (int i = 0; i < digits; i++)
+        e[2 + i] = hexd[(cp >> (4 * (digits - 1 - i))) & 15];
+    return sift__js_put(c, b, e, (size_t)digits + 2);
 }
 
-/* Emits the rule of node `at` (children first). Depth-first with an
- * explicit order: a node's rule is emitted after its children's, by
- * visiting nodes from the last created (children are created after
- * their parents). */
-static sift_status trie_node_rule(sift__js *c, trie_node *t, int32_t at)
+/* Emits the rule of node `at` into `b` (reused). Children are created
+ * after their parents, so visiting nodes from the last created names
+ * every child's rule before its parent refers to it. Leaves that end a
+ * key all have the same rule, made once per conversion; so is the
+ * escape alternative (any escape leaves the known keys). */
+static sift_status trie_node_rule(sift__js *c, trie_node *t, int32_t at, sift__js_buf *b)
 {
     if (t[at].child < 0 && t[at].terminal && c->leaf.name[0]) {
         t[at].rule = c->leaf;
         return SIFT_OK;
     }
-    sift__js_buf b = {0};
     const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
-    sift_status st = sift__js_puts(c, &b, "[^\"\\\\\\x00-\\x1F");
-    for (int32_t k = t[at].child; !st && k >= 0; k = t[k].next)
-        st = put_cp(c, &b, t[k].cp);
+    sift_status st = SIFT_OK;
+    if (!c->key_escape.name[0]) {
+        char body[96];
+        snprintf(body, sizeof body, "\"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) %s*", ch);
+        st = sift__js_rule(c, &c->key_escape, body);
+    }
+    b->n = 0;
     if (!st)
-        st = sift__js_printf(c, &b, "] %s* | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) %s*",
-                             ch, ch);
+        st = sift__js_puts(c, b, "[^\"\\\\\\x00-\\x1F");
+    for (int32_t k = t[at].child; !st && k >= 0; k = t[k].next)
+        st = put_cp(c, b, t[k].cp);
+    if (!st)
+        st = sift__js_puts(c, b, "] ");
+    if (!st)
+        st = sift__js_puts(c, b, ch);
+    if (!st)
+        st = sift__js_puts(c, b, "* | ");
+    if (!st)
+        st = sift__js_puts(c, b, c->key_escape.name);
     for (int32_t k = t[at].child; !st && k >= 0; k = t[k].next) {
-        st = sift__js_puts(c, &b, " | [");
+        st = sift__js_puts(c, b, " | [");
         if (!st)
-            st = put_cp(c, &b, t[k].cp);
+            st = put_cp(c, b, t[k].cp);
         if (!st)
-            st = sift__js_printf(c, &b, "] %s", t[k].rule.name);
+            st = sift__js_puts(c, b, "] ");
+        if (!st)
+            st = sift__js_puts(c, b, t[k].rule.name);
     }
     if (!st && !t[at].terminal)
-        st = sift__js_puts(c, &b, " | \"\"");
+        st = sift__js_puts(c, b, " | \"\"");
     if (!st)
-        st = sift__js_rule(c, &t[at].rule, b.p);
+        st = sift__js_rule(c, &t[at].rule, b->p);
     if (!st && t[at].child < 0 && t[at].terminal)
         c->leaf = t[at].rule;
-    sift__js_buf_free(c, &b);
     return st;
 }
 
@@ -270,8 +292,10 @@ sift_status sift__js_not_keys(sift__js *c, const char *const *keys, size_t n, si
     t[tn++] = (trie_node){0, -1, -1, 0, {{0}, 0}};
     for (size_t i = 0; !st && i < n; i++)
         st = trie_add(c, &t, &tn, &cap, keys[i]);
+    sift__js_buf b = {0};
     for (size_t i = tn; !st && i-- > 0;)
-        st = trie_node_rule(c, t, (int32_t)i);
+        st = trie_node_rule(c, t, (int32_t)i, &b);
+    sift__js_buf_free(c, &b);
     if (!st) {
         char body[64];
         snprintf(body, sizeof body, "\"\\\"\" %s \"\\\"\"", t[0].rule.name);
