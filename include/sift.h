@@ -817,8 +817,9 @@ SIFT_API void sift_json_schema_free_gbnf(char *gbnf, const sift_json_schema_para
 /**
  * Compiles a JSON Schema into a grammar in its initial state: the GBNF
  * of sift_json_schema_to_gbnf given to sift_grammar_new with `vocab` and
- * `gparams` (both may be NULL, as there; gparams->root is ignored, the
- * start rule is the schema's). Errors as sift_json_schema_to_gbnf, plus:
+ * `gparams` (both may be NULL, as there; gparams->root and
+ * gparams->map_position are ignored: the start rule is the schema's, and
+ * GBNF positions would not be the schema's). Errors as sift_json_schema_to_gbnf, plus:
  * the GBNF limits of `gparams` hit by the generated text are
  * SIFT_E_SCHEMA_LIMIT; a schema that recurses through $ref without
  * consuming text (a left-recursive grammar) is SIFT_E_SCHEMA_UNSUPPORTED;

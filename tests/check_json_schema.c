@@ -8,6 +8,7 @@
  * allocation count over the whole conversion.
  */
 #include <check.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -585,6 +586,21 @@ START_TEST(test_bad_arguments_are_refused)
 }
 END_TEST
 
+START_TEST(test_a_shorter_struct_size_keeps_the_defaults_of_the_rest)
+{
+    const char *schema = "{\"properties\":{\"a\":{}}}";
+    sift_json_schema_params sp = compact();
+    sp.strict = 1;
+    sp.struct_size = (uint32_t)offsetof(sift_json_schema_params, strict);
+    sift_grammar *g = compile_with(schema, &sp);
+    ck_assert(accepts(g, "{\"a\":1,\"z\":2}")); /* strict not read: 0 */
+    sift_grammar_free(g);
+    sp.struct_size = sizeof sp + 8;
+    sift_error err;
+    ck_assert_int_eq(convert_err(schema, &sp, &err), SIFT_E_ARG);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Allocation failures                                                 */
 /* ------------------------------------------------------------------ */
@@ -730,6 +746,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_limits_are_errors_not_hangs);
     tcase_add_test(tc, test_nested_any_of_grows_linearly);
     tcase_add_test(tc, test_bad_arguments_are_refused);
+    tcase_add_test(tc, test_a_shorter_struct_size_keeps_the_defaults_of_the_rest);
     suite_add_tcase(s, tc);
     tc = tcase_create("allocation");
     tcase_add_test(tc, test_failing_the_nth_allocation_of_a_conversion_is_clean_for_every_n);
