@@ -235,10 +235,23 @@ static void fill_at(sift__js *c, sift_error *e, sift_status code, const char *ke
     vsnprintf(text, sizeof text, fmt, ap);
     size_t pn;
     const char *p = current_pointer(c, &pn);
+    /* the pointer, then the key as one more segment (~ and / escaped:
+     * a patternProperties key may hold them) */
     char full[600];
-    int fn = snprintf(full, sizeof full, "%.*s%s%s", (int)(pn < 400 ? pn : 400), p, key ? "/" : "",
-                      key ? key : "");
-    size_t fl = fn < 0 ? 0 : (size_t)fn < sizeof full ? (size_t)fn : sizeof full - 1;
+    size_t fl = pn < 400 ? pn : 400;
+    memcpy(full, p, fl);
+    if (key) {
+        full[fl++] = '/';
+        for (const char *k = key; *k && fl + 2 < sizeof full; k++) {
+            if (*k == '~' || *k == '/') {
+                full[fl++] = '~';
+                full[fl++] = *k == '~' ? '0' : '1';
+            } else {
+                full[fl++] = *k;
+            }
+        }
+    }
+    full[fl] = '\0';
     size_t off = locate(c->text, c->len, full, fl);
     snprintf(ptr, sizeof ptr, "#%.*s", (int)(fl < 150 ? fl : 150), full);
     int32_t line, col;
