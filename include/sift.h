@@ -798,7 +798,8 @@ SIFT_API void sift_json_schema_params_init(sift_json_schema_params *params);
  *   value (false at the root);
  * - SIFT_E_SCHEMA_LIMIT: schema over max_schema_bytes, GBNF over
  *   max_grammar_bytes, work over max_work, nesting over 256 subschemas,
- *   a bound (maxLength, maxItems, ...) over 1999;
+ *   minItems, maxItems, minProperties or maxProperties over 1999, a
+ *   string length bound over 1,999,000;
  * - SIFT_E_NOMEM.
  * Since: 0.2.
  */
