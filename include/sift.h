@@ -698,6 +698,140 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_set_check_grammar(sift_chain *cha
                                                                  sift_error *err);
 
 /* ------------------------------------------------------------------ */
+/* JSON Schema                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A JSON Schema (the subset docs/json-schema.md lists, keyword by
+ * keyword) becomes a GBNF grammar that matches exactly the JSON texts
+ * the schema accepts, within the documented partial cases:
+ *
+ *     sift_json_schema_params sp;
+ *     sift_json_schema_params_init(&sp);
+ *     sp.source_name = "person.json";                // used in messages
+ *     sift_grammar *g;
+ *     if (sift_grammar_from_json_schema(&g, schema, len, vocab, &sp, NULL, &err))
+ *         fprintf(stderr, "%s\n", err.message);
+ *         // "person.json:4:16: #/properties/age/not: 'not' is not supported"
+ *
+ * Properties are matched in the order the schema defines them (the order
+ * of "properties", then required names it does not list, then extra
+ * properties); every engine in the field does the same. Schemas are
+ * parsed with jansson, whose own allocations go through malloc (jansson
+ * has only a process-wide allocator hook, which sift does not set).
+ */
+
+/** How a JSON Schema grammar treats whitespace between JSON tokens. */
+typedef enum sift_json_whitespace {
+    /** No whitespace at all: the compact form. */
+    SIFT_JSON_WS_COMPACT = 0,
+    /** Runs of space, tab, CR and LF of at most max_whitespace bytes. */
+    SIFT_JSON_WS_FLEXIBLE = 1
+} sift_json_whitespace;
+
+/** What the converter does with a keyword or form it does not support. */
+typedef enum sift_json_unsupported {
+    /** Fail with SIFT_E_SCHEMA_UNSUPPORTED naming its place (default). */
+    SIFT_JSON_UNSUPPORTED_ERROR = 0,
+    /** Leave the keyword out (the grammar is then looser than the
+     * schema) and report it through `warn`. */
+    SIFT_JSON_UNSUPPORTED_IGNORE = 1
+} sift_json_unsupported;
+
+/** Default limits of sift_json_schema_params. */
+#define SIFT_JSON_SCHEMA_DEFAULT_MAX_WHITESPACE 20
+#define SIFT_JSON_SCHEMA_DEFAULT_MAX_SCHEMA_BYTES ((size_t)4 << 20)
+#define SIFT_JSON_SCHEMA_DEFAULT_MAX_GRAMMAR_BYTES ((size_t)1 << 20)
+#define SIFT_JSON_SCHEMA_DEFAULT_MAX_WORK ((int64_t)1000000)
+
+/**
+ * Options of the JSON Schema converter. Initialise with
+ * sift_json_schema_params_init; fields added later keep their defaults.
+ * Since: 0.2.
+ */
+typedef struct sift_json_schema_params {
+    uint32_t struct_size; /**< sizeof(sift_json_schema_params); set by _init. */
+    /** NULL = malloc/free; copied. The GBNF text of
+     * sift_json_schema_to_gbnf is allocated from it. */
+    const sift_allocator *allocator;
+    const char *source_name; /**< Name in messages; NULL = "schema". Read during the call. */
+    sift_json_whitespace whitespace; /**< Default SIFT_JSON_WS_FLEXIBLE. */
+    int32_t max_whitespace; /**< Longest whitespace run, 0 to 1000 (default 20); FLEXIBLE only. */
+    /** 1 = OpenAI-style strict mode: an object schema without
+     * "additionalProperties" allows no other property. 0 (default) = the
+     * JSON Schema meaning: other properties are allowed. */
+    int strict;
+    sift_json_unsupported unsupported; /**< Default SIFT_JSON_UNSUPPORTED_ERROR. */
+    /** Called once per ignored keyword under SIFT_JSON_UNSUPPORTED_IGNORE,
+     * with the message an error would have had (code
+     * SIFT_E_SCHEMA_UNSUPPORTED, line, column, offset); NULL = silent.
+     * Called during the conversion only. */
+    void (*warn)(void *user, const sift_error *warning);
+    void *warn_user;          /**< Passed to warn. */
+    size_t max_schema_bytes;  /**< Largest schema text (default 4 MiB). */
+    size_t max_grammar_bytes; /**< Largest GBNF text produced (default 1 MiB). */
+    /** Units of conversion work, >= 1 (default 10^6): one per subschema
+     * visited, per rule and per enum value or digit range emitted. */
+    int64_t max_work;
+} sift_json_schema_params;
+
+/** Fills `params` with the defaults; NULL is a no-op. Since: 0.2. */
+SIFT_API void sift_json_schema_params_init(sift_json_schema_params *params);
+
+/**
+ * Converts the JSON Schema `schema[0..len)` (UTF-8 JSON text, not
+ * NUL-terminated; any JSON value, so `true` and `false` are schemas) to
+ * GBNF text whose start rule is "root". `params` may be NULL (defaults).
+ * On success *out (allocated from params->allocator, NUL-terminated; free
+ * it with sift_json_schema_free_gbnf) and *out_len (without the NUL).
+ *
+ * Errors (*out is NULL, *out_len 0; messages are
+ * "source:line:col: #/json/pointer: text", err->line and err->column
+ * (code points, from 1) and err->offset give the place in the schema
+ * text: of the syntax error, or of the value of the keyword at fault):
+ * - SIFT_E_ARG: NULL out or out_len, NULL schema with len > 0, bad params;
+ * - SIFT_E_SCHEMA_SYNTAX: not JSON (jansson's message), or not a valid
+ *   schema (a keyword with a value of the wrong type, a $ref that does
+ *   not resolve or that loops through $refs alone);
+ * - SIFT_E_SCHEMA_UNSUPPORTED: a keyword or form outside the supported
+ *   subset under SIFT_JSON_UNSUPPORTED_ERROR, a schema that admits no
+ *   value (false at the root);
+ * - SIFT_E_SCHEMA_LIMIT: schema over max_schema_bytes, GBNF over
+ *   max_grammar_bytes, work over max_work, nesting over 256 subschemas,
+ *   minItems, maxItems, minProperties or maxProperties over 1999, a
+ *   string length bound over 1,999,000;
+ * - SIFT_E_NOMEM.
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_json_schema_to_gbnf(char **out, size_t *out_len,
+                                                             const char *schema, size_t len,
+                                                             const sift_json_schema_params *params,
+                                                             sift_error *err);
+
+/**
+ * Frees GBNF text that sift_json_schema_to_gbnf returned, through the
+ * allocator of `params` (the same one the conversion used; NULL params =
+ * malloc/free). NULL text is a no-op. Since: 0.2.
+ */
+SIFT_API void sift_json_schema_free_gbnf(char *gbnf, const sift_json_schema_params *params);
+
+/**
+ * Compiles a JSON Schema into a grammar in its initial state: the GBNF
+ * of sift_json_schema_to_gbnf given to sift_grammar_new with `vocab` and
+ * `gparams` (both may be NULL, as there; gparams->root and
+ * gparams->map_position are ignored: the start rule is the schema's, and
+ * GBNF positions would not be the schema's). Errors as sift_json_schema_to_gbnf, plus:
+ * the GBNF limits of `gparams` hit by the generated text are
+ * SIFT_E_SCHEMA_LIMIT; a schema that recurses through $ref without
+ * consuming text (a left-recursive grammar) is SIFT_E_SCHEMA_UNSUPPORTED;
+ * other statuses of sift_grammar_new as there. On failure *out is NULL.
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_from_json_schema(
+    sift_grammar **out, const char *schema, size_t len, const sift_vocab *vocab,
+    const sift_json_schema_params *sparams, const sift_grammar_params *gparams, sift_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Lazy grammars                                                       */
 /* ------------------------------------------------------------------ */
 

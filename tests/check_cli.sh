@@ -58,5 +58,25 @@ echo "$err" | grep -q 'cannot write output' || { echo "FAIL closed stdout: no me
 err=$($sift --help 2>&1 >&-)
 [ $? -ne 0 ] || { echo "FAIL closed stdout (--help): exit status 0"; fail=1; }
 
+# sift grammar from-schema / match --schema (docs/json-schema.md): 0
+# accepted, 1 rejected, 2 a schema that cannot be compiled (located).
+tmp=${TMPDIR:-/tmp}/sift_cli_schema.$$
+mkdir -p "$tmp"
+printf '{"type":"object","properties":{"n":{"type":"integer","maximum":9}},"required":["n"]}' >"$tmp/s.json"
+printf '{"type":"object",\n "properties":{"n":{"not":{}}}}' >"$tmp/bad.json"
+t 0 "grammar from-schema" $sift grammar from-schema "$tmp/s.json"
+$sift grammar from-schema "$tmp/s.json" | grep -q '^root ::= ' || { echo "FAIL from-schema prints no root rule"; fail=1; }
+t 0 "grammar match --schema, accepted" $sift grammar match --schema "$tmp/s.json" --text '{"n":7}'
+t 1 "grammar match --schema, rejected" $sift grammar match --schema "$tmp/s.json" --text '{"n":10}'
+t 2 "grammar match --schema, schema not compiled" $sift grammar match --schema "$tmp/bad.json" --text '{}'
+t 2 "grammar from-schema, schema not compiled" $sift grammar from-schema "$tmp/bad.json"
+t 0 "grammar match --schema --ignore-unsupported" $sift grammar match --schema "$tmp/bad.json" --ignore-unsupported --text '{"n":1}'
+t 2 "grammar match --schema and a grammar file" $sift grammar match "$tmp/s.json" --schema "$tmp/s.json" --text '{}'
+err=$($sift grammar from-schema "$tmp/bad.json" 2>&1 >/dev/null)
+case $err in
+*"bad.json:2:27: #/properties/n/not: 'not' is not supported") ;;
+*) echo "FAIL from-schema message: $err"; fail=1 ;;
+esac
+rm -rf "$tmp"
 echo "check_cli: done"
 exit $fail

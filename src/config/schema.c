@@ -156,6 +156,9 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
                          "parameters");
     if ((n = sift__cfg_find(&v, root, "grammar")) && v.st == SIFT_OK)
         sift__cfg_grammar_section(&v, n);
+    if (v.flat && !cfg->has_grammar && cfg->n_errors == 0 && v.st == SIFT_OK &&
+        (n = sift__cfg_find(&v, root, "json_schema")) && !sift__cfg_is_null(n))
+        sift__cfg_flat_json_schema(&v, n);
     if (v.st == SIFT_OK && cfg->n_errors == 0)
         v.st = sift__cfg_trial_build(cfg);
     if (v.st == SIFT_OK && cfg->n_errors == 0)

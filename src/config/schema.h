@@ -182,6 +182,9 @@ SIFT__HIDDEN void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root);
 
 /* The `grammar:` section (docs/config.md). */
 SIFT__HIDDEN void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g);
+/* The flat form's json_schema (a mapping, or a schema file's name): a
+ * check-mode grammar, as llama.cpp's. */
+SIFT__HIDDEN void sift__cfg_flat_json_schema(cfg_validator *v, const cfg_node *js);
 /* `vocab: FILE`, or `vocab: {file: FILE, special: {TEXT: ID...}, eog:
  * [ID or TEXT...]}` (docs/config.md). */
 SIFT__HIDDEN void sift__cfg_vocab_key(cfg_validator *v, const cfg_node *n);

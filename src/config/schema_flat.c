@@ -493,11 +493,15 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
         else if (b)
             ignore_eos = n;
     }
-    if ((n = sift__cfg_find(v, root, "json_schema")) && !n->bad && !sift__cfg_is_null(n))
-        ok = sift__cfg_err_at(
-            v, n, SIFT_E_CONFIG_VALUE,
-            "json_schema is not supported yet; give the grammar it stands for as GBNF "
-            "(grammar)");
+    /* json_schema: turned into a check-mode grammar by
+     * sift__cfg_flat_json_schema after the parameters (schema.c); with a
+     * grammar beside it, llama-server refuses both. */
+    if ((n = sift__cfg_find(v, root, "json_schema")) && !n->bad && !sift__cfg_is_null(n)) {
+        const cfg_node *gr = sift__cfg_find(v, root, "grammar");
+        if (gr && !(gr->type == CFG_SCALAR && (sift__cfg_is_null(gr) || gr->len == 0)))
+            ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_KEY,
+                                  "give either json_schema or grammar, not both");
+    }
     if ((n = sift__cfg_find(v, root, "grammar_lazy"))) {
         int b = 0;
         if (!sift__cfg_get_bool(v, n, "grammar_lazy", &b))

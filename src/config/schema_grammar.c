@@ -1,7 +1,8 @@
 /*
  * schema_grammar.c - the `grammar:` section.
  *
- * What it owns: the grammar text or file, its root rule, and the lazy
+ * What it owns: the grammar text or file (or a JSON Schema, as a file or
+ * an inline mapping, turned into GBNF here), its root rule, and the lazy
  * section (trigger words, patterns, tokens, preserved tokens): every
  * value checked, counted against its limit, and placed. The grammar is
  * compiled through the grammar module (with a hook that maps its errors
@@ -105,6 +106,223 @@ static int string_list(cfg_validator *v, const cfg_node *seq, const char *what, 
     return 1;
 }
 
+/* ------------------------------------------------------------------ */
+/* json_schema: a file or an inline mapping, to GBNF                   */
+/* ------------------------------------------------------------------ */
+
+/* The JSON text of an inline schema, and for each value written the
+ * offset of its YAML node: a converter error at a JSON offset is shown
+ * at the node whose text starts last at or before it. */
+typedef struct json_out {
+    sift__alloc *al;
+    char *p;
+    size_t n, cap;
+    int64_t (*at)[2]; /* (json offset, yaml offset) */
+    size_t n_at, cap_at;
+    int bad;
+} json_out;
+
+static void jput(json_out *o, const char *s, size_t n)
+{
+    if (o->bad || sift__reserve(o->al, &o->p, &o->cap, o->n, o->n + n + 1, 1, 256)) {
+        o->bad = 1;
+        return;
+    }
+    memcpy(o->p + o->n, s, n);
+    o->n += n;
+    o->p[o->n] = '\0';
+}
+
+static void jstring(json_out *o, const char *s, size_t n)
+{
+    jput(o, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            jput(o, esc, 2);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            jput(o, esc, 6);
+        } else {
+            jput(o, (const char *)&c, 1);
+        }
+    }
+    jput(o, "\"", 1);
+}
+
+/* A plain scalar that is a JSON number as it is written. */
+static int json_number_syntax(const char *s, size_t n)
+{
+    size_t i = 0;
+    if (i < n && s[i] == '-')
+        i++;
+    if (i >= n || s[i] < '0' || s[i] > '9' ||
+        (s[i] == '0' && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9'))
+        return 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++;
+    if (i < n && s[i] == '.') {
+        if (++i >= n || s[i] < '0' || s[i] > '9')
+            return 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        if (++i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        if (i >= n || s[i] < '0' || s[i] > '9')
+            return 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+    }
+    return i == n;
+}
+
+static void jvalue(cfg_validator *v, json_out *o, const cfg_node *n, int depth)
+{
+    if (o->bad || depth > 256) {
+        o->bad = 1;
+        return;
+    }
+    if (!sift__reserve(o->al, &o->at, &o->cap_at, o->n_at, o->n_at + 1, sizeof *o->at, 32)) {
+        o->at[o->n_at][0] = (int64_t)o->n;
+        o->at[o->n_at++][1] = n->off;
+    } else {
+        o->bad = 1;
+        return;
+    }
+    if (n->type == CFG_SCALAR) {
+        int plain = sift__cfg_is_plain(n);
+        if (plain && sift__cfg_is_null(n))
+            jput(o, "null", 4);
+        else if (plain && (sift__cfg_streq(n, "true") || sift__cfg_streq(n, "false")))
+            jput(o, n->val, n->len);
+        else if (plain && json_number_syntax(n->val, n->len))
+            jput(o, n->val, n->len);
+        else
+            jstring(o, n->val, n->len);
+        return;
+    }
+    int map = n->type == CFG_MAP;
+    jput(o, map ? "{" : "[", 1);
+    int first = 1;
+    for (uint32_t c = n->first; c != CFG_NONE; c = NODE(v, c)->next) {
+        if (!first)
+            jput(o, ",", 1);
+        first = 0;
+        const cfg_node *k = NODE(v, c);
+        if (map) {
+            jstring(o, k->val, k->len);
+            jput(o, ":", 1);
+            c = k->next;
+            if (c == CFG_NONE)
+                break;
+        }
+        jvalue(v, o, NODE(v, c), depth + 1);
+    }
+    jput(o, map ? "}" : "]", 1);
+}
+
+/* Converts the schema text to GBNF into cfg->g_text; on failure reports
+ * at the YAML place (the file node, or the inline node that holds the
+ * JSON offset of the error). */
+static int schema_to_gbnf(cfg_validator *v, const char *json, size_t len, const char *name,
+                          const cfg_node *file_node, const json_out *inl)
+{
+    sift_config *cfg = v->cfg;
+    sift_json_schema_params sp;
+    sift_json_schema_params_init(&sp);
+    sp.allocator = &cfg->al.a;
+    sp.source_name = name;
+    sp.max_grammar_bytes = cfg->params.max_bytes;
+    sift_error e;
+    char *gbnf = NULL;
+    size_t n = 0;
+    sift_status st = sift_json_schema_to_gbnf(&gbnf, &n, json, len, &sp, &e);
+    if (st == SIFT_E_NOMEM) {
+        v->st = SIFT_E_NOMEM;
+        return 0;
+    }
+    if (st != SIFT_OK) {
+        if (file_node)
+            return sift__cfg_err_at(v, file_node, st, "grammar.json_schema: %s", e.message);
+        /* "json_schema:L:C: #/ptr: text": the place is the YAML node's */
+        const char *msg = strstr(e.message, ": #");
+        msg = msg ? msg + 2 : e.message;
+        int64_t off = inl->n_at ? inl->at[0][1] : 0;
+        for (size_t i = 0; i < inl->n_at && e.offset >= 0 && inl->at[i][0] <= e.offset; i++)
+            off = inl->at[i][1];
+        return sift__cfg_err_off(v, off, st, "grammar.json_schema: %s", msg);
+    }
+    cfg->g_text = gbnf;
+    cfg->grammar.length = n;
+    return 1;
+}
+
+/* grammar.json_schema (or the flat form's json_schema): a file name or a
+ * mapping. On success cfg->g_text holds the GBNF (root "root"), and
+ * cfg->g_file the schema file (NULL inline, where the grammar's places
+ * are the mapping's). */
+static int json_schema_source(cfg_validator *v, const cfg_node *js)
+{
+    sift_config *cfg = v->cfg;
+    if (js->type == CFG_SCALAR) {
+        if (!sift__cfg_get_str(v, js, "json_schema"))
+            return 0;
+        char msg[1024], *resolved = NULL, *data = NULL;
+        size_t len = 0;
+        sift_status st = sift__cfg_read_file(cfg, js->val, &resolved, &data, &len, msg, sizeof msg);
+        if (st == SIFT_E_NOMEM) {
+            sift__free(&cfg->al, resolved);
+            v->st = SIFT_E_NOMEM;
+            return 0;
+        }
+        if (st != SIFT_OK) {
+            sift__free(&cfg->al, resolved);
+            return sift__cfg_err_at(v, js, st, "grammar.json_schema: %s", msg);
+        }
+        int ok = schema_to_gbnf(v, data, len, resolved, js, NULL);
+        sift__free(&cfg->al, data);
+        if (!ok) {
+            sift__free(&cfg->al, resolved);
+            return 0;
+        }
+        cfg->g_file = resolved;
+        cfg->grammar.style = SIFT_SCALAR_FILE;
+        cfg->grammar.line = 1;
+        cfg->grammar.column = 1;
+        return 1;
+    }
+    json_out o;
+    memset(&o, 0, sizeof o);
+    o.al = &cfg->al;
+    jvalue(v, &o, js, 0);
+    int ok = 0;
+    if (o.bad && o.p && o.n >= cfg->params.max_bytes)
+        ok = sift__cfg_err_at(v, js, SIFT_E_CONFIG_LIMIT, "grammar.json_schema is too large");
+    else if (o.bad)
+        v->st = SIFT_E_NOMEM;
+    else
+        ok = schema_to_gbnf(v, o.p, o.n, "json_schema", NULL, &o);
+    sift__free(&cfg->al, o.p);
+    sift__free(&cfg->al, o.at);
+    if (!ok)
+        return 0;
+    /* an inline schema's grammar has no text of its own in the file:
+     * its places are the mapping's first character */
+    cfg->grammar.style = SIFT_SCALAR_PLAIN;
+    cfg->g_node = *js;
+    cfg->g_node.style = SIFT_SCALAR_FOLDED;
+    cfg->g_node.val = cfg->g_text;
+    cfg->g_node.len = cfg->grammar.length;
+    sift__cfg_linecol(&cfg->src, (size_t)(js->off < 0 ? 0 : js->off), &cfg->grammar.line,
+                      &cfg->grammar.column);
+    return 1;
+}
+
 static int rule_name_ok(const cfg_node *n)
 {
     if (n->len == 0)
@@ -185,6 +403,10 @@ static void compile_grammar_hook(cfg_validator *v, const cfg_node *text_node,
         sift__cfg_err_at(v, file_node, st, "grammar: %s", ge.message);
         return;
     }
+    if (!text_node) { /* an inline json_schema: at the mapping */
+        sift__cfg_err_off(v, cfg->g_node.off, st, "grammar.json_schema: %s", ge.message);
+        return;
+    }
     /* "grammar:L:C: text", L:C already the file's (map_position) */
     char prefix[64];
     snprintf(prefix, sizeof prefix, "grammar:%d:%d: ", (int)ge.line, (int)ge.column);
@@ -196,9 +418,29 @@ static void compile_grammar_hook(cfg_validator *v, const cfg_node *text_node,
     sift__cfg_err_off(v, off, st, "grammar: %s", msg);
 }
 
+void sift__cfg_flat_json_schema(cfg_validator *v, const cfg_node *js)
+{
+    sift_config *cfg = v->cfg;
+    if (js->bad || !json_schema_source(v, js) || v->st != SIFT_OK)
+        return;
+    cfg->g_root = sift__memdup(&cfg->al, "root", 4);
+    if (!cfg->g_root) {
+        v->st = SIFT_E_NOMEM;
+        return;
+    }
+    cfg->grammar.mode = SIFT_GRAMMAR_CHECK;
+    compile_grammar_hook(v, NULL, cfg->g_file ? js : NULL, NULL);
+    if (v->st != SIFT_OK || cfg->n_errors)
+        return;
+    cfg->grammar.text = cfg->g_text;
+    cfg->grammar.root = cfg->g_root;
+    cfg->grammar.file = cfg->g_file;
+    cfg->has_grammar = 1;
+}
+
 void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
 {
-    static const char *const KEYS[] = {"file", "text", "root", "mode", "lazy"};
+    static const char *const KEYS[] = {"file", "text", "json_schema", "root", "mode", "lazy"};
     static const char *const LAZY_KEYS[] = {"words", "patterns", "full_patterns", "tokens"};
     sift_config *cfg = v->cfg;
     if (g->bad)
@@ -214,16 +456,26 @@ void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
         return;
     }
     if (!as_text)
-        sift__cfg_check_keys(v, g, KEYS, 5, "grammar: ");
+        sift__cfg_check_keys(v, g, KEYS, 6, "grammar: ");
     const cfg_node *file = sift__cfg_find(v, g, "file"),
                    *text = as_text ? g : sift__cfg_find(v, g, "text");
+    const cfg_node *schema = as_text ? NULL : sift__cfg_find(v, g, "json_schema");
     int ok = 1;
     const cfg_node *text_node = NULL, *file_node = NULL;
-    if (file && text) {
-        ok = sift__cfg_err_at(v, sift__cfg_key_of(v, g, text), SIFT_E_CONFIG_KEY,
-                              "grammar: use either 'file' or 'text', not both");
-    } else if (!file && !text) {
-        ok = sift__cfg_err_at(v, g, SIFT_E_CONFIG_KEY, "grammar: missing 'file' or 'text'");
+    if (!!file + !!text + !!schema > 1) {
+        ok = sift__cfg_err_at(v, sift__cfg_key_of(v, g, schema && (file || text) ? schema : text),
+                              SIFT_E_CONFIG_KEY,
+                              "grammar: use one of 'file', 'text' and 'json_schema'");
+    } else if (!file && !text && !schema) {
+        ok = sift__cfg_err_at(v, g, SIFT_E_CONFIG_KEY,
+                              "grammar: missing 'file', 'text' or 'json_schema'");
+    } else if (schema) {
+        if (schema->bad || !json_schema_source(v, schema))
+            ok = 0;
+        else if (cfg->g_file)
+            file_node = schema;
+        if (v->st != SIFT_OK)
+            return;
     } else if (text) {
         if (!sift__cfg_get_str(v, text, "grammar.text")) {
             ok = 0;
@@ -286,6 +538,10 @@ void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
     if (root) {
         if (!sift__cfg_get_str(v, root, "grammar.root")) {
             ok = 0;
+        } else if (schema) {
+            ok = sift__cfg_err_at(v, root, SIFT_E_CONFIG_KEY,
+                                  "grammar.root does not apply to a json_schema (its start rule "
+                                  "is root)");
         } else if (!rule_name_ok(root)) {
             ok = sift__cfg_err_at(
                 v, root, SIFT_E_CONFIG_VALUE,

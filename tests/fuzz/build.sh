@@ -17,7 +17,8 @@ srcs=$(ls "$top"/src/core/*.c "$top"/src/samplers/*.c "$top"/src/grammar/*.c)
 flags="-std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
  -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
  -ffp-contract=off -I$top/include -I$inc -I$top/src"
-for t in fuzz_gbnf_parse fuzz_gbnf_tokens fuzz_json_regex; do
-    clang $flags -o "$out/$t" "$top/tests/fuzz/$t.c" $srcs -lm -lpcre2-8 -lyaml
+for t in fuzz_gbnf_parse fuzz_gbnf_tokens fuzz_json_regex fuzz_json_schema; do
+    clang $flags $(pkg-config --cflags jansson) -o "$out/$t" "$top/tests/fuzz/$t.c" $srcs -lm \
+        -lpcre2-8 -lyaml $(pkg-config --libs jansson)
 done
-echo "built: $out/fuzz_gbnf_parse $out/fuzz_gbnf_tokens $out/fuzz_json_regex"
+echo "built: $out/fuzz_gbnf_parse $out/fuzz_gbnf_tokens $out/fuzz_json_regex $out/fuzz_json_schema"

@@ -1,0 +1,521 @@
+/*
+ * json_schema.c - the JSON Schema API: options, parsing (jansson), the
+ * places of errors, and the driver of the conversion.
+ *
+ * Places. jansson gives the line and column of a syntax error but keeps
+ * no positions of values. An error about a valid schema names the JSON
+ * Pointer of the value at fault; only then is its offset found, by one
+ * walk of the text along that pointer (locate below: a light scan that
+ * skips values it does not enter, O(len) and without recursion). The
+ * converter keeps the current pointer as a string of escaped segments;
+ * a $ref switches to its target's pointer after a '\001' mark, and the
+ * part after the last mark is the place. A pointer that leads into a
+ * merged schema (allOf, $ref siblings) that has no text of its own is
+ * reported at the deepest prefix that exists in the text.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json_schema.h"
+
+void sift_json_schema_params_init(sift_json_schema_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->whitespace = SIFT_JSON_WS_FLEXIBLE;
+    p->max_whitespace = SIFT_JSON_SCHEMA_DEFAULT_MAX_WHITESPACE;
+    p->unsupported = SIFT_JSON_UNSUPPORTED_ERROR;
+    p->max_schema_bytes = SIFT_JSON_SCHEMA_DEFAULT_MAX_SCHEMA_BYTES;
+    p->max_grammar_bytes = SIFT_JSON_SCHEMA_DEFAULT_MAX_GRAMMAR_BYTES;
+    p->max_work = SIFT_JSON_SCHEMA_DEFAULT_MAX_WORK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Places: JSON Pointer -> offset -> line:col                          */
+/* ------------------------------------------------------------------ */
+
+static size_t skip_ws(const char *t, size_t n, size_t i)
+{
+    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* i at '"': returns the offset after the closing quote. */
+static size_t skip_string(const char *t, size_t n, size_t i)
+{
+    for (i++; i < n && t[i] != '"'; i++)
+        if (t[i] == '\\')
+            i++;
+    return i < n ? i + 1 : n;
+}
+
+/* Skips one value (the text is valid JSON: jansson accepted it). */
+static size_t skip_value(const char *t, size_t n, size_t i)
+{
+    if (i >= n)
+        return n;
+    if (t[i] == '"')
+        return skip_string(t, n, i);
+    if (t[i] != '{' && t[i] != '[') {
+        while (i < n && !strchr(",]} \t\r\n", t[i]))
+            i++;
+        return i;
+    }
+    size_t depth = 0;
+    while (i < n) {
+        char ch = t[i];
+        if (ch == '"') {
+            i = skip_string(t, n, i);
+            continue;
+        }
+        if (ch == '{' || ch == '[')
+            depth++;
+        else if ((ch == '}' || ch == ']') && --depth == 0)
+            return i + 1;
+        i++;
+    }
+    return n;
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Does the JSON string at t[i] (a key) equal the decoded pointer segment
+ * seg[0..sn)? Escapes are decoded (\uXXXX of the BMP). */
+static int key_equals(const char *t, size_t n, size_t i, const char *seg, size_t sn)
+{
+    size_t k = 0;
+    for (i++; i < n && t[i] != '"'; i++) {
+        unsigned char buf[4];
+        size_t bn = 1;
+        buf[0] = (unsigned char)t[i];
+        if (t[i] == '\\' && i + 1 < n) {
+            char e = t[++i];
+            static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
+            const char *f = strchr(from, e);
+            buf[0] = (unsigned char)(f && e ? to[f - from] : e);
+            if (e == 'u' && i + 4 < n) {
+                unsigned cp = 0;
+                for (int d = 1; d <= 4; d++)
+                    cp = cp * 16 + (unsigned)(hexval(t[i + d]) < 0 ? 0 : hexval(t[i + d]));
+                i += 4;
+                if (cp < 0x80) {
+                    buf[0] = (unsigned char)cp;
+                } else if (cp < 0x800) {
+                    buf[0] = (unsigned char)(0xC0 | (cp >> 6));
+                    buf[1] = (unsigned char)(0x80 | (cp & 0x3F));
+                    bn = 2;
+                } else {
+                    buf[0] = (unsigned char)(0xE0 | (cp >> 12));
+                    buf[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+                    buf[2] = (unsigned char)(0x80 | (cp & 0x3F));
+                    bn = 3;
+                }
+            }
+        }
+        if (k + bn > sn || memcmp(seg + k, buf, bn))
+            return 0;
+        k += bn;
+    }
+    return k == sn;
+}
+
+/* Decodes one escaped pointer segment p[0..pn) (~1 = '/', ~0 = '~')
+ * into buf (cap bytes); returns its length, or cap + 1 if too long. */
+static size_t decode_segment(const char *p, size_t pn, char *buf, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < pn; i++) {
+        char ch = p[i];
+        if (ch == '~' && i + 1 < pn && (p[i + 1] == '0' || p[i + 1] == '1'))
+            ch = p[++i] == '0' ? '~' : '/';
+        if (k == cap)
+            return cap + 1;
+        buf[k++] = ch;
+    }
+    return k;
+}
+
+/* The offset of the value the escaped pointer ptr[0..pn) names, or of
+ * its deepest prefix found in the text. */
+static size_t locate(const char *t, size_t n, const char *ptr, size_t pn)
+{
+    size_t at = skip_ws(t, n, 0);
+    size_t p = 0;
+    char seg[512];
+    while (p < pn && ptr[p] == '/') {
+        size_t q = p + 1;
+        while (q < pn && ptr[q] != '/')
+            q++;
+        size_t sn = decode_segment(ptr + p + 1, q - p - 1, seg, sizeof seg);
+        if (sn > sizeof seg)
+            return at;
+        size_t i = at, found = (size_t)-1;
+        if (i < n && t[i] == '{') {
+            i = skip_ws(t, n, i + 1);
+            while (i < n && t[i] == '"') {
+                int eq = key_equals(t, n, i, seg, sn);
+                i = skip_ws(t, n, skip_string(t, n, i));
+                i = skip_ws(t, n, i + 1); /* ':' */
+                if (eq)
+                    found = i; /* the last of duplicate keys wins, as in jansson */
+                i = skip_ws(t, n, skip_value(t, n, i));
+                if (i < n && t[i] == ',')
+                    i = skip_ws(t, n, i + 1);
+            }
+        } else if (i < n && t[i] == '[') {
+            size_t want = 0, k = 0;
+            for (size_t d = 0; d < sn; d++) {
+                if (seg[d] < '0' || seg[d] > '9' || want > ((size_t)-1) / 16)
+                    return at;
+                want = want * 10 + (size_t)(seg[d] - '0');
+            }
+            i = skip_ws(t, n, i + 1);
+            while (i < n && t[i] != ']') {
+                if (k++ == want) {
+                    found = i;
+                    break;
+                }
+                i = skip_ws(t, n, skip_value(t, n, i));
+                if (i < n && t[i] == ',')
+                    i = skip_ws(t, n, i + 1);
+            }
+        }
+        if (found == (size_t)-1)
+            return at;
+        at = found;
+        p = q;
+    }
+    return at;
+}
+
+static void line_col(const char *t, size_t off, int32_t *line, int32_t *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (t[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else if (((unsigned char)t[i] & 0xC0) != 0x80) {
+            (*col)++;
+        }
+    }
+}
+
+/* The current pointer: the path after its last '\001' mark. */
+static const char *current_pointer(const sift__js *c, size_t *pn)
+{
+    const char *p = c->path.p ? c->path.p : "";
+    size_t n = c->path.n;
+    size_t start = n;
+    while (start > 0 && p[start - 1] != '\001')
+        start--;
+    *pn = n - start;
+    return p + start;
+}
+
+/* Fills e with code and "source:line:col: #pointer[/key]: text". */
+static void fill_at(sift__js *c, sift_error *e, sift_status code, const char *key, const char *fmt,
+                    va_list ap)
+{
+    char text[256], ptr[160];
+    vsnprintf(text, sizeof text, fmt, ap);
+    size_t pn;
+    const char *p = current_pointer(c, &pn);
+    /* the pointer, then the key as one more segment (~ and / escaped:
+     * a patternProperties key may hold them) */
+    char full[600];
+    size_t fl = pn < 400 ? pn : 400;
+    memcpy(full, p, fl);
+    if (key) {
+        full[fl++] = '/';
+        for (const char *k = key; *k && fl + 2 < sizeof full; k++) {
+            if (*k == '~' || *k == '/') {
+                full[fl++] = '~';
+                full[fl++] = *k == '~' ? '0' : '1';
+            } else {
+                full[fl++] = *k;
+            }
+        }
+    }
+    full[fl] = '\0';
+    size_t off = locate(c->text, c->len, full, fl);
+    snprintf(ptr, sizeof ptr, "#%.*s", (int)(fl < 150 ? fl : 150), full);
+    int32_t line, col;
+    line_col(c->text, off, &line, &col);
+    sift__fail(e, code, "%s:%d:%d: %s: %s", c->source, (int)line, (int)col, ptr, text);
+    e->line = line;
+    e->column = col;
+    e->offset = (int64_t)off;
+    sift__strlcpy_utf8(e->source, c->source, sizeof e->source);
+}
+
+sift_status sift__js_fail(sift__js *c, sift_status code, const char *key, const char *fmt, ...)
+{
+    if (c->err && code != SIFT_E_NOMEM) {
+        va_list ap;
+        va_start(ap, fmt);
+        fill_at(c, c->err, code, key, fmt, ap);
+        va_end(ap);
+    } else if (code == SIFT_E_NOMEM) {
+        sift__fail(c->err, code, "%s: out of memory converting the schema", c->source);
+    }
+    return code;
+}
+
+sift_status sift__js_unsupported(sift__js *c, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (!c->ignore) {
+        if (c->err)
+            fill_at(c, c->err, SIFT_E_SCHEMA_UNSUPPORTED, key, fmt, ap);
+        va_end(ap);
+        return SIFT_E_SCHEMA_UNSUPPORTED;
+    }
+    if (c->warn) {
+        sift_error w;
+        fill_at(c, &w, SIFT_E_SCHEMA_UNSUPPORTED, key, fmt, ap);
+        c->warn(c->warn_user, &w);
+    }
+    va_end(ap);
+    return SIFT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* The current place                                                   */
+/* ------------------------------------------------------------------ */
+
+sift_status sift__js_push_key(sift__js *c, const char *key)
+{
+    sift_status st = sift__js_put(c, &c->path, "/", 1);
+    for (const char *k = key; !st && *k; k++) {
+        if (*k == '~')
+            st = sift__js_put(c, &c->path, "~0", 2);
+        else if (*k == '/')
+            st = sift__js_put(c, &c->path, "~1", 2);
+        else
+            st = sift__js_put(c, &c->path, k, 1);
+    }
+    return st;
+}
+
+sift_status sift__js_push_index(sift__js *c, size_t i)
+{
+    return sift__js_printf(c, &c->path, "/%zu", i);
+}
+
+void sift__js_pop(sift__js *c, size_t mark)
+{
+    if (c->path.p && mark <= c->path.n) {
+        c->path.n = mark;
+        c->path.p[mark] = '\0';
+    }
+}
+
+sift_status sift__js_work(sift__js *c, int64_t units)
+{
+    c->work += units;
+    if (c->work > c->max_work)
+        return sift__js_fail(c, SIFT_E_SCHEMA_LIMIT, NULL,
+                             "the conversion needs more than %lld units of work (max_work)",
+                             (long long)c->max_work);
+    return SIFT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* The driver                                                          */
+/* ------------------------------------------------------------------ */
+
+static sift_status read_params(sift_json_schema_params *pp, const sift_json_schema_params *p,
+                               sift_error *err)
+{
+    sift_json_schema_params_init(pp);
+    if (p) {
+        if (p->struct_size == 0 || p->struct_size > sizeof *pp)
+            return sift__fail(err, SIFT_E_ARG, "params->struct_size is %u (expected 1..%zu)",
+                              (unsigned)p->struct_size, sizeof *pp);
+        memcpy(pp, p, p->struct_size);
+    }
+    if (pp->whitespace != SIFT_JSON_WS_COMPACT && pp->whitespace != SIFT_JSON_WS_FLEXIBLE)
+        return sift__fail(err, SIFT_E_ARG, "params->whitespace is %d (0 or 1)",
+                          (int)pp->whitespace);
+    if (pp->max_whitespace < 0 || pp->max_whitespace > 1000)
+        return sift__fail(err, SIFT_E_ARG, "params->max_whitespace is %d (0 to 1000)",
+                          (int)pp->max_whitespace);
+    if (pp->unsupported != SIFT_JSON_UNSUPPORTED_ERROR &&
+        pp->unsupported != SIFT_JSON_UNSUPPORTED_IGNORE)
+        return sift__fail(err, SIFT_E_ARG, "params->unsupported is %d (0 or 1)",
+                          (int)pp->unsupported);
+    if (pp->max_work < 1)
+        return sift__fail(err, SIFT_E_ARG, "params->max_work must be >= 1");
+    return SIFT_OK;
+}
+
+static sift_status parse(sift__js *c)
+{
+    json_error_t je;
+    c->root = json_loadb(c->text, c->len, JSON_DECODE_ANY, &je);
+    if (c->root)
+        return SIFT_OK;
+    if (json_error_code(&je) == json_error_out_of_memory)
+        return sift__fail(c->err, SIFT_E_NOMEM, "%s: out of memory parsing the schema", c->source);
+    sift__fail(c->err, SIFT_E_SCHEMA_SYNTAX, "%s:%d:%d: %s", c->source, je.line, je.column,
+               je.text);
+    if (c->err) {
+        c->err->line = je.line > 0 ? je.line : 0;
+        c->err->column = je.column > 0 ? je.column : 0;
+        c->err->offset = je.position;
+        sift__strlcpy_utf8(c->err->source, c->source, sizeof c->err->source);
+    }
+    return SIFT_E_SCHEMA_SYNTAX;
+}
+
+static sift_status convert(sift__js *c, char **out, size_t *out_len)
+{
+    sift_status st = parse(c);
+    if (st)
+        return st;
+    sift__js_ref r;
+    if ((st = sift__js_gen(c, c->root, &r)))
+        return st;
+    if (r.never)
+        return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL, "the schema admits no value");
+    if ((st = sift__js_emit_shared(c)))
+        return st;
+    sift__js_buf all = {0};
+    if ((st = sift__js_printf(c, &all, "root ::= %s\n", r.name)) ||
+        (st = sift__js_put(c, &all, c->out.p, c->out.n))) {
+        sift__js_buf_free(c, &all);
+        return st;
+    }
+    *out = all.p;
+    *out_len = all.n;
+    return SIFT_OK;
+}
+
+static void cleanup(sift__js *c)
+{
+    json_decref(c->root);
+    sift__js_buf_free(c, &c->out);
+    sift__js_buf_free(c, &c->path);
+    for (size_t i = 0; i < c->n_refs; i++)
+        sift__free(c->al, c->refs[i].pointer);
+    sift__free(c->al, c->refs);
+}
+
+sift_status sift_json_schema_to_gbnf(char **out, size_t *out_len, const char *schema, size_t len,
+                                     const sift_json_schema_params *params, sift_error *err)
+{
+    if (out)
+        *out = NULL;
+    if (out_len)
+        *out_len = 0;
+    if (!out || !out_len || (!schema && len > 0))
+        return sift__fail(err, SIFT_E_ARG, "sift_json_schema_to_gbnf: NULL argument");
+    sift_json_schema_params pp;
+    sift__alloc al;
+    sift_status st = read_params(&pp, params, err);
+    if (st || (st = sift__alloc_init(&al, pp.allocator, err)))
+        return st;
+    const char *source = pp.source_name ? pp.source_name : "schema";
+    if (len > pp.max_schema_bytes) {
+        st = sift__fail(err, SIFT_E_SCHEMA_LIMIT, "%s: the schema has %zu bytes, over %zu", source,
+                        len, pp.max_schema_bytes);
+        if (err)
+            sift__strlcpy_utf8(err->source, source, sizeof err->source);
+        return st;
+    }
+    sift__js c;
+    memset(&c, 0, sizeof c);
+    c.al = &al;
+    c.err = err;
+    c.text = schema ? schema : "";
+    c.len = len;
+    c.source = source;
+    c.flexible = pp.whitespace == SIFT_JSON_WS_FLEXIBLE;
+    c.max_ws = pp.max_whitespace;
+    c.strict = pp.strict != 0;
+    c.ignore = pp.unsupported == SIFT_JSON_UNSUPPORTED_IGNORE;
+    c.warn = pp.warn;
+    c.warn_user = pp.warn_user;
+    c.max_grammar = pp.max_grammar_bytes;
+    c.max_work = pp.max_work;
+    st = convert(&c, out, out_len);
+    cleanup(&c);
+    return st;
+}
+
+void sift_json_schema_free_gbnf(char *gbnf, const sift_json_schema_params *params)
+{
+    sift__alloc al;
+    const sift_allocator *a = NULL;
+    if (params && params->struct_size >=
+                      offsetof(sift_json_schema_params, allocator) + sizeof params->allocator)
+        a = params->allocator;
+    if (gbnf && sift__alloc_init(&al, a, NULL) == SIFT_OK)
+        sift__free(&al, gbnf);
+}
+
+/* GBNF errors of the generated text, as schema errors: the text is ours,
+ * so only its limits and left recursion can be the schema's doing. */
+static sift_status map_grammar_error(sift_status st, const char *source, sift_error *err)
+{
+    sift_status to = st;
+    if (st == SIFT_E_GRAMMAR_LIMIT)
+        to = SIFT_E_SCHEMA_LIMIT;
+    else if (st == SIFT_E_GRAMMAR_LEFT_RECURSION)
+        to = SIFT_E_SCHEMA_UNSUPPORTED;
+    if (to != st && err) {
+        char msg[SIFT_ERROR_MESSAGE_MAX];
+        memcpy(msg, err->message, sizeof msg);
+        sift__fail(err, to, "%s: the schema's grammar: %s", source, msg);
+        sift__strlcpy_utf8(err->source, source, sizeof err->source);
+    }
+    return to;
+}
+
+sift_status sift_grammar_from_json_schema(sift_grammar **out, const char *schema, size_t len,
+                                          const sift_vocab *vocab,
+                                          const sift_json_schema_params *sparams,
+                                          const sift_grammar_params *gparams, sift_error *err)
+{
+    if (out)
+        *out = NULL;
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "sift_grammar_from_json_schema: NULL out");
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    if (gparams) {
+        if (gparams->struct_size == 0 || gparams->struct_size > sizeof gp)
+            return sift__fail(err, SIFT_E_ARG, "gparams->struct_size is %u (expected 1..%zu)",
+                              (unsigned)gparams->struct_size, sizeof gp);
+        memcpy(&gp, gparams, gparams->struct_size);
+    }
+    gp.root = NULL;
+    gp.map_position = NULL;
+    char *text = NULL;
+    size_t n = 0;
+    sift_status st = sift_json_schema_to_gbnf(&text, &n, schema, len, sparams, err);
+    if (st)
+        return st;
+    const char *source = sparams && sparams->source_name ? sparams->source_name : "schema";
+    if (!gp.source_name)
+        gp.source_name = "the schema's GBNF";
+    st = sift_grammar_new(out, text, n, vocab, &gp, err);
+    sift_json_schema_free_gbnf(text, sparams);
+    return st ? map_grammar_error(st, source, err) : SIFT_OK;
+}

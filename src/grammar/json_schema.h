@@ -1,0 +1,153 @@
+/*
+ * json_schema.h - the JSON Schema converter's private interface, shared
+ * by the json_schema*.c files:
+ *
+ *   json_schema.c         API, options, parsing, error places (JSON
+ *                         Pointer -> line:col), the driver
+ *   json_schema_emit.c    the output: rules, literals, shared rules
+ *                         (ws, string, number, value), key exclusion
+ *   json_schema_gen.c     dispatch on a subschema: type, enum, const,
+ *                         anyOf/oneOf/allOf, $ref, nullable, true/false
+ *   json_schema_object.c  objects and arrays
+ *   json_schema_scalar.c  strings (lengths, formats, pattern), integer
+ *                         and number ranges
+ *
+ * Every subschema becomes at most a few rules named sN (N counts up), so
+ * the grammar grows linearly with the schema: alternatives are rules
+ * side by side, never cross products. Every path is bounded by the work
+ * counter (max_work), the output size (max_grammar_bytes) and the
+ * nesting depth (SIFT__JS_MAX_DEPTH).
+ */
+#ifndef SIFT_JSON_SCHEMA_H
+#define SIFT_JSON_SCHEMA_H
+
+#include <jansson.h>
+
+#include "../sift_internal.h"
+
+#define SIFT__JS_MAX_DEPTH 256
+/* Largest count in a {m,n} repetition the GBNF parser takes (its limit
+ * is 2000 copies). */
+#define SIFT__JS_MAX_REPEAT 1999
+
+/* A growable byte buffer, always NUL-terminated when p != NULL. */
+typedef struct sift__js_buf {
+    char *p;
+    size_t n, cap;
+} sift__js_buf;
+
+/* What a subschema became: a rule reference (name) or nothing at all
+ * (never = 1: the schema admits no value, e.g. false). */
+typedef struct sift__js_ref {
+    char name[24];
+    int never;
+} sift__js_ref;
+
+typedef struct sift__js_refent {
+    char *pointer; /* the $ref's target, decoded, NUL-terminated */
+    sift__js_ref ref;
+} sift__js_refent;
+
+/* Shared rules, emitted once at the end when used. */
+enum {
+    SIFT__JS_R_WS = 1u << 0,
+    SIFT__JS_R_VALUE = 1u << 1,
+    SIFT__JS_R_STRING = 1u << 2,
+    SIFT__JS_R_NUMBER = 1u << 3,
+    SIFT__JS_R_INTEGER = 1u << 4,
+    SIFT__JS_R_BOOLEAN = 1u << 5,
+    SIFT__JS_R_NULL = 1u << 6,
+    SIFT__JS_R_CHAR = 1u << 7,
+    SIFT__JS_R_OBJECT = 1u << 8,
+    SIFT__JS_R_ARRAY = 1u << 9
+};
+
+typedef struct sift__js {
+    const sift__alloc *al;
+    sift_error *err;
+    const char *text; /* the schema text, for error places */
+    size_t len;
+    const char *source;
+    json_t *root;
+    /* options */
+    int flexible;
+    int32_t max_ws;
+    int strict;
+    int ignore;
+    void (*warn)(void *, const sift_error *);
+    void *warn_user;
+    size_t max_grammar;
+    int64_t max_work;
+    int64_t work;
+    int depth;
+    /* output */
+    sift__js_buf out;
+    int32_t n_rules;
+    unsigned used;
+    /* the current place: JSON Pointer segments (escaped, each starting
+     * with '/'); a $ref switches to its target after a '\001' mark */
+    sift__js_buf path;
+    sift__js_refent *refs;
+    size_t n_refs, cap_refs;
+    /* the rules of formats, made once per conversion */
+    sift__js_ref formats[16];
+    /* the rule of any non-empty key rest (a trie leaf), made once */
+    sift__js_ref leaf;
+    sift__js_ref key_escape; /* an escape, then any key rest */
+} sift__js;
+
+/* json_schema.c: errors at the current place (path + extra segment) */
+SIFT__HIDDEN sift_status sift__js_fail(sift__js *c, sift_status code, const char *key,
+                                       const char *fmt, ...) SIFT__PRINTF(4, 5);
+/* An unsupported keyword `key` of the current schema: an error, or under
+ * the ignore policy a warning and SIFT_OK (the caller then skips it). */
+SIFT__HIDDEN sift_status sift__js_unsupported(sift__js *c, const char *key, const char *fmt, ...)
+    SIFT__PRINTF(3, 4);
+SIFT__HIDDEN sift_status sift__js_push_key(sift__js *c, const char *key);
+SIFT__HIDDEN sift_status sift__js_push_index(sift__js *c, size_t i);
+SIFT__HIDDEN void sift__js_pop(sift__js *c, size_t mark);
+SIFT__HIDDEN sift_status sift__js_work(sift__js *c, int64_t units);
+
+/* json_schema_emit.c */
+SIFT__HIDDEN sift_status sift__js_put(sift__js *c, sift__js_buf *b, const char *s, size_t n);
+SIFT__HIDDEN sift_status sift__js_puts(sift__js *c, sift__js_buf *b, const char *s);
+SIFT__HIDDEN sift_status sift__js_printf(sift__js *c, sift__js_buf *b, const char *fmt, ...)
+    SIFT__PRINTF(3, 4);
+/* Appends a GBNF literal "..." holding the bytes s[0..n). */
+SIFT__HIDDEN sift_status sift__js_lit(sift__js *c, sift__js_buf *b, const char *s, size_t n);
+SIFT__HIDDEN void sift__js_buf_free(sift__js *c, sift__js_buf *b);
+/* A fresh rule name (sN) in *r. */
+SIFT__HIDDEN sift_status sift__js_new_rule(sift__js *c, sift__js_ref *r);
+/* Emits "name ::= body" for r (body NUL-terminated). */
+SIFT__HIDDEN sift_status sift__js_emit(sift__js *c, const sift__js_ref *r, const char *body);
+/* Emits a new rule with `body` and returns it in *r. */
+SIFT__HIDDEN sift_status sift__js_rule(sift__js *c, sift__js_ref *r, const char *body);
+/* The name of a shared rule (SIFT__JS_R_*), marked used. */
+SIFT__HIDDEN const char *sift__js_shared(sift__js *c, unsigned which);
+/* Appends the shared rules that were used. */
+SIFT__HIDDEN sift_status sift__js_emit_shared(sift__js *c);
+/* A rule matching the JSON text of string keys other than keys[0..n)
+ * (their content compared as written, unescaped code points). */
+SIFT__HIDDEN sift_status sift__js_not_keys(sift__js *c, const char *const *keys, size_t n,
+                                           sift__js_ref *r);
+/* Appends the GBNF of the JSON value v exactly (constants and enum). */
+SIFT__HIDDEN sift_status sift__js_const_value(sift__js *c, sift__js_buf *b, const json_t *v);
+
+/* json_schema_gen.c */
+SIFT__HIDDEN sift_status sift__js_gen(sift__js *c, const json_t *schema, sift__js_ref *r);
+/* Is `key` a keyword with no effect on validation (title, ...)? */
+SIFT__HIDDEN int sift__js_is_annotation(const char *key);
+/* Reads a non-negative integer keyword (absent: *v unchanged, *has 0). */
+SIFT__HIDDEN sift_status sift__js_get_count(sift__js *c, const json_t *s, const char *key,
+                                            int64_t *v, int *has);
+
+/* json_schema_object.c: the schema's object / array part */
+SIFT__HIDDEN sift_status sift__js_gen_object(sift__js *c, const json_t *s, sift__js_ref *r);
+SIFT__HIDDEN sift_status sift__js_gen_array(sift__js *c, const json_t *s, sift__js_ref *r);
+
+/* json_schema_scalar.c */
+SIFT__HIDDEN sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r);
+SIFT__HIDDEN sift_status sift__js_gen_number(sift__js *c, const json_t *s, int integer,
+                                             sift__js_ref *r);
+
+#endif

@@ -1,0 +1,864 @@
+/*
+ * json_schema_gen.c - one subschema to a rule: the dispatch on its
+ * keywords.
+ *
+ * The subset (docs/json-schema.md has the keyword table):
+ *
+ *   schema   ::= true | false | {}            -- any value / none / any
+ *              | { "$ref": "#/json/pointer" }  -- local, recursive via rules
+ *              | { "allOf": [...] , ... }      -- merged (simple cases)
+ *              | { "anyOf" | "oneOf": [...], ... } -- alternatives, each
+ *                                             merged with the siblings
+ *              | { "const": v } | { "enum": [...] }
+ *              | { "type": T | [T...], "nullable": bool, ... }
+ *   T        ::= "object" | "array" | "string" | "integer" | "number"
+ *              | "boolean" | "null"
+ *
+ * Without "type" the type is inferred from the keywords present (e.g.
+ * "properties" means an object); with no typed keyword at all any value
+ * is allowed. Keywords with no effect on validation (title, description,
+ * default, examples, $comment, ...) and keywords this converter does not
+ * know (x-..., vendor keys) are ignored, as a validator would; keywords
+ * it knows but cannot express (not, if/then/else, dependencies, ...) go
+ * through the unsupported policy. oneOf is treated as anyOf: a value
+ * matching two alternatives is accepted (exclusivity cannot be expressed
+ * without cross products).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json_schema.h"
+
+enum {
+    T_NULL = 1,
+    T_BOOLEAN = 2,
+    T_OBJECT = 4,
+    T_ARRAY = 8,
+    T_NUMBER = 16,
+    T_STRING = 32,
+    T_INTEGER = 64
+};
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} type_names[] = {
+    {"null", T_NULL},     {"boolean", T_BOOLEAN}, {"object", T_OBJECT},   {"array", T_ARRAY},
+    {"number", T_NUMBER}, {"string", T_STRING},   {"integer", T_INTEGER},
+};
+
+/* Keywords that imply a type when "type" is absent. */
+static const struct {
+    const char *key;
+    unsigned bit;
+} typed_keys[] = {
+    {"properties", T_OBJECT},
+    {"required", T_OBJECT},
+    {"additionalProperties", T_OBJECT},
+    {"patternProperties", T_OBJECT},
+    {"minProperties", T_OBJECT},
+    {"maxProperties", T_OBJECT},
+    {"items", T_ARRAY},
+    {"prefixItems", T_ARRAY},
+    {"minItems", T_ARRAY},
+    {"maxItems", T_ARRAY},
+    {"additionalItems", T_ARRAY},
+    {"minLength", T_STRING},
+    {"maxLength", T_STRING},
+    {"pattern", T_STRING},
+    {"format", T_STRING},
+    {"minimum", T_NUMBER},
+    {"maximum", T_NUMBER},
+    {"exclusiveMinimum", T_NUMBER},
+    {"exclusiveMaximum", T_NUMBER},
+};
+
+static const char *const annotations[] = {
+    "$schema",
+    "$id",
+    "id",
+    "$comment",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "example",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "$defs",
+    "definitions",
+    "$anchor",
+    "$vocabulary",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "markdownDescription",
+    "discriminator",
+    "externalDocs",
+    "xml",
+    "nullable",
+};
+
+/* Known keywords outside the subset. */
+static const char *const unsupported[] = {
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "propertyNames",
+    "contains",
+    "minContains",
+    "maxContains",
+    "multipleOf",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
+};
+
+int sift__js_is_annotation(const char *key)
+{
+    if (key[0] == 'x' && key[1] == '-')
+        return 1;
+    for (size_t i = 0; i < sizeof annotations / sizeof annotations[0]; i++)
+        if (!strcmp(key, annotations[i]))
+            return 1;
+    return 0;
+}
+
+sift_status sift__js_get_count(sift__js *c, const json_t *s, const char *key, int64_t *v, int *has)
+{
+    const json_t *x = json_object_get(s, key);
+    *has = 0;
+    if (!x)
+        return SIFT_OK;
+    double d = json_number_value(x);
+    if (!json_is_number(x) || d < 0 || d != (double)(int64_t)d || d > 1e15)
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, key, "'%s' must be a non-negative integer",
+                             key);
+    *v = (int64_t)d;
+    *has = 1;
+    return SIFT_OK;
+}
+
+/* A rule whose body is the alternatives refs[0..n) (n >= 1); with one
+ * alternative, that rule itself. */
+static sift_status join_alternatives(sift__js *c, const sift__js_ref *refs, size_t n,
+                                     sift__js_ref *r)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < n; i++)
+        live += !refs[i].never;
+    if (live == 0) {
+        r->never = 1;
+        r->name[0] = '\0';
+        return SIFT_OK;
+    }
+    if (live == 1) {
+        for (size_t i = 0; i < n; i++)
+            if (!refs[i].never)
+                *r = refs[i];
+        return SIFT_OK;
+    }
+    sift__js_buf b = {0};
+    sift_status st = SIFT_OK;
+    int first = 1;
+    for (size_t i = 0; !st && i < n; i++) {
+        if (refs[i].never)
+            continue;
+        st = sift__js_printf(c, &b, "%s%s", first ? "" : " | ", refs[i].name);
+        first = 0;
+    }
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* $ref                                                                */
+/* ------------------------------------------------------------------ */
+
+static int hex(char ch)
+{
+    return ch >= '0' && ch <= '9'   ? ch - '0'
+           : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                    : -1;
+}
+
+/* The escaped JSON Pointer of a local $ref (percent-decoded) into *ptr
+ * (allocated), or an error. */
+static sift_status ref_pointer(sift__js *c, const char *ref, char **ptr)
+{
+    const char *hash = strchr(ref, '#');
+    if (hash != ref) {
+        const json_t *id = json_is_object(c->root) ? json_object_get(c->root, "$id") : NULL;
+        size_t pre = hash ? (size_t)(hash - ref) : strlen(ref);
+        if (!id)
+            id = json_is_object(c->root) ? json_object_get(c->root, "id") : NULL;
+        const char *ids = json_string_value(id);
+        if (!hash || !ids || strlen(ids) < pre || strncmp(ids, ref, pre) ||
+            (ids[pre] != '\0' && ids[pre] != '#'))
+            return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, "$ref",
+                                 "$ref \"%.80s\" is not local to this schema", ref);
+    }
+    const char *f = hash + 1;
+    if (*f && *f != '/')
+        return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, "$ref",
+                             "$ref \"%.80s\" names an anchor (only JSON Pointers are supported)",
+                             ref);
+    size_t n = strlen(f);
+    char *p = sift__malloc(c->al, n + 1, 1);
+    if (!p)
+        return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i] == '%' && i + 2 < n + 1 && hex(f[i + 1]) >= 0 && hex(f[i + 2]) >= 0) {
+            p[k++] = (char)(hex(f[i + 1]) * 16 + hex(f[i + 2]));
+            i += 2;
+        } else {
+            p[k++] = f[i];
+        }
+    }
+    p[k] = '\0';
+    *ptr = p;
+    return SIFT_OK;
+}
+
+/* The value the escaped pointer names, or NULL. */
+static const json_t *walk_pointer(const json_t *root, const char *p)
+{
+    const json_t *at = root;
+    char seg[512];
+    while (at && *p == '/') {
+        const char *q = p + 1;
+        size_t k = 0;
+        for (; *q && *q != '/'; q++) {
+            char ch = *q;
+            if (ch == '~' && (q[1] == '0' || q[1] == '1'))
+                ch = *++q == '0' ? '~' : '/';
+            if (k + 1 >= sizeof seg)
+                return NULL;
+            seg[k++] = ch;
+        }
+        seg[k] = '\0';
+        if (json_is_object(at)) {
+            at = json_object_get(at, seg);
+        } else if (json_is_array(at)) {
+            char *end;
+            unsigned long idx = strtoul(seg, &end, 10);
+            at = *end || !k ? NULL : json_array_get(at, idx);
+        } else {
+            at = NULL;
+        }
+        p = q;
+    }
+    return at;
+}
+
+static int only_ref(const json_t *s)
+{
+    const char *key;
+    json_t *v;
+    if (!json_is_object(s) || !json_object_get(s, "$ref"))
+        return 0;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        if (strcmp(key, "$ref") && !sift__js_is_annotation(key))
+            return 0;
+    }
+    return 1;
+}
+
+/* Resolves $ref `ref` to its target; a chain of schemas that are only
+ * $refs is followed here (a cycle of them is an error). *ptr is the
+ * final target's pointer (allocated). */
+static sift_status resolve(sift__js *c, const char *ref, const json_t **target, char **ptr)
+{
+    *ptr = NULL;
+    for (int hops = 0;; hops++) {
+        sift_status st = ref_pointer(c, ref, ptr);
+        if (st)
+            return st;
+        const json_t *t = walk_pointer(c->root, *ptr);
+        if (!t) {
+            st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$ref", "$ref \"%.80s\" does not resolve",
+                               ref);
+            sift__free(c->al, *ptr);
+            *ptr = NULL;
+            return st;
+        }
+        if (!only_ref(t) || !json_is_string(json_object_get(t, "$ref"))) {
+            *target = t;
+            return SIFT_OK;
+        }
+        if (hops >= 64) {
+            sift__free(c->al, *ptr);
+            *ptr = NULL;
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$ref",
+                                 "$ref \"%.80s\" loops through $refs alone", ref);
+        }
+        sift__free(c->al, *ptr);
+        *ptr = NULL;
+        ref = json_string_value(json_object_get(t, "$ref"));
+    }
+}
+
+static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
+{
+    const json_t *target;
+    char *ptr;
+    sift_status st = resolve(c, ref, &target, &ptr);
+    if (st)
+        return st;
+    for (size_t i = 0; i < c->n_refs; i++) {
+        if (!strcmp(c->refs[i].pointer, ptr)) {
+            sift__free(c->al, ptr);
+            *r = c->refs[i].ref;
+            return SIFT_OK;
+        }
+    }
+    if (sift__reserve(c->al, &c->refs, &c->cap_refs, c->n_refs, c->n_refs + 1, sizeof *c->refs,
+                      8)) {
+        sift__free(c->al, ptr);
+        return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+    }
+    size_t idx = c->n_refs++;
+    c->refs[idx].pointer = ptr;
+    if ((st = sift__js_new_rule(c, &c->refs[idx].ref)))
+        return st;
+    sift__js_ref alias = c->refs[idx].ref, x;
+    size_t mark = c->path.n;
+    st = sift__js_put(c, &c->path, "\001", 1);
+    if (!st)
+        st = sift__js_puts(c, &c->path, ptr);
+    if (!st)
+        st = sift__js_gen(c, target, &x);
+    if (!st && x.never)
+        st = sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
+                           "this $ref target admits no value (false)");
+    sift__js_pop(c, mark);
+    if (!st)
+        st = sift__js_emit(c, &alias, x.name);
+    *r = alias;
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* allOf, and siblings of $ref and anyOf: merging                      */
+/* ------------------------------------------------------------------ */
+
+static unsigned type_mask(const json_t *t)
+{
+    unsigned m = 0;
+    if (json_is_string(t)) {
+        for (size_t i = 0; i < sizeof type_names / sizeof type_names[0]; i++)
+            if (!strcmp(json_string_value(t), type_names[i].name))
+                m |= type_names[i].bit;
+    } else if (json_is_array(t)) {
+        for (size_t k = 0; k < json_array_size(t); k++)
+            m |= type_mask(json_array_get(t, k));
+    }
+    return m;
+}
+
+static json_t *mask_to_types(unsigned m)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < sizeof type_names / sizeof type_names[0]; i++)
+        if (m & type_names[i].bit)
+            json_array_append_new(a, json_string(type_names[i].name));
+    return a;
+}
+
+static sift_status nomem(sift__js *c)
+{
+    return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+}
+
+static sift_status set_new(sift__js *c, json_t *dst, const char *key, json_t *v)
+{
+    return v && json_object_set_new(dst, key, v) == 0 ? SIFT_OK : nomem(c);
+}
+
+static json_t *all_of2(const json_t *a, const json_t *b)
+{
+    return json_pack("{s:[OO]}", "allOf", a, b);
+}
+
+static sift_status merge_properties(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
+{
+    if (!json_is_object(old) || !json_is_object(add))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "properties",
+                             "'properties' must be an object");
+    json_t *m = json_copy((json_t *)old);
+    const char *k;
+    json_t *v;
+    if (!m)
+        return nomem(c);
+    json_object_foreach((json_t *)add, k, v)
+    {
+        const json_t *o = json_object_get(m, k);
+        int bad = o ? (!json_equal((json_t *)o, v) && json_object_set_new(m, k, all_of2(o, v)) != 0)
+                    : json_object_set(m, k, v) != 0;
+        if (bad) {
+            json_decref(m);
+            return nomem(c);
+        }
+    }
+    return set_new(c, dst, "properties", m);
+}
+
+static sift_status merge_required(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
+{
+    json_t *m = json_copy((json_t *)old);
+    if (!m || !json_is_array(m) || !json_is_array(add)) {
+        json_decref(m);
+        return m ? sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "required", "'required' must be an array")
+                 : nomem(c);
+    }
+    for (size_t i = 0; i < json_array_size(add); i++) {
+        json_t *x = json_array_get(add, i);
+        int seen = 0;
+        for (size_t k = 0; k < json_array_size(m); k++)
+            seen |= json_equal(json_array_get(m, k), x);
+        if (!seen && json_array_append(m, x)) {
+            json_decref(m);
+            return nomem(c);
+        }
+    }
+    return set_new(c, dst, "required", m);
+}
+
+static sift_status merge_enum(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
+{
+    json_t *m = json_array();
+    if (!m)
+        return nomem(c);
+    for (size_t i = 0; i < json_array_size(old); i++) {
+        json_t *x = json_array_get(old, i);
+        for (size_t k = 0; k < json_array_size(add); k++)
+            if (json_equal(json_array_get(add, k), x) && json_array_append(m, x)) {
+                json_decref(m);
+                return nomem(c);
+            }
+    }
+    return set_new(c, dst, "enum", m);
+}
+
+static int is_min_key(const char *k)
+{
+    return !strcmp(k, "minimum") || !strcmp(k, "minLength") || !strcmp(k, "minItems") ||
+           !strcmp(k, "minProperties");
+}
+
+static int is_max_key(const char *k)
+{
+    return !strcmp(k, "maximum") || !strcmp(k, "maxLength") || !strcmp(k, "maxItems") ||
+           !strcmp(k, "maxProperties");
+}
+
+/* Is `key` a keyword of the supported or the known-unsupported set? */
+static int is_keyword(const char *key)
+{
+    static const char *const known[] = {
+        "type",
+        "enum",
+        "const",
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "minItems",
+        "maxItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "uniqueItems",
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(key, known[i]))
+            return 1;
+    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
+        if (!strcmp(key, unsupported[i]))
+            return 1;
+    return 0;
+}
+
+/* dst[key] and v together (both present and different). */
+static sift_status combine(sift__js *c, json_t *dst, const char *key, const json_t *old,
+                           const json_t *v)
+{
+    if (!strcmp(key, "properties"))
+        return merge_properties(c, dst, old, v);
+    if (!strcmp(key, "required"))
+        return merge_required(c, dst, old, v);
+    if (!strcmp(key, "enum") && json_is_array(old) && json_is_array(v))
+        return merge_enum(c, dst, old, v);
+    if (!strcmp(key, "type")) {
+        unsigned a = type_mask(old), b = type_mask(v);
+        unsigned m = (a & b) | ((a & T_NUMBER) && (b & T_INTEGER) ? T_INTEGER : 0) |
+                     ((b & T_NUMBER) && (a & T_INTEGER) ? T_INTEGER : 0);
+        return set_new(c, dst, "type", mask_to_types(m));
+    }
+    if (json_is_number(old) && json_is_number(v) && (is_min_key(key) || is_max_key(key))) {
+        double x = json_number_value(old), y = json_number_value(v);
+        int take_new = is_min_key(key) ? y > x : y < x;
+        return take_new && json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
+    }
+    if (!strcmp(key, "additionalProperties") || !strcmp(key, "items")) {
+        if (json_is_false(old))
+            return SIFT_OK;
+        if (json_is_false(v) || json_is_true(old))
+            return json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
+        if (json_is_true(v))
+            return SIFT_OK;
+        if (json_is_object(old) && json_is_object(v))
+            return set_new(c, dst, key, all_of2(old, v));
+    }
+    if (!is_keyword(key))
+        return SIFT_OK; /* an unknown key: an annotation, the first value stays */
+    return sift__js_unsupported(c, key, "allOf members (or $ref siblings) give '%s' two values",
+                                key);
+}
+
+static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int depth, int *never);
+
+static sift_status merge_member(sift__js *c, json_t *dst, const json_t *m, int depth, int *never)
+{
+    if (json_is_true(m))
+        return SIFT_OK;
+    if (json_is_false(m)) {
+        *never = 1;
+        return SIFT_OK;
+    }
+    if (!json_is_object(m))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, NULL,
+                             "a schema must be an object or a boolean");
+    return merge_into(c, dst, m, depth + 1, never);
+}
+
+static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int depth, int *never)
+{
+    const char *key;
+    json_t *v;
+    sift_status st = sift__js_work(c, 1);
+    if (!st && depth > 32)
+        st = sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
+                           "allOf and $ref merge over 32 levels (a $ref cycle inside allOf?)");
+    json_object_foreach((json_t *)src, key, v)
+    {
+        if (st)
+            break;
+        if (sift__js_is_annotation(key))
+            continue;
+        if (!strcmp(key, "allOf")) {
+            if (!json_is_array(v))
+                return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, key, "'allOf' must be an array");
+            for (size_t i = 0; !st && i < json_array_size(v); i++)
+                st = merge_member(c, dst, json_array_get(v, i), depth, never);
+        } else if (!strcmp(key, "$ref") && json_is_string(v)) {
+            const json_t *t;
+            char *ptr;
+            if ((st = resolve(c, json_string_value(v), &t, &ptr)))
+                return st;
+            sift__free(c->al, ptr);
+            st = merge_member(c, dst, t, depth, never);
+        } else {
+            const json_t *old = json_object_get(dst, key);
+            if (!old)
+                st = json_object_set(dst, key, v) ? nomem(c) : SIFT_OK;
+            else if (!json_equal((json_t *)old, v))
+                st = combine(c, dst, key, old, v);
+        }
+    }
+    return st;
+}
+
+/* The schema s with its allOf members and $ref targets merged in, and
+ * `extra` (may be NULL) too; then generated. */
+static sift_status gen_merged(sift__js *c, const json_t *s, const json_t *extra, sift__js_ref *r)
+{
+    json_t *m = json_object();
+    int never = 0;
+    if (!m)
+        return nomem(c);
+    sift_status st = merge_into(c, m, s, 0, &never);
+    if (!st && extra)
+        st = merge_member(c, m, extra, 0, &never);
+    if (!st && never) {
+        r->never = 1;
+        r->name[0] = '\0';
+    } else if (!st) {
+        st = sift__js_gen(c, m, r);
+    }
+    json_decref(m);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* anyOf / oneOf                                                       */
+/* ------------------------------------------------------------------ */
+
+static int has_constraints(const json_t *s, const char *skip)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        if (strcmp(key, skip) && !sift__js_is_annotation(key))
+            return 1;
+    }
+    return 0;
+}
+
+static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift__js_ref *r)
+{
+    const json_t *alts = json_object_get(s, kw);
+    if (!json_is_array(alts) || json_array_size(alts) == 0)
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw, "'%s' must be a non-empty array", kw);
+    json_t *siblings = NULL;
+    if (has_constraints(s, kw)) {
+        siblings = json_copy((json_t *)s);
+        if (!siblings || json_object_del(siblings, kw))
+            return json_decref(siblings), nomem(c);
+    }
+    size_t n = json_array_size(alts);
+    sift__js_ref *refs = sift__calloc(c->al, n, sizeof *refs);
+    sift_status st = refs ? SIFT_OK : nomem(c);
+    size_t mark = c->path.n;
+    for (size_t i = 0; !st && i < n; i++) {
+        const json_t *a = json_array_get(alts, i);
+        if (!(st = sift__js_push_key(c, kw)) && !(st = sift__js_push_index(c, i)))
+            st = siblings ? gen_merged(c, siblings, a, &refs[i]) : sift__js_gen(c, a, &refs[i]);
+        sift__js_pop(c, mark);
+    }
+    if (!st)
+        st = join_alternatives(c, refs, n, r);
+    sift__free(c->al, refs);
+    json_decref(siblings);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* const, enum, type                                                   */
+/* ------------------------------------------------------------------ */
+
+static unsigned value_type(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return T_OBJECT;
+    case JSON_ARRAY: return T_ARRAY;
+    case JSON_STRING: return T_STRING;
+    case JSON_INTEGER: return T_INTEGER | T_NUMBER;
+    case JSON_REAL:
+        return json_real_value(v) == (double)(int64_t)json_real_value(v) ? T_INTEGER | T_NUMBER
+                                                                         : T_NUMBER;
+    case JSON_TRUE:
+    case JSON_FALSE: return T_BOOLEAN;
+    case JSON_NULL: return T_NULL;
+    }
+    return 0;
+}
+
+static sift_status gen_enum(sift__js *c, const json_t *s, const json_t *vals, unsigned types,
+                            sift__js_ref *r)
+{
+    (void)s;
+    sift__js_buf b = {0};
+    sift_status st = SIFT_OK;
+    size_t live = 0;
+    for (size_t i = 0; !st && i < json_array_size(vals); i++) {
+        const json_t *v = json_array_get(vals, i);
+        if (types && !(value_type(v) & types))
+            continue;
+        if (live++)
+            st = sift__js_puts(c, &b, " | ");
+        if (!st)
+            st = sift__js_const_value(c, &b, v);
+    }
+    if (!st && live == 0) {
+        r->never = 1;
+        r->name[0] = '\0';
+    } else if (!st) {
+        st = sift__js_rule(c, r, b.p);
+    }
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
+static sift_status gen_typed(sift__js *c, const json_t *s, unsigned t, sift__js_ref *r)
+{
+    r->never = 0;
+    switch (t) {
+    case T_OBJECT: return sift__js_gen_object(c, s, r);
+    case T_ARRAY: return sift__js_gen_array(c, s, r);
+    case T_STRING: return sift__js_gen_string(c, s, r);
+    case T_INTEGER: return sift__js_gen_number(c, s, 1, r);
+    case T_NUMBER: return sift__js_gen_number(c, s, 0, r);
+    case T_BOOLEAN:
+        snprintf(r->name, sizeof r->name, "%s", sift__js_shared(c, SIFT__JS_R_BOOLEAN));
+        return SIFT_OK;
+    default:
+        snprintf(r->name, sizeof r->name, "%s", sift__js_shared(c, SIFT__JS_R_NULL));
+        return SIFT_OK;
+    }
+}
+
+static sift_status schema_types(sift__js *c, const json_t *s, unsigned *mask)
+{
+    const json_t *t = json_object_get(s, "type");
+    *mask = 0;
+    if (t) {
+        int ok = json_is_string(t) || json_is_array(t);
+        for (size_t i = 0; ok && json_is_array(t) && i < json_array_size(t); i++)
+            ok = json_is_string(json_array_get(t, i)) && type_mask(json_array_get(t, i));
+        if (!ok || (json_is_string(t) && !type_mask(t)))
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "type",
+                                 "'type' must be a type name or an array of them");
+        *mask = type_mask(t);
+        if (*mask == 0) /* an empty list: no value */
+            return SIFT_OK;
+    } else {
+        for (size_t i = 0; i < sizeof typed_keys / sizeof typed_keys[0]; i++)
+            if (json_object_get(s, typed_keys[i].key))
+                *mask |= typed_keys[i].bit;
+        if (*mask == 0)
+            *mask = ~0u; /* any value */
+    }
+    const json_t *nullable = json_object_get(s, "nullable");
+    if (json_is_true(nullable))
+        *mask |= T_NULL;
+    if (*mask != ~0u && (*mask & T_NUMBER) && (*mask & T_INTEGER))
+        *mask &= ~(unsigned)T_INTEGER;
+    return SIFT_OK;
+}
+
+static sift_status gen_types(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    unsigned mask;
+    sift_status st = schema_types(c, s, &mask);
+    if (st)
+        return st;
+    if (mask == ~0u) {
+        r->never = 0;
+        snprintf(r->name, sizeof r->name, "%s", sift__js_shared(c, SIFT__JS_R_VALUE));
+        return SIFT_OK;
+    }
+    sift__js_ref refs[7];
+    size_t n = 0;
+    for (size_t i = 0; !st && i < sizeof type_names / sizeof type_names[0]; i++)
+        if (mask & type_names[i].bit)
+            st = gen_typed(c, s, type_names[i].bit, &refs[n++]);
+    if (st)
+        return st;
+    if (n == 0) {
+        r->never = 1;
+        r->name[0] = '\0';
+        return SIFT_OK;
+    }
+    return join_alternatives(c, refs, n, r);
+}
+
+static sift_status check_unsupported(sift__js *c, const json_t *s)
+{
+    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
+        if (!json_object_get(s, unsupported[i]))
+            continue;
+        sift_status st =
+            sift__js_unsupported(c, unsupported[i], "'%s' is not supported", unsupported[i]);
+        if (st)
+            return st;
+    }
+    const json_t *u = json_object_get(s, "uniqueItems");
+    if (json_is_true(u))
+        return sift__js_unsupported(c, "uniqueItems", "'uniqueItems': true is not supported");
+    return SIFT_OK;
+}
+
+static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    sift_status st = check_unsupported(c, s);
+    if (st)
+        return st;
+    const json_t *ref = json_object_get(s, "$ref");
+    if (ref && !json_is_string(ref))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$ref", "'$ref' must be a string");
+    if (ref && !has_constraints(s, "$ref"))
+        return gen_ref(c, json_string_value(ref), r);
+    if (ref || json_object_get(s, "allOf"))
+        return gen_merged(c, s, NULL, r);
+    int any = json_object_get(s, "anyOf") != NULL, one = json_object_get(s, "oneOf") != NULL;
+    if (any && one)
+        return sift__js_unsupported(c, "oneOf", "anyOf and oneOf in one schema")
+                   ? SIFT_E_SCHEMA_UNSUPPORTED
+                   : gen_any_of(c, s, "anyOf", r);
+    if (any || one)
+        return gen_any_of(c, s, any ? "anyOf" : "oneOf", r);
+    unsigned mask;
+    if ((st = schema_types(c, s, &mask)))
+        return st;
+    const json_t *k = json_object_get(s, "const");
+    if (k) {
+        json_t *one_val = json_pack("[O]", k);
+        if (!one_val)
+            return nomem(c);
+        st = gen_enum(c, s, one_val, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
+        json_decref(one_val);
+        return st;
+    }
+    const json_t *e = json_object_get(s, "enum");
+    if (e) {
+        if (!json_is_array(e))
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "enum", "'enum' must be an array");
+        return gen_enum(c, s, e, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
+    }
+    return gen_types(c, s, r);
+}
+
+sift_status sift__js_gen(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    r->never = 0;
+    r->name[0] = '\0';
+    sift_status st = sift__js_work(c, 1);
+    if (st)
+        return st;
+    if (json_is_true(s)) {
+        snprintf(r->name, sizeof r->name, "%s", sift__js_shared(c, SIFT__JS_R_VALUE));
+        return SIFT_OK;
+    }
+    if (json_is_false(s)) {
+        r->never = 1;
+        return SIFT_OK;
+    }
+    if (!json_is_object(s))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, NULL,
+                             "a schema must be an object or a boolean");
+    if (++c->depth > SIFT__JS_MAX_DEPTH) {
+        c->depth--;
+        return sift__js_fail(c, SIFT_E_SCHEMA_LIMIT, NULL, "subschemas nest over %d levels",
+                             SIFT__JS_MAX_DEPTH);
+    }
+    st = gen_object_schema(c, s, r);
+    c->depth--;
+    return st;
+}

@@ -1,0 +1,508 @@
+/*
+ * json_schema_object.c - the object and array parts of a schema.
+ *
+ * Objects. Properties are written in definition order ("properties",
+ * then required names it does not list); any of them may be left out
+ * unless required; extra properties (additionalProperties true or a
+ * schema, or absent outside strict mode; patternProperties) follow
+ * them. With properties p0..pn-1 and the extra member X, two rule
+ * chains keep the grammar linear in n:
+ *
+ *   first(i) ::= kv(i) ws after(i+1) [| first(i+1) when p_i is optional]
+ *   after(i) ::= ("," ws kv(i) ws)[? when optional] after(i+1)
+ *   first(n) ::= (X ws after(n))?        after(n) ::= ("," ws X ws)*
+ *   object   ::= "{" ws first(0) "}"
+ *
+ * An extra key is any string but the names of "properties" (compared as
+ * written: an escaped spelling of a known name is not recognised). A key
+ * that matches a patternProperties pattern takes that pattern's schema;
+ * it is not also checked against additionalProperties or a same-named
+ * property (partial, docs/json-schema.md). minProperties and
+ * maxProperties are exact on objects without "properties"; with
+ * properties they are accepted only when the required ones already
+ * satisfy them.
+ *
+ * Arrays. prefixItems (or the array form of items) fix the first
+ * elements, items (or additionalItems) the rest; minItems and maxItems
+ * bound the count:
+ *
+ *   t(i) ::= ("," ws)? p_i ws t(i+1)   -- optional once i >= minItems
+ *   t(k) ::= R ws ("," ws R ws){a,b}    -- the rest, counts from min/max
+ *   array ::= "[" ws t(0) "]"
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json_regex.h"
+#include "json_schema.h"
+
+typedef struct prop {
+    const char *key;
+    sift__js_ref value;
+    int required;
+} prop;
+
+static sift_status nomem(sift__js *c)
+{
+    return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+}
+
+static void set_name(sift__js_ref *r, const char *name)
+{
+    r->never = 0;
+    snprintf(r->name, sizeof r->name, "%s", name);
+}
+
+/* Appends the JSON text of key `k` as a GBNF literal. */
+static sift_status key_lit(sift__js *c, sift__js_buf *b, const char *k)
+{
+    json_t *s = json_string(k);
+    if (!s)
+        return nomem(c);
+    sift_status st = sift__js_const_value(c, b, s);
+    json_decref(s);
+    return st;
+}
+
+static sift_status kv(sift__js *c, sift__js_buf *b, const prop *p)
+{
+    const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
+    sift_status st = key_lit(c, b, p->key);
+    return st ? st : sift__js_printf(c, b, " %s \":\" %s %s", ws, ws, p->value.name);
+}
+
+static int is_required(const json_t *req, const char *key)
+{
+    for (size_t i = 0; i < json_array_size(req); i++)
+        if (json_is_string(json_array_get(req, i)) &&
+            !strcmp(json_string_value(json_array_get(req, i)), key))
+            return 1;
+    return 0;
+}
+
+/* The extra member X (key ws ":" ws value), or never. */
+static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *names, size_t n_names,
+                             sift__js_ref *x)
+{
+    const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
+    const json_t *ap = json_object_get(s, "additionalProperties");
+    const json_t *pp = json_object_get(s, "patternProperties");
+    sift__js_buf b = {0};
+    sift_status st = SIFT_OK;
+    size_t alts = 0, mark = c->path.n;
+    x->never = 1;
+    if (pp && !json_is_object(pp))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "patternProperties",
+                             "'patternProperties' must be an object");
+    const char *pat;
+    json_t *ps;
+    json_object_foreach((json_t *)pp, pat, ps)
+    {
+        sift__js_ref v;
+        char *re = NULL;
+        size_t re_len = 0;
+        sift_error rerr;
+        if ((st = sift__js_push_key(c, "patternProperties")) || (st = sift__js_push_key(c, pat)))
+            break;
+        st = sift__js_gen(c, ps, &v);
+        if (!st && !v.never) {
+            st = sift__json_regex_to_gbnf(c->al, pat, strlen(pat), c->max_grammar, &re, &re_len,
+                                          &rerr);
+            if (st == SIFT_E_NOMEM)
+                st = nomem(c);
+            else if (st) {
+                sift__js_pop(c, mark);
+                st = sift__js_push_key(c, "patternProperties");
+                if (!st)
+                    st = sift__js_unsupported(c, pat, "%s", rerr.message);
+                sift__js_pop(c, mark);
+                if (st)
+                    break;
+                continue;
+            }
+            st = sift__js_printf(c, &b, "%s\"\\\"\" ", alts++ ? " | " : "");
+            if (!st)
+                st = sift__js_put(c, &b, re, re_len);
+            if (!st)
+                st = sift__js_printf(c, &b, " \"\\\"\" %s \":\" %s %s", ws, ws, v.name);
+            sift__free(c->al, re);
+        }
+        sift__js_pop(c, mark);
+        if (st)
+            break;
+    }
+    sift__js_ref av;
+    av.never = 1;
+    if (!st && (json_is_true(ap) || (!ap && !c->strict))) {
+        set_name(&av, sift__js_shared(c, SIFT__JS_R_VALUE));
+    } else if (!st && json_is_object(ap)) {
+        if (!(st = sift__js_push_key(c, "additionalProperties")))
+            st = sift__js_gen(c, ap, &av);
+        sift__js_pop(c, mark);
+    } else if (!st && ap && !json_is_false(ap)) {
+        st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "additionalProperties",
+                           "'additionalProperties' must be a boolean or a schema");
+    }
+    if (!st && !av.never) {
+        sift__js_ref keys;
+        st = sift__js_not_keys(c, names, n_names, &keys);
+        if (!st)
+            st = sift__js_printf(c, &b, "%s%s %s \":\" %s %s", alts++ ? " | " : "", keys.name, ws,
+                                 ws, av.name);
+    }
+    if (!st && alts)
+        st = sift__js_rule(c, x, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
+/* Collects the properties in order and generates their values. */
+static sift_status collect(sift__js *c, const json_t *s, prop **out, size_t *n, int *never)
+{
+    const json_t *props = json_object_get(s, "properties");
+    const json_t *req = json_object_get(s, "required");
+    if (props && !json_is_object(props))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "properties",
+                             "'properties' must be an object");
+    if (req && !json_is_array(req))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "required", "'required' must be an array");
+    for (size_t i = 0; i < json_array_size(req); i++)
+        if (!json_is_string(json_array_get(req, i)))
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "required",
+                                 "'required' must hold strings");
+    size_t cap = json_object_size(props) + json_array_size(req);
+    prop *p = sift__calloc(c->al, cap ? cap : 1, sizeof *p);
+    if (!p)
+        return nomem(c);
+    size_t k = 0, mark = c->path.n;
+    sift_status st = SIFT_OK;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)props, key, v)
+    {
+        p[k].key = key;
+        p[k].required = is_required(req, key);
+        if (!(st = sift__js_push_key(c, "properties")) && !(st = sift__js_push_key(c, key)))
+            st = sift__js_gen(c, v, &p[k].value);
+        sift__js_pop(c, mark);
+        if (st)
+            break;
+        if (p[k].value.never && p[k].required)
+            *never = 1;
+        k++;
+    }
+    for (size_t i = 0; !st && i < json_array_size(req); i++) {
+        const char *name = json_string_value(json_array_get(req, i));
+        if (json_object_get(props, name))
+            continue;
+        int dup = 0;
+        for (size_t j = 0; j < k; j++)
+            dup |= !strcmp(p[j].key, name);
+        if (dup)
+            continue;
+        p[k].key = name;
+        p[k].required = 1;
+        set_name(&p[k].value, sift__js_shared(c, SIFT__JS_R_VALUE));
+        k++;
+    }
+    if (st) {
+        sift__free(c->al, p);
+        return st;
+    }
+    *out = p;
+    *n = k;
+    return SIFT_OK;
+}
+
+/* "{" ws (X ws ("," ws X ws){a,b})? "}" : a map with count bounds. */
+static sift_status gen_map(sift__js *c, const sift__js_ref *x, int64_t lo, int64_t hi, int has_hi,
+                           sift__js_ref *r)
+{
+    const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
+    sift__js_buf b = {0};
+    sift_status st;
+    if (x->never || (has_hi && hi == 0)) {
+        if (lo > 0) {
+            r->never = 1;
+            return SIFT_OK;
+        }
+        st = sift__js_printf(c, &b, "\"{\" %s \"}\"", ws);
+    } else {
+        sift__js_ref more;
+        char tail[64];
+        if ((st = sift__js_new_rule(c, &more)))
+            return st;
+        int64_t a = lo > 1 ? lo - 1 : 0, bb = hi - 1;
+        if (has_hi)
+            snprintf(tail, sizeof tail, "{%lld,%lld}", (long long)a, (long long)bb);
+        else
+            snprintf(tail, sizeof tail, "{%lld,}", (long long)a);
+        char body[96];
+        snprintf(body, sizeof body, "\",\" %s %s %s", ws, x->name, ws);
+        if ((st = sift__js_emit(c, &more, body)))
+            return st;
+        st = sift__js_printf(c, &b, "\"{\" %s (%s %s %s%s)%s \"}\"", ws, x->name, ws, more.name,
+                             tail, lo > 0 ? "" : "?");
+    }
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
+static sift_status check_count(sift__js *c, const char *key, int64_t v)
+{
+    if (v > SIFT__JS_MAX_REPEAT)
+        return sift__js_fail(c, SIFT_E_SCHEMA_LIMIT, key, "'%s' is %lld, over %d", key,
+                             (long long)v, SIFT__JS_MAX_REPEAT);
+    return SIFT_OK;
+}
+
+/* The two chains of the file comment. */
+static sift_status gen_chain(sift__js *c, const prop *p, size_t n, const sift__js_ref *x,
+                             sift__js_ref *r)
+{
+    const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
+    sift__js_buf b = {0};
+    sift_status st = SIFT_OK;
+    char after[24] = "", first[24] = "";
+    if (!x->never) {
+        sift__js_ref a, f;
+        char body[160];
+        snprintf(body, sizeof body, "(\",\" %s %s %s)*", ws, x->name, ws);
+        if ((st = sift__js_rule(c, &a, body)))
+            return st;
+        snprintf(body, sizeof body, "(%s %s %s)?", x->name, ws, a.name);
+        if ((st = sift__js_rule(c, &f, body)))
+            return st;
+        snprintf(after, sizeof after, "%s", a.name);
+        snprintf(first, sizeof first, "%s", f.name);
+    }
+    size_t first_req = n;
+    for (size_t i = 0; i < n; i++)
+        if (p[i].required && !p[i].value.never) {
+            first_req = i;
+            break;
+        }
+    for (size_t i = n; !st && i-- > 0;) {
+        if (p[i].value.never)
+            continue;
+        sift__js_ref a, f;
+        b.n = 0;
+        st = sift__js_printf(c, &b, "%s\",\" %s ", p[i].required ? "" : "(", ws);
+        if (!st)
+            st = kv(c, &b, &p[i]);
+        if (!st)
+            st = sift__js_printf(c, &b, " %s%s %s", ws, p[i].required ? "" : ")?", after);
+        if (!st && i > 0)
+            st = sift__js_rule(c, &a, b.p);
+        if (!st && i <= first_req) {
+            b.n = 0;
+            st = kv(c, &b, &p[i]);
+            if (!st)
+                st = sift__js_printf(c, &b, " %s %s", ws, after);
+            if (!st && !p[i].required)
+                st = sift__js_printf(c, &b, " | %s", first[0] ? first : "\"\"");
+            if (!st)
+                st = sift__js_rule(c, &f, b.p);
+            if (!st)
+                snprintf(first, sizeof first, "%s", f.name);
+        }
+        if (!st && i > 0)
+            snprintf(after, sizeof after, "%s", a.name);
+    }
+    if (!st) {
+        b.n = 0;
+        st = sift__js_printf(c, &b, "\"{\" %s %s \"}\"", ws, first);
+    }
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
+sift_status sift__js_gen_object(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    prop *p = NULL;
+    size_t n = 0;
+    int never = 0, has_lo, has_hi;
+    int64_t lo = 0, hi = 0;
+    sift_status st = sift__js_get_count(c, s, "minProperties", &lo, &has_lo);
+    if (!st)
+        st = sift__js_get_count(c, s, "maxProperties", &hi, &has_hi);
+    if (!st && has_lo)
+        st = check_count(c, "minProperties", lo);
+    if (!st && has_hi)
+        st = check_count(c, "maxProperties", hi);
+    if (!st)
+        st = collect(c, s, &p, &n, &never);
+    if (st)
+        return st;
+    const char **names = sift__calloc(c->al, n ? n : 1, sizeof *names);
+    if (!names) {
+        sift__free(c->al, p);
+        return nomem(c);
+    }
+    size_t n_req = 0;
+    for (size_t i = 0; i < n; i++) {
+        names[i] = p[i].key;
+        n_req += p[i].required;
+    }
+    sift__js_ref x;
+    st = gen_extra(c, s, names, n, &x);
+    if (!st && never) {
+        r->never = 1;
+    } else if (!st && n == 0) {
+        st = gen_map(c, &x, has_lo ? lo : 0, hi, has_hi, r);
+    } else if (!st) {
+        if ((has_lo && lo > (int64_t)n_req) || (has_hi && (!x.never || hi < (int64_t)n)))
+            st = sift__js_unsupported(
+                c, has_lo && lo > (int64_t)n_req ? "minProperties" : "maxProperties",
+                "minProperties/maxProperties with properties that do not "
+                "already satisfy them");
+        if (!st)
+            st = gen_chain(c, p, n, &x, r);
+    }
+    sift__free(c->al, names);
+    sift__free(c->al, p);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Arrays                                                              */
+/* ------------------------------------------------------------------ */
+
+/* The rest: R ws ("," ws R ws){a,b} for counts [lo, hi] (has_hi), with
+ * `lead` elements before it (then every element has its comma). */
+static sift_status gen_rest(sift__js *c, const sift__js_ref *item, int64_t lo, int64_t hi,
+                            int has_hi, int lead, sift__js_buf *b)
+{
+    const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
+    if (item->never || (has_hi && hi <= 0))
+        return lo > 0 ? SIFT_E_SCHEMA_SYNTAX : sift__js_puts(c, b, "\"\"");
+    sift__js_ref more;
+    char body[96], rep[48];
+    sift_status st = sift__js_new_rule(c, &more);
+    if (st)
+        return st;
+    snprintf(body, sizeof body, "\",\" %s %s %s", ws, item->name, ws);
+    if ((st = sift__js_emit(c, &more, body)))
+        return st;
+    if (lead) {
+        if (has_hi)
+            snprintf(rep, sizeof rep, "{%lld,%lld}", (long long)lo, (long long)hi);
+        else
+            snprintf(rep, sizeof rep, "{%lld,}", (long long)lo);
+        return sift__js_printf(c, b, "%s%s", more.name, rep);
+    }
+    int64_t a = lo > 1 ? lo - 1 : 0;
+    if (has_hi)
+        snprintf(rep, sizeof rep, "{%lld,%lld}", (long long)a, (long long)(hi - 1));
+    else
+        snprintf(rep, sizeof rep, "{%lld,}", (long long)a);
+    return sift__js_printf(c, b, "(%s %s %s%s)%s", item->name, ws, more.name, rep,
+                           lo > 0 ? "" : "?");
+}
+
+static sift_status item_schemas(sift__js *c, const json_t *s, const json_t **prefix,
+                                const json_t **rest)
+{
+    const json_t *items = json_object_get(s, "items");
+    const json_t *pre = json_object_get(s, "prefixItems");
+    const json_t *add = json_object_get(s, "additionalItems");
+    *prefix = NULL;
+    *rest = items;
+    if (pre) {
+        if (!json_is_array(pre))
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "prefixItems",
+                                 "'prefixItems' must be an array");
+        *prefix = pre;
+    } else if (json_is_array(items)) {
+        *prefix = items;
+        *rest = add;
+    }
+    return SIFT_OK;
+}
+
+sift_status sift__js_gen_array(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
+    int64_t lo = 0, hi = 0;
+    int has_lo, has_hi;
+    const json_t *prefix, *rest;
+    sift_status st = sift__js_get_count(c, s, "minItems", &lo, &has_lo);
+    if (!st)
+        st = sift__js_get_count(c, s, "maxItems", &hi, &has_hi);
+    if (!st && has_lo)
+        st = check_count(c, "minItems", lo);
+    if (!st && has_hi)
+        st = check_count(c, "maxItems", hi);
+    if (!st)
+        st = item_schemas(c, s, &prefix, &rest);
+    if (st)
+        return st;
+    if (has_hi && hi < lo) {
+        r->never = 1;
+        return SIFT_OK;
+    }
+    size_t mark = c->path.n;
+    sift__js_ref item;
+    set_name(&item, sift__js_shared(c, SIFT__JS_R_VALUE));
+    if (rest) {
+        const char *rk = prefix && !json_object_get(s, "prefixItems") ? "additionalItems" : "items";
+        if (!(st = sift__js_push_key(c, rk)))
+            st = sift__js_gen(c, rest, &item);
+        sift__js_pop(c, mark);
+        if (st)
+            return st;
+    }
+    size_t k = json_array_size(prefix);
+    if (has_hi && (int64_t)k > hi)
+        k = (size_t)hi;
+    sift__js_buf b = {0};
+    /* t(k): the rest after k fixed elements */
+    int64_t rlo = lo > (int64_t)k ? lo - (int64_t)k : 0, rhi = has_hi ? hi - (int64_t)k : 0;
+    st = gen_rest(c, &item, rlo, rhi, has_hi, k > 0, &b);
+    if (st == SIFT_E_SCHEMA_SYNTAX) { /* the rest must hold items but admits none */
+        sift__js_buf_free(c, &b);
+        r->never = 1;
+        return SIFT_OK;
+    }
+    sift__js_ref t;
+    if (!st)
+        st = sift__js_rule(c, &t, b.p);
+    const char *pk = json_object_get(s, "prefixItems") ? "prefixItems" : "items";
+    for (size_t i = k; !st && i-- > 0;) {
+        sift__js_ref pi;
+        if (!(st = sift__js_push_key(c, pk)) && !(st = sift__js_push_index(c, i)))
+            st = sift__js_gen(c, json_array_get(prefix, i), &pi);
+        sift__js_pop(c, mark);
+        if (st)
+            break;
+        b.n = 0;
+        int optional = (int64_t)i >= lo;
+        if (pi.never) {
+            if (!optional) {
+                r->never = 1;
+                sift__js_buf_free(c, &b);
+                return SIFT_OK;
+            }
+            st = sift__js_rule(c, &t, "\"\"");
+            continue;
+        }
+        st = sift__js_printf(c, &b, "%s%s%s%s%s %s %s", optional ? "(" : "", i ? "\",\" " : "",
+                             i ? ws : "", i ? " " : "", pi.name, ws, t.name);
+        if (!st && optional)
+            st = sift__js_puts(c, &b, ")?");
+        if (!st)
+            st = sift__js_rule(c, &t, b.p);
+    }
+    if (!st) {
+        b.n = 0;
+        st = sift__js_printf(c, &b, "\"[\" %s %s \"]\"", ws, t.name);
+    }
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}

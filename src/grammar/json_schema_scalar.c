@@ -1,0 +1,532 @@
+/*
+ * json_schema_scalar.c - strings, integers and numbers.
+ *
+ * Strings: "\"" char{minLength,maxLength} "\"" where char is one JSON
+ * string character (an escape counts as one: a surrogate pair written
+ * as two \u escapes counts as two, partial). "pattern" goes to the regex
+ * translation (json_regex.h); with minLength/maxLength beside it the
+ * pattern wins and the lengths are not checked. A "format" from the
+ * table below is an exact or documented-partial grammar of its own (and
+ * wins over lengths the same way); another format goes through the
+ * unsupported policy.
+ *
+ * Integers: minimum/maximum and the exclusive forms (numbers of draft 6
+ * on, booleans of draft 4) become an exact grammar of the decimal digit
+ * strings in [lo, hi] (range below): per digit length, a common prefix
+ * and then the "at least x" / "at most y" / any-digit alternatives,
+ * linear in the number of digits. Bounds beyond +-9e15 count as absent
+ * (partial). "-0" is not generated.
+ *
+ * Numbers with bounds: exact when every bound is an integer, without
+ * exponents (a bounded number written with an exponent is rejected,
+ * partial); fractional bounds go through the unsupported policy.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json_regex.h"
+#include "json_schema.h"
+
+#define BOUND_MAX 9e15
+
+static void set_name(sift__js_ref *r, const char *name)
+{
+    r->never = 0;
+    snprintf(r->name, sizeof r->name, "%s", name);
+}
+
+/* ------------------------------------------------------------------ */
+/* Formats                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Month lengths exact; 02-29 only in leap years (divisible by 4, and
+ * by 400 for centuries). */
+#define DAY28 "(\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8])"
+#define LEAP                                                                                    \
+    "([0-9] [0-9] (\"0\" [48] | [2468] [048] | [13579] [26]) | ([02468] [048] | [13579] [26]) " \
+    "\"00\")"
+#define DATE                                                                                   \
+    "([0-9]{4} \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" (" DAY28 " | \"29\" | \"3\" [01]) | " \
+    "(\"0\" [469] | \"11\") \"-\" (" DAY28 " | \"29\" | \"30\") | \"02-\" " DAY28 ") | " LEAP  \
+    " \"-02-29\")"
+#define TIME                                                                                     \
+    "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" ([0-5] [0-9] | \"60\") (\".\" [0-9]+)? " \
+    "([Zz] | [-+] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])"
+#define OCTET "(\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9])"
+#define IPV4 OCTET " \".\" " OCTET " \".\" " OCTET " \".\" " OCTET
+#define H16 "[0-9a-fA-F]{1,4}"
+#define LABEL "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,61} [a-zA-Z0-9])?"
+#define HOST LABEL " (\".\" " LABEL ")*"
+#define URICHAR "[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=%]"
+
+static const struct {
+    const char *name, *body;
+} formats[] = {
+    {"date", DATE},
+    {"time", TIME},
+    {"date-time", DATE " [Tt] " TIME},
+    {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} "
+             "\"-\" [0-9a-fA-F]{12}"},
+    {"ipv4", IPV4},
+    {"ipv6", "(" H16 " \":\"){6} ls | \"::\" (" H16 " \":\"){5} ls | (" H16 ")? \"::\" (" H16
+             " \":\"){4} ls | ((" H16 " \":\")? " H16 ")? \"::\" (" H16 " \":\"){3} ls | ((" H16
+             " \":\"){0,2} " H16 ")? \"::\" (" H16 " \":\"){2} ls | ((" H16 " \":\"){0,3} " H16
+             ")? \"::\" " H16 " \":\" ls | ((" H16 " \":\"){0,4} " H16 ")? \"::\" ls | ((" H16
+             " \":\"){0,5} " H16 ")? \"::\" " H16 " | ((" H16 " \":\"){0,6} " H16 ")? \"::\""},
+    {"hostname", HOST},
+    {"email", "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+ (\".\" [a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+)* "
+              "\"@\" " HOST},
+    {"uri", "[a-zA-Z] [a-zA-Z0-9+.\\-]* \":\" " URICHAR "*"},
+    {"uri-reference", URICHAR "*"},
+    {"byte", "([A-Za-z0-9+/]{4})* ([A-Za-z0-9+/]{2} \"==\" | [A-Za-z0-9+/]{3} \"=\")?"},
+};
+
+/* Formats of the JSON Schema vocabulary this converter does not
+ * express; other (custom) formats are annotations, ignored as a
+ * validator ignores them. */
+static const char *const standard_formats[] = {
+    "idn-email",    "idn-hostname",          "iri",   "iri-reference", "uri-template",
+    "json-pointer", "relative-json-pointer", "regex", "duration",
+};
+
+/* The rule of format `f` (index i), made on first use. ipv6 uses "ls"
+ * (ls32: two groups or an IPv4 address), written in its place. */
+static sift_status format_rule(sift__js *c, size_t i, sift__js_ref *r)
+{
+    if (c->formats[i].name[0]) {
+        *r = c->formats[i];
+        return SIFT_OK;
+    }
+    sift__js_buf b = {0};
+    sift_status st = SIFT_OK;
+    const char *body = formats[i].body;
+    if (!strcmp(formats[i].name, "ipv6")) {
+        sift__js_ref ls;
+        st = sift__js_rule(c, &ls, "[0-9a-fA-F]{1,4} \":\" [0-9a-fA-F]{1,4} | " IPV4);
+        for (const char *p = body; !st && *p; p++) {
+            if (p[0] == 'l' && p[1] == 's') {
+                st = sift__js_puts(c, &b, ls.name);
+                p++;
+            } else {
+                st = sift__js_put(c, &b, p, 1);
+            }
+        }
+        body = b.p;
+    }
+    if (!st) {
+        sift__js_buf q = {0};
+        st = sift__js_printf(c, &q, "\"\\\"\" (");
+        if (!st)
+            st = sift__js_puts(c, &q, body);
+        if (!st)
+            st = sift__js_puts(c, &q, ") \"\\\"\"");
+        if (!st)
+            st = sift__js_rule(c, r, q.p);
+        sift__js_buf_free(c, &q);
+    }
+    sift__js_buf_free(c, &b);
+    if (!st)
+        c->formats[i] = *r;
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Strings                                                             */
+/* ------------------------------------------------------------------ */
+
+static sift_status gen_pattern(sift__js *c, const char *pat, size_t len, sift__js_ref *r, int *done)
+{
+    char *re = NULL;
+    size_t n = 0;
+    sift_error rerr;
+    *done = 0;
+    sift_status st = sift__json_regex_to_gbnf(c->al, pat, len, c->max_grammar, &re, &n, &rerr);
+    if (st == SIFT_E_NOMEM)
+        return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+    if (st == SIFT_E_SCHEMA_UNSUPPORTED)
+        return sift__js_unsupported(c, "pattern", "%s", rerr.message);
+    if (st)
+        return sift__js_fail(c,
+                             st == SIFT_E_SCHEMA_LIMIT ? SIFT_E_SCHEMA_LIMIT : SIFT_E_SCHEMA_SYNTAX,
+                             "pattern", "%s", rerr.message);
+    sift__js_buf b = {0};
+    st = sift__js_puts(c, &b, "\"\\\"\" ");
+    if (!st)
+        st = sift__js_put(c, &b, re, n);
+    if (!st)
+        st = sift__js_puts(c, &b, " \"\\\"\"");
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    sift__free(c->al, re);
+    *done = !st;
+    return st;
+}
+
+/* Lengths over the repetition limit, exactly, in blocks of 1000
+ * characters: lo characters, then at most d = hi - lo more, written as
+ * (fewer than q blocks and < 1000) | (q blocks and <= r), d = 1000 q + r. */
+static sift_status gen_long_string(sift__js *c, int64_t lo, int64_t hi, int has_hi, sift__js_ref *r)
+{
+    const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
+    int64_t d = hi - lo;
+    if (lo / 1000 > SIFT__JS_MAX_REPEAT || (has_hi && d / 1000 > SIFT__JS_MAX_REPEAT))
+        return sift__js_fail(
+            c, SIFT_E_SCHEMA_LIMIT, lo / 1000 > SIFT__JS_MAX_REPEAT ? "minLength" : "maxLength",
+            "string lengths over %d are not supported", 1000 * SIFT__JS_MAX_REPEAT);
+    sift__js_ref k;
+    char kb[40];
+    snprintf(kb, sizeof kb, "%s{1000}", ch);
+    sift_status st = sift__js_rule(c, &k, kb);
+    sift__js_buf b = {0};
+    if (!st)
+        st = sift__js_printf(c, &b, "\"\\\"\" %s{%lld} %s{%lld} ", k.name, (long long)(lo / 1000),
+                             ch, (long long)(lo % 1000));
+    if (!st && !has_hi)
+        st = sift__js_printf(c, &b, "%s*", ch);
+    else if (!st && d / 1000 == 0)
+        st = sift__js_printf(c, &b, "%s{0,%lld}", ch, (long long)d);
+    else if (!st)
+        st = sift__js_printf(c, &b, "(%s{0,%lld} %s{0,999} | %s{%lld} %s{0,%lld})", k.name,
+                             (long long)(d / 1000 - 1), ch, k.name, (long long)(d / 1000), ch,
+                             (long long)(d % 1000));
+    if (!st)
+        st = sift__js_puts(c, &b, " \"\\\"\"");
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
+sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    const json_t *pat = json_object_get(s, "pattern");
+    const json_t *fmt = json_object_get(s, "format");
+    int done = 0, has_lo, has_hi;
+    int64_t lo = 0, hi = 0;
+    sift_status st = SIFT_OK;
+    if (pat && !json_is_string(pat))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "pattern", "'pattern' must be a string");
+    if (fmt && !json_is_string(fmt))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "format", "'format' must be a string");
+    if (pat) {
+        st = gen_pattern(c, json_string_value(pat), json_string_length(pat), r, &done);
+        if (st || done)
+            return st;
+    }
+    if (fmt) {
+        const char *f = json_string_value(fmt);
+        for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+            if (!strcmp(f, formats[i].name))
+                return format_rule(c, i, r);
+        for (size_t i = 0; i < sizeof standard_formats / sizeof standard_formats[0]; i++)
+            if (!strcmp(f, standard_formats[i]) &&
+                (st = sift__js_unsupported(c, "format", "format \"%.60s\" is not supported", f)))
+                return st;
+    }
+    if ((st = sift__js_get_count(c, s, "minLength", &lo, &has_lo)) ||
+        (st = sift__js_get_count(c, s, "maxLength", &hi, &has_hi)))
+        return st;
+    if (!has_lo && !has_hi) {
+        set_name(r, sift__js_shared(c, SIFT__JS_R_STRING));
+        return SIFT_OK;
+    }
+    if (has_hi && hi < lo) {
+        r->never = 1;
+        return SIFT_OK;
+    }
+    if (lo > SIFT__JS_MAX_REPEAT || hi > SIFT__JS_MAX_REPEAT)
+        return gen_long_string(c, lo, hi, has_hi, r);
+    const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
+    char body[96];
+    if (has_hi)
+        snprintf(body, sizeof body, "\"\\\"\" %s{%lld,%lld} \"\\\"\"", ch, (long long)lo,
+                 (long long)hi);
+    else
+        snprintf(body, sizeof body, "\"\\\"\" %s{%lld,} \"\\\"\"", ch, (long long)lo);
+    return sift__js_rule(c, r, body);
+}
+
+/* ------------------------------------------------------------------ */
+/* Digit ranges                                                        */
+/* ------------------------------------------------------------------ */
+
+static sift_status digit_class(sift__js *c, sift__js_buf *b, int lo, int hi)
+{
+    if (lo == hi)
+        return sift__js_printf(c, b, "\"%d\"", lo);
+    return sift__js_printf(c, b, "[%d-%d]", lo, hi);
+}
+
+static sift_status any_digits(sift__js *c, sift__js_buf *b, size_t m)
+{
+    if (m == 0)
+        return SIFT_OK;
+    return m == 1 ? sift__js_puts(c, b, " [0-9]") : sift__js_printf(c, b, " [0-9]{%zu}", m);
+}
+
+static int all_of(const char *s, size_t n, char d)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != d)
+            return 0;
+    return 1;
+}
+
+/* Strings of length n that are >= s (ge = 1) or <= s (ge = 0). */
+static sift_status bound(sift__js *c, sift__js_buf *b, const char *s, size_t n, int ge)
+{
+    if (n == 0)
+        return SIFT_OK;
+    if (all_of(s, n, ge ? '0' : '9'))
+        return sift__js_printf(c, b, "[0-9]{%zu}", n);
+    int d = s[0] - '0';
+    sift_status st = sift__js_printf(c, b, "(\"%d\" ", d);
+    if (!st)
+        st = bound(c, b, s + 1, n - 1, ge);
+    if (!st && (ge ? d < 9 : d > 0)) {
+        st = sift__js_puts(c, b, " | ");
+        if (!st)
+            st = ge ? digit_class(c, b, d + 1, 9) : digit_class(c, b, 0, d - 1);
+        if (!st)
+            st = any_digits(c, b, n - 1);
+    }
+    return st ? st : sift__js_puts(c, b, ")");
+}
+
+/* Strings of equal length between x and y (x <= y). */
+static sift_status same_len(sift__js *c, sift__js_buf *b, const char *x, const char *y, size_t n)
+{
+    size_t d = 0;
+    while (d < n && x[d] == y[d])
+        d++;
+    sift_status st = sift__js_work(c, 1);
+    if (!st && d > 0)
+        st = sift__js_lit(c, b, x, d);
+    if (st || d == n)
+        return st;
+    size_t m = n - d - 1;
+    int xd = x[d] - '0', yd = y[d] - '0';
+    int xz = all_of(x + d + 1, m, '0'), yn = all_of(y + d + 1, m, '9');
+    int mid_lo = xz ? xd : xd + 1, mid_hi = yn ? yd : yd - 1;
+    int alts = 0;
+    st = sift__js_puts(c, b, d ? " (" : "(");
+    if (!st && !xz) {
+        st = sift__js_printf(c, b, "\"%d\" ", xd);
+        if (!st)
+            st = bound(c, b, x + d + 1, m, 1);
+        alts++;
+    }
+    if (!st && mid_lo <= mid_hi) {
+        st = sift__js_puts(c, b, alts++ ? " | " : "");
+        if (!st)
+            st = digit_class(c, b, mid_lo, mid_hi);
+        if (!st)
+            st = any_digits(c, b, m);
+    }
+    if (!st && !yn) {
+        st = sift__js_printf(c, b, "%s\"%d\" ", alts++ ? " | " : "", yd);
+        if (!st)
+            st = bound(c, b, y + d + 1, m, 0);
+    }
+    return st ? st : sift__js_puts(c, b, ")");
+}
+
+/* Decimal strings (no leading zeros) of the integers in [a, b], b = inf
+ * without has_b; a <= b. */
+static sift_status pos_range(sift__js *c, sift__js_buf *out, uint64_t a, uint64_t b, int has_b)
+{
+    char xs[24], ys[24];
+    int la = snprintf(xs, sizeof xs, "%llu", (unsigned long long)a);
+    int lb = has_b ? snprintf(ys, sizeof ys, "%llu", (unsigned long long)b) : la;
+    sift_status st = sift__js_puts(c, out, "(");
+    uint64_t p10 = 1;
+    for (int i = 1; i < la; i++)
+        p10 *= 10;
+    for (int len = la; !st && len <= lb; len++, p10 *= 10) {
+        uint64_t lo = len == la ? a : p10, hi = p10 * 10 - 1;
+        if (has_b && b < hi)
+            hi = b;
+        char x[24], y[24];
+        snprintf(x, sizeof x, "%0*llu", len, (unsigned long long)lo);
+        snprintf(y, sizeof y, "%0*llu", len, (unsigned long long)hi);
+        if (len > la)
+            st = sift__js_puts(c, out, " | ");
+        if (!st)
+            st = same_len(c, out, x, y, (size_t)len);
+    }
+    if (!st && !has_b)
+        st = sift__js_printf(c, out, " | [1-9] [0-9]{%d,}", la);
+    return st ? st : sift__js_puts(c, out, ")");
+}
+
+typedef struct bounds {
+    int has_lo, has_hi, lo_excl, hi_excl;
+    double lo, hi;
+} bounds;
+
+static sift_status read_bound(sift__js *c, const json_t *s, const char *key, const char *ekey,
+                              int upper, bounds *bd)
+{
+    const json_t *v = json_object_get(s, key), *e = json_object_get(s, ekey);
+    if (v && !json_is_number(v))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, key, "'%s' must be a number", key);
+    if (e && !json_is_number(e) && !json_is_boolean(e))
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, ekey, "'%s' must be a number", ekey);
+    int has = 0, excl = 0;
+    double x = 0;
+    if (v) {
+        has = 1;
+        x = json_number_value(v);
+        excl = json_is_true(e); /* draft 4 */
+    }
+    if (e && json_is_number(e)) {
+        double y = json_number_value(e);
+        if (!has || (upper ? y <= x : y >= x)) {
+            x = y;
+            excl = 1;
+        }
+        has = 1;
+    }
+    if (has && fabs(x) > BOUND_MAX)
+        has = 0;
+    if (upper) {
+        bd->has_hi = has, bd->hi = x, bd->hi_excl = excl;
+    } else {
+        bd->has_lo = has, bd->lo = x, bd->lo_excl = excl;
+    }
+    return SIFT_OK;
+}
+
+/* "-"? and the ranges of integers in [lo, hi] (either may be absent). */
+static sift_status int_range(sift__js *c, sift__js_buf *b, int has_lo, int64_t lo, int has_hi,
+                             int64_t hi)
+{
+    sift_status st = SIFT_OK;
+    int alts = 0;
+    if (!has_hi || hi >= 0) {
+        st =
+            pos_range(c, b, has_lo && lo > 0 ? (uint64_t)lo : 0, has_hi ? (uint64_t)hi : 0, has_hi);
+        alts++;
+    }
+    if (!st && (!has_lo || lo < 0)) {
+        uint64_t mlo = has_hi && hi < 0 ? (uint64_t)-hi : 1;
+        st = sift__js_puts(c, b, alts ? " | \"-\" " : "\"-\" ");
+        if (!st)
+            st = pos_range(c, b, mlo, has_lo ? (uint64_t)-lo : 0, has_lo);
+    }
+    return st;
+}
+
+static sift_status gen_integer(sift__js *c, const bounds *bd, sift__js_ref *r)
+{
+    int64_t lo = 0, hi = 0;
+    if (bd->has_lo)
+        lo = bd->lo_excl ? (int64_t)floor(bd->lo) + 1 : (int64_t)ceil(bd->lo);
+    if (bd->has_hi)
+        hi = bd->hi_excl ? (int64_t)ceil(bd->hi) - 1 : (int64_t)floor(bd->hi);
+    if (bd->has_lo && bd->has_hi && lo > hi) {
+        r->never = 1;
+        return SIFT_OK;
+    }
+    sift__js_buf b = {0};
+    sift_status st = int_range(c, &b, bd->has_lo, lo, bd->has_hi, hi);
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
+/* Non-negative reals y with integer bounds: A (lower, excl_a) <= y and
+ * y <= B (upper, excl_b; has_b), written without exponent. */
+static sift_status pos_real(sift__js *c, sift__js_buf *b, uint64_t A, int excl_a, int has_b,
+                            uint64_t B, int excl_b, int *alts)
+{
+    static const char any[] = " (\".\" [0-9]+)?", zero[] = " (\".\" \"0\"+)?",
+                      pos[] = " \".\" \"0\"* [1-9] [0-9]*";
+    sift_status st = SIFT_OK;
+    if (has_b && B < A)
+        return SIFT_OK;
+    if (has_b && A == B) {
+        if (excl_a || excl_b)
+            return SIFT_OK;
+        st = sift__js_printf(c, b, "%s\"%llu\"%s", (*alts)++ ? " | " : "", (unsigned long long)A,
+                             zero);
+        return st;
+    }
+    /* intpart = A */
+    st = sift__js_printf(c, b, "%s\"%llu\"%s", (*alts)++ ? " | " : "", (unsigned long long)A,
+                         excl_a ? pos : any);
+    /* A < intpart < B */
+    if (!st && (!has_b || A + 1 <= B - 1)) {
+        st = sift__js_puts(c, b, " | ");
+        if (!st)
+            st = pos_range(c, b, A + 1, has_b ? B - 1 : 0, has_b);
+        if (!st)
+            st = sift__js_puts(c, b, any);
+    }
+    /* intpart = B */
+    if (!st && has_b && !excl_b)
+        st = sift__js_printf(c, b, " | \"%llu\"%s", (unsigned long long)B, zero);
+    return st;
+}
+
+static int integral(double x)
+{
+    return x == floor(x);
+}
+
+static sift_status gen_real(sift__js *c, const bounds *bd, sift__js_ref *r)
+{
+    if ((bd->has_lo && !integral(bd->lo)) || (bd->has_hi && !integral(bd->hi))) {
+        sift_status st =
+            sift__js_unsupported(c, bd->has_lo && !integral(bd->lo) ? "minimum" : "maximum",
+                                 "a number range with a fractional bound");
+        if (!st)
+            set_name(r, sift__js_shared(c, SIFT__JS_R_NUMBER));
+        return st;
+    }
+    int64_t lo = (int64_t)bd->lo, hi = (int64_t)bd->hi;
+    sift__js_buf b = {0};
+    sift_status st = SIFT_OK;
+    int alts = 0;
+    /* x >= 0 */
+    if (!bd->has_hi || hi > 0 || (hi == 0 && !bd->hi_excl)) {
+        int from_lo = bd->has_lo && lo >= 0;
+        st = pos_real(c, &b, from_lo ? (uint64_t)lo : 0, from_lo && bd->lo_excl, bd->has_hi,
+                      bd->has_hi ? (uint64_t)hi : 0, bd->hi_excl, &alts);
+    }
+    /* x < 0: "-" y, y > 0 */
+    if (!st && (!bd->has_lo || lo < 0)) {
+        int from_hi = bd->has_hi && hi < 0;
+        sift__js_buf n = {0};
+        int nalts = 0;
+        st = pos_real(c, &n, from_hi ? (uint64_t)-hi : 0, from_hi ? bd->hi_excl : 1, bd->has_lo,
+                      bd->has_lo ? (uint64_t)-lo : 0, bd->lo_excl, &nalts);
+        if (!st && nalts)
+            st = sift__js_printf(c, &b, "%s\"-\" (%s)", alts++ ? " | " : "", n.p);
+        sift__js_buf_free(c, &n);
+    }
+    if (!st && alts == 0)
+        r->never = 1;
+    else if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
+sift_status sift__js_gen_number(sift__js *c, const json_t *s, int integer, sift__js_ref *r)
+{
+    bounds bd = {0, 0, 0, 0, 0, 0};
+    sift_status st = read_bound(c, s, "minimum", "exclusiveMinimum", 0, &bd);
+    if (!st)
+        st = read_bound(c, s, "maximum", "exclusiveMaximum", 1, &bd);
+    if (st)
+        return st;
+    if (!bd.has_lo && !bd.has_hi) {
+        set_name(r, sift__js_shared(c, integer ? SIFT__JS_R_INTEGER : SIFT__JS_R_NUMBER));
+        return SIFT_OK;
+    }
+    return integer ? gen_integer(c, &bd, r) : gen_real(c, &bd, r);
+}

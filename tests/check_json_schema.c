@@ -1,0 +1,765 @@
+/*
+ * check_json_schema.c - the JSON Schema converter (src/grammar/json_schema*.c,
+ * docs/json-schema.md): for each keyword, texts the grammar accepts and
+ * texts it rejects (through sift_grammar_accept_bytes and
+ * sift_grammar_is_complete, in the compact whitespace mode unless a test
+ * says otherwise); the exact located messages of bad and unsupported
+ * schemas; the limits as errors; and the failing allocator at every
+ * allocation count over the whole conversion.
+ */
+#include <check.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sift.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static sift_json_schema_params compact(void)
+{
+    sift_json_schema_params sp;
+    sift_json_schema_params_init(&sp);
+    sp.whitespace = SIFT_JSON_WS_COMPACT;
+    return sp;
+}
+
+/* Compiles `schema` with `sp` (NULL = compact defaults); fails the test
+ * with the message when it does not compile. */
+static sift_grammar *compile_with(const char *schema, const sift_json_schema_params *sp)
+{
+    sift_json_schema_params d = compact();
+    sift_grammar *g = NULL;
+    sift_error err;
+    sift_status st =
+        sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, sp ? sp : &d, NULL, &err);
+    ck_assert_msg(st == SIFT_OK, "schema %s: %s", schema, st ? err.message : "");
+    return g;
+}
+
+/* 1 if g accepts the whole text and is complete at its end. */
+static int accepts(sift_grammar *g, const char *text)
+{
+    sift_grammar_reset(g);
+    sift_error err;
+    if (sift_grammar_accept_bytes(g, text, strlen(text), &err) != SIFT_OK)
+        return 0;
+    return sift_grammar_is_complete(g);
+}
+
+static void check_texts(const char *schema, const char *const *good, size_t ng,
+                        const char *const *bad, size_t nb)
+{
+    sift_grammar *g = compile_with(schema, NULL);
+    for (size_t i = 0; i < ng; i++)
+        ck_assert_msg(accepts(g, good[i]), "%s should accept %s", schema, good[i]);
+    for (size_t i = 0; i < nb; i++)
+        ck_assert_msg(!accepts(g, bad[i]), "%s should reject %s", schema, bad[i]);
+    sift_grammar_free(g);
+}
+
+#define CHECK(schema, good, bad) check_texts(schema, good, N(good), bad, N(bad))
+
+/* The status and message of converting `schema` with `sp`. */
+static sift_status convert_err(const char *schema, const sift_json_schema_params *sp,
+                               sift_error *err)
+{
+    char *out = NULL;
+    size_t n = 0;
+    sift_status st = sift_json_schema_to_gbnf(&out, &n, schema, strlen(schema), sp, err);
+    if (st == SIFT_OK)
+        sift_json_schema_free_gbnf(out, sp);
+    else
+        ck_assert_ptr_null(out);
+    return st;
+}
+
+START_TEST(test_type_string_accepts_json_strings_with_escapes)
+{
+    static const char *good[] = {"\"\"", "\"abc\"", "\"a\\\"b\"", "\"\\u00e9\\n\\/\"",
+                                 "\"\xc3\xa9\""};
+    static const char *bad[] = {"abc", "\"a", "\"\\x\"", "\"\\u12\"", "1", "\"a\nb\""};
+    CHECK("{\"type\":\"string\"}", good, bad);
+}
+END_TEST
+
+START_TEST(test_empty_schema_and_true_accept_any_value)
+{
+    static const char *good[] = {"1", "\"x\"", "null", "[1,{\"a\":[]}]", "{\"k\":true}", "-0.5e3"};
+    static const char *bad[] = {"", "[1,]", "{a:1}", "tru"};
+    CHECK("{}", good, bad);
+    CHECK("true", good, bad);
+}
+END_TEST
+
+START_TEST(test_type_list_and_nullable_admit_each_named_type)
+{
+    static const char *good[] = {"\"a\"", "null", "3"};
+    static const char *bad[] = {"true", "3.5", "[]"};
+    CHECK("{\"type\":[\"string\",\"null\",\"integer\"]}", good, bad);
+    static const char *good2[] = {"true", "null"};
+    static const char *bad2[] = {"1", "\"null\""};
+    CHECK("{\"type\":\"boolean\",\"nullable\":true}", good2, bad2);
+}
+END_TEST
+
+START_TEST(test_enum_and_const_match_their_values_exactly)
+{
+    static const char *good[] = {"\"red\"", "2", "2.0", "null", "{\"a\":[1,true]}", "1.5"};
+    static const char *bad[] = {"\"Red\"", "3", "2.5", "{\"a\":[1]}", "\"2\"", "1.50x"};
+    CHECK("{\"enum\":[\"red\",2,null,{\"a\":[1,true]},1.5]}", good, bad);
+    static const char *good2[] = {"\"a\\nb\\\"c\""};
+    static const char *bad2[] = {"\"a\""};
+    CHECK("{\"const\":\"a\\nb\\\"c\"}", good2, bad2);
+}
+END_TEST
+
+START_TEST(test_enum_values_of_other_types_than_type_are_left_out)
+{
+    static const char *good[] = {"\"a\""};
+    static const char *bad[] = {"1"};
+    CHECK("{\"type\":\"string\",\"enum\":[\"a\",1]}", good, bad);
+}
+END_TEST
+
+START_TEST(test_properties_follow_definition_order_and_required_ones_are_present)
+{
+    static const char *good[] = {"{\"a\":1}", "{\"a\":1,\"b\":\"x\"}", "{\"a\":1,\"c\":true}",
+                                 "{\"a\":1,\"b\":\"x\",\"c\":false}"};
+    static const char *bad[] = {"{}",
+                                "{\"b\":\"x\"}",
+                                "{\"b\":\"x\",\"a\":1}",
+                                "{\"a\":\"1\"}",
+                                "{\"a\":1,\"a\":1}",
+                                "{\"a\":1,}",
+                                "{\"a\":1,\"d\":0}"};
+    CHECK("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":"
+          "\"string\"},\"c\":{\"type\":\"boolean\"}},\"required\":[\"a\"],"
+          "\"additionalProperties\":false}",
+          good, bad);
+}
+END_TEST
+
+START_TEST(test_optional_properties_before_the_first_required_one_may_be_left_out)
+{
+    static const char *good[] = {"{\"c\":3}", "{\"a\":1,\"c\":3}", "{\"b\":2,\"c\":3}",
+                                 "{\"a\":1,\"b\":2,\"c\":3}"};
+    static const char *bad[] = {"{\"a\":1}", "{\"a\":1,\"b\":2}", "{}"};
+    CHECK("{\"properties\":{\"a\":{},\"b\":{},\"c\":{}},\"required\":[\"c\"],"
+          "\"additionalProperties\":false}",
+          good, bad);
+}
+END_TEST
+
+START_TEST(test_additional_properties_follow_the_declared_ones_and_exclude_their_names)
+{
+    static const char *good[] = {"{\"a\":1,\"x\":\"s\"}", "{\"x\":\"s\",\"ab\":\"t\"}", "{}",
+                                 "{\"\":\"e\"}"};
+    static const char *bad[] = {"{\"x\":1}", "{\"a\":\"s\"}", "{\"x\":\"s\",\"a\":1}"};
+    CHECK("{\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":{\"type\":"
+          "\"string\"}}",
+          good, bad);
+}
+END_TEST
+
+START_TEST(test_strict_mode_forbids_undeclared_properties_unless_allowed)
+{
+    const char *schema = "{\"properties\":{\"a\":{}}}";
+    sift_json_schema_params sp = compact();
+    sift_grammar *loose = compile_with(schema, &sp);
+    ck_assert(accepts(loose, "{\"a\":1,\"z\":2}"));
+    sift_grammar_free(loose);
+    sp.strict = 1;
+    sift_grammar *strict = compile_with(schema, &sp);
+    ck_assert(!accepts(strict, "{\"a\":1,\"z\":2}"));
+    ck_assert(accepts(strict, "{\"a\":1}"));
+    sift_grammar_free(strict);
+    sift_grammar *given =
+        compile_with("{\"properties\":{\"a\":{}},\"additionalProperties\":true}", &sp);
+    ck_assert(accepts(given, "{\"a\":1,\"z\":2}"));
+    sift_grammar_free(given);
+}
+END_TEST
+
+START_TEST(test_min_and_max_properties_bound_a_map)
+{
+    static const char *good[] = {"{\"a\":1}", "{\"a\":1,\"b\":2}"};
+    static const char *bad[] = {"{}", "{\"a\":1,\"b\":2,\"c\":3}", "{\"a\":\"x\"}"};
+    CHECK("{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"},"
+          "\"minProperties\":1,\"maxProperties\":2}",
+          good, bad);
+}
+END_TEST
+
+START_TEST(test_items_min_items_and_max_items_bound_an_array)
+{
+    static const char *good[] = {"[1]", "[1,2]", "[1,2,3]"};
+    static const char *bad[] = {"[]", "[1,2,3,4]", "[1,\"a\"]", "[1,]"};
+    CHECK("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}",
+          good, bad);
+    static const char *good2[] = {"[]", "[[],[1]]"};
+    static const char *bad2[] = {"[1]", "{}"};
+    CHECK("{\"items\":{\"type\":\"array\"}}", good2, bad2);
+}
+END_TEST
+
+START_TEST(test_prefix_items_fix_the_first_elements)
+{
+    static const char *good[] = {"[]", "[\"a\"]", "[\"a\",1]", "[\"a\",1,true,false]"};
+    static const char *bad[] = {"[1]", "[\"a\",\"b\"]", "[\"a\",1,2]"};
+    CHECK("{\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}],\"items\":{\"type\":"
+          "\"boolean\"}}",
+          good, bad);
+    static const char *good2[] = {"[\"a\",1]"};
+    static const char *bad2[] = {"[\"a\"]", "[\"a\",1,2]"};
+    CHECK("{\"items\":[{\"type\":\"string\"},{}],\"additionalItems\":false,\"minItems\":2}", good2,
+          bad2);
+}
+END_TEST
+
+START_TEST(test_min_length_and_max_length_count_characters)
+{
+    static const char *good[] = {"\"ab\"", "\"abc\"", "\"\xc3\xa9\\n\"", "\"\\u0041b\""};
+    static const char *bad[] = {"\"a\"", "\"abcd\"", "\"\""};
+    CHECK("{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", good, bad);
+}
+END_TEST
+
+START_TEST(test_lengths_past_the_repetition_limit_are_exact)
+{
+    const char *schema = "{\"type\":\"string\",\"minLength\":1500,\"maxLength\":2500}";
+    sift_grammar *g = compile_with(schema, NULL);
+    static char text[2600];
+    for (int len = 1498; len <= 2502; len += len == 1501 ? 998 : 1) {
+        text[0] = '"';
+        memset(text + 1, 'x', (size_t)len);
+        text[len + 1] = '"';
+        text[len + 2] = '\0';
+        ck_assert_msg(accepts(g, text) == (len >= 1500 && len <= 2500), "length %d", len);
+    }
+    sift_grammar_free(g);
+}
+END_TEST
+
+START_TEST(test_format_date_checks_month_lengths_and_leap_years)
+{
+    static const char *good[] = {"\"2024-02-29\"", "\"2000-02-29\"", "\"2023-04-30\"",
+                                 "\"1999-12-31\""};
+    static const char *bad[] = {"\"2023-02-29\"", "\"1900-02-29\"", "\"2023-04-31\"",
+                                "\"2023-13-01\"", "\"2023-00-10\"", "\"2023-1-01\""};
+    CHECK("{\"type\":\"string\",\"format\":\"date\"}", good, bad);
+}
+END_TEST
+
+START_TEST(test_format_time_and_date_time_need_an_offset)
+{
+    static const char *good[] = {"\"2024-01-02T03:04:05Z\"", "\"2024-01-02t23:59:60.123+05:30\""};
+    static const char *bad[] = {"\"2024-01-02T03:04:05\"", "\"2024-01-02T24:00:00Z\"",
+                                "\"2024-01-02 03:04:05Z\""};
+    CHECK("{\"type\":\"string\",\"format\":\"date-time\"}", good, bad);
+    static const char *good2[] = {"\"12:00:00-01:00\""};
+    static const char *bad2[] = {"\"12:00\""};
+    CHECK("{\"format\":\"time\"}", good2, bad2);
+}
+END_TEST
+
+START_TEST(test_formats_uuid_ipv4_ipv6_email_hostname_and_uri)
+{
+    static const char *g1[] = {"\"123e4567-e89b-12d3-a456-426614174000\""};
+    static const char *b1[] = {"\"123e4567e89b12d3a456426614174000\"", "\"123e4567-e89b\""};
+    CHECK("{\"format\":\"uuid\"}", g1, b1);
+    static const char *g2[] = {"\"0.0.0.0\"", "\"255.255.255.255\"", "\"10.1.20.199\""};
+    static const char *b2[] = {"\"256.1.1.1\"", "\"01.1.1.1\"", "\"1.1.1\""};
+    CHECK("{\"format\":\"ipv4\"}", g2, b2);
+    static const char *g3[] = {"\"::\"", "\"::1\"", "\"fe80::1:2\"", "\"1:2:3:4:5:6:7:8\"",
+                               "\"::ffff:10.0.0.1\""};
+    static const char *b3[] = {"\"1:2:3:4:5:6:7\"", "\"1::2::3\"", "\"12345::\""};
+    CHECK("{\"format\":\"ipv6\"}", g3, b3);
+    static const char *g4[] = {"\"a.b+c@example.com\"", "\"x@y\""};
+    static const char *b4[] = {"\"no-at-sign\"", "\"a@\"", "\".a@b.c\"", "\"a@-b.c\""};
+    CHECK("{\"format\":\"email\"}", g4, b4);
+    static const char *g5[] = {"\"example.com\"", "\"a-b.c\""};
+    static const char *b5[] = {"\"-a.com\"", "\"a..b\"", "\"a_b\""};
+    CHECK("{\"format\":\"hostname\"}", g5, b5);
+    static const char *g6[] = {"\"https://example.com/a?b=c#d\"", "\"urn:isbn:0451450523\""};
+    static const char *b6[] = {"\"example.com\"", "\"http://a b\""};
+    CHECK("{\"format\":\"uri\"}", g6, b6);
+}
+END_TEST
+
+START_TEST(test_custom_formats_are_ignored_as_annotations)
+{
+    static const char *good[] = {"\"anything\""};
+    static const char *bad[] = {"1"};
+    CHECK("{\"type\":\"string\",\"format\":\"my-custom-format\"}", good, bad);
+}
+END_TEST
+
+/* Every integer in [-1300, 1300] against the range the schema gives. */
+static void check_int_range(const char *bounds, long lo, long hi)
+{
+    char schema[256], text[32];
+    snprintf(schema, sizeof schema, "{\"type\":\"integer\",%s}", bounds);
+    sift_grammar *g = compile_with(schema, NULL);
+    for (long v = -1300; v <= 1300; v++) {
+        snprintf(text, sizeof text, "%ld", v);
+        ck_assert_msg(accepts(g, text) == (v >= lo && v <= hi), "%s: %ld", schema, v);
+    }
+    ck_assert(!accepts(g, "1.0e1"));
+    ck_assert(!accepts(g, "007") || (lo <= 7 && 7 <= hi && 0));
+    sift_grammar_free(g);
+}
+
+START_TEST(test_integer_ranges_are_exact_digit_grammars)
+{
+    check_int_range("\"minimum\":0,\"maximum\":150", 0, 150);
+    check_int_range("\"minimum\":-1000,\"maximum\":-7", -1000, -7);
+    check_int_range("\"minimum\":-99,\"maximum\":1234", -99, 1234);
+    check_int_range("\"minimum\":17", 17, 100000);
+    check_int_range("\"maximum\":-250", -100000, -250);
+    check_int_range("\"exclusiveMinimum\":9,\"exclusiveMaximum\":1000", 10, 999);
+    check_int_range("\"minimum\":1.5,\"maximum\":20.5", 2, 20);
+    check_int_range("\"minimum\":5,\"exclusiveMinimum\":true,\"maximum\":100,"
+                    "\"exclusiveMaximum\":true",
+                    6, 99);
+    check_int_range("\"minimum\":199,\"maximum\":1001", 199, 1001);
+    check_int_range("\"minimum\":0,\"maximum\":0", 0, 0);
+}
+END_TEST
+
+START_TEST(test_number_ranges_with_integer_bounds_are_exact)
+{
+    static const char *good[] = {"0", "0.0", "0.5", "1", "99.999", "100", "100.00", "-0.5", "-1"};
+    static const char *bad[] = {"100.01", "101", "-1.01", "-2", "1e2", "-"};
+    CHECK("{\"type\":\"number\",\"minimum\":-1,\"maximum\":100}", good, bad);
+    static const char *good2[] = {"0.001", "1", "2.5"};
+    static const char *bad2[] = {"0", "0.000", "-1", "-0.5"};
+    CHECK("{\"type\":\"number\",\"exclusiveMinimum\":0}", good2, bad2);
+    static const char *good3[] = {"-3", "-2.5"};
+    static const char *bad3[] = {"-2", "-1", "0", "-3.01"};
+    CHECK("{\"type\":\"number\",\"minimum\":-3,\"exclusiveMaximum\":-2}", good3, bad3);
+}
+END_TEST
+
+START_TEST(test_any_of_and_one_of_are_alternatives_merged_with_siblings)
+{
+    static const char *good[] = {"\"a\"", "5"};
+    static const char *bad[] = {"true", "-1"};
+    CHECK("{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\",\"minimum\":0}]}", good, bad);
+    static const char *good2[] = {"{\"r\":1}", "{\"w\":1,\"h\":2}"};
+    static const char *bad2[] = {"{\"w\":1}", "{}"};
+    CHECK("{\"properties\":{\"r\":{},\"w\":{},\"h\":{}},\"additionalProperties\":false,"
+          "\"oneOf\":[{\"required\":[\"r\"]},{\"required\":[\"w\",\"h\"]}]}",
+          good2, bad2);
+}
+END_TEST
+
+START_TEST(test_all_of_merges_properties_required_and_bounds)
+{
+    static const char *good[] = {"{\"a\":5,\"b\":\"x\"}"};
+    static const char *bad[] = {"{\"a\":5}", "{\"a\":11,\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\"}"};
+    CHECK("{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\",\"maximum\":10}},"
+          "\"required\":[\"a\"]},{\"properties\":{\"a\":{\"minimum\":3},\"b\":{\"type\":"
+          "\"string\"}},\"required\":[\"b\"]}],\"additionalProperties\":false}",
+          good, bad);
+}
+END_TEST
+
+START_TEST(test_refs_resolve_locally_and_recursively)
+{
+    static const char *good[] = {"{\"v\":1}", "{\"v\":1,\"next\":{\"v\":2,\"next\":{\"v\":3}}}"};
+    static const char *bad[] = {"{\"v\":1,\"next\":{}}", "{\"next\":{\"v\":1}}"};
+    CHECK("{\"$ref\":\"#/$defs/node\",\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{"
+          "\"v\":{\"type\":\"integer\"},\"next\":{\"$ref\":\"#/$defs/node\"}},\"required\":[\"v\"],"
+          "\"additionalProperties\":false}}}",
+          good, bad);
+    static const char *good2[] = {"[\"x\",[\"y\"]]"};
+    static const char *bad2[] = {"[1]"};
+    CHECK("{\"definitions\":{\"a~b/c\":{\"type\":\"string\"}},\"type\":\"array\",\"items\":{"
+          "\"anyOf\":[{\"$ref\":\"#/definitions/a~0b~1c\"},{\"$ref\":\"#\"}]}}",
+          good2, bad2);
+}
+END_TEST
+
+START_TEST(test_false_subschemas_remove_what_they_guard)
+{
+    static const char *good[] = {"{\"a\":1}"};
+    static const char *bad[] = {"{\"a\":1,\"b\":2}"};
+    CHECK("{\"properties\":{\"a\":{},\"b\":false},\"additionalProperties\":false}", good, bad);
+    static const char *good2[] = {"1"};
+    static const char *bad2[] = {"\"s\""};
+    CHECK("{\"anyOf\":[false,{\"type\":\"integer\"}]}", good2, bad2);
+}
+END_TEST
+
+START_TEST(test_flexible_whitespace_is_bounded_by_max_whitespace)
+{
+    sift_json_schema_params sp;
+    sift_json_schema_params_init(&sp);
+    sp.max_whitespace = 2;
+    sift_grammar *g = compile_with("{\"properties\":{\"a\":{\"type\":\"array\"}}}", &sp);
+    ck_assert(accepts(g, "{ \"a\" :\n\t[ 1 ,2 ] }"));
+    ck_assert(!accepts(g, "{   \"a\":[]}"));
+    ck_assert(!accepts(g, " {\"a\":[]}"));
+    sift_grammar_free(g);
+    sift_json_schema_params c = compact();
+    g = compile_with("{\"properties\":{\"a\":{}}}", &c);
+    ck_assert(!accepts(g, "{ \"a\":1}"));
+    sift_grammar_free(g);
+}
+END_TEST
+
+START_TEST(test_pattern_goes_to_the_regex_translation)
+{
+    /* Either translated, or refused with its place: never ignored. */
+    const char *schema = "{\"type\":\"string\",\"pattern\":\"^a+$\"}";
+    sift_json_schema_params sp = compact();
+    sift_grammar *g = NULL;
+    sift_error err;
+    sift_status st =
+        sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
+    if (st == SIFT_OK) {
+        ck_assert(accepts(g, "\"aaa\""));
+        ck_assert(!accepts(g, "\"ab\""));
+        sift_grammar_free(g);
+    } else {
+        ck_assert_int_eq(st, SIFT_E_SCHEMA_UNSUPPORTED);
+        ck_assert_msg(strstr(err.message, "schema:1:28: #/pattern: ") == err.message, "%s",
+                      err.message);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+static void check_error(const char *schema, sift_status want, const char *msg, int line, int col)
+{
+    sift_json_schema_params sp = compact();
+    sp.source_name = "s.json";
+    sift_error err;
+    sift_status st = convert_err(schema, &sp, &err);
+    ck_assert_int_eq(st, want);
+    ck_assert_str_eq(err.message, msg);
+    ck_assert_int_eq(err.code, want);
+    ck_assert_int_eq(err.line, line);
+    ck_assert_int_eq(err.column, col);
+    ck_assert_str_eq(err.source, "s.json");
+}
+
+START_TEST(test_json_syntax_errors_give_jansson_s_place)
+{
+    check_error("{\"type\":\n  \"string\",,}", SIFT_E_SCHEMA_SYNTAX,
+                "s.json:2:12: string or '}' expected near ','", 2, 12);
+}
+END_TEST
+
+START_TEST(test_unsupported_keywords_name_their_pointer_and_place)
+{
+    check_error("{\"properties\": {\n  \"a\": {\"not\": {\"type\": \"null\"}}}}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:2:16: #/properties/a/not: 'not' is not supported", 2, 16);
+    check_error("{\"items\": {\"type\": \"array\", \"uniqueItems\": true}}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:44: #/items/uniqueItems: 'uniqueItems': true is not supported", 1, 44);
+}
+END_TEST
+
+START_TEST(test_invalid_schemas_name_their_pointer_and_place)
+{
+    check_error("{\"type\": \"strin\"}", SIFT_E_SCHEMA_SYNTAX,
+                "s.json:1:10: #/type: 'type' must be a type name or an array of them", 1, 10);
+    check_error("{\"$defs\": {},\n \"$ref\": \"#/$defs/x\"}", SIFT_E_SCHEMA_SYNTAX,
+                "s.json:2:10: #/$ref: $ref \"#/$defs/x\" does not resolve", 2, 10);
+    check_error("{\"minLength\": -1}", SIFT_E_SCHEMA_SYNTAX,
+                "s.json:1:15: #/minLength: 'minLength' must be a non-negative integer", 1, 15);
+    check_error("{\"$defs\": {\"a\": {\"$ref\": \"#/$defs/b\"}, \"b\": {\"$ref\": \"#/$defs/a\"}}, "
+                "\"$ref\": \"#/$defs/a\"}",
+                SIFT_E_SCHEMA_SYNTAX,
+                "s.json:1:77: #/$ref: $ref \"#/$defs/a\" loops through $refs alone", 1, 77);
+    check_error("false", SIFT_E_SCHEMA_UNSUPPORTED, "s.json:1:1: #: the schema admits no value", 1,
+                1);
+    check_error("{\"$ref\": \"other.json#/a\"}", SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:10: #/$ref: $ref \"other.json#/a\" is not local to this schema", 1, 10);
+}
+END_TEST
+
+static int n_warnings;
+static char last_warning[SIFT_ERROR_MESSAGE_MAX];
+
+static void count_warning(void *user, const sift_error *w)
+{
+    (void)user;
+    n_warnings++;
+    ck_assert_int_eq(w->code, SIFT_E_SCHEMA_UNSUPPORTED);
+    snprintf(last_warning, sizeof last_warning, "%s", w->message);
+}
+
+START_TEST(test_the_ignore_policy_warns_once_per_keyword_and_drops_it)
+{
+    sift_json_schema_params sp = compact();
+    sp.unsupported = SIFT_JSON_UNSUPPORTED_IGNORE;
+    sp.warn = count_warning;
+    n_warnings = 0;
+    sift_grammar *g =
+        compile_with("{\"type\":\"integer\",\"multipleOf\":3,\"not\":{\"const\":4}}", &sp);
+    ck_assert_int_eq(n_warnings, 2);
+    ck_assert_str_eq(last_warning, "schema:1:32: #/multipleOf: 'multipleOf' is not supported");
+    ck_assert(accepts(g, "4"));
+    sift_grammar_free(g);
+}
+END_TEST
+
+START_TEST(test_limits_are_errors_not_hangs)
+{
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    sp.max_schema_bytes = 5;
+    ck_assert_int_eq(convert_err("{\"type\":\"string\"}", &sp, &err), SIFT_E_SCHEMA_LIMIT);
+    sp = compact();
+    sp.max_grammar_bytes = 64;
+    ck_assert_int_eq(
+        convert_err("{\"enum\":[\"aaaaaaaaaaaaaaaaaaaa\",\"bbbbbbbbbbbbbbbbbbbbbbbbbbbb\","
+                    "\"cccccccccccccccccccccccccccccc\"]}",
+                    &sp, &err),
+        SIFT_E_SCHEMA_LIMIT);
+    sp = compact();
+    sp.max_work = 3;
+    ck_assert_int_eq(convert_err("{\"anyOf\":[{},{},{},{},{}]}", &sp, &err), SIFT_E_SCHEMA_LIMIT);
+    ck_assert_str_eq(
+        err.message,
+        "schema:1:17: #/anyOf/2: the conversion needs more than 3 units of work (max_work)");
+    sp = compact();
+    ck_assert_int_eq(convert_err("{\"maxItems\":5000}", &sp, &err), SIFT_E_SCHEMA_LIMIT);
+}
+END_TEST
+
+/* anyOf nested 200 deep, two alternatives each: the grammar grows
+ * linearly (one rule per subschema, no cross products). */
+START_TEST(test_nested_any_of_grows_linearly)
+{
+    static char schema[8192];
+    size_t n = 0;
+    for (int i = 0; i < 200; i++)
+        n += (size_t)snprintf(schema + n, sizeof schema - n, "{\"anyOf\":[{\"type\":\"null\"},");
+    n += (size_t)snprintf(schema + n, sizeof schema - n, "{\"type\":\"integer\"}");
+    for (int i = 0; i < 200; i++)
+        n += (size_t)snprintf(schema + n, sizeof schema - n, "]}");
+    sift_json_schema_params sp = compact();
+    char *out;
+    size_t len;
+    sift_error err;
+    ck_assert_int_eq(sift_json_schema_to_gbnf(&out, &len, schema, n, &sp, &err), SIFT_OK);
+    ck_assert_uint_lt(len, 200 * 40 + 2000);
+    sift_json_schema_free_gbnf(out, &sp);
+    sift_grammar *g = compile_with(schema, &sp);
+    ck_assert(accepts(g, "7"));
+    ck_assert(accepts(g, "null"));
+    ck_assert(!accepts(g, "\"x\""));
+    sift_grammar_free(g);
+}
+END_TEST
+
+START_TEST(test_bad_arguments_are_refused)
+{
+    char *out = (char *)1;
+    size_t len = 9;
+    sift_error err;
+    sift_json_schema_params sp = compact();
+    sp.struct_size = 0;
+    ck_assert_int_eq(sift_json_schema_to_gbnf(&out, &len, "{}", 2, &sp, &err), SIFT_E_ARG);
+    ck_assert_ptr_null(out);
+    ck_assert_uint_eq(len, 0);
+    ck_assert_int_eq(sift_json_schema_to_gbnf(NULL, &len, "{}", 2, NULL, &err), SIFT_E_ARG);
+    ck_assert_int_eq(sift_json_schema_to_gbnf(&out, &len, NULL, 2, NULL, &err), SIFT_E_ARG);
+    sp = compact();
+    sp.max_whitespace = -1;
+    ck_assert_int_eq(sift_json_schema_to_gbnf(&out, &len, "{}", 2, &sp, &err), SIFT_E_ARG);
+    sift_grammar *g = (sift_grammar *)1;
+    ck_assert_int_eq(sift_grammar_from_json_schema(&g, "[", 1, NULL, NULL, NULL, &err),
+                     SIFT_E_SCHEMA_SYNTAX);
+    ck_assert_ptr_null(g);
+    sift_json_schema_free_gbnf(NULL, NULL);
+    sift_json_schema_params_init(NULL);
+}
+END_TEST
+
+START_TEST(test_a_shorter_struct_size_keeps_the_defaults_of_the_rest)
+{
+    const char *schema = "{\"properties\":{\"a\":{}}}";
+    sift_json_schema_params sp = compact();
+    sp.strict = 1;
+    sp.struct_size = (uint32_t)offsetof(sift_json_schema_params, strict);
+    sift_grammar *g = compile_with(schema, &sp);
+    ck_assert(accepts(g, "{\"a\":1,\"z\":2}")); /* strict not read: 0 */
+    sift_grammar_free(g);
+    sp.struct_size = sizeof sp + 8;
+    sift_error err;
+    ck_assert_int_eq(convert_err(schema, &sp, &err), SIFT_E_ARG);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Allocation failures                                                 */
+/* ------------------------------------------------------------------ */
+
+typedef struct fa {
+    long calls, fail_at, live;
+} fa;
+
+static void *fa_alloc(void *user, size_t size)
+{
+    fa *f = user;
+    if (++f->calls == f->fail_at)
+        return NULL;
+    void *p = malloc(size);
+    f->live += p != NULL;
+    return p;
+}
+
+static void fa_free(void *user, void *p)
+{
+    fa *f = user;
+    f->live -= p != NULL;
+    free(p);
+}
+
+static const char rich_schema[] =
+    "{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"k\":{\"$ref\":\"#/$defs/n\"}}}},"
+    "\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\",\"minLength\":2},"
+    "\"e\":{\"enum\":[1,\"x\",{\"a\":[null]}]},\"d\":{\"format\":\"date\"},"
+    "\"i\":{\"type\":\"integer\",\"minimum\":-5,\"maximum\":300},"
+    "\"r\":{\"type\":\"number\",\"exclusiveMaximum\":10},"
+    "\"a\":{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"}],\"maxItems\":4},"
+    "\"u\":{\"anyOf\":[{\"$ref\":\"#/$defs/n\"},{\"type\":\"null\"}]},"
+    "\"m\":{\"allOf\":[{\"properties\":{\"p\":{}}},{\"required\":[\"p\"]}]},"
+    "\"ip\":{\"format\":\"ipv6\"}},\"required\":[\"s\"],"
+    "\"additionalProperties\":{\"type\":\"boolean\"}}";
+
+START_TEST(test_failing_the_nth_allocation_of_a_conversion_is_clean_for_every_n)
+{
+    sift_json_schema_params sp;
+    sift_json_schema_params_init(&sp);
+    char *want;
+    size_t want_len;
+    sift_error err;
+    ck_assert_int_eq(
+        sift_json_schema_to_gbnf(&want, &want_len, rich_schema, strlen(rich_schema), &sp, &err),
+        SIFT_OK);
+    long nth;
+    for (nth = 1;; nth++) {
+        fa f = {0, nth, 0};
+        sift_allocator al = {sizeof al, fa_alloc, fa_free, &f, NULL};
+        sp.allocator = &al;
+        char *out = NULL;
+        size_t len = 0;
+        sift_status st =
+            sift_json_schema_to_gbnf(&out, &len, rich_schema, strlen(rich_schema), &sp, &err);
+        if (st == SIFT_OK) {
+            ck_assert_uint_eq(len, want_len);
+            ck_assert_str_eq(out, want);
+            sift_json_schema_free_gbnf(out, &sp);
+            ck_assert_int_eq(f.live, 0);
+            break;
+        }
+        ck_assert_msg(st == SIFT_E_NOMEM, "allocation %ld: %s", nth, err.message);
+        ck_assert_ptr_null(out);
+        ck_assert_int_eq(f.live, 0);
+        ck_assert_int_lt(nth, 100000);
+    }
+    ck_assert_int_gt(nth, 20);
+    sp.allocator = NULL;
+    sift_json_schema_free_gbnf(want, &sp);
+}
+END_TEST
+
+START_TEST(test_failing_the_nth_allocation_of_a_grammar_from_a_schema_is_clean)
+{
+    for (long nth = 1;; nth++) {
+        fa f = {0, nth, 0};
+        sift_allocator al = {sizeof al, fa_alloc, fa_free, &f, NULL};
+        sift_json_schema_params sp;
+        sift_json_schema_params_init(&sp);
+        sp.allocator = &al;
+        sift_grammar_params gp;
+        sift_grammar_params_init(&gp);
+        gp.allocator = &al;
+        sift_grammar *g = NULL;
+        sift_error err;
+        sift_status st = sift_grammar_from_json_schema(&g, rich_schema, strlen(rich_schema), NULL,
+                                                       &sp, &gp, &err);
+        if (st == SIFT_OK) {
+            f.fail_at = 0; /* the matcher allocates too */
+            ck_assert(accepts(g, "{\"s\":\"ab\",\"i\":300,\"zz\":true}"));
+            ck_assert(!accepts(g, "{\"s\":\"ab\",\"i\":301}"));
+            sift_grammar_free(g);
+            ck_assert_int_eq(f.live, 0);
+            break;
+        }
+        ck_assert_msg(st == SIFT_E_NOMEM, "allocation %ld: %s", nth, err.message);
+        ck_assert_ptr_null(g);
+        ck_assert_int_eq(f.live, 0);
+        ck_assert_int_lt(nth, 100000);
+    }
+}
+END_TEST
+
+Suite *json_schema_suite(void);
+Suite *json_schema_suite(void)
+{
+    Suite *s = suite_create("json_schema");
+    TCase *tc = tcase_create("keywords");
+    tcase_add_test(tc, test_type_string_accepts_json_strings_with_escapes);
+    tcase_add_test(tc, test_empty_schema_and_true_accept_any_value);
+    tcase_add_test(tc, test_type_list_and_nullable_admit_each_named_type);
+    tcase_add_test(tc, test_enum_and_const_match_their_values_exactly);
+    tcase_add_test(tc, test_enum_values_of_other_types_than_type_are_left_out);
+    tcase_add_test(tc, test_properties_follow_definition_order_and_required_ones_are_present);
+    tcase_add_test(tc, test_optional_properties_before_the_first_required_one_may_be_left_out);
+    tcase_add_test(tc, test_additional_properties_follow_the_declared_ones_and_exclude_their_names);
+    tcase_add_test(tc, test_strict_mode_forbids_undeclared_properties_unless_allowed);
+    tcase_add_test(tc, test_min_and_max_properties_bound_a_map);
+    tcase_add_test(tc, test_items_min_items_and_max_items_bound_an_array);
+    tcase_add_test(tc, test_prefix_items_fix_the_first_elements);
+    tcase_add_test(tc, test_min_length_and_max_length_count_characters);
+    tcase_add_test(tc, test_lengths_past_the_repetition_limit_are_exact);
+    tcase_add_test(tc, test_format_date_checks_month_lengths_and_leap_years);
+    tcase_add_test(tc, test_format_time_and_date_time_need_an_offset);
+    tcase_add_test(tc, test_formats_uuid_ipv4_ipv6_email_hostname_and_uri);
+    tcase_add_test(tc, test_custom_formats_are_ignored_as_annotations);
+    tcase_add_test(tc, test_integer_ranges_are_exact_digit_grammars);
+    tcase_add_test(tc, test_number_ranges_with_integer_bounds_are_exact);
+    tcase_add_test(tc, test_any_of_and_one_of_are_alternatives_merged_with_siblings);
+    tcase_add_test(tc, test_all_of_merges_properties_required_and_bounds);
+    tcase_add_test(tc, test_refs_resolve_locally_and_recursively);
+    tcase_add_test(tc, test_false_subschemas_remove_what_they_guard);
+    tcase_add_test(tc, test_flexible_whitespace_is_bounded_by_max_whitespace);
+    tcase_add_test(tc, test_pattern_goes_to_the_regex_translation);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_json_syntax_errors_give_jansson_s_place);
+    tcase_add_test(tc, test_unsupported_keywords_name_their_pointer_and_place);
+    tcase_add_test(tc, test_invalid_schemas_name_their_pointer_and_place);
+    tcase_add_test(tc, test_the_ignore_policy_warns_once_per_keyword_and_drops_it);
+    tcase_add_test(tc, test_limits_are_errors_not_hangs);
+    tcase_add_test(tc, test_nested_any_of_grows_linearly);
+    tcase_add_test(tc, test_bad_arguments_are_refused);
+    tcase_add_test(tc, test_a_shorter_struct_size_keeps_the_defaults_of_the_rest);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("allocation");
+    tcase_add_test(tc, test_failing_the_nth_allocation_of_a_conversion_is_clean_for_every_n);
+    tcase_add_test(tc, test_failing_the_nth_allocation_of_a_grammar_from_a_schema_is_clean);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(json_schema_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
