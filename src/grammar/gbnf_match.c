@@ -65,13 +65,7 @@ void sift__gm_core_unref(gcore *c)
     sift__gbnf_free(&c->g, &al);
     sift__free(&al, c->alt_off);
     sift__free(&al, c->alt);
-    sift__free(&al, c->poff);
-    sift__free(&al, c->pbytes);
-    sift__free(&al, c->attr);
-    sift__free(&al, c->eog);
-    sift__free(&al, c->tr);
-    sift__free(&al, c->stok);
-    sift__free(&al, c->other);
+    sift__vocab_index_unref(c->vx ? &c->vx->head : NULL);
     sift__free(&al, c);
 }
 
@@ -810,10 +804,17 @@ out:
 
 static int cmp_piece_ids(const void *a, const void *b, void *c);
 
+/* The piece of token t of the index (len bytes). */
+static const unsigned char *vx_piece(const vindex *c, int32_t t, size_t *len)
+{
+    *len = (size_t)(c->poff[t + 1] - c->poff[t]);
+    return c->pbytes + c->poff[t];
+}
+
 /* Sorts token ids by piece bytes (then id). qsort takes no context
  * argument and a file-level pointer would be global state, so this is a
  * bottom-up merge sort of our own. */
-static void sort_ids_by_piece(const gcore *c, int32_t *v, int32_t *tmp, size_t n)
+static void sort_ids_by_piece(const vindex *c, int32_t *v, int32_t *tmp, size_t n)
 {
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
@@ -837,10 +838,10 @@ static void sort_ids_by_piece(const gcore *c, int32_t *v, int32_t *tmp, size_t n
 
 static int cmp_piece_ids(const void *a, const void *b, void *cv)
 {
-    const gcore *c = (const gcore *)cv;
+    const vindex *c = (const vindex *)cv;
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     size_t lx, ly;
-    const unsigned char *px = sift__gm_piece(c, x, &lx), *py = sift__gm_piece(c, y, &ly);
+    const unsigned char *px = vx_piece(c, x, &lx), *py = vx_piece(c, y, &ly);
     size_t l = lx < ly ? lx : ly;
     int r = memcmp(px, py, l);
     if (r)
@@ -851,7 +852,7 @@ static int cmp_piece_ids(const void *a, const void *b, void *cv)
 }
 
 /* Builds the trie of the non-empty, non-EOG pieces. */
-static int build_trie(gcore *c)
+static int build_trie(vindex *c)
 {
     const sift__alloc *al = &c->al;
     size_t n = 0, n_other = 0;
@@ -902,7 +903,7 @@ static int build_trie(gcore *c)
     size_t prev_len = 0;
     for (size_t k = 0; k < n; k++) {
         size_t L;
-        const unsigned char *p = sift__gm_piece(c, ids[k], &L);
+        const unsigned char *p = vx_piece(c, ids[k], &L);
         size_t lcp = 0;
         while (prev && lcp < L && lcp < prev_len && p[lcp] == prev[lcp])
             lcp++;
@@ -935,6 +936,88 @@ out:
     sift__free(al, tmp);
     sift__free(al, path);
     return ok;
+}
+
+static void vindex_release(sift__vocab_index *h)
+{
+    vindex *c = (vindex *)(void *)h;
+    sift__alloc al = c->al;
+    sift__free(&al, c->poff);
+    sift__free(&al, c->pbytes);
+    sift__free(&al, c->attr);
+    sift__free(&al, c->eog);
+    sift__free(&al, c->tr);
+    sift__free(&al, c->stok);
+    sift__free(&al, c->other);
+    sift__free(&al, c);
+}
+
+/* Builds the index of a vocabulary (one reference): copies of its
+ * pieces and attribute bits, the end-of-generation list, the trie. */
+static sift_status vindex_build(vindex **out, const sift_vocab *vocab, sift_error *err)
+{
+    const sift__alloc *al = sift__vocab_alloc(vocab);
+    vindex *c = sift__calloc(al, 1, sizeof *c);
+    if (!c)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while indexing a vocabulary");
+    atomic_init(&c->head.refs, 1);
+    c->head.release = vindex_release;
+    c->al = *al;
+    int32_t V = sift_vocab_size(vocab);
+    uint64_t total = 0;
+    for (int32_t t = 0; t < V; t++) {
+        const char *b;
+        size_t l;
+        if (sift_vocab_piece(vocab, t, &b, &l, NULL) == SIFT_OK)
+            total += l;
+    }
+    c->V = V;
+    c->poff = sift__calloc(al, (size_t)V + 1, sizeof *c->poff);
+    c->pbytes = sift__malloc(al, (size_t)total + 1, 1);
+    c->attr = sift__calloc(al, (size_t)V, 1);
+    if (!c->poff || !c->pbytes || !c->attr)
+        goto nomem;
+    uint64_t pos = 0;
+    int32_t n_eog = 0;
+    for (int32_t t = 0; t < V; t++) {
+        const char *b;
+        size_t l;
+        c->poff[t] = pos;
+        if (sift_vocab_piece(vocab, t, &b, &l, NULL) == SIFT_OK && l) {
+            memcpy(c->pbytes + pos, b, l);
+            pos += l;
+        }
+        c->attr[t] = (uint8_t)sift_vocab_attr(vocab, t);
+        n_eog += (c->attr[t] & SIFT_TOKEN_EOG) != 0;
+    }
+    c->poff[V] = pos;
+    c->eog = sift__malloc(al, n_eog ? (size_t)n_eog : 1, sizeof *c->eog);
+    if (!c->eog)
+        goto nomem;
+    for (int32_t t = 0; t < V; t++)
+        if (c->attr[t] & SIFT_TOKEN_EOG)
+            c->eog[c->n_eog++] = t;
+    if (!build_trie(c))
+        goto nomem;
+    *out = c;
+    return SIFT_OK;
+nomem:
+    vindex_release(&c->head);
+    return sift__fail(err, SIFT_E_NOMEM, "out of memory while indexing a vocabulary");
+}
+
+sift_status sift__gm_vindex(vindex **out, const sift_vocab *vocab, sift_error *err)
+{
+    sift__vocab_index *h = sift__vocab_index_get(vocab);
+    if (!h) {
+        vindex *x = NULL;
+        sift_status s = vindex_build(&x, vocab, err);
+        if (s)
+            return s;
+        h = sift__vocab_index_publish(vocab, &x->head);
+    }
+    *out = (vindex *)(void *)h;
+    return SIFT_OK;
 }
 
 sift_status sift__gm_core_new(gcore **out, const char *text, size_t len, const sift_vocab *vocab,
@@ -973,42 +1056,24 @@ sift_status sift__gm_core_new(gcore **out, const char *text, size_t len, const s
         c->alt_off[g->n_rules] = k;
     }
     if (vocab) {
-        int32_t V = sift_vocab_size(vocab);
-        uint64_t total = 0;
-        for (int32_t t = 0; t < V; t++) {
-            const char *b;
-            size_t l;
-            if (sift_vocab_piece(vocab, t, &b, &l, NULL) == SIFT_OK)
-                total += l;
+        if ((s = sift__gm_vindex(&c->vx, vocab, err))) {
+            sift__gm_core_unref(c);
+            return s;
         }
-        c->V = V;
-        c->poff = sift__calloc(al, (size_t)V + 1, sizeof *c->poff);
-        c->pbytes = sift__malloc(al, (size_t)total + 1, 1);
-        c->attr = sift__calloc(al, (size_t)V, 1);
-        if (!c->poff || !c->pbytes || !c->attr)
-            goto nomem;
-        uint64_t pos = 0;
-        int32_t n_eog = 0;
-        for (int32_t t = 0; t < V; t++) {
-            const char *b;
-            size_t l;
-            c->poff[t] = pos;
-            if (sift_vocab_piece(vocab, t, &b, &l, NULL) == SIFT_OK && l) {
-                memcpy(c->pbytes + pos, b, l);
-                pos += l;
-            }
-            c->attr[t] = (uint8_t)sift_vocab_attr(vocab, t);
-            n_eog += (c->attr[t] & SIFT_TOKEN_EOG) != 0;
-        }
-        c->poff[V] = pos;
-        c->eog = sift__malloc(al, n_eog ? (size_t)n_eog : 1, sizeof *c->eog);
-        if (!c->eog)
-            goto nomem;
-        for (int32_t t = 0; t < V; t++)
-            if (c->attr[t] & SIFT_TOKEN_EOG)
-                c->eog[c->n_eog++] = t;
-        if (!build_trie(c))
-            goto nomem;
+        const vindex *x = c->vx;
+        c->V = x->V;
+        c->poff = x->poff;
+        c->pbytes = x->pbytes;
+        c->attr = x->attr;
+        c->eog = x->eog;
+        c->n_eog = x->n_eog;
+        c->tn = x->tn;
+        c->tr = x->tr;
+        c->stok = x->stok;
+        c->n_slots = x->n_slots;
+        c->other = x->other;
+        c->n_other = x->n_other;
+        c->tmaxd = x->tmaxd;
     }
     *out = c;
     return SIFT_OK;
@@ -1042,6 +1107,8 @@ sift_status sift__gm_make(sift_grammar **out, gcore *c, const sift__alloc *al,
     g->soft_nodes = from ? from->soft_nodes : SOFT_NODES;
     g->soft_states = from ? from->soft_states : SOFT_STATES;
     g->soft_arena = from ? from->soft_arena : SOFT_ARENA;
+    g->mc_limit = from ? from->mc_limit : SIFT__MASK_CACHE_BYTES;
+    g->mc_words = ((size_t)c->V + 31) / 32;
     g->err = err;
     if (!gm_init(&g->m, al))
         goto nomem;
