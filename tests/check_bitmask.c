@@ -291,6 +291,61 @@ START_TEST(test_bitmask_equals_the_token_check_with_token_references)
 }
 END_TEST
 
+/* Grammars whose states loop on byte sets (the walk takes a subtree
+ * whose bytes all loop as accepted whole): one control byte left out of
+ * the loop, letters only, digits with a tab; a text through each. */
+static const struct {
+    const char *grammar, *text;
+} LOOPS[] = {
+    {"root ::= \"\\\"\" [^\"\\x05]* \"\\\"\"\n", "\"say \t hi\n to\x01 all\x1f: {x}\""},
+    {"root ::= [a-z ]* \".\"\n", "the quick brown fox jumps over the lazy dog."},
+    {"root ::= ( [0-9] | \"\\t\" )* \"x\"\n", "123\t4567\t\t89x"},
+};
+
+START_TEST(test_bitmask_equals_the_token_check_in_looping_states)
+{
+    ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    int32_t tok[256];
+    size_t n = split(LOOPS[_i].text, 0, tok, N(tok));
+    walk_checked(LOOPS[_i].grammar, strlen(LOOPS[_i].grammar), tok, n, LOOPS[_i].text);
+}
+END_TEST
+
+START_TEST(test_a_control_byte_outside_the_loop_is_not_skipped)
+{
+    /* control bytes other than \t \n \r share one group in the walk's
+     * loop test: "a\x05" must stay rejected in a state where \x06 and
+     * the letters loop but \x05 does not, on every visit of that state */
+    static const char *const pieces[] = {"\"",    "\x05",   "\x06", "a",     "b",
+                                         "a\x05", "a\x06b", "ab",   "b\x06", "<eos>"};
+    size_t lens[N(pieces)];
+    for (size_t i = 0; i < N(pieces); i++)
+        lens[i] = strlen(pieces[i]);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_new(&v, (int32_t)N(pieces), pieces, lens, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, (int32_t)N(pieces) - 1, SIFT_TOKEN_EOG, &err), SIFT_OK);
+    const char *gt = "root ::= \"\\\"\" [^\"\\x05]* \"\\\"\"\n";
+    sift_grammar *g = NULL;
+    ck_assert_int_eq(sift_grammar_new(&g, gt, strlen(gt), v, NULL, &err), SIFT_OK);
+    sift__grammar_set_mask_cache(g, 0); /* walk at every step */
+    const int32_t walk[] = {0, 3, 4, 2, 7, 8, 3, 4, 7};
+    for (size_t i = 0; i < N(walk); i++) {
+        uint32_t m = 0;
+        ck_assert_int_eq(sift_grammar_fill_bitmask(g, &m, 1, &err), SIFT_OK);
+        for (int32_t t = 0; t < (int32_t)N(pieces); t++) {
+            int ok = -1;
+            ck_assert_int_eq(sift_grammar_accepts_token(g, t, &ok, &err), SIFT_OK);
+            ck_assert_msg((int)((m >> t) & 1) == ok, "step %zu token %d: mask %u check %d", i,
+                          (int)t, (m >> t) & 1, ok);
+        }
+        ck_assert_int_eq(sift_grammar_accept_token(g, walk[i], &err), SIFT_OK);
+    }
+    sift_grammar_free(g);
+    sift_vocab_free(v);
+}
+END_TEST
+
 START_TEST(test_bitmask_of_a_lazy_grammar_allows_everything_until_its_trigger)
 {
     ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
@@ -675,6 +730,9 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_bitmask_equals_the_token_check_along_json_texts, 0,
                         2 * (int)N(JSON_TEXTS));
     tcase_add_test(tc, test_bitmask_equals_the_token_check_with_token_references);
+    tcase_add_loop_test(tc, test_bitmask_equals_the_token_check_in_looping_states, 0,
+                        (int)N(LOOPS));
+    tcase_add_test(tc, test_a_control_byte_outside_the_loop_is_not_skipped);
     tcase_add_test(tc, test_bitmask_of_a_lazy_grammar_allows_everything_until_its_trigger);
     tcase_add_test(tc, test_bitmask_of_a_complete_grammar_allows_only_end_of_generation);
     suite_add_tcase(s, tc);

@@ -38,7 +38,11 @@ static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const tnode
 /* The trie walk in the current state: g->rr[0 .. 2 n_rr) receives the
  * slot ranges of the rejected subtrees, in increasing order; *n_rej the
  * number of rejected trie tokens. One table lookup per trie edge; dead
- * subtrees are skipped whole. */
+ * subtrees are skipped whole, and so are accepted ones: a node reached in
+ * state y whose subtree's bytes below it all loop back to y (y's loop
+ * groups cover the node's `below` groups) has every node of its subtree
+ * in state y, which is not dead, so every token in it is accepted. Inside
+ * a JSON string that is most of the vocabulary. */
 static sift_status walk(sift_grammar *g, uint32_t *n_rej)
 {
     const gcore *c = g->core;
@@ -56,6 +60,7 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
         return SIFT_OK;
     }
     const tnode *tr = c->tr;
+    const uint64_t *below = c->below;
     uint32_t *ds = g->dstk;
     const int32_t *trans = m->trans;
     ds[0] = x;
@@ -85,6 +90,14 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
             rej += nd->slot_end - nd->slot;
             i = nd->end;
             continue;
+        }
+        const uint64_t *bl = below + 2 * (size_t)i;
+        if (bl[0] | bl[1]) {
+            const gstate *sy = &m->st[y];
+            if (!(bl[0] & ~sy->loop[0]) && !(bl[1] & ~sy->loop[1])) {
+                i = nd->end; /* accepted whole */
+                continue;
+            }
         }
         ds[nd->db >> 8] = (uint32_t)y;
         i++;

@@ -394,9 +394,13 @@ static int succ(sift_grammar *g, uint32_t s, uint32_t *off, uint32_t *len)
 static uint32_t state_hash(const uint32_t *v, size_t n, uint32_t acc, uint32_t rem, uint32_t lo,
                            uint32_t hi)
 {
-    uint64_t h = sift__fnv(0, v, n * sizeof *v);
-    uint32_t t[4] = {acc, rem, lo, hi};
-    h = sift__fnv(h, t, sizeof t);
+    /* a word at a time (the sets are long; FNV went a byte at a time) */
+    uint64_t h = ((uint64_t)acc << 32 | rem << 16 | lo << 8 | hi) ^ 0x9E3779B97F4A7C15ull;
+    for (size_t k = 0; k < n; k++) {
+        h = (h ^ v[k]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    h *= 0xc4ceb9fe1a85ec53ull;
     return (uint32_t)(h ^ (h >> 32));
 }
 
@@ -495,6 +499,8 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
     s->lo = (uint8_t)lo;
     s->hi = (uint8_t)hi;
     s->flags = 0;
+    s->ctl_loops = 0;
+    s->loop[0] = s->loop[1] = 0;
     const uint32_t *set = m->arena + off;
     if (set[0] == 0)
         s->flags |= F_COMPLETE;
@@ -659,8 +665,19 @@ int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
         else
             y = partial(g, x, acc, rem, 0x80, 0xBF);
     }
-    if (y >= 0)
+    if (y >= 0) {
         g->m.trans[(size_t)x * 256 + b] = y;
+        unsigned k = sift__gm_group(b);
+        gstate *sx = &g->m.st[x];
+        if (y == (int32_t)x && k != 1) {
+            /* a byte back to the same state: its group loops once all
+             * its bytes do */
+            if (k != 0)
+                sx->loop[k >> 6] |= 1ull << (k & 63);
+            else if (++sx->ctl_loops == SIFT__GM_GROUP0)
+                sx->loop[0] |= 1;
+        }
+    }
     return y;
 }
 
@@ -930,6 +947,27 @@ static int build_trie(vindex *c)
     c->tn = tn;
     c->n_slots = slots;
     c->tmaxd = maxd;
+    /* below[n]: the groups of the edges inside n's subtree, one pass in
+     * preorder with the open branch in path[] (a node is closed, and its
+     * groups passed to its parent, when the walk leaves its depth) */
+    c->below = sift__calloc(al, 2 * (size_t)tn + 2, sizeof *c->below);
+    if (!c->below)
+        goto out;
+    depth = 0;
+    for (uint32_t i = 0; i <= tn; i++) {
+        size_t d = i < tn ? (c->tr[i].db >> 8) - 1 : 0;
+        while (depth > d) {
+            uint32_t x = path[--depth];
+            if (depth > 0) {
+                uint32_t p = path[depth - 1], k = sift__gm_group(c->tr[x].db & 0xff);
+                c->below[2 * p + (k >> 6)] |= 1ull << (k & 63);
+                c->below[2 * p] |= c->below[2 * x];
+                c->below[2 * p + 1] |= c->below[2 * x + 1];
+            }
+        }
+        if (i < tn)
+            path[depth++] = i;
+    }
     ok = 1;
 out:
     sift__free(al, ids);
@@ -949,6 +987,7 @@ static void vindex_release(sift__vocab_index *h)
     sift__free(&al, c->tr);
     sift__free(&al, c->stok);
     sift__free(&al, c->other);
+    sift__free(&al, c->below);
     sift__free(&al, c);
 }
 
@@ -1074,6 +1113,7 @@ sift_status sift__gm_core_new(gcore **out, const char *text, size_t len, const s
         c->other = x->other;
         c->n_other = x->n_other;
         c->tmaxd = x->tmaxd;
+        c->below = x->below;
     }
     *out = c;
     return SIFT_OK;

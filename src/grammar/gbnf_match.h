@@ -69,6 +69,9 @@ typedef struct vindex {
     int32_t *other;
     uint32_t n_other;
     uint32_t tmaxd;
+    /* per trie node n, below[2 n .. 2 n + 2): the byte groups
+     * (sift__gm_group) of the edges strictly inside its subtree */
+    uint64_t *below;
 } vindex;
 
 /* A compiled grammar: its rules and alternatives, its own; the
@@ -94,6 +97,7 @@ typedef struct gcore {
     const int32_t *other;
     uint32_t n_other;
     uint32_t tmaxd;
+    const uint64_t *below;
 } gcore;
 
 /* ------------------------------------------------------------------ */
@@ -109,6 +113,13 @@ typedef struct gstate {
     uint32_t set_off, set_len;
     uint32_t acc;
     uint8_t rem, lo, hi, flags;
+    /* loop[]: the byte groups (sift__gm_group) whose every byte has a
+     * computed transition back to this state (kept by
+     * sift__gm_trans_compute; ctl_loops counts the group-0 bytes). The
+     * trie walk takes a subtree whose bytes below are all in loop[] as
+     * accepted whole. */
+    uint32_t ctl_loops;
+    uint64_t loop[2];
 } gstate;
 
 typedef struct gm {
@@ -290,6 +301,22 @@ static inline int32_t sift__gm_step(sift_grammar *g, uint32_t x, unsigned b)
     int32_t y = g->m.trans[(size_t)x * 256 + b];
     return y >= 0 ? y : sift__gm_trans_compute(g, x, b);
 }
+
+/* The group of byte b, 0..127, for the walk's self-loop test: an ASCII
+ * byte is its own group but the control bytes other than \t \n \r,
+ * which share group 0; every byte >= 0x80 is group 1 (a UTF-8 byte never
+ * loops back to the same state: it starts or continues a sequence). */
+static inline unsigned sift__gm_group(unsigned b)
+{
+    if (b >= 0x80)
+        return 1;
+    if (b < 0x20 && b != '\t' && b != '\n' && b != '\r')
+        return 0;
+    return b;
+}
+
+/* The number of bytes of group 0. */
+#define SIFT__GM_GROUP0 29
 
 /* The piece of token t (len bytes). */
 static inline const unsigned char *sift__gm_piece(const gcore *c, int32_t t, size_t *len)

@@ -3,7 +3,7 @@
  * vocabulary (make bench-mask).
  *
  *   bench_mask [--vocab FILE.tiktoken] [--reps N] [--ban] [--no-cache]
- *              [--quick]
+ *              [--quick] [--only GRAMMAR]
  *
  * The vocabulary is a tiktoken file (default tests/data/cl100k_base) with
  * one end-of-generation token <|endoftext|> added after its ranks.
@@ -282,6 +282,7 @@ static void c_free(void *u, void *q)
 /* ---------------------------------------------------------- compile */
 
 static int opt_ban, opt_nocache, opt_quick;
+static const char *opt_only;
 static int reps = 200;
 
 static void bench_compile(const char *name, const char *text, size_t len)
@@ -331,6 +332,8 @@ static size_t n_all, cap_all;
 static void walk_texts(const char *name, const char *gtext, size_t glen, const char *const *texts,
                        size_t n_texts)
 {
+    if (opt_only && strcmp(opt_only, name))
+        return;
     sift_error err;
     size_t nw = ((size_t)V + 31) / 32;
     uint32_t *mask = malloc(nw * sizeof *mask);
@@ -414,6 +417,8 @@ int main(int argc, char **argv)
             opt_nocache = 1;
         else if (!strcmp(argv[i], "--quick"))
             opt_quick = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            opt_only = argv[++i];
         else {
             fprintf(stderr, "usage: bench_mask [--vocab FILE] [--reps N] [--ban] [--no-cache] "
                             "[--quick]\n");
