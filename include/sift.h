@@ -668,8 +668,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_ban_candidates(sift_grammar *gr
  * token is allowed when sift_grammar_accepts_token says so;
  * end-of-generation tokens exactly when the grammar is complete. An
  * untriggered lazy grammar allows every token. A grammar keeps the masks
- * of the states it has seen (a few MiB at most, the oldest evicted), so a
- * state met again costs a copy of its mask.
+ * of the states it has met (up to 2 MiB of them, the oldest evicted
+ * first), so a state met again costs a copy of its mask.
  *
  *     size_t nw = (n_vocab + 31) / 32;
  *     uint32_t *mask = malloc(nw * sizeof *mask);

@@ -154,9 +154,9 @@ SIFT__HIDDEN void sift__grammar_set_soft_limits(sift_grammar *g, uint32_t nodes,
 SIFT__HIDDEN void sift__grammar_set_mask_cache(sift_grammar *g, size_t bytes);
 /* The mask cache's hits and misses since the grammar was made. */
 SIFT__HIDDEN void sift__grammar_mask_stats(const sift_grammar *g, uint64_t *hits, uint64_t *misses);
-/* Default byte budget of a grammar's mask cache: 4 MiB, about 330 states
- * of cl100k (12.5 KiB a mask). */
-#define SIFT__MASK_CACHE_BYTES ((size_t)4 << 20)
+/* Default byte budget of a grammar's mask cache: 2 MiB, about 160 states
+ * of cl100k (12.5 KiB a mask), 80 of o200k. */
+#define SIFT__MASK_CACHE_BYTES ((size_t)2 << 20)
 
 /* Puts `g`, a clone of `from` (the same compiled grammar), in from's
  * matching state: stacks, pending UTF-8, output tail, lazy trigger
