@@ -300,6 +300,11 @@ static const struct {
     {"root ::= \"\\\"\" [^\"\\x05]* \"\\\"\"\n", "\"say \t hi\n to\x01 all\x1f: {x}\""},
     {"root ::= [a-z ]* \".\"\n", "the quick brown fox jumps over the lazy dog."},
     {"root ::= ( [0-9] | \"\\t\" )* \"x\"\n", "123\t4567\t\t89x"},
+    /* classes that admit part of a multi-byte range: prefixes of U+4E2D
+     * (and of the Cyrillic block's neighbours) must stay exact */
+    {"root ::= [^\\u4e2d\"]* \".\"\n", "\xe6\x96\x87 \xe4\xb8\x8a \xc3\xa9t\xc3\xa9."},
+    {"root ::= [\\u0400-\\u04ff a-z]* \".\"\n",
+     "\xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 world."},
 };
 
 START_TEST(test_bitmask_equals_the_token_check_in_looping_states)
@@ -308,6 +313,32 @@ START_TEST(test_bitmask_equals_the_token_check_in_looping_states)
     int32_t tok[256];
     size_t n = split(LOOPS[_i].text, 0, tok, N(tok));
     walk_checked(LOOPS[_i].grammar, strlen(LOOPS[_i].grammar), tok, n, LOOPS[_i].text);
+}
+END_TEST
+
+START_TEST(test_a_class_that_admits_part_of_a_multibyte_range_rejects_the_rest)
+{
+    /* the matcher's partial states: U+4E2D (E4 B8 AD) is outside the
+     * class, its neighbour U+4E0A (E4 B8 8A) inside; a partial state is
+     * only merged with others when every stack admits the whole range
+     * the pending bytes can still become */
+    const char *gt = "root ::= [^\\u4e2d\"]* \".\"\n";
+    sift_grammar *g = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_grammar_new(&g, gt, strlen(gt), NULL, NULL, &err), SIFT_OK);
+    for (int round = 0; round < 2; round++) {
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, "\xe4\xb8", 2, &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, "\xad", 1, &err), SIFT_E_GRAMMAR_REJECT);
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, "\x8a", 1, &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, "\xe4\xb8\xad", 3, &err),
+                         SIFT_E_GRAMMAR_REJECT);
+        /* a whole-range prefix (U+4F00..U+4F3F) is admitted whatever follows */
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, "\xe4\xbc\x80\xe4\xbc\xbf", 6, &err),
+                         SIFT_OK);
+    }
+    ck_assert_int_eq(sift_grammar_accept_bytes(g, ".", 1, &err), SIFT_OK);
+    ck_assert(sift_grammar_is_complete(g));
+    sift_grammar_free(g);
 }
 END_TEST
 
@@ -733,6 +764,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_bitmask_equals_the_token_check_in_looping_states, 0,
                         (int)N(LOOPS));
     tcase_add_test(tc, test_a_control_byte_outside_the_loop_is_not_skipped);
+    tcase_add_test(tc, test_a_class_that_admits_part_of_a_multibyte_range_rejects_the_rest);
     tcase_add_test(tc, test_bitmask_of_a_lazy_grammar_allows_everything_until_its_trigger);
     tcase_add_test(tc, test_bitmask_of_a_complete_grammar_allows_only_end_of_generation);
     suite_add_tcase(s, tc);

@@ -27,7 +27,10 @@
  *   byte transitions cached in a 256-entry row, built on first use.
  * - A partial state keeps only the stacks whose class can still admit
  *   some completion of the pending bytes; if none can, it is the dead
- *   state. So every state but the dead one (id 0) accepts a token ending
+ *   state. When every kept stack admits every code point the pending
+ *   bytes can still become, the bits are dropped (acc = ACC_COVERED):
+ *   the outcome no longer depends on them, and the prefixes of all the
+ *   multi-byte characters a string admits share one state per depth. So every state but the dead one (id 0) accepts a token ending
  *   in it, and the whole-vocabulary pass is one walk of the token trie in
  *   preorder with one table lookup per trie edge, skipping every subtree
  *   under a dead transition.
@@ -535,6 +538,38 @@ static int top_meets(const sift_grammar *g, const sift__gelem *e, uint32_t lo, u
     }
 }
 
+/* True if every code point of [lo, hi] is admitted by element e (a
+ * terminal). Classes hold sorted, merged ranges, so a plain class covers
+ * [lo, hi] only inside one range, and a negated one when no range meets
+ * it. */
+static int top_covers(const sift_grammar *g, const sift__gelem *e, uint32_t lo, uint32_t hi)
+{
+    switch (e->type) {
+    case SIFT__G_CHAR: return e->v == lo && e->v == hi;
+    case SIFT__G_ANY: return 1;
+    case SIFT__G_CLASS: {
+        const sift__gclass *k = &g->core->g.cls[e->v];
+        const uint32_t *r = g->core->g.rng + 2 * (size_t)k->first;
+        for (uint32_t j = 0; j < k->n; j++) {
+            if (!k->neg && r[2 * j] <= lo && hi <= r[2 * j + 1])
+                return 1;
+            if (k->neg && r[2 * j] <= hi && lo <= r[2 * j + 1])
+                return 0;
+        }
+        return k->neg != 0;
+    }
+    default: return 0;
+    }
+}
+
+/* The `acc` of a partial state whose every stack admits every code point
+ * the pending sequence can still become: the bits no longer matter (the
+ * outcome is the same whatever the remaining bytes are, as long as they
+ * are valid), so such states are interned without them, and the many
+ * prefixes of multi-byte characters inside a string share one state per
+ * depth. Never a real accumulator (at most 21 bits). */
+#define ACC_COVERED UINT32_MAX
+
 /* Adds the stacks v[0 .. n) to the set being built in m->scr, skipping
  * those already in it (marked with the current epoch), and checks
  * max_stacks as it grows. Callers open the epoch with new_epoch once all
@@ -574,6 +609,8 @@ static int union_sort(sift_grammar *g)
  * set is memoized, then the union is built in one epoch. */
 static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
 {
+    /* a covered partial state: every stack admits the code point */
+    int all = g->m.st[x].acc == ACC_COVERED;
     gm *m = &g->m;
     uint32_t sl = m->st[x].set_len;
     if (!sift__gm_budget(g, 2 * (int64_t)sl))
@@ -581,7 +618,7 @@ static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
     for (uint32_t k = 0; k < sl; k++) {
         uint32_t s = m->arena[m->st[x].set_off + k];
         uint32_t o, l;
-        if (s && top_matches(g, sift__gm_el(g, m->node[s].pos), cp) && !succ(g, s, &o, &l))
+        if (s && (all || top_matches(g, sift__gm_el(g, m->node[s].pos), cp)) && !succ(g, s, &o, &l))
             return -1;
     }
     m->n_scr = 0;
@@ -589,7 +626,7 @@ static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
     uint32_t so = m->st[x].set_off; /* the arena may have moved */
     for (uint32_t k = 0; k < sl; k++) {
         uint32_t s = m->arena[so + k];
-        if (!s || !top_matches(g, sift__gm_el(g, m->node[s].pos), cp))
+        if (!s || !(all || top_matches(g, sift__gm_el(g, m->node[s].pos), cp)))
             continue;
         if (!union_add(g, m->arena + m->node[s].succ_off, m->node[s].succ_len))
             return -1;
@@ -616,12 +653,15 @@ static int32_t partial(sift_grammar *g, uint32_t x, uint32_t acc, uint32_t rem, 
         sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
         return -1;
     }
+    int covered = 1;
     for (uint32_t k = 0; k < sl; k++) {
         uint32_t s = m->arena[so + k];
-        if (s && top_meets(g, sift__gm_el(g, m->node[s].pos), cmin, cmax))
+        if (s && top_meets(g, sift__gm_el(g, m->node[s].pos), cmin, cmax)) {
             m->scr[m->n_scr++] = s;
+            covered &= top_covers(g, sift__gm_el(g, m->node[s].pos), cmin, cmax);
+        }
     }
-    return state_get(g, m->scr, m->n_scr, acc, rem, lo, hi);
+    return state_get(g, m->scr, m->n_scr, covered ? ACC_COVERED : acc, rem, lo, hi);
 }
 
 int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
@@ -658,12 +698,33 @@ int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
     } else {
         if (b < s->lo || b > s->hi)
             return 0;
-        uint32_t acc = (s->acc << 6) | (b & 0x3F);
         uint32_t rem = s->rem - 1u;
-        if (rem == 0)
-            y = advance(g, x, acc);
-        else
-            y = partial(g, x, acc, rem, 0x80, 0xBF);
+        if (s->acc == ACC_COVERED) {
+            /* every stack stays: each admits whatever the sequence ends as */
+            if (rem == 0) {
+                y = advance(g, x, 0);
+            } else {
+                /* the set goes through the scratch: interning may move
+                 * the arena it sits in */
+                gm *m = &g->m;
+                uint32_t so = s->set_off, sl = s->set_len;
+                if (!sift__gm_budget(g, sl))
+                    return -1;
+                if (!sift__gm_grow(&g->al, &m->scr, &m->cap_scr, 0, sl, sizeof(uint32_t))) {
+                    sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+                    return -1;
+                }
+                memcpy(m->scr, m->arena + so, sl * sizeof *m->scr);
+                m->n_scr = sl;
+                y = state_get(g, m->scr, sl, ACC_COVERED, rem, 0x80, 0xBF);
+            }
+        } else {
+            uint32_t acc = (s->acc << 6) | (b & 0x3F);
+            if (rem == 0)
+                y = advance(g, x, acc);
+            else
+                y = partial(g, x, acc, rem, 0x80, 0xBF);
+        }
     }
     if (y >= 0) {
         g->m.trans[(size_t)x * 256 + b] = y;

@@ -3,7 +3,7 @@
  * vocabulary (make bench-mask).
  *
  *   bench_mask [--vocab FILE.tiktoken] [--reps N] [--ban] [--no-cache]
- *              [--quick] [--only GRAMMAR] [--cpu]
+ *              [--quick] [--only GRAMMAR] [--cpu] [--reuse]
  *
  * The vocabulary is a tiktoken file (default tests/data/cl100k_base) with
  * one end-of-generation token <|endoftext|> added after its ranks.
@@ -21,6 +21,10 @@
  *   whole-vocabulary sift_grammar_ban (the pass that existed before the
  *   bitmask call). Prints mean, p50, p90, p99, max in microseconds over
  *   all steps of a grammar and over all.
+ *
+ * --reuse keeps one grammar per workload and resets it between texts
+ * (its caches stay: a server that reuses a grammar per schema) instead of
+ * compiling one per text.
  *
  * --no-cache (a build linked with the internal library only) turns the
  * grammar's mask cache off. --cpu times with the thread's CPU clock. Times are wall clock on a
@@ -40,6 +44,8 @@
 
 #ifdef BENCH_INTERNAL
 void sift__grammar_set_mask_cache(sift_grammar *g, size_t bytes);
+void sift__grammar_mask_stats(const sift_grammar *g, uint64_t *hits, uint64_t *misses);
+static uint64_t n_hits, n_misses;
 #endif
 
 /* --cpu: the thread's CPU time instead of the wall clock, so that time
@@ -286,7 +292,7 @@ static void c_free(void *u, void *q)
 
 /* ---------------------------------------------------------- compile */
 
-static int opt_ban, opt_nocache, opt_quick;
+static int opt_ban, opt_nocache, opt_quick, opt_reuse;
 static const char *opt_only;
 static int reps = 200;
 
@@ -346,6 +352,10 @@ static void walk_texts(const char *name, const char *gtext, size_t glen, const c
     size_t cap = 1 << 16, n = 0;
     double *t = malloc(cap * sizeof *t);
     int rounds = opt_quick ? 1 : 3;
+    sift_grammar *kept = NULL; /* --reuse: one grammar, reset per text */
+    uint64_t h0 = 0, m0 = 0;
+    (void)h0;
+    (void)m0;
     for (int r = 0; r < rounds; r++) {
         for (size_t k = 0; k < n_texts; k++) {
             int32_t toks[4096];
@@ -355,8 +365,10 @@ static void walk_texts(const char *name, const char *gtext, size_t glen, const c
                 exit(1);
             }
             toks[nt++] = eog_id;
-            sift_grammar *g = NULL;
-            if (sift_grammar_new(&g, gtext, glen, vocab, NULL, &err)) {
+            sift_grammar *g = kept;
+            if (g) {
+                sift_grammar_reset(g);
+            } else if (sift_grammar_new(&g, gtext, glen, vocab, NULL, &err)) {
                 fprintf(stderr, "bench_mask: %s: %s\n", name, err.message);
                 exit(1);
             }
@@ -395,10 +407,30 @@ static void walk_texts(const char *name, const char *gtext, size_t glen, const c
                     exit(1);
                 }
             }
-            sift_grammar_free(g);
+#ifdef BENCH_INTERNAL
+            uint64_t h, m;
+            sift__grammar_mask_stats(g, &h, &m);
+            n_hits += h - h0;
+            n_misses += m - m0;
+            h0 = h;
+            m0 = m;
+#endif
+            if (opt_reuse) {
+                kept = g;
+            } else {
+                sift_grammar_free(g);
+                h0 = m0 = 0;
+            }
         }
     }
+    sift_grammar_free(kept);
     stats(name, t, n);
+#ifdef BENCH_INTERNAL
+    if (!opt_ban)
+        printf("  %-22s mask cache: %llu hits, %llu misses\n", "", (unsigned long long)n_hits,
+               (unsigned long long)n_misses);
+    n_hits = n_misses = 0;
+#endif
     free(t);
     free(mask);
     free(row);
@@ -422,6 +454,8 @@ int main(int argc, char **argv)
             opt_nocache = 1;
         else if (!strcmp(argv[i], "--quick"))
             opt_quick = 1;
+        else if (!strcmp(argv[i], "--reuse"))
+            opt_reuse = 1;
         else if (!strcmp(argv[i], "--cpu"))
             clock_id = CLOCK_THREAD_CPUTIME_ID;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
@@ -452,9 +486,10 @@ int main(int argc, char **argv)
     printf("compile (sift_grammar_new, vocabulary loaded):\n");
     bench_compile("json.gbnf", json, jlen);
     bench_compile("tiny", G_TINY, strlen(G_TINY));
-    printf("mask per step (%s%s), fresh grammar per text:\n",
+    printf("mask per step (%s%s), %s:\n",
            opt_ban ? "sift_grammar_ban" : "sift_grammar_fill_bitmask",
-           opt_nocache ? ", no mask cache" : "");
+           opt_nocache ? ", no mask cache" : "",
+           opt_reuse ? "one grammar per workload, reset per text" : "fresh grammar per text");
     walk_texts("json.gbnf", json, jlen, JSON_TEXTS, N(JSON_TEXTS));
     walk_texts("person", G_PERSON, strlen(G_PERSON), PERSON_TEXTS, N(PERSON_TEXTS));
     walk_texts("tool call", G_TOOL, strlen(G_TOOL), TOOL_TEXTS, N(TOOL_TEXTS));
