@@ -30,10 +30,10 @@
  *   state. When every kept stack admits every code point the pending
  *   bytes can still become, the bits are dropped (acc = ACC_COVERED):
  *   the outcome no longer depends on them, and the prefixes of all the
- *   multi-byte characters a string admits share one state per depth. So every state but the dead one (id 0) accepts a token ending
- *   in it, and the whole-vocabulary pass is one walk of the token trie in
- *   preorder with one table lookup per trie edge, skipping every subtree
- *   under a dead transition.
+ *   multi-byte characters a string admits share one state per depth. So every state but the dead
+ * one (id 0) accepts a token ending in it, and the whole-vocabulary pass is one walk of the token
+ * trie in preorder with one table lookup per trie edge, skipping every subtree under a dead
+ * transition.
  * - EOG tokens are accepted exactly when the empty stack is in the set,
  *   and do not change the state. Token elements (<[id]>, !<[id]>) match by
  *   id when no partial code point is pending. A token with an empty piece
