@@ -59,6 +59,9 @@
  * read, so many threads may call them on one chain that nobody is mutating.
  * sift_chain_extras takes a non-const chain: with a grammar stage it
  * updates the grammar's caches, so it is a use of the chain like a sample.
+ * A vocabulary that nobody mutates may be read by many threads at once,
+ * and grammars may be built from it on many threads at once (the first
+ * ones build its shared token index; the others use it).
  *
  * ABI
  * ---
@@ -322,7 +325,9 @@ enum {
 /**
  * Sets the attribute bits of token `id` (an OR of SIFT_TOKEN_*), replacing
  * the previous ones; a new vocabulary has 0 everywhere. Call it before the
- * vocabulary is shared (a grammar or chain reads the bits).
+ * vocabulary is shared (a grammar or chain reads the bits): not while
+ * another thread uses the vocabulary. A grammar built earlier keeps the
+ * bits it was built with; grammars built afterwards see the new ones.
  * SIFT_E_ARG for NULL or undefined bits, SIFT_E_TOKEN for an id outside
  * [0, size). Since: 0.1.
  */
@@ -556,7 +561,11 @@ SIFT_API void sift_grammar_params_init(sift_grammar_params *params);
  * `text[0..len)` is the grammar (not NUL-terminated; a NUL byte inside is
  * an error). `vocab` (may be NULL) lets the grammar work on tokens and
  * resolves token references (<[id]>, <text>, !<...>); its pieces and
- * attributes are copied, so it may be freed afterwards. Without a
+ * attributes are copied, so it may be freed afterwards. The copy (with
+ * the token trie the matcher walks) is made once per vocabulary, by the
+ * first grammar built over it, and shared read-only by every later
+ * grammar and thread (reference counted); a grammar takes the attribute
+ * bits the vocabulary has when it is built. Without a
  * vocabulary only sift_grammar_accept_bytes and sift_grammar_is_complete
  * work. `params` may be NULL (defaults).
  *
@@ -655,6 +664,54 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_ban(sift_grammar *grammar, floa
 SIFT_API SIFT_NODISCARD sift_status sift_grammar_ban_candidates(sift_grammar *grammar,
                                                                 sift_candidate *candidates,
                                                                 size_t n, sift_error *err);
+
+/*
+ * Bitmasks (the layout of vLLM, SGLang and XGrammar): the allowed set of
+ * the current step as uint32_t words, bit (t % 32) of word t / 32 set
+ * exactly when token t is allowed. The set is sift_grammar_ban's: a
+ * token is allowed when sift_grammar_accepts_token says so;
+ * end-of-generation tokens exactly when the grammar is complete. An
+ * untriggered lazy grammar allows every token. A grammar keeps the masks
+ * of the states it has met (up to 2 MiB of them, the oldest evicted
+ * first), so a state met again costs a copy of its mask.
+ *
+ *     size_t nw = (n_vocab + 31) / 32;
+ *     uint32_t *mask = malloc(nw * sizeof *mask);
+ *     sift_grammar_fill_bitmask(g, mask, nw, &err);  // each step
+ */
+
+/**
+ * Writes the allowed set of the current step into mask[0 .. n_words):
+ * bit t % 32 of mask[t / 32] is 1 exactly when token t is allowed, for t
+ * in [0, V); every other bit (ids >= V, words past (V + 31) / 32) is 0.
+ * The matching state is unchanged. SIFT_E_ARG for NULL pointers, a
+ * grammar without vocabulary, or n_words < (V + 31) / 32;
+ * SIFT_E_GRAMMAR_LIMIT (the work budget), SIFT_E_NOMEM. On failure the
+ * mask is unchanged and the grammar stays usable. Unlike
+ * sift_grammar_ban, an empty set is not an error (every word is 0).
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_fill_bitmask(sift_grammar *grammar, uint32_t *mask,
+                                                              size_t n_words, sift_error *err);
+
+/**
+ * sift_grammar_fill_bitmask for a batch: row i (masks + i * words_per_row,
+ * words_per_row words) receives grammar i's allowed set; a NULL grammar's
+ * row has every bit set (no constraint). The grammars may have different
+ * vocabularies; each needs words_per_row >= (its V + 31) / 32. The
+ * arguments of every row are checked before any row is written
+ * (SIFT_E_ARG, err->index = the grammar at fault: not a live grammar, no
+ * vocabulary, rows too short; or NULL grammars/masks with n > 0). A
+ * failure while filling (SIFT_E_GRAMMAR_LIMIT, SIFT_E_NOMEM) sets
+ * err->index to the failing grammar: the rows before it are filled, the
+ * later ones are not written; every grammar stays usable. n = 0 is a
+ * no-op. One thread: the grammars are used as by sift_grammar_fill_bitmask.
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammars_fill_bitmasks(sift_grammar *const *grammars,
+                                                                size_t n, uint32_t *masks,
+                                                                size_t words_per_row,
+                                                                sift_error *err);
 
 /* The chain type (declared again, identically, in the chain section). */
 typedef struct sift_chain sift_chain;

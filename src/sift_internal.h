@@ -21,6 +21,7 @@
 #define SIFT_INTERNAL_H
 
 #include <float.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -871,5 +872,36 @@ static inline uint64_t sift__fnv(uint64_t h, const void *p, size_t n)
 SIFT__HIDDEN sift_status sift__vocab_adopt(sift_vocab **out, const sift__alloc *al, int32_t n,
                                            uint64_t *off, char *bytes, uint8_t *attr,
                                            sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* The vocabulary's shared index (core/vocab.c holds it, grammar/     */
+/* builds it)                                                          */
+/* ------------------------------------------------------------------ */
+
+/* The head of a structure built once per vocabulary and shared read-only
+ * by every grammar and thread (the grammar module's token index). The
+ * vocabulary holds one reference, every user one more; the last
+ * sift__vocab_index_unref calls `release`, which frees the whole
+ * structure. core/ knows only this head, so it depends on no other
+ * folder. */
+typedef struct sift__vocab_index {
+    atomic_size_t refs;
+    void (*release)(struct sift__vocab_index *x);
+} sift__vocab_index;
+
+/* The index published on v with one more reference for the caller, or
+ * NULL when none is (yet, or since sift_vocab_set_attr changed a bit). */
+SIFT__HIDDEN sift__vocab_index *sift__vocab_index_get(const sift_vocab *v);
+/* Publishes x (built by the caller, x->refs = 1: the caller's reference)
+ * on v unless another thread published one first (a compare-exchange):
+ * returns the index that stands, with a reference for the caller; when x
+ * lost, the caller's reference to x is dropped (freeing it). */
+SIFT__HIDDEN sift__vocab_index *sift__vocab_index_publish(const sift_vocab *v,
+                                                          sift__vocab_index *x);
+/* Drops a reference; the last one releases. NULL is a no-op. */
+SIFT__HIDDEN void sift__vocab_index_unref(sift__vocab_index *x);
+/* The vocabulary's allocator (the index is allocated with it, so that it
+ * may outlive the grammar that built it). */
+SIFT__HIDDEN const sift__alloc *sift__vocab_alloc(const sift_vocab *v);
 
 #endif /* SIFT_INTERNAL_H */

@@ -656,6 +656,10 @@ static void scenario_grammar(op_run *r, const sift_allocator *al)
         OP(r, sift_grammar_ban(g, row, GV, &E));
         sift_candidate cand[4] = {{seq[i], 1.0f}, {30, 2.0f}, {1, 0.0f}, {2, 0.5f}};
         OP(r, sift_grammar_ban_candidates(g, cand, 4, &E));
+        uint32_t mk[2 * 2];
+        OP(r, sift_grammar_fill_bitmask(g, mk, 2, &E));
+        sift_grammar *two[2] = {g, NULL};
+        OP(r, sift_grammars_fill_bitmasks(two, 2, mk, 2, &E));
         OP(r, sift_grammar_accept_token(g, seq[i], &E));
     }
     OP(r, sift_grammar_accept_bytes(h, "q{", 2, &E)); /* the pattern fires */

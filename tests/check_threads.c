@@ -10,6 +10,10 @@
  *   a const chain) and queries it (n_stages, stage_name, stage_class)
  *   while sampling on its own clone; the results equal a serial run.
  *
+ * - grammars built from one vocabulary on several threads at once (the
+ *   first ones race to build and publish its shared token index) walk
+ *   like a serial run, masks included.
+ *
  * CI runs this binary under ThreadSanitizer (--enable-tsan), so every
  * piece of shared test data is written before the threads start and only
  * read while they run; results go to per-thread slots joined afterwards.
@@ -294,6 +298,121 @@ START_TEST(test_threads_cloning_and_querying_one_shared_chain_match_a_serial_run
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Grammars built from one vocabulary on several threads               */
+/* ------------------------------------------------------------------ */
+
+/* A vocabulary of V tokens: single characters, then pairs and triples of
+ * them (deterministic), so that the token trie has depth. */
+static sift_vocab *grammar_vocab(void)
+{
+    static const char alpha[] = "abcdefghij0123456789[],";
+    const size_t na = sizeof alpha - 1;
+    char(*store)[4] = malloc(V * sizeof *store);
+    const char **pieces = malloc(V * sizeof *pieces);
+    size_t *lens = malloc(V * sizeof *lens);
+    for (int32_t i = 0; i < V; i++) {
+        size_t k = (size_t)i, n = 0;
+        do {
+            store[i][n++] = alpha[k % na];
+            k /= na;
+        } while (k && n < 3);
+        pieces[i] = store[i];
+        lens[i] = n;
+    }
+    sift_vocab *v = NULL;
+    if (sift_vocab_new(&v, V, pieces, lens, NULL, NULL) ||
+        sift_vocab_set_attr(v, V - 1, SIFT_TOKEN_EOG, NULL))
+        v = NULL;
+    free(store);
+    free(pieces);
+    free(lens);
+    return v;
+}
+
+static const char G_LIST[] = "root ::= \"[\" item ( \",\" item )* \"]\"\n"
+                             "item ::= [a-j] [a-j0-9]{0,6}\n";
+
+typedef struct gjob {
+    const sift_vocab *vocab;
+    pthread_barrier_t *start;
+    uint64_t digest; /* of every mask along the walk */
+    sift_status status;
+} gjob;
+
+/* Builds a grammar from the shared vocabulary and walks it: at each step
+ * the bitmask, then the lowest allowed non-EOG token. */
+static sift_status walk_grammar(const sift_vocab *vocab, uint64_t *digest)
+{
+    sift_grammar *g = NULL;
+    sift_status s = sift_grammar_new(&g, G_LIST, sizeof G_LIST - 1, vocab, NULL, NULL);
+    if (s)
+        return s;
+    uint32_t mask[(V + 31) / 32];
+    uint64_t h = 1469598103934665603ull;
+    for (int step = 0; step < 40 && !s; step++) {
+        if ((s = sift_grammar_fill_bitmask(g, mask, N(mask), NULL)))
+            break;
+        for (size_t w = 0; w < N(mask); w++) {
+            h ^= mask[w];
+            h *= 1099511628211ull;
+        }
+        int32_t t = -1;
+        for (int32_t k = (step * 7) % (V - 1); k < V - 1 && t < 0; k++)
+            if ((mask[k >> 5] >> (k & 31)) & 1)
+                t = k;
+        for (int32_t k = 0; k < V - 1 && t < 0; k++)
+            if ((mask[k >> 5] >> (k & 31)) & 1)
+                t = k;
+        if (t < 0)
+            break;
+        s = sift_grammar_accept_token(g, t, NULL);
+    }
+    sift_grammar_free(g);
+    *digest = h;
+    return s;
+}
+
+static void *grammar_thread(void *arg)
+{
+    gjob *j = arg;
+    pthread_barrier_wait(j->start);
+    j->status = walk_grammar(j->vocab, &j->digest);
+    return NULL;
+}
+
+START_TEST(test_threads_building_grammars_from_one_vocabulary_match_a_serial_run)
+{
+    /* the vocabulary is fresh: the threads race to build and publish its
+     * shared token index; every one must see a complete index */
+    sift_vocab *ref_v = grammar_vocab();
+    ck_assert_ptr_nonnull(ref_v);
+    uint64_t ref = 0;
+    ck_assert_int_eq(walk_grammar(ref_v, &ref), SIFT_OK);
+    sift_vocab_free(ref_v);
+    for (int round = 0; round < 3; round++) {
+        sift_vocab *v = grammar_vocab();
+        ck_assert_ptr_nonnull(v);
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, THREADS);
+        pthread_t th[THREADS];
+        gjob jobs[THREADS];
+        for (int t = 0; t < THREADS; t++) {
+            jobs[t] = (gjob){v, &start, 0, SIFT_OK};
+            ck_assert_int_eq(pthread_create(&th[t], NULL, grammar_thread, &jobs[t]), 0);
+        }
+        for (int t = 0; t < THREADS; t++)
+            ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+        pthread_barrier_destroy(&start);
+        for (int t = 0; t < THREADS; t++) {
+            ck_assert_int_eq(jobs[t].status, SIFT_OK);
+            ck_assert_msg(jobs[t].digest == ref, "round %d thread %d differs", round, t);
+        }
+        sift_vocab_free(v);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("threads");
@@ -303,6 +422,9 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("shared_chain");
     tcase_add_test(tc, test_threads_cloning_and_querying_one_shared_chain_match_a_serial_run);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("shared_vocabulary");
+    tcase_add_test(tc, test_threads_building_grammars_from_one_vocabulary_match_a_serial_run);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -9,6 +9,14 @@
  * (grammar/vocab_load.c) build the three arrays themselves and hand them
  * over through sift__vocab_adopt, so loading a 200k-token file copies
  * each piece once.
+ *
+ * The shared index: a vocabulary also holds, from the first grammar built
+ * over it on, the grammar module's token index (sift__vocab_index, built
+ * once and shared read-only by every grammar and thread). It is
+ * published with a compare-exchange (two threads that build at once
+ * both finish; the loser frees its copy), reference counted, and
+ * dropped by sift_vocab_set_attr when a bit changes; grammars keep the
+ * reference they took, so they may outlive the vocabulary.
  */
 #include "../sift_internal.h"
 
@@ -18,6 +26,10 @@ struct sift_vocab {
     uint64_t *off; /* n + 1 offsets into bytes */
     char *bytes;
     uint8_t *attr; /* n attribute bit sets (SIFT_TOKEN_*) */
+    /* The shared token index (sift__vocab_index_get): NULL until the
+     * first grammar over the vocabulary publishes one; dropped when
+     * sift_vocab_set_attr changes a bit, as it is built from them. */
+    _Atomic(sift__vocab_index *) index;
 };
 
 sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *pieces,
@@ -51,6 +63,7 @@ sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *piece
     if (!v)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a vocabulary");
     v->al = al;
+    atomic_init(&v->index, NULL);
     v->n = n;
     v->off = sift__calloc(&al, (size_t)n + 1, sizeof *v->off);
     v->bytes = sift__calloc(&al, (size_t)total + 1, 1);
@@ -77,6 +90,7 @@ void sift_vocab_free(sift_vocab *v)
     if (!v)
         return;
     sift__alloc al = v->al;
+    sift__vocab_index_unref(atomic_load_explicit(&v->index, memory_order_acquire));
     sift__free(&al, v->off);
     sift__free(&al, v->bytes);
     sift__free(&al, v->attr);
@@ -112,7 +126,12 @@ sift_status sift_vocab_set_attr(sift_vocab *v, int32_t id, uint32_t attr, sift_e
     if (attr & ~(uint32_t)SIFT_TOKEN_ATTR_ALL)
         return sift__fail_at(err, SIFT_E_ARG, id, "token %d: unknown attribute bits 0x%x", (int)id,
                              (unsigned)(attr & ~(uint32_t)SIFT_TOKEN_ATTR_ALL));
-    v->attr[id] = (uint8_t)attr;
+    if (v->attr[id] != (uint8_t)attr) {
+        /* grammars built before keep the index (and the bits) they took;
+         * the next grammar builds a new one from the new bits */
+        sift__vocab_index_unref(atomic_exchange(&v->index, NULL));
+        v->attr[id] = (uint8_t)attr;
+    }
     return SIFT_OK;
 }
 
@@ -134,12 +153,55 @@ sift_status sift__vocab_adopt(sift_vocab **out, const sift__alloc *al, int32_t n
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a vocabulary");
     }
     v->al = *al;
+    atomic_init(&v->index, NULL);
     v->n = n;
     v->off = off;
     v->bytes = bytes;
     v->attr = attr;
     *out = v;
     return SIFT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* The shared index                                                    */
+/* ------------------------------------------------------------------ */
+
+sift__vocab_index *sift__vocab_index_get(const sift_vocab *v)
+{
+    /* The const is the API's (many threads read one vocabulary): the
+     * index is a cache published atomically, not a change of the
+     * vocabulary's contents. */
+    sift__vocab_index *x = atomic_load_explicit(&((sift_vocab *)v)->index, memory_order_acquire);
+    if (x)
+        atomic_fetch_add_explicit(&x->refs, 1, memory_order_relaxed);
+    return x;
+}
+
+sift__vocab_index *sift__vocab_index_publish(const sift_vocab *v, sift__vocab_index *x)
+{
+    sift_vocab *w = (sift_vocab *)v;
+    sift__vocab_index *expect = NULL;
+    atomic_fetch_add_explicit(&x->refs, 1, memory_order_relaxed); /* the vocabulary's */
+    if (atomic_compare_exchange_strong_explicit(&w->index, &expect, x, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return x;
+    /* another thread published first: use its index, drop ours (both of
+     * the references taken above) */
+    atomic_fetch_add_explicit(&expect->refs, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&x->refs, 1, memory_order_relaxed);
+    sift__vocab_index_unref(x);
+    return expect;
+}
+
+void sift__vocab_index_unref(sift__vocab_index *x)
+{
+    if (x && atomic_fetch_sub_explicit(&x->refs, 1, memory_order_acq_rel) == 1)
+        x->release(x);
+}
+
+const sift__alloc *sift__vocab_alloc(const sift_vocab *v)
+{
+    return &v->al;
 }
 
 /* ------------------------------------------------------------------ */

@@ -90,6 +90,9 @@ void sift_grammar_free(sift_grammar *g)
     sift__free(&al, g->rr);
     sift__free(&al, g->imp_ids);
     sift__free(&al, g->imp_path);
+    sift__free(&al, g->mc_mask);
+    sift__free(&al, g->mc_state);
+    sift__free(&al, g->mc_of);
     sift__trigger_free(g->trig);
     sift__gm_core_unref(g->core);
     sift__free(&al, g);

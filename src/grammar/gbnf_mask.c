@@ -38,7 +38,11 @@ static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const tnode
 /* The trie walk in the current state: g->rr[0 .. 2 n_rr) receives the
  * slot ranges of the rejected subtrees, in increasing order; *n_rej the
  * number of rejected trie tokens. One table lookup per trie edge; dead
- * subtrees are skipped whole. */
+ * subtrees are skipped whole, and so are accepted ones: a node reached in
+ * state y whose subtree's bytes below it all loop back to y (y's loop
+ * groups cover the node's `below` groups) has every node of its subtree
+ * in state y, which is not dead, so every token in it is accepted. Inside
+ * a JSON string that is most of the vocabulary. */
 static sift_status walk(sift_grammar *g, uint32_t *n_rej)
 {
     const gcore *c = g->core;
@@ -56,6 +60,7 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
         return SIFT_OK;
     }
     const tnode *tr = c->tr;
+    const uint64_t *below = c->below;
     uint32_t *ds = g->dstk;
     const int32_t *trans = m->trans;
     ds[0] = x;
@@ -85,6 +90,14 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
             rej += nd->slot_end - nd->slot;
             i = nd->end;
             continue;
+        }
+        const uint64_t *bl = below + 2 * (size_t)i;
+        if (bl[0] | bl[1]) {
+            const gstate *sy = &m->st[y];
+            if (!(bl[0] & ~sy->loop[0]) && !(bl[1] & ~sy->loop[1])) {
+                i = nd->end; /* accepted whole */
+                continue;
+            }
         }
         ds[nd->db >> 8] = (uint32_t)y;
         i++;
@@ -469,4 +482,287 @@ sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err
         return dead_msg(g, nne, err);
     sift__arr_touched(a);
     return SIFT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Bitmasks (sift_grammar_fill_bitmask) and the mask cache             */
+/* ------------------------------------------------------------------ */
+
+/* Sets bit t of the word mask w. */
+#define WSET(w, t) ((w)[(uint32_t)(t) >> 5] |= 1u << ((uint32_t)(t)&31))
+#define WCLR(w, t) ((w)[(uint32_t)(t) >> 5] &= ~(1u << ((uint32_t)(t)&31)))
+
+/* Computes the allowed set of the current state into w[0 .. mc_words):
+ * bit t % 32 of word t / 32 for token t, the bits past V zero. The same
+ * set as sift_grammar_ban's (walk's ranges, the other tokens banned but
+ * the EOG tokens of a complete state; token elements through
+ * allowed_bits). Every failure comes before the first write to w. */
+static sift_status mask_compute(sift_grammar *g, uint32_t *w)
+{
+    const gcore *c = g->core;
+    size_t nw = g->mc_words;
+    if (tok_state(g)) {
+        size_t nne;
+        sift_status s = allowed_bits(g, &nne);
+        if (s)
+            return s;
+        if (!sift__gm_budget(g, (int64_t)nw))
+            return g->fail;
+        const uint8_t *b = g->bits;
+        size_t nb = ((size_t)c->V + 7) / 8;
+        for (size_t i = 0; i < nw; i++) {
+            uint32_t x = 0;
+            for (size_t k = 0; k < 4 && 4 * i + k < nb; k++)
+                x |= (uint32_t)b[4 * i + k] << (8 * k);
+            w[i] = x;
+        }
+        return SIFT_OK;
+    }
+    uint32_t rej;
+    sift_status s = walk(g, &rej);
+    if (s)
+        return s;
+    uint32_t acc = c->n_slots - rej;
+    int complete = (g->m.st[g->cur].flags & F_COMPLETE) != 0;
+    /* write the smaller side: the accepted slots onto zeros, or the
+     * rejected ones (and the other tokens) off ones */
+    int64_t cost = (int64_t)nw + (acc < rej ? acc : rej) + c->n_other + c->n_eog;
+    if (!sift__gm_budget(g, cost))
+        return g->fail;
+    if (acc <= rej) {
+        memset(w, 0, nw * sizeof *w);
+        uint32_t k = 0;
+        for (size_t r = 0; r <= g->n_rr; r++) {
+            uint32_t stop = r < g->n_rr ? g->rr[2 * r] : c->n_slots;
+            for (; k < stop; k++)
+                WSET(w, c->stok[k]);
+            if (r < g->n_rr)
+                k = g->rr[2 * r + 1];
+        }
+    } else {
+        memset(w, 0xff, nw * sizeof *w);
+        if (c->V & 31)
+            w[nw - 1] = (1u << (c->V & 31)) - 1;
+        for (uint32_t j = 0; j < c->n_other; j++)
+            WCLR(w, c->other[j]);
+        for (size_t r = 0; r < g->n_rr; r++)
+            for (uint32_t j = g->rr[2 * r]; j < g->rr[2 * r + 1]; j++)
+                WCLR(w, c->stok[j]);
+    }
+    if (complete)
+        for (int32_t i = 0; i < c->n_eog; i++)
+            WSET(w, c->eog[i]);
+    return SIFT_OK;
+}
+
+/* Empties the cache when its states belong to another epoch. */
+static void mc_sync_epoch(sift_grammar *g)
+{
+    if (g->mc_epoch == g->epoch)
+        return;
+    if (g->mc_of)
+        memset(g->mc_of, 0, g->cap_of * sizeof *g->mc_of);
+    g->mc_n = 0;
+    g->mc_next = 0;
+    g->mc_epoch = g->epoch;
+}
+
+/* The cached mask of the current state, or NULL. */
+static const uint32_t *mc_find(sift_grammar *g)
+{
+    mc_sync_epoch(g);
+    uint32_t x = g->cur;
+    if (x >= g->cap_of || !g->mc_of[x])
+        return NULL;
+    return g->mc_mask + (size_t)(g->mc_of[x] - 1) * g->mc_words;
+}
+
+/* A slot for the current state's mask (evicting the oldest when the
+ * cache is full), or NULL when the cache is off; *fail is set when an
+ * allocation failed (SIFT_E_NOMEM, nothing changed). The slot is bound
+ * to the state by mc_bind once the mask is in it. */
+static uint32_t *mc_slot(sift_grammar *g, uint32_t *slot, int *fail)
+{
+    *fail = 0;
+    size_t bytes = g->mc_words * sizeof(uint32_t);
+    size_t max_slots = bytes ? g->mc_limit / bytes : 0;
+    if (max_slots > UINT32_MAX / 2)
+        max_slots = UINT32_MAX / 2;
+    if (max_slots == 0)
+        return NULL;
+    uint32_t x = g->cur;
+    if (x >= g->cap_of) {
+        size_t cap = g->cap_of;
+        if (sift__reserve(&g->al, &g->mc_of, &cap, g->cap_of, (size_t)x + 1, sizeof *g->mc_of,
+                          64)) {
+            *fail = 1;
+            return NULL;
+        }
+        memset(g->mc_of + g->cap_of, 0, (cap - g->cap_of) * sizeof *g->mc_of);
+        g->cap_of = cap;
+    }
+    if (g->mc_n < max_slots && g->mc_n == g->mc_cap) {
+        /* grow by doubling, up to the budget */
+        size_t want = g->mc_cap ? (size_t)g->mc_cap * 2 : 4;
+        if (want > max_slots)
+            want = max_slots;
+        uint32_t *mk = sift__grow(&g->al, g->mc_mask, (size_t)g->mc_n * g->mc_words,
+                                  (size_t)g->mc_cap * g->mc_words, want * g->mc_words, sizeof *mk);
+        if (!mk) {
+            *fail = 1;
+            return NULL;
+        }
+        g->mc_mask = mk;
+        uint32_t *ms = sift__grow(&g->al, g->mc_state, g->mc_n, g->mc_cap, want, sizeof *ms);
+        if (!ms) {
+            /* the masks grew but the slot count stays (harmless) */
+            *fail = 1;
+            return NULL;
+        }
+        g->mc_state = ms;
+        g->mc_cap = (uint32_t)want;
+    }
+    uint32_t k;
+    if (g->mc_n < g->mc_cap) {
+        k = g->mc_n;
+    } else {
+        k = g->mc_next;
+        g->mc_next = (k + 1) % g->mc_cap;
+        g->mc_of[g->mc_state[k]] = 0; /* evicted */
+    }
+    *slot = k;
+    return g->mc_mask + (size_t)k * g->mc_words;
+}
+
+static void mc_bind(sift_grammar *g, uint32_t k)
+{
+    if (k == g->mc_n)
+        g->mc_n++;
+    g->mc_state[k] = g->cur;
+    g->mc_of[g->cur] = k + 1;
+}
+
+/* The bitmask of the current state into w[0 .. n_words): from the cache,
+ * else computed (and cached). The words past mc_words are zeroed. */
+static sift_status fill_one(sift_grammar *g, uint32_t *w, size_t n_words, sift_error *err)
+{
+    size_t nw = g->mc_words;
+    if (sift__gm_idle(g)) {
+        /* an untriggered lazy grammar allows every token */
+        memset(w, 0xff, nw * sizeof *w);
+        if (g->core->V & 31)
+            w[nw - 1] = (1u << (g->core->V & 31)) - 1;
+    } else {
+        sift__gm_begin(g, err);
+        const uint32_t *hit = mc_find(g);
+        sift_status s = SIFT_OK;
+        if (hit) {
+            g->mc_hits++;
+            if (sift__gm_budget(g, (int64_t)nw))
+                memcpy(w, hit, nw * sizeof *w);
+            else
+                s = g->fail;
+        } else {
+            uint32_t k = 0;
+            int fail;
+            uint32_t *slot = mc_slot(g, &k, &fail);
+            if (fail) {
+                s = sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
+            } else if (!(s = mask_compute(g, w))) {
+                g->mc_misses++;
+                if (slot) {
+                    memcpy(slot, w, nw * sizeof *w);
+                    mc_bind(g, k);
+                }
+            }
+        }
+        sift__gm_end_call(g);
+        if (s)
+            return s;
+    }
+    if (n_words > nw)
+        memset(w + nw, 0, (n_words - nw) * sizeof *w);
+    return SIFT_OK;
+}
+
+sift_status sift_grammar_fill_bitmask(sift_grammar *g, uint32_t *mask, size_t n_words,
+                                      sift_error *err)
+{
+    sift_status s = sift__gm_check(g, err);
+    if (s)
+        return s;
+    if (!mask)
+        return sift__fail(err, SIFT_E_ARG, "mask is NULL");
+    if (!g->core->V)
+        return sift__fail(err, SIFT_E_ARG, "the grammar has no vocabulary");
+    if (n_words < g->mc_words)
+        return sift__fail(err, SIFT_E_ARG,
+                          "mask of %zu words is too short for V = %d (needs %zu words)", n_words,
+                          (int)g->core->V, g->mc_words);
+    return fill_one(g, mask, n_words, err);
+}
+
+sift_status sift_grammars_fill_bitmasks(sift_grammar *const *grammars, size_t n, uint32_t *masks,
+                                        size_t words_per_row, sift_error *err)
+{
+    if (n == 0)
+        return SIFT_OK;
+    if (!grammars || !masks)
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL with n = %zu",
+                          grammars ? "masks" : "grammars", n);
+    if (words_per_row && n > SIZE_MAX / sizeof *masks / words_per_row)
+        return sift__fail(err, SIFT_E_ARG, "%zu rows of %zu words overflow", n, words_per_row);
+    /* every argument is checked before any row is written */
+    for (size_t i = 0; i < n; i++) {
+        sift_grammar *g = grammars[i];
+        if (!g)
+            continue;
+        sift_status s = SIFT_OK;
+        if (g->magic != MAGIC)
+            s = sift__fail(err, SIFT_E_ARG, "grammar %zu is not a live grammar object", i);
+        else if (!g->core->V)
+            s = sift__fail(err, SIFT_E_ARG, "grammar %zu has no vocabulary", i);
+        else if (words_per_row < g->mc_words)
+            s = sift__fail(err, SIFT_E_ARG,
+                           "rows of %zu words are too short for grammar %zu (V = %d needs %zu "
+                           "words)",
+                           words_per_row, i, (int)g->core->V, g->mc_words);
+        if (s) {
+            if (err)
+                err->index = (int64_t)i;
+            return s;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t *row = masks + i * words_per_row;
+        if (!grammars[i]) {
+            memset(row, 0xff, words_per_row * sizeof *row);
+            continue;
+        }
+        sift_status s = fill_one(grammars[i], row, words_per_row, err);
+        if (s) {
+            if (err)
+                err->index = (int64_t)i;
+            return s;
+        }
+    }
+    return SIFT_OK;
+}
+
+void sift__grammar_set_mask_cache(sift_grammar *g, size_t bytes)
+{
+    g->mc_limit = bytes;
+    sift__free(&g->al, g->mc_mask);
+    sift__free(&g->al, g->mc_state);
+    g->mc_mask = NULL;
+    g->mc_state = NULL;
+    g->mc_cap = g->mc_n = g->mc_next = 0;
+    if (g->mc_of)
+        memset(g->mc_of, 0, g->cap_of * sizeof *g->mc_of);
+}
+
+void sift__grammar_mask_stats(const sift_grammar *g, uint64_t *hits, uint64_t *misses)
+{
+    *hits = g->mc_hits;
+    *misses = g->mc_misses;
 }

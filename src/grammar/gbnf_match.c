@@ -27,10 +27,13 @@
  *   byte transitions cached in a 256-entry row, built on first use.
  * - A partial state keeps only the stacks whose class can still admit
  *   some completion of the pending bytes; if none can, it is the dead
- *   state. So every state but the dead one (id 0) accepts a token ending
- *   in it, and the whole-vocabulary pass is one walk of the token trie in
- *   preorder with one table lookup per trie edge, skipping every subtree
- *   under a dead transition.
+ *   state. When every kept stack admits every code point the pending
+ *   bytes can still become, the bits are dropped (acc = ACC_COVERED):
+ *   the outcome no longer depends on them, and the prefixes of all the
+ *   multi-byte characters a string admits share one state per depth. So every state but the dead
+ * one (id 0) accepts a token ending in it, and the whole-vocabulary pass is one walk of the token
+ * trie in preorder with one table lookup per trie edge, skipping every subtree under a dead
+ * transition.
  * - EOG tokens are accepted exactly when the empty stack is in the set,
  *   and do not change the state. Token elements (<[id]>, !<[id]>) match by
  *   id when no partial code point is pending. A token with an empty piece
@@ -65,13 +68,7 @@ void sift__gm_core_unref(gcore *c)
     sift__gbnf_free(&c->g, &al);
     sift__free(&al, c->alt_off);
     sift__free(&al, c->alt);
-    sift__free(&al, c->poff);
-    sift__free(&al, c->pbytes);
-    sift__free(&al, c->attr);
-    sift__free(&al, c->eog);
-    sift__free(&al, c->tr);
-    sift__free(&al, c->stok);
-    sift__free(&al, c->other);
+    sift__vocab_index_unref(c->vx ? &c->vx->head : NULL);
     sift__free(&al, c);
 }
 
@@ -400,9 +397,13 @@ static int succ(sift_grammar *g, uint32_t s, uint32_t *off, uint32_t *len)
 static uint32_t state_hash(const uint32_t *v, size_t n, uint32_t acc, uint32_t rem, uint32_t lo,
                            uint32_t hi)
 {
-    uint64_t h = sift__fnv(0, v, n * sizeof *v);
-    uint32_t t[4] = {acc, rem, lo, hi};
-    h = sift__fnv(h, t, sizeof t);
+    /* a word at a time (the sets are long; FNV went a byte at a time) */
+    uint64_t h = ((uint64_t)acc << 32 | rem << 16 | lo << 8 | hi) ^ 0x9E3779B97F4A7C15ull;
+    for (size_t k = 0; k < n; k++) {
+        h = (h ^ v[k]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    h *= 0xc4ceb9fe1a85ec53ull;
     return (uint32_t)(h ^ (h >> 32));
 }
 
@@ -501,6 +502,8 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
     s->lo = (uint8_t)lo;
     s->hi = (uint8_t)hi;
     s->flags = 0;
+    s->ctl_loops = 0;
+    s->loop[0] = s->loop[1] = 0;
     const uint32_t *set = m->arena + off;
     if (set[0] == 0)
         s->flags |= F_COMPLETE;
@@ -534,6 +537,38 @@ static int top_meets(const sift_grammar *g, const sift__gelem *e, uint32_t lo, u
     default: return 0;
     }
 }
+
+/* True if every code point of [lo, hi] is admitted by element e (a
+ * terminal). Classes hold sorted, merged ranges, so a plain class covers
+ * [lo, hi] only inside one range, and a negated one when no range meets
+ * it. */
+static int top_covers(const sift_grammar *g, const sift__gelem *e, uint32_t lo, uint32_t hi)
+{
+    switch (e->type) {
+    case SIFT__G_CHAR: return e->v == lo && e->v == hi;
+    case SIFT__G_ANY: return 1;
+    case SIFT__G_CLASS: {
+        const sift__gclass *k = &g->core->g.cls[e->v];
+        const uint32_t *r = g->core->g.rng + 2 * (size_t)k->first;
+        for (uint32_t j = 0; j < k->n; j++) {
+            if (!k->neg && r[2 * j] <= lo && hi <= r[2 * j + 1])
+                return 1;
+            if (k->neg && r[2 * j] <= hi && lo <= r[2 * j + 1])
+                return 0;
+        }
+        return k->neg != 0;
+    }
+    default: return 0;
+    }
+}
+
+/* The `acc` of a partial state whose every stack admits every code point
+ * the pending sequence can still become: the bits no longer matter (the
+ * outcome is the same whatever the remaining bytes are, as long as they
+ * are valid), so such states are interned without them, and the many
+ * prefixes of multi-byte characters inside a string share one state per
+ * depth. Never a real accumulator (at most 21 bits). */
+#define ACC_COVERED UINT32_MAX
 
 /* Adds the stacks v[0 .. n) to the set being built in m->scr, skipping
  * those already in it (marked with the current epoch), and checks
@@ -574,6 +609,8 @@ static int union_sort(sift_grammar *g)
  * set is memoized, then the union is built in one epoch. */
 static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
 {
+    /* a covered partial state: every stack admits the code point */
+    int all = g->m.st[x].acc == ACC_COVERED;
     gm *m = &g->m;
     uint32_t sl = m->st[x].set_len;
     if (!sift__gm_budget(g, 2 * (int64_t)sl))
@@ -581,7 +618,7 @@ static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
     for (uint32_t k = 0; k < sl; k++) {
         uint32_t s = m->arena[m->st[x].set_off + k];
         uint32_t o, l;
-        if (s && top_matches(g, sift__gm_el(g, m->node[s].pos), cp) && !succ(g, s, &o, &l))
+        if (s && (all || top_matches(g, sift__gm_el(g, m->node[s].pos), cp)) && !succ(g, s, &o, &l))
             return -1;
     }
     m->n_scr = 0;
@@ -589,7 +626,7 @@ static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
     uint32_t so = m->st[x].set_off; /* the arena may have moved */
     for (uint32_t k = 0; k < sl; k++) {
         uint32_t s = m->arena[so + k];
-        if (!s || !top_matches(g, sift__gm_el(g, m->node[s].pos), cp))
+        if (!s || !(all || top_matches(g, sift__gm_el(g, m->node[s].pos), cp)))
             continue;
         if (!union_add(g, m->arena + m->node[s].succ_off, m->node[s].succ_len))
             return -1;
@@ -616,12 +653,15 @@ static int32_t partial(sift_grammar *g, uint32_t x, uint32_t acc, uint32_t rem, 
         sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
         return -1;
     }
+    int covered = 1;
     for (uint32_t k = 0; k < sl; k++) {
         uint32_t s = m->arena[so + k];
-        if (s && top_meets(g, sift__gm_el(g, m->node[s].pos), cmin, cmax))
+        if (s && top_meets(g, sift__gm_el(g, m->node[s].pos), cmin, cmax)) {
             m->scr[m->n_scr++] = s;
+            covered &= top_covers(g, sift__gm_el(g, m->node[s].pos), cmin, cmax);
+        }
     }
-    return state_get(g, m->scr, m->n_scr, acc, rem, lo, hi);
+    return state_get(g, m->scr, m->n_scr, covered ? ACC_COVERED : acc, rem, lo, hi);
 }
 
 int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
@@ -658,15 +698,47 @@ int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
     } else {
         if (b < s->lo || b > s->hi)
             return 0;
-        uint32_t acc = (s->acc << 6) | (b & 0x3F);
         uint32_t rem = s->rem - 1u;
-        if (rem == 0)
-            y = advance(g, x, acc);
-        else
-            y = partial(g, x, acc, rem, 0x80, 0xBF);
+        if (s->acc == ACC_COVERED) {
+            /* every stack stays: each admits whatever the sequence ends as */
+            if (rem == 0) {
+                y = advance(g, x, 0);
+            } else {
+                /* the set goes through the scratch: interning may move
+                 * the arena it sits in */
+                gm *m = &g->m;
+                uint32_t so = s->set_off, sl = s->set_len;
+                if (!sift__gm_budget(g, sl))
+                    return -1;
+                if (!sift__gm_grow(&g->al, &m->scr, &m->cap_scr, 0, sl, sizeof(uint32_t))) {
+                    sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+                    return -1;
+                }
+                memcpy(m->scr, m->arena + so, sl * sizeof *m->scr);
+                m->n_scr = sl;
+                y = state_get(g, m->scr, sl, ACC_COVERED, rem, 0x80, 0xBF);
+            }
+        } else {
+            uint32_t acc = (s->acc << 6) | (b & 0x3F);
+            if (rem == 0)
+                y = advance(g, x, acc);
+            else
+                y = partial(g, x, acc, rem, 0x80, 0xBF);
+        }
     }
-    if (y >= 0)
+    if (y >= 0) {
         g->m.trans[(size_t)x * 256 + b] = y;
+        unsigned k = sift__gm_group(b);
+        gstate *sx = &g->m.st[x];
+        if (y == (int32_t)x && k != 1) {
+            /* a byte back to the same state: its group loops once all
+             * its bytes do */
+            if (k != 0)
+                sx->loop[k >> 6] |= 1ull << (k & 63);
+            else if (++sx->ctl_loops == SIFT__GM_GROUP0)
+                sx->loop[0] |= 1;
+        }
+    }
     return y;
 }
 
@@ -810,10 +882,17 @@ out:
 
 static int cmp_piece_ids(const void *a, const void *b, void *c);
 
+/* The piece of token t of the index (len bytes). */
+static const unsigned char *vx_piece(const vindex *c, int32_t t, size_t *len)
+{
+    *len = (size_t)(c->poff[t + 1] - c->poff[t]);
+    return c->pbytes + c->poff[t];
+}
+
 /* Sorts token ids by piece bytes (then id). qsort takes no context
  * argument and a file-level pointer would be global state, so this is a
  * bottom-up merge sort of our own. */
-static void sort_ids_by_piece(const gcore *c, int32_t *v, int32_t *tmp, size_t n)
+static void sort_ids_by_piece(const vindex *c, int32_t *v, int32_t *tmp, size_t n)
 {
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
@@ -837,10 +916,10 @@ static void sort_ids_by_piece(const gcore *c, int32_t *v, int32_t *tmp, size_t n
 
 static int cmp_piece_ids(const void *a, const void *b, void *cv)
 {
-    const gcore *c = (const gcore *)cv;
+    const vindex *c = (const vindex *)cv;
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     size_t lx, ly;
-    const unsigned char *px = sift__gm_piece(c, x, &lx), *py = sift__gm_piece(c, y, &ly);
+    const unsigned char *px = vx_piece(c, x, &lx), *py = vx_piece(c, y, &ly);
     size_t l = lx < ly ? lx : ly;
     int r = memcmp(px, py, l);
     if (r)
@@ -851,7 +930,7 @@ static int cmp_piece_ids(const void *a, const void *b, void *cv)
 }
 
 /* Builds the trie of the non-empty, non-EOG pieces. */
-static int build_trie(gcore *c)
+static int build_trie(vindex *c)
 {
     const sift__alloc *al = &c->al;
     size_t n = 0, n_other = 0;
@@ -902,7 +981,7 @@ static int build_trie(gcore *c)
     size_t prev_len = 0;
     for (size_t k = 0; k < n; k++) {
         size_t L;
-        const unsigned char *p = sift__gm_piece(c, ids[k], &L);
+        const unsigned char *p = vx_piece(c, ids[k], &L);
         size_t lcp = 0;
         while (prev && lcp < L && lcp < prev_len && p[lcp] == prev[lcp])
             lcp++;
@@ -929,12 +1008,116 @@ static int build_trie(gcore *c)
     c->tn = tn;
     c->n_slots = slots;
     c->tmaxd = maxd;
+    /* below[n]: the groups of the edges inside n's subtree, one pass in
+     * preorder with the open branch in path[] (a node is closed, and its
+     * groups passed to its parent, when the walk leaves its depth) */
+    c->below = sift__calloc(al, 2 * (size_t)tn + 2, sizeof *c->below);
+    if (!c->below)
+        goto out;
+    depth = 0;
+    for (uint32_t i = 0; i <= tn; i++) {
+        size_t d = i < tn ? (c->tr[i].db >> 8) - 1 : 0;
+        while (depth > d) {
+            uint32_t x = path[--depth];
+            if (depth > 0) {
+                uint32_t p = path[depth - 1], k = sift__gm_group(c->tr[x].db & 0xff);
+                c->below[2 * p + (k >> 6)] |= 1ull << (k & 63);
+                c->below[2 * p] |= c->below[2 * x];
+                c->below[2 * p + 1] |= c->below[2 * x + 1];
+            }
+        }
+        if (i < tn)
+            path[depth++] = i;
+    }
     ok = 1;
 out:
     sift__free(al, ids);
     sift__free(al, tmp);
     sift__free(al, path);
     return ok;
+}
+
+static void vindex_release(sift__vocab_index *h)
+{
+    vindex *c = (vindex *)(void *)h;
+    sift__alloc al = c->al;
+    sift__free(&al, c->poff);
+    sift__free(&al, c->pbytes);
+    sift__free(&al, c->attr);
+    sift__free(&al, c->eog);
+    sift__free(&al, c->tr);
+    sift__free(&al, c->stok);
+    sift__free(&al, c->other);
+    sift__free(&al, c->below);
+    sift__free(&al, c);
+}
+
+/* Builds the index of a vocabulary (one reference): copies of its
+ * pieces and attribute bits, the end-of-generation list, the trie. */
+static sift_status vindex_build(vindex **out, const sift_vocab *vocab, sift_error *err)
+{
+    const sift__alloc *al = sift__vocab_alloc(vocab);
+    vindex *c = sift__calloc(al, 1, sizeof *c);
+    if (!c)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while indexing a vocabulary");
+    atomic_init(&c->head.refs, 1);
+    c->head.release = vindex_release;
+    c->al = *al;
+    int32_t V = sift_vocab_size(vocab);
+    uint64_t total = 0;
+    for (int32_t t = 0; t < V; t++) {
+        const char *b;
+        size_t l;
+        if (sift_vocab_piece(vocab, t, &b, &l, NULL) == SIFT_OK)
+            total += l;
+    }
+    c->V = V;
+    c->poff = sift__calloc(al, (size_t)V + 1, sizeof *c->poff);
+    c->pbytes = sift__malloc(al, (size_t)total + 1, 1);
+    c->attr = sift__calloc(al, (size_t)V, 1);
+    if (!c->poff || !c->pbytes || !c->attr)
+        goto nomem;
+    uint64_t pos = 0;
+    int32_t n_eog = 0;
+    for (int32_t t = 0; t < V; t++) {
+        const char *b;
+        size_t l;
+        c->poff[t] = pos;
+        if (sift_vocab_piece(vocab, t, &b, &l, NULL) == SIFT_OK && l) {
+            memcpy(c->pbytes + pos, b, l);
+            pos += l;
+        }
+        c->attr[t] = (uint8_t)sift_vocab_attr(vocab, t);
+        n_eog += (c->attr[t] & SIFT_TOKEN_EOG) != 0;
+    }
+    c->poff[V] = pos;
+    c->eog = sift__malloc(al, n_eog ? (size_t)n_eog : 1, sizeof *c->eog);
+    if (!c->eog)
+        goto nomem;
+    for (int32_t t = 0; t < V; t++)
+        if (c->attr[t] & SIFT_TOKEN_EOG)
+            c->eog[c->n_eog++] = t;
+    if (!build_trie(c))
+        goto nomem;
+    *out = c;
+    return SIFT_OK;
+nomem:
+    vindex_release(&c->head);
+    return sift__fail(err, SIFT_E_NOMEM, "out of memory while indexing a vocabulary");
+}
+
+sift_status sift__gm_vindex(vindex **out, const sift_vocab *vocab, sift_error *err)
+{
+    sift__vocab_index *h = sift__vocab_index_get(vocab);
+    if (!h) {
+        vindex *x = NULL;
+        sift_status s = vindex_build(&x, vocab, err);
+        if (s)
+            return s;
+        h = sift__vocab_index_publish(vocab, &x->head);
+    }
+    *out = (vindex *)(void *)h;
+    return SIFT_OK;
 }
 
 sift_status sift__gm_core_new(gcore **out, const char *text, size_t len, const sift_vocab *vocab,
@@ -973,42 +1156,25 @@ sift_status sift__gm_core_new(gcore **out, const char *text, size_t len, const s
         c->alt_off[g->n_rules] = k;
     }
     if (vocab) {
-        int32_t V = sift_vocab_size(vocab);
-        uint64_t total = 0;
-        for (int32_t t = 0; t < V; t++) {
-            const char *b;
-            size_t l;
-            if (sift_vocab_piece(vocab, t, &b, &l, NULL) == SIFT_OK)
-                total += l;
+        if ((s = sift__gm_vindex(&c->vx, vocab, err))) {
+            sift__gm_core_unref(c);
+            return s;
         }
-        c->V = V;
-        c->poff = sift__calloc(al, (size_t)V + 1, sizeof *c->poff);
-        c->pbytes = sift__malloc(al, (size_t)total + 1, 1);
-        c->attr = sift__calloc(al, (size_t)V, 1);
-        if (!c->poff || !c->pbytes || !c->attr)
-            goto nomem;
-        uint64_t pos = 0;
-        int32_t n_eog = 0;
-        for (int32_t t = 0; t < V; t++) {
-            const char *b;
-            size_t l;
-            c->poff[t] = pos;
-            if (sift_vocab_piece(vocab, t, &b, &l, NULL) == SIFT_OK && l) {
-                memcpy(c->pbytes + pos, b, l);
-                pos += l;
-            }
-            c->attr[t] = (uint8_t)sift_vocab_attr(vocab, t);
-            n_eog += (c->attr[t] & SIFT_TOKEN_EOG) != 0;
-        }
-        c->poff[V] = pos;
-        c->eog = sift__malloc(al, n_eog ? (size_t)n_eog : 1, sizeof *c->eog);
-        if (!c->eog)
-            goto nomem;
-        for (int32_t t = 0; t < V; t++)
-            if (c->attr[t] & SIFT_TOKEN_EOG)
-                c->eog[c->n_eog++] = t;
-        if (!build_trie(c))
-            goto nomem;
+        const vindex *x = c->vx;
+        c->V = x->V;
+        c->poff = x->poff;
+        c->pbytes = x->pbytes;
+        c->attr = x->attr;
+        c->eog = x->eog;
+        c->n_eog = x->n_eog;
+        c->tn = x->tn;
+        c->tr = x->tr;
+        c->stok = x->stok;
+        c->n_slots = x->n_slots;
+        c->other = x->other;
+        c->n_other = x->n_other;
+        c->tmaxd = x->tmaxd;
+        c->below = x->below;
     }
     *out = c;
     return SIFT_OK;
@@ -1042,6 +1208,8 @@ sift_status sift__gm_make(sift_grammar **out, gcore *c, const sift__alloc *al,
     g->soft_nodes = from ? from->soft_nodes : SOFT_NODES;
     g->soft_states = from ? from->soft_states : SOFT_STATES;
     g->soft_arena = from ? from->soft_arena : SOFT_ARENA;
+    g->mc_limit = from ? from->mc_limit : SIFT__MASK_CACHE_BYTES;
+    g->mc_words = ((size_t)c->V + 31) / 32;
     g->err = err;
     if (!gm_init(&g->m, al))
         goto nomem;

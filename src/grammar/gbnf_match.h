@@ -44,16 +44,19 @@ typedef struct tnode {
     uint32_t end, slot, slot_end, db;
 } tnode;
 
-typedef struct gcore {
-    atomic_size_t refs;
+/* The vocabulary's token index: everything the matcher needs of a
+ * vocabulary, built once per vocabulary (sift__gm_vindex) and shared
+ * read-only by every grammar and thread, reference counted through its
+ * head (the vocabulary holds one reference, every core one more, so a
+ * grammar outlives the vocabulary it was built from). Allocated with the
+ * vocabulary's allocator. */
+typedef struct vindex {
+    sift__vocab_index head; /* first: core/vocab.c sees only this */
     sift__alloc al;
-    sift__gbnf g;
-    uint32_t *alt_off; /* per rule: alternatives alt[alt_off[r] .. alt_off[r+1]) */
-    uint32_t *alt;     /* first position of each alternative */
-    int32_t V;         /* 0 = no vocabulary */
-    uint64_t *poff;    /* V + 1 piece offsets */
+    int32_t V;
+    uint64_t *poff; /* V + 1 piece offsets */
     unsigned char *pbytes;
-    uint8_t *attr;
+    uint8_t *attr; /* the attribute bits when the index was built */
     int32_t *eog;
     int32_t n_eog;
     /* token trie in preorder (tn nodes) and its tokens in trie order
@@ -66,6 +69,35 @@ typedef struct gcore {
     int32_t *other;
     uint32_t n_other;
     uint32_t tmaxd;
+    /* per trie node n, below[2 n .. 2 n + 2): the byte groups
+     * (sift__gm_group) of the edges strictly inside its subtree */
+    uint64_t *below;
+} vindex;
+
+/* A compiled grammar: its rules and alternatives, its own; the
+ * vocabulary's fields below are aliases of vx's arrays (NULL / 0 without
+ * a vocabulary), kept here so the matcher reads them in one hop. */
+typedef struct gcore {
+    atomic_size_t refs;
+    sift__alloc al;
+    sift__gbnf g;
+    uint32_t *alt_off; /* per rule: alternatives alt[alt_off[r] .. alt_off[r+1]) */
+    uint32_t *alt;     /* first position of each alternative */
+    vindex *vx;        /* one reference, or NULL */
+    int32_t V;         /* 0 = no vocabulary */
+    const uint64_t *poff;
+    const unsigned char *pbytes;
+    const uint8_t *attr;
+    const int32_t *eog;
+    int32_t n_eog;
+    uint32_t tn;
+    const struct tnode *tr;
+    const int32_t *stok;
+    uint32_t n_slots;
+    const int32_t *other;
+    uint32_t n_other;
+    uint32_t tmaxd;
+    const uint64_t *below;
 } gcore;
 
 /* ------------------------------------------------------------------ */
@@ -81,6 +113,13 @@ typedef struct gstate {
     uint32_t set_off, set_len;
     uint32_t acc;
     uint8_t rem, lo, hi, flags;
+    /* loop[]: the byte groups (sift__gm_group) whose every byte has a
+     * computed transition back to this state (kept by
+     * sift__gm_trans_compute; ctl_loops counts the group-0 bytes). The
+     * trie walk takes a subtree whose bytes below are all in loop[] as
+     * accepted whole. */
+    uint32_t ctl_loops;
+    uint64_t loop[2];
 } gstate;
 
 typedef struct gm {
@@ -141,6 +180,19 @@ struct sift_grammar {
     uint32_t ss_cur, ss_epoch;
     size_t ss_n;
     int32_t ss_ids[SIFT__GRAMMAR_SMALL];
+    /* The mask cache (sift_grammar_fill_bitmask): the bitmask of a state
+     * is a function of the state, so the masks of up to mc_cap states of
+     * epoch mc_epoch are kept, mc_words words each, in mc_mask (slot k
+     * at mc_mask + k * mc_words, holding state mc_state[k]); mc_of[x]
+     * is state x's slot + 1 (0 = none) for x < cap_of. Slots are taken
+     * in turn once all are used (the oldest entry is evicted). mc_limit
+     * bounds the bytes of mc_mask (0 = no cache). */
+    uint32_t *mc_mask;
+    uint32_t *mc_state;
+    uint32_t *mc_of;
+    size_t cap_of, mc_words, mc_limit;
+    uint32_t mc_n, mc_cap, mc_next, mc_epoch;
+    uint64_t mc_hits, mc_misses;
     /* 1 while a chain owns the grammar (a stage's or its check grammar):
      * a second transfer is refused. Clones start unowned. */
     int owned;
@@ -154,6 +206,10 @@ struct sift_grammar {
  * g->err; returns the status that stands. */
 SIFT__HIDDEN sift_status sift__gm_fail(sift_grammar *g, sift_status code, const char *fmt, ...)
     SIFT__PRINTF(3, 4);
+/* The vocabulary's shared token index with a reference for the caller:
+ * the published one, or one built now and published (thread-safe; see
+ * sift__vocab_index_publish). SIFT_E_NOMEM (nothing published). */
+SIFT__HIDDEN sift_status sift__gm_vindex(vindex **out, const sift_vocab *vocab, sift_error *err);
 /* Compiles `text` into a new core (one reference) over the vocabulary. */
 SIFT__HIDDEN sift_status sift__gm_core_new(gcore **out, const char *text, size_t len,
                                            const sift_vocab *vocab, const sift_grammar_params *pp,
@@ -245,6 +301,22 @@ static inline int32_t sift__gm_step(sift_grammar *g, uint32_t x, unsigned b)
     int32_t y = g->m.trans[(size_t)x * 256 + b];
     return y >= 0 ? y : sift__gm_trans_compute(g, x, b);
 }
+
+/* The group of byte b, 0..127, for the walk's self-loop test: an ASCII
+ * byte is its own group but the control bytes other than \t \n \r,
+ * which share group 0; every byte >= 0x80 is group 1 (a UTF-8 byte never
+ * loops back to the same state: it starts or continues a sequence). */
+static inline unsigned sift__gm_group(unsigned b)
+{
+    if (b >= 0x80)
+        return 1;
+    if (b < 0x20 && b != '\t' && b != '\n' && b != '\r')
+        return 0;
+    return b;
+}
+
+/* The number of bytes of group 0. */
+#define SIFT__GM_GROUP0 29
 
 /* The piece of token t (len bytes). */
 static inline const unsigned char *sift__gm_piece(const gcore *c, int32_t t, size_t *len)
