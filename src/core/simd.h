@@ -90,9 +90,10 @@ SIFT__HIDDEN sift_status sift__topk_row_at(int level, sift__ctx *ctx, const floa
 /* The sampled threshold of sift__topk_row (core/topk.c): for
  * k >= SIFT__TOPK_SAMPLE_MIN_K and V >= SIFT__TOPK_SAMPLE_MIN_RATIO * k,
  * runs of SIFT__TOPK_SAMPLE_SEG tokens are read every `stride` tokens
- * (run j starts at j * stride, j < segs) and the r-th largest of them is
- * the first threshold. Returns 0 (and sets nothing) when the pass does
- * not sample. Tests build rows that defeat the sample from it. */
+ * (run j starts at j * stride, j < segs; r <= segs) and the r-th
+ * largest of their maxima (runs_max) is the first threshold. Returns 0
+ * (and sets nothing) when the pass does not sample. Tests build rows that
+ * defeat the sample from it. */
 #ifndef SIFT__TOPK_SAMPLE_MIN_K
 #define SIFT__TOPK_SAMPLE_MIN_K 16
 #endif
