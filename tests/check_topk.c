@@ -305,7 +305,7 @@ START_TEST(test_a_row_that_defeats_the_sample_still_gives_the_naive_prefix)
     ck_assert_ptr_nonnull(got);
     fixture f;
     fx_init(&f, V);
-    static const size_t ks[] = {64, 104, 256, 900};
+    static const size_t ks[] = {SIFT__TOPK_SAMPLE_MIN_K, 40, 64, 104, 256, 900};
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
         size_t k = ks[ki], segs, stride, rr;
         ck_assert_msg(sift__topk_sample_plan(V, k, &segs, &stride, &rr), "k = %zu samples", k);
@@ -340,7 +340,7 @@ END_TEST
 START_TEST(test_the_sample_plan_reads_a_small_part_of_long_rows_only)
 {
     size_t segs, stride, rr;
-    ck_assert(!sift__topk_sample_plan(248320, 40, &segs, &stride, &rr));
+    ck_assert(!sift__topk_sample_plan(248320, SIFT__TOPK_SAMPLE_MIN_K - 1, &segs, &stride, &rr));
     ck_assert(!sift__topk_sample_plan(3001, 104, &segs, &stride, &rr));
     for (size_t k = SIFT__TOPK_SAMPLE_MIN_K; k <= SIFT__TOPK_MAX; k *= 2) {
         int32_t V = 1048576;
@@ -349,7 +349,55 @@ START_TEST(test_the_sample_plan_reads_a_small_part_of_long_rows_only)
         ck_assert_uint_le(segs * SIFT__TOPK_SAMPLE_SEG, (size_t)V / SIFT__TOPK_SAMPLE_MAX_PART);
         ck_assert_uint_le((segs - 1) * stride + SIFT__TOPK_SAMPLE_SEG, (size_t)V);
         ck_assert_uint_lt(rr, k);
+        ck_assert_uint_le(rr, segs);
+        ck_assert_uint_le(rr, SIFT__TOPK_SAMPLE_MAX_R);
     }
+}
+END_TEST
+
+/* A row whose sampled runs hold its smallest values: far more than the
+ * room the sampled pass plans for beat the sample's threshold, so the
+ * pass cuts its buffer again and again (raising the threshold as the
+ * exact pass does), and still gives the naive prefix; with ties at the
+ * threshold (bf16 values) and k near the planned room. */
+START_TEST(test_a_row_whose_sample_lies_below_the_rest_still_gives_the_naive_prefix)
+{
+    const int32_t V = 151936;
+    tu_rng r = {0x5b1e2ull};
+    float *row = malloc((size_t)V * sizeof *row);
+    sift_candidate *got = malloc(SIFT__TOPK_MAX * sizeof *got);
+    ck_assert_ptr_nonnull(row);
+    ck_assert_ptr_nonnull(got);
+    fixture f;
+    fx_init(&f, V);
+    static const size_t ks[] = {SIFT__TOPK_SAMPLE_MIN_K, 40, 104, 256, 593};
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        size_t k = ks[ki], segs, stride, rr;
+        ck_assert_msg(sift__topk_sample_plan(V, k, &segs, &stride, &rr), "k = %zu samples", k);
+        for (int ties = 0; ties < 2; ties++) {
+            for (int32_t i = 0; i < V; i++) {
+                float v = (float)tu_unif(&r);
+                row[i] = ties ? tu_bf16(v) : v;
+            }
+            for (size_t j = 0; j < segs; j++)
+                for (size_t i = 0; i < SIFT__TOPK_SAMPLE_SEG; i++)
+                    row[j * stride + i] = (float)(-1.0 - tu_unif(&r));
+            sift_candidate *want = naive_order(row, V);
+            for (int l = 0; l <= sift__simd_detect(); l++) {
+                sift_error err;
+                sift__ctx ctx = fx_ctx(&f, &err);
+                ck_assert_int_eq(sift__topk_row_at(l, &ctx, row, V, k, got), SIFT_OK);
+                char what[96];
+                snprintf(what, sizeof what, "sample below the row, k = %zu, ties %d, level %s", k,
+                         ties, sift__simd_ops_at(l)->name);
+                assert_same(got, want, k, what);
+            }
+            free(want);
+        }
+    }
+    sift__ws_free(&f.ws, &f.al);
+    free(got);
+    free(row);
 }
 END_TEST
 
@@ -450,6 +498,41 @@ START_TEST(test_max_kernels_agree_with_the_scalar_twin)
 }
 END_TEST
 
+/* The run maxima of the sampled threshold: every level gives the scalar
+ * twin's value (as a float compare sees it: -0 == +0) for runs at every
+ * offset and stride, on every row kind (-0/+0, -inf, ulps, rising). */
+START_TEST(test_runs_max_kernels_agree_with_the_scalar_twin)
+{
+    const size_t n = 10007;
+    float *x = malloc(n * sizeof *x);
+    float want[64], got[64];
+    ck_assert_ptr_nonnull(x);
+    tu_rng r = {0x7a3ull};
+    for (int round = 0; round < 60; round++) {
+        make_row(&r, x, (int32_t)n, round % N_KINDS);
+        if (round % 7 == 3) /* denormals */
+            for (size_t i = 0; i < n; i++)
+                x[i] = (float)(tu_unif(&r) - 0.5) * 0x1p-130f;
+        size_t g = (size_t)tu_range(&r, 1, 64);
+        size_t stride = (size_t)tu_range(&r, SIFT__TOPK_SAMPLE_SEG,
+                                         (int64_t)(n - SIFT__TOPK_SAMPLE_SEG) / (int64_t)g);
+        size_t off =
+            (size_t)tu_range(&r, 0, (int64_t)(n - (g - 1) * stride - SIFT__TOPK_SAMPLE_SEG));
+        sift__simd_ops_at(0)->runs_max(x + off, stride, g, want);
+        for (size_t j = 0; j < g; j++)
+            ck_assert(want[j] ==
+                      sift__simd_ops_at(0)->max_f32(x + off + j * stride, SIFT__TOPK_SAMPLE_SEG));
+        for (int l = 1; l <= sift__simd_detect(); l++) {
+            sift__simd_ops_at(l)->runs_max(x + off, stride, g, got);
+            for (size_t j = 0; j < g; j++)
+                ck_assert_msg(got[j] == want[j], "level %d, run %zu: %a, scalar %a", l, j,
+                              (double)got[j], (double)want[j]);
+        }
+    }
+    free(x);
+}
+END_TEST
+
 START_TEST(test_simd_names_parse_to_their_levels_and_cap_the_choice)
 {
     ck_assert_int_eq(sift__simd_parse("scalar"), SIFT__SIMD_SCALAR);
@@ -486,10 +569,12 @@ static Suite *suite(void)
     tcase_add_test(tc,
                    test_huge_long_rows_give_the_prefix_through_the_sample_without_an_error_record);
     tcase_add_test(tc, test_the_sample_plan_reads_a_small_part_of_long_rows_only);
+    tcase_add_test(tc, test_a_row_whose_sample_lies_below_the_rest_still_gives_the_naive_prefix);
     suite_add_tcase(s, tc);
     TCase *td = tcase_create("dispatch");
     tcase_add_test(td, test_scan_kernels_append_the_scalar_indices);
     tcase_add_test(td, test_max_kernels_agree_with_the_scalar_twin);
+    tcase_add_test(td, test_runs_max_kernels_agree_with_the_scalar_twin);
     tcase_add_test(td, test_simd_names_parse_to_their_levels_and_cap_the_choice);
     suite_add_tcase(s, td);
     return s;

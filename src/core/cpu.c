@@ -47,6 +47,14 @@ static float max_scalar(const float *x, size_t n)
     return m2 > m0 ? m2 : m0;
 }
 
+/* The maxima of g runs of SIFT__TOPK_SAMPLE_SEG tokens, run j starting
+ * at x + j * stride: the sampled threshold's reads (core/topk.c). */
+static void runs_max_scalar(const float *x, size_t stride, size_t g, float *out)
+{
+    for (size_t j = 0; j < g; j++)
+        out[j] = max_scalar(x + j * stride, SIFT__TOPK_SAMPLE_SEG);
+}
+
 /* The tail of every scan, and the whole scalar scan: the definition. */
 static size_t scan_tail(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
                         int *bad)
@@ -118,6 +126,25 @@ static float max_sse2(const float *x, size_t n)
     return m;
 }
 
+/* The vector runs_max: the run's vectors reduced by a tree of max, then
+ * the lanes by shuffles (a store and a scalar loop would be a chain of
+ * dependent compares per run). */
+static void runs_max_sse2(const float *x, size_t stride, size_t g, float *out)
+{
+    for (size_t j = 0; j < g; j++) {
+        const float *p = x + j * stride;
+        __m128 a[4];
+        for (int q = 0; q < 4; q++)
+            a[q] =
+                _mm_max_ps(_mm_max_ps(_mm_loadu_ps(p + 16 * q), _mm_loadu_ps(p + 16 * q + 4)),
+                           _mm_max_ps(_mm_loadu_ps(p + 16 * q + 8), _mm_loadu_ps(p + 16 * q + 12)));
+        __m128 v = _mm_max_ps(_mm_max_ps(a[0], a[1]), _mm_max_ps(a[2], a[3]));
+        v = _mm_max_ps(v, _mm_movehl_ps(v, v));
+        v = _mm_max_ss(v, _mm_shuffle_ps(v, v, 1));
+        out[j] = _mm_cvtss_f32(v);
+    }
+}
+
 static size_t scan_sse2(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
                         size_t cap, int *bad)
 {
@@ -174,6 +201,23 @@ __attribute__((target("avx2"))) static float max_avx2(const float *x, size_t n)
     for (int j = 0; j < 8; j++)
         m = l[j] > m ? l[j] : m;
     return m;
+}
+
+__attribute__((target("avx2"))) static void runs_max_avx2(const float *x, size_t stride, size_t g,
+                                                          float *out)
+{
+    for (size_t j = 0; j < g; j++) {
+        const float *p = x + j * stride;
+        __m256 a0 = _mm256_max_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
+        __m256 a1 = _mm256_max_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24));
+        __m256 a2 = _mm256_max_ps(_mm256_loadu_ps(p + 32), _mm256_loadu_ps(p + 40));
+        __m256 a3 = _mm256_max_ps(_mm256_loadu_ps(p + 48), _mm256_loadu_ps(p + 56));
+        __m256 w = _mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3));
+        __m128 v = _mm_max_ps(_mm256_castps256_ps128(w), _mm256_extractf128_ps(w, 1));
+        v = _mm_max_ps(v, _mm_movehl_ps(v, v));
+        v = _mm_max_ss(v, _mm_shuffle_ps(v, v, 1));
+        out[j] = _mm_cvtss_f32(v);
+    }
 }
 
 __attribute__((target("avx2"))) static size_t scan_avx2(const float *x, size_t i, size_t n, float t,
@@ -234,6 +278,22 @@ __attribute__((target("avx512f"))) static float max_avx512(const float *x, size_
     for (int j = 0; j < 16; j++)
         m = l[j] > m ? l[j] : m;
     return m;
+}
+
+__attribute__((target("avx512f"))) static void runs_max_avx512(const float *x, size_t stride,
+                                                               size_t g, float *out)
+{
+    for (size_t j = 0; j < g; j++) {
+        const float *p = x + j * stride;
+        __m512 w = _mm512_max_ps(_mm512_max_ps(_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)),
+                                 _mm512_max_ps(_mm512_loadu_ps(p + 32), _mm512_loadu_ps(p + 48)));
+        __m256 h = _mm256_max_ps(_mm512_castps512_ps256(w),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(w), 1)));
+        __m128 v = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        v = _mm_max_ps(v, _mm_movehl_ps(v, v));
+        v = _mm_max_ss(v, _mm_shuffle_ps(v, v, 1));
+        out[j] = _mm_cvtss_f32(v);
+    }
 }
 
 /* The lanes of v selected by g, packed, stored at idx + c (16 slots are
@@ -304,19 +364,23 @@ static const sift__simd_ops OPS[SIFT__SIMD_LEVELS] = {
     [SIFT__SIMD_SCALAR] = {.level = SIFT__SIMD_SCALAR,
                            .name = "scalar",
                            .max_f32 = max_scalar,
+                           .runs_max = runs_max_scalar,
                            .scan_gt = scan_scalar},
 #ifdef SIFT__X86
     [SIFT__SIMD_SSE2] = {.level = SIFT__SIMD_SSE2,
                          .name = "sse2",
                          .max_f32 = max_sse2,
+                         .runs_max = runs_max_sse2,
                          .scan_gt = scan_sse2},
     [SIFT__SIMD_AVX2] = {.level = SIFT__SIMD_AVX2,
                          .name = "avx2",
                          .max_f32 = max_avx2,
+                         .runs_max = runs_max_avx2,
                          .scan_gt = scan_avx2},
     [SIFT__SIMD_AVX512] = {.level = SIFT__SIMD_AVX512,
                            .name = "avx512",
                            .max_f32 = max_avx512,
+                           .runs_max = runs_max_avx512,
                            .scan_gt = scan_avx512},
 #endif
 };

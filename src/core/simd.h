@@ -28,6 +28,8 @@ enum {
 /* The most indices one call of a scan kernel adds per block: the kernel
  * stops while fewer than this many free slots remain. */
 #define SIFT__SCAN_BLOCK 64
+/* The run of the sampled threshold (core/topk.c): 64 tokens. */
+#define SIFT__TOPK_SAMPLE_SEG 64
 
 typedef struct sift__simd_ops {
     int level;
@@ -36,6 +38,10 @@ typedef struct sift__simd_ops {
      * any pass over a row. NaN-free input gives its largest value (the
      * sign of a zero maximum is unspecified); -inf when n = 0. */
     float (*max_f32)(const float *x, size_t n);
+    /* out[j] = the largest of the SIFT__TOPK_SAMPLE_SEG floats at
+     * x + j * stride, j < g, as max_f32 gives it (NaN-free runs: their
+     * largest value, the sign of a zero maximum unspecified). */
+    void (*runs_max)(const float *x, size_t stride, size_t g, float *out);
     /* Scans x[i..n) and appends to idx[*m..) the index of every x[j] > t
      * in ascending order (and perhaps of a NaN, as !(x <= t) would).
      * Sets *bad to 1 when x[i..n) holds a NaN or +inf, and may set it for
@@ -84,12 +90,18 @@ SIFT__HIDDEN sift_status sift__topk_row_at(int level, sift__ctx *ctx, const floa
 /* The sampled threshold of sift__topk_row (core/topk.c): for
  * k >= SIFT__TOPK_SAMPLE_MIN_K and V >= SIFT__TOPK_SAMPLE_MIN_RATIO * k,
  * runs of SIFT__TOPK_SAMPLE_SEG tokens are read every `stride` tokens
- * (run j starts at j * stride, j < segs) and the r-th largest of them is
- * the first threshold. Returns 0 (and sets nothing) when the pass does
- * not sample. Tests build rows that defeat the sample from it. */
-#define SIFT__TOPK_SAMPLE_SEG 64
-#define SIFT__TOPK_SAMPLE_MIN_K 64
+ * (run j starts at j * stride, j < segs; r <= segs) and the r-th
+ * largest of their maxima (runs_max) is the first threshold. Returns 0
+ * (and sets nothing) when the pass does not sample. Tests build rows that
+ * defeat the sample from it. */
+#ifndef SIFT__TOPK_SAMPLE_MIN_K
+#define SIFT__TOPK_SAMPLE_MIN_K 16
+#endif
+#ifndef SIFT__TOPK_SAMPLE_MU
+#define SIFT__TOPK_SAMPLE_MU 8 /* sampled tokens expected above the k-th value */
+#endif
 #define SIFT__TOPK_SAMPLE_MIN_RATIO 256
+#define SIFT__TOPK_SAMPLE_MAX_R 32 /* the largest r a plan uses */
 #ifndef SIFT__TOPK_SAMPLE_MAX_PART
 #define SIFT__TOPK_SAMPLE_MAX_PART 16 /* at most this part of the row is sampled */
 #endif

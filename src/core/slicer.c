@@ -6,9 +6,10 @@
  * first k tokens, ties broken by ascending id, then the logits of the
  * requested extra ids that are not in the prefix).
  *
- * It runs the same prefix builder as the full-row path (core/prefix.c:
- * block maxima, a selection among blocks, a gather, a sort of k + a few
- * tokens), so it costs about one read of the row.
+ * It runs the same prefix builder as the full-row path (sift__row_prefix,
+ * which for k <= SIFT__TOPK_MAX is the one-pass top-k of core/topk.c: a
+ * sampled threshold, one filtered read of the row, a sort of the k
+ * survivors), so it costs about one read of the row.
  *
  * Invariants: buffers are sized on the first build for a given V and
  * reused; the slice it returns points into them.

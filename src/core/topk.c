@@ -19,15 +19,23 @@
  * row, so a -0 stays -0.
  *
  * Sampled threshold. For k >= SIFT__TOPK_SAMPLE_MIN_K on a long row, the
- * pass first reads a sample (evenly spaced runs of 64 tokens, a
- * sixteenth of the row at most) and takes the r-th largest of it as t,
- * r a little above the sample's expected share of the top k. Then far
- * fewer tokens beat t than beat the running threshold of a read prefix
- * (about 2.7k instead of k (1 + ln(V / k)) and the cuts that follow), and
- * the buffer is seldom cut. It is only a filter: when at least k tokens
- * beat it, every token of the true first k is among them and the result
- * is the same; when fewer do (a row whose sample is not like the rest,
- * about 0.3 % of random rows), the exact pass runs after it.
+ * pass first reads a sample: evenly spaced runs of 64 tokens (about
+ * SIFT__TOPK_SAMPLE_MU of the row's first k expected among them, a
+ * sixteenth of the row at most), each reduced to its maximum by the
+ * floor's own kind of kernel, and takes the r-th largest maximum as t, r
+ * three standard deviations above the expected count. Then about
+ * (r / mu) k tokens beat t instead of k (1 + ln(V / k)) and the cuts that
+ * follow behind a running threshold, and the buffer is seldom cut. It is
+ * only a filter: when at least k tokens beat it, every token of the true
+ * first k is among them and the result is the same; when fewer do (a row
+ * whose sample is not like the rest: about 0.3 % of random rows for
+ * k >= 40, about 2 % at k = 16, where about one run maximum is expected
+ * above the k-th value and r is loose), the
+ * exact pass runs after it.
+ *
+ * The end: the k largest keys are found and sorted by one quicksort that
+ * drops the parts after the k-th key (sort_top), not by a selection and
+ * then a sort that partitions the same keys again.
  *
  * Validation rides on the same pass: each kernel raises a flag when its
  * range holds a NaN or +inf (core/cpu.c: running sums, which may also
@@ -162,6 +170,30 @@ static void sort_desc(uint64_t *v, size_t n, uint64_t *tmp)
     insertion_desc(v, n);
 }
 
+/* Sorts the k largest keys of v[0..n) (1 <= k <= n, distinct keys) into
+ * v[0..k), descending: a quicksort that drops every part after the k-th
+ * key, so the partitions that find the k largest also sort them. */
+static void sort_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp)
+{
+    int depth = depth_for(n);
+    while (n > 16) {
+        if (depth-- == 0) {
+            heap_desc(v, n);
+            return;
+        }
+        size_t j = partition_desc(v, n, tmp);
+        if (j >= k) {
+            n = j;
+        } else {
+            sort_desc(v, j, tmp);
+            v += j;
+            n -= j;
+            k -= j;
+        }
+    }
+    insertion_desc(v, n);
+}
+
 /* Moves the k largest keys of v[0..n) (1 <= k < n, distinct keys) to
  * v[0..k), in no particular order; tmp holds n. */
 static void select_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp)
@@ -250,6 +282,16 @@ static size_t cap_for(size_t k, size_t n)
     return cap < n ? cap : n;
 }
 
+/* Room for the tokens that beat a sampled threshold: about k r / mu are
+ * expected (mu = segs * SEG * k / n), so twice that and a block's slack
+ * make a cut of the buffer rare. */
+static size_t sampled_cap(size_t k, size_t r, size_t segs, size_t n)
+{
+    double mu = (double)(segs * SIFT__TOPK_SAMPLE_SEG) * (double)k / (double)n;
+    size_t cap = k + (size_t)(2.0 * (double)k * (double)r / mu) + 2 * SIFT__SCAN_BLOCK;
+    return cap < n ? cap : n;
+}
+
 /* The exact pass: the first k tokens are the first threshold's set, so
  * every later threshold is the k-th canonical logit of a read prefix. */
 static sift_status exact_pass(const sift__simd_ops *ops, sift__ctx *ctx, const float *x, size_t n,
@@ -273,49 +315,53 @@ int sift__topk_sample_plan(int32_t V, size_t k, size_t *segs, size_t *stride, si
     size_t n = (size_t)V;
     if (k < SIFT__TOPK_SAMPLE_MIN_K || n / SIFT__TOPK_SAMPLE_MIN_RATIO < k)
         return 0;
-    /* About 4 sampled tokens expected above the k-th value, at most a
-     * sixteenth of the row (measured at V = 248,320: 16 or 8 expected
-     * tokens cost more in the sample than they save in the pass). */
-    size_t s = 4 * (n / k);
+    /* About SIFT__TOPK_SAMPLE_MU sampled tokens expected above the k-th
+     * value, at most a part of the row. */
+    size_t s = SIFT__TOPK_SAMPLE_MU * (n / k);
     s = s < n / SIFT__TOPK_SAMPLE_MAX_PART ? s : n / SIFT__TOPK_SAMPLE_MAX_PART;
     size_t g = s / SIFT__TOPK_SAMPLE_SEG;
     double mu = (double)(g * SIFT__TOPK_SAMPLE_SEG) * (double)k / (double)n;
     /* r: 3 standard deviations above the expected count, so that the
-     * r-th sampled value falls below the k-th value of the row on all
-     * but about 0.3 % of rows like these (each costs a second pass). */
+     * r-th largest run maximum falls below the k-th value of the row on
+     * all but about 0.3 % of rows like these (each costs a second pass;
+     * measured: about 2 % at mu = 1, k = 16 on these rows). */
     size_t rr = (size_t)(mu + 3.0 * sqrt(mu)) + 1;
+    if (g < 1 || rr > g || rr > SIFT__TOPK_SAMPLE_MAX_R)
+        return 0;
     *segs = g;
     *stride = n / g;
     *r = rr;
     return 1;
 }
 
-/* A threshold that about (r / mu) k tokens of the row beat, from the r-th
- * largest of a sample of the row (segs runs of SIFT__TOPK_SAMPLE_SEG
- * tokens, evenly spaced, copied together and passed over as a row of
- * their own). Only an estimate: the caller checks that at least k tokens
- * beat it. Returns 0 when the sample gives none (it holds a NaN or +inf,
- * its r-th value is -inf or ties with its largest). */
-static int sample_threshold(const sift__simd_ops *ops, sift__ctx *ctx, const float *row, size_t n,
-                            size_t segs, size_t stride, size_t r, float *pt)
+/* A threshold that about (r / mu) k tokens of the row beat: the r-th
+ * largest of the maxima of the sampled runs (segs runs of
+ * SIFT__TOPK_SAMPLE_SEG tokens, evenly spaced), each found by the floor's
+ * own kernel. A run maximum is a token of the row, and two of the few
+ * tokens above the k-th value seldom share a run, so the r-th run maximum
+ * is about the r-th largest sampled token. Only an estimate: the caller
+ * checks that at least k tokens beat it. Returns 0 when the sample gives
+ * none (a maximum is NaN or +inf, the r-th is -inf or ties with the
+ * largest). */
+static int sample_threshold(const sift__simd_ops *ops, const float *row, size_t segs, size_t stride,
+                            size_t r, float *mx, float *pt)
 {
-    /* The sample lives in the upper half of u64b (segs * SEG <= n / 16
-     * floats), above its keys (at most cap_for(r, .) < n / 2). */
-    float *s = (float *)(void *)(ctx->ws->u64b + n / 2);
-    uint64_t *key = ctx->ws->u64b;
-    size_t ns = segs * SIFT__TOPK_SAMPLE_SEG;
-    for (size_t j = 0; j < segs; j++)
-        memcpy(s + j * SIFT__TOPK_SAMPLE_SEG, row + j * stride, SIFT__TOPK_SAMPLE_SEG * sizeof *s);
-    size_t m = 0;
-    if (exact_pass(ops, ctx, s, ns, r, key, &m, 0, NULL))
-        return 0;
-    if (m > r)
-        select_top(key, m, r, ctx->ws->u64c);
-    uint64_t lo = min_key(key, r), hi = 0;
-    for (size_t j = 0; j < r; j++)
-        hi = key[j] > hi ? key[j] : hi;
-    float v = s[sift__ckey_id(lo)], top = s[sift__ckey_id(hi)];
-    if (!(v > -INFINITY) || !(v < top))
+    float best[SIFT__TOPK_SAMPLE_MAX_R]; /* the r largest so far, descending */
+    size_t nb = 0;
+    ops->runs_max(row, stride, segs, mx);
+    for (size_t j = 0; j < segs; j++) {
+        float v = mx[j];
+        if (!(v < INFINITY))
+            return 0; /* NaN or +inf: the exact pass names it */
+        if (nb == r && !(v > best[r - 1]))
+            continue;
+        size_t i = nb < r ? nb++ : r - 1;
+        for (; i > 0 && best[i - 1] < v; i--)
+            best[i] = best[i - 1];
+        best[i] = v;
+    }
+    float v = best[r - 1];
+    if (!(v > -INFINITY) || !(v < best[0]))
         return 0;
     *pt = v;
     return 1;
@@ -334,8 +380,8 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
      * are all taken, and every token of the true k beats it); otherwise
      * the exact pass runs instead. */
     if (sift__topk_sample_plan(V, k, &segs, &stride, &r) &&
-        sample_threshold(ops, ctx, row, n, segs, stride, r, &t)) {
-        st = pass(ops, row, 0, n, &t, k, cap_for(k, n), key, &m, ctx, 1, ctx->err);
+        sample_threshold(ops, row, segs, stride, r, (float *)(void *)ctx->ws->u32, &t)) {
+        st = pass(ops, row, 0, n, &t, k, sampled_cap(k, r, segs, n), key, &m, ctx, 1, ctx->err);
         if (st)
             return st;
     }
@@ -345,9 +391,7 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
         if (st)
             return st;
     }
-    if (m > k)
-        select_top(key, m, k, tmp);
-    sort_desc(key, k, tmp);
+    sort_top(key, m, k, tmp);
     if (!(row[sift__ckey_id(key[0])] > -INFINITY))
         return sift__row_error(row, V, ctx->err);
     for (size_t j = 0; j < k; j++) {
