@@ -18,6 +18,9 @@ struct sift_vocab {
     uint64_t *off; /* n + 1 offsets into bytes */
     char *bytes;
     uint8_t *attr; /* n attribute bit sets (SIFT_TOKEN_*) */
+    /* BPE encoding (grammar/bpe.c): the pre-tokenizer and the encoder
+     * built from it; NULL = no pre-tokenizer. */
+    sift__bpe_slot *bpe;
 };
 
 sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *pieces,
@@ -77,6 +80,7 @@ void sift_vocab_free(sift_vocab *v)
     if (!v)
         return;
     sift__alloc al = v->al;
+    sift__bpe_slot_free(v->bpe, &al);
     sift__free(&al, v->off);
     sift__free(&al, v->bytes);
     sift__free(&al, v->attr);
@@ -112,6 +116,8 @@ sift_status sift_vocab_set_attr(sift_vocab *v, int32_t id, uint32_t attr, sift_e
     if (attr & ~(uint32_t)SIFT_TOKEN_ATTR_ALL)
         return sift__fail_at(err, SIFT_E_ARG, id, "token %d: unknown attribute bits 0x%x", (int)id,
                              (unsigned)(attr & ~(uint32_t)SIFT_TOKEN_ATTR_ALL));
+    if (v->attr[id] != (uint8_t)attr)
+        sift__bpe_slot_invalidate(v->bpe, &v->al); /* its index reads the bits */
     v->attr[id] = (uint8_t)attr;
     return SIFT_OK;
 }
@@ -279,5 +285,35 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
     for (size_t i = 0; i < x.n_eog; i++)
         attr[x.eog_ids[i]] |= SIFT_TOKEN_EOG;
     sift__free(&al, who);
-    return sift__vocab_adopt(out, &al, n, off, bytes, attr, err);
+    sift_status st = sift__vocab_adopt(out, &al, n, off, bytes, attr, err);
+    if (st == SIFT_OK && base->bpe) {
+        /* The new vocabulary encodes as the base does. */
+        st = sift__bpe_slot_copy(&(*out)->bpe, base->bpe, &al, err);
+        if (st != SIFT_OK) {
+            sift_vocab_free(*out);
+            *out = NULL;
+        }
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Accessors for the BPE encoder (grammar/bpe.c)                       */
+/* ------------------------------------------------------------------ */
+
+sift__bpe_slot **sift__vocab_bpe_slot(const sift_vocab *v)
+{
+    /* The slot pointer is written only through non-const calls
+     * (sift_vocab_set_pretokenizer, the loaders, extend); the encoder it
+     * holds is published atomically inside the slot. */
+    return &((sift_vocab *)(uintptr_t)v)->bpe;
+}
+
+void sift__vocab_arrays(const sift_vocab *v, const uint64_t **off, const char **bytes,
+                        const uint8_t **attr, const sift__alloc **al)
+{
+    *off = v->off;
+    *bytes = v->bytes;
+    *attr = v->attr;
+    *al = &v->al;
 }
