@@ -100,6 +100,7 @@ typedef struct bpe_enc {
     pcre2_general_context *gctx;
     pcre2_match_context *mctx;
     pcre2_code *code;
+    int jit;             /* code has JIT code: pcre2_jit_match, the fast path */
     const uint64_t *off; /* the vocabulary's arrays */
     const char *bytes;
     uint64_t *slots; /* (hash tag << 32) | (id + 1); 0 = empty */
@@ -366,7 +367,7 @@ static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe
     }
     /* A failed JIT compilation (no JIT, or no memory) leaves the
      * interpreter, which gives the same matches. */
-    (void)pcre2_jit_compile(e->code, PCRE2_JIT_COMPLETE);
+    e->jit = pcre2_jit_compile(e->code, PCRE2_JIT_COMPLETE) == 0;
     pcre2_set_match_limit(e->mctx,
                           slot->kind == SIFT_PRETOK_PATTERN ? CUSTOM_MATCH_LIMIT : UINT32_MAX);
     sift__free(&e->al, tmp);
@@ -756,7 +757,10 @@ static sift_status encode_run(const bpe_enc *e, sift_encode_scratch *s, const un
     size_t pos = 0;
     while (pos < n) {
         uint32_t opt = PCRE2_NO_UTF_CHECK | PCRE2_NOTEMPTY;
-        int rc = pcre2_match(e->code, t, n, pos, opt, s->md, e->mctx);
+        /* pcre2_jit_match skips the checks pcre2_match repeats on every
+         * call (the options and the subject are known good here). */
+        int rc = e->jit ? pcre2_jit_match(e->code, t, n, pos, opt, s->md, e->mctx)
+                        : pcre2_match(e->code, t, n, pos, opt, s->md, e->mctx);
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
             rc = pcre2_match(e->code, t, n, pos, opt | PCRE2_NO_JIT, s->md, e->mctx);
         if (rc == PCRE2_ERROR_NOMATCH)
