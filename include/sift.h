@@ -339,6 +339,9 @@ SIFT_API uint32_t sift_vocab_attr(const sift_vocab *vocab, int32_t id);
  * no line names is an unused token (empty piece, SIFT_TOKEN_UNUSED).
  * Special tokens (<|endoftext|>...) are not in such files. A final
  * newline and CRLF line ends are accepted. docs/vocab.md has the details.
+ * A file of 100,256 ranks gets the cl100k pre-tokenizer, one of 199,998
+ * ranks the o200k one, others none (see sift_vocab_set_pretokenizer;
+ * since 0.2).
  *
  * `path` is read whole (it must be a regular file of at most 256 MiB).
  * `allocator` may be NULL (malloc/free); the vocabulary keeps a copy.
@@ -460,6 +463,8 @@ SIFT_API void sift_vocab_extra_init(sift_vocab_extra *extra);
  * - eog_ids[i] (in [0, new size)) get SIFT_TOKEN_EOG on top of their
  *   other bits; a grammar allows them exactly where it is complete.
  *   Other tokens keep the bits of `base`.
+ * - The new vocabulary has the pre-tokenizer of `base` (since 0.2), so
+ *   its special tokens can be encoded from text (sift_vocab_encode).
  *
  * `allocator` may be NULL (malloc/free). Returns SIFT_E_ARG for NULL
  * `out` or `base`, a bad struct_size, NULL arrays with a count > 0, an

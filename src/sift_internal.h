@@ -879,25 +879,31 @@ SIFT__HIDDEN sift_status sift__vocab_adopt(sift_vocab **out, const sift__alloc *
 /* What a vocabulary knows about encoding text: its pre-tokenizer (kind,
  * custom pattern) and the encoder built from it, built on first use and
  * published once (an atomic compare-and-swap, so a const vocabulary
- * shared by threads builds it safely). Opaque outside grammar/bpe.c;
- * core/vocab.c holds one pointer per vocabulary (NULL = no pre-tokenizer)
- * and calls these on free, extend and set_attr. */
+ * shared by threads builds it safely). Opaque outside grammar/bpe.c.
+ * core/vocab.c holds one slot per vocabulary (NULL = no pre-tokenizer)
+ * with the operations below, so core/ calls grammar/ only through them. */
 typedef struct sift__bpe_slot sift__bpe_slot;
 
-SIFT__HIDDEN void sift__bpe_slot_free(sift__bpe_slot *slot, const sift__alloc *al);
-/* A new slot with the pre-tokenizer of `src` (never its built encoder):
- * *dst = NULL when src is NULL. SIFT_E_NOMEM. */
-SIFT__HIDDEN sift_status sift__bpe_slot_copy(sift__bpe_slot **dst, const sift__bpe_slot *src,
-                                             const sift__alloc *al, sift_error *err);
-/* Drops the built encoder (the pieces or attributes changed). */
-SIFT__HIDDEN void sift__bpe_slot_invalidate(sift__bpe_slot *slot, const sift__alloc *al);
+typedef struct sift__bpe_ops {
+    void (*free)(sift__bpe_slot *slot, const sift__alloc *al);
+    /* A new slot with the same pre-tokenizer (not the built encoder);
+     * SIFT_E_NOMEM. */
+    sift_status (*copy)(sift__bpe_slot **dst, const sift__bpe_slot *src, const sift__alloc *al,
+                        sift_error *err);
+    /* Drops the built encoder (the attributes it indexed changed). */
+    void (*invalidate)(sift__bpe_slot *slot, const sift__alloc *al);
+} sift__bpe_ops;
+
 /* The default pre-tokenizer of a tiktoken file of n ranks: cl100k for
  * 100,256, o200k for 199,998, none otherwise. SIFT_E_NOMEM. */
 SIFT__HIDDEN sift_status sift__bpe_default_tiktoken(sift_vocab *v, sift_error *err);
 
-/* Accessors core/vocab.c gives grammar/bpe.c. The slot pointer is
- * changed only by calls that take a non-const vocabulary. */
-SIFT__HIDDEN sift__bpe_slot **sift__vocab_bpe_slot(const sift_vocab *v);
+/* Accessors core/vocab.c gives grammar/bpe.c. The slot is replaced only
+ * through calls that take a non-const vocabulary; _set frees the old one
+ * with its operations. */
+SIFT__HIDDEN sift__bpe_slot *sift__vocab_bpe(const sift_vocab *v);
+SIFT__HIDDEN void sift__vocab_set_bpe(sift_vocab *v, sift__bpe_slot *slot,
+                                      const sift__bpe_ops *ops);
 SIFT__HIDDEN void sift__vocab_arrays(const sift_vocab *v, const uint64_t **off, const char **bytes,
                                      const uint8_t **attr, const sift__alloc **al);
 

@@ -21,6 +21,7 @@ struct sift_vocab {
     /* BPE encoding (grammar/bpe.c): the pre-tokenizer and the encoder
      * built from it; NULL = no pre-tokenizer. */
     sift__bpe_slot *bpe;
+    const sift__bpe_ops *bpe_ops; /* set with bpe */
 };
 
 sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *pieces,
@@ -80,7 +81,8 @@ void sift_vocab_free(sift_vocab *v)
     if (!v)
         return;
     sift__alloc al = v->al;
-    sift__bpe_slot_free(v->bpe, &al);
+    if (v->bpe)
+        v->bpe_ops->free(v->bpe, &al);
     sift__free(&al, v->off);
     sift__free(&al, v->bytes);
     sift__free(&al, v->attr);
@@ -116,8 +118,8 @@ sift_status sift_vocab_set_attr(sift_vocab *v, int32_t id, uint32_t attr, sift_e
     if (attr & ~(uint32_t)SIFT_TOKEN_ATTR_ALL)
         return sift__fail_at(err, SIFT_E_ARG, id, "token %d: unknown attribute bits 0x%x", (int)id,
                              (unsigned)(attr & ~(uint32_t)SIFT_TOKEN_ATTR_ALL));
-    if (v->attr[id] != (uint8_t)attr)
-        sift__bpe_slot_invalidate(v->bpe, &v->al); /* its index reads the bits */
+    if (v->bpe && v->attr[id] != (uint8_t)attr)
+        v->bpe_ops->invalidate(v->bpe, &v->al); /* its index reads the bits */
     v->attr[id] = (uint8_t)attr;
     return SIFT_OK;
 }
@@ -288,7 +290,8 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
     sift_status st = sift__vocab_adopt(out, &al, n, off, bytes, attr, err);
     if (st == SIFT_OK && base->bpe) {
         /* The new vocabulary encodes as the base does. */
-        st = sift__bpe_slot_copy(&(*out)->bpe, base->bpe, &al, err);
+        st = base->bpe_ops->copy(&(*out)->bpe, base->bpe, &al, err);
+        (*out)->bpe_ops = base->bpe_ops;
         if (st != SIFT_OK) {
             sift_vocab_free(*out);
             *out = NULL;
@@ -301,12 +304,17 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
 /* Accessors for the BPE encoder (grammar/bpe.c)                       */
 /* ------------------------------------------------------------------ */
 
-sift__bpe_slot **sift__vocab_bpe_slot(const sift_vocab *v)
+sift__bpe_slot *sift__vocab_bpe(const sift_vocab *v)
 {
-    /* The slot pointer is written only through non-const calls
-     * (sift_vocab_set_pretokenizer, the loaders, extend); the encoder it
-     * holds is published atomically inside the slot. */
-    return &((sift_vocab *)(uintptr_t)v)->bpe;
+    return v->bpe;
+}
+
+void sift__vocab_set_bpe(sift_vocab *v, sift__bpe_slot *slot, const sift__bpe_ops *ops)
+{
+    if (v->bpe)
+        v->bpe_ops->free(v->bpe, &v->al);
+    v->bpe = slot;
+    v->bpe_ops = slot ? ops : NULL;
 }
 
 void sift__vocab_arrays(const sift_vocab *v, const uint64_t **off, const char **bytes,

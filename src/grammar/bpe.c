@@ -382,7 +382,7 @@ fail:
 /* The encoder of `v`, built now if no thread has built it yet. */
 static sift_status enc_get(const sift_vocab *v, const bpe_enc **out, sift_error *err)
 {
-    sift__bpe_slot *slot = *sift__vocab_bpe_slot(v);
+    sift__bpe_slot *slot = sift__vocab_bpe(v);
     if (!slot || slot->kind == SIFT_PRETOK_NONE)
         return sift__fail(err, SIFT_E_STATE,
                           "the vocabulary has no pre-tokenizer (see "
@@ -407,7 +407,7 @@ static sift_status enc_get(const sift_vocab *v, const bpe_enc **out, sift_error 
 /* Slots (the vocabulary's side)                                       */
 /* ------------------------------------------------------------------ */
 
-void sift__bpe_slot_invalidate(sift__bpe_slot *slot, const sift__alloc *al)
+static void slot_invalidate(sift__bpe_slot *slot, const sift__alloc *al)
 {
     (void)al;
     if (!slot)
@@ -415,11 +415,11 @@ void sift__bpe_slot_invalidate(sift__bpe_slot *slot, const sift__alloc *al)
     enc_free(atomic_exchange(&slot->enc, NULL));
 }
 
-void sift__bpe_slot_free(sift__bpe_slot *slot, const sift__alloc *al)
+static void slot_free(sift__bpe_slot *slot, const sift__alloc *al)
 {
     if (!slot)
         return;
-    sift__bpe_slot_invalidate(slot, al);
+    slot_invalidate(slot, al);
     sift__free(al, slot->pattern);
     sift__free(al, slot);
 }
@@ -444,14 +444,20 @@ static sift_status slot_new(sift__bpe_slot **out, sift_pretokenizer kind, const 
     return SIFT_OK;
 }
 
-sift_status sift__bpe_slot_copy(sift__bpe_slot **dst, const sift__bpe_slot *src,
-                                const sift__alloc *al, sift_error *err)
+static sift_status slot_copy(sift__bpe_slot **dst, const sift__bpe_slot *src, const sift__alloc *al,
+                             sift_error *err)
 {
     *dst = NULL;
     if (!src)
         return SIFT_OK;
     return slot_new(dst, src->kind, src->pattern, src->pattern_len, al, err);
 }
+
+static const sift__bpe_ops slot_ops = {
+    .free = slot_free,
+    .copy = slot_copy,
+    .invalidate = slot_invalidate,
+};
 
 sift_status sift__bpe_default_tiktoken(sift_vocab *v, sift_error *err)
 {
@@ -466,13 +472,11 @@ sift_status sift__bpe_default_tiktoken(sift_vocab *v, sift_error *err)
     const uint8_t *attr;
     const sift__alloc *al;
     sift__vocab_arrays(v, &off, &bytes, &attr, &al);
-    sift__bpe_slot **slot = sift__vocab_bpe_slot(v);
     sift__bpe_slot *s = NULL;
     sift_status st = slot_new(&s, kind, NULL, 0, al, err);
     if (st != SIFT_OK)
         return st;
-    sift__bpe_slot_free(*slot, al);
-    *slot = s;
+    sift__vocab_set_bpe(v, s, &slot_ops);
     return SIFT_OK;
 }
 
@@ -502,10 +506,8 @@ sift_status sift_vocab_set_pretokenizer(sift_vocab *vocab, sift_pretokenizer kin
     const uint8_t *attr;
     const sift__alloc *al;
     sift__vocab_arrays(vocab, &off, &bytes, &attr, &al);
-    sift__bpe_slot **slot = sift__vocab_bpe_slot(vocab);
     if (kind == SIFT_PRETOK_NONE) {
-        sift__bpe_slot_free(*slot, al);
-        *slot = NULL;
+        sift__vocab_set_bpe(vocab, NULL, NULL);
         return SIFT_OK;
     }
     sift__bpe_slot *s = NULL;
@@ -515,12 +517,11 @@ sift_status sift_vocab_set_pretokenizer(sift_vocab *vocab, sift_pretokenizer kin
     bpe_enc *e = NULL;
     st = enc_build(&e, vocab, s, err);
     if (st != SIFT_OK) {
-        sift__bpe_slot_free(s, al);
+        slot_free(s, al);
         return st;
     }
     atomic_store(&s->enc, e);
-    sift__bpe_slot_free(*slot, al);
-    *slot = s;
+    sift__vocab_set_bpe(vocab, s, &slot_ops);
     return SIFT_OK;
 }
 
@@ -528,7 +529,7 @@ sift_pretokenizer sift_vocab_pretokenizer(const sift_vocab *vocab)
 {
     if (!vocab)
         return SIFT_PRETOK_NONE;
-    const sift__bpe_slot *s = *sift__vocab_bpe_slot(vocab);
+    const sift__bpe_slot *s = sift__vocab_bpe(vocab);
     return s ? s->kind : SIFT_PRETOK_NONE;
 }
 
