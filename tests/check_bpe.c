@@ -641,6 +641,39 @@ START_TEST(test_a_long_pretoken_is_merged_in_bounded_work)
 }
 END_TEST
 
+START_TEST(test_long_runs_of_each_character_class_encode_and_round_trip)
+{
+    /* Each run is one pre-token or many; all go through the pattern
+     * (lookahead and backtracking over the whole run) and the merge. */
+    static const char *const units[] = {
+        " ",         "\n", " \n", "\t ", "7", "!", "!?", "\xe4\xb8\xad", "\xf0\x9f\x98\x80",
+        "e\xcc\x81", "A",  "aB"};
+    sift_vocab *v = cl100k();
+    sift_encode_scratch *s;
+    ck_assert_int_eq(sift_encode_scratch_new(&s, NULL, NULL), SIFT_OK);
+    size_t m = (size_t)1 << 18;
+    char *t = malloc(m + 8);
+    for (size_t u = 0; u < N(units); u++) {
+        size_t ul = strlen(units[u]), tl = 0;
+        while (tl + ul <= m) {
+            memcpy(t + tl, units[u], ul);
+            tl += ul;
+        }
+        t[tl++] = 'x';
+        size_t n;
+        int32_t *ids = encode(v, t, tl, 0, &n, s);
+        char *back;
+        ck_assert_uint_eq(decode(v, ids, n, &back), tl);
+        ck_assert_msg(memcmp(back, t, tl) == 0, "unit %zu", u);
+        free(back);
+        free(ids);
+    }
+    free(t);
+    sift_encode_scratch_free(s);
+    sift_vocab_free(v);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Allocation                                                          */
 /* ------------------------------------------------------------------ */
@@ -801,7 +834,9 @@ static Suite *suite(void)
         {"vectors",
          {test_cl100k_vectors_match_tiktoken_bitwise,
           test_o200k_vectors_match_tiktoken_bitwise_when_the_file_is_given}},
-        {"merge", {test_a_long_pretoken_is_merged_in_bounded_work}},
+        {"merge",
+         {test_a_long_pretoken_is_merged_in_bounded_work,
+          test_long_runs_of_each_character_class_encode_and_round_trip}},
         {"roundtrip",
          {test_decoding_the_ids_of_random_bytes_gives_the_bytes_back,
           test_special_texts_become_ids_only_with_the_flag,
