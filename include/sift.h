@@ -596,16 +596,17 @@ SIFT_API void sift_encode_scratch_free(sift_encode_scratch *scratch);
  * cap 0 counts and a second call with cap = *n_out encodes.
  *
  * `scratch` may be NULL: the call then allocates its working memory from
- * the vocabulary's allocator and frees it before returning. Work and
- * memory are linear in `len` (the merges of a pre-token of m bytes take
- * O(m log m) steps and about 24 m bytes of scratch).
+ * the vocabulary's allocator and frees it before returning. The merges
+ * of a pre-token of m bytes take O(m log m) steps and 24 m bytes of
+ * scratch, so no input costs more than O(len log len).
  *
  * Returns SIFT_E_ARG for a NULL `vocab` or `n_out`, NULL `text` with
  * len > 0, NULL `ids` with cap > 0, unknown flag bits; SIFT_E_STATE for a
  * vocabulary without a pre-tokenizer; SIFT_E_LIMIT for len over
  * SIFT_ENCODE_MAX_BYTES, or more ids than `cap`; SIFT_E_PATTERN_LIMIT
  * when a custom pattern exceeds PCRE2's match limit (10,000,000 per
- * match) at err->offset; SIFT_E_NOMEM (building the encoder on first use,
+ * match) or reports a match that does not start at or after the end of
+ * the previous one (\K), at err->offset; SIFT_E_NOMEM (building the encoder on first use,
  * or growing the scratch). On SIFT_E_LIMIT for cap, *n_out is the count
  * needed; on every other failure it is 0. Since: 0.2.
  */
