@@ -9,6 +9,14 @@
  * (grammar/vocab_load.c) build the three arrays themselves and hand them
  * over through sift__vocab_adopt, so loading a 200k-token file copies
  * each piece once.
+ *
+ * The BPE encoder's slot (grammar/bpe.c) is the one other member: set
+ * with the pre-tokenizer before the vocabulary is shared, reached only
+ * through its operations table (core/ calls into grammar/ through no
+ * other path), and dropped when an attribute bit changes, since the
+ * encoder's index depends on the bits. Its built encoder is published
+ * atomically inside the slot, which is what lets a const vocabulary
+ * build it on first use.
  */
 #include "../sift_internal.h"
 
