@@ -348,6 +348,9 @@ SIFT_API uint32_t sift_vocab_attr(const sift_vocab *vocab, int32_t id);
  * no line names is an unused token (empty piece, SIFT_TOKEN_UNUSED).
  * Special tokens (<|endoftext|>...) are not in such files. A final
  * newline and CRLF line ends are accepted. docs/vocab.md has the details.
+ * A file of 100,256 ranks gets the cl100k pre-tokenizer, one of 199,998
+ * ranks the o200k one, others none (see sift_vocab_set_pretokenizer;
+ * since 0.2).
  *
  * `path` is read whole (it must be a regular file of at most 256 MiB).
  * `allocator` may be NULL (malloc/free); the vocabulary keeps a copy.
@@ -469,6 +472,8 @@ SIFT_API void sift_vocab_extra_init(sift_vocab_extra *extra);
  * - eog_ids[i] (in [0, new size)) get SIFT_TOKEN_EOG on top of their
  *   other bits; a grammar allows them exactly where it is complete.
  *   Other tokens keep the bits of `base`.
+ * - The new vocabulary has the pre-tokenizer of `base` (since 0.2), so
+ *   its special tokens can be encoded from text (sift_vocab_encode).
  *
  * `allocator` may be NULL (malloc/free). Returns SIFT_E_ARG for NULL
  * `out` or `base`, a bad struct_size, NULL arrays with a count > 0, an
@@ -483,6 +488,141 @@ SIFT_API void sift_vocab_extra_init(sift_vocab_extra *extra);
 SIFT_API SIFT_NODISCARD sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
                                                       const sift_vocab_extra *extra,
                                                       const sift_allocator *allocator,
+                                                      sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Encoding (text -> token ids, byte-level BPE)                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A vocabulary with a pre-tokenizer turns text into token ids the way
+ * OpenAI's tiktoken does: the text is split into pre-tokens by a
+ * pattern, and each pre-token is merged from single bytes into tokens,
+ * always merging the adjacent pair whose merged bytes have the smallest
+ * rank (the token id of a tiktoken file; the leftmost pair on ties). A
+ * pre-token that is itself a token is that token. docs/encoding.md has
+ * the details and what was checked against the reference.
+ *
+ *     sift_vocab *v;
+ *     sift_vocab_load_tiktoken(&v, "cl100k_base.tiktoken", NULL, &err);
+ *     // cl100k's pre-tokenizer is chosen from the file's size
+ *     int32_t ids[256];
+ *     size_t n;
+ *     if (sift_vocab_encode(v, text, len, 0, ids, 256, &n, NULL, &err) ==
+ *         SIFT_E_LIMIT) { ... n ids are needed ... }
+ *
+ * Thread safety: a vocabulary with a pre-tokenizer may be shared by any
+ * number of threads calling sift_vocab_encode (the encoder is built once,
+ * on the first call or by sift_vocab_set_pretokenizer, and published
+ * atomically; when two threads race to build it, both do the work and
+ * one copy is kept). A scratch is used by one thread at a time.
+ */
+
+/** The pre-tokenizer of a vocabulary. The numbers are ABI. */
+typedef enum sift_pretokenizer {
+    SIFT_PRETOK_NONE = 0,   /**< No encoder: sift_vocab_encode fails with SIFT_E_STATE. */
+    SIFT_PRETOK_CL100K = 1, /**< The pattern of tiktoken's cl100k_base. */
+    SIFT_PRETOK_O200K = 2,  /**< The pattern of tiktoken's o200k_base. */
+    SIFT_PRETOK_PATTERN = 3 /**< A PCRE2 pattern the caller gives. */
+} sift_pretokenizer;
+
+/** Largest text sift_vocab_encode takes, in bytes (64 MiB). */
+#define SIFT_ENCODE_MAX_BYTES ((size_t)1 << 26)
+
+/** sift_vocab_encode flag: texts of special tokens become their ids. */
+#define SIFT_ENCODE_SPECIAL 1u
+
+/**
+ * Sets the pre-tokenizer of `vocab` and builds its encoder now (so the
+ * first sift_vocab_encode does not). `kind` is one of sift_pretokenizer;
+ * for SIFT_PRETOK_PATTERN, `pattern` holds `pattern_len` bytes of a PCRE2
+ * pattern (compiled with PCRE2_UTF and PCRE2_UCP; copied), otherwise
+ * `pattern` must be NULL. SIFT_PRETOK_NONE removes the encoder.
+ *
+ * A vocabulary loaded from a tiktoken file gets a default: cl100k's
+ * pre-tokenizer for a file of 100,256 ranks (cl100k_base), o200k's for
+ * 199,998 ranks (o200k_base), none otherwise. sift_vocab_extend passes the
+ * pre-tokenizer (not the encoder) on to the new vocabulary. A GGUF
+ * vocabulary has none (its merges are not read).
+ *
+ * The encoder indexes every token that is neither SIFT_TOKEN_SPECIAL nor
+ * SIFT_TOKEN_UNUSED and has a piece, by its bytes (of tokens with the
+ * same bytes the smallest id), and needs a token for each of the 256
+ * single bytes. Call before the vocabulary is shared (as
+ * sift_vocab_set_attr, which drops the built encoder: the next encode
+ * builds it again).
+ *
+ * Returns SIFT_E_ARG for a NULL vocab, an unknown kind, a pattern given
+ * with another kind or missing with SIFT_PRETOK_PATTERN, or a vocabulary
+ * without a token for some single byte (the message names it);
+ * SIFT_E_PATTERN_SYNTAX for a pattern PCRE2 rejects (err->offset = the
+ * byte PCRE2 names); SIFT_E_LIMIT for a pattern over 64 KiB;
+ * SIFT_E_NOMEM. On failure the vocabulary keeps its previous
+ * pre-tokenizer. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_set_pretokenizer(sift_vocab *vocab,
+                                                                sift_pretokenizer kind,
+                                                                const char *pattern,
+                                                                size_t pattern_len,
+                                                                sift_error *err);
+
+/** Returns the pre-tokenizer of `vocab`; SIFT_PRETOK_NONE for NULL. Since: 0.2. */
+SIFT_API sift_pretokenizer sift_vocab_pretokenizer(const sift_vocab *vocab);
+
+/**
+ * Scratch memory for sift_vocab_encode: kept between calls so that, once
+ * it has grown to the longest pre-token seen, encoding allocates nothing.
+ * Not tied to a vocabulary; one thread at a time.
+ */
+typedef struct sift_encode_scratch sift_encode_scratch;
+
+/**
+ * Creates a scratch. `allocator` may be NULL (malloc/free); the scratch
+ * grows through it. SIFT_E_ARG for NULL `out` or a bad allocator,
+ * SIFT_E_NOMEM. On failure *out is NULL. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_encode_scratch_new(sift_encode_scratch **out,
+                                                            const sift_allocator *allocator,
+                                                            sift_error *err);
+
+/** Frees a scratch; NULL is a no-op. Since: 0.2. */
+SIFT_API void sift_encode_scratch_free(sift_encode_scratch *scratch);
+
+/**
+ * Encodes `len` bytes at `text` (any bytes; not NUL-terminated) into
+ * token ids. Valid UTF-8 is split by the pre-tokenizer; a run of bytes
+ * that is not well-formed UTF-8 is a pre-token of its own, so every byte
+ * string encodes and decoding the ids (the pieces, concatenated) gives
+ * `text` back. Without SIFT_ENCODE_SPECIAL in `flags`, the text of a
+ * special token is encoded as ordinary text (tiktoken's encode_ordinary);
+ * with it, each occurrence of the text of a token with SIFT_TOKEN_SPECIAL
+ * (the leftmost, then the longest) becomes that token, and the text
+ * between them is encoded on its own.
+ *
+ * Writes at most `cap` ids to `ids` (NULL allowed with cap 0) and the
+ * number of ids the text has to *n_out. When that is more than `cap`,
+ * returns SIFT_E_LIMIT with the first `cap` ids written, so a call with
+ * cap 0 counts and a second call with cap = *n_out encodes.
+ *
+ * `scratch` may be NULL: the call then allocates its working memory from
+ * the vocabulary's allocator and frees it before returning. The merges
+ * of a pre-token of m bytes take O(m log m) steps and 24 m bytes of
+ * scratch, so no input costs more than O(len log len).
+ *
+ * Returns SIFT_E_ARG for a NULL `vocab` or `n_out`, NULL `text` with
+ * len > 0, NULL `ids` with cap > 0, unknown flag bits; SIFT_E_STATE for a
+ * vocabulary without a pre-tokenizer; SIFT_E_LIMIT for len over
+ * SIFT_ENCODE_MAX_BYTES, or more ids than `cap`; SIFT_E_PATTERN_LIMIT
+ * when a custom pattern exceeds PCRE2's match limit (10,000,000 per
+ * match) or reports a match that does not start at or after the end of
+ * the previous one (\K), at err->offset; SIFT_E_NOMEM (building the encoder on first use,
+ * or growing the scratch). On SIFT_E_LIMIT for cap, *n_out is the count
+ * needed; on every other failure it is 0. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_encode(const sift_vocab *vocab, const char *text,
+                                                      size_t len, uint32_t flags, int32_t *ids,
+                                                      size_t cap, size_t *n_out,
+                                                      sift_encode_scratch *scratch,
                                                       sift_error *err);
 
 /* ------------------------------------------------------------------ */

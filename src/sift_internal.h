@@ -904,4 +904,39 @@ SIFT__HIDDEN void sift__vocab_index_unref(sift__vocab_index *x);
  * may outlive the grammar that built it). */
 SIFT__HIDDEN const sift__alloc *sift__vocab_alloc(const sift_vocab *v);
 
+/* ------------------------------------------------------------------ */
+/* BPE encoding of a vocabulary (grammar/bpe.c)                        */
+/* ------------------------------------------------------------------ */
+
+/* What a vocabulary knows about encoding text: its pre-tokenizer (kind,
+ * custom pattern) and the encoder built from it, built on first use and
+ * published once (an atomic compare-and-swap, so a const vocabulary
+ * shared by threads builds it safely). Opaque outside grammar/bpe.c.
+ * core/vocab.c holds one slot per vocabulary (NULL = no pre-tokenizer)
+ * with the operations below, so core/ calls grammar/ only through them. */
+typedef struct sift__bpe_slot sift__bpe_slot;
+
+typedef struct sift__bpe_ops {
+    void (*free)(sift__bpe_slot *slot, const sift__alloc *al);
+    /* A new slot with the same pre-tokenizer (not the built encoder);
+     * SIFT_E_NOMEM. */
+    sift_status (*copy)(sift__bpe_slot **dst, const sift__bpe_slot *src, const sift__alloc *al,
+                        sift_error *err);
+    /* Drops the built encoder (the attributes it indexed changed). */
+    void (*invalidate)(sift__bpe_slot *slot, const sift__alloc *al);
+} sift__bpe_ops;
+
+/* The default pre-tokenizer of a tiktoken file of n ranks: cl100k for
+ * 100,256, o200k for 199,998, none otherwise. SIFT_E_NOMEM. */
+SIFT__HIDDEN sift_status sift__bpe_default_tiktoken(sift_vocab *v, sift_error *err);
+
+/* Accessors core/vocab.c gives grammar/bpe.c. The slot is replaced only
+ * through calls that take a non-const vocabulary; _set frees the old one
+ * with its operations. */
+SIFT__HIDDEN sift__bpe_slot *sift__vocab_bpe(const sift_vocab *v);
+SIFT__HIDDEN void sift__vocab_set_bpe(sift_vocab *v, sift__bpe_slot *slot,
+                                      const sift__bpe_ops *ops);
+SIFT__HIDDEN void sift__vocab_arrays(const sift_vocab *v, const uint64_t **off, const char **bytes,
+                                     const uint8_t **attr, const sift__alloc **al);
+
 #endif /* SIFT_INTERNAL_H */

@@ -13,6 +13,8 @@
  * - grammars built from one vocabulary on several threads at once (the
  *   first ones race to build and publish its shared token index) walk
  *   like a serial run, masks included.
+ * - A vocabulary shared by threads that encode text builds its encoder
+ *   once, whichever thread gets there first (grammar/bpe.c).
  *
  * CI runs this binary under ThreadSanitizer (--enable-tsan), so every
  * piece of shared test data is written before the threads start and only
@@ -23,6 +25,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "oracle/oracle.h"
 #include "testutil.h"
@@ -413,6 +416,77 @@ START_TEST(test_threads_building_grammars_from_one_vocabulary_match_a_serial_run
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* A shared vocabulary encoding (grammar/bpe.c)                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct enc_job {
+    pthread_barrier_t *go;
+    const sift_vocab *v;
+    const char *text;
+    int32_t ids[128];
+    size_t n;
+    sift_status st;
+} enc_job;
+
+static void *enc_run(void *p)
+{
+    enc_job *j = p;
+    pthread_barrier_wait(j->go);
+    j->st = sift_vocab_encode(j->v, j->text, strlen(j->text), 0, j->ids, 128, &j->n, NULL, NULL);
+    return NULL;
+}
+
+/* A vocabulary with a pre-tokenizer but no encoder yet (extend passes the
+ * pre-tokenizer, not the encoder): four threads released together race
+ * to build it on a const vocabulary; all must get the serial ids. */
+START_TEST(test_threads_encoding_with_one_shared_vocabulary_match_a_serial_run)
+{
+    const char *pieces[260];
+    size_t lengths[260];
+    static char bytes[256];
+    static const char *const merged[] = {"ab", "abc", " a", "  "};
+    for (int b = 0; b < 256; b++) {
+        bytes[b] = (char)b;
+        pieces[b] = bytes + b;
+        lengths[b] = 1;
+    }
+    for (int i = 0; i < 4; i++) {
+        pieces[256 + i] = merged[i];
+        lengths[256 + i] = strlen(merged[i]);
+    }
+    sift_vocab *base, *v;
+    ck_assert_int_eq(sift_vocab_new(&base, 260, pieces, lengths, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_pretokenizer(base, SIFT_PRETOK_CL100K, NULL, 0, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_extend(&v, base, NULL, NULL, NULL), SIFT_OK);
+    const char *text = "abc ab  abcab a\n  abc";
+    int32_t want[128];
+    size_t nw;
+    ck_assert_int_eq(sift_vocab_encode(base, text, strlen(text), 0, want, 128, &nw, NULL, NULL),
+                     SIFT_OK);
+    pthread_barrier_t go;
+    ck_assert_int_eq(pthread_barrier_init(&go, NULL, 4), 0);
+    enc_job jobs[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i].go = &go;
+        jobs[i].v = v;
+        jobs[i].text = text;
+        ck_assert_int_eq(pthread_create(&th[i], NULL, enc_run, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+    pthread_barrier_destroy(&go);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(jobs[i].st, SIFT_OK);
+        ck_assert_uint_eq(jobs[i].n, nw);
+        ck_assert(memcmp(jobs[i].ids, want, nw * sizeof *want) == 0);
+    }
+    sift_vocab_free(v);
+    sift_vocab_free(base);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("threads");
@@ -425,6 +499,9 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("shared_vocabulary");
     tcase_add_test(tc, test_threads_building_grammars_from_one_vocabulary_match_a_serial_run);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("vocab_encoding");
+    tcase_add_test(tc, test_threads_encoding_with_one_shared_vocabulary_match_a_serial_run);
     suite_add_tcase(s, tc);
     return s;
 }

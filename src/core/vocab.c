@@ -17,6 +17,14 @@
  * both finish; the loser frees its copy), reference counted, and
  * dropped by sift_vocab_set_attr when a bit changes; grammars keep the
  * reference they took, so they may outlive the vocabulary.
+ *
+ * The BPE encoder's slot (grammar/bpe.c) is the one other member: set
+ * with the pre-tokenizer before the vocabulary is shared, reached only
+ * through its operations table (core/ calls into grammar/ through no
+ * other path), and dropped when an attribute bit changes, since the
+ * encoder's index depends on the bits. Its built encoder is published
+ * atomically inside the slot, which is what lets a const vocabulary
+ * build it on first use.
  */
 #include "../sift_internal.h"
 
@@ -30,6 +38,10 @@ struct sift_vocab {
      * first grammar over the vocabulary publishes one; dropped when
      * sift_vocab_set_attr changes a bit, as it is built from them. */
     _Atomic(sift__vocab_index *) index;
+    /* BPE encoding (grammar/bpe.c): the pre-tokenizer and the encoder
+     * built from it; NULL = no pre-tokenizer. */
+    sift__bpe_slot *bpe;
+    const sift__bpe_ops *bpe_ops; /* set with bpe */
 };
 
 sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *pieces,
@@ -91,6 +103,8 @@ void sift_vocab_free(sift_vocab *v)
         return;
     sift__alloc al = v->al;
     sift__vocab_index_unref(atomic_load_explicit(&v->index, memory_order_acquire));
+    if (v->bpe)
+        v->bpe_ops->free(v->bpe, &al);
     sift__free(&al, v->off);
     sift__free(&al, v->bytes);
     sift__free(&al, v->attr);
@@ -130,6 +144,8 @@ sift_status sift_vocab_set_attr(sift_vocab *v, int32_t id, uint32_t attr, sift_e
         /* grammars built before keep the index (and the bits) they took;
          * the next grammar builds a new one from the new bits */
         sift__vocab_index_unref(atomic_exchange(&v->index, NULL));
+        if (v->bpe)
+            v->bpe_ops->invalidate(v->bpe, &v->al); /* its index reads the bits */
         v->attr[id] = (uint8_t)attr;
     }
     return SIFT_OK;
@@ -341,5 +357,41 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
     for (size_t i = 0; i < x.n_eog; i++)
         attr[x.eog_ids[i]] |= SIFT_TOKEN_EOG;
     sift__free(&al, who);
-    return sift__vocab_adopt(out, &al, n, off, bytes, attr, err);
+    sift_status st = sift__vocab_adopt(out, &al, n, off, bytes, attr, err);
+    if (st == SIFT_OK && base->bpe) {
+        /* The new vocabulary encodes as the base does. */
+        st = base->bpe_ops->copy(&(*out)->bpe, base->bpe, &al, err);
+        (*out)->bpe_ops = base->bpe_ops;
+        if (st != SIFT_OK) {
+            sift_vocab_free(*out);
+            *out = NULL;
+        }
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Accessors for the BPE encoder (grammar/bpe.c)                       */
+/* ------------------------------------------------------------------ */
+
+sift__bpe_slot *sift__vocab_bpe(const sift_vocab *v)
+{
+    return v->bpe;
+}
+
+void sift__vocab_set_bpe(sift_vocab *v, sift__bpe_slot *slot, const sift__bpe_ops *ops)
+{
+    if (v->bpe)
+        v->bpe_ops->free(v->bpe, &v->al);
+    v->bpe = slot;
+    v->bpe_ops = slot ? ops : NULL;
+}
+
+void sift__vocab_arrays(const sift_vocab *v, const uint64_t **off, const char **bytes,
+                        const uint8_t **attr, const sift__alloc **al)
+{
+    *off = v->off;
+    *bytes = v->bytes;
+    *attr = v->attr;
+    *al = &v->al;
 }

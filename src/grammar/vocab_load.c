@@ -413,6 +413,11 @@ static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, cons
     off = NULL;
     bytes = NULL;
     attr = NULL;
+    if (st == SIFT_OK && (st = sift__bpe_default_tiktoken(*out, err)) != SIFT_OK) {
+        /* the pre-tokenizer its size implies (grammar/bpe.c) */
+        sift_vocab_free(*out);
+        *out = NULL;
+    }
 done:
     sift__free(al, lines);
     sift__free(al, bytes);
