@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/step.h"
 #include "sift_internal.h"
 
 enum { V = 1000 };
@@ -224,6 +225,70 @@ START_TEST(test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix)
 }
 END_TEST
 
+/* The row step's cost model: a prefix of at most 256 tokens is always
+ * walked (up to V / 8), a longer one only while it is a small part of the
+ * row, and a prefix the one-pass top-k cannot build only when its block
+ * path reads again a small part of the row. */
+START_TEST(test_the_row_step_walks_a_prefix_only_where_it_costs_less_than_the_full_pass)
+{
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 0), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 40), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1000, 40), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1000, 125), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1000, 126), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 1064), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 248320 / 96), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 248320 / 96 + 1), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 4136), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(1 << 22, 4136), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1 << 21, 4097), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1 << 21, 8193), 0);
+}
+END_TEST
+
+/* DRY with a 4,096-token window before top_k 40 asks for a prefix of
+ * 4,136 tokens, beyond the one-pass top-k: on a 248,320-token row the
+ * step goes straight to the full pass (no walk) and draws the token a
+ * forced full pass draws. */
+START_TEST(test_a_prefix_the_cost_model_refuses_goes_straight_to_the_full_pass)
+{
+    enum { BV = 248320 };
+    float *row = malloc(BV * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    for (int32_t i = 0; i < BV; i++)
+        row[i] = (float)((i * 7919) % 1009) * 0.01f;
+    static const int32_t b0[] = {13};
+    const int32_t *seqs[] = {b0};
+    const size_t lens[] = {1};
+    sift_chain *c[2];
+    int32_t tok[2] = {-1, -2};
+    for (int j = 0; j < 2; j++) {
+        sift_chain_params p;
+        sift_chain_params_init(&p);
+        p.seed = 7;
+        ck_assert_int_eq(sift_chain_new(&c[j], &p, NULL), SIFT_OK);
+        ck_assert_int_eq(
+            sift__chain_add_dry_tokens(c[j], 0.8f, 1.75f, 2, 4096, seqs, lens, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c[j], 40, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c[j], NULL), SIFT_OK);
+        for (int32_t h = 0; h < 8; h++)
+            ck_assert_int_eq(sift_chain_accept(c[j], (h * 31) % 5, NULL), SIFT_OK);
+    }
+    ck_assert_uint_eq(sift__plan_prefix_k(c[0]), 4136);
+    ck_assert_int_eq(sift_chain_sample(c[0], row, BV, &tok[0], NULL), SIFT_OK);
+    ck_assert_uint_eq(c[0]->n_full_passes, 1);
+    ck_assert_uint_eq(c[0]->n_walks, 0);
+    ck_assert_uint_eq(c[0]->n_prefix_decided + c[0]->n_prefix_fallback, 0);
+    c[1]->busy = 1;
+    ck_assert_int_eq(sift__sample_row(c[1], row, BV, &tok[1], 0, NULL), SIFT_OK);
+    c[1]->busy = 0;
+    ck_assert_int_eq(tok[0], tok[1]);
+    sift_chain_free(c[0]);
+    sift_chain_free(c[1]);
+    free(row);
+}
+END_TEST
+
 /* Slice validation marks ids with the chain's generation instead of
  * clearing a set: when the generation wraps the array is zeroed, so the
  * marks of the generation before cannot pass for duplicates, and a real
@@ -267,6 +332,8 @@ static Suite *suite(void)
     tcase_add_test(t, test_an_undecided_slice_runs_one_walk_and_one_full_pass);
     tcase_add_test(t, test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix);
     tcase_add_test(t, test_slice_id_set_is_emptied_when_its_generation_wraps);
+    tcase_add_test(t, test_the_row_step_walks_a_prefix_only_where_it_costs_less_than_the_full_pass);
+    tcase_add_test(t, test_a_prefix_the_cost_model_refuses_goes_straight_to_the_full_pass);
     suite_add_tcase(s, t);
     return s;
 }

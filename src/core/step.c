@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "simd.h"
 #include "step.h"
 
 /* Stages (a grammar) and checkers that decide per token of their own
@@ -271,6 +272,41 @@ static size_t ws_need(const sift_chain *c, int32_t V)
     return (size_t)V + (size_t)sift__chain_max_extras(c);
 }
 
+/* The cost model of the row step: 1 when the prefix walk over the row's
+ * top k is expected to be cheaper than the full pass. Measured with
+ * `make bench` (the "(full pass)" cases; docs/samplers.md,
+ * "Performance"): on V = 151,936 and 248,320 the full pass costs about
+ * 0.9 ns per token of the row (DRY -> top_k 40 -> dist), the prefix walk
+ * about 1.5 floors plus 45 ns per prefix token (the one-pass top-k's
+ * sort and the walk), so they cross near k = V / 75 (DRY windows of
+ * 1,024 to 4,000 before top_k 40: k = 2,088 lost at V = 151,936 and
+ * tied at 248,320; k = 3,112 tied at 248,320; k = 4,040 lost at both).
+ * - k <= V / 8, and a prefix of at most SIFT__STEP_PREFIX_K0 tokens is
+ *   always taken: its work is a few microseconds at most, and the rows
+ *   where it could lose to the full pass are that short too.
+ * - up to SIFT__TOPK_MAX (the one-pass top-k, core/topk.c): when
+ *   k * SIFT__STEP_PREFIX_RATIO <= V (a margin below the crossover).
+ * - a larger k goes to the block path of sift__row_prefix, which reads
+ *   again every block whose maximum reaches the k-th largest: at least
+ *   64 k tokens, and the whole row once k reaches the number of blocks
+ *   (V / 64), then selects among them; only when
+ *   k * SIFT__STEP_BLOCK_RATIO <= V. (At V = 248,320, DRY with a
+ *   4,096-token window before top_k 40, k = 4,136, the block path took
+ *   2.2 ms and the full pass 0.2 ms.) */
+#define SIFT__STEP_PREFIX_K0 256
+#define SIFT__STEP_PREFIX_RATIO 96
+#define SIFT__STEP_BLOCK_RATIO 256
+int sift__step_takes_prefix(int32_t V, size_t k)
+{
+    if (k == 0 || k > (size_t)V / 8)
+        return 0;
+    if (k <= SIFT__STEP_PREFIX_K0)
+        return 1;
+    if (k <= SIFT__TOPK_MAX)
+        return k <= (size_t)V / SIFT__STEP_PREFIX_RATIO;
+    return k <= (size_t)V / SIFT__STEP_BLOCK_RATIO;
+}
+
 /* One pass of the chain over a whole row, starting from RNG state *rng:
  * the token, and *rng advanced past the draws. Commits nothing. The
  * caller has checked the chain and sized the buffers. try_prefix = 0
@@ -284,15 +320,16 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
     sift__arr a;
     /* Fast path: decide from the row's top k when the chain allows it. */
     size_t k = try_prefix ? sift__plan_prefix_k(c) : 0;
+    int prefix = sift__step_takes_prefix(V, k);
     /* The prefix needs the extras of this step; a grammar that cannot
      * list its allowed tokens within its work budget sends the step to
      * the whole row, which does not need them (out of memory is the
      * step's error). */
-    sift_status ps = k > 0 && k <= (size_t)V / 8 ? sift__chain_prepare_extras(c, NULL) : SIFT_OK;
+    sift_status ps = prefix ? sift__chain_prepare_extras(c, NULL) : SIFT_OK;
     if (ps == SIFT_E_NOMEM)
         return sift__fail(err, SIFT_E_NOMEM,
                           "out of memory while listing a grammar's allowed tokens");
-    if (k > 0 && k <= (size_t)V / 8 && ps == SIFT_OK) {
+    if (prefix && ps == SIFT_OK) {
         sift__ctx_init(c, &ctx, V, err);
         ctx.rng = *rng;
         if ((s = sift__row_prefix(&ctx, logits, V, k, c->ws.cand)))
