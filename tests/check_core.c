@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kernels.h"
+#include "core/simd.h"
 #include "core/step.h"
 #include "sift_internal.h"
 
@@ -225,6 +227,99 @@ START_TEST(test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix)
 }
 END_TEST
 
+/* The row load (core/kernels.c) writes the same bytes and flags at
+ * every dispatch level the machine has as its scalar twin: lengths
+ * around every vector width, rows with a NaN, a +inf, -inf runs, -0 and
+ * a row of -inf only, each bad value at every position of a short row. */
+static void load_levels_agree(const float *row, size_t n)
+{
+    static sift_candidate want[300], got[300];
+    int wb, wa;
+    sift__load_cand_at(SIFT__SIMD_SCALAR, row, want, n, &wb, &wa);
+    for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++) {
+        int gb = -1, ga = -1;
+        memset(got, 0xa5, sizeof got);
+        sift__load_cand_at(l, row, got, n, &gb, &ga);
+        ck_assert_int_eq(gb, wb);
+        ck_assert_int_eq(ga, wa);
+        ck_assert_int_eq(memcmp(got, want, n * sizeof *got), 0);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert_int_eq(got[i].id, (int32_t)i);
+            ck_assert_int_eq(memcmp(&got[i].logit, &row[i], sizeof row[i]), 0);
+        }
+    }
+}
+
+START_TEST(test_the_row_load_gives_the_scalar_bytes_and_flags_at_every_level)
+{
+    static float row[300];
+    uint64_t r = 12345;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 37)) {
+        for (size_t i = 0; i < n; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            row[i] = (float)((int64_t)(r >> 40) - (1 << 23)) * 1e-5f;
+        }
+        load_levels_agree(row, n);
+        if (n)
+            row[n / 2] = -0.0f;
+        load_levels_agree(row, n);
+        for (size_t i = 0; i < n && n <= 40; i++) {
+            static const float bad[] = {NAN, INFINITY, -INFINITY};
+            for (size_t b = 0; b < 3; b++) {
+                float keep = row[i];
+                row[i] = bad[b];
+                load_levels_agree(row, n);
+                row[i] = keep;
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            row[i] = -INFINITY;
+        load_levels_agree(row, n);
+    }
+}
+END_TEST
+
+/* top_n_sigma's lane sums (core/kernels.c) give the scalar twin's
+ * lanes bit for bit, its count and its maximum at every level: rows with
+ * -inf tokens at every position of the first blocks (which shift the
+ * lanes), lengths around multiples of 8, with and without a mean. */
+START_TEST(test_the_lane_sums_give_the_scalar_lanes_at_every_level)
+{
+    static sift_candidate cd[300];
+    uint64_t r = 777;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 23)) {
+        for (int variant = 0; variant < 4; variant++) {
+            for (size_t i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                cd[i].id = (int32_t)i;
+                cd[i].logit = (float)((int64_t)(r >> 40) - (1 << 23)) * 3e-6f;
+                if (variant == 1 && (r >> 20) % 7 == 0)
+                    cd[i].logit = -INFINITY;
+                if (variant == 2 && i == n / 3)
+                    cd[i].logit = -INFINITY;
+                if (variant == 3)
+                    cd[i].logit = -INFINITY;
+            }
+            for (int with_mean = 0; with_mean < 2; with_mean++) {
+                double mean = 0.37;
+                double want[8] = {0}, got[8];
+                size_t wc = 0, gc = 0;
+                float wm = 0, gm = 0;
+                sift__lane_sums_at(SIFT__SIMD_SCALAR, cd, n, with_mean ? &mean : NULL, want, &wc,
+                                   &wm);
+                for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++) {
+                    memset(got, 0, sizeof got);
+                    sift__lane_sums_at(l, cd, n, with_mean ? &mean : NULL, got, &gc, &gm);
+                    ck_assert_int_eq(memcmp(got, want, sizeof got), 0);
+                    ck_assert_uint_eq(gc, wc);
+                    ck_assert(gm == wm);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 /* The row step's cost model: a prefix of at most 256 tokens is always
  * walked (up to V / 8), a longer one only while it is a small part of the
  * row, and a prefix the one-pass top-k cannot build only when its block
@@ -334,6 +429,8 @@ static Suite *suite(void)
     tcase_add_test(t, test_slice_id_set_is_emptied_when_its_generation_wraps);
     tcase_add_test(t, test_the_row_step_walks_a_prefix_only_where_it_costs_less_than_the_full_pass);
     tcase_add_test(t, test_a_prefix_the_cost_model_refuses_goes_straight_to_the_full_pass);
+    tcase_add_test(t, test_the_row_load_gives_the_scalar_bytes_and_flags_at_every_level);
+    tcase_add_test(t, test_the_lane_sums_give_the_scalar_lanes_at_every_level);
     suite_add_tcase(s, t);
     return s;
 }

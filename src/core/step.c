@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "kernels.h"
 #include "simd.h"
 #include "step.h"
 
@@ -81,39 +82,11 @@ static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift_
                             sift_error *err)
 {
     sift_candidate *cd = c->ws.cand;
-    /* One pass that both copies and looks for bad values; the tests are
-     * ORed so the loop stays branch-free. With GCC or clang the tests run
-     * on four floats at once (generic vectors: SSE2, NEON), which halves
-     * the cost of this pass on a full row; the outcome is the same. */
-    int bad = 0;
-    int any = 0;
-    int32_t i = 0;
-#if defined(__GNUC__) || defined(__clang__)
-    typedef float v4f __attribute__((vector_size(16)));
-    typedef int32_t v4i __attribute__((vector_size(16)));
-    const v4f inf = {INFINITY, INFINITY, INFINITY, INFINITY};
-    const v4f ninf = -inf;
-    v4i bad4 = {0, 0, 0, 0}, any4 = {0, 0, 0, 0};
-    for (; i + 4 <= V; i += 4) {
-        v4f x;
-        memcpy(&x, logits + i, sizeof x);
-        bad4 |= ~(x < inf); /* NaN or +inf */
-        any4 |= x > ninf;
-        for (int j = 0; j < 4; j++) {
-            cd[i + j].id = i + j;
-            cd[i + j].logit = x[j];
-        }
-    }
-    bad = (bad4[0] | bad4[1] | bad4[2] | bad4[3]) != 0;
-    any = (any4[0] | any4[1] | any4[2] | any4[3]) != 0;
-#endif
-    for (; i < V; i++) {
-        float x = logits[i];
-        cd[i].id = i;
-        cd[i].logit = x;
-        bad |= !(x < INFINITY); /* NaN or +inf */
-        any |= x > -INFINITY;
-    }
+    /* One pass that both copies and looks for bad values
+     * (core/kernels.c: vector forms with a scalar twin, the same bytes
+     * and flags). */
+    int bad = 0, any = 0;
+    sift__load_cand(logits, cd, (size_t)V, &bad, &any);
     if (bad || !any)
         return sift__row_error(logits, V, err);
     a->c = cd;
