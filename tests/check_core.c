@@ -321,9 +321,9 @@ START_TEST(test_the_lane_sums_give_the_scalar_lanes_at_every_level)
 END_TEST
 
 /* The row step's cost model: a prefix of at most 256 tokens is always
- * walked (up to V / 8), a longer one only while it is a small part of the
- * row, and a prefix the one-pass top-k cannot build only when its block
- * path reads again a small part of the row. */
+ * walked (up to V / 8), a longer one only while it is at most a 256th of
+ * the row, whichever builder (the one-pass top-k or the block path)
+ * would build it. */
 START_TEST(test_the_row_step_walks_a_prefix_only_where_it_costs_less_than_the_full_pass)
 {
     ck_assert_int_eq(sift__step_takes_prefix(248320, 0), 0);
@@ -331,9 +331,10 @@ START_TEST(test_the_row_step_walks_a_prefix_only_where_it_costs_less_than_the_fu
     ck_assert_int_eq(sift__step_takes_prefix(1000, 40), 1);
     ck_assert_int_eq(sift__step_takes_prefix(1000, 125), 1);
     ck_assert_int_eq(sift__step_takes_prefix(1000, 126), 0);
-    ck_assert_int_eq(sift__step_takes_prefix(248320, 1064), 1);
-    ck_assert_int_eq(sift__step_takes_prefix(248320, 248320 / 96), 1);
-    ck_assert_int_eq(sift__step_takes_prefix(248320, 248320 / 96 + 1), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 256), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 248320 / 256), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 248320 / 256 + 1), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 2088), 0);
     ck_assert_int_eq(sift__step_takes_prefix(248320, 4136), 0);
     ck_assert_int_eq(sift__step_takes_prefix(1 << 22, 4136), 1);
     ck_assert_int_eq(sift__step_takes_prefix(1 << 21, 4097), 1);

@@ -248,36 +248,27 @@ static size_t ws_need(const sift_chain *c, int32_t V)
 /* The cost model of the row step: 1 when the prefix walk over the row's
  * top k is expected to be cheaper than the full pass. Measured with
  * `make bench` (the "(full pass)" cases; docs/samplers.md,
- * "Performance"): on V = 151,936 and 248,320 the full pass costs about
- * 0.9 ns per token of the row (DRY -> top_k 40 -> dist), the prefix walk
- * about 1.5 floors plus 45 ns per prefix token (the one-pass top-k's
- * sort and the walk), so they cross near k = V / 75 (DRY windows of
- * 1,024 to 4,000 before top_k 40: k = 2,088 lost at V = 151,936 and
- * tied at 248,320; k = 3,112 tied at 248,320; k = 4,040 lost at both).
+ * "Performance"): on V = 248,320 the full pass of DRY -> top_k 40 ->
+ * dist costs about 0.45 ns per token of the row (110-140 us), the prefix
+ * walk about 50 us plus 50-75 ns per prefix token (the one-pass top-k's
+ * sort of k keys and the walk over them): DRY windows before top_k 40
+ * gave k = 1,064 a tie, k = 2,088 lost by 1.3-1.5 times, k = 4,136 (the
+ * block path) lost ten times before the full pass got faster (2.2 ms
+ * against 0.2 ms). The crossover is near k = V / 250.
  * - k <= V / 8, and a prefix of at most SIFT__STEP_PREFIX_K0 tokens is
  *   always taken: its work is a few microseconds at most, and the rows
- *   where it could lose to the full pass are that short too.
- * - up to SIFT__TOPK_MAX (the one-pass top-k, core/topk.c): when
- *   k * SIFT__STEP_PREFIX_RATIO <= V (a margin below the crossover).
- * - a larger k goes to the block path of sift__row_prefix, which reads
- *   again every block whose maximum reaches the k-th largest: at least
- *   64 k tokens, and the whole row once k reaches the number of blocks
- *   (V / 64), then selects among them; only when
- *   k * SIFT__STEP_BLOCK_RATIO <= V. (At V = 248,320, DRY with a
- *   4,096-token window before top_k 40, k = 4,136, the block path took
- *   2.2 ms and the full pass 0.2 ms.) */
+ *   on which it could lose to the full pass are that short too.
+ * - a longer prefix only when k * SIFT__STEP_PREFIX_RATIO <= V. That
+ *   covers the block path of sift__row_prefix too (k > SIFT__TOPK_MAX),
+ *   which reads again every block whose maximum reaches the k-th largest
+ *   (at least 64 k tokens, the whole row once k reaches V / 64). */
 #define SIFT__STEP_PREFIX_K0 256
-#define SIFT__STEP_PREFIX_RATIO 96
-#define SIFT__STEP_BLOCK_RATIO 256
+#define SIFT__STEP_PREFIX_RATIO 256
 int sift__step_takes_prefix(int32_t V, size_t k)
 {
     if (k == 0 || k > (size_t)V / 8)
         return 0;
-    if (k <= SIFT__STEP_PREFIX_K0)
-        return 1;
-    if (k <= SIFT__TOPK_MAX)
-        return k <= (size_t)V / SIFT__STEP_PREFIX_RATIO;
-    return k <= (size_t)V / SIFT__STEP_BLOCK_RATIO;
+    return k <= SIFT__STEP_PREFIX_K0 || k <= (size_t)V / SIFT__STEP_PREFIX_RATIO;
 }
 
 /* One pass of the chain over a whole row, starting from RNG state *rng:
