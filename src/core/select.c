@@ -24,6 +24,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "simd.h"
 
 /* ------------------------------------------------------------------ */
 /* Sorting                                                             */
@@ -767,6 +768,8 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
              * is no longer needed) and count what lies above it. */
             size_t m = 0, n_above = 0;
             uint16_t bs = (uint16_t)bstar;
+            const int vec = sift__simd()->level > SIFT__SIMD_SCALAR;
+            (void)vec;
             /* Blocks of 64: a branch-free count (it vectorizes) and a
              * look at the elements only in a block that holds the bucket. */
             for (size_t s0 = 0; s0 < n; s0 += 64) {
@@ -775,10 +778,12 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
                 size_t j = s0;
 #if defined(__GNUC__) || defined(__clang__)
                 /* Eight buckets at a time with the compiler's generic
-                 * vectors (SSE2, NEON); the same count. */
+                 * vectors (SSE2, NEON); the same count as the scalar
+                 * loop below, which SIFT_SIMD=scalar selects (so the
+                 * tests run both). */
                 typedef uint16_t v8u __attribute__((vector_size(16)));
                 typedef int16_t v8s __attribute__((vector_size(16)));
-                if (e0 - s0 == 64) {
+                if (e0 - s0 == 64 && vec) {
                     v8u bv = {bs, bs, bs, bs, bs, bs, bs, bs};
                     v8s gt = {0, 0, 0, 0, 0, 0, 0, 0}, q = gt;
                     for (; j < e0; j += 8) {
