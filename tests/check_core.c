@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kernels.h"
+#include "core/simd.h"
+#include "core/step.h"
 #include "sift_internal.h"
 
 enum { V = 1000 };
@@ -224,6 +227,164 @@ START_TEST(test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix)
 }
 END_TEST
 
+/* The row load (core/kernels.c) writes the same bytes and flags at
+ * every dispatch level the machine has as its scalar twin: lengths
+ * around every vector width, rows with a NaN, a +inf, -inf runs, -0 and
+ * a row of -inf only, each bad value at every position of a short row. */
+static void load_levels_agree(const float *row, size_t n)
+{
+    static sift_candidate want[300], got[300];
+    int wb, wa;
+    sift__load_cand_at(SIFT__SIMD_SCALAR, row, want, n, &wb, &wa);
+    for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++) {
+        int gb = -1, ga = -1;
+        memset(got, 0xa5, sizeof got);
+        sift__load_cand_at(l, row, got, n, &gb, &ga);
+        ck_assert_int_eq(gb, wb);
+        ck_assert_int_eq(ga, wa);
+        ck_assert_int_eq(memcmp(got, want, n * sizeof *got), 0);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert_int_eq(got[i].id, (int32_t)i);
+            ck_assert_int_eq(memcmp(&got[i].logit, &row[i], sizeof row[i]), 0);
+        }
+    }
+}
+
+START_TEST(test_the_row_load_gives_the_scalar_bytes_and_flags_at_every_level)
+{
+    static float row[300];
+    uint64_t r = 12345;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 37)) {
+        for (size_t i = 0; i < n; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            row[i] = (float)((int64_t)(r >> 40) - (1 << 23)) * 1e-5f;
+        }
+        load_levels_agree(row, n);
+        if (n)
+            row[n / 2] = -0.0f;
+        load_levels_agree(row, n);
+        for (size_t i = 0; i < n && n <= 40; i++) {
+            static const float bad[] = {NAN, INFINITY, -INFINITY};
+            for (size_t b = 0; b < 3; b++) {
+                float keep = row[i];
+                row[i] = bad[b];
+                load_levels_agree(row, n);
+                row[i] = keep;
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            row[i] = -INFINITY;
+        load_levels_agree(row, n);
+    }
+}
+END_TEST
+
+/* top_n_sigma's lane sums (core/kernels.c) give the scalar twin's
+ * lanes bit for bit, its count and its maximum at every level: rows with
+ * -inf tokens at every position of the first blocks (which shift the
+ * lanes), lengths around multiples of 8, with and without a mean. */
+START_TEST(test_the_lane_sums_give_the_scalar_lanes_at_every_level)
+{
+    static sift_candidate cd[300];
+    uint64_t r = 777;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 23)) {
+        for (int variant = 0; variant < 4; variant++) {
+            for (size_t i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                cd[i].id = (int32_t)i;
+                cd[i].logit = (float)((int64_t)(r >> 40) - (1 << 23)) * 3e-6f;
+                if (variant == 1 && (r >> 20) % 7 == 0)
+                    cd[i].logit = -INFINITY;
+                if (variant == 2 && i == n / 3)
+                    cd[i].logit = -INFINITY;
+                if (variant == 3)
+                    cd[i].logit = -INFINITY;
+            }
+            for (int with_mean = 0; with_mean < 2; with_mean++) {
+                double mean = 0.37;
+                double want[8] = {0}, got[8];
+                size_t wc = 0, gc = 0;
+                float wm = 0, gm = 0;
+                sift__lane_sums_at(SIFT__SIMD_SCALAR, cd, n, with_mean ? &mean : NULL, want, &wc,
+                                   &wm);
+                for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++) {
+                    memset(got, 0, sizeof got);
+                    sift__lane_sums_at(l, cd, n, with_mean ? &mean : NULL, got, &gc, &gm);
+                    ck_assert_int_eq(memcmp(got, want, sizeof got), 0);
+                    ck_assert_uint_eq(gc, wc);
+                    ck_assert(gm == wm);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* The row step's cost model: a prefix of at most 256 tokens is always
+ * walked (up to V / 8), a longer one only while it is at most a 256th of
+ * the row, whichever builder (the one-pass top-k or the block path)
+ * would build it. */
+START_TEST(test_the_row_step_walks_a_prefix_only_where_it_costs_less_than_the_full_pass)
+{
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 0), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 40), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1000, 40), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1000, 125), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1000, 126), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 256), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 248320 / 256), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 248320 / 256 + 1), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 2088), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(248320, 4136), 0);
+    ck_assert_int_eq(sift__step_takes_prefix(1 << 22, 4136), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1 << 21, 4097), 1);
+    ck_assert_int_eq(sift__step_takes_prefix(1 << 21, 8193), 0);
+}
+END_TEST
+
+/* DRY with a 4,096-token window before top_k 40 asks for a prefix of
+ * 4,136 tokens, beyond the one-pass top-k: on a 248,320-token row the
+ * step goes straight to the full pass (no walk) and draws the token a
+ * forced full pass draws. */
+START_TEST(test_a_prefix_the_cost_model_refuses_goes_straight_to_the_full_pass)
+{
+    enum { BV = 248320 };
+    float *row = malloc(BV * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    for (int32_t i = 0; i < BV; i++)
+        row[i] = (float)((i * 7919) % 1009) * 0.01f;
+    static const int32_t b0[] = {13};
+    const int32_t *seqs[] = {b0};
+    const size_t lens[] = {1};
+    sift_chain *c[2];
+    int32_t tok[2] = {-1, -2};
+    for (int j = 0; j < 2; j++) {
+        sift_chain_params p;
+        sift_chain_params_init(&p);
+        p.seed = 7;
+        ck_assert_int_eq(sift_chain_new(&c[j], &p, NULL), SIFT_OK);
+        ck_assert_int_eq(
+            sift__chain_add_dry_tokens(c[j], 0.8f, 1.75f, 2, 4096, seqs, lens, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_k(c[j], 40, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c[j], NULL), SIFT_OK);
+        for (int32_t h = 0; h < 8; h++)
+            ck_assert_int_eq(sift_chain_accept(c[j], (h * 31) % 5, NULL), SIFT_OK);
+    }
+    ck_assert_uint_eq(sift__plan_prefix_k(c[0]), 4136);
+    ck_assert_int_eq(sift_chain_sample(c[0], row, BV, &tok[0], NULL), SIFT_OK);
+    ck_assert_uint_eq(c[0]->n_full_passes, 1);
+    ck_assert_uint_eq(c[0]->n_walks, 0);
+    ck_assert_uint_eq(c[0]->n_prefix_decided + c[0]->n_prefix_fallback, 0);
+    c[1]->busy = 1;
+    ck_assert_int_eq(sift__sample_row(c[1], row, BV, &tok[1], 0, NULL), SIFT_OK);
+    c[1]->busy = 0;
+    ck_assert_int_eq(tok[0], tok[1]);
+    sift_chain_free(c[0]);
+    sift_chain_free(c[1]);
+    free(row);
+}
+END_TEST
+
 /* Slice validation marks ids with the chain's generation instead of
  * clearing a set: when the generation wraps the array is zeroed, so the
  * marks of the generation before cannot pass for duplicates, and a real
@@ -267,6 +428,10 @@ static Suite *suite(void)
     tcase_add_test(t, test_an_undecided_slice_runs_one_walk_and_one_full_pass);
     tcase_add_test(t, test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix);
     tcase_add_test(t, test_slice_id_set_is_emptied_when_its_generation_wraps);
+    tcase_add_test(t, test_the_row_step_walks_a_prefix_only_where_it_costs_less_than_the_full_pass);
+    tcase_add_test(t, test_a_prefix_the_cost_model_refuses_goes_straight_to_the_full_pass);
+    tcase_add_test(t, test_the_row_load_gives_the_scalar_bytes_and_flags_at_every_level);
+    tcase_add_test(t, test_the_lane_sums_give_the_scalar_lanes_at_every_level);
     suite_add_tcase(s, t);
     return s;
 }

@@ -484,6 +484,58 @@ END_TEST
 /* top_n_sigma                                                         */
 /* ------------------------------------------------------------------ */
 
+/* top_n_sigma's two fused passes (the sums go straight into the eight
+ * lanes of the id-order sum) against the oracle, which stores the values
+ * and sums them with its copy of the definition: rows of every shape,
+ * with -inf runs that shift the lanes (lengths around multiples of 8),
+ * each whole distribution and the token compared. */
+START_TEST(test_top_n_sigma_matches_the_oracle_on_rows_with_minus_inf_runs)
+{
+    tu_rng r = {4242};
+    float *row = malloc(20000 * sizeof *row);
+    sift_token_prob *out = malloc(20000 * sizeof *out);
+    ck_assert_ptr_nonnull(row);
+    ck_assert_ptr_nonnull(out);
+    for (int it = 0; it < 60; it++) {
+        int32_t V = it < 40 ? (int32_t)tu_range(&r, 2, 300) : (int32_t)tu_range(&r, 1000, 20000);
+        tu_row(&r, row, V, it % 3 == 0 ? TU_ROW_NEG_INF : (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+        if (it % 5 == 1)
+            for (int32_t i = 0; i < V; i += (int32_t)tu_range(&r, 1, 11))
+                row[i] = -INFINITY;
+        row[tu_range(&r, 0, V - 1)] = 1.0f; /* one finite at least */
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = (uint64_t)it;
+        spec.n = 2;
+        spec.st[0].kind = SP_TOP_N_SIGMA;
+        spec.st[0].f0 = (float)tu_range(&r, 1, 30) * 0.1f;
+        spec.st[1].kind = SP_DIST;
+        sift_chain *c = NULL;
+        ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
+        or_chain o;
+        or_init(&o, &spec);
+        int32_t ts_ = -1, to = -1;
+        ck_assert_int_eq(sift_chain_sample(c, row, V, &ts_, NULL), SIFT_OK);
+        ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
+        ck_assert_int_eq(ts_, to);
+        or_arr oa;
+        ck_assert_int_eq(or_run_stages(&o, row, V, 1, &oa), SIFT_OK);
+        size_t n = 0;
+        ck_assert_int_eq(sift_chain_distribution(c, row, V, out, (size_t)V, &n, NULL), SIFT_OK);
+        ck_assert_uint_eq(n, oa.n);
+        for (size_t i = 0; i < n; i++) {
+            ck_assert_int_eq(out[i].id, oa.c[i].id);
+            ck_assert_int_eq(memcmp(&out[i].logit, &oa.c[i].logit, sizeof(float)), 0);
+        }
+        free(oa.c);
+        or_free(&o);
+        sift_chain_free(c);
+    }
+    free(out);
+    free(row);
+}
+END_TEST
+
 START_TEST(test_top_n_sigma_keeps_tokens_within_n_sigma_of_the_top)
 {
     /* {0, 1, 2, 3, 4}: mean 2, population variance 2, sigma 1.414214.
@@ -1331,6 +1383,7 @@ static Suite *suite(void)
         {"temp_ext_overflow", test_temp_ext_with_overflowing_temp_plus_delta_stays_finite},
         {"temp_ext_bad", test_temp_ext_rejects_bad_parameters},
         {"tns_keeps", test_top_n_sigma_keeps_tokens_within_n_sigma_of_the_top},
+        {"tns_oracle", test_top_n_sigma_matches_the_oracle_on_rows_with_minus_inf_runs},
         {"tns_equal", test_top_n_sigma_keeps_every_token_of_an_all_equal_row},
         {"tns_identity", test_top_n_sigma_with_n_at_most_zero_is_identity},
         {"tns_single", test_top_n_sigma_keeps_the_single_finite_token},

@@ -24,6 +24,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "simd.h"
 
 /* ------------------------------------------------------------------ */
 /* Sorting                                                             */
@@ -407,11 +408,33 @@ void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
         a->n = lo;
         return;
     }
+    /* ckey(x) >= cut, with the cut as a logit and an id: a larger logit,
+     * or an equal one (-0 and +0 are equal both ways) and an id no larger.
+     * Float compares on the row instead of a key per element; written
+     * without a branch on the (unpredictable) verdict. */
+    uint32_t k = (uint32_t)(cut >> 32);
+    uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+    float cl;
+    memcpy(&cl, &u, sizeof cl);
+    uint32_t cid = ~(uint32_t)cut;
     size_t j = 0;
+    if (SIFT__UNLIKELY((u & 0x7fffffffu) > 0x7f800000u)) {
+        /* a cut beyond every float (keep all or none): by the key */
+        for (size_t i = 0; i < a->n; i++) {
+            sift_candidate x = a->c[i];
+            if (sift__ckey(x.logit, x.id) >= cut)
+                a->c[j++] = x;
+        }
+        if (j != a->n)
+            a->dense = 0;
+        a->n = j;
+        return;
+    }
     for (size_t i = 0; i < a->n; i++) {
         sift_candidate x = a->c[i];
-        if (sift__ckey(x.logit, x.id) >= cut)
-            a->c[j++] = x;
+        int keep = (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
+        a->c[j] = x;
+        j += (size_t)keep;
     }
     if (j != a->n)
         a->dense = 0;
@@ -591,9 +614,27 @@ static int weighted_select(uint64_t *K, uint64_t *Wt, size_t n, sift__u128 T, in
     return 0;
 }
 
-/* Bits of the logit key that pick a histogram bucket: 2^HB buckets,
- * monotone in the logit (sign, exponent and the top mantissa bits). */
-enum { HB = 11, HBUCKETS = 1 << HB };
+/* Histogram buckets of the weighted prefix: 2^HB of them, a monotone
+ * function of the weight (mass_bucket). */
+enum { HB = 12, HBUCKETS = 1 << HB };
+
+/* The bucket of a weight w <= 2^62: the exponent of (double)w and the top
+ * 6 bits of its mantissa, 64 buckets per binade of weight, 0 for w <= 1
+ * (at most 62 * 64 + 63 < HBUCKETS). The conversion rounds, but is
+ * non-decreasing, so a larger weight never has a smaller bucket; a
+ * larger logit has a weight at least as large, so buckets never increase
+ * along canonical order. Tokens of equal weight share a bucket, which is
+ * searched exactly. On a flat row (every weight within a few binades of
+ * the largest) this still gives about 64 buckets per binade, where the
+ * top 11 bits of the logit's key gave 4. */
+static inline uint32_t mass_bucket(uint64_t w)
+{
+    double d = (double)(int64_t)w;
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    uint32_t e = (uint32_t)(u >> 46), one = 1023u << 6;
+    return e > one ? e - one : 0;
+}
 
 /* Below this many candidates, sift__mass_prefix sorts and walks. */
 #define SMALL_MASS_N 48
@@ -649,12 +690,13 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
         return n;
     }
     if (n >= 4 * HBUCKETS) {
-        /* One pass sums the weights per logit bucket; walking the buckets
-         * from the top finds the one where the prefix mass reaches T,
-         * and only that bucket's elements need an exact search. Each
-         * weight is split into 32-bit halves summed in separate 64-bit
-         * counters, which cannot overflow for n < 2^32, so no carries are
-         * tracked in the loop. */
+        /* One pass sums the weights per weight bucket (mass_bucket) and
+         * stores each element's bucket; walking the buckets from the top
+         * finds the one where the prefix mass reaches T, and only that
+         * bucket's elements need an exact search. Each weight is split
+         * into 32-bit halves summed in separate 64-bit counters, which
+         * cannot overflow for n < 2^32, so no carries are tracked in the
+         * loop. */
         if (!strict && T.hi == 0 && T.lo == 0) {
             /* Every prefix reaches 0; the shortest one still holds the
              * canonical first token. */
@@ -666,40 +708,44 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
             *cut = mx;
             return 1;
         }
-        uint64_t *h = ctx->ws->u64c;    /* h[2b] low halves, h[2b + 1] high */
-        uint64_t *bmax = ctx->ws->u64b; /* largest key of each block */
+        uint64_t *h = ctx->ws->u64c; /* h[2b] low halves, h[2b + 1] high */
+        /* Each element's bucket, 16 bits, in u64b (n / 4 of its n
+         * entries). */
+        uint16_t *bk = (uint16_t *)(void *)ctx->ws->u64b;
         /* Four histograms, element i going to copy i mod 4, merged after:
-         * neighbours often share a bucket (logits crowd a few binades),
+         * neighbours often share a bucket (weights crowd a few binades),
          * and with one copy every add waited for the previous store to
-         * the same counter. The copies fill u64c and u64d (8192 entries
-         * each, which n >= 4 * HBUCKETS guarantees); K and Wt reuse them
-         * only after the merge. Integer sums, so the merge order does not
-         * matter. */
+         * the same counter. The copies fill u64c and u64d (2 * 2 *
+         * HBUCKETS entries each, which n >= 4 * HBUCKETS guarantees); K
+         * and Wt reuse them only after the merge. Integer sums, so the
+         * merge order does not matter. */
         uint64_t *hc[4] = {h, h + 2 * HBUCKETS, ctx->ws->u64d, ctx->ws->u64d + 2 * HBUCKETS};
         for (int q = 0; q < 4; q++)
             memset(hc[q], 0, 2 * HBUCKETS * sizeof *h);
-        size_t nb = (n + PF_B - 1) / PF_B;
-        for (size_t blk = 0; blk < nb; blk++) {
-            size_t s = blk * PF_B, e = s + PF_B < n ? s + PF_B : n;
-            uint32_t mx = 0;
-            size_t i = s;
-            for (; i + 4 <= e; i += 4) {
-                for (int q = 0; q < 4; q++) {
-                    uint32_t key = sift__fkey(c[i + q].logit);
-                    uint32_t b = key >> (32 - HB);
-                    hc[q][2 * b] += w[i + q] & 0xffffffffu;
-                    hc[q][2 * b + 1] += w[i + q] >> 32;
-                    mx = key > mx ? key : mx;
-                }
-            }
-            for (; i < e; i++) {
-                uint32_t key = sift__fkey(c[i].logit);
-                uint32_t b = key >> (32 - HB);
-                h[2 * b] += w[i] & 0xffffffffu;
-                h[2 * b + 1] += w[i] >> 32;
-                mx = key > mx ? key : mx;
-            }
-            bmax[blk] = mx >> (32 - HB);
+        uint64_t *h0 = hc[0], *h1 = hc[1], *h2 = hc[2], *h3 = hc[3];
+        size_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            uint64_t w0 = w[i], w1 = w[i + 1], w2 = w[i + 2], w3 = w[i + 3];
+            uint32_t b0 = mass_bucket(w0), b1 = mass_bucket(w1);
+            uint32_t b2 = mass_bucket(w2), b3 = mass_bucket(w3);
+            bk[i] = (uint16_t)b0;
+            bk[i + 1] = (uint16_t)b1;
+            bk[i + 2] = (uint16_t)b2;
+            bk[i + 3] = (uint16_t)b3;
+            h0[2 * b0] += w0 & 0xffffffffu;
+            h0[2 * b0 + 1] += w0 >> 32;
+            h1[2 * b1] += w1 & 0xffffffffu;
+            h1[2 * b1 + 1] += w1 >> 32;
+            h2[2 * b2] += w2 & 0xffffffffu;
+            h2[2 * b2 + 1] += w2 >> 32;
+            h3[2 * b3] += w3 & 0xffffffffu;
+            h3[2 * b3 + 1] += w3 >> 32;
+        }
+        for (; i < n; i++) {
+            uint32_t b = mass_bucket(w[i]);
+            bk[i] = (uint16_t)b;
+            h[2 * b] += w[i] & 0xffffffffu;
+            h[2 * b + 1] += w[i] >> 32;
         }
         for (size_t b = 0; b < 2 * HBUCKETS; b++)
             h[b] += hc[1][b] + hc[2][b] + hc[3][b];
@@ -719,21 +765,52 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
         }
         if (bstar >= 0) {
             /* Gather the bucket (K and Wt overwrite the histogram, which
-             * is no longer needed) and count what lies above it; blocks
-             * whose largest key is below the bucket hold neither. */
+             * is no longer needed) and count what lies above it. */
             size_t m = 0, n_above = 0;
-            for (size_t blk = 0; blk < nb; blk++) {
-                if (bmax[blk] < (uint64_t)bstar)
+            uint16_t bs = (uint16_t)bstar;
+            const int vec = sift__simd()->level > SIFT__SIMD_SCALAR;
+            (void)vec;
+            /* Blocks of 64: a branch-free count (it vectorizes) and a
+             * look at the elements only in a block that holds the bucket. */
+            for (size_t s0 = 0; s0 < n; s0 += 64) {
+                size_t e0 = n - s0 > 64 ? s0 + 64 : n;
+                uint32_t cnt = 0, eq = 0;
+                size_t j = s0;
+#if defined(__GNUC__) || defined(__clang__)
+                /* Eight buckets at a time with the compiler's generic
+                 * vectors (SSE2, NEON); the same count as the scalar
+                 * loop below, which SIFT_SIMD=scalar selects (so the
+                 * tests run both). */
+                typedef uint16_t v8u __attribute__((vector_size(16)));
+                typedef int16_t v8s __attribute__((vector_size(16)));
+                if (e0 - s0 == 64 && vec) {
+                    v8u bv = {bs, bs, bs, bs, bs, bs, bs, bs};
+                    v8s gt = {0, 0, 0, 0, 0, 0, 0, 0}, q = gt;
+                    for (; j < e0; j += 8) {
+                        v8u x;
+                        memcpy(&x, bk + j, sizeof x);
+                        gt -= (v8s)(x > bv); /* a true lane is -1 */
+                        q |= (v8s)(x == bv);
+                    }
+                    for (int l = 0; l < 8; l++) {
+                        cnt += (uint32_t)gt[l];
+                        eq |= (uint32_t)(q[l] != 0);
+                    }
+                }
+#endif
+                for (; j < e0; j++) {
+                    cnt += bk[j] > bs;
+                    eq |= bk[j] == bs;
+                }
+                n_above += cnt;
+                if (!eq)
                     continue;
-                size_t s = blk * PF_B, e = s + PF_B < n ? s + PF_B : n;
-                for (size_t i = s; i < e; i++) {
-                    uint32_t b = sift__fkey(c[i].logit) >> (32 - HB);
-                    if (b == (uint32_t)bstar) {
-                        K[m] = sift__ckey(c[i].logit, c[i].id);
-                        Wt[m] = w[i];
+                for (j = s0; j < e0; j++) {
+                    if (bk[j] == bs) {
+                        K[m] = sift__ckey(c[j].logit, c[j].id);
+                        Wt[m] = w[j];
                         m++;
                     }
-                    n_above += b > (uint32_t)bstar;
                 }
             }
             if (weighted_select(K, Wt, m, sift__u128_sub(T, above), strict, cut, &len))

@@ -11,6 +11,8 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "kernels.h"
+#include "simd.h"
 #include "step.h"
 
 /* Stages (a grammar) and checkers that decide per token of their own
@@ -80,39 +82,11 @@ static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift_
                             sift_error *err)
 {
     sift_candidate *cd = c->ws.cand;
-    /* One pass that both copies and looks for bad values; the tests are
-     * ORed so the loop stays branch-free. With GCC or clang the tests run
-     * on four floats at once (generic vectors: SSE2, NEON), which halves
-     * the cost of this pass on a full row; the outcome is the same. */
-    int bad = 0;
-    int any = 0;
-    int32_t i = 0;
-#if defined(__GNUC__) || defined(__clang__)
-    typedef float v4f __attribute__((vector_size(16)));
-    typedef int32_t v4i __attribute__((vector_size(16)));
-    const v4f inf = {INFINITY, INFINITY, INFINITY, INFINITY};
-    const v4f ninf = -inf;
-    v4i bad4 = {0, 0, 0, 0}, any4 = {0, 0, 0, 0};
-    for (; i + 4 <= V; i += 4) {
-        v4f x;
-        memcpy(&x, logits + i, sizeof x);
-        bad4 |= ~(x < inf); /* NaN or +inf */
-        any4 |= x > ninf;
-        for (int j = 0; j < 4; j++) {
-            cd[i + j].id = i + j;
-            cd[i + j].logit = x[j];
-        }
-    }
-    bad = (bad4[0] | bad4[1] | bad4[2] | bad4[3]) != 0;
-    any = (any4[0] | any4[1] | any4[2] | any4[3]) != 0;
-#endif
-    for (; i < V; i++) {
-        float x = logits[i];
-        cd[i].id = i;
-        cd[i].logit = x;
-        bad |= !(x < INFINITY); /* NaN or +inf */
-        any |= x > -INFINITY;
-    }
+    /* One pass that both copies and looks for bad values
+     * (core/kernels.c: vector forms with a scalar twin, the same bytes
+     * and flags). */
+    int bad = 0, any = 0;
+    sift__load_cand(logits, cd, (size_t)V, &bad, &any);
     if (bad || !any)
         return sift__row_error(logits, V, err);
     a->c = cd;
@@ -271,6 +245,32 @@ static size_t ws_need(const sift_chain *c, int32_t V)
     return (size_t)V + (size_t)sift__chain_max_extras(c);
 }
 
+/* The cost model of the row step: 1 when the prefix walk over the row's
+ * top k is expected to be cheaper than the full pass. Measured with
+ * `make bench` (the "(full pass)" cases; docs/samplers.md,
+ * "Performance"): on V = 248,320 the full pass of DRY -> top_k 40 ->
+ * dist costs about 0.45 ns per token of the row (110-140 us), the prefix
+ * walk about 50 us plus 50-75 ns per prefix token (the one-pass top-k's
+ * sort of k keys and the walk over them): DRY windows before top_k 40
+ * gave k = 1,064 a tie, k = 2,088 lost by 1.3-1.5 times, k = 4,136 (the
+ * block path) lost ten times before the full pass got faster (2.2 ms
+ * against 0.2 ms). The crossover is near k = V / 250.
+ * - k <= V / 8, and a prefix of at most SIFT__STEP_PREFIX_K0 tokens is
+ *   always taken: its work is a few microseconds at most, and the rows
+ *   on which it could lose to the full pass are that short too.
+ * - a longer prefix only when k * SIFT__STEP_PREFIX_RATIO <= V. That
+ *   covers the block path of sift__row_prefix too (k > SIFT__TOPK_MAX),
+ *   which reads again every block whose maximum reaches the k-th largest
+ *   (at least 64 k tokens, the whole row once k reaches V / 64). */
+#define SIFT__STEP_PREFIX_K0 256
+#define SIFT__STEP_PREFIX_RATIO 256
+int sift__step_takes_prefix(int32_t V, size_t k)
+{
+    if (k == 0 || k > (size_t)V / 8)
+        return 0;
+    return k <= SIFT__STEP_PREFIX_K0 || k <= (size_t)V / SIFT__STEP_PREFIX_RATIO;
+}
+
 /* One pass of the chain over a whole row, starting from RNG state *rng:
  * the token, and *rng advanced past the draws. Commits nothing. The
  * caller has checked the chain and sized the buffers. try_prefix = 0
@@ -284,15 +284,16 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
     sift__arr a;
     /* Fast path: decide from the row's top k when the chain allows it. */
     size_t k = try_prefix ? sift__plan_prefix_k(c) : 0;
+    int prefix = sift__step_takes_prefix(V, k);
     /* The prefix needs the extras of this step; a grammar that cannot
      * list its allowed tokens within its work budget sends the step to
      * the whole row, which does not need them (out of memory is the
      * step's error). */
-    sift_status ps = k > 0 && k <= (size_t)V / 8 ? sift__chain_prepare_extras(c, NULL) : SIFT_OK;
+    sift_status ps = prefix ? sift__chain_prepare_extras(c, NULL) : SIFT_OK;
     if (ps == SIFT_E_NOMEM)
         return sift__fail(err, SIFT_E_NOMEM,
                           "out of memory while listing a grammar's allowed tokens");
-    if (k > 0 && k <= (size_t)V / 8 && ps == SIFT_OK) {
+    if (prefix && ps == SIFT_OK) {
         sift__ctx_init(c, &ctx, V, err);
         ctx.rng = *rng;
         if ((s = sift__row_prefix(&ctx, logits, V, k, c->ws.cand)))

@@ -24,6 +24,10 @@ SIFT__HIDDEN sift_status sift__row_buffer(sift_chain *c, int32_t V, sift_error *
 SIFT__HIDDEN sift_status sift__check_mode(sift_chain *c, const float *row, const sift_slice *sl,
                                           int32_t V, sift__rng *rng, int32_t *token, int *resampled,
                                           sift_error *err);
+/* The row step's cost model: 1 when a step whose plan asks for the top
+ * k of a V-token row takes the prefix walk, 0 when it goes straight to
+ * the full pass (k = 0 is the whole row). */
+SIFT__HIDDEN int sift__step_takes_prefix(int32_t V, size_t k);
 /* sift_chain_sample's body (the chain is entered and busy). try_prefix
  * = 0 goes straight to the full pass (the slice fallback, which has run
  * the certificate walk already). */

@@ -25,6 +25,7 @@
  */
 #include <math.h>
 
+#include "../core/kernels.h"
 #include "../sift_internal.h"
 #include "registry.h"
 
@@ -33,35 +34,40 @@ typedef struct tns_stage {
     float n;
 } tns_stage;
 
+/* Lanes of sift__dsum_idorder: the finite candidates' j-th value goes to
+ * lane j mod 8, the lanes are combined as it combines them. */
+static double lanes_sum(const double s[8])
+{
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 static sift_status tns_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     const tns_stage *s = (const tns_stage *)st;
     if (!(s->n > 0.0f) || a->n <= 1)
         return SIFT_OK;
     sift__arr_idorder(ctx, a);
-    double *x = ctx->ws->f64;
-    size_t c = 0;
-    float m = -INFINITY;
-    for (size_t i = 0; i < a->n; i++) {
-        float l = a->c[i].logit;
-        if (l > -INFINITY) {
-            x[c++] = (double)l;
-            m = l > m ? l : m;
-        }
-    }
+    /* dsum over the finite logits, then over the squared deviations, each
+     * summed straight into the eight lanes of sift__dsum_idorder while
+     * the candidates are read (no array of doubles, two passes instead
+     * of four): the same terms in the same lanes in the same order, so
+     * the sums are the definition's bit for bit. */
+    double s1[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s2[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float m, m2;
+    size_t c, c2;
+    sift__lane_sums(a->c, a->n, NULL, s1, &c, &m); /* core/kernels.c */
     if (c == 0)
         return sift__no_candidate(ctx, st->ops->name);
-    double mean = sift__dsum_idorder(x, c) / (double)c;
-    for (size_t i = 0; i < c; i++) {
-        double d = x[i] - mean;
-        x[i] = d * d;
-    }
-    double var = sift__dsum_idorder(x, c) / (double)c;
+    double mean = lanes_sum(s1) / (double)c;
+    sift__lane_sums(a->c, a->n, &mean, s2, &c2, &m2);
+    double var = lanes_sum(s2) / (double)c;
     double thr = (double)m - (double)s->n * sift__sqrt(var);
     size_t j = 0;
-    for (size_t i = 0; i < a->n; i++)
-        if ((double)a->c[i].logit >= thr)
-            a->c[j++] = a->c[i];
+    for (size_t i = 0; i < a->n; i++) {
+        sift_candidate x = a->c[i];
+        a->c[j] = x;
+        j += (size_t)((double)x.logit >= thr);
+    }
     if (j != a->n)
         a->dense = 0;
     a->n = j;

@@ -1,29 +1,53 @@
 /*
  * bench.c - the sift benchmark (`make bench`; not a test).
  *
- * Owns: timing every sampler alone (followed by dist), the production
- * chain and llama.cpp's default chain on full rows of realistic size, and
- * relating each to a "floor": one max-reduction over the row with four
- * vector accumulators, through the library's run-time dispatch (SSE2,
- * AVX2 or AVX-512F, core/cpu.c), the least work any sampler must do to
- * look at every logit once; memcpy of the row is printed beside it. The ratio to
- * the floor measured in the same run is the number to watch; absolute
- * microseconds depend on the machine.
+ * Owns: timing the chains of issue 12's table (the production chain,
+ * llama.cpp's default chain, penalties -> greedy, top_k, every
+ * whole-distribution sampler followed by dist, mirostat v1/v2, dist
+ * alone, DRY with a 4,096-token window before top_k) and a few more, on
+ * whole rows of V = 151,936 and 248,320 tokens, and relating each to two
+ * limits measured in the same run, interleaved with it:
+ *   - the floor: one max-reduction over the row with four vector
+ *     accumulators, through the library's run-time dispatch (SSE2, AVX2 or
+ *     AVX-512F, core/cpu.c; SIFT_SIMD caps it), the least work any step
+ *     that looks at every logit once must do;
+ *   - memcpy of the row into a buffer of its size.
  *
- * The row is N(0, 2) with a handful of peaked tokens 12..20 above the
- * mean (fixed seed), so the distribution has a few dominant tokens over a
- * long tail that still holds real mass, the shape of an LLM's logits.
- * Each timed step is one sift_chain_sample on the full row; nothing is
- * accepted while timing, so the chain's state (history, mu) stays fixed
- * and every step does the same work. Chains that need a history get 64
- * tokens accepted before timing.
+ * A step is sift_chain_sample followed by sift_chain_accept of the token
+ * it gave, so the chain's state (history, mu) moves as in generation, and
+ * the rows change from step to step: each measurement cycles through
+ * NROWS different rows of one shape (about 8 MB at V = 248,320, more than
+ * a core's cache, as a fresh row from a model is). The floor and memcpy
+ * read the same rows in the same order right before each case's
+ * measurement, in every round; a case's ratio is the median over rounds
+ * of (its time / the floor's time in that round), so a load that changes
+ * during the run moves both. Times are CPU time of the thread
+ * (CLOCK_THREAD_CPUTIME_ID) divided by the steps of a measurement.
  *
- * Usage: bench [--quick] [--v N] [--json]
- *   --quick  fewer repetitions (a smoke run)
- *   --v N    only rows of length N (default: 32000 128256 151936 248320)
- *   --json   one JSON object per line instead of the table
- * A chain whose construction fails (a sampler that is not there yet)
- * prints "n/a".
+ * Rows (fixed seeds):
+ *   peaked  N(0, sigma = 2) per token, plus a head of 50 ids raised by
+ *           U(5, 15): a few dominant tokens over a tail that still holds
+ *           real mass;
+ *   bf16    the peaked rows rounded to bfloat16 (ties everywhere);
+ *   flat    U[-1, 1]: thousands of tokens survive every truncation.
+ *
+ * Cases whose name ends in "(full pass)" run the same chain with the
+ * prefix fast path turned off (sift__sample_row with try_prefix = 0): the
+ * whole row loaded and every stage applied to it. The prefix path must
+ * never be slower than that.
+ *
+ * Usage: bench [--quick] [--v N] [--rows K[,K]] [--case S[,S]]
+ *              [--rounds N] [--json]
+ *   --quick   3 rounds of 8 steps (a smoke run)
+ *   --v N     only rows of length N (default: 151936 248320)
+ *   --rows    only the named row shapes (peaked, bf16, flat)
+ *   --case    only cases whose name contains one of the substrings
+ *             (=NAME: the case named NAME exactly)
+ *   --rounds  rounds per case (default 7)
+ *   --json    one JSON object per line instead of the table
+ * The same filters are read from SIFT_BENCH_V, SIFT_BENCH_ROWS,
+ * SIFT_BENCH_CASE and SIFT_BENCH_ROUNDS when the option is not given.
+ * A chain whose construction fails prints "n/a".
  */
 #include <math.h>
 #include <stdio.h>
@@ -33,16 +57,23 @@
 
 #include "sift.h"
 #include "core/simd.h"
+#include "core/step.h"
 #include "sift_internal.h"
 #include "testutil.h"
 
-#define MAX_REPS 1000
+#define NROWS 8
+#define MAX_ROUNDS 64
 #define HIST_N 64
+#define HEAD_N 50
 
 typedef struct opts {
     int quick;
     int json;
+    int rounds;
+    int steps;
     int32_t only_v;
+    const char *rows;  /* comma-separated shapes, NULL = all */
+    const char *cases; /* comma-separated substrings, NULL = all */
 } opts;
 
 /* A chain under test: a name and a builder. */
@@ -51,16 +82,17 @@ typedef sift_status (*build_fn)(sift_chain *c, int32_t V, sift_error *err);
 typedef struct bench_case {
     const char *name;
     build_fn build;
-    int needs_history; /* accept HIST_N tokens before timing */
+    int32_t history; /* tokens accepted before timing */
+    int full;        /* 1: the prefix path is off (the full pass) */
 } bench_case;
 
 static volatile float sink_f;
 static volatile int32_t sink_i;
 
-static double now_us(void)
+static double cpu_us(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
@@ -71,16 +103,17 @@ static int cmp_double(const void *a, const void *b)
 }
 
 typedef struct stats {
-    double med, p10, p90;
+    double med, lo, hi;
 } stats;
 
+/* Median, minimum and maximum of t[0..n) (sorts t). */
 static stats summarize(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
     stats s;
-    s.med = t[n / 2];
-    s.p10 = t[n / 10];
-    s.p90 = t[(n * 9) / 10];
+    s.med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    s.lo = t[0];
+    s.hi = t[n - 1];
     return s;
 }
 
@@ -161,21 +194,56 @@ static sift_status b_penalties(sift_chain *c, int32_t V, sift_error *e)
     sift_status s = sift_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, e);
     return s ? s : sift_chain_add_dist(c, e);
 }
+static sift_status b_penalties_greedy(sift_chain *c, int32_t V, sift_error *e)
+{
+    (void)V;
+    sift_status s = sift_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, e);
+    return s ? s : sift_chain_add_greedy(c, e);
+}
 
 /* DRY with breakers given as token sequences: "\n", ":", "\"", "*" stand
  * in as four single tokens, as llama.cpp's defaults would map. */
-static sift_status add_dry(sift_chain *c, float mult, sift_error *e)
+static sift_status add_dry(sift_chain *c, float mult, int32_t last_n, sift_error *e)
 {
     static const int32_t b0[] = {13}, b1[] = {25}, b2[] = {1}, b3[] = {9};
     const int32_t *seqs[] = {b0, b1, b2, b3};
     const size_t lens[] = {1, 1, 1, 1};
-    return sift__chain_add_dry_tokens(c, mult, 1.75f, 2, 1024, seqs, lens, 4, e);
+    return sift__chain_add_dry_tokens(c, mult, 1.75f, 2, last_n, seqs, lens, 4, e);
 }
-static sift_status b_dry(sift_chain *c, int32_t V, sift_error *e)
+static sift_status dry_top_k(sift_chain *c, int32_t window, sift_error *e)
+{
+    sift_status s;
+    if ((s = add_dry(c, 0.8f, window, e)) || (s = sift_chain_add_top_k(c, 40, e)))
+        return s;
+    return sift_chain_add_dist(c, e);
+}
+static sift_status b_dry_top_k(sift_chain *c, int32_t V, sift_error *e)
 {
     (void)V;
-    sift_status s = add_dry(c, 0.8f, e);
-    return s ? s : sift_chain_add_dist(c, e);
+    return dry_top_k(c, 4096, e);
+}
+/* Windows that put the prefix (40 + window) on either side of the
+ * one-pass top-k's largest k (SIFT__TOPK_MAX): the cost model's
+ * crossover. */
+static sift_status b_dry1024_top_k(sift_chain *c, int32_t V, sift_error *e)
+{
+    (void)V;
+    return dry_top_k(c, 1024, e);
+}
+static sift_status b_dry2048_top_k(sift_chain *c, int32_t V, sift_error *e)
+{
+    (void)V;
+    return dry_top_k(c, 2048, e);
+}
+static sift_status b_dry3072_top_k(sift_chain *c, int32_t V, sift_error *e)
+{
+    (void)V;
+    return dry_top_k(c, 3072, e);
+}
+static sift_status b_dry4000_top_k(sift_chain *c, int32_t V, sift_error *e)
+{
+    (void)V;
+    return dry_top_k(c, 4000, e);
 }
 static sift_status b_logit_bias(sift_chain *c, int32_t V, sift_error *e)
 {
@@ -201,221 +269,346 @@ static sift_status b_llama_default(sift_chain *c, int32_t V, sift_error *e)
 {
     (void)V;
     sift_status s;
-    if ((s = sift_chain_add_penalties(c, 64, 1.0f, 0.0f, 0.0f, e)) || (s = add_dry(c, 0.0f, e)) ||
-        (s = sift_chain_add_top_n_sigma(c, -1.0f, e)) || (s = sift_chain_add_top_k(c, 40, e)) ||
-        (s = sift_chain_add_typical(c, 1.0f, 1, e)) || (s = sift_chain_add_top_p(c, 0.95f, 1, e)) ||
-        (s = sift_chain_add_min_p(c, 0.05f, 1, e)) ||
+    if ((s = sift_chain_add_penalties(c, 64, 1.0f, 0.0f, 0.0f, e)) ||
+        (s = add_dry(c, 0.0f, 1024, e)) || (s = sift_chain_add_top_n_sigma(c, -1.0f, e)) ||
+        (s = sift_chain_add_top_k(c, 40, e)) || (s = sift_chain_add_typical(c, 1.0f, 1, e)) ||
+        (s = sift_chain_add_top_p(c, 0.95f, 1, e)) || (s = sift_chain_add_min_p(c, 0.05f, 1, e)) ||
         (s = sift_chain_add_xtc(c, 0.0f, 0.1f, 1, e)) || (s = sift_chain_add_temp(c, 0.8f, e)))
         return s;
     return sift_chain_add_dist(c, e);
 }
 
 static const bench_case cases[] = {
-    {"greedy", b_greedy, 0},
-    {"dist", b_dist, 0},
-    {"top_k 40 + dist", b_top_k, 0},
-    {"top_p 0.95 + dist", b_top_p, 0},
-    {"min_p 0.05 + dist", b_min_p, 0},
-    {"typical 0.9 + dist", b_typical, 0},
-    {"temp 0.8 + dist", b_temp, 0},
-    {"temp_ext 0.8/0.5/1 + dist", b_temp_ext, 0},
-    {"xtc 1.0/0.1 + dist", b_xtc, 0},
-    {"top_n_sigma 1.0 + dist", b_top_n_sigma, 0},
-    {"mirostat 5/0.1/100", b_mirostat, 0},
-    {"mirostat_v2 5/0.1", b_mirostat_v2, 0},
-    {"penalties 64/1.1 + dist", b_penalties, 1},
-    {"dry 0.8/1.75/2/1024 + dist", b_dry, 1},
-    {"logit_bias 3 + dist", b_logit_bias, 0},
-    {"production chain", b_production, 1},
-    {"llama.cpp default chain", b_llama_default, 1},
+    /* issue 12's table, in its order */
+    {"production chain", b_production, HIST_N, 0},
+    {"production chain (full pass)", b_production, HIST_N, 1},
+    {"llama.cpp default chain", b_llama_default, HIST_N, 0},
+    {"llama.cpp default chain (full pass)", b_llama_default, HIST_N, 1},
+    {"penalties 64/1.1 -> greedy", b_penalties_greedy, HIST_N, 0},
+    {"penalties 64/1.1 -> greedy (full pass)", b_penalties_greedy, HIST_N, 1},
+    {"top_k 40 + dist", b_top_k, 0, 0},
+    {"top_k 40 + dist (full pass)", b_top_k, 0, 1},
+    {"typical 0.9 + dist", b_typical, 0, 0},
+    {"temp_ext 0.8/0.5/1 + dist", b_temp_ext, 0, 0},
+    {"xtc 1.0/0.1 + dist", b_xtc, 0, 0},
+    {"top_n_sigma 1 + dist", b_top_n_sigma, 0, 0},
+    {"mirostat 5/0.1/100", b_mirostat, 0, 0},
+    {"mirostat_v2 5/0.1", b_mirostat_v2, 0, 0},
+    {"top_p 0.95 + dist", b_top_p, 0, 0},
+    {"dist", b_dist, 0, 0},
+    {"dry 4096 -> top_k 40 + dist", b_dry_top_k, 4096, 0},
+    {"dry 4096 -> top_k 40 + dist (full pass)", b_dry_top_k, 4096, 1},
+    /* more */
+    {"dry 1024 -> top_k 40 + dist", b_dry1024_top_k, 1024, 0},
+    {"dry 1024 -> top_k 40 + dist (full pass)", b_dry1024_top_k, 1024, 1},
+    {"dry 2048 -> top_k 40 + dist", b_dry2048_top_k, 2048, 0},
+    {"dry 2048 -> top_k 40 + dist (full pass)", b_dry2048_top_k, 2048, 1},
+    {"dry 3072 -> top_k 40 + dist", b_dry3072_top_k, 3072, 0},
+    {"dry 3072 -> top_k 40 + dist (full pass)", b_dry3072_top_k, 3072, 1},
+    {"dry 4000 -> top_k 40 + dist", b_dry4000_top_k, 4000, 0},
+    {"dry 4000 -> top_k 40 + dist (full pass)", b_dry4000_top_k, 4000, 1},
+    {"greedy", b_greedy, 0, 0},
+    {"min_p 0.05 + dist", b_min_p, 0, 0},
+    {"temp 0.8 + dist", b_temp, 0, 0},
+    {"penalties 64/1.1 + dist", b_penalties, HIST_N, 0},
+    {"logit_bias 3 + dist", b_logit_bias, 0, 0},
 };
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+/* ------------------------------------------------------------------ */
+/* Rows                                                                */
+/* ------------------------------------------------------------------ */
+
+enum { ROW_PEAKED, ROW_BF16, ROW_FLAT, ROW_KINDS };
+static const char *const row_names[ROW_KINDS] = {"peaked", "bf16", "flat"};
+
+static void make_row(float *row, int32_t V, int kind, int j)
+{
+    tu_rng r = {0x5eedULL ^ (uint64_t)V ^ ((uint64_t)j << 40)};
+    if (kind == ROW_FLAT) {
+        for (int32_t i = 0; i < V; i++)
+            row[i] = (float)(2.0 * tu_unif(&r) - 1.0);
+        return;
+    }
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)(2.0 * tu_normal(&r));
+    /* the head: 50 ids raised by U(5, 15) (a repeated id is raised again) */
+    for (int h = 0; h < HEAD_N; h++) {
+        int32_t id = (int32_t)tu_range(&r, 0, V - 1);
+        row[id] += (float)(5.0 + 10.0 * tu_unif(&r));
+    }
+    if (kind == ROW_BF16)
+        for (int32_t i = 0; i < V; i++)
+            row[i] = tu_bf16(row[i]);
+}
 
 /* ------------------------------------------------------------------ */
 /* Measurement                                                         */
 /* ------------------------------------------------------------------ */
 
-static void make_row(float *row, int32_t V)
+/* The floor over `steps` rows: a max-reduction through the library's
+ * run-time dispatch (core/cpu.c; SIFT_SIMD caps the level). */
+static double time_floor(float *const *rows, int32_t V, int steps)
 {
-    tu_rng r = {0x5eedULL ^ (uint64_t)V};
-    for (int32_t i = 0; i < V; i++)
-        row[i] = (float)(2.0 * tu_normal(&r));
-    /* a few dominant tokens, as after a confident context */
-    for (int j = 0; j < 6; j++)
-        row[tu_range(&r, 0, V - 1)] = (float)(12.0 + 8.0 * tu_unif(&r));
+    const sift__simd_ops *ops = sift__simd();
+    double t0 = cpu_us();
+    for (int s = 0; s < steps; s++)
+        sink_f = ops->max_f32(rows[s % NROWS], (size_t)V);
+    return (cpu_us() - t0) / steps;
 }
 
-/* The floor: a max-reduction with four vector accumulators through the
- * library's run-time dispatch (core/cpu.c; SIFT_SIMD caps the level). */
-static float floor_step(const float *row, int32_t V)
+static double time_memcpy(float *const *rows, float *dst, int32_t V, int steps)
 {
-    return sift__simd()->max_f32(row, (size_t)V);
-}
-
-static int reps_for(const opts *o, int32_t V)
-{
-    int reps = V <= 40000 ? 1000 : 400;
-    return o->quick ? reps / 10 : reps;
-}
-
-static stats time_floor(const float *row, int32_t V, int reps, double *t)
-{
-    for (int w = 0; w < 5; w++)
-        sink_f = floor_step(row, V);
-    for (int i = 0; i < reps; i++) {
-        double t0 = now_us();
-        sink_f = floor_step(row, V);
-        t[i] = now_us() - t0;
+    double t0 = cpu_us();
+    for (int s = 0; s < steps; s++) {
+        memcpy(dst, rows[s % NROWS], (size_t)V * sizeof *dst);
+        sink_f = dst[s];
     }
-    return summarize(t, reps);
+    return (cpu_us() - t0) / steps;
 }
 
-/* memcpy of the row into dst, beside the floor. */
-static stats time_memcpy(const float *row, float *dst, int32_t V, int reps, double *t)
+static sift_status step(sift_chain *c, const bench_case *bc, const float *row, int32_t V,
+                        sift_error *err)
 {
-    for (int i = 0; i < reps; i++) {
-        double t0 = now_us();
-        memcpy(dst, row, (size_t)V * sizeof *dst);
-        t[i] = now_us() - t0;
-        sink_f = dst[i % V];
-    }
-    return summarize(t, reps);
+    int32_t tok = -1;
+    sift_status s = bc->full ? sift__sample_row(c, row, V, &tok, 0, err)
+                             : sift_chain_sample(c, row, V, &tok, err);
+    if (s)
+        return s;
+    sink_i = tok;
+    return sift_chain_accept(c, tok, err);
 }
 
-/* Returns 0 and fills *st, or 1 when the chain cannot be built or run. */
-static int time_case(const bench_case *bc, const float *row, int32_t V, int reps, double *t,
-                     stats *st, char *why, size_t why_cap)
+/* Mean CPU time of one step over `steps` steps, or -1 (why filled). */
+static double time_case(sift_chain *c, const bench_case *bc, float *const *rows, int32_t V,
+                        int steps, int *next, char *why, size_t why_cap)
+{
+    sift_error err;
+    double t0 = cpu_us();
+    for (int s = 0; s < steps; s++) {
+        if (step(c, bc, rows[(*next)++ % NROWS], V, &err)) {
+            snprintf(why, why_cap, "%s", err.message);
+            return -1;
+        }
+    }
+    return (cpu_us() - t0) / steps;
+}
+
+static sift_chain *make_chain(const bench_case *bc, float *const *rows, int32_t V, char *why,
+                              size_t why_cap)
 {
     sift_chain_params p;
     sift_chain_params_init(&p);
     p.seed = 1234;
     sift_chain *c = NULL;
     sift_error err;
-    if (sift_chain_new(&c, &p, &err) || bc->build(c, V, &err)) {
-        snprintf(why, why_cap, "%s", err.message);
-        sift_chain_free(c);
-        return 1;
-    }
-    int32_t tok = 0;
-    if (bc->needs_history) {
-        tu_rng r = {99};
-        for (int i = 0; i < HIST_N; i++) {
-            if (sift_chain_accept(c, (int32_t)tu_range(&r, 0, V - 1), &err)) {
-                snprintf(why, why_cap, "%s", err.message);
-                sift_chain_free(c);
-                return 1;
-            }
-        }
-    }
-    for (int w = 0; w < 3; w++) {
-        if (sift_chain_sample(c, row, V, &tok, &err)) {
-            snprintf(why, why_cap, "%s", err.message);
-            sift_chain_free(c);
-            return 1;
-        }
-    }
-    for (int i = 0; i < reps; i++) {
-        double t0 = now_us();
-        sift_status s = sift_chain_sample(c, row, V, &tok, &err);
-        t[i] = now_us() - t0;
-        if (s) {
-            snprintf(why, why_cap, "%s", err.message);
-            sift_chain_free(c);
-            return 1;
-        }
-        sink_i = tok;
-    }
+    if (sift_chain_new(&c, &p, &err) || bc->build(c, V, &err))
+        goto fail;
+    tu_rng r = {99};
+    for (int32_t i = 0; i < bc->history; i++)
+        if (sift_chain_accept_prompt(c, (int32_t)tu_range(&r, 0, V - 1), &err))
+            goto fail;
+    for (int w = 0; w < 2; w++)
+        if (step(c, bc, rows[w], V, &err))
+            goto fail;
+    return c;
+fail:
+    snprintf(why, why_cap, "%s", err.message);
     sift_chain_free(c);
-    *st = summarize(t, reps);
+    return NULL;
+}
+
+static int listed(const char *list, const char *name, int substring)
+{
+    if (!list || !*list)
+        return 1;
+    const char *p = list;
+    while (*p) {
+        const char *q = strchr(p, ',');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        char buf[128];
+        if (n >= sizeof buf)
+            n = sizeof buf - 1;
+        memcpy(buf, p, n);
+        buf[n] = 0;
+        /* "=name" asks for that name exactly */
+        if (n && buf[0] == '='
+                ? strcmp(name, buf + 1) == 0
+                : n && (substring ? strstr(name, buf) != NULL : strcmp(name, buf) == 0))
+            return 1;
+        p += n + (q ? 1 : 0);
+    }
     return 0;
 }
 
-static void run_v(const opts *o, int32_t V)
+static void print_line(const opts *o, const char *name, int32_t V, const char *kind, stats st,
+                       double xf, double xm, const char *why)
 {
-    float *row = malloc((size_t)V * sizeof *row);
-    double *t = malloc(MAX_REPS * sizeof *t);
-    if (!row || !t) {
+    if (o->json) {
+        if (why)
+            printf("{\"name\":\"%s\",\"V\":%d,\"rows\":\"%s\",\"median_us\":null,"
+                   "\"error\":\"%s\"}\n",
+                   name, (int)V, kind, why);
+        else
+            printf("{\"name\":\"%s\",\"V\":%d,\"rows\":\"%s\",\"median_us\":%.2f,"
+                   "\"min_us\":%.2f,\"max_us\":%.2f,\"x_floor\":%.2f,\"x_memcpy\":%.2f}\n",
+                   name, (int)V, kind, st.med, st.lo, st.hi, xf, xm);
+    } else if (why) {
+        printf("%-40s %6d %-6s %9s  (%s)\n", name, (int)V, kind, "n/a", why);
+    } else {
+        printf("%-40s %6d %-6s %9.2f %9.2f %9.2f %8.2f %8.2f\n", name, (int)V, kind, st.med, st.lo,
+               st.hi, xf, xm);
+    }
+    fflush(stdout);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p) {
         fprintf(stderr, "bench: out of memory\n");
         exit(1);
     }
-    make_row(row, V);
-    int reps = reps_for(o, V);
-    stats fl = time_floor(row, V, reps, t);
-    if (o->json)
-        printf("{\"name\":\"floor (vector max over row)\",\"V\":%d,\"median_us\":%.2f,"
-               "\"p10_us\":%.2f,\"p90_us\":%.2f,\"ratio\":1.00}\n",
-               (int)V, fl.med, fl.p10, fl.p90);
-    else
-        printf("%-28s %7d %10.2f %10.2f %10.2f %8.2f  (%s)\n", "floor (vector max over row)",
-               (int)V, fl.med, fl.p10, fl.p90, 1.0, sift__simd()->name);
-    float *dst = malloc((size_t)V * sizeof *dst);
-    if (!dst) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
+    return p;
+}
+
+static void run_v(const opts *o, int32_t V, int kind)
+{
+    float *rows[NROWS];
+    for (int j = 0; j < NROWS; j++) {
+        rows[j] = xmalloc((size_t)V * sizeof(float));
+        make_row(rows[j], V, kind, j);
     }
-    stats mc = time_memcpy(row, dst, V, reps, t);
-    free(dst);
-    if (o->json)
-        printf("{\"name\":\"memcpy of the row\",\"V\":%d,\"median_us\":%.2f,"
-               "\"p10_us\":%.2f,\"p90_us\":%.2f,\"ratio\":%.2f}\n",
-               (int)V, mc.med, mc.p10, mc.p90, mc.med / fl.med);
-    else
-        printf("%-28s %7d %10.2f %10.2f %10.2f %8.2f\n", "memcpy of the row", (int)V, mc.med,
-               mc.p10, mc.p90, mc.med / fl.med);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        stats st;
+    float *dst = xmalloc((size_t)V * sizeof *dst);
+    int R = o->rounds, S = o->steps;
+    double *fl_all = xmalloc((size_t)R * N_CASES * sizeof(double));
+    double *mc_all = xmalloc((size_t)R * N_CASES * sizeof(double));
+    double t[MAX_ROUNDS], xf[MAX_ROUNDS], xm[MAX_ROUNDS];
+    size_t n_fl = 0;
+    /* Per case, every round interleaved: floor, memcpy, the case. The
+     * rounds of one case run back to back after the chain is warm. */
+    for (size_t i = 0; i < N_CASES; i++) {
+        const bench_case *bc = &cases[i];
+        if (!listed(o->cases, bc->name, 1))
+            continue;
         char why[SIFT_ERROR_MESSAGE_MAX] = "";
-        int na = time_case(&cases[i], row, V, reps, t, &st, why, sizeof why);
-        double base = fl.med > 0 ? fl.med : 1e-9;
-        if (o->json) {
-            if (na)
-                printf("{\"name\":\"%s\",\"V\":%d,\"median_us\":null,\"error\":\"%s\"}\n",
-                       cases[i].name, (int)V, why);
-            else
-                printf("{\"name\":\"%s\",\"V\":%d,\"median_us\":%.2f,\"p10_us\":%.2f,"
-                       "\"p90_us\":%.2f,\"ratio\":%.2f}\n",
-                       cases[i].name, (int)V, st.med, st.p10, st.p90, st.med / base);
-        } else if (na) {
-            printf("%-28s %7d %10s %10s %10s %8s  (%s)\n", cases[i].name, (int)V, "n/a", "n/a",
-                   "n/a", "n/a", why);
-        } else {
-            printf("%-28s %7d %10.2f %10.2f %10.2f %8.2f\n", cases[i].name, (int)V, st.med, st.p10,
-                   st.p90, st.med / base);
+        sift_chain *c = make_chain(bc, rows, V, why, sizeof why);
+        stats none = {0, 0, 0};
+        if (!c) {
+            print_line(o, bc->name, V, row_names[kind], none, 0, 0, why);
+            continue;
         }
-        fflush(stdout);
+        int next = 2, failed = 0;
+        for (int r = 0; r < R && !failed; r++) {
+            double f = time_floor(rows, V, S);
+            double m = time_memcpy(rows, dst, V, S);
+            double x = time_case(c, bc, rows, V, S, &next, why, sizeof why);
+            if (x < 0) {
+                failed = 1;
+                break;
+            }
+            fl_all[n_fl] = f;
+            mc_all[n_fl++] = m;
+            t[r] = x;
+            xf[r] = f > 0 ? x / f : 0;
+            xm[r] = m > 0 ? x / m : 0;
+        }
+        sift_chain_free(c);
+        if (failed) {
+            print_line(o, bc->name, V, row_names[kind], none, 0, 0, why);
+            continue;
+        }
+        stats st = summarize(t, R);
+        print_line(o, bc->name, V, row_names[kind], st, summarize(xf, R).med, summarize(xm, R).med,
+                   NULL);
     }
-    free(row);
-    free(t);
+    if (n_fl) {
+        stats f = summarize(fl_all, (int)n_fl), m = summarize(mc_all, (int)n_fl);
+        char name[96];
+        snprintf(name, sizeof name, "floor: vector max (%s)", sift__simd()->name);
+        print_line(o, name, V, row_names[kind], f, 1.0, f.med / m.med, NULL);
+        print_line(o, "memcpy of the row", V, row_names[kind], m, m.med / f.med, 1.0, NULL);
+    }
+    free(fl_all);
+    free(mc_all);
+    free(dst);
+    for (int j = 0; j < NROWS; j++)
+        free(rows[j]);
+}
+
+static const char *arg_or_env(const char *arg, const char *env)
+{
+    return arg ? arg : getenv(env);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: bench [--quick] [--v N] [--rows peaked,bf16,flat] "
+                    "[--case SUBSTR[,SUBSTR]] [--rounds N] [--json]\n");
+    exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    opts o = {0, 0, 0};
+    opts o = {0};
+    const char *v_arg = NULL, *rounds_arg = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) {
+        if (!strcmp(argv[i], "--quick"))
             o.quick = 1;
-        } else if (!strcmp(argv[i], "--json")) {
+        else if (!strcmp(argv[i], "--json"))
             o.json = 1;
-        } else if (!strcmp(argv[i], "--v") && i + 1 < argc) {
-            long v = strtol(argv[++i], NULL, 10);
-            if (v < 1 || v > SIFT_DEFAULT_MAX_VOCAB) {
-                fprintf(stderr, "bench: --v must be in [1, %d]\n", SIFT_DEFAULT_MAX_VOCAB);
-                return 2;
-            }
-            o.only_v = (int32_t)v;
-        } else {
-            fprintf(stderr, "usage: bench [--quick] [--v N] [--json]\n");
+        else if (!strcmp(argv[i], "--v") && i + 1 < argc)
+            v_arg = argv[++i];
+        else if (!strcmp(argv[i], "--rows") && i + 1 < argc)
+            o.rows = argv[++i];
+        else if (!strcmp(argv[i], "--case") && i + 1 < argc)
+            o.cases = argv[++i];
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds_arg = argv[++i];
+        else
+            usage();
+    }
+    v_arg = arg_or_env(v_arg, "SIFT_BENCH_V");
+    rounds_arg = arg_or_env(rounds_arg, "SIFT_BENCH_ROUNDS");
+    o.rows = arg_or_env(o.rows, "SIFT_BENCH_ROWS");
+    o.cases = arg_or_env(o.cases, "SIFT_BENCH_CASE");
+    if (v_arg) {
+        long v = strtol(v_arg, NULL, 10);
+        if (v < 1 || v > SIFT_DEFAULT_MAX_VOCAB) {
+            fprintf(stderr, "bench: --v must be in [1, %d]\n", SIFT_DEFAULT_MAX_VOCAB);
             return 2;
         }
+        o.only_v = (int32_t)v;
     }
-    static const int32_t vs[] = {32000, 128256, 151936, 248320};
-    if (!o.json)
-        printf("%-28s %7s %10s %10s %10s %8s\n", "name", "V", "median_us", "p10_us", "p90_us",
-               "x floor");
+    o.rounds = o.quick ? 3 : 7;
+    o.steps = o.quick ? 8 : 16;
+    if (rounds_arg) {
+        long r = strtol(rounds_arg, NULL, 10);
+        if (r < 1 || r > MAX_ROUNDS) {
+            fprintf(stderr, "bench: --rounds must be in [1, %d]\n", MAX_ROUNDS);
+            return 2;
+        }
+        o.rounds = (int)r;
+    }
+    if (!o.json) {
+        printf("# CPU time per step (sample + accept) on changing rows; %d rounds of %d steps;\n"
+               "# x floor / x memcpy: median over rounds of the case's time over the limit's,\n"
+               "# both measured in the same round right before the case.\n",
+               o.rounds, o.steps);
+        printf("%-40s %6s %-6s %9s %9s %9s %8s %8s\n", "case", "V", "rows", "median_us", "min_us",
+               "max_us", "x floor", "x memcpy");
+    }
+    static const int32_t vs[] = {151936, 248320};
+    int any_v = 0;
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
-        if (!o.only_v || o.only_v == vs[i])
-            run_v(&o, vs[i]);
-    if (o.only_v && o.only_v != 32000 && o.only_v != 128256 && o.only_v != 151936 &&
-        o.only_v != 248320)
-        run_v(&o, o.only_v);
+        any_v |= o.only_v == vs[i];
+    for (size_t i = 0; i < sizeof vs / sizeof vs[0] + 1; i++) {
+        int32_t V = i < sizeof vs / sizeof vs[0] ? vs[i] : o.only_v;
+        if (i == sizeof vs / sizeof vs[0] ? (!o.only_v || any_v) : (o.only_v && o.only_v != V))
+            continue;
+        for (int k = 0; k < ROW_KINDS; k++)
+            if (listed(o.rows, row_names[k], 0))
+                run_v(&o, V, k);
+    }
     return 0;
 }

@@ -1,0 +1,34 @@
+/*
+ * kernels.h - row kernels of the whole-row step (core/kernels.c), each
+ * with a scalar twin that gives the same bits, chosen by the run-time
+ * dispatch of core/simd.h. Used by src/core/ and by the samplers that
+ * read a whole row (src/samplers/top_n_sigma.c).
+ */
+#ifndef SIFT_CORE_KERNELS_H
+#define SIFT_CORE_KERNELS_H
+
+#include "../sift_internal.h"
+
+/* cd[i] = {i, row[i]} for i in [0, n); *bad = 1 when row[0..n) holds a
+ * NaN or +inf, else 0; *any = 1 when it holds a value above -inf, else
+ * 0. Through the kernels of sift__simd(). */
+SIFT__HIDDEN void sift__load_cand(const float *row, sift_candidate *cd, size_t n, int *bad,
+                                  int *any);
+/* sift__load_cand by the kernel of `level` (or the best level below it
+ * the build and machine have); tests compare the levels. */
+SIFT__HIDDEN void sift__load_cand_at(int level, const float *row, sift_candidate *cd, size_t n,
+                                     int *bad, int *any);
+
+/* Adds to the lanes s[0..8) the finite logits l of cd[0..n) (mean =
+ * NULL) or ((double)l - *mean)^2, the j-th finite one to lane j mod 8,
+ * in order: the lanes of sift__dsum_idorder over those values. *count =
+ * how many were finite, *max = the largest logit (-inf if none; the sign
+ * of a zero maximum is unspecified). Through the kernels of sift__simd()
+ * (scalar, AVX2). */
+SIFT__HIDDEN void sift__lane_sums(const sift_candidate *cd, size_t n, const double *mean,
+                                  double s[8], size_t *count, float *max);
+/* sift__lane_sums by the kernel of `level` (tests compare the levels). */
+SIFT__HIDDEN void sift__lane_sums_at(int level, const sift_candidate *cd, size_t n,
+                                     const double *mean, double s[8], size_t *count, float *max);
+
+#endif /* SIFT_CORE_KERNELS_H */
