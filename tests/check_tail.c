@@ -7,13 +7,13 @@
  * The property suite samples the OpenAI-style chains (temperature ->
  * top_p -> dist, temperature -> dist, dist alone, vLLM's order penalties
  * -> temperature -> top_p -> min_p -> dist, xtc -> temperature -> dist,
- * and random temperatures and p) on peaked, bf16, flat and the test library's adversarial rows,
- * from slices of several k with the tight bound (the exact tail sum rounded up), the free bound (no
- * flag), a loose one (x 1000) and a tail of 0 when every absent token is -inf; canonical slices and
- * device ones (any order, ties re-chosen). Every slice sample's token and RNG must equal the
- * oracle's; without a hook the step may only answer SIFT_E_NEED_ROW, with nothing changed; a chain
- * driven by slices and accept must end every step in the state (digest, RNG) of a chain driven by
- * rows.
+ * and random temperatures and p, some ending in mirostat v1 or v2) on peaked, bf16, flat and the
+ * test library's adversarial rows, from slices of several k with the tight bound (the exact tail
+ * sum rounded up), the free bound (no flag), a loose one (x 1000) and a tail of 0 when every absent
+ * token is -inf; canonical slices and device ones (any order, ties re-chosen). Every slice sample's
+ * token and RNG must equal the oracle's; without a hook the step may only answer SIFT_E_NEED_ROW,
+ * with nothing changed; a chain driven by slices and accept must end every step in the state
+ * (digest, RNG) of a chain driven by rows.
  *
  * SIFT_TAIL_MIN_SAMPLES (environment) is the least number of slice
  * samples compared (default 40,000; make check-long sets 10,000,000);
@@ -218,6 +218,12 @@ static void gen_tail_chain(tu_rng *r, sp_chain *c, int family, int32_t V)
                   tu_unif(r) < 0.2 ? (int32_t)tu_range(r, 0, 9) : 0);
         if (tu_unif(r) < 0.3)
             stage(c, SP_MIN_P, (float)(0.2 * tu_unif(r)), 0);
+        /* sometimes a mirostat selector instead of dist */
+        double u = tu_unif(r);
+        if (u < 0.3) {
+            gen_stage(r, &c->st[c->n++], u < 0.15 ? SP_MIROSTAT : SP_MIROSTAT_V2, V);
+            return;
+        }
         break;
     }
     }
@@ -557,6 +563,82 @@ START_TEST(test_the_tight_bound_decides_where_the_free_bound_asks_for_the_row)
 }
 END_TEST
 
+/* The bound itself against the integer mass it bounds: random absent
+ * sets (ties, -inf, huge and tiny logits, many tokens at the bound),
+ * the exact tail sum rounded up, lowering, then zero to two temperatures
+ * below and above 1 applied to the absent logits as temp applies them
+ * (one float division each); the bound on the absent tokens' integer
+ * mass at the final maximum must cover sum trunc(expf(z - m) 2^62). The
+ * free bound is made useless (the bound logit is the maximum) so that
+ * the tail bound is what is checked. */
+START_TEST(test_the_tail_bound_covers_the_exact_integer_mass_through_temperatures)
+{
+    tu_rng r = {99};
+    enum { NMAX = 3000 };
+    static float z[NMAX];
+    long checked = 0, tight = 0;
+    for (int it = 0; it < 4000; it++) {
+        int32_t n = (int32_t)tu_range(&r, 1, NMAX);
+        int shape = (int)tu_range(&r, 0, 4);
+        float m = (float)(40.0 * tu_unif(&r) - 20.0);
+        if (shape == 4)
+            m = (float)(2000.0 * tu_unif(&r) - 1000.0);
+        for (int32_t i = 0; i < n; i++) {
+            double d = shape == 0   ? -30.0 * tu_unif(&r)
+                       : shape == 1 ? -0.5 * tu_unif(&r) /* all near the maximum */
+                       : shape == 2 ? (tu_unif(&r) < 0.1 ? -INFINITY : -2.0) /* ties */
+                                    : -200.0 * tu_unif(&r);
+            z[i] = (float)((double)m + d);
+            if (z[i] > m)
+                z[i] = m;
+        }
+        long double S = 0;
+        for (int32_t i = 0; i < n; i++)
+            S += expl((long double)z[i] - (long double)m);
+        sift__bound b;
+        memset(&b, 0, sizeof b);
+        b.logit = m;
+        b.n_absent = (uint64_t)n;
+        sift__tail_start(&b, m, (double)S * (1.0 + 0x1p-40));
+        ck_assert(b.has_tail);
+        /* lowering: some absent tokens go down (in half the sets) */
+        int lowered = tu_unif(&r) < 0.5;
+        for (int32_t i = 0; lowered && i < n; i++)
+            if (tu_unif(&r) < 0.2)
+                z[i] -= (float)(5.0 * tu_unif(&r));
+        float mx = m;
+        int nt = (int)tu_range(&r, 0, 2);
+        for (int k = 0; k < nt; k++) {
+            float t = tu_unif(&r) < 0.5 ? (float)(0.05 + 0.95 * tu_unif(&r))
+                                        : (float)(1.0 + 4.0 * tu_unif(&r));
+            if (t == 1.0f)
+                continue;
+            float before = b.logit;
+            for (int32_t i = 0; i < n; i++)
+                z[i] = z[i] / t;
+            mx = mx / t;
+            b.logit = before / t;
+            sift__tail_divide(&b, before, t, mx);
+        }
+        if (!b.has_tail)
+            continue;
+        sift__u128 W = {0, 0};
+        for (int32_t i = 0; i < n; i++)
+            W = sift__u128_add64(W, sift__weight(sift__expf(z[i] - mx)));
+        sift__u128 B = sift__tail_absent_mass(&b, mx);
+        ck_assert_msg(sift__u128_cmp(W, B) <= 0,
+                      "it %d: n %d shape %d m %g: mass %.17g above the bound %.17g", it, (int)n,
+                      shape, (double)m, sift__u128_to_double(W), sift__u128_to_double(B));
+        checked++;
+        tight +=
+            nt == 0 && !lowered && sift__u128_to_double(B) <= sift__u128_to_double(W) * 1.001 + 2;
+    }
+    /* most sets keep a bound, and without a temperature it is tight */
+    ck_assert_int_gt(checked, 3000);
+    ck_assert_int_gt(tight, 300);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("tail");
@@ -564,6 +646,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_a_bad_tail_mass_is_a_slice_error_and_changes_nothing);
     tcase_add_test(t, test_plan_of_temperature_then_top_p_is_certified_with_a_tail_mass_bound);
     tcase_add_test(t, test_the_tight_bound_decides_where_the_free_bound_asks_for_the_row);
+    tcase_add_test(t, test_the_tail_bound_covers_the_exact_integer_mass_through_temperatures);
     suite_add_tcase(s, t);
     TCase *p = tcase_create("property");
     tcase_set_timeout(p, 900); /* the property runs; the rest: Check's default */

@@ -29,7 +29,7 @@
 
 #define LN2 0.6931471805599453
 /* A token with a positive weight has sift__expf(fl(z - m)) >= 2^-62, so
- * fl(z - m) >= -43.1 (e^-43.1 < 2^-62 by a factor of 1.5, far more than
+ * fl(z - m) > -43.1 (e^-43.1 < 2^-62 by a factor of 1.13, far more than
  * expf's error): every such token has fl(z - m) in [-CONTRIB, 0]. */
 #define CONTRIB 44.0
 
@@ -112,9 +112,11 @@ void sift__tail_divide(sift__bound *b, float before, float t, float m_after)
     double LU = LT < LB ? LT : LB;
     double E;
     if (t < 1.0f) {
-        /* (p - 1) LU + LT, p - 1 > 0 */
-        double pm = (LU >= 0 ? p_hi : p_lo) - 1.0;
-        E = up(up(up(pm) * LU) + LT);
+        /* (p - 1) LU + LT, p - 1 > 0: the largest p - 1 when LU >= 0,
+         * the smallest when LU < 0 (p_lo - 1 is below the real p - 1 by
+         * far more than the subtraction's rounding) */
+        double pm = LU >= 0 ? up(p_hi - 1.0) : p_lo - 1.0;
+        E = up(up(pm * LU) + LT);
     } else {
         double LN = log_up((double)b->n_absent);
         double q = up(1.0 - p_lo); /* 1 - p >= 0 */
