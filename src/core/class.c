@@ -141,12 +141,13 @@ static int fill_banned(sift__ctx *ctx, sift__arr *a, size_t n)
 /* ------------------------------------------------------------------ */
 
 static void plan_truncation(sift__plan_acc *p, int threshold);
-
-/* A WHOLE stage with a mass certificate (top_p, dist) is planned as a
- * certified truncation (plan_truncation); any other reads the whole
- * row. */
 static void plan_lowers_raises(sift__plan_acc *p, int raises);
 
+/* A WHOLE stage with a mass certificate is planned as a certified
+ * truncation (top_p, dist, mirostat: plan_truncation) or, when it keeps
+ * the absent tokens (XTC), as a stage that lowers (removes) at most
+ * `lowers` tokens and leaves the plan CERTIFIED; any other reads the
+ * whole row. */
 static void plan_whole(sift__plan_acc *p)
 {
     if (p->st->ops->certify_mass && p->st->ops->mass_keeps) {

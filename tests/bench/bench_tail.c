@@ -9,7 +9,8 @@
  * whole rows; and, per row kind, the smallest k of a sweep at which 99 %
  * of the steps are decided with the tight bound. Every chain accepts its
  * token, so the penalty window fills. Counts, not times:
- * `make bench-tail [STEPS=200]`.
+ * `make bench-tail [STEPS=200]` (`bench_tail STEPS CHAIN` runs one chain,
+ * 0..3, without the sweep).
  */
 #include <math.h>
 #include <stdint.h>
@@ -171,6 +172,8 @@ int main(int argc, char **argv)
     int steps = argc > 1 ? atoi(argv[1]) : 200;
     if (steps < 1)
         steps = 200;
+    /* an optional second argument runs one chain (0..3) and no sweep */
+    int only = argc > 2 ? atoi(argv[2]) : -1;
     sift_slicer *sl = NULL;
     if (sift_slicer_new(&sl, V, NULL, NULL)) {
         fprintf(stderr, "bench_tail: no slicer\n");
@@ -185,7 +188,7 @@ int main(int argc, char **argv)
     printf("| chain | rows | bound | k=64 | k=128 | k=256 | k=1024 | bytes/step at k=256 (vs "
            "whole row) |\n|---|---|---|---:|---:|---:|---:|---:|\n");
     for (int ch = 0; ch < N_CHAINS; ch++)
-        for (int kind = 0; kind < N_KINDS; kind++)
+        for (int kind = 0; kind < N_KINDS && (only < 0 || only == ch); kind++)
             for (int tight = 1; tight >= 0; tight--) {
                 printf("| %s | %s | %s |", chain_name[ch], kind_name[kind],
                        tight ? "tight" : "free");
@@ -200,6 +203,10 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
     /* The k that decides 99 % of the steps with the tight bound. */
+    if (only >= 0) {
+        sift_slicer_free(sl);
+        return 0;
+    }
     const int32_t sweep[] = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
     printf("\nsmallest k of {16, 32, ..., 32768} with at most 1 %% of steps hooked (tight "
            "bound):\n\n| chain | peaked | bf16 | flat |\n|---|---:|---:|---:|\n");
