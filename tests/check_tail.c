@@ -74,8 +74,10 @@ static void make_row(tu_rng *r, float *row, int32_t V, int kind)
         row[i] = kind == ROW_FLAT ? (float)(2.0 * tu_unif(r) - 1.0) : (float)(2.0 * tu_normal(r));
     if (kind != ROW_FLAT) {
         int32_t head = V < 50 ? V : 50;
-        for (int32_t j = 0; j < head; j++)
-            row[tu_range(r, 0, V - 1)] += (float)(5.0 + 10.0 * tu_unif(r));
+        for (int32_t j = 0; j < head; j++) {
+            int32_t at = (int32_t)tu_range(r, 0, V - 1); /* (one draw, then the other) */
+            row[at] += (float)(5.0 + 10.0 * tu_unif(r));
+        }
     }
     if (kind == ROW_BF16)
         for (int32_t i = 0; i < V; i++)

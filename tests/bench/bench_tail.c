@@ -73,8 +73,10 @@ static void make_row(int kind, uint64_t seed)
     for (int32_t i = 0; i < V; i++)
         row[i] = kind == FLAT ? (float)(2.0 * unif() - 1.0) : (float)(2.0 * gauss());
     if (kind != FLAT)
-        for (int j = 0; j < 50; j++)
-            row[next() % V] += (float)(5.0 + 10.0 * unif());
+        for (int j = 0; j < 50; j++) {
+            float add = (float)(5.0 + 10.0 * unif()); /* the raise first, then the id */
+            row[next() % V] += add;
+        }
     if (kind == BF16)
         for (int32_t i = 0; i < V; i++)
             row[i] = bf16(row[i]);
