@@ -7,8 +7,9 @@
  * slots that can use a slice, and the slots that need whole rows. Then it
  * copies that one k of candidates for every slice slot (plus each slot's
  * extras) and whole rows only for the listed slots. Slot 3 here runs
- * temperature before dist, which reads the whole distribution: it needs
- * whole rows every step, and the other slots still get slices.
+ * typical sampling before dist, which reads the entropy of the whole
+ * distribution: it needs whole rows every step, and the other slots
+ * still get slices.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ int main(void)
         if (sift_chain_new(&slot[s], &p, &err) ||
             sift_chain_add_penalties(slot[s], 16 * (s + 1), 1.2f, 0.0f, 0.0f, &err) ||
             (s < SLOTS - 1 ? sift_chain_add_top_k(slot[s], 10 + 10 * s, &err)
-                           : sift_chain_add_temp(slot[s], 0.8f, &err)) ||
+                           : sift_chain_add_typical(slot[s], 0.9f, 1, &err)) ||
             sift_chain_add_dist(slot[s], &err)) {
             fprintf(stderr, "slot %d: %s\n", s, err.message);
             goto done;

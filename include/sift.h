@@ -1338,6 +1338,13 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
 #define SIFT_SLICE_CANONICAL 1u
 
 /**
+ * sift_slice.flags: sift_slice.tail_mass is set. sift reads tail_mass
+ * only when this bit is set, so a caller that never sets it keeps
+ * working (the free bound is used instead). Since: 0.2.
+ */
+#define SIFT_SLICE_TAIL_MASS 2u
+
+/**
  * What a runtime hands sift instead of a whole row: the row's length,
  * k of its largest logits and the logits of the extra tokens the chain
  * asked for (sift_chain_extras) that are not among them. All arrays are
@@ -1360,7 +1367,22 @@ typedef struct sift_slice {
     const sift_candidate *prefix; /**< k largest logits (any order; see flags). */
     int32_t n_extras;             /**< Entries in `extras`, >= 0. */
     const sift_candidate *extras; /**< Extra tokens (any order), none of them in the prefix. */
-    uint32_t flags; /**< 0 or SIFT_SLICE_CANONICAL; other bits are an error. Since: 0.2. */
+    uint32_t flags; /**< SIFT_SLICE_CANONICAL, SIFT_SLICE_TAIL_MASS or 0; other bits are an
+                       error. Since: 0.2. */
+    /**
+     * Read only with SIFT_SLICE_TAIL_MASS: an upper bound on the mass of
+     * the tokens the slice does not hold (neither prefix nor extras),
+     * relative to the row's largest logit m: tail_mass >= the sum over
+     * those tokens of exp(l_i - m) in real arithmetic; any larger number
+     * is allowed (the sum over every token outside the prefix is one).
+     * A device computes it in the pass of its top-k, rounded up. It lets
+     * top_p and dist (after penalties and temperature) be decided on the
+     * slice; a loose value only makes the row hook more frequent, a value
+     * below the true sum may give a different token. Without the flag
+     * sift uses the free bound (V - k) exp(l_min - m). NaN, negative or
+     * infinite is SIFT_E_SLICE (docs/analyzer.md, "Tail mass"). Since: 0.2.
+     */
+    double tail_mass;
 } sift_slice;
 
 /**

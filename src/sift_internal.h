@@ -444,6 +444,27 @@ typedef struct sift__stage_ops {
      * state cannot be copied: a shadow holding the stage cannot stand
      * for the chain (positions after the first need the whole row). */
     sift_status (*sync)(sift__stage *dst, const sift__stage *src, sift_error *err);
+    /* WHOLE stages whose outcome depends on the tokens a slice does not
+     * hold only through their total mass (top_p's cut, dist's draw):
+     * given the present tokens in canonical order and the bound *b (its
+     * tail mass included), returns 1 when applying the stage to the
+     * present tokens gives its whole-row result with every absent token
+     * removed (a truncation), or is the whole-row selection (a
+     * selector); 0 when it cannot tell. Pure: draws from a copy of the
+     * RNG. NULL = never certified (docs/analyzer.md, "Tail mass"). */
+    int (*certify_mass)(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
+                        const struct sift__bound *b);
+    /* MONOTONE stages that map every logit z to fl(z / t), one IEEE float
+     * division by a positive t: returns t, so the tail-mass bound can
+     * follow (core/tail.c); NaN or NULL = another map (the tail bound is
+     * then dropped and the free bound is used after the stage). */
+    float (*tail_divisor)(const sift__stage *st);
+    /* With certify_mass: 1 when a certified apply only removes present
+     * tokens and leaves every absent token as it was (XTC drops its top
+     * choices): the set stays incomplete and the bound holds; `lowers`
+     * then gives how many tokens it may remove (-1 unbounded). 0 = a
+     * truncation or a selector. */
+    uint8_t mass_keeps;
 } sift__stage_ops;
 
 /* Check mode's checker: an object that judges the token a step drew and,
@@ -486,6 +507,16 @@ typedef struct sift__bound {
     int by_key;
     uint64_t key;
     float logit;
+    /* The tail-mass bound (core/tail.c, docs/analyzer.md "Tail mass"),
+     * valid when has_tail: there are reals y_i, one per absent token,
+     * with sum exp(y_i - ref) <= tail (real arithmetic), and every absent
+     * token whose current logit z_i is >= -lam has z_i <= y_i + delta.
+     * has_tail = 0 (a zeroed struct) = no such bound: only the free bound
+     * n_absent * w(logit) is used. n_absent is the count of tokens that
+     * are neither present nor removed (set by sift__walk). */
+    int has_tail;
+    double tail, ref, delta, lam;
+    uint64_t n_absent;
 } sift__bound;
 
 /* 1 if candidate x is certainly ahead of every absent token. */
@@ -715,8 +746,13 @@ SIFT__HIDDEN void sift__plan_walk(const sift_chain *chain, int dynamic, sift_pla
 SIFT__HIDDEN int32_t sift__plan_whole_at(const sift_chain *chain);
 /* Recomputes the chain's cached static plan (after a stage is added). */
 SIFT__HIDDEN void sift__plan_cache(sift_chain *chain);
-/* The prefix length the full-row path tries (0 = whole row). */
+/* The static plan's k: the prefix a slice needs (0 = whole row). */
 SIFT__HIDDEN size_t sift__plan_prefix_k(const sift_chain *chain);
+/* The prefix length the whole-row step tries (0 = the full pass): the
+ * plan's k, or 0 when the plan's certificate rests on the tail mass
+ * (top_p, dist), which a prefix of the row could only take from the free
+ * bound, while the full pass costs about what the attempt saves. */
+SIFT__HIDDEN size_t sift__plan_row_k(const sift_chain *chain);
 /* The extras of this step: ids the stages before the first truncation may
  * raise, sorted and unique, written up to cap; returns how many. */
 SIFT__HIDDEN size_t sift__chain_extras(const sift_chain *chain, int32_t *ids, size_t cap);
@@ -743,12 +779,33 @@ enum {
  * on entry. */
 SIFT__HIDDEN int sift__walk(sift_chain *chain, sift__ctx *ctx, sift__arr *a, size_t end,
                             sift__bound *b, sift_status *status);
-/* The initial bound of a slice whose prefix ends with `last`. */
+/* The initial bound of a slice whose prefix ends with `last` (no tail
+ * mass). */
 static inline sift__bound sift__bound_of(const sift_candidate *last)
 {
-    sift__bound b = {1, sift__ckey(last->logit, last->id), last->logit};
+    sift__bound b;
+    memset(&b, 0, sizeof b);
+    b.by_key = 1;
+    b.key = sift__ckey(last->logit, last->id);
+    b.logit = last->logit;
     return b;
 }
+
+/* Tail mass (core/tail.c; docs/analyzer.md, "Tail mass"). */
+/* Starts the tail bound of a slice whose largest present logit is m:
+ * the caller's bound S >= sum over absent tokens of exp(l_i - m). */
+SIFT__HIDDEN void sift__tail_start(sift__bound *b, float m, double S);
+/* Carries the tail bound through a stage that divided every logit by t
+ * (b->logit is already the new bound, `before` the old one; m_after the
+ * present maximum after the stage); drops it when it cannot. */
+SIFT__HIDDEN void sift__tail_divide(sift__bound *b, float before, float t, float m_after);
+/* An upper bound on the exact integer mass of the absent tokens,
+ * sum of trunc(expf(z_i - m) * 2^62), for the current largest logit m
+ * (present, finite, >= b->logit): the smaller of the free bound
+ * n_absent * w(b->logit) and the tail bound. */
+SIFT__HIDDEN sift__u128 sift__tail_absent_mass(const sift__bound *b, float m);
+/* a * b exactly, for 64-bit a and b. */
+SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
 
 /* ------------------------------------------------------------------ */
 /* Class semantics (core/class.c): the one table both readers use     */
@@ -778,6 +835,9 @@ static inline sift__bound sift__bound_of(const sift_candidate *last)
  * (a sum above it is reported as the whole row). */
 #define SIFT__PLAN_MONOTONE_MARGIN 8
 #define SIFT__PLAN_THRESHOLD_K 64
+/* The recommended prefix of a whole-distribution stage certified by the
+ * tail mass (top_p, dist: docs/analyzer.md, "Tail mass"). */
+#define SIFT__PLAN_MASS_K 256
 #define SIFT__PLAN_UNBOUNDED_SLACK 64
 #define SIFT__PLAN_K_MAX ((int64_t)1 << 30)
 
@@ -795,6 +855,11 @@ typedef struct sift__plan_acc {
      * came before. */
     int64_t lowered, extras;
     int monotone, unbounded;
+    /* The last monotone stage's name (for the trace), NULL = none;
+     * whether a stage decided per step by its mass certificate came
+     * before (XTC): the plan is then at most CERTIFIED. */
+    const char *mono_name;
+    int certified;
     /* Out: 1 = this stage decides the plan, 2 = the whole row; the
      * stage's own k in the trace; its message (why, may be NULL), the
      * plan's terms and message (NULL when messages are off). */

@@ -1737,7 +1737,7 @@ START_TEST(test_A13_null_with_zero_length_is_valid_everywhere)
     ck_assert_int_eq(sift_chains_next_k(NULL, 0, &k, &e1), SIFT_OK);
     ck_assert_int_eq(k, 0);
     sift_candidate p[3] = {{2, 3.0f}, {1, 2.0f}, {0, 1.0f}};
-    sift_slice sl = {3, 3, p, 0, NULL, 0};
+    sift_slice sl = {3, 3, p, 0, NULL, 0, 0};
     int32_t t;
     ck_assert_int_eq(sift_chain_sample_slice(c, &sl, &t, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_distribution_slice(c, &sl, NULL, 0, &n, NULL), SIFT_OK);

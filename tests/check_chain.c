@@ -1647,7 +1647,7 @@ static void check_banning_stage_named(int32_t V)
         row[i] = (float)(V - i) / 8.0f;
     sift_bias b[3] = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
     const sift_candidate p[3] = {{0, row[0]}, {1, row[1]}, {2, row[2]}};
-    sift_slice sl = {V, 3, p, 0, NULL, SIFT_SLICE_CANONICAL};
+    sift_slice sl = {V, 3, p, 0, NULL, SIFT_SLICE_CANONICAL, 0};
     for (int sel = 0; sel < 2; sel++) {
         sift_chain *c = new_chain(5);
         ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
@@ -1935,7 +1935,7 @@ START_TEST(test_a_grammar_of_another_vocabulary_size_is_refused_on_every_path)
                             pre[j].id = i;
                             pre[j++].logit = 0.0f;
                         }
-                    sift_slice sl = {V, V, pre, 0, NULL, 0};
+                    sift_slice sl = {V, V, pre, 0, NULL, 0, 0};
                     uint64_t r0[4], r1[4];
                     rng_of(c, r0);
                     for (int path = 0; path < 4; path++) {

@@ -597,7 +597,7 @@ static sift_status sample_on_slice(sift_chain *s, const float *row, int32_t *tok
     qsort(all, V_SIZE, sizeof all[0], by_logit_desc);
     /* the plan does not know V (the chain takes any row length): a
      * runtime copies min(k, V) */
-    sift_slice sl = {V_SIZE, dp.k < V_SIZE ? dp.k : V_SIZE, all, 0, NULL, SIFT_SLICE_CANONICAL};
+    sift_slice sl = {V_SIZE, dp.k < V_SIZE ? dp.k : V_SIZE, all, 0, NULL, SIFT_SLICE_CANONICAL, 0};
     sift_status st = sift_chain_sample_slice(s, &sl, tok, NULL);
     if (st == SIFT_E_NEED_ROW) {
         ck_assert_int_ne(dp.guarantee, SIFT_GUARANTEE_EXACT);

@@ -194,20 +194,24 @@ START_TEST(test_plan_is_whole_row_when_a_whole_stage_comes_first)
         sift_chain *c = new_chain(1);
         switch (variant) {
         case 0:
-            ck_assert_int_eq(sift_chain_add_top_p(c, 0.9f, 1, NULL), SIFT_OK);
+            /* (top_p first is certified by the tail mass: check_tail) */
+            ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 1, NULL), SIFT_OK);
             ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
             ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
             break;
-        case 1: ck_assert_int_eq(sift_chain_add_mirostat_v2(c, 5.0f, 0.1f, NULL), SIFT_OK); break;
+        case 1: /* (mirostat alone is certified: check_tail) */
+            ck_assert_int_eq(sift_chain_add_top_n_sigma(c, 1.0f, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+            break;
         case 2:
             ck_assert_int_eq(sift_chain_add_typical(c, 0.9f, 1, NULL), SIFT_OK);
             ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
             ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
             break;
         case 3:
-            ck_assert_int_eq(sift_chain_add_xtc(c, 0.5f, 0.1f, 1, NULL), SIFT_OK);
-            ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
-            ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+            /* (xtc first is certified by the tail mass: check_tail; the
+             * id-order draw interleaves absent tokens and is not) */
+            ck_assert_int_eq(sift_chain_add_dist_id_order(c, NULL), SIFT_OK);
             break;
         case 4:
             ck_assert_int_eq(sift_chain_add_top_n_sigma(c, 1.0f, NULL), SIFT_OK);
@@ -254,7 +258,9 @@ START_TEST(test_batch_k_is_the_largest_or_zero)
     ck_assert_int_eq(sift_chain_add_top_k(a, 40, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(b, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(w, NULL), SIFT_OK);
+    /* a whole-row chain (dist alone is certified by the tail mass; the
+     * id-order draw is not) */
+    ck_assert_int_eq(sift_chain_add_dist_id_order(w, NULL), SIFT_OK);
     const sift_chain *two[2] = {a, b};
     const sift_chain *three[3] = {a, w, b};
     int32_t k = -1;
@@ -279,9 +285,9 @@ START_TEST(test_batch_k_per_slot_gives_each_k_and_lists_the_whole_row_slots)
     ck_assert_int_eq(sift_chain_add_top_k(a, 40, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(b, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(w, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist_id_order(w, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_temp(w2, 0.7f, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(w2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist_id_order(w2, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_penalties(pen, 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(pen, 20, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(pen, NULL), SIFT_OK);
@@ -387,7 +393,11 @@ START_TEST(test_one_batch_k_serves_every_slice_slot_without_the_row)
                              SIFT_OK);
             ck_assert_int_eq(sift_chain_add_top_k(slot[s], 5 + 7 * s, NULL), SIFT_OK);
         }
-        ck_assert_int_eq(sift_chain_add_dist(slot[s], NULL), SIFT_OK);
+        /* the whole-row slots draw in id order (dist after temperature
+         * would be certified by the tail mass) */
+        ck_assert_int_eq(s % 3 == 2 ? sift_chain_add_dist_id_order(slot[s], NULL)
+                                    : sift_chain_add_dist(slot[s], NULL),
+                         SIFT_OK);
         ck_assert_int_eq(sift_chain_clone(slot[s], &ref[s], NULL), SIFT_OK);
     }
     sift_slicer *sl;
@@ -453,7 +463,7 @@ START_TEST(test_slice_validation_names_each_problem)
 {
     sift_chain *c = top_k_chain(2);
     sift_candidate p[4] = {{3, 5.0f}, {1, 4.0f}, {2, 4.0f}, {0, 1.0f}};
-    sift_slice s = {10, 4, p, 0, NULL, 0};
+    sift_slice s = {10, 4, p, 0, NULL, 0, 0};
     sift_error err;
     int32_t t;
     uint64_t before[4], after[4];
@@ -485,7 +495,7 @@ START_TEST(test_slice_validation_names_each_problem)
     s.flags = 0; /* a device top-k set may come in any order */
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
     sift__chain_rng_state(c, before); /* that sample drew; the failures below must not */
-    s.flags = 2;
+    s.flags = 4;
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
     ck_assert_msg(strstr(err.message, "unknown bits") != NULL, "%s", err.message);
     s.flags = 0;
@@ -501,14 +511,14 @@ START_TEST(test_slice_validation_names_each_problem)
      * prefix's last token */
     sift_candidate good[3] = {{3, 5.0f}, {1, 4.0f}, {2, 4.0f}};
     sift_candidate ex[1] = {{1, 4.0f}};
-    sift_slice se = {10, 3, good, 1, ex, 0};
+    sift_slice se = {10, 3, good, 1, ex, 0, 0};
     ck_assert_int_eq(sift_chain_sample_slice(c, &se, &t, &err), SIFT_E_SLICE);
     ck_assert_msg(strstr(err.message, "already in the prefix") != NULL, "%s", err.message);
     ex[0].id = 7;
     ex[0].logit = 4.5f;
     ck_assert_int_eq(sift_chain_sample_slice(c, &se, &t, &err), SIFT_E_SLICE);
     assert_error(&err, SIFT_E_SLICE, 7);
-    sift_slice nulls = {10, 3, NULL, 0, NULL, 0};
+    sift_slice nulls = {10, 3, NULL, 0, NULL, 0, 0};
     ck_assert_int_eq(sift_chain_sample_slice(c, &nulls, &t, &err), SIFT_E_SLICE);
     ck_assert_int_eq(sift_chain_sample_slice(c, NULL, &t, &err), SIFT_E_ARG);
     ck_assert_int_eq(sift_chain_sample_slice(c, &se, NULL, &err), SIFT_E_ARG);
@@ -548,13 +558,13 @@ START_TEST(test_canonical_slice_validation_finds_nan_and_inf_among_falling_keys)
     const int32_t n[] = {3, 3, 3, 3, 4};
     const int64_t at[] = {3, 3, 3, 2, 0};
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) {
-        sift_slice s = {10, n[i], bad[i], 0, NULL, SIFT_SLICE_CANONICAL};
+        sift_slice s = {10, n[i], bad[i], 0, NULL, SIFT_SLICE_CANONICAL, 0};
         ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_ROW_VALUE);
         assert_error(&err, SIFT_E_ROW_VALUE, at[i]);
     }
     /* -inf at the end is a value, not an error */
     sift_candidate ok[3] = {{3, 5.0f}, {1, 4.0f}, {2, -INFINITY}};
-    sift_slice s = {10, 3, ok, 0, NULL, SIFT_SLICE_CANONICAL};
+    sift_slice s = {10, 3, ok, 0, NULL, SIFT_SLICE_CANONICAL, 0};
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
     sift_chain_free(c);
 }
@@ -568,7 +578,7 @@ START_TEST(test_missing_requested_extras_are_an_error)
     ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
     sift_candidate p[2] = {{3, 5.0f}, {1, 4.0f}};
-    sift_slice s = {10, 2, p, 0, NULL, 0};
+    sift_slice s = {10, 2, p, 0, NULL, 0, 0};
     sift_error err;
     int32_t t;
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE);
@@ -580,7 +590,7 @@ START_TEST(test_missing_requested_extras_are_an_error)
     ck_assert_int_eq(t, 8);
     /* the extra is in the prefix: no extras needed */
     sift_candidate p2[2] = {{3, 5.0f}, {8, 4.0f}};
-    sift_slice s2 = {10, 2, p2, 0, NULL, 0};
+    sift_slice s2 = {10, 2, p2, 0, NULL, 0, 0};
     ck_assert_int_eq(sift_chain_sample_slice(c, &s2, &t, &err), SIFT_OK);
     ck_assert_int_eq(t, 8);
     sift_chain_free(c);
@@ -596,7 +606,7 @@ START_TEST(test_undecidable_slice_without_hook_needs_the_row_and_changes_nothing
     sift_chain *c = top_k_chain(3);
     float row[6] = {1.0f, 4.0f, 4.0f, 5.0f, 0.5f, 2.0f};
     sift_candidate p[2] = {{3, 5.0f}, {1, 4.0f}};
-    sift_slice s = {6, 2, p, 0, NULL, 0};
+    sift_slice s = {6, 2, p, 0, NULL, 0, 0};
     sift_error err;
     int32_t t = -7;
     uint64_t before[4], after[4];
@@ -632,7 +642,7 @@ START_TEST(test_hook_failures_and_disagreements_are_hook_errors)
     sift_chain *c = top_k_chain(3);
     float row[6] = {1.0f, 4.0f, 4.0f, 5.0f, 0.5f, 2.0f};
     sift_candidate p[2] = {{3, 5.0f}, {1, 4.0f}};
-    sift_slice s = {6, 2, p, 0, NULL, 0};
+    sift_slice s = {6, 2, p, 0, NULL, 0, 0};
     sift_error err;
     int32_t t;
     uint64_t before[4], after[4];
@@ -1605,7 +1615,7 @@ END_TEST
 START_TEST(test_a_slice_error_after_an_early_walk_exit_reaches_the_caller)
 {
     const sift_candidate p[3] = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
-    sift_slice s = {8, 3, p, 0, NULL, 0};
+    sift_slice s = {8, 3, p, 0, NULL, 0, 0};
     for (int dist = 0; dist < 2; dist++) {
         sift_chain *c = new_chain(1);
         ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
@@ -1645,7 +1655,7 @@ START_TEST(test_greedy_distribution_on_a_slice_runs_every_stage_before_it)
 {
     float row[8] = {5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.5f, 0.25f, 0.0f};
     sift_candidate p[2] = {{0, 5.0f}, {1, 4.0f}};
-    sift_slice s = {8, 2, p, 0, NULL, 0};
+    sift_slice s = {8, 2, p, 0, NULL, 0, 0};
     sift_custom_stage vt;
     memset(&vt, 0, sizeof vt);
     vt.abi_version = SIFT_CUSTOM_STAGE_ABI;
@@ -1971,7 +1981,7 @@ START_TEST(test_cross_check_catches_a_slice_missing_a_top_token_and_changes_noth
         p[i].id = rank_id(row, V, ranks[i]);
         p[i].logit = row[p[i].id];
     }
-    sift_slice s = {V, 5, p, 0, NULL, 0};
+    sift_slice s = {V, 5, p, 0, NULL, 0, 0};
     sift_error err;
     int32_t t = -7;
     uint64_t before[4], after[4];
@@ -2034,7 +2044,7 @@ START_TEST(test_cross_check_catches_a_wrong_logit_and_a_wrong_extra)
         p[i].logit = row[p[i].id];
     }
     sift_candidate ex[1] = {{pos[0].token, row[pos[0].token]}};
-    sift_slice s = {V, 5, p, 1, ex, SIFT_SLICE_CANONICAL};
+    sift_slice s = {V, 5, p, 1, ex, SIFT_SLICE_CANONICAL, 0};
     sift_error err;
     int32_t t;
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_OK);
@@ -2070,7 +2080,7 @@ START_TEST(test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only)
     hook_ctx h = hook_for(row, V);
     ck_assert_int_eq(sift_chain_set_row_hook(c, hook, &h, NULL), SIFT_OK);
     sift_candidate p[3] = {{300, 4.0f}, {400, 4.0f}, {500, 4.0f}};
-    sift_slice s = {V, 3, p, 0, NULL, SIFT_SLICE_CANONICAL};
+    sift_slice s = {V, 3, p, 0, NULL, SIFT_SLICE_CANONICAL, 0};
     sift_error err;
     int32_t t = -7;
     ck_assert_int_eq(sift_chain_sample_slice(c, &s, &t, &err), SIFT_E_SLICE_MISMATCH);
@@ -2090,7 +2100,7 @@ START_TEST(test_cross_check_catches_a_wrong_tie_under_the_canonical_flag_only)
     /* and a set of 4 with any three of the tied ids plus a lower token
      * decides on the slice, checked right */
     sift_candidate q[4] = {{500, 4.0f}, {6, 6.0f / 8.0f}, {10, 4.0f}, {400, 4.0f}};
-    sift_slice s4 = {V, 4, q, 0, NULL, 0};
+    sift_slice s4 = {V, 4, q, 0, NULL, 0, 0};
     ck_assert_int_eq(sift_chain_sample_slice(c, &s4, &t, &err), SIFT_E_SLICE_MISMATCH);
     /* (token 6 is below the row's 4th largest, 4.0: a wrong set) */
     assert_error(&err, SIFT_E_SLICE_MISMATCH, 1);

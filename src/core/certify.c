@@ -18,6 +18,12 @@
  * an absent token may tie with a present one), so from then on only a
  * strictly larger logit beats it.
  *
+ * The bound may also carry an upper bound on the absent tokens' total
+ * mass (core/tail.c): lowering stages keep it, a temperature maps it, and
+ * the stages whose outcome depends on the absent tokens only through
+ * their mass (top_p, dist) are decided when the outcome is the same for
+ * every mass it allows.
+ *
  * What each class proves is not here: the walk asks the class's rule in
  * the one table of class semantics (class.c), which the static plan
  * (plan.c) reads too; this file owns the loop, the complete-set tail and
@@ -83,6 +89,9 @@ int sift__walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__bo
     sift_error scratch;
     sift_error *user_err = ctx->err;
     c->n_walks++;
+    /* Every token not loaded is absent; stages remove present ones only
+     * on a complete set, or in a certified truncation that completes it. */
+    b->n_absent = a->n < (size_t)a->V ? (uint64_t)a->V - (uint64_t)a->n : 0;
     int r = walk(c, ctx, a, end, b, status, user_err, &scratch);
     ctx->err = user_err;
     return r;

@@ -140,16 +140,48 @@ static int fill_banned(sift__ctx *ctx, sift__arr *a, size_t n)
 /* WHOLE: reads the whole distribution                                */
 /* ------------------------------------------------------------------ */
 
+static void plan_truncation(sift__plan_acc *p, int threshold);
+static void plan_lowers_raises(sift__plan_acc *p, int raises);
+
+/* A WHOLE stage with a mass certificate is planned as a certified
+ * truncation (top_p, dist, mirostat: plan_truncation) or, when it keeps
+ * the absent tokens (XTC), as a stage that lowers (removes) at most
+ * `lowers` tokens and leaves the plan CERTIFIED; any other reads the
+ * whole row. */
 static void plan_whole(sift__plan_acc *p)
 {
+    if (p->st->ops->certify_mass && p->st->ops->mass_keeps) {
+        /* removes at most `lowers` top tokens, decided per step */
+        plan_lowers_raises(p, 0);
+        p->certified = 1;
+        append(p->why, "; decided per step with a tail-mass bound");
+        return;
+    }
+    if (p->st->ops->certify_mass) {
+        plan_truncation(p, 2);
+        return;
+    }
     put(p->why, "reads the whole distribution before any truncation: whole row");
     p->done = 2;
 }
 
+/* A WHOLE stage reads every token's mass; one whose outcome depends on
+ * the absent tokens only through their total mass is decided when its
+ * certificate holds for every mass the bound allows (core/tail.c). */
 static int cert_whole(sift__stage *st, int64_t n, sift__ctx *ctx, sift__arr *a, sift__bound *b)
 {
-    (void)st, (void)n, (void)ctx, (void)a, (void)b;
-    return SIFT__CERT_ROW;
+    (void)n;
+    if (!st->ops->certify_mass)
+        return SIFT__CERT_ROW;
+    sift__arr_canon(ctx, a);
+    if (!st->ops->certify_mass(st, ctx, a, b))
+        return SIFT__CERT_ROW;
+    if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n == 0)
+        return SIFT__CERT_ROW;
+    if (st->ops->is_selector)
+        return SIFT__CERT_SELECTED;
+    /* XTC: the absent tokens are untouched, the set stays incomplete */
+    return st->ops->mass_keeps ? SIFT__CERT_KEEP : SIFT__CERT_COMPLETE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -286,6 +318,7 @@ static void plan_monotone(sift__plan_acc *p)
         return;
     }
     p->monotone = 1;
+    p->mono_name = p->name;
     p->k_here = SIFT__PLAN_MONOTONE_MARGIN;
     put(p->why, "keeps the order up to rounding ties: margin %d, certified",
         SIFT__PLAN_MONOTONE_MARGIN);
@@ -307,10 +340,18 @@ static int cert_monotone(sift__stage *st, int64_t n, sift__ctx *ctx, sift__arr *
     float pm = st->ops->map_bound(st, sift__arr_max_logit(a));
     if (!(pm > -INFINITY && pm < INFINITY))
         return SIFT__CERT_ROW;
+    float old = b->logit;
     if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
         return SIFT__CERT_ROW;
     b->by_key = 0;
     b->logit = nb;
+    /* The tail mass follows a division (temperature); any other map
+     * drops it, and the free bound remains (core/tail.c). */
+    float t = st->ops->tail_divisor ? st->ops->tail_divisor(st) : NAN;
+    if (t == t)
+        sift__tail_divide(b, old, t, sift__arr_max_logit(a));
+    else
+        b->has_tail = 0;
     return SIFT__CERT_KEEP;
 }
 
@@ -325,12 +366,20 @@ static void plan_truncation(sift__plan_acc *p, int threshold)
     const sift__stage *st = p->st;
     sift_plan *plan = p->plan;
     int64_t n = p->n;
-    if (threshold && !st->ops->certify) {
+    if (threshold == 1 && !st->ops->certify) {
         put(p->why, "threshold stage that cannot be certified: whole row");
         p->done = 2;
         return;
     }
-    int64_t base = threshold && n <= 0 ? SIFT__PLAN_THRESHOLD_K : n;
+    if (threshold == 2 && !st->ops->certify_mass) {
+        put(p->why, "reads the whole distribution: whole row");
+        p->done = 2;
+        return;
+    }
+    /* threshold 2: a whole-distribution stage with a mass certificate */
+    int64_t base = threshold == 2        ? SIFT__PLAN_MASS_K
+                   : threshold && n <= 0 ? SIFT__PLAN_THRESHOLD_K
+                                         : n;
     int64_t k =
         sat_add(sat_add(base, p->lowered), (p->monotone ? SIFT__PLAN_MONOTONE_MARGIN : 0) +
                                                (p->unbounded ? SIFT__PLAN_UNBOUNDED_SLACK : 0));
@@ -342,9 +391,13 @@ static void plan_truncation(sift__plan_acc *p, int threshold)
     plan->k = (int32_t)k;
     plan->recommended_k = (int32_t)k;
     plan->decided_at = (int32_t)p->i;
-    plan->guarantee =
-        threshold || p->monotone || p->unbounded ? SIFT_GUARANTEE_CERTIFIED : SIFT_GUARANTEE_EXACT;
-    if (threshold && n <= 0)
+    plan->guarantee = threshold || p->monotone || p->unbounded || p->certified
+                          ? SIFT_GUARANTEE_CERTIFIED
+                          : SIFT_GUARANTEE_EXACT;
+    if (threshold == 2)
+        put(p->pwhy, "%s%s%s: certified with a tail-mass bound: recommended %d", p->name,
+            p->mono_name ? " after " : "", p->mono_name ? p->mono_name : "", SIFT__PLAN_MASS_K);
+    else if (threshold && n <= 0)
         put(p->pwhy, "%s has no static bound: recommended %d", p->name, SIFT__PLAN_THRESHOLD_K);
     else
         put(p->pwhy, "%s %lld", p->name, (long long)n);
@@ -354,7 +407,12 @@ static void plan_truncation(sift__plan_acc *p, int threshold)
     if (p->unbounded)
         append(p->pwhy, " + slack %d", SIFT__PLAN_UNBOUNDED_SLACK);
     append(p->pwhy, " = %lld, %s", (long long)k, sift_guarantee_str(plan->guarantee));
-    if (threshold)
+    if (threshold == 2)
+        put(p->why,
+            "reads the distribution's mass: certified with a tail-mass bound "
+            "(SIFT_SLICE_TAIL_MASS, else the free bound); recommended k = %lld",
+            (long long)k);
+    else if (threshold)
         put(p->why, "threshold decided per step by the certificate: k = %lld", (long long)k);
     else
         put(p->why, "keeps the first %lld: k = %lld", (long long)n, (long long)k);
@@ -375,7 +433,8 @@ static int cert_top(sift__stage *st, int64_t n, sift__ctx *ctx, sift__arr *a, si
     if ((size_t)n > a->n || !sift__bound_ahead(b, &a->c[n - 1])) {
         /* With every absent token at -inf the first n are known even when
          * they run into -inf tokens. */
-        int banned = !b->by_key && b->logit == -INFINITY;
+        int banned = !b->by_key && b->logit == -INFINITY &&
+                     b->n_absent + a->n == (uint64_t)a->V; /* nothing removed (XTC) */
         if (!banned || !fill_banned(ctx, a, (size_t)n))
             return SIFT__CERT_ROW;
     }

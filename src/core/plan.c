@@ -81,6 +81,8 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
 {
     int64_t lowered = 0, extras = 0;
     int monotone = 0, unbounded = 0, done = 0;
+    const char *mono_name = NULL;
+    int certified = 0;
     char terms_buf[SIFT_PLAN_WHY_MAX];
     terms_buf[0] = 0;
     char *terms = words ? terms_buf : NULL;
@@ -115,6 +117,8 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
                                   .extras = extras,
                                   .monotone = monotone,
                                   .unbounded = unbounded,
+                                  .mono_name = mono_name,
+                                  .certified = certified,
                                   .why = why,
                                   .terms = terms,
                                   .pwhy = pwhy,
@@ -124,6 +128,8 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
             extras = acc.extras;
             monotone = acc.monotone;
             unbounded = acc.unbounded;
+            mono_name = acc.mono_name;
+            certified = acc.certified;
             done = acc.done;
             k_here = acc.k_here;
             if (done == 2) {
@@ -238,6 +244,15 @@ size_t sift__plan_prefix_k(const sift_chain *c)
 {
     int32_t k, d, e;
     cached(c, &k, &d, &e);
+    return (size_t)k;
+}
+
+size_t sift__plan_row_k(const sift_chain *c)
+{
+    int32_t k, d, e;
+    cached(c, &k, &d, &e);
+    if (k > 0 && d >= 0 && (size_t)d < c->n_stages && c->stages[d]->ops->certify_mass)
+        return 0;
     return (size_t)k;
 }
 

@@ -119,9 +119,15 @@ static sift_status validate_slice(sift_chain *c, const sift_slice *sl, sift_erro
                           (int)V);
     if (!sl->prefix || (e > 0 && !sl->extras))
         return sift__fail(err, SIFT_E_SLICE, "slice.%s is NULL", sl->prefix ? "extras" : "prefix");
-    if (sl->flags & ~(uint32_t)SIFT_SLICE_CANONICAL)
+    const uint32_t known = SIFT_SLICE_CANONICAL | SIFT_SLICE_TAIL_MASS;
+    if (sl->flags & ~known)
         return sift__fail(err, SIFT_E_SLICE, "slice.flags has unknown bits 0x%x",
-                          (unsigned)(sl->flags & ~(uint32_t)SIFT_SLICE_CANONICAL));
+                          (unsigned)(sl->flags & ~known));
+    if ((sl->flags & SIFT_SLICE_TAIL_MASS) && !(sl->tail_mass >= 0.0 && sl->tail_mass < INFINITY))
+        return sift__fail(err, SIFT_E_SLICE,
+                          "slice.tail_mass is %g; with SIFT_SLICE_TAIL_MASS it must be a finite "
+                          "number >= 0",
+                          sl->tail_mass);
     const int canon = (sl->flags & SIFT_SLICE_CANONICAL) != 0;
     /* The common case first, one pass per array with no branch but the
      * id range, which also copies the slice into ws.cand (the work set;
@@ -284,10 +290,14 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
     if (sl->flags & SIFT_SLICE_CANONICAL) {
         *b = sift__bound_of(&c->ws.cand[k - 1]);
     } else {
+        *b = sift__bound_of(&c->ws.cand[k - 1]);
         b->by_key = 0;
         b->key = 0;
-        b->logit = c->ws.cand[k - 1].logit;
     }
+    /* The caller's bound on the absent tokens' mass, relative to the
+     * row's largest logit: the prefix's first (core/tail.c). */
+    if (sl->flags & SIFT_SLICE_TAIL_MASS)
+        sift__tail_start(b, c->ws.cand[0].logit, sl->tail_mass);
     if (e > 0 && (sl->flags & SIFT_SLICE_CANONICAL)) {
         /* Every extra comes after the prefix's last key (validated). */
         sift__sort_canon(c->ws.cand + k, e, c->ws.cand2);

@@ -283,7 +283,7 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
     sift__ctx ctx;
     sift__arr a;
     /* Fast path: decide from the row's top k when the chain allows it. */
-    size_t k = try_prefix ? sift__plan_prefix_k(c) : 0;
+    size_t k = try_prefix ? sift__plan_row_k(c) : 0;
     int prefix = sift__step_takes_prefix(V, k);
     /* The prefix needs the extras of this step; a grammar that cannot
      * list its allowed tokens within its work budget sends the step to

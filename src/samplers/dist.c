@@ -15,7 +15,9 @@
  * Reference behaviour: llama.cpp walks a float/double cumulative sum in the
  * array's current order with libstdc++'s generate_canonical; sift differs
  * on purpose (own RNG, canonical order, exact sums).
- * Capability class: WHOLE (it needs the normaliser of every candidate).
+ * Capability class: WHOLE (it needs the normaliser of every candidate);
+ * on a slice the draw is certified with the absent tokens' mass bound
+ * (dist_certify_mass).
  */
 #include <math.h>
 
@@ -68,11 +70,46 @@ static sift_class dist_cls(const sift__stage *st, int64_t *n)
     return SIFT_CLASS_WHOLE;
 }
 
+/* On a slice (present tokens canonical, absent ones bounded by b, their
+ * integer mass at most W_A): the row's mass W lies in [W_lo, W_lo + W_A],
+ * W_lo the present mass, and the target T = floor(W U / 2^64) is
+ * non-decreasing in W, so it lies in [T_lo, T_hi]. The present tokens
+ * ahead of the bound are the row's first ones in canonical order, with
+ * the row's weights (the row's largest logit is present). If the first
+ * of them whose prefix mass exceeds T_lo also exceeds T_hi, every T in
+ * between selects it: that is the row's token, and apply on the present
+ * tokens (which uses T_lo) draws it with the same one RNG output. Fewer
+ * than two present tokens would select without a draw, while the row
+ * draws: not certified. The id-order walk interleaves absent tokens: not
+ * certified. */
+static int dist_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
+                             const sift__bound *b)
+{
+    if (((const dist_stage *)st)->id_order || a->n < 2 || a->order != SIFT__ORDER_CANON ||
+        !(a->c[0].logit > -INFINITY) || a->c[0].logit < b->logit)
+        return 0;
+    float m = a->c[0].logit;
+    uint64_t *w = ctx->ws->u64a;
+    sift__u128 W_lo = sift__weights(a->c, a->n, m, w);
+    sift__u128 W_hi = sift__u128_add(W_lo, sift__tail_absent_mass(b, m));
+    sift__rng r = ctx->rng;
+    uint64_t u = sift__rng_next(&r);
+    sift__u128 T_lo = sift__u128_scale_u64(W_lo, u), T_hi = sift__u128_scale_u64(W_hi, u);
+    sift__u128 run = {0, 0};
+    for (size_t i = 0; i < a->n && sift__bound_ahead(b, &a->c[i]); i++) {
+        run = sift__u128_add64(run, w[i]);
+        if (sift__u128_cmp(run, T_lo) > 0)
+            return sift__u128_cmp(run, T_hi) > 0;
+    }
+    return 0;
+}
+
 static const sift__stage_ops dist_ops = {
     .name = "dist",
     .apply = dist_apply,
     .cls = dist_cls,
     .is_selector = 1,
+    .certify_mass = dist_certify_mass,
 };
 
 static const sift__stage_ops dist_id_ops = {

@@ -87,23 +87,13 @@ static sift_class epsilon_cls(const sift__stage *st, int64_t *n)
     return t->epsilon > 0.0f ? SIFT_CLASS_THRESHOLD : SIFT_CLASS_IDENTITY;
 }
 
-/* a * b exactly, for 64-bit a and b. */
-static sift__u128 mul_u64(uint64_t a, uint64_t b)
-{
-    uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
-    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
-    uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
-    sift__u128 r;
-    r.lo = (mid << 32) | (p00 & 0xffffffffu);
-    r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
-    return r;
-}
-
 /* On a slice (present tokens canonical, absent ones bounded by b):
  *  - the row's largest logit is present when the first present token is
  *    not below the bound, so every present weight w_i is the row's;
  *  - the row's mass W lies in [W_lo, W_hi], W_lo the present mass and
- *    W_hi = W_lo + (V - n) * w_b, w_b the weight of the bound's logit;
+ *    W_hi = W_lo + the absent mass bound (sift__tail_absent_mass: at
+ *    most (V - n) * w_b, w_b the weight of the bound's logit, or less
+ *    with the slice's tail mass);
  *  - T = ceil(epsilon * W) is non-decreasing in W, so it lies in
  *    [T_lo, T_hi], the thresholds of those two masses;
  *  - if w_b < T_lo no absent token passes; if as many present tokens
@@ -123,9 +113,9 @@ static int epsilon_certify(const sift__stage *st, sift__ctx *ctx, const sift__ar
     float m = a->c[0].logit;
     uint64_t *w = ctx->ws->u64a;
     sift__u128 W_lo = sift__weights(a->c, a->n, m, w);
-    uint64_t absent = (uint64_t)a->V - (uint64_t)a->n;
+    uint64_t absent = b->n_absent;
     uint64_t wb = sift__weight(sift__expf(b->logit - m));
-    sift__u128 W_hi = sift__u128_add(W_lo, mul_u64(absent, wb));
+    sift__u128 W_hi = sift__u128_add(W_lo, sift__tail_absent_mass(b, m));
     sift__u128 T_lo = sift__u128_scale_float(W_lo, t->epsilon, 1);
     sift__u128 T_hi = sift__u128_scale_float(W_hi, t->epsilon, 1);
     if (absent > 0 && weight_ge(wb, T_lo))

@@ -41,6 +41,8 @@
  * pending record included). llama.cpp masks nothing here either: it
  * shrinks the array, as sift does.
  * Capability class: WHOLE (both read the whole distribution). Selectors.
+ * On a slice both are certified (miro_certify_mass): v1 from the top
+ * tokens alone, v2 with the absent tokens' mass bound.
  */
 #include <math.h>
 
@@ -253,6 +255,56 @@ static sift_class miro_cls(const sift__stage *st, int64_t *n)
     return SIFT_CLASS_WHOLE;
 }
 
+/* On a slice (present tokens canonical, absent ones bounded by b;
+ * docs/analyzer.md, "Tail mass"). The present maximum must not be below
+ * the bound, so it is the row's and the present weights are the row's.
+ * v1: the estimate reads the canonical first M = min(m, n) logits, which
+ * must all be present and ahead of the bound (then M is the same on the
+ * row, whose n is larger); its k, clamped to the slice's count, must be
+ * below that count (else the row's clamp could differ) and its first k
+ * tokens ahead of the bound: the row keeps the same k, and no mass is
+ * needed. v2: (double)w / (double)W is non-increasing in W (both
+ * conversions and the division round monotonically), so with W in
+ * [W_lo, W_lo + W_A] a present token passing at W_hi passes everywhere;
+ * equal counts at both ends fix the kept set, and the bound's weight (the
+ * largest absent one) failing at W_lo keeps every absent token out; the
+ * passing tokens outweigh every absent one, so they are ahead of it. If
+ * none passes, the row keeps its canonical first token, which must be
+ * ahead. The kept set is then complete, and the draw, the selection and
+ * the surprise over it are the row's. */
+static int miro_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
+                             const sift__bound *b)
+{
+    const miro_stage *s = (const miro_stage *)st;
+    if (a->n == 0 || a->order != SIFT__ORDER_CANON || !(a->c[0].logit > -INFINITY) ||
+        a->c[0].logit < b->logit || b->n_absent == 0)
+        return 0;
+    if (!s->v2) {
+        size_t M = (size_t)s->m;
+        if (M > a->n || !sift__bound_ahead(b, &a->c[M - 1]))
+            return 0;
+        size_t k = v1_k(s, ctx, a);
+        return k < a->n && sift__bound_ahead(b, &a->c[k - 1]);
+    }
+    float m = a->c[0].logit;
+    uint64_t *w = ctx->ws->u64a;
+    sift__u128 W_lo = sift__weights(a->c, a->n, m, w);
+    sift__u128 W_hi = sift__u128_add(W_lo, sift__tail_absent_mass(b, m));
+    double Wd_lo = sift__u128_to_double(W_lo), Wd_hi = sift__u128_to_double(W_hi);
+    double thr = sift__exp(-s->mu * LN2);
+    double wb = (double)sift__weight(sift__expf(b->logit - m));
+    if (!(wb / Wd_lo < thr))
+        return 0;
+    size_t pass_lo = 0, pass_hi = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        pass_lo += (double)w[i] / Wd_lo >= thr;
+        pass_hi += (double)w[i] / Wd_hi >= thr;
+    }
+    if (pass_lo != pass_hi)
+        return 0;
+    return pass_lo > 0 || sift__bound_ahead(b, &a->c[0]);
+}
+
 static const sift__stage_ops miro_v1_ops = {
     .name = "mirostat",
     .apply = miro_apply,
@@ -262,6 +314,7 @@ static const sift__stage_ops miro_v1_ops = {
     .cls = miro_cls,
     .digest = miro_digest,
     .is_selector = 1,
+    .certify_mass = miro_certify_mass,
 };
 
 static const sift__stage_ops miro_v2_ops = {
@@ -273,6 +326,7 @@ static const sift__stage_ops miro_v2_ops = {
     .cls = miro_cls,
     .digest = miro_digest,
     .is_selector = 1,
+    .certify_mass = miro_certify_mass,
 };
 
 static sift_status check_rate(const char *stage, const char *name, float x, sift_error *err)

@@ -227,11 +227,21 @@ static float temp_ext_map_bound(const sift__stage *st, float bound)
     return temp_map(s->t, bound);
 }
 
+/* The divisor of the MONOTONE map l -> l / t, for the tail-mass bound
+ * (core/tail.c); NaN when the map is not one division (temp_ext with
+ * delta > 0). Only asked when the class is MONOTONE. */
+static float temp_tail_divisor(const sift__stage *st)
+{
+    const temp_stage *s = (const temp_stage *)st;
+    return s->delta > 0.0f ? NAN : s->t;
+}
+
 static const sift__stage_ops temp_ops = {
     .name = "temp",
     .apply = temp_apply,
     .cls = temp_cls,
     .map_bound = temp_map_bound,
+    .tail_divisor = temp_tail_divisor,
 };
 
 static const sift__stage_ops temp_ext_ops = {
@@ -239,6 +249,7 @@ static const sift__stage_ops temp_ext_ops = {
     .apply = temp_ext_apply,
     .cls = temp_ext_cls,
     .map_bound = temp_ext_map_bound,
+    .tail_divisor = temp_tail_divisor,
 };
 
 static int is_finite(float x)

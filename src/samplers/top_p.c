@@ -23,7 +23,8 @@
  * weighted selection and sift__cut_top extends it to min_keep.
  *
  * Capability class: WHOLE (the normaliser reads every candidate);
- * IDENTITY when p >= 1.
+ * IDENTITY when p >= 1. On a slice the cut is certified with the absent
+ * tokens' mass bound (top_p_certify_mass).
  */
 #include <math.h>
 
@@ -67,10 +68,52 @@ static sift_class top_p_cls(const sift__stage *st, int64_t *n)
     return t->p >= 1.0f ? SIFT_CLASS_IDENTITY : SIFT_CLASS_WHOLE;
 }
 
+/* On a slice (present tokens canonical, absent ones bounded by b, their
+ * integer mass at most W_A): the row's mass lies in [W_lo, W_lo + W_A]
+ * and T = ceil(p W) in [T_lo, T_hi] (non-decreasing in W). Over the
+ * present tokens ahead of the bound (the row's first ones, with the
+ * row's weights), the cut is the first prefix whose mass reaches T; if
+ * the prefix that reaches T_lo reaches T_hi too, the cut is the same for
+ * every T in between. With the min_keep extension the kept tokens must
+ * all be ahead of the bound. Applying the stage to the present tokens
+ * uses T_lo and then keeps exactly the row's kept set. */
+static int top_p_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
+                              const sift__bound *b)
+{
+    const top_p_stage *t = (const top_p_stage *)st;
+    if (a->n == 0 || a->order != SIFT__ORDER_CANON || !(a->c[0].logit > -INFINITY) ||
+        a->c[0].logit < b->logit || b->n_absent == 0)
+        return 0;
+    size_t keep_min = t->min_keep > 1 ? (size_t)t->min_keep : 1;
+    float m = a->c[0].logit;
+    uint64_t *w = ctx->ws->u64a;
+    sift__u128 W_lo = sift__weights(a->c, a->n, m, w);
+    sift__u128 W_hi = sift__u128_add(W_lo, sift__tail_absent_mass(b, m));
+    sift__u128 T_lo = sift__u128_scale_float(W_lo, t->p, 1);
+    sift__u128 T_hi = sift__u128_scale_float(W_hi, t->p, 1);
+    sift__u128 run = {0, 0};
+    size_t len = 0;
+    for (size_t i = 0; i < a->n && sift__bound_ahead(b, &a->c[i]); i++) {
+        run = sift__u128_add64(run, w[i]);
+        if (sift__u128_cmp(run, T_lo) >= 0) {
+            if (sift__u128_cmp(run, T_hi) < 0)
+                return 0;
+            len = i + 1;
+            break;
+        }
+    }
+    if (len == 0)
+        return 0;
+    if (len >= keep_min)
+        return 1;
+    return keep_min <= a->n && sift__bound_ahead(b, &a->c[keep_min - 1]);
+}
+
 static const sift__stage_ops top_p_ops = {
     .name = "top_p",
     .apply = top_p_apply,
     .cls = top_p_cls,
+    .certify_mass = top_p_certify_mass,
 };
 
 sift_status sift_chain_add_top_p(sift_chain *chain, float p, int32_t min_keep, sift_error *err)

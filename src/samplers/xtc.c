@@ -27,7 +27,8 @@
  * min_keep is used raw (as llama.cpp does; 0 and 1 behave the same).
  *
  * Capability class: WHOLE; IDENTITY when probability <= 0 or
- * threshold > 0.5.
+ * threshold > 0.5. On a slice its removal is certified with the absent
+ * tokens' mass bound (xtc_certify_mass).
  */
 #include <math.h>
 
@@ -103,10 +104,76 @@ static sift_class xtc_cls(const sift__stage *st, int64_t *n)
     return xtc_off((const xtc_stage *)st) ? SIFT_CLASS_IDENTITY : SIFT_CLASS_WHOLE;
 }
 
+/* On a slice (present tokens canonical, absent ones bounded by b, their
+ * integer mass at most W_A; docs/analyzer.md, "Tail mass"): the row has
+ * at least two candidates (present and absent ones), so it draws u; this
+ * peeks it from a copy of the RNG, and the slice must draw too (two
+ * present tokens). If u > probability, nothing changes on either side.
+ * Else T = max(ceil(threshold W), 1) lies in [T_lo, T_hi] for W in
+ * [W_lo, W_lo + W_A]; no absent token is in A when the bound's weight
+ * (the largest an absent token can have) is below T_lo, and A is the
+ * same for every T when as many present tokens pass T_hi as T_lo. The
+ * removal condition counts the candidates, the row's (present + absent)
+ * and the slice's (present): both must agree. The members of A weigh
+ * more than any absent token, so they and A's canonical last are the
+ * row's. The absent tokens are untouched (mass_keeps). */
+static int xtc_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
+                            const sift__bound *b)
+{
+    const xtc_stage *x = (const xtc_stage *)st;
+    if (xtc_off(x) || a->n < 2 || a->order != SIFT__ORDER_CANON || !(a->c[0].logit > -INFINITY) ||
+        a->c[0].logit < b->logit)
+        return 0;
+    sift__rng r = ctx->rng;
+    if (sift__rng_float(&r) > x->probability)
+        return 1;
+    float m = a->c[0].logit;
+    uint64_t *w = ctx->ws->u64a;
+    sift__u128 W_lo = sift__weights(a->c, a->n, m, w);
+    sift__u128 W_hi = sift__u128_add(W_lo, sift__tail_absent_mass(b, m));
+    sift__u128 T_lo = sift__u128_scale_float(W_lo, x->threshold, 1);
+    sift__u128 T_hi = sift__u128_scale_float(W_hi, x->threshold, 1);
+    if (T_lo.lo == 0 && T_lo.hi == 0)
+        T_lo.lo = 1;
+    if (T_hi.lo == 0 && T_hi.hi == 0)
+        T_hi.lo = 1;
+    uint64_t tl = T_lo.hi ? UINT64_MAX : T_lo.lo, th = T_hi.hi ? UINT64_MAX : T_hi.lo;
+    if (b->n_absent > 0 && sift__weight(sift__expf(b->logit - m)) >= tl)
+        return 0;
+    size_t pass_lo = 0, pass_hi = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        pass_lo += w[i] >= tl;
+        pass_hi += w[i] >= th;
+    }
+    if (pass_lo != pass_hi)
+        return 0;
+    if (pass_lo < 2)
+        return 1;
+    uint64_t whole = (uint64_t)a->n + b->n_absent;
+    int row_removes = whole - (pass_lo - 1) >= (uint64_t)x->min_keep;
+    int slice_removes = a->n - (pass_lo - 1) >= (size_t)x->min_keep;
+    return row_removes == slice_removes;
+}
+
+/* At most floor(1 / threshold) tokens reach the threshold, all but one
+ * of them are removed; threshold 0: any number. */
+static int64_t xtc_lowers(const sift__stage *st, int dynamic)
+{
+    (void)dynamic;
+    const xtc_stage *x = (const xtc_stage *)st;
+    if (!(x->threshold > 0.0f))
+        return -1;
+    double n = floor(1.0 / (double)x->threshold);
+    return n >= 1.0 ? (int64_t)n - 1 : 0;
+}
+
 static const sift__stage_ops xtc_ops = {
     .name = "xtc",
     .apply = xtc_apply,
     .cls = xtc_cls,
+    .lowers = xtc_lowers,
+    .certify_mass = xtc_certify_mass,
+    .mass_keeps = 1,
 };
 
 sift_status sift_chain_add_xtc(sift_chain *chain, float probability, float threshold,

@@ -1,0 +1,200 @@
+/*
+ * tail.c - the tail-mass bound: what the tokens a slice does not hold can
+ * weigh, as an upper bound on sift's exact integer mass.
+ *
+ * Owns sift__tail_start, sift__tail_divide, sift__tail_absent_mass and
+ * sift__u128_mul64.
+ *
+ * The bound (sift__bound, has_tail) says: there are reals y_i, one per
+ * absent token, with sum exp(y_i - ref) <= tail, and every absent token
+ * whose current logit z_i is >= -lam has z_i <= y_i + delta. A slice
+ * starts it with y_i = l_i, ref = m (the row's largest logit), delta = 0,
+ * lam = +inf and tail = the caller's bound. Stages that only lower keep it
+ * (z_i goes down, y_i stays). A division by t (temperature) maps it with
+ * the closed forms below; any other monotone map drops it. At a decision
+ * it gives an upper bound on the integer mass W_A of the absent tokens,
+ * which sift__tail_absent_mass returns together with the free bound
+ * n_absent * w(b->logit). docs/analyzer.md, "Tail mass", has the proofs;
+ * the comments here name the steps.
+ *
+ * Every double computation below is rounded outwards with up(): a few
+ * correctly rounded operations and sift's own exp/log (relative error
+ * below 2^-50, absolute below 2^-1000 near underflow) are covered by a
+ * relative margin of 2^-40 and an absolute one. A bound that is not
+ * finite, or too large to help, is dropped (has_tail = 0), never guessed.
+ */
+#include <math.h>
+
+#include "../sift_internal.h"
+
+#define LN2 0.6931471805599453
+/* A token with a positive weight has sift__expf(fl(z - m)) >= 2^-62, so
+ * fl(z - m) > -43.1 (e^-43.1 < 2^-62 by a factor of 1.13, far more than
+ * expf's error): every such token has fl(z - m) in [-CONTRIB, 0]. */
+#define CONTRIB 44.0
+
+/* An upper bound of the real value that a double computation of a few
+ * correctly rounded operations gave as x. */
+static double up(double x)
+{
+    return x + fabs(x) * 0x1p-40 + 0x1p-1000;
+}
+
+static double exp_up(double x)
+{
+    return up(sift__exp(up(x)));
+}
+
+/* An upper bound of log(x), x > 0 (an absolute margin too: near x = 1
+ * the error of sift__log is absolute). */
+static double log_up(double x)
+{
+    double l = sift__log(x);
+    return l + fabs(l) * 0x1p-40 + 0x1p-40;
+}
+
+sift__u128 sift__u128_mul64(uint64_t a, uint64_t b)
+{
+    uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
+    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+    sift__u128 r;
+    r.lo = (mid << 32) | (p00 & 0xffffffffu);
+    r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+    return r;
+}
+
+void sift__tail_start(sift__bound *b, float m, double S)
+{
+    b->has_tail = 0;
+    if (!(S >= 0.0 && S < INFINITY) || !(m > -INFINITY && m < INFINITY))
+        return;
+    b->has_tail = 1;
+    b->tail = S;
+    b->ref = (double)m;
+    b->delta = 0.0;
+    b->lam = INFINITY;
+}
+
+/* Every absent logit was <= `before` before the division, so y_i may be
+ * taken <= before (replacing y_i by min(y_i, before) keeps z_i <= y_i +
+ * delta, as z_i <= before, and only lowers the sum): each term exp(y_i -
+ * ref) is then at most U = min(tail, exp(before - ref)). With p = 1/t and
+ * u_i = exp(y_i - ref), y'_i = y_i / t and ref' = ref / t:
+ *   p > 1 (t < 1): sum u_i^p <= U^(p-1) sum u_i <= U^(p-1) tail;
+ *   p < 1 (t > 1): sum u_i^p <= N^(1-p) (sum u_i)^p (power means, N the
+ *                  number of absent tokens).
+ * The new lam' is chosen so that z' >= -lam' implies z >= -lam, and
+ * delta' covers the division's rounding: z' = fl(z / t) <= z / t +
+ * 2^-24 |z'| + 2^-149 with |z'| <= max(lam', |b'|). */
+void sift__tail_divide(sift__bound *b, float before, float t, float m_after)
+{
+    if (!b->has_tail)
+        return;
+    if (!(t > 0.0f && t < INFINITY) || !(m_after > -INFINITY && m_after < INFINITY) ||
+        !(before < INFINITY)) {
+        b->has_tail = 0;
+        return;
+    }
+    if (before == -INFINITY || b->tail == 0.0 || b->n_absent == 0) {
+        /* Every absent token is -inf (or there are none): no mass, ever. */
+        b->tail = 0.0;
+        b->ref = 0.0;
+        b->delta = 0.0;
+        b->lam = INFINITY;
+        return;
+    }
+    double td = (double)t, pd = 1.0 / td;
+    /* The real p = 1/t lies in [p_lo, p_hi]. */
+    double p_lo = pd * (1.0 - 0x1p-50), p_hi = pd * (1.0 + 0x1p-50);
+    double LT = log_up(b->tail);
+    double LB = up((double)before - b->ref);
+    double LU = LT < LB ? LT : LB;
+    double E;
+    if (t < 1.0f) {
+        /* (p - 1) LU + LT, p - 1 > 0: the largest p - 1 when LU >= 0,
+         * the smallest when LU < 0 (p_lo - 1 is below the real p - 1 by
+         * far more than the subtraction's rounding) */
+        double pm = LU >= 0 ? up(p_hi - 1.0) : p_lo - 1.0;
+        E = up(up(pm * LU) + LT);
+    } else {
+        double LN = log_up((double)b->n_absent);
+        double q = up(1.0 - p_lo); /* 1 - p >= 0 */
+        E = up(up(q * LN) + up((LT >= 0 ? p_hi : p_lo) * LT));
+    }
+    double ref2 = b->ref / td;
+    /* exp(ref / t - ref2) with |ref / t - ref2| <= 2^-53 |ref2| */
+    E = up(E + fabs(ref2) * 0x1p-51);
+    double bnew = (double)before / td; /* about the new bound, for |z'| */
+    double lam2 = 2.0 * (89.0 + fabs((double)m_after)) + fabs(bnew) * 2.0;
+    if (b->lam < INFINITY) {
+        double cap = (b->lam - 0x1p-100) * (1.0 - 0x1p-20) / td;
+        lam2 = cap < lam2 ? cap : lam2;
+    }
+    double mag = lam2 > fabs(bnew) * 1.01 + 1.0 ? lam2 : fabs(bnew) * 1.01 + 1.0;
+    double delta2 = up(up(b->delta * p_hi) + mag * 0x1p-24 + 0x1p-100);
+    if (!(E < 700.0) || !(delta2 < 1.0) || !(lam2 == lam2)) {
+        b->has_tail = 0;
+        return;
+    }
+    b->tail = exp_up(E);
+    b->ref = ref2;
+    b->delta = delta2;
+    b->lam = lam2;
+}
+
+/* ceil(X) for 0 <= X < 2^126, plus one (so truncation errors need no
+ * care): hi = floor(X / 2^64) is exact, the remainder X - hi 2^64 too. */
+static sift__u128 u128_above(double X)
+{
+    sift__u128 r;
+    r.hi = (uint64_t)(X * 0x1p-64);
+    double rem = X - (double)r.hi * 0x1p64;
+    r.lo = (uint64_t)rem;
+    return sift__u128_add64(r, 1);
+}
+
+/* For an absent token with a positive weight, fl(z - m) >= -CONTRIB, so
+ * z >= m - CONTRIB (1 + 2^-23); if that is >= -lam, z <= y + delta. Then
+ *   w = trunc(2^62 expf(fl(z - m))) <= 2^62 e^(z - m + 2^-24 CONTRIB)
+ *       (1 + 2^-23)
+ * (the float subtraction's rounding, expf's error: 2^-51 before its one
+ * rounding to float, 2^-24 for that rounding; truncation only lowers),
+ * and the sum over those tokens is at most
+ *   2^62 (1 + 2^-23) e^(delta + 2^-24 CONTRIB) tail e^(ref - m).
+ * Tokens of weight 0 add nothing. */
+static int tail_mass(const sift__bound *b, float m, sift__u128 *out)
+{
+    if (!b->has_tail)
+        return 0;
+    if (b->tail == 0.0) {
+        out->lo = out->hi = 0;
+        return 1;
+    }
+    if (b->lam < INFINITY && !((double)m - CONTRIB * (1.0 + 0x1p-22) >= -b->lam))
+        return 0;
+    double E = 62.0 * LN2 + 0x1p-40;
+    E = up(E + log_up(b->tail));
+    E = up(E + up(b->ref - (double)m));
+    E = up(E + b->delta + CONTRIB * 0x1p-24 + 0x1p-22);
+    if (!(E < 125.0 * LN2))
+        return 0;
+    *out = u128_above(exp_up(E));
+    return 1;
+}
+
+sift__u128 sift__tail_absent_mass(const sift__bound *b, float m)
+{
+    sift__u128 none = {0, 0};
+    if (b->n_absent == 0)
+        return none;
+    /* The free bound: every absent z <= b->logit, so fl(z - m) <=
+     * fl(b->logit - m) and, expf and the weight being monotone, every
+     * absent weight is at most the bound's. Exact. */
+    uint64_t wb = sift__weight(sift__expf(b->logit - m));
+    sift__u128 W = sift__u128_mul64(b->n_absent, wb);
+    sift__u128 T;
+    if (tail_mass(b, m, &T) && sift__u128_cmp(T, W) < 0)
+        W = T;
+    return W;
+}
