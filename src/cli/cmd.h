@@ -27,6 +27,9 @@ int cmd_grammar(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_sample(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_inspect(int argc, char **argv, FILE *out, FILE *errout);
 int cmd_bench(int argc, char **argv, FILE *out, FILE *errout);
+/* `sift bench maskbench DIR --vocab FILE` (cmd_maskbench.c), reached from
+ * cmd_bench; argv[0] is "maskbench". */
+int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout);
 
 /* cli_load_chain's flags. CLI_LOAD_LIKE_CHECK: report the config as
  * `sift check` does (sift plan): every diagnostic is printed, warnings of

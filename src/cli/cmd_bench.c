@@ -124,6 +124,8 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
     const char *config = NULL, *prog = "sift bench";
     long vocab = 0, reps = 200;
     int json = 0;
+    if (argc > 1 && !strcmp(argv[1], "maskbench"))
+        return cmd_maskbench(argc - 1, argv + 1, out, errout);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
