@@ -98,6 +98,11 @@ typedef struct gcore {
     uint32_t n_other;
     uint32_t tmaxd;
     const uint64_t *below;
+    /* Repetition counters the masks cannot see (sift__gm_canon): per
+     * element position, the position the mask cache keys it as; NULL
+     * when no position moves (no vocabulary, or no helper chain of a
+     * bounded repetition longer than the longest token + 2). */
+    uint32_t *canon_pos;
 } gcore;
 
 /* ------------------------------------------------------------------ */
@@ -107,6 +112,7 @@ typedef struct gcore {
 typedef struct gnode {
     uint32_t pos, parent, depth;
     uint32_t succ_off, succ_len; /* memo of the successors; off = UINT32_MAX unknown */
+    uint32_t canon;              /* sift__gm_canon's stack; UINT32_MAX unknown */
 } gnode;
 
 typedef struct gstate {
@@ -120,6 +126,7 @@ typedef struct gstate {
      * accepted whole. */
     uint32_t ctl_loops;
     uint64_t loop[2];
+    uint32_t canon; /* sift__gm_canon of the state; UINT32_MAX unknown */
 } gstate;
 
 typedef struct gm {
@@ -227,6 +234,11 @@ SIFT__HIDDEN void sift__gm_free(gm *m, const sift__alloc *al);
 /* Computes and caches the transition of state x on byte b (the miss path
  * of sift__gm_step). */
 SIFT__HIDDEN int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b);
+/* The state the mask cache keys state x as: x with the repetition
+ * counters no token can reach capped (gcore.canon_pos), a state with
+ * exactly x's allowed set; x itself when nothing moves. -1 on failure
+ * (g->fail). Memoized per state. */
+SIFT__HIDDEN int32_t sift__gm_canon(sift_grammar *g, uint32_t x);
 /* The state after token t in state x: 0 if rejected, -1 on failure. */
 SIFT__HIDDEN int32_t sift__gm_token_next(sift_grammar *g, uint32_t x, int32_t t);
 
