@@ -334,6 +334,10 @@ static const struct {
     {"root ::= \"\\\"\" [a-z ]{3,260} \"\\\"\" \".\"\n", 0},
     /* S can match nothing: no counter is capped */
     {"root ::= \"\\\"\" ( [a-z ]? ){0,150} \"\\\"\" \".\"\n", 1},
+    /* short counts, nested (words of at most 6 letters, at most 40 of
+     * them), and multi-byte characters: the walk's shifted loops */
+    {"root ::= \"\\\"\" ( [a-z]{1,6} \" \" ){0,40} \"\\\"\" \".\"\n", 0},
+    {"root ::= \"\\\"\" [^\"]{0,60} \"\\\"\" \".\"\n", 1},
 };
 
 /* A text for REPS[i]: a string of about 130 characters, spaces in runs. */
@@ -345,8 +349,11 @@ static void reps_text(int i, char *buf, size_t cap)
         k = 6;
     }
     buf[k++] = '"';
-    const char *word = i == 1 ? "ab\\n c\\\"d  " : "abc de  fgh    ij ";
-    size_t target = i == 3 ? 200 : 128;
+    const char *word = i == 1   ? "ab\\n c\\\"d  "
+                       : i == 5 ? "abc de fghijk l "
+                       : i == 6 ? "caf\xc3\xa9 \xe4\xb8\xad  x"
+                                : "abc de  fgh    ij ";
+    size_t target = i == 3 ? 200 : i == 5 ? 160 : i == 6 ? 57 : 128;
     for (size_t n = 0; n < target; n++)
         buf[k++] = word[n % strlen(word)];
     if (i == 3)

@@ -98,6 +98,14 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
                 i = nd->end; /* accepted whole */
                 continue;
             }
+            /* a shifted loop (gstate.sl): the bytes below go to states
+             * that differ only in copies left, enough for the subtree */
+            uint32_t h = c->height[i];
+            if (h < 255 && h + 1 <= sy->slev && !(bl[0] & ~(sy->loop[0] | sy->sl[0])) &&
+                !(bl[1] & ~(sy->loop[1] | sy->sl[1]))) {
+                i = nd->end;
+                continue;
+            }
         }
         ds[nd->db >> 8] = (uint32_t)y;
         i++;
