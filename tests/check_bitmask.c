@@ -316,6 +316,101 @@ START_TEST(test_bitmask_equals_the_token_check_in_looping_states)
 }
 END_TEST
 
+/* Bounded repetitions past the longest piece (cl100k: 128 bytes): the
+ * mask cache keys a state by its counters capped at 130 copies, so the
+ * states of one string with more copies left share a mask. Walked a byte
+ * a token (every count from the top down through 131, 130, 129, 128 is
+ * met) or greedily (the long runs of spaces, up to 48 bytes a token),
+ * every step against the one-token check and an uncached twin. */
+static const struct {
+    const char *grammar;
+    int bytewise;
+} REPS[] = {
+    {"root ::= \"\\\"\" [a-z ]{0,140} \"\\\"\" \".\"\n", 1},
+    {"root ::= \"{\\\"k\\\": \" str \"}\"\n"
+     "str ::= \"\\\"\" ( [^\"\\\\] | \"\\\\\" [\"\\\\/bfnrt] ){0,132} \"\\\"\"\n",
+     1},
+    {"root ::= \"\\\"\" [a-z ]{0,131} \"\\\"\" \".\"\n", 1},
+    {"root ::= \"\\\"\" [a-z ]{3,260} \"\\\"\" \".\"\n", 0},
+    /* S can match nothing: no counter is capped */
+    {"root ::= \"\\\"\" ( [a-z ]? ){0,150} \"\\\"\" \".\"\n", 1},
+    /* short counts, nested (words of at most 6 letters, at most 40 of
+     * them), and multi-byte characters: the walk's shifted loops */
+    {"root ::= \"\\\"\" ( [a-z]{1,6} \" \" ){0,40} \"\\\"\" \".\"\n", 0},
+    {"root ::= \"\\\"\" [^\"]{0,60} \"\\\"\" \".\"\n", 1},
+};
+
+/* A text for REPS[i]: a string of about 130 characters, spaces in runs. */
+static void reps_text(int i, char *buf, size_t cap)
+{
+    size_t k = 0;
+    if (i == 1) {
+        memcpy(buf, "{\"k\": ", 6);
+        k = 6;
+    }
+    buf[k++] = '"';
+    const char *word = i == 1   ? "ab\\n c\\\"d  "
+                       : i == 5 ? "abc de fghijk l "
+                       : i == 6 ? "caf\xc3\xa9 \xe4\xb8\xad  x"
+                                : "abc de  fgh    ij ";
+    size_t target = i == 3 ? 200 : i == 5 ? 160 : i == 6 ? 57 : 128;
+    for (size_t n = 0; n < target; n++)
+        buf[k++] = word[n % strlen(word)];
+    if (i == 3)
+        for (size_t n = 0; n < 48; n++)
+            buf[k++] = ' ';
+    if (i == 1 && buf[k - 1] == '\\')
+        buf[k++] = 'n';
+    buf[k++] = '"';
+    buf[k++] = i == 1 ? '}' : '.';
+    buf[k] = 0;
+    ck_assert_uint_lt(k, cap);
+}
+
+START_TEST(test_bitmask_equals_the_token_check_in_long_bounded_repetitions)
+{
+    ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    char text[512];
+    reps_text(_i, text, sizeof text);
+    int32_t tok[512];
+    size_t n = 0;
+    if (REPS[_i].bytewise) {
+        for (size_t k = 0; text[k]; k++) {
+            tok[n] = find(text + k, 1);
+            ck_assert_int_ge(tok[n], 0);
+            n++;
+        }
+    } else {
+        n = split(text, 0, tok, N(tok));
+    }
+    walk_checked(REPS[_i].grammar, strlen(REPS[_i].grammar), tok, n, text);
+}
+END_TEST
+
+START_TEST(test_states_with_more_copies_left_than_a_token_share_one_mask)
+{
+    ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    /* 400 copies: the first 270 characters are all past the bound */
+    static const char G[] = "root ::= \"\\\"\" [a-z ]{0,400} \"\\\"\"\n";
+    sift_grammar *g = grammar(G, strlen(G));
+    uint32_t *a = malloc(NW * sizeof *a);
+    sift_error err;
+    const char *text = "\"the quick brown fox jumps over the lazy dog again";
+    size_t n = strlen(text);
+    for (size_t k = 0; k < n; k++) {
+        ck_assert_int_eq(sift_grammar_fill_bitmask(g, a, NW, &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_accept_token(g, find(text + k, 1), &err), SIFT_OK);
+    }
+    uint64_t hits, misses;
+    sift__grammar_mask_stats(g, &hits, &misses);
+    /* the start and the first state inside the string */
+    ck_assert_uint_eq(misses, 2);
+    ck_assert_uint_eq(hits, n - 2);
+    free(a);
+    sift_grammar_free(g);
+}
+END_TEST
+
 START_TEST(test_a_class_that_admits_part_of_a_multibyte_range_rejects_the_rest)
 {
     /* the matcher's partial states: U+4E2D (E4 B8 AD) is outside the
@@ -767,6 +862,13 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_class_that_admits_part_of_a_multibyte_range_rejects_the_rest);
     tcase_add_test(tc, test_bitmask_of_a_lazy_grammar_allows_everything_until_its_trigger);
     tcase_add_test(tc, test_bitmask_of_a_complete_grammar_allows_only_end_of_generation);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("counters");
+    tcase_add_unchecked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120); /* property runs: every token at every step */
+    tcase_add_loop_test(tc, test_bitmask_equals_the_token_check_in_long_bounded_repetitions, 0,
+                        (int)N(REPS));
+    tcase_add_test(tc, test_states_with_more_copies_left_than_a_token_share_one_mask);
     suite_add_tcase(s, tc);
     tc = tcase_create("cache");
     tcase_add_unchecked_fixture(tc, setup, teardown);

@@ -98,6 +98,14 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
                 i = nd->end; /* accepted whole */
                 continue;
             }
+            /* a shifted loop (gstate.sl): the bytes below go to states
+             * that differ only in copies left, enough for the subtree */
+            uint32_t h = c->height[i];
+            if (h < 255 && h + 1 <= sy->slev && !(bl[0] & ~(sy->loop[0] | sy->sl[0])) &&
+                !(bl[1] & ~(sy->loop[1] | sy->sl[1]))) {
+                i = nd->end;
+                continue;
+            }
         }
         ds[nd->db >> 8] = (uint32_t)y;
         i++;
@@ -567,21 +575,20 @@ static void mc_sync_epoch(sift_grammar *g)
     g->mc_epoch = g->epoch;
 }
 
-/* The cached mask of the current state, or NULL. */
-static const uint32_t *mc_find(sift_grammar *g)
+/* The cached mask of state x (the current one's key), or NULL. */
+static const uint32_t *mc_find(sift_grammar *g, uint32_t x)
 {
     mc_sync_epoch(g);
-    uint32_t x = g->cur;
     if (x >= g->cap_of || !g->mc_of[x])
         return NULL;
     return g->mc_mask + (size_t)(g->mc_of[x] - 1) * g->mc_words;
 }
 
-/* A slot for the current state's mask (evicting the oldest when the
+/* A slot for the mask of state x (evicting the oldest when the
  * cache is full), or NULL when the cache is off; *fail is set when an
  * allocation failed (SIFT_E_NOMEM, nothing changed). The slot is bound
  * to the state by mc_bind once the mask is in it. */
-static uint32_t *mc_slot(sift_grammar *g, uint32_t *slot, int *fail)
+static uint32_t *mc_slot(sift_grammar *g, uint32_t x, uint32_t *slot, int *fail)
 {
     *fail = 0;
     size_t bytes = g->mc_words * sizeof(uint32_t);
@@ -590,7 +597,6 @@ static uint32_t *mc_slot(sift_grammar *g, uint32_t *slot, int *fail)
         max_slots = UINT32_MAX / 2;
     if (max_slots == 0)
         return NULL;
-    uint32_t x = g->cur;
     if (x >= g->cap_of) {
         size_t cap = g->cap_of;
         if (sift__reserve(&g->al, &g->mc_of, &cap, g->cap_of, (size_t)x + 1, sizeof *g->mc_of,
@@ -634,12 +640,12 @@ static uint32_t *mc_slot(sift_grammar *g, uint32_t *slot, int *fail)
     return g->mc_mask + (size_t)k * g->mc_words;
 }
 
-static void mc_bind(sift_grammar *g, uint32_t k)
+static void mc_bind(sift_grammar *g, uint32_t x, uint32_t k)
 {
     if (k == g->mc_n)
         g->mc_n++;
-    g->mc_state[k] = g->cur;
-    g->mc_of[g->cur] = k + 1;
+    g->mc_state[k] = x;
+    g->mc_of[x] = k + 1;
 }
 
 /* The bitmask of the current state into w[0 .. n_words): from the cache,
@@ -654,9 +660,14 @@ static sift_status fill_one(sift_grammar *g, uint32_t *w, size_t n_words, sift_e
             w[nw - 1] = (1u << (g->core->V & 31)) - 1;
     } else {
         sift__gm_begin(g, err);
-        const uint32_t *hit = mc_find(g);
+        /* the cache is keyed by the state with the counters no token can
+         * reach capped (sift__gm_canon): such states share one mask */
+        int32_t key = g->mc_limit ? sift__gm_canon(g, g->cur) : (int32_t)g->cur;
+        const uint32_t *hit = key >= 0 ? mc_find(g, (uint32_t)key) : NULL;
         sift_status s = SIFT_OK;
-        if (hit) {
+        if (key < 0) {
+            s = g->fail;
+        } else if (hit) {
             g->mc_hits++;
             if (sift__gm_budget(g, (int64_t)nw))
                 memcpy(w, hit, nw * sizeof *w);
@@ -665,14 +676,14 @@ static sift_status fill_one(sift_grammar *g, uint32_t *w, size_t n_words, sift_e
         } else {
             uint32_t k = 0;
             int fail;
-            uint32_t *slot = mc_slot(g, &k, &fail);
+            uint32_t *slot = mc_slot(g, (uint32_t)key, &k, &fail);
             if (fail) {
                 s = sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
             } else if (!(s = mask_compute(g, w))) {
                 g->mc_misses++;
                 if (slot) {
                     memcpy(slot, w, nw * sizeof *w);
-                    mc_bind(g, k);
+                    mc_bind(g, (uint32_t)key, k);
                 }
             }
         }

@@ -68,6 +68,9 @@ void sift__gm_core_unref(gcore *c)
     sift__gbnf_free(&c->g, &al);
     sift__free(&al, c->alt_off);
     sift__free(&al, c->alt);
+    sift__free(&al, c->canon_pos);
+    sift__free(&al, c->erase_pos);
+    sift__free(&al, c->pcnt);
     sift__vocab_index_unref(c->vx ? &c->vx->head : NULL);
     sift__free(&al, c);
 }
@@ -139,6 +142,7 @@ static int gm_init(gm *m, const sift__alloc *al)
     memset(m->sht, 0xff, m->sht_cap * sizeof *m->sht);
     memset(&m->node[0], 0, sizeof m->node[0]);
     m->node[0].succ_off = UINT32_MAX;
+    m->node[0].mincnt = UINT32_MAX;
     m->n_node = 1;
     memset(&m->st[0], 0, sizeof m->st[0]);
     for (int b = 0; b < 256; b++)
@@ -261,6 +265,9 @@ static uint32_t node_get(sift_grammar *g, uint32_t pos, uint32_t parent)
     x->depth = depth;
     x->succ_off = UINT32_MAX;
     x->succ_len = 0;
+    x->canon = UINT32_MAX;
+    x->ecanon = UINT32_MAX;
+    x->mincnt = 0;
     m->mark[id] = 0;
     m->nht[h] = id;
     return id;
@@ -504,6 +511,11 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
     s->flags = 0;
     s->ctl_loops = 0;
     s->loop[0] = s->loop[1] = 0;
+    s->canon = UINT32_MAX;
+    s->eid = UINT32_MAX;
+    s->mincnt = 0;
+    s->slev = UINT32_MAX;
+    s->sl[0] = s->sl[1] = 0;
     const uint32_t *set = m->arena + off;
     if (set[0] == 0)
         s->flags |= F_COMPLETE;
@@ -664,6 +676,77 @@ static int32_t partial(sift_grammar *g, uint32_t x, uint32_t acc, uint32_t rem, 
     return state_get(g, m->scr, m->n_scr, covered ? ACC_COVERED : acc, rem, lo, hi);
 }
 
+/* The stack of n through erase_pos (memoized in ecanon) and the fewest
+ * copies of its nodes (mincnt), as canon_node does it. */
+static uint32_t erase_node(sift_grammar *g, uint32_t n)
+{
+    gm *m = &g->m;
+    const uint32_t *ep = g->core->erase_pos;
+    const uint16_t *pc = g->core->pcnt;
+    size_t d = 0;
+    for (uint32_t y = n; m->node[y].ecanon == UINT32_MAX; y = m->node[y].parent) {
+        if (!sift__gm_grow(&g->al, &m->wl, &m->cap_wl, d, d + 1, sizeof(uint32_t))) {
+            sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+            return UINT32_MAX;
+        }
+        m->wl[d++] = y;
+    }
+    if (!sift__gm_budget(g, (int64_t)d + 1))
+        return UINT32_MAX;
+    while (d) {
+        uint32_t y = m->wl[--d];
+        uint32_t par = m->node[y].parent, pos = m->node[y].pos;
+        uint32_t pe = m->node[par].ecanon, mc = m->node[par].mincnt;
+        uint32_t z = ep[pos] == pos && pe == par ? y : node_get(g, ep[pos], pe);
+        if (z == UINT32_MAX)
+            return UINT32_MAX;
+        m->node[y].ecanon = z;
+        m->node[y].mincnt = pc[pos] != UINT16_MAX && pc[pos] < mc ? pc[pos] : mc;
+    }
+    return m->node[n].ecanon;
+}
+
+/* Sets eid and mincnt of state x (gstate); 0 on failure. */
+static int erase_state(sift_grammar *g, uint32_t x)
+{
+    gm *m = &g->m;
+    if (m->st[x].eid != UINT32_MAX)
+        return 1;
+    uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
+    if (!sift__gm_budget(g, 2 * (int64_t)sl))
+        return 0;
+    for (uint32_t k = 0; k < sl; k++)
+        if (erase_node(g, m->arena[so + k]) == UINT32_MAX)
+            return 0;
+    if (!sift__gm_grow(&g->al, &m->scr, &m->cap_scr, 0, sl, sizeof(uint32_t)))
+        return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
+    int same = 1;
+    uint32_t mc = UINT32_MAX;
+    for (uint32_t k = 0; k < sl; k++) {
+        uint32_t n = m->arena[so + k];
+        m->scr[k] = m->node[n].ecanon;
+        same &= m->scr[k] == n;
+        if (m->node[n].mincnt < mc)
+            mc = m->node[n].mincnt;
+    }
+    int32_t y = (int32_t)x;
+    if (!same) {
+        if (!sift__gm_budget(g, sort_cost(sl)))
+            return 0;
+        size_t n = sort_unique(m->scr, sl);
+        const gstate *s = &m->st[x];
+        y = state_get(g, m->scr, n, s->acc, s->rem, s->lo, s->hi);
+        if (y < 0)
+            return 0;
+        /* its own eid; its mincnt stays 0 (unknown: no shifted loop) */
+        if (m->st[y].eid == UINT32_MAX)
+            m->st[y].eid = (uint32_t)y;
+    }
+    m->st[x].eid = (uint32_t)y;
+    m->st[x].mincnt = mc;
+    return 1;
+}
+
 int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
 {
     const gstate *s = &g->m.st[x];
@@ -737,8 +820,102 @@ int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
                 sx->loop[k >> 6] |= 1ull << (k & 63);
             else if (++sx->ctl_loops == SIFT__GM_GROUP0)
                 sx->loop[0] |= 1;
+        } else if (y > 0 && k >= 2 && g->core->erase_pos) {
+            /* a shifted loop: y is x with fewer copies left */
+            if (!erase_state(g, x) || !erase_state(g, (uint32_t)y))
+                return -1;
+            gstate *s1 = &g->m.st[x];
+            const gstate *s2 = &g->m.st[y];
+            if (s1->eid == s2->eid) {
+                uint32_t lev = s1->mincnt < s2->mincnt ? s1->mincnt : s2->mincnt;
+                s1->sl[k >> 6] |= 1ull << (k & 63);
+                if (lev < s1->slev)
+                    s1->slev = lev;
+            }
         }
     }
+    return y;
+}
+
+/* The canonical stack of stack n: every node's position through
+ * canon_pos, memoized per node. Iterative: the path up to the first node
+ * whose canonical stack is known goes through the worklist scratch.
+ * UINT32_MAX on failure. */
+static uint32_t canon_node(sift_grammar *g, uint32_t n)
+{
+    gm *m = &g->m;
+    const uint32_t *cp = g->core->canon_pos;
+    size_t d = 0;
+    for (uint32_t y = n; m->node[y].canon == UINT32_MAX; y = m->node[y].parent) {
+        if (!sift__gm_grow(&g->al, &m->wl, &m->cap_wl, d, d + 1, sizeof(uint32_t))) {
+            sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+            return UINT32_MAX;
+        }
+        m->wl[d++] = y;
+    }
+    if (!sift__gm_budget(g, (int64_t)d + 1))
+        return UINT32_MAX;
+    while (d) {
+        uint32_t y = m->wl[--d];
+        uint32_t pc = m->node[m->node[y].parent].canon;
+        uint32_t pos = cp[m->node[y].pos];
+        uint32_t z = pos == m->node[y].pos && pc == m->node[y].parent ? y : node_get(g, pos, pc);
+        if (z == UINT32_MAX)
+            return UINT32_MAX;
+        m->node[y].canon = z;
+        /* a canonical stack is its own canonical stack */
+        m->node[z].canon = z;
+    }
+    return m->node[n].canon;
+}
+
+/* Why a capped counter keeps the allowed set (gcore.canon_pos): a helper
+ * chain R_k ::= S R_(k-1) | (R_1 ::= S |) with S unable to match without
+ * a byte lets a stack in R_k match at most one more copy of S per byte.
+ * A token of at most T bytes (T = the longest piece) from R_k and from
+ * R_cap, k >= cap = T + 2, so never comes below R_2 on either side: the
+ * two chains have the same shape over those steps, their stacks stay
+ * paired one to one, and one side has a live stack after the token
+ * exactly when the other does. A set of stacks is live when one of them
+ * is, so a state and its canonical one (every such node moved to R_cap)
+ * allow the same tokens, the end-of-generation ones included (the empty
+ * stack is its own canonical stack), and token elements too (the tops
+ * keep their elements). */
+int32_t sift__gm_canon(sift_grammar *g, uint32_t x)
+{
+    gm *m = &g->m;
+    if (!g->core->canon_pos || x == 0)
+        return (int32_t)x;
+    if (m->st[x].canon != UINT32_MAX)
+        return (int32_t)m->st[x].canon;
+    uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
+    if (!sift__gm_budget(g, 2 * (int64_t)sl))
+        return -1;
+    for (uint32_t k = 0; k < sl; k++)
+        if (canon_node(g, m->arena[so + k]) == UINT32_MAX)
+            return -1;
+    if (!sift__gm_grow(&g->al, &m->scr, &m->cap_scr, 0, sl, sizeof(uint32_t))) {
+        sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+        return -1;
+    }
+    int same = 1;
+    for (uint32_t k = 0; k < sl; k++) {
+        uint32_t n = m->arena[so + k];
+        m->scr[k] = m->node[n].canon;
+        same &= m->scr[k] == n;
+    }
+    int32_t y = (int32_t)x;
+    if (!same) {
+        if (!sift__gm_budget(g, sort_cost(sl)))
+            return -1;
+        size_t n = sort_unique(m->scr, sl);
+        const gstate *s = &m->st[x];
+        y = state_get(g, m->scr, n, s->acc, s->rem, s->lo, s->hi);
+        if (y < 0)
+            return -1;
+        m->st[y].canon = (uint32_t)y;
+    }
+    m->st[x].canon = (uint32_t)y;
     return y;
 }
 
@@ -1012,7 +1189,8 @@ static int build_trie(vindex *c)
      * preorder with the open branch in path[] (a node is closed, and its
      * groups passed to its parent, when the walk leaves its depth) */
     c->below = sift__calloc(al, 2 * (size_t)tn + 2, sizeof *c->below);
-    if (!c->below)
+    c->height = sift__calloc(al, (size_t)tn + 1, 1);
+    if (!c->below || !c->height)
         goto out;
     depth = 0;
     for (uint32_t i = 0; i <= tn; i++) {
@@ -1024,6 +1202,10 @@ static int build_trie(vindex *c)
                 c->below[2 * p + (k >> 6)] |= 1ull << (k & 63);
                 c->below[2 * p] |= c->below[2 * x];
                 c->below[2 * p + 1] |= c->below[2 * x + 1];
+                /* saturated: 255 stands for 255 or more */
+                unsigned hx = c->height[x] + 1u < 255u ? c->height[x] + 1u : 255u;
+                if (c->height[p] < hx)
+                    c->height[p] = (uint8_t)hx;
             }
         }
         if (i < tn)
@@ -1049,6 +1231,7 @@ static void vindex_release(sift__vocab_index *h)
     sift__free(&al, c->stok);
     sift__free(&al, c->other);
     sift__free(&al, c->below);
+    sift__free(&al, c->height);
     sift__free(&al, c);
 }
 
@@ -1120,6 +1303,226 @@ sift_status sift__gm_vindex(vindex **out, const sift_vocab *vocab, sift_error *e
     return SIFT_OK;
 }
 
+/* Nullable rules (conservatively: a token element counts as matching
+ * nothing, for it consumes no byte of the output), by passes to a fixed
+ * point; 0 when the passes do not settle within a bound (then nothing is
+ * known and the caller moves no position). */
+static int nullable_rules(const gcore *c, uint8_t *nul)
+{
+    const sift__gbnf *g = &c->g;
+    memset(nul, 0, g->n_rules);
+    for (int pass = 0; pass < 256; pass++) {
+        int changed = 0;
+        for (uint32_t r = 0; r < g->n_rules; r++) {
+            if (nul[r])
+                continue;
+            for (uint32_t a = c->alt_off[r]; a < c->alt_off[r + 1] && !nul[r]; a++) {
+                uint32_t p = c->alt[a];
+                for (; !is_end(g->el[p].type); p++) {
+                    uint32_t t = g->el[p].type;
+                    if (!is_tok(t) && !(t == SIFT__G_REF && nul[g->el[p].v]))
+                        break;
+                }
+                if (is_end(g->el[p].type)) {
+                    nul[r] = 1;
+                    changed = 1;
+                }
+            }
+        }
+        if (!changed)
+            return 1;
+    }
+    return 0;
+}
+
+/* The length of rule r's first alternative if r is `X | ` (two
+ * alternatives, the second empty), else UINT32_MAX. */
+static uint32_t opt_len(const gcore *c, uint32_t r)
+{
+    if (c->alt_off[r + 1] - c->alt_off[r] != 2)
+        return UINT32_MAX;
+    uint32_t a0 = c->alt[c->alt_off[r]], a1 = c->alt[c->alt_off[r] + 1];
+    if (c->g.el[a1].type != SIFT__G_END || a1 < a0 + 2)
+        return UINT32_MAX;
+    return a1 - 1 - a0;
+}
+
+static int same_elems(const sift__gelem *a, const sift__gelem *b, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (a[k].type != b[k].type || a[k].v != b[k].v)
+            return 0;
+    return 1;
+}
+
+/* rep[r]: for every helper with cnt[r] >= t, the helper of its chain
+ * with cnt t (nxt steps down a chain); path is scratch for nr ids. */
+static void chain_reps(const uint32_t *nxt, const uint32_t *cnt, uint32_t nr, uint64_t t,
+                       uint32_t *rep, uint32_t *path)
+{
+    for (uint32_t r = 0; r < nr; r++)
+        rep[r] = UINT32_MAX;
+    for (uint32_t r = 0; r < nr; r++) {
+        if (cnt[r] < t || rep[r] != UINT32_MAX)
+            continue;
+        uint32_t d = 0, q = r;
+        while (rep[q] == UINT32_MAX && cnt[q] > t) {
+            path[d++] = q;
+            q = nxt[q];
+        }
+        uint32_t v = rep[q] != UINT32_MAX ? rep[q] : q;
+        rep[q] = v;
+        while (d)
+            rep[path[--d]] = v;
+    }
+}
+
+/* gcore.canon_pos: finds the helper chains a bounded repetition S{m,n}
+ * is rewritten to (R_k ::= S R_(k-1) | and R_1 ::= S |, S the same
+ * elements in every helper, S never matching without a byte), counts the
+ * copies cnt(R) each helper can still match, and moves every position of
+ * a helper with cnt >= cap = longest piece + 2 to the same offset in its
+ * chain's helper with cnt = cap (sift__gm_canon says why that keeps the
+ * allowed set). Leaves canon_pos NULL when nothing moves. */
+static sift_status build_canon(gcore *c, const sift__alloc *al)
+{
+    const sift__gbnf *g = &c->g;
+    uint32_t nr = g->n_rules;
+    uint64_t cap = (uint64_t)c->tmaxd + 2;
+    if (!c->V || nr == 0)
+        return SIFT_OK;
+    uint32_t *nxt = sift__malloc(al, nr, sizeof *nxt);
+    uint32_t *cnt = sift__calloc(al, nr, sizeof *cnt);
+    uint32_t *path = sift__malloc(al, nr, sizeof *path);
+    uint8_t *st = sift__calloc(al, nr, 1);
+    uint32_t *rep_cap = NULL, *rep_two = NULL;
+    sift_status s = SIFT_E_NOMEM;
+    if (!nxt || !cnt || !path || !st)
+        goto out;
+    /* nxt[r]: R's successor in a chain; kind (in st's bit 2): 4 = the
+     * successor is the chain's last helper (S |) */
+    int any = 0;
+    for (uint32_t r = 0; r < nr; r++) {
+        nxt[r] = UINT32_MAX;
+        uint32_t j = opt_len(c, r);
+        if (j == UINT32_MAX || j < 2)
+            continue;
+        const sift__gelem *e = g->el + g->rule_start[r];
+        if (e[j - 1].type != SIFT__G_REF || e[j - 1].v == r)
+            continue;
+        uint32_t r2 = e[j - 1].v, L = j - 1;
+        uint32_t j2 = opt_len(c, r2);
+        const sift__gelem *e2 = g->el + g->rule_start[r2];
+        if (j2 == L + 1 && e2[L].type == SIFT__G_REF && same_elems(e, e2, L)) {
+            nxt[r] = r2;
+            any = 1;
+        } else if (j2 == L && same_elems(e, e2, L)) {
+            nxt[r] = r2;
+            st[r] = 4;
+            any = 1;
+        }
+    }
+    s = SIFT_OK;
+    if (!any)
+        goto out;
+    /* cnt: 0 = not a helper of a chain (or a cycle); st bits 1 = on the
+     * path, 2 = done */
+    int big = 0;
+    for (uint32_t r0 = 0; r0 < nr; r0++) {
+        uint32_t d = 0, r = r0;
+        while (!(st[r] & 3) && nxt[r] != UINT32_MAX && !(st[r] & 4)) {
+            st[r] |= 1;
+            path[d++] = r;
+            r = nxt[r];
+        }
+        uint32_t v;
+        if (st[r] & 1)
+            v = 0;
+        else if (st[r] & 2)
+            v = cnt[r];
+        else {
+            v = nxt[r] != UINT32_MAX ? 2 : 0; /* (st[r] & 4): R S | */
+            cnt[r] = v;
+            st[r] |= 2;
+        }
+        while (d) {
+            r = path[--d];
+            v = v ? v + 1 : 0;
+            cnt[r] = v;
+            st[r] = (uint8_t)((st[r] & ~1) | 2);
+        }
+    }
+    for (uint32_t r = 0; r < nr; r++)
+        big |= cnt[r] >= 3;
+    if (!big)
+        goto out;
+    uint8_t *nul = st; /* reused: only nullability from here */
+    if (!nullable_rules(c, nul))
+        goto out;
+    s = SIFT_E_NOMEM;
+    c->canon_pos = sift__malloc(al, g->n_el, sizeof *c->canon_pos);
+    c->erase_pos = sift__malloc(al, g->n_el, sizeof *c->erase_pos);
+    c->pcnt = sift__malloc(al, g->n_el, sizeof *c->pcnt);
+    rep_cap = sift__malloc(al, nr, sizeof *rep_cap);
+    rep_two = sift__malloc(al, nr, sizeof *rep_two);
+    if (!c->canon_pos || !c->erase_pos || !c->pcnt || !rep_cap || !rep_two)
+        goto out;
+    s = SIFT_OK;
+    for (size_t p = 0; p < g->n_el; p++) {
+        c->canon_pos[p] = c->erase_pos[p] = (uint32_t)p;
+        c->pcnt[p] = UINT16_MAX;
+    }
+    chain_reps(nxt, cnt, nr, cap, rep_cap, path);
+    chain_reps(nxt, cnt, nr, 2, rep_two, path);
+    int moved = 0, erased = 0;
+    for (uint32_t r = 0; r < nr; r++) {
+        if (cnt[r] < 2)
+            continue;
+        uint32_t L = opt_len(c, r) - 1;
+        const sift__gelem *e = g->el + g->rule_start[r];
+        int bytes = 0; /* S needs a byte */
+        for (uint32_t k = 0; k < L && !bytes; k++)
+            bytes = !is_tok(e[k].type) && !(e[k].type == SIFT__G_REF && nul[e[k].v]);
+        if (!bytes)
+            continue;
+        for (uint32_t o = 0; o < L + 3; o++) {
+            uint32_t p = g->rule_start[r] + o;
+            c->pcnt[p] = (uint16_t)(cnt[r] < UINT16_MAX ? cnt[r] : UINT16_MAX - 1);
+            if (cnt[r] > 2)
+                c->erase_pos[p] = g->rule_start[rep_two[r]] + o;
+            if (cnt[r] > cap)
+                c->canon_pos[p] = g->rule_start[rep_cap[r]] + o;
+        }
+        moved |= cnt[r] > cap;
+        erased |= cnt[r] > 2;
+    }
+    if (!moved) {
+        sift__free(al, c->canon_pos);
+        c->canon_pos = NULL;
+    }
+    if (!erased) {
+        sift__free(al, c->erase_pos);
+        sift__free(al, c->pcnt);
+        c->erase_pos = NULL;
+        c->pcnt = NULL;
+    }
+out:
+    if (s) {
+        sift__free(al, c->canon_pos);
+        sift__free(al, c->erase_pos);
+        sift__free(al, c->pcnt);
+        c->canon_pos = c->erase_pos = NULL;
+        c->pcnt = NULL;
+    }
+    sift__free(al, rep_cap);
+    sift__free(al, rep_two);
+    sift__free(al, nxt);
+    sift__free(al, cnt);
+    sift__free(al, path);
+    sift__free(al, st);
+    return s;
+}
+
 sift_status sift__gm_core_new(gcore **out, const char *text, size_t len, const sift_vocab *vocab,
                               const sift_grammar_params *pp, const sift__alloc *al,
                               int *needs_vocab, sift_error *err)
@@ -1175,6 +1578,11 @@ sift_status sift__gm_core_new(gcore **out, const char *text, size_t len, const s
         c->n_other = x->n_other;
         c->tmaxd = x->tmaxd;
         c->below = x->below;
+        c->height = x->height;
+        if ((s = build_canon(c, al))) {
+            sift__gm_core_unref(c);
+            return sift__fail(err, s, "out of memory while building a grammar");
+        }
     }
     *out = c;
     return SIFT_OK;

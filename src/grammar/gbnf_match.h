@@ -72,6 +72,8 @@ typedef struct vindex {
     /* per trie node n, below[2 n .. 2 n + 2): the byte groups
      * (sift__gm_group) of the edges strictly inside its subtree */
     uint64_t *below;
+    /* per trie node: the most edges below it in its subtree */
+    uint8_t *height;
 } vindex;
 
 /* A compiled grammar: its rules and alternatives, its own; the
@@ -98,6 +100,18 @@ typedef struct gcore {
     uint32_t n_other;
     uint32_t tmaxd;
     const uint64_t *below;
+    const uint8_t *height;
+    /* Repetition counters the masks cannot see (sift__gm_canon): per
+     * element position, the position the mask cache keys it as; NULL
+     * when no position moves (no vocabulary, or no helper chain of a
+     * bounded repetition longer than the longest token + 2). */
+    uint32_t *canon_pos;
+    /* The same with every helper that can still match two copies or more
+     * moved to its chain's helper with two (NULL when canon_pos is), and
+     * per position the copies its helper can still match (UINT16_MAX
+     * outside those helpers): the walk's shifted loops (gstate.sl). */
+    uint32_t *erase_pos;
+    uint16_t *pcnt;
 } gcore;
 
 /* ------------------------------------------------------------------ */
@@ -107,6 +121,9 @@ typedef struct gcore {
 typedef struct gnode {
     uint32_t pos, parent, depth;
     uint32_t succ_off, succ_len; /* memo of the successors; off = UINT32_MAX unknown */
+    uint32_t canon;              /* sift__gm_canon's stack; UINT32_MAX unknown */
+    uint32_t ecanon;             /* the stack through erase_pos; UINT32_MAX unknown */
+    uint32_t mincnt;             /* the fewest copies (pcnt) of its nodes */
 } gnode;
 
 typedef struct gstate {
@@ -120,6 +137,19 @@ typedef struct gstate {
      * accepted whole. */
     uint32_t ctl_loops;
     uint64_t loop[2];
+    uint32_t canon; /* sift__gm_canon of the state; UINT32_MAX unknown */
+    /* Shifted loops: eid is the state through erase_pos (UINT32_MAX
+     * unknown), mincnt the fewest copies of its stacks' nodes. sl[] holds
+     * the ASCII groups but 0 whose byte has a computed transition to a
+     * state y with the same eid, and slev the least min(mincnt) of those
+     * pairs: two states with the same eid whose nodes all have M copies
+     * left or more keep the same strings of at most M - 2 bytes alive
+     * (sift__gm_canon's argument with cap M), so a trie subtree of height
+     * h <= slev - 1 whose bytes are all in loop[] or sl[] is accepted
+     * whole (by induction on the length, every byte of it leading to a
+     * state equivalent for the bytes that remain). */
+    uint32_t eid, mincnt, slev;
+    uint64_t sl[2];
 } gstate;
 
 typedef struct gm {
@@ -227,6 +257,11 @@ SIFT__HIDDEN void sift__gm_free(gm *m, const sift__alloc *al);
 /* Computes and caches the transition of state x on byte b (the miss path
  * of sift__gm_step). */
 SIFT__HIDDEN int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b);
+/* The state the mask cache keys state x as: x with the repetition
+ * counters no token can reach capped (gcore.canon_pos), a state with
+ * exactly x's allowed set; x itself when nothing moves. -1 on failure
+ * (g->fail). Memoized per state. */
+SIFT__HIDDEN int32_t sift__gm_canon(sift_grammar *g, uint32_t x);
 /* The state after token t in state x: 0 if rejected, -1 on failure. */
 SIFT__HIDDEN int32_t sift__gm_token_next(sift_grammar *g, uint32_t x, int32_t t);
 

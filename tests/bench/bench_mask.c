@@ -22,6 +22,10 @@
  *   bitmask call). Prints mean, p50, p90, p99, max in microseconds over
  *   all steps of a grammar and over all.
  *
+ * --set LIST walks other grammars instead of the built-in ones: every
+ *   line of LIST is "NAME GRAMMAR.gbnf TEXTS" (TEXTS holds one text a
+ *   line), for grammars converted from JSON Schemas and their instances.
+ *
  * --reuse keeps one grammar per workload and resets it between texts
  * (its caches stay: a server that reuses a grammar per schema) instead of
  * compiling one per text.
@@ -293,7 +297,7 @@ static void c_free(void *u, void *q)
 /* ---------------------------------------------------------- compile */
 
 static int opt_ban, opt_nocache, opt_quick, opt_reuse;
-static const char *opt_only;
+static const char *opt_only, *opt_set;
 static int reps = 200;
 
 static void bench_compile(const char *name, const char *text, size_t len)
@@ -402,6 +406,12 @@ static void walk_texts(const char *name, const char *gtext, size_t glen, const c
                         realloc(all_t, (cap_all = cap_all ? 2 * cap_all : 1 << 16) * sizeof *all_t);
                 all_t[n_all++] = dt;
                 if (sift_grammar_accept_token(g, toks[i], &err)) {
+                    if (opt_set) {
+                        /* a converter's rejection: not this bench's business */
+                        fprintf(stderr, "bench_mask: %s text %zu stops at token %zu: %s\n", name, k,
+                                i, err.message);
+                        break;
+                    }
                     fprintf(stderr, "bench_mask: %s text %zu token %zu (%d): %s\n", name, k, i,
                             (int)toks[i], err.message);
                     exit(1);
@@ -438,6 +448,46 @@ static void walk_texts(const char *name, const char *gtext, size_t glen, const c
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
+/* --set LIST: every line "NAME GRAMMAR TEXTS"; each text of TEXTS (one a
+ * line, up to 4000 pieces) walked through GRAMMAR. */
+static void walk_set(const char *list)
+{
+    size_t ll;
+    char *l = read_all(list, &ll);
+    if (!l) {
+        fprintf(stderr, "bench_mask: cannot read %s\n", list);
+        exit(1);
+    }
+    for (char *line = strtok(l, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[256], gp[1024], tp[1024];
+        if (sscanf(line, "%255s %1023s %1023s", name, gp, tp) != 3)
+            continue;
+        size_t gl, tl;
+        char *gt = read_all(gp, &gl);
+        char *tt = read_all(tp, &tl);
+        if (!gt || !tt) {
+            fprintf(stderr, "bench_mask: cannot read %s or %s\n", gp, tp);
+            exit(1);
+        }
+        const char *texts[64];
+        size_t nt = 0;
+        for (char *p = tt; *p && nt < 64;) {
+            char *e = strchr(p, '\n');
+            if (e)
+                *e = 0;
+            if (*p && strlen(p) < 4000)
+                texts[nt++] = p;
+            if (!e)
+                break;
+            p = e + 1;
+        }
+        walk_texts(name, gt, gl, texts, nt);
+        free(gt);
+        free(tt);
+    }
+    free(l);
+}
+
 int main(int argc, char **argv)
 {
     char vpath[1024];
@@ -460,6 +510,8 @@ int main(int argc, char **argv)
             clock_id = CLOCK_THREAD_CPUTIME_ID;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             opt_only = argv[++i];
+        else if (!strcmp(argv[i], "--set") && i + 1 < argc)
+            opt_set = argv[++i];
         else {
             fprintf(stderr, "usage: bench_mask [--vocab FILE] [--reps N] [--ban] [--no-cache] "
                             "[--quick]\n");
@@ -490,6 +542,15 @@ int main(int argc, char **argv)
            opt_ban ? "sift_grammar_ban" : "sift_grammar_fill_bitmask",
            opt_nocache ? ", no mask cache" : "",
            opt_reuse ? "one grammar per workload, reset per text" : "fresh grammar per text");
+    if (opt_set) {
+        walk_set(opt_set);
+        stats("all", all_t, n_all);
+        free(all_t);
+        free(json);
+        free(slot);
+        sift_vocab_free(vocab);
+        return 0;
+    }
     walk_texts("json.gbnf", json, jlen, JSON_TEXTS, N(JSON_TEXTS));
     walk_texts("person", G_PERSON, strlen(G_PERSON), PERSON_TEXTS, N(PERSON_TEXTS));
     walk_texts("tool call", G_TOOL, strlen(G_TOOL), TOOL_TEXTS, N(TOOL_TEXTS));
