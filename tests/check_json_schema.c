@@ -4,7 +4,8 @@
  * texts it rejects (through sift_grammar_accept_bytes and
  * sift_grammar_is_complete, in the compact whitespace mode unless a test
  * says otherwise); the exact located messages of bad and unsupported
- * schemas; the limits as errors; and the failing allocator at every
+ * schemas; the limits as errors; tool calls (a tools array as one anyOf
+ * schema inside a lazy <tool_call> rule); and the failing allocator at every
  * allocation count over the whole conversion.
  */
 #include <check.h>
@@ -706,6 +707,178 @@ START_TEST(test_failing_the_nth_allocation_of_a_grammar_from_a_schema_is_clean)
 }
 END_TEST
 
+/* Tool calls (examples/tool_calls.c): an OpenAI-style tools array becomes
+ * one schema, an anyOf of {name: const, arguments: parameters}, whose
+ * GBNF goes inside a rule with the <tool_call> tags, lazy on the tag. */
+static const char *const tool_names[] = {"get_weather", "search"};
+static const char *const tool_parameters[] = {
+    "{\"type\": \"object\", \"properties\": {\"location\": {\"type\": \"string\"},"
+    " \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", \"fahrenheit\"]}},"
+    " \"required\": [\"location\"]}",
+    "{\"type\": \"object\", \"properties\": {\"query\": {\"type\": \"string\"},"
+    " \"max_results\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 50}},"
+    " \"required\": [\"query\"]}"};
+
+static void tools_schema(char *buf, size_t cap)
+{
+    size_t len = (size_t)snprintf(buf, cap, "{\"anyOf\": [");
+    for (size_t i = 0; i < N(tool_names); i++) {
+        len += (size_t)snprintf(buf + len, cap - len,
+                                "%s{\"type\": \"object\", \"properties\": {\"name\": {\"const\": "
+                                "\"%s\"}, \"arguments\": %s}, \"required\": [\"name\", "
+                                "\"arguments\"]}",
+                                i ? ", " : "", tool_names[i], tool_parameters[i]);
+        ck_assert_uint_lt(len, cap);
+    }
+    len += (size_t)snprintf(buf + len, cap - len, "]}");
+    ck_assert_uint_lt(len, cap);
+}
+
+/* The schema of a call in strict mode with flexible whitespace, as GBNF
+ * inside the tool-call rule; lazy on "<tool_call>" when `lazy`. */
+static sift_grammar *tool_call_grammar(int lazy)
+{
+    char schema[2048];
+    tools_schema(schema, sizeof schema);
+    sift_json_schema_params sp;
+    sift_json_schema_params_init(&sp);
+    sp.strict = 1;
+    char *gbnf = NULL;
+    size_t len = 0;
+    sift_error err;
+    sift_status st = sift_json_schema_to_gbnf(&gbnf, &len, schema, strlen(schema), &sp, &err);
+    ck_assert_msg(st == SIFT_OK, "%s", st ? err.message : "");
+    static const char wrap[] =
+        "\ntool-call ::= \"<tool_call>\" [ \\n]{0,2} root [ \\n]{0,2} \"</tool_call>\"\n";
+    char *text = malloc(len + sizeof wrap);
+    ck_assert_ptr_nonnull(text);
+    memcpy(text, gbnf, len);
+    memcpy(text + len, wrap, sizeof wrap);
+    sift_json_schema_free_gbnf(gbnf, &sp);
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.root = "tool-call";
+    sift_grammar *g = NULL;
+    st = sift_grammar_new(&g, text, strlen(text), NULL, &gp, &err);
+    free(text);
+    ck_assert_msg(st == SIFT_OK, "%s", st ? err.message : "");
+    if (lazy) {
+        static const char *const words[] = {"<tool_call>"};
+        sift_lazy_params lp;
+        sift_lazy_params_init(&lp);
+        lp.words = words;
+        lp.n_words = 1;
+        ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, &err), SIFT_OK);
+    }
+    return g;
+}
+
+/* As accepts, fed `piece` bytes at a time (as tokens would come). */
+static int accepts_in_pieces(sift_grammar *g, const char *text, size_t piece)
+{
+    sift_grammar_reset(g);
+    sift_error err;
+    size_t n = strlen(text);
+    for (size_t at = 0; at < n; at += piece)
+        if (sift_grammar_accept_bytes(g, text + at, n - at < piece ? n - at : piece, &err))
+            return 0;
+    return sift_grammar_is_complete(g);
+}
+
+START_TEST(test_a_tools_schema_accepts_each_tool_s_name_with_its_own_arguments)
+{
+    char schema[2048];
+    tools_schema(schema, sizeof schema);
+    static const char *const good[] = {
+        "{\"name\":\"get_weather\",\"arguments\":{\"location\":\"Paris\"}}",
+        "{\"name\":\"get_weather\",\"arguments\":{\"location\":\"Paris\",\"unit\":\"fahrenheit\"}}",
+        "{\"name\":\"search\",\"arguments\":{\"query\":\"q\",\"max_results\":1}}",
+        "{\"name\":\"search\",\"arguments\":{\"query\":\"q\",\"max_results\":50}}",
+    };
+    static const char *const bad[] = {
+        "{\"name\":\"get_time\",\"arguments\":{\"location\":\"Paris\"}}",
+        "{\"name\":\"search\",\"arguments\":{\"location\":\"Paris\"}}",
+        "{\"name\":\"get_weather\",\"arguments\":{\"query\":\"q\"}}",
+        "{\"name\":\"get_weather\",\"arguments\":{\"location\":\"Paris\",\"unit\":\"kelvin\"}}",
+        "{\"name\":\"search\",\"arguments\":{\"query\":\"q\",\"max_results\":0}}",
+        "{\"name\":\"search\",\"arguments\":{\"query\":\"q\",\"max_results\":51}}",
+        "{\"name\":\"search\"}",
+        "{\"arguments\":{\"query\":\"q\"},\"name\":\"search\"}",
+    };
+    check_texts(schema, good, N(good), bad, N(bad));
+}
+END_TEST
+
+START_TEST(test_a_lazy_tool_call_grammar_leaves_text_before_the_trigger_free)
+{
+    sift_grammar *g = tool_call_grammar(1);
+    ck_assert(accepts(g, "Free text: {\"name\": 1, </tool_call> <tool_cal"));
+    ck_assert_int_eq(sift_grammar_is_triggered(g), 0);
+    ck_assert_int_eq(sift_grammar_is_complete(g), 1);
+    /* Fed 3 bytes at a time, the tag comes split over four pieces, and
+     * from then on the call is owed: no longer complete. */
+    sift_grammar_reset(g);
+    static const char text[] = "I will look. <tool_call>";
+    sift_error err;
+    for (size_t at = 0; at < sizeof text - 1; at += 3)
+        ck_assert_int_eq(sift_grammar_accept_bytes(g, text + at, 3, &err), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_is_triggered(g), 1);
+    ck_assert_int_eq(sift_grammar_is_complete(g), 0);
+    sift_grammar_free(g);
+}
+END_TEST
+
+START_TEST(test_a_lazy_tool_call_grammar_accepts_valid_calls_in_the_tags)
+{
+    sift_grammar *g = tool_call_grammar(1);
+    static const char *const good[] = {
+        "Let me check. <tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+        "{\"location\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>",
+        "<tool_call>{\"name\":\"search\",\"arguments\":{\"query\":\"sift\",\"max_results\":"
+        "42}}</tool_call>",
+    };
+    for (size_t i = 0; i < N(good); i++) {
+        ck_assert_msg(accepts(g, good[i]), "whole: %s", good[i]);
+        ck_assert_msg(accepts_in_pieces(g, good[i], 1), "bytewise: %s", good[i]);
+        ck_assert_msg(accepts_in_pieces(g, good[i], 5), "by 5: %s", good[i]);
+    }
+    sift_grammar_free(g);
+}
+END_TEST
+
+START_TEST(test_a_lazy_tool_call_grammar_rejects_invalid_calls_after_the_trigger)
+{
+    sift_grammar *g = tool_call_grammar(1);
+    static const char *const bad[] = {
+        /* unknown tool, wrong enum, out of range, other tool's argument,
+         * an undeclared argument (strict), no closing tag, text after it */
+        "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>",
+        "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"location\": \"x\", "
+        "\"unit\": \"kelvin\"}}</tool_call>",
+        "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"x\", \"max_results\": "
+        "51}}</tool_call>",
+        "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"query\": \"x\"}}</tool_call>",
+        "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"x\", \"page\": 2}}"
+        "</tool_call>",
+        "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"x\"}}",
+        "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"x\"}}</tool_call> ok",
+        "<tool_call>Sure!",
+    };
+    for (size_t i = 0; i < N(bad); i++) {
+        ck_assert_msg(!accepts(g, bad[i]), "whole: %s", bad[i]);
+        ck_assert_msg(!accepts_in_pieces(g, bad[i], 1), "bytewise: %s", bad[i]);
+        ck_assert_msg(!accepts_in_pieces(g, bad[i], 5), "by 5: %s", bad[i]);
+    }
+    /* The same call is accepted by the eager grammar only with its tags. */
+    sift_grammar *eager = tool_call_grammar(0);
+    ck_assert(!accepts(eager, "{\"name\": \"search\", \"arguments\": {\"query\": \"x\"}}"));
+    ck_assert(accepts(eager, "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": "
+                             "\"x\"}}</tool_call>"));
+    sift_grammar_free(eager);
+    sift_grammar_free(g);
+}
+END_TEST
+
 Suite *json_schema_suite(void);
 Suite *json_schema_suite(void)
 {
@@ -747,6 +920,12 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_nested_any_of_grows_linearly);
     tcase_add_test(tc, test_bad_arguments_are_refused);
     tcase_add_test(tc, test_a_shorter_struct_size_keeps_the_defaults_of_the_rest);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("tool calls");
+    tcase_add_test(tc, test_a_tools_schema_accepts_each_tool_s_name_with_its_own_arguments);
+    tcase_add_test(tc, test_a_lazy_tool_call_grammar_leaves_text_before_the_trigger_free);
+    tcase_add_test(tc, test_a_lazy_tool_call_grammar_accepts_valid_calls_in_the_tags);
+    tcase_add_test(tc, test_a_lazy_tool_call_grammar_rejects_invalid_calls_after_the_trigger);
     suite_add_tcase(s, tc);
     tc = tcase_create("allocation");
     tcase_add_test(tc, test_failing_the_nth_allocation_of_a_conversion_is_clean_for_every_n);
