@@ -78,5 +78,24 @@ case $err in
 *) echo "FAIL from-schema message: $err"; fail=1 ;;
 esac
 rm -rf "$tmp"
+
+# sift bench maskbench over four hand-written files (tests/data/maskbench-mini:
+# two schemas that pass, one that does not compile, one file that is not
+# *.json): the counts are exact, the times are not checked.
+mb=$srcdir/tests/data/maskbench-mini
+cl=$srcdir/tests/data/cl100k_base.tiktoken
+t 0 "bench maskbench" $sift bench maskbench "$mb" --vocab "$cl"
+t 2 "bench maskbench without a vocabulary" $sift bench maskbench "$mb"
+t 2 "bench maskbench of a missing directory" $sift bench maskbench "$srcdir/no/such" --vocab "$cl"
+out=$($sift bench maskbench "$mb" --vocab "$cl" --json)
+case $out in
+'{"schemas": 3, "passing": 2, "compile_errors": 1, "validation_errors": 0, "invalidation_errors": 0, "timeouts": 0, "tests": 6, "tokens": 40, "mask_us": {"n": 36,'*) ;;
+*) echo "FAIL bench maskbench counts: $out"; fail=1 ;;
+esac
+err=$($sift bench maskbench "$mb" --vocab "$cl" --verbose 2>&1 >/dev/null)
+case $err in
+*"c_unsupported.json: compile error: schema:1:24: #/not: 'not' is not supported"*) ;;
+*) echo "FAIL bench maskbench --verbose: $err"; fail=1 ;;
+esac
 echo "check_cli: done"
 exit $fail

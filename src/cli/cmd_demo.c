@@ -37,6 +37,13 @@
  * temp(0.8) -> dist. llama.cpp's DRY window of -1 ("context size") is
  * written as 4096 here; DRY is off (multiplier 0) either way.
  *
+ * Then the same loop runs an OpenAI-style request, temperature 0.7 ->
+ * top_p 0.9 -> dist: its slices also carry the bound on the mass of the
+ * tokens they leave out (SIFT_SLICE_TAIL_MASS), the sum of exp(l - max)
+ * over those tokens that a device computes in the same pass as its top-k
+ * (here in double and rounded up by one part in 10^6), which is what lets
+ * top_p and the draw decide on a slice (docs/analyzer.md, "Tail mass").
+ *
  * Reference behaviour: llama.cpp's common_sampler with default settings.
  * Deliberate differences: none in the loop; the sampler math is sift's.
  * Capability class: not a stage (a CLI command).
@@ -305,8 +312,10 @@ static const char *token_text(const toy_model *m, int32_t id, char *buf, size_t 
 /* The chain                                                           */
 /* ------------------------------------------------------------------ */
 
-/* llama.cpp's default chain, in its default order. */
-static sift_status build_chain(sift_chain **out, uint64_t seed, int32_t V, sift_error *err)
+/* llama.cpp's default chain, in its default order; or (openai) the
+ * OpenAI-style request temperature 0.7 -> top_p 0.9 -> dist. */
+static sift_status build_chain(sift_chain **out, uint64_t seed, int32_t V, int openai,
+                               sift_error *err)
 {
     sift_chain_params params;
     sift_chain_params_init(&params);
@@ -326,6 +335,15 @@ static sift_status build_chain(sift_chain **out, uint64_t seed, int32_t V, sift_
         .breaker_lengths = NULL,
         .n_breakers = 0,
     };
+    if (openai) {
+        if ((s = sift_chain_add_temp(c, 0.7f, err)) ||
+            (s = sift_chain_add_top_p(c, 0.9f, 0, err)) || (s = sift_chain_add_dist(c, err))) {
+            sift_chain_free(c);
+            return s;
+        }
+        *out = c;
+        return SIFT_OK;
+    }
     if ((s = sift_chain_add_penalties(c, 64, 1.0f, 0.0f, 0.0f, err)) ||
         (s = sift_chain_add_dry(c, &dry, NULL, err)) ||
         (s = sift_chain_add_top_n_sigma(c, -1.0f, err)) || (s = sift_chain_add_top_k(c, 40, err)) ||
@@ -400,8 +418,29 @@ typedef struct slice_run {
     int32_t *extras; /* capacity max_extras */
     size_t max_extras;
     row_src src;
-    int64_t copied; /* bytes a runtime would copy off the device */
+    int64_t copied;  /* bytes a runtime would copy off the device */
+    uint8_t *in_set; /* V flags (tail mass only): ids in the slice */
 } slice_run;
+
+/* The bound a device sends with a slice: the sum of exp(l - max) over the
+ * tokens the slice leaves out, in double, rounded up. The slicer's prefix
+ * is canonical, so its first logit is the row's largest. */
+static double tail_mass(slice_run *sr, const sift_slice *sl, const float *row, int32_t V)
+{
+    for (int32_t i = 0; i < sl->n_prefix; i++)
+        sr->in_set[sl->prefix[i].id] = 1;
+    for (int32_t i = 0; i < sl->n_extras; i++)
+        sr->in_set[sl->extras[i].id] = 1;
+    double m = sl->prefix[0].logit, sum = 0.0;
+    for (int32_t t = 0; t < V; t++)
+        if (!sr->in_set[t] && row[t] > -INFINITY)
+            sum += exp((double)row[t] - m);
+    for (int32_t i = 0; i < sl->n_prefix; i++)
+        sr->in_set[sl->prefix[i].id] = 0;
+    for (int32_t i = 0; i < sl->n_extras; i++)
+        sr->in_set[sl->extras[i].id] = 0;
+    return sum * (1.0 + 1e-6);
+}
 
 /* One step: a whole row, or a slice of k (plus the extras) with the row
  * hook set to the same row. */
@@ -415,6 +454,11 @@ static sift_status sample_one(sift_chain *c, slice_run *sr, const float *row, in
     sift_status s = sift_chain_extras(c, sr->extras, sr->max_extras, &n_extras, err);
     if (s || (s = sift_slicer_build(sr->slicer, row, V, sr->k, sr->extras, n_extras, &slice, err)))
         return s;
+    if (sr->in_set) {
+        slice.flags |= SIFT_SLICE_TAIL_MASS;
+        slice.tail_mass = tail_mass(sr, &slice, row, V);
+        sr->copied += (int64_t)sizeof slice.tail_mass;
+    }
     sr->src.row = row;
     int64_t calls = sr->src.calls;
     s = sift_chain_sample_slice(c, &slice, tok, err);
@@ -534,7 +578,9 @@ static void demo_usage(FILE *f)
             "Generates text with a built-in toy model and llama.cpp's default sampler\n"
             "chain on whole rows, timing each sample; then runs a clone of the chain\n"
             "made before the loop on slices of the analyzer's k (the row hook set)\n"
-            "and checks that every token is the same.\n"
+            "and checks that every token is the same. Then does the same for an\n"
+            "OpenAI-style request (temperature 0.7, top_p 0.9), whose slices carry\n"
+            "the mass of the tokens they leave out.\n"
             "\n"
             "  --steps N   tokens to generate, 1..%d (default %d)\n"
             "  --vocab N   vocabulary size, %d..%d (default %d)\n"
@@ -649,18 +695,12 @@ static int lib_failure(FILE *errout, const char *what, sift_status s, const sift
     return 1;
 }
 
-int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
+/* One run: the chain on whole rows, timed, then its clone on slices of
+ * the planned k (with the tail-mass bound for the OpenAI-style chain);
+ * 0 when every token agrees. */
+static int run_chain(const demo_opts *op, toy_model *m, int openai, FILE *out, FILE *errout)
 {
-    demo_opts o;
-    if (parse_opts(argc, argv, &o, errout)) {
-        fprintf(errout, "Run 'sift demo --help' for the options.\n");
-        return 2;
-    }
-    if (o.help) {
-        demo_usage(out);
-        return 0;
-    }
-
+    const demo_opts o = *op;
     int rc = 1;
     sift_error err;
     sift_chain *chain = NULL, *twin = NULL;
@@ -671,13 +711,12 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
     int32_t *tokens = malloc((size_t)o.steps * sizeof *tokens);
     int32_t *tokens2 = malloc((size_t)o.steps * sizeof *tokens2);
     double *us = malloc((size_t)o.steps * sizeof *us);
-    toy_model *m = model_new(o.vocab);
-    if (!tokens || !tokens2 || !us || !m) {
+    if (!tokens || !tokens2 || !us) {
         fprintf(errout, "sift demo: out of memory\n");
         goto done;
     }
 
-    sift_status s = build_chain(&chain, o.seed, o.vocab, &err);
+    sift_status s = build_chain(&chain, o.seed, o.vocab, openai, &err);
     if (s) {
         rc = lib_failure(errout, "building the chain", s, &err);
         goto done;
@@ -705,7 +744,8 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
     sr.max_extras = plan.max_extras > 0 ? (size_t)plan.max_extras : 1;
     sr.extras = malloc(sr.max_extras * sizeof *sr.extras);
     sr.src.V = o.vocab;
-    if (!sr.extras) {
+    sr.in_set = openai ? calloc((size_t)o.vocab, 1) : NULL;
+    if (!sr.extras || (openai && !sr.in_set)) {
         fprintf(errout, "sift demo: out of memory\n");
         goto done;
     }
@@ -715,9 +755,13 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
         goto done;
     }
     if (!o.quiet) {
-        fprintf(out, "sift %s demo: V = %ld, seed %llu, %ld steps, toy model of %d words\n",
-                sift_version(), (long)o.vocab, (unsigned long long)o.seed, (long)o.steps,
-                (int)m->n_words);
+        if (openai)
+            fprintf(out, "\nOpenAI-style request: temperature 0.7, top_p 0.9; slices carry the "
+                         "tail mass\n");
+        else
+            fprintf(out, "sift %s demo: V = %ld, seed %llu, %ld steps, toy model of %d words\n",
+                    sift_version(), (long)o.vocab, (unsigned long long)o.seed, (long)o.steps,
+                    (int)m->n_words);
         print_chain(out, chain);
         print_plan(out, chain, &plan, pst);
     }
@@ -742,12 +786,35 @@ int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
 done:
     sift_slicer_free(sr.slicer);
     free(sr.extras);
+    free(sr.in_set);
     free(pst);
     sift_chain_free(twin);
     sift_chain_free(chain);
-    model_free(m);
     free(us);
     free(tokens2);
     free(tokens);
+    return rc;
+}
+
+int cmd_demo(int argc, char **argv, FILE *out, FILE *errout)
+{
+    demo_opts o;
+    if (parse_opts(argc, argv, &o, errout)) {
+        fprintf(errout, "Run 'sift demo --help' for the options.\n");
+        return 2;
+    }
+    if (o.help) {
+        demo_usage(out);
+        return 0;
+    }
+    toy_model *m = model_new(o.vocab);
+    if (!m) {
+        fprintf(errout, "sift demo: out of memory\n");
+        return 1;
+    }
+    int rc = run_chain(&o, m, 0, out, errout);
+    if (rc == 0)
+        rc = run_chain(&o, m, 1, out, errout);
+    model_free(m);
     return rc;
 }

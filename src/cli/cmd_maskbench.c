@@ -34,7 +34,7 @@
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: sift bench maskbench DIR --vocab FILE [--json] [--limit N]\n"
+    fprintf(f, "usage: sift bench maskbench DIR --vocab FILE [--json] [--limit N] [--verbose]\n"
                "\n"
                "Runs the MaskBench protocol on every *.json file of DIR: compiles each\n"
                "schema to a grammar (timed), then walks every test instance token by\n"
