@@ -29,9 +29,9 @@
  * only a filter: when at least k tokens beat it, every token of the true
  * first k is among them and the result is the same; when fewer do (a row
  * whose sample is not like the rest: about 0.3 % of random rows for
- * k >= 40, about 2 % at k = 16, where about one run maximum is expected
- * above the k-th value and r is loose), the
- * exact pass runs after it.
+ * k >= 40 and about 0.4 % at k = 16, where about one run maximum is
+ * expected above the k-th value and r is rounded up), the exact pass
+ * runs after it.
  *
  * The end: the k largest keys are found and sorted by one quicksort that
  * drops the parts after the k-th key (sort_top), not by a selection and
@@ -321,11 +321,13 @@ int sift__topk_sample_plan(int32_t V, size_t k, size_t *segs, size_t *stride, si
     s = s < n / SIFT__TOPK_SAMPLE_MAX_PART ? s : n / SIFT__TOPK_SAMPLE_MAX_PART;
     size_t g = s / SIFT__TOPK_SAMPLE_SEG;
     double mu = (double)(g * SIFT__TOPK_SAMPLE_SEG) * (double)k / (double)n;
-    /* r: 3 standard deviations above the expected count, so that the
-     * r-th largest run maximum falls below the k-th value of the row on
-     * all but about 0.3 % of rows like these (each costs a second pass;
-     * measured: about 2 % at mu = 1, k = 16 on these rows). */
-    size_t rr = (size_t)(mu + 3.0 * sqrt(mu)) + 1;
+    /* r: 3 standard deviations above the expected count, rounded up, so
+     * that the r-th largest run maximum falls below the k-th value of the
+     * row on all but about 0.3 % of rows like these (each costs a second
+     * pass). Rounded down, r was 4 at mu = 1 (k = 16), where the count is
+     * about Poisson(1) and reaches 4 on about 2 % of rows; rounded up it
+     * is 5, reached on about 0.4 %. */
+    size_t rr = (size_t)ceil(mu + 3.0 * sqrt(mu)) + 1;
     if (g < 1 || rr > g || rr > SIFT__TOPK_SAMPLE_MAX_R)
         return 0;
     *segs = g;
@@ -368,7 +370,7 @@ static int sample_threshold(const sift__simd_ops *ops, const float *row, size_t 
 }
 
 static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *row, int32_t V,
-                        size_t k, sift_candidate *out)
+                        size_t k, sift_candidate *out, int *passes)
 {
     size_t n = (size_t)V;
     uint64_t *key = ctx->ws->u64b, *tmp = ctx->ws->u64c;
@@ -384,8 +386,10 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
         st = pass(ops, row, 0, n, &t, k, sampled_cap(k, r, segs, n), key, &m, ctx, 1, ctx->err);
         if (st)
             return st;
+        ++*passes;
     }
     if (m < k) {
+        ++*passes;
         m = 0;
         st = exact_pass(ops, ctx, row, n, k, key, &m, 1, ctx->err);
         if (st)
@@ -405,7 +409,15 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
 sift_status sift__topk_row_at(int level, sift__ctx *ctx, const float *row, int32_t V, size_t k,
                               sift_candidate *out)
 {
-    return topk(sift__simd_ops_at(level), ctx, row, V, k, out);
+    int passes = 0;
+    return topk(sift__simd_ops_at(level), ctx, row, V, k, out, &passes);
+}
+
+sift_status sift__topk_row_passes(int level, sift__ctx *ctx, const float *row, int32_t V, size_t k,
+                                  sift_candidate *out, int *passes)
+{
+    *passes = 0;
+    return topk(sift__simd_ops_at(level), ctx, row, V, k, out, passes);
 }
 
 sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_t V, size_t k,
@@ -413,5 +425,6 @@ sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_t V, size_t k
 {
     if (!sift__topk_fits(V, k))
         return sift__row_prefix(ctx, row, V, k, out);
-    return topk(sift__simd(), ctx, row, V, k, out);
+    int passes = 0;
+    return topk(sift__simd(), ctx, row, V, k, out, &passes);
 }
