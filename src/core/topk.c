@@ -30,8 +30,8 @@
  * first k is among them and the result is the same; when fewer do (a row
  * whose sample is not like the rest: about 0.3 % of random rows for
  * k >= 40 and about 0.4 % at k = 16, where about one run maximum is
- * expected above the k-th value and r is rounded up), the exact pass
- * runs after it.
+ * expected above the k-th value and r is rounded to nearest), the exact
+ * pass runs after it.
  *
  * The end: the k largest keys are found and sorted by one quicksort that
  * drops the parts after the k-th key (sort_top), not by a selection and
@@ -321,13 +321,14 @@ int sift__topk_sample_plan(int32_t V, size_t k, size_t *segs, size_t *stride, si
     s = s < n / SIFT__TOPK_SAMPLE_MAX_PART ? s : n / SIFT__TOPK_SAMPLE_MAX_PART;
     size_t g = s / SIFT__TOPK_SAMPLE_SEG;
     double mu = (double)(g * SIFT__TOPK_SAMPLE_SEG) * (double)k / (double)n;
-    /* r: 3 standard deviations above the expected count, rounded up, so
-     * that the r-th largest run maximum falls below the k-th value of the
-     * row on all but about 0.3 % of rows like these (each costs a second
-     * pass). Rounded down, r was 4 at mu = 1 (k = 16), where the count is
-     * about Poisson(1) and reaches 4 on about 2 % of rows; rounded up it
-     * is 5, reached on about 0.4 %. */
-    size_t rr = (size_t)ceil(mu + 3.0 * sqrt(mu)) + 1;
+    /* r: 3 standard deviations above the expected count, plus one,
+     * rounded to nearest, so that the r-th largest run maximum falls
+     * below the k-th value of the row on all but about 0.3 % of rows like
+     * these (each costs a second pass). Truncated, r was 4 at mu = 1
+     * (k = 16), where the count is about Poisson(1) and reaches 4 on about
+     * 2 % of rows; rounded it is 5, reached on about 0.4 %, and large k
+     * keep theirs (17 at mu = 8). */
+    size_t rr = (size_t)(mu + 3.0 * sqrt(mu) + 1.5);
     if (g < 1 || rr > g || rr > SIFT__TOPK_SAMPLE_MAX_R)
         return 0;
     *segs = g;
