@@ -87,6 +87,13 @@ SIFT__HIDDEN sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_
 SIFT__HIDDEN sift_status sift__topk_row_at(int level, sift__ctx *ctx, const float *row, int32_t V,
                                            size_t k, sift_candidate *out);
 
+/* sift__topk_row_at, also telling how many passes over the row it made
+ * (1, or 2 when a sampled threshold was beaten by fewer than k tokens and
+ * the exact pass ran after it). */
+SIFT__HIDDEN sift_status sift__topk_row_passes(int level, sift__ctx *ctx, const float *row,
+                                               int32_t V, size_t k, sift_candidate *out,
+                                               int *passes);
+
 /* The sampled threshold of sift__topk_row (core/topk.c): for
  * k >= SIFT__TOPK_SAMPLE_MIN_K and V >= SIFT__TOPK_SAMPLE_MIN_RATIO * k,
  * runs of SIFT__TOPK_SAMPLE_SEG tokens are read every `stride` tokens

@@ -29,9 +29,9 @@
  * only a filter: when at least k tokens beat it, every token of the true
  * first k is among them and the result is the same; when fewer do (a row
  * whose sample is not like the rest: about 0.3 % of random rows for
- * k >= 40, about 2 % at k = 16, where about one run maximum is expected
- * above the k-th value and r is loose), the
- * exact pass runs after it.
+ * k >= 40 and about 0.4 % at k = 16, where about one run maximum is
+ * expected above the k-th value and r is rounded to nearest), the exact
+ * pass runs after it.
  *
  * The end: the k largest keys are found and sorted by one quicksort that
  * drops the parts after the k-th key (sort_top), not by a selection and
@@ -117,26 +117,27 @@ static size_t median3(const uint64_t *v, size_t a, size_t b, size_t c)
     return v[a] > v[c] ? a : (v[b] > v[c] ? c : b);
 }
 
-/* Partitions v[0..n) (n >= 3, distinct keys) around the median of three
- * without branching on the keys (a branch per key would be mispredicted
- * half the time): keys >= the pivot go to the front, the others to the
- * back, through tmp, and back into v. Returns how many are >= the pivot,
- * in [2, n - 1]: the median of three distinct keys is neither the
- * smallest nor the largest. */
-static size_t partition_desc(uint64_t *v, size_t n, uint64_t *tmp)
+/* Partitions v[0..n) (n >= 3, distinct keys) around the median of three,
+ * in place and without branching on the keys (a branch per key would be
+ * mispredicted half the time): the pivot is parked at the end, each key
+ * is swapped with the first key not above the pivot, and that boundary
+ * moves on when the key is above it; then the pivot joins the keys above
+ * it. Keys >= the pivot end in front; returns their count, in [2, n - 1]:
+ * the median of three distinct keys is neither the smallest nor the
+ * largest. */
+static size_t partition_desc(uint64_t *v, size_t n)
 {
-    uint64_t p = v[median3(v, 0, n / 2, n - 1)];
-    size_t lo = 0, hi = n;
-    for (size_t i = 0; i < n; i++) {
+    swap64(&v[median3(v, 0, n / 2, n - 1)], &v[n - 1]);
+    uint64_t p = v[n - 1];
+    size_t lo = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
         uint64_t x = v[i];
-        size_t ge = x >= p;
-        tmp[lo] = x;
-        tmp[hi - 1] = x;
-        lo += ge;
-        hi -= 1 - ge;
+        v[i] = v[lo];
+        v[lo] = x;
+        lo += x > p;
     }
-    memcpy(v, tmp, n * sizeof *v);
-    return lo;
+    swap64(&v[lo], &v[n - 1]);
+    return lo + 1;
 }
 
 static int depth_for(size_t n)
@@ -147,8 +148,8 @@ static int depth_for(size_t n)
     return d;
 }
 
-/* Sorts v[0..n) (distinct keys) into descending order; tmp holds n. */
-static void sort_desc(uint64_t *v, size_t n, uint64_t *tmp)
+/* Sorts v[0..n) (distinct keys) into descending order. */
+static void sort_desc(uint64_t *v, size_t n)
 {
     int depth = depth_for(n);
     while (n > 16) {
@@ -156,14 +157,14 @@ static void sort_desc(uint64_t *v, size_t n, uint64_t *tmp)
             heap_desc(v, n);
             return;
         }
-        size_t j = partition_desc(v, n, tmp);
+        size_t j = partition_desc(v, n);
         /* Recurse into the smaller side, loop on the larger. */
         if (j < n - j) {
-            sort_desc(v, j, tmp);
+            sort_desc(v, j);
             v += j;
             n -= j;
         } else {
-            sort_desc(v + j, n - j, tmp);
+            sort_desc(v + j, n - j);
             n = j;
         }
     }
@@ -173,7 +174,7 @@ static void sort_desc(uint64_t *v, size_t n, uint64_t *tmp)
 /* Sorts the k largest keys of v[0..n) (1 <= k <= n, distinct keys) into
  * v[0..k), descending: a quicksort that drops every part after the k-th
  * key, so the partitions that find the k largest also sort them. */
-static void sort_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp)
+static void sort_top(uint64_t *v, size_t n, size_t k)
 {
     int depth = depth_for(n);
     while (n > 16) {
@@ -181,11 +182,11 @@ static void sort_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp)
             heap_desc(v, n);
             return;
         }
-        size_t j = partition_desc(v, n, tmp);
+        size_t j = partition_desc(v, n);
         if (j >= k) {
             n = j;
         } else {
-            sort_desc(v, j, tmp);
+            sort_desc(v, j);
             v += j;
             n -= j;
             k -= j;
@@ -195,17 +196,17 @@ static void sort_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp)
 }
 
 /* Moves the k largest keys of v[0..n) (1 <= k < n, distinct keys) to
- * v[0..k), in no particular order; tmp holds n. */
-static void select_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp)
+ * v[0..k), in no particular order. */
+static void select_top(uint64_t *v, size_t n, size_t k)
 {
     size_t lo = 0, hi = n;
     int depth = depth_for(n);
     while (hi - lo > 16) {
         if (depth-- == 0) {
-            sort_desc(v + lo, hi - lo, tmp);
+            sort_desc(v + lo, hi - lo);
             return;
         }
-        size_t j = lo + partition_desc(v + lo, hi - lo, tmp);
+        size_t j = lo + partition_desc(v + lo, hi - lo);
         if (k == j)
             return;
         if (k < j)
@@ -240,7 +241,6 @@ static sift_status pass(const sift__simd_ops *ops, const float *x, size_t i, siz
 {
     float t = *pt;
     uint32_t *idx = ctx->ws->u32;
-    uint64_t *tmp = ctx->ws->u64c;
     size_t m = *pm;
     int bad = 0, checked = 0; /* checked: the row was found valid despite a raised flag */
     while (i < n) {
@@ -262,7 +262,7 @@ static sift_status pass(const sift__simd_ops *ops, const float *x, size_t i, siz
         }
         if (i < n) {
             /* The kernel stopped for room: keep the k best, raise t. */
-            select_top(key, m, k, tmp);
+            select_top(key, m, k);
             m = k;
             t = x[sift__ckey_id(min_key(key, k))];
         }
@@ -321,11 +321,14 @@ int sift__topk_sample_plan(int32_t V, size_t k, size_t *segs, size_t *stride, si
     s = s < n / SIFT__TOPK_SAMPLE_MAX_PART ? s : n / SIFT__TOPK_SAMPLE_MAX_PART;
     size_t g = s / SIFT__TOPK_SAMPLE_SEG;
     double mu = (double)(g * SIFT__TOPK_SAMPLE_SEG) * (double)k / (double)n;
-    /* r: 3 standard deviations above the expected count, so that the
-     * r-th largest run maximum falls below the k-th value of the row on
-     * all but about 0.3 % of rows like these (each costs a second pass;
-     * measured: about 2 % at mu = 1, k = 16 on these rows). */
-    size_t rr = (size_t)(mu + 3.0 * sqrt(mu)) + 1;
+    /* r: 3 standard deviations above the expected count, plus one,
+     * rounded to nearest, so that the r-th largest run maximum falls
+     * below the k-th value of the row on all but about 0.3 % of rows like
+     * these (each costs a second pass). Truncated, r was 4 at mu = 1
+     * (k = 16), where the count is about Poisson(1) and reaches 4 on about
+     * 2 % of rows; rounded it is 5, reached on about 0.4 %, and large k
+     * keep theirs (17 at mu = 8). */
+    size_t rr = (size_t)(mu + 3.0 * sqrt(mu) + 1.5);
     if (g < 1 || rr > g || rr > SIFT__TOPK_SAMPLE_MAX_R)
         return 0;
     *segs = g;
@@ -368,10 +371,10 @@ static int sample_threshold(const sift__simd_ops *ops, const float *row, size_t 
 }
 
 static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *row, int32_t V,
-                        size_t k, sift_candidate *out)
+                        size_t k, sift_candidate *out, int *passes)
 {
     size_t n = (size_t)V;
-    uint64_t *key = ctx->ws->u64b, *tmp = ctx->ws->u64c;
+    uint64_t *key = ctx->ws->u64b;
     size_t m = 0, segs, stride, r;
     float t;
     sift_status st;
@@ -384,14 +387,16 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
         st = pass(ops, row, 0, n, &t, k, sampled_cap(k, r, segs, n), key, &m, ctx, 1, ctx->err);
         if (st)
             return st;
+        ++*passes;
     }
     if (m < k) {
+        ++*passes;
         m = 0;
         st = exact_pass(ops, ctx, row, n, k, key, &m, 1, ctx->err);
         if (st)
             return st;
     }
-    sort_top(key, m, k, tmp);
+    sort_top(key, m, k);
     if (!(row[sift__ckey_id(key[0])] > -INFINITY))
         return sift__row_error(row, V, ctx->err);
     for (size_t j = 0; j < k; j++) {
@@ -405,7 +410,15 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
 sift_status sift__topk_row_at(int level, sift__ctx *ctx, const float *row, int32_t V, size_t k,
                               sift_candidate *out)
 {
-    return topk(sift__simd_ops_at(level), ctx, row, V, k, out);
+    int passes = 0;
+    return topk(sift__simd_ops_at(level), ctx, row, V, k, out, &passes);
+}
+
+sift_status sift__topk_row_passes(int level, sift__ctx *ctx, const float *row, int32_t V, size_t k,
+                                  sift_candidate *out, int *passes)
+{
+    *passes = 0;
+    return topk(sift__simd_ops_at(level), ctx, row, V, k, out, passes);
 }
 
 sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_t V, size_t k,
@@ -413,5 +426,6 @@ sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_t V, size_t k
 {
     if (!sift__topk_fits(V, k))
         return sift__row_prefix(ctx, row, V, k, out);
-    return topk(sift__simd(), ctx, row, V, k, out);
+    int passes = 0;
+    return topk(sift__simd(), ctx, row, V, k, out, &passes);
 }

@@ -31,7 +31,7 @@
  *                    [--rows peaked|bf16|flat] [--reps N] [--step-only]
  *                    [--steps N] [--no-clock]
  *   --slicer  only the slice builder against the floor
- *   --k, --rows, --reps  one k (of 1, 40, 104, 256), one row kind, N
+ *   --k, --rows, --reps  one k (of 1, 16, 40, 104, 256), one row kind, N
  *             repetitions: for instruction counts under callgrind
  *             (tests/bench/slicer_callgrind.sh, make bench-slicer-cg)
  */
@@ -188,7 +188,7 @@ static void report_spread(const out *o, const char *name, const char *kind, int3
  * its row as far from the core as the others do. */
 static void run_slicer(const out *o, int32_t V, int reps)
 {
-    static const int32_t ks[] = {1, 40, 104, 256};
+    static const int32_t ks[] = {1, 16, 40, 104, 256};
     enum { NK = sizeof ks / sizeof ks[0] };
     float *rows[POOL];
     float *dst = malloc((size_t)V * sizeof *dst);

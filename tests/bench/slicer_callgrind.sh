@@ -2,7 +2,7 @@
 # slicer_callgrind.sh BENCH_SLICE [V] - instructions per call of the slice
 # builder and of the floor (the dispatched max-reduction) and memcpy of
 # the row, counted by callgrind, for peaked, bf16 and flat rows and k in
-# {1, 40, 104, 256}: counts do not depend on the load of the machine, as
+# {1, 16, 40, 104, 256}: counts do not depend on the load of the machine, as
 # times do. Run by `make bench-slicer-cg`. Valgrind does not run AVX-512,
 # so the dispatch picks AVX2 here (SIFT_SIMD caps it further). The memcpy
 # column counts glibc's copy as valgrind sees it (a `rep movsb` counts one
@@ -16,7 +16,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 printf '%-7s %7s %5s %12s %12s %12s %8s\n' rows V k builder floor memcpy ratio
 for rows in peaked bf16 flat; do
-    for k in 1 40 104 256; do
+    for k in 1 16 40 104 256; do
         valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" "$b" --slicer --v "$V" \
             --k "$k" --rows "$rows" --reps "$reps" >/dev/null 2>"$tmp/log" ||
             { cat "$tmp/log" >&2; exit 1; }
