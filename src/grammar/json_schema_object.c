@@ -16,8 +16,11 @@
  * An extra key is any string but the names of "properties" (compared as
  * written: an escaped spelling of a known name is not recognised). A key
  * that matches a patternProperties pattern takes that pattern's schema;
- * it is not also checked against additionalProperties or a same-named
- * property (partial, docs/json-schema.md). minProperties and
+ * as the grammar cannot also check it against additionalProperties, a
+ * same-named property or a second pattern, a constraining pattern is
+ * supported only alone, without properties and with additionalProperties
+ * false (else the unsupported policy; IGNORE keeps the approximation).
+ * minProperties and
  * maxProperties are exact on objects without "properties"; with
  * properties they are accepted only when the required ones already
  * satisfy them.
@@ -80,6 +83,39 @@ static int is_required(const json_t *req, const char *key)
     return 0;
 }
 
+/* Whether a schema accepts every value (true, or annotations only). */
+static int trivial(const json_t *s)
+{
+    if (json_is_true(s))
+        return 1;
+    if (!json_is_object(s))
+        return 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        if (!sift__js_is_annotation(key))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether patternProperties holds a pattern whose schema constrains
+ * its values: the grammar gives a key one alternative, so such a key
+ * must not also be reachable through a second pattern, a declared
+ * property or additionalProperties (those cases are unsupported). */
+static int pp_strict(const json_t *pp)
+{
+    const char *pat;
+    json_t *ps;
+    json_object_foreach((json_t *)pp, pat, ps)
+    {
+        if (!trivial(ps))
+            return 1;
+    }
+    return 0;
+}
+
 /* The extra member X (key ws ":" ws value), or never. */
 static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *names, size_t n_names,
                              sift__js_ref *x)
@@ -133,6 +169,11 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     }
     sift__js_ref av;
     av.never = 1;
+    if (!st && pp_strict(pp) &&
+        (json_object_size(pp) > 1 || n_names > 0 || (ap ? !json_is_false(ap) : !c->strict)))
+        st = sift__js_unsupported(c, "patternProperties",
+                                  "'patternProperties' beside properties, a second pattern "
+                                  "or additionalProperties other than false is not supported");
     if (!st && (json_is_true(ap) || (!ap && !c->strict))) {
         set_name(&av, sift__js_shared(c, SIFT__JS_R_VALUE));
     } else if (!st && json_is_object(ap)) {
