@@ -19,9 +19,8 @@
  * as the grammar cannot also check it against additionalProperties, a
  * same-named property or a second pattern, a constraining pattern is
  * supported only alone, with additionalProperties false and no declared
- * property name it matches (tested with PCRE2) (else the unsupported policy; IGNORE keeps the approximation).
- * minProperties and
- * maxProperties are exact on objects without "properties"; with
+ * property name it matches (tested with PCRE2) (else the unsupported policy; IGNORE keeps the
+ * approximation). minProperties and maxProperties are exact on objects without "properties"; with
  * properties they are accepted only when the required ones already
  * satisfy them.
  *
@@ -208,8 +207,8 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
         (json_object_size(pp) > 1 || (ap ? !json_is_false(ap) : !c->strict) ||
          names_may_match(pp, names, n_names)))
         st = sift__js_unsupported(c, "patternProperties",
-                                  "'patternProperties' beside properties, a second pattern "
-                                  "or additionalProperties other than false is not supported");
+                                  "a key may match both this and a declared property, a "
+                                  "second pattern or additionalProperties: not supported");
     if (!st && (json_is_true(ap) || (!ap && !c->strict))) {
         set_name(&av, sift__js_shared(c, SIFT__JS_R_VALUE));
     } else if (!st && json_is_object(ap)) {

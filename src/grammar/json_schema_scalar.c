@@ -225,8 +225,7 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
     if ((pat || known_fmt) && (has_lo || has_hi) &&
         (st = sift__js_unsupported(c, has_lo ? "minLength" : "maxLength",
                                    "'%s' beside '%s' is not supported",
-                                   has_lo ? "minLength" : "maxLength",
-                                   pat ? "pattern" : "format")))
+                                   has_lo ? "minLength" : "maxLength", pat ? "pattern" : "format")))
         return st;
     if (pat) {
         st = gen_pattern(c, json_string_value(pat), json_string_length(pat), r, &done);
