@@ -675,7 +675,10 @@ static int values_disjoint(const json_t *a, const json_t *b)
         return 0;
     for (size_t i = 0; i < json_array_size(a); i++)
         for (size_t j = 0; j < json_array_size(b); j++)
-            if (json_equal(json_array_get(a, i), json_array_get(b, j)))
+            if (json_equal(json_array_get(a, i), json_array_get(b, j)) ||
+                (json_is_number(json_array_get(a, i)) && json_is_number(json_array_get(b, j)) &&
+                 json_number_value(json_array_get(a, i)) ==
+                     json_number_value(json_array_get(b, j))))
                 return 0;
     return 1;
 }
