@@ -494,6 +494,12 @@ START_TEST(test_one_of_whose_alternatives_may_overlap_is_refused)
                 SIFT_E_SCHEMA_UNSUPPORTED,
                 "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
                 11);
+    /* a non-object matches both despite the required discriminator */
+    check_error("{\"oneOf\": [{\"required\": [\"k\"], \"properties\": {\"k\": {\"const\": 1}}}, "
+                "{\"required\": [\"k\"], \"properties\": {\"k\": {\"const\": 2}}}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
     check_error("{\"oneOf\": [{\"properties\": {\"k\": {\"const\": 1}}}, "
                 "{\"properties\": {\"k\": {\"const\": 2}}}]}",
                 SIFT_E_SCHEMA_UNSUPPORTED,

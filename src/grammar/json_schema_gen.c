@@ -736,9 +736,11 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoin
     }
     for (size_t i = 0; !st && *disjoint && i < n; i++)
         for (size_t j = i + 1; *disjoint && j < n; j++) {
-            if (!(branch_types(b[i]) & branch_types(b[j])))
+            unsigned both = branch_types(b[i]) & branch_types(b[j]);
+            if (!both)
                 continue;
-            if (values_of_disjoint(b[i], b[j]) || discriminated(b[i], b[j]))
+            /* "required" holds of non-objects vacuously */
+            if (values_of_disjoint(b[i], b[j]) || (both == T_OBJECT && discriminated(b[i], b[j])))
                 continue;
             *disjoint = 0;
         }
