@@ -351,7 +351,24 @@ START_TEST(test_any_of_and_one_of_are_alternatives_merged_with_siblings)
     static const char *good2[] = {"{\"r\":1}", "{\"w\":1,\"h\":2}"};
     static const char *bad2[] = {"{\"w\":1}", "{}"};
     CHECK("{\"properties\":{\"r\":{},\"w\":{},\"h\":{}},\"additionalProperties\":false,"
-          "\"oneOf\":[{\"required\":[\"r\"]},{\"required\":[\"w\",\"h\"]}]}",
+          "\"anyOf\":[{\"required\":[\"r\"]},{\"required\":[\"w\",\"h\"]}]}",
+          good2, bad2);
+}
+END_TEST
+
+START_TEST(test_one_of_with_disjoint_alternatives_is_exact_as_any_of)
+{
+    static const char *good[] = {"\"a\"", "5", "null"};
+    static const char *bad[] = {"true", "-1"};
+    CHECK("{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\",\"minimum\":0},"
+          "{\"const\":null}]}",
+          good, bad);
+    static const char *good2[] = {"{\"k\":\"a\",\"x\":1}", "{\"k\":\"b\",\"y\":\"s\"}"};
+    static const char *bad2[] = {"{\"k\":\"a\",\"x\":\"s\"}", "{\"x\":1}", "{\"k\":\"c\"}"};
+    CHECK("{\"$defs\":{\"b\":{\"type\":\"object\",\"required\":[\"k\"],\"properties\":"
+          "{\"k\":{\"enum\":[\"b\"]},\"y\":{\"type\":\"string\"}}}},"
+          "\"oneOf\":[{\"type\":\"object\",\"required\":[\"k\"],\"properties\":"
+          "{\"k\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}}},{\"$ref\":\"#/$defs/b\"}]}",
           good2, bad2);
 }
 END_TEST
@@ -468,6 +485,77 @@ START_TEST(test_unsupported_keywords_name_their_pointer_and_place)
 }
 END_TEST
 
+START_TEST(test_one_of_whose_alternatives_may_overlap_is_refused)
+{
+    check_error(
+        "{\"oneOf\": [{\"type\": \"integer\"}, {\"type\": \"number\"}]}", SIFT_E_SCHEMA_UNSUPPORTED,
+        "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1, 11);
+    check_error("{\"oneOf\": [{\"required\": [\"r\"]}, {\"required\": [\"w\"]}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
+    /* a non-object matches both despite the required discriminator */
+    check_error("{\"oneOf\": [{\"required\": [\"k\"], \"properties\": {\"k\": {\"const\": 1}}}, "
+                "{\"required\": [\"k\"], \"properties\": {\"k\": {\"const\": 2}}}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
+    check_error("{\"oneOf\": [{\"properties\": {\"k\": {\"const\": 1}}}, "
+                "{\"properties\": {\"k\": {\"const\": 2}}}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
+}
+END_TEST
+
+START_TEST(test_pattern_or_format_beside_lengths_or_each_other_is_refused)
+{
+    check_error("{\"type\": \"string\", \"pattern\": \"^a+$\", \"minLength\": 2}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:52: #/minLength: 'minLength' beside 'pattern' is not supported", 1, 52);
+    check_error("{\"type\": \"string\", \"format\": \"email\", \"maxLength\": 20}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:52: #/maxLength: 'maxLength' beside 'format' is not supported", 1, 52);
+    check_error("{\"type\": \"string\", \"format\": \"date\", \"pattern\": \"^2\"}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:30: #/format: 'format' beside 'pattern' is not supported", 1, 30);
+}
+END_TEST
+
+START_TEST(test_pattern_properties_that_may_overlap_are_refused)
+{
+    /* open additionalProperties, a second pattern, a declared name the
+     * pattern matches */
+    check_error("{\"patternProperties\": {\"^x\": {\"type\": \"integer\"}}}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:23: #/patternProperties: a key may match both this and a declared "
+                "property, a second pattern or additionalProperties: not supported",
+                1, 23);
+    check_error("{\"patternProperties\": {\"^x\": {\"type\": \"integer\"}, \"y$\": {}}, "
+                "\"additionalProperties\": false}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:23: #/patternProperties: a key may match both this and a declared "
+                "property, a second pattern or additionalProperties: not supported",
+                1, 23);
+    check_error("{\"properties\": {\"xa\": {}}, \"patternProperties\": {\"^x\": "
+                "{\"type\": \"integer\"}}, \"additionalProperties\": false}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:49: #/patternProperties: a key may match both this and a declared "
+                "property, a second pattern or additionalProperties: not supported",
+                1, 49);
+}
+END_TEST
+
+START_TEST(test_pattern_properties_alone_beside_other_names_are_exact)
+{
+    static const char *good[] = {"{\"a\":\"s\",\"x1\":2}", "{\"x\":1,\"xy\":2}", "{}"};
+    static const char *bad[] = {"{\"x1\":\"s\"}", "{\"b\":1}", "{\"a\":1}"};
+    CHECK("{\"properties\":{\"a\":{\"type\":\"string\"}},\"patternProperties\":"
+          "{\"^x\":{\"type\":\"integer\"}},\"additionalProperties\":false}",
+          good, bad);
+}
+END_TEST
+
 START_TEST(test_invalid_schemas_name_their_pointer_and_place)
 {
     check_error("{\"type\": \"strin\"}", SIFT_E_SCHEMA_SYNTAX,
@@ -509,6 +597,41 @@ START_TEST(test_the_ignore_policy_warns_once_per_keyword_and_drops_it)
     ck_assert_int_eq(n_warnings, 2);
     ck_assert_str_eq(last_warning, "schema:1:32: #/multipleOf: 'multipleOf' is not supported");
     ck_assert(accepts(g, "4"));
+    sift_grammar_free(g);
+}
+END_TEST
+
+START_TEST(test_the_ignore_policy_approximates_inexact_schemas_with_a_warning)
+{
+    sift_json_schema_params sp = compact();
+    sp.unsupported = SIFT_JSON_UNSUPPORTED_IGNORE;
+    sp.warn = count_warning;
+    n_warnings = 0;
+    /* oneOf as anyOf: 3 matches both alternatives */
+    sift_grammar *g =
+        compile_with("{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}", &sp);
+    ck_assert_int_eq(n_warnings, 1);
+    ck_assert_str_eq(
+        last_warning,
+        "schema:1:10: #/oneOf: 'oneOf' whose alternatives may overlap is not supported");
+    ck_assert(accepts(g, "3"));
+    sift_grammar_free(g);
+    /* the pattern wins over minLength */
+    n_warnings = 0;
+    g = compile_with("{\"type\":\"string\",\"pattern\":\"^a+$\",\"minLength\":2}", &sp);
+    ck_assert_int_eq(n_warnings, 1);
+    ck_assert_str_eq(last_warning,
+                     "schema:1:47: #/minLength: 'minLength' beside 'pattern' is not supported");
+    ck_assert(accepts(g, "\"a\""));
+    sift_grammar_free(g);
+    /* a key matching the pattern also passes as an additional property */
+    n_warnings = 0;
+    g = compile_with("{\"patternProperties\":{\"^x\":{\"type\":\"integer\"}}}", &sp);
+    ck_assert_int_eq(n_warnings, 1);
+    ck_assert_str_eq(last_warning,
+                     "schema:1:22: #/patternProperties: a key may match both this and a declared "
+                     "property, a second pattern or additionalProperties: not supported");
+    ck_assert(accepts(g, "{\"x\":\"s\"}"));
     sift_grammar_free(g);
 }
 END_TEST
@@ -915,6 +1038,12 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_json_syntax_errors_give_jansson_s_place);
     tcase_add_test(tc, test_unsupported_keywords_name_their_pointer_and_place);
     tcase_add_test(tc, test_invalid_schemas_name_their_pointer_and_place);
+    tcase_add_test(tc, test_one_of_with_disjoint_alternatives_is_exact_as_any_of);
+    tcase_add_test(tc, test_one_of_whose_alternatives_may_overlap_is_refused);
+    tcase_add_test(tc, test_pattern_or_format_beside_lengths_or_each_other_is_refused);
+    tcase_add_test(tc, test_pattern_properties_that_may_overlap_are_refused);
+    tcase_add_test(tc, test_pattern_properties_alone_beside_other_names_are_exact);
+    tcase_add_test(tc, test_the_ignore_policy_approximates_inexact_schemas_with_a_warning);
     tcase_add_test(tc, test_the_ignore_policy_warns_once_per_keyword_and_drops_it);
     tcase_add_test(tc, test_limits_are_errors_not_hangs);
     tcase_add_test(tc, test_nested_any_of_grows_linearly);

@@ -20,9 +20,10 @@
  * default, examples, $comment, ...) and keywords this converter does not
  * know (x-..., vendor keys) are ignored, as a validator would; keywords
  * it knows but cannot express (not, if/then/else, dependencies, ...) go
- * through the unsupported policy. oneOf is treated as anyOf: a value
- * matching two alternatives is accepted (exclusivity cannot be expressed
- * without cross products).
+ * through the unsupported policy. oneOf is generated as anyOf when its
+ * alternatives are provably disjoint (types, const / enum values, or a
+ * required property with disjoint const / enum values); otherwise it
+ * goes through the unsupported policy (IGNORE keeps the anyOf).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,11 +632,136 @@ static int has_constraints(const json_t *s, const char *skip)
     return 0;
 }
 
+static unsigned value_type(const json_t *v);
+
+/* The types a branch can have (all when unknown); integer and number
+ * share one bit, as they overlap. */
+static unsigned branch_types(const json_t *b)
+{
+    unsigned m = 0;
+    const json_t *t = json_object_get(b, "type"), *k = json_object_get(b, "const");
+    const json_t *e = json_object_get(b, "enum");
+    if (t)
+        m = type_mask(t);
+    else if (k)
+        m = value_type(k);
+    else if (json_is_array(e))
+        for (size_t i = 0; i < json_array_size(e); i++)
+            m |= value_type(json_array_get(e, i));
+    else
+        return ~0u;
+    if (m & (T_INTEGER | T_NUMBER))
+        m |= T_INTEGER | T_NUMBER;
+    if (json_is_true(json_object_get(b, "nullable")))
+        m |= T_NULL;
+    return m;
+}
+
+/* The values a schema is limited to (its const or enum), or NULL. */
+static json_t *branch_values(const json_t *b)
+{
+    const json_t *k = json_object_get(b, "const"), *e = json_object_get(b, "enum");
+    if (k)
+        return json_pack("[O]", k);
+    if (json_is_array(e))
+        return json_incref((json_t *)e);
+    return NULL;
+}
+
+/* Whether two value lists share no value (NULL: unknown, so no). */
+static int values_disjoint(const json_t *a, const json_t *b)
+{
+    if (!a || !b)
+        return 0;
+    for (size_t i = 0; i < json_array_size(a); i++)
+        for (size_t j = 0; j < json_array_size(b); j++)
+            if (json_equal(json_array_get(a, i), json_array_get(b, j)) ||
+                (json_is_number(json_array_get(a, i)) && json_is_number(json_array_get(b, j)) &&
+                 json_number_value(json_array_get(a, i)) ==
+                     json_number_value(json_array_get(b, j))))
+                return 0;
+    return 1;
+}
+
+static int values_of_disjoint(const json_t *a, const json_t *b)
+{
+    json_t *va = branch_values(a), *vb = branch_values(b);
+    int d = values_disjoint(va, vb);
+    json_decref(va);
+    json_decref(vb);
+    return d;
+}
+
+/* Whether both objects require a property limited to disjoint values. */
+static int discriminated(const json_t *a, const json_t *b)
+{
+    const json_t *pa = json_object_get(a, "properties"), *pb = json_object_get(b, "properties");
+    const json_t *ra = json_object_get(a, "required"), *rb = json_object_get(b, "required");
+    for (size_t i = 0; i < json_array_size(ra); i++) {
+        const char *name = json_string_value(json_array_get(ra, i));
+        int in_b = 0;
+        for (size_t j = 0; name && j < json_array_size(rb); j++)
+            in_b |= json_is_string(json_array_get(rb, j)) &&
+                    !strcmp(name, json_string_value(json_array_get(rb, j)));
+        const json_t *xa = name ? json_object_get(pa, name) : NULL;
+        const json_t *xb = name ? json_object_get(pb, name) : NULL;
+        if (in_b && json_is_object(xa) && json_is_object(xb) && values_of_disjoint(xa, xb))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether no value matches two branches of a oneOf (as far as the
+ * types, const / enum values or a required discriminating property
+ * show; $ref branches are followed). On 0 the oneOf is not exact as an
+ * anyOf. */
+static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoint)
+{
+    size_t n = json_array_size(alts);
+    const json_t **b = sift__calloc(c->al, n, sizeof *b);
+    if (!b)
+        return nomem(c);
+    sift_status st = SIFT_OK;
+    *disjoint = 1;
+    for (size_t i = 0; !st && i < n; i++) {
+        b[i] = json_array_get(alts, i);
+        if (json_is_object(b[i]) && only_ref(b[i]) &&
+            json_is_string(json_object_get(b[i], "$ref"))) {
+            char *ptr = NULL;
+            st = resolve(c, json_string_value(json_object_get(b[i], "$ref")), &b[i], &ptr);
+            sift__free(c->al, ptr);
+        }
+        if (!json_is_object(b[i]))
+            *disjoint = 0;
+    }
+    for (size_t i = 0; !st && *disjoint && i < n; i++)
+        for (size_t j = i + 1; *disjoint && j < n; j++) {
+            unsigned both = branch_types(b[i]) & branch_types(b[j]);
+            if (!both)
+                continue;
+            /* "required" holds of non-objects vacuously */
+            if (values_of_disjoint(b[i], b[j]) || (both == T_OBJECT && discriminated(b[i], b[j])))
+                continue;
+            *disjoint = 0;
+        }
+    sift__free(c->al, b);
+    return st;
+}
+
 static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift__js_ref *r)
 {
     const json_t *alts = json_object_get(s, kw);
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw, "'%s' must be a non-empty array", kw);
+    if (!strcmp(kw, "oneOf")) {
+        int disjoint = 0;
+        sift_status st0 = one_of_disjoint(c, alts, &disjoint);
+        if (!st0 && !disjoint)
+            st0 = sift__js_unsupported(c, "oneOf",
+                                       "'oneOf' whose alternatives may overlap is not supported");
+        if (st0)
+            return st0;
+    }
     json_t *siblings = NULL;
     if (has_constraints(s, kw)) {
         siblings = json_copy((json_t *)s);

@@ -16,9 +16,11 @@
  * An extra key is any string but the names of "properties" (compared as
  * written: an escaped spelling of a known name is not recognised). A key
  * that matches a patternProperties pattern takes that pattern's schema;
- * it is not also checked against additionalProperties or a same-named
- * property (partial, docs/json-schema.md). minProperties and
- * maxProperties are exact on objects without "properties"; with
+ * as the grammar cannot also check it against additionalProperties, a
+ * same-named property or a second pattern, a constraining pattern is
+ * supported only alone, with additionalProperties false and no declared
+ * property name it matches (tested with PCRE2) (else the unsupported policy; IGNORE keeps the
+ * approximation). minProperties and maxProperties are exact on objects without "properties"; with
  * properties they are accepted only when the required ones already
  * satisfy them.
  *
@@ -30,6 +32,8 @@
  *   t(k) ::= R ws ("," ws R ws){a,b}    -- the rest, counts from min/max
  *   array ::= "[" ws t(0) "]"
  */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -78,6 +82,72 @@ static int is_required(const json_t *req, const char *key)
             !strcmp(json_string_value(json_array_get(req, i)), key))
             return 1;
     return 0;
+}
+
+/* Whether a schema accepts every value (true, or annotations only). */
+static int trivial(const json_t *s)
+{
+    if (json_is_true(s))
+        return 1;
+    if (!json_is_object(s))
+        return 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        if (!sift__js_is_annotation(key))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether patternProperties holds a pattern whose schema constrains
+ * its values: the grammar gives a key one alternative, so such a key
+ * must not also be reachable through a second pattern, a declared
+ * property or additionalProperties (those cases are unsupported). */
+static int pp_strict(const json_t *pp)
+{
+    const char *pat;
+    json_t *ps;
+    json_object_foreach((json_t *)pp, pat, ps)
+    {
+        if (!trivial(ps))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether a declared property name may match a pattern of pp (the
+ * pattern compiled by PCRE2 as an ECMA-262 stand-in; a pattern PCRE2
+ * does not take, or a match that fails to finish, counts as a match). */
+static int names_may_match(const json_t *pp, const char *const *names, size_t n_names)
+{
+    const char *pat;
+    json_t *ps;
+    int hit = 0;
+    if (n_names == 0)
+        return 0;
+    pcre2_match_context *mc = pcre2_match_context_create(NULL);
+    if (!mc)
+        return 1;
+    pcre2_set_match_limit(mc, 100000);
+    json_object_foreach((json_t *)pp, pat, ps)
+    {
+        int ec;
+        PCRE2_SIZE eo;
+        pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, strlen(pat),
+                                       PCRE2_UTF | PCRE2_DOLLAR_ENDONLY, &ec, &eo, NULL);
+        pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
+        for (size_t i = 0; !hit && i < n_names; i++)
+            hit = !md || pcre2_match(re, (PCRE2_SPTR)names[i], strlen(names[i]), 0, 0, md, mc) !=
+                             PCRE2_ERROR_NOMATCH;
+        pcre2_match_data_free(md);
+        pcre2_code_free(re);
+        if (hit)
+            break;
+    }
+    pcre2_match_context_free(mc);
+    return hit;
 }
 
 /* The extra member X (key ws ":" ws value), or never. */
@@ -133,6 +203,12 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     }
     sift__js_ref av;
     av.never = 1;
+    if (!st && pp_strict(pp) &&
+        (json_object_size(pp) > 1 || (ap ? !json_is_false(ap) : !c->strict) ||
+         names_may_match(pp, names, n_names)))
+        st = sift__js_unsupported(c, "patternProperties",
+                                  "a key may match both this and a declared property, a "
+                                  "second pattern or additionalProperties: not supported");
     if (!st && (json_is_true(ap) || (!ap && !c->strict))) {
         set_name(&av, sift__js_shared(c, SIFT__JS_R_VALUE));
     } else if (!st && json_is_object(ap)) {

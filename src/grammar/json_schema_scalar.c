@@ -4,11 +4,11 @@
  * Strings: "\"" char{minLength,maxLength} "\"" where char is one JSON
  * string character (an escape counts as one: a surrogate pair written
  * as two \u escapes counts as two, partial). "pattern" goes to the regex
- * translation (json_regex.h); with minLength/maxLength beside it the
- * pattern wins and the lengths are not checked. A "format" from the
- * table below is an exact or documented-partial grammar of its own (and
- * wins over lengths the same way); another format goes through the
- * unsupported policy.
+ * translation (json_regex.h). A "format" from the table below is an
+ * exact or documented-partial grammar of its own; another format goes
+ * through the unsupported policy. Two of pattern / known format /
+ * lengths in one schema go through the unsupported policy (IGNORE keeps
+ * the pattern, else the format, and drops the rest).
  *
  * Integers: minimum/maximum and the exclusive forms (numbers of draft 6
  * on, booleans of draft 4) become an exact grammar of the decimal digit
@@ -210,6 +210,23 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "pattern", "'pattern' must be a string");
     if (fmt && !json_is_string(fmt))
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "format", "'format' must be a string");
+    if ((st = sift__js_get_count(c, s, "minLength", &lo, &has_lo)) ||
+        (st = sift__js_get_count(c, s, "maxLength", &hi, &has_hi)))
+        return st;
+    int known_fmt = 0;
+    for (size_t i = 0; fmt && i < sizeof formats / sizeof formats[0]; i++)
+        known_fmt |= !strcmp(json_string_value(fmt), formats[i].name);
+    /* The grammar keeps one of pattern / format / lengths: two of them
+     * together cannot be intersected, so they are refused (the IGNORE
+     * policy keeps the first of pattern, format, lengths). */
+    if (pat && known_fmt &&
+        (st = sift__js_unsupported(c, "format", "'format' beside 'pattern' is not supported")))
+        return st;
+    if ((pat || known_fmt) && (has_lo || has_hi) &&
+        (st = sift__js_unsupported(c, has_lo ? "minLength" : "maxLength",
+                                   "'%s' beside '%s' is not supported",
+                                   has_lo ? "minLength" : "maxLength", pat ? "pattern" : "format")))
+        return st;
     if (pat) {
         st = gen_pattern(c, json_string_value(pat), json_string_length(pat), r, &done);
         if (st || done)
@@ -225,9 +242,6 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
                 (st = sift__js_unsupported(c, "format", "format \"%.60s\" is not supported", f)))
                 return st;
     }
-    if ((st = sift__js_get_count(c, s, "minLength", &lo, &has_lo)) ||
-        (st = sift__js_get_count(c, s, "maxLength", &hi, &has_hi)))
-        return st;
     if (!has_lo && !has_hi) {
         set_name(r, sift__js_shared(c, SIFT__JS_R_STRING));
         return SIFT_OK;
