@@ -705,7 +705,10 @@ SIFT_API void sift_grammar_params_init(sift_grammar_params *params);
  * the token trie the matcher walks) is made once per vocabulary, by the
  * first grammar built over it, and shared read-only by every later
  * grammar and thread (reference counted); a grammar takes the attribute
- * bits the vocabulary has when it is built. Without a
+ * bits the vocabulary has when it is built. That shared copy is
+ * allocated, and at last freed, through the vocabulary's allocator, so
+ * the allocator (and its `user` state) must stay valid until the last
+ * grammar built over the vocabulary is freed. Without a
  * vocabulary only sift_grammar_accept_bytes and sift_grammar_is_complete
  * work. `params` may be NULL (defaults).
  *
@@ -1376,8 +1379,8 @@ typedef struct sift_slice {
      * those tokens of exp(l_i - m) in real arithmetic; any larger number
      * is allowed (the sum over every token outside the prefix is one).
      * A device computes it in the pass of its top-k, rounded up. It lets
-     * top_p and dist (after penalties and temperature) be decided on the
-     * slice; a loose value only makes the row hook more frequent, a value
+     * top_p, dist, xtc and mirostat (after penalties and temperature) be
+     * decided on the slice; a loose value only makes the row hook more frequent, a value
      * below the true sum may give a different token. Without the flag
      * sift uses the free bound (V - k) exp(l_min - m). NaN, negative or
      * infinite is SIFT_E_SLICE (docs/analyzer.md, "Tail mass"). Since: 0.2.

@@ -384,6 +384,45 @@ START_TEST(test_all_of_merges_properties_required_and_bounds)
 }
 END_TEST
 
+START_TEST(test_integer_bounds_beyond_the_digit_grammars_are_refused)
+{
+    static const char *const schemas[] = {
+        "{\"type\":\"integer\",\"minimum\":9223372036854775807}",
+        "{\"type\":\"integer\",\"minimum\":1e19}",
+        "{\"type\":\"integer\",\"exclusiveMaximum\":-9223372036854775808}",
+    };
+    sift_json_schema_params sp = compact();
+    for (size_t i = 0; i < N(schemas); i++) {
+        sift_error err;
+        ck_assert_int_eq(convert_err(schemas[i], &sp, &err), SIFT_E_SCHEMA_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(err.message, "a bound beyond +-9e15 is not supported"));
+    }
+}
+END_TEST
+
+START_TEST(test_a_long_all_of_chain_is_bounded_by_max_work)
+{
+    /* each member merges into what the ones before gathered: the copies
+     * are charged, so a long chain hits max_work instead of running for
+     * a time quadratic in its length */
+    enum { MEMBERS = 3000 };
+    size_t cap = (size_t)MEMBERS * 48 + 64, n = 0;
+    char *s = malloc(cap);
+    ck_assert_ptr_nonnull(s);
+    n += (size_t)snprintf(s + n, cap - n, "{\"allOf\":[");
+    for (int i = 0; i < MEMBERS; i++)
+        n += (size_t)snprintf(s + n, cap - n, "%s{\"properties\":{\"p%d\":{\"type\":\"string\"}}}",
+                              i ? "," : "", i);
+    snprintf(s + n, cap - n, "]}");
+    sift_json_schema_params sp = compact();
+    sp.max_work = 100000;
+    sift_error err;
+    ck_assert_int_eq(convert_err(s, &sp, &err), SIFT_E_SCHEMA_LIMIT);
+    ck_assert_ptr_nonnull(strstr(err.message, "max_work"));
+    free(s);
+}
+END_TEST
+
 START_TEST(test_refs_resolve_locally_and_recursively)
 {
     static const char *good[] = {"{\"v\":1}", "{\"v\":1,\"next\":{\"v\":2,\"next\":{\"v\":3}}}"};
@@ -1029,6 +1068,8 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_number_ranges_with_integer_bounds_are_exact);
     tcase_add_test(tc, test_any_of_and_one_of_are_alternatives_merged_with_siblings);
     tcase_add_test(tc, test_all_of_merges_properties_required_and_bounds);
+    tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);
+    tcase_add_test(tc, test_a_long_all_of_chain_is_bounded_by_max_work);
     tcase_add_test(tc, test_refs_resolve_locally_and_recursively);
     tcase_add_test(tc, test_false_subschemas_remove_what_they_guard);
     tcase_add_test(tc, test_flexible_whitespace_is_bounded_by_max_whitespace);

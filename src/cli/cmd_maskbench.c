@@ -281,6 +281,8 @@ static char **list_dir(const char *dir, size_t *n, FILE *errout)
     closedir(d);
     if (*n)
         qsort(v, *n, sizeof *v, cmp_str);
+    else if (!v && !(v = malloc(sizeof *v))) /* no file: an empty list, not a failure */
+        fprintf(errout, "sift bench maskbench: out of memory\n");
     return v;
 }
 

@@ -397,6 +397,13 @@ static sift_status merge_properties(sift__js *c, json_t *dst, const json_t *old,
     if (!json_is_object(old) || !json_is_object(add))
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "properties",
                              "'properties' must be an object");
+    /* the copy costs a unit per property, so that a long allOf chain
+     * (each member copying what the ones before gathered) is bounded by
+     * max_work */
+    sift_status st =
+        sift__js_work(c, (int64_t)json_object_size(old) + (int64_t)json_object_size(add));
+    if (st)
+        return st;
     json_t *m = json_copy((json_t *)old);
     const char *k;
     json_t *v;
@@ -417,6 +424,11 @@ static sift_status merge_properties(sift__js *c, json_t *dst, const json_t *old,
 
 static sift_status merge_required(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
 {
+    /* a unit per name copied and per pair compared (see merge_properties) */
+    sift_status st =
+        sift__js_work(c, (int64_t)json_array_size(old) * (int64_t)(json_array_size(add) + 1));
+    if (st)
+        return st;
     json_t *m = json_copy((json_t *)old);
     if (!m || !json_is_array(m) || !json_is_array(add)) {
         json_decref(m);

@@ -403,8 +403,15 @@ static sift_status read_bound(sift__js *c, const json_t *s, const char *key, con
         }
         has = 1;
     }
-    if (has && fabs(x) > BOUND_MAX)
+    if (has && fabs(x) > BOUND_MAX) {
+        /* beyond the exact digit grammars: refused (under the ignore
+         * policy, a warning and no bound) */
+        sift_status st = sift__js_unsupported(c, e && x == json_number_value(e) ? ekey : key,
+                                              "a bound beyond +-9e15 is not supported");
+        if (st)
+            return st;
         has = 0;
+    }
     if (upper) {
         bd->has_hi = has, bd->hi = x, bd->hi_excl = excl;
     } else {
