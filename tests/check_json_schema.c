@@ -423,6 +423,19 @@ START_TEST(test_a_long_all_of_chain_is_bounded_by_max_work)
 }
 END_TEST
 
+START_TEST(test_a_huge_count_is_a_syntax_error_not_an_overflow)
+{
+    /* found by fuzz_json_schema: 1e240 was converted to an integer before
+     * its range was checked */
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"type\":\"string\",\"maxLength\":1e240}", &sp, &err),
+                     SIFT_E_SCHEMA_SYNTAX);
+    ck_assert_int_eq(convert_err("{\"type\":\"array\",\"minItems\":-1e300}", &sp, &err),
+                     SIFT_E_SCHEMA_SYNTAX);
+}
+END_TEST
+
 START_TEST(test_refs_resolve_locally_and_recursively)
 {
     static const char *good[] = {"{\"v\":1}", "{\"v\":1,\"next\":{\"v\":2,\"next\":{\"v\":3}}}"};
@@ -1070,6 +1083,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_all_of_merges_properties_required_and_bounds);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);
     tcase_add_test(tc, test_a_long_all_of_chain_is_bounded_by_max_work);
+    tcase_add_test(tc, test_a_huge_count_is_a_syntax_error_not_an_overflow);
     tcase_add_test(tc, test_refs_resolve_locally_and_recursively);
     tcase_add_test(tc, test_false_subschemas_remove_what_they_guard);
     tcase_add_test(tc, test_flexible_whitespace_is_bounded_by_max_whitespace);

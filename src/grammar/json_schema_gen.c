@@ -138,7 +138,7 @@ sift_status sift__js_get_count(sift__js *c, const json_t *s, const char *key, in
     if (!x)
         return SIFT_OK;
     double d = json_number_value(x);
-    if (!json_is_number(x) || d < 0 || d != (double)(int64_t)d || d > 1e15)
+    if (!json_is_number(x) || d < 0 || d > 1e15 || d != (double)(int64_t)d) /* range first */
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, key, "'%s' must be a non-negative integer",
                              key);
     *v = (int64_t)d;

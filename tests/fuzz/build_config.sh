@@ -26,7 +26,7 @@ srcs=$(ls "$top"/src/*/*.c | grep -v /src/cli/)
 clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -ffp-contract=off -fno-math-errno -DSIFT_BUILDING \
     -I"$top/include" -I"$inc" -I"$top/src" \
-    $(pkg-config --cflags yaml-0.1 libpcre2-8) \
+    $(pkg-config --cflags yaml-0.1 libpcre2-8 jansson) \
     $srcs "$top/tests/fuzz/fuzz_config.c" \
-    $(pkg-config --libs yaml-0.1 libpcre2-8) -lm -lpthread -o "$out"
+    $(pkg-config --libs yaml-0.1 libpcre2-8 jansson) -lm -lpthread -o "$out"
 echo "built $out"
