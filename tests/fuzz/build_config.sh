@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# tests/fuzz/build_config.sh [OUT] - builds the configuration loader's
-# libFuzzer target (clang, ASan + UBSan) as OUT (default
-# _build/fuzz/fuzz_config). Compiles the library sources directly, so it
-# needs no configure run.
+# tests/fuzz/build_config.sh [OUT [TARGET]] - builds a libFuzzer target
+# over the whole library (clang, ASan + UBSan): tests/fuzz/TARGET.c
+# (default fuzz_config, the configuration loader; build_bpe.sh passes
+# fuzz_bpe) as OUT (default _build/fuzz/TARGET). Compiles the library
+# sources directly, so it needs no configure run.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-out=${1:-$top/_build/fuzz/fuzz_config}
+target=${2:-fuzz_config}
+out=${1:-$top/_build/fuzz/$target}
 mkdir -p "$(dirname "$out")/include"
 inc=$(dirname "$out")/include
 # The version is written once in configure.ac, as m4_define([sift_major], [N])
@@ -27,6 +29,6 @@ clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
     -ffp-contract=off -fno-math-errno -DSIFT_BUILDING \
     -I"$top/include" -I"$inc" -I"$top/src" \
     $(pkg-config --cflags yaml-0.1 libpcre2-8 jansson) \
-    $srcs "$top/tests/fuzz/fuzz_config.c" \
+    $srcs "$top/tests/fuzz/$target.c" \
     $(pkg-config --libs yaml-0.1 libpcre2-8 jansson) -lm -lpthread -o "$out"
 echo "built $out"
