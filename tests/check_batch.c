@@ -22,6 +22,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -394,6 +395,34 @@ START_TEST(test_bad_arguments_are_refused_as_a_whole)
     ck_assert_int_eq(st[1], SIFT_E_ARG);
     ck_assert_int_eq(err.index, 0);
     ck_assert(unchanged(a[0], &s0) && unchanged(a[1], &s1));
+    sift_chain_free(a[0]);
+    sift_chain_free(a[1]);
+}
+END_TEST
+
+/* An older, smaller sift_batch_args (without `errors`): the fields past
+ * its struct_size read as their defaults, whatever the bytes there. */
+START_TEST(test_args_of_an_older_smaller_size_read_only_that_much)
+{
+    enum { V = 32, n = 2 };
+    tu_rng r = {16};
+    float buf[n * V];
+    const float *rows[n];
+    fill_rows(&r, buf, rows, n, V);
+    buf[V + 3] = NAN; /* slot 1 fails: a given errors array would be written */
+    sift_chain *a[n] = {small_chain(1, NULL), small_chain(2, NULL)};
+    sift_batch_args args;
+    batch_rows(&args, a, n, rows, V);
+    args.errors = (sift_error *)(void *)&args; /* garbage past the old size */
+    args.struct_size = (uint32_t)offsetof(sift_batch_args, errors);
+    int32_t tokens[n];
+    sift_status st[n];
+    sift_error err;
+    ck_assert_int_eq(sift_chains_sample(&args, tokens, st, &err), SIFT_E_ROW_VALUE);
+    ck_assert_int_eq(st[0], SIFT_OK);
+    ck_assert_int_eq(st[1], SIFT_E_ROW_VALUE);
+    ck_assert_int_eq(err.index, 1);
+    ck_assert_uint_eq(args.struct_size, offsetof(sift_batch_args, errors)); /* not written */
     sift_chain_free(a[0]);
     sift_chain_free(a[1]);
 }
@@ -938,6 +967,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_null_chain_fails_its_slot_only);
     tcase_add_test(tc, test_the_same_chain_twice_is_refused_and_changes_nothing);
     tcase_add_test(tc, test_bad_arguments_are_refused_as_a_whole);
+    tcase_add_test(tc, test_args_of_an_older_smaller_size_read_only_that_much);
     tcase_add_test(tc, test_the_batch_hook_is_told_the_slot_and_the_chain_hook_is_kept);
     tcase_add_test(tc, test_without_a_hook_a_slot_that_needs_the_row_fails_alone);
     tcase_add_test(tc, test_a_batch_inside_a_hook_sees_no_marks_and_a_busy_chain_is_state);
