@@ -2551,9 +2551,8 @@ SIFT_API void sift_batch_args_init(sift_batch_args *args);
  * it once per thread on disjoint ranges of slots (docs/api.md,
  * "Batches"). Since: 0.2.
  */
-SIFT_API SIFT_NODISCARD sift_status sift_chains_sample(const sift_batch_args *args,
-                                                       int32_t *tokens, sift_status *statuses,
-                                                       sift_error *err);
+SIFT_API SIFT_NODISCARD sift_status sift_chains_sample(const sift_batch_args *args, int32_t *tokens,
+                                                       sift_status *statuses, sift_error *err);
 
 #ifdef __cplusplus
 }
