@@ -2536,12 +2536,14 @@ SIFT_API void sift_batch_args_init(sift_batch_args *args);
  * first failing slot, with `err` filled from that slot's error:
  * err->index = the slot, the message "slot i: " and the slot's message.
  *
- * Refused as a whole (every statuses[i] = SIFT_E_ARG and tokens[i] = -1
- * when those arrays are given; no chain is touched): SIFT_E_ARG for a
- * NULL `args`, a struct_size 0 or too large, n above INT32_MAX, NULL
- * chains, tokens or statuses with n > 0, none or both of rows and
- * slices with n > 0, unknown flag bits, or the same chain in two slots
- * (err->index = the later slot). A NULL chain in a slot is that slot's
+ * Refused as a whole, no chain changed: SIFT_E_ARG for a NULL `args`,
+ * a struct_size 0 or too large, n above INT32_MAX, NULL chains, tokens
+ * or statuses with n > 0, none or both of rows and slices with n > 0,
+ * unknown flag bits, or the same chain in two slots (err->index = the
+ * later slot). Then, when n could be read (args not NULL, a struct_size
+ * that covers it, n <= INT32_MAX), statuses[i] = SIFT_E_ARG and
+ * tokens[i] = -1 for every slot, in those of the two arrays that are
+ * not NULL. A NULL chain in a slot is that slot's
  * SIFT_E_ARG. The duplicate scan is O(n) and allocates nothing: it marks
  * each chain and clears the marks before sampling, so chains in a batch
  * must not be used by another thread during the call (as for any
