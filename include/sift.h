@@ -2467,6 +2467,95 @@ SIFT_API SIFT_NODISCARD sift_status sift_verifier_distributions(
     sift_verifier *verifier, const sift_chain *chain, const sift_verify_args *args,
     sift_token_prob *out, size_t capacity, size_t *n_out, int32_t *n_positions, sift_error *err);
 
+/* ------------------------------------------------------------------ */
+/* Batches (docs/api.md, "Batches")                                    */
+/*                                                                     */
+/* A server with many slots, or a runtime sampling the positions of a  */
+/* speculative step one by one, samples n chains in one call:          */
+/*   sift_batch_args a; sift_batch_args_init(&a);                      */
+/*   a.chains = chains; a.n = n; a.slices = slices (or a.rows = rows,  */
+/*   a.n_vocab = V); a.flags = SIFT_BATCH_ACCEPT;                      */
+/*   sift_chains_sample(&a, tokens, statuses, &err);                   */
+/* Each slot is the single call it replaces (sift_chain_sample_slice   */
+/* or sift_chain_sample, then sift_chain_accept), in slot order, on    */
+/* the calling thread: the tokens, the RNG, the penalty windows and    */
+/* the counters are bitwise those of that loop. One slot that fails    */
+/* does not stop the others or change what they return.                */
+/* ------------------------------------------------------------------ */
+
+/** sift_batch_args.flags: accept each sampled token (sift_chain_accept)
+ *  in the same call, the runtime loop's sample + accept. Since: 0.2. */
+#define SIFT_BATCH_ACCEPT 1u
+
+/**
+ * The inputs of a batch; sift_batch_args_init sets the defaults. All
+ * arrays are read by sift only during the call; slot i is chains[i]
+ * with rows[i] or slices[i] (and errors[i]). Since: 0.2.
+ */
+typedef struct sift_batch_args {
+    uint32_t struct_size;      /**< sizeof(sift_batch_args); set by _init. */
+    sift_chain *const *chains; /**< n chains, no chain twice (may be NULL when n = 0). */
+    size_t n;                  /**< Slots, 0 <= n <= INT32_MAX. */
+    const float *const *rows;  /**< n whole rows of n_vocab floats; or NULL. */
+    int32_t n_vocab;           /**< The length of every row, with `rows`. */
+    const sift_slice *slices;  /**< n slices; or NULL (with n > 0, exactly one of the two). */
+    sift_row_hook_at hook;     /**< Slices only: NULL = each chain's own row hook;
+                                    else called instead of it with position = the slot. */
+    void *hook_user;           /**< Passed back to `hook`. */
+    uint32_t flags;            /**< 0 or SIFT_BATCH_ACCEPT. */
+    /** NULL, or n errors: errors[i] is filled when slot i fails, as the
+     *  single call fills its error (err->index its own), and untouched
+     *  when it succeeds. */
+    sift_error *errors;
+} sift_batch_args;
+
+/** Fills `args` with the defaults (no slots, no inputs, no hook, no
+ *  flags); NULL is a no-op. Since: 0.2. */
+SIFT_API void sift_batch_args_init(sift_batch_args *args);
+
+/**
+ * Samples every slot of a batch: for i = 0 .. n-1 in order, slot i runs
+ * sift_chain_sample_slice(chains[i], &slices[i], ...) or
+ * sift_chain_sample(chains[i], rows[i], n_vocab, ...) and, with
+ * SIFT_BATCH_ACCEPT and a sampled token, sift_chain_accept(chains[i],
+ * token). So each chain ends exactly as that loop of single calls
+ * leaves it (RNG, penalty and DRY windows, mirostat's mu, grammars,
+ * sift_chain_stats counters), and its row hook (or args->hook, told the
+ * slot) is called when its slice cannot decide.
+ *
+ * Per slot: statuses[i] is the status of slot i's calls (SIFT_OK, or
+ * the first that failed: the sample's, or with SIFT_BATCH_ACCEPT the
+ * accept's); tokens[i] is the sampled token, or -1 when the sample
+ * failed (a failed accept keeps its token: the chain is then as the
+ * loop leaves it, the sample done, the accept refused). A failing slot
+ * changes only its own chain, as its single call would (a failed sample
+ * changes nothing); every other slot runs and returns as if it were
+ * alone. With args->errors, errors[i] has slot i's detail.
+ *
+ * Returns SIFT_OK when every slot succeeded; else the status of the
+ * first failing slot, with `err` filled from that slot's error:
+ * err->index = the slot, the message "slot i: " and the slot's message.
+ *
+ * Refused as a whole, no chain changed: SIFT_E_ARG for a NULL `args`,
+ * a struct_size 0 or too large, n above INT32_MAX, NULL chains, tokens
+ * or statuses with n > 0, none or both of rows and slices with n > 0,
+ * unknown flag bits, or the same chain in two slots (err->index = the
+ * later slot). Then, when n could be read (args not NULL, a struct_size
+ * that covers it, n <= INT32_MAX), statuses[i] = SIFT_E_ARG and
+ * tokens[i] = -1 for every slot, in those of the two arrays that are
+ * not NULL. A NULL chain in a slot is that slot's
+ * SIFT_E_ARG. The duplicate scan is O(n) and allocates nothing: it marks
+ * each chain and clears the marks before sampling, so chains in a batch
+ * must not be used by another thread during the call (as for any
+ * call). sift_chains_sample creates no thread and allocates nothing
+ * itself; the first sample of each chain sizes its buffers, as a single
+ * call would (SIFT_E_NOMEM in that slot). To use several threads, call
+ * it once per thread on disjoint ranges of slots (docs/api.md,
+ * "Batches"). Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chains_sample(const sift_batch_args *args, int32_t *tokens,
+                                                       sift_status *statuses, sift_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -584,6 +584,10 @@ struct sift_chain {
     uint64_t xc_steps;
     sift__rng xc_rng;
     uint64_t n_xc, n_xc_mismatch, n_xc_skipped;
+    /* core/batch.c: slot + 1 while sift_chains_sample scans its slots
+     * for a chain given twice, 0 at every other time (the scan clears
+     * what it set before it returns or samples anything). */
+    size_t batch_mark;
 };
 
 /* What a slice step was before it ran, for the cross-check around it

@@ -219,8 +219,17 @@ t 0 "inspect --help" $sift inspect --help
 
 # sift bench: small runs (the timings are not checked, only the report).
 t 0 "bench --json" $sift bench --vocab 1000 --reps 5 --json
-grep -q '^{"config": "production", "n_vocab": 1000, "reps": 5, "k": 84, "guarantee": "exact", "sample_ns": [0-9]*, "floor_ns": [0-9]*, "sample_over_floor": [0-9.]*, "slice_ns": [0-9]*, "sample_over_slice": [0-9.]*, "hook_calls": 0}$' "$tmp/out" ||
+grep -q '^{"config": "production", "n_vocab": 1000, "reps": 5, "k": 84, "guarantee": "exact", "sample_ns": [0-9]*, "floor": "\(scalar\|sse2\|avx2\|avx512\)", "floor_ns": [0-9]*, "memcpy_ns": [0-9]*, "sample_over_floor": [0-9.]*, "sample_over_memcpy": [0-9.]*, "slice_ns": [0-9]*, "sample_over_slice": [0-9.]*, "slice_over_floor": [0-9.]*, "hook_calls": 0}$' "$tmp/out" ||
     { echo "FAIL bench --json: $(cat "$tmp/out")"; fail=1; }
+SIFT_SIMD=scalar
+export SIFT_SIMD
+t 0 "bench with SIFT_SIMD=scalar" $sift bench --vocab 1000 --reps 3
+unset SIFT_SIMD
+grep -q "^floor .* ns/row (median): the library's max-reduction (scalar)$" "$tmp/out" ||
+    { echo "FAIL bench names the floor's kernels: $(cat "$tmp/out")"; fail=1; }
+grep -q '^memcpy .* ns/row (median)$' "$tmp/out" || { echo "FAIL bench memcpy: $(cat "$tmp/out")"; fail=1; }
+grep -q '^sample .* = [0-9.]*x the floor, [0-9.]*x memcpy$' "$tmp/out" ||
+    { echo "FAIL bench sample ratios: $(cat "$tmp/out")"; fail=1; }
 t 0 "bench of a config" $sift bench "$tmp/c_topk.yaml" --reps 3
 grep -q '^V  *300$' "$tmp/out" || { echo "FAIL bench takes V from vocab_size: $(cat "$tmp/out")"; fail=1; }
 t 1 "bench --vocab differs from vocab_size" $sift bench "$tmp/c_topk.yaml" --vocab 100 --reps 3

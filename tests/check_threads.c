@@ -16,6 +16,10 @@
  * - A vocabulary shared by threads that encode text builds its encoder
  *   once, whichever thread gets there first (grammar/bpe.c).
  *
+ * - A batch (sift_chains_sample) sharded across threads, each thread
+ *   calling it on its own range of slots of shared arrays, gives the
+ *   tokens of the sequential loop of single calls.
+ *
  * CI runs this binary under ThreadSanitizer (--enable-tsan), so every
  * piece of shared test data is written before the threads start and only
  * read while they run; results go to per-thread slots joined afterwards.
@@ -487,12 +491,102 @@ START_TEST(test_threads_encoding_with_one_shared_vocabulary_match_a_serial_run)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* A batch sharded across threads (docs/api.md, "Batches")             */
+/* ------------------------------------------------------------------ */
+
+#define SLOTS 16
+#define BSTEPS 20
+
+/* Written before the threads start, read only while they run. */
+static const float *shard_rows[BSTEPS][SLOTS];
+
+typedef struct shard {
+    size_t lo, hi;
+    pthread_barrier_t *start;
+    sift_chain **chains;          /* the whole batch's array */
+    int32_t (*tok)[SLOTS];        /* tok[step][slot], shared */
+    sift_status (*status)[SLOTS]; /* likewise */
+    sift_status ret;
+} shard;
+
+static void *shard_thread(void *arg)
+{
+    shard *j = arg;
+    pthread_barrier_wait(j->start);
+    for (int s = 0; s < BSTEPS && !j->ret; s++) {
+        sift_batch_args a;
+        sift_batch_args_init(&a);
+        a.chains = j->chains + j->lo;
+        a.n = j->hi - j->lo;
+        a.rows = shard_rows[s] + j->lo;
+        a.n_vocab = V;
+        a.flags = SIFT_BATCH_ACCEPT;
+        j->ret = sift_chains_sample(&a, j->tok[s] + j->lo, j->status[s] + j->lo, NULL);
+    }
+    return NULL;
+}
+
+START_TEST(test_a_batch_sharded_across_threads_matches_the_sequential_loop)
+{
+    float *buf = malloc((size_t)BSTEPS * SLOTS * V * sizeof *buf);
+    ck_assert_ptr_nonnull(buf);
+    for (int s = 0; s < BSTEPS; s++)
+        for (int i = 0; i < SLOTS; i++) {
+            float *row = buf + ((size_t)s * SLOTS + (size_t)i) * V;
+            make_row(row, 500 + (uint64_t)i, s);
+            shard_rows[s][i] = row;
+        }
+    /* the sequential loop of single calls */
+    static int32_t ref[BSTEPS][SLOTS];
+    for (int i = 0; i < SLOTS; i++) {
+        sift_chain *c;
+        ck_assert_int_eq(build(300 + (uint64_t)i, i % 3, &c), SIFT_OK);
+        for (int s = 0; s < BSTEPS; s++) {
+            ck_assert_int_eq(sift_chain_sample(c, shard_rows[s][i], V, &ref[s][i], NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_accept(c, ref[s][i], NULL), SIFT_OK);
+        }
+        sift_chain_free(c);
+    }
+    sift_chain *chains[SLOTS];
+    for (int i = 0; i < SLOTS; i++)
+        ck_assert_int_eq(build(300 + (uint64_t)i, i % 3, &chains[i]), SIFT_OK);
+    static int32_t tok[BSTEPS][SLOTS];
+    static sift_status status[BSTEPS][SLOTS];
+    pthread_barrier_t start;
+    ck_assert_int_eq(pthread_barrier_init(&start, NULL, THREADS), 0);
+    shard jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        /* uneven ranges: 1, 3, 5, 7 slots */
+        size_t lo = (size_t)(t * t), hi = (size_t)((t + 1) * (t + 1));
+        jobs[t] = (shard){lo, hi, &start, chains, tok, status, SIFT_OK};
+        ck_assert_int_eq(pthread_create(&th[t], NULL, shard_thread, &jobs[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++)
+        ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    pthread_barrier_destroy(&start);
+    for (int t = 0; t < THREADS; t++)
+        ck_assert_int_eq(jobs[t].ret, SIFT_OK);
+    for (int s = 0; s < BSTEPS; s++)
+        for (int i = 0; i < SLOTS; i++) {
+            ck_assert_int_eq(status[s][i], SIFT_OK);
+            ck_assert_msg(tok[s][i] == ref[s][i], "step %d slot %d: %d, sequential %d", s, i,
+                          (int)tok[s][i], (int)ref[s][i]);
+        }
+    for (int i = 0; i < SLOTS; i++)
+        sift_chain_free(chains[i]);
+    free(buf);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("threads");
     TCase *tc = tcase_create("own_chains");
     tcase_add_loop_test(tc, test_threads_with_their_own_chains_match_a_serial_run, 0, 3);
     tcase_add_test(tc, test_threads_with_identical_chains_get_identical_tokens);
+    tcase_add_test(tc, test_a_batch_sharded_across_threads_matches_the_sequential_loop);
     suite_add_tcase(s, tc);
     tc = tcase_create("shared_chain");
     tcase_add_test(tc, test_threads_cloning_and_querying_one_shared_chain_match_a_serial_run);

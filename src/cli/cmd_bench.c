@@ -7,8 +7,14 @@
  * per call, sift_chain_sample on the whole row; when the plan gives a
  * prefix length k > 0, sift_chain_sample_slice on Prefix(k) + extras (the
  * slice is built untimed, as a device would build it; the row hook serves
- * the row when a step needs it); and a max-reduction over the row, the
- * floor any whole-row sampler pays. Reports medians and their ratios.
+ * the row when a step needs it); and two limits on the same row in the
+ * same round: the floor, the library's own vectorized max-reduction
+ * through its run-time CPU dispatch (core/cpu.c: SSE2, AVX2 or AVX-512F,
+ * capped by SIFT_SIMD), the least any pass over every logit costs, and
+ * memcpy of the row. Every timed call reads a row that an untimed
+ * max-reduction has just read, so all of them see it in cache alike.
+ * Reports medians, and each ratio as the median over rounds of the
+ * round's pair, so a load that changes during the run moves both.
  * Each path has its own chain so the histories do not mix.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -21,6 +27,7 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "core/simd.h"
 #include "npy.h"
 #include "sift.h"
 
@@ -34,9 +41,11 @@ static void help(FILE *f)
             "\n"
             "Times CONFIG's chain (default: the production chain of\n"
             "examples/production.yaml) on synthetic rows of N logits: sift_chain_sample\n"
-            "on the whole row, sift_chain_sample_slice at the planned k (when the plan\n"
-            "has one) and a max-reduction over the row (the floor). Prints the medians\n"
-            "per call and their ratios.\n"
+            "on the whole row and sift_chain_sample_slice at the planned k (when the\n"
+            "plan has one), against two limits measured on the same rows in the same\n"
+            "run: the library's vectorized max-reduction (the floor; SSE2, AVX2 or\n"
+            "AVX-512F as the CPU and SIFT_SIMD allow) and memcpy of the row. Prints the\n"
+            "medians per call and the ratios (medians over rounds).\n"
             "\n"
             "options:\n"
             "  --vocab N   row length (default: the config's vocab_size, else %d)\n"
@@ -90,23 +99,10 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* The floor: the largest logit, with eight independent lanes so the
- * compiler can vectorise it (a plain loop is bound by its dependency). */
-static float max_reduce(const float *row, int32_t V)
+/* The round's ratio a / b, 0 when b is 0 (a clock too coarse). */
+static double ratio(double a, double b)
 {
-    float lane[8];
-    int32_t i = 0;
-    for (int j = 0; j < 8; j++)
-        lane[j] = row[0];
-    for (; i + 8 <= V; i += 8)
-        for (int j = 0; j < 8; j++)
-            lane[j] = row[i + j] > lane[j] ? row[i + j] : lane[j];
-    for (; i < V; i++)
-        lane[0] = row[i] > lane[0] ? row[i] : lane[0];
-    float m = lane[0];
-    for (int j = 1; j < 8; j++)
-        m = lane[j] > m ? lane[j] : m;
-    return m;
+    return b > 0 ? a / b : 0.0;
 }
 
 typedef struct bench_hook {
@@ -163,7 +159,9 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
     sift_chain *whole = NULL, *sliced = NULL;
     sift_slicer *slicer = NULL;
     float *rows = NULL;
-    double *t_sample = NULL, *t_slice = NULL, *t_floor = NULL;
+    double *t_sample = NULL, *t_slice = NULL, *t_floor = NULL, *t_memcpy = NULL;
+    double *r_floor = NULL, *r_memcpy = NULL, *r_slice = NULL;
+    float *dst = NULL;
     int32_t *ids = NULL;
     int status = cli_load_chain(prog, config, V, 0, &whole, errout);
     if (status == CMD_OK)
@@ -182,8 +180,14 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
     t_sample = malloc((size_t)reps * sizeof *t_sample);
     t_slice = malloc((size_t)reps * sizeof *t_slice);
     t_floor = malloc((size_t)reps * sizeof *t_floor);
+    t_memcpy = malloc((size_t)reps * sizeof *t_memcpy);
+    r_floor = malloc((size_t)reps * sizeof *r_floor);
+    r_memcpy = malloc((size_t)reps * sizeof *r_memcpy);
+    r_slice = malloc((size_t)reps * sizeof *r_slice);
+    dst = malloc((size_t)V * sizeof *dst);
     ids = malloc(ids_cap * sizeof *ids);
-    if (!rows || !t_sample || !t_slice || !t_floor || !ids) {
+    if (!rows || !t_sample || !t_slice || !t_floor || !t_memcpy || !r_floor || !r_memcpy ||
+        !r_slice || !dst || !ids) {
         fprintf(errout, "%s: out of memory\n", prog);
         status = CMD_USAGE;
         goto done;
@@ -197,10 +201,18 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
         status = CMD_USAGE;
         goto done;
     }
+    const sift__simd_ops *ops = sift__simd();
     volatile float sink = 0;
     for (long r = -2; r < reps; r++) { /* two untimed warm-up rounds */
         const float *row = rows + (size_t)((r + 2) % BENCH_ROWS) * (size_t)V;
         int32_t tok;
+        sink = sink + ops->max_f32(row, (size_t)V); /* the row in cache for all */
+        double t4 = now_ns();
+        float m = ops->max_f32(row, (size_t)V);
+        double t5 = now_ns();
+        memcpy(dst, row, (size_t)V * sizeof *dst);
+        double t6 = now_ns();
+        sink = sink + m + dst[(size_t)(r + 2) % (size_t)V];
         double t0 = now_ns();
         sift_status st = sift_chain_sample(whole, row, V, &tok, &err);
         double t1 = now_ns();
@@ -219,21 +231,22 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
             double t3 = now_ns();
             if (st == SIFT_OK)
                 st = sift_chain_accept(sliced, tok, &err);
-            if (r >= 0)
+            if (r >= 0) {
                 t_slice[r] = t3 - t2;
+                r_slice[r] = ratio(t3 - t2, t5 - t4);
+            }
         }
         if (st != SIFT_OK) {
             fprintf(errout, "%s: %s\n", prog, err.message);
             status = CMD_FAIL;
             goto done;
         }
-        double t4 = now_ns();
-        float m = max_reduce(row, V);
-        double t5 = now_ns();
-        sink = sink + m;
         if (r >= 0) {
             t_sample[r] = t1 - t0;
             t_floor[r] = t5 - t4;
+            t_memcpy[r] = t6 - t5;
+            r_floor[r] = ratio(t1 - t0, t5 - t4);
+            r_memcpy[r] = ratio(t1 - t0, t6 - t5);
         }
     }
     (void)sink;
@@ -241,38 +254,50 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
     if (sift_chain_stats(sliced, &stats, NULL))
         memset(&stats.slice_decided, 0, sizeof stats - offsetof(sift_stats, slice_decided));
     double ms = median(t_sample, (size_t)reps), mf = median(t_floor, (size_t)reps);
+    double mm = median(t_memcpy, (size_t)reps);
     double ml = do_slice ? median(t_slice, (size_t)reps) : 0.0;
+    double xf = median(r_floor, (size_t)reps), xm = median(r_memcpy, (size_t)reps);
+    double xl = do_slice ? median(r_slice, (size_t)reps) : 0.0;
     const char *name = config ? config : "production (built in)";
     if (json) {
         fprintf(out, "{\"config\": ");
         cli_json_str(out, config ? config : "production");
         fprintf(out,
                 ", \"n_vocab\": %" PRId32 ", \"reps\": %ld, \"k\": %" PRId32
-                ", \"guarantee\": \"%s\", \"sample_ns\": %.0f, \"floor_ns\": %.0f, "
-                "\"sample_over_floor\": %.3f",
-                V, reps, plan.k, sift_guarantee_str(plan.guarantee), ms, mf,
-                mf > 0 ? ms / mf : 0.0);
+                ", \"guarantee\": \"%s\", \"sample_ns\": %.0f, \"floor\": \"%s\", "
+                "\"floor_ns\": %.0f, \"memcpy_ns\": %.0f, \"sample_over_floor\": %.3f, "
+                "\"sample_over_memcpy\": %.3f",
+                V, reps, plan.k, sift_guarantee_str(plan.guarantee), ms, ops->name, mf, mm, xf, xm);
         if (do_slice)
             fprintf(out,
-                    ", \"slice_ns\": %.0f, \"sample_over_slice\": %.3f, \"hook_calls\": %" PRIu64,
-                    ml, ml > 0 ? ms / ml : 0.0, stats.hook_calls);
+                    ", \"slice_ns\": %.0f, \"sample_over_slice\": %.3f, \"slice_over_floor\": "
+                    "%.3f, \"hook_calls\": %" PRIu64,
+                    ml, ml > 0 ? ms / ml : 0.0, xl, stats.hook_calls);
         fprintf(out, "}\n");
     } else {
         fprintf(out, "config      %s\nV           %" PRId32 "\nreps        %ld\n", name, V, reps);
         fprintf(out, "plan        k = %" PRId32 " (%s): %s\n", plan.k,
                 sift_guarantee_str(plan.guarantee), plan.why);
-        fprintf(out, "sample      %12.0f ns/call (median)\n", ms);
+        fprintf(out, "floor       %12.0f ns/row (median): the library's max-reduction (%s)\n", mf,
+                ops->name);
+        fprintf(out, "memcpy      %12.0f ns/row (median)\n", mm);
+        fprintf(out, "sample      %12.0f ns/call (median) = %.2fx the floor, %.2fx memcpy\n", ms,
+                xf, xm);
         if (do_slice)
             fprintf(out,
-                    "slice       %12.0f ns/call (median), %.1fx faster; hook calls %" PRIu64 "\n",
-                    ml, ml > 0 ? ms / ml : 0.0, stats.hook_calls);
+                    "slice       %12.0f ns/call (median) = %.2fx the floor, %.1fx faster than "
+                    "sample; hook calls %" PRIu64 "\n",
+                    ml, xl, ml > 0 ? ms / ml : 0.0, stats.hook_calls);
         else
             fprintf(out, "slice       n/a (the plan needs the whole row)\n");
-        fprintf(out, "max floor   %12.0f ns/row (median); sample = %.2fx the floor\n", mf,
-                mf > 0 ? ms / mf : 0.0);
     }
 done:
     free(ids);
+    free(dst);
+    free(r_slice);
+    free(r_memcpy);
+    free(r_floor);
+    free(t_memcpy);
     free(t_floor);
     free(t_slice);
     free(t_sample);
