@@ -520,10 +520,12 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_extend(sift_vocab **out, const si
 
 /** The pre-tokenizer of a vocabulary. The numbers are ABI. */
 typedef enum sift_pretokenizer {
-    SIFT_PRETOK_NONE = 0,   /**< No encoder: sift_vocab_encode fails with SIFT_E_STATE. */
-    SIFT_PRETOK_CL100K = 1, /**< The pattern of tiktoken's cl100k_base. */
-    SIFT_PRETOK_O200K = 2,  /**< The pattern of tiktoken's o200k_base. */
-    SIFT_PRETOK_PATTERN = 3 /**< A PCRE2 pattern the caller gives. */
+    SIFT_PRETOK_NONE = 0,    /**< No encoder: sift_vocab_encode fails with SIFT_E_STATE. */
+    SIFT_PRETOK_CL100K = 1,  /**< tiktoken's cl100k_base (also GGUF pre "llama-bpe"). */
+    SIFT_PRETOK_O200K = 2,   /**< The pattern of tiktoken's o200k_base. */
+    SIFT_PRETOK_PATTERN = 3, /**< A PCRE2 pattern the caller gives. */
+    SIFT_PRETOK_GPT2 = 4,    /**< GPT-2's pattern (GGUF pre "gpt-2"). Since: 0.2. */
+    SIFT_PRETOK_QWEN2 = 5    /**< Qwen2's: cl100k's with single digits. Since: 0.2. */
 } sift_pretokenizer;
 
 /** Largest text sift_vocab_encode takes, in bytes (64 MiB). */
