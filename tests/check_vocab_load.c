@@ -1360,9 +1360,8 @@ START_TEST(test_gguf_bpe_without_a_known_pre_or_a_byte_token_loads_without_an_en
     g_put(&h, g.b + skip, g.n - skip);
     ck_assert_msg(gg(&h, &v, &err) == SIFT_OK, "%s", err.message);
     ck_assert_int_eq(sift_vocab_encode(v, "ab", 2, 0, ids, 4, &n, NULL, &err), SIFT_E_STATE);
-    ck_assert_msg(strstr(err.message,
-                         "GGUF key 'tokenizer.ggml.pre' is "
-                         "'a-very-long-pre-tokenizer-name-\\x01-that-go...'") != NULL,
+    ck_assert_msg(strstr(err.message, "GGUF key 'tokenizer.ggml.pre' is "
+                                      "'a-very-long-pre-tokenizer-name-\\x01-that-go...'") != NULL,
                   "%s", err.message);
     sift_vocab_free(v);
     free(g.b);
