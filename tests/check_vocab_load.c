@@ -1033,23 +1033,25 @@ START_TEST(test_random_corruptions_of_both_formats_never_crash)
 {
     /* Byte flips, random bytes and cut-and-repeat splices of valid files:
      * every result is a vocabulary or an error with a message, under
-     * ASan/valgrind in CI. */
-    gbuf files[2] = {gpt2_file(3), llama_file()};
+     * ASan/valgrind in CI. A vocabulary that has an encoder (the BPE
+     * file's merges survived) encodes a text that decodes back. */
+    static const char *const merges[] = {"a b", "ab c"};
+    gbuf files[3] = {gpt2_file(3), llama_file(), bpe_file(merges, 2, NULL)};
     const char *tt_text = "ZGVm 4\nYQ== 0\nYmM= 2\n/w== 3\n";
     tu_rng r = {99};
-    int ok = 0, bad = 0;
+    int ok = 0, bad = 0, encoded = 0;
     for (int it = 0; it < 20000; it++) {
         const unsigned char *src;
         size_t n;
         int is_gguf = it % 4 != 3;
         if (is_gguf) {
-            src = files[it % 2].b;
-            n = files[it % 2].n;
+            src = files[it % 4].b;
+            n = files[it % 4].n;
         } else {
             src = (const unsigned char *)tt_text;
             n = strlen(tt_text);
         }
-        unsigned char buf[2048];
+        unsigned char buf[4096];
         memcpy(buf, src, n);
         const size_t n0 = n; /* splices copy from the original */
         int edits = (int)tu_range(&r, 1, 4);
@@ -1077,6 +1079,24 @@ START_TEST(test_random_corruptions_of_both_formats_never_crash)
         if (st == SIFT_OK) {
             ck_assert_ptr_nonnull(v);
             ck_assert_int_ge(sift_vocab_size(v), 1);
+            int32_t ids[16];
+            size_t ni;
+            sift_status es = sift_vocab_encode(v, " abcab c", 8, 0, ids, 16, &ni, NULL, &err);
+            ck_assert_msg(es == SIFT_OK || es == SIFT_E_STATE, "%s", err.message);
+            if (es == SIFT_OK) {
+                char back[64];
+                size_t bl = 0;
+                for (size_t i = 0; i < ni; i++) {
+                    const char *p;
+                    size_t pl;
+                    ck_assert_int_eq(sift_vocab_piece(v, ids[i], &p, &pl, NULL), SIFT_OK);
+                    ck_assert_uint_le(bl + pl, sizeof back);
+                    memcpy(back + bl, p, pl);
+                    bl += pl;
+                }
+                ck_assert(bl == 8 && memcmp(back, " abcab c", 8) == 0);
+                encoded++;
+            }
             sift_vocab_free(v);
             ok++;
         } else {
@@ -1088,8 +1108,10 @@ START_TEST(test_random_corruptions_of_both_formats_never_crash)
     }
     ck_assert_int_gt(ok, 100);
     ck_assert_int_gt(bad, 1000);
+    ck_assert_int_gt(encoded, 100);
     free(files[0].b);
     free(files[1].b);
+    free(files[2].b);
 }
 END_TEST
 
