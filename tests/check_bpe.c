@@ -1085,6 +1085,15 @@ START_TEST(test_gguf_merges_converted_from_cl100k_encode_as_tiktoken_on_every_ve
     /* Every cl100k token is reached by a merge of two lower ranks. */
     ck_assert_uint_eq(unsplit, 0);
     sift_vocab_free(t);
+    /* SIFT_BPE_GGUF_OUT names a file to keep the converted vocabulary in
+     * (for tests/bench/bench_bpe, which takes .gguf files). */
+    const char *keep = getenv("SIFT_BPE_GGUF_OUT");
+    if (keep && *keep) {
+        FILE *f = fopen(keep, "wb");
+        ck_assert_msg(f != NULL, "cannot write %s", keep);
+        ck_assert_uint_eq(fwrite(g.b, 1, g.n, f), g.n);
+        ck_assert_int_eq(fclose(f), 0);
+    }
     sift_vocab *v = gguf_vocab(&g, NULL);
     free(g.b);
     ck_assert_int_eq(sift_vocab_pretokenizer(v), SIFT_PRETOK_CL100K);
