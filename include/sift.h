@@ -396,6 +396,16 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_tiktoken(sift_vocab **out, c
  * (SIFT_TOKEN_EOG; so do control tokens whose text is a well-known end of
  * turn, listed in docs/vocab.md). Every other key is skipped by type.
  *
+ * Since 0.2, a gpt2 file with `tokenizer.ggml.merges` gets an encoder
+ * (sift_vocab_encode; docs/encoding.md): merges rank pairs of tokens as
+ * in Hugging Face's BPE, and `tokenizer.ggml.pre` names the
+ * pre-tokenizer: "llama-bpe", "llama3", "llama-v3" (SIFT_PRETOK_CL100K,
+ * a pre-token that is a token taken whole), "qwen2" (SIFT_PRETOK_QWEN2),
+ * "gpt-2" (SIFT_PRETOK_GPT2). Another name, no `pre` key, or no token for
+ * some byte loads the vocabulary without a pre-tokenizer, and
+ * sift_vocab_encode says why (SIFT_E_STATE). User-defined tokens (type 4)
+ * are then cut out of any text before it is pre-tokenized.
+ *
  * Every count and length is checked against the bytes left in the file
  * before anything is allocated, so a hostile file cannot make sift
  * allocate much more than its own size. Errors name the source, the byte
@@ -410,9 +420,12 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_tiktoken(sift_vocab **out, c
  *   count that differs from the tokens'; a byte token that is not
  *   "<0xHH>"; a gpt2 piece that is not byte-level text; an EOG id out of
  *   range or negative (other than -1, "none"); a key that is not
- *   printable ASCII (bytes of the file are escaped in messages);
+ *   printable ASCII (bytes of the file are escaped in messages); in a
+ *   gpt2 file, a merge that is not two non-empty byte-level pieces around
+ *   one space, or whose pieces, or the two together, are not tokens
+ *   (err->index = the merge index; since 0.2);
  * - SIFT_E_LIMIT: more than 2^24 tokens, a key over 65535 bytes, a piece
- *   over 1 MiB, pieces over 1 GiB in total;
+ *   over 1 MiB, pieces over 1 GiB in total, more than 2^26 merges;
  * - SIFT_E_IO: the file cannot be opened or read, or is not a regular file;
  * - SIFT_E_NOMEM.
  * On failure *out is NULL. Since: 0.1.
@@ -500,8 +513,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_extend(sift_vocab **out, const si
  * pattern, and each pre-token is merged from single bytes into tokens,
  * always merging the adjacent pair whose merged bytes have the smallest
  * rank (the token id of a tiktoken file; the leftmost pair on ties). A
- * pre-token that is itself a token is that token. docs/encoding.md has
- * the details and what was checked against the reference.
+ * pre-token that is itself a token is that token. A GGUF file's merges
+ * rank pairs of tokens instead (Hugging Face's BPE; since 0.2).
+ * docs/encoding.md has the details and what was checked against the
+ * reference.
  *
  *     sift_vocab *v;
  *     sift_vocab_load_tiktoken(&v, "cl100k_base.tiktoken", NULL, &err);
@@ -520,10 +535,12 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_extend(sift_vocab **out, const si
 
 /** The pre-tokenizer of a vocabulary. The numbers are ABI. */
 typedef enum sift_pretokenizer {
-    SIFT_PRETOK_NONE = 0,   /**< No encoder: sift_vocab_encode fails with SIFT_E_STATE. */
-    SIFT_PRETOK_CL100K = 1, /**< The pattern of tiktoken's cl100k_base. */
-    SIFT_PRETOK_O200K = 2,  /**< The pattern of tiktoken's o200k_base. */
-    SIFT_PRETOK_PATTERN = 3 /**< A PCRE2 pattern the caller gives. */
+    SIFT_PRETOK_NONE = 0,    /**< No encoder: sift_vocab_encode fails with SIFT_E_STATE. */
+    SIFT_PRETOK_CL100K = 1,  /**< tiktoken's cl100k_base (also GGUF pre "llama-bpe"). */
+    SIFT_PRETOK_O200K = 2,   /**< The pattern of tiktoken's o200k_base. */
+    SIFT_PRETOK_PATTERN = 3, /**< A PCRE2 pattern the caller gives. */
+    SIFT_PRETOK_GPT2 = 4,    /**< GPT-2's pattern (GGUF pre "gpt-2"). Since: 0.2. */
+    SIFT_PRETOK_QWEN2 = 5    /**< Qwen2's: cl100k's with single digits. Since: 0.2. */
 } sift_pretokenizer;
 
 /** Largest text sift_vocab_encode takes, in bytes (64 MiB). */
@@ -541,9 +558,12 @@ typedef enum sift_pretokenizer {
  *
  * A vocabulary loaded from a tiktoken file gets a default: cl100k's
  * pre-tokenizer for a file of 100,256 ranks (cl100k_base), o200k's for
- * 199,998 ranks (o200k_base), none otherwise. sift_vocab_extend passes the
- * pre-tokenizer (not the encoder) on to the new vocabulary. A GGUF
- * vocabulary has none (its merges are not read).
+ * 199,998 ranks (o200k_base), none otherwise; a GGUF file with merges the
+ * one its `tokenizer.ggml.pre` names (sift_vocab_load_gguf).
+ * sift_vocab_extend passes the pre-tokenizer (not the encoder) on to the
+ * new vocabulary. On a vocabulary with the merges of a GGUF file, only
+ * the pattern changes: those merges and its user-defined tokens stay,
+ * through SIFT_PRETOK_NONE too.
  *
  * The encoder indexes every token that is neither SIFT_TOKEN_SPECIAL nor
  * SIFT_TOKEN_UNUSED and has a piece, by its bytes (of tokens with the
@@ -597,7 +617,8 @@ SIFT_API void sift_encode_scratch_free(sift_encode_scratch *scratch);
  * special token is encoded as ordinary text (tiktoken's encode_ordinary);
  * with it, each occurrence of the text of a token with SIFT_TOKEN_SPECIAL
  * (the leftmost, then the longest) becomes that token, and the text
- * between them is encoded on its own.
+ * between them is encoded on its own. The user-defined tokens of a GGUF
+ * file are cut out so with or without the flag (since 0.2).
  *
  * Writes at most `cap` ids to `ids` (NULL allowed with cap 0) and the
  * number of ids the text has to *n_out. When that is more than `cap`,
@@ -611,7 +632,9 @@ SIFT_API void sift_encode_scratch_free(sift_encode_scratch *scratch);
  *
  * Returns SIFT_E_ARG for a NULL `vocab` or `n_out`, NULL `text` with
  * len > 0, NULL `ids` with cap > 0, unknown flag bits; SIFT_E_STATE for a
- * vocabulary without a pre-tokenizer; SIFT_E_LIMIT for len over
+ * vocabulary without a pre-tokenizer (for a GGUF file, the message says
+ * why: the `tokenizer.ggml.pre` name sift has no pattern for, no such
+ * key, or a byte without a token); SIFT_E_LIMIT for len over
  * SIFT_ENCODE_MAX_BYTES, or more ids than `cap`; SIFT_E_PATTERN_LIMIT
  * when a custom pattern exceeds PCRE2's match limit (10,000,000 per
  * match) or reports a match that does not start at or after the end of

@@ -999,6 +999,33 @@ typedef struct sift__bpe_ops {
  * 100,256, o200k for 199,998, none otherwise. SIFT_E_NOMEM. */
 SIFT__HIDDEN sift_status sift__bpe_default_tiktoken(sift_vocab *v, sift_error *err);
 
+/* What a GGUF file says about encoding (grammar/vocab_load.c reads it):
+ * the pre-tokenizer its `tokenizer.ggml.pre` names (NONE when sift has
+ * none for it; `why` then says so to sift_vocab_encode), Llama 3's
+ * ignore_merges, the merges as byte strings (merge k: left piece
+ * bytes[off[2k], off[2k+1]), right piece bytes[off[2k+1], off[2k+2])),
+ * and the ids of the user-defined tokens. */
+typedef struct sift__bpe_gguf {
+    sift_pretokenizer kind;
+    int ignore_merges;
+    const char *why;
+    size_t n_merges;
+    const uint64_t *off; /* 2 n_merges + 1 */
+    const char *bytes;
+    const int32_t *user;
+    size_t n_user;
+} sift__bpe_gguf;
+
+/* Gives v (tokens and attributes loaded) the encoder of a GGUF file: the
+ * merges are resolved to ids through the index of v's tokens, and the
+ * encoder is built now unless kind is NONE or v lacks a token for some
+ * byte (then encoding fails with SIFT_E_STATE naming the byte).
+ * SIFT_E_ARG when merge *bad_merge names a piece that is not a token
+ * (*bad_part: 0 the left piece, 1 the right, 2 the two together);
+ * SIFT_E_NOMEM. On failure v is unchanged. */
+SIFT__HIDDEN sift_status sift__bpe_set_gguf(sift_vocab *v, const sift__bpe_gguf *g,
+                                            size_t *bad_merge, int *bad_part, sift_error *err);
+
 /* Accessors core/vocab.c gives grammar/bpe.c. The slot is replaced only
  * through calls that take a non-const vocabulary; _set frees the old one
  * with its operations. */

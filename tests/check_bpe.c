@@ -751,6 +751,529 @@ START_TEST(test_failing_the_nth_allocation_is_clean_for_every_n)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* GGUF byte-level BPE: merges and the pre-tokenizer names             */
+/* ------------------------------------------------------------------ */
+
+/* A GGUF writer for the tests below (version 3, no tensors). */
+typedef struct gbuf {
+    unsigned char *b;
+    size_t n, cap;
+} gbuf;
+
+static void g_put(gbuf *g, const void *p, size_t n)
+{
+    if (g->n + n > g->cap) {
+        g->cap = (g->n + n) * 2 + 64;
+        g->b = realloc(g->b, g->cap);
+        ck_assert_ptr_nonnull(g->b);
+    }
+    memcpy(g->b + g->n, p, n);
+    g->n += n;
+}
+static void g_u32(gbuf *g, uint32_t v)
+{
+    unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    g_put(g, b, 4);
+}
+static void g_u64(gbuf *g, uint64_t v)
+{
+    g_u32(g, (uint32_t)v);
+    g_u32(g, (uint32_t)(v >> 32));
+}
+static void g_bytes(gbuf *g, const void *s, size_t n)
+{
+    g_u64(g, n);
+    g_put(g, s, n);
+}
+static void g_key(gbuf *g, const char *key, uint32_t type)
+{
+    g_bytes(g, key, strlen(key));
+    g_u32(g, type);
+}
+static void g_kv_str(gbuf *g, const char *key, const char *val)
+{
+    g_key(g, key, 8);
+    g_bytes(g, val, strlen(val));
+}
+/* Starts an array of n strings (then g_bytes each). */
+static void g_kv_strs(gbuf *g, const char *key, uint64_t n)
+{
+    g_key(g, key, 9);
+    g_u32(g, 8);
+    g_u64(g, n);
+}
+static void g_kv_i32s(gbuf *g, const char *key, const int32_t *v, size_t n)
+{
+    g_key(g, key, 9);
+    g_u32(g, 5);
+    g_u64(g, n);
+    for (size_t i = 0; i < n; i++)
+        g_u32(g, (uint32_t)v[i]);
+}
+
+/* GPT-2's byte -> code point table, computed here the usual way (the
+ * printable Latin-1 bytes stand for themselves, the other 68 get 256,
+ * 257, ... in byte order), independently of the loader. */
+static uint32_t gpt2_cp(unsigned b)
+{
+    uint32_t n = 0;
+    for (unsigned x = 0; x < 256; x++) {
+        int printable = (x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || x >= 0xAE;
+        if (x == b)
+            return printable ? x : 256 + n;
+        n += !printable;
+    }
+    return 0;
+}
+
+/* Appends bytes s[0..n) in the GPT-2 alphabet to out (UTF-8); returns
+ * the new length. Code points are below 0x800: one or two bytes. */
+static size_t gpt2_text(char *out, size_t at, const void *s, size_t n)
+{
+    const unsigned char *p = s;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t cp = gpt2_cp(p[i]);
+        if (cp < 0x80) {
+            out[at++] = (char)cp;
+        } else {
+            out[at++] = (char)(0xC0 | (cp >> 6));
+            out[at++] = (char)(0x80 | (cp & 0x3F));
+        }
+    }
+    return at;
+}
+
+/* Writes a GPT-2 string value. */
+static void g_gpt2(gbuf *g, const void *s, size_t n)
+{
+    char *t = malloc(2 * n + 1);
+    ck_assert_ptr_nonnull(t);
+    size_t k = gpt2_text(t, 0, s, n);
+    g_bytes(g, t, k);
+    free(t);
+}
+
+/* Writes a merge "A B" of byte strings a and b. */
+static void g_merge(gbuf *g, const void *a, size_t na, const void *b, size_t nb)
+{
+    char *t = malloc(2 * (na + nb) + 2);
+    ck_assert_ptr_nonnull(t);
+    size_t k = gpt2_text(t, 0, a, na);
+    t[k++] = ' ';
+    k = gpt2_text(t, k, b, nb);
+    g_bytes(g, t, k);
+    free(t);
+}
+
+/* A small gpt2 file: the 256 bytes (ids 0..255), then `extra` pieces
+ * (plain bytes; types[i], 0 = normal), then the merges ("A|B" in plain
+ * bytes, written "A B" in the GPT-2 alphabet). pre NULL =
+ * no tokenizer.ggml.pre key. */
+static gbuf small_gguf(const char *pre, const char *const *extra, const int32_t *types,
+                       size_t n_extra, const char *const *merges, size_t n_merges)
+{
+    gbuf g = {0};
+    g_put(&g, "GGUF", 4);
+    g_u32(&g, 3);
+    g_u64(&g, 0);
+    g_u64(&g, pre ? 5 : 4);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    if (pre)
+        g_kv_str(&g, "tokenizer.ggml.pre", pre);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", 256 + n_extra);
+    for (unsigned b = 0; b < 256; b++) {
+        unsigned char c = (unsigned char)b;
+        g_gpt2(&g, &c, 1);
+    }
+    int32_t *ty = calloc(256 + n_extra, sizeof *ty);
+    ck_assert_ptr_nonnull(ty);
+    for (size_t i = 0; i < 256 + n_extra; i++)
+        ty[i] = i >= 256 && types && types[i - 256] ? types[i - 256] : 1;
+    for (size_t i = 0; i < n_extra; i++) {
+        if (ty[256 + i] == 1)
+            g_gpt2(&g, extra[i], strlen(extra[i]));
+        else /* control and user-defined tokens are stored as text */
+            g_bytes(&g, extra[i], strlen(extra[i]));
+    }
+    g_kv_i32s(&g, "tokenizer.ggml.token_type", ty, 256 + n_extra);
+    free(ty);
+    g_kv_strs(&g, "tokenizer.ggml.merges", n_merges);
+    for (size_t i = 0; i < n_merges; i++) {
+        const char *sp = strchr(merges[i], '|');
+        ck_assert_ptr_nonnull(sp);
+        g_merge(&g, merges[i], (size_t)(sp - merges[i]), sp + 1, strlen(sp + 1));
+    }
+    return g;
+}
+
+static sift_vocab *gguf_vocab(const gbuf *g, const sift_allocator *al)
+{
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_msg(sift_vocab_from_gguf(&v, g->b, g->n, al, &err) == SIFT_OK, "%s", err.message);
+    return v;
+}
+
+/* Encodes text and compares with the ids given as a -1-terminated list. */
+static void ids_are(const sift_vocab *v, const char *text, uint32_t flags, const int32_t *want)
+{
+    size_t n;
+    int32_t *got = encode(v, text, strlen(text), flags, &n, NULL);
+    size_t nw = 0;
+    while (want[nw] >= 0)
+        nw++;
+    char gs[200] = "";
+    for (size_t i = 0; i < n && strlen(gs) < 180; i++)
+        snprintf(gs + strlen(gs), sizeof gs - strlen(gs), " %d", (int)got[i]);
+    ck_assert_msg(n == nw && memcmp(got, want, n * sizeof *got) == 0, "'%s': got%s", text, gs);
+    free(got);
+}
+
+/* cl100k's ranks as a GGUF BPE vocabulary, converted the way converters
+ * of tiktoken models do (the Llama 3 conversion): each token of two or
+ * more bytes gets the merge of the two parts that BPE over its own bytes
+ * reaches with the ranks below its own, in rank order. The BPE here is
+ * a naive rescan over a hash of the ranks, written for the test. */
+typedef struct rank_map {
+    const sift_vocab *v;
+    int32_t *slot; /* id + 1; 0 = empty */
+    size_t mask;
+} rank_map;
+
+static size_t rm_hash(const unsigned char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 1099511628211u;
+    return (size_t)(h ^ (h >> 31));
+}
+
+static int32_t rm_get(const rank_map *m, const unsigned char *s, size_t n)
+{
+    for (size_t i = rm_hash(s, n) & m->mask;; i = (i + 1) & m->mask) {
+        if (!m->slot[i])
+            return -1;
+        const char *p;
+        size_t pl;
+        ck_assert_int_eq(sift_vocab_piece(m->v, m->slot[i] - 1, &p, &pl, NULL), SIFT_OK);
+        if (pl == n && memcmp(p, s, n) == 0)
+            return m->slot[i] - 1;
+    }
+}
+
+static gbuf cl100k_gguf(const sift_vocab *t, size_t *n_unsplit)
+{
+    int32_t n = sift_vocab_size(t); /* 100,256 ranks */
+    rank_map m = {t, NULL, 0};
+    size_t slots = 1;
+    while (slots < 4 * (size_t)n)
+        slots *= 2;
+    m.slot = calloc(slots, sizeof *m.slot);
+    ck_assert_ptr_nonnull(m.slot);
+    m.mask = slots - 1;
+    for (int32_t id = 0; id < n; id++) {
+        const char *p;
+        size_t pl;
+        ck_assert_int_eq(sift_vocab_piece(t, id, &p, &pl, NULL), SIFT_OK);
+        size_t i = rm_hash((const unsigned char *)p, pl) & m.mask;
+        while (m.slot[i])
+            i = (i + 1) & m.mask;
+        m.slot[i] = id + 1;
+    }
+    gbuf g = {0};
+    g_put(&g, "GGUF", 4);
+    g_u32(&g, 3);
+    g_u64(&g, 0);
+    g_u64(&g, 5);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_kv_str(&g, "tokenizer.ggml.pre", "llama-bpe");
+    /* cl100k's special tokens at their ids; the gaps are unused. */
+    static const char *const sp[] = {"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>",
+                                     "<|fim_suffix|>"};
+    int32_t total = 100277;
+    int32_t *types = malloc((size_t)total * sizeof *types);
+    ck_assert_ptr_nonnull(types);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", (uint64_t)total);
+    for (int32_t id = 0; id < total; id++) {
+        const char *p;
+        size_t pl;
+        char name[32];
+        if (id < n) {
+            ck_assert_int_eq(sift_vocab_piece(t, id, &p, &pl, NULL), SIFT_OK);
+            g_gpt2(&g, p, pl);
+            types[id] = 1;
+        } else if (id >= 100257 && id <= 100260) {
+            g_bytes(&g, sp[id - 100257], strlen(sp[id - 100257]));
+            types[id] = 3;
+        } else if (id == 100276) {
+            g_bytes(&g, "<|endofprompt|>", 15);
+            types[id] = 3;
+        } else {
+            snprintf(name, sizeof name, "<unused%d>", (int)id);
+            g_bytes(&g, name, strlen(name));
+            types[id] = 5;
+        }
+    }
+    g_kv_i32s(&g, "tokenizer.ggml.token_type", types, (size_t)total);
+    free(types);
+    /* The merges: count first (the array length comes before them). */
+    size_t cap = 0;
+    unsigned char *buf = NULL;
+    size_t *part = NULL;
+    gbuf mg = {0};
+    uint64_t n_merges = 0;
+    *n_unsplit = 0;
+    for (int32_t id = 0; id < n; id++) {
+        const char *p;
+        size_t pl;
+        ck_assert_int_eq(sift_vocab_piece(t, id, &p, &pl, NULL), SIFT_OK);
+        if (pl < 2)
+            continue;
+        if (pl + 1 > cap) {
+            cap = 2 * pl + 1;
+            buf = realloc(buf, cap);
+            part = realloc(part, (cap + 1) * sizeof *part);
+            ck_assert(buf && part);
+        }
+        memcpy(buf, p, pl);
+        /* part[i] = start of part i; np parts */
+        size_t np = pl;
+        for (size_t i = 0; i <= pl; i++)
+            part[i] = i;
+        for (;;) {
+            int32_t best = -1;
+            size_t at = 0;
+            for (size_t i = 0; i + 1 < np; i++) {
+                int32_t r = rm_get(&m, buf + part[i], part[i + 2] - part[i]);
+                if (r >= 0 && r < id && (best < 0 || r < best)) {
+                    best = r;
+                    at = i;
+                }
+            }
+            if (best < 0)
+                break;
+            memmove(part + at + 1, part + at + 2, (np - at - 1) * sizeof *part);
+            np--;
+        }
+        if (np != 2) {
+            (*n_unsplit)++;
+            continue;
+        }
+        g_merge(&mg, buf, part[1], buf + part[1], pl - part[1]);
+        n_merges++;
+    }
+    g_kv_strs(&g, "tokenizer.ggml.merges", n_merges);
+    g_put(&g, mg.b, mg.n);
+    free(mg.b);
+    free(buf);
+    free(part);
+    free(m.slot);
+    return g;
+}
+
+START_TEST(test_gguf_merges_converted_from_cl100k_encode_as_tiktoken_on_every_vector)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cl100k_base.tiktoken", data_dir());
+    sift_vocab *t;
+    sift_error err;
+    ck_assert_msg(sift_vocab_load_tiktoken(&t, path, NULL, &err) == SIFT_OK, "%s", err.message);
+    size_t unsplit;
+    gbuf g = cl100k_gguf(t, &unsplit);
+    /* Every cl100k token is reached by a merge of two lower ranks. */
+    ck_assert_uint_eq(unsplit, 0);
+    sift_vocab_free(t);
+    /* SIFT_BPE_GGUF_OUT names a file to keep the converted vocabulary in
+     * (for tests/bench/bench_bpe, which takes .gguf files). */
+    const char *keep = getenv("SIFT_BPE_GGUF_OUT");
+    if (keep && *keep) {
+        FILE *f = fopen(keep, "wb");
+        ck_assert_msg(f != NULL, "cannot write %s", keep);
+        ck_assert_uint_eq(fwrite(g.b, 1, g.n, f), g.n);
+        ck_assert_int_eq(fclose(f), 0);
+    }
+    sift_vocab *v = gguf_vocab(&g, NULL);
+    free(g.b);
+    ck_assert_int_eq(sift_vocab_pretokenizer(v), SIFT_PRETOK_CL100K);
+    snprintf(path, sizeof path, "%s/bpe-vectors-cl100k.txt", data_dir());
+    ck_assert_uint_eq(run_vectors(v, path), 630);
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_gguf_merges_rank_pairs_and_a_token_no_merge_builds_is_not_made)
+{
+    /* "abc" is a token, but only "ab c" builds it, and "b c" comes first:
+     * a + bc is not a listed pair, so "abc" stays two tokens. */
+    static const char *const extra[] = {"ab", "bc", "abc"};
+    static const char *const merges[] = {"b|c", "a|b", "ab|c"};
+    gbuf g = small_gguf("gpt-2", extra, NULL, 3, merges, 3);
+    sift_vocab *v = gguf_vocab(&g, NULL);
+    ck_assert_int_eq(sift_vocab_pretokenizer(v), SIFT_PRETOK_GPT2);
+    ids_are(v, "abc", 0, (const int32_t[]){'a', 257, -1});
+    ids_are(v, "abab", 0, (const int32_t[]){256, 256, -1});
+    ids_are(v, "cabc", 0, (const int32_t[]){'c', 'a', 257, -1});
+    sift_vocab_free(v);
+    free(g.b);
+    /* Llama 3's rule takes a pre-token that is a token whole first. */
+    g = small_gguf("llama-bpe", extra, NULL, 3, merges, 3);
+    v = gguf_vocab(&g, NULL);
+    ids_are(v, "abc", 0, (const int32_t[]){258, -1});
+    ids_are(v, "cabc", 0, (const int32_t[]){'c', 'a', 257, -1});
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_lowest_merge_index_wins_then_the_leftmost_pair)
+{
+    /* "aaa": the pair a a twice; the leftmost merges first, then no
+     * "aa a" merge exists, so aa + a. "a aa" would give a + aa. */
+    static const char *const extra[] = {"aa", "aaa", "xy"};
+    static const char *const merges[] = {"a|aa", "a|a", "x|y"};
+    gbuf g = small_gguf("gpt-2", extra, NULL, 3, merges, 3);
+    sift_vocab *v = gguf_vocab(&g, NULL);
+    ids_are(v, "aaa", 0, (const int32_t[]){256, 'a', -1});
+    ids_are(v, "aaaa", 0, (const int32_t[]){256, 256, -1});
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_user_defined_tokens_are_cut_out_always_control_tokens_with_the_flag)
+{
+    static const char *const extra[] = {"<tool>", "<|end|>", "ol"};
+    static const int32_t types[] = {4, 3, 1};
+    static const char *const merges[] = {"o|l"};
+    gbuf g = small_gguf("gpt-2", extra, types, 3, merges, 1);
+    sift_vocab *v = gguf_vocab(&g, NULL);
+    ck_assert_uint_eq(sift_vocab_attr(v, 256), 0);
+    ck_assert_uint_eq(sift_vocab_attr(v, 257) & SIFT_TOKEN_SPECIAL, SIFT_TOKEN_SPECIAL);
+    ids_are(v, "x<tool>y", 0, (const int32_t[]){'x', 256, 'y', -1});
+    ids_are(v, "<|end|>", 0, (const int32_t[]){'<', '|', 'e', 'n', 'd', '|', '>', -1});
+    ids_are(v, "<|end|>", SIFT_ENCODE_SPECIAL, (const int32_t[]){257, -1});
+    ids_are(v, "tool<tool>", SIFT_ENCODE_SPECIAL, (const int32_t[]){'t', 'o', 258, 256, -1});
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_qwen2_splits_digits_one_by_one_and_gpt2_keeps_a_number_whole)
+{
+    static const char *const extra[] = {"12", " 1", " 12"};
+    static const char *const merges[] = {" |1", " 1|2", "1|2"};
+    gbuf g = small_gguf("qwen2", extra, NULL, 3, merges, 3);
+    sift_vocab *v = gguf_vocab(&g, NULL);
+    ck_assert_int_eq(sift_vocab_pretokenizer(v), SIFT_PRETOK_QWEN2);
+    ids_are(v, "x 12", 0, (const int32_t[]){'x', ' ', '1', '2', -1});
+    sift_vocab_free(v);
+    free(g.b);
+    g = small_gguf("gpt-2", extra, NULL, 3, merges, 3);
+    v = gguf_vocab(&g, NULL);
+    ids_are(v, "x 12", 0, (const int32_t[]){'x', 258, -1});
+    ids_are(v, "12", 0, (const int32_t[]){256, -1});
+    /* GPT-2's contractions are lower case only */
+    ids_are(v, "'S", 0, (const int32_t[]){'\'', 'S', -1});
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_unknown_or_missing_pre_loads_without_an_encoder_that_keeps_the_merges)
+{
+    static const char *const extra[] = {"ab", "bc", "abc"};
+    static const char *const merges[] = {"b|c", "a|b", "ab|c"};
+    const char *pres[] = {"deepseek-llm", NULL};
+    for (int k = 0; k < 2; k++) {
+        gbuf g = small_gguf(pres[k], extra, NULL, 3, merges, 3);
+        sift_vocab *v = gguf_vocab(&g, NULL);
+        free(g.b);
+        ck_assert_int_eq(sift_vocab_pretokenizer(v), SIFT_PRETOK_NONE);
+        int32_t ids[8];
+        size_t n = 9;
+        sift_error err;
+        ck_assert_int_eq(sift_vocab_encode(v, "abc", 3, 0, ids, 8, &n, NULL, &err), SIFT_E_STATE);
+        ck_assert_uint_eq(n, 0);
+        ck_assert_msg(strstr(err.message, "tokenizer.ggml.pre") != NULL, "%s", err.message);
+        if (pres[k])
+            ck_assert_msg(strstr(err.message, "'deepseek-llm'") != NULL, "%s", err.message);
+        /* A pattern given later encodes with the file's merges. */
+        ck_assert_int_eq(sift_vocab_set_pretokenizer(v, SIFT_PRETOK_GPT2, NULL, 0, &err), SIFT_OK);
+        ids_are(v, "abc", 0, (const int32_t[]){'a', 257, -1});
+        /* ... and so does a copy, and NONE then another kind again */
+        sift_vocab *c;
+        ck_assert_int_eq(sift_vocab_extend(&c, v, NULL, NULL, &err), SIFT_OK);
+        ids_are(c, "abc", 0, (const int32_t[]){'a', 257, -1});
+        ck_assert_int_eq(sift_vocab_set_pretokenizer(c, SIFT_PRETOK_NONE, NULL, 0, &err), SIFT_OK);
+        ck_assert_int_eq(sift_vocab_encode(c, "abc", 3, 0, ids, 8, &n, NULL, &err), SIFT_E_STATE);
+        ck_assert_int_eq(sift_vocab_set_pretokenizer(c, SIFT_PRETOK_CL100K, NULL, 0, &err),
+                         SIFT_OK);
+        ids_are(c, "abc", 0, (const int32_t[]){'a', 257, -1});
+        sift_vocab_free(c);
+        sift_vocab_free(v);
+    }
+}
+END_TEST
+
+START_TEST(test_gguf_merges_survive_an_attribute_change_and_skip_tokens_made_special)
+{
+    static const char *const extra[] = {"ab", "abc"};
+    static const char *const merges[] = {"a|b", "ab|c"};
+    gbuf g = small_gguf("gpt-2", extra, NULL, 2, merges, 2);
+    sift_vocab *v = gguf_vocab(&g, NULL);
+    free(g.b);
+    ids_are(v, "abcab", 0, (const int32_t[]){257, 256, -1});
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_set_attr(v, 257, SIFT_TOKEN_SPECIAL, &err), SIFT_OK);
+    ids_are(v, "abcab", 0, (const int32_t[]){256, 'c', 256, -1});
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_gguf_encoder_allocation_failures_are_clean_for_every_n)
+{
+    static const char *const extra[] = {"ab", "bc", "abc", "<t>", "<|e|>"};
+    static const int32_t types[] = {1, 1, 1, 4, 3};
+    static const char *const merges[] = {"b|c", "a|b", "ab|c"};
+    const char *text = "abc<t>ab<|e|>\xff bcabc";
+    const char *pres[] = {"llama-bpe", "unknown"};
+    for (int k = 0; k < 2; k++) {
+        gbuf g = small_gguf(pres[k], extra, types, 5, merges, 3);
+        int done = 0;
+        for (long at = 1; !done && at < 10000; at++) {
+            fa f = {0, at, 0};
+            sift_allocator al = {sizeof al, fa_alloc, fa_free, &f, NULL};
+            sift_vocab *v = NULL, *c = NULL;
+            sift_error err;
+            sift_status st = sift_vocab_from_gguf(&v, g.b, g.n, &al, &err);
+            if (st == SIFT_OK && k == 1)
+                st = sift_vocab_set_pretokenizer(v, SIFT_PRETOK_QWEN2, NULL, 0, &err);
+            if (st == SIFT_OK)
+                st = sift_vocab_extend(&c, v, NULL, &al, &err);
+            int32_t ids[64];
+            size_t n = 0;
+            if (st == SIFT_OK)
+                st = sift_vocab_encode(c, text, strlen(text), SIFT_ENCODE_SPECIAL, ids, 64, &n,
+                                       NULL, &err);
+            if (st == SIFT_OK) {
+                done = 1;
+                ck_assert_uint_gt(n, 5);
+            } else {
+                ck_assert_msg(st == SIFT_E_NOMEM, "allocation %ld: %s", at, err.message);
+                ck_assert_uint_eq(n, 0);
+            }
+            sift_vocab_free(c);
+            sift_vocab_free(v);
+            ck_assert_int_eq(f.live, 0);
+        }
+        ck_assert(done);
+        free(g.b);
+    }
+}
+END_TEST
+
 START_TEST(test_a_grown_scratch_makes_encoding_allocate_nothing)
 {
     fa fv = {0, 0, 0}, fs = {0, 0, 0};
@@ -852,6 +1375,15 @@ static Suite *suite(void)
           test_failing_the_nth_allocation_is_clean_for_every_n,
           test_a_grown_scratch_makes_encoding_allocate_nothing,
           test_threads_sharing_a_vocabulary_build_one_encoder_and_agree}},
+        {"gguf",
+         {test_gguf_merges_converted_from_cl100k_encode_as_tiktoken_on_every_vector,
+          test_gguf_merges_rank_pairs_and_a_token_no_merge_builds_is_not_made,
+          test_gguf_lowest_merge_index_wins_then_the_leftmost_pair,
+          test_gguf_user_defined_tokens_are_cut_out_always_control_tokens_with_the_flag,
+          test_gguf_qwen2_splits_digits_one_by_one_and_gpt2_keeps_a_number_whole,
+          test_gguf_unknown_or_missing_pre_loads_without_an_encoder_that_keeps_the_merges,
+          test_gguf_merges_survive_an_attribute_change_and_skip_tokens_made_special,
+          test_gguf_encoder_allocation_failures_are_clean_for_every_n}},
     };
     for (size_t g = 0; g < N(groups); g++) {
         TCase *tc = tcase_create(groups[g].name);

@@ -521,8 +521,8 @@ static void g_noise(gbuf *g)
         g_put(g, z, sizes[t]);
     }
     g_kv_str(g, "general.name", "tiny");
-    static const char *const merges[] = {"a b", "ab c"};
-    g_kv_strs(g, "tokenizer.ggml.merges", merges, 2);
+    static const char *const strs[] = {"a b", "ab c"};
+    g_kv_strs(g, "test.strings", strs, 2);
     g_str(g, "test.bytes");
     g_u32(g, 9);
     g_u32(g, 0);
@@ -757,10 +757,13 @@ END_TEST
 /* GGUF: corrupted files                                               */
 /* ------------------------------------------------------------------ */
 
+static gbuf bpe_file(const char *const *merges, size_t n, size_t *at);
+
 START_TEST(test_gguf_truncated_at_every_offset_is_an_error_never_a_crash)
 {
-    gbuf files[2] = {gpt2_file(3), llama_file()};
-    for (int f = 0; f < 2; f++) {
+    static const char *const merges[] = {"a b", "ab c"};
+    gbuf files[3] = {gpt2_file(3), llama_file(), bpe_file(merges, 2, NULL)};
+    for (int f = 0; f < 3; f++) {
         /* The gpt2 file ends in 4 bytes of tensor garbage not read. */
         size_t end = files[f].n - (f == 0 ? 4 : 0);
         for (size_t n = 0; n < end; n++) {
@@ -1030,23 +1033,25 @@ START_TEST(test_random_corruptions_of_both_formats_never_crash)
 {
     /* Byte flips, random bytes and cut-and-repeat splices of valid files:
      * every result is a vocabulary or an error with a message, under
-     * ASan/valgrind in CI. */
-    gbuf files[2] = {gpt2_file(3), llama_file()};
+     * ASan/valgrind in CI. A vocabulary that has an encoder (the BPE
+     * file's merges survived) encodes a text that decodes back. */
+    static const char *const merges[] = {"a b", "ab c"};
+    gbuf files[3] = {gpt2_file(3), llama_file(), bpe_file(merges, 2, NULL)};
     const char *tt_text = "ZGVm 4\nYQ== 0\nYmM= 2\n/w== 3\n";
     tu_rng r = {99};
-    int ok = 0, bad = 0;
+    int ok = 0, bad = 0, encoded = 0;
     for (int it = 0; it < 20000; it++) {
         const unsigned char *src;
         size_t n;
         int is_gguf = it % 4 != 3;
         if (is_gguf) {
-            src = files[it % 2].b;
-            n = files[it % 2].n;
+            src = files[it % 4].b;
+            n = files[it % 4].n;
         } else {
             src = (const unsigned char *)tt_text;
             n = strlen(tt_text);
         }
-        unsigned char buf[2048];
+        unsigned char buf[4096];
         memcpy(buf, src, n);
         const size_t n0 = n; /* splices copy from the original */
         int edits = (int)tu_range(&r, 1, 4);
@@ -1074,6 +1079,24 @@ START_TEST(test_random_corruptions_of_both_formats_never_crash)
         if (st == SIFT_OK) {
             ck_assert_ptr_nonnull(v);
             ck_assert_int_ge(sift_vocab_size(v), 1);
+            int32_t ids[16];
+            size_t ni;
+            sift_status es = sift_vocab_encode(v, " abcab c", 8, 0, ids, 16, &ni, NULL, &err);
+            ck_assert_msg(es == SIFT_OK || es == SIFT_E_STATE, "%s", err.message);
+            if (es == SIFT_OK) {
+                char back[64];
+                size_t bl = 0;
+                for (size_t i = 0; i < ni; i++) {
+                    const char *p;
+                    size_t pl;
+                    ck_assert_int_eq(sift_vocab_piece(v, ids[i], &p, &pl, NULL), SIFT_OK);
+                    ck_assert_uint_le(bl + pl, sizeof back);
+                    memcpy(back + bl, p, pl);
+                    bl += pl;
+                }
+                ck_assert(bl == 8 && memcmp(back, " abcab c", 8) == 0);
+                encoded++;
+            }
             sift_vocab_free(v);
             ok++;
         } else {
@@ -1085,15 +1108,18 @@ START_TEST(test_random_corruptions_of_both_formats_never_crash)
     }
     ck_assert_int_gt(ok, 100);
     ck_assert_int_gt(bad, 1000);
+    ck_assert_int_gt(encoded, 100);
     free(files[0].b);
     free(files[1].b);
+    free(files[2].b);
 }
 END_TEST
 
 START_TEST(test_gguf_every_allocation_failure_is_nomem_and_leaks_nothing)
 {
-    gbuf files[2] = {gpt2_file(3), llama_file()};
-    for (int i = 0; i < 2; i++) {
+    static const char *const merges[] = {"a b", "ab c"};
+    gbuf files[3] = {gpt2_file(3), llama_file(), bpe_file(merges, 2, NULL)};
+    for (int i = 0; i < 3; i++) {
         for (long k = 1;; k++) {
             fa f = {0, k, 0, 0};
             sift_allocator a = {sizeof(sift_allocator), fa_alloc, fa_free, &f, NULL};
@@ -1132,6 +1158,255 @@ END_TEST
 /* A temporary directory holding a FIFO (no writer), a directory, and
  * symbolic links with the loaders' extensions to each of them and to
  * /dev/null and /dev/zero. */
+/* ------------------------------------------------------------------ */
+/* GGUF: BPE merges and the pre-tokenizer name                         */
+/* ------------------------------------------------------------------ */
+
+/* A byte-level BPE file: the 256 bytes in the GPT-2 alphabet (ids
+ * 0..255), "ab" (256) and "abc" (257), pre "gpt-2", and the merge strings
+ * given as stored (GPT-2 text with the space). at[k] gets the file
+ * offset of merge string k's bytes. */
+static gbuf bpe_file(const char *const *merges, size_t n, size_t *at)
+{
+    gbuf g = {0};
+    g_header(&g, 3, 4);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_kv_str(&g, "tokenizer.ggml.pre", "gpt-2");
+    g_str(&g, "tokenizer.ggml.tokens");
+    g_u32(&g, 9);
+    g_u32(&g, 8);
+    g_u64(&g, 258);
+    for (unsigned b = 0; b < 256; b++) {
+        char o[2];
+        size_t k = put_utf8(o, gpt2_cp(b));
+        g_u64(&g, k);
+        g_put(&g, o, k);
+    }
+    g_str(&g, "ab");
+    g_str(&g, "abc");
+    g_str(&g, "tokenizer.ggml.merges");
+    g_u32(&g, 9);
+    g_u32(&g, 8);
+    g_u64(&g, n);
+    for (size_t i = 0; i < n; i++) {
+        g_u64(&g, strlen(merges[i]));
+        if (at)
+            at[i] = g.n;
+        g_put(&g, merges[i], strlen(merges[i]));
+    }
+    return g;
+}
+
+/* Expects merge k of the file to be refused with `needle`, at its place. */
+static void merge_err(const char *const *merges, size_t n, size_t k, const char *needle)
+{
+    size_t at[8];
+    gbuf g = bpe_file(merges, n, at);
+    sift_vocab *v = (sift_vocab *)1;
+    sift_error err;
+    ck_assert_int_eq(gg(&g, &v, &err), SIFT_E_ARG);
+    ck_assert_ptr_null(v);
+    char want[300];
+    snprintf(want, sizeof want, "<memory>: offset %zu: key 'tokenizer.ggml.merges': merge %zu %s",
+             at[k], k, needle);
+    ck_assert_str_eq(err.message, want);
+    ck_assert_int_eq(err.offset, (int64_t)at[k]);
+    ck_assert_int_eq(err.index, (int64_t)k);
+    free(g.b);
+}
+
+START_TEST(test_gguf_bpe_merges_whose_pieces_are_not_tokens_name_the_merge)
+{
+    const char *const right[] = {"a b", "ab c", "c ab"};
+    merge_err(right, 3, 2, "('c' 'ab'): its two pieces together are not a token");
+    const char *const left[] = {"a b", "ba c"};
+    merge_err(left, 2, 1, "('ba' 'c'): its left piece is not a token");
+    const char *const rpiece[] = {"a bc"};
+    merge_err(rpiece, 1, 0, "('a' 'bc'): its right piece is not a token");
+    /* GPT-2 text: "\xc4\xa0" is the space byte */
+    const char *const sp[] = {"a b", "\xc4\xa0 ab"};
+    merge_err(sp, 2, 1, "(' ' 'ab'): its two pieces together are not a token");
+    /* the good file loads, with merges by pairs */
+    const char *const good[] = {"a b", "ab c"};
+    gbuf g = bpe_file(good, 2, NULL);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_msg(gg(&g, &v, &err) == SIFT_OK, "%s", err.message);
+    int32_t ids[4];
+    size_t n;
+    ck_assert_int_eq(sift_vocab_encode(v, "abcab", 5, 0, ids, 4, &n, NULL, &err), SIFT_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(ids[0], 257);
+    ck_assert_int_eq(ids[1], 256);
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_bpe_malformed_merge_strings_are_errors_that_show_them)
+{
+    const char *const nospace[] = {"a b", "ab"};
+    merge_err(nospace, 2, 1, "'ab' has no space; expected two pieces 'A B'");
+    const char *const empty[] = {""};
+    merge_err(empty, 1, 0, "'' has no space; expected two pieces 'A B'");
+    const char *const two[] = {"a b c"};
+    merge_err(two, 1, 0, "'a b c' has more than one space; expected 'A B'");
+    const char *const lead[] = {" b"};
+    merge_err(lead, 1, 0, "' b' has an empty piece; expected 'A B'");
+    const char *const trail[] = {"a b", "a "};
+    merge_err(trail, 2, 1, "'a ' has an empty piece; expected 'A B'");
+    const char *const utf[] = {"a\xff b"};
+    merge_err(utf, 1, 0, "'a\\xff b' is not byte-level BPE text: invalid UTF-8 at byte 1");
+    const char *const nobyte[] = {"a\x01 b"};
+    merge_err(nobyte, 1, 0,
+              "'a\\x01 b' is not byte-level BPE text: U+0001 at byte 1 stands for no byte");
+    const char *const high[] = {"a \xc5\x84"}; /* U+0144 is 256 + 68: past the table */
+    merge_err(high, 1, 0,
+              "'a \\xc5\\x84' is not byte-level BPE text: U+0144 at byte 2 stands for no byte");
+}
+END_TEST
+
+START_TEST(test_gguf_bpe_merges_and_pre_of_the_wrong_type_name_the_key)
+{
+    static const char *const toks[] = {"a", "b"};
+    static const int32_t nums[] = {1, 2};
+    gbuf g = {0};
+    g_header(&g, 3, 2);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_u32(&g, "tokenizer.ggml.merges", 1);
+    gg_err(&g, SIFT_E_ARG, "key 'tokenizer.ggml.merges': expected an array of string, got u32");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 2);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_i32s(&g, "tokenizer.ggml.merges", nums, 2);
+    gg_err(&g, SIFT_E_ARG,
+           "key 'tokenizer.ggml.merges': expected an array of string, got an array of i32");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 2);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_u32(&g, "tokenizer.ggml.pre", 3);
+    gg_err(&g, SIFT_E_ARG, "key 'tokenizer.ggml.pre': expected string, got u32");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 3);
+    g_kv_str(&g, "tokenizer.ggml.pre", "gpt-2");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_str(&g, "tokenizer.ggml.pre", "qwen2");
+    gg_err(&g, SIFT_E_ARG, "key 'tokenizer.ggml.pre': duplicate key");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 3);
+    g_kv_strs(&g, "tokenizer.ggml.merges", toks, 2);
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 2);
+    g_kv_strs(&g, "tokenizer.ggml.merges", toks, 2);
+    gg_err(&g, SIFT_E_ARG, "key 'tokenizer.ggml.merges': duplicate key");
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_bpe_huge_merge_counts_and_lengths_allocate_nothing_large)
+{
+    gbuf g = {0};
+    g_header(&g, 3, 1);
+    g_str(&g, "tokenizer.ggml.merges");
+    g_u32(&g, 9);
+    g_u32(&g, 8);
+    g_u64(&g, (uint64_t)1 << 40);
+    g_str(&g, "a b");
+    gg_huge(&g, "key 'tokenizer.ggml.merges': 1099511627776 merges; max 67108864");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 1);
+    g_str(&g, "tokenizer.ggml.merges");
+    g_u32(&g, 9);
+    g_u32(&g, 8);
+    g_u64(&g, (uint64_t)1 << 25);
+    g_str(&g, "a b");
+    gg_huge(&g, "array of 33554432 strings exceeds the");
+    free(g.b);
+
+    g = (gbuf){0};
+    g_header(&g, 3, 1);
+    g_str(&g, "tokenizer.ggml.merges");
+    g_u32(&g, 9);
+    g_u32(&g, 8);
+    g_u64(&g, 2);
+    g_str(&g, "a b");
+    g_u64(&g, (uint64_t)1 << 62);
+    g_put(&g, "a b", 3);
+    gg_huge(&g, "merge string length 4611686018427387904 exceeds");
+    free(g.b);
+}
+END_TEST
+
+START_TEST(test_gguf_bpe_without_a_known_pre_or_a_byte_token_loads_without_an_encoder)
+{
+    /* "a", "b", "ab" only: no token for most bytes */
+    static const char *const toks[] = {"a", "b", "ab"};
+    static const char *const merges[] = {"a b"};
+    gbuf g = {0};
+    g_header(&g, 3, 4);
+    g_kv_str(&g, "tokenizer.ggml.model", "gpt2");
+    g_kv_str(&g, "tokenizer.ggml.pre", "gpt-2");
+    g_kv_strs(&g, "tokenizer.ggml.tokens", toks, 3);
+    g_kv_strs(&g, "tokenizer.ggml.merges", merges, 1);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_msg(gg(&g, &v, &err) == SIFT_OK, "%s", err.message);
+    free(g.b);
+    ck_assert_int_eq(sift_vocab_pretokenizer(v), SIFT_PRETOK_NONE);
+    int32_t ids[4];
+    size_t n;
+    ck_assert_int_eq(sift_vocab_encode(v, "ab", 2, 0, ids, 4, &n, NULL, &err), SIFT_E_STATE);
+    ck_assert_msg(strstr(err.message, "no token for the byte 0x00") != NULL, "%s", err.message);
+    sift_vocab_free(v);
+
+    /* A long unknown name is shown cut and escaped. */
+    const char *const good[] = {"a b"};
+    g = bpe_file(good, 1, NULL);
+    gbuf h = {0};
+    g_header(&h, 3, 4);
+    g_kv_str(&h, "tokenizer.ggml.pre",
+             "a-very-long-pre-tokenizer-name-\x01-that-goes-on-and-on-and-on");
+    /* the rest of bpe_file after its header and pre key */
+    size_t skip = 24 + 8 + strlen("tokenizer.ggml.model") + 4 + 8 + 4 + 8 +
+                  strlen("tokenizer.ggml.pre") + 4 + 8 + 5;
+    g_kv_str(&h, "tokenizer.ggml.model", "gpt2");
+    g_put(&h, g.b + skip, g.n - skip);
+    ck_assert_msg(gg(&h, &v, &err) == SIFT_OK, "%s", err.message);
+    ck_assert_int_eq(sift_vocab_encode(v, "ab", 2, 0, ids, 4, &n, NULL, &err), SIFT_E_STATE);
+    ck_assert_msg(strstr(err.message, "GGUF key 'tokenizer.ggml.pre' is "
+                                      "'a-very-long-pre-tokenizer-name-\\x01-that-go...'") != NULL,
+                  "%s", err.message);
+    sift_vocab_free(v);
+    free(g.b);
+    free(h.b);
+}
+END_TEST
+
+START_TEST(test_gguf_merges_of_a_sentencepiece_file_are_not_read)
+{
+    gbuf g = llama_file();
+    /* one more key: merges that would be malformed for gpt2 */
+    g.b[16] = 7;
+    static const char *const merges[] = {"nospace", "\x01 x"};
+    g_kv_strs(&g, "tokenizer.ggml.merges", merges, 2);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_msg(gg(&g, &v, &err) == SIFT_OK, "%s", err.message);
+    ck_assert_int_eq(sift_vocab_pretokenizer(v), SIFT_PRETOK_NONE);
+    sift_vocab_free(v);
+    free(g.b);
+}
+END_TEST
+
 static char tmpdir[64];
 
 static void make_special_files(void)
@@ -1664,6 +1939,13 @@ static Suite *suite(void)
          {test_gguf_keys_must_be_printable_ascii_in_full,
           test_gguf_messages_escape_the_bytes_of_the_file,
           test_gguf_negative_token_ids_other_than_minus_one_are_errors}},
+        {"gguf_merges",
+         {test_gguf_bpe_merges_whose_pieces_are_not_tokens_name_the_merge,
+          test_gguf_bpe_malformed_merge_strings_are_errors_that_show_them,
+          test_gguf_bpe_merges_and_pre_of_the_wrong_type_name_the_key,
+          test_gguf_bpe_huge_merge_counts_and_lengths_allocate_nothing_large,
+          test_gguf_bpe_without_a_known_pre_or_a_byte_token_loads_without_an_encoder,
+          test_gguf_merges_of_a_sentencepiece_file_are_not_read}},
         {"files", {test_every_loader_refuses_fifos_directories_and_devices_without_blocking}},
         {"extend",
          {test_vocab_extend_adds_special_tokens_eog_and_padding,

@@ -24,6 +24,24 @@
  *    of lowest rank (= id) is merged, the leftmost on ties, until no
  *    pair is a token. The parts left are the ids.
  *
+ * A vocabulary loaded from a GGUF file with `tokenizer.ggml.merges`
+ * (sift__bpe_set_gguf, called by grammar/vocab_load.c) encodes the way
+ * Hugging Face's BPE model does instead, which is what llama.cpp
+ * implements too:
+ * 4'. The merge list ranks pairs of tokens, not merged bytes: merge k is
+ *    (left id, right id) -> merged id, and its rank is k. A pre-token
+ *    starts as single bytes; the adjacent pair of parts that is a merge
+ *    of lowest rank is replaced by its merged token, the leftmost on
+ *    ties, until no adjacent pair is a merge. Two parts whose bytes
+ *    concatenate to a token but that are not a listed pair stay apart.
+ *    Only with `ignore_merges` (Llama 3's tokenizer) is a pre-token that
+ *    is a token taken whole first.
+ * 1'. Tokens of GGUF type "user defined" are cut out of the text before
+ *    the pre-tokenizer whether or not SIFT_ENCODE_SPECIAL is given (as
+ *    added tokens are in Hugging Face's tokenizers and in llama.cpp);
+ *    control tokens, as every SIFT_TOKEN_SPECIAL token, only with it.
+ *    With the flag, both kinds compete in one leftmost-longest search.
+ *
  * Invariants and bounds:
  * - The merge loop keeps the parts as a linked list over the byte
  *   offsets of the pre-token and an indexed binary heap of the parts
@@ -32,8 +50,13 @@
  *   changes two keys, so a pre-token of m bytes costs O(m log m) steps,
  *   each hashing at most max_len bytes (a pair longer than the longest
  *   token is never looked up).
- * - The pattern: the two built-in ones are the public patterns of
- *   tiktoken's cl100k_base and o200k_base, with \s written out as the
+ * - The pair table of a GGUF vocabulary maps (left id, right id) to the
+ *   lowest merge index listing that pair (open addressing over 32-bit
+ *   slots that hold the index; the ids are compared in the merge list,
+ *   which the slot owns), so each heap update costs one probe sequence.
+ * - The pattern: the built-in ones are the public patterns of
+ *   tiktoken's cl100k_base and o200k_base, GPT-2's and Qwen2's (cl100k's
+ *   with single digits), with \s written out as the
  *   Unicode White_Space set (the \s of the Rust regex crate tiktoken
  *   uses; PCRE2's \s under UCP leaves out U+0085) and $ not used. Their
  *   work per match is linear in the text the match and its failed
@@ -54,6 +77,7 @@
 
 #include <pcre2.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "../sift_internal.h"
 
@@ -91,9 +115,35 @@ static const char o200k_pattern[] =
     "|[" WS "]+(?![^" WS "])"
     "|[" WS "]+";
 
+/* GPT-2's (encoder.py; the ByteLevel default of Hugging Face's
+ * tokenizers): 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
+ *  ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+static const char gpt2_pattern[] = "'s|'t|'re|'ve|'m|'ll|'d"
+                                   "| ?\\p{L}+"
+                                   "| ?\\p{N}+"
+                                   "| ?[^" WS "\\p{L}\\p{N}]+"
+                                   "|[" WS "]+(?![^" WS "])"
+                                   "|[" WS "]+";
+
+/* Qwen2's tokenizer.json: cl100k's with one digit per pre-token. */
+static const char qwen2_pattern[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+                                    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
+                                    "|\\p{N}"
+                                    "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*"
+                                    "|[" WS "]*[\\r\\n]+"
+                                    "|[" WS "]+(?![^" WS "])"
+                                    "|[" WS "]+";
+
 /* ------------------------------------------------------------------ */
 /* The encoder of a vocabulary                                         */
 /* ------------------------------------------------------------------ */
+
+/* A set of texts cut out of the text before it is pre-tokenized. */
+typedef struct spset {
+    int32_t *ids; /* sorted by their bytes */
+    size_t n;
+    uint8_t first[32]; /* bit set of their first bytes */
+} spset;
 
 typedef struct bpe_enc {
     sift__alloc al; /* the vocabulary's allocator */
@@ -107,15 +157,28 @@ typedef struct bpe_enc {
     uint64_t mask;   /* slots - 1 (a power of two minus one) */
     size_t max_len;  /* longest indexed piece */
     uint32_t byte_id[256];
-    int32_t *special; /* special token ids, sorted by their bytes */
-    size_t n_special;
-    uint8_t special_first[32]; /* bit set of their first bytes */
+    /* Texts cut out before pre-tokenizing: with SIFT_ENCODE_SPECIAL the
+     * special and user-defined tokens, without it the user-defined ones
+     * only. Ids sorted by their bytes, one id per text (the smallest). */
+    spset sp_all, sp_user;
+    /* GGUF merges (NULL: rank = id, tiktoken's rule). */
+    const uint32_t *merges; /* the slot's: 3 per merge, left, right, merged */
+    uint32_t *pairs;        /* merge index + 1; 0 = empty */
+    uint64_t pmask;
+    int ignore_merges;
 } bpe_enc;
 
 struct sift__bpe_slot {
     sift_pretokenizer kind;
     char *pattern; /* SIFT_PRETOK_PATTERN only */
     size_t pattern_len;
+    /* From a GGUF file; kept when the pre-tokenizer is changed. */
+    uint32_t *merges; /* 3 per merge; NULL = none */
+    size_t n_merges;
+    int ignore_merges;
+    int32_t *user; /* user-defined token ids */
+    size_t n_user;
+    char *why;              /* kind NONE: why there is no encoder (or NULL) */
     _Atomic(bpe_enc *) enc; /* NULL until built */
 };
 
@@ -186,7 +249,9 @@ static void enc_free(bpe_enc *e)
     pcre2_match_context_free(e->mctx);
     pcre2_general_context_free(e->gctx);
     sift__free(&al, e->slots);
-    sift__free(&al, e->special);
+    sift__free(&al, e->sp_all.ids);
+    sift__free(&al, e->sp_user.ids);
+    sift__free(&al, e->pairs);
     sift__free(&al, e);
 }
 
@@ -226,6 +291,79 @@ static void sort_special(const bpe_enc *e, int32_t *ids, int32_t *tmp, size_t n)
         memcpy(ids, src, n * sizeof *ids);
 }
 
+/* Sorts a set of cut-out texts (equal texts by id), keeps one id per
+ * text (the smallest) and fills the first-byte bits. */
+static void spset_finish(const bpe_enc *e, spset *set, int32_t *tmp)
+{
+    sort_special(e, set->ids, tmp, set->n);
+    size_t k = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        int32_t id = set->ids[i];
+        if (k > 0) {
+            int32_t prev = set->ids[k - 1];
+            size_t lp = (size_t)(e->off[prev + 1] - e->off[prev]),
+                   li = (size_t)(e->off[id + 1] - e->off[id]);
+            if (lp == li && memcmp(e->bytes + e->off[prev], e->bytes + e->off[id], li) == 0)
+                continue;
+        }
+        set->ids[k++] = id;
+        unsigned char first = (unsigned char)e->bytes[e->off[id]];
+        set->first[first >> 3] |= (uint8_t)(1u << (first & 7));
+    }
+    set->n = k;
+}
+
+static uint64_t hash_pair(uint32_t a, uint32_t b)
+{
+    uint64_t h = ((uint64_t)a << 32 | b) * 0x9E3779B97F4A7C15u;
+    return h ^ (h >> 29);
+}
+
+/* The lowest merge index of the pair (a, b), or RANK_NONE. */
+static uint32_t pair_find(const bpe_enc *e, uint32_t a, uint32_t b)
+{
+    for (uint64_t i = hash_pair(a, b) & e->pmask;; i = (i + 1) & e->pmask) {
+        uint32_t x = e->pairs[i];
+        if (!x)
+            return RANK_NONE;
+        const uint32_t *m = e->merges + 3 * (size_t)(x - 1);
+        if (m[0] == a && m[1] == b)
+            return x - 1;
+    }
+}
+
+/* The pair table of the slot's merges. A merge naming a token that is
+ * now special or unused (sift_vocab_set_attr) is left out; of merges
+ * listing the same pair, the first counts. */
+static sift_status pairs_build(bpe_enc *e, const sift__bpe_slot *slot, const uint8_t *attr,
+                               int32_t n, sift_error *err)
+{
+    size_t slots = 16;
+    while (slots < 2 * slot->n_merges)
+        slots *= 2;
+    e->pairs = sift__calloc(&e->al, slots, sizeof *e->pairs);
+    if (!e->pairs)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory for the encoder's %zu merges",
+                          slot->n_merges);
+    e->pmask = slots - 1;
+    e->merges = slot->merges;
+    e->ignore_merges = slot->ignore_merges;
+    const uint8_t skip = SIFT_TOKEN_SPECIAL | SIFT_TOKEN_UNUSED;
+    for (size_t k = 0; k < slot->n_merges; k++) {
+        const uint32_t *m = slot->merges + 3 * k;
+        if (m[0] >= (uint32_t)n || m[1] >= (uint32_t)n || m[2] >= (uint32_t)n ||
+            ((attr[m[0]] | attr[m[1]] | attr[m[2]]) & skip))
+            continue;
+        if (pair_find(e, m[0], m[1]) != RANK_NONE)
+            continue;
+        uint64_t i = hash_pair(m[0], m[1]) & e->pmask;
+        while (e->pairs[i])
+            i = (i + 1) & e->pmask;
+        e->pairs[i] = (uint32_t)k + 1;
+    }
+    return SIFT_OK;
+}
+
 static sift_status pattern_error(sift_error *err, int ec, PCRE2_SIZE eo, const char *what)
 {
     PCRE2_UCHAR msg[200];
@@ -237,6 +375,8 @@ static sift_status pattern_error(sift_error *err, int ec, PCRE2_SIZE eo, const c
         err->offset = (int64_t)eo;
     return st;
 }
+
+static sift_status enc_pattern(bpe_enc *e, const sift__bpe_slot *slot, sift_error *err);
 
 static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe_slot *slot,
                              sift_error *err)
@@ -263,15 +403,17 @@ static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe
         else if (!(attr[id] & SIFT_TOKEN_UNUSED))
             n_index++;
     }
+    size_t n_all = n_special + slot->n_user; /* an upper bound */
     /* Load at most 1/2: short probe runs for linear probing. */
     size_t slots = 16;
     while (slots < 2 * n_index)
         slots *= 2;
     e->slots = sift__calloc(&e->al, slots, sizeof *e->slots);
-    e->special = sift__malloc(&e->al, n_special ? n_special : 1, sizeof *e->special);
-    int32_t *tmp = sift__malloc(&e->al, n_special ? n_special : 1, sizeof *tmp);
+    e->sp_all.ids = sift__malloc(&e->al, n_all ? n_all : 1, sizeof *e->sp_all.ids);
+    e->sp_user.ids = sift__malloc(&e->al, slot->n_user ? slot->n_user : 1, sizeof *e->sp_user.ids);
+    int32_t *tmp = sift__malloc(&e->al, n_all ? n_all : 1, sizeof *tmp);
     sift_status st = SIFT_OK;
-    if (!e->slots || !e->special || !tmp) {
+    if (!e->slots || !e->sp_all.ids || !e->sp_user.ids || !tmp) {
         st = sift__fail(err, SIFT_E_NOMEM, "out of memory for the encoder's index of %zu tokens",
                         n_index);
         goto fail;
@@ -282,7 +424,7 @@ static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe
         if (len == 0)
             continue;
         if (attr[id] & SIFT_TOKEN_SPECIAL) {
-            e->special[e->n_special++] = id;
+            e->sp_all.ids[e->sp_all.n++] = id;
             continue;
         }
         if (attr[id] & SIFT_TOKEN_UNUSED)
@@ -301,7 +443,8 @@ static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe
     for (int b = 0; b < 256; b++) {
         unsigned char c = (unsigned char)b;
         e->byte_id[b] = lookup(e, &c, 1);
-        if (e->byte_id[b] == RANK_NONE) {
+        /* NONE: the index only (sift__bpe_set_gguf); it decides */
+        if (e->byte_id[b] == RANK_NONE && slot->kind != SIFT_PRETOK_NONE) {
             st = sift__fail(err, SIFT_E_ARG,
                             "the vocabulary has no token for the byte 0x%02x: byte-level BPE "
                             "needs one for each of the 256 bytes",
@@ -309,23 +452,34 @@ static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe
             goto fail;
         }
     }
-    /* Specials: sorted, one id per text (the smallest). */
-    sort_special(e, e->special, tmp, e->n_special);
-    size_t k = 0;
-    for (size_t i = 0; i < e->n_special; i++) {
-        int32_t id = e->special[i];
-        if (k > 0) {
-            int32_t prev = e->special[k - 1];
-            size_t lp = (size_t)(off[prev + 1] - off[prev]), li = (size_t)(off[id + 1] - off[id]);
-            if (lp == li && memcmp(bytes + off[prev], bytes + off[id], li) == 0)
-                continue;
-        }
-        e->special[k++] = id;
-        unsigned char first = (unsigned char)bytes[off[id]];
-        e->special_first[first >> 3] |= (uint8_t)(1u << (first & 7));
+    /* User-defined tokens (GGUF) join both sets; a token that has become
+     * special or unused, or has no piece, is left out. */
+    for (size_t i = 0; i < slot->n_user; i++) {
+        int32_t id = slot->user[i];
+        if (id < 0 || id >= n || off[id + 1] == off[id] ||
+            (attr[id] & (SIFT_TOKEN_SPECIAL | SIFT_TOKEN_UNUSED)))
+            continue;
+        e->sp_all.ids[e->sp_all.n++] = id;
+        e->sp_user.ids[e->sp_user.n++] = id;
     }
-    e->n_special = k;
+    spset_finish(e, &e->sp_all, tmp);
+    spset_finish(e, &e->sp_user, tmp);
+    if (slot->merges && (st = pairs_build(e, slot, attr, n, err)) != SIFT_OK)
+        goto fail;
+    if (slot->kind != SIFT_PRETOK_NONE && (st = enc_pattern(e, slot, err)) != SIFT_OK)
+        goto fail;
+    sift__free(&e->al, tmp);
+    *out = e;
+    return SIFT_OK;
+fail:
+    sift__free(&e->al, tmp);
+    enc_free(e);
+    return st;
+}
 
+/* Compiles the pre-tokenizer of `slot` into e. */
+static sift_status enc_pattern(bpe_enc *e, const sift__bpe_slot *slot, sift_error *err)
+{
     const char *pat;
     size_t pat_len;
     const char *what;
@@ -340,6 +494,16 @@ static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe
         pat_len = sizeof o200k_pattern - 1;
         what = "the o200k";
         break;
+    case SIFT_PRETOK_GPT2:
+        pat = gpt2_pattern;
+        pat_len = sizeof gpt2_pattern - 1;
+        what = "the GPT-2";
+        break;
+    case SIFT_PRETOK_QWEN2:
+        pat = qwen2_pattern;
+        pat_len = sizeof qwen2_pattern - 1;
+        what = "the Qwen2";
+        break;
     default:
         pat = slot->pattern;
         pat_len = slot->pattern_len;
@@ -351,8 +515,7 @@ static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe
     e->mctx = e->gctx ? pcre2_match_context_create(e->gctx) : NULL;
     if (!cctx || !e->mctx) {
         pcre2_compile_context_free(cctx);
-        st = sift__fail(err, SIFT_E_NOMEM, "out of memory for the pre-tokenizer");
-        goto fail;
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory for the pre-tokenizer");
     }
     int ec = 0;
     PCRE2_SIZE eo = 0;
@@ -360,29 +523,23 @@ static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe
     pcre2_compile_context_free(cctx);
     if (!e->code) {
         if (ec == PCRE2_ERROR_HEAP_FAILED)
-            st = sift__fail(err, SIFT_E_NOMEM, "out of memory compiling the pre-tokenizer");
-        else
-            st = pattern_error(err, ec, eo, what);
-        goto fail;
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory compiling the pre-tokenizer");
+        return pattern_error(err, ec, eo, what);
     }
     /* A failed JIT compilation (no JIT, or no memory) leaves the
      * interpreter, which gives the same matches. */
     e->jit = pcre2_jit_compile(e->code, PCRE2_JIT_COMPLETE) == 0;
     pcre2_set_match_limit(e->mctx,
                           slot->kind == SIFT_PRETOK_PATTERN ? CUSTOM_MATCH_LIMIT : UINT32_MAX);
-    sift__free(&e->al, tmp);
-    *out = e;
     return SIFT_OK;
-fail:
-    sift__free(&e->al, tmp);
-    enc_free(e);
-    return st;
 }
 
 /* The encoder of `v`, built now if no thread has built it yet. */
 static sift_status enc_get(const sift_vocab *v, const bpe_enc **out, sift_error *err)
 {
     sift__bpe_slot *slot = sift__vocab_bpe(v);
+    if (slot && slot->kind == SIFT_PRETOK_NONE && slot->why)
+        return sift__fail(err, SIFT_E_STATE, "the vocabulary has no pre-tokenizer: %s", slot->why);
     if (!slot || slot->kind == SIFT_PRETOK_NONE)
         return sift__fail(err, SIFT_E_STATE,
                           "the vocabulary has no pre-tokenizer (see "
@@ -421,7 +578,34 @@ static void slot_free(sift__bpe_slot *slot, const sift__alloc *al)
         return;
     slot_invalidate(slot, al);
     sift__free(al, slot->pattern);
+    sift__free(al, slot->merges);
+    sift__free(al, slot->user);
+    sift__free(al, slot->why);
     sift__free(al, slot);
+}
+
+/* Gives dst the GGUF part of src (merges, user-defined ids): what a
+ * vocabulary keeps whatever its pre-tokenizer. */
+static sift_status slot_copy_gguf(sift__bpe_slot *dst, const sift__bpe_slot *src,
+                                  const sift__alloc *al, sift_error *err)
+{
+    if (!src)
+        return SIFT_OK;
+    if (src->merges) {
+        dst->merges = (uint32_t *)(void *)sift__memdup(al, src->merges,
+                                                       3 * src->n_merges * sizeof *src->merges);
+        if (!dst->merges)
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory for %zu merges", src->n_merges);
+        dst->n_merges = src->n_merges;
+    }
+    if (src->user) {
+        dst->user = (int32_t *)(void *)sift__memdup(al, src->user, src->n_user * sizeof *src->user);
+        if (!dst->user)
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory for the pre-tokenizer");
+        dst->n_user = src->n_user;
+    }
+    dst->ignore_merges = src->ignore_merges;
+    return SIFT_OK;
 }
 
 static sift_status slot_new(sift__bpe_slot **out, sift_pretokenizer kind, const char *pattern,
@@ -450,7 +634,18 @@ static sift_status slot_copy(sift__bpe_slot **dst, const sift__bpe_slot *src, co
     *dst = NULL;
     if (!src)
         return SIFT_OK;
-    return slot_new(dst, src->kind, src->pattern, src->pattern_len, al, err);
+    sift__bpe_slot *s = NULL;
+    sift_status st = slot_new(&s, src->kind, src->pattern, src->pattern_len, al, err);
+    if (st == SIFT_OK)
+        st = slot_copy_gguf(s, src, al, err);
+    if (st == SIFT_OK && src->why && !(s->why = sift__memdup(al, src->why, strlen(src->why) + 1)))
+        st = sift__fail(err, SIFT_E_NOMEM, "out of memory for the pre-tokenizer");
+    if (st != SIFT_OK) {
+        slot_free(s, al);
+        return st;
+    }
+    *dst = s;
+    return SIFT_OK;
 }
 
 static const sift__bpe_ops slot_ops = {
@@ -480,6 +675,89 @@ sift_status sift__bpe_default_tiktoken(sift_vocab *v, sift_error *err)
     return SIFT_OK;
 }
 
+sift_status sift__bpe_set_gguf(sift_vocab *v, const sift__bpe_gguf *g, size_t *bad_merge,
+                               int *bad_part, sift_error *err)
+{
+    *bad_merge = SIZE_MAX;
+    *bad_part = -1;
+    const uint64_t *off;
+    const char *bytes;
+    const uint8_t *attr;
+    const sift__alloc *al;
+    sift__vocab_arrays(v, &off, &bytes, &attr, &al);
+    sift__bpe_slot *s = NULL;
+    /* NONE while the index is built and the merges checked */
+    sift_status st = slot_new(&s, SIFT_PRETOK_NONE, NULL, 0, al, err);
+    if (st != SIFT_OK)
+        return st;
+    bpe_enc *e = NULL;
+    s->ignore_merges = g->ignore_merges;
+    if (g->why && !(s->why = sift__memdup(al, g->why, strlen(g->why) + 1)))
+        st = sift__fail(err, SIFT_E_NOMEM, "out of memory for the pre-tokenizer");
+    if (st == SIFT_OK && g->n_user &&
+        !(s->user = (int32_t *)(void *)sift__memdup(al, g->user, g->n_user * sizeof *g->user)))
+        st = sift__fail(err, SIFT_E_NOMEM, "out of memory for the pre-tokenizer");
+    s->n_user = s->user ? g->n_user : 0;
+    uint32_t *m = NULL;
+    if (st == SIFT_OK && !(m = sift__malloc(al, g->n_merges ? 3 * g->n_merges : 1, sizeof *m)))
+        st = sift__fail(err, SIFT_E_NOMEM, "out of memory for %zu merges", g->n_merges);
+    /* The index of the tokens (built with no merges yet) resolves the
+     * pieces of every merge to ids; then the pair table is added. */
+    if (st == SIFT_OK)
+        st = enc_build(&e, v, s, err);
+    for (size_t k = 0; st == SIFT_OK && k < g->n_merges; k++) {
+        const unsigned char *p = (const unsigned char *)g->bytes;
+        uint64_t a = g->off[2 * k], b = g->off[2 * k + 1], c = g->off[2 * k + 2];
+        uint32_t l = lookup(e, p + a, (size_t)(b - a)), r = lookup(e, p + b, (size_t)(c - b)),
+                 x = lookup(e, p + a, (size_t)(c - a));
+        if (l == RANK_NONE || r == RANK_NONE || x == RANK_NONE) {
+            *bad_merge = k;
+            *bad_part = l == RANK_NONE ? 0 : r == RANK_NONE ? 1 : 2;
+            st = sift__fail(err, SIFT_E_ARG, "merge %zu names a piece that is not a token", k);
+            break;
+        }
+        m[3 * k] = l;
+        m[3 * k + 1] = r;
+        m[3 * k + 2] = x;
+    }
+    if (st == SIFT_OK) {
+        s->merges = m;
+        s->n_merges = g->n_merges;
+        m = NULL;
+        int32_t n = sift_vocab_size(v);
+        st = pairs_build(e, s, attr, n, err);
+    }
+    sift__free(al, m);
+    int missing = -1; /* a byte without a token: no encoder, and encode says so */
+    for (int b = 0; st == SIFT_OK && b < 256 && missing < 0; b++)
+        if (e->byte_id[b] == RANK_NONE)
+            missing = b;
+    if (st == SIFT_OK && missing >= 0) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "the GGUF vocabulary has no token for the byte 0x%02x, which byte-level BPE "
+                 "needs",
+                 (unsigned)missing);
+        sift__free(al, s->why);
+        if (!(s->why = sift__memdup(al, why, strlen(why) + 1)))
+            st = sift__fail(err, SIFT_E_NOMEM, "out of memory for the pre-tokenizer");
+    } else if (st == SIFT_OK && g->kind != SIFT_PRETOK_NONE) {
+        s->kind = g->kind;
+        st = enc_pattern(e, s, err);
+    }
+    if (st != SIFT_OK) {
+        enc_free(e);
+        slot_free(s, al);
+        return st;
+    }
+    if (s->kind == SIFT_PRETOK_NONE)
+        enc_free(e); /* built for the checks only; encode says why there is none */
+    else
+        atomic_store(&s->enc, e);
+    sift__vocab_set_bpe(v, s, &slot_ops);
+    return SIFT_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* Public: the pre-tokenizer                                           */
 /* ------------------------------------------------------------------ */
@@ -489,7 +767,7 @@ sift_status sift_vocab_set_pretokenizer(sift_vocab *vocab, sift_pretokenizer kin
 {
     if (!vocab)
         return sift__fail(err, SIFT_E_ARG, "vocab is NULL");
-    if ((int)kind < (int)SIFT_PRETOK_NONE || (int)kind > (int)SIFT_PRETOK_PATTERN)
+    if ((int)kind < (int)SIFT_PRETOK_NONE || (int)kind > (int)SIFT_PRETOK_QWEN2)
         return sift__fail(err, SIFT_E_ARG, "unknown pre-tokenizer %d", (int)kind);
     if (kind == SIFT_PRETOK_PATTERN && !pattern)
         return sift__fail(err, SIFT_E_ARG, "pattern is NULL with SIFT_PRETOK_PATTERN");
@@ -506,7 +784,9 @@ sift_status sift_vocab_set_pretokenizer(sift_vocab *vocab, sift_pretokenizer kin
     const uint8_t *attr;
     const sift__alloc *al;
     sift__vocab_arrays(vocab, &off, &bytes, &attr, &al);
-    if (kind == SIFT_PRETOK_NONE) {
+    const sift__bpe_slot *old = sift__vocab_bpe(vocab);
+    int gguf = old && (old->merges || old->user);
+    if (kind == SIFT_PRETOK_NONE && !gguf) {
         sift__vocab_set_bpe(vocab, NULL, NULL);
         return SIFT_OK;
     }
@@ -514,6 +794,15 @@ sift_status sift_vocab_set_pretokenizer(sift_vocab *vocab, sift_pretokenizer kin
     sift_status st = slot_new(&s, kind, pattern, pattern_len, al, err);
     if (st != SIFT_OK)
         return st;
+    /* The merges and user-defined tokens of a GGUF file stay. */
+    if ((st = slot_copy_gguf(s, old, al, err)) != SIFT_OK) {
+        slot_free(s, al);
+        return st;
+    }
+    if (kind == SIFT_PRETOK_NONE) {
+        sift__vocab_set_bpe(vocab, s, &slot_ops);
+        return SIFT_OK;
+    }
     bpe_enc *e = NULL;
     st = enc_build(&e, vocab, s, err);
     if (st != SIFT_OK) {
@@ -677,7 +966,10 @@ static void hremove(merge *g, uint32_t x)
  * it in, out of or within the heap. */
 static void hupdate(merge *g, uint32_t x, uint32_t end)
 {
-    g->rk[x] = end <= g->m && g->nxt[x] < g->m ? lookup(g->e, g->p + x, end - x) : RANK_NONE;
+    if (g->e->merges) /* GGUF: the pair of x and its next part */
+        g->rk[x] = g->nxt[x] < g->m ? pair_find(g->e, g->tid[x], g->tid[g->nxt[x]]) : RANK_NONE;
+    else
+        g->rk[x] = end <= g->m && g->nxt[x] < g->m ? lookup(g->e, g->p + x, end - x) : RANK_NONE;
     if (g->rk[x] == RANK_NONE) {
         if (g->hpos[x] != RANK_NONE)
             hremove(g, x);
@@ -698,9 +990,15 @@ static sift_status encode_piece(const bpe_enc *e, sift_encode_scratch *s, const 
 {
     if (m == 0)
         return SIFT_OK;
-    uint32_t whole = lookup(e, p, m);
+    /* tiktoken, and GGUF merges with ignore_merges, take a pre-token that
+     * is a token whole; plain merges always build it from its bytes. */
+    uint32_t whole = !e->merges || e->ignore_merges ? lookup(e, p, m) : RANK_NONE;
     if (whole != RANK_NONE) {
         emit(k, whole);
+        return SIFT_OK;
+    }
+    if (m == 1) {
+        emit(k, e->byte_id[p[0]]);
         return SIFT_OK;
     }
     if (m > s->cap / 6 &&
@@ -721,7 +1019,10 @@ static sift_status encode_piece(const bpe_enc *e, sift_encode_scratch *s, const 
         g.nxt[i] = i + 1;
         g.prv[i] = i ? i - 1 : RANK_NONE;
         g.tid[i] = e->byte_id[p[i]];
-        g.rk[i] = i + 1 < g.m ? lookup(e, p + i, 2) : RANK_NONE;
+        if (e->merges)
+            g.rk[i] = i + 1 < g.m ? pair_find(e, g.tid[i], e->byte_id[p[i + 1]]) : RANK_NONE;
+        else
+            g.rk[i] = i + 1 < g.m ? lookup(e, p + i, 2) : RANK_NONE;
         g.hpos[i] = RANK_NONE;
         if (g.rk[i] != RANK_NONE)
             hset(&g, g.hn++, i);
@@ -730,7 +1031,7 @@ static sift_status encode_piece(const bpe_enc *e, sift_encode_scratch *s, const 
         hdown(&g, i);
     while (g.hn > 0) {
         uint32_t i = g.heap[0], j = g.nxt[i];
-        g.tid[i] = g.rk[i];
+        g.tid[i] = e->merges ? e->merges[3 * (size_t)g.rk[i] + 2] : g.rk[i];
         g.nxt[i] = g.nxt[j];
         if (g.nxt[j] < g.m)
             g.prv[g.nxt[j]] = i;
@@ -829,11 +1130,12 @@ static sift_status encode_ordinary(const bpe_enc *e, sift_encode_scratch *s, con
 /* The longest special token whose text starts t[0..n): its length (0 if
  * none) and id. The sorted specials sharing the first j bytes with the
  * text form a range; each step narrows it to byte j by binary search. */
-static size_t special_at(const bpe_enc *e, const unsigned char *t, size_t n, int32_t *id)
+static size_t special_at(const bpe_enc *e, const spset *set, const unsigned char *t, size_t n,
+                         int32_t *id)
 {
-    size_t lo = 0, hi = e->n_special, best = 0;
+    size_t lo = 0, hi = set->n, best = 0;
     for (size_t j = 0; lo < hi; j++) {
-        int32_t first = e->special[lo];
+        int32_t first = set->ids[lo];
         if ((size_t)(e->off[first + 1] - e->off[first]) == j) {
             best = j;
             *id = first;
@@ -846,7 +1148,7 @@ static size_t special_at(const bpe_enc *e, const unsigned char *t, size_t n, int
         size_t a = lo, b = hi;
         while (a < b) { /* first with byte j >= c */
             size_t mid = a + (b - a) / 2;
-            if ((unsigned char)e->bytes[e->off[e->special[mid]] + j] < c)
+            if ((unsigned char)e->bytes[e->off[set->ids[mid]] + j] < c)
                 a = mid + 1;
             else
                 b = mid;
@@ -854,7 +1156,7 @@ static size_t special_at(const bpe_enc *e, const unsigned char *t, size_t n, int
         size_t z = a, y = hi;
         while (z < y) { /* first with byte j > c */
             size_t mid = z + (y - z) / 2;
-            if ((unsigned char)e->bytes[e->off[e->special[mid]] + j] <= c)
+            if ((unsigned char)e->bytes[e->off[set->ids[mid]] + j] <= c)
                 z = mid + 1;
             else
                 y = mid;
@@ -896,13 +1198,14 @@ sift_status sift_vocab_encode(const sift_vocab *vocab, const char *text, size_t 
     }
     sink k = {ids, cap, 0};
     const unsigned char *t = (const unsigned char *)(text ? text : "");
-    if ((flags & SIFT_ENCODE_SPECIAL) && e->n_special > 0) {
+    const spset *set = (flags & SIFT_ENCODE_SPECIAL) ? &e->sp_all : &e->sp_user;
+    if (set->n > 0) {
         size_t seg = 0;
         for (size_t pos = 0; pos < len && st == SIFT_OK;) {
             int32_t id;
             size_t ml;
-            if ((e->special_first[t[pos] >> 3] >> (t[pos] & 7) & 1) &&
-                (ml = special_at(e, t + pos, len - pos, &id)) > 0) {
+            if ((set->first[t[pos] >> 3] >> (t[pos] & 7) & 1) &&
+                (ml = special_at(e, set, t + pos, len - pos, &id)) > 0) {
                 st = encode_ordinary(e, s, t + seg, pos - seg, seg, &k, err);
                 emit(&k, (uint32_t)id);
                 pos += ml;

@@ -37,11 +37,23 @@
  *   tokenizer.ggml.token_type  array of i32: 1 normal, 2 unknown,
  *                              3 control, 4 user defined, 5 unused, 6 byte
  *   tokenizer.ggml.{eos,eot,eom}_token_id  u32 (or i32): EOG ids
+ *   tokenizer.ggml.merges      array of strings "A B": the BPE merges in
+ *                              rank order, A and B pieces in the GPT-2
+ *                              alphabet (read for gpt2 only)
+ *   tokenizer.ggml.pre         string: the pre-tokenizer's name
  * Every other key is skipped by its type. Pieces are decoded to bytes:
  * byte-level BPE maps each code point back through the GPT-2 byte table
  * ("Ġ" -> ' '); SentencePiece turns "▁" into ' ' and byte tokens
  * "<0xHH>" into the byte HH. Decoding never lengthens a piece, so it is
  * done in place.
+ *
+ * A gpt2 file with merges gets an encoder (grammar/bpe.c,
+ * sift__bpe_set_gguf): each merge is split at its one space, both pieces
+ * are decoded through the GPT-2 table like token pieces, and every piece
+ * and the two together must be tokens. The pre-tokenizer comes from
+ * `tokenizer.ggml.pre` through pre_names below; a name not there (or no
+ * such key) loads the vocabulary without one, and sift_vocab_encode
+ * then says why.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -67,6 +79,8 @@
 #define GGUF_MAX_PIECE ((uint64_t)1 << 20)
 /* Total piece bytes. */
 #define GGUF_MAX_PIECE_BYTES ((uint64_t)1 << 30)
+/* Merges (Llama 3 has 280,147; Qwen2 151,387). */
+#define GGUF_MAX_MERGES ((uint64_t)1 << 26)
 
 /* ------------------------------------------------------------------ */
 /* Errors with a place                                                 */
@@ -733,6 +747,18 @@ typedef struct gguf_state {
     int64_t eog[3]; /* eos, eot, eom; -1 = absent */
     int have_model, have_tokens, have_types;
     uint64_t types_off;
+    /* tokenizer.ggml.merges: the strings as stored, then decoded */
+    int have_merges;
+    uint64_t n_merges;
+    uint64_t *moff; /* n_merges + 1 string starts in mbytes */
+    char *mbytes;
+    uint64_t mcap, mused;
+    uint64_t merges_at; /* file offset of the first string's length */
+    /* tokenizer.ggml.pre (a prefix of 63 bytes is kept) */
+    int have_pre;
+    char pre[64];
+    size_t pre_len;
+    uint64_t pre_full;
 } gguf_state;
 
 static sift_status read_tokens(gin *g, gguf_state *s)
@@ -782,6 +808,57 @@ static sift_status read_tokens(gin *g, gguf_state *s)
         s->used += len;
     }
     s->off[cnt] = s->used;
+    return SIFT_OK;
+}
+
+/* The merge strings, stored as they come (decoded after the types are
+ * known, in gguf_bpe). */
+static sift_status read_merges(gin *g, gguf_state *s)
+{
+    uint32_t et;
+    uint64_t cnt;
+    sift_status st = gin_u32(g, &et, "array type");
+    if (!st)
+        st = gin_u64(g, &cnt, "array length");
+    if (st)
+        return st;
+    if (et != GT_STRING)
+        return gfail(g, SIFT_E_ARG, "expected an array of string, got an array of %s",
+                     et < GT__COUNT ? gt_names[et] : "unknown type");
+    if (cnt > GGUF_MAX_MERGES)
+        return gfail(g, SIFT_E_LIMIT, "%llu merges; max %llu", (unsigned long long)cnt,
+                     (unsigned long long)GGUF_MAX_MERGES);
+    if (cnt > gin_left(g) / 8)
+        return gfail(g, SIFT_E_ARG, "array of %llu strings exceeds the %llu bytes left",
+                     (unsigned long long)cnt, (unsigned long long)gin_left(g));
+    s->moff = sift__malloc(s->al, (size_t)cnt + 1, sizeof *s->moff);
+    if (!s->moff)
+        return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for %llu merges",
+                          (unsigned long long)cnt);
+    s->n_merges = cnt;
+    s->merges_at = g->pos;
+    for (uint64_t i = 0; i < cnt; i++) {
+        uint64_t len;
+        st = gin_strlen(g, &len, GGUF_MAX_PIECE, "merge string");
+        if (st)
+            return st;
+        if (s->mused + len > GGUF_MAX_PIECE_BYTES)
+            return gfail(g, SIFT_E_LIMIT, "merge strings exceed %llu bytes in total",
+                         (unsigned long long)GGUF_MAX_PIECE_BYTES);
+        if (s->mused + len + 1 > s->mcap) {
+            size_t cap = (size_t)s->mcap;
+            if (sift__reserve(s->al, &s->mbytes, &cap, (size_t)s->mused,
+                              (size_t)(s->mused + len + 1), 1, 4096))
+                return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for merge strings");
+            s->mcap = cap;
+        }
+        s->moff[i] = s->mused;
+        st = gin_read(g, s->mbytes + s->mused, (size_t)len, "merge string");
+        if (st)
+            return st;
+        s->mused += len;
+    }
+    s->moff[cnt] = s->mused;
     return SIFT_OK;
 }
 
@@ -915,6 +992,35 @@ static sift_status read_kv(gin *g, gguf_state *s, uint64_t index, char *key, siz
         s->have_tokens = 1;
         return read_tokens(g, s);
     }
+    if (full && strcmp(key, "tokenizer.ggml.merges") == 0) {
+        if (s->have_merges)
+            return gfail(g, SIFT_E_ARG, "duplicate key");
+        if (t != GT_ARRAY)
+            return gfail(g, SIFT_E_ARG, "expected an array of string, got %s", gt_names[t]);
+        s->have_merges = 1;
+        return read_merges(g, s);
+    }
+    if (full && strcmp(key, "tokenizer.ggml.pre") == 0) {
+        if (s->have_pre)
+            return gfail(g, SIFT_E_ARG, "duplicate key");
+        if (t != GT_STRING)
+            return gfail(g, SIFT_E_ARG, "expected string, got %s", gt_names[t]);
+        uint64_t n;
+        st = gin_strlen(g, &n, UINT64_MAX, "string");
+        if (st)
+            return st;
+        size_t k = n < sizeof s->pre - 1 ? (size_t)n : sizeof s->pre - 1;
+        st = gin_read(g, s->pre, k, "string");
+        if (!st)
+            st = gin_skip(g, n - k, "string");
+        if (st)
+            return st;
+        s->pre[k] = '\0';
+        s->pre_len = k;
+        s->pre_full = n;
+        s->have_pre = 1;
+        return SIFT_OK;
+    }
     if (full && strcmp(key, "tokenizer.ggml.token_type") == 0) {
         if (s->have_types)
             return gfail(g, SIFT_E_ARG, "duplicate key");
@@ -1005,6 +1111,166 @@ static sift_status decode_pieces(gin *g, gguf_state *s, uint8_t *attr)
     }
     s->off[s->n] = w;
     return SIFT_OK;
+}
+
+/* The `tokenizer.ggml.pre` names sift has a pre-tokenizer for, with
+ * what the Hugging Face tokenizer those files come from does: Llama 3's
+ * BPE takes a pre-token that is a token whole (ignore_merges); Qwen2's
+ * and GPT-2's always merge from the bytes. */
+static const struct pre_name {
+    const char *name;
+    sift_pretokenizer kind;
+    int ignore_merges;
+} pre_names[] = {
+    {.name = "llama-bpe", .kind = SIFT_PRETOK_CL100K, .ignore_merges = 1},
+    {.name = "llama3", .kind = SIFT_PRETOK_CL100K, .ignore_merges = 1},
+    {.name = "llama-v3", .kind = SIFT_PRETOK_CL100K, .ignore_merges = 1},
+    {.name = "qwen2", .kind = SIFT_PRETOK_QWEN2, .ignore_merges = 0},
+    {.name = "gpt-2", .kind = SIFT_PRETOK_GPT2, .ignore_merges = 0},
+};
+
+/* Fails merge k with a message that names it, at its place in the file
+ * (its string starts after k + 1 lengths and the strings before it). */
+SIFT__PRINTF(4, 5)
+static sift_status merge_fail(gin *g, const gguf_state *s, uint64_t k, const char *fmt, ...)
+{
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fail_place(g->err, SIFT_E_ARG, g->src, 0, 0,
+                      (int64_t)(s->merges_at + 8 * (k + 1) + s->moff[k]), (int64_t)k,
+                      "key 'tokenizer.ggml.merges': merge %llu %s", (unsigned long long)k, msg);
+}
+
+/* Decodes the merge strings in place into piece pairs (dec[2k], dec[2k+1]
+ * and dec[2k+2] bound merge k's two pieces), then gives v its encoder. */
+static sift_status gguf_bpe(gin *g, gguf_state *s, sift_vocab *v)
+{
+    uint64_t n = s->n_merges;
+    uint64_t *dec = sift__malloc(s->al, (size_t)(2 * n + 1), sizeof *dec);
+    int32_t *user = NULL;
+    size_t n_user = 0;
+    if (!dec)
+        return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for %llu merges",
+                          (unsigned long long)n);
+    sift_status st = SIFT_OK;
+    char e[120];
+    uint64_t w = 0; /* decoding only shrinks a string */
+    for (uint64_t k = 0; k < n && st == SIFT_OK; k++) {
+        const unsigned char *p = (const unsigned char *)s->mbytes + s->moff[k];
+        size_t len = (size_t)(s->moff[k + 1] - s->moff[k]);
+        /* A first pass checks the string while it is still intact (to
+         * show it in a message); the second decodes it. */
+        size_t split = SIZE_MAX, bad_at = SIZE_MAX;
+        uint32_t bad_cp = 0;
+        int spaces = 0;
+        for (size_t i = 0; i < len;) {
+            uint32_t cp = 0;
+            size_t c = sift__utf8_decode(p + i, len - i, &cp);
+            if (!c || (cp != ' ' && gpt2_byte(cp) < 0)) {
+                bad_at = i;
+                bad_cp = c ? cp : UINT32_MAX;
+                break;
+            }
+            if (cp == ' ' && spaces++ == 0)
+                split = i;
+            i += c;
+        }
+        if (bad_at != SIZE_MAX || spaces != 1 || split == 0 || split + 1 == len) {
+            const char *shown = echo_bytes(e, sizeof e, p, len > 40 ? 40 : len);
+            const char *more = len > 40 ? "..." : "";
+            if (bad_at != SIZE_MAX && bad_cp == UINT32_MAX)
+                st = merge_fail(g, s, k,
+                                "'%s%s' is not byte-level BPE text: invalid UTF-8 at byte %zu",
+                                shown, more, bad_at);
+            else if (bad_at != SIZE_MAX)
+                st = merge_fail(g, s, k,
+                                "'%s%s' is not byte-level BPE text: U+%04X at byte %zu stands "
+                                "for no byte",
+                                shown, more, (unsigned)bad_cp, bad_at);
+            else if (spaces == 0)
+                st = merge_fail(g, s, k, "'%s%s' has no space; expected two pieces 'A B'", shown,
+                                more);
+            else if (spaces > 1)
+                st = merge_fail(g, s, k, "'%s%s' has more than one space; expected 'A B'", shown,
+                                more);
+            else
+                st = merge_fail(g, s, k, "'%s%s' has an empty piece; expected 'A B'", shown, more);
+            break;
+        }
+        dec[2 * k] = w;
+        for (size_t i = 0; i < len;) {
+            uint32_t cp = 0;
+            size_t c = sift__utf8_decode(p + i, len - i, &cp);
+            if (cp == ' ')
+                dec[2 * k + 1] = w;
+            else
+                s->mbytes[w++] = (char)gpt2_byte(cp);
+            i += c;
+        }
+    }
+    if (st == SIFT_OK) {
+        dec[2 * n] = w;
+        for (uint64_t id = 0; s->types && id < s->n; id++)
+            n_user += s->types[id] == TT_USER;
+        if (n_user && !(user = sift__malloc(s->al, n_user, sizeof *user)))
+            st = sift__fail(g->err, SIFT_E_NOMEM, "out of memory");
+        n_user = 0;
+        for (uint64_t id = 0; user && id < s->n; id++)
+            if (s->types[id] == TT_USER)
+                user[n_user++] = (int32_t)id;
+    }
+    char why[240];
+    sift__bpe_gguf spec = {.kind = SIFT_PRETOK_NONE,
+                           .ignore_merges = 0,
+                           .why = why,
+                           .n_merges = (size_t)n,
+                           .off = dec,
+                           .bytes = s->mbytes ? s->mbytes : "",
+                           .user = user,
+                           .n_user = n_user};
+    if (!s->have_pre) {
+        snprintf(why, sizeof why,
+                 "the GGUF file has no 'tokenizer.ggml.pre' key (give one with "
+                 "sift_vocab_set_pretokenizer; the file's merges are kept)");
+    } else {
+        for (size_t i = 0; i < sizeof pre_names / sizeof pre_names[0]; i++) {
+            if (s->pre_full == strlen(pre_names[i].name) &&
+                memcmp(s->pre, pre_names[i].name, s->pre_full) == 0) {
+                spec.kind = pre_names[i].kind;
+                spec.ignore_merges = pre_names[i].ignore_merges;
+                spec.why = NULL;
+            }
+        }
+        if (spec.why)
+            snprintf(why, sizeof why,
+                     "GGUF key 'tokenizer.ggml.pre' is '%s%s', which sift has no pattern for "
+                     "(docs/encoding.md lists the names it knows; give one with "
+                     "sift_vocab_set_pretokenizer)",
+                     echo_bytes(e, sizeof e, s->pre, s->pre_len > 40 ? 40 : s->pre_len),
+                     s->pre_full > 40 ? "..." : "");
+    }
+    if (st == SIFT_OK) {
+        size_t bad;
+        int part;
+        st = sift__bpe_set_gguf(v, &spec, &bad, &part, g->err);
+        if (st == SIFT_E_ARG && bad != SIZE_MAX) {
+            static const char *const parts[3] = {"its left piece", "its right piece",
+                                                 "its two pieces together"};
+            const char *b = s->mbytes;
+            uint64_t a = dec[2 * bad], m = dec[2 * bad + 1], c = dec[2 * bad + 2];
+            char l[100], r[100];
+            st = merge_fail(g, s, bad, "('%s' '%s'): %s %s not a token",
+                            echo_bytes(l, sizeof l, b + a, m - a > 24 ? 24 : (size_t)(m - a)),
+                            echo_bytes(r, sizeof r, b + m, c - m > 24 ? 24 : (size_t)(c - m)),
+                            parts[part], part == 2 ? "are" : "is");
+        }
+    }
+    sift__free(s->al, dec);
+    sift__free(s->al, user);
+    return st;
 }
 
 static sift_status gguf_parse(sift_vocab **out, gin *g, const sift__alloc *al)
@@ -1101,10 +1367,17 @@ static sift_status gguf_parse(sift_vocab **out, gin *g, const sift__alloc *al)
     s.off = NULL;
     s.bytes = NULL;
     attr = NULL;
+    if (st == SIFT_OK && s.model == MODEL_GPT2 && s.have_merges &&
+        (st = gguf_bpe(g, &s, *out)) != SIFT_OK) {
+        sift_vocab_free(*out);
+        *out = NULL;
+    }
 done:
     sift__free(al, s.off);
     sift__free(al, s.bytes);
     sift__free(al, s.types);
+    sift__free(al, s.moff);
+    sift__free(al, s.mbytes);
     sift__free(al, attr);
     return st;
 }
