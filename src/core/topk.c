@@ -224,33 +224,31 @@ static void select_top(uint64_t *v, size_t n, size_t k)
 }
 
 /* The canonical first k of v[0..n) (k <= n; keys of distinct ids, stored
- * in ascending id order), sorted: a stable LSD radix sort by the logit
- * key (the high 32 bits, descending), ties keeping the stored order, that
- * is ascending id: the canonical order with no compare of ids and no
- * branch on the keys. Only the bits that differ among the keys are
- * sorted: the key less the smallest one, shifted past the low bits they
- * all share (a bf16 logit's low 16 bits), in P passes of w <= 10 bits
- * (the peaked rows' survivors differ in about 24 bits: three passes; a
- * bf16 row's in about 8: one). Before the passes, the keys whose top
- * digit ranks after the digit that holds the k-th key are dropped (about
- * half of them at k = 256): they cannot be among the first k. hist
- * holds P << w <= 4096 counts; tmp, n keys. Returns v or tmp, whichever
- * holds the result. */
-static uint64_t *radix_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp, uint32_t *hist)
+ * in ascending id order, each logit above the one whose key is lo),
+ * sorted: a stable LSD radix sort by the logit key (the high 32 bits,
+ * descending), ties keeping the stored order, that is ascending id: the
+ * canonical order with no compare of ids and no branch on the keys. Only
+ * the bits that differ are sorted: the key less lo, shifted past the low
+ * bits every key shares with lo (a bf16 logit's low 16 bits), in P passes
+ * of w <= 10 bits (the peaked rows' survivors differ in about 24 bits:
+ * three passes; a bf16 row's in about 8: one). Before the passes, the
+ * keys whose top digit ranks after the digit that holds the k-th key are
+ * dropped (at k = 256, about 550 survivors leave about 260): they cannot
+ * be among the first k. hist holds P << w <= 4096 counts; tmp, n keys.
+ * Returns v or tmp, whichever holds the result. */
+static uint64_t *radix_top(uint64_t *v, size_t n, size_t k, uint32_t lo, uint64_t *tmp,
+                           uint32_t *hist)
 {
-    uint32_t lo = UINT32_MAX, hi = 0, any = 0, all = UINT32_MAX;
+    uint32_t hi = lo, diff = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t f = (uint32_t)(v[i] >> 32);
-        lo = f < lo ? f : lo;
         hi = f > hi ? f : hi;
-        any |= f;
-        all &= f;
+        diff |= f ^ lo;
     }
-    if (any == all)
-        return v;                      /* one logit: the stored order is the canonical one */
-    int sh = __builtin_ctz(any ^ all); /* the low bits every key shares */
-    uint32_t span = (hi - lo) >> sh;
-    int bits = 32 - __builtin_clz(span);
+    if (!diff)
+        return v; /* (no key above lo: not a caller's case) */
+    int sh = __builtin_ctz(diff);
+    int bits = 32 - __builtin_clz((hi - lo) >> sh);
     int P = (bits + 9) / 10, w = (bits + P - 1) / P;
     uint32_t mask = (1u << w) - 1;
     memset(hist, 0, ((size_t)P << w) * sizeof *hist);
@@ -260,10 +258,12 @@ static uint64_t *radix_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp, uint3
         uint32_t *top = hist + ((size_t)(P - 1) << w);
         for (size_t i = 0; i < n; i++)
             top[RADIX_DIGIT(v[i], P - 1)]++;
-        uint32_t cut = 0, sum = 0;
-        while (sum + top[cut] < k)
-            sum += top[cut++];
-        /* keep the keys whose top digit is at most cut, in order */
+        /* cut: the digit of the k-th key, found from the smallest digit
+         * (the dense end): the keys after it are at most n - k */
+        uint32_t cut = mask;
+        size_t after = 0;
+        while (after + top[cut] <= n - k)
+            after += top[cut--];
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             uint64_t x = v[i];
@@ -276,9 +276,35 @@ static uint64_t *radix_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp, uint3
         tmp = t;
         n = m;
     }
-    for (size_t i = 0; i < n; i++)
-        for (int p = 0; p < P; p++)
-            hist[((size_t)p << w) + RADIX_DIGIT(v[i], p)]++;
+    uint32_t *h0 = hist, *h1 = hist + ((size_t)1 << w), *h2 = hist + ((size_t)2 << w);
+    uint32_t *h3 = hist + ((size_t)3 << w);
+    switch (P) {
+    case 1:
+        for (size_t i = 0; i < n; i++)
+            h0[RADIX_DIGIT(v[i], 0)]++;
+        break;
+    case 2:
+        for (size_t i = 0; i < n; i++) {
+            h0[RADIX_DIGIT(v[i], 0)]++;
+            h1[RADIX_DIGIT(v[i], 1)]++;
+        }
+        break;
+    case 3:
+        for (size_t i = 0; i < n; i++) {
+            h0[RADIX_DIGIT(v[i], 0)]++;
+            h1[RADIX_DIGIT(v[i], 1)]++;
+            h2[RADIX_DIGIT(v[i], 2)]++;
+        }
+        break;
+    default:
+        for (size_t i = 0; i < n; i++) {
+            h0[RADIX_DIGIT(v[i], 0)]++;
+            h1[RADIX_DIGIT(v[i], 1)]++;
+            h2[RADIX_DIGIT(v[i], 2)]++;
+            h3[RADIX_DIGIT(v[i], 3)]++;
+        }
+        break;
+    }
     for (int p = 0; p < P; p++) {
         uint32_t *h = hist + ((size_t)p << w), sum = 0;
         for (uint32_t b = 0; b <= mask; b++) {
@@ -286,9 +312,10 @@ static uint64_t *radix_top(uint64_t *v, size_t n, size_t k, uint64_t *tmp, uint3
             h[b] = sum;
             sum += c;
         }
+        int s = sh + w * p;
         for (size_t i = 0; i < n; i++) {
             uint64_t x = v[i];
-            tmp[h[RADIX_DIGIT(x, p)]++] = x;
+            tmp[h[mask - ((((uint32_t)(x >> 32) - lo) >> s) & mask)]++] = x;
         }
         uint64_t *t = v;
         v = tmp;
@@ -484,7 +511,7 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
             return st;
     }
     if (!cut)
-        key = radix_top(key, m, k, ctx->ws->u64c, ctx->ws->u32);
+        key = radix_top(key, m, k, sift__fkey(t), ctx->ws->u64c, ctx->ws->u32);
     else
         sort_top(key, m, k);
     if (!(row[sift__ckey_id(key[0])] > -INFINITY))
