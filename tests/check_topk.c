@@ -608,8 +608,9 @@ START_TEST(test_small_k_seldom_needs_a_second_pass)
 }
 END_TEST
 
-/* Rows whose sampled pass holds (one pass: its survivors are sorted by
- * the radix end of core/topk.c, by logit alone, in stored id order) with
+/* Rows whose sampled pass holds (one pass: at k = 104 and 256 its ~2k
+ * survivors are sorted by the radix end of core/topk.c, by logit alone,
+ * in stored id order; at k = 16 and 40 by the quicksort) with
  * survivors that stress it: logits spread over the whole float range with
  * both signs (every bit of the key differs: four passes of 8 bits), a
  * bf16 plateau of thousands of equal logits at the k-th value (ties by

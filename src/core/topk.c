@@ -34,16 +34,17 @@
  * pass runs after it.
  *
  * The end: when the sampled pass held without a cut of its buffer, its
- * keys are in ascending id order, and a stable radix sort by the logit
+ * keys are in ascending id order, and when there are at least
+ * SIFT__TOPK_RADIX_MIN of them (k >= about 64) a stable radix sort by the logit
  * alone gives the canonical order (radix_top: no compare of ids, no
  * branch on the keys). It executes about as many instructions as the
  * quicksort did on those keys, but the quicksort's branches on the keys
  * were mispredicted: at k = 256, V = 151,936 callgrind's branch model
  * counts about 390 fewer mispredicted branches per call (1,176 -> 787),
  * and the builder's median fell by a fifth to a quarter
- * (tests/bench/bench_slice --slicer). Otherwise (the exact pass, or a
- * cut) the k largest keys are found and sorted by one quicksort that
- * drops the parts after the k-th key (sort_top).
+ * (tests/bench/bench_slice --slicer). Otherwise (the exact pass, a cut,
+ * or fewer keys) the k largest keys are found and sorted by one quicksort
+ * that drops the parts after the k-th key (sort_top).
  *
  * Validation rides on the same pass: each kernel raises a flag when its
  * range holds a NaN or +inf (core/cpu.c: running sums, which may also
@@ -239,6 +240,14 @@ static void select_top(uint64_t *v, size_t n, size_t k)
  * dropped (at k = 256, about 550 survivors leave about 260): they cannot
  * be among the first k. hist holds P << w <= 4096 counts; tmp, n keys.
  * Returns v or tmp, whichever holds the result. */
+/* The fewest collected keys that go to radix_top: below, its fixed cost
+ * (about 10,000 instructions for float rows: three passes' counts over
+ * 256 digits) outweighs the quicksort's mispredicted branches (callgrind
+ * at V = 151,936: k = 16 and 40 collect about 80 and 140 keys, and took
+ * about 10,000 more instructions for 16-60 fewer mispredicts; k = 104
+ * collects about 260). */
+#define SIFT__TOPK_RADIX_MIN 192
+
 static uint64_t *radix_top(uint64_t *v, size_t n, size_t k, uint32_t lo, uint64_t *tmp,
                            uint32_t *hist)
 {
@@ -513,7 +522,7 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
         if (st)
             return st;
     }
-    if (!cut)
+    if (!cut && m >= SIFT__TOPK_RADIX_MIN)
         key = radix_top(key, m, k, sift__fkey(t), ctx->ws->u64c, ctx->ws->u32);
     else
         sort_top(key, m, k);
