@@ -35,7 +35,7 @@
  *
  * The end: when the sampled pass held without a cut of its buffer, its
  * keys are in ascending id order, and when there are at least
- * SIFT__TOPK_RADIX_MIN of them (k >= about 64) a stable radix sort by the logit
+ * SIFT__TOPK_RADIX_MIN of them (k from about 75 up) a stable radix sort by the logit
  * alone gives the canonical order (radix_top: no compare of ids, no
  * branch on the keys). It executes about as many instructions as the
  * quicksort did on those keys, but the quicksort's branches on the keys
@@ -245,7 +245,7 @@ static void select_top(uint64_t *v, size_t n, size_t k)
  * 256 digits) outweighs the quicksort's mispredicted branches (callgrind
  * at V = 151,936: k = 16 and 40 collect about 80 and 140 keys, and took
  * about 10,000 more instructions for 16-60 fewer mispredicts; k = 104
- * collects about 260). */
+ * collects about 260, and k = 75 about 192). */
 #define SIFT__TOPK_RADIX_MIN 192
 
 static uint64_t *radix_top(uint64_t *v, size_t n, size_t k, uint32_t lo, uint64_t *tmp,
@@ -258,9 +258,13 @@ static uint64_t *radix_top(uint64_t *v, size_t n, size_t k, uint32_t lo, uint64_
         diff |= f ^ lo;
     }
     if (!diff)
-        return v; /* (no key above lo: not a caller's case) */
-    int sh = __builtin_ctz(diff);
-    int bits = 32 - __builtin_clz((hi - lo) >> sh);
+        return v;         /* (no key above lo: not a caller's case) */
+    int sh = 0, bits = 0; /* plain loops: once a call, and no compiler builtin */
+    while (!((diff >> sh) & 1))
+        sh++;
+    uint32_t span = (hi - lo) >> sh;
+    while (bits < 32 && span >> bits)
+        bits++;
     int P = (bits + 9) / 10, w = (bits + P - 1) / P;
     uint32_t mask = (1u << w) - 1;
     memset(hist, 0, ((size_t)P << w) * sizeof *hist);
