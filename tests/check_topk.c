@@ -608,6 +608,77 @@ START_TEST(test_small_k_seldom_needs_a_second_pass)
 }
 END_TEST
 
+/* Rows whose sampled pass holds (one pass: at k = 104 and 256 its ~2k
+ * survivors are sorted by the radix end of core/topk.c, by logit alone,
+ * in stored id order; at k = 16 and 40 by the quicksort) with
+ * survivors that stress it: logits spread over the whole float range with
+ * both signs (every bit of the key differs: four passes of 8 bits), a
+ * bf16 plateau of thousands of equal logits at the k-th value (ties by
+ * ascending id only through the stored order), -0 and +0 mixed at the
+ * top (one key; the logit read back keeps its sign), one logit shared by
+ * all survivors but a few, and -inf all around. Every level against the
+ * naive order, and most rows in one pass, so the radix end ran. */
+START_TEST(test_the_radix_end_of_the_sampled_pass_gives_the_naive_prefix)
+{
+    const int32_t V = 151936;
+    static const size_t ks[] = {16, 40, 104, 256};
+    float *row = malloc((size_t)V * sizeof *row);
+    sift_candidate *got = malloc(256 * sizeof *got);
+    ck_assert_ptr_nonnull(row);
+    ck_assert_ptr_nonnull(got);
+    fixture f;
+    fx_init(&f, V);
+    tu_rng r = {0x7ad1ull};
+    int rows = 0, single = 0;
+    for (int shape = 0; shape < 5; shape++) {
+        for (int rep = 0; rep < 3; rep++) {
+            for (int32_t i = 0; i < V; i++) {
+                double u = tu_unif(&r);
+                switch (shape) {
+                case 0: /* +-2^[-100, 100]: every bit of the key differs */
+                    row[i] = (float)((u < 0.5 ? -1.0 : 1.0) *
+                                     ldexp(1.0 + tu_unif(&r), (int)tu_range(&r, -100, 100)));
+                    break;
+                case 1: /* bf16, a plateau of about 3,000 equal logits */
+                    row[i] = u < 0.02 ? 2.0f : tu_bf16((float)tu_normal(&r));
+                    break;
+                case 2: /* -0 and +0 above a negative row */
+                    row[i] = u < 0.01 ? (u < 0.005 ? -0.0f : 0.0f) : (float)(-1.0 - tu_unif(&r));
+                    break;
+                case 3: /* one logit for all survivors but a few */
+                    row[i] = u < 0.01 ? 3.0f : (u < 0.0101 ? 4.0f : (float)tu_normal(&r));
+                    break;
+                default: /* -inf all around a peaked part */
+                    row[i] = u < 0.5 ? -INFINITY : (float)(2.0 * tu_normal(&r));
+                    break;
+                }
+            }
+            sift_candidate *want = naive_order(row, V);
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                size_t k = ks[ki];
+                for (int l = 0; l <= sift__simd_detect(); l++) {
+                    sift__ctx ctx = fx_ctx(&f, NULL);
+                    int passes = 0;
+                    ck_assert_int_eq(sift__topk_row_passes(l, &ctx, row, V, k, got, &passes),
+                                     SIFT_OK);
+                    char what[96];
+                    snprintf(what, sizeof what, "shape %d, k = %zu, level %s", shape, k,
+                             sift__simd_ops_at(l)->name);
+                    assert_same(got, want, k, what);
+                    rows++;
+                    single += passes == 1;
+                }
+            }
+            free(want);
+        }
+    }
+    ck_assert_msg(4 * single >= 3 * rows, "%d of %d rows in one pass", single, rows);
+    sift__ws_free(&f.ws, &f.al);
+    free(got);
+    free(row);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("topk");
@@ -623,6 +694,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_the_sample_plan_reads_a_small_part_of_long_rows_only);
     tcase_add_test(tc, test_a_row_whose_sample_lies_below_the_rest_still_gives_the_naive_prefix);
     tcase_add_test(tc, test_small_k_seldom_needs_a_second_pass);
+    tcase_add_test(tc, test_the_radix_end_of_the_sampled_pass_gives_the_naive_prefix);
     suite_add_tcase(s, tc);
     TCase *td = tcase_create("dispatch");
     tcase_add_test(td, test_scan_kernels_append_the_scalar_indices);
