@@ -366,6 +366,11 @@ typedef struct sift__stage_ops {
     sift_status (*support)(sift__stage *st, sift__ctx *ctx, sift__arr *a);
     /* Takes an accepted token. Cannot fail (buffers are preallocated). */
     void (*accept)(sift__stage *st, int32_t token);
+    /* After every stage took a generated token (not a prompt token):
+     * precomputes from the state what the next step reads (DRY's
+     * penalised set), so that apply and the dynamic plan read it. Cannot
+     * fail. NULL = nothing to settle. */
+    void (*settle)(sift__stage *st);
     void (*reset)(sift__stage *st);
     /* Deep copy; NULL = the stage has no state beyond its constant
      * parameters and is copied with memcpy of `size` bytes. */
@@ -545,6 +550,11 @@ struct sift_chain {
     int32_t max_history;
     int32_t max_stages;
     int32_t last_V; /* length of the last row sampled, 0 = none */
+    /* A sample was committed since the last accept: the next accept of a
+     * generated token settles the stages (ops->settle). Accepts without
+     * samples between them (a replayed history) do not, so their cost
+     * stays what it was. */
+    uint8_t settle_due;
     int busy;
     sift__stage **stages;
     size_t n_stages, cap_stages;
@@ -757,6 +767,10 @@ SIFT__HIDDEN size_t sift__plan_prefix_k(const sift_chain *chain);
  * (top_p, dist), which a prefix of the row could only take from the free
  * bound, while the full pass costs about what the attempt saves. */
 SIFT__HIDDEN size_t sift__plan_row_k(const sift_chain *chain);
+/* As sift__plan_row_k from the dynamic plan (the chain's current state:
+ * the distinct tokens of a penalty window, DRY's settled set), never
+ * above it; a walk over the stages per call. */
+SIFT__HIDDEN size_t sift__plan_row_k_dynamic(const sift_chain *chain);
 /* The extras of this step: ids the stages before the first truncation may
  * raise, sorted and unique, written up to cap; returns how many. */
 SIFT__HIDDEN size_t sift__chain_extras(const sift_chain *chain, int32_t *ids, size_t cap);

@@ -343,9 +343,10 @@ START_TEST(test_the_row_step_walks_a_prefix_only_where_it_costs_less_than_the_fu
 END_TEST
 
 /* DRY with a 4,096-token window before top_k 40 asks for a prefix of
- * 4,136 tokens, beyond the one-pass top-k: on a 248,320-token row the
- * step goes straight to the full pass (no walk) and draws the token a
- * forced full pass draws. */
+ * 4,136 tokens, beyond the one-pass top-k; with a full window accepted
+ * without samples (unsettled) the dynamic plan asks for 40 + 4,095: on a
+ * 248,320-token row the step goes straight to the full pass (no walk)
+ * and draws the token a forced full pass draws. */
 START_TEST(test_a_prefix_the_cost_model_refuses_goes_straight_to_the_full_pass)
 {
     enum { BV = 248320 };
@@ -367,10 +368,11 @@ START_TEST(test_a_prefix_the_cost_model_refuses_goes_straight_to_the_full_pass)
             sift__chain_add_dry_tokens(c[j], 0.8f, 1.75f, 2, 4096, seqs, lens, 1, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_top_k(c[j], 40, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c[j], NULL), SIFT_OK);
-        for (int32_t h = 0; h < 8; h++)
+        for (int32_t h = 0; h < 4200; h++)
             ck_assert_int_eq(sift_chain_accept(c[j], (h * 31) % 5, NULL), SIFT_OK);
     }
     ck_assert_uint_eq(sift__plan_prefix_k(c[0]), 4136);
+    ck_assert_uint_eq(sift__plan_row_k_dynamic(c[0]), 4135);
     ck_assert_int_eq(sift_chain_sample(c[0], row, BV, &tok[0], NULL), SIFT_OK);
     ck_assert_uint_eq(c[0]->n_full_passes, 1);
     ck_assert_uint_eq(c[0]->n_walks, 0);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/step.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -1068,6 +1069,181 @@ START_TEST(test_dry_handles_a_large_window_in_linear_time)
 }
 END_TEST
 
+/* DRY -> top_k -> dist, seed 5. */
+static sift_chain *dry_top_k_chain(float mult, float base, int32_t allowed, int32_t last_n,
+                                   const int32_t *const *seqs, const size_t *lens, size_t nb,
+                                   int32_t top_k)
+{
+    sift_chain_params pp;
+    sift_chain_params_init(&pp);
+    pp.seed = 5;
+    sift_chain *c = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_new(&c, &pp, NULL), SIFT_OK);
+    ck_assert_msg(
+        sift__chain_add_dry_tokens(c, mult, base, allowed, last_n, seqs, lens, nb, &err) == SIFT_OK,
+        "%s", err.message);
+    ck_assert_int_eq(sift_chain_add_top_k(c, top_k, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    return c;
+}
+
+/* The dynamic plan's k. */
+static int32_t next_k(const sift_chain *c)
+{
+    sift_plan p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+    return p.k;
+}
+
+START_TEST(test_dry_settles_its_penalised_set_after_a_sampled_token)
+{
+    /* Two chains with the same history and RNG: `a` accepts its last
+     * token as generated right after a sample (it settles the penalised
+     * set), `b` as a prompt token (it does not). The window (1000) makes
+     * the static prefix 1003 of V = 4096, too long for the row step's
+     * prefix path; the settled set asks for 3 + 2. */
+    enum { V = 4096 };
+    sift_chain *a = dry_top_k_chain(1.0f, 2.0f, 2, 1000, NULL, NULL, 0, 3);
+    sift_chain *b = dry_top_k_chain(1.0f, 2.0f, 2, 1000, NULL, NULL, 0, 3);
+    static const int32_t hist[] = {0, 1, 2, 0, 1, 5, 0};
+    for (size_t i = 0; i < sizeof hist / sizeof hist[0]; i++) {
+        ck_assert_int_eq(sift_chain_accept_prompt(a, hist[i], NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_accept_prompt(b, hist[i], NULL), SIFT_OK);
+    }
+    ck_assert_int_eq(next_k(a), 3 + 6); /* the window bound: len - 1 */
+    float *row = malloc(V * sizeof *row);
+    tu_rng r = {77};
+    tu_row(&r, row, V, 0);
+    int32_t ta = -1, tb = -1;
+    ck_assert_int_eq(sift_chain_sample(a, row, V, &ta, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample(b, row, V, &tb, NULL), SIFT_OK);
+    ck_assert_int_eq(ta, tb);
+    /* history 0 1 2 0 1 5 0 1: "0 1" ended before 2 and before 5 */
+    ck_assert_int_eq(sift_chain_accept(a, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept_prompt(b, 1, NULL), SIFT_OK);
+    ck_assert(sift__chain_state_digest(a) == sift__chain_state_digest(b));
+    ck_assert_int_eq(next_k(a), 3 + 2);
+    ck_assert_int_eq(next_k(b), 3 + 7);
+    /* a decides from the row's top 5, b takes the full pass: the same
+     * tokens and RNG. 2 and 5 lead the row, so the penalty matters. */
+    row[2] = 30.0f;
+    row[5] = 29.5f;
+    sift_stats s0, s1;
+    memset(&s0, 0, sizeof s0);
+    s0.struct_size = sizeof s0;
+    s1 = s0;
+    ck_assert_int_eq(sift_chain_stats(a, &s0, NULL), SIFT_OK);
+    for (int step = 0; step < 4; step++) {
+        ck_assert_int_eq(sift_chain_sample(a, row, V, &ta, NULL), SIFT_OK);
+        ck_assert_int_eq(sift__sample_row(b, row, V, &tb, 0, NULL), SIFT_OK);
+        ck_assert_int_eq(ta, tb);
+        uint64_t ra[4], rb[4];
+        sift__chain_rng_state(a, ra);
+        sift__chain_rng_state(b, rb);
+        ck_assert(memcmp(ra, rb, sizeof ra) == 0);
+    }
+    ck_assert_int_eq(sift_chain_stats(a, &s1, NULL), SIFT_OK);
+    ck_assert_uint_eq(s1.row_prefix_decided - s0.row_prefix_decided, 4);
+    /* penalty 1 * 2^0 on 2 and 5 */
+    float *la = malloc(V * sizeof *la);
+    dist_by_id(a, row, V, NULL, la);
+    ck_assert(la[2] == 29.0f && la[5] == 28.5f);
+    /* any accept clears the settled set; so does a reset */
+    ck_assert_int_eq(sift_chain_accept_prompt(a, 2, NULL), SIFT_OK);
+    ck_assert_int_eq(next_k(a), 3 + 8);
+    ck_assert_int_eq(sift_chain_sample(a, row, V, &ta, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(a, ta, NULL), SIFT_OK);
+    ck_assert_int_lt(next_k(a), 3 + 9);
+    sift_chain_reset(a);
+    ck_assert_int_eq(next_k(a), 3);
+    free(row);
+    free(la);
+    sift_chain_free(a);
+    sift_chain_free(b);
+}
+END_TEST
+
+START_TEST(test_dry_settled_and_computed_sets_agree_bitwise)
+{
+    /* Random DRY settings (token-sequence breakers, allowed_length 0..3,
+     * small alphabets so that repeats are common): `a` accepts each token
+     * as generated after its sample (it settles), `b` as a prompt token
+     * (it computes the set in each step), `c` is a clone of `a` taken
+     * mid-way; tokens and RNG agree bitwise. `u` (DRY -> dist, prompt
+     * tokens) shows every logit DRY lowers: a's dynamic plan counts
+     * exactly those. */
+    tu_rng r = {4242};
+    int counted = 0;
+    for (int rep = 0; rep < 120; rep++) {
+        int32_t V = (int32_t)tu_range(&r, 8, 300);
+        int32_t last_n = (int32_t)tu_range(&r, 1, 60);
+        int32_t allowed = (int32_t)tu_range(&r, 0, 3);
+        int32_t top_k = (int32_t)tu_range(&r, 1, 6);
+        int32_t alpha = (int32_t)tu_range(&r, 2, 8);
+        int32_t b0[3], b1[1];
+        for (int i = 0; i < 3; i++)
+            b0[i] = (int32_t)tu_range(&r, 0, alpha - 1);
+        b1[0] = (int32_t)tu_range(&r, 0, alpha - 1);
+        const int32_t *seqs[] = {b0, b1};
+        const size_t lens[] = {(size_t)tu_range(&r, 1, 3), 1};
+        size_t nb = (size_t)tu_range(&r, 0, 2);
+        float mult = (float)(0.25 + tu_unif(&r));
+        float base = (float)(1 + tu_unif(&r));
+        sift_chain *a = dry_top_k_chain(mult, base, allowed, last_n, seqs, lens, nb, top_k);
+        sift_chain *b = dry_top_k_chain(mult, base, allowed, last_n, seqs, lens, nb, top_k);
+        sift_chain *u = dry_chain(mult, base, allowed, last_n, seqs, lens, nb);
+        sift_chain *c = NULL;
+        float *row = malloc((size_t)V * sizeof *row);
+        float *lu = malloc((size_t)V * sizeof *lu);
+        for (int step = 0; step < 50; step++) {
+            for (int32_t i = 0; i < V; i++)
+                row[i] = (float)tu_range(&r, -8, 2) * 0.5f;
+            for (int32_t i = 0; i < alpha; i++)
+                row[i] = (float)tu_range(&r, 4, 12);
+            if (step > 0) {
+                dist_by_id(u, row, V, NULL, lu);
+                int32_t lowered = 0;
+                for (int32_t i = 0; i < V; i++)
+                    lowered += lu[i] != row[i];
+                ck_assert_int_eq(next_k(a), top_k + lowered);
+                counted++;
+            }
+            int32_t ta = -1, tb = -1, tc = -1;
+            ck_assert_int_eq(sift_chain_sample(a, row, V, &ta, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_sample(b, row, V, &tb, NULL), SIFT_OK);
+            ck_assert_int_eq(ta, tb);
+            if (c) {
+                ck_assert_int_eq(sift_chain_sample(c, row, V, &tc, NULL), SIFT_OK);
+                ck_assert_int_eq(tc, ta);
+            }
+            uint64_t ra[4], rb[4];
+            sift__chain_rng_state(a, ra);
+            sift__chain_rng_state(b, rb);
+            ck_assert(memcmp(ra, rb, sizeof ra) == 0);
+            int32_t t = tu_unif(&r) < 0.6 ? ta : (int32_t)tu_range(&r, 0, alpha);
+            ck_assert_int_eq(sift_chain_accept(a, t, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_accept_prompt(b, t, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_accept_prompt(u, t, NULL), SIFT_OK);
+            if (c)
+                ck_assert_int_eq(sift_chain_accept(c, t, NULL), SIFT_OK);
+            if (step == 25)
+                ck_assert_int_eq(sift_chain_clone(a, &c, NULL), SIFT_OK);
+            ck_assert(sift__chain_state_digest(a) == sift__chain_state_digest(b));
+        }
+        free(row);
+        free(lu);
+        sift_chain_free(a);
+        sift_chain_free(b);
+        sift_chain_free(u);
+        sift_chain_free(c);
+    }
+    ck_assert_int_eq(counted, 120 * 49);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* logit_bias                                                          */
 /* ------------------------------------------------------------------ */
@@ -1363,6 +1539,8 @@ static Suite *suite(void)
         {"dry_lowers", test_dry_never_raises_and_lowers_at_most_last_n_tokens},
         {"dry_clone", test_dry_clone_is_independent_and_reset_empties_the_window},
         {"dry_large_window", test_dry_handles_a_large_window_in_linear_time},
+        {"dry_settles", test_dry_settles_its_penalised_set_after_a_sampled_token},
+        {"dry_settled_agrees", test_dry_settled_and_computed_sets_agree_bitwise},
         {"bias_adds", test_logit_bias_adds_to_the_listed_tokens},
         {"bias_duplicates", test_logit_bias_duplicates_add_up_in_entry_order},
         {"bias_ban", test_logit_bias_neg_inf_bans_and_banning_everything_is_no_candidate},

@@ -860,6 +860,9 @@ static void check_plan(sift_chain *c, const int32_t *drafts, int32_t n, const si
         }
         if (i == n)
             break;
+        /* "sampled and accepted": an accept after a sample settles the
+         * stages (DRY's penalised set), as in the verify call */
+        ref->settle_due = 1;
         sift_status s = sift_chain_accept(ref, drafts[i], NULL);
         if (s == SIFT_E_GRAMMAR_REJECT) {
             for (int32_t j = i + 1; j <= n; j++)

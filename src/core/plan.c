@@ -247,13 +247,26 @@ size_t sift__plan_prefix_k(const sift_chain *c)
     return (size_t)k;
 }
 
+/* The row step's k from a plan's k and decided_at (sift__plan_row_k). */
+static size_t row_k(const sift_chain *c, int32_t k, int32_t d)
+{
+    if (k > 0 && d >= 0 && (size_t)d < c->n_stages && c->stages[d]->ops->certify_mass)
+        return 0;
+    return (size_t)k;
+}
+
 size_t sift__plan_row_k(const sift_chain *c)
 {
     int32_t k, d, e;
     cached(c, &k, &d, &e);
-    if (k > 0 && d >= 0 && (size_t)d < c->n_stages && c->stages[d]->ops->certify_mass)
-        return 0;
-    return (size_t)k;
+    return row_k(c, k, d);
+}
+
+size_t sift__plan_row_k_dynamic(const sift_chain *c)
+{
+    sift_plan p;
+    walk(c, 1, 0, &p, NULL, NULL);
+    return row_k(c, p.k, p.decided_at);
 }
 
 static int cmp_i32(const void *a, const void *b)

@@ -420,6 +420,7 @@ static sift_status sample_slice_impl(sift_chain *c, const sift_slice *sl, int32_
             c->n_slice_decided++;
         c->rng = rng;
         c->last_V = sl->n_vocab;
+        c->settle_due = 1;
         *token = tok;
         return SIFT_OK;
     }

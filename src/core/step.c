@@ -285,6 +285,12 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
     /* Fast path: decide from the row's top k when the chain allows it. */
     size_t k = try_prefix ? sift__plan_row_k(c) : 0;
     int prefix = sift__step_takes_prefix(V, k);
+    if (k && !prefix) {
+        /* Too long for the prefix path from the configuration (a DRY
+         * window): the chain's current state may ask for much less. */
+        k = sift__plan_row_k_dynamic(c);
+        prefix = sift__step_takes_prefix(V, k);
+    }
     /* The prefix needs the extras of this step; a grammar that cannot
      * list its allowed tokens within its work budget sends the step to
      * the whole row, which does not need them (out of memory is the
@@ -406,6 +412,7 @@ sift_status sift__sample_row(sift_chain *c, const float *logits, int32_t V, int3
         return s;
     c->rng = rng;
     c->last_V = V;
+    c->settle_due = 1;
     *token = tok;
     return SIFT_OK;
 }
@@ -437,6 +444,11 @@ static sift_status accept_impl(sift_chain *c, int32_t token, int prompt, sift_er
         if (st->ops->accept && !(prompt && st->ops->generated_only))
             st->ops->accept(st, token);
     }
+    if (!prompt && c->settle_due)
+        for (size_t i = 0; i < c->n_stages; i++)
+            if (c->stages[i]->ops->settle)
+                c->stages[i]->ops->settle(c->stages[i]);
+    c->settle_due = 0;
     return SIFT_OK;
 }
 

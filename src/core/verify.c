@@ -164,6 +164,7 @@ static sift_status sync_shadow(sift_verifier *v, const sift_chain *c, int *ok, s
     d->rng = c->rng;
     d->seed = c->seed;
     d->last_V = c->last_V;
+    d->settle_due = c->settle_due;
     for (size_t i = 0; i < c->n_stages; i++) {
         const sift__stage *src = c->stages[i];
         sift__stage *dst = d->stages[i];
@@ -258,6 +259,7 @@ static sift_status plan_here(sift_chain *c, int32_t *ids, size_t cap, sift_verif
 static int shadow_accept(sift_chain *d, int32_t token, sift_status *s, sift_error *err)
 {
     sift_error e;
+    d->settle_due = 1; /* each position's dynamic plan reads the settled state */
     *s = sift_chain_accept(d, token, &e);
     if (*s == SIFT_OK)
         return 1;

@@ -46,10 +46,11 @@
  * State layout: one allocation. After the struct: the ring (last_n
  * tokens), the per-step scratch (reversed window, Z values, a sparse
  * best map as an open-addressing hash with capacity >= 2 last_n and the
- * list of slots touched, emptied again before apply returns), and the
+ * list of slots touched, emptied again before apply returns, or holding
+ * the settled penalised set between dry_settle and the next accept), and the
  * breakers (a hash head -> head index, per head the range of its tails
  * and whether it has an empty tail, the tails' offsets and lengths, the
- * pooled tail tokens). Everything is addressed by offset, so the default
+ * pooled tail tokens, a bitmap of the head ids). Everything is addressed by offset, so the default
  * flat clone is a deep copy. apply and accept never allocate.
  *
  * Capability class: LOWERS(last_n) when enabled (multiplier != 0,
@@ -74,7 +75,14 @@ typedef struct dry_stage {
     uint32_t bbits;    /* best-map capacity = 1 << bbits */
     uint32_t hbits;    /* head-hash capacity = 1 << hbits (0 entries: 0) */
     int32_t n_heads, n_ent;
-    size_t off_ring, off_rev, off_z, off_bkey, off_bval, off_touch;
+    /* The penalised set of the next step, settled after the accept of a
+     * generated token (dry_settle): while p_valid, the best map holds it
+     * (n_touch entries listed in touch) and p_count is how many of them
+     * are penalised (not single-token breakers). Any accept clears it. */
+    int p_valid;
+    int32_t n_touch, p_count;
+    int32_t max_head; /* largest head id, -1 if none (the head bitmap's size) */
+    size_t off_ring, off_rev, off_z, off_bkey, off_bval, off_touch, off_hbits;
     size_t off_hkey, off_hidx, off_hstart, off_hcount, off_hsingle;
     size_t off_toff, off_tlen, off_pool;
 } dry_stage;
@@ -94,10 +102,20 @@ static uint32_t hash32(int32_t t, uint32_t bits)
     return ((uint32_t)t * 2654435761u) >> (32 - bits);
 }
 
+/* 1 when token t may be a breaker head: the exact bitmap of head ids
+ * (a test per window token, before the hash lookup). */
+static int dry_may_head(const dry_stage *d, int32_t t)
+{
+    if (t > d->max_head)
+        return 0;
+    const uint32_t *bits = (const uint32_t *)(const void *)((const char *)d + d->off_hbits);
+    return (int)((bits[(uint32_t)t >> 5] >> ((uint32_t)t & 31)) & 1u);
+}
+
 /* Head index of token t, or -1. */
 static int32_t dry_head(const dry_stage *d, int32_t t)
 {
-    if (d->n_heads == 0)
+    if (!dry_may_head(d, t))
         return -1;
     const int32_t *hkey = dry_carr(d, d->off_hkey);
     uint32_t mask = (1u << d->hbits) - 1;
@@ -123,6 +141,8 @@ static uint32_t dry_best_slot(const dry_stage *d, int32_t t)
 /* Step 2: the repetition limit set by the most recent breaker. */
 static int32_t dry_rep_limit(const dry_stage *d, const int32_t *rev, int32_t N)
 {
+    if (d->n_heads == 0)
+        return N;
     const int32_t *hstart = dry_carr(d, d->off_hstart);
     const int32_t *hcount = dry_carr(d, d->off_hcount);
     const int32_t *toff = dry_carr(d, d->off_toff);
@@ -150,28 +170,61 @@ static int32_t dry_rep_limit(const dry_stage *d, const int32_t *rev, int32_t N)
     return N;
 }
 
-static sift_status dry_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+/* Step 4 for one position: best[t] = max(best[t], L). */
+static void dry_note(dry_stage *d, int32_t t, int32_t L)
 {
-    (void)ctx;
-    dry_stage *d = (dry_stage *)st;
-    if (!d->active)
-        return SIFT_OK;
+    int32_t *bkey = dry_arr(d, d->off_bkey);
+    int32_t *bval = dry_arr(d, d->off_bval);
+    uint32_t s = dry_best_slot(d, t);
+    if (bkey[s] == -1) {
+        bkey[s] = t;
+        bval[s] = L;
+        dry_arr(d, d->off_touch)[d->n_touch++] = (int32_t)s;
+    } else if (bval[s] < L) {
+        bval[s] = L;
+    }
+}
+
+/* Steps 1-4: fills the best map (d->n_touch slots, listed in touch) from
+ * the window; leaves it empty when nothing is penalised. Uses the
+ * scratch arrays: not for a stage other threads read. */
+static void dry_compute(dry_stage *d)
+{
+    d->n_touch = 0;
     int32_t N = d->len;
     if (N <= d->allowed)
-        return SIFT_OK;
+        return;
     const int32_t *ring = dry_carr(d, d->off_ring);
     int32_t *rev = dry_arr(d, d->off_rev);
     int32_t *z = dry_arr(d, d->off_z);
-    for (int32_t x = 0; x < N; x++)
-        rev[x] = ring[(d->head + N - 1 - x) % d->last_n];
+    /* rev[x] = t_{N-1-x}: the ring's two runs, newest first. */
+    int32_t first = d->last_n - d->head; /* entries from head to the end */
+    int32_t n1 = N < first ? N : first;  /* t_0 .. t_{n1-1} at ring[head..] */
+    for (int32_t x = 0; x < n1; x++)
+        rev[N - 1 - x] = ring[d->head + x];
+    for (int32_t x = n1; x < N; x++)
+        rev[N - 1 - x] = ring[x - n1];
     int32_t rep_limit = dry_rep_limit(d, rev, N);
     if (rep_limit < d->allowed)
-        return SIFT_OK;
+        return;
 
     /* Step 3: z[k] = longest common prefix of rev and rev[k..], the exact
-     * Z-algorithm; the common suffix ending at t_{N-1-k} has that length. */
+     * Z-algorithm; the common suffix ending at t_{N-1-k} has that length.
+     * Outside the rightmost match window, a position whose token differs
+     * from rev[0] has z = 0; with allowed_length >= 1 such a position
+     * contributes nothing, so runs of them are skipped four at a time. */
     int32_t zl = 0, zr = 0; /* rightmost match window [zl, zr) */
+    const int32_t r0 = rev[0], lim = d->allowed;
     for (int32_t k = 1; k < N; k++) {
+        if (k >= zr && lim >= 1) {
+            while (k + 4 <= N && ((rev[k] == r0) | (rev[k + 1] == r0) | (rev[k + 2] == r0) |
+                                  (rev[k + 3] == r0)) == 0) {
+                z[k] = z[k + 1] = z[k + 2] = z[k + 3] = 0;
+                k += 4;
+            }
+            if (k >= N)
+                break;
+        }
         int32_t v = 0;
         if (k < zr) {
             v = zr - k;
@@ -185,50 +238,55 @@ static sift_status dry_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
             zr = k + v;
         }
         z[k] = v;
+        /* Step 4, fused. */
+        int32_t L = v < rep_limit ? v : rep_limit;
+        if (L >= lim)
+            dry_note(d, rev[k - 1], L);
     }
+}
 
-    /* Step 4: the sparse best map. */
+/* Empties the best map. */
+static void dry_clear(dry_stage *d)
+{
     int32_t *bkey = dry_arr(d, d->off_bkey);
-    int32_t *bval = dry_arr(d, d->off_bval);
-    int32_t *touch = dry_arr(d, d->off_touch);
-    int32_t n_touch = 0;
-    for (int32_t k = 1; k < N; k++) {
-        int32_t L = z[k] < rep_limit ? z[k] : rep_limit;
-        if (L < d->allowed)
-            continue;
-        int32_t t = rev[k - 1];
-        uint32_t s = dry_best_slot(d, t);
-        if (bkey[s] == -1) {
-            bkey[s] = t;
-            bval[s] = L;
-            touch[n_touch++] = (int32_t)s;
-        } else if (bval[s] < L) {
-            bval[s] = L;
-        }
-    }
+    const int32_t *touch = dry_carr(d, d->off_touch);
+    for (int32_t i = 0; i < d->n_touch; i++)
+        bkey[touch[i]] = -1;
+    d->n_touch = 0;
+}
 
-    /* Step 5: penalise. The single-token-breaker test and the penalty
-     * depend only on the token id and its best length, so each candidate
-     * is handled on its own and the storage order cannot matter. */
+/* The penalty of a best length (step 5), rounded to float once. */
+static float dry_penalty(const dry_stage *d, int32_t best)
+{
+    int32_t e = best - d->allowed;
+    if (d->max_exp > 0 && e > d->max_exp)
+        e = d->max_exp;
+    double pen = (double)d->multiplier * sift__pow((double)d->dbase, (double)e);
+    return pen >= 0x1.ffffffp127 ? INFINITY : (float)pen;
+}
+
+/* Step 5 from the filled best map. The single-token-breaker test and the
+ * penalty depend only on the token id and its best length, so each
+ * candidate is handled on its own and the storage order cannot matter. */
+static void dry_penalise(const dry_stage *d, sift__arr *a)
+{
+    const int32_t *bkey = dry_carr(d, d->off_bkey);
+    const int32_t *bval = dry_carr(d, d->off_bval);
+    const int32_t *touch = dry_carr(d, d->off_touch);
     const int32_t *hsingle = dry_carr(d, d->off_hsingle);
     int changed = 0;
     if (a->dense) {
-        for (int32_t i = 0; i < n_touch; i++) {
+        for (int32_t i = 0; i < d->n_touch; i++) {
             int32_t t = bkey[touch[i]];
             if (t >= a->V)
                 continue;
             int32_t h = dry_head(d, t);
             if (h >= 0 && hsingle[h])
                 continue;
-            int32_t e = bval[touch[i]] - d->allowed;
-            if (d->max_exp > 0 && e > d->max_exp)
-                e = d->max_exp;
-            double pen = (double)d->multiplier * sift__pow((double)d->dbase, (double)e);
-            float pf = pen >= 0x1.ffffffp127 ? INFINITY : (float)pen;
-            a->c[t].logit = a->c[t].logit - pf;
+            a->c[t].logit = a->c[t].logit - dry_penalty(d, bval[touch[i]]);
             changed = 1;
         }
-    } else if (n_touch > 0) {
+    } else if (d->n_touch > 0) {
         for (size_t i = 0; i < a->n; i++) {
             int32_t t = a->c[i].id;
             uint32_t s = dry_best_slot(d, t);
@@ -237,20 +295,28 @@ static sift_status dry_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
             int32_t h = dry_head(d, t);
             if (h >= 0 && hsingle[h])
                 continue;
-            int32_t e = bval[s] - d->allowed;
-            if (d->max_exp > 0 && e > d->max_exp)
-                e = d->max_exp;
-            double pen = (double)d->multiplier * sift__pow((double)d->dbase, (double)e);
-            float pf = pen >= 0x1.ffffffp127 ? INFINITY : (float)pen;
-            a->c[i].logit = a->c[i].logit - pf;
+            a->c[i].logit = a->c[i].logit - dry_penalty(d, bval[s]);
             changed = 1;
         }
     }
-    /* Leave the scratch map empty for the next step. */
-    for (int32_t i = 0; i < n_touch; i++)
-        bkey[touch[i]] = -1;
     if (changed)
         sift__arr_touched(a);
+}
+
+static sift_status dry_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
+{
+    (void)ctx;
+    dry_stage *d = (dry_stage *)st;
+    if (!d->active)
+        return SIFT_OK;
+    if (d->p_valid) {
+        /* settled after the last accept: read only */
+        dry_penalise(d, a);
+        return SIFT_OK;
+    }
+    dry_compute(d);
+    dry_penalise(d, a);
+    dry_clear(d); /* leave the scratch map empty for the next step */
     return SIFT_OK;
 }
 
@@ -259,6 +325,10 @@ static void dry_accept(sift__stage *st, int32_t t)
     dry_stage *d = (dry_stage *)st;
     if (!d->active)
         return;
+    if (d->p_valid) {
+        dry_clear(d);
+        d->p_valid = 0;
+    }
     int32_t *ring = dry_arr(d, d->off_ring);
     if (d->len == d->last_n) {
         ring[d->head] = t;
@@ -269,9 +339,36 @@ static void dry_accept(sift__stage *st, int32_t t)
     }
 }
 
+/* After the accept of a generated token: settles the next step's
+ * penalised set, so that the step reads it (apply) and the dynamic plan
+ * counts it exactly (dry_lowers). Prompt tokens do not settle: a prompt
+ * is accepted token by token, and settling each would cost a pass over
+ * the window per token; the first step after it computes the set in
+ * apply, as before, and its dynamic plan takes the window bound. */
+static void dry_settle(sift__stage *st)
+{
+    dry_stage *d = (dry_stage *)st;
+    if (!d->active || d->p_valid)
+        return;
+    dry_compute(d);
+    const int32_t *bkey = dry_carr(d, d->off_bkey);
+    const int32_t *touch = dry_carr(d, d->off_touch);
+    const int32_t *hsingle = dry_carr(d, d->off_hsingle);
+    int32_t n = 0;
+    for (int32_t i = 0; i < d->n_touch; i++) {
+        int32_t h = dry_head(d, bkey[touch[i]]);
+        n += !(h >= 0 && hsingle[h]);
+    }
+    d->p_count = n;
+    d->p_valid = 1;
+}
+
 static void dry_reset(sift__stage *st)
 {
     dry_stage *d = (dry_stage *)st;
+    if (d->active && d->p_valid)
+        dry_clear(d);
+    d->p_valid = 0;
     d->head = d->len = 0;
 }
 
@@ -300,7 +397,8 @@ static sift_class dry_cls(const sift__stage *st, int64_t *n)
     return SIFT_CLASS_LOWERS;
 }
 
-/* Static: the window. Dynamic: DRY penalises only tokens that followed an
+/* Static: the window. Dynamic: the settled penalised set when there is
+ * one (dry_settle); else DRY penalises only tokens that followed an
  * earlier occurrence of the current suffix, so at most len - 1 distinct
  * tokens, and none while the history is not longer than allowed_length. */
 static int64_t dry_lowers(const sift__stage *st, int dynamic)
@@ -310,6 +408,8 @@ static int64_t dry_lowers(const sift__stage *st, int dynamic)
         return 0;
     if (!dynamic)
         return d->last_n;
+    if (d->p_valid)
+        return d->p_count;
     return d->len <= d->allowed ? 0 : d->len - 1;
 }
 
@@ -318,6 +418,7 @@ static const sift__stage_ops dry_ops = {
     .name = "dry",
     .apply = dry_apply,
     .accept = dry_accept,
+    .settle = dry_settle,
     .reset = dry_reset,
     .cls = dry_cls,
     .digest = dry_digest,
@@ -553,6 +654,7 @@ static sift_status dry_finish(sift_chain *chain, float multiplier, float base, i
         d = (dry_stage *)sift__stage_alloc(al, &dry_ops, sizeof *d);
         if (!d)
             return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding dry");
+        d->max_head = -1;
     } else {
         size_t W = (size_t)last_n;
         uint32_t bbits = 2;
@@ -567,8 +669,12 @@ static sift_status dry_finish(sift_chain *chain, float multiplier, float base, i
                 hbits++;
         }
         size_t hcap = n_ent ? (size_t)1 << hbits : 0;
-        size_t off = align16(sizeof *d), o[14];
-        size_t cnt[14] = {W,
+        int32_t max_head = -1;
+        for (size_t e = 0; e < n_ent; e++)
+            max_head = b->head[e] > max_head ? b->head[e] : max_head;
+        size_t hwords = max_head < 0 ? 0 : (size_t)max_head / 32 + 1;
+        size_t off = align16(sizeof *d), o[15];
+        size_t cnt[15] = {W,
                           W,
                           W,
                           (size_t)1 << bbits,
@@ -581,8 +687,9 @@ static sift_status dry_finish(sift_chain *chain, float multiplier, float base, i
                           n_ent,
                           n_ent,
                           n_ent,
-                          b->pn};
-        for (int i = 0; i < 14; i++) {
+                          b->pn,
+                          hwords};
+        for (int i = 0; i < 15; i++) {
             o[i] = off;
             off = align16(off + cnt[i] * sizeof(int32_t));
         }
@@ -604,6 +711,9 @@ static sift_status dry_finish(sift_chain *chain, float multiplier, float base, i
         d->off_toff = o[11];
         d->off_tlen = o[12];
         d->off_pool = o[13];
+        d->off_hbits = o[14];
+        d->max_head = max_head;
+        memset(dry_arr(d, d->off_hbits), 0, hwords * sizeof(int32_t));
         d->bbits = bbits;
         d->hbits = hbits;
         memset(dry_arr(d, d->off_bkey), 0xff, ((size_t)1 << bbits) * sizeof(int32_t));
@@ -624,6 +734,8 @@ static sift_status dry_finish(sift_chain *chain, float multiplier, float base, i
                 if (hkey[i] == -1) {
                     hkey[i] = t;
                     hidx[i] = d->n_heads++;
+                    uint32_t *hb = (uint32_t *)(void *)((char *)d + d->off_hbits);
+                    hb[(uint32_t)t >> 5] |= 1u << ((uint32_t)t & 31);
                 }
                 hcount[hidx[i]]++;
                 if (b->tlen[e] == 0)
