@@ -94,14 +94,25 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
         const uint64_t *bl = below + 2 * (size_t)i;
         if (bl[0] | bl[1]) {
             const gstate *sy = &m->st[y];
-            if (!(bl[0] & ~sy->loop[0]) && !(bl[1] & ~sy->loop[1])) {
+            uint64_t miss0 = bl[0] & ~sy->loop[0];
+            if (SIFT__UNLIKELY(miss0 == 2 && !(bl[1] & ~sy->loop[1]) && !(sy->flags & F_U8TRIED))) {
+                /* only the multi-byte characters below are in doubt:
+                 * ask once whether they loop (may add states) */
+                if (sift__gm_u8_loop(g, (uint32_t)y) < 0)
+                    return g->fail;
+                trans = m->trans;
+                sy = &m->st[y];
+                miss0 = bl[0] & ~sy->loop[0];
+            }
+            if (!miss0 && !(bl[1] & ~sy->loop[1])) {
                 i = nd->end; /* accepted whole */
                 continue;
             }
             /* a shifted loop (gstate.sl): the bytes below go to states
-             * that differ only in copies left, enough for the subtree */
+             * that differ only in copies left, enough for the subtree
+             * (not group 1: its loop is exact, not shifted) */
             uint32_t h = c->height[i];
-            if (h < 255 && h + 1 <= sy->slev && !(bl[0] & ~(sy->loop[0] | sy->sl[0])) &&
+            if (h < 255 && h + 1 <= sy->slev && !(bl[0] & ~((sy->loop[0] & ~2ull) | sy->sl[0])) &&
                 !(bl[1] & ~(sy->loop[1] | sy->sl[1]))) {
                 i = nd->end;
                 continue;

@@ -919,6 +919,58 @@ int32_t sift__gm_canon(sift_grammar *g, uint32_t x)
     return y;
 }
 
+/* Why the test below is enough: a character of 2 to 4 bytes from x goes
+ * through partial states that keep the stacks whose top meets the code
+ * points the bytes so far can still become (partial). When every stack's
+ * top either covers all of U+0080..U+D7FF and U+E000..U+10FFFF (the code
+ * points a multi-byte sequence can decode to) or meets none of them,
+ * every partial state on the way keeps the same covering stacks K,
+ * marked ACC_COVERED, whatever the bytes: live when K is not empty. The
+ * last byte advances every stack of K (advance with `all`), so every
+ * character ends in one state z, the one after C2 80 (U+0080). The
+ * state loops over them when z is x. */
+int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
+{
+    gm *m = &g->m;
+    if (m->st[x].flags & F_U8TRIED)
+        return (m->st[x].loop[0] >> 1) & 1;
+    if (m->st[x].rem != 0 || x == 0) {
+        m->st[x].flags |= F_U8TRIED;
+        return 0;
+    }
+    uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
+    if (!sift__gm_budget(g, 4 * (int64_t)sl))
+        return -1;
+    int any = 0, ok = 1;
+    for (uint32_t k = 0; k < sl && ok; k++) {
+        uint32_t s = m->arena[so + k];
+        if (!s)
+            continue;
+        const sift__gelem *e = sift__gm_el(g, m->node[s].pos);
+        int m1 = top_meets(g, e, 0x80, 0xD7FF), m2 = top_meets(g, e, 0xE000, 0x10FFFF);
+        if (!m1 && !m2)
+            continue;
+        ok = top_covers(g, e, 0x80, 0xD7FF) && top_covers(g, e, 0xE000, 0x10FFFF);
+        any = 1;
+    }
+    int32_t z = 0;
+    if (ok && any) {
+        int32_t p = sift__gm_step(g, x, 0xC2);
+        if (p > 0)
+            p = sift__gm_step(g, (uint32_t)p, 0x80);
+        if (p < 0)
+            return -1;
+        z = p;
+    }
+    gstate *sx = &g->m.st[x]; /* the steps may move the states */
+    sx->flags |= F_U8TRIED;
+    if (ok && any && z == (int32_t)x) {
+        sx->loop[0] |= 2;
+        return 1;
+    }
+    return 0;
+}
+
 /* The state after token t in state x: 0 if rejected, -1 on failure. */
 int32_t sift__gm_token_next(sift_grammar *g, uint32_t x, int32_t t)
 {
@@ -1106,6 +1158,39 @@ static int cmp_piece_ids(const void *a, const void *b, void *cv)
     return x < y ? -1 : x > y;
 }
 
+/* The UTF-8 decoder of the matcher (sift__gm_trans_compute), as 8 states:
+ * 0 between characters; 1 one continuation byte (80..BF) to go; 2, 3, 4
+ * two to go, the first in 80..BF, A0..BF (after E0) or 80..9F (after
+ * ED); 5, 6, 7 three to go, the first in 80..BF, 90..BF (after F0) or
+ * 80..8F (after F4). The state after byte b in state d, or -1 where the
+ * matcher rejects b (a dead transition in every grammar). */
+static int u8_next(unsigned d, unsigned b)
+{
+    static const unsigned char lo[8] = {0, 0x80, 0x80, 0xA0, 0x80, 0x80, 0x90, 0x80};
+    static const unsigned char hi[8] = {0, 0xBF, 0xBF, 0xBF, 0x9F, 0xBF, 0xBF, 0x8F};
+    static const signed char nx[8] = {0, 0, 1, 1, 1, 2, 2, 2};
+    if (d == 0) {
+        if (b < 0x80)
+            return 0;
+        if (b >= 0xC2 && b <= 0xDF)
+            return 1;
+        if (b == 0xE0)
+            return 3;
+        if (b == 0xED)
+            return 4;
+        if (b >= 0xE1 && b <= 0xEF)
+            return 2;
+        if (b == 0xF0)
+            return 6;
+        if (b == 0xF4)
+            return 7;
+        if (b >= 0xF1 && b <= 0xF3)
+            return 5;
+        return -1;
+    }
+    return b >= lo[d] && b <= hi[d] ? nx[d] : -1;
+}
+
 /* Builds the trie of the non-empty, non-EOG pieces. */
 static int build_trie(vindex *c)
 {
@@ -1129,6 +1214,7 @@ static int build_trie(vindex *c)
     c->stok = sift__malloc(al, n ? n : 1, sizeof *c->stok);
     c->other = sift__malloc(al, n_other ? n_other : 1, sizeof *c->other);
     uint32_t *path = NULL;
+    uint8_t *u8 = NULL; /* per node: u8_next's states from which all below is valid */
     int ok = 0;
     if (!ids || !tmp || !c->tr || !c->stok || !c->other)
         goto out;
@@ -1190,18 +1276,31 @@ static int build_trie(vindex *c)
      * groups passed to its parent, when the walk leaves its depth) */
     c->below = sift__calloc(al, 2 * (size_t)tn + 2, sizeof *c->below);
     c->height = sift__calloc(al, (size_t)tn + 1, 1);
-    if (!c->below || !c->height)
+    u8 = sift__malloc(al, (size_t)tn + 1, 1);
+    if (!c->below || !c->height || !u8)
         goto out;
+    memset(u8, 0xff, (size_t)tn + 1);
     depth = 0;
     for (uint32_t i = 0; i <= tn; i++) {
         size_t d = i < tn ? (c->tr[i].db >> 8) - 1 : 0;
         while (depth > d) {
             uint32_t x = path[--depth];
+            /* x is closed: its children have given their UTF-8 bits */
+            if (!(u8[x] & 1))
+                c->below[2 * x] |= 1ull << SIFT__GM_GROUP_BADU8;
             if (depth > 0) {
-                uint32_t p = path[depth - 1], k = sift__gm_group(c->tr[x].db & 0xff);
+                uint32_t p = path[depth - 1], b = c->tr[x].db & 0xff, k = sift__gm_group(b);
                 c->below[2 * p + (k >> 6)] |= 1ull << (k & 63);
-                c->below[2 * p] |= c->below[2 * x];
+                /* the bad-UTF-8 group is the node's own, not inherited */
+                c->below[2 * p] |= c->below[2 * x] & ~(1ull << SIFT__GM_GROUP_BADU8);
                 c->below[2 * p + 1] |= c->below[2 * x + 1];
+                unsigned okd = 0;
+                for (unsigned ds = 0; ds < 8; ds++) {
+                    int dn = u8_next(ds, b);
+                    if (dn >= 0 && ((u8[x] >> dn) & 1))
+                        okd |= 1u << ds;
+                }
+                u8[p] &= (uint8_t)okd;
                 /* saturated: 255 stands for 255 or more */
                 unsigned hx = c->height[x] + 1u < 255u ? c->height[x] + 1u : 255u;
                 if (c->height[p] < hx)
@@ -1216,6 +1315,7 @@ out:
     sift__free(al, ids);
     sift__free(al, tmp);
     sift__free(al, path);
+    sift__free(al, u8);
     return ok;
 }
 

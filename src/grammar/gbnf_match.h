@@ -26,7 +26,9 @@
 
 #define MAGIC 0x47424e46u /* "GBNF" */
 
-enum { F_COMPLETE = 1, F_HASTOK = 2 };
+/* F_U8TRIED: sift__gm_u8_loop has run on the state (its answer is loop
+ * group 1). */
+enum { F_COMPLETE = 1, F_HASTOK = 2, F_U8TRIED = 4 };
 
 /* Soft cache sizes: past these the caches are rebuilt at the next accept. */
 #define SOFT_NODES (1u << 20)
@@ -70,7 +72,10 @@ typedef struct vindex {
     uint32_t n_other;
     uint32_t tmaxd;
     /* per trie node n, below[2 n .. 2 n + 2): the byte groups
-     * (sift__gm_group) of the edges strictly inside its subtree */
+     * (sift__gm_group) of the edges strictly inside its subtree, and
+     * group SIFT__GM_GROUP_BADU8 when the bytes below n, read from a
+     * character boundary at n, are not all valid UTF-8 (a token below
+     * may end inside a character) */
     uint64_t *below;
     /* per trie node: the most edges below it in its subtree */
     uint8_t *height;
@@ -132,9 +137,10 @@ typedef struct gstate {
     uint8_t rem, lo, hi, flags;
     /* loop[]: the byte groups (sift__gm_group) whose every byte has a
      * computed transition back to this state (kept by
-     * sift__gm_trans_compute; ctl_loops counts the group-0 bytes). The
-     * trie walk takes a subtree whose bytes below are all in loop[] as
-     * accepted whole. */
+     * sift__gm_trans_compute; ctl_loops counts the group-0 bytes), and
+     * group 1 when every multi-byte character leads back to it through
+     * live states (sift__gm_u8_loop). The trie walk takes a subtree whose
+     * bytes below are all in loop[] as accepted whole. */
     uint32_t ctl_loops;
     uint64_t loop[2];
     uint32_t canon; /* sift__gm_canon of the state; UINT32_MAX unknown */
@@ -262,6 +268,10 @@ SIFT__HIDDEN int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigne
  * exactly x's allowed set; x itself when nothing moves. -1 on failure
  * (g->fail). Memoized per state. */
 SIFT__HIDDEN int32_t sift__gm_canon(sift_grammar *g, uint32_t x);
+/* Whether every valid multi-byte UTF-8 character leads from state x
+ * back to x, every prefix of one to a live state: then loop group 1 of x
+ * is set (and F_U8TRIED, once asked). 1 yes, 0 no, -1 on failure. */
+SIFT__HIDDEN int sift__gm_u8_loop(sift_grammar *g, uint32_t x);
 /* The state after token t in state x: 0 if rejected, -1 on failure. */
 SIFT__HIDDEN int32_t sift__gm_token_next(sift_grammar *g, uint32_t x, int32_t t);
 
@@ -352,6 +362,10 @@ static inline unsigned sift__gm_group(unsigned b)
 
 /* The number of bytes of group 0. */
 #define SIFT__GM_GROUP0 29
+
+/* A group no byte has (byte 2 is in group 0): in vindex.below, invalid
+ * UTF-8 below a trie node; never in a state's loop[]. */
+#define SIFT__GM_GROUP_BADU8 2
 
 /* The piece of token t (len bytes). */
 static inline const unsigned char *sift__gm_piece(const gcore *c, int32_t t, size_t *len)
