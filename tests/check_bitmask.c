@@ -672,6 +672,60 @@ START_TEST(test_a_state_met_again_takes_its_mask_from_the_cache)
 }
 END_TEST
 
+START_TEST(test_loop_signatures_past_the_cache_slots_keep_masks_exact)
+{
+    ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    /* ten strings, each leaving one letter out of its loop: ten loop
+     * signatures through a cache of fewer slots (SIG_SLOTS), two met
+     * again (evicted and rebuilt); every step against the one-token
+     * check and a twin without signatures (whose walk is the plain one) */
+    static const char G[] = "root ::= s \" \" t \" \" u \" \" v \" \" w \" \" x \" \" p \" \" q \" "
+                            "\" r \" \" z \" \" s \" \" t\n"
+                            "s ::= \"\\\"\" [^\"\\\\a]* \"\\\"\"\n"
+                            "t ::= \"\\\"\" [^\"\\\\b]* \"\\\"\"\n"
+                            "u ::= \"\\\"\" [^\"\\\\c]* \"\\\"\"\n"
+                            "v ::= \"\\\"\" [^\"\\\\d]* \"\\\"\"\n"
+                            "w ::= \"\\\"\" [^\"\\\\e]* \"\\\"\"\n"
+                            "x ::= \"\\\"\" [^\"\\\\f]* \"\\\"\"\n"
+                            "p ::= \"\\\"\" [^\"\\\\g]* \"\\\"\"\n"
+                            "q ::= \"\\\"\" [^\"\\\\h]* \"\\\"\"\n"
+                            "r ::= \"\\\"\" [^\"\\\\i]* \"\\\"\"\n"
+                            "z ::= \"\\\"\" [^\"\\\\j]* \"\\\"\"\n";
+    const char *text = "\"xyz cbd\" \"hello \xe4\xb8\xad\" \"bad\" \"cab\" \"abc\" \"bcd "
+                       "\xf0\x9f\x98\x80\" \"abc\" \"abc\" \"abc\" \"abc\" \"bcd\" \"acd\"";
+    int32_t tok[256];
+    size_t n = split(text, 0, tok, N(tok));
+    sift_grammar *g = grammar(G, strlen(G)), *h = grammar(G, strlen(G));
+    sift__grammar_set_mask_cache(g, 0);
+    sift__grammar_set_mask_cache(h, 0);
+    sift__grammar_set_sig(h, 0);
+    uint32_t *a = malloc((NW + 1) * sizeof *a), *b = malloc((NW + 1) * sizeof *b);
+    sift_error err;
+    for (size_t i = 0; i <= n; i++) {
+        a[NW] = b[NW] = 0;
+        ck_assert_int_eq(sift_grammar_fill_bitmask(g, a, NW + 1, &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_fill_bitmask(h, b, NW + 1, &err), SIFT_OK);
+        ck_assert_msg(memcmp(a, b, NW * sizeof *a) == 0, "step %zu: signature mask differs", i);
+        check_mask(g, a, "signatures", i);
+        if (i == n)
+            break;
+        ck_assert_int_eq(sift_grammar_accept_token(g, tok[i], &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_accept_token(h, tok[i], &err), SIFT_OK);
+    }
+    ck_assert(sift_grammar_is_complete(g));
+    uint64_t hits, builds;
+    sift__grammar_sig_stats(g, &hits, &builds);
+    ck_assert_uint_gt(builds, 10); /* evicted and built again */
+    ck_assert_uint_gt(hits, 0);
+    sift__grammar_sig_stats(h, &hits, &builds);
+    ck_assert_uint_eq(builds, 0);
+    free(a);
+    free(b);
+    sift_grammar_free(g);
+    sift_grammar_free(h);
+}
+END_TEST
+
 START_TEST(test_masks_stay_exact_when_the_matcher_caches_are_rebuilt)
 {
     ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
@@ -955,6 +1009,7 @@ static Suite *suite(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_a_state_met_again_takes_its_mask_from_the_cache);
     tcase_add_test(tc, test_masks_stay_exact_when_the_matcher_caches_are_rebuilt);
+    tcase_add_test(tc, test_loop_signatures_past_the_cache_slots_keep_masks_exact);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_unchecked_fixture(tc, setup, teardown);

@@ -747,6 +747,8 @@ static int erase_state(sift_grammar *g, uint32_t x)
     return 1;
 }
 
+static int32_t note_trans(sift_grammar *g, uint32_t x, unsigned b, int32_t y);
+
 int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
 {
     const gstate *s = &g->m.st[x];
@@ -809,32 +811,99 @@ int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
                 y = partial(g, x, acc, rem, 0x80, 0xBF);
         }
     }
-    if (y >= 0) {
-        g->m.trans[(size_t)x * 256 + b] = y;
-        unsigned k = sift__gm_group(b);
-        gstate *sx = &g->m.st[x];
-        if (y == (int32_t)x && k != 1) {
-            /* a byte back to the same state: its group loops once all
-             * its bytes do */
-            if (k != 0)
-                sx->loop[k >> 6] |= 1ull << (k & 63);
-            else if (++sx->ctl_loops == SIFT__GM_GROUP0)
-                sx->loop[0] |= 1;
-        } else if (y > 0 && k >= 2 && g->core->erase_pos) {
-            /* a shifted loop: y is x with fewer copies left */
-            if (!erase_state(g, x) || !erase_state(g, (uint32_t)y))
-                return -1;
-            gstate *s1 = &g->m.st[x];
-            const gstate *s2 = &g->m.st[y];
-            if (s1->eid == s2->eid) {
-                uint32_t lev = s1->mincnt < s2->mincnt ? s1->mincnt : s2->mincnt;
-                s1->sl[k >> 6] |= 1ull << (k & 63);
-                if (lev < s1->slev)
-                    s1->slev = lev;
-            }
+    return y < 0 ? y : note_trans(g, x, b, y);
+}
+
+/* Stores the transition of x on b (y >= 0) and keeps x's loop groups and
+ * shifted loops; y, or -1 on failure. */
+static int32_t note_trans(sift_grammar *g, uint32_t x, unsigned b, int32_t y)
+{
+    g->m.trans[(size_t)x * 256 + b] = y;
+    unsigned k = sift__gm_group(b);
+    gstate *sx = &g->m.st[x];
+    if (y == (int32_t)x && k != 1) {
+        /* a byte back to the same state: its group loops once all
+         * its bytes do */
+        if (k != 0)
+            sx->loop[k >> 6] |= 1ull << (k & 63);
+        else if (++sx->ctl_loops == SIFT__GM_GROUP0)
+            sx->loop[0] |= 1;
+    } else if (y > 0 && k >= 2 && g->core->erase_pos) {
+        /* a shifted loop: y is x with fewer copies left */
+        if (!erase_state(g, x) || !erase_state(g, (uint32_t)y))
+            return -1;
+        gstate *s1 = &g->m.st[x];
+        const gstate *s2 = &g->m.st[y];
+        if (s1->eid == s2->eid) {
+            uint32_t lev = s1->mincnt < s2->mincnt ? s1->mincnt : s2->mincnt;
+            s1->sl[k >> 6] |= 1ull << (k & 63);
+            if (lev < s1->slev)
+                s1->slev = lev;
         }
     }
     return y;
+}
+
+/* Why bytes can share a transition: in a state without a pending
+ * sequence, the state after an ASCII byte is the union of the successors
+ * of the stacks whose top admits it (advance), so two bytes admitted by
+ * the same stacks lead to the same state, and a byte no stack admits to
+ * the dead one. */
+int sift__gm_row_fill(sift_grammar *g, uint32_t x)
+{
+    gm *m = &g->m;
+    if (x == 0 || (m->st[x].flags & F_ROWFULL))
+        return 0;
+    uint32_t sl = m->st[x].set_len;
+    if (m->st[x].rem != 0 || sl > 64) {
+        m->st[x].flags |= F_ROWFULL; /* nothing to share: left to the walk */
+        return 0;
+    }
+    if (!sift__gm_budget(g, 128 * (int64_t)sl + 128))
+        return -1;
+    uint64_t adm[128];
+    uint32_t so = m->st[x].set_off;
+    memset(adm, 0, sizeof adm);
+    for (uint32_t k = 0; k < sl; k++) {
+        uint32_t s = m->arena[so + k];
+        if (!s)
+            continue;
+        const sift__gelem *e = sift__gm_el(g, m->node[s].pos);
+        for (unsigned b = 0; b < 128; b++)
+            if (top_matches(g, e, b))
+                adm[b] |= 1ull << k;
+    }
+    /* rep[j]: a byte with a known transition per distinct stack set */
+    unsigned rep[128], n_rep = 0;
+    for (unsigned b = 0; b < 128; b++) {
+        int32_t y = m->trans[(size_t)x * 256 + b];
+        if (y >= 0) {
+            unsigned j = 0;
+            while (j < n_rep && adm[rep[j]] != adm[b])
+                j++;
+            if (j == n_rep)
+                rep[n_rep++] = b;
+        }
+    }
+    for (unsigned b = 0; b < 128; b++) {
+        if (m->trans[(size_t)x * 256 + b] >= 0)
+            continue;
+        int32_t y;
+        unsigned j = 0;
+        while (j < n_rep && adm[rep[j]] != adm[b])
+            j++;
+        if (!adm[b])
+            y = note_trans(g, x, b, 0);
+        else if (j < n_rep)
+            y = note_trans(g, x, b, m->trans[(size_t)x * 256 + rep[j]]);
+        else if ((y = sift__gm_trans_compute(g, x, b)) >= 0)
+            rep[n_rep++] = b;
+        if (y < 0)
+            return -1;
+        m = &g->m;
+    }
+    m->st[x].flags |= F_ROWFULL;
+    return 0;
 }
 
 /* The canonical stack of stack n: every node's position through
@@ -1717,6 +1786,7 @@ sift_status sift__gm_make(sift_grammar **out, gcore *c, const sift__alloc *al,
     g->soft_states = from ? from->soft_states : SOFT_STATES;
     g->soft_arena = from ? from->soft_arena : SOFT_ARENA;
     g->mc_limit = from ? from->mc_limit : SIFT__MASK_CACHE_BYTES;
+    g->sig_on = from ? from->sig_on : 1;
     g->mc_words = ((size_t)c->V + 31) / 32;
     g->err = err;
     if (!gm_init(&g->m, al))

@@ -27,8 +27,10 @@
 #define MAGIC 0x47424e46u /* "GBNF" */
 
 /* F_U8TRIED: sift__gm_u8_loop has run on the state (its answer is loop
- * group 1). */
-enum { F_COMPLETE = 1, F_HASTOK = 2, F_U8TRIED = 4 };
+ * group 1); F_ROWFULL: sift__gm_row_fill has run (every ASCII transition
+ * is known when the state has at most 64 stacks and no pending sequence,
+ * so loop[] is complete for the ASCII groups). */
+enum { F_COMPLETE = 1, F_HASTOK = 2, F_U8TRIED = 4, F_ROWFULL = 8 };
 
 /* Soft cache sizes: past these the caches are rebuilt at the next accept. */
 #define SOFT_NODES (1u << 20)
@@ -181,6 +183,23 @@ typedef struct gm {
     size_t cap_wl;
 } gm;
 
+/* One entry of the loop-signature cache (gbnf_mask.c, sig_build): for a
+ * set L of loop groups, the trie read from a state looping on L: onp (a
+ * bit per trie node) marks the character-boundary nodes of the paths
+ * made of L bytes, rg[0 .. 3 n_rg) the ranges of slots below them that
+ * are not accepted by the loop alone: (slot_lo, slot_hi, the exit node
+ * to walk, or SIG_DEAD). They depend on the trie and L, never on a
+ * state, so nothing invalidates them. */
+typedef struct sigent {
+    uint64_t loop[2];
+    uint64_t *onp;
+    uint32_t *rg;
+    size_t n_rg, cap_rg;
+    int used;
+} sigent;
+
+#define SIG_SLOTS 8
+
 struct sift_grammar {
     uint32_t magic;
     sift__alloc al;
@@ -229,6 +248,13 @@ struct sift_grammar {
     size_t cap_of, mc_words, mc_limit;
     uint32_t mc_n, mc_cap, mc_next, mc_epoch;
     uint64_t mc_hits, mc_misses;
+    /* the loop-signature cache, taken in turn once full; sig_on = 0
+     * turns it off (tests) */
+    sigent sig[SIG_SLOTS];
+    uint8_t *sig_dec; /* sig_build's scratch: tmaxd + 1 bytes */
+    uint32_t sig_next;
+    int sig_on;
+    uint64_t sig_hits, sig_builds;
     /* 1 while a chain owns the grammar (a stage's or its check grammar):
      * a second transfer is refused. Clones start unowned. */
     int owned;
@@ -272,6 +298,10 @@ SIFT__HIDDEN int32_t sift__gm_canon(sift_grammar *g, uint32_t x);
  * back to x, every prefix of one to a live state: then loop group 1 of x
  * is set (and F_U8TRIED, once asked). 1 yes, 0 no, -1 on failure. */
 SIFT__HIDDEN int sift__gm_u8_loop(sift_grammar *g, uint32_t x);
+/* Computes every ASCII transition of state x (no pending sequence, at
+ * most 64 stacks; otherwise only marks it), one advance per distinct set
+ * of stacks admitting a byte. 0, or -1 on failure. */
+SIFT__HIDDEN int sift__gm_row_fill(sift_grammar *g, uint32_t x);
 /* The state after token t in state x: 0 if rejected, -1 on failure. */
 SIFT__HIDDEN int32_t sift__gm_token_next(sift_grammar *g, uint32_t x, int32_t t);
 
