@@ -675,24 +675,25 @@ END_TEST
 START_TEST(test_loop_signatures_past_the_cache_slots_keep_masks_exact)
 {
     ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
-    /* ten strings, each leaving one letter out of its loop: ten loop
-     * signatures through a cache of fewer slots (SIG_SLOTS), two met
-     * again (evicted and rebuilt); every step against the one-token
+    /* twenty strings, each leaving one letter out of its loop: twenty
+     * loop signatures through a cache of fewer slots (SIG_SLOTS), two
+     * met again (evicted and rebuilt); every step against the one-token
      * check and a twin without signatures (whose walk is the plain one) */
-    static const char G[] = "root ::= s \" \" t \" \" u \" \" v \" \" w \" \" x \" \" p \" \" q \" "
-                            "\" r \" \" z \" \" s \" \" t\n"
-                            "s ::= \"\\\"\" [^\"\\\\a]* \"\\\"\"\n"
-                            "t ::= \"\\\"\" [^\"\\\\b]* \"\\\"\"\n"
-                            "u ::= \"\\\"\" [^\"\\\\c]* \"\\\"\"\n"
-                            "v ::= \"\\\"\" [^\"\\\\d]* \"\\\"\"\n"
-                            "w ::= \"\\\"\" [^\"\\\\e]* \"\\\"\"\n"
-                            "x ::= \"\\\"\" [^\"\\\\f]* \"\\\"\"\n"
-                            "p ::= \"\\\"\" [^\"\\\\g]* \"\\\"\"\n"
-                            "q ::= \"\\\"\" [^\"\\\\h]* \"\\\"\"\n"
-                            "r ::= \"\\\"\" [^\"\\\\i]* \"\\\"\"\n"
-                            "z ::= \"\\\"\" [^\"\\\\j]* \"\\\"\"\n";
+    /* root ::= k0 " " k1 " " ... k19 " " k0 " " k1, k<i> a string
+     * without letter 'a' + i */
+    char G[2048];
+    size_t gl = (size_t)snprintf(G, sizeof G, "root ::=");
+    for (int i = 0; i < 22; i++)
+        gl += (size_t)snprintf(G + gl, sizeof G - gl, "%s k%d", i ? " \" \"" : "", i % 20);
+    gl += (size_t)snprintf(G + gl, sizeof G - gl, "\n");
+    for (int i = 0; i < 20; i++)
+        gl += (size_t)snprintf(G + gl, sizeof G - gl, "k%d ::= \"\\\"\" [^\"\\\\%c]* \"\\\"\"\n", i,
+                               'a' + i);
+    ck_assert_uint_lt(gl, sizeof G);
     const char *text = "\"xyz cbd\" \"hello \xe4\xb8\xad\" \"bad\" \"cab\" \"abc\" \"bcd "
-                       "\xf0\x9f\x98\x80\" \"abc\" \"abc\" \"abc\" \"abc\" \"bcd\" \"acd\"";
+                       "\xf0\x9f\x98\x80\" \"abc\" \"abc\" \"abc\" \"abc\" \"xyz\" \"xyz\" "
+                       "\"xyz\" \"xyz\" \"xyz\" \"xyz\" \"xyz\" \"xyz\" \"xyz\" \"abc\" \"bcd\" "
+                       "\"acd\"";
     int32_t tok[256];
     size_t n = split(text, 0, tok, N(tok));
     sift_grammar *g = grammar(G, strlen(G)), *h = grammar(G, strlen(G));
@@ -715,7 +716,7 @@ START_TEST(test_loop_signatures_past_the_cache_slots_keep_masks_exact)
     ck_assert(sift_grammar_is_complete(g));
     uint64_t hits, builds;
     sift__grammar_sig_stats(g, &hits, &builds);
-    ck_assert_uint_gt(builds, 10); /* evicted and built again */
+    ck_assert_uint_gt(builds, 20); /* evicted and built again */
     ck_assert_uint_gt(hits, 0);
     sift__grammar_sig_stats(h, &hits, &builds);
     ck_assert_uint_eq(builds, 0);

@@ -44,6 +44,9 @@ static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const tnode
  * SIG_MIN_SLOTS tokens below it. */
 #define SIG_MIN_GROUPS 48
 #define SIG_MIN_SLOTS 64
+/* A node gets an entry of its own (anchored at it) with this many tokens
+ * below it, when no entry holds it. */
+#define SIG_ANCHOR_SLOTS 256
 #define SIG_DEAD UINT32_MAX
 
 static int popcount64(uint64_t v)
@@ -121,11 +124,29 @@ static sift_status sig_build(sift_grammar *g, sigent *e)
     uint64_t L0 = e->loop[0], L1 = e->loop[1];
     int u8 = (L0 >> 1) & 1;
     uint8_t *dec = g->sig_dec; /* the decoder state per depth (dstk is the walk's) */
-    memset(e->onp, 0, ((size_t)c->tn + 63) / 64 * sizeof *e->onp);
+    uint32_t from = e->anchor < c->tn ? e->anchor + 1 : 0;
+    uint32_t to = e->anchor < c->tn ? tr[e->anchor].end : c->tn;
+    uint32_t base = e->anchor < c->tn ? e->anchor : 0;
+    size_t words = ((size_t)(to - base) + 63) / 64;
+    if (words > e->cap_onp) {
+        uint64_t *o = sift__malloc(&g->al, words, sizeof *o);
+        if (!o)
+            return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
+        sift__free(&g->al, e->onp);
+        e->onp = o;
+        e->cap_onp = words;
+    }
+    if (!sift__gm_budget(g, (int64_t)words))
+        return g->fail;
+    memset(e->onp, 0, words * sizeof *e->onp);
+    e->base = base;
+    e->end = to;
     e->n_rg = 0;
-    dec[0] = 0;
-    uint32_t i = 0, walked = 0;
-    while (i < c->tn) {
+    dec[e->anchor < c->tn ? tr[e->anchor].db >> 8 : 0] = 0;
+    if (e->anchor < c->tn)
+        e->onp[0] |= 1; /* the anchor, a boundary by definition */
+    uint32_t i = from, walked = 0;
+    while (i < to) {
         const tnode *nd = &tr[i];
         if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
             walked = 0;
@@ -160,7 +181,7 @@ static sift_status sig_build(sift_grammar *g, sigent *e)
                 i = nd->end; /* all below in L */
                 continue;
             }
-            e->onp[i >> 6] |= 1ull << (i & 63);
+            e->onp[(i - base) >> 6] |= 1ull << ((i - base) & 63);
         }
         dec[d] = (uint8_t)dn;
         i++;
@@ -170,15 +191,26 @@ static sift_status sig_build(sift_grammar *g, sigent *e)
     return SIFT_OK;
 }
 
-/* The entry for L (built now when missing: the oldest is replaced once
- * all slots are used), or NULL with g->fail set. */
-static sigent *sig_get(sift_grammar *g, uint64_t L0, uint64_t L1)
+/* The entry for node i (tn: the root) and loop groups L: one whose paths
+ * hold i, or one built now anchored at i when i has enough tokens below
+ * it (the oldest entry is replaced once all slots are used); NULL when
+ * there is none, or with g->fail set. */
+static sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
 {
-    for (int k = 0; k < SIG_SLOTS; k++)
-        if (g->sig[k].used && g->sig[k].loop[0] == L0 && g->sig[k].loop[1] == L1) {
+    const gcore *c = g->core;
+    for (int k = 0; k < SIG_SLOTS; k++) {
+        sigent *e = &g->sig[k];
+        if (!e->used || e->loop[0] != L0 || e->loop[1] != L1)
+            continue;
+        if (i == c->tn ? e->anchor == c->tn
+                       : i >= e->base && i < e->end &&
+                             ((e->onp[(i - e->base) >> 6] >> ((i - e->base) & 63)) & 1)) {
             g->sig_hits++;
-            return &g->sig[k];
+            return e;
         }
+    }
+    if (i < c->tn && c->tr[i].slot_end - c->tr[i].slot < SIG_ANCHOR_SLOTS)
+        return NULL;
     int k = -1;
     for (int j = 0; j < SIG_SLOTS && k < 0; j++)
         if (!g->sig[j].used)
@@ -187,19 +219,15 @@ static sigent *sig_get(sift_grammar *g, uint64_t L0, uint64_t L1)
         k = (int)g->sig_next;
         g->sig_next = (g->sig_next + 1) % SIG_SLOTS;
     }
-    if (!g->sig_dec && !(g->sig_dec = sift__malloc(&g->al, (size_t)g->core->tmaxd + 1, 1))) {
+    if (!g->sig_dec && !(g->sig_dec = sift__malloc(&g->al, (size_t)c->tmaxd + 1, 1))) {
         sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
         return NULL;
     }
     sigent *e = &g->sig[k];
     e->used = 0;
-    if (!e->onp &&
-        !(e->onp = sift__malloc(&g->al, ((size_t)g->core->tn + 63) / 64, sizeof *e->onp))) {
-        sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
-        return NULL;
-    }
     e->loop[0] = L0;
     e->loop[1] = L1;
+    e->anchor = i;
     if (sig_build(g, e))
         return NULL;
     e->used = 1;
@@ -208,29 +236,42 @@ static sigent *sig_get(sift_grammar *g, uint64_t L0, uint64_t L1)
 }
 
 /* The signature entry for node i (i == tn: the root) reached in state y,
- * when y qualifies and i is on the entry's paths; NULL otherwise, or on a
- * failure (g->fail set; the caller checks it). May add states. */
+ * when y qualifies (the answer is kept in y's flags); NULL otherwise, or
+ * on a failure (g->fail set; the caller checks it). May add states. */
 static sigent *sig_for(sift_grammar *g, uint32_t i, uint32_t y)
 {
     gstate *sy = &g->m.st[y];
-    if (sy->rem != 0)
+    if (sy->flags & F_SIGNO)
         return NULL;
-    if (!(sy->flags & F_ROWFULL)) {
-        if (sift__gm_row_fill(g, y) < 0)
+    if (!(sy->flags & F_SIGYES)) {
+        int ok = sy->rem == 0;
+        if (ok && !(sy->flags & F_ROWFULL)) {
+            /* a cheap look first: a state that does not loop on a
+             * common letter, digit or space is not worth a row */
+            static const unsigned char probe[] = {'e', 'a', '0', ' '};
+            int loops = popcount64(sy->loop[0]) + popcount64(sy->loop[1]) >= 8;
+            for (size_t k = 0; k < sizeof probe && !loops; k++) {
+                int32_t z = sift__gm_step(g, y, probe[k]);
+                if (z < 0)
+                    return NULL;
+                loops = z == (int32_t)y;
+            }
+            if (loops && sift__gm_row_fill(g, y) < 0)
+                return NULL;
+            ok = loops;
+            sy = &g->m.st[y];
+        }
+        ok = ok && popcount64(sy->loop[0]) + popcount64(sy->loop[1]) >= SIG_MIN_GROUPS;
+        if (ok && !(sy->flags & F_U8TRIED)) {
+            if (sift__gm_u8_loop(g, y) < 0)
+                return NULL;
+            sy = &g->m.st[y];
+        }
+        sy->flags |= ok ? F_SIGYES : F_SIGNO;
+        if (!ok)
             return NULL;
-        sy = &g->m.st[y];
     }
-    if (popcount64(sy->loop[0]) + popcount64(sy->loop[1]) < SIG_MIN_GROUPS)
-        return NULL;
-    if (!(sy->flags & F_U8TRIED)) {
-        if (sift__gm_u8_loop(g, y) < 0)
-            return NULL;
-        sy = &g->m.st[y];
-    }
-    sigent *e = sig_get(g, sy->loop[0], sy->loop[1]);
-    if (!e || (i < g->core->tn && !((e->onp[i >> 6] >> (i & 63)) & 1)))
-        return NULL;
-    return e;
+    return sig_get(g, i, sy->loop[0], sy->loop[1]);
 }
 
 /* Whether the walk takes node i's subtree, reached in state y, as

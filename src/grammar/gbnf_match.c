@@ -281,12 +281,6 @@ static uint32_t cont(sift_grammar *g, uint32_t pos, uint32_t parent)
     return node_get(g, pos, parent);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static size_t sort_unique(uint32_t *v, size_t n)
 {
     if (n < 2)
@@ -302,7 +296,29 @@ static size_t sort_unique(uint32_t *v, size_t n)
             v[j] = x;
         }
     } else {
-        qsort(v, n, sizeof *v, cmp_u32);
+        /* Shell sort (Ciura's gaps, then x2.25): no calls, no scratch */
+        static const size_t gaps[] = {1, 4, 10, 23, 57, 132, 301, 701, 1577, 3548};
+        size_t gi = sizeof gaps / sizeof gaps[0];
+        size_t top = gaps[gi - 1];
+        while (top * 9 / 4 < n)
+            top = top * 9 / 4;
+        for (size_t gap = top;;) {
+            for (size_t i = gap; i < n; i++) {
+                uint32_t x = v[i];
+                size_t j = i;
+                while (j >= gap && v[j - gap] > x) {
+                    v[j] = v[j - gap];
+                    j -= gap;
+                }
+                v[j] = x;
+            }
+            if (gap == 1)
+                break;
+            if (gap > gaps[gi - 1])
+                gap = gap * 4 / 9 > gaps[gi - 1] ? gap * 4 / 9 : gaps[gi - 1];
+            else
+                gap = gaps[--gi - 1];
+        }
     }
     size_t k = 1;
     for (size_t i = 1; i < n; i++)

@@ -29,8 +29,9 @@
 /* F_U8TRIED: sift__gm_u8_loop has run on the state (its answer is loop
  * group 1); F_ROWFULL: sift__gm_row_fill has run (every ASCII transition
  * is known when the state has at most 64 stacks and no pending sequence,
- * so loop[] is complete for the ASCII groups). */
-enum { F_COMPLETE = 1, F_HASTOK = 2, F_U8TRIED = 4, F_ROWFULL = 8 };
+ * so loop[] is complete for the ASCII groups); F_SIGYES / F_SIGNO: the
+ * mask's loop signatures take / skip the state (gbnf_mask.c, sig_for). */
+enum { F_COMPLETE = 1, F_HASTOK = 2, F_U8TRIED = 4, F_ROWFULL = 8, F_SIGYES = 16, F_SIGNO = 32 };
 
 /* Soft cache sizes: past these the caches are rebuilt at the next accept. */
 #define SOFT_NODES (1u << 20)
@@ -184,21 +185,24 @@ typedef struct gm {
 } gm;
 
 /* One entry of the loop-signature cache (gbnf_mask.c, sig_build): for a
- * set L of loop groups, the trie read from a state looping on L: onp (a
- * bit per trie node) marks the character-boundary nodes of the paths
- * made of L bytes, rg[0 .. 3 n_rg) the ranges of slots below them that
+ * set L of loop groups and an anchor node (the root: tn), its subtree
+ * read from a state looping on L: onp (a bit per trie node from base to
+ * end) marks the character-boundary nodes of the paths made of L bytes
+ * from the anchor, rg[0 .. 3 n_rg) the ranges of slots below them that
  * are not accepted by the loop alone: (slot_lo, slot_hi, the exit node
- * to walk, or SIG_DEAD). They depend on the trie and L, never on a
- * state, so nothing invalidates them. */
+ * to walk, or SIG_DEAD). They depend on the trie, L and the anchor,
+ * never on a state, so nothing invalidates them. */
 typedef struct sigent {
     uint64_t loop[2];
+    uint32_t anchor, base, end;
     uint64_t *onp;
+    size_t cap_onp;
     uint32_t *rg;
     size_t n_rg, cap_rg;
     int used;
 } sigent;
 
-#define SIG_SLOTS 8
+#define SIG_SLOTS 16
 
 struct sift_grammar {
     uint32_t magic;
