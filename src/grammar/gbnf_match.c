@@ -351,7 +351,8 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
             return 0;
         const sift__gelem *e = x ? sift__gm_el(g, m->node[x].pos) : NULL;
         if (!x || e->type != SIFT__G_REF) {
-            if (!sift__gm_grow(&g->al, &m->cl, &m->cap_cl, m->n_cl, m->n_cl + 1, sizeof(uint32_t)))
+            if (m->n_cl + 1 > m->cap_cl &&
+                !sift__gm_grow(&g->al, &m->cl, &m->cap_cl, m->n_cl, m->n_cl + 1, sizeof(uint32_t)))
                 return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
             m->cl[m->n_cl++] = x;
             if (!stacks_ok(g, m->n_cl))
@@ -615,7 +616,8 @@ static int union_add(sift_grammar *g, const uint32_t *v, size_t n)
         m->mark[y] = m->epoch;
         if (!stacks_ok(g, m->n_scr + 1))
             return 0;
-        if (!sift__gm_grow(&g->al, &m->scr, &m->cap_scr, m->n_scr, m->n_scr + 1, sizeof(uint32_t)))
+        if (m->n_scr + 1 > m->cap_scr &&
+            !sift__gm_grow(&g->al, &m->scr, &m->cap_scr, m->n_scr, m->n_scr + 1, sizeof(uint32_t)))
             return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
         m->scr[m->n_scr++] = y;
     }

@@ -352,7 +352,7 @@ static inline const sift__gelem *sift__gm_el(const sift_grammar *g, uint32_t pos
 static inline int sift__gm_grow(const sift__alloc *al, void *p, size_t *cap, size_t n_have,
                                 size_t need, size_t esz)
 {
-    return sift__reserve(al, p, cap, n_have, need, esz, 64) == SIFT_OK;
+    return need <= *cap || sift__reserve(al, p, cap, n_have, need, esz, 64) == SIFT_OK;
 }
 
 /* Charges n units of work to the call (docs/grammar.md, "Limits"): one
