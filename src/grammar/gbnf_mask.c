@@ -209,8 +209,23 @@ static sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
             return e;
         }
     }
-    if (i < c->tn && c->tr[i].slot_end - c->tr[i].slot < SIG_ANCHOR_SLOTS)
-        return NULL;
+    if (i < c->tn) {
+        /* the root's entry first: it holds every node whose path is
+         * made of L bytes (most nodes a looping state is met at) */
+        int has_root = 0;
+        for (int k = 0; k < SIG_SLOTS && !has_root; k++)
+            has_root = g->sig[k].used && g->sig[k].loop[0] == L0 && g->sig[k].loop[1] == L1 &&
+                       g->sig[k].anchor == c->tn;
+        if (!has_root) {
+            sigent *r = sig_get(g, c->tn, L0, L1);
+            if (!r)
+                return NULL;
+            if ((r->onp[i >> 6] >> (i & 63)) & 1)
+                return r;
+        }
+        if (c->tr[i].slot_end - c->tr[i].slot < SIG_ANCHOR_SLOTS)
+            return NULL;
+    }
     int k = -1;
     for (int j = 0; j < SIG_SLOTS && k < 0; j++)
         if (!g->sig[j].used)
