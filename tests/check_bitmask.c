@@ -491,6 +491,57 @@ START_TEST(test_multibyte_loops_keep_invalid_utf8_and_other_paths_rejected)
 }
 END_TEST
 
+START_TEST(test_multibyte_characters_in_bounded_repetitions_keep_masks_exact)
+{
+    /* the shifted loops of group 1 (a character takes one copy): on the
+     * U8_PIECES vocabulary (longest piece 8 bytes, so a bound of 14 has
+     * its counters erased), strings of at most 14 characters whose class
+     * admits every multi-byte character, all but U+4E2D, or only as the
+     * start of a pair; walked to the bound, where pieces of several
+     * characters must be cut off; mask = one-token check at every step,
+     * mask cache off */
+    static const char *const G[] = {
+        "root ::= \"\\\"\" [^\"\\\\\\x00-\\x1f]{0,14} \"\\\"\"\n",
+        "root ::= \"\\\"\" [^\"\\u4e2d]{0,14} \"\\\"\"\n",
+        "root ::= \"\\\"\" ( [ab] | [^\\x00-\\x7f] \"b\" ){0,14} \"\\\"\"\n",
+    };
+    size_t n = N(U8_PIECES);
+    size_t lens[N(U8_PIECES)];
+    for (size_t i = 0; i < n; i++)
+        lens[i] = strlen(U8_PIECES[i]);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_new(&v, (int32_t)n, U8_PIECES, lens, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, (int32_t)n - 1, SIFT_TOKEN_EOG, &err), SIFT_OK);
+    /* quote, then a é b a é c 😀 b a é b a é b (15 characters), quote */
+    const int32_t walk[] = {0, 1, 2, 24, 1, 2, 26, 20, 24, 1, 2, 24, 1, 2, 24, 0};
+    for (size_t gi = 0; gi < N(G); gi++) {
+        sift_grammar *g = NULL;
+        ck_assert_msg(sift_grammar_new(&g, G[gi], strlen(G[gi]), v, NULL, &err) == SIFT_OK, "%s",
+                      err.message);
+        sift__grammar_set_mask_cache(g, 0);
+        for (size_t i = 0; i < N(walk); i++) {
+            uint32_t m[2] = {0, 0};
+            ck_assert_int_eq(sift_grammar_fill_bitmask(g, m, 2, &err), SIFT_OK);
+            for (int32_t t = 0; t < (int32_t)n; t++) {
+                int ok = -1;
+                ck_assert_int_eq(sift_grammar_accepts_token(g, t, &ok, &err), SIFT_OK);
+                ck_assert_msg((int)BIT(m, t) == ok,
+                              "grammar %zu step %zu token %d: mask %u check %d", gi, i, (int)t,
+                              BIT(m, t), ok);
+            }
+            int ok = 0;
+            ck_assert_int_eq(sift_grammar_accepts_token(g, walk[i], &ok, &err), SIFT_OK);
+            if (!ok)
+                break;
+            ck_assert_int_eq(sift_grammar_accept_token(g, walk[i], &err), SIFT_OK);
+        }
+        sift_grammar_free(g);
+    }
+    sift_vocab_free(v);
+}
+END_TEST
+
 START_TEST(test_a_class_that_admits_part_of_a_multibyte_range_rejects_the_rest)
 {
     /* the matcher's partial states: U+4E2D (E4 B8 AD) is outside the
@@ -995,6 +1046,7 @@ static Suite *suite(void)
                         (int)N(LOOPS));
     tcase_add_test(tc, test_a_control_byte_outside_the_loop_is_not_skipped);
     tcase_add_test(tc, test_multibyte_loops_keep_invalid_utf8_and_other_paths_rejected);
+    tcase_add_test(tc, test_multibyte_characters_in_bounded_repetitions_keep_masks_exact);
     tcase_add_test(tc, test_a_class_that_admits_part_of_a_multibyte_range_rejects_the_rest);
     tcase_add_test(tc, test_bitmask_of_a_lazy_grammar_allows_everything_until_its_trigger);
     tcase_add_test(tc, test_bitmask_of_a_complete_grammar_allows_only_end_of_generation);

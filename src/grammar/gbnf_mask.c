@@ -311,11 +311,21 @@ static int take_whole(sift_grammar *g, uint32_t i, int32_t y)
     if (!miss0 && !(bl[1] & ~sy->loop[1]))
         return 1;
     /* a shifted loop (gstate.sl): the bytes below go to states that
-     * differ only in copies left, enough for the subtree (not group 1:
-     * its loop is exact, not shifted) */
+     * differ only in copies left, enough for the subtree (group 1 only
+     * through sl: its loop bit is exact, not shifted) */
     uint32_t h = c->height[i];
-    return h < 255 && h + 1 <= sy->slev && !(bl[0] & ~((sy->loop[0] & ~2ull) | sy->sl[0])) &&
-           !(bl[1] & ~(sy->loop[1] | sy->sl[1]));
+    if (h >= 255 || h + 1 > sy->slev || (bl[1] & ~(sy->loop[1] | sy->sl[1])))
+        return 0;
+    uint64_t sm0 = bl[0] & ~((sy->loop[0] & ~2ull) | sy->sl[0]);
+    if (SIFT__UNLIKELY(sm0 == 2 && !(sy->flags & F_U8TRIED))) {
+        if (sift__gm_u8_loop(g, (uint32_t)y) < 0)
+            return -1;
+        sy = &g->m.st[y];
+        if (h + 1 > sy->slev)
+            return 0;
+        sm0 = bl[0] & ~((sy->loop[0] & ~2ull) | sy->sl[0]);
+    }
+    return !sm0;
 }
 
 static sift_status walk_range(sift_grammar *g, uint32_t from, uint32_t to, int use_sig,

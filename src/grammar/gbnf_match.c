@@ -1055,6 +1055,21 @@ int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
         sx->loop[0] |= 2;
         return 1;
     }
+    if (ok && any && z > 0 && g->core->erase_pos) {
+        /* every character leads to z: a shifted loop of group 1 when z
+         * is x with fewer copies left (note_trans's rule, a character
+         * taken as one byte: it takes at most one copy per byte) */
+        if (!erase_state(g, x) || !erase_state(g, (uint32_t)z))
+            return -1;
+        gstate *s1 = &g->m.st[x];
+        const gstate *s2 = &g->m.st[z];
+        if (s1->eid == s2->eid) {
+            uint32_t lev = s1->mincnt < s2->mincnt ? s1->mincnt : s2->mincnt;
+            s1->sl[0] |= 2;
+            if (lev < s1->slev)
+                s1->slev = lev;
+        }
+    }
     return 0;
 }
 

@@ -150,7 +150,8 @@ typedef struct gstate {
     /* Shifted loops: eid is the state through erase_pos (UINT32_MAX
      * unknown), mincnt the fewest copies of its stacks' nodes. sl[] holds
      * the ASCII groups but 0 whose byte has a computed transition to a
-     * state y with the same eid, and slev the least min(mincnt) of those
+     * state y with the same eid (and group 1 when every multi-byte
+     * character does, sift__gm_u8_loop), and slev the least min(mincnt) of those
      * pairs: two states with the same eid whose nodes all have M copies
      * left or more keep the same strings of at most M - 2 bytes alive
      * (sift__gm_canon's argument with cap M), so a trie subtree of height
@@ -300,7 +301,9 @@ SIFT__HIDDEN int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigne
 SIFT__HIDDEN int32_t sift__gm_canon(sift_grammar *g, uint32_t x);
 /* Whether every valid multi-byte UTF-8 character leads from state x
  * back to x, every prefix of one to a live state: then loop group 1 of x
- * is set (and F_U8TRIED, once asked). 1 yes, 0 no, -1 on failure. */
+ * is set (and F_U8TRIED, once asked). When every character leads to one
+ * state with x's erase id instead, group 1 goes to x's shifted loops
+ * (sl, slev). 1 yes (an exact loop), 0 no, -1 on failure. */
 SIFT__HIDDEN int sift__gm_u8_loop(sift_grammar *g, uint32_t x);
 /* Computes every ASCII transition of state x (no pending sequence, at
  * most 64 stacks; otherwise only marks it), one advance per distinct set
