@@ -666,6 +666,23 @@ static void scenario_grammar(op_run *r, const sift_allocator *al)
     OP(r, sift_grammar_accept_bytes(h, "\"ab\":", 5, &E));
     sift_grammar_free(g);
     sift_grammar_free(h);
+    /* a string: its looping state takes the mask's loop-signature path
+     * (the row of transitions, the signature's build) */
+    static const char *const S_TEXT = "root ::= \"\\\"\" [^\"]* \"\\\"\"\n";
+    sift_grammar *sg = NULL;
+    OP(r, sift_grammar_new(&sg, S_TEXT, strlen(S_TEXT), v, &gp, &E));
+    const int32_t sseq[] = {2, 6, 8, 12, 5, 2};
+    for (size_t i = 0; i < N(sseq); i++) {
+        uint32_t mk[2];
+        OP(r, sift_grammar_fill_bitmask(sg, mk, 2, &E));
+        ck_assert_uint_eq((mk[sseq[i] >> 5] >> (sseq[i] & 31)) & 1, 1);
+        float row[GV];
+        for (int t = 0; t < GV; t++)
+            row[t] = (float)t;
+        OP(r, sift_grammar_ban(sg, row, GV, &E));
+        OP(r, sift_grammar_accept_token(sg, sseq[i], &E));
+    }
+    sift_grammar_free(sg);
     sift_vocab_free(v);
 }
 

@@ -305,6 +305,13 @@ static const struct {
     {"root ::= [^\\u4e2d\"]* \".\"\n", "\xe6\x96\x87 \xe4\xb8\x8a \xc3\xa9t\xc3\xa9."},
     {"root ::= [\\u0400-\\u04ff a-z]* \".\"\n",
      "\xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 world."},
+    /* every multi-byte character loops (sift__gm_u8_loop): a plain class
+     * spelled as ranges around the surrogates, 2-, 3- and 4-byte ones */
+    {"root ::= \"\\\"\" [ !#-\\uD7FF\\uE000-\\U0010FFFF]* \"\\\"\"\n",
+     "\"caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80 \xed\x9f\xbf\xee\x80\x80 ok\""},
+    /* a multi-byte character leads elsewhere (a letter must follow) */
+    {"root ::= ( [a-z ] | [^\\x00-\\x7f] [a-z] )* \".\"\n",
+     "caf\xc3\xa9t \xe4\xb8\xadx \xf0\x9f\x98\x80y."},
 };
 
 START_TEST(test_bitmask_equals_the_token_check_in_looping_states)
@@ -408,6 +415,130 @@ START_TEST(test_states_with_more_copies_left_than_a_token_share_one_mask)
     ck_assert_uint_eq(hits, n - 2);
     free(a);
     sift_grammar_free(g);
+}
+END_TEST
+
+/* Pieces for the walk's multi-byte loop test: whole characters of 2, 3
+ * and 4 bytes, pieces that end inside one, and invalid UTF-8 below valid
+ * prefixes (a stray continuation, an overlong form, a surrogate, a code
+ * point past U+10FFFF, a byte never in UTF-8), some with a quote. */
+static const char *const U8_PIECES[] = {
+    "\"", "a", "\xc3\xa9", "\xc3", "\xa9", "a\xc3",
+    "a\xc3\xa9"
+    "b",
+    "a\xc3\xa9\"", "\xe4\xb8\xad", "\xe4\xb8", "a\xe4\xb8", "\xed\x9f\xbf", "\xed\xa0\x80",
+    "a\xed\xa0\x80", "\xe0\x80\x80", "a\xe0\xa0\x80", "\xc0\xaf", "a\xc1\xbf", "a\xff", "a\xa9",
+    "\xf0\x9f\x98\x80", "a\xf0\x9f", "\xf4\x90\x80\x80", "a\xf4\x8f\xbf\xbf", "b", "ab\xc3\xa9",
+    /* subtrees whose bytes below are all valid (c, e: taken whole when
+     * every character loops; e's pieces end inside characters) or hold
+     * one invalid sequence (d, f, g, h) */
+    "c", "c\xc3\xa9", "c\xe4\xb8\xad",
+    "c\xc3\xa9"
+    "b\xf0\x9f\x98\x80",
+    "d", "d\xc3\xa9", "d\xa9", "e", "e\xc3", "e\xe4\xb8", "e\xf0\x9f\x98", "f", "f\xed\x9f\xbf",
+    "f\xed\xa0\x80", "g", "g\xf0\x9f\x98\x80", "g\xf4\x90\x80\x80", "h", "h\xe0\xa0\x80",
+    "h\xe0\x80\x80", "<eos>"};
+
+START_TEST(test_multibyte_loops_keep_invalid_utf8_and_other_paths_rejected)
+{
+    /* on a vocabulary of U8_PIECES: JSON-like strings whose states loop
+     * on every character (negated and plain classes), one whose class
+     * leaves U+4E2D out, one where a character must be followed by a
+     * letter; mask = one-token check at every step, with the mask cache
+     * off so that every step walks */
+    static const char *const G[] = {
+        "root ::= \"\\\"\" [^\"\\\\\\x00-\\x1f]* \"\\\"\"\n",
+        "root ::= \"\\\"\" [ !#-\\uD7FF\\uE000-\\U0010FFFF]* \"\\\"\"\n",
+        "root ::= \"\\\"\" [^\\u4e2d\"]* \"\\\"\"\n",
+        "root ::= \"\\\"\" ( [ab] | [^\\x00-\\x7f] \"b\" )* \"\\\"\"\n",
+    };
+    size_t n = N(U8_PIECES);
+    ck_assert_uint_le(n, 64);
+    size_t lens[N(U8_PIECES)];
+    for (size_t i = 0; i < n; i++)
+        lens[i] = strlen(U8_PIECES[i]);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_new(&v, (int32_t)n, U8_PIECES, lens, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, (int32_t)n - 1, SIFT_TOKEN_EOG, &err), SIFT_OK);
+    /* the text: quote, a, é, U+4E29 in two pieces, 😀, b, c, quote */
+    const int32_t walk[] = {0, 1, 2, 9, 4, 20, 24, 26, 1, 0};
+    for (size_t gi = 0; gi < N(G); gi++) {
+        sift_grammar *g = NULL;
+        ck_assert_msg(sift_grammar_new(&g, G[gi], strlen(G[gi]), v, NULL, &err) == SIFT_OK, "%s",
+                      err.message);
+        sift__grammar_set_mask_cache(g, 0);
+        for (size_t i = 0; i < N(walk); i++) {
+            uint32_t m[2] = {0, 0};
+            ck_assert_int_eq(sift_grammar_fill_bitmask(g, m, 2, &err), SIFT_OK);
+            for (int32_t t = 0; t < (int32_t)n; t++) {
+                int ok = -1;
+                ck_assert_int_eq(sift_grammar_accepts_token(g, t, &ok, &err), SIFT_OK);
+                ck_assert_msg((int)BIT(m, t) == ok,
+                              "grammar %zu step %zu token %d: mask %u check %d", gi, i, (int)t,
+                              BIT(m, t), ok);
+            }
+            /* step through the text where the grammar allows it */
+            int ok = 0;
+            ck_assert_int_eq(sift_grammar_accepts_token(g, walk[i], &ok, &err), SIFT_OK);
+            if (!ok)
+                break;
+            ck_assert_int_eq(sift_grammar_accept_token(g, walk[i], &err), SIFT_OK);
+        }
+        sift_grammar_free(g);
+    }
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_multibyte_characters_in_bounded_repetitions_keep_masks_exact)
+{
+    /* the shifted loops of group 1 (a character takes one copy): on the
+     * U8_PIECES vocabulary (longest piece 8 bytes, so a bound of 14 has
+     * its counters erased), strings of at most 14 characters whose class
+     * admits every multi-byte character, all but U+4E2D, or only as the
+     * start of a pair; walked to the bound, where pieces of several
+     * characters must be cut off; mask = one-token check at every step,
+     * mask cache off */
+    static const char *const G[] = {
+        "root ::= \"\\\"\" [^\"\\\\\\x00-\\x1f]{0,14} \"\\\"\"\n",
+        "root ::= \"\\\"\" [^\"\\u4e2d]{0,14} \"\\\"\"\n",
+        "root ::= \"\\\"\" ( [ab] | [^\\x00-\\x7f] \"b\" ){0,14} \"\\\"\"\n",
+    };
+    size_t n = N(U8_PIECES);
+    size_t lens[N(U8_PIECES)];
+    for (size_t i = 0; i < n; i++)
+        lens[i] = strlen(U8_PIECES[i]);
+    sift_vocab *v = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_new(&v, (int32_t)n, U8_PIECES, lens, NULL, &err), SIFT_OK);
+    ck_assert_int_eq(sift_vocab_set_attr(v, (int32_t)n - 1, SIFT_TOKEN_EOG, &err), SIFT_OK);
+    /* quote, then a é b a é c 😀 b a é b a é b (15 characters), quote */
+    const int32_t walk[] = {0, 1, 2, 24, 1, 2, 26, 20, 24, 1, 2, 24, 1, 2, 24, 0};
+    for (size_t gi = 0; gi < N(G); gi++) {
+        sift_grammar *g = NULL;
+        ck_assert_msg(sift_grammar_new(&g, G[gi], strlen(G[gi]), v, NULL, &err) == SIFT_OK, "%s",
+                      err.message);
+        sift__grammar_set_mask_cache(g, 0);
+        for (size_t i = 0; i < N(walk); i++) {
+            uint32_t m[2] = {0, 0};
+            ck_assert_int_eq(sift_grammar_fill_bitmask(g, m, 2, &err), SIFT_OK);
+            for (int32_t t = 0; t < (int32_t)n; t++) {
+                int ok = -1;
+                ck_assert_int_eq(sift_grammar_accepts_token(g, t, &ok, &err), SIFT_OK);
+                ck_assert_msg((int)BIT(m, t) == ok,
+                              "grammar %zu step %zu token %d: mask %u check %d", gi, i, (int)t,
+                              BIT(m, t), ok);
+            }
+            int ok = 0;
+            ck_assert_int_eq(sift_grammar_accepts_token(g, walk[i], &ok, &err), SIFT_OK);
+            if (!ok)
+                break;
+            ck_assert_int_eq(sift_grammar_accept_token(g, walk[i], &err), SIFT_OK);
+        }
+        sift_grammar_free(g);
+    }
+    sift_vocab_free(v);
 }
 END_TEST
 
@@ -587,6 +718,61 @@ START_TEST(test_a_state_met_again_takes_its_mask_from_the_cache)
     free(a);
     free(b);
     free(json);
+    sift_grammar_free(g);
+    sift_grammar_free(h);
+}
+END_TEST
+
+START_TEST(test_loop_signatures_past_the_cache_slots_keep_masks_exact)
+{
+    ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    /* twenty strings, each leaving one letter out of its loop: twenty
+     * loop signatures through a cache of fewer slots (SIG_SLOTS), two
+     * met again (evicted and rebuilt); every step against the one-token
+     * check and a twin without signatures (whose walk is the plain one) */
+    /* root ::= k0 " " k1 " " ... k19 " " k0 " " k1, k<i> a string
+     * without letter 'a' + i */
+    char G[2048];
+    size_t gl = (size_t)snprintf(G, sizeof G, "root ::=");
+    for (int i = 0; i < 22; i++)
+        gl += (size_t)snprintf(G + gl, sizeof G - gl, "%s k%d", i ? " \" \"" : "", i % 20);
+    gl += (size_t)snprintf(G + gl, sizeof G - gl, "\n");
+    for (int i = 0; i < 20; i++)
+        gl += (size_t)snprintf(G + gl, sizeof G - gl, "k%d ::= \"\\\"\" [^\"\\\\%c]* \"\\\"\"\n", i,
+                               'a' + i);
+    ck_assert_uint_lt(gl, sizeof G);
+    const char *text = "\"xyz cbd\" \"hello \xe4\xb8\xad\" \"bad\" \"cab\" \"abc\" \"bcd "
+                       "\xf0\x9f\x98\x80\" \"abc\" \"abc\" \"abc\" \"abc\" \"xyz\" \"xyz\" "
+                       "\"xyz\" \"xyz\" \"xyz\" \"xyz\" \"xyz\" \"xyz\" \"xyz\" \"abc\" \"bcd\" "
+                       "\"acd\"";
+    int32_t tok[256];
+    size_t n = split(text, 0, tok, N(tok));
+    sift_grammar *g = grammar(G, strlen(G)), *h = grammar(G, strlen(G));
+    sift__grammar_set_mask_cache(g, 0);
+    sift__grammar_set_mask_cache(h, 0);
+    sift__grammar_set_sig(h, 0);
+    uint32_t *a = malloc((NW + 1) * sizeof *a), *b = malloc((NW + 1) * sizeof *b);
+    sift_error err;
+    for (size_t i = 0; i <= n; i++) {
+        a[NW] = b[NW] = 0;
+        ck_assert_int_eq(sift_grammar_fill_bitmask(g, a, NW + 1, &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_fill_bitmask(h, b, NW + 1, &err), SIFT_OK);
+        ck_assert_msg(memcmp(a, b, NW * sizeof *a) == 0, "step %zu: signature mask differs", i);
+        check_mask(g, a, "signatures", i);
+        if (i == n)
+            break;
+        ck_assert_int_eq(sift_grammar_accept_token(g, tok[i], &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_accept_token(h, tok[i], &err), SIFT_OK);
+    }
+    ck_assert(sift_grammar_is_complete(g));
+    uint64_t hits, builds;
+    sift__grammar_sig_stats(g, &hits, &builds);
+    ck_assert_uint_gt(builds, 20); /* evicted and built again */
+    ck_assert_uint_gt(hits, 0);
+    sift__grammar_sig_stats(h, &hits, &builds);
+    ck_assert_uint_eq(builds, 0);
+    free(a);
+    free(b);
     sift_grammar_free(g);
     sift_grammar_free(h);
 }
@@ -859,6 +1045,8 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_bitmask_equals_the_token_check_in_looping_states, 0,
                         (int)N(LOOPS));
     tcase_add_test(tc, test_a_control_byte_outside_the_loop_is_not_skipped);
+    tcase_add_test(tc, test_multibyte_loops_keep_invalid_utf8_and_other_paths_rejected);
+    tcase_add_test(tc, test_multibyte_characters_in_bounded_repetitions_keep_masks_exact);
     tcase_add_test(tc, test_a_class_that_admits_part_of_a_multibyte_range_rejects_the_rest);
     tcase_add_test(tc, test_bitmask_of_a_lazy_grammar_allows_everything_until_its_trigger);
     tcase_add_test(tc, test_bitmask_of_a_complete_grammar_allows_only_end_of_generation);
@@ -874,6 +1062,7 @@ static Suite *suite(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_a_state_met_again_takes_its_mask_from_the_cache);
     tcase_add_test(tc, test_masks_stay_exact_when_the_matcher_caches_are_rebuilt);
+    tcase_add_test(tc, test_loop_signatures_past_the_cache_slots_keep_masks_exact);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_unchecked_fixture(tc, setup, teardown);

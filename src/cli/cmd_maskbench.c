@@ -27,6 +27,7 @@
 
 #include "cmd.h"
 #include "sift.h"
+#include "grammar/gbnf.h"
 #include "sift_internal.h"
 
 #define MB_MAX_FILE ((size_t)16 << 20)
@@ -35,6 +36,7 @@
 static void help(FILE *f)
 {
     fprintf(f, "usage: sift bench maskbench DIR --vocab FILE [--json] [--limit N] [--verbose]\n"
+               "                            [--slowest N] [--cpu]\n"
                "\n"
                "Runs the MaskBench protocol on every *.json file of DIR: compiles each\n"
                "schema to a grammar (timed), then walks every test instance token by\n"
@@ -48,15 +50,23 @@ static void help(FILE *f)
                "  --json        print one JSON object\n"
                "  --limit N     only the first N files (name order)\n"
                "  --verbose     name every schema that fails, and why, on stderr\n"
+               "  --slowest N   list the N slowest mask steps on stderr (file, test,\n"
+               "                step, whether the grammar's mask cache missed)\n"
+               "  --cpu         time with the thread's CPU clock, not the wall clock\n"
                "  -h, --help    print this help\n"
                "\n"
                "exit status: 0 ok, 2 usage or I/O error\n");
 }
 
+/* --cpu: the thread's CPU clock instead of the monotonic wall clock, so
+ * that the time the process waits for a core on a loaded machine is not
+ * counted (each reading is a system call: short steps read longer). */
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static double now_us(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clock_id, &t);
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
@@ -101,6 +111,13 @@ typedef struct {
     times mask, compile;
 } mb_stats;
 
+/* One timed step, for --slowest. */
+typedef struct {
+    double us;
+    size_t file, test, step;
+    int miss;
+} mb_step;
+
 typedef struct {
     const sift_vocab *vocab;
     int32_t V;
@@ -109,7 +126,54 @@ typedef struct {
     int32_t *ids;
     sift_encode_scratch *scratch;
     int verbose; /* name each failure on errout */
+    /* --slowest N: the N slowest steps so far (a min-heap on us) */
+    mb_step *slow;
+    size_t n_slow, max_slow;
+    size_t file, test; /* the current file and test, for slow */
 } mb_ctx;
+
+static void heap_down(mb_step *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && h[l].us < h[m].us)
+            m = l;
+        if (l + 1 < n && h[l + 1].us < h[m].us)
+            m = l + 1;
+        if (m == i)
+            return;
+        mb_step t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Keeps step st if it is among the max_slow slowest. */
+static void slow_note(mb_ctx *cx, mb_step st)
+{
+    if (!cx->max_slow)
+        return;
+    if (cx->n_slow < cx->max_slow) {
+        size_t i = cx->n_slow++;
+        cx->slow[i] = st;
+        while (i && cx->slow[(i - 1) / 2].us > cx->slow[i].us) {
+            mb_step t = cx->slow[i];
+            cx->slow[i] = cx->slow[(i - 1) / 2];
+            cx->slow[(i - 1) / 2] = t;
+            i = (i - 1) / 2;
+        }
+    } else if (st.us > cx->slow[0].us) {
+        cx->slow[0] = st;
+        heap_down(cx->slow, cx->n_slow, 0);
+    }
+}
+
+static int cmp_step_desc(const void *a, const void *b)
+{
+    double x = ((const mb_step *)a)->us, y = ((const mb_step *)b)->us;
+    return (x < y) - (x > y);
+}
 
 /* One outcome of walking an instance. */
 enum { WALK_ACCEPTED, WALK_REJECTED, WALK_TIMEOUT, WALK_ERROR };
@@ -130,9 +194,13 @@ static int walk(mb_ctx *cx, sift_grammar *g, const char *text, size_t len, mb_st
         return WALK_ERROR;
     st->tokens += n;
     for (size_t i = 0; i <= n; i++) {
+        uint64_t h0, m0, h1, m1;
+        sift__grammar_mask_stats(g, &h0, &m0);
         double t0 = now_us();
         sift_status s = sift_grammar_fill_bitmask(g, cx->mask, cx->n_words, &err);
         double t1 = now_us();
+        sift__grammar_mask_stats(g, &h1, &m1);
+        slow_note(cx, (mb_step){t1 - t0, cx->file, cx->test, i, m1 != m0});
         if (s == SIFT_E_GRAMMAR_LIMIT)
             return WALK_TIMEOUT;
         if (s == SIFT_E_GRAMMAR_DEAD)
@@ -211,6 +279,7 @@ static void run_file(mb_ctx *cx, const char *path, mb_stats *st, FILE *errout)
         }
         st->tests++;
         sift_grammar_reset(g);
+        cx->test = i;
         int r = walk(cx, g, text, strlen(text), st);
         free(text);
         const char *why = NULL;
@@ -313,16 +382,27 @@ int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)
     const char *dir = NULL, *vocab_path = NULL;
     int json = 0, verbose = 0;
     long limit = -1;
+    size_t slowest = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             help(out);
             return cmd_finish(out, errout, CMD_OK);
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--cpu")) {
+            clock_id = CLOCK_THREAD_CPUTIME_ID;
         } else if (!strcmp(argv[i], "--verbose")) {
             verbose = 1;
         } else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
             vocab_path = argv[++i];
+        } else if (!strcmp(argv[i], "--slowest") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 0 || v > 100000) {
+                fprintf(errout, "sift bench maskbench: --slowest wants a count up to 100000\n");
+                return CMD_USAGE;
+            }
+            slowest = (size_t)v;
         } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
             char *end;
             limit = strtol(argv[++i], &end, 10);
@@ -351,6 +431,8 @@ int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)
     char **files = list_dir(dir, &n_files, errout);
     mb_ctx cx = {.vocab = vocab, .V = sift_vocab_size(vocab), .verbose = verbose};
     cx.n_words = ((size_t)cx.V + 31) / 32;
+    cx.max_slow = slowest;
+    cx.slow = slowest ? malloc(slowest * sizeof *cx.slow) : NULL;
     cx.mask = malloc(cx.n_words * sizeof *cx.mask);
     cx.ids = malloc(MB_MAX_TOKENS * sizeof *cx.ids);
     if (sift_encode_scratch_new(&cx.scratch, NULL, &err) != SIFT_OK)
@@ -358,7 +440,7 @@ int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)
     mb_stats st;
     memset(&st, 0, sizeof st);
     int rc = CMD_OK;
-    if (!files || !cx.mask || !cx.ids || !cx.scratch) {
+    if (!files || !cx.mask || !cx.ids || !cx.scratch || (slowest && !cx.slow)) {
         rc = CMD_USAGE;
     } else {
         /* The vocabulary's shared token index is built by the first
@@ -368,8 +450,21 @@ int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)
         if (sift_grammar_new(&warm, "root ::= \"a\"", 12, vocab, NULL, &err) == SIFT_OK)
             sift_grammar_free(warm);
         size_t n = limit >= 0 && (size_t)limit < n_files ? (size_t)limit : n_files;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            cx.file = i;
             run_file(&cx, files[i], &st, errout);
+        }
+        if (cx.n_slow) {
+            qsort(cx.slow, cx.n_slow, sizeof *cx.slow, cmp_step_desc);
+            fprintf(errout, "the %zu slowest mask steps (µs, file, test, step, cache):\n",
+                    cx.n_slow);
+            for (size_t i = 0; i < cx.n_slow; i++) {
+                const char *f = files[cx.slow[i].file], *b = strrchr(f, '/');
+                fprintf(errout, "%10.1f  %s  test %zu  step %zu  %s\n", cx.slow[i].us,
+                        b ? b + 1 : f, cx.slow[i].test, cx.slow[i].step,
+                        cx.slow[i].miss ? "miss" : "hit");
+            }
+        }
         if (json) {
             fprintf(out,
                     "{\"schemas\": %zu, \"passing\": %zu, \"compile_errors\": %zu, "
@@ -401,6 +496,7 @@ int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)
     free(files);
     free(cx.mask);
     free(cx.ids);
+    free(cx.slow);
     sift_encode_scratch_free(cx.scratch);
     free(st.mask.v);
     free(st.compile.v);

@@ -93,6 +93,11 @@ void sift_grammar_free(sift_grammar *g)
     sift__free(&al, g->mc_mask);
     sift__free(&al, g->mc_state);
     sift__free(&al, g->mc_of);
+    sift__free(&al, g->sig_dec);
+    for (int k = 0; k < SIG_SLOTS; k++) {
+        sift__free(&al, g->sig[k].onp);
+        sift__free(&al, g->sig[k].rg);
+    }
     sift__trigger_free(g->trig);
     sift__gm_core_unref(g->core);
     sift__free(&al, g);

@@ -35,14 +35,408 @@ static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const tnode
 /* Trie walks charge their nodes in chunks of this many (one unit each). */
 #define WALK_CHUNK 1024u
 
+/* ------------------------------------------------------------------ */
+/* Loop signatures                                                     */
+/* ------------------------------------------------------------------ */
+
+/* A state qualifies when it loops on at least this many groups (inside a
+ * JSON string: about 95), and is asked at a trie node with at least
+ * SIG_MIN_SLOTS tokens below it. */
+#define SIG_MIN_GROUPS 48
+#define SIG_MIN_SLOTS 64
+/* A node gets an entry of its own (anchored at it) with this many tokens
+ * below it, when no entry holds it. */
+#define SIG_ANCHOR_SLOTS 256
+#define SIG_DEAD UINT32_MAX
+
+static int popcount64(uint64_t v)
+{
+    int n = 0;
+    for (; v; v &= v - 1)
+        n++;
+    return n;
+}
+
+/* The trie's UTF-8 decoder (gbnf_match.c, u8_next, the same table): the
+ * state after byte b in decoder state d, or -1. */
+static int dec_next(unsigned d, unsigned b)
+{
+    static const unsigned char lo[8] = {0, 0x80, 0x80, 0xA0, 0x80, 0x80, 0x90, 0x80};
+    static const unsigned char hi[8] = {0, 0xBF, 0xBF, 0xBF, 0x9F, 0xBF, 0xBF, 0x8F};
+    static const signed char nx[8] = {0, 0, 1, 1, 1, 2, 2, 2};
+    if (d == 0) {
+        if (b < 0x80)
+            return 0;
+        if (b >= 0xC2 && b <= 0xDF)
+            return 1;
+        if (b == 0xE0)
+            return 3;
+        if (b == 0xED)
+            return 4;
+        if (b >= 0xE1 && b <= 0xEF)
+            return 2;
+        if (b == 0xF0)
+            return 6;
+        if (b == 0xF4)
+            return 7;
+        if (b >= 0xF1 && b <= 0xF3)
+            return 5;
+        return -1;
+    }
+    return b >= lo[d] && b <= hi[d] ? nx[d] : -1;
+}
+
+/* Appends the rejected slots [a, b) to g->rr (merging with the last
+ * range); 0 when out of memory. */
+static int rr_add(sift_grammar *g, uint32_t a, uint32_t b)
+{
+    if (g->n_rr && g->rr[2 * g->n_rr - 1] == a) {
+        g->rr[2 * g->n_rr - 1] = b;
+        return 1;
+    }
+    if (SIFT__UNLIKELY(2 * g->n_rr + 2 > g->cap_rr) &&
+        !sift__gm_grow(&g->al, &g->rr, &g->cap_rr, 2 * g->n_rr, 2 * g->n_rr + 2, sizeof *g->rr))
+        return 0;
+    g->rr[2 * g->n_rr] = a;
+    g->rr[2 * g->n_rr + 1] = b;
+    g->n_rr++;
+    return 1;
+}
+
+/* Builds entry e for the loop groups L (e->loop). Why it is exact: in a
+ * state y whose every byte of a group in L leads back to y (and, when
+ * group 1 is in L, every multi-byte character through live partial
+ * states, sift__gm_u8_loop), a path made of such bytes, read as UTF-8,
+ * stays in y at each character boundary and in a live state inside a
+ * character, so its tokens are accepted whatever else y is; a path that
+ * breaks UTF-8 inside a character is dead in every state. Read from the
+ * root, the trie splits into such paths (their boundary nodes are marked
+ * in onp), subtrees whose path breaks UTF-8 (SIG_DEAD ranges), and exits:
+ * nodes whose edge leaves L at a boundary, reached from y itself. So from
+ * a node of onp reached in y, every token below it is accepted but those
+ * of the dead ranges and of the exits below it, and an exit's tokens are
+ * those of its subtree walked from y. rg holds (slot_lo, slot_hi, node or
+ * SIG_DEAD) in slot order. One unit per node visited. */
+static sift_status sig_build(sift_grammar *g, sigent *e)
+{
+    const gcore *c = g->core;
+    const tnode *tr = c->tr;
+    uint64_t L0 = e->loop[0], L1 = e->loop[1];
+    int u8 = (L0 >> 1) & 1;
+    uint8_t *dec = g->sig_dec; /* the decoder state per depth (dstk is the walk's) */
+    uint32_t from = e->anchor < c->tn ? e->anchor + 1 : 0;
+    uint32_t to = e->anchor < c->tn ? tr[e->anchor].end : c->tn;
+    uint32_t base = e->anchor < c->tn ? e->anchor : 0;
+    size_t words = ((size_t)(to - base) + 63) / 64;
+    if (words > e->cap_onp) {
+        uint64_t *o = sift__malloc(&g->al, words, sizeof *o);
+        if (!o)
+            return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
+        sift__free(&g->al, e->onp);
+        e->onp = o;
+        e->cap_onp = words;
+    }
+    if (!sift__gm_budget(g, (int64_t)words))
+        return g->fail;
+    memset(e->onp, 0, words * sizeof *e->onp);
+    e->base = base;
+    e->end = to;
+    e->n_rg = 0;
+    dec[e->anchor < c->tn ? tr[e->anchor].db >> 8 : 0] = 0;
+    if (e->anchor < c->tn)
+        e->onp[0] |= 1; /* the anchor, a boundary by definition */
+    uint32_t i = from, walked = 0;
+    while (i < to) {
+        const tnode *nd = &tr[i];
+        if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
+            walked = 0;
+            if (!sift__gm_budget(g, WALK_CHUNK))
+                return g->fail;
+        }
+        uint32_t d = nd->db >> 8, b = nd->db & 0xff;
+        unsigned pd = dec[d - 1];
+        int dn = dec_next(pd, b);
+        uint32_t kind = SIG_DEAD;
+        if (dn >= 0 && pd == 0) {
+            unsigned k = sift__gm_group(b);
+            int in = k == 1 ? u8 : (int)(((k < 64 ? L0 : L1) >> (k & 63)) & 1);
+            if (!in)
+                kind = i; /* an exit */
+        }
+        if (dn < 0 || kind != SIG_DEAD) {
+            if (SIFT__UNLIKELY(e->n_rg * 3 + 3 > e->cap_rg) &&
+                !sift__gm_grow(&g->al, &e->rg, &e->cap_rg, e->n_rg * 3, e->n_rg * 3 + 3,
+                               sizeof *e->rg))
+                return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
+            uint32_t *r = e->rg + 3 * e->n_rg++;
+            r[0] = nd->slot;
+            r[1] = nd->slot_end;
+            r[2] = kind;
+            i = nd->end;
+            continue;
+        }
+        if (dn == 0) {
+            const uint64_t *bl = c->below + 2 * (size_t)i;
+            if (!(bl[0] & ~L0) && !(bl[1] & ~L1)) {
+                i = nd->end; /* all below in L */
+                continue;
+            }
+            e->onp[(i - base) >> 6] |= 1ull << ((i - base) & 63);
+        }
+        dec[d] = (uint8_t)dn;
+        i++;
+    }
+    if (!sift__gm_budget(g, walked))
+        return g->fail;
+    return SIFT_OK;
+}
+
+/* The entry for node i (tn: the root) and loop groups L: one whose paths
+ * hold i, or one built now anchored at i when i has enough tokens below
+ * it (the oldest entry is replaced once all slots are used); NULL when
+ * there is none, or with g->fail set. */
+static sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
+{
+    const gcore *c = g->core;
+    for (int k = 0; k < SIG_SLOTS; k++) {
+        sigent *e = &g->sig[k];
+        if (!e->used || e->loop[0] != L0 || e->loop[1] != L1)
+            continue;
+        if (i == c->tn ? e->anchor == c->tn
+                       : i >= e->base && i < e->end &&
+                             ((e->onp[(i - e->base) >> 6] >> ((i - e->base) & 63)) & 1)) {
+            g->sig_hits++;
+            return e;
+        }
+    }
+    if (i < c->tn) {
+        /* the root's entry first: it holds every node whose path is
+         * made of L bytes (most nodes a looping state is met at) */
+        int has_root = 0;
+        for (int k = 0; k < SIG_SLOTS && !has_root; k++)
+            has_root = g->sig[k].used && g->sig[k].loop[0] == L0 && g->sig[k].loop[1] == L1 &&
+                       g->sig[k].anchor == c->tn;
+        if (!has_root) {
+            sigent *r = sig_get(g, c->tn, L0, L1);
+            if (!r)
+                return NULL;
+            if ((r->onp[i >> 6] >> (i & 63)) & 1)
+                return r;
+        }
+        if (c->tr[i].slot_end - c->tr[i].slot < SIG_ANCHOR_SLOTS)
+            return NULL;
+    }
+    int k = -1;
+    for (int j = 0; j < SIG_SLOTS && k < 0; j++)
+        if (!g->sig[j].used)
+            k = j;
+    if (k < 0) {
+        k = (int)g->sig_next;
+        g->sig_next = (g->sig_next + 1) % SIG_SLOTS;
+    }
+    if (!g->sig_dec && !(g->sig_dec = sift__malloc(&g->al, (size_t)c->tmaxd + 1, 1))) {
+        sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
+        return NULL;
+    }
+    sigent *e = &g->sig[k];
+    e->used = 0;
+    e->loop[0] = L0;
+    e->loop[1] = L1;
+    e->anchor = i;
+    if (sig_build(g, e))
+        return NULL;
+    e->used = 1;
+    g->sig_builds++;
+    return e;
+}
+
+/* The signature entry for node i (i == tn: the root) reached in state y,
+ * when y qualifies (the answer is kept in y's flags); NULL otherwise, or
+ * on a failure (g->fail set; the caller checks it). May add states. */
+static sigent *sig_for(sift_grammar *g, uint32_t i, uint32_t y)
+{
+    gstate *sy = &g->m.st[y];
+    if (sy->flags & F_SIGNO)
+        return NULL;
+    if (!(sy->flags & F_SIGYES)) {
+        int ok = sy->rem == 0;
+        if (ok && !(sy->flags & F_ROWFULL)) {
+            /* a cheap look first: a state that does not loop on a
+             * common letter, digit or space is not worth a row */
+            static const unsigned char probe[] = {'e', 'a', '0', ' '};
+            int loops = popcount64(sy->loop[0]) + popcount64(sy->loop[1]) >= 8;
+            for (size_t k = 0; k < sizeof probe && !loops; k++) {
+                int32_t z = sift__gm_step(g, y, probe[k]);
+                if (z < 0)
+                    return NULL;
+                loops = z == (int32_t)y;
+            }
+            if (loops && sift__gm_row_fill(g, y) < 0)
+                return NULL;
+            ok = loops;
+            sy = &g->m.st[y];
+        }
+        ok = ok && popcount64(sy->loop[0]) + popcount64(sy->loop[1]) >= SIG_MIN_GROUPS;
+        if (ok && !(sy->flags & F_U8TRIED)) {
+            if (sift__gm_u8_loop(g, y) < 0)
+                return NULL;
+            sy = &g->m.st[y];
+        }
+        sy->flags |= ok ? F_SIGYES : F_SIGNO;
+        if (!ok)
+            return NULL;
+    }
+    return sig_get(g, i, sy->loop[0], sy->loop[1]);
+}
+
+/* Whether the walk takes node i's subtree, reached in state y, as
+ * accepted whole (see walk); may ask sift__gm_u8_loop, which adds
+ * states: 1 yes, 0 no, -1 on failure. */
+static int take_whole(sift_grammar *g, uint32_t i, int32_t y)
+{
+    const gcore *c = g->core;
+    const uint64_t *bl = c->below + 2 * (size_t)i;
+    if (!(bl[0] | bl[1]))
+        return 0;
+    const gstate *sy = &g->m.st[y];
+    uint64_t miss0 = bl[0] & ~sy->loop[0];
+    if (SIFT__UNLIKELY(miss0 == 2 && !(bl[1] & ~sy->loop[1]) && !(sy->flags & F_U8TRIED))) {
+        /* only the multi-byte characters below are in doubt: ask once
+         * whether they loop */
+        if (sift__gm_u8_loop(g, (uint32_t)y) < 0)
+            return -1;
+        sy = &g->m.st[y];
+        miss0 = bl[0] & ~sy->loop[0];
+    }
+    if (!miss0 && !(bl[1] & ~sy->loop[1]))
+        return 1;
+    /* a shifted loop (gstate.sl): the bytes below go to states that
+     * differ only in copies left, enough for the subtree (group 1 only
+     * through sl: its loop bit is exact, not shifted) */
+    uint32_t h = c->height[i];
+    if (h >= 255 || h + 1 > sy->slev || (bl[1] & ~(sy->loop[1] | sy->sl[1])))
+        return 0;
+    uint64_t sm0 = bl[0] & ~((sy->loop[0] & ~2ull) | sy->sl[0]);
+    if (SIFT__UNLIKELY(sm0 == 2 && !(sy->flags & F_U8TRIED))) {
+        if (sift__gm_u8_loop(g, (uint32_t)y) < 0)
+            return -1;
+        sy = &g->m.st[y];
+        if (h + 1 > sy->slev)
+            return 0;
+        sm0 = bl[0] & ~((sy->loop[0] & ~2ull) | sy->sl[0]);
+    }
+    return !sm0;
+}
+
+static sift_status walk_range(sift_grammar *g, uint32_t from, uint32_t to, int use_sig,
+                              uint32_t *rej);
+
+/* The tokens below node i (tn: the root), reached in state y, through
+ * entry e: the dead ranges and the rejected part of each exit's subtree
+ * (walked from y, without signatures) go to g->rr. */
+static sift_status sig_apply(sift_grammar *g, const sigent *e, uint32_t i, uint32_t y,
+                             uint32_t *rej)
+{
+    const gcore *c = g->core;
+    uint32_t lo = i < c->tn ? c->tr[i].slot : 0, hi = i < c->tn ? c->tr[i].slot_end : c->n_slots;
+    /* the first range at or after lo */
+    size_t a = 0, b = e->n_rg;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (e->rg[3 * mid] < lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    if (!sift__gm_budget(g, 16))
+        return g->fail;
+    for (size_t k = a; k < e->n_rg && e->rg[3 * k] < hi; k++) {
+        const uint32_t *r = e->rg + 3 * k;
+        if (!sift__gm_budget(g, 1))
+            return g->fail;
+        if (r[2] != SIG_DEAD) {
+            const tnode *nd = &c->tr[r[2]];
+            g->dstk[(nd->db >> 8) - 1] = y;
+            sift_status s = walk_range(g, r[2], nd->end, 0, rej);
+            if (s)
+                return s;
+            continue;
+        }
+        if (!rr_add(g, r[0], r[1]))
+            return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+        *rej += r[1] - r[0];
+    }
+    return SIFT_OK;
+}
+
+/* The walk of trie nodes [from, to) (a subtree, or the whole trie), the
+ * state at the first one's parent in g->dstk: the rejected slot ranges
+ * are appended to g->rr in increasing order, their sizes added to *rej.
+ * One table lookup per trie edge; dead subtrees are skipped whole, and so
+ * are accepted ones: a node reached in state y whose subtree's bytes
+ * below it all loop back to y (y's loop groups cover the node's `below`
+ * groups) has every node of its subtree in state y, which is not dead,
+ * so every token in it is accepted. A node with many tokens below it
+ * reached in a state that loops on most bytes goes through the loop
+ * signature (sig_apply) when use_sig. */
+static sift_status walk_range(sift_grammar *g, uint32_t from, uint32_t to, int use_sig,
+                              uint32_t *rej)
+{
+    const gcore *c = g->core;
+    const tnode *tr = c->tr;
+    uint32_t *ds = g->dstk;
+    const int32_t *trans = g->m.trans;
+    uint32_t i = from, walked = 0;
+    while (i < to) {
+        const tnode *nd = &tr[i];
+        if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
+            walked = 0;
+            if (!sift__gm_budget(g, WALK_CHUNK))
+                return g->fail;
+        }
+        int32_t y = trie_edge(g, ds, nd, &trans);
+        if (y < 0)
+            return g->fail;
+        if (y == 0) {
+            if (!rr_add(g, nd->slot, nd->slot_end))
+                return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
+            *rej += nd->slot_end - nd->slot;
+            i = nd->end;
+            continue;
+        }
+        int t = take_whole(g, i, y);
+        if (t < 0)
+            return g->fail;
+        if (t) {
+            trans = g->m.trans;
+            i = nd->end; /* accepted whole */
+            continue;
+        }
+        if (use_sig && nd->slot_end - nd->slot >= SIG_MIN_SLOTS) {
+            sigent *e = sig_for(g, i, (uint32_t)y);
+            if (g->fail)
+                return g->fail;
+            if (e) {
+                sift_status s = sig_apply(g, e, i, (uint32_t)y, rej);
+                if (s)
+                    return s;
+                trans = g->m.trans;
+                i = nd->end;
+                continue;
+            }
+        }
+        trans = g->m.trans;
+        ds[nd->db >> 8] = (uint32_t)y;
+        i++;
+    }
+    if (!sift__gm_budget(g, walked))
+        return g->fail;
+    return SIFT_OK;
+}
+
 /* The trie walk in the current state: g->rr[0 .. 2 n_rr) receives the
  * slot ranges of the rejected subtrees, in increasing order; *n_rej the
- * number of rejected trie tokens. One table lookup per trie edge; dead
- * subtrees are skipped whole, and so are accepted ones: a node reached in
- * state y whose subtree's bytes below it all loop back to y (y's loop
- * groups cover the node's `below` groups) has every node of its subtree
- * in state y, which is not dead, so every token in it is accepted. Inside
- * a JSON string that is most of the vocabulary. */
+ * number of rejected trie tokens (walk_range). */
 static sift_status walk(sift_grammar *g, uint32_t *n_rej)
 {
     const gcore *c = g->core;
@@ -59,59 +453,17 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
         *n_rej = c->n_slots;
         return SIFT_OK;
     }
-    const tnode *tr = c->tr;
-    const uint64_t *below = c->below;
-    uint32_t *ds = g->dstk;
-    const int32_t *trans = m->trans;
-    ds[0] = x;
-    uint32_t i = 0, tn = c->tn, walked = 0;
-    while (i < tn) {
-        const tnode *nd = &tr[i];
-        if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
-            walked = 0;
-            if (!sift__gm_budget(g, WALK_CHUNK))
-                return g->fail;
-        }
-        int32_t y = trie_edge(g, ds, nd, &trans);
-        if (y < 0)
-            return g->fail;
-        if (y == 0) {
-            if (g->n_rr && g->rr[2 * g->n_rr - 1] == nd->slot) {
-                g->rr[2 * g->n_rr - 1] = nd->slot_end;
-            } else {
-                if (SIFT__UNLIKELY(2 * g->n_rr + 2 > g->cap_rr) &&
-                    !sift__gm_grow(&g->al, &g->rr, &g->cap_rr, 2 * g->n_rr, 2 * g->n_rr + 2,
-                                   sizeof *g->rr))
-                    return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
-                g->rr[2 * g->n_rr] = nd->slot;
-                g->rr[2 * g->n_rr + 1] = nd->slot_end;
-                g->n_rr++;
-            }
-            rej += nd->slot_end - nd->slot;
-            i = nd->end;
-            continue;
-        }
-        const uint64_t *bl = below + 2 * (size_t)i;
-        if (bl[0] | bl[1]) {
-            const gstate *sy = &m->st[y];
-            if (!(bl[0] & ~sy->loop[0]) && !(bl[1] & ~sy->loop[1])) {
-                i = nd->end; /* accepted whole */
-                continue;
-            }
-            /* a shifted loop (gstate.sl): the bytes below go to states
-             * that differ only in copies left, enough for the subtree */
-            uint32_t h = c->height[i];
-            if (h < 255 && h + 1 <= sy->slev && !(bl[0] & ~(sy->loop[0] | sy->sl[0])) &&
-                !(bl[1] & ~(sy->loop[1] | sy->sl[1]))) {
-                i = nd->end;
-                continue;
-            }
-        }
-        ds[nd->db >> 8] = (uint32_t)y;
-        i++;
-    }
-    if (!sift__gm_budget(g, walked))
+    g->dstk[0] = x;
+    sift_status s;
+    sigent *e = g->sig_on ? sig_for(g, c->tn, x) : NULL;
+    if (g->fail)
         return g->fail;
+    if (e)
+        s = sig_apply(g, e, c->tn, x, &rej);
+    else
+        s = walk_range(g, 0, c->tn, g->sig_on, &rej);
+    if (s)
+        return s;
     *n_rej = rej;
     return SIFT_OK;
 }
@@ -776,4 +1128,15 @@ void sift__grammar_mask_stats(const sift_grammar *g, uint64_t *hits, uint64_t *m
 {
     *hits = g->mc_hits;
     *misses = g->mc_misses;
+}
+
+void sift__grammar_set_sig(sift_grammar *g, int on)
+{
+    g->sig_on = on != 0;
+}
+
+void sift__grammar_sig_stats(const sift_grammar *g, uint64_t *hits, uint64_t *builds)
+{
+    *hits = g->sig_hits;
+    *builds = g->sig_builds;
 }

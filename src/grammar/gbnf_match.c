@@ -281,12 +281,6 @@ static uint32_t cont(sift_grammar *g, uint32_t pos, uint32_t parent)
     return node_get(g, pos, parent);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static size_t sort_unique(uint32_t *v, size_t n)
 {
     if (n < 2)
@@ -302,7 +296,29 @@ static size_t sort_unique(uint32_t *v, size_t n)
             v[j] = x;
         }
     } else {
-        qsort(v, n, sizeof *v, cmp_u32);
+        /* Shell sort (Ciura's gaps, then x2.25): no calls, no scratch */
+        static const size_t gaps[] = {1, 4, 10, 23, 57, 132, 301, 701, 1577, 3548};
+        size_t gi = sizeof gaps / sizeof gaps[0];
+        size_t top = gaps[gi - 1];
+        while (top * 9 / 4 < n)
+            top = top * 9 / 4;
+        for (size_t gap = top;;) {
+            for (size_t i = gap; i < n; i++) {
+                uint32_t x = v[i];
+                size_t j = i;
+                while (j >= gap && v[j - gap] > x) {
+                    v[j] = v[j - gap];
+                    j -= gap;
+                }
+                v[j] = x;
+            }
+            if (gap == 1)
+                break;
+            if (gap > gaps[gi - 1])
+                gap = gap * 4 / 9 > gaps[gi - 1] ? gap * 4 / 9 : gaps[gi - 1];
+            else
+                gap = gaps[--gi - 1];
+        }
     }
     size_t k = 1;
     for (size_t i = 1; i < n; i++)
@@ -335,7 +351,8 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
             return 0;
         const sift__gelem *e = x ? sift__gm_el(g, m->node[x].pos) : NULL;
         if (!x || e->type != SIFT__G_REF) {
-            if (!sift__gm_grow(&g->al, &m->cl, &m->cap_cl, m->n_cl, m->n_cl + 1, sizeof(uint32_t)))
+            if (m->n_cl + 1 > m->cap_cl &&
+                !sift__gm_grow(&g->al, &m->cl, &m->cap_cl, m->n_cl, m->n_cl + 1, sizeof(uint32_t)))
                 return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
             m->cl[m->n_cl++] = x;
             if (!stacks_ok(g, m->n_cl))
@@ -599,7 +616,8 @@ static int union_add(sift_grammar *g, const uint32_t *v, size_t n)
         m->mark[y] = m->epoch;
         if (!stacks_ok(g, m->n_scr + 1))
             return 0;
-        if (!sift__gm_grow(&g->al, &m->scr, &m->cap_scr, m->n_scr, m->n_scr + 1, sizeof(uint32_t)))
+        if (m->n_scr + 1 > m->cap_scr &&
+            !sift__gm_grow(&g->al, &m->scr, &m->cap_scr, m->n_scr, m->n_scr + 1, sizeof(uint32_t)))
             return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher"), 0;
         m->scr[m->n_scr++] = y;
     }
@@ -747,6 +765,8 @@ static int erase_state(sift_grammar *g, uint32_t x)
     return 1;
 }
 
+static int32_t note_trans(sift_grammar *g, uint32_t x, unsigned b, int32_t y);
+
 int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
 {
     const gstate *s = &g->m.st[x];
@@ -809,32 +829,99 @@ int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
                 y = partial(g, x, acc, rem, 0x80, 0xBF);
         }
     }
-    if (y >= 0) {
-        g->m.trans[(size_t)x * 256 + b] = y;
-        unsigned k = sift__gm_group(b);
-        gstate *sx = &g->m.st[x];
-        if (y == (int32_t)x && k != 1) {
-            /* a byte back to the same state: its group loops once all
-             * its bytes do */
-            if (k != 0)
-                sx->loop[k >> 6] |= 1ull << (k & 63);
-            else if (++sx->ctl_loops == SIFT__GM_GROUP0)
-                sx->loop[0] |= 1;
-        } else if (y > 0 && k >= 2 && g->core->erase_pos) {
-            /* a shifted loop: y is x with fewer copies left */
-            if (!erase_state(g, x) || !erase_state(g, (uint32_t)y))
-                return -1;
-            gstate *s1 = &g->m.st[x];
-            const gstate *s2 = &g->m.st[y];
-            if (s1->eid == s2->eid) {
-                uint32_t lev = s1->mincnt < s2->mincnt ? s1->mincnt : s2->mincnt;
-                s1->sl[k >> 6] |= 1ull << (k & 63);
-                if (lev < s1->slev)
-                    s1->slev = lev;
-            }
+    return y < 0 ? y : note_trans(g, x, b, y);
+}
+
+/* Stores the transition of x on b (y >= 0) and keeps x's loop groups and
+ * shifted loops; y, or -1 on failure. */
+static int32_t note_trans(sift_grammar *g, uint32_t x, unsigned b, int32_t y)
+{
+    g->m.trans[(size_t)x * 256 + b] = y;
+    unsigned k = sift__gm_group(b);
+    gstate *sx = &g->m.st[x];
+    if (y == (int32_t)x && k != 1) {
+        /* a byte back to the same state: its group loops once all
+         * its bytes do */
+        if (k != 0)
+            sx->loop[k >> 6] |= 1ull << (k & 63);
+        else if (++sx->ctl_loops == SIFT__GM_GROUP0)
+            sx->loop[0] |= 1;
+    } else if (y > 0 && k >= 2 && g->core->erase_pos) {
+        /* a shifted loop: y is x with fewer copies left */
+        if (!erase_state(g, x) || !erase_state(g, (uint32_t)y))
+            return -1;
+        gstate *s1 = &g->m.st[x];
+        const gstate *s2 = &g->m.st[y];
+        if (s1->eid == s2->eid) {
+            uint32_t lev = s1->mincnt < s2->mincnt ? s1->mincnt : s2->mincnt;
+            s1->sl[k >> 6] |= 1ull << (k & 63);
+            if (lev < s1->slev)
+                s1->slev = lev;
         }
     }
     return y;
+}
+
+/* Why bytes can share a transition: in a state without a pending
+ * sequence, the state after an ASCII byte is the union of the successors
+ * of the stacks whose top admits it (advance), so two bytes admitted by
+ * the same stacks lead to the same state, and a byte no stack admits to
+ * the dead one. */
+int sift__gm_row_fill(sift_grammar *g, uint32_t x)
+{
+    gm *m = &g->m;
+    if (x == 0 || (m->st[x].flags & F_ROWFULL))
+        return 0;
+    uint32_t sl = m->st[x].set_len;
+    if (m->st[x].rem != 0 || sl > 64) {
+        m->st[x].flags |= F_ROWFULL; /* nothing to share: left to the walk */
+        return 0;
+    }
+    if (!sift__gm_budget(g, 128 * (int64_t)sl + 128))
+        return -1;
+    uint64_t adm[128];
+    uint32_t so = m->st[x].set_off;
+    memset(adm, 0, sizeof adm);
+    for (uint32_t k = 0; k < sl; k++) {
+        uint32_t s = m->arena[so + k];
+        if (!s)
+            continue;
+        const sift__gelem *e = sift__gm_el(g, m->node[s].pos);
+        for (unsigned b = 0; b < 128; b++)
+            if (top_matches(g, e, b))
+                adm[b] |= 1ull << k;
+    }
+    /* rep[j]: a byte with a known transition per distinct stack set */
+    unsigned rep[128], n_rep = 0;
+    for (unsigned b = 0; b < 128; b++) {
+        int32_t y = m->trans[(size_t)x * 256 + b];
+        if (y >= 0) {
+            unsigned j = 0;
+            while (j < n_rep && adm[rep[j]] != adm[b])
+                j++;
+            if (j == n_rep)
+                rep[n_rep++] = b;
+        }
+    }
+    for (unsigned b = 0; b < 128; b++) {
+        if (m->trans[(size_t)x * 256 + b] >= 0)
+            continue;
+        int32_t y;
+        unsigned j = 0;
+        while (j < n_rep && adm[rep[j]] != adm[b])
+            j++;
+        if (!adm[b])
+            y = note_trans(g, x, b, 0);
+        else if (j < n_rep)
+            y = note_trans(g, x, b, m->trans[(size_t)x * 256 + rep[j]]);
+        else if ((y = sift__gm_trans_compute(g, x, b)) >= 0)
+            rep[n_rep++] = b;
+        if (y < 0)
+            return -1;
+        m = &g->m;
+    }
+    m->st[x].flags |= F_ROWFULL;
+    return 0;
 }
 
 /* The canonical stack of stack n: every node's position through
@@ -917,6 +1004,73 @@ int32_t sift__gm_canon(sift_grammar *g, uint32_t x)
     }
     m->st[x].canon = (uint32_t)y;
     return y;
+}
+
+/* Why the test below is enough: a character of 2 to 4 bytes from x goes
+ * through partial states that keep the stacks whose top meets the code
+ * points the bytes so far can still become (partial). When every stack's
+ * top either covers all of U+0080..U+D7FF and U+E000..U+10FFFF (the code
+ * points a multi-byte sequence can decode to) or meets none of them,
+ * every partial state on the way keeps the same covering stacks K,
+ * marked ACC_COVERED, whatever the bytes: live when K is not empty. The
+ * last byte advances every stack of K (advance with `all`), so every
+ * character ends in one state z, the one after C2 80 (U+0080). The
+ * state loops over them when z is x. */
+int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
+{
+    gm *m = &g->m;
+    if (m->st[x].flags & F_U8TRIED)
+        return (m->st[x].loop[0] >> 1) & 1;
+    if (m->st[x].rem != 0 || x == 0) {
+        m->st[x].flags |= F_U8TRIED;
+        return 0;
+    }
+    uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
+    if (!sift__gm_budget(g, 4 * (int64_t)sl))
+        return -1;
+    int any = 0, ok = 1;
+    for (uint32_t k = 0; k < sl && ok; k++) {
+        uint32_t s = m->arena[so + k];
+        if (!s)
+            continue;
+        const sift__gelem *e = sift__gm_el(g, m->node[s].pos);
+        int m1 = top_meets(g, e, 0x80, 0xD7FF), m2 = top_meets(g, e, 0xE000, 0x10FFFF);
+        if (!m1 && !m2)
+            continue;
+        ok = top_covers(g, e, 0x80, 0xD7FF) && top_covers(g, e, 0xE000, 0x10FFFF);
+        any = 1;
+    }
+    int32_t z = 0;
+    if (ok && any) {
+        int32_t p = sift__gm_step(g, x, 0xC2);
+        if (p > 0)
+            p = sift__gm_step(g, (uint32_t)p, 0x80);
+        if (p < 0)
+            return -1;
+        z = p;
+    }
+    gstate *sx = &g->m.st[x]; /* the steps may move the states */
+    sx->flags |= F_U8TRIED;
+    if (ok && any && z == (int32_t)x) {
+        sx->loop[0] |= 2;
+        return 1;
+    }
+    if (ok && any && z > 0 && g->core->erase_pos) {
+        /* every character leads to z: a shifted loop of group 1 when z
+         * is x with fewer copies left (note_trans's rule, a character
+         * taken as one byte: it takes at most one copy per byte) */
+        if (!erase_state(g, x) || !erase_state(g, (uint32_t)z))
+            return -1;
+        gstate *s1 = &g->m.st[x];
+        const gstate *s2 = &g->m.st[z];
+        if (s1->eid == s2->eid) {
+            uint32_t lev = s1->mincnt < s2->mincnt ? s1->mincnt : s2->mincnt;
+            s1->sl[0] |= 2;
+            if (lev < s1->slev)
+                s1->slev = lev;
+        }
+    }
+    return 0;
 }
 
 /* The state after token t in state x: 0 if rejected, -1 on failure. */
@@ -1106,6 +1260,39 @@ static int cmp_piece_ids(const void *a, const void *b, void *cv)
     return x < y ? -1 : x > y;
 }
 
+/* The UTF-8 decoder of the matcher (sift__gm_trans_compute), as 8 states:
+ * 0 between characters; 1 one continuation byte (80..BF) to go; 2, 3, 4
+ * two to go, the first in 80..BF, A0..BF (after E0) or 80..9F (after
+ * ED); 5, 6, 7 three to go, the first in 80..BF, 90..BF (after F0) or
+ * 80..8F (after F4). The state after byte b in state d, or -1 where the
+ * matcher rejects b (a dead transition in every grammar). */
+static int u8_next(unsigned d, unsigned b)
+{
+    static const unsigned char lo[8] = {0, 0x80, 0x80, 0xA0, 0x80, 0x80, 0x90, 0x80};
+    static const unsigned char hi[8] = {0, 0xBF, 0xBF, 0xBF, 0x9F, 0xBF, 0xBF, 0x8F};
+    static const signed char nx[8] = {0, 0, 1, 1, 1, 2, 2, 2};
+    if (d == 0) {
+        if (b < 0x80)
+            return 0;
+        if (b >= 0xC2 && b <= 0xDF)
+            return 1;
+        if (b == 0xE0)
+            return 3;
+        if (b == 0xED)
+            return 4;
+        if (b >= 0xE1 && b <= 0xEF)
+            return 2;
+        if (b == 0xF0)
+            return 6;
+        if (b == 0xF4)
+            return 7;
+        if (b >= 0xF1 && b <= 0xF3)
+            return 5;
+        return -1;
+    }
+    return b >= lo[d] && b <= hi[d] ? nx[d] : -1;
+}
+
 /* Builds the trie of the non-empty, non-EOG pieces. */
 static int build_trie(vindex *c)
 {
@@ -1129,6 +1316,7 @@ static int build_trie(vindex *c)
     c->stok = sift__malloc(al, n ? n : 1, sizeof *c->stok);
     c->other = sift__malloc(al, n_other ? n_other : 1, sizeof *c->other);
     uint32_t *path = NULL;
+    uint8_t *u8 = NULL; /* per node: u8_next's states from which all below is valid */
     int ok = 0;
     if (!ids || !tmp || !c->tr || !c->stok || !c->other)
         goto out;
@@ -1190,18 +1378,31 @@ static int build_trie(vindex *c)
      * groups passed to its parent, when the walk leaves its depth) */
     c->below = sift__calloc(al, 2 * (size_t)tn + 2, sizeof *c->below);
     c->height = sift__calloc(al, (size_t)tn + 1, 1);
-    if (!c->below || !c->height)
+    u8 = sift__malloc(al, (size_t)tn + 1, 1);
+    if (!c->below || !c->height || !u8)
         goto out;
+    memset(u8, 0xff, (size_t)tn + 1);
     depth = 0;
     for (uint32_t i = 0; i <= tn; i++) {
         size_t d = i < tn ? (c->tr[i].db >> 8) - 1 : 0;
         while (depth > d) {
             uint32_t x = path[--depth];
+            /* x is closed: its children have given their UTF-8 bits */
+            if (!(u8[x] & 1))
+                c->below[2 * x] |= 1ull << SIFT__GM_GROUP_BADU8;
             if (depth > 0) {
-                uint32_t p = path[depth - 1], k = sift__gm_group(c->tr[x].db & 0xff);
+                uint32_t p = path[depth - 1], b = c->tr[x].db & 0xff, k = sift__gm_group(b);
                 c->below[2 * p + (k >> 6)] |= 1ull << (k & 63);
-                c->below[2 * p] |= c->below[2 * x];
+                /* the bad-UTF-8 group is the node's own, not inherited */
+                c->below[2 * p] |= c->below[2 * x] & ~(1ull << SIFT__GM_GROUP_BADU8);
                 c->below[2 * p + 1] |= c->below[2 * x + 1];
+                unsigned okd = 0;
+                for (unsigned ds = 0; ds < 8; ds++) {
+                    int dn = u8_next(ds, b);
+                    if (dn >= 0 && ((u8[x] >> dn) & 1))
+                        okd |= 1u << ds;
+                }
+                u8[p] &= (uint8_t)okd;
                 /* saturated: 255 stands for 255 or more */
                 unsigned hx = c->height[x] + 1u < 255u ? c->height[x] + 1u : 255u;
                 if (c->height[p] < hx)
@@ -1216,6 +1417,7 @@ out:
     sift__free(al, ids);
     sift__free(al, tmp);
     sift__free(al, path);
+    sift__free(al, u8);
     return ok;
 }
 
@@ -1617,6 +1819,7 @@ sift_status sift__gm_make(sift_grammar **out, gcore *c, const sift__alloc *al,
     g->soft_states = from ? from->soft_states : SOFT_STATES;
     g->soft_arena = from ? from->soft_arena : SOFT_ARENA;
     g->mc_limit = from ? from->mc_limit : SIFT__MASK_CACHE_BYTES;
+    g->sig_on = from ? from->sig_on : 1;
     g->mc_words = ((size_t)c->V + 31) / 32;
     g->err = err;
     if (!gm_init(&g->m, al))

@@ -26,7 +26,12 @@
 
 #define MAGIC 0x47424e46u /* "GBNF" */
 
-enum { F_COMPLETE = 1, F_HASTOK = 2 };
+/* F_U8TRIED: sift__gm_u8_loop has run on the state (its answer is loop
+ * group 1); F_ROWFULL: sift__gm_row_fill has run (every ASCII transition
+ * is known when the state has at most 64 stacks and no pending sequence,
+ * so loop[] is complete for the ASCII groups); F_SIGYES / F_SIGNO: the
+ * mask's loop signatures take / skip the state (gbnf_mask.c, sig_for). */
+enum { F_COMPLETE = 1, F_HASTOK = 2, F_U8TRIED = 4, F_ROWFULL = 8, F_SIGYES = 16, F_SIGNO = 32 };
 
 /* Soft cache sizes: past these the caches are rebuilt at the next accept. */
 #define SOFT_NODES (1u << 20)
@@ -70,7 +75,10 @@ typedef struct vindex {
     uint32_t n_other;
     uint32_t tmaxd;
     /* per trie node n, below[2 n .. 2 n + 2): the byte groups
-     * (sift__gm_group) of the edges strictly inside its subtree */
+     * (sift__gm_group) of the edges strictly inside its subtree, and
+     * group SIFT__GM_GROUP_BADU8 when the bytes below n, read from a
+     * character boundary at n, are not all valid UTF-8 (a token below
+     * may end inside a character) */
     uint64_t *below;
     /* per trie node: the most edges below it in its subtree */
     uint8_t *height;
@@ -132,16 +140,18 @@ typedef struct gstate {
     uint8_t rem, lo, hi, flags;
     /* loop[]: the byte groups (sift__gm_group) whose every byte has a
      * computed transition back to this state (kept by
-     * sift__gm_trans_compute; ctl_loops counts the group-0 bytes). The
-     * trie walk takes a subtree whose bytes below are all in loop[] as
-     * accepted whole. */
+     * sift__gm_trans_compute; ctl_loops counts the group-0 bytes), and
+     * group 1 when every multi-byte character leads back to it through
+     * live states (sift__gm_u8_loop). The trie walk takes a subtree whose
+     * bytes below are all in loop[] as accepted whole. */
     uint32_t ctl_loops;
     uint64_t loop[2];
     uint32_t canon; /* sift__gm_canon of the state; UINT32_MAX unknown */
     /* Shifted loops: eid is the state through erase_pos (UINT32_MAX
      * unknown), mincnt the fewest copies of its stacks' nodes. sl[] holds
      * the ASCII groups but 0 whose byte has a computed transition to a
-     * state y with the same eid, and slev the least min(mincnt) of those
+     * state y with the same eid (and group 1 when every multi-byte
+     * character does, sift__gm_u8_loop), and slev the least min(mincnt) of those
      * pairs: two states with the same eid whose nodes all have M copies
      * left or more keep the same strings of at most M - 2 bytes alive
      * (sift__gm_canon's argument with cap M), so a trie subtree of height
@@ -174,6 +184,26 @@ typedef struct gm {
     uint32_t *wl; /* closure worklist */
     size_t cap_wl;
 } gm;
+
+/* One entry of the loop-signature cache (gbnf_mask.c, sig_build): for a
+ * set L of loop groups and an anchor node (the root: tn), its subtree
+ * read from a state looping on L: onp (a bit per trie node from base to
+ * end) marks the character-boundary nodes of the paths made of L bytes
+ * from the anchor, rg[0 .. 3 n_rg) the ranges of slots below them that
+ * are not accepted by the loop alone: (slot_lo, slot_hi, the exit node
+ * to walk, or SIG_DEAD). They depend on the trie, L and the anchor,
+ * never on a state, so nothing invalidates them. */
+typedef struct sigent {
+    uint64_t loop[2];
+    uint32_t anchor, base, end;
+    uint64_t *onp;
+    size_t cap_onp;
+    uint32_t *rg;
+    size_t n_rg, cap_rg;
+    int used;
+} sigent;
+
+#define SIG_SLOTS 16
 
 struct sift_grammar {
     uint32_t magic;
@@ -223,6 +253,13 @@ struct sift_grammar {
     size_t cap_of, mc_words, mc_limit;
     uint32_t mc_n, mc_cap, mc_next, mc_epoch;
     uint64_t mc_hits, mc_misses;
+    /* the loop-signature cache, taken in turn once full; sig_on = 0
+     * turns it off (tests) */
+    sigent sig[SIG_SLOTS];
+    uint8_t *sig_dec; /* sig_build's scratch: tmaxd + 1 bytes */
+    uint32_t sig_next;
+    int sig_on;
+    uint64_t sig_hits, sig_builds;
     /* 1 while a chain owns the grammar (a stage's or its check grammar):
      * a second transfer is refused. Clones start unowned. */
     int owned;
@@ -262,6 +299,16 @@ SIFT__HIDDEN int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigne
  * exactly x's allowed set; x itself when nothing moves. -1 on failure
  * (g->fail). Memoized per state. */
 SIFT__HIDDEN int32_t sift__gm_canon(sift_grammar *g, uint32_t x);
+/* Whether every valid multi-byte UTF-8 character leads from state x
+ * back to x, every prefix of one to a live state: then loop group 1 of x
+ * is set (and F_U8TRIED, once asked). When every character leads to one
+ * state with x's erase id instead, group 1 goes to x's shifted loops
+ * (sl, slev). 1 yes (an exact loop), 0 no, -1 on failure. */
+SIFT__HIDDEN int sift__gm_u8_loop(sift_grammar *g, uint32_t x);
+/* Computes every ASCII transition of state x (no pending sequence, at
+ * most 64 stacks; otherwise only marks it), one advance per distinct set
+ * of stacks admitting a byte. 0, or -1 on failure. */
+SIFT__HIDDEN int sift__gm_row_fill(sift_grammar *g, uint32_t x);
 /* The state after token t in state x: 0 if rejected, -1 on failure. */
 SIFT__HIDDEN int32_t sift__gm_token_next(sift_grammar *g, uint32_t x, int32_t t);
 
@@ -308,7 +355,7 @@ static inline const sift__gelem *sift__gm_el(const sift_grammar *g, uint32_t pos
 static inline int sift__gm_grow(const sift__alloc *al, void *p, size_t *cap, size_t n_have,
                                 size_t need, size_t esz)
 {
-    return sift__reserve(al, p, cap, n_have, need, esz, 64) == SIFT_OK;
+    return need <= *cap || sift__reserve(al, p, cap, n_have, need, esz, 64) == SIFT_OK;
 }
 
 /* Charges n units of work to the call (docs/grammar.md, "Limits"): one
@@ -352,6 +399,10 @@ static inline unsigned sift__gm_group(unsigned b)
 
 /* The number of bytes of group 0. */
 #define SIFT__GM_GROUP0 29
+
+/* A group no byte has (byte 2 is in group 0): in vindex.below, invalid
+ * UTF-8 below a trie node; never in a state's loop[]. */
+#define SIFT__GM_GROUP_BADU8 2
 
 /* The piece of token t (len bytes). */
 static inline const unsigned char *sift__gm_piece(const gcore *c, int32_t t, size_t *len)
