@@ -688,14 +688,16 @@ SIFT__HIDDEN float sift__arr_max_logit(const sift__arr *a);
 SIFT__HIDDEN sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w);
 
 /* sift__weights by a named path: 0 the scalar functions, 1 portable
- * vectors, 2 AVX2 (chosen at run time on x86-64). Every path gives the
+ * vectors, 2 AVX2, 3 AVX-512F (chosen at run time on x86-64; the library
+ * uses the best one SIFT_SIMD allows). Every path gives the
  * same bits; check_num runs each one the machine has against path 0. */
 SIFT__HIDDEN int sift__weights_path_available(int path);
 SIFT__HIDDEN sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float m,
                                            uint64_t *w);
 /* The fast expf of the weights kernel (core/weights.c) on its own:
  * e[i] = sift__expf(x[i]) bit for bit, computed by path 0 (scalar), 1
- * (portable vectors) or 2 (AVX2) as sift__weights_path numbers them.
+ * (portable vectors), 2 (AVX2) or 3 (AVX-512F) as sift__weights_path
+ * numbers them.
  * Values outside [-104, 0] go to sift__expf directly. Returns how many
  * values in [-104, 0] were doubtful and came from sift__expf. */
 SIFT__HIDDEN size_t sift__expf_path(int path, const float *x, float *e, size_t n);
