@@ -398,6 +398,42 @@ uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t
     return kth_largest(keys, m, k);
 }
 
+#ifdef SIFT__BAND_AVX512
+static int keep_ge_vec_available(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("bmi2");
+}
+
+/* The compaction loop of sift__arr_keep_ge eight candidates at a time:
+ * the same test (logit > cl, or logit == cl and id <= cid, unsigned;
+ * ordered compares, so a NaN is never kept) on the odd (logit) and even
+ * (id) 32-bit lanes, the verdicts of each candidate's pair folded into
+ * one bit by pext, and the kept ones compressed and stored whole (a
+ * later store overwrites the lanes past the kept ones; j <= i, so no
+ * store reaches a candidate not yet read). Returns where it stopped;
+ * *j is the count kept. In place, in order: the scalar loop's result. */
+__attribute__((target("avx512f,bmi2"))) static size_t
+keep_ge_avx512(sift_candidate *c, size_t n, float cl, uint32_t cid, size_t *jout)
+{
+    const __m512 clv = _mm512_set1_ps(cl);
+    const __m512i cidv = _mm512_set1_epi32((int32_t)cid);
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i v = _mm512_loadu_si512((const void *)(c + i));
+        __m512 f = _mm512_castsi512_ps(v);
+        unsigned gt = _mm512_cmp_ps_mask(f, clv, _CMP_GT_OQ);
+        unsigned eq = _mm512_cmp_ps_mask(f, clv, _CMP_EQ_OQ);
+        unsigned le = _mm512_cmp_epu32_mask(v, cidv, _MM_CMPINT_LE);
+        unsigned k16 = (gt | (eq & (le << 1))) & 0xAAAAu;
+        __mmask8 k = (__mmask8)_pext_u32(k16, 0xAAAAu);
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
+        j += (size_t)__builtin_popcount((unsigned)k);
+    }
+    *jout = j;
+    return i;
+}
+#endif
+
 void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
 {
     if (a->order == SIFT__ORDER_CANON) {
@@ -438,7 +474,12 @@ void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
         a->n = j;
         return;
     }
-    for (size_t i = 0; i < a->n; i++) {
+    size_t i = 0;
+#ifdef SIFT__BAND_AVX512
+    if (a->n >= 64 && sift__simd()->level >= SIFT__SIMD_AVX512 && keep_ge_vec_available())
+        i = keep_ge_avx512(a->c, a->n, cl, cid, &j);
+#endif
+    for (; i < a->n; i++) {
         sift_candidate x = a->c[i];
         int keep = (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
         a->c[j] = x;
