@@ -719,7 +719,8 @@ SIFT__HIDDEN double sift__entropy_path(int path, const sift_candidate *c, const 
 SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w,
                                       size_t n, sift__u128 T, int strict, uint64_t *cut);
 /* For tests: sets which path sift__mass_prefix takes on large arrays
- * (1 the band path through the dispatch, the default; 2 the band path
+ * (1, the default: the band path where sift__simd() allows its AVX-512
+ * pass, the full histogram elsewhere; 2 the band path
  * with its AVX-512 pass, or 3 when the machine lacks it; 3 the band path
  * with its scalar pass; 0 the full histogram only) and returns the
  * previous mode. Results never depend on it. */

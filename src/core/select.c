@@ -1023,9 +1023,10 @@ static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint6
 }
 
 /* Which path sift__mass_prefix takes for large n (tests set it through
- * sift__mass_prefix_mode): 1 the band path through the dispatch, 2 the
- * band path with its AVX-512 pass, 3 the band path with its scalar pass,
- * 0 the full histogram only. */
+ * sift__mass_prefix_mode): 1 the band path when sift__simd() allows its
+ * AVX-512 pass, else the full histogram; 2 the band path with its AVX-512
+ * pass; 3 the band path with its scalar pass; 0 the full histogram
+ * only. */
 static atomic_int band_path_mode = 1;
 
 /* How often the band path answered and how often it handed over to the
@@ -1118,9 +1119,13 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
             return 1;
         }
         int mode = atomic_load_explicit(&band_path_mode, memory_order_relaxed);
+        /* By default the band path runs only with its AVX-512 pass: the
+         * scalar pass (which the tests run as mode 3) costs more than the
+         * full histogram does. */
+        if (mode == 1 && !(sift__simd()->level >= SIFT__SIMD_AVX512 && band_vec_available()))
+            mode = 0;
         if (mode != 0) {
-            int vec = mode == 2 || (mode == 1 && sift__simd()->level >= SIFT__SIMD_AVX512 &&
-                                    band_vec_available());
+            int vec = mode != 3;
             if (mass_prefix_band(ctx, c, w, n, T, strict, vec, cut, &len)) {
                 atomic_fetch_add_explicit(&band_answered, 1, memory_order_relaxed);
                 return len;
