@@ -883,13 +883,15 @@ enum { SAMPLE_S = 16 };
  * directly; larger ones get a histogram of their own first. */
 #define BAND_DIRECT_MAX 2048
 
-/* On K[0..m), Wt[0..m) (unique keys, every weight with mass_bucket in
- * [b_lo, b_hi]) and T, with the whole set reaching T: the same answer as
- * weighted_select, after an exact histogram of the weights (h: 2 *
- * HBUCKETS entries of scratch) narrows the search to one bucket, whose
- * elements are moved to the front of K and Wt. */
-static int band_hist_select(uint64_t *K, uint64_t *Wt, size_t m, sift__u128 T, int strict,
-                            uint32_t b_lo, uint32_t b_hi, uint64_t *h, uint64_t *cut, size_t *len)
+/* On the band's elements (indices band[0..m) into c, weights Wt[0..m),
+ * every weight with mass_bucket in [b_lo, b_hi]) and T, with the whole
+ * band reaching T: the same answer as weighted_select on their keys,
+ * after an exact histogram of the weights (h: 2 * HBUCKETS entries of
+ * scratch) narrows the search to one bucket; only that bucket's keys are
+ * formed (in K, its weights moved to the front of Wt). */
+static int band_hist_select(const sift_candidate *c, const uint64_t *band, uint64_t *K,
+                            uint64_t *Wt, size_t m, sift__u128 T, int strict, uint32_t b_lo,
+                            uint32_t b_hi, uint64_t *h, uint64_t *cut, size_t *len)
 {
     memset(h + 2 * (size_t)b_lo, 0, 2 * (size_t)(b_hi - b_lo + 1) * sizeof *h);
     for (size_t i = 0; i < m; i++) {
@@ -916,7 +918,8 @@ static int band_hist_select(uint64_t *K, uint64_t *Wt, size_t m, sift__u128 T, i
         uint32_t b = mass_bucket(Wt[i]);
         n_above += b > (uint32_t)bstar;
         if (b == (uint32_t)bstar) {
-            K[k] = K[i];
+            const sift_candidate *x = &c[band[i]];
+            K[k] = sift__ckey(x->logit, x->id);
             Wt[k] = Wt[i];
             k++;
         }
@@ -930,7 +933,7 @@ static int band_hist_select(uint64_t *K, uint64_t *Wt, size_t m, sift__u128 T, i
 
 /* The band path: an estimate of the mass above each weight bucket from
  * every SAMPLE_S-th weight picks a band of buckets that should hold the
- * answer (with a margin of five standard deviations of the estimate;
+ * answer (with a margin of four standard deviations of the estimate;
  * the weights of at least 1/HEAVY_PART of the estimated total, found by
  * a vector scan, enter it exactly);
  * one vector pass finds the exact mass and count above the band and the
@@ -977,7 +980,7 @@ static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint6
     /* the estimate of the mass at or above a bucket: the heavy weights
      * there and SAMPLE_S times the sampled light ones, whose variance is
      * about SAMPLE_S^2 times their squares (hq holds the scaled ones) */
-    double delta = 5.0 * sqrt(cq) + (double)theta;
+    double delta = 4.0 * sqrt(cq) + (double)theta;
     int b_hi = -1, b_lo = 0;
     cm = 0;
     for (int b = HBUCKETS - 1; b >= 0; b--) {
@@ -1002,20 +1005,32 @@ static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint6
     if (reaches(above, T, strict))
         return 0; /* the answer lies above the band */
     uint64_t *K = ctx->ws->u64c, *Wt = ctx->ws->u64d;
-    sift__u128 with = above;
+    uint64_t sl = 0, sh = 0;
     for (size_t j = 0; j < m; j++) {
-        size_t i = (size_t)band[j];
-        K[j] = sift__ckey(c[i].logit, c[i].id);
-        Wt[j] = w[i];
-        with = sift__u128_add64(with, w[i]);
+        uint64_t x = w[band[j]];
+        Wt[j] = x;
+        sl += x & 0xffffffffu;
+        sh += x >> 32;
     }
+    sift__u128 with = sift__u128_add(
+        above, sift__u128_add((sift__u128){sl, 0}, (sift__u128){sh << 32, sh >> 32}));
     if (!reaches(with, T, strict))
         return 0; /* below the band, or nowhere */
     sift__u128 Tb = sift__u128_sub(T, above);
     size_t l = 0;
-    int ok = m <= BAND_DIRECT_MAX ? weighted_select(K, Wt, m, Tb, strict, cut, &l)
-                                  : band_hist_select(K, Wt, m, Tb, strict, (uint32_t)b_lo,
-                                                     (uint32_t)b_hi, ctx->ws->u64b, cut, &l);
+    int ok;
+    if (m <= BAND_DIRECT_MAX) {
+        for (size_t j = 0; j < m; j++)
+            K[j] = sift__ckey(c[band[j]].logit, c[band[j]].id);
+        ok = weighted_select(K, Wt, m, Tb, strict, cut, &l);
+    } else {
+        /* the histogram goes past the band's indices in u64b; a band too
+         * large to leave room for it is handed over */
+        if (m + 2 * HBUCKETS > n)
+            return 0;
+        ok = band_hist_select(c, band, K, Wt, m, Tb, strict, (uint32_t)b_lo, (uint32_t)b_hi,
+                              band + m, cut, &l);
+    }
     if (!ok)
         return 0; /* unreachable: the band reaches what is left of T */
     *len = n_above + l;

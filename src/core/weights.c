@@ -564,7 +564,7 @@ __attribute__((target("avx2"))) static size_t expf_avx2(const float *x, float *e
 #endif
 
 /* ------------------------------------------------------------------ */
-/* AVX-512F (x86-64, chosen at run time)                               */
+/* AVX-512F with DQ and FMA (x86-64, chosen at run time)               */
 /* ------------------------------------------------------------------ */
 
 /* Eight lanes a vector, and no gather: TAB[j] is replaced by the product
@@ -576,8 +576,13 @@ __attribute__((target("avx2"))) static size_t expf_avx2(const float *x, float *e
  * and with sift__expf's own 2^-51 (4 * 2^-53), y and y_s are less than
  * 21 units of y's last place apart (a unit is more than 2^-53 y). The
  * doubt test of fx_weight4_y keeps a margin of 256 units, so its argument
- * holds unchanged (fx_weight8_y is the same test on eight lanes). The
- * exhaustive run (make check-expf) checks this path like the others. */
+ * holds unchanged (fx_weight8_y is the same test on eight lanes). This
+ * path also fuses (AVX-512F, DQ and FMA): k is then X * 128/ln2 rounded
+ * once to the nearest integer, X - k*H is exact as before and rounds to
+ * itself, and r and p take one rounding per fused step where they took
+ * two, so every error term above is at most what it was. The exhaustive
+ * run (make check-expf) checks this path like the others, on every float
+ * x in [-104, 0], which is every input the kernel sees (it clamps at -80). */
 #if defined(SIFT__FX_AVX2)
 #define SIFT__FX_AVX512 1
 
@@ -596,20 +601,22 @@ __attribute__((target("avx512f"), always_inline)) static inline fx8_tabs fx8_tab
     return t;
 }
 
-__attribute__((target("avx512f"), always_inline)) static inline __m512d fx8_avx512_y(__m512d X,
-                                                                                     fx8_tabs tab)
+#define FX8_TARGET "avx512f,avx512dq,fma"
+
+__attribute__((target(FX8_TARGET), always_inline)) static inline __m512d fx8_avx512_y(__m512d X,
+                                                                                      fx8_tabs tab)
 {
     const __m512d MAGIC = _mm512_set1_pd(FX_MAGIC);
     const __m512i LOW7 = _mm512_set1_epi64(127);
-    __m512d t = _mm512_add_pd(_mm512_mul_pd(X, _mm512_set1_pd(FX_C)), MAGIC);
+    __m512d t = _mm512_fmadd_pd(X, _mm512_set1_pd(FX_C), MAGIC);
     __m512d kd = _mm512_sub_pd(t, MAGIC);
     __m512i tb = _mm512_castpd_si512(t);
-    __m512d r = _mm512_sub_pd(_mm512_sub_pd(X, _mm512_mul_pd(kd, _mm512_set1_pd(FX_H))),
-                              _mm512_mul_pd(kd, _mm512_set1_pd(FX_L)));
-    __m512d p = _mm512_add_pd(_mm512_mul_pd(r, _mm512_set1_pd(FX_C4)), _mm512_set1_pd(FX_C3));
-    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(0.5));
-    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0));
-    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(1.0));
+    __m512d r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(FX_H), X);
+    r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(FX_L), r);
+    __m512d p = _mm512_fmadd_pd(r, _mm512_set1_pd(FX_C4), _mm512_set1_pd(FX_C3));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0.5));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
     /* permutexvar reads index bits 0-2 (j & 7), permutex2var bits 0-3
      * of tb >> 3 (j >> 3); the higher bits are ignored */
     __m512d T2 = _mm512_permutexvar_pd(tb, tab.t2);
@@ -619,25 +626,24 @@ __attribute__((target("avx512f"), always_inline)) static inline __m512d fx8_avx5
     return _mm512_castsi512_pd(_mm512_add_epi64(_mm512_castpd_si512(y), sc));
 }
 
-/* fx_weight4_y on eight lanes: the weights, and in *bad the doubtful
- * lanes. */
-__attribute__((target("avx512f"), always_inline)) static inline __m512i fx_weight8_y(__m512d y,
-                                                                                     __mmask8 *bad)
+/* fx_weight4_y's test on eight lanes (low - (2^28 - 256) < 512 unsigned
+ * is its doubt), and the weight trunc(rb * 2^62) of the rounded rb by an
+ * exact scaling and vcvttpd2uqq instead of the shifts (the same value:
+ * rb <= 1, and a product below 1 truncates to 0). */
+__attribute__((target(FX8_TARGET), always_inline)) static inline __m512i fx_weight8_y(__m512d y,
+                                                                                      __mmask8 *bad)
 {
     __m512i yb = _mm512_castpd_si512(y);
     __m512i low = _mm512_and_si512(yb, _mm512_set1_epi64(0x1fffffff));
-    __m512i v = _mm512_sub_epi64(low, _mm512_set1_epi64(0x10000000 - 256));
-    *bad = _mm512_cmpeq_epi64_mask(_mm512_srli_epi64(v, 9), _mm512_setzero_si512());
+    *bad = _mm512_cmplt_epu64_mask(_mm512_sub_epi64(low, _mm512_set1_epi64(0x10000000 - 256)),
+                                   _mm512_set1_epi64(512));
     __m512i rb = _mm512_and_si512(_mm512_add_epi64(yb, _mm512_set1_epi64(0x10000000)),
                                   _mm512_set1_epi64(~(int64_t)0x1fffffff));
-    __m512i mant = _mm512_or_si512(_mm512_srli_epi64(_mm512_slli_epi64(rb, 12), 2),
-                                   _mm512_set1_epi64((int64_t)1 << 62));
-    __m512i cnt = _mm512_sub_epi64(_mm512_set1_epi64(1023), _mm512_srli_epi64(rb, 52));
-    return _mm512_srlv_epi64(mant, cnt);
+    return _mm512_cvttpd_epu64(_mm512_mul_pd(_mm512_castsi512_pd(rb), _mm512_set1_pd(0x1p62)));
 }
 
 /* The logits of c[0..16) in order: the odd floats of two 64-byte loads. */
-__attribute__((target("avx512f"), always_inline)) static inline __m512
+__attribute__((target(FX8_TARGET), always_inline)) static inline __m512
 load_logits16(const sift_candidate *c)
 {
     const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
@@ -646,8 +652,8 @@ load_logits16(const sift_candidate *c)
     return _mm512_permutex2var_ps(a, odd, b);
 }
 
-__attribute__((target("avx512f"))) static sift__u128 weights_avx512(const sift_candidate *c,
-                                                                    size_t n, float m, uint64_t *w)
+__attribute__((target(FX8_TARGET))) static sift__u128 weights_avx512(const sift_candidate *c,
+                                                                     size_t n, float m, uint64_t *w)
 {
     const fx8_tabs tab = fx8_tables();
     const __m512 mv = _mm512_set1_ps(m), lowv = _mm512_set1_ps(FX_LOW_W);
@@ -688,7 +694,7 @@ __attribute__((target("avx512f"))) static sift__u128 weights_avx512(const sift_c
 
 /* The fast expf alone, eight at a time, for sift__expf_path: the float
  * and its doubt interval as in fx4_avx2, from fx8_avx512_y. */
-__attribute__((target("avx512f"))) static size_t expf_avx512(const float *x, float *e, size_t n)
+__attribute__((target(FX8_TARGET))) static size_t expf_avx512(const float *x, float *e, size_t n)
 {
     const fx8_tabs tab = fx8_tables();
     size_t fell = 0, i = 0;
@@ -727,7 +733,9 @@ int sift__weights_path_available(int path)
     case 2: return __builtin_cpu_supports("avx2") != 0;
 #endif
 #ifdef SIFT__FX_AVX512
-    case 3: return __builtin_cpu_supports("avx512f") != 0;
+    case 3:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("fma");
 #endif
     default: return 0;
     }
