@@ -233,6 +233,60 @@ START_TEST(test_cut_top_keeps_exactly_the_canonical_first_k)
 }
 END_TEST
 
+/* sift__cut_top's counting path (n >= 65,536, k above n / 256): rows
+ * whose keys crowd one 16-bit group (every logit equal; two values; -inf
+ * and -0/+0 mixed; spread), n just below, at and above the threshold, k
+ * on a group's edge, inside it, at 1 and at n - 1. */
+START_TEST(test_cut_top_counting_path_keeps_exactly_the_canonical_first_k)
+{
+    static const size_t sizes[] = {65535, 65536, 65537, 100003};
+    tu_rng r = {9100 + (uint64_t)_i};
+    sift_candidate *c = malloc(110000 * sizeof *c), *d = malloc(110000 * sizeof *d);
+    for (size_t si = 0; si < 4; si++) {
+        size_t n = sizes[si];
+        for (int kind = 0; kind < 4; kind++) {
+            for (size_t i = 0; i < n; i++) {
+                float x;
+                switch (kind) {
+                case 0: x = 0.75f; break;
+                case 1: x = tu_unif(&r) < 0.3 ? 2.0f : 1.0f; break;
+                case 2: {
+                    double u = tu_unif(&r);
+                    x = u < 0.3 ? -INFINITY : u < 0.5 ? -0.0f : u < 0.7 ? 0.0f : (float)u;
+                    break;
+                }
+                default: x = (float)(2.0 * tu_normal(&r)); break;
+                }
+                c[i].id = (int32_t)((i * 7919) % n);
+                c[i].logit = x;
+            }
+            memcpy(d, c, n * sizeof *c);
+            or_arr oa = {d, n, 0};
+            or_sort(&oa);
+            size_t ks[6] = {1, n - 1, n / 2, n / 255 + 1, 0, 0};
+            /* the first index where the top 16 bits of the key change */
+            for (size_t i = 1; i < n; i++)
+                if (sift__fkey(d[i].logit) >> 16 != sift__fkey(d[i - 1].logit) >> 16) {
+                    ks[4] = i;
+                    ks[5] = i + 1 < n ? i + 1 : i;
+                    break;
+                }
+            for (int t = 0; t < 6; t++) {
+                size_t k = ks[t];
+                if (k == 0)
+                    continue;
+                sift__ctx ctx = make_ctx();
+                uint64_t cut = sift__cut_top(&ctx, c, n, k);
+                ck_assert_msg(cut == sift__ckey(d[k - 1].logit, d[k - 1].id), "n %zu kind %d k %zu",
+                              n, kind, k);
+            }
+        }
+    }
+    free(c);
+    free(d);
+}
+END_TEST
+
 START_TEST(test_mass_prefix_matches_a_canonical_walk)
 {
     tu_rng r = {3000 + (uint64_t)_i};
@@ -410,6 +464,7 @@ static Suite *suite(void)
                         0, 4);
     tcase_add_loop_test(tc, test_cut_top_keeps_exactly_the_canonical_first_k, 0, 4);
     tcase_add_loop_test(tc, test_mass_prefix_matches_a_canonical_walk, 0, 4);
+    tcase_add_loop_test(tc, test_cut_top_counting_path_keeps_exactly_the_canonical_first_k, 0, 2);
     tcase_add_loop_test(tc, test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_rows,
                         0, 3);
     suite_add_tcase(s, tc);

@@ -375,6 +375,10 @@ static int use_prefilter(size_t n, size_t k)
     return n >= 8192 && k <= n / 256;
 }
 
+/* From this many elements on, sift__cut_top selects among one group of
+ * keys after a counting pass (below, among all the keys). */
+#define RADIX_KTH_MIN 65536
+
 uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t k)
 {
     uint64_t *keys = ctx->ws->u64b;
@@ -390,6 +394,26 @@ uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t
     size_t m;
     if (use_prefilter(n, k)) {
         m = prefilter_top(ctx, c, n, k, keys, 1);
+    } else if (n >= RADIX_KTH_MIN) {
+        /* One counting pass by the top 16 bits of the logit's key finds
+         * the group that holds the k-th largest key (keys are larger in
+         * a larger group, so the groups above hold fewer than k); only
+         * that group's keys are selected among. */
+        uint32_t *cnt = (uint32_t *)(void *)ctx->ws->u64c; /* 65536 <= 2 n */
+        memset(cnt, 0, 65536 * sizeof *cnt);
+        for (size_t i = 0; i < n; i++)
+            cnt[sift__fkey(c[i].logit) >> 16]++;
+        size_t above = 0;
+        uint32_t g = 65535;
+        while (above + cnt[g] < k)
+            above += cnt[g--];
+        m = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t f = sift__fkey(c[i].logit);
+            keys[m] = ((uint64_t)f << 32) | (uint32_t) ~(uint32_t)c[i].id;
+            m += (f >> 16) == g;
+        }
+        return kth_largest(keys, m, k - above);
     } else {
         for (size_t i = 0; i < n; i++)
             keys[i] = sift__ckey(c[i].logit, c[i].id);
