@@ -437,6 +437,33 @@ START_TEST(test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level)
 }
 END_TEST
 
+/* top_n_sigma's cut keeps the scalar twin's candidates in its order at
+ * every level: thresholds at a logit (ties, a float's exact double),
+ * between two, beyond all, NaN; -inf and -0/+0 logits. */
+START_TEST(test_the_logit_cut_keeps_the_scalar_set_at_every_level)
+{
+    static sift_candidate orig[300], want[300], got[300];
+    uint64_t r = 5150;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
+        for (int variant = 0; variant < 4; variant++) {
+            typ_cands(orig, n, &r, variant);
+            double thrs[6] = {0.0, -0.0, 1e-7, -INFINITY, INFINITY, NAN};
+            if (n)
+                thrs[2] = (double)orig[n / 2].logit;
+            for (int t = 0; t < 6; t++) {
+                memcpy(want, orig, n * sizeof *orig);
+                size_t kw = sift__keep_logit_ge_at(SIFT__SIMD_SCALAR, want, n, thrs[t]);
+                for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++) {
+                    memcpy(got, orig, n * sizeof *orig);
+                    ck_assert_uint_eq(sift__keep_logit_ge_at(l, got, n, thrs[t]), kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 /* The row step's cost model: a prefix of at most 256 tokens is always
  * walked (up to V / 8), a longer one only while it is at most a 256th of
  * the row, whichever builder (the one-pass top-k or the block path)
@@ -552,6 +579,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_the_score_buckets_give_the_scalar_buckets_at_every_level);
     tcase_add_test(t, test_the_bucket_search_finds_the_scalar_index_at_every_level);
     tcase_add_test(t, test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level);
+    tcase_add_test(t, test_the_logit_cut_keeps_the_scalar_set_at_every_level);
     suite_add_tcase(s, t);
     return s;
 }

@@ -398,3 +398,54 @@ size_t sift__keep_below(sift_candidate *c, const uint32_t *bk, size_t n, uint32_
 {
     return sift__keep_below_at(sift__simd()->level, c, bk, n, bstar, keep_eq, arg);
 }
+
+/* ------------------------------------------------------------------ */
+/* top_n_sigma's cut                                                   */
+/* ------------------------------------------------------------------ */
+
+static size_t keep_ge_d_scalar(sift_candidate *c, size_t i, size_t n, size_t j, double thr)
+{
+    for (; i < n; i++) {
+        sift_candidate x = c[i];
+        c[j] = x;
+        j += (size_t)((double)x.logit >= thr);
+    }
+    return j;
+}
+
+#ifdef SIFT__KX86
+/* Eight candidates a vector: the logits widened to double (exact) and
+ * compared ordered (a NaN is never kept, as in C), the kept candidates
+ * compressed and stored whole at j <= i. */
+__attribute__((target("avx512f"))) static size_t keep_ge_d_avx512(sift_candidate *c, size_t n,
+                                                                  double thr)
+{
+    const __m512i odd = _mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512d t = _mm512_set1_pd(thr);
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i v = _mm512_loadu_si512((const void *)(c + i));
+        __m256 l = _mm512_castps512_ps256(_mm512_permutexvar_ps(odd, _mm512_castsi512_ps(v)));
+        __mmask8 k = _mm512_cmp_pd_mask(_mm512_cvtps_pd(l), t, _CMP_GE_OQ);
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
+        j += (size_t)__builtin_popcount((unsigned)k);
+    }
+    return keep_ge_d_scalar(c, i, n, j, thr);
+}
+#endif
+
+size_t sift__keep_logit_ge_at(int level, sift_candidate *c, size_t n, double thr)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        return keep_ge_d_avx512(c, n, thr);
+#endif
+    (void)level;
+    return keep_ge_d_scalar(c, 0, n, 0, thr);
+}
+
+size_t sift__keep_logit_ge(sift_candidate *c, size_t n, double thr)
+{
+    return sift__keep_logit_ge_at(sift__simd()->level, c, n, thr);
+}

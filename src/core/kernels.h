@@ -56,4 +56,9 @@ SIFT__HIDDEN size_t sift__keep_below(sift_candidate *c, const uint32_t *bk, size
 SIFT__HIDDEN size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,
                                         uint32_t bstar, sift__keep_fn keep_eq, void *arg);
 
+/* Keeps, in place and in order, the candidates with (double)logit >= thr
+ * (top_n_sigma's cut; a NaN logit or thr keeps none); returns how many. */
+SIFT__HIDDEN size_t sift__keep_logit_ge(sift_candidate *c, size_t n, double thr);
+SIFT__HIDDEN size_t sift__keep_logit_ge_at(int level, sift_candidate *c, size_t n, double thr);
+
 #endif /* SIFT_CORE_KERNELS_H */
