@@ -970,25 +970,34 @@ static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint6
 {
     double *hm = (double *)(void *)ctx->ws->u64c, *hq = hm + HBUCKETS;
     uint64_t *heavy = ctx->ws->u64d;
-    double total = 0;
-    for (size_t i = 0; i < n; i += SAMPLE_S)
-        total += (double)(int64_t)w[i];
-    /* 1 <= theta <= 2^62 */
-    double td = total * SAMPLE_S / HEAVY_PART;
-    uint64_t theta = td < 1.0 ? 1 : td > 0x1p62 ? (uint64_t)1 << 62 : (uint64_t)td;
-    size_t nh = heavy_scan(vec, w, n, theta, heavy, HEAVY_CAP);
-    if (nh > HEAVY_CAP)
-        return 0;
+    /* One strided pass: the sample's histogram and its total. */
     memset(hm, 0, 2 * HBUCKETS * sizeof *hm);
-    for (size_t j = 0; j < nh; j++)
-        hm[mass_bucket(w[heavy[j]])] += (double)(int64_t)w[heavy[j]];
+    double total = 0;
     for (size_t i = 0; i < n; i += SAMPLE_S) {
-        if (w[i] >= theta)
-            continue;
         uint32_t b = mass_bucket(w[i]);
         double d = (double)(int64_t)w[i] * SAMPLE_S;
+        total += d;
         hm[b] += d;
         hq[b] += d * d;
+    }
+    /* The heavy weights (1 <= theta): none can reach a theta above 2^62,
+     * the largest weight there is, and then the scan is skipped. Each one
+     * found enters exactly, and a sampled one leaves the sample's part
+     * (an estimate: the rounding of the subtraction does not matter). */
+    double td = total / HEAVY_PART;
+    uint64_t theta = td < 1.0 ? 1 : td > 0x1p62 ? ((uint64_t)1 << 62) + 1 : (uint64_t)td;
+    size_t nh = theta > (uint64_t)1 << 62 ? 0 : heavy_scan(vec, w, n, theta, heavy, HEAVY_CAP);
+    if (nh > HEAVY_CAP)
+        return 0;
+    for (size_t j = 0; j < nh; j++) {
+        uint64_t x = w[heavy[j]];
+        uint32_t b = mass_bucket(x);
+        hm[b] += (double)(int64_t)x;
+        if (heavy[j] % SAMPLE_S == 0) {
+            double d = (double)(int64_t)x * SAMPLE_S;
+            hm[b] -= d;
+            hq[b] -= d * d;
+        }
     }
     double Td = sift__u128_to_double(T);
     double cm = 0, cq = 0;
@@ -1004,7 +1013,7 @@ static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint6
     /* the estimate of the mass at or above a bucket: the heavy weights
      * there and SAMPLE_S times the sampled light ones, whose variance is
      * about SAMPLE_S^2 times their squares (hq holds the scaled ones) */
-    double delta = 4.0 * sqrt(cq) + (double)theta;
+    double delta = 4.0 * sqrt(cq > 0 ? cq : 0) + (double)theta;
     int b_hi = -1, b_lo = 0;
     cm = 0;
     for (int b = HBUCKETS - 1; b >= 0; b--) {

@@ -682,10 +682,10 @@ __attribute__((target(FX8_TARGET))) static sift__u128 weights_avx512(const sift_
             w0 = _mm512_loadu_si512((const void *)(w + i));
             w1 = _mm512_loadu_si512((const void *)(w + i + 8));
         }
-        acc_lo = _mm512_add_epi64(acc_lo, _mm512_and_si512(w0, lo32));
-        acc_hi = _mm512_add_epi64(acc_hi, _mm512_srli_epi64(w0, 32));
-        acc_lo = _mm512_add_epi64(acc_lo, _mm512_and_si512(w1, lo32));
-        acc_hi = _mm512_add_epi64(acc_hi, _mm512_srli_epi64(w1, 32));
+        /* w0 + w1 <= 2^63 does not wrap; its halves go to the sums */
+        __m512i w01 = _mm512_add_epi64(w0, w1);
+        acc_lo = _mm512_add_epi64(acc_lo, _mm512_and_si512(w01, lo32));
+        acc_hi = _mm512_add_epi64(acc_hi, _mm512_srli_epi64(w01, 32));
     }
     sum_lo += (uint64_t)_mm512_reduce_add_epi64(acc_lo);
     sum_hi += (uint64_t)_mm512_reduce_add_epi64(acc_hi);
