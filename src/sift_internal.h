@@ -312,7 +312,21 @@ typedef struct sift__ctx {
     /* The first stage after which every candidate was -inf, SIZE_MAX
      * when none (yet): what a "no candidate left" message names. */
     size_t banned_at;
+    /* For tests (0 otherwise): the path sift__mass_prefix takes on large
+     * arrays (SIFT__MASS_*), and how often its band path answered and
+     * handed over to the full histogram in this context. Results never
+     * depend on them. */
+    int mass_path;
+    uint32_t band_answered, band_handed_over;
 } sift__ctx;
+
+enum {
+    SIFT__MASS_DEFAULT = 0,     /* the band path with its AVX-512 pass where sift__simd()
+                                   allows it, else the full histogram */
+    SIFT__MASS_BAND_VEC = 1,    /* the band path, AVX-512 pass (scalar if absent) */
+    SIFT__MASS_BAND_SCALAR = 2, /* the band path, scalar pass */
+    SIFT__MASS_HIST = 3         /* the full histogram only */
+};
 
 /* 1 when every candidate of c[0..n) is -inf (or n = 0). Stops at the
  * first finite logit. */
@@ -718,17 +732,6 @@ SIFT__HIDDEN double sift__entropy_path(int path, const sift_candidate *c, const 
  * *cut. Does not reorder c; uses scratch from ctx. */
 SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w,
                                       size_t n, sift__u128 T, int strict, uint64_t *cut);
-/* For tests: sets which path sift__mass_prefix takes on large arrays
- * (1, the default: the band path where sift__simd() allows its AVX-512
- * pass, the full histogram elsewhere; 2 the band path
- * with its AVX-512 pass, or 3 when the machine lacks it; 3 the band path
- * with its scalar pass; 0 the full histogram only) and returns the
- * previous mode. Results never depend on it. */
-SIFT__HIDDEN int sift__mass_prefix_mode(int mode);
-/* For tests: how many calls the band path of sift__mass_prefix answered,
- * and how many it handed over to the full histogram, since the start. */
-SIFT__HIDDEN void sift__mass_prefix_counts(unsigned long long *answered,
-                                           unsigned long long *handed_over);
 /* sift__mass_prefix on a's candidates with weights w (w[i] of a->c[i]);
  * a walk that stops at the prefix when a is stored in canonical order. */
 SIFT__HIDDEN size_t sift__arr_mass_prefix(sift__ctx *ctx, const sift__arr *a, const uint64_t *w,

@@ -22,7 +22,6 @@
  * check_select; results never depend on which path ran.
  */
 #include <math.h>
-#include <stdatomic.h>
 
 #include "../sift_internal.h"
 #include "simd.h"
@@ -1070,30 +1069,6 @@ static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint6
     return 1;
 }
 
-/* Which path sift__mass_prefix takes for large n (tests set it through
- * sift__mass_prefix_mode): 1 the band path when sift__simd() allows its
- * AVX-512 pass, else the full histogram; 2 the band path with its AVX-512
- * pass; 3 the band path with its scalar pass; 0 the full histogram
- * only. */
-static atomic_int band_path_mode = 1;
-
-/* How often the band path answered and how often it handed over to the
- * full histogram (tests read them to see that both happen). */
-static atomic_ullong band_answered, band_handed_over;
-
-void sift__mass_prefix_counts(unsigned long long *answered, unsigned long long *handed_over)
-{
-    *answered = atomic_load_explicit(&band_answered, memory_order_relaxed);
-    *handed_over = atomic_load_explicit(&band_handed_over, memory_order_relaxed);
-}
-
-int sift__mass_prefix_mode(int mode)
-{
-    if (mode == 2 && !band_vec_available())
-        mode = 3;
-    return atomic_exchange_explicit(&band_path_mode, mode, memory_order_relaxed);
-}
-
 /* Below this many candidates, sift__mass_prefix sorts and walks. */
 #define SMALL_MASS_N 48
 
@@ -1166,19 +1141,19 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
             *cut = mx;
             return 1;
         }
-        int mode = atomic_load_explicit(&band_path_mode, memory_order_relaxed);
         /* By default the band path runs only with its AVX-512 pass: the
-         * scalar pass (which the tests run as mode 3) costs more than the
-         * full histogram does. */
-        if (mode == 1 && !(sift__simd()->level >= SIFT__SIMD_AVX512 && band_vec_available()))
-            mode = 0;
-        if (mode != 0) {
-            int vec = mode != 3;
-            if (mass_prefix_band(ctx, c, w, n, T, strict, vec, cut, &len)) {
-                atomic_fetch_add_explicit(&band_answered, 1, memory_order_relaxed);
+         * scalar pass (which the tests run) costs more than the full
+         * histogram does. */
+        int mode = ctx->mass_path;
+        int bvec = band_vec_available() &&
+                   (mode == SIFT__MASS_BAND_VEC ||
+                    (mode == SIFT__MASS_DEFAULT && sift__simd()->level >= SIFT__SIMD_AVX512));
+        if (bvec || mode == SIFT__MASS_BAND_VEC || mode == SIFT__MASS_BAND_SCALAR) {
+            if (mass_prefix_band(ctx, c, w, n, T, strict, bvec, cut, &len)) {
+                ctx->band_answered++;
                 return len;
             }
-            atomic_fetch_add_explicit(&band_handed_over, 1, memory_order_relaxed);
+            ctx->band_handed_over++;
         }
         uint64_t *h = ctx->ws->u64c; /* h[2b] low halves, h[2b + 1] high */
         /* Each element's bucket, 16 bits, in u64b (n / 4 of its n

@@ -74,8 +74,6 @@
  */
 #include <math.h>
 
-#include <stdatomic.h>
-
 #include "../sift_internal.h"
 #include "simd.h"
 
@@ -766,17 +764,11 @@ sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float
 static int best_path(void)
 {
 #ifdef SIFT__FX_AVX2
-    static atomic_int chosen = -1;
-    int p = atomic_load_explicit(&chosen, memory_order_relaxed);
-    if (SIFT__UNLIKELY(p < 0)) {
-        int level = sift__simd()->level;
-        p = level >= SIFT__SIMD_AVX512 && sift__weights_path_available(3) ? 3
-            : level >= SIFT__SIMD_AVX2 && sift__weights_path_available(2) ? 2
-            : level >= SIFT__SIMD_SSE2                                    ? 1
-                                                                          : 0;
-        atomic_store_explicit(&chosen, p, memory_order_relaxed);
-    }
-    return p;
+    int level = sift__simd()->level;
+    return level >= SIFT__SIMD_AVX512 && sift__weights_path_available(3) ? 3
+           : level >= SIFT__SIMD_AVX2 && sift__weights_path_available(2) ? 2
+           : level >= SIFT__SIMD_SSE2                                    ? 1
+                                                                         : 0;
 #elif defined(SIFT__FX_VEC)
     return 1;
 #else
