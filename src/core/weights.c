@@ -65,7 +65,7 @@
  *
  * The weights kernel feeds this the float difference l - m (all l <= m is
  * checked per block, so x <= 0), clamped below at -104 (portable) or -80
- * (AVX2): sift__expf is at most the smallest subnormal at -104 and below
+ * (AVX2, AVX-512): sift__expf is at most the smallest subnormal at -104 and below
  * 2^-115 at -80, whose weights are 0 like those of every smaller x, so
  * -inf and very small logits need no separate lane mask. The portable
  * kernel rounds a and converts the float as sift__weight does; the AVX2
