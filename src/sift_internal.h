@@ -312,7 +312,21 @@ typedef struct sift__ctx {
     /* The first stage after which every candidate was -inf, SIZE_MAX
      * when none (yet): what a "no candidate left" message names. */
     size_t banned_at;
+    /* For tests (0 otherwise): the path sift__mass_prefix takes on large
+     * arrays (SIFT__MASS_*), and how often its band path answered and
+     * handed over to the full histogram in this context. Results never
+     * depend on them. */
+    int mass_path;
+    uint32_t band_answered, band_handed_over;
 } sift__ctx;
+
+enum {
+    SIFT__MASS_DEFAULT = 0,     /* the band path with its AVX-512 pass where sift__simd()
+                                   allows it, else the full histogram */
+    SIFT__MASS_BAND_VEC = 1,    /* the band path, AVX-512 pass (scalar if absent) */
+    SIFT__MASS_BAND_SCALAR = 2, /* the band path, scalar pass */
+    SIFT__MASS_HIST = 3         /* the full histogram only */
+};
 
 /* 1 when every candidate of c[0..n) is -inf (or n = 0). Stops at the
  * first finite logit. */
@@ -702,14 +716,16 @@ SIFT__HIDDEN float sift__arr_max_logit(const sift__arr *a);
 SIFT__HIDDEN sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w);
 
 /* sift__weights by a named path: 0 the scalar functions, 1 portable
- * vectors, 2 AVX2 (chosen at run time on x86-64). Every path gives the
+ * vectors, 2 AVX2, 3 AVX-512F (chosen at run time on x86-64; the library
+ * uses the best one SIFT_SIMD allows). Every path gives the
  * same bits; check_num runs each one the machine has against path 0. */
 SIFT__HIDDEN int sift__weights_path_available(int path);
 SIFT__HIDDEN sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float m,
                                            uint64_t *w);
 /* The fast expf of the weights kernel (core/weights.c) on its own:
  * e[i] = sift__expf(x[i]) bit for bit, computed by path 0 (scalar), 1
- * (portable vectors) or 2 (AVX2) as sift__weights_path numbers them.
+ * (portable vectors), 2 (AVX2) or 3 (AVX-512F) as sift__weights_path
+ * numbers them.
  * Values outside [-104, 0] go to sift__expf directly. Returns how many
  * values in [-104, 0] were doubtful and came from sift__expf. */
 SIFT__HIDDEN size_t sift__expf_path(int path, const float *x, float *e, size_t n);

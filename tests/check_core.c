@@ -320,6 +320,150 @@ START_TEST(test_the_lane_sums_give_the_scalar_lanes_at_every_level)
 }
 END_TEST
 
+/* A candidate array for the typical kernels: ids shuffled, logits from a
+ * few distinct values (ties) or spread, with -inf, -0 and +0 mixed in. */
+static void typ_cands(sift_candidate *cd, size_t n, uint64_t *r, int variant)
+{
+    for (size_t i = 0; i < n; i++) {
+        *r = *r * 6364136223846793005ull + 1442695040888963407ull;
+        cd[i].id = (int32_t)(n - i);
+        cd[i].logit = (float)((int64_t)(*r >> 40) - (1 << 23)) * 1e-6f;
+        if (variant == 1)
+            cd[i].logit = (float)((*r >> 30) % 5) * 0.5f;
+        if (variant == 2 && (*r >> 20) % 5 == 0)
+            cd[i].logit = -INFINITY;
+        if (variant == 3 && (*r >> 20) % 3 == 0)
+            cd[i].logit = (*r >> 25) % 2 ? -0.0f : 0.0f;
+    }
+}
+
+/* typical's score buckets (core/kernels.c) are the scalar twin's at every
+ * level: lengths around multiples of 16, ties, -inf (score +inf, the top
+ * bucket), -0 and +0, and H placed so that scores straddle zero and the
+ * clamp. */
+START_TEST(test_the_score_buckets_give_the_scalar_buckets_at_every_level)
+{
+    static sift_candidate cd[400];
+    static uint32_t want[400], got[400];
+    uint64_t r = 4242;
+    for (size_t n = 0; n <= 400; n += (n < 40 ? 1 : 29)) {
+        for (int variant = 0; variant < 4; variant++) {
+            typ_cands(cd, n, &r, variant);
+            static const double Hs[] = {0.0, 3.0, 8.375, 70.0};
+            for (size_t h = 0; h < 4; h++) {
+                sift__score_buckets_at(SIFT__SIMD_SCALAR, cd, n, 8.0f, 9.5, Hs[h], 64.0, 4095.0,
+                                       want);
+                for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++) {
+                    memset(got, 0xff, sizeof got);
+                    sift__score_buckets_at(l, cd, n, 8.0f, 9.5, Hs[h], 64.0, 4095.0, got);
+                    ck_assert_int_eq(memcmp(got, want, n * sizeof *got), 0);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* The bucket search finds the same next index at every level, from every
+ * start, with the bucket absent, at the ends and in long runs. */
+START_TEST(test_the_bucket_search_finds_the_scalar_index_at_every_level)
+{
+    static uint32_t bk[300];
+    uint64_t r = 99;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 31)) {
+        for (size_t i = 0; i < n; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            bk[i] = (uint32_t)((r >> 33) % 40);
+        }
+        for (uint32_t b = 0; b < 42; b += 3)
+            for (size_t s = 0; s <= n; s++) {
+                size_t want = sift__find_eq_u32_at(SIFT__SIMD_SCALAR, bk, s, n, b);
+                for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++)
+                    ck_assert_uint_eq(sift__find_eq_u32_at(l, bk, s, n, b), want);
+            }
+    }
+}
+END_TEST
+
+/* keep_eq for the test below: keeps the ids divisible by 3, and checks
+ * that it is called in index order (ids fall along the array). */
+typedef struct keep_probe {
+    int32_t last;
+    int calls, out_of_order;
+} keep_probe;
+
+static int keep_third(const sift_candidate *x, void *arg)
+{
+    keep_probe *p = arg;
+    p->out_of_order |= p->calls > 0 && x->id >= p->last;
+    p->last = x->id;
+    p->calls++;
+    return x->id % 3 == 0;
+}
+
+/* The compaction by bucket keeps the scalar twin's candidates, in its
+ * order, calling keep_eq on the same ones in index order, at every
+ * level: every bucket below, equal to or above the cut, runs of the cut's
+ * bucket, lengths around multiples of 8. */
+START_TEST(test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level)
+{
+    static sift_candidate orig[300], want[300], got[300];
+    static uint32_t bk[300];
+    uint64_t r = 31337;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 17)) {
+        for (int variant = 0; variant < 3; variant++) {
+            typ_cands(orig, n, &r, 0);
+            for (size_t i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                bk[i] = variant == 0 ? (uint32_t)((r >> 33) % 6) : variant == 1 ? 3u : 2u + (i % 3);
+            }
+            for (uint32_t cut = 0; cut < 7; cut++) {
+                keep_probe pw = {0, 0, 0}, pg = {0, 0, 0};
+                memcpy(want, orig, n * sizeof *orig);
+                size_t kw =
+                    sift__keep_below_at(SIFT__SIMD_SCALAR, want, bk, n, cut, keep_third, &pw);
+                for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++) {
+                    memcpy(got, orig, n * sizeof *orig);
+                    pg = (keep_probe){0, 0, 0};
+                    size_t kg = sift__keep_below_at(l, got, bk, n, cut, keep_third, &pg);
+                    ck_assert_uint_eq(kg, kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                    ck_assert_int_eq(pg.calls, pw.calls);
+                    ck_assert_int_eq(pg.out_of_order, 0);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* top_n_sigma's cut keeps the scalar twin's candidates in its order at
+ * every level: thresholds at a logit (ties, a float's exact double),
+ * between two, beyond all, NaN; -inf and -0/+0 logits. */
+START_TEST(test_the_logit_cut_keeps_the_scalar_set_at_every_level)
+{
+    static sift_candidate orig[300], want[300], got[300];
+    uint64_t r = 5150;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
+        for (int variant = 0; variant < 4; variant++) {
+            typ_cands(orig, n, &r, variant);
+            double thrs[6] = {0.0, -0.0, 1e-7, -INFINITY, INFINITY, NAN};
+            if (n)
+                thrs[2] = (double)orig[n / 2].logit;
+            for (int t = 0; t < 6; t++) {
+                memcpy(want, orig, n * sizeof *orig);
+                size_t kw = sift__keep_logit_ge_at(SIFT__SIMD_SCALAR, want, n, thrs[t]);
+                for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++) {
+                    memcpy(got, orig, n * sizeof *orig);
+                    ck_assert_uint_eq(sift__keep_logit_ge_at(l, got, n, thrs[t]), kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 /* The row step's cost model: a prefix of at most 256 tokens is always
  * walked (up to V / 8), a longer one only while it is at most a 256th of
  * the row, whichever builder (the one-pass top-k or the block path)
@@ -434,6 +578,10 @@ static Suite *suite(void)
     tcase_add_test(t, test_a_prefix_the_cost_model_refuses_goes_straight_to_the_full_pass);
     tcase_add_test(t, test_the_row_load_gives_the_scalar_bytes_and_flags_at_every_level);
     tcase_add_test(t, test_the_lane_sums_give_the_scalar_lanes_at_every_level);
+    tcase_add_test(t, test_the_score_buckets_give_the_scalar_buckets_at_every_level);
+    tcase_add_test(t, test_the_bucket_search_finds_the_scalar_index_at_every_level);
+    tcase_add_test(t, test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level);
+    tcase_add_test(t, test_the_logit_cut_keeps_the_scalar_set_at_every_level);
     suite_add_tcase(s, t);
     return s;
 }

@@ -332,7 +332,7 @@ START_TEST(test_weights_match_the_scalar_composition_bitwise)
             for (size_t i = 0; i < n; i++)
                 m = c[i].logit > m ? c[i].logit : m;
         }
-        for (int path = -1; path <= 2; path++) {
+        for (int path = -1; path <= 3; path++) {
             if (path >= 0 && !sift__weights_path_available(path))
                 continue;
             sift__u128 W =
@@ -374,7 +374,7 @@ START_TEST(test_weights_match_scalar_expf_over_a_float_sweep)
         c[n].logit = bfloat(b);
         n++;
         if (n == N || b < 0x80000000u + 13) {
-            for (int path = 1; path <= 2; path++) {
+            for (int path = 1; path <= 3; path++) {
                 if (!sift__weights_path_available(path))
                     continue;
                 sift__weights_path(path, c, n, 0.0f, w);
@@ -442,7 +442,7 @@ static size_t push_run(float *x, size_t k, uint32_t b0, uint32_t n)
 static size_t expect_fast_expf_exact(const float *x, size_t n, float *e)
 {
     size_t fell0 = 0;
-    for (int path = 0; path <= 2; path++) {
+    for (int path = 0; path <= 3; path++) {
         if (!sift__weights_path_available(path))
             continue;
         size_t fell = sift__expf_path(path, x, e, n);
@@ -552,7 +552,7 @@ START_TEST(test_weights_are_exact_on_hard_cases_ties_and_edges)
             u128 ref = 0;
             for (size_t i = 0; i < n; i++)
                 ref += sift__weight(sift__expf(c[i].logit - mm));
-            for (int path = -1; path <= 2; path++) {
+            for (int path = -1; path <= 3; path++) {
                 if (path >= 0 && !sift__weights_path_available(path))
                     continue;
                 sift__u128 W =
@@ -603,7 +603,7 @@ START_TEST(test_entropy_sum_is_the_id_order_sum_of_its_terms_bitwise)
         for (size_t i = 0; i < n; i++)
             v[i] = w[i] ? ((double)w[i] * inv) * (LS - (double)(c[i].logit - m)) : 0.0;
         double ref = sift__dsum_idorder(v, n);
-        for (int path = -1; path <= 2; path++) {
+        for (int path = -1; path <= 3; path++) {
             if (path >= 0 && !sift__weights_path_available(path))
                 continue;
             double H = path < 0 ? sift__entropy_sum(c, w, n, m, LS, inv)

@@ -233,6 +233,60 @@ START_TEST(test_cut_top_keeps_exactly_the_canonical_first_k)
 }
 END_TEST
 
+/* sift__cut_top's counting path (n >= 65,536, k above n / 256): rows
+ * whose keys crowd one 16-bit group (every logit equal; two values; -inf
+ * and -0/+0 mixed; spread), n just below, at and above the threshold, k
+ * on a group's edge, inside it, at 1 and at n - 1. */
+START_TEST(test_cut_top_counting_path_keeps_exactly_the_canonical_first_k)
+{
+    static const size_t sizes[] = {65535, 65536, 65537, 100003};
+    tu_rng r = {9100 + (uint64_t)_i};
+    sift_candidate *c = malloc(110000 * sizeof *c), *d = malloc(110000 * sizeof *d);
+    for (size_t si = 0; si < 4; si++) {
+        size_t n = sizes[si];
+        for (int kind = 0; kind < 4; kind++) {
+            for (size_t i = 0; i < n; i++) {
+                float x;
+                switch (kind) {
+                case 0: x = 0.75f; break;
+                case 1: x = tu_unif(&r) < 0.3 ? 2.0f : 1.0f; break;
+                case 2: {
+                    double u = tu_unif(&r);
+                    x = u < 0.3 ? -INFINITY : u < 0.5 ? -0.0f : u < 0.7 ? 0.0f : (float)u;
+                    break;
+                }
+                default: x = (float)(2.0 * tu_normal(&r)); break;
+                }
+                c[i].id = (int32_t)((i * 7919) % n);
+                c[i].logit = x;
+            }
+            memcpy(d, c, n * sizeof *c);
+            or_arr oa = {d, n, 0};
+            or_sort(&oa);
+            size_t ks[6] = {1, n - 1, n / 2, n / 255 + 1, 0, 0};
+            /* the first index where the top 16 bits of the key change */
+            for (size_t i = 1; i < n; i++)
+                if (sift__fkey(d[i].logit) >> 16 != sift__fkey(d[i - 1].logit) >> 16) {
+                    ks[4] = i;
+                    ks[5] = i + 1 < n ? i + 1 : i;
+                    break;
+                }
+            for (int t = 0; t < 6; t++) {
+                size_t k = ks[t];
+                if (k == 0)
+                    continue;
+                sift__ctx ctx = make_ctx();
+                uint64_t cut = sift__cut_top(&ctx, c, n, k);
+                ck_assert_msg(cut == sift__ckey(d[k - 1].logit, d[k - 1].id), "n %zu kind %d k %zu",
+                              n, kind, k);
+            }
+        }
+    }
+    free(c);
+    free(d);
+}
+END_TEST
+
 START_TEST(test_mass_prefix_matches_a_canonical_walk)
 {
     tu_rng r = {3000 + (uint64_t)_i};
@@ -277,6 +331,126 @@ START_TEST(test_mass_prefix_matches_a_canonical_walk)
 }
 END_TEST
 
+/* Rows for the band path of sift__mass_prefix (n >= 16,384): kind 0
+ * flat U[-1, 1]; 1 peaked (N(0, 2) plus a head of 50 raised by U(5, 15));
+ * 2 a heavy head placed only at indices the estimate's sample skips
+ * (i mod 16 != 0); 3 few distinct logits (ties), a third of them -inf;
+ * 4 every logit equal (all heavy: the estimate gives up); 5 bf16-rounded
+ * peaked; 6 two tiers, a million times apart. Ids are a permutation. */
+static void band_row(tu_rng *r, sift_candidate *c, size_t n, int kind)
+{
+    for (size_t i = 0; i < n; i++) {
+        float x;
+        switch (kind) {
+        case 0: x = (float)(2.0 * tu_unif(r) - 1.0); break;
+        case 3: {
+            int64_t v = tu_range(r, 0, 5);
+            x = v < 2 ? -INFINITY : (float)v * 0.75f;
+            break;
+        }
+        case 4: x = 1.5f; break;
+        case 6: x = tu_unif(r) < 0.01 ? 14.0f : (float)tu_unif(r); break;
+        default: x = (float)(2.0 * tu_normal(r)); break;
+        }
+        c[i].id = (int32_t)i;
+        c[i].logit = x;
+    }
+    if (kind == 1 || kind == 5)
+        for (int h = 0; h < 50; h++)
+            c[tu_range(r, 0, (int64_t)n - 1)].logit += (float)(5.0 + 10.0 * tu_unif(r));
+    if (kind == 2)
+        for (int h = 0; h < 200; h++) {
+            size_t i = (size_t)tu_range(r, 0, (int64_t)n - 1);
+            if (i % 16 == 0)
+                i++;
+            c[i < n ? i : n - 1].logit = (float)(10.0 + 5.0 * tu_unif(r));
+        }
+    if (kind == 5)
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, &c[i].logit, sizeof u);
+            u = (u + 0x8000u) & 0xffff0000u;
+            memcpy(&c[i].logit, &u, sizeof u);
+        }
+    for (size_t i = n; i > 1; i--) { /* shuffle the ids */
+        size_t j = (size_t)tu_range(r, 0, (int64_t)i - 1);
+        int32_t t = c[i - 1].id;
+        c[i - 1].id = c[j].id;
+        c[j].id = t;
+    }
+}
+
+START_TEST(test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_rows)
+{
+    static const size_t sizes[] = {16383, 16384, 16385, 16391, 40000, 262144};
+    tu_rng r = {7000 + (uint64_t)_i};
+    sift_candidate *c = malloc(300000 * sizeof *c), *d = malloc(300000 * sizeof *d);
+    uint64_t *w = malloc(300000 * sizeof *w), *wd = malloc(300000 * sizeof *wd);
+    unsigned long long answered = 0, handed_over = 0;
+    for (int kind = 0; kind < 7; kind++) {
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            size_t n = sizes[si];
+            if (n == 262144 && (kind + _i) % 3 != 0)
+                continue; /* the largest size for some kinds only */
+            band_row(&r, c, n, kind);
+            memcpy(d, c, n * sizeof *c);
+            or_arr oa = {d, n, 0};
+            or_sort(&oa);
+            float m = d[0].logit;
+            sift__u128 W = sift__weights(c, n, m, w);
+            sift__u128 Wo = or_weights(&oa, wd);
+            ck_assert(sift__u128_cmp(W, Wo) == 0);
+            for (int t = 0; t < 12; t++) {
+                int strict = t % 2;
+                sift__u128 T;
+                if (t < 2) {
+                    T = sift__u128_from(t == 0 ? 0 : 1);
+                } else if (t < 4) {
+                    T = t == 2 ? W : sift__u128_sub(W, sift__u128_from(1));
+                } else if (t < 8) {
+                    /* exactly the mass of a canonical prefix, or one less:
+                     * T on a token's edge (and so on a bucket's) */
+                    size_t k = (size_t)tu_range(&r, 1, (int64_t)n);
+                    if (t < 6)
+                        k = (size_t)tu_range(&r, 1, 60);
+                    sift__u128 p = {0, 0};
+                    for (size_t i = 0; i < k; i++)
+                        p = sift__u128_add64(p, wd[i]);
+                    T = (t & 1) || (p.lo == 0 && p.hi == 0) ? p
+                                                            : sift__u128_sub(p, sift__u128_from(1));
+                } else {
+                    T = sift__u128_scale_u64(W, tu_next(&r));
+                }
+                size_t want = or_walk(wd, n, T, strict);
+                for (int mode = SIFT__MASS_DEFAULT; mode <= SIFT__MASS_HIST; mode++) {
+                    sift__ctx ctx = make_ctx();
+                    ctx.mass_path = mode;
+                    uint64_t cut;
+                    size_t len = sift__mass_prefix(&ctx, c, w, n, T, strict, &cut);
+                    answered += ctx.band_answered;
+                    handed_over += ctx.band_handed_over;
+                    if (want == n) {
+                        ck_assert_msg(len == n, "kind %d n %zu t %d mode %d", kind, n, t, mode);
+                    } else {
+                        ck_assert_msg(len == want + 1 &&
+                                          cut == sift__ckey(d[want].logit, d[want].id),
+                                      "kind %d n %zu t %d mode %d: len %zu, want %zu", kind, n, t,
+                                      mode, len, want + 1);
+                    }
+                }
+            }
+        }
+    }
+    /* both outcomes of the band path were exercised */
+    ck_assert_uint_gt(answered, 100);
+    ck_assert_uint_gt(handed_over, 0);
+    free(c);
+    free(d);
+    free(w);
+    free(wd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("select");
@@ -289,6 +463,9 @@ static Suite *suite(void)
                         0, 4);
     tcase_add_loop_test(tc, test_cut_top_keeps_exactly_the_canonical_first_k, 0, 4);
     tcase_add_loop_test(tc, test_mass_prefix_matches_a_canonical_walk, 0, 4);
+    tcase_add_loop_test(tc, test_cut_top_counting_path_keeps_exactly_the_canonical_first_k, 0, 2);
+    tcase_add_loop_test(tc, test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_rows,
+                        0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

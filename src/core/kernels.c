@@ -222,3 +222,230 @@ void sift__load_cand(const float *row, sift_candidate *cd, size_t n, int *bad, i
 {
     sift__load_cand_at(sift__simd()->level, row, cd, n, bad, any);
 }
+
+/* ------------------------------------------------------------------ */
+/* Whole-distribution kernels (typical's score buckets and its cut)    */
+/* ------------------------------------------------------------------ */
+
+/* The definition of a score bucket (typical.c): x = (LS - (double)(l -
+ * m)) - H with its sign bit cleared, times scale, clamped above at top
+ * (a NaN too: the compare is false), truncated. */
+static inline uint32_t score_bucket(float l, float m, double LS, double H, double scale, double top)
+{
+    double x = (LS - (double)(l - m)) - H;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    u &= 0x7fffffffffffffffull;
+    memcpy(&x, &u, sizeof x);
+    double y = x * scale;
+    y = y < top ? y : top;
+    return (uint32_t)(int32_t)y;
+}
+
+static void score_buckets_scalar(const sift_candidate *c, size_t i, size_t n, float m, double LS,
+                                 double H, double scale, double top, uint32_t *bk)
+{
+    for (; i < n; i++)
+        bk[i] = score_bucket(c[i].logit, m, LS, H, scale, top);
+}
+
+static size_t find_eq_scalar(const uint32_t *bk, size_t i, size_t n, uint32_t b)
+{
+    while (i < n && bk[i] != b)
+        i++;
+    return i;
+}
+
+static size_t keep_below_scalar(sift_candidate *c, const uint32_t *bk, size_t i, size_t n, size_t j,
+                                uint32_t bstar, sift__keep_fn keep_eq, void *arg)
+{
+    for (; i < n; i++) {
+        sift_candidate x = c[i];
+        uint32_t b = bk[i];
+        int keep = b < bstar;
+        if (b == bstar)
+            keep = keep_eq(&x, arg);
+        c[j] = x;
+        j += (size_t)keep;
+    }
+    return j;
+}
+
+#ifdef SIFT__KX86
+/* The same operations on eight doubles a vector, in the same order
+ * (-ffp-contract=off: nothing fuses); vminpd returns its second operand
+ * when the first is not below it, NaN included, as the scalar clamp. */
+__attribute__((target("avx512f"))) static void score_buckets_avx512(const sift_candidate *c,
+                                                                    size_t n, float m, double LS,
+                                                                    double H, double scale,
+                                                                    double top, uint32_t *bk)
+{
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512 mv = _mm512_set1_ps(m);
+    const __m512d LSv = _mm512_set1_pd(LS), Hv = _mm512_set1_pd(H);
+    const __m512d sv = _mm512_set1_pd(scale), tv = _mm512_set1_pd(top);
+    const __m512i nosign = _mm512_set1_epi64(0x7fffffffffffffffll);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 a = _mm512_loadu_ps((const float *)(const void *)(c + i));
+        __m512 b = _mm512_loadu_ps((const float *)(const void *)(c + i + 8));
+        __m512 d = _mm512_sub_ps(_mm512_permutex2var_ps(a, odd, b), mv);
+        for (int h = 0; h < 2; h++) {
+            __m256 dh = h ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(d), 1))
+                          : _mm512_castps512_ps256(d);
+            __m512d x = _mm512_sub_pd(_mm512_sub_pd(LSv, _mm512_cvtps_pd(dh)), Hv);
+            x = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(x), nosign));
+            __m512d y = _mm512_min_pd(_mm512_mul_pd(x, sv), tv);
+            _mm256_storeu_si256((__m256i *)(void *)(bk + i + 8 * (size_t)h),
+                                _mm512_cvttpd_epi32(y));
+        }
+    }
+    score_buckets_scalar(c, i, n, m, LS, H, scale, top, bk);
+}
+
+__attribute__((target("avx512f"))) static size_t find_eq_avx512(const uint32_t *bk, size_t i,
+                                                                size_t n, uint32_t b)
+{
+    const __m512i bv = _mm512_set1_epi32((int32_t)b);
+    for (; i + 16 <= n; i += 16) {
+        unsigned k = _mm512_cmpeq_epi32_mask(_mm512_loadu_si512((const void *)(bk + i)), bv);
+        if (k)
+            return i + (size_t)__builtin_ctz(k);
+    }
+    return find_eq_scalar(bk, i, n, b);
+}
+
+/* Eight candidates a vector: kept when their bucket is below bstar; in
+ * bstar, keep_eq decides (lane by lane, in order). The kept ones are
+ * compressed and stored whole at j (j <= i: only read candidates are
+ * overwritten). */
+__attribute__((target("avx512f"))) static size_t keep_below_avx512(sift_candidate *c,
+                                                                   const uint32_t *bk, size_t n,
+                                                                   uint32_t bstar,
+                                                                   sift__keep_fn keep_eq, void *arg)
+{
+    const __m256i bv = _mm256_set1_epi32((int32_t)bstar);
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(bk + i));
+        __m512i v = _mm512_loadu_si512((const void *)(c + i));
+        __m512i bw = _mm512_cvtepu32_epi64(b);
+        __m512i bv8 = _mm512_cvtepu32_epi64(bv);
+        unsigned keep = _mm512_cmplt_epu64_mask(bw, bv8);
+        unsigned eq = _mm512_cmpeq_epu64_mask(bw, bv8);
+        for (; eq; eq &= eq - 1) {
+            unsigned l = (unsigned)__builtin_ctz(eq);
+            if (keep_eq(&c[i + l], arg))
+                keep |= 1u << l;
+        }
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64((__mmask8)keep, v));
+        j += (size_t)__builtin_popcount(keep);
+    }
+    return keep_below_scalar(c, bk, i, n, j, bstar, keep_eq, arg);
+}
+#endif
+
+void sift__score_buckets_at(int level, const sift_candidate *c, size_t n, float m, double LS,
+                            double H, double scale, double top, uint32_t *bk)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512) {
+        score_buckets_avx512(c, n, m, LS, H, scale, top, bk);
+        return;
+    }
+#endif
+    (void)level;
+    score_buckets_scalar(c, 0, n, m, LS, H, scale, top, bk);
+}
+
+void sift__score_buckets(const sift_candidate *c, size_t n, float m, double LS, double H,
+                         double scale, double top, uint32_t *bk)
+{
+    sift__score_buckets_at(sift__simd()->level, c, n, m, LS, H, scale, top, bk);
+}
+
+size_t sift__find_eq_u32_at(int level, const uint32_t *bk, size_t i, size_t n, uint32_t b)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        return find_eq_avx512(bk, i, n, b);
+#endif
+    (void)level;
+    return find_eq_scalar(bk, i, n, b);
+}
+
+size_t sift__find_eq_u32(const uint32_t *bk, size_t i, size_t n, uint32_t b)
+{
+    return sift__find_eq_u32_at(sift__simd()->level, bk, i, n, b);
+}
+
+size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,
+                           uint32_t bstar, sift__keep_fn keep_eq, void *arg)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        return keep_below_avx512(c, bk, n, bstar, keep_eq, arg);
+#endif
+    (void)level;
+    return keep_below_scalar(c, bk, 0, n, 0, bstar, keep_eq, arg);
+}
+
+size_t sift__keep_below(sift_candidate *c, const uint32_t *bk, size_t n, uint32_t bstar,
+                        sift__keep_fn keep_eq, void *arg)
+{
+    return sift__keep_below_at(sift__simd()->level, c, bk, n, bstar, keep_eq, arg);
+}
+
+/* ------------------------------------------------------------------ */
+/* top_n_sigma's cut                                                   */
+/* ------------------------------------------------------------------ */
+
+static size_t keep_ge_d_scalar(sift_candidate *c, size_t i, size_t n, size_t j, double thr)
+{
+    for (; i < n; i++) {
+        sift_candidate x = c[i];
+        c[j] = x;
+        j += (size_t)((double)x.logit >= thr);
+    }
+    return j;
+}
+
+#ifdef SIFT__KX86
+/* Eight candidates a vector: the logits widened to double (exact) and
+ * compared ordered (a NaN is never kept, as in C), the kept candidates
+ * compressed and stored whole at j <= i. */
+__attribute__((target("avx512f"))) static size_t keep_ge_d_avx512(sift_candidate *c, size_t n,
+                                                                  double thr)
+{
+    const __m512i odd = _mm512_set_epi32(15, 13, 11, 9, 7, 5, 3, 1, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512d t = _mm512_set1_pd(thr);
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i v = _mm512_loadu_si512((const void *)(c + i));
+        __m256 l = _mm512_castps512_ps256(_mm512_permutexvar_ps(odd, _mm512_castsi512_ps(v)));
+        __mmask8 k = _mm512_cmp_pd_mask(_mm512_cvtps_pd(l), t, _CMP_GE_OQ);
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
+        j += (size_t)__builtin_popcount((unsigned)k);
+    }
+    return keep_ge_d_scalar(c, i, n, j, thr);
+}
+#endif
+
+size_t sift__keep_logit_ge_at(int level, sift_candidate *c, size_t n, double thr)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        return keep_ge_d_avx512(c, n, thr);
+#endif
+    (void)level;
+    return keep_ge_d_scalar(c, 0, n, 0, thr);
+}
+
+size_t sift__keep_logit_ge(sift_candidate *c, size_t n, double thr)
+{
+    return sift__keep_logit_ge_at(sift__simd()->level, c, n, thr);
+}

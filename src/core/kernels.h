@@ -31,4 +31,34 @@ SIFT__HIDDEN void sift__lane_sums(const sift_candidate *cd, size_t n, const doub
 SIFT__HIDDEN void sift__lane_sums_at(int level, const sift_candidate *cd, size_t n,
                                      const double *mean, double s[8], size_t *count, float *max);
 
+/* Whole-distribution kernels (typical.c), each with a scalar twin that
+ * gives the same bits; _at runs the kernel of `level` (tests compare the
+ * levels: scalar, AVX-512F).
+ *
+ * bk[i] = the score bucket of c[i]: x = (LS - (double)(c[i].logit - m))
+ * - H, its sign cleared, times scale, clamped above at top (NaN too),
+ * truncated to an integer (top < 2^31). */
+SIFT__HIDDEN void sift__score_buckets(const sift_candidate *c, size_t n, float m, double LS,
+                                      double H, double scale, double top, uint32_t *bk);
+SIFT__HIDDEN void sift__score_buckets_at(int level, const sift_candidate *c, size_t n, float m,
+                                         double LS, double H, double scale, double top,
+                                         uint32_t *bk);
+/* The first index in [i, n) with bk[index] == b, or n. */
+SIFT__HIDDEN size_t sift__find_eq_u32(const uint32_t *bk, size_t i, size_t n, uint32_t b);
+SIFT__HIDDEN size_t sift__find_eq_u32_at(int level, const uint32_t *bk, size_t i, size_t n,
+                                         uint32_t b);
+/* Keeps, in place and in order, the candidates c[i] with bk[i] < bstar
+ * and those with bk[i] == bstar for which keep_eq(&c[i], arg) is nonzero
+ * (called in index order); returns how many were kept. */
+typedef int (*sift__keep_fn)(const sift_candidate *x, void *arg);
+SIFT__HIDDEN size_t sift__keep_below(sift_candidate *c, const uint32_t *bk, size_t n,
+                                     uint32_t bstar, sift__keep_fn keep_eq, void *arg);
+SIFT__HIDDEN size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,
+                                        uint32_t bstar, sift__keep_fn keep_eq, void *arg);
+
+/* Keeps, in place and in order, the candidates with (double)logit >= thr
+ * (top_n_sigma's cut; a NaN logit or thr keeps none); returns how many. */
+SIFT__HIDDEN size_t sift__keep_logit_ge(sift_candidate *c, size_t n, double thr);
+SIFT__HIDDEN size_t sift__keep_logit_ge_at(int level, sift_candidate *c, size_t n, double thr);
+
 #endif /* SIFT_CORE_KERNELS_H */

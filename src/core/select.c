@@ -26,6 +26,13 @@
 #include "../sift_internal.h"
 #include "simd.h"
 
+/* The AVX-512 forms of this file (max_logit_avx512, band_pass_avx512,
+ * heavy_scan_avx512), chosen at run time. */
+#if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
+#define SIFT__BAND_AVX512 1
+#include <immintrin.h>
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Sorting                                                             */
 /* ------------------------------------------------------------------ */
@@ -367,6 +374,10 @@ static int use_prefilter(size_t n, size_t k)
     return n >= 8192 && k <= n / 256;
 }
 
+/* From this many elements on, sift__cut_top selects among one group of
+ * keys after a counting pass (below, among all the keys). */
+#define RADIX_KTH_MIN 65536
+
 uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t k)
 {
     uint64_t *keys = ctx->ws->u64b;
@@ -382,6 +393,26 @@ uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t
     size_t m;
     if (use_prefilter(n, k)) {
         m = prefilter_top(ctx, c, n, k, keys, 1);
+    } else if (n >= RADIX_KTH_MIN) {
+        /* One counting pass by the top 16 bits of the logit's key finds
+         * the group that holds the k-th largest key (keys are larger in
+         * a larger group, so the groups above hold fewer than k); only
+         * that group's keys are selected among. */
+        uint32_t *cnt = (uint32_t *)(void *)ctx->ws->u64c; /* 65536 <= 2 n */
+        memset(cnt, 0, 65536 * sizeof *cnt);
+        for (size_t i = 0; i < n; i++)
+            cnt[sift__fkey(c[i].logit) >> 16]++;
+        size_t above = 0;
+        uint32_t g = 65535;
+        while (above + cnt[g] < k)
+            above += cnt[g--];
+        m = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t f = sift__fkey(c[i].logit);
+            keys[m] = ((uint64_t)f << 32) | (uint32_t) ~(uint32_t)c[i].id;
+            m += (f >> 16) == g;
+        }
+        return kth_largest(keys, m, k - above);
     } else {
         for (size_t i = 0; i < n; i++)
             keys[i] = sift__ckey(c[i].logit, c[i].id);
@@ -389,6 +420,42 @@ uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t
     }
     return kth_largest(keys, m, k);
 }
+
+#ifdef SIFT__BAND_AVX512
+static int keep_ge_vec_available(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("bmi2");
+}
+
+/* The compaction loop of sift__arr_keep_ge eight candidates at a time:
+ * the same test (logit > cl, or logit == cl and id <= cid, unsigned;
+ * ordered compares, so a NaN is never kept) on the odd (logit) and even
+ * (id) 32-bit lanes, the verdicts of each candidate's pair folded into
+ * one bit by pext, and the kept ones compressed and stored whole (a
+ * later store overwrites the lanes past the kept ones; j <= i, so no
+ * store reaches a candidate not yet read). Returns where it stopped;
+ * *j is the count kept. In place, in order: the scalar loop's result. */
+__attribute__((target("avx512f,bmi2"))) static size_t
+keep_ge_avx512(sift_candidate *c, size_t n, float cl, uint32_t cid, size_t *jout)
+{
+    const __m512 clv = _mm512_set1_ps(cl);
+    const __m512i cidv = _mm512_set1_epi32((int32_t)cid);
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i v = _mm512_loadu_si512((const void *)(c + i));
+        __m512 f = _mm512_castsi512_ps(v);
+        unsigned gt = _mm512_cmp_ps_mask(f, clv, _CMP_GT_OQ);
+        unsigned eq = _mm512_cmp_ps_mask(f, clv, _CMP_EQ_OQ);
+        unsigned le = _mm512_cmp_epu32_mask(v, cidv, _MM_CMPINT_LE);
+        unsigned k16 = (gt | (eq & (le << 1))) & 0xAAAAu;
+        __mmask8 k = (__mmask8)_pext_u32(k16, 0xAAAAu);
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
+        j += (size_t)__builtin_popcount((unsigned)k);
+    }
+    *jout = j;
+    return i;
+}
+#endif
 
 void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
 {
@@ -430,7 +497,12 @@ void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
         a->n = j;
         return;
     }
-    for (size_t i = 0; i < a->n; i++) {
+    size_t i = 0;
+#ifdef SIFT__BAND_AVX512
+    if (a->n >= 64 && sift__simd()->level >= SIFT__SIMD_AVX512 && keep_ge_vec_available())
+        i = keep_ge_avx512(a->c, a->n, cl, cid, &j);
+#endif
+    for (; i < a->n; i++) {
         sift_candidate x = a->c[i];
         int keep = (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
         a->c[j] = x;
@@ -479,13 +551,44 @@ void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)
 /* Largest logit                                                       */
 /* ------------------------------------------------------------------ */
 
+#ifdef SIFT__BAND_AVX512
+/* block_max(c, 0, n) with four AVX-512 accumulators over the logits (the
+ * odd floats of the candidates; the even lanes, the ids, stay -inf).
+ * vmaxps returns its second operand when one is a NaN, so a NaN logit is
+ * skipped as the scalar compare skips it; the value is the same, the sign
+ * of a zero maximum aside. */
+__attribute__((target("avx512f"))) static float max_logit_avx512(const sift_candidate *c, size_t n)
+{
+    const __mmask16 odd = 0xAAAA;
+    __m512 a0 = _mm512_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const float *f = (const float *)(const void *)(c + i);
+        a0 = _mm512_mask_max_ps(a0, odd, _mm512_loadu_ps(f), a0);
+        a1 = _mm512_mask_max_ps(a1, odd, _mm512_loadu_ps(f + 16), a1);
+        a2 = _mm512_mask_max_ps(a2, odd, _mm512_loadu_ps(f + 32), a2);
+        a3 = _mm512_mask_max_ps(a3, odd, _mm512_loadu_ps(f + 48), a3);
+    }
+    float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3)));
+    float t = block_max(c, i, n);
+    return t > m ? t : m;
+}
+#endif
+
 float sift__max_logit(const sift_candidate *c, size_t n)
 {
     /* Four running maxima break the dependency chain. Their combination
      * is the same value as one left-to-right scan, except that the sign
      * of a zero maximum could differ (-0 == +0): then rescan plainly, so
-     * the result is bit-identical to the sequential definition. */
-    float m = block_max(c, 0, n);
+     * the result is bit-identical to the sequential definition. The
+     * AVX-512 form (through sift__simd()) is the same value. */
+    float m;
+#ifdef SIFT__BAND_AVX512
+    if (n >= 256 && sift__simd()->level >= SIFT__SIMD_AVX512)
+        m = max_logit_avx512(c, n);
+    else
+#endif
+        m = block_max(c, 0, n);
     if (m == 0.0f) {
         m = -INFINITY;
         for (size_t i = 0; i < n; i++)
@@ -636,6 +739,336 @@ static inline uint32_t mass_bucket(uint64_t w)
     return e > one ? e - one : 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* The band path of sift__mass_prefix                                  */
+/* ------------------------------------------------------------------ */
+
+/* The top 18 bits of (double)w (w <= 2^62): mass_bucket(w) is e - (1023
+ * << 6) when e exceeds that, else 0, so bucket > b <=> e > b + (1023 <<
+ * 6) for every b >= 0, and bucket >= b <=> e >= b + (1023 << 6) for
+ * b >= 1. */
+static inline uint32_t mass_e(uint64_t w)
+{
+    double d = (double)(int64_t)w;
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return (uint32_t)(u >> 46);
+}
+
+/* One pass over w[0..n) for the band [e_lo, e_hi] of mass_e: the exact
+ * mass of the elements above it (e > e_hi) in 32-bit halves added to
+ * *lo and *hi, their count added to *above, and the indices of the
+ * elements in it (e_lo <= e <= e_hi) written ascending to band[];
+ * returns how many. The definition; band_pass_avx512 gives the same
+ * results. */
+static size_t band_pass_scalar(const uint64_t *w, size_t i, size_t n, uint32_t e_lo, uint32_t e_hi,
+                               uint64_t *lo, uint64_t *hi, size_t *above, uint64_t *band, size_t m)
+{
+    uint64_t sl = 0, sh = 0;
+    size_t na = 0;
+    for (; i < n; i++) {
+        uint32_t e = mass_e(w[i]);
+        uint64_t a = e > e_hi;
+        sl += (w[i] & 0xffffffffu) & -a;
+        sh += (w[i] >> 32) & -a;
+        na += (size_t)a;
+        band[m] = i;
+        m += (size_t)((e >= e_lo) & (e <= e_hi));
+    }
+    *lo += sl;
+    *hi += sh;
+    *above += na;
+    return m;
+}
+
+#ifdef SIFT__BAND_AVX512
+
+/* band_pass_scalar eight lanes at a time (AVX-512F and DQ, for the
+ * conversion to double, which rounds as C's does). Branch-free: every
+ * block compresses its band lanes into a register and stores all eight,
+ * advancing by their count (a later block overwrites the rest; m <= i,
+ * so the store stays inside band[0..n)). The same sums, count and
+ * indices as the scalar form: integer additions in another order. */
+__attribute__((target("avx512f,avx512dq"))) static size_t
+band_pass_avx512(const uint64_t *w, size_t n, uint32_t e_lo, uint32_t e_hi, uint64_t *lo,
+                 uint64_t *hi, size_t *above, uint64_t *band)
+{
+    const __m512i vhi = _mm512_set1_epi64(e_hi), vlo = _mm512_set1_epi64(e_lo);
+    const __m512i lo32 = _mm512_set1_epi64(0xffffffff), eight = _mm512_set1_epi64(8);
+    __m512i acc_lo = _mm512_setzero_si512(), acc_hi = acc_lo, cnt = acc_lo;
+    __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i one = _mm512_set1_epi64(1);
+    size_t m = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i wv = _mm512_loadu_si512((const void *)(w + i));
+        __m512i e = _mm512_srli_epi64(_mm512_castpd_si512(_mm512_cvtepi64_pd(wv)), 46);
+        __mmask8 ka = _mm512_cmpgt_epu64_mask(e, vhi);
+        __mmask8 kb = _mm512_mask_cmpge_epu64_mask((__mmask8)~ka, e, vlo);
+        acc_lo = _mm512_mask_add_epi64(acc_lo, ka, acc_lo, _mm512_and_si512(wv, lo32));
+        acc_hi = _mm512_mask_add_epi64(acc_hi, ka, acc_hi, _mm512_srli_epi64(wv, 32));
+        cnt = _mm512_mask_add_epi64(cnt, ka, cnt, one);
+        _mm512_storeu_si512((void *)(band + m), _mm512_maskz_compress_epi64(kb, iota));
+        m += (size_t)__builtin_popcount((unsigned)kb);
+        iota = _mm512_add_epi64(iota, eight);
+    }
+    *lo += (uint64_t)_mm512_reduce_add_epi64(acc_lo);
+    *hi += (uint64_t)_mm512_reduce_add_epi64(acc_hi);
+    *above += (size_t)_mm512_reduce_add_epi64(cnt);
+    return band_pass_scalar(w, i, n, e_lo, e_hi, lo, hi, above, band, m);
+}
+#endif
+
+/* The band pass through the level of sift__simd() (1 when the AVX-512
+ * form runs; tests compare it with the scalar one). */
+static size_t band_pass(int vec, const uint64_t *w, size_t n, uint32_t e_lo, uint32_t e_hi,
+                        sift__u128 *mass, size_t *above, uint64_t *band)
+{
+    uint64_t lo = 0, hi = 0;
+    size_t m;
+    *above = 0;
+#ifdef SIFT__BAND_AVX512
+    if (vec)
+        m = band_pass_avx512(w, n, e_lo, e_hi, &lo, &hi, above, band);
+    else
+#endif
+        m = band_pass_scalar(w, 0, n, e_lo, e_hi, &lo, &hi, above, band, 0);
+    (void)vec;
+    sift__u128 M = {lo, 0};
+    *mass = sift__u128_add(M, (sift__u128){hi << 32, hi >> 32});
+    return m;
+}
+
+static int band_vec_available(void)
+{
+#ifdef SIFT__BAND_AVX512
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#else
+    return 0;
+#endif
+}
+
+/* Appends to heavy[] the indices i in [i0, n) with w[i] >= theta,
+ * ascending, while fewer than cap are stored; returns the new count, or
+ * cap + 1 when there were more. */
+static size_t heavy_scan_scalar(const uint64_t *w, size_t i, size_t n, uint64_t theta,
+                                uint64_t *heavy, size_t h, size_t cap)
+{
+    for (; i < n; i++) {
+        if (w[i] >= theta) {
+            if (h == cap)
+                return cap + 1;
+            heavy[h++] = i;
+        }
+    }
+    return h;
+}
+
+#ifdef SIFT__BAND_AVX512
+__attribute__((target("avx512f"))) static size_t
+heavy_scan_avx512(const uint64_t *w, size_t n, uint64_t theta, uint64_t *heavy, size_t cap)
+{
+    const __m512i t = _mm512_set1_epi64((int64_t)theta);
+    size_t h = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __mmask8 k = _mm512_cmpge_epu64_mask(_mm512_loadu_si512((const void *)(w + i)), t);
+        if (SIFT__UNLIKELY(k)) {
+            for (unsigned b = k; b; b &= b - 1) {
+                if (h == cap)
+                    return cap + 1;
+                heavy[h++] = i + (size_t)__builtin_ctz(b);
+            }
+        }
+    }
+    return heavy_scan_scalar(w, i, n, theta, heavy, h, cap);
+}
+#endif
+
+static size_t heavy_scan(int vec, const uint64_t *w, size_t n, uint64_t theta, uint64_t *heavy,
+                         size_t cap)
+{
+#ifdef SIFT__BAND_AVX512
+    if (vec)
+        return heavy_scan_avx512(w, n, theta, heavy, cap);
+#endif
+    (void)vec;
+    return heavy_scan_scalar(w, 0, n, theta, heavy, 0, cap);
+}
+
+/* The estimate takes every weight of at least 1/HEAVY_PART of the
+ * estimated total exactly (at most HEAVY_CAP of them) and every
+ * SAMPLE_S-th of the others. */
+#define HEAVY_PART 4096
+#define HEAVY_CAP 8192
+
+/* Every SAMPLE_S-th weight goes into the estimate of the band path. */
+enum { SAMPLE_S = 16 };
+/* Bands of at most this many elements are searched by weighted_select
+ * directly; larger ones get a histogram of their own first. */
+#define BAND_DIRECT_MAX 2048
+
+/* On the band's elements (indices band[0..m) into c, weights Wt[0..m),
+ * every weight with mass_bucket in [b_lo, b_hi]) and T, with the whole
+ * band reaching T: the same answer as weighted_select on their keys,
+ * after an exact histogram of the weights (h: 2 * HBUCKETS entries of
+ * scratch) narrows the search to one bucket; only that bucket's keys are
+ * formed (in K, its weights moved to the front of Wt). */
+static int band_hist_select(const sift_candidate *c, const uint64_t *band, uint64_t *K,
+                            uint64_t *Wt, size_t m, sift__u128 T, int strict, uint32_t b_lo,
+                            uint32_t b_hi, uint64_t *h, uint64_t *cut, size_t *len)
+{
+    memset(h + 2 * (size_t)b_lo, 0, 2 * (size_t)(b_hi - b_lo + 1) * sizeof *h);
+    for (size_t i = 0; i < m; i++) {
+        uint32_t b = mass_bucket(Wt[i]);
+        h[2 * b] += Wt[i] & 0xffffffffu;
+        h[2 * b + 1] += Wt[i] >> 32;
+    }
+    sift__u128 above = {0, 0};
+    int64_t bstar = -1;
+    for (int64_t b = b_hi; b >= (int64_t)b_lo; b--) {
+        uint64_t lo = h[2 * b], hi = h[2 * b + 1];
+        sift__u128 mb = sift__u128_add((sift__u128){lo, 0}, (sift__u128){hi << 32, hi >> 32});
+        sift__u128 with = sift__u128_add(above, mb);
+        if (reaches(with, T, strict)) {
+            bstar = b;
+            break;
+        }
+        above = with;
+    }
+    if (bstar < 0)
+        return 0;
+    size_t k = 0, n_above = 0;
+    for (size_t i = 0; i < m; i++) {
+        uint32_t b = mass_bucket(Wt[i]);
+        n_above += b > (uint32_t)bstar;
+        if (b == (uint32_t)bstar) {
+            const sift_candidate *x = &c[band[i]];
+            K[k] = sift__ckey(x->logit, x->id);
+            Wt[k] = Wt[i];
+            k++;
+        }
+    }
+    size_t l = 0;
+    if (!weighted_select(K, Wt, k, sift__u128_sub(T, above), strict, cut, &l))
+        return 0;
+    *len = n_above + l;
+    return 1;
+}
+
+/* The band path: an estimate of the mass above each weight bucket from
+ * every SAMPLE_S-th weight picks a band of buckets that should hold the
+ * answer (with a margin of four standard deviations of the estimate;
+ * the weights of at least 1/HEAVY_PART of the estimated total, found by
+ * a vector scan, enter it exactly);
+ * one vector pass finds the exact mass and count above the band and the
+ * band's elements, and the answer is searched among those. The estimate
+ * only chooses where to look: when the exact sums show that the answer
+ * lies outside the band, this returns 0 and the caller takes the full
+ * histogram. Needs n >= 4 * HBUCKETS; uses u64b, u64c and u64d. */
+static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
+                            sift__u128 T, int strict, int vec, uint64_t *cut, size_t *len)
+{
+    double *hm = (double *)(void *)ctx->ws->u64c, *hq = hm + HBUCKETS;
+    uint64_t *heavy = ctx->ws->u64d;
+    /* One strided pass: the sample's histogram and its total. */
+    memset(hm, 0, 2 * HBUCKETS * sizeof *hm);
+    double total = 0;
+    for (size_t i = 0; i < n; i += SAMPLE_S) {
+        uint32_t b = mass_bucket(w[i]);
+        double d = (double)(int64_t)w[i] * SAMPLE_S;
+        total += d;
+        hm[b] += d;
+        hq[b] += d * d;
+    }
+    /* The heavy weights (1 <= theta): none can reach a theta above 2^62,
+     * the largest weight there is, and then the scan is skipped. Each one
+     * found enters exactly, and a sampled one leaves the sample's part
+     * (an estimate: the rounding of the subtraction does not matter). */
+    double td = total / HEAVY_PART;
+    uint64_t theta = td < 1.0 ? 1 : td > 0x1p62 ? ((uint64_t)1 << 62) + 1 : (uint64_t)td;
+    size_t nh = theta > (uint64_t)1 << 62 ? 0 : heavy_scan(vec, w, n, theta, heavy, HEAVY_CAP);
+    if (nh > HEAVY_CAP)
+        return 0;
+    for (size_t j = 0; j < nh; j++) {
+        uint64_t x = w[heavy[j]];
+        uint32_t b = mass_bucket(x);
+        hm[b] += (double)(int64_t)x;
+        if (heavy[j] % SAMPLE_S == 0) {
+            double d = (double)(int64_t)x * SAMPLE_S;
+            hm[b] -= d;
+            hq[b] -= d * d;
+        }
+    }
+    double Td = sift__u128_to_double(T);
+    double cm = 0, cq = 0;
+    int bhat = 0;
+    for (int b = HBUCKETS - 1; b >= 0; b--) {
+        cm += hm[b];
+        cq += hq[b];
+        if (cm >= Td) {
+            bhat = b;
+            break;
+        }
+    }
+    /* the estimate of the mass at or above a bucket: the heavy weights
+     * there and SAMPLE_S times the sampled light ones, whose variance is
+     * about SAMPLE_S^2 times their squares (hq holds the scaled ones) */
+    double delta = 4.0 * sqrt(cq > 0 ? cq : 0) + (double)theta;
+    int b_hi = -1, b_lo = 0;
+    cm = 0;
+    for (int b = HBUCKETS - 1; b >= 0; b--) {
+        cm += hm[b];
+        if (b_hi < 0 && cm > Td - delta)
+            b_hi = b;
+        if (cm >= Td + delta) {
+            b_lo = b;
+            break;
+        }
+    }
+    if (b_hi < 0)
+        b_hi = bhat;
+    if (b_lo > b_hi)
+        b_lo = b_hi;
+    const uint32_t one = 1023u << 6;
+    uint32_t e_hi = (uint32_t)b_hi + one, e_lo = b_lo ? (uint32_t)b_lo + one : 0;
+    uint64_t *band = ctx->ws->u64b;
+    sift__u128 above;
+    size_t n_above;
+    size_t m = band_pass(vec, w, n, e_lo, e_hi, &above, &n_above, band);
+    if (reaches(above, T, strict))
+        return 0; /* the answer lies above the band */
+    uint64_t *K = ctx->ws->u64c, *Wt = ctx->ws->u64d;
+    uint64_t sl = 0, sh = 0;
+    for (size_t j = 0; j < m; j++) {
+        uint64_t x = w[band[j]];
+        Wt[j] = x;
+        sl += x & 0xffffffffu;
+        sh += x >> 32;
+    }
+    sift__u128 with = sift__u128_add(
+        above, sift__u128_add((sift__u128){sl, 0}, (sift__u128){sh << 32, sh >> 32}));
+    if (!reaches(with, T, strict))
+        return 0; /* below the band, or nowhere */
+    sift__u128 Tb = sift__u128_sub(T, above);
+    size_t l = 0;
+    int ok;
+    if (m <= BAND_DIRECT_MAX) {
+        for (size_t j = 0; j < m; j++)
+            K[j] = sift__ckey(c[band[j]].logit, c[band[j]].id);
+        ok = weighted_select(K, Wt, m, Tb, strict, cut, &l);
+    } else {
+        /* the histogram goes past the band's indices in u64b; a band too
+         * large to leave room for it is handed over */
+        if (m + 2 * HBUCKETS > n)
+            return 0;
+        ok = band_hist_select(c, band, K, Wt, m, Tb, strict, (uint32_t)b_lo, (uint32_t)b_hi,
+                              band + m, cut, &l);
+    }
+    if (!ok)
+        return 0; /* unreachable: the band reaches what is left of T */
+    *len = n_above + l;
+    return 1;
+}
+
 /* Below this many candidates, sift__mass_prefix sorts and walks. */
 #define SMALL_MASS_N 48
 
@@ -707,6 +1140,20 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
             }
             *cut = mx;
             return 1;
+        }
+        /* By default the band path runs only with its AVX-512 pass: the
+         * scalar pass (which the tests run) costs more than the full
+         * histogram does. */
+        int mode = ctx->mass_path;
+        int bvec = band_vec_available() &&
+                   (mode == SIFT__MASS_BAND_VEC ||
+                    (mode == SIFT__MASS_DEFAULT && sift__simd()->level >= SIFT__SIMD_AVX512));
+        if (bvec || mode == SIFT__MASS_BAND_VEC || mode == SIFT__MASS_BAND_SCALAR) {
+            if (mass_prefix_band(ctx, c, w, n, T, strict, bvec, cut, &len)) {
+                ctx->band_answered++;
+                return len;
+            }
+            ctx->band_handed_over++;
         }
         uint64_t *h = ctx->ws->u64c; /* h[2b] low halves, h[2b + 1] high */
         /* Each element's bucket, 16 bits, in u64b (n / 4 of its n

@@ -124,6 +124,9 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->stage = 0;
     ctx->selected = -1;
     ctx->banned_at = SIZE_MAX;
+    ctx->mass_path = SIFT__MASS_DEFAULT;
+    ctx->band_answered = 0;
+    ctx->band_handed_over = 0;
 }
 
 static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift__arr *a,

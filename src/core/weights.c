@@ -65,7 +65,7 @@
  *
  * The weights kernel feeds this the float difference l - m (all l <= m is
  * checked per block, so x <= 0), clamped below at -104 (portable) or -80
- * (AVX2): sift__expf is at most the smallest subnormal at -104 and below
+ * (AVX2, AVX-512): sift__expf is at most the smallest subnormal at -104 and below
  * 2^-115 at -80, whose weights are 0 like those of every smaller x, so
  * -inf and very small logits need no separate lane mask. The portable
  * kernel rounds a and converts the float as sift__weight does; the AVX2
@@ -75,6 +75,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "simd.h"
 
 #if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -561,6 +562,161 @@ __attribute__((target("avx2"))) static size_t expf_avx2(const float *x, float *e
 #endif
 
 /* ------------------------------------------------------------------ */
+/* AVX-512F with DQ and FMA (x86-64, chosen at run time)               */
+/* ------------------------------------------------------------------ */
+
+/* Eight lanes a vector, and no gather: TAB[j] is replaced by the product
+ * T1[j >> 3] * T2[j & 7] with T1[i] = TAB[8 i] = 2^(i/16) and T2[k] =
+ * TAB[k] = 2^(k/128), each read by one permute from registers. y = (p *
+ * T2) * T1: the two entries round once each (2^-53 rel, as TAB[j] did)
+ * and there is one product more, so the bound of the file comment grows
+ * by 2 * 2^-53 rel: |y - Y| <= (2^-49.5 + 5.1 * 2^-53) Y < 16.5 * 2^-53 Y,
+ * and with sift__expf's own 2^-51 (4 * 2^-53), y and y_s are less than
+ * 21 units of y's last place apart (a unit is more than 2^-53 y). The
+ * doubt test of fx_weight4_y keeps a margin of 256 units, so its argument
+ * holds unchanged (fx_weight8_y is the same test on eight lanes). This
+ * path also fuses (AVX-512F, DQ and FMA): k is then X * 128/ln2 rounded
+ * once to the nearest integer, X - k*H is exact as before and rounds to
+ * itself, and r and p take one rounding per fused step where they took
+ * two, so every error term above is at most what it was. The exhaustive
+ * run (make check-expf) checks this path like the others, on every float
+ * x in [-104, 0], which is every input the kernel sees (it clamps at -80). */
+#if defined(SIFT__FX_AVX2)
+#define SIFT__FX_AVX512 1
+
+typedef struct fx8_tabs {
+    __m512d t1a, t1b, t2;
+} fx8_tabs;
+
+__attribute__((target("avx512f"), always_inline)) static inline fx8_tabs fx8_tables(void)
+{
+    fx8_tabs t;
+    t.t1a = _mm512_set_pd(FX_TAB[56], FX_TAB[48], FX_TAB[40], FX_TAB[32], FX_TAB[24], FX_TAB[16],
+                          FX_TAB[8], FX_TAB[0]);
+    t.t1b = _mm512_set_pd(FX_TAB[120], FX_TAB[112], FX_TAB[104], FX_TAB[96], FX_TAB[88], FX_TAB[80],
+                          FX_TAB[72], FX_TAB[64]);
+    t.t2 = _mm512_loadu_pd(FX_TAB);
+    return t;
+}
+
+#define FX8_TARGET "avx512f,avx512dq,fma"
+
+__attribute__((target(FX8_TARGET), always_inline)) static inline __m512d fx8_avx512_y(__m512d X,
+                                                                                      fx8_tabs tab)
+{
+    const __m512d MAGIC = _mm512_set1_pd(FX_MAGIC);
+    const __m512i LOW7 = _mm512_set1_epi64(127);
+    __m512d t = _mm512_fmadd_pd(X, _mm512_set1_pd(FX_C), MAGIC);
+    __m512d kd = _mm512_sub_pd(t, MAGIC);
+    __m512i tb = _mm512_castpd_si512(t);
+    __m512d r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(FX_H), X);
+    r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(FX_L), r);
+    __m512d p = _mm512_fmadd_pd(r, _mm512_set1_pd(FX_C4), _mm512_set1_pd(FX_C3));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0.5));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
+    /* permutexvar reads index bits 0-2 (j & 7), permutex2var bits 0-3
+     * of tb >> 3 (j >> 3); the higher bits are ignored */
+    __m512d T2 = _mm512_permutexvar_pd(tb, tab.t2);
+    __m512d T1 = _mm512_permutex2var_pd(tab.t1a, _mm512_srli_epi64(tb, 3), tab.t1b);
+    __m512d y = _mm512_mul_pd(_mm512_mul_pd(p, T2), T1);
+    __m512i sc = _mm512_slli_epi64(_mm512_andnot_si512(LOW7, tb), 45);
+    return _mm512_castsi512_pd(_mm512_add_epi64(_mm512_castpd_si512(y), sc));
+}
+
+/* fx_weight4_y's test on eight lanes (low - (2^28 - 256) < 512 unsigned
+ * is its doubt), and the weight trunc(rb * 2^62) of the rounded rb by an
+ * exact scaling and vcvttpd2uqq instead of the shifts (the same value:
+ * rb <= 1, and a product below 1 truncates to 0). */
+__attribute__((target(FX8_TARGET), always_inline)) static inline __m512i fx_weight8_y(__m512d y,
+                                                                                      __mmask8 *bad)
+{
+    __m512i yb = _mm512_castpd_si512(y);
+    __m512i low = _mm512_and_si512(yb, _mm512_set1_epi64(0x1fffffff));
+    *bad = _mm512_cmplt_epu64_mask(_mm512_sub_epi64(low, _mm512_set1_epi64(0x10000000 - 256)),
+                                   _mm512_set1_epi64(512));
+    __m512i rb = _mm512_and_si512(_mm512_add_epi64(yb, _mm512_set1_epi64(0x10000000)),
+                                  _mm512_set1_epi64(~(int64_t)0x1fffffff));
+    return _mm512_cvttpd_epu64(_mm512_mul_pd(_mm512_castsi512_pd(rb), _mm512_set1_pd(0x1p62)));
+}
+
+/* The logits of c[0..16) in order: the odd floats of two 64-byte loads. */
+__attribute__((target(FX8_TARGET), always_inline)) static inline __m512
+load_logits16(const sift_candidate *c)
+{
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512 a = _mm512_loadu_ps((const float *)(const void *)c);
+    __m512 b = _mm512_loadu_ps((const float *)(const void *)(c + 8));
+    return _mm512_permutex2var_ps(a, odd, b);
+}
+
+__attribute__((target(FX8_TARGET))) static sift__u128 weights_avx512(const sift_candidate *c,
+                                                                     size_t n, float m, uint64_t *w)
+{
+    const fx8_tabs tab = fx8_tables();
+    const __m512 mv = _mm512_set1_ps(m), lowv = _mm512_set1_ps(FX_LOW_W);
+    const __m512i lo32 = _mm512_set1_epi64(0xffffffff);
+    __m512i acc_lo = _mm512_setzero_si512(), acc_hi = _mm512_setzero_si512();
+    uint64_t sum_lo = 0, sum_hi = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 l = load_logits16(c + i);
+        if (SIFT__UNLIKELY(_mm512_cmp_ps_mask(l, mv, _CMP_LE_OQ) != 0xffff)) {
+            add_halves(weights_scalar(c + i, 16, m, w + i), &sum_lo, &sum_hi);
+            continue;
+        }
+        __m512 x = _mm512_max_ps(_mm512_sub_ps(l, mv), lowv);
+        __m512d X0 = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+        __m512d X1 =
+            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+        __mmask8 bad0, bad1;
+        __m512i w0 = fx_weight8_y(fx8_avx512_y(X0, tab), &bad0);
+        __m512i w1 = fx_weight8_y(fx8_avx512_y(X1, tab), &bad1);
+        _mm512_storeu_si512((void *)(w + i), w0);
+        _mm512_storeu_si512((void *)(w + i + 8), w1);
+        unsigned mask = (unsigned)bad0 | ((unsigned)bad1 << 8);
+        if (SIFT__UNLIKELY(mask)) {
+            fix_weights(c + i, m, w + i, mask);
+            w0 = _mm512_loadu_si512((const void *)(w + i));
+            w1 = _mm512_loadu_si512((const void *)(w + i + 8));
+        }
+        /* w0 + w1 <= 2^63 does not wrap; its halves go to the sums */
+        __m512i w01 = _mm512_add_epi64(w0, w1);
+        acc_lo = _mm512_add_epi64(acc_lo, _mm512_and_si512(w01, lo32));
+        acc_hi = _mm512_add_epi64(acc_hi, _mm512_srli_epi64(w01, 32));
+    }
+    sum_lo += (uint64_t)_mm512_reduce_add_epi64(acc_lo);
+    sum_hi += (uint64_t)_mm512_reduce_add_epi64(acc_hi);
+    return sift__u128_add(halves_to_u128(sum_lo, sum_hi), weights_scalar(c + i, n - i, m, w + i));
+}
+
+/* The fast expf alone, eight at a time, for sift__expf_path: the float
+ * and its doubt interval as in fx4_avx2, from fx8_avx512_y. */
+__attribute__((target(FX8_TARGET))) static size_t expf_avx512(const float *x, float *e, size_t n)
+{
+    const fx8_tabs tab = fx8_tables();
+    size_t fell = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d y = fx8_avx512_y(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), tab);
+        __m512d d = _mm512_mul_pd(y, _mm512_set1_pd(FX_D));
+        __m256 a = _mm512_cvtpd_ps(_mm512_sub_pd(y, d));
+        __m256 b = _mm512_cvtpd_ps(_mm512_add_pd(y, d));
+        _mm256_storeu_ps(e + i, a);
+        unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_NEQ_UQ));
+        for (int j = 0; mask; j++, mask >>= 1) {
+            if (mask & 1u) {
+                e[i + (size_t)j] = sift__expf(x[i + (size_t)j]);
+                fell++;
+            }
+        }
+    }
+    if (i < n)
+        fell += expf_avx2(x + i, e + i, n - i);
+    return fell;
+}
+#endif
+
+/* ------------------------------------------------------------------ */
 /* Dispatch                                                            */
 /* ------------------------------------------------------------------ */
 
@@ -574,6 +730,11 @@ int sift__weights_path_available(int path)
 #ifdef SIFT__FX_AVX2
     case 2: return __builtin_cpu_supports("avx2") != 0;
 #endif
+#ifdef SIFT__FX_AVX512
+    case 3:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("fma");
+#endif
     default: return 0;
     }
 }
@@ -582,6 +743,10 @@ sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float
 {
     if (!sift__weights_path_available(path))
         path = 0;
+#ifdef SIFT__FX_AVX512
+    if (path == 3)
+        return weights_avx512(c, n, m, w);
+#endif
 #ifdef SIFT__FX_AVX2
     if (path == 2)
         return weights_avx2(c, n, m, w);
@@ -593,11 +758,33 @@ sift__u128 sift__weights_path(int path, const sift_candidate *c, size_t n, float
     return weights_scalar(c, n, m, w);
 }
 
+/* The path the library uses: on x86-64 the best one at or below the
+ * level of sift__simd() (so SIFT_SIMD caps it, and "scalar" runs the
+ * definition); elsewhere the portable vectors. */
+static int best_path(void)
+{
+#ifdef SIFT__FX_AVX2
+    int level = sift__simd()->level;
+    return level >= SIFT__SIMD_AVX512 && sift__weights_path_available(3) ? 3
+           : level >= SIFT__SIMD_AVX2 && sift__weights_path_available(2) ? 2
+           : level >= SIFT__SIMD_SSE2                                    ? 1
+                                                                         : 0;
+#elif defined(SIFT__FX_VEC)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 sift__u128 sift__weights(const sift_candidate *c, size_t n, float m, uint64_t *w)
 {
 #ifdef SIFT__FX_AVX2
-    if (__builtin_cpu_supports("avx2"))
-        return weights_avx2(c, n, m, w);
+    switch (best_path()) {
+    case 3: return weights_avx512(c, n, m, w);
+    case 2: return weights_avx2(c, n, m, w);
+    case 1: return weights_portable(c, n, m, w);
+    default: return weights_scalar(c, n, m, w);
+    }
 #endif
 #ifdef SIFT__FX_VEC
     return weights_portable(c, n, m, w);
@@ -612,7 +799,7 @@ double sift__entropy_path(int path, const sift_candidate *c, const uint64_t *w, 
     if (!sift__weights_path_available(path))
         path = 0;
 #ifdef SIFT__FX_AVX2
-    if (path == 2)
+    if (path >= 2) /* AVX-512 has no entropy kernel of its own */
         return entropy_avx2(c, w, n, m, LS, inv);
 #endif
 #ifdef SIFT__FX_VEC
@@ -626,10 +813,8 @@ double sift__entropy_sum(const sift_candidate *c, const uint64_t *w, size_t n, f
                          double inv)
 {
 #ifdef SIFT__FX_AVX2
-    if (__builtin_cpu_supports("avx2"))
-        return entropy_avx2(c, w, n, m, LS, inv);
-#endif
-#ifdef SIFT__FX_VEC
+    return sift__entropy_path(best_path(), c, w, n, m, LS, inv);
+#elif defined(SIFT__FX_VEC)
     return entropy_portable(c, w, n, m, LS, inv);
 #else
     return entropy_scalar(c, w, n, m, LS, inv);
@@ -669,6 +854,10 @@ size_t sift__expf_path(int path, const float *x, float *e, size_t n)
             s++;
             continue;
         }
+#ifdef SIFT__FX_AVX512
+        if (path == 3)
+            fell += expf_avx512(x + s, e + s, t - s);
+#endif
 #ifdef SIFT__FX_AVX2
         if (path == 2)
             fell += expf_avx2(x + s, e + s, t - s);

@@ -158,15 +158,36 @@ static sift_status miro_truncate(miro_stage *s, sift__ctx *ctx, sift__arr *a, si
     sift__u128 all = sift__weights(a->c, a->n, m, w);
     double Wd = sift__u128_to_double(all);
     double thr = sift__exp(-s->mu * LN2);
-    size_t j = 0;
-    sift__u128 kept = {0, 0};
-    for (size_t i = 0; i < a->n; i++) {
-        if ((double)w[i] / Wd >= thr) {
-            kept = sift__u128_add64(kept, w[i]);
-            w[j] = w[i];
-            a->c[j++] = a->c[i];
-        }
+    /* The test (double)w / Wd >= thr is monotone in w (the conversion and
+     * the correctly rounded division by Wd > 0 never decrease), so it
+     * holds exactly for w >= ws, the least weight that passes it (2^62 +
+     * 1, above every weight, when none does): found by bisection with the
+     * test itself, it turns a division per token into an integer compare,
+     * with the same verdict for every token. */
+    uint64_t lo = 0, hi = ((uint64_t)1 << 62) + 1; /* ws in [lo, hi] */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if ((double)mid / Wd >= thr)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
+    const uint64_t ws = lo;
+    size_t j = 0;
+    uint64_t sum_lo = 0, sum_hi = 0;
+    /* The loop stores every candidate at j, kept or not: it must keep
+     * one, or the canonical first token below would be gone. It keeps
+     * one whenever ws <= 2^62, the weight of the largest logit (m). */
+    for (size_t i = 0; ws <= (uint64_t)1 << 62 && i < a->n; i++) {
+        uint64_t x = w[i], keep = x >= ws;
+        sum_lo += (x & 0xffffffffu) & -keep;
+        sum_hi += (x >> 32) & -keep;
+        w[j] = x;
+        a->c[j] = a->c[i];
+        j += (size_t)keep;
+    }
+    sift__u128 kept =
+        sift__u128_add((sift__u128){sum_lo, 0}, (sift__u128){sum_hi << 32, sum_hi >> 32});
     if (j == 0) {
         /* nothing is likely enough: the canonical first token alone */
         uint64_t best = 0;

@@ -62,12 +62,8 @@ static sift_status tns_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     sift__lane_sums(a->c, a->n, &mean, s2, &c2, &m2);
     double var = lanes_sum(s2) / (double)c;
     double thr = (double)m - (double)s->n * sift__sqrt(var);
-    size_t j = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        sift_candidate x = a->c[i];
-        a->c[j] = x;
-        j += (size_t)((double)x.logit >= thr);
-    }
+    /* keep (double)logit >= thr, in place (core/kernels.c) */
+    size_t j = sift__keep_logit_ge(a->c, a->n, thr);
     if (j != a->n)
         a->dense = 0;
     a->n = j;

@@ -51,6 +51,7 @@
  */
 #include <math.h>
 
+#include "../core/kernels.h"
 #include "../sift_internal.h"
 #include "registry.h"
 
@@ -234,24 +235,12 @@ static inline double typ_score(float l, float m, double LS, double H)
     return x < 0 ? -x : x;
 }
 
-/* The bucket of a candidate's score on rows of TYP_BIG or more:
- * TYP_SCALE buckets per unit of score, the last one also holding
- * everything from there on (+inf, and NaN, which ranks last too). It is
- * a monotone function of the ranking's first key (a lower bucket means a
- * smaller score_bits). |x| is taken by clearing the sign bit, not by
- * typ_score's unpredictable test (the two differ only on -0, which
- * score_bits folds to +0 anyway, and on NaN); the clamp is rarely hit. */
-static inline uint32_t typ_bucket(float l, float m, double LS, double H)
-{
-    double x = (LS - (double)(l - m)) - H;
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    u &= 0x7fffffffffffffffull;
-    memcpy(&x, &u, sizeof x);
-    double y = x * TYP_SCALE;
-    y = y < (double)(TYP_NB - 1) ? y : (double)(TYP_NB - 1);
-    return (uint32_t)(int32_t)y;
-}
+/* The bucket of a candidate's score on rows of TYP_BIG or more
+ * (sift__score_buckets in core/kernels.c computes it): TYP_SCALE buckets per unit of score, the
+ * last one also holding everything from there on (+inf, and NaN, which ranks last too). It is a
+ * monotone function of the ranking's first key (a lower bucket means a smaller score_bits). |x| is
+ * taken by clearing the sign bit, not by typ_score's unpredictable test (the two differ only on -0,
+ * which score_bits folds to +0 anyway, and on NaN); the clamp is rarely hit. */
 
 /* The cut (cut1, cut2) of the ranking on a large row, through a
  * histogram of the scores; bk receives every element's bucket and
@@ -261,8 +250,8 @@ static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t 
                         float m, double LS, double H, sift__u128 T, size_t kmin, uint32_t *bk,
                         uint32_t *bstar, uint64_t *cut1, uint64_t *cut2)
 {
-    for (size_t i = 0; i < n; i++)
-        bk[i] = typ_bucket(c[i].logit, m, LS, H);
+    /* every element's bucket (core/kernels.c, vector and scalar twins) */
+    sift__score_buckets(c, n, m, LS, H, TYP_SCALE, (double)(TYP_NB - 1), bk);
     /* Per bucket: the low and the high 32-bit halves of the weights
      * summed separately (neither sum can overflow for n < 2^31, so no
      * carries are tracked) and the count. */
@@ -297,17 +286,30 @@ static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t 
     /* Resolve that bucket exactly (K1 overwrites the histogram). */
     uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (bk[i] == b) {
-            K1[k] = score_bits(typ_score(c[i].logit, m, LS, H));
-            K2[k] = ~sift__ckey(c[i].logit, c[i].id);
-            Wt[k] = w[i];
-            k++;
-        }
+    for (size_t i = sift__find_eq_u32(bk, 0, n, b); i < n; i = sift__find_eq_u32(bk, i + 1, n, b)) {
+        K1[k] = score_bits(typ_score(c[i].logit, m, LS, H));
+        K2[k] = ~sift__ckey(c[i].logit, c[i].id);
+        Wt[k] = w[i];
+        k++;
     }
     *bstar = b;
     /* Always 1: the prefix through this bucket qualifies. */
     return rank_select(K1, K2, Wt, k, T, kmin, below, cnt_below, cut1, cut2);
+}
+
+/* The verdict on an element of the cut's bucket: its key is at most the
+ * cut. */
+typedef struct typ_cut_arg {
+    float m;
+    double LS, H;
+    uint64_t cut1, cut2;
+} typ_cut_arg;
+
+static int typ_keep_in_cut_bucket(const sift_candidate *x, void *p)
+{
+    const typ_cut_arg *a = p;
+    return !key_lt(a->cut1, a->cut2, score_bits(typ_score(x->logit, a->m, a->LS, a->H)),
+                   ~sift__ckey(x->logit, x->id));
 }
 
 static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
@@ -343,17 +345,10 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         if (!typ_cut_hist(ctx, c, w, n, m, LS, H, T, kmin, bk, &bstar, &cut1, &cut2))
             return SIFT_OK;
         /* Keep the buckets before the cut's and, in it, the keys up to
-         * the cut; stored without a branch on the (unpredictable) verdict. */
-        for (size_t i = 0; i < n; i++) {
-            sift_candidate x = c[i];
-            uint32_t b = bk[i];
-            int keep = b < bstar;
-            if (b == bstar)
-                keep = !key_lt(cut1, cut2, score_bits(typ_score(x.logit, m, LS, H)),
-                               ~sift__ckey(x.logit, x.id));
-            c[j] = x;
-            j += (size_t)keep;
-        }
+         * the cut (core/kernels.c compacts without a branch on the
+         * verdict). */
+        typ_cut_arg arg = {m, LS, H, cut1, cut2};
+        j = sift__keep_below(c, bk, n, bstar, typ_keep_in_cut_bucket, &arg);
     } else {
         uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
         for (size_t i = 0; i < n; i++) {

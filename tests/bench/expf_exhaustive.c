@@ -5,7 +5,7 @@
  *
  * Owns the exhaustive proof obligation of the weights kernel: for each of
  * the 1,120,927,745 floats x in [-104, 0] (-0 included) and each path the
- * machine has (0 scalar, 1 portable vectors, 2 AVX2), sift__expf_path must
+ * machine has (0 scalar, 1 portable vectors, 2 AVX2, 3 AVX-512F), sift__expf_path must
  * return exactly sift__expf(x), and sift__weights_path over candidates
  * with logit x and m = 0 exactly sift__weight(sift__expf(x)). Prints the
  * mismatches (must be 0) and how often the doubt interval sent a value to
@@ -70,9 +70,9 @@ int main(int argc, char **argv)
     }
     const uint32_t first = 0x80000000u; /* -0 */
     const uint32_t last = fbits(-104.0f);
-    uint64_t values = 0, bad_e[3] = {0, 0, 0}, bad_w[3] = {0, 0, 0}, fell[3] = {0, 0, 0};
-    int have[3];
-    for (int p = 0; p < 3; p++)
+    uint64_t values = 0, bad_e[4] = {0, 0, 0, 0}, bad_w[4] = {0, 0, 0, 0}, fell[4] = {0, 0, 0, 0};
+    int have[4];
+    for (int p = 0; p < 4; p++)
         have[p] = sift__weights_path_available(p);
     uint32_t b = first;
     int done = 0;
@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             ref[i] = sift__expf(x[i]);
         values += n;
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < 4; p++) {
             if (!have[p])
                 continue;
             size_t f = sift__expf_path(p, x, e, n);
@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     int failed = 0;
     printf("floats in [-104, 0] checked: %llu (stride %u)\n", (unsigned long long)values,
            (unsigned)stride);
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < 4; p++) {
         if (!have[p]) {
             printf("path %d: not available on this machine\n", p);
             continue;
