@@ -1278,7 +1278,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_sample(sift_chain *chain, const f
 /**
  * Tells the chain that `token` was emitted (a sampled token, a prompt
  * token or an accepted draft): penalty and DRY windows take it, mirostat
- * updates mu if `token` is the token the last sample returned.
+ * updates mu if `token` is the token the last sample returned. After a
+ * sample, DRY settles here the set it will penalise at the next step (a
+ * pass over its window, the work its apply did before), so that the
+ * next step and sift_chain_next_k read it.
  * SIFT_E_ARG for NULL, SIFT_E_TOKEN if token < 0 or >= the row length
  * the chain knows (n_vocab, or the last row's length), SIFT_E_STATE from
  * inside a callback. On failure nothing changes. Since: 0.1.

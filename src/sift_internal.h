@@ -619,6 +619,7 @@ struct sift_chain {
 typedef struct sift__xc_step {
     sift__rng rng;
     int32_t last_V;
+    uint8_t settle_due;
     int32_t token;
     uint64_t slice_decided;
 } sift__xc_step;

@@ -60,6 +60,7 @@ void sift__cross_check_begin(const sift_chain *c, const int32_t *token, sift__xc
 {
     b->rng = c->rng;
     b->last_V = c->last_V;
+    b->settle_due = c->settle_due;
     b->token = token ? *token : 0;
     b->slice_decided = c->n_slice_decided;
 }
@@ -69,6 +70,7 @@ static void undo(sift_chain *c, const sift__xc_step *b, int32_t *token)
 {
     c->rng = b->rng;
     c->last_V = b->last_V;
+    c->settle_due = b->settle_due;
     c->n_slice_decided = b->slice_decided;
     *token = b->token;
 }

@@ -526,7 +526,10 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
         if (st)
             return st;
     }
-    if (!cut && m >= SIFT__TOPK_RADIX_MIN)
+    /* radix_top's counts (at most 4,096) live in ws->u32, which holds n
+     * entries: the sampled plan implies n >= 256 * 16, and the test says
+     * so on its own, whatever those constants become. */
+    if (!cut && m >= SIFT__TOPK_RADIX_MIN && n >= 4096)
         key = radix_top(key, m, k, sift__fkey(t), ctx->ws->u64c, ctx->ws->u32);
     else
         sort_top(key, m, k);
