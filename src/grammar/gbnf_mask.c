@@ -57,35 +57,6 @@ static int popcount64(uint64_t v)
     return n;
 }
 
-/* The trie's UTF-8 decoder (gbnf_match.c, u8_next, the same table): the
- * state after byte b in decoder state d, or -1. */
-static int dec_next(unsigned d, unsigned b)
-{
-    static const unsigned char lo[8] = {0, 0x80, 0x80, 0xA0, 0x80, 0x80, 0x90, 0x80};
-    static const unsigned char hi[8] = {0, 0xBF, 0xBF, 0xBF, 0x9F, 0xBF, 0xBF, 0x8F};
-    static const signed char nx[8] = {0, 0, 1, 1, 1, 2, 2, 2};
-    if (d == 0) {
-        if (b < 0x80)
-            return 0;
-        if (b >= 0xC2 && b <= 0xDF)
-            return 1;
-        if (b == 0xE0)
-            return 3;
-        if (b == 0xED)
-            return 4;
-        if (b >= 0xE1 && b <= 0xEF)
-            return 2;
-        if (b == 0xF0)
-            return 6;
-        if (b == 0xF4)
-            return 7;
-        if (b >= 0xF1 && b <= 0xF3)
-            return 5;
-        return -1;
-    }
-    return b >= lo[d] && b <= hi[d] ? nx[d] : -1;
-}
-
 /* Appends the rejected slots [a, b) to g->rr (merging with the last
  * range); 0 when out of memory. */
 static int rr_add(sift_grammar *g, uint32_t a, uint32_t b)
@@ -155,7 +126,7 @@ static sift_status sig_build(sift_grammar *g, sigent *e)
         }
         uint32_t d = nd->db >> 8, b = nd->db & 0xff;
         unsigned pd = dec[d - 1];
-        int dn = dec_next(pd, b);
+        int dn = sift__gm_u8_next(pd, b);
         uint32_t kind = SIG_DEAD;
         if (dn >= 0 && pd == 0) {
             unsigned k = sift__gm_group(b);

@@ -411,4 +411,38 @@ static inline const unsigned char *sift__gm_piece(const gcore *c, int32_t t, siz
     return c->pbytes + c->poff[t];
 }
 
+/* The UTF-8 decoder of the matcher (sift__gm_trans_compute), as 8 states:
+ * 0 between characters; 1 one continuation byte (80..BF) to go; 2, 3, 4
+ * two to go, the first in 80..BF, A0..BF (after E0) or 80..9F (after
+ * ED); 5, 6, 7 three to go, the first in 80..BF, 90..BF (after F0) or
+ * 80..8F (after F4). The state after byte b in state d, or -1 where the
+ * matcher rejects b (a dead transition in every grammar). The trie's
+ * walk (gbnf_match.c) and the mask walk (gbnf_mask.c) share it. */
+static inline int sift__gm_u8_next(unsigned d, unsigned b)
+{
+    static const unsigned char lo[8] = {0, 0x80, 0x80, 0xA0, 0x80, 0x80, 0x90, 0x80};
+    static const unsigned char hi[8] = {0, 0xBF, 0xBF, 0xBF, 0x9F, 0xBF, 0xBF, 0x8F};
+    static const signed char nx[8] = {0, 0, 1, 1, 1, 2, 2, 2};
+    if (d == 0) {
+        if (b < 0x80)
+            return 0;
+        if (b >= 0xC2 && b <= 0xDF)
+            return 1;
+        if (b == 0xE0)
+            return 3;
+        if (b == 0xED)
+            return 4;
+        if (b >= 0xE1 && b <= 0xEF)
+            return 2;
+        if (b == 0xF0)
+            return 6;
+        if (b == 0xF4)
+            return 7;
+        if (b >= 0xF1 && b <= 0xF3)
+            return 5;
+        return -1;
+    }
+    return b >= lo[d] && b <= hi[d] ? nx[d] : -1;
+}
+
 #endif
