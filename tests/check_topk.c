@@ -616,8 +616,11 @@ END_TEST
  * bf16 plateau of thousands of equal logits at the k-th value (ties by
  * ascending id only through the stored order), -0 and +0 mixed at the
  * top (one key; the logit read back keeps its sign), one logit shared by
- * all survivors but a few, and -inf all around. Every level against the
- * naive order, and most rows in one pass, so the radix end ran. */
+ * all survivors but a few, -inf all around, and survivors that share
+ * the top 16 bits of their span (the passes sort by those alone): in one
+ * group too large to put in order by insertion, and in many small groups.
+ * Every level against the naive order, and most rows in one pass, so the
+ * radix end ran. */
 START_TEST(test_the_radix_end_of_the_sampled_pass_gives_the_naive_prefix)
 {
     const int32_t V = 151936;
@@ -630,7 +633,7 @@ START_TEST(test_the_radix_end_of_the_sampled_pass_gives_the_naive_prefix)
     fx_init(&f, V);
     tu_rng r = {0x7ad1ull};
     int rows = 0, single = 0;
-    for (int shape = 0; shape < 5; shape++) {
+    for (int shape = 0; shape < 7; shape++) {
         for (int rep = 0; rep < 3; rep++) {
             for (int32_t i = 0; i < V; i++) {
                 double u = tu_unif(&r);
@@ -648,8 +651,19 @@ START_TEST(test_the_radix_end_of_the_sampled_pass_gives_the_naive_prefix)
                 case 3: /* one logit for all survivors but a few */
                     row[i] = u < 0.01 ? 3.0f : (u < 0.0101 ? 4.0f : (float)tu_normal(&r));
                     break;
-                default: /* -inf all around a peaked part */
+                case 4: /* -inf all around a peaked part */
                     row[i] = u < 0.5 ? -INFINITY : (float)(2.0 * tu_normal(&r));
+                    break;
+                case 5: /* a few huge logits over a cluster of survivors
+                         * within 4,096 ulps of 1: one group of the top
+                         * 16 bits, in random order (the budget runs out) */
+                    row[i] = u < 0.004 ? 1.0f + (float)tu_range(&r, 0, 4095) * 0x1p-23f
+                                       : (u < 0.00402 ? 1e30f : (float)tu_normal(&r) - 4.0f);
+                    break;
+                default: /* survivors 2^-10 apart over a wide span:
+                          * groups of a few keys (the insertion order) */
+                    row[i] = u < 0.004 ? 1.0f + (float)tu_range(&r, 0, 1023) * 0x1p-10f
+                                       : (u < 0.00402 ? 1e6f : (float)tu_normal(&r) - 4.0f);
                     break;
                 }
             }
