@@ -784,10 +784,10 @@ SIFT__HIDDEN int32_t sift__plan_whole_at(const sift_chain *chain);
 SIFT__HIDDEN void sift__plan_cache(sift_chain *chain);
 /* The static plan's k: the prefix a slice needs (0 = whole row). */
 SIFT__HIDDEN size_t sift__plan_prefix_k(const sift_chain *chain);
-/* The prefix length the whole-row step tries (0 = the full pass): the
- * plan's k, or 0 when the plan's certificate rests on the tail mass
- * (top_p, dist), which a prefix of the row could only take from the free
- * bound, while the full pass costs about what the attempt saves. */
+/* The prefix length the whole-row step walks with the free bound (0 =
+ * none): the plan's k, or 0 when the plan's certificate rests on the
+ * tail mass (top_p, dist), which the free bound alone rarely decides: the
+ * step takes the tail route for those (sift__plan_row_tail_k). */
 SIFT__HIDDEN size_t sift__plan_row_k(const sift_chain *chain);
 /* The prefix length of the row step's tail route (core/step.c): for a
  * plan whose certificate rests on the tail mass (where sift__plan_row_k
