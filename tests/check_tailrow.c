@@ -445,6 +445,59 @@ START_TEST(test_the_back_off_is_cleared_by_reset_and_copied_by_clone)
 }
 END_TEST
 
+static int hook(void *user, float *row, int32_t V)
+{
+    memcpy(row, user, (size_t)V * sizeof *row);
+    return 0;
+}
+
+START_TEST(test_a_slice_without_a_tail_mass_that_needs_the_row_tries_the_tail_route)
+{
+    int32_t V = 90000;
+    sp_chain spec;
+    route_chain(&spec, C_DIST, V);
+    sift_chain *c, *full;
+    ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
+    ck_assert_int_eq(sp_build(&spec, &full, NULL), SIFT_OK);
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    float *row = malloc((size_t)V * sizeof *row);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, row, NULL), SIFT_OK);
+    tu_rng r = {11};
+    uint64_t tried = 0;
+    for (int s = 0; s < 10; s++) {
+        route_row(&r, row, V, R_PEAKED);
+        /* the plan's k, canonical, no SIFT_SLICE_TAIL_MASS: the free bound
+         * rarely decides at this V, so the hook runs */
+        sift_slice sc;
+        ck_assert_int_eq(
+            sift_slicer_build(sl, row, V, (int32_t)sift__plan_prefix_k(c), NULL, 0, &sc, NULL),
+            SIFT_OK);
+        ck_assert(!(sc.flags & SIFT_SLICE_TAIL_MASS));
+        uint64_t before = attempts(c);
+        int32_t t, tf;
+        ck_assert_int_eq(sift_chain_sample_slice(c, &sc, &t, NULL), SIFT_OK);
+        ck_assert_int_eq(sift__sample_row(full, row, V, &tf, 0, NULL), SIFT_OK);
+        ck_assert_int_eq(t, tf);
+        tried += attempts(c) - before;
+        ck_assert_int_eq(sift_chain_accept(c, t, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_accept(full, tf, NULL), SIFT_OK);
+        ck_assert(sift__chain_state_digest(c) == sift__chain_state_digest(full));
+    }
+    sift_stats st;
+    st.struct_size = sizeof st;
+    ck_assert_int_eq(sift_chain_stats(c, &st, NULL), SIFT_OK);
+    /* every hooked step tried the route (a step the slice decided did not
+     * reach it), and the route decided some */
+    ck_assert_uint_eq(tried, st.hook_calls);
+    ck_assert_uint_gt(st.row_prefix_decided, 0);
+    free(row);
+    sift_slicer_free(sl);
+    sift_chain_free(c);
+    sift_chain_free(full);
+}
+END_TEST
+
 START_TEST(test_a_chain_the_prefix_decides_exactly_does_not_take_the_tail_route)
 {
     sift_chain *c;
@@ -488,6 +541,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_the_tail_route_of_mirostat_equals_the_full_pass_bitwise);
     tcase_add_test(t, test_the_tail_route_of_mirostat_v2_equals_the_full_pass_bitwise);
     tcase_add_test(t, test_the_back_off_is_cleared_by_reset_and_copied_by_clone);
+    tcase_add_test(t, test_a_slice_without_a_tail_mass_that_needs_the_row_tries_the_tail_route);
     tcase_add_test(t, test_a_chain_the_prefix_decides_exactly_does_not_take_the_tail_route);
     suite_add_tcase(s, t);
     return s;
