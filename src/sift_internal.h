@@ -600,6 +600,11 @@ struct sift_chain {
     /* Work done, for tests that count it: certificate walks (sift__walk)
      * and full passes of the stages over a whole row. */
     uint64_t n_walks, n_full_passes;
+    /* The tail route's back-off (core/step.c, run_row): whole-row steps
+     * it still skips, and its failed attempts in a row (capped). Only
+     * the cost of a step depends on them, never its outcome; clone
+     * copies them, sift_chain_reset clears them. */
+    uint32_t tail_skip, tail_fails;
     /* Cross-check mode (core/crosscheck.c): the setting, the schedule
      * (successful slice steps since it was set, and its own RNG) and the
      * counters sift_chain_stats reports. */
@@ -779,11 +784,16 @@ SIFT__HIDDEN int32_t sift__plan_whole_at(const sift_chain *chain);
 SIFT__HIDDEN void sift__plan_cache(sift_chain *chain);
 /* The static plan's k: the prefix a slice needs (0 = whole row). */
 SIFT__HIDDEN size_t sift__plan_prefix_k(const sift_chain *chain);
-/* The prefix length the whole-row step tries (0 = the full pass): the
- * plan's k, or 0 when the plan's certificate rests on the tail mass
- * (top_p, dist), which a prefix of the row could only take from the free
- * bound, while the full pass costs about what the attempt saves. */
+/* The prefix length the whole-row step walks with the free bound (0 =
+ * none): the plan's k, or 0 when the plan's certificate rests on the
+ * tail mass (top_p, dist), which the free bound alone rarely decides: the
+ * step takes the tail route for those (sift__plan_row_tail_k). */
 SIFT__HIDDEN size_t sift__plan_row_k(const sift_chain *chain);
+/* The prefix length of the row step's tail route (core/step.c): for a
+ * plan whose certificate rests on the tail mass (where sift__plan_row_k
+ * is 0), the plan's k with SIFT__ROW_TAIL_K in place of
+ * SIFT__PLAN_MASS_K; 0 for every other plan. */
+SIFT__HIDDEN size_t sift__plan_row_tail_k(const sift_chain *chain);
 /* As sift__plan_row_k from the dynamic plan (the chain's current state:
  * the distinct tokens of a penalty window, DRY's settled set), never
  * above it; a walk over the stages per call. */
@@ -873,6 +883,12 @@ SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
 /* The recommended prefix of a whole-distribution stage certified by the
  * tail mass (top_p, dist: docs/analyzer.md, "Tail mass"). */
 #define SIFT__PLAN_MASS_K 256
+/* Its part of the row step's tail route (sift__plan_row_tail_k), where
+ * the route computes the tail mass itself (docs/samplers.md,
+ * "Performance", has the measurements that chose it). */
+#ifndef SIFT__ROW_TAIL_K
+#define SIFT__ROW_TAIL_K 256
+#endif
 #define SIFT__PLAN_UNBOUNDED_SLACK 64
 #define SIFT__PLAN_K_MAX ((int64_t)1 << 30)
 

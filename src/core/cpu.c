@@ -357,6 +357,189 @@ __attribute__((target("avx512f"))) static size_t scan_avx512(const float *x, siz
 #endif /* SIFT__X86 */
 
 /* ------------------------------------------------------------------ */
+/* Tail mass: a bound on the mass of the tokens at or below a logit    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * tail_mass(x, n, m, lk) >= sum over x[i] <= lk of exp(x[i] - m), in real
+ * arithmetic (m the row's largest value; the row holds no NaN or +inf).
+ * Each token's term is a float upper bound of 2^((x - m) log2 e) built
+ * from the bits of a float (a Schraudolph exponential), and the terms go
+ * to 64 float lanes (token i to lane i mod 64) summed in a fixed order, so
+ * every level gives the scalar twin's bits: its masked-out lanes add +0,
+ * which leaves a sum >= 0 unchanged.
+ *
+ * The term. With u = 2^-24, t = x - m <= 0 (real), d = fl(t), C =
+ * TAIL_C <= L = 2^23 log2 e (rounded down), q = fl(d C), q' = max(q,
+ * TAIL_LO), i = trunc(q') (toward zero, so i >= q' >= q) and T the float
+ * whose bits are i + (127 << 23): i = 2^23 (e + f) with e = floor(i /
+ * 2^23) >= -126, f in [0, 1), so T = 2^e (1 + f) >= 2^(e + f) = 2^(i /
+ * 2^23) (1 + f >= 2^f on [0, 1]), and 2^-126 <= T <= 1.
+ * - If t log2 e < -127: exp(t) < 2^-127 < T.
+ * - Else |t| < 88.1: nothing overflows, d = t (1 + e1) and q = d C (1 +
+ *   e2) with |e1|, |e2| <= u (or exact), all of them <= 0, so q >= d C
+ *   (1 + u) >= d L (1 + u) >= t L (1 + u)^2, and T >= 2^(i / 2^23) >=
+ *   exp(t) 2^(t log2 e ((1 + u)^2 - 1)) >= exp(t) 2^(-127 (2u + u^2)) >=
+ *   exp(t) 2^(-2^-16).
+ * So every term has exp(t) <= T 2^(2^-16) <= T (1 + 2^-16).
+ * The sums. A lane adds at most nl = ceil(n / 64) positive terms in float
+ * (round to nearest): its true sum is at most its float sum / (1 - g), g
+ * = nl u / (1 - nl u) <= 2 nl u when nl u <= 1/4, i.e. 1 - g >= 1 - 2 nl
+ * u. The 64 lanes are summed in double: within 64 * 2^-53 < 2^-46. The
+ * final product and division in double (three roundings of 2^-53) and
+ * the 2^-46 are covered by the factor 1 + 2^-40:
+ *   S = sum * (1 + 2^-16) / (1 - 2 nl u) * (1 + 2^-40).
+ * Every term is at most 1.0615 times its exp(t) (the largest (1 + f) /
+ * 2^f), so S is within about 6 % of the exact sum. n >= 2^28 (nl u >
+ * 1/4) gives +inf: no bound.
+ */
+#define TAIL_LANES 64
+#define TAIL_C 12102203.0f             /* 2^23 log2 e = 12102203.16..., rounded down */
+#define TAIL_LO (-126.0f * 8388608.0f) /* -126 * 2^23, exact */
+#define TAIL_BIAS (127u << 23)
+#define TAIL_MAX_N ((size_t)1 << 28)
+
+static inline float tail_term(float x, float m)
+{
+    float q = (x - m) * TAIL_C;
+    q = q > TAIL_LO ? q : TAIL_LO;
+    uint32_t u = (uint32_t)(int32_t)q + TAIL_BIAS;
+    float t;
+    memcpy(&t, &u, sizeof t);
+    return t;
+}
+
+/* Adds tokens [i, n) to their lanes: the whole scalar kernel, and the
+ * tail of every vector one. */
+static void tail_rest(const float *x, size_t i, size_t n, float m, float lk, float *lanes)
+{
+    for (; i < n; i++)
+        if (x[i] <= lk)
+            lanes[i % TAIL_LANES] += tail_term(x[i], m);
+}
+
+static double tail_finish(const float *lanes, size_t n)
+{
+    double nl = (double)((n + TAIL_LANES - 1) / TAIL_LANES);
+    if (n >= TAIL_MAX_N)
+        return INFINITY;
+    double sum = 0.0;
+    for (int j = 0; j < TAIL_LANES; j++)
+        sum += (double)lanes[j];
+    return sum * (1.0 + 0x1p-16) / (1.0 - 2.0 * nl * 0x1p-24) * (1.0 + 0x1p-40);
+}
+
+static double tail_mass_scalar(const float *x, size_t n, float m, float lk)
+{
+    float lanes[TAIL_LANES] = {0};
+    tail_rest(x, 0, n, m, lk, lanes);
+    return tail_finish(lanes, n);
+}
+
+#ifdef SIFT__X86
+
+/* The vector forms: one block of 64 tokens per iteration, lane j of the
+ * block into accumulator lane j, then the rest by the scalar code. */
+#define TAIL_SSE2(acc, p)                                                      \
+    do {                                                                       \
+        __m128 v_ = _mm_loadu_ps(p);                                           \
+        __m128 q_ = _mm_max_ps(_mm_mul_ps(_mm_sub_ps(v_, vm), vc), vlo);       \
+        __m128 t_ = _mm_castsi128_ps(_mm_add_epi32(_mm_cvttps_epi32(q_), vb)); \
+        (acc) = _mm_add_ps((acc), _mm_and_ps(t_, _mm_cmple_ps(v_, vk)));       \
+    } while (0)
+
+static double tail_mass_sse2(const float *x, size_t n, float m, float lk)
+{
+    const __m128 vm = _mm_set1_ps(m), vc = _mm_set1_ps(TAIL_C), vlo = _mm_set1_ps(TAIL_LO),
+                 vk = _mm_set1_ps(lk);
+    const __m128i vb = _mm_set1_epi32((int)TAIL_BIAS);
+    __m128 a[16];
+    for (int j = 0; j < 16; j++)
+        a[j] = _mm_setzero_ps();
+    size_t i = 0;
+    for (; i + TAIL_LANES <= n; i += TAIL_LANES)
+        for (int j = 0; j < 16; j++)
+            TAIL_SSE2(a[j], x + i + 4 * j);
+    float lanes[TAIL_LANES];
+    for (int j = 0; j < 16; j++)
+        _mm_storeu_ps(lanes + 4 * j, a[j]);
+    tail_rest(x, i, n, m, lk, lanes);
+    return tail_finish(lanes, n);
+}
+
+#define TAIL_AVX2(acc, p)                                                                   \
+    do {                                                                                    \
+        __m256 v_ = _mm256_loadu_ps(p);                                                     \
+        __m256 q_ = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(v_, vm), vc), vlo);           \
+        __m256 t_ = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_cvttps_epi32(q_), vb));     \
+        (acc) = _mm256_add_ps((acc), _mm256_and_ps(t_, _mm256_cmp_ps(v_, vk, _CMP_LE_OQ))); \
+    } while (0)
+
+__attribute__((target("avx2"))) static double tail_mass_avx2(const float *x, size_t n, float m,
+                                                             float lk)
+{
+    const __m256 vm = _mm256_set1_ps(m), vc = _mm256_set1_ps(TAIL_C), vlo = _mm256_set1_ps(TAIL_LO),
+                 vk = _mm256_set1_ps(lk);
+    const __m256i vb = _mm256_set1_epi32((int)TAIL_BIAS);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    size_t i = 0;
+    for (; i + TAIL_LANES <= n; i += TAIL_LANES) {
+        TAIL_AVX2(a0, x + i);
+        TAIL_AVX2(a1, x + i + 8);
+        TAIL_AVX2(a2, x + i + 16);
+        TAIL_AVX2(a3, x + i + 24);
+        TAIL_AVX2(a4, x + i + 32);
+        TAIL_AVX2(a5, x + i + 40);
+        TAIL_AVX2(a6, x + i + 48);
+        TAIL_AVX2(a7, x + i + 56);
+    }
+    float lanes[TAIL_LANES];
+    _mm256_storeu_ps(lanes, a0);
+    _mm256_storeu_ps(lanes + 8, a1);
+    _mm256_storeu_ps(lanes + 16, a2);
+    _mm256_storeu_ps(lanes + 24, a3);
+    _mm256_storeu_ps(lanes + 32, a4);
+    _mm256_storeu_ps(lanes + 40, a5);
+    _mm256_storeu_ps(lanes + 48, a6);
+    _mm256_storeu_ps(lanes + 56, a7);
+    tail_rest(x, i, n, m, lk, lanes);
+    return tail_finish(lanes, n);
+}
+
+#define TAIL_AVX512(acc, p)                                                                   \
+    do {                                                                                      \
+        __m512 v_ = _mm512_loadu_ps(p);                                                       \
+        __m512 q_ = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(v_, vm), vc), vlo);             \
+        __m512 t_ = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_cvttps_epi32(q_), vb));       \
+        (acc) = _mm512_mask_add_ps((acc), _mm512_cmp_ps_mask(v_, vk, _CMP_LE_OQ), (acc), t_); \
+    } while (0)
+
+__attribute__((target("avx512f"))) static double tail_mass_avx512(const float *x, size_t n, float m,
+                                                                  float lk)
+{
+    const __m512 vm = _mm512_set1_ps(m), vc = _mm512_set1_ps(TAIL_C), vlo = _mm512_set1_ps(TAIL_LO),
+                 vk = _mm512_set1_ps(lk);
+    const __m512i vb = _mm512_set1_epi32((int)TAIL_BIAS);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + TAIL_LANES <= n; i += TAIL_LANES) {
+        TAIL_AVX512(a0, x + i);
+        TAIL_AVX512(a1, x + i + 16);
+        TAIL_AVX512(a2, x + i + 32);
+        TAIL_AVX512(a3, x + i + 48);
+    }
+    float lanes[TAIL_LANES];
+    _mm512_storeu_ps(lanes, a0);
+    _mm512_storeu_ps(lanes + 16, a1);
+    _mm512_storeu_ps(lanes + 32, a2);
+    _mm512_storeu_ps(lanes + 48, a3);
+    tail_rest(x, i, n, m, lk, lanes);
+    return tail_finish(lanes, n);
+}
+
+#endif /* SIFT__X86 */
+
+/* ------------------------------------------------------------------ */
 /* Tables and the choice                                               */
 /* ------------------------------------------------------------------ */
 
@@ -365,23 +548,27 @@ static const sift__simd_ops OPS[SIFT__SIMD_LEVELS] = {
                            .name = "scalar",
                            .max_f32 = max_scalar,
                            .runs_max = runs_max_scalar,
-                           .scan_gt = scan_scalar},
+                           .scan_gt = scan_scalar,
+                           .tail_mass = tail_mass_scalar},
 #ifdef SIFT__X86
     [SIFT__SIMD_SSE2] = {.level = SIFT__SIMD_SSE2,
                          .name = "sse2",
                          .max_f32 = max_sse2,
                          .runs_max = runs_max_sse2,
-                         .scan_gt = scan_sse2},
+                         .scan_gt = scan_sse2,
+                         .tail_mass = tail_mass_sse2},
     [SIFT__SIMD_AVX2] = {.level = SIFT__SIMD_AVX2,
                          .name = "avx2",
                          .max_f32 = max_avx2,
                          .runs_max = runs_max_avx2,
-                         .scan_gt = scan_avx2},
+                         .scan_gt = scan_avx2,
+                         .tail_mass = tail_mass_avx2},
     [SIFT__SIMD_AVX512] = {.level = SIFT__SIMD_AVX512,
                            .name = "avx512",
                            .max_f32 = max_avx512,
                            .runs_max = runs_max_avx512,
-                           .scan_gt = scan_avx512},
+                           .scan_gt = scan_avx512,
+                           .tail_mass = tail_mass_avx512},
 #endif
 };
 

@@ -167,6 +167,7 @@ static sift_status check_token(sift_chain *c, const sift__xc_step *b, const sift
 {
     /* The row path counts its own steps; those are not the caller's. */
     uint64_t pd = c->n_prefix_decided, pf = c->n_prefix_fallback, gr = c->n_grammar_resamples;
+    uint32_t ts = c->tail_skip, tf = c->tail_fails;
     c->rng = b->rng;
     int32_t rt = -1;
     sift_error re;
@@ -176,6 +177,8 @@ static sift_status check_token(sift_chain *c, const sift__xc_step *b, const sift
     c->n_prefix_decided = pd;
     c->n_prefix_fallback = pf;
     c->n_grammar_resamples = gr;
+    c->tail_skip = ts;
+    c->tail_fails = tf;
     if (rs == SIFT_E_NOMEM)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory during a cross-check: %s", re.message);
     if (rs != SIFT_OK)

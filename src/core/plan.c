@@ -262,6 +262,18 @@ size_t sift__plan_row_k(const sift_chain *c)
     return row_k(c, k, d);
 }
 
+size_t sift__plan_row_tail_k(const sift_chain *c)
+{
+    int32_t k, d, e;
+    cached(c, &k, &d, &e);
+    if (row_k(c, k, d) != 0 || k <= 0 || d < 0)
+        return 0;
+    /* k = SIFT__PLAN_MASS_K + lowered + margin + slack (class.c) */
+    if (k < SIFT__PLAN_MASS_K)
+        return (size_t)k;
+    return (size_t)k - SIFT__PLAN_MASS_K + SIFT__ROW_TAIL_K;
+}
+
 size_t sift__plan_row_k_dynamic(const sift_chain *c)
 {
     sift_plan p;

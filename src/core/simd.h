@@ -53,6 +53,14 @@ typedef struct sift__simd_ops {
      * differ); on a range without NaN they append the same indices. */
     size_t (*scan_gt)(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
                       size_t cap, int *bad);
+
+    /* The row step's tail route (core/step.c; docs/analyzer.md, "Tail
+     * mass"): an upper bound S, in real arithmetic, of the sum of
+     * exp(x[i] - m) over every i < n with x[i] <= lk, for a NaN-free row
+     * without +inf whose largest value is m (finite). +inf when no
+     * valid bound can be given (n >= 2^28). Every level returns the same
+     * bits (core/cpu.c has the method and its proof). */
+    double (*tail_mass)(const float *x, size_t n, float m, float lk);
 } sift__simd_ops;
 
 /* The kernels of `level`, or of the best level below it that this build

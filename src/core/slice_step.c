@@ -433,9 +433,11 @@ static sift_status sample_slice_impl(sift_chain *c, const sift_slice *sl, int32_
      * slice held (a canonical slice of at least that many tokens), so the
      * step goes straight to the full pass. A shorter or device-order
      * slice knows less than the row's canonical prefix: that one may
-     * still decide, and is tried first. */
-    int try_prefix =
-        !(sl->flags & SIFT_SLICE_CANONICAL) || (size_t)sl->n_prefix < sift__plan_prefix_k(c);
+     * still decide, and is tried first; so may the row step's tail route
+     * after a slice that carried no tail mass (it computes one). */
+    int try_prefix = !(sl->flags & SIFT_SLICE_CANONICAL) ||
+                     (size_t)sl->n_prefix < sift__plan_prefix_k(c) ||
+                     (!(sl->flags & SIFT_SLICE_TAIL_MASS) && sift__plan_row_tail_k(c) > 0);
     return sift__sample_row(c, c->row, sl->n_vocab, token, try_prefix, err);
 }
 

@@ -274,11 +274,49 @@ int sift__step_takes_prefix(int32_t V, size_t k)
     return k <= SIFT__STEP_PREFIX_K0 || k <= (size_t)V / SIFT__STEP_PREFIX_RATIO;
 }
 
+/* The tail route's back-off: after the f-th failed attempt in a row the
+ * route skips the next min(2^(f-1), SIFT__TAIL_SKIP_MAX) - 1 whole-row
+ * steps (none after a first failure, so that rows where most attempts
+ * decide lose little; then 1, 3, 7, ... up to 63 on rows where the
+ * prefix holds almost no mass, such as flat ones); a decided attempt
+ * clears it. Both paths give the same bits, so this only moves cost. */
+#define SIFT__TAIL_SKIP_MAX 64u
+
+static int tail_route_due(sift_chain *c)
+{
+    if (c->tail_skip == 0)
+        return 1;
+    c->tail_skip--;
+    return 0;
+}
+
+static void tail_route_done(sift_chain *c, int decided)
+{
+    if (decided) {
+        c->tail_fails = 0;
+        return;
+    }
+    if (c->tail_fails < 7)
+        c->tail_fails++;
+    c->tail_skip = (c->tail_fails >= 7 ? SIFT__TAIL_SKIP_MAX : 1u << (c->tail_fails - 1)) - 1;
+}
+
 /* One pass of the chain over a whole row, starting from RNG state *rng:
  * the token, and *rng advanced past the draws. Commits nothing. The
  * caller has checked the chain and sized the buffers. try_prefix = 0
  * skips the prefix fast path (a slice that failed its walk on the same
- * or more of the row's top tokens). */
+ * or more of the row's top tokens).
+ *
+ * The prefix path has two forms. A plan that a prefix of k decides
+ * (top_k, min_p, ...) walks the row's top k against the free bound. A
+ * plan whose certificate rests on the tail mass (dist, top_p, XTC,
+ * mirostat: sift__plan_row_k is 0) takes the tail route: the row's top
+ * k of sift__plan_row_tail_k, and a bound on the mass of every token at
+ * or below the prefix's last logit from one vector pass over the row
+ * (sift__simd_ops.tail_mass), so that the walk certifies these stages as
+ * it certifies a slice with SIFT_SLICE_TAIL_MASS (docs/analyzer.md,
+ * "Tail mass"). A walk that decides gives the full pass's token, RNG and
+ * state; one that does not sends the step to the full pass. */
 static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__rng *rng,
                            int32_t *token, int try_prefix, sift_error *err)
 {
@@ -287,12 +325,16 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
     sift__arr a;
     /* Fast path: decide from the row's top k when the chain allows it. */
     size_t k = try_prefix ? sift__plan_row_k(c) : 0;
-    int prefix = sift__step_takes_prefix(V, k);
+    int prefix = sift__step_takes_prefix(V, k), tail = 0;
     if (k && !prefix) {
         /* Too long for the prefix path from the configuration (a DRY
          * window): the chain's current state may ask for much less. */
         k = sift__plan_row_k_dynamic(c);
         prefix = sift__step_takes_prefix(V, k);
+    }
+    if (try_prefix && k == 0) {
+        k = sift__plan_row_tail_k(c);
+        tail = prefix = sift__step_takes_prefix(V, k) && tail_route_due(c);
     }
     /* The prefix needs the extras of this step; a grammar that cannot
      * list its allowed tokens within its work budget sends the step to
@@ -313,8 +355,18 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
         a.order = SIFT__ORDER_CANON;
         a.dense = 0;
         sift__bound b = sift__bound_of(&a.c[k - 1]);
+        /* The row is valid (sift__row_prefix checked it) and a.c[0] is
+         * its largest logit; the bound counts every token at or below the
+         * prefix's last logit: the absent ones, and perhaps extras and
+         * tied prefix tokens (a larger bound is allowed). */
+        if (tail)
+            sift__tail_start(
+                &b, a.c[0].logit,
+                sift__simd()->tail_mass(logits, (size_t)V, a.c[0].logit, a.c[k - 1].logit));
         int decided = add_row_extras(c, &a, logits, &b) &&
                       sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED;
+        if (tail)
+            tail_route_done(c, decided);
         if (decided) {
             if (s)
                 return s;

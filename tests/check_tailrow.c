@@ -1,0 +1,557 @@
+/*
+ * check_tailrow.c - the row step's tail route (core/step.c, run_row):
+ * chains whose certificate rests on the tail mass (dist, top_p, XTC,
+ * mirostat) decided on a whole row from its top k and a bound on the mass
+ * of the rest (sift__simd_ops.tail_mass, core/cpu.c), and the route's
+ * back-off (docs/analyzer.md, "Tail mass").
+ *
+ * The kernel must bound the exact sum from above on random and
+ * adversarial rows (computed in long double, with a margin of 2^-40 in
+ * the test's favour, far below the kernel's own), stay within 7 % of it
+ * plus 2^-126 per counted token, and give the scalar twin's bits at every
+ * level the machine has. The route must give, step after step, the
+ * token, RNG and state digest of a twin chain forced to the full pass and
+ * the oracle's token and RNG; the counters must show it deciding on
+ * peaked rows and backing off on flat ones.
+ */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/simd.h"
+#include "core/step.h"
+#include "oracle/oracle.h"
+#include "testutil.h"
+
+/* ------------------------------------------------------------------ */
+/* The kernel                                                          */
+/* ------------------------------------------------------------------ */
+
+/* The exact sum over x[i] <= lk of exp(x[i] - m), in long double, and
+ * how many tokens it counts. */
+static long double exact_tail(const float *x, size_t n, float m, float lk, size_t *count)
+{
+    long double s = 0.0L;
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] <= lk) {
+            s += expl((long double)x[i] - (long double)m);
+            c++;
+        }
+    *count = c;
+    return s;
+}
+
+static float row_max(const float *x, size_t n)
+{
+    float m = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+/* Checks the bound of every level on (x, n, lk); returns the scalar's
+ * S over the exact sum. */
+static double check_kernel(const float *x, size_t n, float lk, const char *what)
+{
+    float m = row_max(x, n);
+    size_t count;
+    long double e = exact_tail(x, n, m, lk, &count);
+    double s = sift__simd_ops_at(SIFT__SIMD_SCALAR)->tail_mass(x, n, m, lk);
+    ck_assert_msg((long double)s >= e * (1.0L - 0x1p-40L),
+                  "%s: n %zu, m %.9g, lk %.9g: S %.17g below the exact sum %.17Lg", what, n,
+                  (double)m, (double)lk, s, e);
+    ck_assert_msg((long double)s <= e * 1.07L + (long double)count * 0x1p-126L * 1.07L,
+                  "%s: n %zu: S %.17g far above the exact sum %.17Lg", what, n, s, e);
+    for (int l = SIFT__SIMD_SCALAR + 1; l <= sift__simd_detect(); l++) {
+        double v = sift__simd_ops_at(l)->tail_mass(x, n, m, lk);
+        ck_assert_msg(memcmp(&v, &s, sizeof v) == 0, "%s: n %zu: %s gives %a, scalar %a", what, n,
+                      sift__simd_ops_at(l)->name, v, s);
+    }
+    return e > 0 ? (double)((long double)s / e) : 0.0;
+}
+
+/* A row of n values of shape `shape` (testutil's, and a few more). */
+enum { K_LIB, K_DENORMAL, K_BELOW_LK, K_HUGE_M, K_POW2, K_SIGNED_ZERO, K__COUNT };
+
+static void kernel_row(tu_rng *r, float *x, size_t n, int kind)
+{
+    switch (kind) {
+    case K_LIB: tu_row(r, x, (int32_t)n, (int)tu_range(r, 0, TU_ROW__COUNT - 1)); break;
+    case K_DENORMAL:
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)tu_range(r, -3, 3) * FLT_TRUE_MIN * (float)tu_range(r, 0, 1 << 20);
+        break;
+    case K_BELOW_LK: {
+        /* values at, one ulp below and one above a common logit */
+        float c = (float)(4.0 * tu_normal(r));
+        for (size_t i = 0; i < n; i++) {
+            int64_t w = tu_range(r, 0, 3);
+            x[i] = w == 0   ? c
+                   : w == 1 ? nextafterf(c, -INFINITY)
+                   : w == 2 ? nextafterf(c, INFINITY)
+                            : c - 1.0f;
+        }
+        break;
+    }
+    case K_HUGE_M: {
+        /* a maximum of large magnitude, the rest near it or far below
+         * (x - m rounds, or overflows to -inf) */
+        float base = tu_range(r, 0, 1) ? 3.0e38f : (tu_range(r, 0, 1) ? 1.0e6f : -1.0e6f);
+        for (size_t i = 0; i < n; i++) {
+            int64_t w = tu_range(r, 0, 3);
+            x[i] = w == 0   ? base - (float)(50.0 * tu_unif(r))
+                   : w == 1 ? -base
+                   : w == 2 ? -INFINITY
+                            : base * (float)tu_unif(r);
+        }
+        x[tu_range(r, 0, (int64_t)n - 1)] = base;
+        break;
+    }
+    case K_POW2: {
+        /* x - m near -j ln 2: terms near powers of two, where the term's
+         * own slack ((1 + f) / 2^f) vanishes and only the margin is left */
+        float m = (float)(20.0 * tu_normal(r));
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)((double)m - (double)tu_range(r, 0, 125) * 0.6931471805599453 +
+                           1e-6 * tu_normal(r));
+        x[0] = m;
+        break;
+    }
+    default:
+        for (size_t i = 0; i < n; i++) {
+            int64_t w = tu_range(r, 0, 4);
+            x[i] = w == 0   ? -0.0f
+                   : w == 1 ? 0.0f
+                   : w == 2 ? -INFINITY
+                            : (float)(-90.0 * tu_unif(r));
+        }
+        break;
+    }
+}
+
+START_TEST(test_the_tail_kernel_bounds_the_exact_sum_at_every_level_with_the_same_bits)
+{
+    tu_rng r = {2026};
+    size_t cap = 70000;
+    float *x = malloc(cap * sizeof *x);
+    double worst = 0.0, best = 2.0;
+    long cases = 0;
+    for (int it = 0; it < 3000; it++) {
+        size_t n = it < 2000   ? (size_t)(it % 200) + 1
+                   : it < 2990 ? (size_t)tu_range(&r, 200, 5000)
+                               : (size_t)tu_range(&r, 5000, (int64_t)cap);
+        int kind = (int)tu_range(&r, 0, K__COUNT - 1);
+        kernel_row(&r, x, n, kind);
+        if (!(row_max(x, n) > -INFINITY))
+            x[tu_range(&r, 0, (int64_t)n - 1)] = 0.0f; /* the kernel's rows have a finite max */
+        /* lk: a value of the row (ties at lk), the maximum, just below a
+         * value, or -inf */
+        float lk;
+        int64_t w = tu_range(&r, 0, 5);
+        float pick = x[tu_range(&r, 0, (int64_t)n - 1)];
+        lk = w == 0   ? row_max(x, n)
+             : w == 1 ? -INFINITY
+             : w == 2 ? nextafterf(pick, -INFINITY)
+                      : pick;
+        double q = check_kernel(x, n, lk, "random row");
+        if (q > 0 && q < 1.5) {
+            worst = q > worst ? q : worst;
+            best = q < best ? q : best;
+        }
+        cases++;
+    }
+    /* the bound is close on an ordinary row (65,573 tokens, not a
+     * multiple of 64) */
+    tu_rng g = {7};
+    size_t big = 65536 + 37;
+    for (size_t i = 0; i < big; i++)
+        x[i] = (float)(2.0 * tu_normal(&g));
+    double q = check_kernel(x, big, 0.0f, "normal row");
+    ck_assert_msg(q > 1.0 && q < 1.07, "S over the exact sum %.6f", q);
+    fprintf(stderr, "tail kernel: %ld rows, S / exact sum in [%.6f, %.6f]\n", cases, best, worst);
+    free(x);
+}
+END_TEST
+
+START_TEST(test_the_tail_kernel_counts_only_the_tokens_at_or_below_lk)
+{
+    float x[3] = {0.0f, -1.0f, -2.0f};
+    for (int l = SIFT__SIMD_SCALAR; l <= sift__simd_detect(); l++) {
+        const sift__simd_ops *ops = sift__simd_ops_at(l);
+        double all = ops->tail_mass(x, 3, 0.0f, 0.0f), two = ops->tail_mass(x, 3, 0.0f, -1.0f);
+        double e2 = exp(-1.0) + exp(-2.0);
+        ck_assert_msg(all >= 1.0 + e2 && all < (1.0 + e2) * 1.07, "%s: %.17g", ops->name, all);
+        ck_assert_msg(two >= e2 && two < e2 * 1.07, "%s: %.17g", ops->name, two);
+        ck_assert(ops->tail_mass(x, 3, 0.0f, -3.0f) == 0.0);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The route                                                           */
+/* ------------------------------------------------------------------ */
+
+enum { R_PEAKED, R_BF16, R_FLAT, R__COUNT };
+static const char *const row_name[R__COUNT] = {"peaked", "bf16", "flat"};
+
+/* issue 12's rows: N(0, 2) plus a head of 50 ids raised by U(5, 15),
+ * the same rounded to bf16, or U[-1, 1]. */
+static void route_row(tu_rng *r, float *row, int32_t V, int kind)
+{
+    for (int32_t i = 0; i < V; i++)
+        row[i] = kind == R_FLAT ? (float)(2.0 * tu_unif(r) - 1.0) : (float)(2.0 * tu_normal(r));
+    if (kind == R_FLAT)
+        return;
+    for (int h = 0; h < 50; h++) {
+        int32_t id = (int32_t)tu_range(r, 0, V - 1);
+        row[id] += (float)(5.0 + 10.0 * tu_unif(r));
+    }
+    if (kind == R_BF16)
+        for (int32_t i = 0; i < V; i++)
+            row[i] = tu_bf16(row[i]);
+}
+
+enum { C_DIST, C_TOP_P, C_TEMP_TOP_P, C_VLLM, C_XTC, C_MIROSTAT, C_MIROSTAT_V2, C__COUNT };
+
+static void add(sp_chain *c, sp_kind kind, float f0, float f1, int32_t i0, int32_t i1)
+{
+    sp_stage *s = &c->st[c->n++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->f0 = f0;
+    s->f1 = f1;
+    s->i0 = i0;
+    s->i1 = i1;
+}
+
+static void route_chain(sp_chain *c, int which, int32_t V)
+{
+    memset(c, 0, sizeof *c);
+    c->seed = 77 + (uint64_t)which;
+    switch (which) {
+    case C_TOP_P: add(c, SP_TOP_P, 0.95f, 0, 1, 0); break;
+    case C_TEMP_TOP_P:
+        add(c, SP_TEMP, 0.7f, 0, 0, 0);
+        add(c, SP_TOP_P, 0.9f, 0, 1, 0);
+        break;
+    case C_VLLM:
+        add(c, SP_PENALTIES, 1.1f, 0, 64, 0);
+        add(c, SP_TEMP, 0.8f, 0, 0, 0);
+        add(c, SP_TOP_P, 0.95f, 0, 1, 0);
+        add(c, SP_MIN_P, 0.05f, 0, 1, 0);
+        break;
+    case C_XTC: add(c, SP_XTC, 1.0f, 0.1f, 1, 0); break;
+    case C_MIROSTAT: add(c, SP_MIROSTAT, 5.0f, 0.1f, 100, V); return;
+    case C_MIROSTAT_V2: add(c, SP_MIROSTAT_V2, 5.0f, 0.1f, 0, 0); return;
+    default: break;
+    }
+    add(c, SP_DIST, 0, 0, 0, 0);
+}
+
+typedef struct route_tally {
+    uint64_t decided, fallback;
+    int steps;
+} route_tally;
+
+static void stats_of(const sift_chain *c, uint64_t *decided, uint64_t *fallback)
+{
+    sift_stats st;
+    st.struct_size = sizeof st;
+    ck_assert_int_eq(sift_chain_stats(c, &st, NULL), SIFT_OK);
+    *decided = st.row_prefix_decided;
+    *fallback = st.row_prefix_fallback;
+}
+
+/* `steps` steps of chain `which` on rows of `kind`: the chain's step
+ * (which may take the route), a twin forced to the full pass and the
+ * oracle must agree on the token and the RNG, and the two chains on the
+ * state digest, after every accept. */
+static route_tally run_route(int which, int kind, int32_t V, int steps)
+{
+    sp_chain spec;
+    route_chain(&spec, which, V);
+    char desc[1024];
+    sp_describe(&spec, desc, sizeof desc);
+    sift_chain *c, *full;
+    sift_error err;
+    ck_assert_int_eq(sp_build(&spec, &c, &err), SIFT_OK);
+    ck_assert_int_eq(sp_build(&spec, &full, &err), SIFT_OK);
+    ck_assert_msg(sift__plan_row_k(c) == 0 && sift__plan_row_tail_k(c) > 0,
+                  "%s: not a tail-route chain (row k %zu, tail k %zu)", desc, sift__plan_row_k(c),
+                  sift__plan_row_tail_k(c));
+    or_chain o;
+    or_init(&o, &spec);
+    tu_rng r = {1000u * (uint64_t)which + (uint64_t)kind};
+    /* a history for the penalties */
+    for (int i = 0; i < 40; i++) {
+        int32_t t = (int32_t)tu_range(&r, 0, V - 1);
+        ck_assert_int_eq(sift_chain_accept_prompt(c, t, &err), SIFT_OK);
+        ck_assert_int_eq(sift_chain_accept_prompt(full, t, &err), SIFT_OK);
+        or_accept_prompt(&o, t);
+    }
+    float *row = malloc((size_t)V * sizeof *row);
+    for (int s = 0; s < steps; s++) {
+        route_row(&r, row, V, kind);
+        int32_t t = -1, tf = -1, to = -1;
+        ck_assert_int_eq(sift_chain_sample(c, row, V, &t, &err), SIFT_OK);
+        ck_assert_int_eq(sift__sample_row(full, row, V, &tf, 0, &err), SIFT_OK);
+        ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
+        ck_assert_msg(t == tf && t == to, "%s, %s row, step %d: route %d, full pass %d, oracle %d",
+                      desc, row_name[kind], s, (int)t, (int)tf, (int)to);
+        ck_assert_int_eq(sift_chain_accept(c, t, &err), SIFT_OK);
+        ck_assert_int_eq(sift_chain_accept(full, tf, &err), SIFT_OK);
+        or_accept(&o, to);
+        uint64_t a[4], b[4];
+        sift__chain_rng_state(c, a);
+        sift__chain_rng_state(full, b);
+        ck_assert_msg(memcmp(a, b, sizeof a) == 0 && memcmp(a, o.rng.s, sizeof a) == 0 &&
+                          sift__chain_state_digest(c) == sift__chain_state_digest(full),
+                      "%s, %s row, step %d: state after accept", desc, row_name[kind], s);
+    }
+    route_tally ty;
+    stats_of(c, &ty.decided, &ty.fallback);
+    ty.steps = steps;
+    uint64_t fd, ff;
+    stats_of(full, &fd, &ff);
+    ck_assert(fd == 0 && ff == 0); /* the twin never tried */
+    fprintf(stderr, "tail route: %-60s %-6s V %d: %d steps, decided %llu, fell back %llu\n", desc,
+            row_name[kind], (int)V, steps, (unsigned long long)ty.decided,
+            (unsigned long long)ty.fallback);
+    free(row);
+    or_free(&o);
+    sift_chain_free(c);
+    sift_chain_free(full);
+    return ty;
+}
+
+/* One chain on the three kinds of row: bitwise agreement throughout; on
+ * peaked and bf16 rows (V = 90,000, where the row step's cost model lets
+ * a prefix of 328 through: k * 256 <= V) the route decides at least
+ * min_decided steps of 30; on flat rows of the same V (the prefix holds
+ * about 1 % of the mass) it backs off: a route that never decides tries
+ * exactly 8 of 150 steps, one that does fails at most a third of them
+ * (mirostat v1, whose k is small on flat rows, decides most). */
+static void route_case(int which, int min_decided)
+{
+    for (int kind = 0; kind < R__COUNT; kind++) {
+        if (kind == R_FLAT) {
+            /* never deciding, the route tries steps 0, 1, 3, 7, 15, 31,
+             * 63 and 127 */
+            route_tally ty = run_route(which, kind, 90000, 150);
+            if (ty.decided == 0)
+                ck_assert_msg(ty.fallback == 8, "flat rows: %llu attempts in %d steps",
+                              (unsigned long long)ty.fallback, ty.steps);
+            ck_assert_msg(ty.fallback <= 50, "flat rows: %llu failed attempts in %d steps",
+                          (unsigned long long)ty.fallback, ty.steps);
+        } else {
+            route_tally ty = run_route(which, kind, 90000, 30);
+            ck_assert_msg(ty.decided >= (uint64_t)min_decided, "%s rows: decided %llu of %d",
+                          row_name[kind], (unsigned long long)ty.decided, ty.steps);
+        }
+    }
+}
+
+START_TEST(test_the_tail_route_of_dist_equals_the_full_pass_bitwise)
+{
+    route_case(C_DIST, 20);
+}
+END_TEST
+
+START_TEST(test_the_tail_route_of_top_p_then_dist_equals_the_full_pass_bitwise)
+{
+    route_case(C_TOP_P, 5);
+}
+END_TEST
+
+START_TEST(test_the_tail_route_of_temperature_top_p_dist_equals_the_full_pass_bitwise)
+{
+    route_case(C_TEMP_TOP_P, 10);
+}
+END_TEST
+
+START_TEST(test_the_tail_route_of_the_vllm_chain_equals_the_full_pass_bitwise)
+{
+    route_case(C_VLLM, 10);
+}
+END_TEST
+
+START_TEST(test_the_tail_route_of_xtc_then_dist_equals_the_full_pass_bitwise)
+{
+    route_case(C_XTC, 10);
+}
+END_TEST
+
+START_TEST(test_the_tail_route_of_mirostat_equals_the_full_pass_bitwise)
+{
+    route_case(C_MIROSTAT, 5);
+}
+END_TEST
+
+START_TEST(test_the_tail_route_of_mirostat_v2_equals_the_full_pass_bitwise)
+{
+    route_case(C_MIROSTAT_V2, 5);
+}
+END_TEST
+
+/* Steps on flat rows until one skips the route; returns the attempts. */
+static uint64_t attempts(const sift_chain *c)
+{
+    uint64_t d, f;
+    stats_of(c, &d, &f);
+    return d + f;
+}
+
+static int step_tried(sift_chain *c, const float *row, int32_t V)
+{
+    uint64_t before = attempts(c);
+    int32_t t;
+    ck_assert_int_eq(sift_chain_sample(c, row, V, &t, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_accept(c, t, NULL), SIFT_OK);
+    return attempts(c) > before;
+}
+
+START_TEST(test_the_back_off_is_cleared_by_reset_and_copied_by_clone)
+{
+    int32_t V = 60000;
+    sp_chain spec;
+    route_chain(&spec, C_DIST, V);
+    sift_chain *c;
+    ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
+    float *row = malloc((size_t)V * sizeof *row);
+    tu_rng r = {5};
+    route_row(&r, row, V, R_FLAT);
+    /* the first failures back off 0, then 1 step: by the third step one
+     * is skipped */
+    int skipped = 0;
+    for (int s = 0; s < 8 && !skipped; s++)
+        skipped = !step_tried(c, row, V);
+    ck_assert_msg(skipped, "the route never backed off on a flat row");
+    sift_chain *d;
+    ck_assert_int_eq(sift_chain_clone(c, &d, NULL), SIFT_OK);
+    /* the clone skips the same steps as the chain */
+    for (int s = 0; s < 6; s++)
+        ck_assert_int_eq(step_tried(d, row, V), step_tried(c, row, V));
+    /* after a reset the next step tries again */
+    while (step_tried(c, row, V))
+        ;
+    sift_chain_reset(c);
+    ck_assert(step_tried(c, row, V));
+    free(row);
+    sift_chain_free(d);
+    sift_chain_free(c);
+}
+END_TEST
+
+static int hook(void *user, float *row, int32_t V)
+{
+    memcpy(row, user, (size_t)V * sizeof *row);
+    return 0;
+}
+
+START_TEST(test_a_slice_without_a_tail_mass_that_needs_the_row_tries_the_tail_route)
+{
+    int32_t V = 90000;
+    sp_chain spec;
+    route_chain(&spec, C_DIST, V);
+    sift_chain *c, *full;
+    ck_assert_int_eq(sp_build(&spec, &c, NULL), SIFT_OK);
+    ck_assert_int_eq(sp_build(&spec, &full, NULL), SIFT_OK);
+    sift_slicer *sl;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    float *row = malloc((size_t)V * sizeof *row);
+    ck_assert_int_eq(sift_chain_set_row_hook(c, hook, row, NULL), SIFT_OK);
+    tu_rng r = {11};
+    uint64_t tried = 0;
+    for (int s = 0; s < 10; s++) {
+        route_row(&r, row, V, R_PEAKED);
+        /* the plan's k, canonical, no SIFT_SLICE_TAIL_MASS: the free bound
+         * rarely decides at this V, so the hook runs */
+        sift_slice sc;
+        ck_assert_int_eq(
+            sift_slicer_build(sl, row, V, (int32_t)sift__plan_prefix_k(c), NULL, 0, &sc, NULL),
+            SIFT_OK);
+        ck_assert(!(sc.flags & SIFT_SLICE_TAIL_MASS));
+        uint64_t before = attempts(c);
+        int32_t t, tf;
+        ck_assert_int_eq(sift_chain_sample_slice(c, &sc, &t, NULL), SIFT_OK);
+        ck_assert_int_eq(sift__sample_row(full, row, V, &tf, 0, NULL), SIFT_OK);
+        ck_assert_int_eq(t, tf);
+        tried += attempts(c) - before;
+        ck_assert_int_eq(sift_chain_accept(c, t, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_accept(full, tf, NULL), SIFT_OK);
+        ck_assert(sift__chain_state_digest(c) == sift__chain_state_digest(full));
+    }
+    sift_stats st;
+    st.struct_size = sizeof st;
+    ck_assert_int_eq(sift_chain_stats(c, &st, NULL), SIFT_OK);
+    /* every hooked step tried the route (a step the slice decided did not
+     * reach it), and the route decided some */
+    ck_assert_uint_eq(tried, st.hook_calls);
+    ck_assert_uint_gt(st.row_prefix_decided, 0);
+    free(row);
+    sift_slicer_free(sl);
+    sift_chain_free(c);
+    sift_chain_free(full);
+}
+END_TEST
+
+START_TEST(test_a_chain_the_prefix_decides_exactly_does_not_take_the_tail_route)
+{
+    sift_chain *c;
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    ck_assert_uint_eq(sift__plan_row_tail_k(c), 0);
+    ck_assert_uint_gt(sift__plan_row_k(c), 0);
+    sift_chain_free(c);
+    /* typical reads the whole distribution with no mass certificate */
+    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_typical(c, 0.9f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    ck_assert_uint_eq(sift__plan_row_tail_k(c), 0);
+    sift_chain_free(c);
+    /* dist: the tail route's k is the plan's with SIFT__ROW_TAIL_K */
+    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    ck_assert_uint_eq(sift__plan_row_k(c), 0);
+    ck_assert_uint_eq(sift__plan_row_tail_k(c), SIFT__ROW_TAIL_K);
+    sift_chain_free(c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("tailrow");
+    TCase *k = tcase_create("kernel");
+    tcase_add_test(k, test_the_tail_kernel_bounds_the_exact_sum_at_every_level_with_the_same_bits);
+    tcase_add_test(k, test_the_tail_kernel_counts_only_the_tokens_at_or_below_lk);
+    suite_add_tcase(s, k);
+    TCase *t = tcase_create("route");
+    tcase_set_timeout(t, 300); /* whole rows against the oracle's sort */
+    tcase_add_test(t, test_the_tail_route_of_dist_equals_the_full_pass_bitwise);
+    tcase_add_test(t, test_the_tail_route_of_top_p_then_dist_equals_the_full_pass_bitwise);
+    tcase_add_test(t, test_the_tail_route_of_temperature_top_p_dist_equals_the_full_pass_bitwise);
+    tcase_add_test(t, test_the_tail_route_of_the_vllm_chain_equals_the_full_pass_bitwise);
+    tcase_add_test(t, test_the_tail_route_of_xtc_then_dist_equals_the_full_pass_bitwise);
+    tcase_add_test(t, test_the_tail_route_of_mirostat_equals_the_full_pass_bitwise);
+    tcase_add_test(t, test_the_tail_route_of_mirostat_v2_equals_the_full_pass_bitwise);
+    tcase_add_test(t, test_the_back_off_is_cleared_by_reset_and_copied_by_clone);
+    tcase_add_test(t, test_a_slice_without_a_tail_mass_that_needs_the_row_tries_the_tail_route);
+    tcase_add_test(t, test_a_chain_the_prefix_decides_exactly_does_not_take_the_tail_route);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
