@@ -171,6 +171,18 @@ START_TEST(test_the_tail_kernel_bounds_the_exact_sum_at_every_level_with_the_sam
         x[i] = (float)(2.0 * tu_normal(&g));
     double q = check_kernel(x, big, 0.0f, "normal row");
     ck_assert_msg(q > 1.0 && q < 1.07, "S over the exact sum %.6f", q);
+    /* A row where the lanes' float sums lose most: 64 terms of 1, then
+     * about 4,000 terms per lane just under 2^-24, each add rounding down
+     * by almost all of it (without the lane margin S falls to 0.99978 of
+     * the exact sum, below it). */
+    size_t lossy = 256000;
+    float *y = malloc(lossy * sizeof *y);
+    ck_assert_ptr_nonnull(y);
+    for (size_t i = 0; i < lossy; i++)
+        y[i] = i < 64 ? 0.0f : -16.6355323f;
+    q = check_kernel(y, lossy, 0.0f, "lanes that round down");
+    ck_assert_msg(q >= 1.0, "S over the exact sum %.6f", q);
+    free(y);
     fprintf(stderr, "tail kernel: %ld rows, S / exact sum in [%.6f, %.6f]\n", cases, best, worst);
     free(x);
 }

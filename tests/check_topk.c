@@ -660,9 +660,12 @@ START_TEST(test_the_radix_end_of_the_sampled_pass_gives_the_naive_prefix)
                     row[i] = u < 0.004 ? 1.0f + (float)tu_range(&r, 0, 4095) * 0x1p-23f
                                        : (u < 0.00402 ? 1e30f : (float)tu_normal(&r) - 4.0f);
                     break;
-                default: /* survivors 2^-10 apart over a wide span:
-                          * groups of a few keys (the insertion order) */
-                    row[i] = u < 0.004 ? 1.0f + (float)tu_range(&r, 0, 1023) * 0x1p-10f
+                default: /* survivors 2^-14 apart (512 ulps) over a
+                          * span of about 28 bits, whose groups of the
+                          * top 16 bits are 4,096 ulps wide: groups of
+                          * about five keys in random id order (the
+                          * insertion sort moves them) */
+                    row[i] = u < 0.004 ? 1.0f + (float)tu_range(&r, 0, 1023) * 0x1p-14f
                                        : (u < 0.00402 ? 1e6f : (float)tu_normal(&r) - 4.0f);
                     break;
                 }

@@ -366,8 +366,10 @@ __attribute__((target("avx512f"))) static size_t scan_avx512(const float *x, siz
  * Each token's term is a float upper bound of 2^((x - m) log2 e) built
  * from the bits of a float (a Schraudolph exponential), and the terms go
  * to 64 float lanes (token i to lane i mod 64) summed in a fixed order, so
- * every level gives the scalar twin's bits: its masked-out lanes add +0,
- * which leaves a sum >= 0 unchanged.
+ * every level gives the scalar twin's bits: a token above lk leaves its
+ * lane as it was (SSE2 and AVX2 add +0, which leaves a sum >= 0
+ * unchanged; AVX-512 keeps the lane by its mask; the scalar code skips
+ * the add).
  *
  * The term. With u = 2^-24, t = x - m <= 0 (real), d = fl(t), C =
  * TAIL_C <= L = 2^23 log2 e (rounded down), q = fl(d C), q' = max(q,

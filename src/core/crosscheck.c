@@ -165,20 +165,22 @@ static sift_status check_set(sift_chain *c, const sift_slice *sl, sift_error *er
 static sift_status check_token(sift_chain *c, const sift__xc_step *b, const sift_slice *sl,
                                int32_t tok, const sift__rng *after, sift_error *err)
 {
-    /* The row path counts its own steps; those are not the caller's. */
+    /* The row path counts its own steps; those are not the caller's.
+     * The reference is the full pass (no prefix path, no tail route):
+     * those walk the same certificate as the slice step being checked,
+     * and a fault in it would agree with itself. */
     uint64_t pd = c->n_prefix_decided, pf = c->n_prefix_fallback, gr = c->n_grammar_resamples;
-    uint32_t ts = c->tail_skip, tf = c->tail_fails;
+    uint64_t fp = c->n_full_passes;
     c->rng = b->rng;
     int32_t rt = -1;
     sift_error re;
-    sift_status rs = sift__sample_row(c, c->row, sl->n_vocab, &rt, 1, &re);
+    sift_status rs = sift__sample_row(c, c->row, sl->n_vocab, &rt, 0, &re);
     int same_rng = rs == SIFT_OK && memcmp(&c->rng, after, sizeof *after) == 0;
     c->rng = *after;
     c->n_prefix_decided = pd;
     c->n_prefix_fallback = pf;
     c->n_grammar_resamples = gr;
-    c->tail_skip = ts;
-    c->tail_fails = tf;
+    c->n_full_passes = fp;
     if (rs == SIFT_E_NOMEM)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory during a cross-check: %s", re.message);
     if (rs != SIFT_OK)

@@ -599,7 +599,7 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
         if (st)
             return st;
     }
-    /* radix_top's counts (at most 4,096) live in ws->u32, which holds n
+    /* radix_top's counts (at most 1,024) live in ws->u32, which holds n
      * entries: the sampled plan implies n >= 256 * 16, and the test says
      * so on its own, whatever those constants become. */
     if (!cut && m >= SIFT__TOPK_RADIX_MIN && n >= 4096)
