@@ -2335,10 +2335,12 @@ typedef struct sift_verifier sift_verifier;
 /**
  * Creates a verifier for `chain` and drafts of up to `max_drafts` tokens
  * (1 <= max_drafts <= 4096). Allocates the shadow (a clone of the
- * chain's stages without its check grammar or row hook) and the extras
- * buffers here, once. A chain with a custom stage that cannot be cloned
+ * chain, its check grammar included, without its row hook) and the
+ * extras buffers here, once. A chain with a custom stage, whose state
+ * cannot be copied into the shadow (with or without a clone function),
  * still gets a verifier: its plans give k = 0 for every position after
- * the first (SIFT_VERIFY_NO_SHADOW) and its distributions need no draft.
+ * the first (SIFT_VERIFY_NO_SHADOW), and sift_verifier_distributions
+ * fails on it with SIFT_E_STATE, whatever the number of drafts.
  * SIFT_E_ARG for NULL pointers or max_drafts out of range, SIFT_E_STATE
  * inside a callback, SIFT_E_NOMEM. On failure *out is NULL. Since: 0.2.
  */
@@ -2486,8 +2488,11 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_verify(sift_chain *chain,
  * written (n + 1, or fewer when a grammar stage rejects a draft: later
  * positions are unreachable). args->flags is ignored. Errors as
  * sift_verifier_plan and the distribution calls (err->index as they set
- * it; *n_positions says how far it got); SIFT_E_STATE also when n > 0 and
- * a stage's state cannot be copied (a custom stage). Since: 0.2.
+ * it; *n_positions says how far it got); SIFT_E_STATE also, for every n
+ * (0 included) and before any position, when a stage's state cannot be
+ * copied into the shadow, as for a chain with a custom stage
+ * (err->index = that stage, or -1 when the verifier has no shadow: a
+ * custom stage without clone). Since: 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_verifier_distributions(
     sift_verifier *verifier, const sift_chain *chain, const sift_verify_args *args,

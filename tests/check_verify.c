@@ -433,7 +433,8 @@ static void *clone_int(void *user)
 }
 
 /* A custom stage cannot copy its state into the shadow: position 0 is
- * planned from the chain, every later one needs the whole row. */
+ * planned from the chain, every later one needs the whole row, and the
+ * target distributions fail, with or without drafts. */
 START_TEST(test_a_custom_stage_makes_positions_after_the_first_whole_row)
 {
     for (int with_clone = 0; with_clone < 2; with_clone++) {
@@ -479,6 +480,13 @@ START_TEST(test_a_custom_stage_makes_positions_after_the_first_whole_row)
         ck_assert_int_eq(sift_verifier_distributions(v, c, &args, NULL, 0, n_out, &np, &err),
                          SIFT_E_STATE);
         ck_assert_int_eq(np, 0);
+        /* no draft: the same (sift.h says so), the custom stage named
+         * when the verifier has a shadow (a clone function) */
+        args.n_drafts = 0;
+        ck_assert_int_eq(sift_verifier_distributions(v, c, &args, NULL, 0, n_out, &np, &err),
+                         SIFT_E_STATE);
+        ck_assert_int_eq(np, 0);
+        ck_assert_int_eq(err.index, with_clone ? 0 : -1);
         sift_verifier_free(v);
         sift_chain_free(c);
     }

@@ -3,8 +3,8 @@
  * largest logits as a set, shuffled, the tokens tied at the smallest
  * re-chosen among the row's tied ids; flags 0) needs the whole row, at
  * the plan's k and with a little over-fetch, beside the same slices as
- * canonical prefixes (SIFT_SLICE_CANONICAL). V = 151,936; bf16-rounded
- * peaked rows (N(0, 2) plus 50 ids raised by U(5, 15)) and flat rows
+ * canonical prefixes (SIFT_SLICE_CANONICAL). V = 151,936; rows rounded
+ * to bf16, peaked (N(0, 2) plus 50 ids raised by U(5, 15)) and flat
  * (U[-1, 1]). Counts, not times: `make bench-ties [STEPS=300]`.
  */
 #include <math.h>
