@@ -464,6 +464,139 @@ START_TEST(test_the_logit_cut_keeps_the_scalar_set_at_every_level)
 }
 END_TEST
 
+/* mirostat v2's cut by weight (core/kernels.c) keeps, at every level, the
+ * candidates with w >= ws in order with their weights, and their sum: the
+ * same as a plain loop, for thresholds at a weight (ties), between two,
+ * 0, 2^62 (the largest weight) and above every weight, on lengths around
+ * multiples of 4 and 8. */
+START_TEST(test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level)
+{
+    static sift_candidate orig[300], want[300], got[300];
+    static uint64_t wo[300], ww[300], wg[300];
+    uint64_t r = 6160;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 23)) {
+        for (int variant = 0; variant < 3; variant++) {
+            typ_cands(orig, n, &r, 0);
+            for (size_t i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                wo[i] = variant == 0 ? r >> 2 : (variant == 1 ? (r >> 60) << 58 : r >> 40);
+                if (i == n / 3)
+                    wo[i] = (uint64_t)1 << 62;
+            }
+            uint64_t wss[6] = {0, 1, (uint64_t)1 << 62, ((uint64_t)1 << 62) + 1, 1u << 23, 0};
+            if (n)
+                wss[5] = wo[n / 2];
+            for (int t = 0; t < 6; t++) {
+                size_t kw = 0;
+                sift__u128 sw = {0, 0};
+                for (size_t i = 0; i < n; i++)
+                    if (wo[i] >= wss[t]) {
+                        want[kw] = orig[i];
+                        ww[kw++] = wo[i];
+                        sw = sift__u128_add64(sw, wo[i]);
+                    }
+                for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+                    memcpy(got, orig, n * sizeof *orig);
+                    memcpy(wg, wo, n * sizeof *wo);
+                    sift__u128 sg = {1, 1};
+                    ck_assert_uint_eq(sift__keep_w_ge_at(l, got, wg, n, wss[t], &sg), kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                    ck_assert_int_eq(memcmp(wg, ww, kw * sizeof *wg), 0);
+                    ck_assert(sg.lo == sw.lo && sg.hi == sw.hi);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* The drawn token's place: the first candidate with the id at every
+ * level, and n for an absent id, also when a logit's bits equal the id
+ * (the kernels compare ids only). */
+START_TEST(test_the_id_search_finds_the_first_match_at_every_level)
+{
+    static sift_candidate cd[200];
+    uint64_t r = 7170;
+    for (size_t n = 0; n <= 200; n += (n < 40 ? 1 : 13)) {
+        typ_cands(cd, n, &r, 0);
+        for (size_t i = 0; i < n; i++)
+            cd[i].id = (int32_t)(3 * i + 1);
+        int32_t ids[4] = {1, (int32_t)(3 * (n / 2) + 1), (int32_t)(3 * n - 2), 2};
+        for (int q = 0; q < 4; q++) {
+            /* a logit whose bits are the searched id, before it */
+            if (n > 1) {
+                uint32_t b = (uint32_t)ids[q];
+                memcpy(&cd[0].logit, &b, sizeof b);
+            }
+            size_t want = 0;
+            while (want < n && cd[want].id != ids[q])
+                want++;
+            for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++)
+                ck_assert_uint_eq(sift__find_id_at(l, cd, n, ids[q]), want);
+        }
+    }
+}
+END_TEST
+
+/* The search for the largest logit's first place agrees with a plain
+ * loop at every level from every start: ties, -0 equal to +0, -inf,
+ * and an id whose bits equal the logit's (logits only are compared). */
+START_TEST(test_the_logit_search_finds_the_first_equal_logit_at_every_level)
+{
+    static sift_candidate cd[160];
+    uint64_t r = 8180;
+    for (size_t n = 0; n <= 160; n += (n < 40 ? 1 : 17)) {
+        for (int variant = 0; variant < 4; variant++) {
+            typ_cands(cd, n, &r, variant);
+            float ms[4] = {0.0f, -0.0f, -INFINITY, 1.0f};
+            if (n)
+                ms[3] = cd[n - 1].logit;
+            if (n > 2)
+                memcpy(&cd[1].id, &ms[3], sizeof cd[1].id);
+            for (int q = 0; q < 4; q++)
+                for (size_t from = 0; from <= n; from += 1 + n / 7) {
+                    size_t want = from;
+                    while (want < n && !(cd[want].logit == ms[q]))
+                        want++;
+                    for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++)
+                        ck_assert_uint_eq(sift__find_logit_eq_at(l, cd, from, n, ms[q]), want);
+                }
+        }
+    }
+}
+END_TEST
+
+/* mirostat v1's copy of the candidates at or above a canonical key, at
+ * every level, equals a plain loop over sift__ckey: keys of present
+ * candidates (ties by logit decided by id), -0 and +0, -inf, 0 and the
+ * largest key. */
+START_TEST(test_the_key_cut_copies_the_plain_set_at_every_level)
+{
+    static sift_candidate cd[300], want[300], got[300];
+    uint64_t r = 9190;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
+        for (int variant = 0; variant < 4; variant++) {
+            typ_cands(cd, n, &r, variant);
+            uint64_t cuts[5] = {0, UINT64_MAX, 0, 0, sift__ckey(0.0f, 7)};
+            if (n) {
+                cuts[2] = sift__ckey(cd[n / 2].logit, cd[n / 2].id);
+                cuts[3] = sift__ckey(cd[n / 5].logit, cd[n / 5].id);
+            }
+            for (int q = 0; q < 5; q++) {
+                size_t kw = 0;
+                for (size_t i = 0; i < n; i++)
+                    if (sift__ckey(cd[i].logit, cd[i].id) >= cuts[q])
+                        want[kw++] = cd[i];
+                for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+                    ck_assert_uint_eq(sift__copy_key_ge_at(l, cd, n, cuts[q], got), kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 /* The row step's cost model: a prefix of at most 256 tokens is always
  * walked (up to V / 8), a longer one only while it is at most a 256th of
  * the row, whichever builder (the one-pass top-k or the block path)
@@ -576,12 +709,18 @@ static Suite *suite(void)
     tcase_add_test(t, test_slice_id_set_is_emptied_when_its_generation_wraps);
     tcase_add_test(t, test_the_row_step_walks_a_prefix_only_where_it_costs_less_than_the_full_pass);
     tcase_add_test(t, test_a_prefix_the_cost_model_refuses_goes_straight_to_the_full_pass);
+    suite_add_tcase(s, t);
+    t = tcase_create("row kernels");
     tcase_add_test(t, test_the_row_load_gives_the_scalar_bytes_and_flags_at_every_level);
     tcase_add_test(t, test_the_lane_sums_give_the_scalar_lanes_at_every_level);
     tcase_add_test(t, test_the_score_buckets_give_the_scalar_buckets_at_every_level);
     tcase_add_test(t, test_the_bucket_search_finds_the_scalar_index_at_every_level);
     tcase_add_test(t, test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level);
     tcase_add_test(t, test_the_logit_cut_keeps_the_scalar_set_at_every_level);
+    tcase_add_test(t, test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level);
+    tcase_add_test(t, test_the_id_search_finds_the_first_match_at_every_level);
+    tcase_add_test(t, test_the_logit_search_finds_the_first_equal_logit_at_every_level);
+    tcase_add_test(t, test_the_key_cut_copies_the_plain_set_at_every_level);
     suite_add_tcase(s, t);
     return s;
 }

@@ -27,6 +27,16 @@
  * count; the largest logit is the same value (the sign of a zero maximum
  * may differ: the caller only subtracts from it).
  *
+ * mirostat's kernels (sift__keep_w_ge, sift__find_id, sift__find_logit_eq,
+ * sift__copy_key_ge) replace loops that made a canonical key or a masked
+ * sum per token of the whole row: vector compares (AVX2, AVX-512F) pick
+ * the rare vectors that hold a kept or sought candidate, and only those
+ * are compressed (AVX-512F) or handed to the scalar twin (AVX2). The
+ * result is a set or an index, the same at every level by construction;
+ * tests/check_core compares every level with a plain loop. Measured on
+ * the whole-row step (tests/bench/bench, V = 151,936): mirostat v2 about
+ * 620 -> 415 us per step on peaked rows, mirostat v1 about 920 -> 640.
+ *
  * The vector loads interleave eight (four) ids with eight (four) logits
  * by two unpacks and, for AVX2, a cross-lane permute: about one
  * instruction per token where the element-by-element form took ten.
@@ -448,4 +458,282 @@ size_t sift__keep_logit_ge_at(int level, sift_candidate *c, size_t n, double thr
 size_t sift__keep_logit_ge(sift_candidate *c, size_t n, double thr)
 {
     return sift__keep_logit_ge_at(sift__simd()->level, c, n, thr);
+}
+
+/* ------------------------------------------------------------------ */
+/* mirostat's cuts and the drawn token's place                         */
+/* ------------------------------------------------------------------ */
+
+/* The definitions. keep_w_ge_scalar stores every candidate at j, kept or
+ * not (branch-free); only c[0..j) and w[0..j) are the result. The kept
+ * weights' 32-bit halves are summed apart (each sum stays below 2^63 for
+ * n < 2^31) and joined by the caller. */
+static size_t keep_w_ge_scalar(sift_candidate *c, uint64_t *w, size_t i, size_t n, size_t j,
+                               uint64_t ws, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t sl = 0, sh = 0;
+    for (; i < n; i++) {
+        uint64_t x = w[i], keep = x >= ws;
+        sl += (x & 0xffffffffu) & -keep;
+        sh += (x >> 32) & -keep;
+        w[j] = x;
+        c[j] = c[i];
+        j += (size_t)keep;
+    }
+    *lo += sl;
+    *hi += sh;
+    return j;
+}
+
+static size_t find_id_scalar(const sift_candidate *c, size_t i, size_t n, int32_t id)
+{
+    while (i < n && c[i].id != id)
+        i++;
+    return i;
+}
+
+static size_t find_logit_eq_scalar(const sift_candidate *c, size_t i, size_t n, float m)
+{
+    while (i < n && !(c[i].logit == m))
+        i++;
+    return i;
+}
+
+static size_t copy_key_ge_scalar(const sift_candidate *c, size_t i, size_t n, uint64_t cut,
+                                 sift_candidate *out, size_t j)
+{
+    for (; i < n; i++)
+        if (sift__ckey(c[i].logit, c[i].id) >= cut)
+            out[j++] = c[i];
+    return j;
+}
+
+#ifdef SIFT__KX86
+/* AVX2: four weights (or candidates) a step, looked at one by one only
+ * when one of them is kept; the weights are below 2^63, so a signed
+ * compare orders them. */
+__attribute__((target("avx2"))) static size_t
+keep_w_ge_avx2(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws, uint64_t *lo, uint64_t *hi)
+{
+    const __m256i wv = _mm256_set1_epi64x((long long)ws);
+    size_t i = 0, j = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
+        if (_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(wv, x))) != 0xf)
+            j = keep_w_ge_scalar(c, w, i, i + 4, j, ws, lo, hi);
+    }
+    return keep_w_ge_scalar(c, w, i, n, j, ws, lo, hi);
+}
+
+__attribute__((target("avx2"))) static size_t find_id_avx2(const sift_candidate *c, size_t n,
+                                                           int32_t id)
+{
+    const __m256i iv = _mm256_set1_epi32(id);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
+        /* bits 0, 2, 4, 6 of the byte mask's 32-bit lanes: the ids */
+        unsigned k = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, iv)));
+        if (k & 0x55u)
+            return i + (size_t)__builtin_ctz(k & 0x55u) / 2;
+    }
+    return find_id_scalar(c, i, n, id);
+}
+
+__attribute__((target("avx2"))) static size_t find_logit_eq_avx2(const sift_candidate *c, size_t i,
+                                                                 size_t n, float m)
+{
+    const __m256 mv = _mm256_set1_ps(m);
+    for (; i + 4 <= n; i += 4) {
+        __m256 v = _mm256_loadu_ps((const float *)(const void *)(c + i));
+        /* bits 1, 3, 5, 7: the logits (an id's bits may equal anything) */
+        unsigned k = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, mv, _CMP_EQ_OQ)) & 0xaau;
+        if (k)
+            return i + (size_t)__builtin_ctz(k) / 2;
+    }
+    return find_logit_eq_scalar(c, i, n, m);
+}
+
+/* The canonical key of four candidates (id in the low half of each 64-bit
+ * lane, the logit's bits in the high half), as sift__ckey makes it, with
+ * its top bit flipped so that a signed compare orders the keys. */
+__attribute__((target("avx2"))) static inline __m256i ckey4_flipped(__m256i v)
+{
+    const __m256i lo32 = _mm256_set1_epi64x(0xffffffff), top = _mm256_set1_epi64x(0x80000000);
+    __m256i u = _mm256_srli_epi64(v, 32);
+    u = _mm256_andnot_si256(_mm256_cmpeq_epi64(u, top), u); /* -0 is +0 */
+    __m256i neg =
+        _mm256_and_si256(_mm256_sub_epi64(_mm256_setzero_si256(), _mm256_srli_epi64(u, 31)), lo32);
+    __m256i fk = _mm256_xor_si256(u, _mm256_or_si256(neg, top));
+    __m256i key = _mm256_or_si256(_mm256_slli_epi64(fk, 32), _mm256_andnot_si256(v, lo32));
+    return _mm256_xor_si256(key, _mm256_set1_epi64x((long long)0x8000000000000000ull));
+}
+
+__attribute__((target("avx2"))) static size_t copy_key_ge_avx2(const sift_candidate *c, size_t n,
+                                                               uint64_t cut, sift_candidate *out)
+{
+    const __m256i cv = _mm256_set1_epi64x((long long)(cut ^ 0x8000000000000000ull));
+    size_t i = 0, j = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i key = ckey4_flipped(_mm256_loadu_si256((const __m256i *)(const void *)(c + i)));
+        /* cut > key in every lane: none is copied */
+        if (_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(cv, key))) != 0xf)
+            j = copy_key_ge_scalar(c, i, i + 4, cut, out, j);
+    }
+    return copy_key_ge_scalar(c, i, n, cut, out, j);
+}
+
+/* AVX-512F: eight a vector; the kept ones compressed and stored whole at
+ * j <= i (only read entries are overwritten). */
+__attribute__((target("avx512f"))) static size_t
+keep_w_ge_avx512(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws, uint64_t *lo, uint64_t *hi)
+{
+    const __m512i wv = _mm512_set1_epi64((long long)ws), lo32 = _mm512_set1_epi64(0xffffffff);
+    __m512i al = _mm512_setzero_si512(), ah = al;
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i x = _mm512_loadu_si512((const void *)(w + i));
+        __mmask8 k = _mm512_cmpge_epu64_mask(x, wv);
+        if (k) {
+            __m512i v = _mm512_loadu_si512((const void *)(c + i));
+            al = _mm512_mask_add_epi64(al, k, al, _mm512_and_si512(x, lo32));
+            ah = _mm512_mask_add_epi64(ah, k, ah, _mm512_srli_epi64(x, 32));
+            _mm512_storeu_si512((void *)(w + j), _mm512_maskz_compress_epi64(k, x));
+            _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
+            j += (size_t)__builtin_popcount((unsigned)k);
+        }
+    }
+    *lo += (uint64_t)_mm512_reduce_add_epi64(al);
+    *hi += (uint64_t)_mm512_reduce_add_epi64(ah);
+    return keep_w_ge_scalar(c, w, i, n, j, ws, lo, hi);
+}
+
+__attribute__((target("avx512f"))) static size_t find_id_avx512(const sift_candidate *c, size_t n,
+                                                                int32_t id)
+{
+    const __m512i iv = _mm512_set1_epi32(id);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i v = _mm512_loadu_si512((const void *)(c + i));
+        unsigned k = (unsigned)_mm512_cmpeq_epi32_mask(v, iv) & 0x5555u; /* the ids */
+        if (k)
+            return i + (size_t)__builtin_ctz(k) / 2;
+    }
+    return find_id_scalar(c, i, n, id);
+}
+
+__attribute__((target("avx512f"))) static size_t find_logit_eq_avx512(const sift_candidate *c,
+                                                                      size_t i, size_t n, float m)
+{
+    const __m512 mv = _mm512_set1_ps(m);
+    for (; i + 8 <= n; i += 8) {
+        __m512 v = _mm512_loadu_ps((const float *)(const void *)(c + i));
+        unsigned k = (unsigned)_mm512_cmp_ps_mask(v, mv, _CMP_EQ_OQ) & 0xaaaau; /* logits */
+        if (k)
+            return i + (size_t)__builtin_ctz(k) / 2;
+    }
+    return find_logit_eq_scalar(c, i, n, m);
+}
+
+__attribute__((target("avx512f"))) static size_t
+copy_key_ge_avx512(const sift_candidate *c, size_t n, uint64_t cut, sift_candidate *out)
+{
+    const __m512i lo32 = _mm512_set1_epi64(0xffffffff), top = _mm512_set1_epi64(0x80000000);
+    const __m512i cv = _mm512_set1_epi64((long long)cut);
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i v = _mm512_loadu_si512((const void *)(c + i));
+        __m512i u = _mm512_srli_epi64(v, 32);
+        u = _mm512_maskz_mov_epi64(_mm512_cmpneq_epu64_mask(u, top), u); /* -0 is +0 */
+        __m512i neg = _mm512_and_si512(
+            _mm512_sub_epi64(_mm512_setzero_si512(), _mm512_srli_epi64(u, 31)), lo32);
+        __m512i fk = _mm512_xor_si512(u, _mm512_or_si512(neg, top));
+        __m512i key = _mm512_or_si512(_mm512_slli_epi64(fk, 32), _mm512_andnot_si512(v, lo32));
+        __mmask8 k = _mm512_cmpge_epu64_mask(key, cv);
+        if (k) {
+            _mm512_storeu_si512((void *)(out + j), _mm512_maskz_compress_epi64(k, v));
+            j += (size_t)__builtin_popcount((unsigned)k);
+        }
+    }
+    return copy_key_ge_scalar(c, i, n, cut, out, j);
+}
+#endif
+
+size_t sift__keep_w_ge_at(int level, sift_candidate *c, uint64_t *w, size_t n, uint64_t ws,
+                          sift__u128 *kept)
+{
+    uint64_t lo = 0, hi = 0;
+    size_t j;
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        j = keep_w_ge_avx512(c, w, n, ws, &lo, &hi);
+    else if (level >= SIFT__SIMD_AVX2)
+        j = keep_w_ge_avx2(c, w, n, ws, &lo, &hi);
+    else
+#endif
+        j = keep_w_ge_scalar(c, w, 0, n, 0, ws, &lo, &hi);
+    (void)level;
+    *kept = sift__u128_add((sift__u128){lo, 0}, (sift__u128){hi << 32, hi >> 32});
+    return j;
+}
+
+size_t sift__keep_w_ge(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws, sift__u128 *kept)
+{
+    return sift__keep_w_ge_at(sift__simd()->level, c, w, n, ws, kept);
+}
+
+size_t sift__find_id_at(int level, const sift_candidate *c, size_t n, int32_t id)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        return find_id_avx512(c, n, id);
+    if (level >= SIFT__SIMD_AVX2)
+        return find_id_avx2(c, n, id);
+#endif
+    (void)level;
+    return find_id_scalar(c, 0, n, id);
+}
+
+size_t sift__find_id(const sift_candidate *c, size_t n, int32_t id)
+{
+    return sift__find_id_at(sift__simd()->level, c, n, id);
+}
+
+size_t sift__find_logit_eq_at(int level, const sift_candidate *c, size_t i, size_t n, float m)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        return find_logit_eq_avx512(c, i, n, m);
+    if (level >= SIFT__SIMD_AVX2)
+        return find_logit_eq_avx2(c, i, n, m);
+#endif
+    (void)level;
+    return find_logit_eq_scalar(c, i, n, m);
+}
+
+size_t sift__find_logit_eq(const sift_candidate *c, size_t i, size_t n, float m)
+{
+    return sift__find_logit_eq_at(sift__simd()->level, c, i, n, m);
+}
+
+size_t sift__copy_key_ge_at(int level, const sift_candidate *c, size_t n, uint64_t cut,
+                            sift_candidate *out)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        return copy_key_ge_avx512(c, n, cut, out);
+    if (level >= SIFT__SIMD_AVX2)
+        return copy_key_ge_avx2(c, n, cut, out);
+#endif
+    (void)level;
+    return copy_key_ge_scalar(c, 0, n, cut, out, 0);
+}
+
+size_t sift__copy_key_ge(const sift_candidate *c, size_t n, uint64_t cut, sift_candidate *out)
+{
+    return sift__copy_key_ge_at(sift__simd()->level, c, n, cut, out);
 }

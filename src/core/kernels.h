@@ -61,4 +61,31 @@ SIFT__HIDDEN size_t sift__keep_below_at(int level, sift_candidate *c, const uint
 SIFT__HIDDEN size_t sift__keep_logit_ge(sift_candidate *c, size_t n, double thr);
 SIFT__HIDDEN size_t sift__keep_logit_ge_at(int level, sift_candidate *c, size_t n, double thr);
 
+/* mirostat's kernels (mirostat.c, adaptive_p.c), each with a scalar twin
+ * that gives the same result; _at runs the kernel of `level` (tests
+ * compare the levels: scalar, AVX2, AVX-512F).
+ *
+ * Keeps, in place and in order, the candidates c[i] with w[i] >= ws,
+ * moving w[i] with them (every w[i] <= 2^62, n < 2^31); returns how many
+ * were kept, and their weights' sum in *kept. Only c[0..kept count) and
+ * w[0..kept count) are defined afterwards. */
+SIFT__HIDDEN size_t sift__keep_w_ge(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws,
+                                    sift__u128 *kept);
+SIFT__HIDDEN size_t sift__keep_w_ge_at(int level, sift_candidate *c, uint64_t *w, size_t n,
+                                       uint64_t ws, sift__u128 *kept);
+/* The first index i with c[i].id == id, or n. */
+SIFT__HIDDEN size_t sift__find_id(const sift_candidate *c, size_t n, int32_t id);
+SIFT__HIDDEN size_t sift__find_id_at(int level, const sift_candidate *c, size_t n, int32_t id);
+/* The first index i in [from, n) with c[i].logit == m (as floats: -0
+ * equals +0; NaN equals nothing), or n. */
+SIFT__HIDDEN size_t sift__find_logit_eq(const sift_candidate *c, size_t from, size_t n, float m);
+SIFT__HIDDEN size_t sift__find_logit_eq_at(int level, const sift_candidate *c, size_t from,
+                                           size_t n, float m);
+/* Copies to out, in order, the candidates with sift__ckey(logit, id) >=
+ * cut (no NaN logit); returns how many. */
+SIFT__HIDDEN size_t sift__copy_key_ge(const sift_candidate *c, size_t n, uint64_t cut,
+                                      sift_candidate *out);
+SIFT__HIDDEN size_t sift__copy_key_ge_at(int level, const sift_candidate *c, size_t n, uint64_t cut,
+                                         sift_candidate *out);
+
 #endif /* SIFT_CORE_KERNELS_H */

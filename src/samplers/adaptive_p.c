@@ -48,6 +48,7 @@
  */
 #include <math.h>
 
+#include "../core/kernels.h"
 #include "../sift_internal.h"
 #include "registry.h"
 
@@ -96,10 +97,8 @@ static size_t draw(sift__ctx *ctx, const sift__arr *a)
     sift__u128 T = sift__u128_scale_u64(W, sift__rng_next(&ctx->rng));
     uint64_t cut;
     sift__mass_prefix(ctx, a->c, w, a->n, T, 1, &cut);
-    size_t sel = 0;
-    while (sift__ckey(a->c[sel].logit, a->c[sel].id) != cut)
-        sel++;
-    return sel;
+    /* cut is the key of a candidate of a: its id is found */
+    return sift__find_id(a->c, a->n, sift__ckey_id(cut));
 }
 
 static sift_status adaptive_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)

@@ -46,6 +46,7 @@
  */
 #include <math.h>
 
+#include "../core/kernels.h"
 #include "../sift_internal.h"
 #include "registry.h"
 
@@ -113,10 +114,7 @@ static size_t v1_k(const miro_stage *s, sift__ctx *ctx, const sift__arr *a)
     } else {
         sift_candidate *t = ctx->ws->cand2;
         uint64_t cut = sift__cut_top(ctx, a->c, a->n, M);
-        size_t j = 0;
-        for (size_t i = 0; i < a->n; i++)
-            if (sift__ckey(a->c[i].logit, a->c[i].id) >= cut)
-                t[j++] = a->c[i];
+        size_t j = sift__copy_key_ge(a->c, a->n, cut, t);
         heap_sort_canon(t, j);
         top = t;
     }
@@ -173,32 +171,22 @@ static sift_status miro_truncate(miro_stage *s, sift__ctx *ctx, sift__arr *a, si
             lo = mid + 1;
     }
     const uint64_t ws = lo;
+    /* Every candidate with w >= ws is kept, with its weight; ws <= 2^62,
+     * the weight of the largest logit (m), keeps at least that one.
+     * Otherwise nothing is looked at (the row's canonical first token is
+     * taken below). */
     size_t j = 0;
-    uint64_t sum_lo = 0, sum_hi = 0;
-    /* The loop stores every candidate at j, kept or not: it must keep
-     * one, or the canonical first token below would be gone. It keeps
-     * one whenever ws <= 2^62, the weight of the largest logit (m). */
-    for (size_t i = 0; ws <= (uint64_t)1 << 62 && i < a->n; i++) {
-        uint64_t x = w[i], keep = x >= ws;
-        sum_lo += (x & 0xffffffffu) & -keep;
-        sum_hi += (x >> 32) & -keep;
-        w[j] = x;
-        a->c[j] = a->c[i];
-        j += (size_t)keep;
-    }
-    sift__u128 kept =
-        sift__u128_add((sift__u128){sum_lo, 0}, (sift__u128){sum_hi << 32, sum_hi >> 32});
+    sift__u128 kept = {0, 0};
+    if (ws <= (uint64_t)1 << 62)
+        j = sift__keep_w_ge(a->c, w, a->n, ws, &kept);
     if (j == 0) {
-        /* nothing is likely enough: the canonical first token alone */
-        uint64_t best = 0;
-        size_t bi = 0;
-        for (size_t i = 0; i < a->n; i++) {
-            uint64_t k = sift__ckey(a->c[i].logit, a->c[i].id);
-            if (k > best) {
-                best = k;
-                bi = i;
-            }
-        }
+        /* nothing is likely enough: the canonical first token alone, of
+         * logit m (the largest) and the least id among those (the first
+         * in id order) */
+        size_t bi = sift__find_logit_eq(a->c, 0, a->n, m);
+        for (size_t i = bi; a->order != SIFT__ORDER_ID && i < a->n;
+             i = sift__find_logit_eq(a->c, i + 1, a->n, m))
+            bi = a->c[i].id < a->c[bi].id ? i : bi;
         a->c[0] = a->c[bi];
         w[0] = w[bi];
         kept = sift__u128_from(w[0]);
@@ -224,8 +212,8 @@ static sift_status miro_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         sift__u128 T = sift__u128_scale_u64(W, sift__rng_next(&ctx->rng));
         uint64_t cut;
         sift__mass_prefix(ctx, a->c, w, a->n, T, 1, &cut);
-        while (sift__ckey(a->c[sel].logit, a->c[sel].id) != cut)
-            sel++;
+        /* cut is the key of a kept candidate: its id is found */
+        sel = sift__find_id(a->c, a->n, sift__ckey_id(cut));
     }
     ctx->selected = a->c[sel].id;
     s->has_pending = 1;
