@@ -847,70 +847,12 @@ typedef struct tally {
     long rechosen;                   /* device slices whose tied tokens changed */
 } tally;
 
-/* One slice sample of chain c at prefix length k; compares with the
- * oracle's (token, rng) and restores the RNG. Returns 1 if the hook ran. */
-/* What a device top-k may hand sift instead of the slicer's canonical
- * prefix: the same k largest logits as a set, with the tokens tied at the
- * smallest of them re-chosen at random among every token of the row with
- * that logit, the whole prefix shuffled, and the extras rebuilt for the
- * new set (flags 0: no canonical promise). Buffers hold V entries. */
-typedef struct device_slice {
-    sift_candidate *pre, *ext;
-    int32_t *tied;
-    long rechosen; /* slices whose tied tokens changed */
-} device_slice;
-
-static void devicify(device_slice *d, tu_rng *r, const float *row, int32_t V, sift_slice *s,
-                     const int32_t *ids, size_t ne)
-{
-    int32_t k = s->n_prefix;
-    memcpy(d->pre, s->prefix, (size_t)k * sizeof *d->pre);
-    float lmin = d->pre[k - 1].logit;
-    int32_t n_tied = 0, n_in = 0;
-    for (int32_t i = 0; i < V; i++)
-        if (row[i] == lmin)
-            d->tied[n_tied++] = i;
-    for (int32_t i = 0; i < k; i++)
-        n_in += d->pre[i].logit == lmin;
-    if (n_tied > n_in) {
-        /* a random n_in-subset of the tied ids (partial Fisher-Yates) */
-        for (int32_t i = 0; i < n_in; i++) {
-            int32_t j = (int32_t)tu_range(r, i, n_tied - 1);
-            int32_t t = d->tied[i];
-            d->tied[i] = d->tied[j];
-            d->tied[j] = t;
-        }
-        for (int32_t i = 0, q = 0; i < k; i++)
-            if (d->pre[i].logit == lmin)
-                d->pre[i].id = d->tied[q++];
-        d->rechosen++;
-    }
-    for (int32_t i = k - 1; i > 0; i--) {
-        int32_t j = (int32_t)tu_range(r, 0, i);
-        sift_candidate t = d->pre[i];
-        d->pre[i] = d->pre[j];
-        d->pre[j] = t;
-    }
-    /* extras: the requested ids the new set lacks */
-    int32_t n_ext = 0;
-    for (size_t i = 0; i < ne; i++) {
-        int in = 0;
-        for (int32_t j = 0; j < k && !in; j++)
-            in = d->pre[j].id == ids[i];
-        if (!in && ids[i] < V) {
-            d->ext[n_ext].id = ids[i];
-            d->ext[n_ext++].logit = row[ids[i]];
-        }
-    }
-    s->prefix = d->pre;
-    s->extras = n_ext ? d->ext : NULL;
-    s->n_extras = n_ext;
-    s->flags = 0;
-}
-
+/* One slice sample of chain c at prefix length k (as a device makes it
+ * when dev is set); compares with the oracle's (token, rng) and restores
+ * the RNG. Returns 1 if the hook ran. */
 static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V, int32_t k,
                      int with_hook, sift_status so, int32_t to, const uint64_t ors[4], tally *ty,
-                     const char *desc, device_slice *dev, tu_rng *r)
+                     const char *desc, tu_device_slice *dev, tu_rng *r)
 {
     int32_t ids[4096];
     size_t ne = 0;
@@ -919,7 +861,7 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
     sift_slice s;
     ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, &err), SIFT_OK);
     if (dev)
-        devicify(dev, r, row, V, &s, ids, ne);
+        tu_devicify(dev, r, row, V, &s, ids, ne);
     hook_ctx h = hook_for(row, V);
     ck_assert_int_eq(sift_chain_set_row_hook(c, with_hook ? hook : NULL, &h, NULL), SIFT_OK);
     sift__rng saved = c->rng;
@@ -1003,9 +945,9 @@ static long property(uint64_t seed, long cases, long min, tally *ty, int device,
         sift_slicer *sl;
         ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
         float *row = malloc((size_t)V * sizeof *row);
-        device_slice dv = {malloc((size_t)V * sizeof *dv.pre), malloc((size_t)V * sizeof *dv.ext),
-                           malloc((size_t)V * sizeof *dv.tied), 0};
-        device_slice *dev = device ? &dv : NULL;
+        tu_device_slice dv;
+        ck_assert(tu_device_init(&dv, V));
+        tu_device_slice *dev = device ? &dv : NULL;
         int steps = V > 20000 ? 1 : (int)tu_range(&r, 1, 4);
         for (int step = 0; step < steps; step++) {
             tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
@@ -1059,9 +1001,7 @@ static long property(uint64_t seed, long cases, long min, tally *ty, int device,
             or_accept(&o, acc);
         }
         ty->rechosen += dv.rechosen;
-        free(dv.pre);
-        free(dv.ext);
-        free(dv.tied);
+        tu_device_free(&dv);
         free(row);
         sift_slicer_free(sl);
         or_free(&o);
@@ -2238,8 +2178,8 @@ START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_nev
     }
     sift_slicer *sl;
     ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
-    device_slice dv = {malloc(V * sizeof *dv.pre), malloc(V * sizeof *dv.ext),
-                       malloc(V * sizeof *dv.tied), 0};
+    tu_device_slice dv;
+    ck_assert(tu_device_init(&dv, V));
     const int shapes[3] = {TU_ROW_BF16, TU_ROW_TIES, TU_ROW_PEAKED};
     tu_rng r = {99};
     sift_plan plan = {.struct_size = sizeof plan};
@@ -2253,7 +2193,7 @@ START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_nev
         int32_t k = plan.k + (int32_t)tu_range(&r, 0, 8);
         ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, NULL), SIFT_OK);
         if (t % 2)
-            devicify(&dv, &r, row, V, &s, ids, ne);
+            tu_devicify(&dv, &r, row, V, &s, ids, ne);
         int32_t tok[COPIES];
         for (int i = 0; i < COPIES; i++) {
             sift_error err;
@@ -2287,9 +2227,7 @@ START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_nev
     }
     ck_assert_int_gt((int)s0.slice_decided, STEPS / 2); /* most checks ran on decided steps */
     ck_assert_int_gt((int)dv.rechosen, 0);
-    free(dv.pre);
-    free(dv.ext);
-    free(dv.tied);
+    tu_device_free(&dv);
     free(row);
     sift_slicer_free(sl);
     for (int i = 0; i < COPIES; i++)
