@@ -8,14 +8,22 @@
  * dynamic k, smaller ones), with the row hook set and without it; token,
  * RNG state and the state after accept must agree bitwise, and a slice
  * without a hook may only answer SIFT_E_NEED_ROW, with nothing changed.
+ * The main property and the grammar modes run twice: on canonical
+ * slices (the slicer's Prefix(k) with SIFT_SLICE_CANONICAL) and on slices
+ * as a device top-k makes them (tu_devicify: the prefix shuffled, the
+ * tokens tied at its smallest logit re-chosen at random among the row's
+ * tied ids, the extras rebuilt, no flag), where the row may be asked for
+ * more often but the token, RNG and state never differ.
  *
- * SIFT_SLICE_CASES (environment) sets the number of chains (default 17000,
- * about 290,000 slice samples compared); SIFT_SLICE_SEED another stream
- * of chains for the main property test (default 2024);
- * SIFT_SLICE_MIN_SAMPLES a number of slice samples the two main property
- * tests must each compare: they draw chains past SIFT_SLICE_CASES until
- * they have (make check-long sets 10,000,000). The tie-shuffled test is
- * its own TCase, "device": CK_RUN_CASE=device runs it alone.
+ * SIFT_SLICE_CASES (environment) sets the number of chains of each main
+ * property test (default 17000, about 314,000 slice samples compared);
+ * the grammar runs take a 40th of it each and the cutoff run an 8th.
+ * SIFT_SLICE_SEED picks another stream of chains for the main and cutoff
+ * runs (default 2024); SIFT_SLICE_MIN_SAMPLES a number of slice samples
+ * the two main property tests must each compare: they draw chains past
+ * SIFT_SLICE_CASES until they have (make check-long sets 10,000,000).
+ * The device-form runs are the TCase "device": CK_RUN_CASE=device runs
+ * them alone.
  */
 #include <check.h>
 #include <math.h>
@@ -1150,12 +1158,20 @@ static sift_status oracle_grammar_step(or_chain *o, sift_grammar *g, int mode, c
     return or_sample(o, tmp, V, to);
 }
 
-START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
+typedef struct grammar_tally {
+    long compared, hooks, need_row, resampled;
+    long rechosen; /* device slices whose tied tokens changed */
+} grammar_tally;
+
+/* Runs `cases` random chains under the arithmetic grammar, half in
+ * constrain mode and half in check mode; every step is sampled by the
+ * oracle on the whole row and by sift on slices (as a device makes them
+ * when `device` is set: shuffled, the boundary ties re-chosen, no
+ * canonical flag) at the dynamic k, a small k and k = V, with the hook
+ * and without, and on the whole row. */
+static void grammar_property(uint64_t seed, long cases, int device, grammar_tally *ty)
 {
-    tu_rng r = {777};
-    /* At least one chain, even with SIFT_SLICE_CASES below 20. */
-    long cases = n_cases() / 20 > 0 ? n_cases() / 20 : 1;
-    long compared = 0, hooks = 0, need_row = 0, resampled = 0;
+    tu_rng r = {seed};
     char desc[2048];
     for (long cs = 0; cs < cases; cs++) {
         int mode = (int)(cs & 1);
@@ -1184,6 +1200,8 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
         sift_slicer *sl;
         ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
         float *row = malloc((size_t)V * sizeof *row), *tmp = malloc((size_t)V * sizeof *tmp);
+        tu_device_slice dv;
+        ck_assert(tu_device_init(&dv, V));
         for (int step = 0; step < 6; step++) {
             tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
             int32_t to = -1;
@@ -1203,27 +1221,29 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
                     sift_slice s;
                     ck_assert_int_eq(sift_slicer_build(sl, row, V, ks[vi], ids, ne, &s, &err),
                                      SIFT_OK);
+                    if (device)
+                        tu_devicify(&dv, &r, row, V, &s, ids, ne);
                     hook_ctx h = hook_for(row, V);
                     ck_assert_int_eq(sift_chain_set_row_hook(c, with_hook ? hook : NULL, &h, NULL),
                                      SIFT_OK);
                     sift__rng saved = c->rng;
                     int32_t ts = -1;
                     sift_status ss = sift_chain_sample_slice(c, &s, &ts, &err);
-                    compared++;
-                    hooks += h.calls;
+                    ty->compared++;
+                    ty->hooks += h.calls;
                     if (ss == SIFT_E_NEED_ROW) {
                         ck_assert_msg(!with_hook, "NEED_ROW with a hook\n  %s", desc);
                         ck_assert(memcmp(&saved, &c->rng, sizeof saved) == 0);
-                        need_row++;
+                        ty->need_row++;
                         continue;
                     }
                     uint64_t rs[4];
                     sift__chain_rng_state(c, rs);
                     ck_assert_msg(ss == so && (ss != SIFT_OK ||
                                                (ts == to && memcmp(rs, ors, sizeof rs) == 0)),
-                                  "grammar mode %d k=%d hook=%d V=%d: sift %d (tok %d: %s) "
-                                  "oracle %d (tok %d)\n  %s",
-                                  mode, (int)ks[vi], with_hook, (int)V, (int)ss, (int)ts,
+                                  "grammar mode %d k=%d hook=%d device=%d V=%d: sift %d (tok %d: "
+                                  "%s) oracle %d (tok %d)\n  %s",
+                                  mode, (int)ks[vi], with_hook, device, (int)V, (int)ss, (int)ts,
                                   ss ? err.message : "", (int)so, (int)to, desc);
                     c->rng = saved;
                 }
@@ -1241,7 +1261,7 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
                 mode, (int)V, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to, desc);
             sift_stats st1 = {.struct_size = sizeof(sift_stats)};
             ck_assert_int_eq(sift_chain_stats(c, &st1, NULL), SIFT_OK);
-            resampled += (long)(st1.grammar_resamples - st0.grammar_resamples);
+            ty->resampled += (long)(st1.grammar_resamples - st0.grammar_resamples);
             if (ss != SIFT_OK)
                 break;
             ck_assert_int_eq(sift_chain_accept(c, ts, &err), SIFT_OK);
@@ -1249,6 +1269,8 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
             or_accept(&o, ts);
             ck_assert_uint_eq(sift__chain_state_digest(c) != 0, 1);
         }
+        ty->rechosen += dv.rechosen;
+        tu_device_free(&dv);
         free(row);
         free(tmp);
         sift_slicer_free(sl);
@@ -1257,15 +1279,54 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
         sift_chain_free(c);
         sift_vocab_free(v);
     }
+}
+
+/* The grammar runs share the property budget: each takes a 40th of
+ * SIFT_SLICE_CASES chains, at least one. */
+static long grammar_cases(void)
+{
+    return n_cases() / 40 > 0 ? n_cases() / 40 : 1;
+}
+
+START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
+{
+    grammar_tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = grammar_cases();
+    grammar_property(777, cases, 0, &ty);
     fprintf(stderr,
             "slice+grammar: %ld chains, %ld slice samples compared, 0 mismatches; hook calls %ld, "
             "need_row %ld, check-mode resamples %ld\n",
-            cases, compared, hooks, need_row, resampled);
-    ck_assert_int_ge(compared, cases);
+            cases, ty.compared, ty.hooks, ty.need_row, ty.resampled);
+    ck_assert_int_ge(ty.compared, cases);
     /* (with a handful of chains, as under valgrind, neither need happen) */
     if (cases >= 50) {
-        ck_assert(resampled > 0);
-        ck_assert(hooks > 0);
+        ck_assert(ty.resampled > 0);
+        ck_assert(ty.hooks > 0);
+    }
+}
+END_TEST
+
+/* The same under a grammar on slices as device kernels make them: the
+ * prefix shuffled, the tokens tied at its smallest logit re-chosen among
+ * the row's tied ids, no canonical flag. Token and RNG equal the
+ * oracle's, or the row is asked for. */
+START_TEST(test_grammar_modes_on_device_slices_agree_with_the_oracle_or_ask)
+{
+    grammar_tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = grammar_cases();
+    grammar_property(777 ^ 0x7469657300000000ull, cases, 1, &ty);
+    fprintf(stderr,
+            "slice+grammar (device order and ties): %ld chains, %ld slice samples compared, 0 "
+            "mismatches; hook calls %ld, need_row %ld, check-mode resamples %ld; tied tokens "
+            "re-chosen in %ld slices\n",
+            cases, ty.compared, ty.hooks, ty.need_row, ty.resampled, ty.rechosen);
+    ck_assert_int_ge(ty.compared, cases);
+    if (cases >= 50) {
+        ck_assert(ty.resampled > 0);
+        ck_assert(ty.hooks > 0);
+        ck_assert(ty.rechosen > 0); /* the ties were really re-chosen */
     }
 }
 END_TEST
@@ -2414,7 +2475,9 @@ static Suite *suite(void)
           test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token}},
         {"cutoff_property",
          {test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask}},
-        {"device", {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask}},
+        {"device",
+         {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask,
+          test_grammar_modes_on_device_slices_agree_with_the_oracle_or_ask}},
         {"crosscheck",
          {test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing,
           test_cross_check_catches_a_wrong_logit_and_a_wrong_extra,
