@@ -8,16 +8,17 @@
  * dynamic k, smaller ones), with the row hook set and without it; token,
  * RNG state and the state after accept must agree bitwise, and a slice
  * without a hook may only answer SIFT_E_NEED_ROW, with nothing changed.
- * The main property and the grammar modes run twice: on canonical
- * slices (the slicer's Prefix(k) with SIFT_SLICE_CANONICAL) and on slices
- * as a device top-k makes them (tu_devicify: the prefix shuffled, the
- * tokens tied at its smallest logit re-chosen at random among the row's
- * tied ids, the extras rebuilt, no flag), where the row may be asked for
- * more often but the token, RNG and state never differ.
+ * Each property (the main one, the grammar modes, the probability
+ * cutoffs) runs twice: on canonical slices (the slicer's Prefix(k) with
+ * SIFT_SLICE_CANONICAL) and on slices as a device top-k makes them
+ * (tu_devicify: the prefix shuffled, the tokens tied at its smallest
+ * logit re-chosen at random among the row's tied ids, the extras
+ * rebuilt, no flag), where the row may be asked for more often but the
+ * token, RNG and state never differ.
  *
  * SIFT_SLICE_CASES (environment) sets the number of chains of each main
  * property test (default 17000, about 314,000 slice samples compared);
- * the grammar runs take a 40th of it each and the cutoff run an 8th.
+ * the grammar runs take a 40th of it each and the cutoff runs a 16th.
  * SIFT_SLICE_SEED picks another stream of chains for the main and cutoff
  * runs (default 2024); SIFT_SLICE_MIN_SAMPLES a number of slice samples
  * the two main property tests must each compare: they draw chains past
@@ -1782,11 +1783,18 @@ END_TEST
 /* The probability cutoffs on slices                                   */
 /* ------------------------------------------------------------------ */
 
+/* The cutoff runs share the property budget: each takes a 16th of
+ * SIFT_SLICE_CASES chains, at least one. */
+static long cutoff_cases(void)
+{
+    return n_cases() / 16 > 0 ? n_cases() / 16 : 1;
+}
+
 START_TEST(test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask)
 {
     tally ty;
     memset(&ty, 0, sizeof ty);
-    long cases = n_cases() / 8 > 0 ? n_cases() / 8 : 1;
+    long cases = cutoff_cases();
     property(slice_seed() ^ 0x6375746f66660000ull, cases, 0, &ty, 0, gen_cutoff_chain);
     fprintf(stderr,
             "slice (cutoffs): %ld chains, %ld slice samples compared, 0 mismatches; decided on "
@@ -1797,6 +1805,31 @@ START_TEST(test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_a
     ck_assert(ty.cert_steps > 0);
     ck_assert(ty.decided > 0);
     ck_assert(ty.hooked > 0);
+}
+END_TEST
+
+/* The same cutoff chains on slices as device kernels make them: the
+ * prefix shuffled, the tokens tied at its smallest logit re-chosen among
+ * the row's tied ids, no canonical flag. Token, RNG and state equal the
+ * oracle's, or the row is asked for. */
+START_TEST(test_probability_cutoffs_on_device_slices_agree_with_the_oracle_or_ask)
+{
+    tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = cutoff_cases();
+    property(slice_seed() ^ 0x6375746f66660000ull ^ 0x7469657300000000ull, cases, 0, &ty, 1,
+             gen_cutoff_chain);
+    fprintf(stderr,
+            "slice (cutoffs, device order and ties): %ld chains, %ld slice samples compared, 0 "
+            "mismatches; decided on the slice %ld, hook calls %ld, need_row %ld; tied tokens "
+            "re-chosen in %ld slices; at the static k of certified plans %ld/%ld hooked\n",
+            cases, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.rechosen, ty.cert_hooks,
+            ty.cert_steps);
+    ck_assert_int_ge(ty.compared, cases);
+    ck_assert(ty.cert_steps > 0);
+    ck_assert(ty.decided > 0);
+    ck_assert(ty.hooked > 0);
+    ck_assert(ty.rechosen > 0); /* the ties were really re-chosen */
 }
 END_TEST
 
@@ -2477,7 +2510,8 @@ static Suite *suite(void)
          {test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask}},
         {"device",
          {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask,
-          test_grammar_modes_on_device_slices_agree_with_the_oracle_or_ask}},
+          test_grammar_modes_on_device_slices_agree_with_the_oracle_or_ask,
+          test_probability_cutoffs_on_device_slices_agree_with_the_oracle_or_ask}},
         {"crosscheck",
          {test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing,
           test_cross_check_catches_a_wrong_logit_and_a_wrong_extra,
