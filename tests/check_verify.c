@@ -14,12 +14,17 @@
  *   the accepted count and the token of the sequential sample/accept loop
  *   on whole rows, and leaves the chain in its state bitwise (RNG and
  *   every stage's digest); the sequential tokens equal the oracle's on
- *   chains the oracle models;
+ *   chains the oracle models. Half of the slices are as a device top-k
+ *   makes them (tu_devicify: the prefix shuffled, the tokens tied at its
+ *   smallest logit re-chosen among the row's tied ids, no canonical
+ *   flag): they may need the hook (or end in SIFT_E_NEED_ROW where the
+ *   sequential loop on the same slice does) but never give another
+ *   result;
  * - the distributions of sift_verifier_distributions equal those of
  *   sift_chain_distribution after accepting the drafts, bitwise.
  *
  * SIFT_VERIFY_CASES (environment) sets the number of chains (default
- * 800, about 6,100 positions sampled); `make check-long` raises it past
+ * 800, about 6,400 positions sampled); `make check-long` raises it past
  * 10^7 sampled positions.
  */
 #include <check.h>
@@ -816,6 +821,8 @@ static void gen_chain(tu_rng *r, sp_chain *spec, int32_t V)
 typedef struct tally {
     long cases, steps, positions, accepted, mismatched, hooks, need_row, dists, errors;
     long slice_steps, row_steps, grammar_steps;
+    long slices, device_slices; /* slices handed to verify, and those made device-style */
+    long rechosen;              /* device slices whose tied tokens changed */
 } tally;
 
 /* The chain of a case: the spec's stages, with a grammar stage first
@@ -931,8 +938,11 @@ static void property(uint64_t seed, long cases, tally *ty)
     tu_rng r = {seed};
     char desc[2048];
     sift_slicer *sl[MAXD + 1];
-    for (int i = 0; i <= MAXD; i++)
+    tu_device_slice dv[MAXD + 1];
+    for (int i = 0; i <= MAXD; i++) {
         ck_assert_int_eq(sift_slicer_new(&sl[i], 4096, NULL, NULL), SIFT_OK);
+        ck_assert(tu_device_init(&dv[i], 4096));
+    }
     for (long cs = 0; cs < cases; cs++) {
         int gmode = cs % 5 == 4 ? (int)tu_range(&r, 1, 3) : 0;
         int32_t V =
@@ -997,7 +1007,9 @@ static void property(uint64_t seed, long cases, tally *ty)
             ck_assert_msg(sift_verifier_plan(v, a, drafts, n, st, &err) == SIFT_OK,
                           "plan: %s\n  %s", err.message, desc);
             check_plan(a, drafts, n, st, desc);
-            /* the inputs: slices at the planned k (sometimes smaller), or
+            /* the inputs: slices at the planned k (sometimes smaller),
+             * half of them as a device top-k makes them (shuffled, the
+             * ties at the smallest logit re-chosen, no canonical flag), or
              * whole rows */
             int use_rows = tu_unif(&r) < 0.25;
             int with_hook = tu_unif(&r) < 0.8;
@@ -1009,8 +1021,12 @@ static void property(uint64_t seed, long cases, tally *ty)
                 ck_assert_int_eq(sift_slicer_build(sl[i], rows[i], V, k, st[i].extras,
                                                    (size_t)st[i].n_extras, &s[i], NULL),
                                  SIFT_OK);
-                if (tu_unif(&r) < 0.3) /* the canonical promise, half the time */
-                    s[i].flags = 0;
+                if (tu_unif(&r) < 0.5) {
+                    tu_devicify(&dv[i], &r, rows[i], V, &s[i], st[i].extras,
+                                (size_t)st[i].n_extras);
+                    ty->device_slices++;
+                }
+                ty->slices++;
             }
             sift_verify_args args;
             sift_verify_args_init(&args);
@@ -1114,8 +1130,11 @@ static void property(uint64_t seed, long cases, tally *ty)
         sift_chain_free(b);
         sift_vocab_free(voc);
     }
-    for (int i = 0; i <= MAXD; i++)
+    for (int i = 0; i <= MAXD; i++) {
+        ty->rechosen += dv[i].rechosen;
         sift_slicer_free(sl[i]);
+        tu_device_free(&dv[i]);
+    }
 }
 
 START_TEST(test_verify_equals_the_sequential_loop_and_the_oracle_bitwise)
@@ -1128,13 +1147,17 @@ START_TEST(test_verify_equals_the_sequential_loop_and_the_oracle_bitwise)
             "verify: %ld chains, %ld verify steps (%ld on slices, %ld on rows, %ld with a "
             "grammar), %ld positions sampled, %ld drafts accepted, %ld steps stopped at a "
             "mismatch, %ld hook calls, %ld NEED_ROW, %ld errors as sequential, %ld target "
-            "distributions compared; 0 mismatches\n",
+            "distributions compared; 0 mismatches\n"
+            "verify: %ld slices, %ld of them device-style (shuffled, no canonical flag), tied "
+            "tokens re-chosen in %ld\n",
             ty.cases, ty.steps, ty.slice_steps, ty.row_steps, ty.grammar_steps, ty.positions,
-            ty.accepted, ty.mismatched, ty.hooks, ty.need_row, ty.errors, ty.dists);
+            ty.accepted, ty.mismatched, ty.hooks, ty.need_row, ty.errors, ty.dists, ty.slices,
+            ty.device_slices, ty.rechosen);
     ck_assert_int_eq(ty.cases, cases);
     ck_assert(ty.accepted > 0 && ty.mismatched > 0 && ty.dists > 0 && ty.grammar_steps > 0);
+    ck_assert(ty.device_slices > 0 && ty.device_slices < ty.slices);
     if (cases >= 200)
-        ck_assert(ty.hooks > 0 && ty.need_row > 0);
+        ck_assert(ty.hooks > 0 && ty.need_row > 0 && ty.rechosen > 0);
 }
 END_TEST
 
