@@ -24,10 +24,14 @@
  *   sift_chain_distribution after accepting the drafts, bitwise.
  *
  * SIFT_VERIFY_CASES (environment) sets the number of chains (default
- * 800, about 6,400 positions sampled); `make check-long` raises it past
- * 10^7 sampled positions.
+ * 800, about 6,400 positions sampled); SIFT_VERIFY_MIN_POSITIONS a number
+ * of positions the property must sample: it draws chains past
+ * SIFT_VERIFY_CASES until it has, and fails if it has not (unset: no
+ * minimum; `make check-long` sets 10,000,000). A value that is not a
+ * whole number >= 0 fails the test instead of dropping the minimum.
  */
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +48,23 @@ static long n_cases(void)
     const char *e = getenv("SIFT_VERIFY_CASES");
     long n = e ? strtol(e, NULL, 10) : 0;
     return n > 0 ? n : 800;
+}
+
+/* SIFT_VERIFY_MIN_POSITIONS (environment): the least number of positions
+ * the property samples; unset or empty = no minimum. Anything but a whole
+ * number >= 0 fails the test: a soak must not run without its minimum
+ * because of a typo such as 1e7. */
+static long min_positions(void)
+{
+    const char *e = getenv("SIFT_VERIFY_MIN_POSITIONS");
+    if (!e || !*e)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(e, &end, 10);
+    ck_assert_msg(errno == 0 && end != e && *end == '\0' && n >= 0,
+                  "SIFT_VERIFY_MIN_POSITIONS=%s is not a whole number >= 0", e);
+    return n;
 }
 
 static sift_chain *new_chain(uint64_t seed)
@@ -933,7 +954,9 @@ static void check_distributions(sift_verifier *v, sift_chain *c, const sift_veri
     free(want);
 }
 
-static void property(uint64_t seed, long cases, tally *ty)
+/* Runs `cases` random chains, and more until `min` positions are
+ * sampled. */
+static void property(uint64_t seed, long cases, long min, tally *ty)
 {
     tu_rng r = {seed};
     char desc[2048];
@@ -943,7 +966,7 @@ static void property(uint64_t seed, long cases, tally *ty)
         ck_assert_int_eq(sift_slicer_new(&sl[i], 4096, NULL, NULL), SIFT_OK);
         ck_assert(tu_device_init(&dv[i], 4096));
     }
-    for (long cs = 0; cs < cases; cs++) {
+    for (long cs = 0; cs < cases || ty->positions < min; cs++) {
         int gmode = cs % 5 == 4 ? (int)tu_range(&r, 1, 3) : 0;
         int32_t V =
             gmode ? (int32_t)tu_range(&r, 30, 120)
@@ -1141,19 +1164,20 @@ START_TEST(test_verify_equals_the_sequential_loop_and_the_oracle_bitwise)
 {
     tally ty;
     memset(&ty, 0, sizeof ty);
-    long cases = n_cases();
-    property(2026, cases, &ty);
+    long cases = n_cases(), min = min_positions();
+    property(2026, cases, min, &ty);
     fprintf(stderr,
             "verify: %ld chains, %ld verify steps (%ld on slices, %ld on rows, %ld with a "
             "grammar), %ld positions sampled, %ld drafts accepted, %ld steps stopped at a "
             "mismatch, %ld hook calls, %ld NEED_ROW, %ld errors as sequential, %ld target "
             "distributions compared; 0 mismatches\n"
             "verify: %ld slices, %ld of them device-style (shuffled, no canonical flag), tied "
-            "tokens re-chosen in %ld\n",
+            "tokens re-chosen in %ld; at least %ld positions asked for\n",
             ty.cases, ty.steps, ty.slice_steps, ty.row_steps, ty.grammar_steps, ty.positions,
             ty.accepted, ty.mismatched, ty.hooks, ty.need_row, ty.errors, ty.dists, ty.slices,
-            ty.device_slices, ty.rechosen);
-    ck_assert_int_eq(ty.cases, cases);
+            ty.device_slices, ty.rechosen, min);
+    ck_assert_int_ge(ty.cases, cases);
+    ck_assert_msg(ty.positions >= min, "%ld positions sampled, %ld asked for", ty.positions, min);
     ck_assert(ty.accepted > 0 && ty.mismatched > 0 && ty.dists > 0 && ty.grammar_steps > 0);
     ck_assert(ty.device_slices > 0 && ty.device_slices < ty.slices);
     if (cases >= 200)
