@@ -8,14 +8,23 @@
  * dynamic k, smaller ones), with the row hook set and without it; token,
  * RNG state and the state after accept must agree bitwise, and a slice
  * without a hook may only answer SIFT_E_NEED_ROW, with nothing changed.
+ * Each property (the main one, the grammar modes, the probability
+ * cutoffs) runs twice: on canonical slices (the slicer's Prefix(k) with
+ * SIFT_SLICE_CANONICAL) and on slices as a device top-k makes them
+ * (tu_devicify: the prefix shuffled, the tokens tied at its smallest
+ * logit re-chosen at random among the row's tied ids, the extras
+ * rebuilt, no flag), where the row may be asked for more often but the
+ * token, RNG and state never differ.
  *
- * SIFT_SLICE_CASES (environment) sets the number of chains (default 17000,
- * about 290,000 slice samples compared); SIFT_SLICE_SEED another stream
- * of chains for the main property test (default 2024);
- * SIFT_SLICE_MIN_SAMPLES a number of slice samples the two main property
- * tests must each compare: they draw chains past SIFT_SLICE_CASES until
- * they have (make check-long sets 10,000,000). The tie-shuffled test is
- * its own TCase, "device": CK_RUN_CASE=device runs it alone.
+ * SIFT_SLICE_CASES (environment) sets the number of chains of each main
+ * property test (default 17000, about 314,000 slice samples compared);
+ * the grammar runs take a 40th of it each and the cutoff runs a 16th.
+ * SIFT_SLICE_SEED picks another stream of chains for the main and cutoff
+ * runs (default 2024); SIFT_SLICE_MIN_SAMPLES a number of slice samples
+ * the two main property tests must each compare: they draw chains past
+ * SIFT_SLICE_CASES until they have (make check-long sets 10,000,000).
+ * The device-form runs are the TCase "device": CK_RUN_CASE=device runs
+ * them alone.
  */
 #include <check.h>
 #include <math.h>
@@ -847,70 +856,12 @@ typedef struct tally {
     long rechosen;                   /* device slices whose tied tokens changed */
 } tally;
 
-/* One slice sample of chain c at prefix length k; compares with the
- * oracle's (token, rng) and restores the RNG. Returns 1 if the hook ran. */
-/* What a device top-k may hand sift instead of the slicer's canonical
- * prefix: the same k largest logits as a set, with the tokens tied at the
- * smallest of them re-chosen at random among every token of the row with
- * that logit, the whole prefix shuffled, and the extras rebuilt for the
- * new set (flags 0: no canonical promise). Buffers hold V entries. */
-typedef struct device_slice {
-    sift_candidate *pre, *ext;
-    int32_t *tied;
-    long rechosen; /* slices whose tied tokens changed */
-} device_slice;
-
-static void devicify(device_slice *d, tu_rng *r, const float *row, int32_t V, sift_slice *s,
-                     const int32_t *ids, size_t ne)
-{
-    int32_t k = s->n_prefix;
-    memcpy(d->pre, s->prefix, (size_t)k * sizeof *d->pre);
-    float lmin = d->pre[k - 1].logit;
-    int32_t n_tied = 0, n_in = 0;
-    for (int32_t i = 0; i < V; i++)
-        if (row[i] == lmin)
-            d->tied[n_tied++] = i;
-    for (int32_t i = 0; i < k; i++)
-        n_in += d->pre[i].logit == lmin;
-    if (n_tied > n_in) {
-        /* a random n_in-subset of the tied ids (partial Fisher-Yates) */
-        for (int32_t i = 0; i < n_in; i++) {
-            int32_t j = (int32_t)tu_range(r, i, n_tied - 1);
-            int32_t t = d->tied[i];
-            d->tied[i] = d->tied[j];
-            d->tied[j] = t;
-        }
-        for (int32_t i = 0, q = 0; i < k; i++)
-            if (d->pre[i].logit == lmin)
-                d->pre[i].id = d->tied[q++];
-        d->rechosen++;
-    }
-    for (int32_t i = k - 1; i > 0; i--) {
-        int32_t j = (int32_t)tu_range(r, 0, i);
-        sift_candidate t = d->pre[i];
-        d->pre[i] = d->pre[j];
-        d->pre[j] = t;
-    }
-    /* extras: the requested ids the new set lacks */
-    int32_t n_ext = 0;
-    for (size_t i = 0; i < ne; i++) {
-        int in = 0;
-        for (int32_t j = 0; j < k && !in; j++)
-            in = d->pre[j].id == ids[i];
-        if (!in && ids[i] < V) {
-            d->ext[n_ext].id = ids[i];
-            d->ext[n_ext++].logit = row[ids[i]];
-        }
-    }
-    s->prefix = d->pre;
-    s->extras = n_ext ? d->ext : NULL;
-    s->n_extras = n_ext;
-    s->flags = 0;
-}
-
+/* One slice sample of chain c at prefix length k (as a device makes it
+ * when dev is set); compares with the oracle's (token, rng) and restores
+ * the RNG. Returns 1 if the hook ran. */
 static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V, int32_t k,
                      int with_hook, sift_status so, int32_t to, const uint64_t ors[4], tally *ty,
-                     const char *desc, device_slice *dev, tu_rng *r)
+                     const char *desc, tu_device_slice *dev, tu_rng *r)
 {
     int32_t ids[4096];
     size_t ne = 0;
@@ -919,7 +870,7 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
     sift_slice s;
     ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, &err), SIFT_OK);
     if (dev)
-        devicify(dev, r, row, V, &s, ids, ne);
+        tu_devicify(dev, r, row, V, &s, ids, ne);
     hook_ctx h = hook_for(row, V);
     ck_assert_int_eq(sift_chain_set_row_hook(c, with_hook ? hook : NULL, &h, NULL), SIFT_OK);
     sift__rng saved = c->rng;
@@ -1003,9 +954,9 @@ static long property(uint64_t seed, long cases, long min, tally *ty, int device,
         sift_slicer *sl;
         ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
         float *row = malloc((size_t)V * sizeof *row);
-        device_slice dv = {malloc((size_t)V * sizeof *dv.pre), malloc((size_t)V * sizeof *dv.ext),
-                           malloc((size_t)V * sizeof *dv.tied), 0};
-        device_slice *dev = device ? &dv : NULL;
+        tu_device_slice dv;
+        ck_assert(tu_device_init(&dv, V));
+        tu_device_slice *dev = device ? &dv : NULL;
         int steps = V > 20000 ? 1 : (int)tu_range(&r, 1, 4);
         for (int step = 0; step < steps; step++) {
             tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
@@ -1059,9 +1010,7 @@ static long property(uint64_t seed, long cases, long min, tally *ty, int device,
             or_accept(&o, acc);
         }
         ty->rechosen += dv.rechosen;
-        free(dv.pre);
-        free(dv.ext);
-        free(dv.tied);
+        tu_device_free(&dv);
         free(row);
         sift_slicer_free(sl);
         or_free(&o);
@@ -1210,12 +1159,20 @@ static sift_status oracle_grammar_step(or_chain *o, sift_grammar *g, int mode, c
     return or_sample(o, tmp, V, to);
 }
 
-START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
+typedef struct grammar_tally {
+    long compared, hooks, need_row, resampled;
+    long rechosen; /* device slices whose tied tokens changed */
+} grammar_tally;
+
+/* Runs `cases` random chains under the arithmetic grammar, half in
+ * constrain mode and half in check mode; every step is sampled by the
+ * oracle on the whole row and by sift on slices (as a device makes them
+ * when `device` is set: shuffled, the boundary ties re-chosen, no
+ * canonical flag) at the dynamic k, a small k and k = V, with the hook
+ * and without, and on the whole row. */
+static void grammar_property(uint64_t seed, long cases, int device, grammar_tally *ty)
 {
-    tu_rng r = {777};
-    /* At least one chain, even with SIFT_SLICE_CASES below 20. */
-    long cases = n_cases() / 20 > 0 ? n_cases() / 20 : 1;
-    long compared = 0, hooks = 0, need_row = 0, resampled = 0;
+    tu_rng r = {seed};
     char desc[2048];
     for (long cs = 0; cs < cases; cs++) {
         int mode = (int)(cs & 1);
@@ -1244,6 +1201,8 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
         sift_slicer *sl;
         ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
         float *row = malloc((size_t)V * sizeof *row), *tmp = malloc((size_t)V * sizeof *tmp);
+        tu_device_slice dv;
+        ck_assert(tu_device_init(&dv, V));
         for (int step = 0; step < 6; step++) {
             tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
             int32_t to = -1;
@@ -1263,27 +1222,29 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
                     sift_slice s;
                     ck_assert_int_eq(sift_slicer_build(sl, row, V, ks[vi], ids, ne, &s, &err),
                                      SIFT_OK);
+                    if (device)
+                        tu_devicify(&dv, &r, row, V, &s, ids, ne);
                     hook_ctx h = hook_for(row, V);
                     ck_assert_int_eq(sift_chain_set_row_hook(c, with_hook ? hook : NULL, &h, NULL),
                                      SIFT_OK);
                     sift__rng saved = c->rng;
                     int32_t ts = -1;
                     sift_status ss = sift_chain_sample_slice(c, &s, &ts, &err);
-                    compared++;
-                    hooks += h.calls;
+                    ty->compared++;
+                    ty->hooks += h.calls;
                     if (ss == SIFT_E_NEED_ROW) {
                         ck_assert_msg(!with_hook, "NEED_ROW with a hook\n  %s", desc);
                         ck_assert(memcmp(&saved, &c->rng, sizeof saved) == 0);
-                        need_row++;
+                        ty->need_row++;
                         continue;
                     }
                     uint64_t rs[4];
                     sift__chain_rng_state(c, rs);
                     ck_assert_msg(ss == so && (ss != SIFT_OK ||
                                                (ts == to && memcmp(rs, ors, sizeof rs) == 0)),
-                                  "grammar mode %d k=%d hook=%d V=%d: sift %d (tok %d: %s) "
-                                  "oracle %d (tok %d)\n  %s",
-                                  mode, (int)ks[vi], with_hook, (int)V, (int)ss, (int)ts,
+                                  "grammar mode %d k=%d hook=%d device=%d V=%d: sift %d (tok %d: "
+                                  "%s) oracle %d (tok %d)\n  %s",
+                                  mode, (int)ks[vi], with_hook, device, (int)V, (int)ss, (int)ts,
                                   ss ? err.message : "", (int)so, (int)to, desc);
                     c->rng = saved;
                 }
@@ -1301,7 +1262,7 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
                 mode, (int)V, (int)ss, (int)ts, ss ? err.message : "", (int)so, (int)to, desc);
             sift_stats st1 = {.struct_size = sizeof(sift_stats)};
             ck_assert_int_eq(sift_chain_stats(c, &st1, NULL), SIFT_OK);
-            resampled += (long)(st1.grammar_resamples - st0.grammar_resamples);
+            ty->resampled += (long)(st1.grammar_resamples - st0.grammar_resamples);
             if (ss != SIFT_OK)
                 break;
             ck_assert_int_eq(sift_chain_accept(c, ts, &err), SIFT_OK);
@@ -1309,6 +1270,8 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
             or_accept(&o, ts);
             ck_assert_uint_eq(sift__chain_state_digest(c) != 0, 1);
         }
+        ty->rechosen += dv.rechosen;
+        tu_device_free(&dv);
         free(row);
         free(tmp);
         sift_slicer_free(sl);
@@ -1317,15 +1280,54 @@ START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
         sift_chain_free(c);
         sift_vocab_free(v);
     }
+}
+
+/* The grammar runs share the property budget: each takes a 40th of
+ * SIFT_SLICE_CASES chains, at least one. */
+static long grammar_cases(void)
+{
+    return n_cases() / 40 > 0 ? n_cases() / 40 : 1;
+}
+
+START_TEST(test_grammar_modes_agree_with_the_oracle_on_rows_and_slices)
+{
+    grammar_tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = grammar_cases();
+    grammar_property(777, cases, 0, &ty);
     fprintf(stderr,
             "slice+grammar: %ld chains, %ld slice samples compared, 0 mismatches; hook calls %ld, "
             "need_row %ld, check-mode resamples %ld\n",
-            cases, compared, hooks, need_row, resampled);
-    ck_assert_int_ge(compared, cases);
+            cases, ty.compared, ty.hooks, ty.need_row, ty.resampled);
+    ck_assert_int_ge(ty.compared, cases);
     /* (with a handful of chains, as under valgrind, neither need happen) */
     if (cases >= 50) {
-        ck_assert(resampled > 0);
-        ck_assert(hooks > 0);
+        ck_assert(ty.resampled > 0);
+        ck_assert(ty.hooks > 0);
+    }
+}
+END_TEST
+
+/* The same under a grammar on slices as device kernels make them: the
+ * prefix shuffled, the tokens tied at its smallest logit re-chosen among
+ * the row's tied ids, no canonical flag. Token and RNG equal the
+ * oracle's, or the row is asked for. */
+START_TEST(test_grammar_modes_on_device_slices_agree_with_the_oracle_or_ask)
+{
+    grammar_tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = grammar_cases();
+    grammar_property(777 ^ 0x7469657300000000ull, cases, 1, &ty);
+    fprintf(stderr,
+            "slice+grammar (device order and ties): %ld chains, %ld slice samples compared, 0 "
+            "mismatches; hook calls %ld, need_row %ld, check-mode resamples %ld; tied tokens "
+            "re-chosen in %ld slices\n",
+            cases, ty.compared, ty.hooks, ty.need_row, ty.resampled, ty.rechosen);
+    ck_assert_int_ge(ty.compared, cases);
+    if (cases >= 50) {
+        ck_assert(ty.resampled > 0);
+        ck_assert(ty.hooks > 0);
+        ck_assert(ty.rechosen > 0); /* the ties were really re-chosen */
     }
 }
 END_TEST
@@ -1781,11 +1783,18 @@ END_TEST
 /* The probability cutoffs on slices                                   */
 /* ------------------------------------------------------------------ */
 
+/* The cutoff runs share the property budget: each takes a 16th of
+ * SIFT_SLICE_CASES chains, at least one. */
+static long cutoff_cases(void)
+{
+    return n_cases() / 16 > 0 ? n_cases() / 16 : 1;
+}
+
 START_TEST(test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask)
 {
     tally ty;
     memset(&ty, 0, sizeof ty);
-    long cases = n_cases() / 8 > 0 ? n_cases() / 8 : 1;
+    long cases = cutoff_cases();
     property(slice_seed() ^ 0x6375746f66660000ull, cases, 0, &ty, 0, gen_cutoff_chain);
     fprintf(stderr,
             "slice (cutoffs): %ld chains, %ld slice samples compared, 0 mismatches; decided on "
@@ -1796,6 +1805,31 @@ START_TEST(test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_a
     ck_assert(ty.cert_steps > 0);
     ck_assert(ty.decided > 0);
     ck_assert(ty.hooked > 0);
+}
+END_TEST
+
+/* The same cutoff chains on slices as device kernels make them: the
+ * prefix shuffled, the tokens tied at its smallest logit re-chosen among
+ * the row's tied ids, no canonical flag. Token, RNG and state equal the
+ * oracle's, or the row is asked for. */
+START_TEST(test_probability_cutoffs_on_device_slices_agree_with_the_oracle_or_ask)
+{
+    tally ty;
+    memset(&ty, 0, sizeof ty);
+    long cases = cutoff_cases();
+    property(slice_seed() ^ 0x6375746f66660000ull ^ 0x7469657300000000ull, cases, 0, &ty, 1,
+             gen_cutoff_chain);
+    fprintf(stderr,
+            "slice (cutoffs, device order and ties): %ld chains, %ld slice samples compared, 0 "
+            "mismatches; decided on the slice %ld, hook calls %ld, need_row %ld; tied tokens "
+            "re-chosen in %ld slices; at the static k of certified plans %ld/%ld hooked\n",
+            cases, ty.compared, ty.decided, ty.hooked, ty.need_row, ty.rechosen, ty.cert_hooks,
+            ty.cert_steps);
+    ck_assert_int_ge(ty.compared, cases);
+    ck_assert(ty.cert_steps > 0);
+    ck_assert(ty.decided > 0);
+    ck_assert(ty.hooked > 0);
+    ck_assert(ty.rechosen > 0); /* the ties were really re-chosen */
 }
 END_TEST
 
@@ -2238,8 +2272,8 @@ START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_nev
     }
     sift_slicer *sl;
     ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
-    device_slice dv = {malloc(V * sizeof *dv.pre), malloc(V * sizeof *dv.ext),
-                       malloc(V * sizeof *dv.tied), 0};
+    tu_device_slice dv;
+    ck_assert(tu_device_init(&dv, V));
     const int shapes[3] = {TU_ROW_BF16, TU_ROW_TIES, TU_ROW_PEAKED};
     tu_rng r = {99};
     sift_plan plan = {.struct_size = sizeof plan};
@@ -2253,7 +2287,7 @@ START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_nev
         int32_t k = plan.k + (int32_t)tu_range(&r, 0, 8);
         ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, NULL), SIFT_OK);
         if (t % 2)
-            devicify(&dv, &r, row, V, &s, ids, ne);
+            tu_devicify(&dv, &r, row, V, &s, ids, ne);
         int32_t tok[COPIES];
         for (int i = 0; i < COPIES; i++) {
             sift_error err;
@@ -2287,9 +2321,7 @@ START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_nev
     }
     ck_assert_int_gt((int)s0.slice_decided, STEPS / 2); /* most checks ran on decided steps */
     ck_assert_int_gt((int)dv.rechosen, 0);
-    free(dv.pre);
-    free(dv.ext);
-    free(dv.tied);
+    tu_device_free(&dv);
     free(row);
     sift_slicer_free(sl);
     for (int i = 0; i < COPIES; i++)
@@ -2476,7 +2508,10 @@ static Suite *suite(void)
           test_epsilon_asks_for_the_row_when_absent_mass_could_flip_a_present_token}},
         {"cutoff_property",
          {test_probability_cutoffs_on_slices_agree_with_the_oracle_bitwise_or_ask}},
-        {"device", {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask}},
+        {"device",
+         {test_device_slices_in_any_order_and_tie_choice_agree_with_the_oracle_or_ask,
+          test_grammar_modes_on_device_slices_agree_with_the_oracle_or_ask,
+          test_probability_cutoffs_on_device_slices_agree_with_the_oracle_or_ask}},
         {"crosscheck",
          {test_cross_check_catches_a_slice_missing_a_top_token_and_changes_nothing,
           test_cross_check_catches_a_wrong_logit_and_a_wrong_extra,

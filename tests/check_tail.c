@@ -106,59 +106,6 @@ static double tight_tail(const float *row, int32_t V, const sift_slice *s, unsig
     return d * (1.0 + 0x1p-40) + 0x1p-1000;
 }
 
-/* A device top-k: the same k largest logits, shuffled, the tokens tied at
- * the smallest re-chosen among the row's tied ids, the extras rebuilt
- * (flags 0). Buffers hold V entries. */
-typedef struct device_slice {
-    sift_candidate *pre, *ext;
-    int32_t *tied;
-} device_slice;
-
-static void devicify(device_slice *d, tu_rng *r, const float *row, int32_t V, sift_slice *s,
-                     const int32_t *ids, size_t ne)
-{
-    int32_t k = s->n_prefix;
-    memcpy(d->pre, s->prefix, (size_t)k * sizeof *d->pre);
-    float lmin = d->pre[k - 1].logit;
-    int32_t n_tied = 0, n_in = 0;
-    for (int32_t i = 0; i < V; i++)
-        if (row[i] == lmin)
-            d->tied[n_tied++] = i;
-    for (int32_t i = 0; i < k; i++)
-        n_in += d->pre[i].logit == lmin;
-    if (n_tied > n_in) {
-        for (int32_t i = 0; i < n_in; i++) {
-            int32_t j = (int32_t)tu_range(r, i, n_tied - 1);
-            int32_t t = d->tied[i];
-            d->tied[i] = d->tied[j];
-            d->tied[j] = t;
-        }
-        for (int32_t i = 0, q = 0; i < k; i++)
-            if (d->pre[i].logit == lmin)
-                d->pre[i].id = d->tied[q++];
-    }
-    for (int32_t i = k - 1; i > 0; i--) {
-        int32_t j = (int32_t)tu_range(r, 0, i);
-        sift_candidate t = d->pre[i];
-        d->pre[i] = d->pre[j];
-        d->pre[j] = t;
-    }
-    int32_t n_ext = 0;
-    for (size_t i = 0; i < ne; i++) {
-        int in = 0;
-        for (int32_t j = 0; j < k && !in; j++)
-            in = d->pre[j].id == ids[i];
-        if (!in && ids[i] < V) {
-            d->ext[n_ext].id = ids[i];
-            d->ext[n_ext++].logit = row[ids[i]];
-        }
-    }
-    s->prefix = d->pre;
-    s->extras = n_ext ? d->ext : NULL;
-    s->n_extras = n_ext;
-    s->flags = 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* Chains                                                              */
 /* ------------------------------------------------------------------ */
@@ -248,7 +195,7 @@ typedef struct tally {
  * token and RNG; restores the RNG. Returns 1 when decided on the slice. */
 static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V, int32_t k,
                      int bound, int device, int with_hook, int32_t to, const uint64_t ors[4],
-                     tally *ty, device_slice *dv, unsigned char *in, tu_rng *r, const char *desc)
+                     tally *ty, tu_device_slice *dv, unsigned char *in, tu_rng *r, const char *desc)
 {
     int32_t ids[256];
     size_t ne = 0;
@@ -257,7 +204,7 @@ static int one_slice(sift_chain *c, sift_slicer *sl, const float *row, int32_t V
     sift_slice s;
     ck_assert_int_eq(sift_slicer_build(sl, row, V, k, ids, ne, &s, &err), SIFT_OK);
     if (device)
-        devicify(dv, r, row, V, &s, ids, ne);
+        tu_devicify(dv, r, row, V, &s, ids, ne);
     if (bound != B_FREE) {
         double t = tight_tail(row, V, &s, in);
         s.flags |= SIFT_SLICE_TAIL_MASS;
@@ -335,8 +282,8 @@ static void property(uint64_t seed, long min, tally *ty)
         ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
         float *row = malloc((size_t)V * sizeof *row);
         unsigned char *in = malloc((size_t)V);
-        device_slice dv = {malloc((size_t)V * sizeof *dv.pre), malloc((size_t)V * sizeof *dv.ext),
-                           malloc((size_t)V * sizeof *dv.tied)};
+        tu_device_slice dv;
+        ck_assert(tu_device_init(&dv, V));
         int steps = V > 20000 ? 1 : (int)tu_range(&r, 1, 4);
         for (int step = 0; step < steps; step++) {
             make_row(&r, row, V, kind);
@@ -388,9 +335,7 @@ static void property(uint64_t seed, long min, tally *ty)
             ty->steps++;
             (void)decided_k;
         }
-        free(dv.pre);
-        free(dv.ext);
-        free(dv.tied);
+        tu_device_free(&dv);
         free(in);
         free(row);
         sift_slicer_free(sl);

@@ -14,15 +14,24 @@
  *   the accepted count and the token of the sequential sample/accept loop
  *   on whole rows, and leaves the chain in its state bitwise (RNG and
  *   every stage's digest); the sequential tokens equal the oracle's on
- *   chains the oracle models;
+ *   chains the oracle models. Half of the slices are as a device top-k
+ *   makes them (tu_devicify: the prefix shuffled, the tokens tied at its
+ *   smallest logit re-chosen among the row's tied ids, no canonical
+ *   flag): they may need the hook (or end in SIFT_E_NEED_ROW where the
+ *   sequential loop on the same slice does) but never give another
+ *   result;
  * - the distributions of sift_verifier_distributions equal those of
  *   sift_chain_distribution after accepting the drafts, bitwise.
  *
  * SIFT_VERIFY_CASES (environment) sets the number of chains (default
- * 800, about 6,100 positions sampled); `make check-long` raises it past
- * 10^7 sampled positions.
+ * 800, about 6,400 positions sampled); SIFT_VERIFY_MIN_POSITIONS a number
+ * of positions the property must sample: it draws chains past
+ * SIFT_VERIFY_CASES until it has, and fails if it has not (unset: no
+ * minimum; `make check-long` sets 10,000,000). A value that is not a
+ * whole number >= 0 fails the test instead of dropping the minimum.
  */
 #include <check.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +48,23 @@ static long n_cases(void)
     const char *e = getenv("SIFT_VERIFY_CASES");
     long n = e ? strtol(e, NULL, 10) : 0;
     return n > 0 ? n : 800;
+}
+
+/* SIFT_VERIFY_MIN_POSITIONS (environment): the least number of positions
+ * the property samples; unset or empty = no minimum. Anything but a whole
+ * number >= 0 fails the test: a soak must not run without its minimum
+ * because of a typo such as 1e7. */
+static long min_positions(void)
+{
+    const char *e = getenv("SIFT_VERIFY_MIN_POSITIONS");
+    if (!e || !*e)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(e, &end, 10);
+    ck_assert_msg(errno == 0 && end != e && *end == '\0' && n >= 0,
+                  "SIFT_VERIFY_MIN_POSITIONS=%s is not a whole number >= 0", e);
+    return n;
 }
 
 static sift_chain *new_chain(uint64_t seed)
@@ -824,6 +850,8 @@ static void gen_chain(tu_rng *r, sp_chain *spec, int32_t V)
 typedef struct tally {
     long cases, steps, positions, accepted, mismatched, hooks, need_row, dists, errors;
     long slice_steps, row_steps, grammar_steps;
+    long slices, device_slices; /* slices handed to verify, and those made device-style */
+    long rechosen;              /* device slices whose tied tokens changed */
 } tally;
 
 /* The chain of a case: the spec's stages, with a grammar stage first
@@ -934,14 +962,19 @@ static void check_distributions(sift_verifier *v, sift_chain *c, const sift_veri
     free(want);
 }
 
-static void property(uint64_t seed, long cases, tally *ty)
+/* Runs `cases` random chains, and more until `min` positions are
+ * sampled. */
+static void property(uint64_t seed, long cases, long min, tally *ty)
 {
     tu_rng r = {seed};
     char desc[2048];
     sift_slicer *sl[MAXD + 1];
-    for (int i = 0; i <= MAXD; i++)
+    tu_device_slice dv[MAXD + 1];
+    for (int i = 0; i <= MAXD; i++) {
         ck_assert_int_eq(sift_slicer_new(&sl[i], 4096, NULL, NULL), SIFT_OK);
-    for (long cs = 0; cs < cases; cs++) {
+        ck_assert(tu_device_init(&dv[i], 4096));
+    }
+    for (long cs = 0; cs < cases || ty->positions < min; cs++) {
         int gmode = cs % 5 == 4 ? (int)tu_range(&r, 1, 3) : 0;
         int32_t V =
             gmode ? (int32_t)tu_range(&r, 30, 120)
@@ -1005,7 +1038,9 @@ static void property(uint64_t seed, long cases, tally *ty)
             ck_assert_msg(sift_verifier_plan(v, a, drafts, n, st, &err) == SIFT_OK,
                           "plan: %s\n  %s", err.message, desc);
             check_plan(a, drafts, n, st, desc);
-            /* the inputs: slices at the planned k (sometimes smaller), or
+            /* the inputs: slices at the planned k (sometimes smaller),
+             * half of them as a device top-k makes them (shuffled, the
+             * ties at the smallest logit re-chosen, no canonical flag), or
              * whole rows */
             int use_rows = tu_unif(&r) < 0.25;
             int with_hook = tu_unif(&r) < 0.8;
@@ -1017,8 +1052,12 @@ static void property(uint64_t seed, long cases, tally *ty)
                 ck_assert_int_eq(sift_slicer_build(sl[i], rows[i], V, k, st[i].extras,
                                                    (size_t)st[i].n_extras, &s[i], NULL),
                                  SIFT_OK);
-                if (tu_unif(&r) < 0.3) /* the canonical promise, half the time */
-                    s[i].flags = 0;
+                if (tu_unif(&r) < 0.5) {
+                    tu_devicify(&dv[i], &r, rows[i], V, &s[i], st[i].extras,
+                                (size_t)st[i].n_extras);
+                    ty->device_slices++;
+                }
+                ty->slices++;
             }
             sift_verify_args args;
             sift_verify_args_init(&args);
@@ -1122,27 +1161,35 @@ static void property(uint64_t seed, long cases, tally *ty)
         sift_chain_free(b);
         sift_vocab_free(voc);
     }
-    for (int i = 0; i <= MAXD; i++)
+    for (int i = 0; i <= MAXD; i++) {
+        ty->rechosen += dv[i].rechosen;
         sift_slicer_free(sl[i]);
+        tu_device_free(&dv[i]);
+    }
 }
 
 START_TEST(test_verify_equals_the_sequential_loop_and_the_oracle_bitwise)
 {
     tally ty;
     memset(&ty, 0, sizeof ty);
-    long cases = n_cases();
-    property(2026, cases, &ty);
+    long cases = n_cases(), min = min_positions();
+    property(2026, cases, min, &ty);
     fprintf(stderr,
             "verify: %ld chains, %ld verify steps (%ld on slices, %ld on rows, %ld with a "
             "grammar), %ld positions sampled, %ld drafts accepted, %ld steps stopped at a "
             "mismatch, %ld hook calls, %ld NEED_ROW, %ld errors as sequential, %ld target "
-            "distributions compared; 0 mismatches\n",
+            "distributions compared; 0 mismatches\n"
+            "verify: %ld slices, %ld of them device-style (shuffled, no canonical flag), tied "
+            "tokens re-chosen in %ld; at least %ld positions asked for\n",
             ty.cases, ty.steps, ty.slice_steps, ty.row_steps, ty.grammar_steps, ty.positions,
-            ty.accepted, ty.mismatched, ty.hooks, ty.need_row, ty.errors, ty.dists);
-    ck_assert_int_eq(ty.cases, cases);
+            ty.accepted, ty.mismatched, ty.hooks, ty.need_row, ty.errors, ty.dists, ty.slices,
+            ty.device_slices, ty.rechosen, min);
+    ck_assert_int_ge(ty.cases, cases);
+    ck_assert_msg(ty.positions >= min, "%ld positions sampled, %ld asked for", ty.positions, min);
     ck_assert(ty.accepted > 0 && ty.mismatched > 0 && ty.dists > 0 && ty.grammar_steps > 0);
+    ck_assert(ty.device_slices > 0 && ty.device_slices < ty.slices);
     if (cases >= 200)
-        ck_assert(ty.hooks > 0 && ty.need_row > 0);
+        ck_assert(ty.hooks > 0 && ty.need_row > 0 && ty.rechosen > 0);
 }
 END_TEST
 

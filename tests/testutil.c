@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 uint64_t tu_next(tu_rng *r)
@@ -140,6 +141,81 @@ int32_t tu_rand_V(tu_rng *r, int32_t max_V)
     else
         V = (int32_t)tu_range(r, 20000, 262144);
     return V > max_V ? max_V : V;
+}
+
+/* ------------------------------------------------------------------ */
+/* Device-style slices                                                 */
+/* ------------------------------------------------------------------ */
+
+int tu_device_init(tu_device_slice *d, int32_t V)
+{
+    size_t n = V > 0 ? (size_t)V : 1;
+    d->pre = malloc(n * sizeof *d->pre);
+    d->ext = malloc(n * sizeof *d->ext);
+    d->tied = malloc(n * sizeof *d->tied);
+    d->rechosen = 0;
+    return d->pre && d->ext && d->tied;
+}
+
+void tu_device_free(tu_device_slice *d)
+{
+    free(d->pre);
+    free(d->ext);
+    free(d->tied);
+    d->pre = d->ext = NULL;
+    d->tied = NULL;
+}
+
+void tu_devicify(tu_device_slice *d, tu_rng *r, const float *row, int32_t V, sift_slice *s,
+                 const int32_t *ids, size_t ne)
+{
+    int32_t k = s->n_prefix;
+    memcpy(d->pre, s->prefix, (size_t)k * sizeof *d->pre);
+    float lmin = d->pre[k - 1].logit;
+    int32_t n_tied = 0, n_in = 0;
+    for (int32_t i = 0; i < V; i++)
+        if (row[i] == lmin)
+            d->tied[n_tied++] = i;
+    for (int32_t i = 0; i < k; i++)
+        n_in += d->pre[i].logit == lmin;
+    if (n_tied > n_in) {
+        /* A canonical prefix holds the n_in smallest tied ids, so the
+         * set changed when a chosen id is above the largest of them. */
+        int32_t last = d->tied[n_in - 1], changed = 0;
+        /* a random n_in-subset of the tied ids (partial Fisher-Yates) */
+        for (int32_t i = 0; i < n_in; i++) {
+            int32_t j = (int32_t)tu_range(r, i, n_tied - 1);
+            int32_t t = d->tied[i];
+            d->tied[i] = d->tied[j];
+            d->tied[j] = t;
+            changed |= d->tied[i] > last;
+        }
+        for (int32_t i = 0, q = 0; i < k; i++)
+            if (d->pre[i].logit == lmin)
+                d->pre[i].id = d->tied[q++];
+        d->rechosen += changed;
+    }
+    for (int32_t i = k - 1; i > 0; i--) {
+        int32_t j = (int32_t)tu_range(r, 0, i);
+        sift_candidate t = d->pre[i];
+        d->pre[i] = d->pre[j];
+        d->pre[j] = t;
+    }
+    /* extras: the requested ids the new set lacks */
+    int32_t n_ext = 0;
+    for (size_t i = 0; i < ne; i++) {
+        int in = 0;
+        for (int32_t j = 0; j < k && !in; j++)
+            in = d->pre[j].id == ids[i];
+        if (!in && ids[i] < V) {
+            d->ext[n_ext].id = ids[i];
+            d->ext[n_ext++].logit = row[ids[i]];
+        }
+    }
+    s->prefix = d->pre;
+    s->extras = n_ext ? d->ext : NULL;
+    s->n_extras = n_ext;
+    s->flags = 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /*
  * testutil.h - shared helpers for the Check suites: a test RNG, the row
- * generators (random and adversarial), and small assertions.
+ * generators (random and adversarial), a device-style slice, and small
+ * assertions.
  */
 #ifndef SIFT_TESTUTIL_H
 #define SIFT_TESTUTIL_H
@@ -41,6 +42,31 @@ enum {
 void tu_row(tu_rng *r, float *row, int32_t V, int shape);
 /* A random vocabulary size: mostly small, sometimes up to max_V. */
 int32_t tu_rand_V(tu_rng *r, int32_t max_V);
+
+/* What a device top-k (torch.topk, CUB, FlashInfer) may hand sift instead
+ * of the slicer's canonical prefix: the same k largest logits as a set,
+ * with the tokens tied at the smallest of them re-chosen at random among
+ * every token of the row with that logit, the whole prefix shuffled, and
+ * the extras rebuilt for the new set (the requested ids it lacks). The
+ * buffers hold V entries; the slice points into them until the next
+ * tu_devicify on the same tu_device_slice. */
+typedef struct tu_device_slice {
+    sift_candidate *pre, *ext;
+    int32_t *tied;
+    long rechosen; /* slices whose tied tokens changed */
+} tu_device_slice;
+
+/* Buffers for rows of up to V tokens and rechosen = 0. Returns 0 when an
+ * allocation fails (tu_device_free is still safe then). */
+int tu_device_init(tu_device_slice *d, int32_t V);
+void tu_device_free(tu_device_slice *d);
+/* Turns s, a canonical slice of row[0..V) built with the requested extra
+ * ids[0..ne), into a device one: shuffled, its boundary ties re-chosen,
+ * its extras rebuilt, flags 0 (no canonical promise, no tail mass: the
+ * re-chosen set may leave out a token the old one held as an extra).
+ * Draws from r; counts a change of tied tokens in d->rechosen. */
+void tu_devicify(tu_device_slice *d, tu_rng *r, const float *row, int32_t V, sift_slice *s,
+                 const int32_t *ids, size_t ne);
 
 /* SHA-256 of data[0..n) into out[32] (FIPS 180-4), so tests can check
  * the data files they read without a new dependency. */
