@@ -706,6 +706,11 @@ SIFT__HIDDEN void sift__arr_idorder(sift__ctx *ctx, sift__arr *a);
 SIFT__HIDDEN uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t k);
 /* Keeps the elements with ckey >= cut, preserving storage order. */
 SIFT__HIDDEN void sift__arr_keep_ge(sift__arr *a, uint64_t cut);
+/* Writes the elements of c[0..n) with ckey >= cut (no NaN logit) to out,
+ * in order, and returns how many: out may be c (in place) or a buffer of
+ * n elements, every one of which may be written. */
+SIFT__HIDDEN size_t sift__keep_ge_into(const sift_candidate *c, size_t n, uint64_t cut,
+                                       sift_candidate *out);
 /* Keeps the canonical first k elements (k >= 1), preserving storage
  * order; k >= n is a no-op. */
 SIFT__HIDDEN void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k);

@@ -566,18 +566,26 @@ START_TEST(test_the_logit_search_finds_the_first_equal_logit_at_every_level)
 }
 END_TEST
 
-/* mirostat v1's copy of the candidates at or above a canonical key, at
- * every level, equals a plain loop over sift__ckey: keys of present
- * candidates (ties by logit decided by id), -0 and +0, -inf, 0 and the
- * largest key. */
-START_TEST(test_the_key_cut_copies_the_plain_set_at_every_level)
+/* The copy of the candidates at or above a canonical key (mirostat v1's,
+ * and in place top_p's and top_k's), at the level this process runs
+ * (check_simd_env.sh runs it capped to scalar), equals a plain loop over
+ * sift__ckey, into another buffer and in place: keys of present
+ * candidates (ties by logit decided by id), -0 and +0, -inf, 0, the
+ * largest key, and a block of 64 alternating -0 and +0 logits (the
+ * AVX-512 form's length) cut at +0 with id 31. */
+START_TEST(test_the_key_cut_copies_the_plain_set_in_and_out_of_place)
 {
     static sift_candidate cd[300], want[300], got[300];
     uint64_t r = 9190;
     for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
-        for (int variant = 0; variant < 4; variant++) {
-            typ_cands(cd, n, &r, variant);
-            uint64_t cuts[5] = {0, UINT64_MAX, 0, 0, sift__ckey(0.0f, 7)};
+        for (int variant = 0; variant < 5; variant++) {
+            typ_cands(cd, n, &r, variant < 4 ? variant : 0);
+            if (variant == 4)
+                for (size_t i = 0; i < n; i++) {
+                    cd[i].id = (int32_t)i;
+                    cd[i].logit = i % 2 ? -0.0f : 0.0f;
+                }
+            uint64_t cuts[5] = {0, UINT64_MAX, 0, 0, sift__ckey(0.0f, 31)};
             if (n) {
                 cuts[2] = sift__ckey(cd[n / 2].logit, cd[n / 2].id);
                 cuts[3] = sift__ckey(cd[n / 5].logit, cd[n / 5].id);
@@ -587,11 +595,48 @@ START_TEST(test_the_key_cut_copies_the_plain_set_at_every_level)
                 for (size_t i = 0; i < n; i++)
                     if (sift__ckey(cd[i].logit, cd[i].id) >= cuts[q])
                         want[kw++] = cd[i];
-                for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
-                    ck_assert_uint_eq(sift__copy_key_ge_at(l, cd, n, cuts[q], got), kw);
-                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
-                }
+                ck_assert_uint_eq(sift__keep_ge_into(cd, n, cuts[q], got), kw);
+                ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                memcpy(got, cd, n * sizeof *cd);
+                ck_assert_uint_eq(sift__keep_ge_into(got, n, cuts[q], got), kw);
+                ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
             }
+        }
+    }
+}
+END_TEST
+
+/* The canonical first candidate (mirostat 2.0's fallback) is the plain
+ * loop's largest key: ties across -0 and +0 and among equal logits in
+ * any storage order, and the first of them when the order is known. */
+START_TEST(test_the_canonical_first_is_the_largest_key)
+{
+    static sift_candidate cd[200];
+    uint64_t r = 10200;
+    for (size_t n = 1; n <= 200; n += (n < 40 ? 1 : 11)) {
+        for (int variant = 0; variant < 4; variant++) {
+            typ_cands(cd, n, &r, variant);
+            for (size_t i = 0; i < n; i++) /* distinct ids, not in order */
+                cd[i].id = (int32_t)((i * 7919u) % 211u);
+            uint64_t best = 0;
+            size_t bi = 0;
+            float m = -INFINITY;
+            for (size_t i = 0; i < n; i++) {
+                uint64_t k = sift__ckey(cd[i].logit, cd[i].id);
+                if (k > best) {
+                    best = k;
+                    bi = i;
+                }
+                m = cd[i].logit > m ? cd[i].logit : m;
+            }
+            if (!(m > -INFINITY))
+                continue;
+            ck_assert_uint_eq(sift__canon_first(cd, n, m, 0), bi);
+            /* in id order, the first equal logit is the least id */
+            size_t first = 0;
+            while (!(cd[first].logit == m))
+                first++;
+            ck_assert_uint_eq(sift__canon_first(cd, n, m, 1), first);
         }
     }
 }
@@ -720,7 +765,8 @@ static Suite *suite(void)
     tcase_add_test(t, test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level);
     tcase_add_test(t, test_the_id_search_finds_the_first_match_at_every_level);
     tcase_add_test(t, test_the_logit_search_finds_the_first_equal_logit_at_every_level);
-    tcase_add_test(t, test_the_key_cut_copies_the_plain_set_at_every_level);
+    tcase_add_test(t, test_the_key_cut_copies_the_plain_set_in_and_out_of_place);
+    tcase_add_test(t, test_the_canonical_first_is_the_largest_key);
     suite_add_tcase(s, t);
     return s;
 }

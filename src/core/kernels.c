@@ -1,8 +1,13 @@
 /*
  * kernels.c - row kernels of the whole-row step (core/kernels.h): the
- * load of a row into the working array.
+ * load of a row into the working array, top_n_sigma's lane sums and cut,
+ * typical's score buckets and cut, and mirostat's cut by weight and its
+ * searches.
  *
- * Owns sift__load_cand(_at) and sift__lane_sums(_at). The load writes
+ * Owns sift__load_cand(_at), sift__lane_sums(_at), sift__score_buckets,
+ * sift__find_eq_u32, sift__keep_below, sift__keep_logit_ge,
+ * sift__keep_w_ge, sift__find_id, sift__find_logit_eq (each with _at)
+ * and sift__canon_first. The load writes
  * cd[i] = {i, row[i]} for every i and reports whether the row holds a
  * NaN or +inf (*bad) and whether it holds a value above -inf (*any): the
  * checks of the row step's validation, in the same pass as the copy.
@@ -27,15 +32,14 @@
  * count; the largest logit is the same value (the sign of a zero maximum
  * may differ: the caller only subtracts from it).
  *
- * mirostat's kernels (sift__keep_w_ge, sift__find_id, sift__find_logit_eq,
- * sift__copy_key_ge) replace loops that made a canonical key or a masked
- * sum per token of the whole row: vector compares (AVX2, AVX-512F) pick
- * the rare vectors that hold a kept or sought candidate, and only those
- * are compressed (AVX-512F) or handed to the scalar twin (AVX2). The
- * result is a set or an index, the same at every level by construction;
- * tests/check_core compares every level with a plain loop. Measured on
- * the whole-row step (tests/bench/bench, V = 151,936): mirostat v2 about
- * 620 -> 415 us per step on peaked rows, mirostat v1 about 920 -> 640.
+ * mirostat's kernels (sift__keep_w_ge, sift__find_id, sift__find_logit_eq)
+ * replace loops that made a canonical key or a masked sum per token of the
+ * whole row: vector compares (AVX2, AVX-512F) pick the rare vectors that
+ * hold a kept or sought candidate, and only those are compressed
+ * (AVX-512F) or handed to the scalar twin (AVX2). The result is a set or
+ * an index, the same at every level by construction; tests/check_core
+ * compares every level with a plain loop. docs/samplers.md
+ * ("Performance") has what they saved.
  *
  * The vector loads interleave eight (four) ids with eight (four) logits
  * by two unpacks and, for AVX2, a cross-lane permute: about one
@@ -499,15 +503,6 @@ static size_t find_logit_eq_scalar(const sift_candidate *c, size_t i, size_t n, 
     return i;
 }
 
-static size_t copy_key_ge_scalar(const sift_candidate *c, size_t i, size_t n, uint64_t cut,
-                                 sift_candidate *out, size_t j)
-{
-    for (; i < n; i++)
-        if (sift__ckey(c[i].logit, c[i].id) >= cut)
-            out[j++] = c[i];
-    return j;
-}
-
 #ifdef SIFT__KX86
 /* AVX2: four weights (or candidates) a step, looked at one by one only
  * when one of them is kept; the weights are below 2^63, so a signed
@@ -552,35 +547,6 @@ __attribute__((target("avx2"))) static size_t find_logit_eq_avx2(const sift_cand
             return i + (size_t)__builtin_ctz(k) / 2;
     }
     return find_logit_eq_scalar(c, i, n, m);
-}
-
-/* The canonical key of four candidates (id in the low half of each 64-bit
- * lane, the logit's bits in the high half), as sift__ckey makes it, with
- * its top bit flipped so that a signed compare orders the keys. */
-__attribute__((target("avx2"))) static inline __m256i ckey4_flipped(__m256i v)
-{
-    const __m256i lo32 = _mm256_set1_epi64x(0xffffffff), top = _mm256_set1_epi64x(0x80000000);
-    __m256i u = _mm256_srli_epi64(v, 32);
-    u = _mm256_andnot_si256(_mm256_cmpeq_epi64(u, top), u); /* -0 is +0 */
-    __m256i neg =
-        _mm256_and_si256(_mm256_sub_epi64(_mm256_setzero_si256(), _mm256_srli_epi64(u, 31)), lo32);
-    __m256i fk = _mm256_xor_si256(u, _mm256_or_si256(neg, top));
-    __m256i key = _mm256_or_si256(_mm256_slli_epi64(fk, 32), _mm256_andnot_si256(v, lo32));
-    return _mm256_xor_si256(key, _mm256_set1_epi64x((long long)0x8000000000000000ull));
-}
-
-__attribute__((target("avx2"))) static size_t copy_key_ge_avx2(const sift_candidate *c, size_t n,
-                                                               uint64_t cut, sift_candidate *out)
-{
-    const __m256i cv = _mm256_set1_epi64x((long long)(cut ^ 0x8000000000000000ull));
-    size_t i = 0, j = 0;
-    for (; i + 4 <= n; i += 4) {
-        __m256i key = ckey4_flipped(_mm256_loadu_si256((const __m256i *)(const void *)(c + i)));
-        /* cut > key in every lane: none is copied */
-        if (_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(cv, key))) != 0xf)
-            j = copy_key_ge_scalar(c, i, i + 4, cut, out, j);
-    }
-    return copy_key_ge_scalar(c, i, n, cut, out, j);
 }
 
 /* AVX-512F: eight a vector; the kept ones compressed and stored whole at
@@ -633,29 +599,6 @@ __attribute__((target("avx512f"))) static size_t find_logit_eq_avx512(const sift
             return i + (size_t)__builtin_ctz(k) / 2;
     }
     return find_logit_eq_scalar(c, i, n, m);
-}
-
-__attribute__((target("avx512f"))) static size_t
-copy_key_ge_avx512(const sift_candidate *c, size_t n, uint64_t cut, sift_candidate *out)
-{
-    const __m512i lo32 = _mm512_set1_epi64(0xffffffff), top = _mm512_set1_epi64(0x80000000);
-    const __m512i cv = _mm512_set1_epi64((long long)cut);
-    size_t i = 0, j = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m512i v = _mm512_loadu_si512((const void *)(c + i));
-        __m512i u = _mm512_srli_epi64(v, 32);
-        u = _mm512_maskz_mov_epi64(_mm512_cmpneq_epu64_mask(u, top), u); /* -0 is +0 */
-        __m512i neg = _mm512_and_si512(
-            _mm512_sub_epi64(_mm512_setzero_si512(), _mm512_srli_epi64(u, 31)), lo32);
-        __m512i fk = _mm512_xor_si512(u, _mm512_or_si512(neg, top));
-        __m512i key = _mm512_or_si512(_mm512_slli_epi64(fk, 32), _mm512_andnot_si512(v, lo32));
-        __mmask8 k = _mm512_cmpge_epu64_mask(key, cv);
-        if (k) {
-            _mm512_storeu_si512((void *)(out + j), _mm512_maskz_compress_epi64(k, v));
-            j += (size_t)__builtin_popcount((unsigned)k);
-        }
-    }
-    return copy_key_ge_scalar(c, i, n, cut, out, j);
 }
 #endif
 
@@ -719,21 +662,10 @@ size_t sift__find_logit_eq(const sift_candidate *c, size_t i, size_t n, float m)
     return sift__find_logit_eq_at(sift__simd()->level, c, i, n, m);
 }
 
-size_t sift__copy_key_ge_at(int level, const sift_candidate *c, size_t n, uint64_t cut,
-                            sift_candidate *out)
+size_t sift__canon_first(const sift_candidate *c, size_t n, float m, int ordered)
 {
-    level = sift__simd_ops_at(level)->level;
-#ifdef SIFT__KX86
-    if (level >= SIFT__SIMD_AVX512)
-        return copy_key_ge_avx512(c, n, cut, out);
-    if (level >= SIFT__SIMD_AVX2)
-        return copy_key_ge_avx2(c, n, cut, out);
-#endif
-    (void)level;
-    return copy_key_ge_scalar(c, 0, n, cut, out, 0);
-}
-
-size_t sift__copy_key_ge(const sift_candidate *c, size_t n, uint64_t cut, sift_candidate *out)
-{
-    return sift__copy_key_ge_at(sift__simd()->level, c, n, cut, out);
+    size_t bi = sift__find_logit_eq(c, 0, n, m);
+    for (size_t i = bi; !ordered && i < n; i = sift__find_logit_eq(c, i + 1, n, m))
+        bi = c[i].id < c[bi].id ? i : bi;
+    return bi;
 }

@@ -2,7 +2,7 @@
  * kernels.h - row kernels of the whole-row step (core/kernels.c), each
  * with a scalar twin that gives the same bits, chosen by the run-time
  * dispatch of core/simd.h. Used by src/core/ and by the samplers that
- * read a whole row (src/samplers/top_n_sigma.c).
+ * read a whole row (top_n_sigma.c, typical.c, mirostat.c, adaptive_p.c).
  */
 #ifndef SIFT_CORE_KERNELS_H
 #define SIFT_CORE_KERNELS_H
@@ -76,16 +76,14 @@ SIFT__HIDDEN size_t sift__keep_w_ge_at(int level, sift_candidate *c, uint64_t *w
 /* The first index i with c[i].id == id, or n. */
 SIFT__HIDDEN size_t sift__find_id(const sift_candidate *c, size_t n, int32_t id);
 SIFT__HIDDEN size_t sift__find_id_at(int level, const sift_candidate *c, size_t n, int32_t id);
+/* The index of the canonical first candidate of c[0..n) (n >= 1), whose
+ * largest logit is m: the least id among the logits equal to m (-0 equal
+ * to +0); when `ordered` says c is in ascending id order or in canonical
+ * order, the first of them. */
+SIFT__HIDDEN size_t sift__canon_first(const sift_candidate *c, size_t n, float m, int ordered);
 /* The first index i in [from, n) with c[i].logit == m (as floats: -0
  * equals +0; NaN equals nothing), or n. */
 SIFT__HIDDEN size_t sift__find_logit_eq(const sift_candidate *c, size_t from, size_t n, float m);
 SIFT__HIDDEN size_t sift__find_logit_eq_at(int level, const sift_candidate *c, size_t from,
                                            size_t n, float m);
-/* Copies to out, in order, the candidates with sift__ckey(logit, id) >=
- * cut (no NaN logit); returns how many. */
-SIFT__HIDDEN size_t sift__copy_key_ge(const sift_candidate *c, size_t n, uint64_t cut,
-                                      sift_candidate *out);
-SIFT__HIDDEN size_t sift__copy_key_ge_at(int level, const sift_candidate *c, size_t n, uint64_t cut,
-                                         sift_candidate *out);
-
 #endif /* SIFT_CORE_KERNELS_H */

@@ -433,10 +433,11 @@ static int keep_ge_vec_available(void)
  * (id) 32-bit lanes, the verdicts of each candidate's pair folded into
  * one bit by pext, and the kept ones compressed and stored whole (a
  * later store overwrites the lanes past the kept ones; j <= i, so no
- * store reaches a candidate not yet read). Returns where it stopped;
- * *j is the count kept. In place, in order: the scalar loop's result. */
+ * store reaches a candidate not yet read when out is c). Returns where
+ * it stopped; *j is the count kept. In order: the scalar loop's result. */
 __attribute__((target("avx512f,bmi2"))) static size_t
-keep_ge_avx512(sift_candidate *c, size_t n, float cl, uint32_t cid, size_t *jout)
+keep_ge_avx512(const sift_candidate *c, size_t n, float cl, uint32_t cid, sift_candidate *out,
+               size_t *jout)
 {
     const __m512 clv = _mm512_set1_ps(cl);
     const __m512i cidv = _mm512_set1_epi32((int32_t)cid);
@@ -449,7 +450,7 @@ keep_ge_avx512(sift_candidate *c, size_t n, float cl, uint32_t cid, size_t *jout
         unsigned le = _mm512_cmp_epu32_mask(v, cidv, _MM_CMPINT_LE);
         unsigned k16 = (gt | (eq & (le << 1))) & 0xAAAAu;
         __mmask8 k = (__mmask8)_pext_u32(k16, 0xAAAAu);
-        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
+        _mm512_storeu_si512((void *)(out + j), _mm512_maskz_compress_epi64(k, v));
         j += (size_t)__builtin_popcount((unsigned)k);
     }
     *jout = j;
@@ -475,6 +476,14 @@ void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
         a->n = lo;
         return;
     }
+    size_t j = sift__keep_ge_into(a->c, a->n, cut, a->c);
+    if (j != a->n)
+        a->dense = 0;
+    a->n = j;
+}
+
+size_t sift__keep_ge_into(const sift_candidate *c, size_t n, uint64_t cut, sift_candidate *out)
+{
     /* ckey(x) >= cut, with the cut as a logit and an id: a larger logit,
      * or an equal one (-0 and +0 are equal both ways) and an id no larger.
      * Float compares on the row instead of a key per element; written
@@ -487,30 +496,25 @@ void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
     size_t j = 0;
     if (SIFT__UNLIKELY((u & 0x7fffffffu) > 0x7f800000u)) {
         /* a cut beyond every float (keep all or none): by the key */
-        for (size_t i = 0; i < a->n; i++) {
-            sift_candidate x = a->c[i];
+        for (size_t i = 0; i < n; i++) {
+            sift_candidate x = c[i];
             if (sift__ckey(x.logit, x.id) >= cut)
-                a->c[j++] = x;
+                out[j++] = x;
         }
-        if (j != a->n)
-            a->dense = 0;
-        a->n = j;
-        return;
+        return j;
     }
     size_t i = 0;
 #ifdef SIFT__BAND_AVX512
-    if (a->n >= 64 && sift__simd()->level >= SIFT__SIMD_AVX512 && keep_ge_vec_available())
-        i = keep_ge_avx512(a->c, a->n, cl, cid, &j);
+    if (n >= 64 && sift__simd()->level >= SIFT__SIMD_AVX512 && keep_ge_vec_available())
+        i = keep_ge_avx512(c, n, cl, cid, out, &j);
 #endif
-    for (; i < a->n; i++) {
-        sift_candidate x = a->c[i];
+    for (; i < n; i++) {
+        sift_candidate x = c[i];
         int keep = (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
-        a->c[j] = x;
+        out[j] = x;
         j += (size_t)keep;
     }
-    if (j != a->n)
-        a->dense = 0;
-    a->n = j;
+    return j;
 }
 
 void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)

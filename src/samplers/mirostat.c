@@ -114,7 +114,7 @@ static size_t v1_k(const miro_stage *s, sift__ctx *ctx, const sift__arr *a)
     } else {
         sift_candidate *t = ctx->ws->cand2;
         uint64_t cut = sift__cut_top(ctx, a->c, a->n, M);
-        size_t j = sift__copy_key_ge(a->c, a->n, cut, t);
+        size_t j = sift__keep_ge_into(a->c, a->n, cut, t);
         heap_sort_canon(t, j);
         top = t;
     }
@@ -180,13 +180,8 @@ static sift_status miro_truncate(miro_stage *s, sift__ctx *ctx, sift__arr *a, si
     if (ws <= (uint64_t)1 << 62)
         j = sift__keep_w_ge(a->c, w, a->n, ws, &kept);
     if (j == 0) {
-        /* nothing is likely enough: the canonical first token alone, of
-         * logit m (the largest) and the least id among those (the first
-         * in id order) */
-        size_t bi = sift__find_logit_eq(a->c, 0, a->n, m);
-        for (size_t i = bi; a->order != SIFT__ORDER_ID && i < a->n;
-             i = sift__find_logit_eq(a->c, i + 1, a->n, m))
-            bi = a->c[i].id < a->c[bi].id ? i : bi;
+        /* nothing is likely enough: the canonical first token alone */
+        size_t bi = sift__canon_first(a->c, a->n, m, a->order != SIFT__ORDER_NONE);
         a->c[0] = a->c[bi];
         w[0] = w[bi];
         kept = sift__u128_from(w[0]);
