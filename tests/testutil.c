@@ -190,9 +190,13 @@ void tu_devicify(tu_device_slice *d, tu_rng *r, const float *row, int32_t V, sif
             d->tied[j] = t;
             changed |= d->tied[i] > last;
         }
+        /* each re-chosen token carries its own logit, as a device's copy
+         * would (equal to lmin, but -0 and +0 keep their sign) */
         for (int32_t i = 0, q = 0; i < k; i++)
-            if (d->pre[i].logit == lmin)
+            if (d->pre[i].logit == lmin) {
                 d->pre[i].id = d->tied[q++];
+                d->pre[i].logit = row[d->pre[i].id];
+            }
         d->rechosen += changed;
     }
     for (int32_t i = k - 1; i > 0; i--) {
