@@ -423,14 +423,16 @@ START_TEST(test_a_long_all_of_chain_is_bounded_by_max_work)
 }
 END_TEST
 
-START_TEST(test_a_huge_count_is_a_syntax_error_not_an_overflow)
+START_TEST(test_a_huge_count_is_a_limit_error_not_an_overflow)
 {
     /* found by fuzz_json_schema: 1e240 was converted to an integer before
-     * its range was checked */
+     * its range was checked; a count too large is over a limit, a
+     * negative one is not a count */
     sift_json_schema_params sp = compact();
     sift_error err;
     ck_assert_int_eq(convert_err("{\"type\":\"string\",\"maxLength\":1e240}", &sp, &err),
-                     SIFT_E_SCHEMA_SYNTAX);
+                     SIFT_E_SCHEMA_LIMIT);
+    ck_assert_str_eq(err.message, "schema:1:30: #/maxLength: 'maxLength' is over 10^15");
     ck_assert_int_eq(convert_err("{\"type\":\"array\",\"minItems\":-1e300}", &sp, &err),
                      SIFT_E_SCHEMA_SYNTAX);
 }
@@ -1083,7 +1085,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_all_of_merges_properties_required_and_bounds);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);
     tcase_add_test(tc, test_a_long_all_of_chain_is_bounded_by_max_work);
-    tcase_add_test(tc, test_a_huge_count_is_a_syntax_error_not_an_overflow);
+    tcase_add_test(tc, test_a_huge_count_is_a_limit_error_not_an_overflow);
     tcase_add_test(tc, test_refs_resolve_locally_and_recursively);
     tcase_add_test(tc, test_false_subschemas_remove_what_they_guard);
     tcase_add_test(tc, test_flexible_whitespace_is_bounded_by_max_whitespace);

@@ -13,6 +13,7 @@
  * merged schema (allOf, $ref siblings) that has no text of its own is
  * reported at the deepest prefix that exists in the text.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,50 @@ sift_status sift__js_work(sift__js *c, int64_t units)
     return SIFT_OK;
 }
 
+int sift__js_integral(double d, int64_t *out)
+{
+    /* the range test comes first: converting a double outside int64's
+     * range is undefined behaviour */
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d))
+        return 0;
+    if (out)
+        *out = (int64_t)d;
+    return 1;
+}
+
+sift_status sift__js_value_key(sift__js *c, const json_t *v, char **key)
+{
+    char num[40];
+    int64_t i;
+    *key = NULL;
+    if (json_is_integer(v) || (json_is_real(v) && sift__js_integral(json_real_value(v), &i))) {
+        long long x = json_is_integer(v) ? (long long)json_integer_value(v) : (long long)i;
+        snprintf(num, sizeof num, "%lld", x);
+    } else if (json_is_real(v)) {
+        double d = json_real_value(v);
+        snprintf(num, sizeof num, "%.17g", d == 0 ? 0.0 : d);
+    }
+    char *k;
+    if (json_is_number(v)) {
+        size_t n = strlen(num) + 1;
+        if ((k = malloc(n)))
+            memcpy(k, num, n);
+    } else {
+        k = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    }
+    if (!k)
+        return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+    /* a unit per value and per 64 bytes of its text: hashing and
+     * comparing it are linear in that */
+    sift_status st = sift__js_work(c, 1 + (int64_t)(strlen(k) / 64));
+    if (st) {
+        free(k);
+        return st;
+    }
+    *key = k;
+    return SIFT_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* The driver                                                          */
 /* ------------------------------------------------------------------ */
@@ -365,6 +410,167 @@ static sift_status read_params(sift_json_schema_params *pp, const sift_json_sche
     return SIFT_OK;
 }
 
+/* Appends the JSON string t[0..n) (between its quotes) decoded, as one
+ * escaped pointer segment. The text is valid JSON up to here. */
+static sift_status push_json_key(sift__js *c, const char *t, size_t n)
+{
+    sift_status st = sift__js_put(c, &c->path, "/", 1);
+    for (size_t i = 0; !st && i < n; i++) {
+        unsigned char buf[4];
+        size_t bn = 1;
+        uint32_t cp = (unsigned char)t[i];
+        if (t[i] == '\\' && i + 1 < n) {
+            static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
+            char e = t[++i];
+            const char *f = e ? strchr(from, e) : NULL;
+            cp = (unsigned char)(f ? to[f - from] : e);
+            if (e == 'u' && i + 4 < n) {
+                cp = 0;
+                for (int d = 1; d <= 4; d++)
+                    cp = cp * 16 + (uint32_t)(hexval(t[i + d]) < 0 ? 0 : hexval(t[i + d]));
+                i += 4;
+                if (cp >= 0xD800 && cp < 0xDC00 && i + 6 < n && t[i + 1] == '\\' &&
+                    t[i + 2] == 'u') {
+                    uint32_t lo = 0;
+                    for (int d = 3; d <= 6; d++)
+                        lo = lo * 16 + (uint32_t)(hexval(t[i + d]) < 0 ? 0 : hexval(t[i + d]));
+                    if (lo >= 0xDC00 && lo < 0xE000) {
+                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                        i += 6;
+                    }
+                }
+            }
+        }
+        if (cp < 0x80) {
+            buf[0] = (unsigned char)cp;
+        } else if (cp < 0x800) {
+            buf[0] = (unsigned char)(0xC0 | (cp >> 6));
+            buf[1] = (unsigned char)(0x80 | (cp & 0x3F));
+            bn = 2;
+        } else if (cp < 0x10000) {
+            buf[0] = (unsigned char)(0xE0 | (cp >> 12));
+            buf[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            buf[2] = (unsigned char)(0x80 | (cp & 0x3F));
+            bn = 3;
+        } else {
+            buf[0] = (unsigned char)(0xF0 | (cp >> 18));
+            buf[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+            buf[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            buf[3] = (unsigned char)(0x80 | (cp & 0x3F));
+            bn = 4;
+        }
+        if (bn == 1 && (buf[0] == '~' || buf[0] == '/'))
+            st = sift__js_put(c, &c->path, buf[0] == '~' ? "~0" : "~1", 2);
+        else
+            st = sift__js_put(c, &c->path, (const char *)buf, bn);
+    }
+    return st;
+}
+
+/* One open container of the scan in pointer_at. */
+typedef struct scan_frame {
+    size_t mark;  /* the path's length before the container's segment */
+    size_t index; /* the current element (arrays) */
+    int object;
+} scan_frame;
+
+/* Sets the current place (c->path) to the JSON Pointer of the token that
+ * ends at byte `pos` of the text (jansson read the text without error up
+ * to there: its position after a bad token is the token's end), and
+ * *tok, *tok_len to that token. A member key names the member (*is_key
+ * set; the key is not pushed when `with_key` is 0). One scan, O(pos). */
+static sift_status pointer_at(sift__js *c, size_t pos, int with_key, size_t *tok, size_t *tok_len,
+                              int *is_key)
+{
+    const char *t = c->text;
+    size_t n = c->len, depth = 0, cap = 0, i = 0;
+    scan_frame *fr = NULL;
+    int want_key = 0;
+    sift_status st = sift__js_put(c, &c->path, "", 0);
+    *tok = *tok_len = 0;
+    *is_key = 0;
+    while (!st && i < n) {
+        char ch = t[i];
+        if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == ':') {
+            i++;
+        } else if (ch == '{' || ch == '[') {
+            if (sift__reserve(c->al, &fr, &cap, depth, depth + 1, sizeof *fr, 16)) {
+                st = sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+                break;
+            }
+            fr[depth++] = (scan_frame){c->path.n, 0, ch == '{'};
+            want_key = ch == '{';
+            if (ch == '[')
+                st = sift__js_push_index(c, 0);
+            i++;
+        } else if (ch == '}' || ch == ']') {
+            if (depth > 0)
+                sift__js_pop(c, fr[--depth].mark);
+            want_key = 0;
+            i++;
+        } else if (ch == ',') {
+            if (depth > 0) {
+                scan_frame *f = &fr[depth - 1];
+                sift__js_pop(c, f->mark);
+                want_key = f->object;
+                if (!f->object)
+                    st = sift__js_push_index(c, ++f->index);
+            }
+            i++;
+        } else {
+            size_t end = skip_value(t, n, i);
+            int key = want_key && ch == '"';
+            if (key && (with_key || end < pos))
+                st = push_json_key(c, t + i + 1, end - i >= 2 ? end - i - 2 : 0);
+            want_key = 0;
+            if (end >= pos || end == i) {
+                *tok = i;
+                *tok_len = end - i;
+                *is_key = key;
+                break;
+            }
+            i = end;
+        }
+    }
+    sift__free(c->al, fr);
+    return st;
+}
+
+/* A parse error of a value that is JSON but that jansson cannot hold: a
+ * number beyond its range or a \u0000 in a string or key. sift's own
+ * message at the value's JSON Pointer. Returns 0 for other errors. */
+static sift_status unholdable(sift__js *c, const json_error_t *je)
+{
+    enum json_error_code code = json_error_code(je);
+    if (code != json_error_numeric_overflow && code != json_error_null_character &&
+        code != json_error_null_byte_in_key)
+        return SIFT_OK;
+    size_t pos = je->position > 0 ? (size_t)je->position : 0, tok, tok_len;
+    int is_key;
+    int key_err = code == json_error_null_byte_in_key;
+    sift_status st = pointer_at(c, pos > c->len ? c->len : pos, !key_err, &tok, &tok_len, &is_key);
+    if (st)
+        return st;
+    int shown = tok_len > 40 ? 40 : (int)tok_len;
+    const char *more = tok_len > 40 ? "..." : "";
+    if (key_err)
+        return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
+                             "the key %.*s%s holds \\u0000, which sift does not support", shown,
+                             c->text + tok, more);
+    if (code == json_error_null_character)
+        return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
+                             "a string holding \\u0000 is not supported");
+    if (memchr(c->text + tok, '.', tok_len) || memchr(c->text + tok, 'e', tok_len) ||
+        memchr(c->text + tok, 'E', tok_len))
+        return sift__js_fail(c, SIFT_E_SCHEMA_LIMIT, NULL,
+                             "the number %.*s%s is beyond the range of a double", shown,
+                             c->text + tok, more);
+    return sift__js_fail(c, SIFT_E_SCHEMA_LIMIT, NULL,
+                         "the integer %.*s%s is outside the 64-bit range sift reads (-2^63 to "
+                         "2^63-1)",
+                         shown, c->text + tok, more);
+}
+
 static sift_status parse(sift__js *c)
 {
     json_error_t je;
@@ -373,6 +579,9 @@ static sift_status parse(sift__js *c)
         return SIFT_OK;
     if (json_error_code(&je) == json_error_out_of_memory)
         return sift__fail(c->err, SIFT_E_NOMEM, "%s: out of memory parsing the schema", c->source);
+    sift_status st = unholdable(c, &je);
+    if (st)
+        return st;
     sift__fail(c->err, SIFT_E_SCHEMA_SYNTAX, "%s:%d:%d: %s", c->source, je.line, je.column,
                je.text);
     if (c->err) {
@@ -410,6 +619,7 @@ static sift_status convert(sift__js *c, char **out, size_t *out_len)
 static void cleanup(sift__js *c)
 {
     json_decref(c->root);
+    json_decref(c->ref_map);
     sift__js_buf_free(c, &c->out);
     sift__js_buf_free(c, &c->path);
     for (size_t i = 0; i < c->n_refs; i++)

@@ -89,6 +89,7 @@ typedef struct sift__js {
     sift__js_buf path;
     sift__js_refent *refs;
     size_t n_refs, cap_refs;
+    json_t *ref_map; /* pointer -> index in refs */
     /* the rules of formats, made once per conversion */
     sift__js_ref formats[16];
     /* the rule of any non-empty key rest (a trie leaf), made once */
@@ -107,6 +108,16 @@ SIFT__HIDDEN sift_status sift__js_push_key(sift__js *c, const char *key);
 SIFT__HIDDEN sift_status sift__js_push_index(sift__js *c, size_t i);
 SIFT__HIDDEN void sift__js_pop(sift__js *c, size_t mark);
 SIFT__HIDDEN sift_status sift__js_work(sift__js *c, int64_t units);
+
+/* Whether d is an integer in int64's range (then *out, if not NULL):
+ * the test to make before every double-to-integer conversion. */
+SIFT__HIDDEN int sift__js_integral(double d, int64_t *out);
+/* The key of v in a set of values (a jansson object used as a hash
+ * set): its compact JSON text with sorted keys, and a number at the top
+ * by its value, so that 1 and 1.0 are one key and two keys are equal
+ * exactly when the values are (json_equal, numbers by value). *key is
+ * from malloc (free it); charges work for the length of the text. */
+SIFT__HIDDEN sift_status sift__js_value_key(sift__js *c, const json_t *v, char **key);
 
 /* json_schema_emit.c */
 SIFT__HIDDEN sift_status sift__js_put(sift__js *c, sift__js_buf *b, const char *s, size_t n);

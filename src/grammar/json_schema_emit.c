@@ -185,15 +185,32 @@ sift_status sift__js_emit_shared(sift__js *c)
 /* Keys other than a given set                                         */
 /* ------------------------------------------------------------------ */
 
-/* A trie over code points; node 0 is the root. */
+/* A trie over code points; node 0 is the root. A node's children are
+ * a list (the order of the rules), found by (parent, code point) in an
+ * open-addressing table `slot` of node indices (0 = empty: the root is
+ * nobody's child), so a node with many children costs no list walk. */
 typedef struct trie_node {
     uint32_t cp;
-    int32_t child, next; /* first child, next sibling; -1 = none */
+    int32_t child, next, parent; /* first child, next sibling; -1 = none */
     int terminal;
     sift__js_ref rule;
 } trie_node;
 
-static sift_status trie_add(sift__js *c, trie_node **t, size_t *n, size_t *cap, const char *key)
+typedef struct trie {
+    trie_node *t;
+    size_t n, cap;
+    int32_t *slot;
+    size_t mask; /* slots - 1; slots >= 2 * nodes (every byte of the keys
+                  * can be a node) */
+} trie;
+
+static size_t trie_hash(int32_t parent, uint32_t cp, size_t mask)
+{
+    uint64_t h = ((uint64_t)(uint32_t)parent << 32 | cp) * 0x9E3779B97F4A7C15u;
+    return (size_t)(h ^ (h >> 31)) & mask;
+}
+
+static sift_status trie_add(sift__js *c, trie *tr, const char *key)
 {
     int32_t at = 0;
     size_t len = strlen(key);
@@ -203,19 +220,21 @@ static sift_status trie_add(sift__js *c, trie_node **t, size_t *n, size_t *cap, 
         if (k == 0)
             return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, NULL, "a key is not UTF-8");
         i += k;
-        int32_t ch = (*t)[at].child;
-        while (ch >= 0 && (*t)[ch].cp != cp)
-            ch = (*t)[ch].next;
-        if (ch < 0) {
-            if (sift__reserve(c->al, t, cap, *n, *n + 1, sizeof **t, 16))
+        size_t h = trie_hash(at, cp, tr->mask);
+        int32_t ch;
+        while ((ch = tr->slot[h]) != 0 && (tr->t[ch].parent != at || tr->t[ch].cp != cp))
+            h = (h + 1) & tr->mask;
+        if (ch == 0) {
+            if (sift__reserve(c->al, &tr->t, &tr->cap, tr->n, tr->n + 1, sizeof *tr->t, 16))
                 return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
-            ch = (int32_t)(*n)++;
-            (*t)[ch] = (trie_node){cp, -1, (*t)[at].child, 0, {{0}, 0}};
-            (*t)[at].child = ch;
+            ch = (int32_t)tr->n++;
+            tr->t[ch] = (trie_node){cp, -1, tr->t[at].child, at, 0, {{0}, 0}};
+            tr->t[at].child = ch;
+            tr->slot[h] = ch;
         }
         at = ch;
     }
-    (*t)[at].terminal = 1;
+    tr->t[at].terminal = 1;
     return sift__js_work(c, 1);
 }
 
@@ -284,14 +303,27 @@ static sift_status trie_node_rule(sift__js *c, trie_node *t, int32_t at, sift__j
 
 sift_status sift__js_not_keys(sift__js *c, const char *const *keys, size_t n, sift__js_ref *r)
 {
-    trie_node *t = NULL;
-    size_t tn = 0, cap = 0;
-    sift_status st = SIFT_OK;
-    if (sift__reserve(c->al, &t, &cap, 0, 1, sizeof *t, 16))
+    trie tr = {0};
+    size_t bytes = 1, slots = 16;
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(keys[i]);
+    while (slots < 2 * bytes)
+        slots *= 2;
+    sift_status st = sift__js_work(c, (int64_t)(bytes / 16));
+    if (st)
+        return st;
+    tr.slot = sift__calloc(c->al, slots, sizeof *tr.slot);
+    tr.mask = slots - 1;
+    if (!tr.slot || sift__reserve(c->al, &tr.t, &tr.cap, 0, 1, sizeof *tr.t, 16)) {
+        sift__free(c->al, tr.slot);
         return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
-    t[tn++] = (trie_node){0, -1, -1, 0, {{0}, 0}};
+    }
+    tr.t[tr.n++] = (trie_node){0, -1, -1, -1, 0, {{0}, 0}};
     for (size_t i = 0; !st && i < n; i++)
-        st = trie_add(c, &t, &tn, &cap, keys[i]);
+        st = trie_add(c, &tr, keys[i]);
+    sift__free(c->al, tr.slot);
+    trie_node *t = tr.t;
+    size_t tn = tr.n;
     sift__js_buf b = {0};
     for (size_t i = tn; !st && i-- > 0;)
         st = trie_node_rule(c, t, (int32_t)i, &b);

@@ -25,6 +25,7 @@
  * required property with disjoint const / enum values); otherwise it
  * goes through the unsupported policy (IGNORE keeps the anyOf).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -138,10 +139,13 @@ sift_status sift__js_get_count(sift__js *c, const json_t *s, const char *key, in
     if (!x)
         return SIFT_OK;
     double d = json_number_value(x);
-    if (!json_is_number(x) || d < 0 || d > 1e15 || d != (double)(int64_t)d) /* range first */
+    int64_t i;
+    if (json_is_number(x) && d > 1e15 && d == floor(d))
+        return sift__js_fail(c, SIFT_E_SCHEMA_LIMIT, key, "'%s' is over 10^15", key);
+    if (!json_is_number(x) || d < 0 || !sift__js_integral(d, &i))
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, key, "'%s' must be a non-negative integer",
                              key);
-    *v = (int64_t)d;
+    *v = i;
     *has = 1;
     return SIFT_OK;
 }
@@ -317,15 +321,21 @@ static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
     sift_status st = resolve(c, ref, &target, &ptr);
     if (st)
         return st;
-    for (size_t i = 0; i < c->n_refs; i++) {
-        if (!strcmp(c->refs[i].pointer, ptr)) {
-            sift__free(c->al, ptr);
-            *r = c->refs[i].ref;
-            return SIFT_OK;
-        }
+    /* the targets generated so far, by pointer: a hash lookup, so that
+     * many $refs cost linear time */
+    if (!c->ref_map && !(c->ref_map = json_object())) {
+        sift__free(c->al, ptr);
+        return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+    }
+    const json_t *seen = json_object_get(c->ref_map, ptr);
+    if (seen) {
+        sift__free(c->al, ptr);
+        *r = c->refs[json_integer_value(seen)].ref;
+        return SIFT_OK;
     }
     if (sift__reserve(c->al, &c->refs, &c->cap_refs, c->n_refs, c->n_refs + 1, sizeof *c->refs,
-                      8)) {
+                      8) ||
+        json_object_set_new_nocheck(c->ref_map, ptr, json_integer((json_int_t)c->n_refs))) {
         sift__free(c->al, ptr);
         return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
     }
@@ -422,44 +432,84 @@ static sift_status merge_properties(sift__js *c, json_t *dst, const json_t *old,
     return set_new(c, dst, "properties", m);
 }
 
-static sift_status merge_required(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
+/* Adds the key of v to `set`; *added says whether it was new. */
+static sift_status set_add(sift__js *c, json_t *set, const json_t *v, int *added)
 {
-    /* a unit per name copied and per pair compared (see merge_properties) */
-    sift_status st =
-        sift__js_work(c, (int64_t)json_array_size(old) * (int64_t)(json_array_size(add) + 1));
+    char *k;
+    sift_status st = sift__js_value_key(c, v, &k);
     if (st)
         return st;
-    json_t *m = json_copy((json_t *)old);
-    if (!m || !json_is_array(m) || !json_is_array(add)) {
+    *added = json_object_get(set, k) == NULL;
+    if (*added && json_object_set_new_nocheck(set, k, json_null()))
+        st = nomem(c);
+    free(k);
+    return st;
+}
+
+/* Whether the key of v is in `set` (*in). */
+static sift_status set_has(sift__js *c, const json_t *set, const json_t *v, int *in)
+{
+    char *k;
+    sift_status st = sift__js_value_key(c, v, &k);
+    if (st)
+        return st;
+    *in = json_object_get(set, k) != NULL;
+    free(k);
+    return st;
+}
+
+static sift_status merge_required(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
+{
+    /* the copy costs a unit per name (see merge_properties); the union
+     * goes through a hash set, so that it is linear in the names */
+    sift_status st = sift__js_work(c, (int64_t)json_array_size(old));
+    if (st)
+        return st;
+    json_t *m = json_copy((json_t *)old), *seen = json_object();
+    if (!m || !seen || !json_is_array(m) || !json_is_array(add)) {
+        int bad = m && seen;
         json_decref(m);
-        return m ? sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "required", "'required' must be an array")
-                 : nomem(c);
+        json_decref(seen);
+        return bad ? sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "required",
+                                   "'required' must be an array")
+                   : nomem(c);
     }
-    for (size_t i = 0; i < json_array_size(add); i++) {
+    int added;
+    for (size_t i = 0; !st && i < json_array_size(m); i++)
+        st = set_add(c, seen, json_array_get(m, i), &added);
+    for (size_t i = 0; !st && i < json_array_size(add); i++) {
         json_t *x = json_array_get(add, i);
-        int seen = 0;
-        for (size_t k = 0; k < json_array_size(m); k++)
-            seen |= json_equal(json_array_get(m, k), x);
-        if (!seen && json_array_append(m, x)) {
-            json_decref(m);
-            return nomem(c);
-        }
+        st = set_add(c, seen, x, &added);
+        if (!st && added && json_array_append(m, x))
+            st = nomem(c);
+    }
+    json_decref(seen);
+    if (st) {
+        json_decref(m);
+        return st;
     }
     return set_new(c, dst, "required", m);
 }
 
+/* The values of `old` that `add` lists too (numbers by value), in the
+ * order of `old`: one hash set of add, a lookup per value of old. */
 static sift_status merge_enum(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
 {
-    json_t *m = json_array();
-    if (!m)
-        return nomem(c);
-    for (size_t i = 0; i < json_array_size(old); i++) {
+    json_t *m = json_array(), *in_add = json_object();
+    sift_status st = m && in_add ? SIFT_OK : nomem(c);
+    int flag;
+    for (size_t k = 0; !st && k < json_array_size(add); k++)
+        st = set_add(c, in_add, json_array_get(add, k), &flag);
+    for (size_t i = 0; !st && i < json_array_size(old); i++) {
         json_t *x = json_array_get(old, i);
-        for (size_t k = 0; k < json_array_size(add); k++)
-            if (json_equal(json_array_get(add, k), x) && json_array_append(m, x)) {
-                json_decref(m);
-                return nomem(c);
-            }
+        st = set_has(c, in_add, x, &flag);
+        if (!st && flag && json_array_append(m, x))
+            st = nomem(c);
+    }
+    json_decref(in_add);
+    if (st) {
+        json_decref(m);
+        return st;
     }
     return set_new(c, dst, "enum", m);
 }
@@ -680,36 +730,45 @@ static json_t *branch_values(const json_t *b)
     return NULL;
 }
 
-/* Whether two value lists share no value (NULL: unknown, so no). */
-static int values_disjoint(const json_t *a, const json_t *b)
+/* Whether two value lists share no value (NULL: unknown, so no), into
+ * *d: a hash set of a, a lookup per value of b. */
+static sift_status values_disjoint(sift__js *c, const json_t *a, const json_t *b, int *d)
 {
+    *d = 0;
     if (!a || !b)
-        return 0;
-    for (size_t i = 0; i < json_array_size(a); i++)
-        for (size_t j = 0; j < json_array_size(b); j++)
-            if (json_equal(json_array_get(a, i), json_array_get(b, j)) ||
-                (json_is_number(json_array_get(a, i)) && json_is_number(json_array_get(b, j)) &&
-                 json_number_value(json_array_get(a, i)) ==
-                     json_number_value(json_array_get(b, j))))
-                return 0;
-    return 1;
+        return SIFT_OK;
+    json_t *set = json_object();
+    sift_status st = set ? SIFT_OK : nomem(c);
+    int flag = 0;
+    for (size_t i = 0; !st && i < json_array_size(a); i++)
+        st = set_add(c, set, json_array_get(a, i), &flag);
+    flag = 0;
+    for (size_t j = 0; !st && !flag && j < json_array_size(b); j++)
+        st = set_has(c, set, json_array_get(b, j), &flag);
+    json_decref(set);
+    *d = !st && !flag;
+    return st;
 }
 
-static int values_of_disjoint(const json_t *a, const json_t *b)
+static sift_status values_of_disjoint(sift__js *c, const json_t *a, const json_t *b, int *d)
 {
     json_t *va = branch_values(a), *vb = branch_values(b);
-    int d = values_disjoint(va, vb);
+    sift_status st = values_disjoint(c, va, vb, d);
     json_decref(va);
     json_decref(vb);
-    return d;
+    return st;
 }
 
-/* Whether both objects require a property limited to disjoint values. */
-static int discriminated(const json_t *a, const json_t *b)
+/* Whether both objects require a property limited to disjoint values
+ * (*d). A unit of work per pair of required names compared. */
+static sift_status discriminated(sift__js *c, const json_t *a, const json_t *b, int *d)
 {
     const json_t *pa = json_object_get(a, "properties"), *pb = json_object_get(b, "properties");
     const json_t *ra = json_object_get(a, "required"), *rb = json_object_get(b, "required");
-    for (size_t i = 0; i < json_array_size(ra); i++) {
+    sift_status st =
+        sift__js_work(c, (int64_t)json_array_size(ra) * (int64_t)(json_array_size(rb) + 1));
+    *d = 0;
+    for (size_t i = 0; !st && !*d && i < json_array_size(ra); i++) {
         const char *name = json_string_value(json_array_get(ra, i));
         int in_b = 0;
         for (size_t j = 0; name && j < json_array_size(rb); j++)
@@ -717,22 +776,139 @@ static int discriminated(const json_t *a, const json_t *b)
                     !strcmp(name, json_string_value(json_array_get(rb, j)));
         const json_t *xa = name ? json_object_get(pa, name) : NULL;
         const json_t *xb = name ? json_object_get(pb, name) : NULL;
-        if (in_b && json_is_object(xa) && json_is_object(xb) && values_of_disjoint(xa, xb))
-            return 1;
+        if (in_b && json_is_object(xa) && json_is_object(xb))
+            st = values_of_disjoint(c, xa, xb, d);
     }
-    return 0;
+    return st;
+}
+
+/* Whether the const / enum values of the branches b[0..n) (their own
+ * with prop NULL, else those of their property `prop`) repeat across
+ * two branches whose masks m[] share a bit: *conflict is the union of
+ * the bits such pairs share (the scan stops once it holds a bit of
+ * `stop`). Each value is looked up once in a hash of value -> (last
+ * branch, union of the masks of the branches holding it), so the test
+ * is linear in the values: a value's new branch shares a bit with an
+ * earlier holder exactly when it shares it with their union. */
+static sift_status value_conflicts(sift__js *c, const json_t *const *b, const unsigned *m, size_t n,
+                                   const char *prop, unsigned stop, unsigned *conflict)
+{
+    json_t *seen = json_object();
+    sift_status st = seen ? SIFT_OK : nomem(c);
+    *conflict = 0;
+    for (size_t i = 0; !st && !(*conflict & stop) && i < n; i++) {
+        const json_t *x = prop ? json_object_get(json_object_get(b[i], "properties"), prop) : b[i];
+        json_t *vals = branch_values(x);
+        for (size_t k = 0; !st && !(*conflict & stop) && k < json_array_size(vals); k++) {
+            char *key;
+            if ((st = sift__js_value_key(c, json_array_get(vals, k), &key)))
+                break;
+            json_t *e = json_object_get(seen, key);
+            json_int_t packed = (json_int_t)i << 32 | (json_int_t)m[i];
+            if (!e) {
+                if (json_object_set_new_nocheck(seen, key, json_integer(packed)))
+                    st = nomem(c);
+            } else if ((size_t)(json_integer_value(e) >> 32) != i) {
+                unsigned before = (unsigned)(json_integer_value(e) & 0xFFFFFFFF);
+                *conflict |= before & m[i];
+                if (json_integer_set(e, (json_int_t)i << 32 | (json_int_t)(before | m[i])))
+                    st = nomem(c);
+            }
+            free(key);
+        }
+        json_decref(vals);
+    }
+    json_decref(seen);
+    return st;
+}
+
+/* A property that every branch in b[0..n) requires, limited to const /
+ * enum values that no two branches share: then every pair of them is
+ * discriminated. The candidates are the first branch's required names
+ * whose schema has const or enum (*found). */
+static sift_status common_discriminator(sift__js *c, const json_t *const *b, const unsigned *m,
+                                        size_t n, int *found)
+{
+    *found = 0;
+    if (n == 0)
+        return SIFT_OK;
+    const json_t *req0 = json_object_get(b[0], "required");
+    sift_status st = SIFT_OK;
+    for (size_t r = 0; !st && !*found && r < json_array_size(req0); r++) {
+        const char *name = json_string_value(json_array_get(req0, r));
+        json_t *v0 =
+            name ? branch_values(json_object_get(json_object_get(b[0], "properties"), name)) : NULL;
+        json_decref(v0);
+        if (!v0)
+            continue;
+        int all = 1;
+        for (size_t i = 0; !st && all && i < n; i++) {
+            const json_t *req = json_object_get(b[i], "required");
+            const json_t *x = json_object_get(json_object_get(b[i], "properties"), name);
+            st = sift__js_work(c, 1 + (int64_t)json_array_size(req));
+            int has = 0;
+            for (size_t k = 0; !st && !has && k < json_array_size(req); k++)
+                has = json_is_string(json_array_get(req, k)) &&
+                      !strcmp(name, json_string_value(json_array_get(req, k)));
+            all = has && json_is_object(x) &&
+                  (json_object_get(x, "const") || json_is_array(json_object_get(x, "enum")));
+        }
+        unsigned conflict = 1;
+        if (!st && all)
+            st = value_conflicts(c, b, m, n, name, ~0u, &conflict);
+        *found = !st && all && !conflict;
+    }
+    return st;
+}
+
+/* The pairwise test, a unit of work per pair: the fallback when the
+ * linear tests of one_of_disjoint cannot decide. */
+static sift_status pairwise_disjoint(sift__js *c, const json_t *const *b, const unsigned *m,
+                                     size_t n, int *disjoint)
+{
+    sift_status st = SIFT_OK;
+    *disjoint = 1;
+    for (size_t i = 0; !st && *disjoint && i < n; i++)
+        for (size_t j = i + 1; !st && *disjoint && j < n; j++) {
+            unsigned both = m[i] & m[j];
+            int d = 0;
+            if ((st = sift__js_work(c, 1)) || !both)
+                continue;
+            st = values_of_disjoint(c, b[i], b[j], &d);
+            /* "required" holds of non-objects vacuously */
+            if (!st && !d && both == T_OBJECT)
+                st = discriminated(c, b[i], b[j], &d);
+            *disjoint = d;
+        }
+    return st;
 }
 
 /* Whether no value matches two branches of a oneOf (as far as the
  * types, const / enum values or a required discriminating property
  * show; $ref branches are followed). On 0 the oneOf is not exact as an
- * anyOf. */
+ * anyOf.
+ *
+ * A pair of branches is disjoint when their types are, or their values
+ * are, or (sharing only the object type) a property both require has
+ * disjoint values. Tested pair by pair that is quadratic in the
+ * branches, so the common shapes are decided in linear time first:
+ * - a branch without const / enum and another sharing a non-object type
+ *   with it: not disjoint;
+ * - values: no value in two branches that share a non-object type (else
+ *   not disjoint), and none in two that share the object type;
+ * - the branches that may be objects: a common discriminator (a
+ *   tagged union).
+ * Only what these leave open goes to the pairwise test. */
 static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoint)
 {
     size_t n = json_array_size(alts);
     const json_t **b = sift__calloc(c->al, n, sizeof *b);
-    if (!b)
+    unsigned *m = sift__calloc(c->al, n, sizeof *m);
+    if (!b || !m) {
+        sift__free(c->al, b);
+        sift__free(c->al, m);
         return nomem(c);
+    }
     sift_status st = SIFT_OK;
     *disjoint = 1;
     for (size_t i = 0; !st && i < n; i++) {
@@ -745,18 +921,56 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoin
         }
         if (!json_is_object(b[i]))
             *disjoint = 0;
+        else if (!(st = sift__js_work(c,
+                                      1 + (int64_t)json_array_size(json_object_get(b[i], "enum")))))
+            m[i] = branch_types(b[i]);
     }
+    /* how many branches have each type bit */
+    size_t count[32] = {0}, objects = 0;
     for (size_t i = 0; !st && *disjoint && i < n; i++)
-        for (size_t j = i + 1; *disjoint && j < n; j++) {
-            unsigned both = branch_types(b[i]) & branch_types(b[j]);
-            if (!both)
-                continue;
-            /* "required" holds of non-objects vacuously */
-            if (values_of_disjoint(b[i], b[j]) || (both == T_OBJECT && discriminated(b[i], b[j])))
-                continue;
+        for (unsigned bit = 0; bit < 32; bit++)
+            count[bit] += m[i] >> bit & 1;
+    int open = 0; /* a pair that only the pairwise test can decide */
+    for (size_t i = 0; !st && *disjoint && i < n; i++) {
+        json_t *vals = branch_values(b[i]);
+        json_decref(vals);
+        if (vals)
+            continue;
+        unsigned others = 0;
+        for (unsigned bit = 0; bit < 32; bit++)
+            if (count[bit] > (m[i] >> bit & 1))
+                others |= 1u << bit;
+        if (m[i] & others & ~(unsigned)T_OBJECT)
             *disjoint = 0;
-        }
+        else if (m[i] & others & T_OBJECT)
+            open = 1;
+    }
+    unsigned conflict = 0;
+    if (!st && *disjoint)
+        st = value_conflicts(c, b, m, n, NULL, ~(unsigned)T_OBJECT, &conflict);
+    if (!st && conflict & ~(unsigned)T_OBJECT)
+        *disjoint = 0;
+    if (!st && *disjoint && (open || conflict)) {
+        /* pairs sharing only the object type: a common discriminator of
+         * the branches that may be objects decides them all */
+        const json_t **ob = sift__calloc(c->al, n, sizeof *ob);
+        unsigned *om = sift__calloc(c->al, n, sizeof *om);
+        int found = 0;
+        st = ob && om ? SIFT_OK : nomem(c);
+        for (size_t i = 0; !st && i < n; i++)
+            if (m[i] & T_OBJECT) {
+                om[objects] = m[i];
+                ob[objects++] = b[i];
+            }
+        if (!st)
+            st = common_discriminator(c, ob, om, objects, &found);
+        sift__free(c->al, ob);
+        sift__free(c->al, om);
+        if (!st && !found)
+            st = pairwise_disjoint(c, b, m, n, disjoint);
+    }
     sift__free(c->al, b);
+    sift__free(c->al, m);
     return st;
 }
 
@@ -809,8 +1023,9 @@ static unsigned value_type(const json_t *v)
     case JSON_STRING: return T_STRING;
     case JSON_INTEGER: return T_INTEGER | T_NUMBER;
     case JSON_REAL:
-        return json_real_value(v) == (double)(int64_t)json_real_value(v) ? T_INTEGER | T_NUMBER
-                                                                         : T_NUMBER;
+        /* a real beyond int64's range is still an integer when integral
+         * (every double that large is) */
+        return json_real_value(v) == floor(json_real_value(v)) ? T_INTEGER | T_NUMBER : T_NUMBER;
     case JSON_TRUE:
     case JSON_FALSE: return T_BOOLEAN;
     case JSON_NULL: return T_NULL;

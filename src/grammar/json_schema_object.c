@@ -75,15 +75,6 @@ static sift_status kv(sift__js *c, sift__js_buf *b, const prop *p)
     return st ? st : sift__js_printf(c, b, " %s \":\" %s %s", ws, ws, p->value.name);
 }
 
-static int is_required(const json_t *req, const char *key)
-{
-    for (size_t i = 0; i < json_array_size(req); i++)
-        if (json_is_string(json_array_get(req, i)) &&
-            !strcmp(json_string_value(json_array_get(req, i)), key))
-            return 1;
-    return 0;
-}
-
 /* Whether a schema accepts every value (true, or annotations only). */
 static int trivial(const json_t *s)
 {
@@ -247,17 +238,31 @@ static sift_status collect(sift__js *c, const json_t *s, prop **out, size_t *n, 
             return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "required",
                                  "'required' must hold strings");
     size_t cap = json_object_size(props) + json_array_size(req);
+    /* the required names as a hash set (name -> true, false once
+     * listed), so that both passes below are linear in the names */
+    sift_status st = sift__js_work(c, (int64_t)cap);
+    if (st)
+        return st;
+    json_t *req_set = json_object();
     prop *p = sift__calloc(c->al, cap ? cap : 1, sizeof *p);
-    if (!p)
+    for (size_t i = 0; p && req_set && i < json_array_size(req); i++)
+        if (json_object_set_new_nocheck(req_set, json_string_value(json_array_get(req, i)),
+                                        json_true())) {
+            json_decref(req_set);
+            req_set = NULL;
+        }
+    if (!p || !req_set) {
+        sift__free(c->al, p);
+        json_decref(req_set);
         return nomem(c);
+    }
     size_t k = 0, mark = c->path.n;
-    sift_status st = SIFT_OK;
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)props, key, v)
     {
         p[k].key = key;
-        p[k].required = is_required(req, key);
+        p[k].required = json_object_get(req_set, key) != NULL;
         if (!(st = sift__js_push_key(c, "properties")) && !(st = sift__js_push_key(c, key)))
             st = sift__js_gen(c, v, &p[k].value);
         sift__js_pop(c, mark);
@@ -269,18 +274,19 @@ static sift_status collect(sift__js *c, const json_t *s, prop **out, size_t *n, 
     }
     for (size_t i = 0; !st && i < json_array_size(req); i++) {
         const char *name = json_string_value(json_array_get(req, i));
-        if (json_object_get(props, name))
+        json_t *first = json_object_get(req_set, name);
+        if (json_object_get(props, name) || !json_is_true(first))
             continue;
-        int dup = 0;
-        for (size_t j = 0; j < k; j++)
-            dup |= !strcmp(p[j].key, name);
-        if (dup)
-            continue;
+        if (json_object_set_new_nocheck(req_set, name, json_false())) {
+            st = nomem(c);
+            break;
+        }
         p[k].key = name;
         p[k].required = 1;
         set_name(&p[k].value, sift__js_shared(c, SIFT__JS_R_VALUE));
         k++;
     }
+    json_decref(req_set);
     if (st) {
         sift__free(c->al, p);
         return st;

@@ -411,6 +411,7 @@ static sift_status read_bound(sift__js *c, const json_t *s, const char *key, con
         if (st)
             return st;
         has = 0;
+        x = 0; /* the bound is dropped: nothing may convert it later */
     }
     if (upper) {
         bd->has_hi = has, bd->hi = x, bd->hi_excl = excl;
