@@ -628,7 +628,9 @@ SIFT_API void sift_encode_scratch_free(sift_encode_scratch *scratch);
  * `scratch` may be NULL: the call then allocates its working memory from
  * the vocabulary's allocator and frees it before returning. The merges
  * of a pre-token of m bytes take O(m log m) steps and 24 m bytes of
- * scratch, so no input costs more than O(len log len).
+ * scratch; finding the special and user-defined texts takes O(len)
+ * steps however long they are (and 4 bytes of scratch per byte of the
+ * longest, at least 16 KiB); so no input costs more than O(len log len).
  *
  * Returns SIFT_E_ARG for a NULL `vocab` or `n_out`, NULL `text` with
  * len > 0, NULL `ids` with cap > 0, unknown flag bits; SIFT_E_STATE for a

@@ -1082,6 +1082,9 @@ SIFT__HIDDEN sift_status sift__bpe_set_gguf(sift_vocab *v, const sift__bpe_gguf 
  * through calls that take a non-const vocabulary; _set frees the old one
  * with its operations. */
 SIFT__HIDDEN sift__bpe_slot *sift__vocab_bpe(const sift_vocab *v);
+/* The moves the automaton of the special texts made in encodes with
+ * this scratch, summed (tests check them against the text's length). */
+SIFT__HIDDEN uint64_t sift__encode_scratch_cut_steps(const sift_encode_scratch *s);
 SIFT__HIDDEN void sift__vocab_set_bpe(sift_vocab *v, sift__bpe_slot *slot,
                                       const sift__bpe_ops *ops);
 SIFT__HIDDEN void sift__vocab_arrays(const sift_vocab *v, const uint64_t **off, const char **bytes,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sift_internal.h"
 #include "testutil.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -456,6 +457,114 @@ START_TEST(test_the_longest_special_text_wins_at_the_leftmost_place)
     ck_assert_int_eq(ids[4], 302);
     free(ids);
     sift_vocab_free(v);
+}
+END_TEST
+
+/* The byte-and-special vocabulary of the cut tests: the 256 bytes (no
+ * merges, so ordinary text encodes to its bytes) and `n` special texts
+ * with ids 256 + i. */
+static sift_vocab *bytes_and_specials(const char *const *texts, size_t n)
+{
+    sift_vocab *base = small_vocab(NULL, 0, NULL), *v;
+    sift_error err;
+    ck_assert_int_eq(sift_vocab_set_pretokenizer(base, SIFT_PRETOK_CL100K, NULL, 0, &err), SIFT_OK);
+    int32_t *sids = malloc(n * sizeof *sids);
+    ck_assert_ptr_nonnull(sids);
+    for (size_t i = 0; i < n; i++)
+        sids[i] = (int32_t)(256 + i);
+    sift_vocab_extra x;
+    sift_vocab_extra_init(&x);
+    x.special_texts = texts;
+    x.special_ids = sids;
+    x.n_special = n;
+    ck_assert_int_eq(sift_vocab_extend(&v, base, &x, NULL, &err), SIFT_OK);
+    sift_vocab_free(base);
+    free(sids);
+    return v;
+}
+
+START_TEST(test_special_texts_are_cut_as_the_naive_leftmost_longest_search_cuts)
+{
+    /* specials that are prefixes and suffixes of each other, and one
+     * longer than a block of the automaton's runs, over texts of a few
+     * blocks: the ids must equal the naive search's, which tries every
+     * special at every position */
+    enum { NS = 9, LONG = 5000, LEN = 13000 };
+    static char long_text[LONG + 2];
+    memset(long_text, 'a', LONG);
+    long_text[LONG] = 'b';
+    const char *const texts[NS] = {"a", "ab", "aab", "ba", "bab", "abba", "bcb", "ccc", long_text};
+    sift_vocab *v = bytes_and_specials(texts, NS);
+    tu_rng r = {12345};
+    char *t = malloc(LEN + 1);
+    int32_t *want = malloc(LEN * sizeof *want);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_nonnull(want);
+    for (int round = 0; round < 40; round++) {
+        size_t len = (size_t)tu_range(&r, 1, LEN);
+        for (size_t i = 0; i < len; i++)
+            t[i] = "aabbc"[tu_range(&r, 0, round % 2 ? 4 : 1)];
+        if (round % 4 == 3 && len > LONG + 10) { /* the long one, at a random place */
+            size_t at = (size_t)tu_range(&r, 0, (int64_t)(len - LONG - 1));
+            memcpy(t + at, long_text, LONG + 1);
+        }
+        size_t nw = 0;
+        for (size_t pos = 0; pos < len;) {
+            size_t best = 0;
+            int32_t id = 0;
+            for (size_t k = 0; k < NS; k++) {
+                size_t l = strlen(texts[k]);
+                if (l > best && l <= len - pos && memcmp(t + pos, texts[k], l) == 0) {
+                    best = l;
+                    id = (int32_t)(256 + k);
+                }
+            }
+            want[nw++] = best ? id : (unsigned char)t[pos];
+            pos += best ? best : 1;
+        }
+        size_t n;
+        int32_t *got = encode(v, t, len, SIFT_ENCODE_SPECIAL, &n, NULL);
+        ck_assert_uint_eq(n, nw);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(got[i] == want[i], "round %d, id %zu: %d, want %d", round, i, (int)got[i],
+                          (int)want[i]);
+        free(got);
+    }
+    free(t);
+    free(want);
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_a_long_special_text_costs_steps_linear_in_the_text)
+{
+    /* a text that matches all but the last byte of a 10,000-byte
+     * special at every position: trying the special at each position
+     * cost 10,000 steps per byte; the automaton makes a few per byte */
+    enum { LONG = 10000, LEN = 1 << 20 };
+    char *special = malloc(LONG + 2), *t = malloc(LEN);
+    ck_assert_ptr_nonnull(special);
+    ck_assert_ptr_nonnull(t);
+    memset(special, 'a', LONG);
+    special[LONG] = 'b';
+    special[LONG + 1] = '\0';
+    memset(t, 'a', LEN);
+    const char *const texts[] = {special};
+    sift_vocab *v = bytes_and_specials(texts, 1);
+    sift_encode_scratch *s;
+    sift_error err;
+    ck_assert_int_eq(sift_encode_scratch_new(&s, NULL, &err), SIFT_OK);
+    size_t n;
+    ck_assert_int_eq(sift_vocab_encode(v, t, LEN, SIFT_ENCODE_SPECIAL, NULL, 0, &n, s, &err),
+                     SIFT_E_LIMIT);
+    ck_assert_uint_eq(n, LEN);
+    uint64_t steps = sift__encode_scratch_cut_steps(s);
+    ck_assert_uint_ge(steps, LEN);
+    ck_assert_uint_le(steps, 3 * (uint64_t)LEN);
+    sift_encode_scratch_free(s);
+    sift_vocab_free(v);
+    free(special);
+    free(t);
 }
 END_TEST
 
@@ -1364,6 +1473,9 @@ static Suite *suite(void)
          {test_decoding_the_ids_of_random_bytes_gives_the_bytes_back,
           test_special_texts_become_ids_only_with_the_flag,
           test_the_longest_special_text_wins_at_the_leftmost_place}},
+        {"cut",
+         {test_special_texts_are_cut_as_the_naive_leftmost_longest_search_cuts,
+          test_a_long_special_text_costs_steps_linear_in_the_text}},
         {"pretokenizer",
          {test_default_pretokenizer_follows_the_tiktoken_file_size,
           test_custom_pattern_keeps_the_text_no_match_covers,

@@ -63,6 +63,14 @@
  *   alternatives scan, which stay inside one class run, so they run
  *   without a match limit; a custom pattern gets PCRE2's default limit
  *   per match, and reaching it is SIFT_E_PATTERN_LIMIT.
+ * - Cutting out special texts (step 1) costs O(len) steps however long
+ *   they are: an Aho-Corasick automaton of the texts written backwards
+ *   (built with the encoder, O(their total bytes)) gives, run backwards
+ *   over a block of the text, the longest text starting at each of its
+ *   positions; a block is at least as long as the longest text, so the
+ *   overlap the runs read twice is at most the block itself. (Trying
+ *   each position against the sorted texts cost O(len x text length)
+ *   on a text that keeps almost matching a long special.)
  * - The encoder (index, specials, compiled pattern) is immutable once
  *   built and published with one compare-and-swap on the slot, so a
  *   const vocabulary encodes from many threads. It points into the
@@ -138,11 +146,34 @@ static const char qwen2_pattern[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
 /* The encoder of a vocabulary                                         */
 /* ------------------------------------------------------------------ */
 
+/* A state of the automaton of a set of cut-out texts: a node of the
+ * trie of the texts written backwards. */
+typedef struct acnode {
+    uint32_t fail;   /* the state of the longest proper suffix in the trie */
+    uint32_t out;    /* the deepest state on the fail chain (itself too)
+                      * where a whole text ends; 0 = none */
+    uint32_t parent; /* the trie edge into this state: parent, byte */
+    uint32_t depth;
+    int32_t id;   /* the token whose text ends here, or -1 */
+    uint8_t byte; /* see parent */
+} acnode;
+
 /* A set of texts cut out of the text before it is pre-tokenized. */
 typedef struct spset {
     int32_t *ids; /* sorted by their bytes */
     size_t n;
-    uint8_t first[32]; /* bit set of their first bytes */
+    /* The Aho-Corasick automaton of the texts written backwards: run
+     * over the text from its end, the state after byte p names the
+     * longest text that starts at p (spset_longest), so every start
+     * position is decided in O(1) amortised steps, however long the
+     * texts are. Edges in an open-addressing table keyed by
+     * (state << 8 | byte) + 1 (0 = empty). */
+    acnode *ac;
+    size_t n_ac;
+    uint64_t *ekey;
+    uint32_t *eto;
+    uint64_t emask;
+    size_t max_len; /* the longest text */
 } spset;
 
 typedef struct bpe_enc {
@@ -186,8 +217,11 @@ struct sift_encode_scratch {
     sift__alloc al;
     pcre2_general_context *gctx;
     pcre2_match_data *md;
-    uint32_t *w; /* 6 arrays of the longest pre-token merged so far */
-    size_t cap;  /* elements of w */
+    uint32_t *w;   /* 6 arrays of the longest pre-token merged so far */
+    size_t cap;    /* elements of w */
+    uint32_t *cut; /* a block of the cut-out texts' states (spset_longest) */
+    size_t cut_cap;
+    uint64_t cut_steps; /* automaton moves made so far (the tests' count) */
 };
 
 static void *pcre_alloc(size_t size, void *user)
@@ -251,6 +285,12 @@ static void enc_free(bpe_enc *e)
     sift__free(&al, e->slots);
     sift__free(&al, e->sp_all.ids);
     sift__free(&al, e->sp_user.ids);
+    sift__free(&al, e->sp_all.ac);
+    sift__free(&al, e->sp_all.ekey);
+    sift__free(&al, e->sp_all.eto);
+    sift__free(&al, e->sp_user.ac);
+    sift__free(&al, e->sp_user.ekey);
+    sift__free(&al, e->sp_user.eto);
     sift__free(&al, e->pairs);
     sift__free(&al, e);
 }
@@ -291,8 +331,8 @@ static void sort_special(const bpe_enc *e, int32_t *ids, int32_t *tmp, size_t n)
         memcpy(ids, src, n * sizeof *ids);
 }
 
-/* Sorts a set of cut-out texts (equal texts by id), keeps one id per
- * text (the smallest) and fills the first-byte bits. */
+/* Sorts a set of cut-out texts (equal texts by id) and keeps one id
+ * per text (the smallest). */
 static void spset_finish(const bpe_enc *e, spset *set, int32_t *tmp)
 {
     sort_special(e, set->ids, tmp, set->n);
@@ -307,10 +347,114 @@ static void spset_finish(const bpe_enc *e, spset *set, int32_t *tmp)
                 continue;
         }
         set->ids[k++] = id;
-        unsigned char first = (unsigned char)e->bytes[e->off[id]];
-        set->first[first >> 3] |= (uint8_t)(1u << (first & 7));
     }
     set->n = k;
+}
+
+static uint64_t ac_slot(const spset *set, uint32_t from, unsigned char c)
+{
+    uint64_t h = (((uint64_t)from << 8 | c) + 1) * 0x9E3779B97F4A7C15u;
+    return (h ^ (h >> 29)) & set->emask;
+}
+
+/* The trie edge (from, c), or 0 (the root is nobody's child). */
+static uint32_t ac_edge(const spset *set, uint32_t from, unsigned char c)
+{
+    uint64_t key = ((uint64_t)from << 8 | c) + 1;
+    for (uint64_t i = ac_slot(set, from, c);; i = (i + 1) & set->emask) {
+        if (set->ekey[i] == key)
+            return set->eto[i];
+        if (set->ekey[i] == 0)
+            return 0;
+    }
+}
+
+/* The automaton's move on byte c: the edge, or the fail chain's; adds
+ * the edges tried to *steps. */
+static uint32_t ac_step(const spset *set, uint32_t at, unsigned char c, uint64_t *steps)
+{
+    for (;;) {
+        ++*steps;
+        uint32_t to = ac_edge(set, at, c);
+        if (to || at == 0)
+            return to;
+        at = set->ac[at].fail;
+    }
+}
+
+/* Builds the automaton of a finished set: the trie of the texts
+ * backwards, then fail and out links in order of depth (a state's fail
+ * state is shallower, so it is done first). O(total bytes) steps. */
+static sift_status spset_automaton(const bpe_enc *e, spset *set, sift_error *err)
+{
+    size_t total = 1;
+    for (size_t i = 0; i < set->n; i++)
+        total += (size_t)(e->off[set->ids[i] + 1] - e->off[set->ids[i]]);
+    if (set->n == 0)
+        return SIFT_OK;
+    if (total > UINT32_MAX / 4)
+        return sift__fail(err, SIFT_E_LIMIT, "the special texts hold %zu bytes", total);
+    size_t slots = 16;
+    while (slots < 2 * total)
+        slots *= 2;
+    set->ac = sift__malloc(&e->al, total, sizeof *set->ac);
+    set->ekey = sift__calloc(&e->al, slots, sizeof *set->ekey);
+    set->eto = sift__malloc(&e->al, slots, sizeof *set->eto);
+    uint32_t *order = sift__malloc(&e->al, total, sizeof *order);
+    size_t *at_depth = NULL;
+    if (!set->ac || !set->ekey || !set->eto || !order)
+        goto nomem;
+    set->emask = slots - 1;
+    set->ac[0] = (acnode){0, 0, 0, 0, -1, 0};
+    set->n_ac = 1;
+    for (size_t i = 0; i < set->n; i++) {
+        int32_t id = set->ids[i];
+        size_t len = (size_t)(e->off[id + 1] - e->off[id]);
+        const unsigned char *t = (const unsigned char *)e->bytes + e->off[id];
+        uint32_t at = 0;
+        if (len > set->max_len)
+            set->max_len = len;
+        for (size_t k = len; k-- > 0;) {
+            uint32_t to = ac_edge(set, at, t[k]);
+            if (!to) {
+                to = (uint32_t)set->n_ac++;
+                set->ac[to] = (acnode){0, 0, at, set->ac[at].depth + 1, -1, t[k]};
+                uint64_t j = ac_slot(set, at, t[k]);
+                while (set->ekey[j])
+                    j = (j + 1) & set->emask;
+                set->ekey[j] = ((uint64_t)at << 8 | t[k]) + 1;
+                set->eto[j] = to;
+            }
+            at = to;
+        }
+        set->ac[at].id = id; /* the set holds each text once */
+    }
+    /* states by depth (a counting sort) */
+    at_depth = sift__calloc(&e->al, set->max_len + 2, sizeof *at_depth);
+    if (!at_depth)
+        goto nomem;
+    for (size_t q = 0; q < set->n_ac; q++)
+        at_depth[set->ac[q].depth + 1]++;
+    for (size_t d = 1; d < set->max_len + 2; d++)
+        at_depth[d] += at_depth[d - 1];
+    for (size_t q = 0; q < set->n_ac; q++)
+        order[at_depth[set->ac[q].depth]++] = (uint32_t)q;
+    for (size_t k = 1; k < set->n_ac; k++) {
+        acnode *x = &set->ac[order[k]];
+        uint32_t f = 0;
+        uint64_t steps = 0;
+        if (x->parent != 0)
+            f = ac_step(set, set->ac[x->parent].fail, x->byte, &steps);
+        x->fail = f;
+        x->out = x->id >= 0 ? order[k] : set->ac[f].out;
+    }
+    sift__free(&e->al, at_depth);
+    sift__free(&e->al, order);
+    return SIFT_OK;
+nomem:
+    sift__free(&e->al, at_depth);
+    sift__free(&e->al, order);
+    return sift__fail(err, SIFT_E_NOMEM, "out of memory for the encoder's special texts");
 }
 
 static uint64_t hash_pair(uint32_t a, uint32_t b)
@@ -464,6 +608,9 @@ static sift_status enc_build(bpe_enc **out, const sift_vocab *v, const sift__bpe
     }
     spset_finish(e, &e->sp_all, tmp);
     spset_finish(e, &e->sp_user, tmp);
+    if ((st = spset_automaton(e, &e->sp_all, err)) != SIFT_OK ||
+        (st = spset_automaton(e, &e->sp_user, err)) != SIFT_OK)
+        goto fail;
     if (slot->merges && (st = pairs_build(e, slot, attr, n, err)) != SIFT_OK)
         goto fail;
     if (slot->kind != SIFT_PRETOK_NONE && (st = enc_pattern(e, slot, err)) != SIFT_OK)
@@ -826,15 +973,23 @@ sift_pretokenizer sift_vocab_pretokenizer(const sift_vocab *vocab)
 /* Scratch                                                             */
 /* ------------------------------------------------------------------ */
 
+uint64_t sift__encode_scratch_cut_steps(const sift_encode_scratch *s)
+{
+    return s ? s->cut_steps : 0;
+}
+
 static void scratch_release(sift_encode_scratch *s)
 {
     pcre2_match_data_free(s->md);
     pcre2_general_context_free(s->gctx);
     sift__free(&s->al, s->w);
+    sift__free(&s->al, s->cut);
     s->md = NULL;
     s->gctx = NULL;
     s->w = NULL;
     s->cap = 0;
+    s->cut = NULL;
+    s->cut_cap = 0;
 }
 
 /* Match data on first use (the scratch's allocator is at a stable
@@ -1127,44 +1282,21 @@ static sift_status encode_ordinary(const bpe_enc *e, sift_encode_scratch *s, con
     return SIFT_OK;
 }
 
-/* The longest special token whose text starts t[0..n): its length (0 if
- * none) and id. The sorted specials sharing the first j bytes with the
- * text form a range; each step narrows it to byte j by binary search. */
-static size_t special_at(const bpe_enc *e, const spset *set, const unsigned char *t, size_t n,
-                         int32_t *id)
+/* The longest cut-out text starting at each position of the block
+ * t[from..to) (of a text of n bytes): its state in the automaton, or 0,
+ * into st[0..to - from). The automaton runs backwards from to plus the
+ * longest text's length (no text that starts in the block reaches
+ * further), so a block costs O(to - from + max_len) steps. */
+static void spset_longest(const spset *set, const unsigned char *t, size_t n, size_t from,
+                          size_t to, uint32_t *st, uint64_t *steps)
 {
-    size_t lo = 0, hi = set->n, best = 0;
-    for (size_t j = 0; lo < hi; j++) {
-        int32_t first = set->ids[lo];
-        if ((size_t)(e->off[first + 1] - e->off[first]) == j) {
-            best = j;
-            *id = first;
-            if (++lo == hi)
-                break;
-        }
-        if (j == n)
-            break;
-        unsigned char c = t[j];
-        size_t a = lo, b = hi;
-        while (a < b) { /* first with byte j >= c */
-            size_t mid = a + (b - a) / 2;
-            if ((unsigned char)e->bytes[e->off[set->ids[mid]] + j] < c)
-                a = mid + 1;
-            else
-                b = mid;
-        }
-        size_t z = a, y = hi;
-        while (z < y) { /* first with byte j > c */
-            size_t mid = z + (y - z) / 2;
-            if ((unsigned char)e->bytes[e->off[set->ids[mid]] + j] <= c)
-                z = mid + 1;
-            else
-                y = mid;
-        }
-        lo = a;
-        hi = z;
+    size_t end = n - to > set->max_len ? to + set->max_len : n;
+    uint32_t at = 0;
+    for (size_t p = end; p-- > from;) {
+        at = ac_step(set, at, t[p], steps);
+        if (p < to)
+            st[p - from] = set->ac[at].out;
     }
-    return best;
 }
 
 sift_status sift_vocab_encode(const sift_vocab *vocab, const char *text, size_t len, uint32_t flags,
@@ -1200,18 +1332,27 @@ sift_status sift_vocab_encode(const sift_vocab *vocab, const char *text, size_t 
     const unsigned char *t = (const unsigned char *)(text ? text : "");
     const spset *set = (flags & SIFT_ENCODE_SPECIAL) ? &e->sp_all : &e->sp_user;
     if (set->n > 0) {
-        size_t seg = 0;
+        /* leftmost, then longest: the longest text at each position of
+         * a block, then the cuts; a block is at least as long as the
+         * longest text, so the backward runs cost O(len) in all */
+        size_t seg = 0, block = set->max_len > 4096 ? set->max_len : 4096;
+        uint32_t *at = NULL;
+        if (sift__reserve(&s->al, &s->cut, &s->cut_cap, 0, block, sizeof *s->cut, 4096) != SIFT_OK)
+            st = sift__fail(err, SIFT_E_NOMEM, "out of memory for the encode scratch");
         for (size_t pos = 0; pos < len && st == SIFT_OK;) {
-            int32_t id;
-            size_t ml;
-            if ((set->first[t[pos] >> 3] >> (t[pos] & 7) & 1) &&
-                (ml = special_at(e, set, t + pos, len - pos, &id)) > 0) {
-                st = encode_ordinary(e, s, t + seg, pos - seg, seg, &k, err);
-                emit(&k, (uint32_t)id);
-                pos += ml;
-                seg = pos;
-            } else {
-                pos++;
+            size_t from = pos, to = len - pos > block ? pos + block : len;
+            at = s->cut;
+            spset_longest(set, t, len, from, to, at, &s->cut_steps);
+            while (pos < to && st == SIFT_OK) {
+                uint32_t q = at[pos - from];
+                if (q) {
+                    st = encode_ordinary(e, s, t + seg, pos - seg, seg, &k, err);
+                    emit(&k, (uint32_t)set->ac[q].id);
+                    pos += set->ac[q].depth;
+                    seg = pos;
+                } else {
+                    pos++;
+                }
             }
         }
         if (st == SIFT_OK)

@@ -630,6 +630,15 @@ static void cleanup(sift__js *c)
 sift_status sift_json_schema_to_gbnf(char **out, size_t *out_len, const char *schema, size_t len,
                                      const sift_json_schema_params *params, sift_error *err)
 {
+    int64_t work;
+    return sift__json_schema_to_gbnf_work(out, out_len, schema, len, params, err, &work);
+}
+
+sift_status sift__json_schema_to_gbnf_work(char **out, size_t *out_len, const char *schema,
+                                           size_t len, const sift_json_schema_params *params,
+                                           sift_error *err, int64_t *work)
+{
+    *work = 0;
     if (out)
         *out = NULL;
     if (out_len)
@@ -665,6 +674,7 @@ sift_status sift_json_schema_to_gbnf(char **out, size_t *out_len, const char *sc
     c.max_grammar = pp.max_grammar_bytes;
     c.max_work = pp.max_work;
     st = convert(&c, out, out_len);
+    *work = c.work;
     cleanup(&c);
     return st;
 }

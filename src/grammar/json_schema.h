@@ -97,6 +97,14 @@ typedef struct sift__js {
     sift__js_ref key_escape; /* an escape, then any key rest */
 } sift__js;
 
+/* sift_json_schema_to_gbnf, which also says how many units of work the
+ * conversion charged (*work; tests check the charges against the
+ * schema's size). */
+SIFT__HIDDEN sift_status sift__json_schema_to_gbnf_work(char **out, size_t *out_len,
+                                                        const char *schema, size_t len,
+                                                        const sift_json_schema_params *params,
+                                                        sift_error *err, int64_t *work);
+
 /* json_schema.c: errors at the current place (path + extra segment) */
 SIFT__HIDDEN sift_status sift__js_fail(sift__js *c, sift_status code, const char *key,
                                        const char *fmt, ...) SIFT__PRINTF(4, 5);
