@@ -1020,11 +1020,13 @@ SIFT_API void sift_json_schema_params_init(sift_json_schema_params *params);
  *   not resolve or that loops through $refs alone);
  * - SIFT_E_SCHEMA_UNSUPPORTED: a keyword or form outside the supported
  *   subset under SIFT_JSON_UNSUPPORTED_ERROR, a schema that admits no
- *   value (false at the root);
+ *   value (false at the root), a string or key holding \u0000;
  * - SIFT_E_SCHEMA_LIMIT: schema over max_schema_bytes, GBNF over
  *   max_grammar_bytes, work over max_work, nesting over 256 subschemas,
  *   minItems, maxItems, minProperties or maxProperties over 1999, a
- *   string length bound over 1,999,000;
+ *   string length bound over 1,999,000, a count over 10^15, an integer
+ *   outside the 64-bit range or a number beyond a double's (at its JSON
+ *   Pointer);
  * - SIFT_E_NOMEM.
  * Since: 0.2.
  */

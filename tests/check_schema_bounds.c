@@ -191,7 +191,7 @@ START_TEST(test_many_required_names_are_charged_and_linear)
     int64_t work;
     sift_error err;
     ck_assert_int_eq(convert(&t, &sp, &work, &err), SIFT_OK);
-    ck_assert_int_ge(work, 3 * N);
+    ck_assert_int_ge(work, 4 * N);
     ck_assert_int_le(work, 8 * N);
     free(t.p);
 }
@@ -199,20 +199,79 @@ END_TEST
 
 START_TEST(test_many_refs_are_looked_up_in_linear_work)
 {
+    /* 80,000 targets: a linear search of the ones generated before
+     * made this quadratic (uncharged) */
+    enum { R = 4 * N };
     text t = {0};
     put(&t, "{\"type\":\"object\",\"properties\":{");
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < R; i++)
         put(&t, "%s\"p%d\":{\"$ref\":\"#/$defs/d%d\"}", i ? "," : "", i, i);
     put(&t, "},\"$defs\":{");
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < R; i++)
         put(&t, "%s\"d%d\":{\"type\":\"integer\"}", i ? "," : "", i);
     put(&t, "}}");
     sift_json_schema_params sp = compact();
     sp.max_grammar_bytes = (size_t)64 << 20;
+    sp.max_schema_bytes = (size_t)16 << 20;
+    sp.max_work = 20 * R;
     int64_t work;
     sift_error err;
     ck_assert_int_eq(convert(&t, &sp, &work, &err), SIFT_OK);
-    ck_assert_int_le(work, 10 * N);
+    ck_assert_int_le(work, 12 * R);
+    free(t.p);
+}
+END_TEST
+
+static void count_warning(void *user, const sift_error *w)
+{
+    (void)w;
+    ++*(int *)user;
+}
+
+START_TEST(test_placing_warnings_is_charged_per_scan_of_the_text)
+{
+    /* under the ignore policy each warning locates its place by a scan
+     * of the text: a unit per 4 KiB of it, so that many warnings over a
+     * large schema are bounded by max_work */
+    enum { W = 2000 };
+    text t = {0};
+    put(&t, "{\"anyOf\":[");
+    for (int i = 0; i < W; i++)
+        put(&t, "%s{\"type\":\"integer\",\"not\":{\"const\":%d}}", i ? "," : "", i);
+    put(&t, "]}");
+    int warnings = 0;
+    sift_json_schema_params sp = compact();
+    sp.unsupported = SIFT_JSON_UNSUPPORTED_IGNORE;
+    sp.warn = count_warning;
+    sp.warn_user = &warnings;
+    int64_t work;
+    sift_error err;
+    ck_assert_int_eq(convert(&t, &sp, &work, &err), SIFT_OK);
+    ck_assert_int_eq(warnings, W);
+    ck_assert_int_ge(work, (int64_t)W * (int64_t)(1 + (t.n >> 12)));
+    sp.max_work = W * 4;
+    ck_assert_int_eq(convert(&t, &sp, &work, &err), SIFT_E_SCHEMA_LIMIT);
+    free(t.p);
+}
+END_TEST
+
+START_TEST(test_matching_declared_names_against_a_pattern_is_charged)
+{
+    /* one constraining patternProperties pattern beside N declared
+     * names: each name is matched by PCRE2 (at most 10,000 steps) and
+     * charged 16 units */
+    enum { P = 2000 };
+    text t = {0};
+    put(&t, "{\"type\":\"object\",\"additionalProperties\":false,"
+            "\"patternProperties\":{\"^x\":{\"type\":\"integer\"}},\"properties\":{");
+    for (int i = 0; i < P; i++)
+        put(&t, "%s\"p%d\":{}", i ? "," : "", i);
+    put(&t, "}}");
+    sift_json_schema_params sp = compact();
+    int64_t work;
+    sift_error err;
+    ck_assert_int_eq(convert(&t, &sp, &work, &err), SIFT_OK);
+    ck_assert_int_ge(work, 16 * P);
     free(t.p);
 }
 END_TEST
@@ -363,6 +422,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_tagged_union_one_of_is_decided_by_charged_linear_work);
     tcase_add_test(tc, test_many_required_names_are_charged_and_linear);
     tcase_add_test(tc, test_many_refs_are_looked_up_in_linear_work);
+    tcase_add_test(tc, test_placing_warnings_is_charged_per_scan_of_the_text);
+    tcase_add_test(tc, test_matching_declared_names_against_a_pattern_is_charged);
     tcase_add_test(tc, test_a_schema_at_the_size_limit_converts_or_fails_within_linear_work);
     suite_add_tcase(s, tc);
     tc = tcase_create("numbers and strings");

@@ -288,6 +288,13 @@ sift_status sift__js_unsupported(sift__js *c, const char *key, const char *fmt, 
         return SIFT_E_SCHEMA_UNSUPPORTED;
     }
     if (c->warn) {
+        /* placing the warning scans the text: a unit per 4 KiB, so that
+         * many warnings over a large schema stay bounded */
+        sift_status st = sift__js_work(c, 1 + (int64_t)(c->len >> 12));
+        if (st) {
+            va_end(ap);
+            return st;
+        }
         sift_error w;
         fill_at(c, &w, SIFT_E_SCHEMA_UNSUPPORTED, key, fmt, ap);
         c->warn(c->warn_user, &w);

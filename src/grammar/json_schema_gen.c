@@ -291,6 +291,12 @@ static sift_status resolve(sift__js *c, const char *ref, const json_t **target, 
         if (st)
             return st;
         const json_t *t = walk_pointer(c->root, *ptr);
+        /* only_ref below visits the target's keys, once per $ref */
+        if (t && (st = sift__js_work(c, 1 + (int64_t)json_object_size(t) / 8))) {
+            sift__free(c->al, *ptr);
+            *ptr = NULL;
+            return st;
+        }
         if (!t) {
             st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$ref", "$ref \"%.80s\" does not resolve",
                                ref);
@@ -624,7 +630,9 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
 {
     const char *key;
     json_t *v;
-    sift_status st = sift__js_work(c, 1);
+    /* a unit per key visited: a $ref target with many keys may be
+     * merged once per $ref */
+    sift_status st = sift__js_work(c, 1 + (int64_t)json_object_size(src));
     if (!st && depth > 32)
         st = sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
                            "allOf and $ref merge over 32 levels (a $ref cycle inside allOf?)");

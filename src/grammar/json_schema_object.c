@@ -110,18 +110,27 @@ static int pp_strict(const json_t *pp)
 
 /* Whether a declared property name may match a pattern of pp (the
  * pattern compiled by PCRE2 as an ECMA-262 stand-in; a pattern PCRE2
- * does not take, or a match that fails to finish, counts as a match). */
-static int names_may_match(const json_t *pp, const char *const *names, size_t n_names)
+ * does not take, or a match that fails to finish, counts as a match).
+ * Each match is limited to NAME_MATCH_LIMIT steps and charged
+ * NAME_MATCH_UNITS units, so that many names stay within max_work;
+ * *st is set when the work runs out. */
+#define NAME_MATCH_LIMIT 10000
+#define NAME_MATCH_UNITS 16
+static int names_may_match(sift__js *c, const json_t *pp, const char *const *names, size_t n_names,
+                           sift_status *st)
 {
     const char *pat;
     json_t *ps;
     int hit = 0;
     if (n_names == 0)
         return 0;
+    if ((*st =
+             sift__js_work(c, (int64_t)json_object_size(pp) * (int64_t)n_names * NAME_MATCH_UNITS)))
+        return 1;
     pcre2_match_context *mc = pcre2_match_context_create(NULL);
     if (!mc)
         return 1;
-    pcre2_set_match_limit(mc, 100000);
+    pcre2_set_match_limit(mc, NAME_MATCH_LIMIT);
     json_object_foreach((json_t *)pp, pat, ps)
     {
         int ec;
@@ -196,7 +205,7 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     av.never = 1;
     if (!st && pp_strict(pp) &&
         (json_object_size(pp) > 1 || (ap ? !json_is_false(ap) : !c->strict) ||
-         names_may_match(pp, names, n_names)))
+         (names_may_match(c, pp, names, n_names, &st) && !st)))
         st = sift__js_unsupported(c, "patternProperties",
                                   "a key may match both this and a declared property, a "
                                   "second pattern or additionalProperties: not supported");
