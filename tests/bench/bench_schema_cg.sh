@@ -9,8 +9,13 @@ bin=$1
 command -v valgrind >/dev/null 2>&1 || { echo "bench_schema_cg: valgrind not found"; exit 0; }
 out=${TMPDIR:-/tmp}/bench_schema_cg.$$
 trap 'rm -f "$out" "$out.log"' EXIT
-# libtool wrapper scripts: run the real binary
-[ -x "$(dirname "$bin")/.libs/$(basename "$bin")" ] && bin="$(dirname "$bin")/.libs/$(basename "$bin")"
+# libtool wrapper scripts: run the real binary, with the library it
+# links from the build tree (tests/bench/ is two levels below it)
+if [ -x "$(dirname "$bin")/.libs/$(basename "$bin")" ]; then
+    LD_LIBRARY_PATH="$(cd "$(dirname "$bin")/../.." && pwd)/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH
+    bin="$(dirname "$bin")/.libs/$(basename "$bin")"
+fi
 printf '%-12s %7s %15s %12s\n' shape n instructions "per item"
 for shape in enum-allof enum-oneof const-oneof required ref encode; do
     fn=sift_json_schema_to_gbnf
