@@ -12,6 +12,12 @@
  * part after the last mark is the place. A pointer that leads into a
  * merged schema (allOf, $ref siblings) that has no text of its own is
  * reported at the deepest prefix that exists in the text.
+ *
+ * Values jansson cannot hold (an integer outside int64, a number beyond
+ * a double, \u0000 in a string or key) stop its parse; the offset of its
+ * error is turned into the JSON Pointer of the value by one scan of the
+ * text up to there (pointer_at), so they get sift's own message and
+ * status at their place instead of jansson's words.
  */
 #include <math.h>
 #include <stdarg.h>
