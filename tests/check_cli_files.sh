@@ -83,6 +83,16 @@ t 1 "grammar check of a bad grammar" $sift grammar check "$tmp/bad.gbnf"
 grep -q "^$tmp/bad.gbnf:1:10: error: unterminated string literal" "$tmp/err" ||
     { echo "FAIL grammar check message: $(cat "$tmp/err")"; fail=1; }
 once "$tmp/bad.gbnf" "grammar check of a bad grammar"
+# A token reference (which needs a vocabulary) does not hide the
+# grammar's own error after it; alone, it is the error.
+printf 'root ::= <think> undefined-rule [z-a]\n' >"$tmp/tok.gbnf"
+t 1 "grammar check of a token reference and a reversed range" $sift grammar check "$tmp/tok.gbnf"
+grep -q "^$tmp/tok.gbnf:1:34: error: reversed range" "$tmp/err" ||
+    { echo "FAIL grammar check after a token reference: $(cat "$tmp/err")"; fail=1; }
+printf 'root ::= "a" <think>\n' >"$tmp/tok.gbnf"
+t 1 "grammar check of a token reference alone" $sift grammar check "$tmp/tok.gbnf"
+grep -q "^$tmp/tok.gbnf:1:14: error: token references need a vocabulary" "$tmp/err" ||
+    { echo "FAIL grammar check of a token reference: $(cat "$tmp/err")"; fail=1; }
 t 2 "grammar check of a missing file" $sift grammar check "$tmp/nope.gbnf"
 once "$tmp/nope.gbnf" "grammar check of a missing file"
 printf 'chain: [greedy]\ngrammar:\n  text: root ::= "a"\n' >"$tmp/nv.yaml"
