@@ -870,7 +870,8 @@ enum {
     CU_FAIL,      /* returns 7 */
     CU_KEEP2_ODD, /* keeps the first two odd ids, lowering them */
     CU_REENTER,   /* calls back into its chain */
-    CU_BAN_ALL    /* sets every logit to -inf */
+    CU_BAN_ALL,   /* sets every logit to -inf */
+    CU_BAN_FIRST  /* sets every logit to -inf on its first call only */
 };
 
 typedef struct cu {
@@ -945,6 +946,10 @@ static int cu_apply(void *user, sift_candidate *d, size_t *size)
     }
     case CU_BAN_ALL:
         for (size_t i = 0; i < *size; i++)
+            d[i].logit = -INFINITY;
+        break;
+    case CU_BAN_FIRST:
+        for (size_t i = 0; u->calls == 1 && i < *size; i++)
             d[i].logit = -INFINITY;
         break;
     case CU_REENTER: {
@@ -1233,6 +1238,24 @@ START_TEST(test_custom_stage_banning_everything_gives_no_candidate)
 {
     /* named: the custom stage (0), not the selector that found nothing */
     check_bad_custom(CU_BAN_ALL, SIFT_E_NO_CANDIDATE, 0, "stage 0 (user)");
+}
+END_TEST
+
+/* The stage to name is found where the custom stage's output is checked,
+ * not by calling the stage again, which may answer otherwise. */
+START_TEST(test_custom_stage_banning_everything_is_named_though_a_second_call_would_not)
+{
+    cu *u = cu_new(CU_BAN_FIRST);
+    sift_chain *c = custom_chain(u);
+    float row[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t t = -9;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_sample(c, row, 8, &t, &err), SIFT_E_NO_CANDIDATE);
+    assert_error(&err, SIFT_E_NO_CANDIDATE, 0);
+    ck_assert_msg(strstr(err.message, "stage 0 (user) removed the last candidate") != NULL, "%s",
+                  err.message);
+    ck_assert_int_eq(t, -9);
+    sift_chain_free(c);
 }
 END_TEST
 
@@ -2027,7 +2050,7 @@ static Suite *suite(void)
     Suite *s = suite_create("chain");
     struct {
         const char *name;
-        const TTest *tests[12];
+        const TTest *tests[13];
     } groups[] = {
         {"lifecycle",
          {test_free_and_queries_of_null_are_no_ops, test_params_init_sets_the_documented_defaults,
@@ -2070,7 +2093,8 @@ static Suite *suite(void)
           test_custom_stage_writing_an_id_out_of_range_is_an_argument_error,
           test_custom_stage_writing_nan_or_pinf_is_a_row_value_error_naming_the_token,
           test_custom_stage_failure_returns_an_argument_error_with_nothing_changed,
-          test_custom_stage_banning_everything_gives_no_candidate}},
+          test_custom_stage_banning_everything_gives_no_candidate,
+          test_custom_stage_banning_everything_is_named_though_a_second_call_would_not}},
         {"custom_clone",
          {test_clone_of_a_custom_stage_without_clone_is_a_state_error,
           test_clone_of_a_custom_stage_copies_its_user_data}},

@@ -197,6 +197,11 @@ static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_
         return SIFT_OK;
     if (s != SIFT_OK && (s != SIFT_E_NO_CANDIDATE || i == 0))
         return s;
+    /* A custom stage notes it when it leaves nothing finite (core/custom.c),
+     * and no built-in stage makes a -inf logit finite again, so its note
+     * stands; built-in stages are found by running the stages again. */
+    if (ctx->banned_at < i)
+        return sift__no_candidate_left(c, ctx);
     /* Find the stage that banned the last candidate. */
     sift__ctx re = start;
     re.err = NULL;
