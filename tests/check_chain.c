@@ -358,6 +358,49 @@ START_TEST(test_a_selector_that_is_not_last_is_an_argument_error_naming_it)
     sift_token_prob out[4];
     ck_assert_int_eq(sift_chain_distribution(c, row, 4, out, 4, &n, &err), SIFT_E_ARG);
     sift_chain_free(c);
+    /* a chain that does not end in a selector names the misplaced one */
+    c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample(c, row, 4, &t, &err), SIFT_E_ARG);
+    assert_error(&err, SIFT_E_ARG, 0);
+    ck_assert_msg(strstr(err.message, "stage 0 (dist) is a selector but not the last stage"), "%s",
+                  err.message);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* The message of a chain without a final selector lists every selector
+ * there is, by the names the chain gives them. */
+START_TEST(test_the_missing_selector_message_lists_every_selector)
+{
+    sift_chain *none = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_top_k(none, 2, NULL), SIFT_OK);
+    float row[4] = {1, 2, 3, 4};
+    int32_t t;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_sample(none, row, 4, &t, &err), SIFT_E_ARG);
+    sift_chain_free(none);
+    for (int k = 0; k < 6; k++) {
+        sift_chain *c = new_chain(1);
+        sift_status st = k == 0   ? sift_chain_add_greedy(c, NULL)
+                         : k == 1 ? sift_chain_add_dist(c, NULL)
+                         : k == 2 ? sift_chain_add_dist_id_order(c, NULL)
+                         : k == 3 ? sift_chain_add_mirostat(c, 4, 5.0f, 0.1f, 2, NULL)
+                         : k == 4 ? sift_chain_add_mirostat_v2(c, 5.0f, 0.1f, NULL)
+                                  : sift_chain_add_adaptive_p(c, 0.5f, 0.9f, NULL);
+        ck_assert_int_eq(st, SIFT_OK);
+        const char *name = sift_chain_stage_name(c, 0);
+        char word[64];
+        snprintf(word, sizeof word, " %s,", name);
+        int listed = strstr(err.message, word) != NULL;
+        snprintf(word, sizeof word, " %s)", name);
+        listed |= strstr(err.message, word) != NULL;
+        snprintf(word, sizeof word, "(%s,", name);
+        listed |= strstr(err.message, word) != NULL;
+        ck_assert_msg(listed, "'%s' missing from: %s", name, err.message);
+        sift_chain_free(c);
+    }
 }
 END_TEST
 
@@ -2063,6 +2106,7 @@ static Suite *suite(void)
           test_sampling_a_chain_without_stages_is_an_argument_error,
           test_sampling_without_a_final_selector_is_an_argument_error,
           test_a_selector_that_is_not_last_is_an_argument_error_naming_it,
+          test_the_missing_selector_message_lists_every_selector,
           test_stage_names_and_classes_are_reported}},
         {"rows",
          {test_a_row_length_other_than_n_vocab_is_an_argument_error,

@@ -51,18 +51,20 @@ sift_status sift__step_check(sift_chain *c, int32_t V, int need_selector, sift_e
     sift_status s = sift__chain_check_vocab(c, V, err);
     if (s)
         return s;
-    if (c->n_stages == 0 || !c->stages[c->n_stages - 1]->ops->is_selector) {
-        if (need_selector || c->n_stages == 0)
-            return sift__fail(err, SIFT_E_ARG,
-                              "chain must end with exactly one selector (greedy, dist, "
-                              "mirostat, mirostat_v2)%s",
-                              c->n_stages ? "" : "; it has no stages");
-    }
+    /* A selector before the last stage is named first, whether or not
+     * the last stage is one: it is the stage to move. */
     for (size_t i = 0; i + 1 < c->n_stages; i++)
         if (c->stages[i]->ops->is_selector)
             return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
                                  "stage %zu (%s) is a selector but not the last stage", i,
                                  sift__stage_name(c->stages[i]));
+    if (c->n_stages == 0 || !c->stages[c->n_stages - 1]->ops->is_selector) {
+        if (need_selector || c->n_stages == 0)
+            return sift__fail(err, SIFT_E_ARG,
+                              "chain must end with exactly one selector (greedy, dist, "
+                              "dist_id_order, mirostat, mirostat_v2, adaptive_p)%s",
+                              c->n_stages ? "" : "; it has no stages");
+    }
     for (size_t i = 0; i < c->n_stages; i++) {
         const sift__stage *st = c->stages[i];
         if (st->ops->max_token) {
