@@ -1355,6 +1355,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
 /* ones sift_chain_sample gives on the whole row. When the slice cannot */
 /* decide a step, sift calls the row hook (and continues on the whole  */
 /* row) or, with no hook, returns SIFT_E_NEED_ROW with nothing changed. */
+/* An EXACT plan's k always decides canonical slices (sift_slicer);     */
+/* a device top-k of plan.k may need the hook where ties sit at k.      */
 /* ------------------------------------------------------------------ */
 
 /**
@@ -1466,8 +1468,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice(sift_chain *chain,
 
 /**
  * sift_chain_distribution on a slice: the tokens of the final
- * distribution of this step in canonical order, with their probabilities
- * (what servers return as logprobs: take the first n). Exact on the
+ * distribution of this step in canonical order, with their probabilities:
+ * the distribution after the chain (llama.cpp's post_sampling_probs), not
+ * the raw softmax that OpenAI, vLLM and llama-server return as logprobs
+ * by default, which needs the whole row. Exact on the
  * slice whenever the plan is not WHOLE_ROW and the slice decides; else
  * the row hook or SIFT_E_NEED_ROW, as sift_chain_sample_slice. Nothing
  * changes. Since: 0.1.
@@ -1480,7 +1484,13 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution_slice(sift_chain *ch
 
 /** How far a plan's k can be trusted. */
 typedef enum sift_guarantee {
-    /** A slice of k (plus the extras) always decides the step. */
+    /** A canonical slice of k (exactly Prefix(k), as sift_slicer_build
+     * gives it; SIFT_SLICE_CANONICAL), plus the extras, always decides the
+     * step. A device top-k of k (flags = 0: any order, any choice among
+     * the tokens tied at its smallest logit) decides it only when that
+     * tie cannot matter: where k ends at a TOP stage's boundary and
+     * logits tie there (bf16 rows), the step may need the row (the hook
+     * or SIFT_E_NEED_ROW; docs/analyzer.md, "The slice contract"). */
     SIFT_GUARANTEE_EXACT = 0,
     /** No static bound: each step checks its certificate and may need the
      * row (hook); k is the recommended prefix length. */
