@@ -1265,7 +1265,10 @@ SIFT_API sift_class sift_chain_stage_class(const sift_chain *chain, size_t i, in
  *   final selector, or a stage refers to a token id >= n_vocab;
  * - SIFT_E_LIMIT: n_vocab above max_vocab;
  * - SIFT_E_ROW_VALUE: logits[i] is NaN or +inf (err->index = i, the first);
- * - SIFT_E_NO_CANDIDATE: every token is -inf on entry or after a stage;
+ * - SIFT_E_NO_CANDIDATE: every token is -inf on entry ("all N tokens are
+ *   banned (-inf) in the input row", err->index = -1) or after a stage
+ *   (err->index = the stage that removed the last candidate, named in
+ *   the message);
  * - SIFT_E_STATE: called from inside a callback of this chain;
  * - SIFT_E_NOMEM: the first call for a given n_vocab could not size the
  *   scratch buffers.
@@ -1355,8 +1358,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
 /* ones sift_chain_sample gives on the whole row. When the slice cannot */
 /* decide a step, sift calls the row hook (and continues on the whole  */
 /* row) or, with no hook, returns SIFT_E_NEED_ROW with nothing changed. */
-/* An EXACT plan's k always decides canonical slices (sift_slicer);     */
-/* a device top-k of plan.k may need the hook where ties sit at k.      */
+/* An EXACT plan's k always decides canonical slices (sift_slicer);    */
+/* a device top-k of plan.k may need the hook where ties sit at k.     */
 /* ------------------------------------------------------------------ */
 
 /**
@@ -2054,7 +2057,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_bad_words(sift_chain *chain,
  *
  * Loading validates everything and collects every problem (not just the
  * first) as diagnostics in GCC style, "FILE:LINE:COL: error: MESSAGE" or
- * "... warning: ...". A config object is read-only after loading, so many
+ * "... warning: ..."; a YAML syntax error ends the load, and a grammar or
+ * JSON Schema gives its first error only (docs/config.md, "Diagnostics"). A config object is read-only after loading, so many
  * threads may read one and build chains from it at once.
  *
  * libyaml allocates through malloc (it has no allocator hook); everything
