@@ -1314,7 +1314,9 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_accept_prompt(sift_chain *chain, 
  * does not enter: this is the distribution of the first draw; a step
  * whose first draw it rejects samples from that distribution with the
  * rejected tokens removed. For logprobs under a grammar, add it as a
- * stage (sift_chain_add_grammar). Errors as sift_chain_sample. Since: 0.1.
+ * stage (sift_chain_add_grammar). The chain need not end with a selector
+ * (the report is then the softmax of what the last stage left). Errors as
+ * sift_chain_sample, but for that missing selector. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain, const float *logits,
                                                             int32_t n_vocab, sift_token_prob *out,
@@ -2058,8 +2060,9 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_bad_words(sift_chain *chain,
  * Loading validates everything and collects every problem (not just the
  * first) as diagnostics in GCC style, "FILE:LINE:COL: error: MESSAGE" or
  * "... warning: ..."; a YAML syntax error ends the load, and a grammar or
- * JSON Schema gives its first error only (docs/config.md, "Diagnostics"). A config object is read-only after loading, so many
- * threads may read one and build chains from it at once.
+ * JSON Schema gives its first error only (docs/config.md, "Diagnostics").
+ * A config object is read-only after loading, so many threads may read
+ * one and build chains from it at once.
  *
  * libyaml allocates through malloc (it has no allocator hook); everything
  * sift itself allocates for a config goes through the allocator given in
