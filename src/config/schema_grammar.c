@@ -545,10 +545,10 @@ void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
         if (!sift__cfg_get_str(v, root, "grammar.root")) {
             root_ok = 0;
         } else if (schema) {
-            root_ok =
-                sift__cfg_err_at(v, root, SIFT_E_CONFIG_KEY,
-                                 "grammar.root does not apply to a json_schema (its start rule "
-                                 "is root)");
+            /* reported; the schema's start rule is root all the same */
+            sift__cfg_err_at(v, root, SIFT_E_CONFIG_KEY,
+                             "grammar.root does not apply to a json_schema (its start rule "
+                             "is root)");
         } else if (!rule_name_ok(root)) {
             root_ok = sift__cfg_err_at(
                 v, root, SIFT_E_CONFIG_VALUE,
