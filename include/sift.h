@@ -1269,7 +1269,10 @@ SIFT_API sift_class sift_chain_stage_class(const sift_chain *chain, size_t i, in
  *   final selector, or a stage refers to a token id >= n_vocab;
  * - SIFT_E_LIMIT: n_vocab above max_vocab;
  * - SIFT_E_ROW_VALUE: logits[i] is NaN or +inf (err->index = i, the first);
- * - SIFT_E_NO_CANDIDATE: every token is -inf on entry or after a stage;
+ * - SIFT_E_NO_CANDIDATE: every token is -inf on entry ("all N tokens are
+ *   banned (-inf) in the input row", err->index = -1) or after a stage
+ *   (err->index = the stage that removed the last candidate, named in
+ *   the message);
  * - SIFT_E_STATE: called from inside a callback of this chain;
  * - SIFT_E_NOMEM: the first call for a given n_vocab could not size the
  *   scratch buffers.
@@ -1315,7 +1318,9 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_accept_prompt(sift_chain *chain, 
  * does not enter: this is the distribution of the first draw; a step
  * whose first draw it rejects samples from that distribution with the
  * rejected tokens removed. For logprobs under a grammar, add it as a
- * stage (sift_chain_add_grammar). Errors as sift_chain_sample. Since: 0.1.
+ * stage (sift_chain_add_grammar). The chain need not end with a selector
+ * (the report is then the softmax of what the last stage left). Errors as
+ * sift_chain_sample, but for that missing selector. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution(sift_chain *chain, const float *logits,
                                                             int32_t n_vocab, sift_token_prob *out,
@@ -1359,6 +1364,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
 /* ones sift_chain_sample gives on the whole row. When the slice cannot */
 /* decide a step, sift calls the row hook (and continues on the whole  */
 /* row) or, with no hook, returns SIFT_E_NEED_ROW with nothing changed. */
+/* An EXACT plan's k always decides canonical slices (sift_slicer);    */
+/* a device top-k of plan.k may need the hook where ties sit at k.     */
 /* ------------------------------------------------------------------ */
 
 /**
@@ -1470,8 +1477,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice(sift_chain *chain,
 
 /**
  * sift_chain_distribution on a slice: the tokens of the final
- * distribution of this step in canonical order, with their probabilities
- * (what servers return as logprobs: take the first n). Exact on the
+ * distribution of this step in canonical order, with their probabilities:
+ * the distribution after the chain (llama.cpp's post_sampling_probs), not
+ * the raw softmax that OpenAI, vLLM and llama-server return as logprobs
+ * by default, which needs the whole row. Exact on the
  * slice whenever the plan is not WHOLE_ROW and the slice decides; else
  * the row hook or SIFT_E_NEED_ROW, as sift_chain_sample_slice. Nothing
  * changes. Since: 0.1.
@@ -1484,7 +1493,13 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution_slice(sift_chain *ch
 
 /** How far a plan's k can be trusted. */
 typedef enum sift_guarantee {
-    /** A slice of k (plus the extras) always decides the step. */
+    /** A canonical slice of k (exactly Prefix(k), as sift_slicer_build
+     * gives it; SIFT_SLICE_CANONICAL), plus the extras, always decides the
+     * step. A device top-k of k (flags = 0: any order, any choice among
+     * the tokens tied at its smallest logit) decides it only when that
+     * tie cannot matter: where k ends at a TOP stage's boundary and
+     * logits tie there (bf16 rows), the step may need the row (the hook
+     * or SIFT_E_NEED_ROW; docs/analyzer.md, "The slice contract"). */
     SIFT_GUARANTEE_EXACT = 0,
     /** No static bound: each step checks its certificate and may need the
      * row (hook); k is the recommended prefix length. */
@@ -2048,8 +2063,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_add_bad_words(sift_chain *chain,
  *
  * Loading validates everything and collects every problem (not just the
  * first) as diagnostics in GCC style, "FILE:LINE:COL: error: MESSAGE" or
- * "... warning: ...". A config object is read-only after loading, so many
- * threads may read one and build chains from it at once.
+ * "... warning: ..."; a YAML syntax error ends the load, and a grammar or
+ * JSON Schema gives its first error only (docs/config.md, "Diagnostics").
+ * A config object is read-only after loading, so many threads may read
+ * one and build chains from it at once.
  *
  * libyaml allocates through malloc (it has no allocator hook); everything
  * sift itself allocates for a config goes through the allocator given in

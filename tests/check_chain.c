@@ -358,6 +358,49 @@ START_TEST(test_a_selector_that_is_not_last_is_an_argument_error_naming_it)
     sift_token_prob out[4];
     ck_assert_int_eq(sift_chain_distribution(c, row, 4, out, 4, &n, &err), SIFT_E_ARG);
     sift_chain_free(c);
+    /* a chain that does not end in a selector names the misplaced one */
+    c = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample(c, row, 4, &t, &err), SIFT_E_ARG);
+    assert_error(&err, SIFT_E_ARG, 0);
+    ck_assert_msg(strstr(err.message, "stage 0 (dist) is a selector but not the last stage"), "%s",
+                  err.message);
+    sift_chain_free(c);
+}
+END_TEST
+
+/* The message of a chain without a final selector lists every selector
+ * there is, by the names the chain gives them. */
+START_TEST(test_the_missing_selector_message_lists_every_selector)
+{
+    sift_chain *none = new_chain(1);
+    ck_assert_int_eq(sift_chain_add_top_k(none, 2, NULL), SIFT_OK);
+    float row[4] = {1, 2, 3, 4};
+    int32_t t;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_sample(none, row, 4, &t, &err), SIFT_E_ARG);
+    sift_chain_free(none);
+    for (int k = 0; k < 6; k++) {
+        sift_chain *c = new_chain(1);
+        sift_status st = k == 0   ? sift_chain_add_greedy(c, NULL)
+                         : k == 1 ? sift_chain_add_dist(c, NULL)
+                         : k == 2 ? sift_chain_add_dist_id_order(c, NULL)
+                         : k == 3 ? sift_chain_add_mirostat(c, 4, 5.0f, 0.1f, 2, NULL)
+                         : k == 4 ? sift_chain_add_mirostat_v2(c, 5.0f, 0.1f, NULL)
+                                  : sift_chain_add_adaptive_p(c, 0.5f, 0.9f, NULL);
+        ck_assert_int_eq(st, SIFT_OK);
+        const char *name = sift_chain_stage_name(c, 0);
+        char word[64];
+        snprintf(word, sizeof word, " %s,", name);
+        int listed = strstr(err.message, word) != NULL;
+        snprintf(word, sizeof word, " %s)", name);
+        listed |= strstr(err.message, word) != NULL;
+        snprintf(word, sizeof word, "(%s,", name);
+        listed |= strstr(err.message, word) != NULL;
+        ck_assert_msg(listed, "'%s' missing from: %s", name, err.message);
+        sift_chain_free(c);
+    }
 }
 END_TEST
 
@@ -870,7 +913,8 @@ enum {
     CU_FAIL,      /* returns 7 */
     CU_KEEP2_ODD, /* keeps the first two odd ids, lowering them */
     CU_REENTER,   /* calls back into its chain */
-    CU_BAN_ALL    /* sets every logit to -inf */
+    CU_BAN_ALL,   /* sets every logit to -inf */
+    CU_BAN_FIRST  /* sets every logit to -inf on its first call only */
 };
 
 typedef struct cu {
@@ -945,6 +989,10 @@ static int cu_apply(void *user, sift_candidate *d, size_t *size)
     }
     case CU_BAN_ALL:
         for (size_t i = 0; i < *size; i++)
+            d[i].logit = -INFINITY;
+        break;
+    case CU_BAN_FIRST:
+        for (size_t i = 0; u->calls == 1 && i < *size; i++)
             d[i].logit = -INFINITY;
         break;
     case CU_REENTER: {
@@ -1233,6 +1281,24 @@ START_TEST(test_custom_stage_banning_everything_gives_no_candidate)
 {
     /* named: the custom stage (0), not the selector that found nothing */
     check_bad_custom(CU_BAN_ALL, SIFT_E_NO_CANDIDATE, 0, "stage 0 (user)");
+}
+END_TEST
+
+/* The stage to name is found where the custom stage's output is checked,
+ * not by calling the stage again, which may answer otherwise. */
+START_TEST(test_custom_stage_banning_everything_is_named_though_a_second_call_would_not)
+{
+    cu *u = cu_new(CU_BAN_FIRST);
+    sift_chain *c = custom_chain(u);
+    float row[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t t = -9;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_sample(c, row, 8, &t, &err), SIFT_E_NO_CANDIDATE);
+    assert_error(&err, SIFT_E_NO_CANDIDATE, 0);
+    ck_assert_msg(strstr(err.message, "stage 0 (user) removed the last candidate") != NULL, "%s",
+                  err.message);
+    ck_assert_int_eq(t, -9);
+    sift_chain_free(c);
 }
 END_TEST
 
@@ -2027,7 +2093,7 @@ static Suite *suite(void)
     Suite *s = suite_create("chain");
     struct {
         const char *name;
-        const TTest *tests[12];
+        const TTest *tests[13];
     } groups[] = {
         {"lifecycle",
          {test_free_and_queries_of_null_are_no_ops, test_params_init_sets_the_documented_defaults,
@@ -2040,6 +2106,7 @@ static Suite *suite(void)
           test_sampling_a_chain_without_stages_is_an_argument_error,
           test_sampling_without_a_final_selector_is_an_argument_error,
           test_a_selector_that_is_not_last_is_an_argument_error_naming_it,
+          test_the_missing_selector_message_lists_every_selector,
           test_stage_names_and_classes_are_reported}},
         {"rows",
          {test_a_row_length_other_than_n_vocab_is_an_argument_error,
@@ -2070,7 +2137,8 @@ static Suite *suite(void)
           test_custom_stage_writing_an_id_out_of_range_is_an_argument_error,
           test_custom_stage_writing_nan_or_pinf_is_a_row_value_error_naming_the_token,
           test_custom_stage_failure_returns_an_argument_error_with_nothing_changed,
-          test_custom_stage_banning_everything_gives_no_candidate}},
+          test_custom_stage_banning_everything_gives_no_candidate,
+          test_custom_stage_banning_everything_is_named_though_a_second_call_would_not}},
         {"custom_clone",
          {test_clone_of_a_custom_stage_without_clone_is_a_state_error,
           test_clone_of_a_custom_stage_copies_its_user_data}},

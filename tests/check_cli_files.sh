@@ -83,6 +83,16 @@ t 1 "grammar check of a bad grammar" $sift grammar check "$tmp/bad.gbnf"
 grep -q "^$tmp/bad.gbnf:1:10: error: unterminated string literal" "$tmp/err" ||
     { echo "FAIL grammar check message: $(cat "$tmp/err")"; fail=1; }
 once "$tmp/bad.gbnf" "grammar check of a bad grammar"
+# A token reference (which needs a vocabulary) does not hide the
+# grammar's own error after it; alone, it is the error.
+printf 'root ::= <think> undefined-rule [z-a]\n' >"$tmp/tok.gbnf"
+t 1 "grammar check of a token reference and a reversed range" $sift grammar check "$tmp/tok.gbnf"
+grep -q "^$tmp/tok.gbnf:1:34: error: reversed range" "$tmp/err" ||
+    { echo "FAIL grammar check after a token reference: $(cat "$tmp/err")"; fail=1; }
+printf 'root ::= "a" <think>\n' >"$tmp/tok.gbnf"
+t 1 "grammar check of a token reference alone" $sift grammar check "$tmp/tok.gbnf"
+grep -q "^$tmp/tok.gbnf:1:14: error: token references need a vocabulary" "$tmp/err" ||
+    { echo "FAIL grammar check of a token reference: $(cat "$tmp/err")"; fail=1; }
 t 2 "grammar check of a missing file" $sift grammar check "$tmp/nope.gbnf"
 once "$tmp/nope.gbnf" "grammar check of a missing file"
 printf 'chain: [greedy]\ngrammar:\n  text: root ::= "a"\n' >"$tmp/nv.yaml"
@@ -93,9 +103,10 @@ grep -q "^$tmp/nv.yaml:3:9: warning: the grammar needs a vocabulary" "$tmp/out" 
     { echo "FAIL check: no 'needs a vocabulary' warning ($(cat "$tmp/out" "$tmp/err"))"; fail=1; }
 once "$tmp/nv.yaml:3:9: warning" "check of a grammar without vocabulary"
 t 1 "plan of a grammar without vocabulary" $sift plan "$tmp/nv.yaml"
-grep -q "nv.yaml: error: the grammar needs a vocabulary" "$tmp/err" ||
-    { echo "FAIL plan: no 'needs a vocabulary' ($(cat "$tmp/out" "$tmp/err"))"; fail=1; }
-once "$tmp/nv.yaml: error" "plan of a grammar without vocabulary"
+# plan refuses it at the place and in the words of check's warning
+grep -q "^$tmp/nv.yaml:3:9: error: the grammar needs a vocabulary (name one with 'vocab', or pass one to sift_config_build_chain)$" "$tmp/err" ||
+    { echo "FAIL plan: no 'needs a vocabulary' at 3:9 ($(cat "$tmp/out" "$tmp/err"))"; fail=1; }
+once "$tmp/nv.yaml:3:9: error" "plan of a grammar without vocabulary"
 for cmd in sample inspect; do
     t 1 "$cmd of a grammar without vocabulary" $sift $cmd "$tmp/nv.yaml" --logits "$tmp/rows.npy"
     once "$tmp/nv.yaml" "$cmd of a grammar without vocabulary"

@@ -1939,27 +1939,44 @@ START_TEST(test_parser_and_matcher_run_on_a_256k_stack)
 END_TEST
 
 /* The config asks the grammar module, not its message text, whether a
- * grammar failed only for want of a vocabulary (sift__grammar_new_ex). */
+ * grammar needs a vocabulary (sift__grammar_new_ex): token references then
+ * compile to stand-ins, and the grammar's own errors after one are still
+ * found. */
 START_TEST(test_a_token_reference_without_a_vocabulary_is_reported_as_needing_one)
 {
     const char *with_id = "root ::= \"a\" <[5]>";
     const char *with_text = "root ::= <hello>";
+    const char *then_bad = "root ::= <hello> [z-a]";
     const char *bad = "root ::= \"a";
     sift_grammar *g = NULL;
     sift_error err;
     int nv = -1;
     ck_assert_int_eq(sift__grammar_new_ex(&g, with_id, strlen(with_id), NULL, NULL, &nv, &err),
-                     SIFT_E_GRAMMAR_SYNTAX);
+                     SIFT_OK);
     ck_assert_int_eq(nv, 1);
+    sift_grammar_free(g);
+    g = NULL;
     nv = -1;
     ck_assert_int_eq(sift__grammar_new_ex(&g, with_text, strlen(with_text), NULL, NULL, &nv, &err),
-                     SIFT_E_GRAMMAR_SYNTAX);
+                     SIFT_OK);
     ck_assert_int_eq(nv, 1);
+    sift_grammar_free(g);
+    g = NULL;
+    nv = -1;
+    ck_assert_int_eq(sift__grammar_new_ex(&g, then_bad, strlen(then_bad), NULL, NULL, &nv, &err),
+                     SIFT_E_GRAMMAR_SYNTAX);
+    ck_assert_msg(strstr(err.message, "grammar:1:19: reversed range") != NULL, "%s", err.message);
+    ck_assert_ptr_null(g);
     nv = -1;
     ck_assert_int_eq(sift__grammar_new_ex(&g, bad, strlen(bad), NULL, NULL, &nv, &err),
                      SIFT_E_GRAMMAR_SYNTAX);
     ck_assert_int_eq(nv, 0);
     ck_assert_ptr_null(g);
+    /* without the question, the token reference is the error */
+    ck_assert_int_eq(sift_grammar_new(&g, then_bad, strlen(then_bad), NULL, NULL, &err),
+                     SIFT_E_GRAMMAR_SYNTAX);
+    ck_assert_msg(strstr(err.message, "grammar:1:10: token references need a vocabulary") != NULL,
+                  "%s", err.message);
 }
 END_TEST
 

@@ -71,9 +71,10 @@ void cli_error(FILE *errout, const char *prog, const char *path, const sift_erro
 void cli_diag(FILE *errout, const char *prog, const char *path, const char *severity,
               const sift_error *err);
 /* Loads the vocabulary the config names (sift_config_load_vocab: special
- * tokens, EOG ids, padding to vocab_size) into *vocab (NULL if none), and
- * refuses a grammar without one, with the same judgement for `sift check`
- * and for the commands that build the chain. Messages go to `errout`
+ * tokens, EOG ids, padding to vocab_size) into *vocab (NULL if none). What
+ * needs a vocabulary the file does not name is left to the chain's build,
+ * which says it at its place for `sift check` (a warning) and for the
+ * commands that build the chain (an error). Messages go to `errout`
  * ("[PROG: ]PATH: error: ..."). Returns CMD_OK, CMD_FAIL, or CMD_USAGE for
  * a vocabulary file that cannot be read. */
 int cli_config_vocab(const char *prog, const char *path, const sift_config *cfg, sift_vocab **vocab,

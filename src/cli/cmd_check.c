@@ -8,7 +8,9 @@
  * every file is valid (warnings allowed), 1 when one has errors, 2 for a
  * usage error or a file that cannot be read (the most severe wins).
  * A valid config is then built as `sift plan` builds it (with the
- * vocabulary it names), so check refuses what plan and sample refuse.
+ * vocabulary it names), so check refuses what plan and sample refuse,
+ * but for a chain that needs a vocabulary the file does not name: a
+ * warning here, the same words as an error there (docs/cli.md).
  */
 #include <errno.h>
 #include <string.h>

@@ -8,8 +8,9 @@
  * message). match --schema: exit 0 accepted, 1 rejected, 2 when the
  * schema cannot be compiled (or usage and I/O errors).
  *
- * check: compiles the grammar (no vocabulary: token references are
- * reported) and prints every problem as FILE:LINE:COL: error: MESSAGE.
+ * check: compiles the grammar (no vocabulary) and prints its first error
+ * as FILE:LINE:COL: error: MESSAGE; a token reference, which needs a
+ * vocabulary, is that error only when the grammar has no other.
  * match: feeds the whole input to the grammar byte by byte; exit 0 when it
  * is accepted and the grammar is complete there, 1 otherwise with the
  * place it failed (byte offset and line:column of the input).
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "grammar/gbnf.h"
 #include "sift.h"
 #include "sift_internal.h"
 
@@ -68,7 +70,12 @@ static char *slurp(const char *path, size_t max, size_t *len, FILE *errout)
     return data;
 }
 
-static int compile(const char *path, const char *root, sift_grammar **g, FILE *errout)
+/* Compiles the grammar file. For check (`for_check`) token references
+ * first compile to stand-ins, so that the grammar's own first error is
+ * the one reported even after a token reference; only a grammar with no
+ * other error is compiled again to report its first token reference. */
+static int compile(const char *path, const char *root, int for_check, sift_grammar **g,
+                   FILE *errout)
 {
     size_t len = 0;
     char *text = slurp(path, (size_t)2 << 20, &len, errout);
@@ -79,7 +86,14 @@ static int compile(const char *path, const char *root, sift_grammar **g, FILE *e
     gp.source_name = path;
     gp.root = root;
     sift_error err;
-    sift_status st = sift_grammar_new(g, text, len, NULL, &gp, &err);
+    int needs_vocab = 0;
+    sift_status st = for_check ? sift__grammar_new_ex(g, text, len, NULL, &gp, &needs_vocab, &err)
+                               : sift_grammar_new(g, text, len, NULL, &gp, &err);
+    if (st == SIFT_OK && needs_vocab) {
+        sift_grammar_free(*g);
+        *g = NULL;
+        st = sift_grammar_new(g, text, len, NULL, &gp, &err);
+    }
     free(text);
     if (st) {
         cli_error(errout, NULL, path, &err);
@@ -275,7 +289,8 @@ int cmd_grammar(int argc, char **argv, FILE *out, FILE *errout)
         return CMD_USAGE;
     }
     sift_grammar *g = NULL;
-    int rc = schema ? compile_schema(schema, &so, &g, errout) : compile(path, root, &g, errout);
+    int rc = schema ? compile_schema(schema, &so, &g, errout)
+                    : compile(path, root, !is_match, &g, errout);
     if (rc != CMD_OK)
         return rc;
     if (!is_match) {

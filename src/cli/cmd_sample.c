@@ -107,13 +107,9 @@ int cli_config_vocab(const char *prog, const char *path, const sift_config *cfg,
         cli_error(errout, prog, path, &err);
         return st == SIFT_E_IO ? CMD_USAGE : CMD_FAIL;
     }
-    if (!*vocab && sift_config_grammar_info(cfg)) {
-        fprintf(errout,
-                "%s%s%s: error: the grammar needs a vocabulary: name one with 'vocab' "
-                "(docs/config.md)\n",
-                prog ? prog : "", prog ? ": " : "", path);
-        return CMD_FAIL;
-    }
+    /* What needs a vocabulary the file does not name (a grammar, DRY's
+     * breakers) is left to sift_config_build_chain, so that plan, sample
+     * and inspect say it at the place and in the words sift check uses. */
     return CMD_OK;
 }
 

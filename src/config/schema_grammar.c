@@ -345,11 +345,14 @@ static int rule_name_ok(const cfg_node *n)
  * grammar-relative line:col is kept in the message. For a grammar file
  * the diagnostic sits on the `file:` value and the message carries the
  * grammar file's own FILE:LINE:COL. Token references (<[id]>, <text>)
- * cannot be checked without a vocabulary: that one error is left to
+ * cannot be resolved without a vocabulary: they compile to stand-ins
+ * (sift__grammar_new_ex), so the grammar's other errors and the lazy
+ * triggers are still judged, and the missing vocabulary is left to
  * sift_config_build_chain, which compiles with the runtime's vocabulary.
+ * The triggers are judged only when their lists were read (lazy_ok).
  */
 static void compile_grammar_hook(cfg_validator *v, const cfg_node *text_node,
-                                 const cfg_node *file_node, const cfg_node *lazy_node)
+                                 const cfg_node *file_node, const cfg_node *lazy_node, int lazy_ok)
 {
     sift_config *cfg = v->cfg;
     sift_grammar_params gp;
@@ -366,10 +369,10 @@ static void compile_grammar_hook(cfg_validator *v, const cfg_node *text_node,
     }
     sift_grammar *g = NULL;
     sift_error ge;
-    int needs_vocab = 0;
+    int needs_vocab = 0; /* asks for stand-ins; the build reports it */
     sift_status st =
         sift__grammar_new_ex(&g, cfg->g_text, cfg->grammar.length, NULL, &gp, &needs_vocab, &ge);
-    if (st == SIFT_OK && cfg->grammar.lazy &&
+    if (st == SIFT_OK && lazy_ok && cfg->grammar.lazy &&
         cfg->grammar.n_words + cfg->grammar.n_patterns + cfg->grammar.n_full_patterns > 0) {
         /* The builder's judgement of the triggers (word and pattern
          * limits, PCRE2's options); token triggers need the vocabulary
@@ -397,8 +400,6 @@ static void compile_grammar_hook(cfg_validator *v, const cfg_node *text_node,
         v->st = SIFT_E_NOMEM;
         return;
     }
-    if (needs_vocab)
-        return;
     if (file_node) {
         sift__cfg_err_at(v, file_node, st, "grammar: %s", ge.message);
         return;
@@ -429,7 +430,7 @@ void sift__cfg_flat_json_schema(cfg_validator *v, const cfg_node *js)
         return;
     }
     cfg->grammar.mode = SIFT_GRAMMAR_CHECK;
-    compile_grammar_hook(v, NULL, cfg->g_file ? js : NULL, NULL);
+    compile_grammar_hook(v, NULL, cfg->g_file ? js : NULL, NULL, 0);
     if (v->st != SIFT_OK || cfg->n_errors)
         return;
     cfg->grammar.text = cfg->g_text;
@@ -535,15 +536,21 @@ void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
     const cfg_node *root = sift__cfg_find(v, g, "root");
     const char *root_s = "root";
     size_t root_len = 4;
+    /* A problem of the root, the mode or the triggers does not keep the
+     * grammar itself from being compiled and judged (every problem is
+     * collected); only a grammar whose source or start rule could not be
+     * read is left uncompiled. */
+    int root_ok = 1, lazy_ok = 1;
     if (root) {
         if (!sift__cfg_get_str(v, root, "grammar.root")) {
-            ok = 0;
+            root_ok = 0;
         } else if (schema) {
-            ok = sift__cfg_err_at(v, root, SIFT_E_CONFIG_KEY,
-                                  "grammar.root does not apply to a json_schema (its start rule "
-                                  "is root)");
+            /* reported; the schema's start rule is root all the same */
+            sift__cfg_err_at(v, root, SIFT_E_CONFIG_KEY,
+                             "grammar.root does not apply to a json_schema (its start rule "
+                             "is root)");
         } else if (!rule_name_ok(root)) {
-            ok = sift__cfg_err_at(
+            root_ok = sift__cfg_err_at(
                 v, root, SIFT_E_CONFIG_VALUE,
                 "grammar.root '%s' is not a GBNF rule name (letters, digits and '-')",
                 sift__cfg_echo(v, root));
@@ -555,14 +562,16 @@ void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
     const cfg_node *mode = sift__cfg_find(v, g, "mode");
     cfg->grammar.mode = SIFT_GRAMMAR_CHECK;
     if (mode) {
+        /* a bad mode is counted among the errors; the grammar is still
+         * compiled */
         if (!sift__cfg_get_str(v, mode, "grammar.mode"))
-            ok = 0;
+            ;
         else if (sift__cfg_streq(mode, "constrain"))
             cfg->grammar.mode = SIFT_GRAMMAR_CONSTRAIN;
         else if (!sift__cfg_streq(mode, "check"))
-            ok = sift__cfg_err_at(v, mode, SIFT_E_CONFIG_VALUE,
-                                  "grammar.mode must be 'check' or 'constrain', got '%s'",
-                                  sift__cfg_echo(v, mode));
+            sift__cfg_err_at(v, mode, SIFT_E_CONFIG_VALUE,
+                             "grammar.mode must be 'check' or 'constrain', got '%s'",
+                             sift__cfg_echo(v, mode));
     }
     cfg->g_root = sift__memdup(&cfg->al, root_s, root_len);
     if (!cfg->g_root) {
@@ -572,29 +581,31 @@ void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
     const cfg_node *lazy = sift__cfg_find(v, g, "lazy");
     if (lazy && !lazy->bad) {
         if (lazy->type != CFG_MAP) {
-            ok = sift__cfg_type_err(v, lazy, "grammar.lazy",
-                                    "mapping (words, patterns, full_patterns, "
-                                    "tokens)");
+            lazy_ok = sift__cfg_type_err(v, lazy, "grammar.lazy",
+                                         "mapping (words, patterns, full_patterns, "
+                                         "tokens)");
         } else {
             sift__cfg_check_keys(v, lazy, LAZY_KEYS, 4, "grammar.lazy: ");
             cfg->grammar.lazy = 1;
             const cfg_node *n;
             if ((n = sift__cfg_find(v, lazy, "words")))
-                ok &= string_list(v, n, "grammar.lazy.words", MAX_TRIGGER_WORDS, &cfg->g_words,
-                                  &cfg->g_word_lengths, &cfg->grammar.n_words, 0);
+                lazy_ok &= string_list(v, n, "grammar.lazy.words", MAX_TRIGGER_WORDS, &cfg->g_words,
+                                       &cfg->g_word_lengths, &cfg->grammar.n_words, 0);
             if ((n = sift__cfg_find(v, lazy, "patterns")))
-                ok &= string_list(v, n, "grammar.lazy.patterns", MAX_TRIGGER_PATTERNS,
-                                  &cfg->g_patterns, NULL, &cfg->grammar.n_patterns, 1);
+                lazy_ok &= string_list(v, n, "grammar.lazy.patterns", MAX_TRIGGER_PATTERNS,
+                                       &cfg->g_patterns, NULL, &cfg->grammar.n_patterns, 1);
             if ((n = sift__cfg_find(v, lazy, "full_patterns")))
-                ok &= string_list(v, n, "grammar.lazy.full_patterns", MAX_TRIGGER_PATTERNS,
-                                  &cfg->g_full_patterns, NULL, &cfg->grammar.n_full_patterns, 2);
+                lazy_ok &=
+                    string_list(v, n, "grammar.lazy.full_patterns", MAX_TRIGGER_PATTERNS,
+                                &cfg->g_full_patterns, NULL, &cfg->grammar.n_full_patterns, 2);
             if ((n = sift__cfg_find(v, lazy, "tokens")) && !n->bad) {
                 if (n->type != CFG_SEQ) {
-                    ok = sift__cfg_type_err(v, n, "grammar.lazy.tokens", "sequence of token ids");
+                    lazy_ok =
+                        sift__cfg_type_err(v, n, "grammar.lazy.tokens", "sequence of token ids");
                 } else if (n->n_children > MAX_TRIGGER_TOKENS) {
-                    ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_LIMIT,
-                                          "grammar.lazy.tokens has %u entries; max %d",
-                                          (unsigned)n->n_children, MAX_TRIGGER_TOKENS);
+                    lazy_ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_LIMIT,
+                                               "grammar.lazy.tokens has %u entries; max %d",
+                                               (unsigned)n->n_children, MAX_TRIGGER_TOKENS);
                 } else if (n->n_children) {
                     cfg->g_tokens = sift__calloc(&cfg->al, n->n_children, sizeof(int32_t));
                     v->token_off = sift__calloc(&cfg->al, n->n_children, sizeof(int64_t));
@@ -609,22 +620,23 @@ void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
                             v->token_off[i] = NODE(v, c)->off;
                             cfg->g_tokens[i++] = t;
                         } else {
-                            ok = 0;
+                            lazy_ok = 0;
                         }
                     }
                     cfg->grammar.n_tokens = i;
                 }
             }
-            if (ok && cfg->grammar.n_words + cfg->grammar.n_patterns +
-                              cfg->grammar.n_full_patterns + cfg->grammar.n_tokens ==
-                          0)
+            if (lazy_ok && cfg->grammar.n_words + cfg->grammar.n_patterns +
+                                   cfg->grammar.n_full_patterns + cfg->grammar.n_tokens ==
+                               0)
                 sift__cfg_warn_at(v, lazy,
                                   "grammar.lazy has no triggers; the grammar never activates");
         }
     }
-    if (!ok || v->st != SIFT_OK)
+    if (v->st != SIFT_OK)
         return;
-    compile_grammar_hook(v, text_node, file_node, lazy);
+    if (ok && root_ok)
+        compile_grammar_hook(v, text_node, file_node, lazy, lazy_ok);
     if (v->st != SIFT_OK || cfg->n_errors)
         return;
     cfg->grammar.text = cfg->g_text;

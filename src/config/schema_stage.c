@@ -230,7 +230,8 @@ typedef struct bias_entry {
 } bias_entry;
 
 /* A token id of logit_bias. The flat form also takes JSON's quoted ids
- * ("15"), as llama-server does; token text needs a tokenizer. */
+ * ("15"), as llama-server does; token text, which llama-server tokenizes,
+ * is refused: the config does not tokenize. */
 static int bias_token(cfg_validator *v, const cfg_node *n, int flat, int32_t *out)
 {
     if (flat && n->type == CFG_SCALAR && !n->bad && !sift__cfg_is_plain(n)) {
@@ -241,8 +242,8 @@ static int bias_token(cfg_validator *v, const cfg_node *n, int flat, int32_t *ou
         }
         return sift__cfg_err_at(
             v, n, SIFT_E_CONFIG_TYPE,
-            "logit_bias: token text '%s' needs a tokenizer, which sift does not have; "
-            "give the token id",
+            "logit_bias: token text '%s' is not tokenized here (llama-server would bias "
+            "each of its tokens); give the token ids",
             sift__cfg_echo(v, n));
     }
     return sift__cfg_token_id(v, n, "logit_bias", out);

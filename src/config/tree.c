@@ -53,6 +53,58 @@ static sift_status mark_diag(sift_config *cfg, sift_status code, yaml_mark_t m, 
     return sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, code, (int64_t)off, fmt, a);
 }
 
+/* libyaml's limit on an implicit ("simple") key: the ':' must come at most
+ * 1024 characters after the key's first one (the YAML 1.1 spec's limit).
+ * A longer key fails with a message that depends on where it stands
+ * ("could not find expected ':'", "mapping values are not allowed ...",
+ * "did not find expected ',' or '}'"), none of which names the cause, and
+ * each at the ':'. So the cause is found from the text: if the byte at the
+ * failure is a ':' and the key before it (from a quote, a line start, a
+ * flow indicator or an earlier ": ", past "- " and "? ") is longer than
+ * 1024 characters, its length and start are returned (0 otherwise). */
+static size_t long_simple_key(const cfg_source *src, size_t colon, size_t *start)
+{
+    const unsigned char *s = (const unsigned char *)src->data;
+    if (colon >= src->len || s[colon] != ':' || colon == 0)
+        return 0;
+    size_t b = colon;
+    while (b > 0 && (s[b - 1] == ' ' || s[b - 1] == '\t'))
+        b--;
+    if (b > 0 && (s[b - 1] == '"' || s[b - 1] == '\'')) {
+        unsigned char q = s[b - 1];
+        size_t i = b - 1;
+        while (i > 0 && s[i - 1] != '\n' && s[i - 1] != '\r') {
+            i--;
+            if (s[i] == q && !(q == '"' && i > 0 && s[i - 1] == '\\'))
+                break;
+        }
+        b = i;
+    } else {
+        while (b > 0) {
+            unsigned char c = s[b - 1];
+            if (c == '\n' || c == '\r' || c == '{' || c == '[' || c == ',' ||
+                (c == ':' && (s[b] == ' ' || s[b] == '\t')))
+                break;
+            b--;
+        }
+        for (;;) { /* indentation and block indicators */
+            while (b < colon && (s[b] == ' ' || s[b] == '\t'))
+                b++;
+            if (b + 1 < colon && (s[b] == '-' || s[b] == '?') && s[b + 1] == ' ')
+                b += 2;
+            else
+                break;
+        }
+    }
+    size_t chars = 0;
+    for (size_t i = b; i < colon; i++)
+        chars += (s[i] & 0xC0) != 0x80;
+    if (chars <= 1024)
+        return 0;
+    *start = b;
+    return chars;
+}
+
 /* Reports a libyaml failure as a diagnostic with hints. */
 static sift_status yaml_failure(sift_config *cfg, yaml_parser_t *p)
 {
@@ -78,12 +130,17 @@ static sift_status yaml_failure(sift_config *cfg, yaml_parser_t *p)
             snprintf(msg + n, sizeof msg - n, " (%s at %d:%d)", p->context, (int)l, (int)c);
         }
         n = strlen(msg);
-        if (off < cfg->src.len && cfg->src.data[off] == '\t')
+        size_t kstart = 0, klen;
+        if (off < cfg->src.len && cfg->src.data[off] == '\t') {
             snprintf(msg + n, sizeof msg - n, "; tabs cannot indent YAML, use spaces");
-        else if (!strncmp(problem, "mapping values are not allowed", 30) &&
-                 p->problem_mark.column > 1024)
+        } else if ((klen = long_simple_key(&cfg->src, off, &kstart)) > 0) {
+            int32_t l, c;
+            sift__cfg_linecol(&cfg->src, kstart, &l, &c);
             snprintf(msg + n, sizeof msg - n,
-                     "; a key written without '? ' is at most 1024 characters long");
+                     "; the key at %d:%d is %zu characters long, and a key written without "
+                     "'? ' is at most 1024 (libyaml's simple-key limit)",
+                     (int)l, (int)c, klen);
+        }
     }
     return sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX, (int64_t)off, "%s", msg);
 }

@@ -69,7 +69,12 @@ static int walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__b
         sift_class cls = st->ops->cls ? st->ops->cls(st, &n) : SIFT_CLASS_WHOLE;
         /* The class's certificate rule (core/class.c), the same table
          * the static plan reads. */
-        switch (sift__class_rule_of(cls)->certify(st, n, ctx, a, b)) {
+        /* A stage's note that nothing finite is left (custom stages make
+         * one) says nothing of the row while the set is incomplete. */
+        size_t banned_at = ctx->banned_at;
+        int r = sift__class_rule_of(cls)->certify(st, n, ctx, a, b);
+        ctx->banned_at = banned_at;
+        switch (r) {
         case SIFT__CERT_KEEP: break;
         case SIFT__CERT_COMPLETE:
             complete = 1;

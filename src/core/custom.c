@@ -114,6 +114,7 @@ static sift_status custom_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     sift_candidate *tmp = (sift_candidate *)(void *)ctx->ws->u64b;
     if (n)
         memcpy(in, a->c, n * sizeof *in);
+    int in_finite = !sift__all_banned(in, n), out_finite = 0;
     size_t m = n;
     int rc = cs->vt.apply(cs->user, a->c, &m);
     if (rc != 0)
@@ -132,6 +133,7 @@ static sift_status custom_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
             return sift__fail_at(ctx->err, SIFT_E_ROW_VALUE, c->id,
                                  "custom stage '%s' produced %s at token %d", cs->name,
                                  c->logit != c->logit ? "NaN" : "+inf", (int)c->id);
+        out_finite |= c->logit >= -FLT_MAX;
     }
     if (m)
         memcpy(out, a->c, m * sizeof *out);
@@ -140,6 +142,15 @@ static sift_status custom_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         return s;
     a->n = m;
     a->dense = 0;
+    /* Who left nothing finite, noted here where the output is scanned
+     * anyway: the row step names this stage without running the stages
+     * again, which would call user code a second time and may not give
+     * the same answer (sift__note_banned; a set the certificate walk only
+     * partly holds is no row's answer, and the walk keeps its own note). */
+    if (!out_finite && in_finite)
+        ctx->banned_at = ctx->stage;
+    else if (out_finite)
+        ctx->banned_at = SIZE_MAX;
     /* The stage may have reordered the array and changed logits. */
     a->order = SIFT__ORDER_NONE;
     return SIFT_OK;

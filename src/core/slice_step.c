@@ -281,7 +281,9 @@ static sift_status load_slice(sift_chain *c, const sift_slice *sl, int need_sele
      * before any stage as the row paths refuse it. */
     if (!(c->ws.cand[0].logit > -INFINITY))
         return sift__fail(err, SIFT_E_NO_CANDIDATE,
-                          "all %d tokens are banned (-inf) in the input row", (int)V);
+                          "all %d tokens are banned (-inf) in the input slice (its largest "
+                          "logit is -inf)",
+                          (int)V);
     /* A canonical prefix: every absent token comes after its last token
      * in canonical order. A device's top-k set: every absent token's
      * logit is at most the smallest present one, with any id, so only a

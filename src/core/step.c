@@ -51,18 +51,20 @@ sift_status sift__step_check(sift_chain *c, int32_t V, int need_selector, sift_e
     sift_status s = sift__chain_check_vocab(c, V, err);
     if (s)
         return s;
-    if (c->n_stages == 0 || !c->stages[c->n_stages - 1]->ops->is_selector) {
-        if (need_selector || c->n_stages == 0)
-            return sift__fail(err, SIFT_E_ARG,
-                              "chain must end with exactly one selector (greedy, dist, "
-                              "mirostat, mirostat_v2)%s",
-                              c->n_stages ? "" : "; it has no stages");
-    }
+    /* A selector before the last stage is named first, whether or not
+     * the last stage is one: it is the stage to move. */
     for (size_t i = 0; i + 1 < c->n_stages; i++)
         if (c->stages[i]->ops->is_selector)
             return sift__fail_at(err, SIFT_E_ARG, (int64_t)i,
                                  "stage %zu (%s) is a selector but not the last stage", i,
                                  sift__stage_name(c->stages[i]));
+    if (c->n_stages == 0 || !c->stages[c->n_stages - 1]->ops->is_selector) {
+        if (need_selector || c->n_stages == 0)
+            return sift__fail(err, SIFT_E_ARG,
+                              "chain must end with exactly one selector (greedy, dist, "
+                              "dist_id_order, mirostat, mirostat_v2, adaptive_p)%s",
+                              c->n_stages ? "" : "; it has no stages");
+    }
     for (size_t i = 0; i < c->n_stages; i++) {
         const sift__stage *st = c->stages[i];
         if (st->ops->max_token) {
@@ -197,6 +199,11 @@ static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_
         return SIFT_OK;
     if (s != SIFT_OK && (s != SIFT_E_NO_CANDIDATE || i == 0))
         return s;
+    /* A custom stage notes it when it leaves nothing finite (core/custom.c),
+     * and no built-in stage makes a -inf logit finite again, so its note
+     * stands; built-in stages are found by running the stages again. */
+    if (ctx->banned_at < i)
+        return sift__no_candidate_left(c, ctx);
     /* Find the stage that banned the last candidate. */
     sift__ctx re = start;
     re.err = NULL;

@@ -69,17 +69,21 @@ SIFT__HIDDEN sift_status sift__gbnf_parse(sift__gbnf *out, const char *text, siz
                                           sift_error *err);
 /* As sift__gbnf_parse, with every position of an error (and every one
  * quoted in its message) given by map(user, offset, &line, &col) when map
- * is not NULL (sift_grammar_params.map_position). *needs_vocab (if not
- * NULL) is set to 1 when the failure is a token reference and `vocab` is
- * NULL, else to 0. */
+ * is not NULL (sift_grammar_params.map_position). With needs_vocab not
+ * NULL and `vocab` NULL, a token reference is no error: it compiles to a
+ * stand-in (token 0) and sets *needs_vocab to 1 (else 0), so the parse
+ * goes on and reports the grammar's own errors; such a result is for
+ * checking only, never for sampling. */
 SIFT__HIDDEN sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t len,
                                                  const char *root, const char *source,
                                                  const sift_vocab *vocab, const sift__alloc *al,
                                                  void (*map)(void *, size_t, int32_t *, int32_t *),
                                                  void *map_user, int *needs_vocab, sift_error *err);
-/* sift_grammar_new, telling through *needs_vocab (if not NULL) whether a
- * failure is only a token reference without a vocabulary: the config
- * checks a grammar at load and leaves that one error to the build. */
+/* sift_grammar_new; with needs_vocab not NULL and no vocabulary, token
+ * references compile to stand-ins as in sift__gbnf_parse_mapped and
+ * *needs_vocab says whether there was one. The config checks a grammar
+ * at load this way (every other error is found) and leaves the missing
+ * vocabulary to the build; it never samples with that grammar. */
 SIFT__HIDDEN sift_status sift__grammar_new_ex(sift_grammar **out, const char *text, size_t len,
                                               const sift_vocab *vocab,
                                               const sift_grammar_params *params, int *needs_vocab,

@@ -648,6 +648,23 @@ static int parse_literal(gp_state *p)
     return 1;
 }
 
+/* A token reference without a vocabulary. For a caller that only checks
+ * the grammar (needs_vocab set) it compiles to a stand-in, token 0, and
+ * the parse goes on, so the grammar's own errors after it are still
+ * found; that caller must not sample with the result. For every other
+ * caller it is the error. */
+static int no_vocab_token(gp_state *p, size_t at, int neg)
+{
+    if (!p->needs_vocab) {
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
+                      "token references need a vocabulary (none was given)");
+        return 0;
+    }
+    *p->needs_vocab = 1;
+    top(p)->last = top(p)->buf.n;
+    return emit(p, neg ? SIFT__G_TOKEN_NOT : SIFT__G_TOKEN, 0);
+}
+
 static int parse_token(gp_state *p)
 {
     size_t at = p->i;
@@ -674,13 +691,8 @@ static int parse_token(gp_state *p)
             return 0;
         }
         p->i += 2;
-        if (!p->vocab) {
-            if (p->needs_vocab)
-                *p->needs_vocab = 1;
-            sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
-                          "token references need a vocabulary (none was given)");
-            return 0;
-        }
+        if (!p->vocab)
+            return no_vocab_token(p, at, neg);
         if (v >= (uint64_t)sift_vocab_size(p->vocab)) {
             sift__gp_perr(p, num, SIFT_E_GRAMMAR_SYNTAX, "token id %llu out of range [0, %d)",
                           (unsigned long long)v, (int)sift_vocab_size(p->vocab));
@@ -698,13 +710,8 @@ static int parse_token(gp_state *p)
         }
         size_t tl = k + 1 - lt;
         p->i = k + 1;
-        if (!p->vocab) {
-            if (p->needs_vocab)
-                *p->needs_vocab = 1;
-            sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX,
-                          "token references need a vocabulary (none was given)");
-            return 0;
-        }
+        if (!p->vocab)
+            return no_vocab_token(p, at, neg);
         /* The piece must equal the text exactly; a special token wins over
          * an ordinary one with the same bytes. */
         int32_t V = sift_vocab_size(p->vocab);

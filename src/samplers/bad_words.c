@@ -15,11 +15,12 @@
  * list of id lists; it reads the whole sequence, prompt included, as this
  * stage does: every accepted token counts). vLLM's bad_words takes words,
  * tokenizes each with and without a leading space and applies the same
- * rule to the generated tokens only; sift has no tokenizer, so a runtime
- * gives those token sequences. Deliberate differences: HF silently drops
- * one-token sequences equal to its EOS id; sift bans what it is given
- * (use min_tokens for EOS). An empty sequence or a negative id is an
- * error (HF refuses them too).
+ * rule to the generated tokens only; this stage takes token ids, so a
+ * runtime gives those token sequences (sift_vocab_encode can make
+ * them). Deliberate differences: HF silently drops one-token sequences
+ * equal to its EOS id; sift bans what it is given (use min_tokens for
+ * EOS). An empty sequence or a negative id is an error (HF refuses them
+ * too).
  *
  * B is recomputed when a token is accepted, O(total sequence length)
  * against a ring of the last (longest length - 1) tokens, and sorted in
