@@ -399,6 +399,57 @@ START_TEST(test_a_rollback_across_the_trigger_returns_the_grammar_to_waiting)
 }
 END_TEST
 
+START_TEST(test_a_waiting_grammar_rolls_back_across_its_compacted_text)
+{
+    /* a window of 64 bytes: the text buffer compacts every ~100 bytes,
+     * and the searched pattern moves its resume point at every "x" */
+    const char *gt = "root ::= \"y\"";
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.max_rollback_tokens = 16;
+    sift_grammar *g;
+    ck_assert_int_eq(sift_grammar_new(&g, gt, strlen(gt), voc, &gp, NULL), SIFT_OK);
+    static const char *const words[] = {"{\""};
+    static const char *const pats[] = {"x+y", "(?<=q)b\\b"};
+    sift_lazy_params lp;
+    sift_lazy_params_init(&lp);
+    lp.words = words;
+    lp.n_words = 1;
+    lp.patterns = pats;
+    lp.n_patterns = 2;
+    lp.max_window = 64;
+    ck_assert_int_eq(sift_grammar_set_lazy(g, &lp, NULL), SIFT_OK);
+    sift_grammar *pristine;
+    ck_assert_int_eq(sift_grammar_clone(g, &pristine, NULL), SIFT_OK);
+    static const char *const alpha[] = {"a", "q", "x", "xy", "ab", "c", " ", "{", "abc"};
+    tu_rng rng = {0xc0ac7};
+    int32_t toks[1200];
+    size_t n = 0, dep = 0;
+    for (int op = 0; op < 1500 && n < 1200; op++) {
+        if (tu_range(&rng, 0, 9) == 0 && dep) {
+            size_t k = (size_t)tu_range(&rng, 1, (int64_t)dep);
+            ck_assert_int_eq(sift_grammar_rollback(g, k, NULL), SIFT_OK);
+            n -= k;
+            dep -= k;
+            sift_grammar *f = fresh_fed(pristine, toks, n);
+            assert_same_state(g, f, "after a rollback over compacted text");
+            sift_grammar_free(f);
+            continue;
+        }
+        /* "xy" and "{" "\"" would fire; keep waiting */
+        int32_t t = tok_of(alpha[tu_range(&rng, 0, 8)]);
+        if (t == tok_of("xy") || t == tok_of("{"))
+            t = tok_of("a");
+        ck_assert_int_eq(sift_grammar_accept_token(g, t, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_is_triggered(g), 0);
+        toks[n++] = t;
+        dep += dep < 16;
+    }
+    sift_grammar_free(pristine);
+    sift_grammar_free(g);
+}
+END_TEST
+
 START_TEST(test_rollback_past_the_history_is_refused_and_changes_nothing)
 {
     const char *gt = "root ::= [a-c]+";
@@ -861,6 +912,7 @@ static Suite *suite(void)
                         0, FAM_N);
     tcase_add_test(tc, test_a_clone_rolls_back_like_its_original);
     tcase_add_test(tc, test_a_rollback_across_the_trigger_returns_the_grammar_to_waiting);
+    tcase_add_test(tc, test_a_waiting_grammar_rolls_back_across_its_compacted_text);
     tcase_add_test(tc, test_rollback_past_the_history_is_refused_and_changes_nothing);
     tcase_add_test(tc,
                    test_a_grammar_without_history_or_with_an_old_params_struct_cannot_roll_back);
