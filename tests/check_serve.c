@@ -570,6 +570,75 @@ START_TEST(test_accept_and_rollback_allocate_nothing_once_the_states_are_known)
 }
 END_TEST
 
+/* Fails allocation number fail_at (from 1; 0 = none) and counts live
+ * blocks. */
+static long fa_n, fa_at, fa_live;
+static void *fa_alloc(void *u, size_t n)
+{
+    (void)u;
+    if (++fa_n == fa_at)
+        return NULL;
+    fa_live++;
+    return malloc(n);
+}
+static void fa_free(void *u, void *p)
+{
+    (void)u;
+    fa_live -= p != NULL;
+    free(p);
+}
+
+START_TEST(test_failing_the_nth_allocation_of_a_grammar_with_history_is_clean_for_every_n)
+{
+    sift_allocator al = {sizeof al, fa_alloc, fa_free, NULL, NULL};
+    const char *gt = "root ::= \"ab\" [xy]+";
+    static const char *const words[] = {"ab"};
+    static const char *const pats[] = {"x+y"};
+    int done = 0;
+    for (long at = 1; at < 5000 && !done; at++) {
+        fa_n = 0;
+        fa_at = at;
+        fa_live = 0;
+        sift_grammar_params gp;
+        sift_grammar_params_init(&gp);
+        gp.allocator = &al;
+        gp.max_rollback_tokens = 4;
+        sift_grammar *g = NULL, *c = NULL;
+        sift_status s = sift_grammar_new(&g, gt, strlen(gt), voc, &gp, NULL);
+        if (!s) {
+            sift_lazy_params lp;
+            sift_lazy_params_init(&lp);
+            lp.words = words;
+            lp.n_words = 1;
+            lp.patterns = pats;
+            lp.n_patterns = 1;
+            s = sift_grammar_set_lazy(g, &lp, NULL);
+        }
+        const char *seq[] = {"q", "a", "b", "x", "y"};
+        for (size_t i = 0; i < 5 && !s; i++) {
+            uint64_t d = sift__grammar_state_digest(g);
+            s = sift_grammar_accept_token(g, tok_of(seq[i]), NULL);
+            if (s)
+                ck_assert_uint_eq(sift__grammar_state_digest(g), d);
+        }
+        if (!s)
+            s = sift_grammar_clone(g, &c, NULL);
+        if (!s) {
+            ck_assert_int_eq(sift_grammar_rollback(c, 4, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_grammar_rollback(g, 4, NULL), SIFT_OK);
+            ck_assert_uint_eq(sift__grammar_state_digest(c), sift__grammar_state_digest(g));
+            done = 1;
+        } else {
+            ck_assert_int_eq(s, SIFT_E_NOMEM);
+        }
+        sift_grammar_free(c);
+        sift_grammar_free(g);
+        ck_assert_int_eq(fa_live, 0);
+    }
+    ck_assert(done);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Termination                                                         */
 /* ------------------------------------------------------------------ */
@@ -917,6 +986,8 @@ static Suite *suite(void)
     tcase_add_test(tc,
                    test_a_grammar_without_history_or_with_an_old_params_struct_cannot_roll_back);
     tcase_add_test(tc, test_accept_and_rollback_allocate_nothing_once_the_states_are_known);
+    tcase_add_test(tc,
+                   test_failing_the_nth_allocation_of_a_grammar_with_history_is_clean_for_every_n);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     tc = tcase_create("termination");
