@@ -958,8 +958,10 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_rollback(sift_grammar *grammar,
 
 /**
  * Returns how many accepts sift_grammar_rollback can take back now: the
- * accepts since the last reset, at most max_rollback_tokens; 0 for NULL.
- * Since: 0.3.
+ * entries of the grammar's history. Each accept adds one (beyond
+ * max_rollback_tokens the oldest is dropped), each token rolled back
+ * removes one, and a reset or sift_grammar_set_lazy empties it; a clone
+ * starts with its original's. 0 for NULL. Since: 0.3.
  */
 SIFT_API size_t sift_grammar_rollback_depth(const sift_grammar *grammar);
 
