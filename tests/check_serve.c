@@ -719,6 +719,38 @@ START_TEST(test_an_untriggered_lazy_grammar_terminates_on_end_of_generation)
 }
 END_TEST
 
+START_TEST(test_a_chain_sees_a_terminated_grammar_as_allowing_nothing)
+{
+    const char *gt = "root ::= \"ab\"";
+    sift_grammar *g;
+    ck_assert_int_eq(sift_grammar_new(&g, gt, strlen(gt), voc, NULL, NULL), SIFT_OK);
+    sift_chain *c;
+    ck_assert_int_eq(sift_chain_new(&c, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_grammar(c, g, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+    float row[256];
+    for (int32_t t = 0; t < V; t++)
+        row[t] = (float)t / (float)V;
+    int32_t tok;
+    ck_assert_int_eq(sift_chain_sample(c, row, V, &tok, NULL), SIFT_OK);
+    ck_assert_int_eq(tok, tok_of("ab"));
+    ck_assert_int_eq(sift_chain_accept(c, tok, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_sample(c, row, V, &tok, NULL), SIFT_OK);
+    ck_assert_int_eq(tok, EOS);
+    ck_assert_int_eq(sift_chain_accept(c, EOS, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_is_terminated(g), 1);
+    sift_error err;
+    ck_assert_int_eq(sift_chain_sample(c, row, V, &tok, &err), SIFT_E_GRAMMAR_DEAD);
+    ck_assert(strstr(err.message, "terminated") != NULL);
+    ck_assert_int_eq(sift_chain_accept(c, EOS, &err), SIFT_E_GRAMMAR_REJECT);
+    ck_assert(strstr(err.message, "terminated") != NULL);
+    sift_chain_reset(c);
+    ck_assert_int_eq(sift_grammar_is_terminated(g), 0);
+    ck_assert_int_eq(sift_chain_sample(c, row, V, &tok, NULL), SIFT_OK);
+    sift_chain_free(c);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Drafts                                                              */
 /* ------------------------------------------------------------------ */
@@ -994,6 +1026,7 @@ static Suite *suite(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_a_terminated_grammar_accepts_nothing_until_rolled_back);
     tcase_add_test(tc, test_an_untriggered_lazy_grammar_terminates_on_end_of_generation);
+    tcase_add_test(tc, test_a_chain_sees_a_terminated_grammar_as_allowing_nothing);
     suite_add_tcase(s, tc);
     tc = tcase_create("drafts");
     tcase_add_unchecked_fixture(tc, setup, teardown);
