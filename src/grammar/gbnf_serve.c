@@ -425,7 +425,14 @@ sift_status sift_grammar_forced_bytes(sift_grammar *g, char *buf, size_t cap, si
         int nb = 0;
         unsigned b1 = 0;
         int32_t y1 = 0;
+        const int mid = st->rem != 0; /* st may move once a step grows the caches */
         for (unsigned b = 0; b < 256 && nb < 2; b++) {
+            /* bytes the UTF-8 decoder rejects here lead nowhere in any
+             * grammar (sift__gm_u8_next): a continuation or an invalid
+             * lead byte between characters, anything but a continuation
+             * inside one */
+            if (!mid ? (b >= 0x80 && b < 0xC2) || b > 0xF4 : (b < 0x80 || b > 0xBF))
+                continue;
             int32_t y = sift__gm_step(g, x, b);
             if (y < 0) {
                 s = g->fail;
