@@ -1017,10 +1017,11 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_fill_bitmask_draft(sift_grammar
  * receives the longest byte string every continuation of the text starts
  * with, found one byte at a time while exactly one byte can follow and
  * the grammar cannot end (a multi-byte character's bytes one by one). At
- * most min(cap, SIFT_GRAMMAR_MAX_FORCED_BYTES) bytes, 256 transitions
- * each (the work budget covers the call). Empty (*n_bytes = 0) when the
- * next byte is not forced, in a state where a token reference (<[id]>)
- * may match, on a terminated grammar and on an untriggered lazy one.
+ * most min(cap, SIFT_GRAMMAR_MAX_FORCED_BYTES) bytes, at most 256
+ * transitions each (the work budget covers the call). Empty
+ * (*n_bytes = 0) when the next byte is not forced, in a state where a
+ * token reference (<[id]>) may match, on a terminated grammar and on an
+ * untriggered lazy one.
  *
  * With ids_cap > 0 (the grammar needs a vocabulary), ids[0 .. *n_ids)
  * receives tokens that spell a prefix of those bytes, each the longest
