@@ -689,6 +689,8 @@ typedef struct sift_grammar sift_grammar;
 #define SIFT_GRAMMAR_DEFAULT_MAX_STACKS 4096
 #define SIFT_GRAMMAR_DEFAULT_MAX_STACK_DEPTH 10000
 #define SIFT_GRAMMAR_DEFAULT_MAX_STEP_WORK ((int64_t)50000000)
+/** Largest sift_grammar_params.max_rollback_tokens. Since: 0.3. */
+#define SIFT_GRAMMAR_MAX_ROLLBACK 65536
 
 /**
  * Parameters of sift_grammar_new. Initialise with
@@ -715,6 +717,15 @@ typedef struct sift_grammar_params {
      */
     void (*map_position)(void *user, size_t offset, int32_t *line, int32_t *column);
     void *map_user; /**< Passed to map_position. */
+    /**
+     * How many of the last accepts sift_grammar_rollback can take back,
+     * 0 to SIFT_GRAMMAR_MAX_ROLLBACK (default 0: no history). The history
+     * is allocated with the grammar (about 48 bytes an entry, plus, for a
+     * lazy grammar, 48 bytes and 12 per searched pattern), so accepting
+     * allocates nothing for it; a lazy grammar also keeps the generated
+     * text of the entries' tokens. Since: 0.3.
+     */
+    int32_t max_rollback_tokens;
 } sift_grammar_params;
 
 /** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */
@@ -774,7 +785,8 @@ SIFT_API void sift_grammar_reset(sift_grammar *grammar);
 
 /**
  * Returns 1 if the text accepted so far is a complete sentence of the
- * grammar (an end-of-generation token would be accepted), else 0 (also
+ * grammar (an end-of-generation token would be accepted, unless the
+ * grammar is terminated: see sift_grammar_is_terminated), else 0 (also
  * for NULL). Since: 0.1.
  */
 SIFT_API int sift_grammar_is_complete(const sift_grammar *grammar);
@@ -783,8 +795,11 @@ SIFT_API int sift_grammar_is_complete(const sift_grammar *grammar);
  * Feeds `n` bytes of generated text (any split of UTF-8 sequences is
  * fine; invalid, overlong, surrogate and > U+10FFFF sequences are
  * rejected). All or nothing: SIFT_E_GRAMMAR_REJECT (err->index = the
- * first byte that failed) leaves the state unchanged. SIFT_E_ARG for
- * NULL pointers, SIFT_E_GRAMMAR_LIMIT when a limit is hit, SIFT_E_NOMEM.
+ * first byte that failed) leaves the state unchanged. A successful call
+ * with n > 0 is one entry of the rollback history (as one token). On a
+ * terminated grammar every call fails with SIFT_E_GRAMMAR_REJECT
+ * (err->index 0, the message says why). SIFT_E_ARG for NULL pointers,
+ * SIFT_E_GRAMMAR_LIMIT when a limit is hit, SIFT_E_NOMEM.
  * Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_grammar_accept_bytes(sift_grammar *grammar,
@@ -795,7 +810,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_accept_bytes(sift_grammar *gram
  * Says whether `token` would be accepted now (*ok = 1) or not (*ok = 0),
  * without changing the matching state. End-of-generation tokens are
  * accepted exactly when the grammar is complete; a token with an empty
- * piece only when a token reference names it. SIFT_E_ARG for NULL
+ * piece only when a token reference names it; no token once the grammar
+ * is terminated. SIFT_E_ARG for NULL
  * pointers or a grammar without vocabulary, SIFT_E_TOKEN for an id outside
  * [0, V), SIFT_E_GRAMMAR_LIMIT, SIFT_E_NOMEM. Since: 0.1.
  */
@@ -803,11 +819,15 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_accepts_token(sift_grammar *gra
                                                                int *ok, sift_error *err);
 
 /**
- * Advances the grammar by `token` (its piece, or an end-of-generation
- * token, which leaves the state as it is). SIFT_E_GRAMMAR_REJECT if the
- * grammar does not accept it (also after completion, unless it is an
- * end-of-generation token); errors as sift_grammar_accepts_token. On
- * failure the state is unchanged. Since: 0.1.
+ * Advances the grammar by `token`: its piece, or, for an
+ * end-of-generation token (accepted where the grammar may end), makes it
+ * terminated (sift_grammar_is_terminated; since 0.3). Each success is one
+ * entry of the rollback history (sift_grammar_rollback).
+ * SIFT_E_GRAMMAR_REJECT if the grammar does not accept it (also after
+ * completion, unless it is an end-of-generation token), and for every
+ * token once it is terminated (the message says so); errors as
+ * sift_grammar_accepts_token. On failure the state is unchanged.
+ * Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_grammar_accept_token(sift_grammar *grammar, int32_t token,
                                                               sift_error *err);
@@ -817,8 +837,9 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_accept_token(sift_grammar *gram
  * whole-vocabulary pass). n_vocab must equal the vocabulary's size
  * (SIFT_E_ARG otherwise, or with no vocabulary). SIFT_E_GRAMMAR_DEAD when
  * no token with a finite logit would be left (the row is then unchanged):
- * the grammar admits nothing, or only end-of-generation tokens that are
- * banned. SIFT_E_GRAMMAR_LIMIT, SIFT_E_NOMEM. Since: 0.1.
+ * the grammar admits nothing (as when it is terminated), or only
+ * end-of-generation tokens that are banned. SIFT_E_GRAMMAR_LIMIT,
+ * SIFT_E_NOMEM. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_grammar_ban(sift_grammar *grammar, float *logits,
                                                      int32_t n_vocab, sift_error *err);
@@ -839,7 +860,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_ban_candidates(sift_grammar *gr
  * exactly when token t is allowed. The set is sift_grammar_ban's: a
  * token is allowed when sift_grammar_accepts_token says so;
  * end-of-generation tokens exactly when the grammar is complete. An
- * untriggered lazy grammar allows every token. A grammar keeps the masks
+ * untriggered lazy grammar allows every token; a terminated grammar
+ * allows none (every word 0). A grammar keeps the masks
  * of the states it has met (up to 2 MiB of them, the oldest evicted
  * first), so a state met again costs a copy of its mask.
  *
@@ -880,6 +902,146 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammars_fill_bitmasks(sift_grammar *co
                                                                 size_t n, uint32_t *masks,
                                                                 size_t words_per_row,
                                                                 sift_error *err);
+
+/**
+ * sift_grammars_fill_bitmasks into chosen rows: grammar i's allowed set
+ * goes to row rows[i] (masks + rows[i] * words_per_row) of a mask of
+ * n_rows rows; no other row is written (an engine fills only the rows of
+ * its grammar-constrained requests). A NULL grammar's row gets every bit
+ * set. Give distinct rows: with a row named twice the later grammar's
+ * set stays. Checks and errors as sift_grammars_fill_bitmasks, plus
+ * SIFT_E_ARG (err->index = i) for rows[i] outside [0, n_rows), and for
+ * NULL rows with n > 0. n = 0 is a no-op. Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammars_fill_bitmask_rows(sift_grammar *const *grammars,
+                                                                    size_t n, const int32_t *rows,
+                                                                    uint32_t *masks, size_t n_rows,
+                                                                    size_t words_per_row,
+                                                                    sift_error *err);
+
+/*
+ * The serving loop (docs/grammar.md, "The serving loop"): what SGLang's
+ * and vLLM's grammar backends call besides accept and fill. A grammar
+ * built with max_rollback_tokens = R keeps the state before each of its
+ * last R accepts, so a speculative step can try a draft and take back
+ * what the target model rejected:
+ *
+ *     size_t ok;
+ *     sift_grammar_validate_tokens(g, draft, n, &ok, &err); // trim the draft
+ *     sift_grammar_fill_bitmask_draft(g, draft, ok, masks, nw, NULL, &err);
+ *     ... the target model scores positions 0..ok, keeps m tokens ...
+ *     for (i = 0; i < ok; i++) sift_grammar_accept_token(g, draft[i], &err);
+ *     sift_grammar_rollback(g, ok - m, &err);        // keep the first m
+ *
+ * Accepting an end-of-generation token where the grammar may end makes it
+ * terminated: it then accepts nothing and its masks are empty until a
+ * rollback (across that token) or a reset.
+ */
+
+/** Largest number of bytes sift_grammar_forced_bytes writes. Since: 0.3. */
+#define SIFT_GRAMMAR_MAX_FORCED_BYTES 4096
+
+/**
+ * Takes back the last `n_tokens` accepts (sift_grammar_accept_token, and
+ * sift_grammar_accept_bytes calls, each one entry): the grammar is then
+ * in the state it had before them, bit for bit as a fresh grammar fed
+ * the accepts that remain (terminated flag, lazy trigger state
+ * included: a rollback across the token that fired a trigger returns the
+ * grammar to waiting, one across an end-of-generation token ends its
+ * termination). Costs O(n_tokens) and allocates nothing. n_tokens = 0 is
+ * a no-op. SIFT_E_ARG for a NULL or dead grammar; SIFT_E_STATE when
+ * n_tokens is more than the history holds
+ * (sift_grammar_rollback_depth: at most max_rollback_tokens, fewer
+ * after a reset, a sift_grammar_set_lazy or early on), with nothing
+ * changed. Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_rollback(sift_grammar *grammar, size_t n_tokens,
+                                                          sift_error *err);
+
+/**
+ * Returns how many accepts sift_grammar_rollback can take back now: the
+ * entries of the grammar's history. Each accept adds one (beyond
+ * max_rollback_tokens the oldest is dropped), each token rolled back
+ * removes one, and a reset or sift_grammar_set_lazy empties it; a clone
+ * starts with its original's. 0 for NULL. Since: 0.3.
+ */
+SIFT_API size_t sift_grammar_rollback_depth(const sift_grammar *grammar);
+
+/**
+ * Returns 1 if the grammar is terminated: it accepted an
+ * end-of-generation token (SIFT_TOKEN_EOG) where it could end, and
+ * accepts nothing more (accepts: SIFT_E_GRAMMAR_REJECT, err->index = the
+ * token, "... the grammar is terminated ..."; masks: no bit; ban:
+ * SIFT_E_GRAMMAR_DEAD) until a rollback or reset. 0 otherwise (also for
+ * NULL). sift_grammar_is_complete, by contrast, says the text could end
+ * here. Since: 0.3.
+ */
+SIFT_API int sift_grammar_is_terminated(const sift_grammar *grammar);
+
+/**
+ * The longest prefix of the draft ids[0..n) the grammar accepts from its
+ * current state, as accepting the tokens one by one on a clone would
+ * find (end-of-generation tokens included: nothing is accepted after
+ * one), in *n_ok (0..n); the grammar is not changed (its caches may
+ * grow). The work budget applies per draft token. An untriggered lazy
+ * grammar runs its triggers over the draft. Errors (*n_ok = 0, nothing
+ * changed): SIFT_E_ARG for NULL grammar or n_ok, NULL ids with n > 0, a
+ * grammar without a vocabulary; SIFT_E_TOKEN (err->index = the draft
+ * position) for an id outside [0, V), checked before any work;
+ * SIFT_E_GRAMMAR_LIMIT, SIFT_E_PATTERN_LIMIT, SIFT_E_NOMEM.
+ * Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_validate_tokens(sift_grammar *grammar,
+                                                                 const int32_t *ids, size_t n,
+                                                                 size_t *n_ok, sift_error *err);
+
+/**
+ * The masks along a draft in one call: row k (masks + k * words_per_row,
+ * k = 0..n, so n + 1 rows) receives the allowed set of the state after
+ * the first k draft tokens, as sift_grammar_fill_bitmask would after
+ * accepting them; the rows after a token the grammar rejects are all
+ * zero, and *n_ok (may be NULL) receives the accepted prefix's length as
+ * sift_grammar_validate_tokens. The grammar is not changed. Costs at most
+ * n + 1 fills and n token steps: no clone, no allocation once the caches
+ * hold the states. Errors (nothing changed; the rows may be partly
+ * written): as sift_grammar_validate_tokens, plus SIFT_E_ARG for NULL
+ * masks, words_per_row < (V + 31) / 32 or rows that overflow.
+ * Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_fill_bitmask_draft(sift_grammar *grammar,
+                                                                    const int32_t *ids, size_t n,
+                                                                    uint32_t *masks,
+                                                                    size_t words_per_row,
+                                                                    size_t *n_ok, sift_error *err);
+
+/**
+ * The bytes the grammar forces next (jump-forward): buf[0 .. *n_bytes)
+ * receives the longest byte string every continuation of the text starts
+ * with, found one byte at a time while exactly one byte can follow and
+ * the grammar cannot end (a multi-byte character's bytes one by one). At
+ * most min(cap, SIFT_GRAMMAR_MAX_FORCED_BYTES) bytes, at most 256
+ * transitions each (the work budget covers the call). Empty
+ * (*n_bytes = 0) when the next byte is not forced, in a state where a
+ * token reference (<[id]>) may match, on a terminated grammar and on an
+ * untriggered lazy one.
+ *
+ * With ids_cap > 0 (the grammar needs a vocabulary), ids[0 .. *n_ids)
+ * receives tokens that spell a prefix of those bytes, each the longest
+ * ordinary token (not SIFT_TOKEN_SPECIAL or UNUSED) starting at its byte,
+ * stopping before a byte where some token could run past the forced
+ * bytes (the text after them might change the choice) and after ids_cap
+ * tokens; the bytes they leave are for the model. These are the tokens a
+ * tokenizer that prefers the longest match would write; a BPE tokenizer
+ * may split the text otherwise. ids, n_ids may be NULL with ids_cap = 0.
+ * Nothing is changed. SIFT_E_ARG for NULL grammar or n_bytes, NULL buf
+ * with cap > 0, NULL ids or n_ids with ids_cap > 0, ids_cap > 0 without a
+ * vocabulary; SIFT_E_GRAMMAR_LIMIT, SIFT_E_NOMEM (then *n_bytes = 0).
+ * Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_forced_bytes(sift_grammar *grammar, char *buf,
+                                                              size_t cap, size_t *n_bytes,
+                                                              int32_t *ids, size_t ids_cap,
+                                                              size_t *n_ids, sift_error *err);
 
 /* The chain type (declared again, identically, in the chain section). */
 typedef struct sift_chain sift_chain;

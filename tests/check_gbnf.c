@@ -1049,9 +1049,11 @@ START_TEST(test_eog_is_allowed_exactly_when_complete)
     ck_assert_str_eq(err.message,
                      "grammar is complete but every end-of-generation token is banned");
     ck_assert(row[0] == 1.0f); /* unchanged */
-    /* EOG accepted and the state kept */
+    /* EOG accepted: the grammar is terminated (and still complete); a
+     * second end-of-generation token is refused */
     ck_assert_int_eq(sift_grammar_accept_token(g, V1.eos, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_grammar_accept_token(g, V1.eot, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_grammar_is_terminated(g), 1);
+    ck_assert_int_eq(sift_grammar_accept_token(g, V1.eot, NULL), SIFT_E_GRAMMAR_REJECT);
     ck_assert_int_eq(sift_grammar_is_complete(g), 1);
     free(row);
     sift_grammar_free(g);

@@ -180,4 +180,10 @@ SIFT__HIDDEN sift_status sift__grammar_sync(sift_grammar *g, const sift_grammar 
  * of cache layout: two grammars in the same state digest equal. */
 SIFT__HIDDEN uint64_t sift__grammar_digest(const sift_grammar *g, uint64_t h);
 
+/* Digest of everything a grammar's future results depend on: the
+ * matching state (sift__grammar_digest, with the terminated flag and the
+ * lazy trigger state) and the output counters messages quote. A grammar
+ * rolled back to a point digests as a fresh one fed the same accepts. */
+SIFT__HIDDEN uint64_t sift__grammar_state_digest(const sift_grammar *g);
+
 #endif /* SIFT_GBNF_H */

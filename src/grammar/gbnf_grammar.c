@@ -52,6 +52,9 @@ sift_status sift__grammar_new_ex(sift_grammar **out, const char *text, size_t le
                               (unsigned)params->struct_size, sizeof pp);
         memcpy(&pp, params, params->struct_size);
     }
+    if (pp.max_rollback_tokens < 0 || pp.max_rollback_tokens > SIFT_GRAMMAR_MAX_ROLLBACK)
+        return sift__fail(err, SIFT_E_ARG, "max_rollback_tokens is %d (expected 0..%d)",
+                          (int)pp.max_rollback_tokens, SIFT_GRAMMAR_MAX_ROLLBACK);
     if (pp.max_stacks < 1 || pp.max_stack_depth < 1 || pp.max_step_work < 1)
         return sift__fail(err, SIFT_E_ARG,
                           "grammar limits must be >= 1 (max_stacks %d, max_stack_depth %d, "
@@ -75,6 +78,10 @@ sift_status sift__grammar_new_ex(sift_grammar **out, const char *text, size_t le
         return s;
     s = sift__gm_make(out, c, &al, NULL, &pp, err);
     sift__gm_core_unref(c); /* grammar_make took its own reference on success */
+    if (!s && (s = sift__gm_hist_alloc(*out, (uint32_t)pp.max_rollback_tokens, err))) {
+        sift_grammar_free(*out);
+        *out = NULL;
+    }
     return s;
 }
 
@@ -94,6 +101,8 @@ void sift_grammar_free(sift_grammar *g)
     sift__free(&al, g->mc_state);
     sift__free(&al, g->mc_of);
     sift__free(&al, g->sig_dec);
+    sift__free(&al, g->hist);
+    sift__free(&al, g->hscr);
     for (int k = 0; k < SIG_SLOTS; k++) {
         sift__free(&al, g->sig[k].onp);
         sift__free(&al, g->sig[k].rg);
@@ -122,8 +131,14 @@ sift_status sift_grammar_clone(const sift_grammar *g, sift_grammar **out, sift_e
         return s;
     if ((s = sift__gm_make(out, g->core, &g->al, g, NULL, err)))
         return s;
+    sift_grammar *c = *out;
+    c->terminated = g->terminated;
+    if ((s = sift__gm_hist_copy(c, g, err))) {
+        sift_grammar_free(c);
+        *out = NULL;
+        return s;
+    }
     if (g->trig) {
-        sift_grammar *c = *out;
         c->triggered = g->triggered;
         if ((s = sift__trigger_clone(g->trig, &c->trig, err))) {
             sift_grammar_free(c);
@@ -140,6 +155,8 @@ void sift_grammar_reset(sift_grammar *g)
         return;
     g->cur = g->init;
     g->out_len = 0;
+    g->terminated = 0;
+    g->h0 = g->hn = 0;
     memset(g->tail, 0, sizeof g->tail);
     if (g->trig) {
         sift__trigger_reset(g->trig);
@@ -180,6 +197,13 @@ sift_status sift__gm_maybe_flush(sift_grammar *g, sift_error *err)
         return s;
     /* the rebuild is work of the call that triggered it (grammar_make
      * stops at max_work by itself; begin() has run) */
+    /* the history's states move to the new caches too */
+    fresh->err = err;
+    if (sift__gm_hist_remap(fresh, g) < 0) {
+        s = fresh->fail;
+        sift_grammar_free(fresh);
+        return s;
+    }
     g->err = err;
     if (!sift__gm_budget(g, fresh->work)) {
         sift_grammar_free(fresh);
@@ -253,6 +277,22 @@ void sift__gm_tail_text(const sift_grammar *g, char *buf, size_t cap)
     buf[k] = '\0';
 }
 
+/* The error of an accept on a terminated grammar: a rejection (as for
+ * any token the grammar does not allow; a chain treats it so), which
+ * says why. index: the token, or -1 for bytes (err->index 0: the first
+ * byte fails). */
+static sift_status terminated_msg(sift_error *err, int64_t index)
+{
+    if (index >= 0)
+        return sift__fail_at(err, SIFT_E_GRAMMAR_REJECT, index,
+                             "token %lld not accepted: the grammar is terminated (an "
+                             "end-of-generation token was accepted); roll it back or reset it",
+                             (long long)index);
+    return sift__fail_at(err, SIFT_E_GRAMMAR_REJECT, 0,
+                         "bytes not accepted: the grammar is terminated (an end-of-generation "
+                         "token was accepted); roll it back or reset it");
+}
+
 sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t n, sift_error *err)
 {
     sift_status s = sift__gm_check(g, err);
@@ -260,15 +300,25 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
         return s;
     if (!bytes && n)
         return sift__fail(err, SIFT_E_ARG, "bytes is NULL but n = %zu", n);
+    if (g->terminated)
+        return terminated_msg(err, -1);
     if (n == 0)
         return SIFT_OK; /* no text: nothing to match or to feed a trigger */
-    if (sift__gm_idle(g))
-        return sift__gm_lazy_step(g, -1, bytes, n, 1, err);
+    ghist h;
+    if (sift__gm_idle(g)) {
+        sift__gm_hist_save(g, &h, 1);
+        if (!(s = sift__gm_lazy_step(g, -1, bytes, n, 1, err))) {
+            sift__trigger_commit(g->trig);
+            sift__gm_hist_push(g, &h);
+        }
+        return s;
+    }
     sift__gm_begin(g, err);
     if ((s = sift__gm_maybe_flush(g, err))) {
         sift__gm_end_call(g);
         return s;
     }
+    sift__gm_hist_save(g, &h, 0);
     const unsigned char *p = bytes;
     int32_t y = (int32_t)g->cur;
     size_t k = 0;
@@ -287,6 +337,14 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
             g->cur = cur0; /* stale id if flushed; fixed below */
             if (s)
                 break;
+            /* the history entry of this call names the starting state,
+             * which orig holds: its id in the new caches */
+            int32_t hc = sift__gm_import(g, orig, orig->cur);
+            if (hc < 0) {
+                s = g->fail;
+                break;
+            }
+            h.cur = (uint32_t)hc;
             g->work = 0;
         }
         y = sift__gm_step(g, (uint32_t)y, p[k]);
@@ -295,6 +353,7 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
     if (s || y <= 0) {
         if (orig) {
             swap_matcher(g, orig);
+            sift__gm_hist_swap(g, orig);
             sift_grammar_free(orig);
         }
         if (s)
@@ -321,6 +380,7 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
     }
     sift__gm_note_output(g, p, n);
     g->cur = (uint32_t)y;
+    sift__gm_hist_push(g, &h);
     return SIFT_OK;
 }
 
@@ -345,8 +405,8 @@ sift_status sift_grammar_accepts_token(sift_grammar *g, int32_t token, int *ok, 
         return sift__fail(err, SIFT_E_ARG, "ok is NULL");
     if ((s = check_token(g, token, err)))
         return s;
-    if (sift__gm_idle(g)) {
-        *ok = 1;
+    if (g->terminated || sift__gm_idle(g)) {
+        *ok = !g->terminated;
         return SIFT_OK;
     }
     sift__gm_begin(g, err);
@@ -390,6 +450,8 @@ sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t token, sift_er
         return s;
     if ((s = check_token(g, token, err)))
         return s;
+    if (g->terminated)
+        return terminated_msg(err, token);
     if (sift__gm_idle(g))
         return sift__gm_lazy_step(g, token, NULL, 0, 0, err);
     sift__gm_begin(g, err);
@@ -408,13 +470,24 @@ sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t token, sift_er
 
 sift_status sift_grammar_accept_token(sift_grammar *g, int32_t token, sift_error *err)
 {
-    if (g && g->magic == MAGIC && sift__gm_idle(g)) {
+    ghist h;
+    if (g && g->magic == MAGIC && !g->terminated && sift__gm_idle(g)) {
         sift_status r = check_token(g, token, err);
-        return r ? r : sift__gm_lazy_step(g, token, NULL, 0, 1, err);
+        if (r)
+            return r;
+        sift__gm_hist_save(g, &h, 1);
+        if ((r = sift__gm_lazy_step(g, token, NULL, 0, 1, err)))
+            return r;
+        sift__trigger_commit(g->trig);
+        sift__gm_hist_push(g, &h);
+        if (g->core->attr[token] & SIFT_TOKEN_EOG)
+            g->terminated = 1;
+        return SIFT_OK;
     }
     sift_status s = sift__grammar_prepare_accept(g, token, err);
     if (s)
         return s;
+    sift__gm_hist_save(g, &h, 0); /* after prepare's cache rebuild */
     /* Prepared: the text path is cached now; token_next only repeats
      * lookups (and, for token elements, re-interns a known state). */
     sift__gm_begin(g, err);
@@ -426,8 +499,11 @@ sift_status sift_grammar_accept_token(sift_grammar *g, int32_t token, sift_error
         size_t L;
         const unsigned char *p = sift__gm_piece(g->core, token, &L);
         sift__gm_note_output(g, p, L);
+    } else {
+        g->terminated = 1;
     }
     g->cur = (uint32_t)y;
+    sift__gm_hist_push(g, &h);
     return SIFT_OK;
 }
 
@@ -445,6 +521,7 @@ uint64_t sift__grammar_digest(const sift_grammar *g, uint64_t h)
     uint32_t t[5] = {s->set_len, s->acc, s->rem, s->lo, s->hi};
     h = sift__fnv(h, t, sizeof t);
     h = sift__fnv(h, &acc, sizeof acc);
+    h = sift__fnv(h, &g->terminated, sizeof g->terminated);
     if (g->trig) {
         h = sift__fnv(h, &g->triggered, sizeof g->triggered);
         h = sift__trigger_digest(g->trig, h);

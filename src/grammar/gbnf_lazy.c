@@ -252,6 +252,7 @@ sift_status sift_grammar_set_lazy(sift_grammar *g, const sift_lazy_params *param
     tp.depth_limit = pp.depth_limit;
     tp.heap_limit_kib = pp.heap_limit_kib;
     tp.n_vocab = g->core->V;
+    tp.max_history = g->hcap;
     sift__trigger *t = NULL;
     s = sift__trigger_new(&t, specs, n, &tp, NULL, &g->al, err);
     sift__free(&g->al, specs);

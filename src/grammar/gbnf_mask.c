@@ -608,7 +608,7 @@ static sift_status small_compute(sift_grammar *g, sift_error *err)
 
 sift_status sift__grammar_small_prepare(sift_grammar *g, sift_error *err)
 {
-    if (!g || g->magic != MAGIC || !g->core->V || sift__gm_idle(g))
+    if (!g || g->magic != MAGIC || !g->core->V || sift__gm_idle(g) || g->terminated)
         return SIFT_OK;
     return small_compute(g, err);
 }
@@ -617,7 +617,7 @@ size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids)
 {
     *ids = NULL;
     if (!g || g->magic != MAGIC || !g->core->V || sift__gm_idle(g))
-        return SIZE_MAX;
+        return g && g->magic == MAGIC && g->terminated ? 0 : SIZE_MAX;
     if (small_compute(g, NULL))
         return SIZE_MAX; /* not cached: the next call may succeed */
     if (g->ss_n != SIZE_MAX)
@@ -675,6 +675,10 @@ static sift_status dead_msg(sift_grammar *g, size_t n_non_eog, sift_error *err)
 {
     char t[128];
     sift__gm_tail_text(g, t, sizeof t);
+    if (g->terminated)
+        return sift__fail(err, SIFT_E_GRAMMAR_DEAD,
+                          "the grammar is terminated (an end-of-generation token was accepted): "
+                          "no token can follow");
     if (sift_grammar_is_complete(g) && n_non_eog == 0)
         return sift__fail(err, SIFT_E_GRAMMAR_DEAD,
                           g->core->n_eog
@@ -700,6 +704,8 @@ sift_status sift_grammar_ban(sift_grammar *g, float *logits, int32_t n_vocab, si
     if (n_vocab != g->core->V)
         return sift__fail(err, SIFT_E_ARG, "grammar vocabulary V = %d does not match row V = %d",
                           (int)g->core->V, (int)n_vocab);
+    if (g->terminated)
+        return dead_msg(g, 0, err);
     if (sift__gm_idle(g))
         return SIFT_OK;
     sift__gm_begin(g, err);
@@ -758,6 +764,8 @@ sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err
     if (a->V != g->core->V)
         return sift__fail(err, SIFT_E_ARG, "grammar vocabulary V = %d does not match row V = %d",
                           (int)g->core->V, (int)a->V);
+    if (g->terminated)
+        return dead_msg(g, 0, err);
     if (sift__gm_idle(g))
         return SIFT_OK;
     sift__gm_begin(g, err);
@@ -976,7 +984,10 @@ static void mc_bind(sift_grammar *g, uint32_t x, uint32_t k)
 static sift_status fill_one(sift_grammar *g, uint32_t *w, size_t n_words, sift_error *err)
 {
     size_t nw = g->mc_words;
-    if (sift__gm_idle(g)) {
+    if (g->terminated) {
+        /* an end-of-generation token was accepted: nothing follows */
+        memset(w, 0, nw * sizeof *w);
+    } else if (sift__gm_idle(g)) {
         /* an untriggered lazy grammar allows every token */
         memset(w, 0xff, nw * sizeof *w);
         if (g->core->V & 31)
@@ -1019,6 +1030,11 @@ static sift_status fill_one(sift_grammar *g, uint32_t *w, size_t n_words, sift_e
     return SIFT_OK;
 }
 
+sift_status sift__gm_fill(sift_grammar *g, uint32_t *w, size_t n_words, sift_error *err)
+{
+    return fill_one(g, w, n_words, err);
+}
+
 sift_status sift_grammar_fill_bitmask(sift_grammar *g, uint32_t *mask, size_t n_words,
                                       sift_error *err)
 {
@@ -1036,23 +1052,28 @@ sift_status sift_grammar_fill_bitmask(sift_grammar *g, uint32_t *mask, size_t n_
     return fill_one(g, mask, n_words, err);
 }
 
-sift_status sift_grammars_fill_bitmasks(sift_grammar *const *grammars, size_t n, uint32_t *masks,
-                                        size_t words_per_row, sift_error *err)
+/* The batch fill: grammar i's row is rows[i] (i without rows) of a mask
+ * of n_rows rows. */
+static sift_status fill_rows(sift_grammar *const *grammars, size_t n, const int32_t *rows,
+                             uint32_t *masks, size_t n_rows, size_t words_per_row, sift_error *err)
 {
     if (n == 0)
         return SIFT_OK;
     if (!grammars || !masks)
         return sift__fail(err, SIFT_E_ARG, "%s is NULL with n = %zu",
                           grammars ? "masks" : "grammars", n);
-    if (words_per_row && n > SIZE_MAX / sizeof *masks / words_per_row)
-        return sift__fail(err, SIFT_E_ARG, "%zu rows of %zu words overflow", n, words_per_row);
+    if (words_per_row && n_rows > SIZE_MAX / sizeof *masks / words_per_row)
+        return sift__fail(err, SIFT_E_ARG, "%zu rows of %zu words overflow", n_rows, words_per_row);
     /* every argument is checked before any row is written */
     for (size_t i = 0; i < n; i++) {
         sift_grammar *g = grammars[i];
-        if (!g)
-            continue;
         sift_status s = SIFT_OK;
-        if (g->magic != MAGIC)
+        if (rows && (rows[i] < 0 || (size_t)rows[i] >= n_rows))
+            s = sift__fail(err, SIFT_E_ARG, "rows[%zu] = %d is outside the mask's %zu rows", i,
+                           (int)rows[i], n_rows);
+        else if (!g)
+            continue;
+        else if (g->magic != MAGIC)
             s = sift__fail(err, SIFT_E_ARG, "grammar %zu is not a live grammar object", i);
         else if (!g->core->V)
             s = sift__fail(err, SIFT_E_ARG, "grammar %zu has no vocabulary", i);
@@ -1068,7 +1089,7 @@ sift_status sift_grammars_fill_bitmasks(sift_grammar *const *grammars, size_t n,
         }
     }
     for (size_t i = 0; i < n; i++) {
-        uint32_t *row = masks + i * words_per_row;
+        uint32_t *row = masks + (rows ? (size_t)rows[i] : i) * words_per_row;
         if (!grammars[i]) {
             memset(row, 0xff, words_per_row * sizeof *row);
             continue;
@@ -1081,6 +1102,21 @@ sift_status sift_grammars_fill_bitmasks(sift_grammar *const *grammars, size_t n,
         }
     }
     return SIFT_OK;
+}
+
+sift_status sift_grammars_fill_bitmasks(sift_grammar *const *grammars, size_t n, uint32_t *masks,
+                                        size_t words_per_row, sift_error *err)
+{
+    return fill_rows(grammars, n, NULL, masks, n, words_per_row, err);
+}
+
+sift_status sift_grammars_fill_bitmask_rows(sift_grammar *const *grammars, size_t n,
+                                            const int32_t *rows, uint32_t *masks, size_t n_rows,
+                                            size_t words_per_row, sift_error *err)
+{
+    if (n && !rows)
+        return sift__fail(err, SIFT_E_ARG, "rows is NULL with n = %zu", n);
+    return fill_rows(grammars, n, rows, masks, n_rows, words_per_row, err);
 }
 
 void sift__grammar_set_mask_cache(sift_grammar *g, size_t bytes)

@@ -1211,6 +1211,11 @@ out:
     return res;
 }
 
+int32_t sift__gm_import(sift_grammar *g, const sift_grammar *from, uint32_t x)
+{
+    return import_state(g, from, x);
+}
+
 static int cmp_piece_ids(const void *a, const void *b, void *c);
 
 /* The piece of token t of the index (len bytes). */
@@ -1852,6 +1857,9 @@ sift_status sift__grammar_sync(sift_grammar *g, const sift_grammar *from, sift_e
     g->out_len = from->out_len;
     memcpy(g->tail, from->tail, sizeof g->tail);
     g->triggered = from->triggered;
+    g->terminated = from->terminated;
     g->ss_valid = 0;
+    /* the copy cannot roll back past the state it was given */
+    g->h0 = g->hn = 0;
     return SIFT_OK;
 }

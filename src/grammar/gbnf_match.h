@@ -205,6 +205,17 @@ typedef struct sigent {
 
 #define SIG_SLOTS 16
 
+/* One entry of the rollback history (gbnf_serve.c): the state a grammar
+ * had before one accept (a token, or a sift_grammar_accept_bytes call).
+ * `fed`: the accept went to the trigger set of an untriggered lazy
+ * grammar, which keeps its own record of it (sift__trigger_commit). */
+typedef struct ghist {
+    uint64_t out_len;
+    uint32_t cur;
+    uint8_t term, trig, fed;
+    unsigned char tail[24];
+} ghist;
+
 struct sift_grammar {
     uint32_t magic;
     sift__alloc al;
@@ -263,6 +274,15 @@ struct sift_grammar {
     /* 1 while a chain owns the grammar (a stage's or its check grammar):
      * a second transfer is refused. Clones start unowned. */
     int owned;
+    /* 1 once an end-of-generation token was accepted: only rollback and
+     * reset change the grammar then. */
+    int terminated;
+    /* The rollback history: hist[(h0 + k) % hcap] for k < hn, oldest
+     * first; state ids in it are remapped whenever the caches are rebuilt
+     * (sift__gm_maybe_flush), with hscr (hcap ids) as scratch. */
+    ghist *hist;
+    uint32_t *hscr;
+    uint32_t hcap, h0, hn;
 };
 
 /* ------------------------------------------------------------------ */
@@ -330,6 +350,37 @@ SIFT__HIDDEN void sift__gm_end_call(sift_grammar *g);
 SIFT__HIDDEN void sift__gm_note_output(sift_grammar *g, const unsigned char *p, size_t n);
 /* The last accepted bytes, printable, for messages. */
 SIFT__HIDDEN void sift__gm_tail_text(const sift_grammar *g, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------ */
+/* gbnf_serve.c: the rollback history                                  */
+/* ------------------------------------------------------------------ */
+
+/* Allocates a history of cap entries (0: none), empty. SIFT_E_NOMEM. */
+SIFT__HIDDEN sift_status sift__gm_hist_alloc(sift_grammar *g, uint32_t cap, sift_error *err);
+/* The current state as a history entry (taken before an accept). */
+SIFT__HIDDEN void sift__gm_hist_save(const sift_grammar *g, ghist *h, int fed);
+/* Appends h after a successful accept, dropping the oldest entry when
+ * the history is full. Allocates nothing. */
+SIFT__HIDDEN void sift__gm_hist_push(sift_grammar *g, const ghist *h);
+/* Maps every history entry's state into `fresh`, the rebuilt caches of
+ * g, through hscr; the entries are rewritten only when all succeed
+ * (-1 and fresh->fail otherwise). */
+SIFT__HIDDEN int sift__gm_hist_remap(sift_grammar *fresh, sift_grammar *g);
+/* Copies from's history into g, a new clone (same capacity), importing
+ * its states. SIFT_E_NOMEM, SIFT_E_GRAMMAR_LIMIT. */
+SIFT__HIDDEN sift_status sift__gm_hist_copy(sift_grammar *g, const sift_grammar *from,
+                                            sift_error *err);
+/* Swaps the histories of two clones (after swap_matcher). */
+SIFT__HIDDEN void sift__gm_hist_swap(sift_grammar *a, sift_grammar *b);
+
+/* gbnf_mask.c: the bitmask of the current state into w[0 .. n_words)
+ * (n_words >= the grammar's words), as sift_grammar_fill_bitmask. */
+SIFT__HIDDEN sift_status sift__gm_fill(sift_grammar *g, uint32_t *w, size_t n_words,
+                                       sift_error *err);
+
+/* gbnf_match.c: state x of `from` (a grammar over the same core) interned
+ * in g's caches; -1 on failure (g->fail). */
+SIFT__HIDDEN int32_t sift__gm_import(sift_grammar *g, const sift_grammar *from, uint32_t x);
 
 /* ------------------------------------------------------------------ */
 /* gbnf_lazy.c                                                         */

@@ -62,6 +62,15 @@ typedef struct ac_node {
     uint8_t byte;       /* build time: the byte leading here */
 } ac_node;
 
+/* The state of the set before one committed feed (or at a checkpoint):
+ * what sift__trigger_rollback restores. nsp is absolute (sp_drop added);
+ * the feed's resume changes are lg entries [lg, lg + n_lg) of the log. */
+typedef struct hrec {
+    uint64_t end, searched, nsp;
+    size_t scanned, lg, n_lg;
+    int32_t ac;
+} hrec;
+
 /* A token that produced text: it starts at absolute offset s and ends
  * where the next span starts (the last one at `end`). */
 typedef struct span {
@@ -120,6 +129,24 @@ struct sift__trigger {
     uint64_t u_end, u_searched;
     int32_t u_ac;
     size_t u_nsp, u_scanned;
+    /* Rollback history (sift__trigger_commit / _rollback): a ring of the
+     * last p.max_history committed feeds, hr[(h0 + k) % max_history] for
+     * k < hn, each with the state before it; the resume entries each
+     * changed are in the ring log lg_i / lg_v (n_pat entries per feed at
+     * most, so max_history * n_pat entries always hold the ring's).
+     * sp_drop counts the spans compaction dropped since reset, so that a
+     * record's span count is absolute. */
+    hrec *hr;
+    size_t h0, hn;
+    uint32_t *lg_i;
+    uint64_t *lg_v;
+    size_t lg_cap, lg0, lgn, n_pat;
+    uint64_t sp_drop;
+    /* A checkpoint (sift__trigger_checkpoint): the state, resume[] whole,
+     * and the pin that keeps compaction from dropping the text it needs. */
+    int cp_on;
+    hrec cp;
+    uint64_t *cp_resume;
 };
 
 void sift__trigger_params_init(sift__trigger_params *p)
@@ -131,6 +158,7 @@ void sift__trigger_params_init(sift__trigger_params *p)
     p->depth_limit = SIFT__TRIGGER_DEFAULT_DEPTH_LIMIT;
     p->heap_limit_kib = SIFT__TRIGGER_DEFAULT_HEAP_LIMIT_KIB;
     p->n_vocab = 0;
+    p->max_history = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -518,17 +546,26 @@ static sift_status reserve_text(sift__trigger *t, size_t n, sift_error *err)
         return SIFT_OK;
     if (!t->has_full) {
         uint64_t keep = 2 * (uint64_t)t->p.max_window + 4;
-        if (held > keep) {
-            uint64_t drop = held - keep;
-            memmove(t->buf, t->buf + drop, (size_t)keep);
+        /* The states a rollback or a checkpoint may return to need their
+         * own last `keep` bytes: the oldest of them pins the text. */
+        uint64_t pin = t->end;
+        if (t->hn && t->hr[t->h0].end < pin)
+            pin = t->hr[t->h0].end;
+        if (t->cp_on && t->cp.end < pin)
+            pin = t->cp.end;
+        uint64_t lo = pin > keep ? pin - keep : 0;
+        if (lo > t->base) {
+            uint64_t drop = lo - t->base;
+            memmove(t->buf, t->buf + drop, (size_t)(held - drop));
             t->base += drop;
-            held = keep;
+            held -= drop;
             size_t k = 0;
             while (k < t->nsp && span_end(t, k) <= t->base)
                 k++;
             if (k) {
                 memmove(t->sp, t->sp + k, (t->nsp - k) * sizeof *t->sp);
                 t->nsp -= k;
+                t->sp_drop += k;
             }
         }
         if (held + n <= t->cap)
@@ -548,6 +585,36 @@ static sift_status reserve_span(sift__trigger *t, size_t want, sift_error *err)
     size_t need = want > t->nsp + 1 ? want : t->nsp + 1;
     if (sift__reserve(&t->al, &t->sp, &t->capsp, t->nsp, need, sizeof *t->sp, 64))
         return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger token spans");
+    return SIFT_OK;
+}
+
+/* The rollback ring, its resume log and the checkpoint's copy of
+ * resume[], sized once here so that feeding and committing allocate
+ * nothing. */
+static sift_status history_alloc(sift__trigger *t, sift_error *err)
+{
+    for (size_t i = 0; i < t->n; i++)
+        t->n_pat += t->specs[i].kind == SIFT__TRIGGER_PATTERN;
+    size_t H = t->p.max_history;
+    if (H) {
+        t->hr = sift__malloc(&t->al, H, sizeof *t->hr);
+        if (!t->hr)
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger history");
+        if (t->n_pat) {
+            if (t->n_pat > SIZE_MAX / sizeof *t->lg_v / H)
+                return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger history");
+            t->lg_cap = H * t->n_pat;
+            t->lg_i = sift__malloc(&t->al, t->lg_cap, sizeof *t->lg_i);
+            t->lg_v = sift__malloc(&t->al, t->lg_cap, sizeof *t->lg_v);
+            if (!t->lg_i || !t->lg_v)
+                return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger history");
+        }
+    }
+    if (t->resume) {
+        t->cp_resume = sift__malloc(&t->al, t->n, sizeof *t->cp_resume);
+        if (!t->cp_resume)
+            return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger history");
+    }
     return SIFT_OK;
 }
 
@@ -615,6 +682,8 @@ sift_status sift__trigger_new(sift__trigger **out, const sift__trigger_spec *spe
     st = ac_build(t, err);
     if (!st)
         st = compile_all(t, err);
+    if (!st)
+        st = history_alloc(t, err);
     if (!st && !t->has_full)
         st = reserve_text(t, 3 * p.max_window + 64, err);
     /* One span per byte held at most: sized now, never grown later. */
@@ -654,6 +723,10 @@ void sift__trigger_free(sift__trigger *t)
     sift__free(&al, t->buf);
     sift__free(&al, t->sp);
     sift__free(&al, t->tokbuf);
+    sift__free(&al, t->hr);
+    sift__free(&al, t->lg_i);
+    sift__free(&al, t->lg_v);
+    sift__free(&al, t->cp_resume);
     sift__free(&al, t);
 }
 
@@ -673,6 +746,10 @@ void sift__trigger_reset(sift__trigger *t)
     t->replay_token = 0;
     t->toklen = 0;
     t->last_scanned = 0;
+    t->h0 = t->hn = 0;
+    t->lg0 = t->lgn = 0;
+    t->sp_drop = 0;
+    t->cp_on = 0;
 }
 
 sift_status sift__trigger_clone(const sift__trigger *t, sift__trigger **out, sift_error *err)
@@ -738,6 +815,18 @@ sift_status sift__trigger_clone(const sift__trigger *t, sift__trigger **out, sif
     c->fire_token = t->fire_token;
     c->toklen = t->toklen;
     c->last_scanned = t->last_scanned;
+    /* the history too (same capacities: the same params) */
+    c->sp_drop = t->sp_drop;
+    for (size_t k = 0; k < t->hn; k++)
+        c->hr[k] = t->hr[(t->h0 + k) % t->p.max_history];
+    for (size_t k = 0; k < t->lgn; k++) {
+        c->lg_i[k] = t->lg_i[(t->lg0 + k) % t->lg_cap];
+        c->lg_v[k] = t->lg_v[(t->lg0 + k) % t->lg_cap];
+    }
+    for (size_t k = 0; k < t->hn; k++)
+        c->hr[k].lg = t->lg_cap ? (c->hr[k].lg + t->lg_cap - t->lg0) % t->lg_cap : 0;
+    c->hn = t->hn;
+    c->lgn = t->lgn;
     *out = c;
     return SIFT_OK;
 }
@@ -803,6 +892,11 @@ sift_status sift__trigger_copy_state(sift__trigger *d, const sift__trigger *t, s
     d->u_ac = t->u_ac;
     d->u_nsp = t->u_nsp;
     d->u_scanned = t->u_scanned;
+    /* the copy starts without history: it cannot roll back past here */
+    d->sp_drop = t->sp_drop;
+    d->h0 = d->hn = 0;
+    d->lg0 = d->lgn = 0;
+    d->cp_on = 0;
     return SIFT_OK;
 }
 
@@ -1207,4 +1301,100 @@ uint64_t sift__trigger_digest(const sift__trigger *t, uint64_t h)
     if (t->resume)
         h = sift__fnv(h, t->resume, t->n * sizeof *t->resume);
     return h;
+}
+
+/* ------------------------------------------------------------------ */
+/* History: commit, rollback, checkpoint                               */
+/* ------------------------------------------------------------------ */
+
+/* Puts the state of rec back (the text past rec->end is ignored from now
+ * on; compaction kept the bytes before it, see reserve_text). The set is
+ * not fired in any state a record or checkpoint holds. */
+static void restore_rec(sift__trigger *t, const hrec *r)
+{
+    t->end = r->end;
+    t->searched_to = r->searched;
+    t->ac = r->ac;
+    t->nsp = (size_t)(r->nsp - t->sp_drop);
+    t->last_scanned = r->scanned;
+    t->n_undo = 0;
+    t->fired = 0;
+    t->fired_idx = -1;
+    t->fire_start = 0;
+    t->replay_first = 0;
+    t->replay_token = 0;
+    t->toklen = 0;
+}
+
+void sift__trigger_commit(sift__trigger *t)
+{
+    size_t H = t->p.max_history;
+    if (!H)
+        return;
+    if (t->hn == H) {
+        const hrec *o = &t->hr[t->h0];
+        if (t->lg_cap)
+            t->lg0 = (t->lg0 + o->n_lg) % t->lg_cap;
+        t->lgn -= o->n_lg;
+        t->h0 = (t->h0 + 1) % H;
+        t->hn--;
+    }
+    hrec *r = &t->hr[(t->h0 + t->hn) % H];
+    r->end = t->u_end;
+    r->searched = t->u_searched;
+    r->ac = t->u_ac;
+    r->nsp = (uint64_t)t->u_nsp + t->sp_drop;
+    r->scanned = t->u_scanned;
+    r->n_lg = t->n_undo; /* at most one entry per searched pattern */
+    r->lg = t->lg_cap ? (t->lg0 + t->lgn) % t->lg_cap : 0;
+    for (size_t k = 0; k < t->n_undo; k++) {
+        size_t j = (r->lg + k) % t->lg_cap;
+        t->lg_i[j] = t->undo_i[k];
+        t->lg_v[j] = t->undo_v[k];
+    }
+    t->lgn += t->n_undo;
+    t->hn++;
+}
+
+size_t sift__trigger_history(const sift__trigger *t)
+{
+    return t ? t->hn : 0;
+}
+
+void sift__trigger_rollback(sift__trigger *t, size_t k)
+{
+    size_t H = t->p.max_history;
+    while (k-- > 0 && t->hn > 0) {
+        const hrec *r = &t->hr[(t->h0 + t->hn - 1) % H];
+        for (size_t j = r->n_lg; j-- > 0;) {
+            size_t q = (r->lg + j) % t->lg_cap;
+            t->resume[t->lg_i[q]] = t->lg_v[q];
+        }
+        t->lgn -= r->n_lg;
+        t->hn--;
+        restore_rec(t, r);
+    }
+}
+
+void sift__trigger_checkpoint(sift__trigger *t)
+{
+    t->cp.end = t->end;
+    t->cp.searched = t->searched_to;
+    t->cp.ac = t->ac;
+    t->cp.nsp = (uint64_t)t->nsp + t->sp_drop;
+    t->cp.scanned = t->last_scanned;
+    t->cp.lg = t->cp.n_lg = 0;
+    if (t->resume)
+        memcpy(t->cp_resume, t->resume, t->n * sizeof *t->resume);
+    t->cp_on = 1;
+}
+
+void sift__trigger_restore(sift__trigger *t)
+{
+    if (!t->cp_on)
+        return;
+    restore_rec(t, &t->cp);
+    if (t->resume)
+        memcpy(t->resume, t->cp_resume, t->n * sizeof *t->resume);
+    t->cp_on = 0;
 }

@@ -78,6 +78,7 @@ typedef struct sift__trigger_params {
     uint32_t depth_limit;    /* PCRE2 depth limit */
     uint32_t heap_limit_kib; /* PCRE2 heap limit, KiB */
     int32_t n_vocab;         /* TOKEN ids must be < n_vocab (0 = vocab's size or no check) */
+    size_t max_history;      /* committed feeds sift__trigger_rollback can take back (0) */
 } sift__trigger_params;
 
 typedef struct sift__trigger sift__trigger;
@@ -178,6 +179,26 @@ SIFT__HIDDEN sift__trigger_kind sift__trigger_kind_of(const sift__trigger *t, si
  * other feed or reset. Allocates nothing. A lazy grammar feeds a token,
  * then keeps it or takes it back (prepare, or a rejected replay). */
 SIFT__HIDDEN void sift__trigger_undo(sift__trigger *t);
+
+/* Rollback history. A lazy grammar commits each feed it keeps
+ * (sift__trigger_commit, right after the feed); the set remembers the
+ * state before each of the last p.max_history committed feeds, and
+ * sift__trigger_rollback(t, k) returns to the state before the k-th last
+ * (k <= sift__trigger_history(t)), not fired, as if the k feeds had not
+ * happened. The text those states need is kept from compaction, so the
+ * buffer holds the text of the history's feeds plus the usual window.
+ * Allocates nothing (sized in sift__trigger_new). Reset and copy_state
+ * empty the history; clone copies it. */
+SIFT__HIDDEN void sift__trigger_commit(sift__trigger *t);
+SIFT__HIDDEN size_t sift__trigger_history(const sift__trigger *t);
+SIFT__HIDDEN void sift__trigger_rollback(sift__trigger *t, size_t k);
+
+/* A checkpoint for trying several feeds without committing them (a draft
+ * of tokens): sift__trigger_checkpoint saves the state (the set must not
+ * have fired), any number of feeds follow, and sift__trigger_restore
+ * returns to the saved state (not fired). Allocates nothing. */
+SIFT__HIDDEN void sift__trigger_checkpoint(sift__trigger *t);
+SIFT__HIDDEN void sift__trigger_restore(sift__trigger *t);
 
 /* Digest of the state that decides future results (not buffer layout). */
 SIFT__HIDDEN uint64_t sift__trigger_digest(const sift__trigger *t, uint64_t h);
