@@ -338,7 +338,7 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_set_attr(sift_vocab *vocab, int32
 SIFT_API uint32_t sift_vocab_attr(const sift_vocab *vocab, int32_t id);
 
 /* ------------------------------------------------------------------ */
-/* Vocabulary files (tiktoken, GGUF)                                   */
+/* Vocabulary files (tiktoken, GGUF, tokenizer.json)                   */
 /* ------------------------------------------------------------------ */
 
 /**
@@ -444,6 +444,70 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_gguf(sift_vocab **out, const
                                                          size_t len,
                                                          const sift_allocator *allocator,
                                                          sift_error *err);
+
+/**
+ * Loads the vocabulary of a Hugging Face `tokenizer.json` (docs/vocab.md,
+ * "tokenizer.json files"), and optionally the end-of-generation tokens of
+ * a second file, `generation_config.json` or `tokenizer_config.json`
+ * (`config_path`, NULL = none).
+ *
+ * Reads `/model/vocab` (BPE: {piece: id}; Unigram: [[piece, score]...],
+ * the index being the id), `/model/type` ("BPE" or absent, or "Unigram"),
+ * `/model/byte_fallback` and `/added_tokens` ({id, content, special}: the
+ * piece is the content as written, renaming a vocabulary id if both name
+ * it; special = true gives SIFT_TOKEN_SPECIAL). The pieces of the model's
+ * vocabulary are decoded to the bytes the model emits by the encoding the
+ * `/decoder` or `/pre_tokenizer` names: ByteLevel (GPT-2's byte table:
+ * Qwen, Llama 3, GPT-2, cl100k, o200k; "Ġthe" is " the") or
+ * SentencePiece style (Metaspace, a Replace of U+2581, ByteFallback, or a
+ * Unigram model: U+2581 is a space and, with byte fallback, "<0x0A>" the
+ * byte 0x0A; Llama 2, Mistral, Gemma). The vocabulary has largest id + 1
+ * tokens; ids nobody names are unused (empty piece, SIFT_TOKEN_UNUSED).
+ * SIFT_TOKEN_EOG goes to special added tokens whose text is a well-known
+ * end of turn (the GGUF list with "</s>", "<eos>", "<|end_of_text|>",
+ * "<|return|>", "<|call|>") and to what the config file names:
+ * `/eos_token_id` (an id or an array of ids) and `/eos_token` (a string
+ * or {"content": string}, looked up among the added tokens, then the
+ * pieces as written). The vocabulary gets no encoder (sift_vocab_encode
+ * fails with SIFT_E_STATE; the merges are not read).
+ *
+ * Each file is read whole (a regular file of at most 256 MiB). JSON is
+ * parsed with jansson (its allocations go through malloc). Errors name
+ * the file and, for JSON syntax, "path:line:col: jansson's message"
+ * (err->line, column, offset set); for a malformed value, the JSON
+ * Pointer of the value: "tokenizer.json: /added_tokens/3/id: token id -1
+ * is negative" (err->index = the token id where one is known):
+ * - SIFT_E_ARG: NULL `out` or `tokenizer_path`; not JSON, or duplicate
+ *   keys; a value of the wrong type; a model type other than BPE and
+ *   Unigram; no ByteLevel or SentencePiece-style decoder, or both; a
+ *   negative or non-integer id; an id named twice by the vocabulary or by
+ *   the added tokens; an empty added token; a byte-level piece with a
+ *   code point that stands for no byte; an eos_token that is no token;
+ * - SIFT_E_TOKEN: an eos_token_id outside the vocabulary;
+ * - SIFT_E_LIMIT: an id >= 2^24, more than 65,536 unused ids beyond the
+ *   named ones, a file over 256 MiB;
+ * - SIFT_E_IO: a file cannot be opened or read, or is not a regular file;
+ * - SIFT_E_NOMEM.
+ * On failure *out is NULL. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_load_hf(sift_vocab **out, const char *tokenizer_path,
+                                                       const char *config_path,
+                                                       const sift_allocator *allocator,
+                                                       sift_error *err);
+
+/**
+ * As sift_vocab_load_hf, from `len` bytes of tokenizer.json at
+ * `tokenizer_json` and, unless `config_json` is NULL, `config_len` bytes
+ * of the config file (neither NUL-terminated; read only during the
+ * call). Messages name the sources "<tokenizer.json>" and "<config>".
+ * SIFT_E_ARG also for NULL `tokenizer_json` with len > 0; SIFT_E_LIMIT
+ * for either length over 256 MiB. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_hf(sift_vocab **out, const char *tokenizer_json,
+                                                       size_t len, const char *config_json,
+                                                       size_t config_len,
+                                                       const sift_allocator *allocator,
+                                                       sift_error *err);
 
 /**
  * What sift_vocab_extend adds to a vocabulary: special tokens, the
@@ -1249,12 +1313,9 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_from_regex(sift_grammar **out, 
  * - SIFT_E_NOMEM.
  * Since: 0.2.
  */
-SIFT_API SIFT_NODISCARD sift_status sift_grammar_from_choices(sift_grammar **out,
-                                                              const char *const *choices,
-                                                              const size_t *lens, size_t n_choices,
-                                                              const sift_vocab *vocab,
-                                                              const sift_grammar_params *gparams,
-                                                              sift_error *err);
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_from_choices(
+    sift_grammar **out, const char *const *choices, const size_t *lens, size_t n_choices,
+    const sift_vocab *vocab, const sift_grammar_params *gparams, sift_error *err);
 
 /**
  * One structural tag (xgrammar's): the text `begin`, then a body that a
@@ -1311,9 +1372,9 @@ typedef struct sift_structural_tag {
  * Since: 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_grammar_from_structural_tags(
-    sift_grammar **out, const sift_structural_tag *tags, size_t n_tags,
-    const char *const *triggers, size_t n_triggers, const sift_vocab *vocab,
-    const sift_json_schema_params *sparams, const sift_grammar_params *gparams, sift_error *err);
+    sift_grammar **out, const sift_structural_tag *tags, size_t n_tags, const char *const *triggers,
+    size_t n_triggers, const sift_vocab *vocab, const sift_json_schema_params *sparams,
+    const sift_grammar_params *gparams, sift_error *err);
 
 /* ------------------------------------------------------------------ */
 /* The chain                                                           */
