@@ -1361,7 +1361,7 @@ typedef struct sift_structural_tag {
  *   contains another (or repeats it);
  * - a schema body's errors as sift_json_schema_to_gbnf, with the source
  *   "tags[i].schema" and the JSON Pointer in the message
- *   ("tags[1].schema:1:15: #/properties/a/not: ...");
+ *   ("tags[1].schema:LINE:COL: #/properties/a/not: ...");
  * - a grammar body's errors as sift_grammar_new, with the source
  *   "tags[i].grammar" ("tags[0].grammar:2:5: ...");
  * - SIFT_E_LIMIT: over 1024 tags or triggers, or a trigger automaton of
