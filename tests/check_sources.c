@@ -542,6 +542,76 @@ START_TEST(test_bad_structural_tags_are_refused_with_the_tag_and_place)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Allocation failure                                                  */
+/* ------------------------------------------------------------------ */
+
+static long fail_at, n_allocs;
+static void *fail_alloc(void *user, size_t size)
+{
+    (void)user;
+    if (++n_allocs == fail_at)
+        return NULL;
+    return malloc(size);
+}
+static void fail_free(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* Builds one of the three sources with the nth allocation failing. */
+static sift_status build_source(int which, const sift_grammar_params *gp, sift_grammar **g)
+{
+    static const char *const list[] = {"red", "green", "grey", "blue"};
+    static const char *const trig[] = {"<a", "<b>"};
+    sift_json_schema_params sp;
+    sift_json_schema_params_init(&sp);
+    static const sift_structural_tag tags[] = {
+        {.begin = "<a>", .schema = "{\"type\":\"integer\"}", .end = "</a>"},
+        {.begin = "<b>", .grammar = "root ::= [xy]+", .end = "</b>"},
+    };
+    switch (which) {
+    case 0: return sift_grammar_from_regex(g, "(ab|c[0-9]+)*d?", 15, NULL, gp, NULL);
+    case 1: return sift_grammar_from_choices(g, list, NULL, 4, NULL, gp, NULL);
+    default: return sift_grammar_from_structural_tags(g, tags, 2, trig, 2, NULL, &sp, gp, NULL);
+    }
+}
+
+START_TEST(test_failing_the_nth_allocation_is_clean_for_every_n)
+{
+    sift_allocator a = {.struct_size = sizeof a, .alloc = fail_alloc, .free = fail_free};
+    sift_grammar_params gp;
+    sift_grammar_params_init(&gp);
+    gp.allocator = &a;
+    for (int which = 0; which < 3; which++) {
+        int ok = 0;
+        for (fail_at = 1; fail_at < 5000 && !ok; fail_at++) {
+            n_allocs = 0;
+            sift_grammar *g = (sift_grammar *)1;
+            sift_status st = build_source(which, &gp, &g);
+            if (st == SIFT_OK) {
+                ok = 1;
+                fail_at = 0; /* no failure while the grammar runs */
+                ck_assert(accepts(g,
+                                  which == 0   ? "abc12d"
+                                  : which == 1 ? "grey"
+                                               : "hi <b>xy</b>",
+                                  which == 0   ? 6
+                                  : which == 1 ? 4
+                                               : 12));
+                sift_grammar_free(g);
+            } else {
+                ck_assert_msg(st == SIFT_E_NOMEM, "source %d, allocation %ld: status %d", which,
+                              fail_at, st);
+                ck_assert_ptr_null(g);
+            }
+        }
+        ck_assert_msg(ok, "source %d never built", which);
+    }
+}
+END_TEST
+
 static Suite *sources_suite(void)
 {
     Suite *s = suite_create("sources");
@@ -562,6 +632,10 @@ static Suite *sources_suite(void)
     tcase_add_test(tc, test_a_structural_tag_constrains_its_body_and_frees_the_text_after_its_end);
     tcase_add_test(tc, test_structural_tags_over_a_vocabulary_allow_free_tokens_after_the_end);
     tcase_add_test(tc, test_bad_structural_tags_are_refused_with_the_tag_and_place);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("allocation");
+    tcase_add_test(tc, test_failing_the_nth_allocation_is_clean_for_every_n);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
