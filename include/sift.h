@@ -468,8 +468,19 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_gguf(sift_vocab **out, const
  * "<|return|>", "<|call|>") and to what the config file names:
  * `/eos_token_id` (an id or an array of ids) and `/eos_token` (a string
  * or {"content": string}, looked up among the added tokens, then the
- * pieces as written). The vocabulary gets no encoder (sift_vocab_encode
- * fails with SIFT_E_STATE; the merges are not read).
+ * pieces as written).
+ *
+ * A byte-level BPE tokenizer gets an encoder (sift_vocab_encode) from
+ * `/model/merges` ("A B" strings or ["A", "B"] pairs, ranked by their
+ * order, as for GGUF merges), `/model/ignore_merges` and the
+ * pre-tokenizer its `/pre_tokenizer` Split pattern names: Llama 3's and
+ * cl100k's (SIFT_PRETOK_CL100K), Qwen2's (SIFT_PRETOK_QWEN2), o200k's
+ * (SIFT_PRETOK_O200K), or a ByteLevel pre-tokenizer that splits itself
+ * (SIFT_PRETOK_GPT2); added tokens that are not special are cut out of
+ * the text first. `/normalizer` is not applied (Qwen's NFC: give NFC
+ * text). Another pre-tokenizer, a SentencePiece-style tokenizer or no
+ * merges leave it without one: sift_vocab_encode then fails with
+ * SIFT_E_STATE and says why.
  *
  * Each file is read whole (a regular file of at most 256 MiB). JSON is
  * parsed with jansson (its allocations go through malloc). Errors name
@@ -483,6 +494,9 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_gguf(sift_vocab **out, const
  *   negative or non-integer id; an id named twice by the vocabulary or by
  *   the added tokens; an empty added token; a byte-level piece with a
  *   code point that stands for no byte; an eos_token that is no token;
+ *   a merge that is not two pieces, or whose pieces (or the two
+ *   together) are not tokens ("/model/merges/7: its left piece is not
+ *   a token", err->index = the merge);
  * - SIFT_E_TOKEN: an eos_token_id outside the vocabulary;
  * - SIFT_E_LIMIT: an id >= 2^24, more than 65,536 unused ids beyond the
  *   named ones, a file over 256 MiB;

@@ -7,7 +7,8 @@
  * failure, and real tokenizers fetched by tests/bench/fetch_hf.sh
  * (SKIP when absent): Qwen3 and Llama 3 (byte level), Llama 2
  * (SentencePiece), and GPT-3.5's cl100k compared piece by piece with
- * tests/data/cl100k_base.tiktoken.
+ * tests/data/cl100k_base.tiktoken and encoded through its merges against
+ * tiktoken's vectors (tests/data/bpe-vectors-cl100k.txt).
  */
 #include <check.h>
 #include <stdio.h>
@@ -363,6 +364,68 @@ START_TEST(test_cl100k_tokenizer_json_equals_the_tiktoken_file_piece_by_piece)
 }
 END_TEST
 
+static int hexv(int c)
+{
+    return c <= '9' ? c - '0' : (c | 32) - 'a' + 10;
+}
+
+START_TEST(test_cl100k_tokenizer_json_encodes_as_tiktoken_through_its_merges)
+{
+    sift_vocab *v = load_real("gpt35turbo");
+    if (!v)
+        return;
+    char p[512];
+    FILE *f = fopen(data_path(p, sizeof p, "bpe-vectors-cl100k.txt"), "r");
+    ck_assert_ptr_nonnull(f);
+    static char line[1 << 16], text[1 << 15], got[1 << 16];
+    static int32_t ids[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#')
+            continue;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        ck_assert_ptr_nonnull(t2);
+        *t2 = 0;
+        size_t tl = 0;
+        for (char *q = t1 + 1; *q; q += 2)
+            text[tl++] = (char)(hexv(q[0]) << 4 | hexv(q[1]));
+        size_t ni = 0;
+        sift_error err;
+        uint32_t flags = line[0] == 's' ? SIFT_ENCODE_SPECIAL : 0;
+        ck_assert_msg(sift_vocab_encode(v, text, tl, flags, ids, 8192, &ni, NULL, &err) == SIFT_OK,
+                      "%s", err.message);
+        size_t gl = 0;
+        got[0] = 0;
+        for (size_t i = 0; i < ni; i++)
+            gl += (size_t)sprintf(got + gl, i ? " %d" : "%d", (int)ids[i]);
+        char *want = t2 + 1;
+        want[strcspn(want, "\n")] = 0;
+        ck_assert_msg(!strcmp(got, want), "vector %d: got %s, want %s", n, got, want);
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_eq(n, 630);
+    sift_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_qwen3s_merges_encode_with_its_pre_tokenizer_and_added_tokens)
+{
+    sift_vocab *v = load_real("qwen3");
+    if (!v)
+        return;
+    static const char text[] = "<tool_call>{\"a\": 12}</tool_call>";
+    static const int32_t want[] = {151657, 4913, 64, 788, 220, 16, 17, 92, 151658};
+    int32_t ids[32];
+    size_t n = 0;
+    ck_assert_int_eq(sift_vocab_encode(v, text, sizeof text - 1, 0, ids, 32, &n, NULL, NULL),
+                     SIFT_OK);
+    ck_assert_int_eq(n, sizeof want / sizeof *want);
+    ck_assert(!memcmp(ids, want, sizeof want));
+    sift_vocab_free(v);
+}
+END_TEST
+
 START_TEST(test_llama3s_tokenizer_json_starts_with_cl100k_piece_by_piece)
 {
     sift_vocab *v = load_real("llama3");
@@ -399,6 +462,8 @@ static Suite *vocab_hf_suite(void)
     tcase_add_test(tc, test_llama2s_sentencepiece_tokenizer_json_loads_with_byte_tokens);
     tcase_add_test(tc, test_cl100k_tokenizer_json_equals_the_tiktoken_file_piece_by_piece);
     tcase_add_test(tc, test_llama3s_tokenizer_json_starts_with_cl100k_piece_by_piece);
+    tcase_add_test(tc, test_cl100k_tokenizer_json_encodes_as_tiktoken_through_its_merges);
+    tcase_add_test(tc, test_qwen3s_merges_encode_with_its_pre_tokenizer_and_added_tokens);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;

@@ -6,8 +6,10 @@
  *   /model/type            "BPE" (or absent) or "Unigram"; others refused
  *   /model/vocab           BPE: {piece: id}; Unigram: [[piece, score]...]
  *   /model/byte_fallback   true: "<0xHH>" pieces are the byte HH
- *   /model/merges          BPE: ["A B"...] or [["A", "B"]...], for the
- *                          encoder when the pre-tokenizer is one sift has
+ *   /model/merges          BPE: ["A B"...] or [["A", "B"]...], the
+ *                          encoder's merges (byte-level only; bpe.c runs
+ *                          them as it runs GGUF merges), with the
+ *                          pre-tokenizer named by /pre_tokenizer's Split
  *   /model/ignore_merges   Llama 3: a pre-token that is a token is taken whole
  *   /added_tokens          [{id, content, special}...]: the piece is the
  *                          content as written; special -> SIFT_TOKEN_SPECIAL
@@ -56,6 +58,7 @@ typedef struct hf {
     size_t *len;
     uint8_t *from; /* 0 none, 1 vocab, 2 added */
     uint8_t *attr;
+    const uint8_t *attr_keep; /* the adopted bits, read through the vocabulary */
     size_t n_named;
 } hf;
 
@@ -481,6 +484,202 @@ static sift_status read_config(hf *h, const json_t *cfg)
     return SIFT_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* The encoder: merges and the pre-tokenizer                           */
+/* ------------------------------------------------------------------ */
+
+/* The Split patterns of the pre-tokenizers sift has, as tokenizer.json
+ * writes them (Llama 3 and cl100k share one; Qwen2's takes single
+ * digits; o200k's is tiktoken's). */
+static const struct {
+    const char *regex;
+    sift_pretokenizer kind;
+} split_patterns[] = {
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     SIFT_PRETOK_CL100K},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     SIFT_PRETOK_QWEN2},
+    {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:"
+     "'s|"
+     "'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}"
+     "\\p{"
+     "Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/"
+     "]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     SIFT_PRETOK_O200K},
+};
+
+/* The pre-tokenizer sift has for /pre_tokenizer, or NONE with `why`. A
+ * Split (Isolated, or Removed and inverted: both keep the matches as
+ * pre-tokens, and these patterns cover all text) of a known pattern, in a
+ * Sequence with a ByteLevel that does not split; or a ByteLevel alone
+ * that splits with GPT-2's pattern. */
+static sift_pretokenizer find_pretok(const json_t *pre, char *why, size_t cap)
+{
+    const json_t *split = NULL, *bl = NULL;
+    const char *t = json_string_value(json_object_get(pre, "type"));
+    if (t && !strcmp(t, "Sequence")) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(json_object_get(pre, "pretokenizers"), i, e)
+        {
+            const char *et = json_string_value(json_object_get(e, "type"));
+            if (et && !strcmp(et, "Split") && !split)
+                split = e;
+            else if (et && !strcmp(et, "ByteLevel") && !bl)
+                bl = e;
+            else {
+                snprintf(why, cap, "its pre-tokenizer has a '%s' step, which sift does not have",
+                         et ? et : "?");
+                return SIFT_PRETOK_NONE;
+            }
+        }
+    } else if (t && !strcmp(t, "ByteLevel")) {
+        bl = pre;
+    }
+    if (bl && json_is_true(json_object_get(bl, "add_prefix_space"))) {
+        snprintf(why, cap, "its ByteLevel pre-tokenizer adds a prefix space, which sift does not");
+        return SIFT_PRETOK_NONE;
+    }
+    if (!split) {
+        const json_t *ur = json_object_get(bl, "use_regex");
+        if (bl && (!ur || json_is_true(ur)))
+            return SIFT_PRETOK_GPT2;
+        snprintf(why, cap, "sift knows no pre-tokenizer for it (no Split pattern)");
+        return SIFT_PRETOK_NONE;
+    }
+    if (bl && json_is_true(json_object_get(bl, "use_regex"))) {
+        snprintf(why, cap,
+                 "its pre-tokenizer splits twice (a Split and a ByteLevel with use_regex)");
+        return SIFT_PRETOK_NONE;
+    }
+    const char *behavior = json_string_value(json_object_get(split, "behavior"));
+    int invert = json_is_true(json_object_get(split, "invert"));
+    const char *rx = json_string_value(json_object_get(json_object_get(split, "pattern"), "Regex"));
+    if (!behavior || !rx ||
+        !((!strcmp(behavior, "Isolated") && !invert) || (!strcmp(behavior, "Removed") && invert))) {
+        snprintf(why, cap, "its Split pre-tokenizer is not one sift has");
+        return SIFT_PRETOK_NONE;
+    }
+    for (size_t k = 0; k < sizeof split_patterns / sizeof *split_patterns; k++)
+        if (!strcmp(rx, split_patterns[k].regex))
+            return split_patterns[k].kind;
+    snprintf(why, cap, "sift has no pre-tokenizer for its Split pattern");
+    return SIFT_PRETOK_NONE;
+}
+
+/* Gives v the encoder of a byte-level BPE tokenizer.json: the merges
+ * (decoded to bytes), the pre-tokenizer and, as user-defined tokens, the
+ * added tokens that are not special. Without merges, or for another
+ * encoding, v is left without one. */
+static sift_status hf_encoder(hf *h, const json_t *root, sift_vocab *v)
+{
+    const json_t *model = json_object_get(root, "model");
+    const json_t *merges = json_object_get(model, "merges");
+    const char *type = json_string_value(json_object_get(model, "type"));
+    if (h->enc != ENC_BYTE_LEVEL || (type && strcmp(type, "BPE")) || !merges)
+        return SIFT_OK;
+    if (!json_is_array(merges))
+        return hfail(h, SIFT_E_ARG, h->src, -1, "/model/merges: expected an array");
+    size_t n = json_array_size(merges), total = 0;
+    /* the byte strings: at most the UTF-8 of each merge */
+    size_t i;
+    const json_t *m;
+    json_array_foreach(merges, i, m)
+    {
+        if (json_is_string(m))
+            total += json_string_length(m);
+        else if (json_is_array(m) && json_array_size(m) == 2 &&
+                 json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1)))
+            total +=
+                json_string_length(json_array_get(m, 0)) + json_string_length(json_array_get(m, 1));
+        else
+            return hfail(h, SIFT_E_ARG, h->src, (int64_t)i,
+                         "/model/merges/%zu: expected \"A B\" or [\"A\", \"B\"]", i);
+    }
+    uint64_t *off = sift__malloc(h->al, 2 * n + 1, sizeof *off);
+    char *bytes = sift__malloc(h->al, total ? total : 1, 1);
+    int32_t *user = sift__malloc(h->al, h->n ? (size_t)h->n : 1, sizeof *user);
+    sift_status st = SIFT_OK;
+    if (!off || !bytes || !user) {
+        st = sift__fail(h->err, SIFT_E_NOMEM, "out of memory for %zu merges", n);
+        goto done;
+    }
+    uint64_t w = 0;
+    json_array_foreach(merges, i, m)
+    {
+        const char *part[2];
+        size_t plen[2];
+        if (json_is_string(m)) {
+            const char *s = json_string_value(m), *sp = memchr(s, ' ', json_string_length(m));
+            size_t len = json_string_length(m);
+            if (!sp || sp == s || sp + 1 == s + len ||
+                memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s))) {
+                st = hfail(h, SIFT_E_ARG, h->src, (int64_t)i,
+                           "/model/merges/%zu: expected two non-empty pieces around one space", i);
+                goto done;
+            }
+            part[0] = s, plen[0] = (size_t)(sp - s);
+            part[1] = sp + 1, plen[1] = len - plen[0] - 1;
+        } else {
+            for (int k = 0; k < 2; k++) {
+                part[k] = json_string_value(json_array_get(m, (size_t)k));
+                plen[k] = json_string_length(json_array_get(m, (size_t)k));
+            }
+            if (!plen[0] || !plen[1]) {
+                st = hfail(h, SIFT_E_ARG, h->src, (int64_t)i, "/model/merges/%zu: a piece is empty",
+                           i);
+                goto done;
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            off[2 * i + (size_t)k] = w;
+            size_t bad_at = 0;
+            uint32_t bad_cp = 0;
+            int64_t got = decode_piece(h, part[k], plen[k], bytes + w, &bad_at, &bad_cp);
+            if (got < 0) {
+                st = hfail(h, SIFT_E_ARG, h->src, (int64_t)i,
+                           "/model/merges/%zu: piece %d is not byte-level BPE text at byte %zu", i,
+                           k, bad_at);
+                goto done;
+            }
+            w += (uint64_t)got;
+        }
+    }
+    off[2 * n] = w;
+    size_t n_user = 0;
+    for (int64_t k = 0; k < h->n; k++)
+        if (h->from[k] == 2 && !(h->attr_keep[k] & SIFT_TOKEN_SPECIAL))
+            user[n_user++] = (int32_t)k;
+    char why[240];
+    sift__bpe_gguf spec = {.kind =
+                               find_pretok(json_object_get(root, "pre_tokenizer"), why, sizeof why),
+                           .ignore_merges = json_is_true(json_object_get(model, "ignore_merges")),
+                           .why = why,
+                           .n_merges = n,
+                           .off = off,
+                           .bytes = bytes,
+                           .user = user,
+                           .n_user = n_user};
+    if (spec.kind != SIFT_PRETOK_NONE)
+        spec.why = NULL;
+    size_t bad = SIZE_MAX;
+    int bpart = 0;
+    st = sift__bpe_set_gguf(v, &spec, &bad, &bpart, h->err);
+    if (st == SIFT_E_ARG && bad != SIZE_MAX) {
+        static const char *const parts[3] = {"its left piece is", "its right piece is",
+                                             "its two pieces together are"};
+        st = hfail(h, SIFT_E_ARG, h->src, (int64_t)bad, "/model/merges/%zu: %s not a token", bad,
+                   parts[bpart]);
+    }
+done:
+    sift__free(h->al, off);
+    sift__free(h->al, bytes);
+    sift__free(h->al, user);
+    return st;
+}
+
 static sift_status hf_parse(sift_vocab **out, hf *h, const char *data, size_t len,
                             const char *cdata, size_t clen)
 {
@@ -569,10 +768,24 @@ static sift_status hf_parse(sift_vocab **out, hf *h, const char *data, size_t le
     off[n] = w;
     if (cfg && (st = read_config(h, cfg)))
         goto done;
+    /* the attribute bits of the added tokens, for the encoder, before
+     * the vocabulary takes them */
+    uint8_t *special = sift__malloc(h->al, n, 1);
+    if (!special) {
+        st = sift__fail(h->err, SIFT_E_NOMEM, "out of memory for %zu tokens", n);
+        goto done;
+    }
+    memcpy(special, h->attr, n);
     st = sift__vocab_adopt(out, h->al, (int32_t)n, off, bytes, h->attr, h->err);
     off = NULL;
     bytes = NULL;
     h->attr = NULL;
+    h->attr_keep = special;
+    if (st == SIFT_OK && (st = hf_encoder(h, root, *out)) != SIFT_OK) {
+        sift_vocab_free(*out);
+        *out = NULL;
+    }
+    sift__free(h->al, special);
 done:
     sift__free(h->al, off);
     sift__free(h->al, bytes);

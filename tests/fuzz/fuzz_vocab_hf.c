@@ -9,7 +9,9 @@
  * A load fails only with SIFT_E_ARG, SIFT_E_LIMIT or SIFT_E_TOKEN, a
  * message that starts with the source name, and no vocabulary; a load
  * that succeeds gives a vocabulary whose every piece and attribute can be
- * read, with defined bits only, and that a grammar can be built over.
+ * read, with defined bits only, and that a grammar can be built over;
+ * if it has an encoder (from byte-level merges), a fixed text encodes to
+ * ids whose pieces are the text, else encoding fails with SIFT_E_STATE.
  * Anything else aborts.
  */
 #include <stdint.h>
@@ -68,6 +70,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (nw <= 64)
             (void)sift_grammar_fill_bitmask(g, mask, nw, NULL);
         sift_grammar_free(g);
+    }
+    static const char text[] = "Hello, wor1d 123 <tool_call>\n";
+    int32_t ids[64];
+    size_t n = 0, at = 0;
+    st = sift_vocab_encode(v, text, sizeof text - 1, 0, ids, 64, &n, NULL, NULL);
+    if (st == SIFT_OK) {
+        for (size_t i = 0; i < n; i++) {
+            const char *b;
+            size_t l;
+            if (sift_vocab_piece(v, ids[i], &b, &l, NULL) || l == 0 || at + l > sizeof text - 1 ||
+                memcmp(b, text + at, l) != 0)
+                abort();
+            at += l;
+        }
+        if (at != sizeof text - 1)
+            abort();
+    } else if (st != SIFT_E_STATE) {
+        abort();
     }
     sift_vocab_free(v);
     return 0;
