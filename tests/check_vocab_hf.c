@@ -426,6 +426,62 @@ START_TEST(test_qwen3s_merges_encode_with_its_pre_tokenizer_and_added_tokens)
 }
 END_TEST
 
+/* Feeds the encoding of `text` to g token by token; 1 if all accepted. */
+static int feed(sift_grammar *g, const sift_vocab *v, const char *text)
+{
+    int32_t ids[256];
+    size_t n = 0;
+    ck_assert_int_eq(sift_vocab_encode(v, text, strlen(text), 0, ids, 256, &n, NULL, NULL),
+                     SIFT_OK);
+    for (size_t i = 0; i < n; i++)
+        if (sift_grammar_accept_token(g, ids[i], NULL) != SIFT_OK)
+            return 0;
+    return 1;
+}
+
+START_TEST(test_structural_tags_over_qwen3_constrain_tool_calls_between_free_text)
+{
+    sift_vocab *v = load_real("qwen3");
+    if (!v)
+        return;
+    static const char *const trig[] = {"<tool_call>"};
+    static const sift_structural_tag tag = {
+        .begin = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ",
+        .schema = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},"
+                  "\"required\":[\"city\"],\"additionalProperties\":false}",
+        .end = "}\n</tool_call>"};
+    sift_error err;
+    sift_grammar *g = NULL;
+    ck_assert_msg(sift_grammar_from_structural_tags(&g, &tag, 1, trig, 1, v, NULL, NULL, &err) ==
+                      SIFT_OK,
+                  "%s", err.message);
+    ck_assert(feed(g, v, "Let me look that up."));
+    ck_assert(!sift_grammar_is_triggered(g));
+    ck_assert(feed(g, v, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "));
+    ck_assert(sift_grammar_is_triggered(g));
+    int ok = 1;
+    ck_assert_int_eq(sift_grammar_accepts_token(g, 151645, &ok, NULL), SIFT_OK);
+    ck_assert_int_eq(ok, 0); /* <|im_end|> cannot end a tool call */
+    ck_assert(feed(g, v, "{\"city\": \"Paris\"}}\n</tool_call>"));
+    ck_assert(sift_grammar_is_complete(g));
+    /* free again: text, then the mask allows nearly everything */
+    ck_assert(feed(g, v, " It is sunny in Paris."));
+    size_t nw = (size_t)(sift_vocab_size(v) + 31) / 32, allowed = 0;
+    uint32_t *mask = malloc(nw * sizeof *mask);
+    ck_assert_int_eq(sift_grammar_fill_bitmask(g, mask, nw, &err), SIFT_OK);
+    for (size_t w = 0; w < nw; w++)
+        allowed += (size_t)__builtin_popcount(mask[w]);
+    ck_assert_uint_gt(allowed, 150000);
+    ck_assert_int_eq(sift_grammar_accepts_token(g, 151645, &ok, NULL), SIFT_OK);
+    ck_assert_int_eq(ok, 1);
+    /* a second call that breaks the schema is refused */
+    ck_assert(!feed(g, v, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\""));
+    free(mask);
+    sift_grammar_free(g);
+    sift_vocab_free(v);
+}
+END_TEST
+
 START_TEST(test_llama3s_tokenizer_json_starts_with_cl100k_piece_by_piece)
 {
     sift_vocab *v = load_real("llama3");
@@ -464,6 +520,7 @@ static Suite *vocab_hf_suite(void)
     tcase_add_test(tc, test_llama3s_tokenizer_json_starts_with_cl100k_piece_by_piece);
     tcase_add_test(tc, test_cl100k_tokenizer_json_encodes_as_tiktoken_through_its_merges);
     tcase_add_test(tc, test_qwen3s_merges_encode_with_its_pre_tokenizer_and_added_tokens);
+    tcase_add_test(tc, test_structural_tags_over_qwen3_constrain_tool_calls_between_free_text);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
