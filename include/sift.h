@@ -1378,8 +1378,8 @@ typedef struct sift_structural_tag {
  *   ("tags[1].schema:LINE:COL: #/properties/a/not: ...");
  * - a grammar body's errors as sift_grammar_new, with the source
  *   "tags[i].grammar" ("tags[0].grammar:2:5: ...");
- * - SIFT_E_LIMIT: over 1024 tags or triggers, or a trigger automaton of
- *   over 2^20 states x characters;
+ * - SIFT_E_LIMIT: over 1024 tags or triggers, triggers over 64 KiB in
+ *   all, or a trigger automaton of over 2^20 states x characters;
  * - SIFT_E_GRAMMAR_LIMIT: the combined grammar over gparams->max_bytes or
  *   another GBNF limit;
  * - SIFT_E_NOMEM.

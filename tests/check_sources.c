@@ -542,6 +542,25 @@ START_TEST(test_bad_structural_tags_are_refused_with_the_tag_and_place)
 }
 END_TEST
 
+START_TEST(test_a_long_repetitive_trigger_is_refused_by_a_limit_quickly)
+{
+    /* 3,800 copies of 16 letters: 60,801 states x 16 letters fits the
+     * automaton's table, and its failure chains are long (a walk along
+     * them would cost about 2 * 10^9 steps); the grammar is over the
+     * GBNF budget. 4,100 copies pass the 64 KiB of triggers. */
+    static char big[16 * 4100 + 8];
+    for (int k = 0; k < 4100; k++)
+        memcpy(big + 16 * k, "abcdefghijklmnop", 16);
+    big[16 * 3800] = 0;
+    const char *trig[] = {big};
+    sift_structural_tag tag = {.begin = big, .grammar = "root ::= \"x\"", .end = ""};
+    tag_error(&tag, 1, trig, 1, SIFT_E_GRAMMAR_LIMIT, -1, "structural tags: the grammar exceeds");
+    big[16 * 3800] = 'a';
+    big[16 * 4100] = 0;
+    tag_error(&tag, 1, trig, 1, SIFT_E_LIMIT, 0, "the triggers exceed 65536 bytes in all");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Allocation failure                                                  */
 /* ------------------------------------------------------------------ */
@@ -632,6 +651,7 @@ static Suite *sources_suite(void)
     tcase_add_test(tc, test_a_structural_tag_constrains_its_body_and_frees_the_text_after_its_end);
     tcase_add_test(tc, test_structural_tags_over_a_vocabulary_allow_free_tokens_after_the_end);
     tcase_add_test(tc, test_bad_structural_tags_are_refused_with_the_tag_and_place);
+    tcase_add_test(tc, test_a_long_repetitive_trigger_is_refused_by_a_limit_quickly);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     tc = tcase_create("allocation");

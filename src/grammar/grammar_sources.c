@@ -30,7 +30,10 @@
  * only the automaton's leaves complete one; every begin starts with a
  * trigger and every trigger starts some begin. Work is bounded by the
  * output size (max_bytes) and, for the automaton, by states x alphabet
- * <= SRC_MAX_AUTOMATON; nothing recurses.
+ * <= SRC_MAX_AUTOMATON (its move table is filled breadth first, one entry
+ * at a time, never walking failure chains); the checks between strings
+ * are bounded by the tag and trigger counts (1024 each) times the
+ * triggers' bytes (64 KiB in all); nothing recurses.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +45,7 @@
 #define SRC_MAX_TAGS 1024
 #define SRC_MAX_TRIGGERS 1024
 #define SRC_MAX_AUTOMATON ((uint64_t)1 << 20)
+#define SRC_MAX_TRIGGER_BYTES ((size_t)64 << 10)
 
 /* ------------------------------------------------------------------ */
 /* Text being built                                                    */
@@ -389,6 +393,7 @@ typedef struct tagc {
     int32_t *q;      /* BFS order */
     uint32_t *sigma; /* the distinct code points of the triggers, sorted */
     size_t n_sigma, cap_sigma;
+    int32_t *go; /* the automaton: go[s * n_sigma + k], the move from s on sigma[k] */
 } tagc;
 
 static int32_t ac_child(const tagc *a, int32_t s, uint32_t c)
@@ -399,17 +404,18 @@ static int32_t ac_child(const tagc *a, int32_t s, uint32_t c)
     return -1;
 }
 
-/* The automaton's move from s on c (goto with failure links). */
-static int32_t ac_next(const tagc *a, int32_t s, uint32_t c)
+/* The index of code point c in sigma (c is one of them). */
+static size_t sigma_index(const tagc *a, uint32_t c)
 {
-    for (;;) {
-        int32_t k = ac_child(a, s, c);
-        if (k >= 0)
-            return k;
-        if (s == 0)
-            return 0;
-        s = a->nd[s].fail;
+    size_t lo = 0, hi = a->n_sigma;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->sigma[mid] <= c)
+            lo = mid;
+        else
+            hi = mid;
     }
+    return lo;
 }
 
 static int cmp_u32(const void *x, const void *y)
@@ -454,15 +460,29 @@ static sift_status ac_build(tagc *a, const char *const *trig, size_t n, sift_err
         if (w == 0 || a->sigma[w - 1] != a->sigma[k])
             a->sigma[w++] = a->sigma[k];
     a->n_sigma = w;
+    if ((uint64_t)a->n_nd * (a->n_sigma + 1) > SRC_MAX_AUTOMATON)
+        return sift__fail(err, SIFT_E_LIMIT,
+                          "triggers: their automaton has %zu states x %zu characters; max %llu "
+                          "entries",
+                          a->n_nd, a->n_sigma, (unsigned long long)SRC_MAX_AUTOMATON);
     a->q = sift__malloc(a->al, a->n_nd, sizeof *a->q);
-    if (!a->q)
+    a->go = sift__malloc(a->al, a->n_nd * a->n_sigma + 1, sizeof *a->go);
+    if (!a->q || !a->go)
         return sift__fail(err, SIFT_E_NOMEM, "triggers: out of memory");
-    size_t head = 0, tail = 0;
+    /* Breadth first, so that a node's failure node (shallower) has its
+     * moves already: a move is the child's, else the failure node's.
+     * O(states x characters), whatever the failure chains. */
+    size_t head = 0, tail = 0, m = a->n_sigma;
     a->q[tail++] = 0;
     while (head < tail) {
-        int32_t s = a->q[head++];
-        for (int32_t k = a->nd[s].child; k >= 0; k = a->nd[k].sibling) {
-            a->nd[k].fail = s == 0 ? 0 : ac_next(a, a->nd[s].fail, a->nd[k].cp);
+        int32_t x = a->q[head++];
+        int32_t *row = a->go + (size_t)x * m;
+        for (size_t k = 0; k < m; k++)
+            row[k] = x == 0 ? 0 : a->go[(size_t)a->nd[x].fail * m + k];
+        for (int32_t k = a->nd[x].child; k >= 0; k = a->nd[k].sibling) {
+            size_t ci = sigma_index(a, a->nd[k].cp);
+            a->nd[k].fail = x == 0 ? 0 : a->go[(size_t)a->nd[x].fail * m + ci];
+            row[ci] = k;
             a->q[tail++] = k;
         }
     }
@@ -474,6 +494,7 @@ static void ac_free(tagc *a)
     sift__free(a->al, a->nd);
     sift__free(a->al, a->q);
     sift__free(a->al, a->sigma);
+    sift__free(a->al, a->go);
 }
 
 /* Appends GBNF text `t` with every rule name prefixed by `pre`. The text
@@ -615,7 +636,7 @@ static int put_automaton(sbuf *b, const tagc *a, const sift_structural_tag *tags
         sb_printf(b, "f-%zu ::= \"\"", s);
         for (size_t k = 0; k < a->n_sigma; k++) {
             uint32_t c = a->sigma[k];
-            int32_t x = ac_next(a, (int32_t)s, c);
+            int32_t x = a->go[s * a->n_sigma + k];
             if (x == 0)
                 continue;
             sb_puts(b, " | \"");
@@ -628,7 +649,7 @@ static int put_automaton(sbuf *b, const tagc *a, const sift_structural_tag *tags
         /* every other character leads back to the root */
         sb_puts(b, " | [^");
         for (size_t k = 0; k < a->n_sigma; k++)
-            if (ac_next(a, (int32_t)s, a->sigma[k]) != 0)
+            if (a->go[s * a->n_sigma + k] != 0)
                 sb_cp(b, a->sigma[k]);
         sb_puts(b, "] f-0\n");
     }
@@ -679,9 +700,10 @@ sift_status sift_grammar_from_structural_tags(sift_grammar **out, const sift_str
         if ((st = check_str(triggers[k], "triggers", k, NULL, 0, err)))
             return st;
         trig_bytes += strlen(triggers[k]);
-        if (trig_bytes > gp.max_bytes)
-            return sift__fail_at(err, SIFT_E_GRAMMAR_LIMIT, (int64_t)k,
-                                 "triggers[%zu]: the triggers exceed %zu bytes", k, gp.max_bytes);
+        if (trig_bytes > SRC_MAX_TRIGGER_BYTES)
+            return sift__fail_at(err, SIFT_E_LIMIT, (int64_t)k,
+                                 "triggers[%zu]: the triggers exceed %zu bytes in all", k,
+                                 SRC_MAX_TRIGGER_BYTES);
     }
     for (size_t i = 0; i < n_tags; i++) {
         if ((st = check_str(tags[i].begin, "tags", i, "begin", 0, err)) ||
@@ -717,13 +739,6 @@ sift_status sift_grammar_from_structural_tags(sift_grammar **out, const sift_str
     if ((st = ac_build(&a, triggers, n_triggers, err))) {
         ac_free(&a);
         return st;
-    }
-    if ((uint64_t)a.n_nd * (a.n_sigma + 1) > SRC_MAX_AUTOMATON) {
-        ac_free(&a);
-        return sift__fail(err, SIFT_E_LIMIT,
-                          "triggers: their automaton has %zu states x %zu characters; max %llu "
-                          "entries",
-                          a.n_nd, a.n_sigma, (unsigned long long)SRC_MAX_AUTOMATON);
     }
     sbuf b = {.al = &al, .max = gp.max_bytes};
     sb_puts(&b, "root ::= tg f-0\ntg ::=");
