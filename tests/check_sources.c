@@ -545,9 +545,9 @@ END_TEST
 START_TEST(test_a_long_repetitive_trigger_is_refused_by_a_limit_quickly)
 {
     /* 3,800 copies of 16 letters: 60,801 states x 16 letters fits the
-     * automaton's table, and its failure chains are long (a walk along
-     * them would cost about 2 * 10^9 steps); the grammar is over the
-     * GBNF budget. 4,100 copies pass the 64 KiB of triggers. */
+     * automaton's table, whose failure chains are long; the grammar
+     * passes the GBNF budget, and writing it stops there. 4,100 copies
+     * pass the 64 KiB of triggers. */
     static char big[16 * 4100 + 8];
     for (int k = 0; k < 4100; k++)
         memcpy(big + 16 * k, "abcdefghijklmnop", 16);
