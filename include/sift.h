@@ -338,7 +338,7 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_set_attr(sift_vocab *vocab, int32
 SIFT_API uint32_t sift_vocab_attr(const sift_vocab *vocab, int32_t id);
 
 /* ------------------------------------------------------------------ */
-/* Vocabulary files (tiktoken, GGUF)                                   */
+/* Vocabulary files (tiktoken, GGUF, tokenizer.json)                   */
 /* ------------------------------------------------------------------ */
 
 /**
@@ -444,6 +444,84 @@ SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_gguf(sift_vocab **out, const
                                                          size_t len,
                                                          const sift_allocator *allocator,
                                                          sift_error *err);
+
+/**
+ * Loads the vocabulary of a Hugging Face `tokenizer.json` (docs/vocab.md,
+ * "tokenizer.json files"), and optionally the end-of-generation tokens of
+ * a second file, `generation_config.json` or `tokenizer_config.json`
+ * (`config_path`, NULL = none).
+ *
+ * Reads `/model/vocab` (BPE: {piece: id}; Unigram: [[piece, score]...],
+ * the index being the id), `/model/type` ("BPE" or absent, or "Unigram"),
+ * `/model/byte_fallback` and `/added_tokens` ({id, content, special}: the
+ * piece is the content as written, renaming a vocabulary id if both name
+ * it; special = true gives SIFT_TOKEN_SPECIAL). The pieces of the model's
+ * vocabulary are decoded to the bytes the model emits by the encoding the
+ * `/decoder` or `/pre_tokenizer` names: ByteLevel (GPT-2's byte table:
+ * Qwen, Llama 3, GPT-2, cl100k, o200k; "Ġthe" is " the") or
+ * SentencePiece style (Metaspace, a Replace of U+2581, ByteFallback, or a
+ * Unigram model: U+2581 is a space and, with byte fallback, "<0x0A>" the
+ * byte 0x0A; Llama 2, Mistral, Gemma). The vocabulary has largest id + 1
+ * tokens; ids nobody names are unused (empty piece, SIFT_TOKEN_UNUSED).
+ * SIFT_TOKEN_EOG goes to special added tokens whose text is a well-known
+ * end of turn (the GGUF list with "</s>", "<eos>", "<|end_of_text|>",
+ * "<|return|>", "<|call|>") and to what the config file names:
+ * `/eos_token_id` (an id or an array of ids) and `/eos_token` (a string
+ * or {"content": string}, looked up among the added tokens, then the
+ * pieces as written).
+ *
+ * A byte-level BPE tokenizer gets an encoder (sift_vocab_encode) from
+ * `/model/merges` ("A B" strings or ["A", "B"] pairs, ranked by their
+ * order, as for GGUF merges), `/model/ignore_merges` and the
+ * pre-tokenizer its `/pre_tokenizer` Split pattern names: Llama 3's and
+ * cl100k's (SIFT_PRETOK_CL100K), Qwen2's (SIFT_PRETOK_QWEN2), o200k's
+ * (SIFT_PRETOK_O200K), or a ByteLevel pre-tokenizer that splits itself
+ * (SIFT_PRETOK_GPT2); added tokens that are not special are cut out of
+ * the text first. `/normalizer` is not applied (Qwen's NFC: give NFC
+ * text). Another pre-tokenizer, a SentencePiece-style tokenizer or no
+ * merges leave it without one: sift_vocab_encode then fails with
+ * SIFT_E_STATE and says why.
+ *
+ * Each file is read whole (a regular file of at most 256 MiB). JSON is
+ * parsed with jansson (its allocations go through malloc). Errors name
+ * the file and, for JSON syntax, "path:line:col: jansson's message"
+ * (err->line, column, offset set); for a malformed value, the JSON
+ * Pointer of the value: "tokenizer.json: /added_tokens/3/id: token id -1
+ * is negative" (err->index = the token id where one is known):
+ * - SIFT_E_ARG: NULL `out` or `tokenizer_path`; not JSON, or duplicate
+ *   keys; a value of the wrong type; a model type other than BPE and
+ *   Unigram; no ByteLevel or SentencePiece-style decoder, or both; a
+ *   negative or non-integer id; an id named twice by the vocabulary or by
+ *   the added tokens; an empty added token; a byte-level piece with a
+ *   code point that stands for no byte; an eos_token that is no token;
+ *   a merge that is not two pieces, or whose pieces (or the two
+ *   together) are not tokens ("/model/merges/7: its left piece is not
+ *   a token", err->index = the merge);
+ * - SIFT_E_TOKEN: an eos_token_id outside the vocabulary;
+ * - SIFT_E_LIMIT: an id >= 2^24, more than 65,536 unused ids beyond the
+ *   named ones, a file over 256 MiB;
+ * - SIFT_E_IO: a file cannot be opened or read, or is not a regular file;
+ * - SIFT_E_NOMEM.
+ * On failure *out is NULL. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_load_hf(sift_vocab **out, const char *tokenizer_path,
+                                                       const char *config_path,
+                                                       const sift_allocator *allocator,
+                                                       sift_error *err);
+
+/**
+ * As sift_vocab_load_hf, from `len` bytes of tokenizer.json at
+ * `tokenizer_json` and, unless `config_json` is NULL, `config_len` bytes
+ * of the config file (neither NUL-terminated; read only during the
+ * call). Messages name the sources "<tokenizer.json>" and "<config>".
+ * SIFT_E_ARG also for NULL `tokenizer_json` with len > 0; SIFT_E_LIMIT
+ * for either length over 256 MiB. Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_vocab_from_hf(sift_vocab **out, const char *tokenizer_json,
+                                                       size_t len, const char *config_json,
+                                                       size_t config_len,
+                                                       const sift_allocator *allocator,
+                                                       sift_error *err);
 
 /**
  * What sift_vocab_extend adds to a vocabulary: special tokens, the
@@ -1334,6 +1412,149 @@ SIFT_API SIFT_NODISCARD sift_status sift_grammar_set_lazy(sift_grammar *grammar,
  * NULL). Since: 0.1.
  */
 SIFT_API int sift_grammar_is_triggered(const sift_grammar *grammar);
+
+/* ------------------------------------------------------------------ */
+/* More grammar sources: regex, choices, structural tags              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Three more ways to make the same sift_grammar object as GBNF
+ * (docs/grammar.md, "Regular expressions", "Choices", "Structural
+ * tags"). Each writes GBNF text and compiles it with sift_grammar_new, so
+ * the grammar has the same budgets (the sift_grammar_params given) and
+ * works with every sift_grammar_* call and the chain:
+ *
+ *     sift_grammar_from_regex(&g, "[0-9]{3}-[0-9]{4}", 17, vocab, NULL, &err);
+ *
+ *     static const char *const yn[] = {"yes", "no"};
+ *     sift_grammar_from_choices(&g, yn, NULL, 2, vocab, NULL, &err);
+ *
+ *     static const char *const trig[] = {"<function="};
+ *     sift_structural_tag tag = {.begin = "<function=get_weather>",
+ *                                .schema = "{\"type\":\"object\"}",
+ *                                .end = "</function>"};
+ *     sift_grammar_from_structural_tags(&g, &tag, 1, trig, 1, vocab,
+ *                                       NULL, NULL, &err);
+ */
+
+/**
+ * Compiles a regular expression into a grammar whose language is the
+ * texts the expression matches **as a whole** (both ends anchored, as
+ * vLLM's and SGLang's `regex` requests mean it). The dialect is the
+ * ECMA-262 subset of JSON Schema's `pattern` (docs/json-regex.md, "The
+ * subset"): classes, `\d \w \s` and their negations, escapes, groups,
+ * alternation, greedy and lazy quantifiers; `.` matches any code point
+ * but `\n`, `\r`, U+2028 and U+2029. Characters are matched as
+ * themselves (raw UTF-8, no JSON encoding). `^` and `$` are accepted only
+ * at the start or end of a top-level alternative, where they change
+ * nothing. `regex[0..len)` must be valid UTF-8 (not NUL-terminated).
+ * `vocab` and `gparams` as for sift_grammar_new (gparams->root and
+ * map_position are ignored). On failure *out is NULL.
+ *
+ * Errors (messages "regex:COL: text"; err->source "regex", err->line 1,
+ * err->column the code point from 1, err->offset the byte offset in the
+ * regex):
+ * - SIFT_E_ARG: NULL out, NULL regex with len > 0, bad gparams;
+ * - SIFT_E_PATTERN_SYNTAX: an invalid regex (unmatched parenthesis,
+ *   nothing to repeat, `{3,2}`, `[z-a]`, an unknown escape, invalid UTF-8)
+ *   or a feature outside the subset, whose message says "not supported"
+ *   (lookaround, backreferences, `\b`, `\p{..}`, inline flags, an anchor
+ *   inside the expression);
+ * - SIFT_E_PATTERN_LIMIT: groups nested over 100 deep, a count over 2000,
+ *   a repetition expanding to 2000 copies or more, or the grammar over
+ *   gparams->max_bytes or another GBNF limit;
+ * - SIFT_E_NOMEM.
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_from_regex(sift_grammar **out, const char *regex,
+                                                            size_t len, const sift_vocab *vocab,
+                                                            const sift_grammar_params *gparams,
+                                                            sift_error *err);
+
+/**
+ * Compiles a choice among strings: the grammar's language is exactly the
+ * strings `choices[0 .. n_choices)` (vLLM's `choice`). Each string has
+ * length `lens[i]` in bytes, or is NUL-terminated when `lens` is NULL;
+ * it must be valid UTF-8 and may be empty or repeat another. The strings
+ * are written as a radix tree (one rule per point where they branch), so
+ * matching holds one parse stack per character that can come next, not
+ * one per string that shares the text so far.
+ * `vocab` and `gparams` as for sift_grammar_new (gparams->root and
+ * map_position are ignored). On failure *out is NULL.
+ *
+ * Errors (err->index is the choice's index where one is at fault):
+ * - SIFT_E_ARG: NULL out, NULL choices with n_choices > 0, no choices,
+ *   a NULL string with a length > 0 ("choices[2]: NULL with length 3"),
+ *   bad gparams;
+ * - SIFT_E_GRAMMAR_SYNTAX: a string that is not valid UTF-8
+ *   ("choices[1], offset 4: invalid UTF-8", err->offset = 4);
+ * - SIFT_E_GRAMMAR_LIMIT: a string, or the grammar, over
+ *   gparams->max_bytes, or another GBNF limit;
+ * - SIFT_E_NOMEM.
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_from_choices(
+    sift_grammar **out, const char *const *choices, const size_t *lens, size_t n_choices,
+    const sift_vocab *vocab, const sift_grammar_params *gparams, sift_error *err);
+
+/**
+ * One structural tag (xgrammar's): the text `begin`, then a body that a
+ * JSON Schema or a GBNF grammar constrains, then the text `end`. All
+ * strings are NUL-terminated UTF-8 and read during the call only.
+ * Since: 0.2.
+ */
+typedef struct sift_structural_tag {
+    const char *begin;   /**< Non-empty; must start with one of the triggers. */
+    const char *schema;  /**< JSON Schema text of the body, or NULL. */
+    const char *grammar; /**< GBNF of the body (start rule "root"), or NULL; exactly one of
+                              schema and grammar is set. */
+    const char *end;     /**< May be empty. */
+} sift_structural_tag;
+
+/**
+ * Compiles structural tags for tool calls into a lazy grammar. The text
+ * is free until one of `triggers` (words, matched as bytes anywhere)
+ * appears; from the trigger on, the text must be the begin of a tag that
+ * starts with that trigger, the tag's body, and its end; after the end
+ * the text is free again, until the next trigger, any number of times.
+ * Generation may end wherever the text is free (sift_grammar_is_complete
+ * is 1 there), never inside a tag.
+ *
+ * Until the first trigger the grammar is an untriggered lazy grammar
+ * (docs/triggers.md: it bans nothing, and the first trigger is found by
+ * those rules). From then on the free text between tags is part of the
+ * grammar (docs/grammar.md, "Structural tags"): any text in which no
+ * trigger appears, as valid UTF-8 (a token whose bytes can never complete
+ * a character is rejected there), the text of special tokens counted as
+ * text. `sparams` (may be NULL) applies to every schema body (its
+ * source_name and allocator are replaced); `vocab` and `gparams` as for
+ * sift_grammar_new (the bodies' GBNF is compiled with them too; root and
+ * map_position are ignored). On failure *out is NULL.
+ *
+ * Errors (err->index is the tag's or the trigger's index):
+ * - SIFT_E_ARG: NULL out, NULL lists with counts, no tags, no triggers,
+ *   bad params; a NULL, empty or invalid UTF-8 string ("tags[1].begin:
+ *   empty", "triggers[0], offset 2: invalid UTF-8"); a tag with both or
+ *   neither of schema and grammar; a begin that starts with no trigger
+ *   ("tags[2].begin: starts with no trigger"); a trigger that starts no
+ *   begin ("triggers[1]: no tag's begin starts with it"); a trigger that
+ *   contains another (or repeats it);
+ * - a schema body's errors as sift_json_schema_to_gbnf, with the source
+ *   "tags[i].schema" and the JSON Pointer in the message
+ *   ("tags[1].schema:LINE:COL: #/properties/a/not: ...");
+ * - a grammar body's errors as sift_grammar_new, with the source
+ *   "tags[i].grammar" ("tags[0].grammar:2:5: ...");
+ * - SIFT_E_LIMIT: over 1024 tags or triggers, triggers over 64 KiB in
+ *   all, or a trigger automaton of over 2^20 states x characters;
+ * - SIFT_E_GRAMMAR_LIMIT: the combined grammar over gparams->max_bytes or
+ *   another GBNF limit;
+ * - SIFT_E_NOMEM.
+ * Since: 0.2.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_grammar_from_structural_tags(
+    sift_grammar **out, const sift_structural_tag *tags, size_t n_tags, const char *const *triggers,
+    size_t n_triggers, const sift_vocab *vocab, const sift_json_schema_params *sparams,
+    const sift_grammar_params *gparams, sift_error *err);
 
 /* ------------------------------------------------------------------ */
 /* The chain                                                           */

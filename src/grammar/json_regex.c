@@ -39,6 +39,11 @@
  * accepted text decodes to a string the pattern does not match. A pattern
  * that is not anchored at one side gets "any JSON character"* there.
  *
+ * The same parser serves the regex grammar source (sift_grammar_from_regex,
+ * sift__regex_to_gbnf): there the output matches raw text, every code
+ * point as itself (no JSON encoding), and the regex must match the whole
+ * text, as if both ends of every top-level alternative were anchored.
+ *
  * Bounds: groups nest at most RX_MAX_DEPTH deep (the parser and the
  * emitter recurse once per group, never deeper); counts are at most
  * SIFT__GBNF_MAX_REPETITION and the GBNF parser's nested-repetition
@@ -84,7 +89,9 @@ typedef struct rx {
     size_t n_rng, cap_rng;
     char *out;
     size_t n_out, cap_out, max_out;
-    size_t at; /* offset of the node being emitted, for limit errors */
+    size_t at;       /* offset of the node being emitted, for limit errors */
+    int raw;         /* raw text (the regex source), not JSON string content */
+    const char *src; /* "pattern" or "regex": the name in messages */
     sift_status st;
     sift_error *err;
 } rx;
@@ -112,11 +119,11 @@ static sift_status fail(rx *r, size_t off, sift_status code, const char *fmt, ..
     int32_t col = 1;
     for (size_t k = 0; k < off; k++)
         col += (r->s[k] & 0xC0) != 0x80;
-    sift__fail(r->err, code, "pattern:%d: %s", (int)col, msg);
+    sift__fail(r->err, code, "%s:%d: %s", r->src, (int)col, msg);
     r->err->line = 1;
     r->err->column = col;
     r->err->offset = (int64_t)off;
-    sift__strlcpy_utf8(r->err->source, "pattern", sizeof r->err->source);
+    sift__strlcpy_utf8(r->err->source, r->src, sizeof r->err->source);
     return code;
 }
 
@@ -125,7 +132,7 @@ static sift_status nomem(rx *r)
     if (r->st)
         return r->st;
     r->st = SIFT_E_NOMEM;
-    return sift__fail(r->err, SIFT_E_NOMEM, "pattern: out of memory");
+    return sift__fail(r->err, SIFT_E_NOMEM, "%s: out of memory", r->src);
 }
 
 /* ------------------------------------------------------------------ */
@@ -804,6 +811,9 @@ static void cost_add(rx_cost *a, const rx_cost *b)
 /* Code points that may appear raw in a JSON string (no surrogates). */
 static const uint32_t RAW[] = {0x20, 0x21, 0x23, 0x5B, 0x5D, 0xD7FF, 0xE000, RX_MAX_CP};
 #define N_RAW 4
+/* In raw text (the regex source) every scalar value is written as itself. */
+static const uint32_t RAW_TEXT[] = {0, 0xD7FF, 0xE000, RX_MAX_CP};
+#define N_RAW_TEXT 2
 
 /* The characters with a short escape, and its letter. */
 static const struct {
@@ -840,20 +850,27 @@ static int plan_set(rx *r, const uint32_t *ext, size_t first, size_t n, set_plan
 {
     memset(pl, 0, sizeof *pl);
     pl->raw_first = r->n_rng;
+    const uint32_t *raw = r->raw ? RAW_TEXT : RAW;
+    size_t n_raw = r->raw ? N_RAW_TEXT : N_RAW;
     for (size_t k = 0; k < n; k++) {
         /* by index: add_range may move r->rng */
         uint32_t lo = ext ? ext[2 * k] : r->rng[2 * (first + k)];
         uint32_t hi = ext ? ext[2 * k + 1] : r->rng[2 * (first + k) + 1];
-        for (size_t j = 0; j < N_RAW; j++) {
-            uint32_t a = lo > RAW[2 * j] ? lo : RAW[2 * j];
-            uint32_t b = hi < RAW[2 * j + 1] ? hi : RAW[2 * j + 1];
+        for (size_t j = 0; j < n_raw; j++) {
+            uint32_t a = lo > raw[2 * j] ? lo : raw[2 * j];
+            uint32_t b = hi < raw[2 * j + 1] ? hi : raw[2 * j + 1];
             if (a <= b && !add_range(r, a, b))
                 return 0;
         }
-        for (uint32_t c = lo; c <= hi && c < 0x20; c++)
+        for (uint32_t c = lo; c <= hi && c < 0x20 && !r->raw; c++)
             pl->ctl[c >> 4] |= 1u << (c & 15);
     }
     pl->n_raw = (r->n_rng - pl->raw_first) / 2;
+    if (r->raw) {
+        pl->n_alts = pl->n_raw > 0;
+        pl->atom = 1;
+        return 1;
+    }
     const uint32_t *p = ext ? ext : n > 0 ? r->rng + 2 * first : NULL;
     for (size_t k = 0; k < sizeof SHORT / sizeof *SHORT; k++)
         if (set_has(p, n, SHORT[k].cp))
@@ -1095,8 +1112,8 @@ static int emit_seq(rx *r, const uint32_t *ids, size_t n, rx_cost *c, unsigned d
                 if (m->kind != N_SET || m->n != 1)
                     break;
                 uint32_t lo = r->rng[2 * m->first], hi = r->rng[2 * m->first + 1];
-                if (lo != hi || lo < 0x20 || lo == '"' || lo == '\\' || lo == '/' ||
-                    (lo >= 0xD800 && lo <= 0xDFFF))
+                if (lo != hi || (lo >= 0xD800 && lo <= 0xDFFF) ||
+                    (!r->raw && (lo < 0x20 || lo == '"' || lo == '\\' || lo == '/')))
                     break;
                 run++;
             }
@@ -1324,15 +1341,17 @@ static void rx_free(rx *r)
     sift__free(r->al, r->rng);
 }
 
-sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const char *pattern, size_t len,
-                                     size_t max_out, char **out, size_t *out_len, sift_error *err)
+/* Both translations: JSON string content, unanchored (raw = 0), or raw
+ * text that must match as a whole (raw = 1). */
+static sift_status translate(const sift__alloc *al, const char *pattern, size_t len, size_t max_out,
+                             int raw, char **out, size_t *out_len, sift_error *err)
 {
     if (out)
         *out = NULL;
     if (out_len)
         *out_len = 0;
     if (!al || !out || !out_len || (!pattern && len > 0))
-        return sift__fail(err, SIFT_E_ARG, "pattern: NULL argument");
+        return sift__fail(err, SIFT_E_ARG, "%s: NULL argument", raw ? "regex" : "pattern");
     rx r;
     memset(&r, 0, sizeof r);
     r.al = al;
@@ -1340,6 +1359,8 @@ sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const char *pattern,
     r.n = len;
     r.max_out = max_out;
     r.err = err;
+    r.raw = raw;
+    r.src = raw ? "regex" : "pattern";
     size_t bad = 0;
     if (!sift__utf8_valid(r.s, r.n, &bad)) {
         sift_status st = fail(&r, bad, SIFT_E_SCHEMA_SYNTAX, "invalid UTF-8");
@@ -1352,7 +1373,8 @@ sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const char *pattern,
     if (!r.st) {
         int first = 1;
         rx_cost total = {0, 0, 0, 1, 0};
-        if (puts_(&r, "(") && emit_branch(&r, root, 0, 0, &first, &total, 0))
+        /* raw text is matched whole: both ends are anchored */
+        if (puts_(&r, "(") && emit_branch(&r, root, raw, raw, &first, &total, 0))
             puts_(&r, ")");
     }
     sift_status st = r.st;
@@ -1364,4 +1386,16 @@ sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const char *pattern,
     }
     rx_free(&r);
     return st;
+}
+
+sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const char *pattern, size_t len,
+                                     size_t max_out, char **out, size_t *out_len, sift_error *err)
+{
+    return translate(al, pattern, len, max_out, 0, out, out_len, err);
+}
+
+sift_status sift__regex_to_gbnf(const sift__alloc *al, const char *regex, size_t len,
+                                size_t max_out, char **out, size_t *out_len, sift_error *err)
+{
+    return translate(al, regex, len, max_out, 1, out, out_len, err);
 }

@@ -20,4 +20,12 @@ SIFT__HIDDEN sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const c
                                                   size_t len, size_t max_out, char **out,
                                                   size_t *out_len, sift_error *err);
 
+/* The same dialect as the regex source (sift_grammar_from_regex): the expression matches raw
+ * text (every code point as itself, no JSON encoding) that the regex matches as a whole (both ends
+ * anchored; ^ and $ at the ends of a top-level alternative change nothing). Same statuses and
+ * limits; messages are "regex:COL: ..." and err->source is "regex". */
+SIFT__HIDDEN sift_status sift__regex_to_gbnf(const sift__alloc *al, const char *regex, size_t len,
+                                             size_t max_out, char **out, size_t *out_len,
+                                             sift_error *err);
+
 #endif
