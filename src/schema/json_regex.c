@@ -51,7 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "gbnf.h"
+#include "../grammar/gbnf.h"
 #include "json_regex.h"
 
 #define RX_MAX_DEPTH 100
