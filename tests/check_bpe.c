@@ -1,5 +1,5 @@
 /*
- * check_bpe.c - the BPE encoder (grammar/bpe.c): bitwise agreement with
+ * check_bpe.c - the BPE encoder (vocab/bpe.c): bitwise agreement with
  * tiktoken on the committed vectors (tests/data/bpe-vectors-*.txt; the
  * cl100k ones always run, the o200k ones when SIFT_O200K names
  * o200k_base.tiktoken, else they say SKIP), the merge loop against a
