@@ -1,5 +1,5 @@
 /*
- * check_bpe.c - the BPE encoder (grammar/bpe.c): bitwise agreement with
+ * check_bpe.c - the BPE encoder (vocab/bpe.c): bitwise agreement with
  * tiktoken on the committed vectors (tests/data/bpe-vectors-*.txt; the
  * cl100k ones always run, the o200k ones when SIFT_O200K names
  * o200k_base.tiktoken, else they say SKIP), the merge loop against a
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "sift_internal.h"
+#include "vocab/vocab.h"
 #include "testutil.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

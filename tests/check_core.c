@@ -1,7 +1,8 @@
 /*
- * check_core.c - the core on its own: linked with src/core/ and
- * src/samplers/ only (no grammar, no config, no PCRE2 or libyaml), so it
- * also proves that the core needs nothing from those folders.
+ * check_core.c - the core on its own: linked with src/core/,
+ * src/samplers/ and src/vocab/ only (no grammar, no schema, no config,
+ * no jansson or libyaml), so it also proves that they need nothing from
+ * those folders.
  *
  * Covers the one table of class semantics (core/class.c) through both of
  * its readers, the static plan and the run-time certificate, and the

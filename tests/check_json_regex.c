@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/json_regex.h"
+#include "schema/json_regex.h"
 #include "testutil.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8

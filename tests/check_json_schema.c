@@ -1,5 +1,5 @@
 /*
- * check_json_schema.c - the JSON Schema converter (src/grammar/json_schema*.c,
+ * check_json_schema.c - the JSON Schema converter (src/schema/json_schema*.c,
  * docs/json-schema.md): for each keyword, texts the grammar accepts and
  * texts it rejects (through sift_grammar_accept_bytes and
  * sift_grammar_is_complete, in the compact whitespace mode unless a test

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/json_schema.h"
+#include "schema/json_schema.h"
 #include "sift.h"
 
 /* A growable text for generated schemas. */

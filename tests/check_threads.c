@@ -14,7 +14,7 @@
  *   first ones race to build and publish its shared token index) walk
  *   like a serial run, masks included.
  * - A vocabulary shared by threads that encode text builds its encoder
- *   once, whichever thread gets there first (grammar/bpe.c).
+ *   once, whichever thread gets there first (vocab/bpe.c).
  *
  * - A batch (sift_chains_sample) sharded across threads, each thread
  *   calling it on its own range of slots of shared arrays, gives the
@@ -421,7 +421,7 @@ START_TEST(test_threads_building_grammars_from_one_vocabulary_match_a_serial_run
 END_TEST
 
 /* ------------------------------------------------------------------ */
-/* A shared vocabulary encoding (grammar/bpe.c)                        */
+/* A shared vocabulary encoding (vocab/bpe.c)                          */
 /* ------------------------------------------------------------------ */
 
 typedef struct enc_job {

@@ -21,6 +21,7 @@
 
 #include <stdatomic.h>
 
+#include "../vocab/vocab.h"
 #include "gbnf.h"
 #include "trigger.h"
 
@@ -56,7 +57,7 @@ typedef struct tnode {
  * grammar outlives the vocabulary it was built from). Allocated with the
  * vocabulary's allocator. */
 typedef struct vindex {
-    sift__vocab_index head; /* first: core/vocab.c sees only this */
+    sift__vocab_index head; /* first: vocab/vocab.c sees only this */
     sift__alloc al;
     int32_t V;
     uint64_t *poff; /* V + 1 piece offsets */

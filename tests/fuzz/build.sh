@@ -13,7 +13,8 @@ if [ -z "$ver" ]; then
     ver=$top/_build/fuzz-hdr/include/sift_version.h
 fi
 inc=$(dirname "$ver")
-srcs=$(ls "$top"/src/core/*.c "$top"/src/samplers/*.c "$top"/src/grammar/*.c)
+srcs=$(ls "$top"/src/core/*.c "$top"/src/samplers/*.c "$top"/src/vocab/*.c "$top"/src/grammar/*.c \
+    "$top"/src/schema/*.c)
 flags="-std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
  -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
  -ffp-contract=off -I$top/include -I$inc -I$top/src"

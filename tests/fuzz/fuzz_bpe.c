@@ -1,5 +1,5 @@
 /*
- * fuzz_bpe.c - libFuzzer target: the BPE encoder (grammar/bpe.c).
+ * fuzz_bpe.c - libFuzzer target: the BPE encoder (vocab/bpe.c).
  *
  * Input: one byte of options (bits 0-1: the pre-tokenizer, cl100k,
  * o200k or the custom pattern "(?s).{1,40}|\s"; bit 2:

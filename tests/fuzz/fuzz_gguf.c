@@ -1,7 +1,7 @@
 /*
  * fuzz_gguf.c - libFuzzer target: GGUF byte-level BPE, loading
- * (grammar/vocab_load.c: tokenizer.ggml.merges and .pre) and encoding
- * through the merges (grammar/bpe.c).
+ * (vocab/vocab_load.c: tokenizer.ggml.merges and .pre) and encoding
+ * through the merges (vocab/bpe.c).
  *
  * Input: one byte of options, then the body.
  * - bit 0 set: the body is a whole GGUF file, loaded as it is; a load

@@ -1,6 +1,6 @@
 /*
  * fuzz_json_regex.c - libFuzzer target: any bytes as a JSON Schema
- * "pattern" (src/grammar/json_regex.c).
+ * "pattern" (src/schema/json_regex.c).
  *
  * The translator must return a status (never crash, hang or leak). On
  * failure: one of the three schema statuses (or NOMEM), *out NULL, a
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/json_regex.h"
+#include "schema/json_regex.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
 /*
  * fuzz_regex.c - libFuzzer target: the regex grammar source
  * (sift_grammar_from_regex; grammar/json_regex.c in its raw, whole-text
- * mode, and grammar/grammar_sources.c).
+ * mode, and schema/grammar_sources.c).
  *
  * Input: any bytes as the regex. A failure must be SIFT_E_PATTERN_SYNTAX
  * with a "regex:COL: " message, err->offset inside the input and

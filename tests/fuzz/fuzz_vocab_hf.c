@@ -1,6 +1,6 @@
 /*
  * fuzz_vocab_hf.c - libFuzzer target: Hugging Face tokenizer.json
- * vocabularies (grammar/vocab_hf.c).
+ * vocabularies (vocab/vocab_hf.c).
  *
  * Input: one byte of options, then the body.
  * - bit 0 clear: the body is a tokenizer.json, loaded alone.

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 
 #include "../sift_internal.h"
+#include "vocab.h"
 
 #define HF_MAX_BYTES ((size_t)256 << 20)
 #define HF_MAX_ID ((int64_t)1 << 24)

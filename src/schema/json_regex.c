@@ -56,7 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "gbnf.h"
+#include "../grammar/gbnf.h"
 #include "json_regex.h"
 
 #define RX_MAX_DEPTH 100

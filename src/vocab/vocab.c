@@ -5,10 +5,9 @@
  * vocabulary is shared). All pieces live in one block of bytes with an
  * offset table, so a vocabulary is four allocations whatever its size.
  * Invariants: off[0] = 0, off[i] <= off[i + 1], off[n] = bytes used;
- * attr[i] only holds SIFT_TOKEN_* bits. The file loaders
- * (grammar/vocab_load.c) build the three arrays themselves and hand them
- * over through sift__vocab_adopt, so loading a 200k-token file copies
- * each piece once.
+ * attr[i] only holds SIFT_TOKEN_* bits. The file loaders (vocab_load.c)
+ * build the three arrays themselves and hand them over through
+ * sift__vocab_adopt, so loading a 200k-token file copies each piece once.
  *
  * The shared index: a vocabulary also holds, from the first grammar built
  * over it on, the grammar module's token index (sift__vocab_index, built
@@ -18,15 +17,13 @@
  * dropped by sift_vocab_set_attr when a bit changes; grammars keep the
  * reference they took, so they may outlive the vocabulary.
  *
- * The BPE encoder's slot (grammar/bpe.c) is the one other member: set
- * with the pre-tokenizer before the vocabulary is shared, reached only
- * through its operations table (core/ calls into grammar/ through no
- * other path), and dropped when an attribute bit changes, since the
- * encoder's index depends on the bits. Its built encoder is published
- * atomically inside the slot, which is what lets a const vocabulary
- * build it on first use.
+ * The BPE encoder's slot (bpe.c) is the one other member: set with the
+ * pre-tokenizer before the vocabulary is shared, and dropped when an
+ * attribute bit changes, since the encoder's index depends on the bits.
+ * Its built encoder is published atomically inside the slot, which is
+ * what lets a const vocabulary build it on first use.
  */
-#include "../sift_internal.h"
+#include "vocab.h"
 
 struct sift_vocab {
     sift__alloc al;
@@ -38,10 +35,9 @@ struct sift_vocab {
      * first grammar over the vocabulary publishes one; dropped when
      * sift_vocab_set_attr changes a bit, as it is built from them. */
     _Atomic(sift__vocab_index *) index;
-    /* BPE encoding (grammar/bpe.c): the pre-tokenizer and the encoder
-     * built from it; NULL = no pre-tokenizer. */
+    /* BPE encoding (bpe.c): the pre-tokenizer and the encoder built from
+     * it; NULL = no pre-tokenizer. */
     sift__bpe_slot *bpe;
-    const sift__bpe_ops *bpe_ops; /* set with bpe */
 };
 
 sift_status sift_vocab_new(sift_vocab **out, int32_t n, const char *const *pieces,
@@ -103,8 +99,7 @@ void sift_vocab_free(sift_vocab *v)
         return;
     sift__alloc al = v->al;
     sift__vocab_index_unref(atomic_load_explicit(&v->index, memory_order_acquire));
-    if (v->bpe)
-        v->bpe_ops->free(v->bpe, &al);
+    sift__bpe_slot_free(v->bpe, &al);
     sift__free(&al, v->off);
     sift__free(&al, v->bytes);
     sift__free(&al, v->attr);
@@ -144,8 +139,7 @@ sift_status sift_vocab_set_attr(sift_vocab *v, int32_t id, uint32_t attr, sift_e
         /* grammars built before keep the index (and the bits) they took;
          * the next grammar builds a new one from the new bits */
         sift__vocab_index_unref(atomic_exchange(&v->index, NULL));
-        if (v->bpe)
-            v->bpe_ops->invalidate(v->bpe, &v->al); /* its index reads the bits */
+        sift__bpe_slot_invalidate(v->bpe, &v->al); /* its index reads the bits */
         v->attr[id] = (uint8_t)attr;
     }
     return SIFT_OK;
@@ -360,8 +354,7 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
     sift_status st = sift__vocab_adopt(out, &al, n, off, bytes, attr, err);
     if (st == SIFT_OK && base->bpe) {
         /* The new vocabulary encodes as the base does. */
-        st = base->bpe_ops->copy(&(*out)->bpe, base->bpe, &al, err);
-        (*out)->bpe_ops = base->bpe_ops;
+        st = sift__bpe_slot_copy(&(*out)->bpe, base->bpe, &al, err);
         if (st != SIFT_OK) {
             sift_vocab_free(*out);
             *out = NULL;
@@ -371,7 +364,7 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
 }
 
 /* ------------------------------------------------------------------ */
-/* Accessors for the BPE encoder (grammar/bpe.c)                       */
+/* Accessors for the BPE encoder (bpe.c)                               */
 /* ------------------------------------------------------------------ */
 
 sift__bpe_slot *sift__vocab_bpe(const sift_vocab *v)
@@ -379,12 +372,10 @@ sift__bpe_slot *sift__vocab_bpe(const sift_vocab *v)
     return v->bpe;
 }
 
-void sift__vocab_set_bpe(sift_vocab *v, sift__bpe_slot *slot, const sift__bpe_ops *ops)
+void sift__vocab_set_bpe(sift_vocab *v, sift__bpe_slot *slot)
 {
-    if (v->bpe)
-        v->bpe_ops->free(v->bpe, &v->al);
+    sift__bpe_slot_free(v->bpe, &v->al);
     v->bpe = slot;
-    v->bpe_ops = slot ? ops : NULL;
 }
 
 void sift__vocab_arrays(const sift_vocab *v, const uint64_t **off, const char **bytes,

@@ -47,7 +47,7 @@
  * "<0xHH>" into the byte HH. Decoding never lengthens a piece, so it is
  * done in place.
  *
- * A gpt2 file with merges gets an encoder (grammar/bpe.c,
+ * A gpt2 file with merges gets an encoder (bpe.c,
  * sift__bpe_set_gguf): each merge is split at its one space, both pieces
  * are decoded through the GPT-2 table like token pieces, and every piece
  * and the two together must be tokens. The pre-tokenizer comes from
@@ -64,7 +64,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "../sift_internal.h"
+#include "vocab.h"
 
 /* Caps. A tiktoken line holds one token (the longest in o200k is 128
  * bytes, 172 in base64); a whole file is a few MiB. */
@@ -428,7 +428,7 @@ static sift_status tt_parse(sift_vocab **out, const char *data, size_t len, cons
     bytes = NULL;
     attr = NULL;
     if (st == SIFT_OK && (st = sift__bpe_default_tiktoken(*out, err)) != SIFT_OK) {
-        /* the pre-tokenizer its size implies (grammar/bpe.c) */
+        /* the pre-tokenizer its size implies (bpe.c) */
         sift_vocab_free(*out);
         *out = NULL;
     }

@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "gbnf.h"
+#include "../grammar/gbnf.h"
 #include "json_regex.h"
 
 #define SRC_MAX_TAGS 1024

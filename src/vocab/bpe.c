@@ -25,7 +25,7 @@
  *    pair is a token. The parts left are the ids.
  *
  * A vocabulary loaded from a GGUF file with `tokenizer.ggml.merges`
- * (sift__bpe_set_gguf, called by grammar/vocab_load.c) encodes the way
+ * (sift__bpe_set_gguf, called by vocab_load.c) encodes the way
  * Hugging Face's BPE model does instead, which is what llama.cpp
  * implements too:
  * 4'. The merge list ranks pairs of tokens, not merged bytes: merge k is
@@ -87,7 +87,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "../sift_internal.h"
+#include "vocab.h"
 
 #define RANK_NONE UINT32_MAX
 #define PATTERN_MAX ((size_t)64 << 10)
@@ -711,7 +711,7 @@ static sift_status enc_get(const sift_vocab *v, const bpe_enc **out, sift_error 
 /* Slots (the vocabulary's side)                                       */
 /* ------------------------------------------------------------------ */
 
-static void slot_invalidate(sift__bpe_slot *slot, const sift__alloc *al)
+void sift__bpe_slot_invalidate(sift__bpe_slot *slot, const sift__alloc *al)
 {
     (void)al;
     if (!slot)
@@ -719,11 +719,11 @@ static void slot_invalidate(sift__bpe_slot *slot, const sift__alloc *al)
     enc_free(atomic_exchange(&slot->enc, NULL));
 }
 
-static void slot_free(sift__bpe_slot *slot, const sift__alloc *al)
+void sift__bpe_slot_free(sift__bpe_slot *slot, const sift__alloc *al)
 {
     if (!slot)
         return;
-    slot_invalidate(slot, al);
+    sift__bpe_slot_invalidate(slot, al);
     sift__free(al, slot->pattern);
     sift__free(al, slot->merges);
     sift__free(al, slot->user);
@@ -775,8 +775,8 @@ static sift_status slot_new(sift__bpe_slot **out, sift_pretokenizer kind, const 
     return SIFT_OK;
 }
 
-static sift_status slot_copy(sift__bpe_slot **dst, const sift__bpe_slot *src, const sift__alloc *al,
-                             sift_error *err)
+sift_status sift__bpe_slot_copy(sift__bpe_slot **dst, const sift__bpe_slot *src,
+                                const sift__alloc *al, sift_error *err)
 {
     *dst = NULL;
     if (!src)
@@ -788,18 +788,12 @@ static sift_status slot_copy(sift__bpe_slot **dst, const sift__bpe_slot *src, co
     if (st == SIFT_OK && src->why && !(s->why = sift__memdup(al, src->why, strlen(src->why) + 1)))
         st = sift__fail(err, SIFT_E_NOMEM, "out of memory for the pre-tokenizer");
     if (st != SIFT_OK) {
-        slot_free(s, al);
+        sift__bpe_slot_free(s, al);
         return st;
     }
     *dst = s;
     return SIFT_OK;
 }
-
-static const sift__bpe_ops slot_ops = {
-    .free = slot_free,
-    .copy = slot_copy,
-    .invalidate = slot_invalidate,
-};
 
 sift_status sift__bpe_default_tiktoken(sift_vocab *v, sift_error *err)
 {
@@ -818,7 +812,7 @@ sift_status sift__bpe_default_tiktoken(sift_vocab *v, sift_error *err)
     sift_status st = slot_new(&s, kind, NULL, 0, al, err);
     if (st != SIFT_OK)
         return st;
-    sift__vocab_set_bpe(v, s, &slot_ops);
+    sift__vocab_set_bpe(v, s);
     return SIFT_OK;
 }
 
@@ -894,14 +888,14 @@ sift_status sift__bpe_set_gguf(sift_vocab *v, const sift__bpe_gguf *g, size_t *b
     }
     if (st != SIFT_OK) {
         enc_free(e);
-        slot_free(s, al);
+        sift__bpe_slot_free(s, al);
         return st;
     }
     if (s->kind == SIFT_PRETOK_NONE)
         enc_free(e); /* built for the checks only; encode says why there is none */
     else
         atomic_store(&s->enc, e);
-    sift__vocab_set_bpe(v, s, &slot_ops);
+    sift__vocab_set_bpe(v, s);
     return SIFT_OK;
 }
 
@@ -934,7 +928,7 @@ sift_status sift_vocab_set_pretokenizer(sift_vocab *vocab, sift_pretokenizer kin
     const sift__bpe_slot *old = sift__vocab_bpe(vocab);
     int gguf = old && (old->merges || old->user);
     if (kind == SIFT_PRETOK_NONE && !gguf) {
-        sift__vocab_set_bpe(vocab, NULL, NULL);
+        sift__vocab_set_bpe(vocab, NULL);
         return SIFT_OK;
     }
     sift__bpe_slot *s = NULL;
@@ -943,21 +937,21 @@ sift_status sift_vocab_set_pretokenizer(sift_vocab *vocab, sift_pretokenizer kin
         return st;
     /* The merges and user-defined tokens of a GGUF file stay. */
     if ((st = slot_copy_gguf(s, old, al, err)) != SIFT_OK) {
-        slot_free(s, al);
+        sift__bpe_slot_free(s, al);
         return st;
     }
     if (kind == SIFT_PRETOK_NONE) {
-        sift__vocab_set_bpe(vocab, s, &slot_ops);
+        sift__vocab_set_bpe(vocab, s);
         return SIFT_OK;
     }
     bpe_enc *e = NULL;
     st = enc_build(&e, vocab, s, err);
     if (st != SIFT_OK) {
-        slot_free(s, al);
+        sift__bpe_slot_free(s, al);
         return st;
     }
     atomic_store(&s->enc, e);
-    sift__vocab_set_bpe(vocab, s, &slot_ops);
+    sift__vocab_set_bpe(vocab, s);
     return SIFT_OK;
 }
 
