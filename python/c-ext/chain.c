@@ -323,7 +323,7 @@ STAGE_F(add_top_n_sigma, sift_chain_add_top_n_sigma, "add_top_n_sigma")
     {                                                                                              \
         static char *kwlist[] = {"p", "min_keep", NULL};                                           \
         float x;                                                                                   \
-        int min_keep = 1;                                                                          \
+        int min_keep = 0;                                                                          \
         if (!PyArg_ParseTupleAndKeywords(args, kw, "f|i:" pyname, kwlist, &x, &min_keep))          \
             return NULL;                                                                           \
         ACQUIRE(self);                                                                             \
@@ -350,7 +350,7 @@ static PyObject *chain_add_xtc(SiftPyChain *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"probability", "threshold", "min_keep", NULL};
     float p, t;
-    int min_keep = 1;
+    int min_keep = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "ff|i:add_xtc", kwlist, &p, &t, &min_keep))
         return NULL;
     ACQUIRE(self);
@@ -1517,20 +1517,20 @@ static PyMethodDef chain_methods[] = {
     {"add_top_k_ties", (PyCFunction)chain_add_top_k_ties, METH_VARARGS,
      "add_top_k_ties(k) -> self"},
     {"add_top_p", (PyCFunction)(void (*)(void))chain_add_top_p, METH_VARARGS | METH_KEYWORDS,
-     "add_top_p(p, min_keep=1) -> self"},
+     "add_top_p(p, min_keep=0) -> self"},
     {"add_min_p", (PyCFunction)(void (*)(void))chain_add_min_p, METH_VARARGS | METH_KEYWORDS,
-     "add_min_p(p, min_keep=1) -> self"},
+     "add_min_p(p, min_keep=0) -> self"},
     {"add_typical", (PyCFunction)(void (*)(void))chain_add_typical, METH_VARARGS | METH_KEYWORDS,
-     "add_typical(p, min_keep=1) -> self"},
+     "add_typical(p, min_keep=0) -> self"},
     {"add_epsilon", (PyCFunction)(void (*)(void))chain_add_epsilon, METH_VARARGS | METH_KEYWORDS,
-     "add_epsilon(p, min_keep=1) -> self"},
+     "add_epsilon(p, min_keep=0) -> self"},
     {"add_eta", (PyCFunction)(void (*)(void))chain_add_eta, METH_VARARGS | METH_KEYWORDS,
-     "add_eta(p, min_keep=1) -> self"},
+     "add_eta(p, min_keep=0) -> self"},
     {"add_temp", (PyCFunction)chain_add_temp, METH_VARARGS, "add_temp(temp) -> self"},
     {"add_temp_ext", (PyCFunction)chain_add_temp_ext, METH_VARARGS,
      "add_temp_ext(temp, delta, exponent) -> self"},
     {"add_xtc", (PyCFunction)(void (*)(void))chain_add_xtc, METH_VARARGS | METH_KEYWORDS,
-     "add_xtc(probability, threshold, min_keep=1) -> self"},
+     "add_xtc(probability, threshold, min_keep=0) -> self"},
     {"add_top_n_sigma", (PyCFunction)chain_add_top_n_sigma, METH_VARARGS,
      "add_top_n_sigma(n) -> self"},
     {"add_mirostat", (PyCFunction)(void (*)(void))chain_add_mirostat,
