@@ -101,6 +101,9 @@ def _as_2d(logits):
 def _topk_and_tail(x, k):
     """Unsorted top-k of each row of x [n, W] and, per row, the row's
     maximum and the rounded-up tail sum relative to it (float64)."""
+    if x.dtype == torch.float16 and x.device.type == "cpu":
+        # torch 1.13 has no fp16 topk on the CPU; float32 holds fp16 exactly.
+        x = x.float()
     vals, ids = torch.topk(x, k, dim=-1, sorted=False)
     n = x.shape[0]
     m = vals.max(dim=-1).values.double() if k > 0 else torch.full((n,), -np.inf,
