@@ -171,7 +171,8 @@ int siftpy_view_get(siftpy_view *v, PyObject *obj, unsigned kinds, int ndim, int
     }
     int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(src, &v->buf, flags) < 0) {
-        if (writable && PyErr_ExceptionMatches(PyExc_BufferError)) {
+        if (writable && (PyErr_ExceptionMatches(PyExc_BufferError) ||
+                         PyErr_ExceptionMatches(PyExc_ValueError))) {
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError, "%s is read-only; sift writes into it", what);
         }
