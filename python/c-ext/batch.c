@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-
 int siftpy_chain_build_slice(PyObject *chain, PyObject *obj, sift_slice *out);
 PyObject *siftpy_chain_step_error(PyObject *chain, sift_status st, const sift_error *err);
 
@@ -86,8 +85,7 @@ static PyObject *sample_batch(PyObject *mod, PyObject *args, PyObject *kw)
             goto done;
         have_whole = 1;
         if (whole.shape[0] != n) {
-            siftpy_raise_msg(SIFT_E_ARG, -1, "rows has %zd rows for %zd chains", whole.shape[0],
-                             n);
+            siftpy_raise_msg(SIFT_E_ARG, -1, "rows has %zd rows for %zd chains", whole.shape[0], n);
             goto done;
         }
         n_vocab = (int32_t)whole.shape[1];
@@ -106,8 +104,8 @@ static PyObject *sample_batch(PyObject *mod, PyObject *args, PyObject *kw)
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *o = PySequence_Fast_GET_ITEM(items, i);
             if (use_slices) {
-                if (siftpy_chain_build_slice(PySequence_Fast_GET_ITEM(chains, i), o,
-                                             &slices[i]) < 0)
+                if (siftpy_chain_build_slice(PySequence_Fast_GET_ITEM(chains, i), o, &slices[i]) <
+                    0)
                     goto done;
             } else {
                 if (siftpy_view_get(&views[i], o, SIFTPY_F32, 1, 0, "row") < 0)
@@ -149,10 +147,9 @@ static PyObject *sample_batch(PyObject *mod, PyObject *args, PyObject *kw)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyList_SET_ITEM(tl, i, PyLong_FromLong(tokens[i]));
-        PyObject *e = statuses[i] == SIFT_OK
-                          ? Py_NewRef(Py_None)
-                          : error_object(PySequence_Fast_GET_ITEM(chains, i), statuses[i],
-                                         &errors[i]);
+        PyObject *e = statuses[i] == SIFT_OK ? Py_NewRef(Py_None)
+                                             : error_object(PySequence_Fast_GET_ITEM(chains, i),
+                                                            statuses[i], &errors[i]);
         PyList_SET_ITEM(el, i, e ? e : Py_NewRef(Py_None));
     }
     res = PyTuple_Pack(2, tl, el);

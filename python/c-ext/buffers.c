@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-
 static const char *format_name(const char *fmt, Py_ssize_t itemsize)
 {
     if (!fmt)
@@ -114,8 +113,8 @@ static PyObject *torch_numpy(PyObject *obj, const char *what)
     int supported = d && (!strcmp(d, "torch.float32") || !strcmp(d, "torch.int32") ||
                           !strcmp(d, "torch.int64"));
     if (!supported) {
-        PyErr_Format(PyExc_TypeError, "%s is a tensor of dtype %U; expected float32, int32 or int64",
-                     what, ds);
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a tensor of dtype %U; expected float32, int32 or int64", what, ds);
         Py_DECREF(ds);
         return NULL;
     }

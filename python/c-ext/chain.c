@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 struct SiftPyChain {
     PyObject_HEAD sift_chain *chain;
     int busy;
@@ -58,10 +57,10 @@ void siftpy_chain_release(PyObject *obj)
     ((SiftPyChain *)obj)->busy = 0;
 }
 
-#define ACQUIRE(self)                                                                              \
-    do {                                                                                           \
-        if (siftpy_chain_acquire((PyObject *)(self)) < 0)                                          \
-            return NULL;                                                                           \
+#define ACQUIRE(self)                                     \
+    do {                                                  \
+        if (siftpy_chain_acquire((PyObject *)(self)) < 0) \
+            return NULL;                                  \
     } while (0)
 #define RELEASE(self) ((self)->busy = 0)
 
@@ -107,8 +106,8 @@ static PyObject *chain_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"seed", "n_vocab", "max_vocab", "max_history", "max_stages", NULL};
     unsigned long long seed = 0;
     int n_vocab = 0, max_vocab = 0, max_history = 0, max_stages = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|K$iiii:Chain", kwlist, &seed, &n_vocab,
-                                     &max_vocab, &max_history, &max_stages))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|K$iiii:Chain", kwlist, &seed, &n_vocab, &max_vocab,
+                                     &max_history, &max_stages))
         return NULL;
     sift_chain_params p;
     sift_chain_params_init(&p);
@@ -251,8 +250,8 @@ static PyObject *chain_from_yaml_file(PyObject *cls, PyObject *args, PyObject *k
 {
     static char *kwlist[] = {"path", "vocab", NULL};
     PyObject *path = NULL, *vocab = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O:from_yaml_file", kwlist,
-                                     PyUnicode_FSConverter, &path, &vocab))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O:from_yaml_file", kwlist, PyUnicode_FSConverter,
+                                     &path, &vocab))
         return NULL;
     sift_config *cfg = NULL;
     sift_error err;
@@ -280,55 +279,55 @@ static PyObject *added(SiftPyChain *self, sift_status st, const sift_error *err)
     return Py_NewRef((PyObject *)self);
 }
 
-#define STAGE0(fname, call)                                                                        \
-    static PyObject *chain_##fname(SiftPyChain *self, PyObject *unused)                            \
-    {                                                                                              \
-        (void)unused;                                                                              \
-        ACQUIRE(self);                                                                             \
-        sift_error err;                                                                            \
-        return added(self, call(self->chain, &err), &err);                                         \
+#define STAGE0(fname, call)                                             \
+    static PyObject *chain_##fname(SiftPyChain *self, PyObject *unused) \
+    {                                                                   \
+        (void)unused;                                                   \
+        ACQUIRE(self);                                                  \
+        sift_error err;                                                 \
+        return added(self, call(self->chain, &err), &err);              \
     }
 STAGE0(add_greedy, sift_chain_add_greedy)
 STAGE0(add_dist, sift_chain_add_dist)
 STAGE0(add_dist_id_order, sift_chain_add_dist_id_order)
 
-#define STAGE_I(fname, call, pyname)                                                               \
-    static PyObject *chain_##fname(SiftPyChain *self, PyObject *args)                              \
-    {                                                                                              \
-        int k;                                                                                     \
-        if (!PyArg_ParseTuple(args, "i:" pyname, &k))                                              \
-            return NULL;                                                                           \
-        ACQUIRE(self);                                                                             \
-        sift_error err;                                                                            \
-        return added(self, call(self->chain, k, &err), &err);                                      \
+#define STAGE_I(fname, call, pyname)                                  \
+    static PyObject *chain_##fname(SiftPyChain *self, PyObject *args) \
+    {                                                                 \
+        int k;                                                        \
+        if (!PyArg_ParseTuple(args, "i:" pyname, &k))                 \
+            return NULL;                                              \
+        ACQUIRE(self);                                                \
+        sift_error err;                                               \
+        return added(self, call(self->chain, k, &err), &err);         \
     }
 STAGE_I(add_top_k, sift_chain_add_top_k, "add_top_k")
 STAGE_I(add_top_k_ties, sift_chain_add_top_k_ties, "add_top_k_ties")
 
-#define STAGE_F(fname, call, pyname)                                                               \
-    static PyObject *chain_##fname(SiftPyChain *self, PyObject *args)                              \
-    {                                                                                              \
-        float x;                                                                                   \
-        if (!PyArg_ParseTuple(args, "f:" pyname, &x))                                              \
-            return NULL;                                                                           \
-        ACQUIRE(self);                                                                             \
-        sift_error err;                                                                            \
-        return added(self, call(self->chain, x, &err), &err);                                      \
+#define STAGE_F(fname, call, pyname)                                  \
+    static PyObject *chain_##fname(SiftPyChain *self, PyObject *args) \
+    {                                                                 \
+        float x;                                                      \
+        if (!PyArg_ParseTuple(args, "f:" pyname, &x))                 \
+            return NULL;                                              \
+        ACQUIRE(self);                                                \
+        sift_error err;                                               \
+        return added(self, call(self->chain, x, &err), &err);         \
     }
 STAGE_F(add_temp, sift_chain_add_temp, "add_temp")
 STAGE_F(add_top_n_sigma, sift_chain_add_top_n_sigma, "add_top_n_sigma")
 
-#define STAGE_FK(fname, call, pyname)                                                              \
-    static PyObject *chain_##fname(SiftPyChain *self, PyObject *args, PyObject *kw)                \
-    {                                                                                              \
-        static char *kwlist[] = {"p", "min_keep", NULL};                                           \
-        float x;                                                                                   \
-        int min_keep = 0;                                                                          \
-        if (!PyArg_ParseTupleAndKeywords(args, kw, "f|i:" pyname, kwlist, &x, &min_keep))          \
-            return NULL;                                                                           \
-        ACQUIRE(self);                                                                             \
-        sift_error err;                                                                            \
-        return added(self, call(self->chain, x, min_keep, &err), &err);                            \
+#define STAGE_FK(fname, call, pyname)                                                     \
+    static PyObject *chain_##fname(SiftPyChain *self, PyObject *args, PyObject *kw)       \
+    {                                                                                     \
+        static char *kwlist[] = {"p", "min_keep", NULL};                                  \
+        float x;                                                                          \
+        int min_keep = 0;                                                                 \
+        if (!PyArg_ParseTupleAndKeywords(args, kw, "f|i:" pyname, kwlist, &x, &min_keep)) \
+            return NULL;                                                                  \
+        ACQUIRE(self);                                                                    \
+        sift_error err;                                                                   \
+        return added(self, call(self->chain, x, min_keep, &err), &err);                   \
     }
 STAGE_FK(add_top_p, sift_chain_add_top_p, "add_top_p")
 STAGE_FK(add_min_p, sift_chain_add_min_p, "add_min_p")
@@ -417,14 +416,13 @@ static const sift_vocab *opt_vocab(PyObject *o, int *bad)
 
 static PyObject *chain_add_dry(SiftPyChain *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"multiplier", "base",     "allowed_length", "last_n",
-                             "breakers",   "vocab",    NULL};
+    static char *kwlist[] = {"multiplier", "base", "allowed_length", "last_n", "breakers",
+                             "vocab",      NULL};
     sift_dry_params dp;
     sift_dry_params_init(&dp);
     PyObject *breakers = NULL, *vocab_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "f|fiiOO:add_dry", kwlist, &dp.multiplier,
-                                     &dp.base, &dp.allowed_length, &dp.last_n, &breakers,
-                                     &vocab_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "f|fiiOO:add_dry", kwlist, &dp.multiplier, &dp.base,
+                                     &dp.allowed_length, &dp.last_n, &breakers, &vocab_obj))
         return NULL;
     int bad;
     const sift_vocab *vocab = opt_vocab(vocab_obj, &bad);
@@ -515,8 +513,8 @@ static PyObject *chain_add_min_tokens(SiftPyChain *self, PyObject *args, PyObjec
     static char *kwlist[] = {"min_tokens", "ids", "vocab", NULL};
     int min_tokens;
     PyObject *ids_obj = NULL, *vocab_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|OO:add_min_tokens", kwlist, &min_tokens,
-                                     &ids_obj, &vocab_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|OO:add_min_tokens", kwlist, &min_tokens, &ids_obj,
+                                     &vocab_obj))
         return NULL;
     int bad;
     const sift_vocab *vocab = opt_vocab(vocab_obj, &bad);
@@ -582,10 +580,10 @@ static PyObject *chain_add_bad_words(SiftPyChain *self, PyObject *arg)
     if (siftpy_chain_acquire((PyObject *)self) < 0)
         goto done;
     sift_error err;
-    res = added(self,
-                sift_chain_add_bad_words(self->chain, (const int32_t *const *)seqs, lens,
-                                         (size_t)n, &err),
-                &err);
+    res = added(
+        self,
+        sift_chain_add_bad_words(self->chain, (const int32_t *const *)seqs, lens, (size_t)n, &err),
+        &err);
 done:
     for (Py_ssize_t i = 0; seqs && i < got; i++)
         PyMem_Free(seqs[i]);
@@ -1106,8 +1104,7 @@ PyObject *siftpy_chain_step_error(PyObject *chain, sift_status st, const sift_er
     return raise_step((SiftPyChain *)chain, st, err);
 }
 
-#define SLICE_KWLIST                                                                               \
-    "ids", "logits", "n_vocab", "tail_mass", "canonical", "extras"
+#define SLICE_KWLIST "ids", "logits", "n_vocab", "tail_mass", "canonical", "extras"
 
 static PyObject *chain_sample_slice(SiftPyChain *self, PyObject *args, PyObject *kw)
 {
@@ -1120,8 +1117,8 @@ static PyObject *chain_sample_slice(SiftPyChain *self, PyObject *args, PyObject 
         return NULL;
     ACQUIRE(self);
     sift_slice s;
-    if (build_slice(self, &self->cand, &self->cand_cap, ids, logits, n_vocab, tail_mass,
-                    canonical, extras, &s) < 0) {
+    if (build_slice(self, &self->cand, &self->cand_cap, ids, logits, n_vocab, tail_mass, canonical,
+                    extras, &s) < 0) {
         RELEASE(self);
         return NULL;
     }
@@ -1184,8 +1181,8 @@ static PyObject *chain_distribution(SiftPyChain *self, PyObject *args, PyObject 
     Py_END_ALLOW_THREADS;
     RELEASE(self);
     siftpy_view_release(&v);
-    PyObject *res = st == SIFT_OK ? probs_list(out, n < (size_t)cap ? n : (size_t)cap)
-                                  : siftpy_raise(st, &err);
+    PyObject *res =
+        st == SIFT_OK ? probs_list(out, n < (size_t)cap ? n : (size_t)cap) : siftpy_raise(st, &err);
     PyMem_Free(out);
     return res;
 }
@@ -1202,8 +1199,8 @@ static PyObject *chain_distribution_slice(SiftPyChain *self, PyObject *args, PyO
         return NULL;
     ACQUIRE(self);
     sift_slice s;
-    if (build_slice(self, &self->cand, &self->cand_cap, ids, logits, n_vocab, tail_mass,
-                    canonical, extras, &s) < 0) {
+    if (build_slice(self, &self->cand, &self->cand_cap, ids, logits, n_vocab, tail_mass, canonical,
+                    extras, &s) < 0) {
         RELEASE(self);
         return NULL;
     }
@@ -1238,8 +1235,8 @@ static PyObject *make_plan(const sift_plan *p, PyObject *stages)
     }
     PyStructSequence_SET_ITEM(o, 0, PyLong_FromLong(p->k));
     PyStructSequence_SET_ITEM(o, 1, PyUnicode_FromString(sift_guarantee_str(p->guarantee)));
-    PyStructSequence_SET_ITEM(o, 2, PyUnicode_DecodeUTF8(p->why, (Py_ssize_t)strlen(p->why),
-                                                         "replace"));
+    PyStructSequence_SET_ITEM(o, 2,
+                              PyUnicode_DecodeUTF8(p->why, (Py_ssize_t)strlen(p->why), "replace"));
     PyStructSequence_SET_ITEM(o, 3, PyLong_FromLong(p->recommended_k));
     PyStructSequence_SET_ITEM(o, 4, PyLong_FromLong(p->max_extras));
     PyStructSequence_SET_ITEM(o, 5, PyLong_FromLong(p->decided_at));
@@ -1280,9 +1277,8 @@ static PyObject *chain_plan(SiftPyChain *self, PyObject *unused)
         PyStructSequence_SET_ITEM(o, 1, PyUnicode_FromString(sift_class_str(ps[i].cls)));
         PyStructSequence_SET_ITEM(o, 2, PyLong_FromLongLong(ps[i].n));
         PyStructSequence_SET_ITEM(o, 3, PyLong_FromLong(ps[i].k));
-        PyStructSequence_SET_ITEM(o, 4, PyUnicode_DecodeUTF8(ps[i].why,
-                                                             (Py_ssize_t)strlen(ps[i].why),
-                                                             "replace"));
+        PyStructSequence_SET_ITEM(
+            o, 4, PyUnicode_DecodeUTF8(ps[i].why, (Py_ssize_t)strlen(ps[i].why), "replace"));
         PyTuple_SET_ITEM(stages, (Py_ssize_t)i, o);
         for (int j = 0; j < 5; j++)
             if (!PyStructSequence_GET_ITEM(o, j))
@@ -1353,15 +1349,13 @@ static PyObject *chain_stats(SiftPyChain *self, PyObject *unused)
     if (st != SIFT_OK)
         return siftpy_raise(st, &err);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsK}", "slice_decided", (unsigned long long)s.slice_decided,
-        "hook_calls", (unsigned long long)s.hook_calls, "need_row",
-        (unsigned long long)s.need_row, "row_prefix_decided",
-        (unsigned long long)s.row_prefix_decided, "row_prefix_fallback",
+        "{sKsKsKsKsKsKsKsKsK}", "slice_decided", (unsigned long long)s.slice_decided, "hook_calls",
+        (unsigned long long)s.hook_calls, "need_row", (unsigned long long)s.need_row,
+        "row_prefix_decided", (unsigned long long)s.row_prefix_decided, "row_prefix_fallback",
         (unsigned long long)s.row_prefix_fallback, "grammar_resamples",
-        (unsigned long long)s.grammar_resamples, "cross_checks",
-        (unsigned long long)s.cross_checks, "cross_check_mismatches",
-        (unsigned long long)s.cross_check_mismatches, "cross_check_skipped",
-        (unsigned long long)s.cross_check_skipped);
+        (unsigned long long)s.grammar_resamples, "cross_checks", (unsigned long long)s.cross_checks,
+        "cross_check_mismatches", (unsigned long long)s.cross_check_mismatches,
+        "cross_check_skipped", (unsigned long long)s.cross_check_skipped);
 }
 
 static PyObject *chain_stages(SiftPyChain *self, void *closure)
@@ -1435,8 +1429,8 @@ static PyObject *chain_verify(SiftPyChain *self, PyObject *args, PyObject *kw)
             goto done;
         have_rows = 1;
         if ((size_t)rv.shape[0] < np_) {
-            siftpy_raise_msg(SIFT_E_ARG, -1, "rows has %zd rows; %zu drafts need %zu",
-                             rv.shape[0], nd, np_);
+            siftpy_raise_msg(SIFT_E_ARG, -1, "rows has %zd rows; %zu drafts need %zu", rv.shape[0],
+                             nd, np_);
             goto done;
         }
         rows = PyMem_Malloc(np_ * sizeof *rows);
@@ -1533,8 +1527,8 @@ static PyMethodDef chain_methods[] = {
      "add_xtc(probability, threshold, min_keep=0) -> self"},
     {"add_top_n_sigma", (PyCFunction)chain_add_top_n_sigma, METH_VARARGS,
      "add_top_n_sigma(n) -> self"},
-    {"add_mirostat", (PyCFunction)(void (*)(void))chain_add_mirostat,
-     METH_VARARGS | METH_KEYWORDS, "add_mirostat(n_vocab, tau, eta, m=100) -> self"},
+    {"add_mirostat", (PyCFunction)(void (*)(void))chain_add_mirostat, METH_VARARGS | METH_KEYWORDS,
+     "add_mirostat(n_vocab, tau, eta, m=100) -> self"},
     {"add_mirostat_v2", (PyCFunction)chain_add_mirostat_v2, METH_VARARGS,
      "add_mirostat_v2(tau, eta) -> self"},
     {"add_adaptive_p", (PyCFunction)chain_add_adaptive_p, METH_VARARGS,
@@ -1573,15 +1567,13 @@ static PyMethodDef chain_methods[] = {
     {"reset", (PyCFunction)chain_reset, METH_NOARGS, "reset()\n\nsift_chain_reset."},
     {"clone", (PyCFunction)chain_clone, METH_NOARGS,
      "clone() -> Chain\n\nA deep copy (not its row hook)."},
-    {"sample_slice", (PyCFunction)(void (*)(void))chain_sample_slice,
-     METH_VARARGS | METH_KEYWORDS,
+    {"sample_slice", (PyCFunction)(void (*)(void))chain_sample_slice, METH_VARARGS | METH_KEYWORDS,
      "sample_slice(ids, logits, n_vocab, *, tail_mass=None, canonical=False, extras=None)\n\n"
      "Samples from a top-k slice: ids (int32 or int64) and logits (float32) of the\n"
      "k largest logits in any order; extras = (ids, logits) of chain.extras()\n"
      "(ids already in the prefix are dropped); tail_mass = the bound of\n"
      "docs/analyzer.md. The token is the whole row's, bit for bit."},
-    {"distribution", (PyCFunction)(void (*)(void))chain_distribution,
-     METH_VARARGS | METH_KEYWORDS,
+    {"distribution", (PyCFunction)(void (*)(void))chain_distribution, METH_VARARGS | METH_KEYWORDS,
      "distribution(logits, n=None) -> list[(id, logit, p)]\n\nThe selector's distribution in "
      "canonical order, the first n entries."},
     {"distribution_slice", (PyCFunction)(void (*)(void))chain_distribution_slice,

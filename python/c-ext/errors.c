@@ -12,17 +12,19 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-
 PyObject *SiftPy_Error = NULL;
 
 static int set_attrs(PyObject *exc, sift_status st, const char *message, int64_t index,
                      int32_t line, int32_t column, int64_t offset, const char *source)
 {
     PyObject *vals[] = {
-        PyLong_FromLong((long)st),   PyUnicode_FromString(sift_status_str(st)),
+        PyLong_FromLong((long)st),
+        PyUnicode_FromString(sift_status_str(st)),
         PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace"),
-        PyLong_FromLongLong(index),  PyLong_FromLong(line),
-        PyLong_FromLong(column),     PyLong_FromLongLong(offset),
+        PyLong_FromLongLong(index),
+        PyLong_FromLong(line),
+        PyLong_FromLong(column),
+        PyLong_FromLongLong(offset),
         PyUnicode_DecodeUTF8(source, (Py_ssize_t)strlen(source), "replace"),
     };
     static const char *const names[] = {"status", "status_name", "message", "index",

@@ -13,12 +13,11 @@
 
 #include <string.h>
 
-
-#define GRAMMAR_ACQUIRE(self)                                                                      \
-    do {                                                                                           \
-        if ((self)->busy)                                                                          \
-            return siftpy_busy("this grammar");                                                   \
-        (self)->busy = 1;                                                                          \
+#define GRAMMAR_ACQUIRE(self)                   \
+    do {                                        \
+        if ((self)->busy)                       \
+            return siftpy_busy("this grammar"); \
+        (self)->busy = 1;                       \
     } while (0)
 #define GRAMMAR_RELEASE(self) ((self)->busy = 0)
 
@@ -118,8 +117,8 @@ static int schema_params(sift_json_schema_params *sp, const char *whitespace, in
 
 static PyObject *grammar_from_json_schema(PyObject *cls, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"schema",      "vocab", "whitespace", "max_whitespace",
-                             "strict",      "unsupported", "name", NULL};
+    static char *kwlist[] = {"schema", "vocab",       "whitespace", "max_whitespace",
+                             "strict", "unsupported", "name",       NULL};
     Py_buffer text;
     PyObject *vocab_obj = NULL;
     const char *ws = "flexible", *unsup = "error", *name = NULL;
@@ -149,13 +148,13 @@ static PyObject *grammar_from_json_schema(PyObject *cls, PyObject *args, PyObjec
 static PyObject *json_schema_to_gbnf(PyObject *mod, PyObject *args, PyObject *kw)
 {
     (void)mod;
-    static char *kwlist[] = {"schema", "whitespace", "max_whitespace", "strict",
-                             "unsupported", "name", NULL};
+    static char *kwlist[] = {"schema", "whitespace", "max_whitespace", "strict", "unsupported",
+                             "name",   NULL};
     Py_buffer text;
     const char *ws = "flexible", *unsup = "error", *name = NULL;
     int max_ws = -1, strict = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s*|$sipsz:json_schema_to_gbnf", kwlist, &text,
-                                     &ws, &max_ws, &strict, &unsup, &name))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s*|$sipsz:json_schema_to_gbnf", kwlist, &text, &ws,
+                                     &max_ws, &strict, &unsup, &name))
         return NULL;
     sift_json_schema_params sp;
     if (schema_params(&sp, ws, max_ws, strict, unsup, name) < 0) {

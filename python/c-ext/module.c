@@ -17,9 +17,15 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef sift_module = {
-    PyModuleDef_HEAD_INIT, "sift._sift",
-    "The C extension of sift's Python package, over include/sift.h.", -1, module_methods,
-    NULL, NULL, NULL, NULL};
+    PyModuleDef_HEAD_INIT,
+    "sift._sift",
+    "The C extension of sift's Python package, over include/sift.h.",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
 
 PyMODINIT_FUNC PyInit__sift(void)
 {

@@ -31,7 +31,7 @@ PyObject *siftpy_busy(const char *what);
 
 /* buffers.c: a read-only or writable 1-D or 2-D view of an array. */
 typedef struct siftpy_view {
-    Py_buffer buf;   /* held when `held` */
+    Py_buffer buf; /* held when `held` */
     int held;
     PyObject *owner; /* a strong reference to what the view reads (the
                         numpy array a torch tensor's .numpy() made) */

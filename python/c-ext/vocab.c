@@ -7,7 +7,6 @@
 
 #include <string.h>
 
-
 static void vocab_dealloc(SiftPyVocab *self)
 {
     sift_vocab_free(self->vocab);
@@ -52,8 +51,8 @@ static int int32_list(PyObject *seq, int32_t **out, size_t *n, const char *what)
         if (x < INT32_MIN || x > INT32_MAX) {
             PyMem_Free(a);
             Py_DECREF(fast);
-            siftpy_raise_msg(SIFT_E_TOKEN, (int64_t)i, "%s[%zd] = %lld is not a token id", what,
-                             i, x);
+            siftpy_raise_msg(SIFT_E_TOKEN, (int64_t)i, "%s[%zd] = %lld is not a token id", what, i,
+                             x);
             return -1;
         }
         a[i] = (int32_t)x;
@@ -195,8 +194,8 @@ typedef sift_status (*load_fn)(sift_vocab **, const char *, const sift_allocator
 typedef sift_status (*mem_fn)(sift_vocab **, const void *, size_t, const sift_allocator *,
                               sift_error *);
 
-static sift_status tiktoken_mem(sift_vocab **out, const void *d, size_t n,
-                                const sift_allocator *a, sift_error *err)
+static sift_status tiktoken_mem(sift_vocab **out, const void *d, size_t n, const sift_allocator *a,
+                                sift_error *err)
 {
     return sift_vocab_from_tiktoken(out, d, n, a, err);
 }
@@ -328,8 +327,7 @@ static PyObject *vocab_encode(SiftPyVocab *self, PyObject *args, PyObject *kw)
     uint32_t flags = special ? SIFT_ENCODE_SPECIAL : 0;
     sift_status st;
     Py_BEGIN_ALLOW_THREADS;
-    st = sift_vocab_encode(self->vocab, text.buf, (size_t)text.len, flags, NULL, 0, &n, NULL,
-                           &err);
+    st = sift_vocab_encode(self->vocab, text.buf, (size_t)text.len, flags, NULL, 0, &n, NULL, &err);
     Py_END_ALLOW_THREADS;
     if (st != SIFT_OK && st != SIFT_E_LIMIT) {
         PyBuffer_Release(&text);
@@ -342,8 +340,7 @@ static PyObject *vocab_encode(SiftPyVocab *self, PyObject *args, PyObject *kw)
     }
     size_t n2 = 0;
     Py_BEGIN_ALLOW_THREADS;
-    st = sift_vocab_encode(self->vocab, text.buf, (size_t)text.len, flags, ids, n, &n2, NULL,
-                           &err);
+    st = sift_vocab_encode(self->vocab, text.buf, (size_t)text.len, flags, ids, n, &n2, NULL, &err);
     Py_END_ALLOW_THREADS;
     PyBuffer_Release(&text);
     PyObject *l = NULL;

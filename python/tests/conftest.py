@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 
 import sift
 
-settings.register_profile("ci", max_examples=25, deadline=None,
+settings.register_profile("ci", max_examples=50, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("long", max_examples=500, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
