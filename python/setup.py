@@ -59,4 +59,7 @@ ext = Extension(
     **library_flags(),
 )
 
-setup(ext_modules=[ext])
+# Always rebuild the extension: a build directory left by an install
+# against another libsift (pip builds in the source tree) must not be
+# reused with its rpath.
+setup(ext_modules=[ext], options={"build_ext": {"force": True}})
