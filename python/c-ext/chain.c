@@ -781,7 +781,8 @@ static PyObject *chain_accept_prompt(SiftPyChain *self, PyObject *arg)
 {
     sift_error err;
     sift_status st;
-    if (PyLong_Check(arg)) {
+    if (PyLong_Check(arg) || (PyIndex_Check(arg) && !PySequence_Check(arg))) {
+        /* an int, or a numpy integer scalar (not an array, which has __index__ too) */
         long long x = PyLong_AsLongLong(arg);
         if (x == -1 && PyErr_Occurred())
             return NULL;

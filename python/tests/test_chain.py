@@ -249,3 +249,12 @@ def test_a_chain_in_use_by_another_thread_is_refused():
     finally:
         release.set()
         th.join()
+
+
+def test_numpy_integer_scalars_are_tokens():
+    c = sift.Chain(1).add_penalties(4, 2.0).add_greedy()
+    row = np.zeros(10, dtype=np.float32)
+    row[3], row[4] = 1.0, 0.8  # the penalty makes 3's logit 0.5 or 0.25
+    c.accept_prompt(np.int64(3))
+    c.accept(np.int32(3))
+    assert c.sample(row) != 3

@@ -163,3 +163,9 @@ def test_bitmask_arguments_are_checked(vocab):
     ro.flags.writeable = False
     with pytest.raises(TypeError, match="read-only"):
         g.fill_next_token_bitmask(ro)
+
+
+def test_gguf_errors_name_the_offset():
+    with pytest.raises(sift.SiftError) as e:
+        sift.Vocab.from_gguf(b"GGUX\x03\x00\x00\x00")
+    assert e.value.status == Status.ARG and "offset" in str(e.value)

@@ -132,3 +132,27 @@ def test_accept_token_rejects_without_changing_state(vocab):
     g = sift.Grammar.from_gbnf(GBNF, vocab)
     assert not g.accept_token(ord("x"))
     assert g.accept_token(ord("t"))
+
+
+def test_cl100k_encodes_as_tiktoken(data_dir):
+    """Vocab.from_tiktoken and encode against tiktoken's own vectors
+    (tests/data/bpe-vectors-cl100k.txt, the 'o' lines)."""
+    import os
+    path = os.path.join(data_dir, "cl100k_base.tiktoken")
+    vec = os.path.join(data_dir, "bpe-vectors-cl100k.txt")
+    if not os.path.exists(path):
+        pytest.skip("no cl100k_base.tiktoken")
+    v = sift.Vocab.from_tiktoken(path)
+    assert len(v) == 100256
+    n = 0
+    for line in open(vec, encoding="ascii"):
+        parts = line.rstrip("\n").split("\t")
+        if parts[0] != "o" or len(parts) != 3:
+            continue
+        text = bytes.fromhex(parts[1])
+        assert v.encode(text) == [int(t) for t in parts[2].split()], text
+        assert b"".join(v.piece(t) for t in v.encode(text)) == text
+        n += 1
+        if n == 60:
+            break
+    assert n > 0
