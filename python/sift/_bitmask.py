@@ -40,8 +40,8 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size=None, indices=Non
     then sift.torch's version runs); bitmask: int32 [batch, W] or [W].
     Logits past 32 * W (a mask narrower than the row) are set to -inf, as
     SGLang's apply_packed_vocab_mask does; vocab_size limits the columns
-    touched (default: the row's width); indices: the rows to mask (row i
-    of the mask for logits row indices[i]; default all rows)."""
+    touched (default: the row's width); indices: the rows to mask (logits
+    row j with mask row j, as xgrammar's; default every row of the mask)."""
     if not isinstance(logits, np.ndarray):
         from . import torch as _st
         return _st.apply_token_bitmask_inplace(logits, bitmask, vocab_size=vocab_size,
@@ -51,9 +51,9 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size=None, indices=Non
     lg = logits[None, :] if one else logits
     bm = bitmask.reshape(1, -1) if bitmask.ndim == 1 else bitmask
     v = lg.shape[-1] if vocab_size is None else min(vocab_size, lg.shape[-1])
-    rows = range(lg.shape[0]) if indices is None else list(indices)
+    rows = range(bm.shape[0]) if indices is None else list(indices)
     masked_rows = np.asarray(list(rows), dtype=np.intp)
-    src = bm[: len(masked_rows)] if indices is None else bm[masked_rows]
+    src = bm[masked_rows]
     allowed = _allowed(src, v)
     sub = lg[masked_rows, :v]
     sub[~allowed] = -np.inf

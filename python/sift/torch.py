@@ -233,9 +233,9 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size=None, indices=Non
     device (the mask is moved there). logits: [batch, V] or [V], any float
     dtype; bitmask: int32 [batch, W] or [W]. Columns past 32 * W are set to
     -inf (SGLang's apply_packed_vocab_mask); vocab_size limits the columns
-    (default the row's width); indices: the logits rows to mask, row i of
-    the mask for indices[i]. Plain shifts and masked_fill_ (no
-    torch.compile, which torch 1.13 lacks)."""
+    (default the row's width); indices: the rows to mask (logits row j
+    with mask row j, as xgrammar's; default every row of the mask). Plain
+    shifts and masked_fill_ (no torch.compile, which torch 1.13 lacks)."""
     if isinstance(logits, np.ndarray):
         from ._bitmask import apply_token_bitmask_inplace as np_apply
         return np_apply(logits, bitmask, vocab_size=vocab_size, indices=indices)
@@ -248,8 +248,9 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size=None, indices=Non
     W = bm.shape[-1]
     rows = None if indices is None else torch.as_tensor(indices, dtype=torch.long,
                                                         device=lg.device)
-    nb = bm.shape[0] if rows is None else rows.shape[0]
-    bits = (bm[:nb].unsqueeze(-1) >> _shifts(lg.device)) & 1  # [nb, W, 32]
+    sel = bm if rows is None else bm.index_select(0, rows)
+    nb = sel.shape[0]
+    bits = (sel.unsqueeze(-1) >> _shifts(lg.device)) & 1  # [nb, W, 32]
     allowed = bits.reshape(nb, W * 32)[:, :V].bool()
     if W * 32 < V:
         pad = torch.zeros((nb, V - W * 32), dtype=torch.bool, device=lg.device)

@@ -258,3 +258,84 @@ def test_numpy_integer_scalars_are_tokens():
     c.accept_prompt(np.int64(3))
     c.accept(np.int32(3))
     assert c.sample(row) != 3
+
+
+BUILDER_YAML = """seed: 77
+vocab_size: 64
+chain:
+  - logit_bias: {3: 2.0, 9: -.inf}
+  - penalties: {last_n: 8, repeat: 1.2, frequency: 0.1, presence: 0.2}
+  - dry: {multiplier: 0.8, base: 1.75, allowed_length: 2, last_n: 32, breakers: []}
+  - min_tokens: {n: 2, ids: [5]}
+  - no_repeat_ngram: {n: 2, last_n: 16}
+  - bad_words: {sequences: ["1 2", "7"]}
+  - allowed_tokens: {ids: [1, 2, 3, 4, 5, 6, 8, 10, 11, 12, 20, 30, 40, 50, 60]}
+  - top_k: {k: 12, ties: true}
+  - typical: 0.95
+  - top_n_sigma: 2.5
+  - temperature: {temp: 0.9, delta: 0.2, exponent: 1.5}
+  - %s
+"""
+
+
+@pytest.mark.parametrize("selector,build", [
+    ("dist: {order: id}", lambda c: c.add_dist_id_order()),
+    ("mirostat: {tau: 4.0, eta: 0.2, m: 50}", lambda c: c.add_mirostat(64, 4.0, 0.2, 50)),
+    ("adaptive_p: {target: 0.4, decay: 0.8}", lambda c: c.add_adaptive_p(0.4, 0.8)),
+])
+def test_the_builder_equals_the_yaml_for_every_stage(selector, build):
+    built = (sift.Chain(77).add_logit_bias([(3, 2.0), (9, -np.inf)])
+             .add_penalties(8, 1.2, 0.1, 0.2).add_dry(0.8, 1.75, 2, 32)
+             .add_min_tokens(2, [5]).add_no_repeat_ngram(2, 16).add_bad_words([[1, 2], [7]])
+             .add_allowed_tokens([1, 2, 3, 4, 5, 6, 8, 10, 11, 12, 20, 30, 40, 50, 60])
+             .add_top_k_ties(12).add_typical(0.95).add_top_n_sigma(2.5)
+             .add_temp_ext(0.9, 0.2, 1.5))
+    build(built)
+    yaml = sift.Chain.from_yaml(BUILDER_YAML % selector)
+    assert built.stages == yaml.stages
+    built.accept_prompt([1, 2, 3])
+    yaml.accept_prompt([1, 2, 3])
+    for s in range(30):
+        row = rng_row(100 + s, 64)
+        a, b = built.sample(row), yaml.sample(row)
+        assert a == b
+        built.accept(a)
+        yaml.accept(b)
+
+
+def test_distribution_slice_equals_the_whole_rows():
+    row = rng_row(12, 3000)
+    c = sift.Chain.from_yaml(YAML)
+    k = c.plan().k + 1
+    ids = np.argpartition(-row, k)[:k]
+    assert c.distribution_slice(ids, row[ids], 3000) == c.distribution(row)
+
+
+def test_verify_and_batches_take_slices():
+    import sift.torch as stt
+    torch = pytest.importorskip("torch")
+    rows = np.stack([rng_row(s, 600) for s in range(4)])
+    a, b = sift.Chain.from_yaml(YAML), sift.Chain.from_yaml(YAML)
+    n_a, t_a = a.verify([1, 2, 3], rows)
+    sl = stt.make_slices(torch.from_numpy(rows), 200)
+    b.set_row_hook(lambda: (_ for _ in ()).throw(AssertionError("not needed")))
+    n_b, t_b = b.verify([1, 2, 3], slices=list(sl))
+    assert (n_a, t_a) == (n_b, t_b)
+    cs = [sift.Chain.from_yaml(YAML) for _ in range(4)]
+    ref = [sift.Chain.from_yaml(YAML) for _ in range(4)]
+    tokens, errors = sift.sample_batch(cs, list(sl))
+    assert errors == [None] * 4
+    assert tokens == [r.sample(row) for r, row in zip(ref, rows)]
+
+
+def test_torch_apply_takes_row_indices():
+    torch = pytest.importorskip("torch")
+    import sift.torch as stt
+    mask = stt.allocate_token_bitmask(3, 40)
+    mask[:, 0] = 0  # ban tokens 0..31 in every row
+    for logits in (torch.zeros(3, 40), np.zeros((3, 40), dtype=np.float32)):
+        sift.apply_token_bitmask_inplace(logits, mask if isinstance(logits, torch.Tensor)
+                                         else mask.numpy(), indices=[2])
+        logits = np.asarray(logits)
+        assert np.isfinite(logits[:2]).all()
+        assert np.isneginf(logits[2, :32]).all() and np.isfinite(logits[2, 32:]).all()
