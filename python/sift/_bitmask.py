@@ -51,7 +51,7 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size=None, indices=Non
     lg = logits[None, :] if one else logits
     bm = bitmask.reshape(1, -1) if bitmask.ndim == 1 else bitmask
     v = lg.shape[-1] if vocab_size is None else min(vocab_size, lg.shape[-1])
-    rows = range(bm.shape[0]) if indices is None else list(indices)
+    rows = range(min(bm.shape[0], lg.shape[0])) if indices is None else list(indices)
     masked_rows = np.asarray(list(rows), dtype=np.intp)
     src = bm[masked_rows]
     allowed = _allowed(src, v)

@@ -248,7 +248,7 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size=None, indices=Non
     W = bm.shape[-1]
     rows = None if indices is None else torch.as_tensor(indices, dtype=torch.long,
                                                         device=lg.device)
-    sel = bm if rows is None else bm.index_select(0, rows)
+    sel = bm[: lg.shape[0]] if rows is None else bm.index_select(0, rows)
     nb = sel.shape[0]
     bits = (sel.unsqueeze(-1) >> _shifts(lg.device)) & 1  # [nb, W, 32]
     allowed = bits.reshape(nb, W * 32)[:, :V].bool()

@@ -156,3 +156,15 @@ def test_cl100k_encodes_as_tiktoken(data_dir):
         if n == 60:
             break
     assert n > 0
+
+
+def test_a_mask_with_more_rows_than_the_logits_masks_the_first_rows():
+    mask = sift.allocate_token_bitmask(8, 40)
+    mask[:, 0] = 0
+    logits = np.zeros((2, 40), dtype=np.float32)
+    sift.apply_token_bitmask_inplace(logits, mask)
+    assert np.isneginf(logits[:, :32]).all() and np.isfinite(logits[:, 32:]).all()
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(2, 40)
+    sift.apply_token_bitmask_inplace(t, torch.from_numpy(mask))
+    assert (t.numpy() == logits).all()
