@@ -485,10 +485,12 @@ static PyObject *chain_add_logit_bias(SiftPyChain *self, PyObject *arg)
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *it = PyList_GET_ITEM(items, i);
+        PyObject *it = PySequence_Tuple(PyList_GET_ITEM(items, i));
         long long tok;
         double bias;
-        if (!PyArg_ParseTuple(it, "Ld", &tok, &bias))
+        int ok = it && PyArg_ParseTuple(it, "Ld", &tok, &bias);
+        Py_XDECREF(it);
+        if (!ok)
             goto done;
         if (tok < INT32_MIN || tok > INT32_MAX) {
             siftpy_raise_msg(SIFT_E_ARG, i, "logit_bias[%zd]: token %lld is not a token id", i,
@@ -997,6 +999,30 @@ static int build_slice(SiftPyChain *self, sift_candidate **buf, size_t *cap, PyO
         }
         eids = PyTuple_GET_ITEM(extras, 0);
         elog = PyTuple_GET_ITEM(extras, 1);
+        if (PyList_Check(eids) || PyTuple_Check(eids) || PyList_Check(elog) ||
+            PyTuple_Check(elog)) {
+            /* chain.extras() gives a list: take lists as arrays here (the
+             * extras are few; a prefix must still be an array). */
+            PyObject *np = PyImport_ImportModule("numpy");
+            if (!np)
+                return -1;
+            eids = PyObject_CallMethod(np, "asarray", "Os", eids, "int64");
+            elog = eids ? PyObject_CallMethod(np, "asarray", "Os", elog, "float32") : NULL;
+            Py_DECREF(np);
+            if (!elog) {
+                Py_XDECREF(eids);
+                return -1;
+            }
+            PyObject *pair = PyTuple_Pack(2, eids, elog);
+            Py_DECREF(eids);
+            Py_DECREF(elog);
+            if (!pair)
+                return -1;
+            int rc =
+                build_slice(self, buf, cap, ids, logits, n_vocab, tail_mass, canonical, pair, out);
+            Py_DECREF(pair);
+            return rc;
+        }
         if ((ne = view_len(eids, "extras ids")) < 0)
             return -1;
     }

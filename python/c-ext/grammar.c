@@ -529,8 +529,17 @@ static PyObject *fill_bitmasks(PyObject *mod, PyObject *args)
     }
     for (; acquired < n; acquired++) {
         if (objs[acquired] && objs[acquired]->busy) {
-            siftpy_busy("a grammar of the batch");
-            goto done;
+            /* The same grammar in two rows is fine (C fills them in turn);
+             * busy for another reason is not. */
+            int mine = 0;
+            for (Py_ssize_t j = 0; j < acquired && !mine; j++)
+                mine = objs[j] == objs[acquired];
+            if (!mine) {
+                siftpy_busy("a grammar of the batch");
+                goto done;
+            }
+            objs[acquired] = NULL; /* released through its first row */
+            continue;
         }
         if (objs[acquired])
             objs[acquired]->busy = 1;

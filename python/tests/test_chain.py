@@ -339,3 +339,11 @@ def test_torch_apply_takes_row_indices():
         logits = np.asarray(logits)
         assert np.isfinite(logits[:2]).all()
         assert np.isneginf(logits[2, :32]).all() and np.isfinite(logits[2, 32:]).all()
+
+
+def test_extras_and_biases_may_be_lists():
+    c = sift.Chain(3).add_logit_bias([[17, 30.0]]).add_top_k(4).add_greedy()
+    row = rng_row(5, 1000)
+    ids = np.argpartition(-row, 5)[:5]
+    ex = c.extras()
+    assert c.sample_slice(ids, row[ids], 1000, extras=(ex, [float(row[i]) for i in ex])) == 17

@@ -168,3 +168,11 @@ def test_a_mask_with_more_rows_than_the_logits_masks_the_first_rows():
     t = torch.zeros(2, 40)
     sift.apply_token_bitmask_inplace(t, torch.from_numpy(mask))
     assert (t.numpy() == logits).all()
+
+
+def test_one_grammar_may_fill_two_rows(vocab):
+    g = sift.Grammar.from_gbnf(GBNF, vocab)
+    mask = sift.allocate_token_bitmask(2, len(vocab))
+    sift.fill_next_token_bitmasks([g, g], mask)
+    assert (mask[0] == mask[1]).all() and not (mask[0] == -1).all()
+    g.reset()  # not left busy
