@@ -63,10 +63,13 @@ class GrammarLogitsProcessor:
             V = self._grammars[0].vocab_size
             self._mask = np.full((B, (V + 31) // 32), -1, dtype=np.int32)
         else:
-            for i, g in enumerate(self._grammars):
-                tok = int(ids[i, -1])
-                if not g.accept_token(tok):
+            # Check every row first, so that a rejected token changes no row.
+            toks = [int(ids[i, -1]) for i in range(len(self._grammars))]
+            for i, (g, tok) in enumerate(zip(self._grammars, toks)):
+                if not g.accepts_token(tok):
                     raise ValueError("row %d: the grammar rejects token %d" % (i, tok))
+            for g, tok in zip(self._grammars, toks):
+                g.accept_token(tok)
         for i, g in enumerate(self._grammars):
             g.fill_next_token_bitmask(self._mask, i)
         if _is_torch(scores):

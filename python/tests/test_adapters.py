@@ -33,7 +33,10 @@ def test_grammar_processor_masks_every_rejected_token(vocab):
     assert set(torch.nonzero(torch.isfinite(out[0])).flatten().tolist()) == \
         {t for t in range(V) if h.accepts_token(t)}
     with pytest.raises(ValueError):
-        proc(torch.tensor([[1, ord("z")], [3, ord("r")]]), torch.zeros(2, V))
+        proc(torch.tensor([[1, ord("b")], [3, ord("x")]]), torch.zeros(2, V + 3))
+    # row 1 rejected its token, so row 0 did not take "b" either
+    out = proc(torch.tensor([[1, ord("b")], [3, ord("r")]]), torch.zeros(2, V + 3))
+    assert set(torch.nonzero(torch.isfinite(out[0])).flatten().tolist()) == {ord("!")}
 
 
 def test_grammar_processor_on_numpy_rows(vocab):
