@@ -114,7 +114,10 @@ static PyObject *vocab_from_pieces(PyObject *cls, PyObject *args, PyObject *kw)
         siftpy_raise_msg(SIFT_E_LIMIT, -1, "too many pieces");
         goto done;
     }
-    sift_status st = sift_vocab_new(&base, (int32_t)n, ptrs, lens, NULL, &err);
+    sift_status st;
+    Py_BEGIN_ALLOW_THREADS; /* the pieces are bytes/str the list keeps alive */
+    st = sift_vocab_new(&base, (int32_t)n, ptrs, lens, NULL, &err);
+    Py_END_ALLOW_THREADS;
     if (st != SIFT_OK) {
         siftpy_raise(st, &err);
         goto done;
@@ -167,7 +170,9 @@ static PyObject *vocab_from_pieces(PyObject *cls, PyObject *args, PyObject *kw)
         ex.eog_ids = eog_ids;
         ex.n_eog = n_eog;
         ex.n_vocab = n_vocab;
+        Py_BEGIN_ALLOW_THREADS;
         st = sift_vocab_extend(&v, base, &ex, NULL, &err);
+        Py_END_ALLOW_THREADS;
         if (st != SIFT_OK) {
             siftpy_raise(st, &err);
             goto done;
@@ -257,7 +262,10 @@ static PyObject *vocab_extend(SiftPyVocab *self, PyObject *args, PyObject *kw)
     ex.n_vocab = n_vocab;
     sift_vocab *v = NULL;
     sift_error err;
-    sift_status st = sift_vocab_extend(&v, self->vocab, &ex, NULL, &err);
+    sift_status st;
+    Py_BEGIN_ALLOW_THREADS;
+    st = sift_vocab_extend(&v, self->vocab, &ex, NULL, &err);
+    Py_END_ALLOW_THREADS;
     PyMem_Free(ids);
     if (st != SIFT_OK)
         return siftpy_raise(st, &err);
