@@ -347,3 +347,17 @@ def test_extras_and_biases_may_be_lists():
     ids = np.argpartition(-row, 5)[:5]
     ex = c.extras()
     assert c.sample_slice(ids, row[ids], 1000, extras=(ex, [float(row[i]) for i in ex])) == 17
+
+
+def test_objects_with_only_an_array_interface_are_read_in_place():
+    row = rng_row(13, 500)
+
+    class Wrapped:
+        def __init__(self, a):
+            self.__array_interface__ = a.__array_interface__
+            self._keep = a
+
+    c = sift.Chain.from_yaml(YAML)
+    assert c.clone().sample(Wrapped(row)) == c.clone().sample(row)
+    with pytest.raises(TypeError, match="float64"):
+        c.sample(Wrapped(row.astype(np.float64)))
