@@ -2459,9 +2459,12 @@ SIFT_API SIFT_NODISCARD sift_status sift_verifier_plan(sift_verifier *verifier, 
  * drafts[i][0..n_drafts[i]), steps[i] with n_drafts[i] + 1 elements), and
  * *k_max = the largest k > 0 among all positions of all slots (0 if every
  * position needs the whole row): the k of one device top-k call for the
- * batch; positions with k = 0 need whole rows. Stops at the first slot
- * that fails (err->index = the slot; earlier slots are planned).
- * Since: 0.2.
+ * batch; positions with k = 0 need whole rows. A slot whose verifier or
+ * chain is refused as sift_verifier_plan refuses it (NULL, busy, another
+ * layout) fails the call before any slot is planned (err->index = the
+ * slot); otherwise the call stops at the first slot that fails
+ * (err->index = the slot; earlier slots are planned). Every verifier and
+ * chain of the call is busy until it returns. Since: 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_verifiers_plan(sift_verifier *const *verifiers,
                                                         sift_chain *const *chains,
