@@ -19,10 +19,11 @@
  *   caller code (hooks, custom stages, allocators) ever sees one;
  * - the busy rule (core/chain.c): a slot whose chain is busy at the call
  *   (the batch was started from one of its callbacks) gets SIFT_E_STATE
- *   and is not touched; every other chain is held from before the first
- *   slot runs until after the last, so a callback of any slot finds
- *   every chain of the batch busy. The slots run the bodies of the
- *   single calls (which do not check the hold);
+ *   and is not touched; every chain of the batch is held (a busy one
+ *   once more) from before the first slot runs until after the last, so
+ *   a callback of any slot finds every chain of the batch busy. The
+ *   slots run the bodies of the single calls (which do not check the
+ *   hold);
  * - the positional hook: args->hook, told the slot, is installed as the
  *   chain's row hook for its slot only (a trampoline, as verify.c does)
  *   and the chain's own hook restored on every path.

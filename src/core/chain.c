@@ -18,9 +18,10 @@
  *   it for each call into a caller's allocator (sift__alloc.hold), which
  *   covers the entry points whose only caller code is the allocator (the
  *   _add functions). Functions on a const chain (clone, plan, next_k)
- *   check but never hold: they may run on many threads at once, and a
- *   write would be a data race; they hold nothing the caller's callbacks
- *   could see half-done, as they change nothing.
+ *   check but never hold: many threads may call them on one chain at
+ *   once, and a write would be a data race. They change nothing, so a
+ *   callback they run (clone's) finds the chain whole; sift.h says such
+ *   a callback must not change it.
  */
 #include <math.h>
 
