@@ -51,6 +51,47 @@
  *   it on success only, and refuses (SIFT_E_ARG) an object a chain
  *   already owns.
  *
+ * Callbacks and re-entrancy
+ * -------------------------
+ * sift calls caller code from inside its calls: the row hook
+ * (sift_row_hook) and the positional hook (sift_row_hook_at), a custom
+ * stage's apply, accept, reset, clone and free, and a chain's allocator
+ * (sift_allocator). While that code runs, the objects of the call in
+ * progress are *busy*:
+ * - a chain, for the whole of each call that takes it and may run caller
+ *   code: sample, sample_slice, accept, accept_prompt, distribution,
+ *   distribution_slice, survivors, extras, verify, set_check_grammar,
+ *   reset, free and sift_verifier_new; and for the whole of each call
+ *   into its own allocator, whichever function allocates on its behalf
+ *   (the _add functions included);
+ * - every chain of sift_chains_sample, for the whole batch (every slot,
+ *   not only the one whose callback runs);
+ * - a verifier and its chain (every one of sift_verifiers_plan), for the
+ *   whole of sift_verifier_plan, sift_verifiers_plan and
+ *   sift_verifier_distributions (which holds its chain though it takes it
+ *   const: the chain's row hook runs inside it).
+ * Every public function given a busy chain or verifier returns
+ * SIFT_E_STATE before it reads or writes anything (a failed call changes
+ * nothing; a slot of sift_chains_sample whose chain is busy gets
+ * SIFT_E_STATE and the other slots run), except:
+ * - sift_chain_free, sift_chain_reset and sift_verifier_free, which
+ *   return nothing: on a busy object they do nothing;
+ * - sift_chain_n_stages, sift_chain_stage_name, sift_chain_stage_class and
+ *   sift_chain_stats, which only read and are safe: they report the chain
+ *   as it is at that moment (inside sift_chain_free, a chain without
+ *   stages).
+ * Functions that take a `const sift_chain *` and run caller code
+ * (sift_chain_clone: a custom stage's clone, the allocator) refuse a
+ * busy chain but do not make it busy, since many threads may call them
+ * on one chain at once (see Threads): their callbacks must not change
+ * the chain, as no other thread may while they run. The other objects
+ * (vocabularies, grammars, configs, slicers, encode scratches) are never
+ * busy and their functions do not check: an allocator given to one of
+ * them must not call back into that object, and a grammar a chain owns
+ * is the chain's (the caller does not call it). A grammar's
+ * map_position and a JSON Schema conversion's warn run before the object
+ * they build exists, and may call anything.
+ *
  * Threads
  * -------
  * sift has no global mutable state. A chain is used by one thread at a
@@ -59,6 +100,9 @@
  * read, so many threads may call them on one chain that nobody is mutating.
  * sift_chain_extras takes a non-const chain: with a grammar stage it
  * updates the grammar's caches, so it is a use of the chain like a sample.
+ * sift_verifier_distributions takes a const chain but runs its row hook
+ * and makes it busy (see above): it too is a use of the chain like a
+ * sample.
  * A vocabulary that nobody mutates may be read by many threads at once,
  * and grammars may be built from it on many threads at once (the first
  * ones build its shared token index; the others use it).
@@ -1598,14 +1642,20 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_new(sift_chain **out,
                                                    const sift_chain_params *params,
                                                    sift_error *err);
 
-/** Frees a chain and everything it owns; NULL is a no-op. Since: 0.1. */
+/**
+ * Frees a chain and everything it owns; NULL is a no-op, and so is a busy
+ * chain (called from one of its callbacks: the call in progress still
+ * uses it). Since: 0.1.
+ */
 SIFT_API void sift_chain_free(sift_chain *chain);
 
 /**
  * Makes an independent deep copy of `chain`: stages, history, mirostat mu,
  * RNG state, seed and allocator. Nothing mutable is shared. Reads `chain`
- * only. SIFT_E_ARG for NULL pointers, SIFT_E_NOMEM, SIFT_E_STATE if a
- * custom stage has no clone function. On failure *out is NULL.
+ * only, and does not make it busy (custom stages' clone functions run
+ * on the source unmarked; they must not change it). SIFT_E_ARG for NULL
+ * pointers, SIFT_E_NOMEM, SIFT_E_STATE if a custom stage has no clone
+ * function or inside a callback of the chain. On failure *out is NULL.
  * Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_clone(const sift_chain *chain, sift_chain **out,
@@ -1614,16 +1664,19 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_clone(const sift_chain *chain, si
 /**
  * Restores the state the chain had when its last stage was added: the RNG
  * restarts from the seed, histories are emptied, mirostat's mu is 2*tau.
- * Buffers are kept. NULL is a no-op. Since: 0.1.
+ * Buffers are kept. NULL is a no-op, and so is a busy chain (called from
+ * one of its callbacks). Since: 0.1.
  */
 SIFT_API void sift_chain_reset(sift_chain *chain);
 
-/** Returns the number of stages, 0 for NULL. Since: 0.1. */
+/** Returns the number of stages, 0 for NULL. Safe inside a callback.
+ *  Since: 0.1. */
 SIFT_API size_t sift_chain_n_stages(const sift_chain *chain);
 
 /**
  * Returns the name of stage `i` ("top_k", "dist", a custom stage's name),
- * or NULL if `i` is out of range or `chain` is NULL. Since: 0.1.
+ * or NULL if `i` is out of range or `chain` is NULL. Safe inside a
+ * callback. Since: 0.1.
  */
 SIFT_API const char *sift_chain_stage_name(const sift_chain *chain, size_t i);
 
@@ -1631,8 +1684,8 @@ SIFT_API const char *sift_chain_stage_name(const sift_chain *chain, size_t i);
  * Returns the capability class stage `i` declares, and through `n` (may be
  * NULL) its bound: the number of tokens it may lower (LOWERS, -1 =
  * unbounded) or raise (RAISES), K for TOP and for top_k_ties' THRESHOLD,
- * 0 otherwise. SIFT_CLASS_WHOLE for an out-of-range `i`.
- * Since: 0.1.
+ * 0 otherwise. SIFT_CLASS_WHOLE for an out-of-range `i`. Safe inside a
+ * callback. Since: 0.1.
  */
 SIFT_API sift_class sift_chain_stage_class(const sift_chain *chain, size_t i, int64_t *n);
 
@@ -1813,7 +1866,8 @@ typedef struct sift_slice {
  * floats, into `row` (a buffer sift owns) and returns 0, or returns any
  * non-zero value to report a failure (sift then returns SIFT_E_HOOK and
  * changes nothing). It runs inside a chain call: calling back into the
- * same chain gets SIFT_E_STATE.
+ * chain, or any other object that call made busy, gets SIFT_E_STATE (see
+ * "Callbacks and re-entrancy").
  */
 typedef int (*sift_row_hook)(void *user, float *row, int32_t n_vocab);
 
@@ -1936,6 +1990,7 @@ typedef struct sift_plan_stage {
  * sizeof(sift_plan), a stages[0].struct_size 0 or above
  * sizeof(sift_plan_stage), or an element whose struct_size differs from
  * the first (err->index = its position); nothing is written then.
+ * SIFT_E_STATE inside a callback of the chain.
  * Since: 0.1; struct_size since 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_plan(const sift_chain *chain, sift_plan *plan,
@@ -1946,7 +2001,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_plan(const sift_chain *chain, sif
  * what they can lower now (the distinct tokens in a penalty window, the
  * DRY window's length), so k is never above the static plan's. Use it
  * for the next sample only. SIFT_E_ARG for NULL or a bad
- * plan->struct_size (as sift_chain_plan). Since: 0.1.
+ * plan->struct_size (as sift_chain_plan), SIFT_E_STATE inside a callback
+ * of the chain. Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_next_k(const sift_chain *chain, sift_plan *plan,
                                                       sift_error *err);
@@ -1957,6 +2013,7 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_next_k(const sift_chain *chain, s
  * may be NULL). All or nothing: sift_chains_next_k_batch gives each
  * slot's k and the slots that need whole rows. SIFT_E_ARG for a NULL
  * `k`, NULL `chains` with n > 0, or a NULL chain in the array
+ * (err->index = its position); SIFT_E_STATE for a busy chain in it
  * (err->index = its position). Since: 0.1.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n,
@@ -1995,7 +2052,9 @@ typedef struct sift_batch_k {
  * only (safe on chains shared between threads; no allocation).
  * SIFT_E_ARG (nothing written) for a NULL `batch`, NULL `chains` with
  * n > 0, a NULL chain in the array (err->index = its position), or a
- * batch->struct_size 0 or above sizeof(sift_batch_k). Since: 0.2.
+ * batch->struct_size 0 or above sizeof(sift_batch_k); SIFT_E_STATE
+ * (nothing written) for a busy chain in the array (err->index = its
+ * position). Since: 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k_batch(const sift_chain *const *chains,
                                                              size_t n, int32_t *k_each,
@@ -2011,12 +2070,11 @@ SIFT_API SIFT_NODISCARD sift_status sift_chains_next_k_batch(const sift_chain *c
  * the step; docs/analyzer.md). `*n` receives the count; SIFT_E_LIMIT when
  * it exceeds `capacity` (nothing written; call again with
  * sift_plan.max_extras entries). SIFT_E_ARG for NULL pointers;
- * SIFT_E_NOMEM or SIFT_E_GRAMMAR_LIMIT when a grammar stage cannot list
- * the tokens it allows (never a shorter list). With a grammar stage this
- * updates the grammar's caches, so the chain is not const: it is a use
- * of the chain (one thread at a time, as a sample); the sampling state
- * (RNG, histories, grammar matching state) is unchanged. Since: 0.1; a
- * non-const chain since 0.2.
+ * SIFT_E_STATE inside a callback of the chain; SIFT_E_NOMEM or SIFT_E_GRAMMAR_LIMIT when a grammar
+ * stage cannot list the tokens it allows (never a shorter list). With a grammar stage this updates
+ * the grammar's caches, so the chain is not const: it is a use of the chain (one thread at a time,
+ * as a sample); the sampling state (RNG, histories, grammar matching state) is unchanged. Since:
+ * 0.1; a non-const chain since 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_extras(sift_chain *chain, int32_t *ids,
                                                       size_t capacity, size_t *n, sift_error *err);
@@ -2045,8 +2103,9 @@ typedef struct sift_stats {
 /**
  * Copies the chain's counters into the first stats->struct_size bytes of
  * `stats`. SIFT_E_ARG (nothing written) for NULL pointers or a
- * struct_size 0 or above sizeof(sift_stats). Reads the chain only.
- * Since: 0.1; struct_size and the status since 0.2.
+ * struct_size 0 or above sizeof(sift_stats). Reads the chain only; safe
+ * inside a callback (the counters so far). Since: 0.1; struct_size and
+ * the status since 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_stats(const sift_chain *chain, sift_stats *stats,
                                                      sift_error *err);
@@ -2677,7 +2736,9 @@ SIFT_API const sift_config_grammar *sift_config_grammar_info(const sift_config *
  * `*size`; it must not add tokens. It returns 0, or any other int to fail
  * the sample (reported as SIFT_E_ARG with that number). `accept`, `reset`,
  * `clone` and `free` may be NULL. A stage whose `cls` is left 0 is WHOLE.
- * The callbacks must not call back into the chain (SIFT_E_STATE).
+ * A call back into the chain from a callback gets SIFT_E_STATE (see
+ * "Callbacks and re-entrancy"), except from `clone` run by
+ * sift_chain_clone, which must not change the chain.
  */
 typedef struct sift_custom_stage {
     uint32_t abi_version; /**< SIFT_CUSTOM_STAGE_ABI. */
@@ -2751,7 +2812,8 @@ typedef struct sift_verifier sift_verifier;
 SIFT_API SIFT_NODISCARD sift_status sift_verifier_new(sift_verifier **out, sift_chain *chain,
                                                       int32_t max_drafts, sift_error *err);
 
-/** Frees a verifier; NULL is a no-op. Since: 0.2. */
+/** Frees a verifier; NULL is a no-op, and so is a busy verifier (called
+ *  from a callback of one of its calls). Since: 0.2. */
 SIFT_API void sift_verifier_free(sift_verifier *verifier);
 
 /** sift_verify_step.flags: a draft before this position can never be
@@ -2801,9 +2863,12 @@ SIFT_API SIFT_NODISCARD sift_status sift_verifier_plan(sift_verifier *verifier, 
  * drafts[i][0..n_drafts[i]), steps[i] with n_drafts[i] + 1 elements), and
  * *k_max = the largest k > 0 among all positions of all slots (0 if every
  * position needs the whole row): the k of one device top-k call for the
- * batch; positions with k = 0 need whole rows. Stops at the first slot
- * that fails (err->index = the slot; earlier slots are planned).
- * Since: 0.2.
+ * batch; positions with k = 0 need whole rows. A slot whose verifier or
+ * chain is refused as sift_verifier_plan refuses it (NULL, busy, another
+ * layout) fails the call before any slot is planned (err->index = the
+ * slot); otherwise the call stops at the first slot that fails
+ * (err->index = the slot; earlier slots are planned). Every verifier and
+ * chain of the call is busy until it returns. Since: 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_verifiers_plan(sift_verifier *const *verifiers,
                                                         sift_chain *const *chains,
@@ -2896,7 +2961,9 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_verify(sift_chain *chain,
  * (0 included) and before any position, when a stage's state cannot be
  * copied into the shadow, as for a chain with a custom stage
  * (err->index = that stage, or -1 when the verifier has no shadow: a
- * custom stage without clone). Since: 0.2.
+ * custom stage without clone). The verifier and the chain are busy for
+ * the whole call (the chain's row hook runs inside it): a call back
+ * into either from the hook gets SIFT_E_STATE. Since: 0.2.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_verifier_distributions(
     sift_verifier *verifier, const sift_chain *chain, const sift_verify_args *args,
@@ -2979,7 +3046,11 @@ SIFT_API void sift_batch_args_init(sift_batch_args *args);
  * that covers it, n <= INT32_MAX), statuses[i] = SIFT_E_ARG and
  * tokens[i] = -1 for every slot, in those of the two arrays that are
  * not NULL. A NULL chain in a slot is that slot's
- * SIFT_E_ARG. The duplicate scan is O(n) and allocates nothing: it marks
+ * SIFT_E_ARG, and a busy chain (the batch was started from one of its
+ * callbacks) that slot's SIFT_E_STATE, the chain untouched. Every chain
+ * of the batch is busy from before the first slot runs until after the
+ * last: a hook or other callback of any slot that calls into any chain
+ * of the batch gets SIFT_E_STATE. The duplicate scan is O(n) and allocates nothing: it marks
  * each chain and clears the marks before sampling, so chains in a batch
  * must not be used by another thread during the call (as for any
  * call). sift_chains_sample creates no thread and allocates nothing

@@ -81,6 +81,13 @@ SIFT__HIDDEN int sift__utf8_valid(const unsigned char *s, size_t n, size_t *bad)
 
 typedef struct sift__alloc {
     sift_allocator a; /* always complete: defaults filled in */
+    /* The busy counter of the object this allocator serves (NULL: none).
+     * Every call into a caller's allocator (not the default one) counts
+     * it up for the call, so an allocator that calls back into the object
+     * finds it busy whatever entry point allocates (the busy rule,
+     * core/chain.c). Never copied into another object unchanged: an
+     * object that copies an allocator points it at its own counter. */
+    int *hold;
 } sift__alloc;
 
 /* Checks the caller's allocator (NULL = malloc/free; struct_size; alloc
@@ -672,8 +679,49 @@ SIFT__HIDDEN sift_status sift__chain_run_stages(sift_chain *chain, const float *
  * the chain's checker, destroying the one it had. Cannot fail. */
 SIFT__HIDDEN void sift__chain_set_checker(sift_chain *chain, const sift__checker_ops *ops,
                                           void *self);
-/* SIFT_E_STATE if the chain is inside a callback; else SIFT_OK. */
-SIFT__HIDDEN sift_status sift__chain_enter(sift_chain *chain, sift_error *err);
+/* The busy rule (include/sift.h, "Callbacks and re-entrancy"; the
+ * invariants of core/chain.c). Every public entry point that takes a
+ * chain starts with sift__chain_enter, before it reads or writes
+ * anything: SIFT_E_ARG for NULL, SIFT_E_STATE for a busy chain. An entry
+ * point that may run caller code on the chain's behalf (the row hook, a
+ * custom stage, a grammar's allocator) holds the chain for the whole
+ * call, through SIFT__CHAIN_CALL; the chain's own allocator holds it by
+ * itself (sift__alloc.hold). The counter nests: a held chain stays busy
+ * until its outermost hold is released. Internal code never calls a
+ * public entry point on a chain it holds: it calls the body. */
+SIFT__HIDDEN sift_status sift__chain_enter(const sift_chain *chain, sift_error *err);
+SIFT__HIDDEN void sift__chain_hold(sift_chain *chain);
+SIFT__HIDDEN void sift__chain_release(sift_chain *chain);
+/* The body of a public entry point that holds its chain: refuses a NULL
+ * or busy chain, holds it, evaluates `body` (a sift_status expression),
+ * releases it and returns the status. */
+#define SIFT__CHAIN_CALL(chain, err, body)                          \
+    do {                                                            \
+        sift_status sift__cc_s = sift__chain_enter((chain), (err)); \
+        if (sift__cc_s)                                             \
+            return sift__cc_s;                                      \
+        sift__chain_hold(chain);                                    \
+        sift__cc_s = (body);                                        \
+        sift__chain_release(chain);                                 \
+        return sift__cc_s;                                          \
+    } while (0)
+/* The bodies of sift_chain_accept (prompt = 0) and
+ * sift_chain_accept_prompt (prompt = 1), sift_chain_sample_slice (the
+ * cross-check included) and sift_chain_distribution_slice, for entry
+ * points that hold the chain (verify.c, batch.c). */
+SIFT__HIDDEN sift_status sift__accept(sift_chain *c, int32_t token, int prompt, sift_error *err);
+SIFT__HIDDEN sift_status sift__sample_slice(sift_chain *c, const sift_slice *slice, int32_t *token,
+                                            sift_error *err);
+SIFT__HIDDEN sift_status sift__distribution_slice(sift_chain *c, const sift_slice *slice,
+                                                  sift_token_prob *out, size_t capacity,
+                                                  size_t *n_out, sift_error *err);
+/* sift_chain_clone's body, without the busy check (sift_verifier_new,
+ * which holds the chain). */
+SIFT__HIDDEN sift_status sift__chain_clone(const sift_chain *chain, sift_chain **out,
+                                           sift_error *err);
+/* The k of sift_chains_next_k for one chain, without the busy check (a
+ * verifier's shadow, which its verifier holds). */
+SIFT__HIDDEN int32_t sift__chain_next_k(const sift_chain *chain);
 
 /* ------------------------------------------------------------------ */
 /* Selection and order helpers (core/select.c)                        */

@@ -540,9 +540,10 @@ START_TEST(test_without_a_hook_a_slot_that_needs_the_row_fails_alone)
 }
 END_TEST
 
-/* A hook that starts a batch of its own from inside a slot: its own
- * chain is busy (SIFT_E_STATE in that slot), another chain of the outer
- * batch is not marked (the scan's marks are gone) and samples. */
+/* A hook that starts a batch of its own from inside a slot: every chain
+ * of the outer batch is busy for the whole outer call, its own and the
+ * other one (SIFT_E_STATE in both slots, nothing sampled), and the outer
+ * batch's tokens are those of a batch whose hook does not call back. */
 typedef struct nest {
     sift_chain *self, *other;
     const float *row;
@@ -564,7 +565,7 @@ static int nest_hook(void *user, float *row, int32_t V)
     return 0;
 }
 
-START_TEST(test_a_batch_inside_a_hook_sees_no_marks_and_a_busy_chain_is_state)
+START_TEST(test_a_batch_inside_a_hook_finds_every_chain_of_the_outer_batch_busy)
 {
     enum { V = 48 };
     tu_rng r = {13};
@@ -588,13 +589,26 @@ START_TEST(test_a_batch_inside_a_hook_sees_no_marks_and_a_busy_chain_is_state)
     args.slices = s;
     int32_t tokens[2];
     sift_status st[2];
+    /* the same batch on twin chains whose hook only fetches the row */
+    sift_chain *b[2] = {small_chain(41, NULL), small_chain(42, NULL)};
+    row_hook plain = {rows[0], 0};
+    ck_assert_int_eq(sift_chain_set_row_hook(b[0], hook_one, &plain, NULL), SIFT_OK);
+    int32_t want[2];
+    sift_status want_st[2];
+    args.chains = b;
+    ck_assert_int_eq(sift_chains_sample(&args, want, want_st, NULL), SIFT_OK);
+    args.chains = a;
     ck_assert_int_eq(sift_chains_sample(&args, tokens, st, NULL), SIFT_OK);
     ck_assert_int_eq(x.ret, SIFT_E_STATE);
     ck_assert_int_eq(x.st[0], SIFT_E_STATE);
-    ck_assert_int_eq(x.st[1], SIFT_OK);
+    ck_assert_int_eq(x.st[1], SIFT_E_STATE);
     for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(st[i], want_st[i]);
+        ck_assert_int_eq(tokens[i], want[i]);
+        ck_assert_uint_eq(sift__chain_state_digest(a[i]), sift__chain_state_digest(b[i]));
         sift_slicer_free(sl[i]);
         sift_chain_free(a[i]);
+        sift_chain_free(b[i]);
     }
 }
 END_TEST
@@ -970,7 +984,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_args_of_an_older_smaller_size_read_only_that_much);
     tcase_add_test(tc, test_the_batch_hook_is_told_the_slot_and_the_chain_hook_is_kept);
     tcase_add_test(tc, test_without_a_hook_a_slot_that_needs_the_row_fails_alone);
-    tcase_add_test(tc, test_a_batch_inside_a_hook_sees_no_marks_and_a_busy_chain_is_state);
+    tcase_add_test(tc, test_a_batch_inside_a_hook_finds_every_chain_of_the_outer_batch_busy);
     tcase_add_test(tc, test_a_batch_allocates_nothing_after_the_first);
     tcase_add_test(tc, test_failing_the_nth_allocation_fails_that_slot_alone_for_every_n);
     suite_add_tcase(s, tc);

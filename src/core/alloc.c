@@ -8,6 +8,11 @@
  * optional realloc (or alloc + copy + free without one); every array that
  * grows by doubling does so through sift__reserve, the one growable array
  * of src/ (its capacity policy, overflow checks and failure rule).
+ *
+ * A caller's allocator is caller code: while it runs, the object it
+ * serves (sift__alloc.hold) is busy, so an allocator that calls back into
+ * that object gets SIFT_E_STATE from whichever entry point allocated.
+ * The default allocator runs no caller code and holds nothing.
  */
 #include <stdlib.h>
 
@@ -28,6 +33,7 @@ static void default_free(void *user, void *ptr)
 sift_status sift__alloc_init(sift__alloc *al, const sift_allocator *user, sift_error *err)
 {
     memset(&al->a, 0, sizeof al->a);
+    al->hold = NULL;
     al->a.struct_size = (uint32_t)sizeof al->a;
     if (!user) {
         al->a.alloc = default_alloc;
@@ -54,13 +60,29 @@ sift_status sift__alloc_init(sift__alloc *al, const sift_allocator *user, sift_e
     return SIFT_OK;
 }
 
+/* Counts the served object busy around a call into a caller's hook. */
+static void hold(const sift__alloc *al)
+{
+    if (al->hold && al->a.alloc != default_alloc)
+        ++*al->hold;
+}
+
+static void release(const sift__alloc *al)
+{
+    if (al->hold && al->a.alloc != default_alloc)
+        --*al->hold;
+}
+
 void *sift__malloc(const sift__alloc *al, size_t n, size_t size)
 {
     if (n == 0 || size == 0)
         n = size = 1;
     if (n > SIZE_MAX / size)
         return NULL;
-    return al->a.alloc(al->a.user, n * size);
+    hold(al);
+    void *p = al->a.alloc(al->a.user, n * size);
+    release(al);
+    return p;
 }
 
 /* With the default allocator, calloc: for a large block the C library
@@ -81,8 +103,11 @@ void *sift__calloc(const sift__alloc *al, size_t n, size_t size)
 
 void sift__free(const sift__alloc *al, void *p)
 {
-    if (p)
-        al->a.free(al->a.user, p);
+    if (!p)
+        return;
+    hold(al);
+    al->a.free(al->a.user, p);
+    release(al);
 }
 
 char *sift__memdup(const sift__alloc *al, const void *p, size_t n)
@@ -100,8 +125,12 @@ void *sift__grow(const sift__alloc *al, void *p, size_t n_used, size_t old_cap, 
 {
     if (new_cap == 0 || esz == 0 || new_cap > SIZE_MAX / esz || n_used > old_cap)
         return NULL;
-    if (p && old_cap && al->a.realloc)
-        return al->a.realloc(al->a.user, p, old_cap * esz, new_cap * esz);
+    if (p && old_cap && al->a.realloc) {
+        hold(al);
+        void *q = al->a.realloc(al->a.user, p, old_cap * esz, new_cap * esz);
+        release(al);
+        return q;
+    }
     void *q = sift__malloc(al, new_cap, esz);
     if (!q)
         return NULL;

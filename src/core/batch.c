@@ -16,8 +16,14 @@
  *   scan marks each chain with its slot (sift_chain.batch_mark) and
  *   finds a mark already set: O(n), no allocation, no sort. Every mark
  *   is cleared before the scan returns, before any sampling, so no
- *   caller code (hooks, custom stages, allocators) ever sees one and a
- *   batch started from inside a hook scans its own chains afresh;
+ *   caller code (hooks, custom stages, allocators) ever sees one;
+ * - the busy rule (core/chain.c): a slot whose chain is busy at the call
+ *   (the batch was started from one of its callbacks) gets SIFT_E_STATE
+ *   and is not touched; every chain of the batch is held (a busy one
+ *   once more) from before the first slot runs until after the last, so
+ *   a callback of any slot finds every chain of the batch busy. The
+ *   slots run the bodies of the single calls (which do not check the
+ *   hold);
  * - the positional hook: args->hook, told the slot, is installed as the
  *   chain's row hook for its slot only (a trampoline, as verify.c does)
  *   and the chain's own hook restored on every path.
@@ -27,6 +33,7 @@
  * its own tokens[i], statuses[i] and errors[i].
  */
 #include "../sift_internal.h"
+#include "step.h"
 
 #define BATCH_FLAGS ((uint32_t)SIFT_BATCH_ACCEPT)
 
@@ -120,28 +127,25 @@ static sift_status run_slot(const sift_batch_args *a, size_t i, int32_t *token, 
         return sift__fail(err, SIFT_E_ARG, "chain is NULL");
     sift_status s;
     if (a->rows) {
-        s = sift_chain_sample(c, a->rows[i], a->n_vocab, token, err);
-    } else if (a->hook && !c->busy) {
-        /* A busy chain keeps its hook: its sample returns SIFT_E_STATE
-         * without calling it, and the hook of the call in progress
-         * must not be swapped under it. */
+        s = sift__sample_row(c, a->rows[i], a->n_vocab, token, 1, err);
+    } else if (a->hook) {
         slot_tramp t = {a->hook, a->hook_user, (int32_t)i};
         sift_row_hook saved = c->hook;
         void *saved_user = c->hook_user;
         c->hook = tramp_call;
         c->hook_user = &t;
-        s = sift_chain_sample_slice(c, &a->slices[i], token, err);
+        s = sift__sample_slice(c, &a->slices[i], token, err);
         c->hook = saved;
         c->hook_user = saved_user;
     } else {
-        s = sift_chain_sample_slice(c, &a->slices[i], token, err);
+        s = sift__sample_slice(c, &a->slices[i], token, err);
     }
     if (s) {
         *token = -1;
         return s;
     }
     if (a->flags & SIFT_BATCH_ACCEPT)
-        s = sift_chain_accept(c, *token, err);
+        s = sift__accept(c, *token, 0, err);
     return s;
 }
 
@@ -165,16 +169,36 @@ sift_status sift_chains_sample(const sift_batch_args *args, int32_t *tokens, sif
         }
         return s;
     }
+    /* The busy check of every slot before any is touched (a busy chain's
+     * slot is refused), then the hold of every chain of the batch; a
+     * chain is in one slot only, so each is held and released once. */
+    for (size_t i = 0; i < a.n; i++) {
+        sift_error local;
+        statuses[i] = sift__chain_enter(a.chains[i], a.errors ? &a.errors[i] : &local);
+    }
+    for (size_t i = 0; i < a.n; i++)
+        if (a.chains[i])
+            sift__chain_hold(a.chains[i]);
     sift_status first = SIFT_OK;
     for (size_t i = 0; i < a.n; i++) {
         sift_error local;
         sift_error *e = a.errors ? &a.errors[i] : &local;
-        sift_status si = run_slot(&a, i, &tokens[i], e);
+        sift_status si = statuses[i];
+        if (si) {
+            tokens[i] = -1;
+            if (!a.errors) /* the message of the refusal, for err */
+                (void)sift__chain_enter(a.chains[i], e);
+        } else {
+            si = run_slot(&a, i, &tokens[i], e);
+        }
         statuses[i] = si;
         if (si && !first) {
             first = si;
             sift__fail_at(err, si, (int64_t)i, "slot %zu: %s", i, e->message);
         }
     }
+    for (size_t i = 0; i < a.n; i++)
+        if (a.chains[i])
+            sift__chain_release(a.chains[i]);
     return first;
 }

@@ -8,8 +8,20 @@
  * Invariants:
  * - A chain's stages are appended one at a time and each append is all or
  *   nothing; a chain never holds a half-built stage.
- * - `busy` is set while the chain runs caller code (custom stages); any
- *   public call on the chain from inside gets SIFT_E_STATE.
+ * - The busy rule: `busy` counts the holds on the chain. Every public
+ *   entry point that takes a chain calls sift__chain_enter before it
+ *   reads or writes anything, and refuses a busy chain with SIFT_E_STATE
+ *   (the getters sift.h names as safe excepted). Every entry point that
+ *   may run caller code on the chain's behalf (the row hook, a custom
+ *   stage's callbacks, the free of a grammar it owns) holds the chain
+ *   for the whole call (SIFT__CHAIN_CALL); the chain's allocator holds
+ *   it for each call into a caller's allocator (sift__alloc.hold), which
+ *   covers the entry points whose only caller code is the allocator (the
+ *   _add functions). Functions on a const chain (clone, plan, next_k)
+ *   check but never hold: many threads may call them on one chain at
+ *   once, and a write would be a data race. They change nothing, so a
+ *   callback they run (clone's) finds the chain whole; sift.h says such
+ *   a callback must not change it.
  */
 #include <math.h>
 
@@ -88,6 +100,7 @@ sift_status sift_chain_new(sift_chain **out, const sift_chain_params *params, si
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a chain");
     c->magic = SIFT__CHAIN_MAGIC;
     c->al = al;
+    c->al.hold = &c->busy;
     c->seed = p.seed;
     sift__rng_seed(&c->rng, p.seed);
     c->n_vocab = p.n_vocab;
@@ -109,18 +122,36 @@ static void stage_free(sift__stage *st, const sift__alloc *al)
 
 void sift_chain_free(sift_chain *c)
 {
-    if (!c)
+    /* A busy chain is in use by the call whose callback this is: freeing
+     * it would pull it from under that call, so it is left alone. */
+    if (!c || c->busy)
         return;
+    /* Held while the stages' and the checker's destructors (caller code
+     * for a custom stage, a grammar's allocator) run, with the stages and
+     * the checker detached first, so that a getter called from one of
+     * them sees an empty chain, never a freed stage. The last free, of
+     * the chain's own block, goes through a copy of the allocator that
+     * holds nothing. */
+    sift__chain_hold(c);
     sift__alloc al = c->al;
-    for (size_t i = 0; i < c->n_stages; i++)
-        stage_free(c->stages[i], &al);
-    sift__free(&al, c->stages);
+    sift__stage **stages = c->stages;
+    size_t n = c->n_stages;
+    const sift__checker_ops *check_ops = c->check_ops;
+    void *check = c->check;
+    c->stages = NULL;
+    c->n_stages = c->cap_stages = 0;
+    c->check_ops = NULL;
+    c->check = NULL;
+    for (size_t i = 0; i < n; i++)
+        stage_free(stages[i], &al);
+    sift__free(&al, stages);
     sift__ws_free(&c->ws, &al);
     sift__free(&al, c->row);
     sift__free(&al, c->seen);
-    if (c->check_ops)
-        c->check_ops->destroy(c->check);
+    if (check_ops)
+        check_ops->destroy(check);
     c->magic = 0xDEADu;
+    al.hold = NULL;
     sift__free(&al, c);
 }
 
@@ -161,13 +192,23 @@ int32_t sift__chain_max_history(const sift_chain *chain)
     return chain->max_history;
 }
 
-sift_status sift__chain_enter(sift_chain *chain, sift_error *err)
+sift_status sift__chain_enter(const sift_chain *chain, sift_error *err)
 {
     if (!chain)
         return sift__fail(err, SIFT_E_ARG, "chain is NULL");
     if (chain->busy)
         return sift__fail(err, SIFT_E_STATE, "chain is busy (called from one of its callbacks)");
     return SIFT_OK;
+}
+
+void sift__chain_hold(sift_chain *chain)
+{
+    chain->busy++;
+}
+
+void sift__chain_release(sift_chain *chain)
+{
+    chain->busy--;
 }
 
 sift_status sift__chain_push(sift_chain *c, sift__stage *st, sift_error *err)
@@ -180,9 +221,7 @@ sift_status sift__chain_push(sift_chain *c, sift__stage *st, sift_error *err)
     }
     if (c->n_stages == c->cap_stages) {
         size_t cap = c->cap_stages ? c->cap_stages * 2 : 8;
-        c->busy = 1; /* the allocator must not call back into the chain */
         sift__stage **s = sift__calloc(&c->al, cap, sizeof *s);
-        c->busy = 0;
         if (!s) {
             sift__fail(err, SIFT_E_NOMEM, "out of memory while adding stage %s",
                        sift__stage_name(st));
@@ -196,9 +235,7 @@ sift_status sift__chain_push(sift_chain *c, sift__stage *st, sift_error *err)
         c->cap_stages = cap;
     }
     c->stages[c->n_stages++] = st;
-    c->busy = 1; /* a custom stage's class callback must not re-enter */
     sift__plan_cache(c);
-    c->busy = 0;
     return SIFT_OK;
 }
 
@@ -207,13 +244,25 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
     if (!out)
         return sift__fail(err, SIFT_E_ARG, "out is NULL");
     *out = NULL;
-    if (!c)
-        return sift__fail(err, SIFT_E_ARG, "chain is NULL");
-    sift_chain *d = sift__calloc(&c->al, 1, sizeof *d);
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
+    return sift__chain_clone(c, out, err);
+}
+
+sift_status sift__chain_clone(const sift_chain *c, sift_chain **out, sift_error *err)
+{
+    /* The source is const (clones may run on many threads at once): the
+     * copy is made through an allocator that holds no counter; the new
+     * chain's own allocator holds the new chain. */
+    sift__alloc al = c->al;
+    al.hold = NULL;
+    sift_chain *d = sift__calloc(&al, 1, sizeof *d);
     if (!d)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while cloning a chain");
     *d = *c;
     d->busy = 0;
+    d->al.hold = &d->busy;
     d->stages = NULL;
     d->n_stages = d->cap_stages = 0;
     memset(&d->ws, 0, sizeof d->ws);
@@ -232,9 +281,9 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
     d->n_prefix_decided = d->n_prefix_fallback = 0;
     d->n_xc = d->n_xc_mismatch = d->n_xc_skipped = 0;
     if (c->n_stages) {
-        d->stages = sift__calloc(&c->al, c->n_stages, sizeof *d->stages);
+        d->stages = sift__calloc(&al, c->n_stages, sizeof *d->stages);
         if (!d->stages) {
-            sift__free(&c->al, d);
+            sift__free(&al, d);
             return sift__fail(err, SIFT_E_NOMEM, "out of memory while cloning a chain");
         }
         d->cap_stages = c->n_stages;
@@ -242,8 +291,8 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
     for (size_t i = 0; i < c->n_stages; i++) {
         const sift__stage *st = c->stages[i];
         sift__stage *copy = NULL;
-        sift_status s = st->ops->clone ? st->ops->clone(st, &copy, &c->al, err)
-                                       : sift__stage_clone_flat(st, &copy, &c->al, err);
+        sift_status s = st->ops->clone ? st->ops->clone(st, &copy, &d->al, err)
+                                       : sift__stage_clone_flat(st, &copy, &d->al, err);
         if (s != SIFT_OK) {
             sift_chain_free(d);
             return s;
@@ -265,8 +314,9 @@ sift_status sift_chain_clone(const sift_chain *c, sift_chain **out, sift_error *
 
 void sift_chain_reset(sift_chain *c)
 {
-    if (!c || c->busy)
-        return;
+    if (sift__chain_enter(c, NULL))
+        return;          /* NULL or busy: nothing to do, nothing changed */
+    sift__chain_hold(c); /* a custom stage's reset is caller code */
     sift__rng_seed(&c->rng, c->seed);
     c->settle_due = 0;
     c->tail_skip = c->tail_fails = 0;
@@ -275,6 +325,7 @@ void sift_chain_reset(sift_chain *c)
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i]->ops->reset)
             c->stages[i]->ops->reset(c->stages[i]);
+    sift__chain_release(c);
 }
 
 size_t sift_chain_n_stages(const sift_chain *c)

@@ -20,14 +20,12 @@
 
 #include "../sift_internal.h"
 
-sift_status sift_chain_survivors(sift_chain *c, const float *row, int32_t V, size_t n_stages,
-                                 sift_candidate *out, size_t cap, size_t *n_out, sift_error *err)
+static sift_status survivors(sift_chain *c, const float *row, int32_t V, size_t n_stages,
+                             sift_candidate *out, size_t cap, size_t *n_out, sift_error *err)
 {
-    if (!c || !row || !n_out || (!out && cap))
+    if (!row || !n_out || (!out && cap))
         return sift__fail(err, SIFT_E_ARG, "NULL argument");
     *n_out = 0;
-    if (c->busy)
-        return sift__fail(err, SIFT_E_STATE, "chain is busy (called from one of its callbacks)");
     if (V < 1 || V > c->max_vocab || (c->n_vocab && V != c->n_vocab))
         return sift__fail(err, SIFT_E_ARG, "bad row length %d", (int)V);
     sift_status s = sift__chain_check_vocab(c, V, err);
@@ -64,4 +62,13 @@ sift_status sift_chain_survivors(sift_chain *c, const float *row, int32_t V, siz
         memcpy(out, a.c, (m < cap ? m : cap) * sizeof *out);
     *n_out = m;
     return SIFT_OK;
+}
+
+/* Holds the chain: the stages it runs may be custom ones (caller code). */
+sift_status sift_chain_survivors(sift_chain *c, const float *row, int32_t V, size_t n_stages,
+                                 sift_candidate *out, size_t cap, size_t *n_out, sift_error *err)
+{
+    if (!c)
+        return sift__fail(err, SIFT_E_ARG, "NULL argument");
+    SIFT__CHAIN_CALL(c, err, survivors(c, row, V, n_stages, out, cap, n_out, err));
 }

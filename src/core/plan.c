@@ -344,8 +344,11 @@ sift_status sift_chain_plan(const sift_chain *c, sift_plan *plan, sift_plan_stag
 {
     if (!c || !plan)
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", c ? "plan" : "chain");
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
     sift__plan_stages out = {NULL, 0};
-    sift_status s = check_plan_sizes(c, plan, stages, &out, err);
+    s = check_plan_sizes(c, plan, stages, &out, err);
     if (s)
         return s;
     sift_plan full;
@@ -358,13 +361,31 @@ sift_status sift_chain_next_k(const sift_chain *c, sift_plan *plan, sift_error *
 {
     if (!c || !plan)
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", c ? "plan" : "chain");
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
     sift__plan_stages out = {NULL, 0};
-    sift_status s = check_plan_sizes(c, plan, NULL, &out, err);
+    s = check_plan_sizes(c, plan, NULL, &out, err);
     if (s)
         return s;
     sift_plan full;
     walk(c, 1, 1, &full, NULL, NULL);
     put_plan(plan, &full);
+    return SIFT_OK;
+}
+
+/* The busy check of every chain of a batch, before anything is read:
+ * SIFT_E_ARG for a NULL chain, SIFT_E_STATE for a busy one (err->index =
+ * its slot). */
+static sift_status enter_all(const sift_chain *const *chains, size_t n, sift_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        sift_status s = sift__chain_enter(chains[i], err);
+        if (s)
+            return sift__fail_at(err, s, (int64_t)i, "chains[%zu] is %s", i,
+                                 s == SIFT_E_ARG ? "NULL"
+                                                 : "busy (called from one of its callbacks)");
+    }
     return SIFT_OK;
 }
 
@@ -374,20 +395,26 @@ sift_status sift_chains_next_k(const sift_chain *const *chains, size_t n, int32_
     if ((!chains && n) || !k)
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", k ? "chains" : "k");
     int32_t best = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!chains[i])
-            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i, "chains[%zu] is NULL", i);
+    sift_status s = enter_all(chains, n, err);
+    if (s)
+        return s;
     for (size_t i = 0; i < n; i++) {
-        sift_plan p;
-        walk(chains[i], 1, 0, &p, NULL, NULL);
-        if (p.k == 0) {
+        int32_t ki = sift__chain_next_k(chains[i]);
+        if (ki == 0) {
             best = 0;
             break;
         }
-        best = p.k > best ? p.k : best;
+        best = ki > best ? ki : best;
     }
     *k = best;
     return SIFT_OK;
+}
+
+int32_t sift__chain_next_k(const sift_chain *c)
+{
+    sift_plan p;
+    walk(c, 1, 0, &p, NULL, NULL);
+    return p.k;
 }
 
 /* The weaker of two guarantees (EXACT < CERTIFIED < WHOLE_ROW). */
@@ -404,9 +431,8 @@ sift_status sift_chains_next_k_batch(const sift_chain *const *chains, size_t n, 
     sift_status s = sift__check_struct_size(err, "sift_batch_k", batch->struct_size, sizeof *batch);
     if (s)
         return s;
-    for (size_t i = 0; i < n; i++)
-        if (!chains[i])
-            return sift__fail_at(err, SIFT_E_ARG, (int64_t)i, "chains[%zu] is NULL", i);
+    if ((s = enter_all(chains, n, err)))
+        return s;
     /* Filled in full, then copied up to the caller's size. */
     sift_batch_k full;
     memset(&full, 0, sizeof full);
@@ -434,11 +460,10 @@ sift_status sift_chains_next_k_batch(const sift_chain *const *chains, size_t n, 
     return SIFT_OK;
 }
 
-sift_status sift_chain_extras(sift_chain *c, int32_t *ids, size_t capacity, size_t *n,
-                              sift_error *err)
+static sift_status extras(sift_chain *c, int32_t *ids, size_t capacity, size_t *n, sift_error *err)
 {
-    if (!c || !n || (!ids && capacity))
-        return sift__fail(err, SIFT_E_ARG, "%s is NULL", !c ? "chain" : (!n ? "n" : "ids"));
+    if (!n || (!ids && capacity))
+        return sift__fail(err, SIFT_E_ARG, "%s is NULL", !n ? "n" : "ids");
     sift_status s = sift__chain_prepare_extras(c, err);
     if (s)
         return s;
@@ -450,4 +475,12 @@ sift_status sift_chain_extras(sift_chain *c, int32_t *ids, size_t capacity, size
     }
     *n = sift__chain_extras(c, ids, capacity);
     return SIFT_OK;
+}
+
+/* Holds the chain: a grammar stage's allowed set may allocate through
+ * the grammar's own allocator (caller code). */
+sift_status sift_chain_extras(sift_chain *c, int32_t *ids, size_t capacity, size_t *n,
+                              sift_error *err)
+{
+    SIFT__CHAIN_CALL(c, err, extras(c, ids, capacity, n, err));
 }

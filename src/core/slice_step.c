@@ -480,30 +480,30 @@ static sift_status distribution_slice_impl(sift_chain *c, const sift_slice *sl,
     return sift__distribution_row(c, c->row, sl->n_vocab, out, capacity, n_out, err);
 }
 
+sift_status sift__sample_slice(sift_chain *c, const sift_slice *slice, int32_t *token,
+                               sift_error *err)
+{
+    sift__xc_step before;
+    sift__cross_check_begin(c, token, &before);
+    sift_status s = sample_slice_impl(c, slice, token, err);
+    return sift__cross_check_end(c, &before, slice, token, s, err);
+}
+
+sift_status sift__distribution_slice(sift_chain *c, const sift_slice *slice, sift_token_prob *out,
+                                     size_t capacity, size_t *n_out, sift_error *err)
+{
+    return distribution_slice_impl(c, slice, out, capacity, n_out, err);
+}
+
 sift_status sift_chain_sample_slice(sift_chain *c, const sift_slice *slice, int32_t *token,
                                     sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
-    c->busy = 1;
-    sift__xc_step before;
-    sift__cross_check_begin(c, token, &before);
-    s = sample_slice_impl(c, slice, token, err);
-    s = sift__cross_check_end(c, &before, slice, token, s, err);
-    c->busy = 0;
-    return s;
+    SIFT__CHAIN_CALL(c, err, sift__sample_slice(c, slice, token, err));
 }
 
 sift_status sift_chain_distribution_slice(sift_chain *c, const sift_slice *slice,
                                           sift_token_prob *out, size_t capacity, size_t *n_out,
                                           sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
-    c->busy = 1;
-    s = distribution_slice_impl(c, slice, out, capacity, n_out, err);
-    c->busy = 0;
-    return s;
+    SIFT__CHAIN_CALL(c, err, sift__distribution_slice(c, slice, out, capacity, n_out, err));
 }

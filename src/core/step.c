@@ -482,7 +482,7 @@ sift_status sift__sample_row(sift_chain *c, const float *logits, int32_t V, int3
 /* prompt = 1: a token of the prompt (or any text the model did not
  * generate): history windows take it, generated_only stages (grammars)
  * and the checker do not. */
-static sift_status accept_impl(sift_chain *c, int32_t token, int prompt, sift_error *err)
+sift_status sift__accept(sift_chain *c, int32_t token, int prompt, sift_error *err)
 {
     int32_t lim = c->n_vocab ? c->n_vocab : (c->last_V ? c->last_V : c->max_vocab);
     if (token < 0 || token >= lim)
@@ -586,52 +586,28 @@ sift_status sift__distribution_row(sift_chain *c, const float *logits, int32_t V
     return sift__finish_distribution(c, &ctx, &a, end, out, capacity, n_out);
 }
 
-/* The public entry points: refuse re-entry, and mark the chain busy for
+/* The public entry points: refuse a busy chain, and hold the chain for
  * the whole call, so that any callback (allocator, custom stage) that
  * calls back into it gets SIFT_E_STATE. */
 sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int32_t *token,
                               sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
-    c->busy = 1;
-    s = sift__sample_row(c, logits, V, token, 1, err);
-    c->busy = 0;
-    return s;
+    SIFT__CHAIN_CALL(c, err, sift__sample_row(c, logits, V, token, 1, err));
 }
 
 sift_status sift_chain_accept(sift_chain *c, int32_t token, sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
-    c->busy = 1;
-    s = accept_impl(c, token, 0, err);
-    c->busy = 0;
-    return s;
+    SIFT__CHAIN_CALL(c, err, sift__accept(c, token, 0, err));
 }
 
 sift_status sift_chain_accept_prompt(sift_chain *c, int32_t token, sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
-    c->busy = 1;
-    s = accept_impl(c, token, 1, err);
-    c->busy = 0;
-    return s;
+    SIFT__CHAIN_CALL(c, err, sift__accept(c, token, 1, err));
 }
 
 sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t V,
                                     sift_token_prob *out, size_t capacity, size_t *n_out,
                                     sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
-    c->busy = 1;
-    s = sift__distribution_row(c, logits, V, out, capacity, n_out, err);
-    c->busy = 0;
-    return s;
+    SIFT__CHAIN_CALL(c, err, sift__distribution_row(c, logits, V, out, capacity, n_out, err));
 }

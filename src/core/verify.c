@@ -23,9 +23,16 @@
  *
  * Invariants: plan and distributions never change the chain's matching
  * state (only the caches sift_chain_extras fills); verify changes it
- * only through sample and accept.
+ * only through sample and accept. The busy rule (core/chain.c): every
+ * entry point here checks the verifier and the chain before it reads
+ * either, and holds the verifier, its shadow and the chain (every one of
+ * a batch) for the whole call, which may run the row hook, custom stages
+ * and allocators; the chain and the shadow are then run through the
+ * bodies of the public calls (sift__accept, ...), never the calls
+ * themselves.
  */
 #include "../sift_internal.h"
+#include "step.h"
 
 #define VERIFIER_MAGIC 0x56455246u /* "VERF" */
 #define MAX_DRAFTS 4096
@@ -38,6 +45,7 @@ struct sift_verifier {
     size_t max_extras; /* per position */
     int32_t *extras;   /* (max_drafts + 1) * max_extras ids */
     size_t n_stages;   /* the layout the shadow was made for */
+    int busy;          /* holds, as sift_chain.busy */
 };
 
 /* The row hook of a verify call: the caller's positional hook, or the
@@ -70,15 +78,10 @@ void sift_verify_args_init(sift_verify_args *a)
 /* The verifier and its shadow                                         */
 /* ------------------------------------------------------------------ */
 
-sift_status sift_verifier_new(sift_verifier **out, sift_chain *chain, int32_t max_drafts,
-                              sift_error *err)
+static sift_status verifier_new(sift_verifier **out, sift_chain *chain, int32_t max_drafts,
+                                sift_error *err)
 {
-    if (!out)
-        return sift__fail(err, SIFT_E_ARG, "out is NULL");
-    *out = NULL;
-    sift_status s = sift__chain_enter(chain, err);
-    if (s)
-        return s;
+    sift_status s;
     if (max_drafts < 1 || max_drafts > MAX_DRAFTS)
         return sift__fail(err, SIFT_E_ARG, "max_drafts = %d is outside [1, %d]", (int)max_drafts,
                           MAX_DRAFTS);
@@ -88,6 +91,7 @@ sift_status sift_verifier_new(sift_verifier **out, sift_chain *chain, int32_t ma
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while creating a verifier");
     v->magic = VERIFIER_MAGIC;
     v->al = *al;
+    v->al.hold = &v->busy;
     v->max_drafts = max_drafts;
     v->n_stages = chain->n_stages;
     int64_t me = sift__chain_max_extras(chain);
@@ -100,9 +104,7 @@ sift_status sift_verifier_new(sift_verifier **out, sift_chain *chain, int32_t ma
         }
     }
     sift_error ce;
-    chain->busy = 1; /* a custom stage's clone must not call back */
-    s = sift_chain_clone(chain, &v->shadow, &ce);
-    chain->busy = 0;
+    s = sift__chain_clone(chain, &v->shadow, &ce);
     if (s == SIFT_E_NOMEM) {
         sift__free(al, v->extras);
         sift__free(al, v);
@@ -116,30 +118,70 @@ sift_status sift_verifier_new(sift_verifier **out, sift_chain *chain, int32_t ma
     return SIFT_OK;
 }
 
+/* Holds the chain: cloning it runs its custom stages' clone functions. */
+sift_status sift_verifier_new(sift_verifier **out, sift_chain *chain, int32_t max_drafts,
+                              sift_error *err)
+{
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "out is NULL");
+    *out = NULL;
+    SIFT__CHAIN_CALL(chain, err, verifier_new(out, chain, max_drafts, err));
+}
+
 void sift_verifier_free(sift_verifier *v)
 {
-    if (!v || v->magic != VERIFIER_MAGIC)
+    /* A busy verifier is in use by the call whose callback this is. */
+    if (!v || v->busy || v->magic != VERIFIER_MAGIC)
         return;
-    sift__alloc al = v->al;
+    /* Held while the allocator frees the shadow and the extras; the last
+     * free, of v itself, goes through a copy that holds nothing. */
+    v->busy++;
     sift_chain_free(v->shadow);
-    sift__free(&al, v->extras);
+    v->shadow = NULL;
+    sift__free(&v->al, v->extras);
+    v->extras = NULL;
+    sift__alloc al = v->al;
+    al.hold = NULL;
     v->magic = 0;
     sift__free(&al, v);
 }
 
+/* The entry check of a verifier call, before anything is read: a live,
+ * idle verifier and an idle chain of its layout. */
 static sift_status check_verifier(const sift_verifier *v, const sift_chain *c, sift_error *err)
 {
+    if (v && v->busy) /* (up to the last free of sift_verifier_free) */
+        return sift__fail(err, SIFT_E_STATE, "verifier is busy (called from one of its callbacks)");
     if (!v || v->magic != VERIFIER_MAGIC)
         return sift__fail(err, SIFT_E_ARG, "verifier is %s", v ? "not a live verifier" : "NULL");
-    if (!c)
-        return sift__fail(err, SIFT_E_ARG, "chain is NULL");
-    if (c->busy)
-        return sift__fail(err, SIFT_E_STATE, "chain is busy (called from one of its callbacks)");
+    sift_status s = sift__chain_enter(c, err);
+    if (s)
+        return s;
     if (c->n_stages != v->n_stages)
         return sift__fail(err, SIFT_E_ARG,
                           "chain has %zu stages, the verifier was made for a chain of %zu",
                           c->n_stages, v->n_stages);
     return SIFT_OK;
+}
+
+/* Holds (hold = 1) or releases (hold = 0) a verifier, its shadow and
+ * the chain of a call. The chain of sift_verifier_distributions is
+ * const to its caller but is held as any chain whose hook runs (a
+ * chain is heap memory, never a const object). */
+static void hold_all(sift_verifier *v, const sift_chain *c, int hold)
+{
+    sift_chain *m = (sift_chain *)(uintptr_t)c;
+    if (hold) {
+        v->busy++;
+        sift__chain_hold(m);
+        if (v->shadow)
+            sift__chain_hold(v->shadow);
+    } else {
+        v->busy--;
+        sift__chain_release(m);
+        if (v->shadow)
+            sift__chain_release(v->shadow);
+    }
 }
 
 /* Re-syncs the shadow from `c`. Returns SIFT_OK and *ok = 1 when the
@@ -228,10 +270,7 @@ static void put_step(void *base, size_t stride, size_t i, const sift_verify_step
 static sift_status plan_here(sift_chain *c, int32_t *ids, size_t cap, sift_verify_step *st,
                              sift_error *err)
 {
-    const sift_chain *one = c;
-    sift_status s = sift_chains_next_k(&one, 1, &st->k, err);
-    if (s)
-        return s;
+    st->k = sift__chain_next_k(c);
     st->n_extras = 0;
     st->extras = ids;
     if (st->k == 0)
@@ -260,7 +299,7 @@ static int shadow_accept(sift_chain *d, int32_t token, sift_status *s, sift_erro
 {
     sift_error e;
     d->settle_due = 1; /* each position's dynamic plan reads the settled state */
-    *s = sift_chain_accept(d, token, &e);
+    *s = sift__accept(d, token, 0, &e);
     if (*s == SIFT_OK)
         return 1;
     if (*s == SIFT_E_GRAMMAR_REJECT) {
@@ -278,12 +317,11 @@ static int32_t *pos_extras(const sift_verifier *v, int32_t i)
     return v->extras ? v->extras + (size_t)i * v->max_extras : NULL;
 }
 
+/* One slot's plan; the caller has checked and holds v and c. */
 static sift_status plan_impl(sift_verifier *v, sift_chain *c, const int32_t *drafts, int32_t n,
                              sift_verify_step *steps, sift_error *err)
 {
-    sift_status s = check_verifier(v, c, err);
-    if (s)
-        return s;
+    sift_status s;
     if (!steps || (n > 0 && !drafts))
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", steps ? "drafts" : "steps");
     if (n < 0 || n > v->max_drafts)
@@ -340,7 +378,13 @@ static sift_status plan_impl(sift_verifier *v, sift_chain *c, const int32_t *dra
 sift_status sift_verifier_plan(sift_verifier *v, sift_chain *c, const int32_t *drafts, int32_t n,
                                sift_verify_step *steps, sift_error *err)
 {
-    return plan_impl(v, c, drafts, n, steps, err);
+    sift_status s = check_verifier(v, c, err);
+    if (s)
+        return s;
+    hold_all(v, c, 1);
+    s = plan_impl(v, c, drafts, n, steps, err);
+    hold_all(v, c, 0);
+    return s;
 }
 
 sift_status sift_verifiers_plan(sift_verifier *const *vs, sift_chain *const *chains,
@@ -352,13 +396,25 @@ sift_status sift_verifiers_plan(sift_verifier *const *vs, sift_chain *const *cha
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", !k_max ? "k_max" : "an array argument");
     *k_max = 0;
     int32_t best = 0;
+    /* Every slot is checked, then every slot held, before any is planned:
+     * a callback of one slot finds the others busy too. */
     for (size_t j = 0; j < n_slots; j++) {
-        sift_status s = plan_impl(vs[j], chains[j], drafts[j], n_drafts[j], steps[j], err);
+        sift_status s = check_verifier(vs[j], chains[j], err);
         if (s) {
             if (err)
                 err->index = (int64_t)j;
-            *k_max = best;
             return s;
+        }
+    }
+    for (size_t j = 0; j < n_slots; j++)
+        hold_all(vs[j], chains[j], 1);
+    sift_status s = SIFT_OK;
+    for (size_t j = 0; j < n_slots && !s; j++) {
+        s = plan_impl(vs[j], chains[j], drafts[j], n_drafts[j], steps[j], err);
+        if (s) {
+            if (err)
+                err->index = (int64_t)j;
+            break;
         }
         uint32_t stride = steps[j][0].struct_size;
         for (int32_t i = 0; i <= n_drafts[j]; i++) {
@@ -369,8 +425,10 @@ sift_status sift_verifiers_plan(sift_verifier *const *vs, sift_chain *const *cha
                 best = t.k;
         }
     }
+    for (size_t j = 0; j < n_slots; j++)
+        hold_all(vs[j], chains[j], 0);
     *k_max = best;
-    return SIFT_OK;
+    return s;
 }
 
 /* ------------------------------------------------------------------ */
@@ -403,12 +461,10 @@ static sift_status check_args(const sift_verify_args *a, sift_verify_args *full,
     return SIFT_OK;
 }
 
-sift_status sift_chain_verify(sift_chain *c, const sift_verify_args *args, sift_verify_result *res,
-                              sift_error *err)
+static sift_status verify(sift_chain *c, const sift_verify_args *args, sift_verify_result *res,
+                          sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
+    sift_status s;
     if (!res)
         return sift__fail(err, SIFT_E_ARG, "result is NULL");
     if ((s = sift__check_struct_size(err, "sift_verify_result", res->struct_size, sizeof *res)))
@@ -432,12 +488,12 @@ sift_status sift_chain_verify(sift_chain *c, const sift_verify_args *args, sift_
         t.position = i;
         r.position = i;
         int32_t tok = -1;
-        s = a.slices ? sift_chain_sample_slice(c, &a.slices[i], &tok, err)
-                     : sift_chain_sample(c, a.rows[i], a.n_vocab, &tok, err);
+        s = a.slices ? sift__sample_slice(c, &a.slices[i], &tok, err)
+                     : sift__sample_row(c, a.rows[i], a.n_vocab, &tok, 1, err);
         if (s)
             break;
         int last = i == a.n_drafts || tok != a.drafts[i];
-        if (!(last && (a.flags & SIFT_VERIFY_KEEP_LAST)) && (s = sift_chain_accept(c, tok, err)))
+        if (!(last && (a.flags & SIFT_VERIFY_KEEP_LAST)) && (s = sift__accept(c, tok, 0, err)))
             break;
         if (last) {
             r.token = tok;
@@ -452,20 +508,22 @@ sift_status sift_chain_verify(sift_chain *c, const sift_verify_args *args, sift_
     return s;
 }
 
+sift_status sift_chain_verify(sift_chain *c, const sift_verify_args *args, sift_verify_result *res,
+                              sift_error *err)
+{
+    SIFT__CHAIN_CALL(c, err, verify(c, args, res, err));
+}
+
 /* ------------------------------------------------------------------ */
 /* Target distributions                                                */
 /* ------------------------------------------------------------------ */
 
-sift_status sift_verifier_distributions(sift_verifier *v, const sift_chain *c,
-                                        const sift_verify_args *args, sift_token_prob *out,
-                                        size_t capacity, size_t *n_out, int32_t *n_positions,
-                                        sift_error *err)
+static sift_status distributions(sift_verifier *v, const sift_chain *c,
+                                 const sift_verify_args *args, sift_token_prob *out,
+                                 size_t capacity, size_t *n_out, int32_t *n_positions,
+                                 sift_error *err)
 {
-    if (n_positions)
-        *n_positions = 0;
-    sift_status s = check_verifier(v, c, err);
-    if (s)
-        return s;
+    sift_status s;
     if (!n_out || !n_positions || (!out && capacity))
         return sift__fail(err, SIFT_E_ARG, "%s is NULL",
                           !n_out ? "n_out" : (!n_positions ? "n_positions" : "out"));
@@ -493,9 +551,8 @@ sift_status sift_verifier_distributions(sift_verifier *v, const sift_chain *c,
     for (int32_t i = 0; i <= a.n_drafts; i++) {
         t.position = i;
         sift_token_prob *o = out ? out + (size_t)i * capacity : NULL;
-        s = a.slices
-                ? sift_chain_distribution_slice(d, &a.slices[i], o, capacity, &n_out[i], err)
-                : sift_chain_distribution(d, a.rows[i], a.n_vocab, o, capacity, &n_out[i], err);
+        s = a.slices ? sift__distribution_slice(d, &a.slices[i], o, capacity, &n_out[i], err)
+                     : sift__distribution_row(d, a.rows[i], a.n_vocab, o, capacity, &n_out[i], err);
         if (s)
             break;
         *n_positions = i + 1;
@@ -507,5 +564,24 @@ sift_status sift_verifier_distributions(sift_verifier *v, const sift_chain *c,
     }
     d->hook = NULL;
     d->hook_user = NULL;
+    return s;
+}
+
+/* Holds the verifier, its shadow and the chain: the chain's row hook (or
+ * the positional one) runs during the call, and its shadow is in the
+ * middle of the drafts until the call returns. */
+sift_status sift_verifier_distributions(sift_verifier *v, const sift_chain *c,
+                                        const sift_verify_args *args, sift_token_prob *out,
+                                        size_t capacity, size_t *n_out, int32_t *n_positions,
+                                        sift_error *err)
+{
+    if (n_positions)
+        *n_positions = 0;
+    sift_status s = check_verifier(v, c, err);
+    if (s)
+        return s;
+    hold_all(v, c, 1);
+    s = distributions(v, c, args, out, capacity, n_out, n_positions, err);
+    hold_all(v, c, 0);
     return s;
 }

@@ -85,11 +85,8 @@ static const sift__checker_ops check_ops = {
     .n_vocab = ck_n_vocab,
 };
 
-sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, sift_error *err)
+static sift_status set_check_grammar(sift_chain *c, sift_grammar *grammar, sift_error *err)
 {
-    sift_status s = sift__chain_enter(c, err);
-    if (s)
-        return s;
     if (grammar && sift__grammar_owned(grammar))
         return sift__fail(err, SIFT_E_ARG,
                           "grammar is already owned by a chain (as a stage or a check grammar); "
@@ -103,4 +100,11 @@ sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, s
         sift__grammar_set_owned(grammar);
     sift__chain_set_checker(c, grammar ? &check_ops : NULL, grammar);
     return SIFT_OK;
+}
+
+/* Holds the chain: the previous check grammar is freed through its own
+ * allocator (caller code). */
+sift_status sift_chain_set_check_grammar(sift_chain *c, sift_grammar *grammar, sift_error *err)
+{
+    SIFT__CHAIN_CALL(c, err, set_check_grammar(c, grammar, err));
 }
