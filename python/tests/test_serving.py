@@ -455,3 +455,17 @@ def test_from_hf_on_real_tokenizers_matches_their_json(name):
     assert len(v) == max(want) + 1
     for i, b in want.items():
         assert v.piece(i) == b, (name, i)
+
+
+def test_the_stub_names_only_what_the_package_has():
+    import ast
+    stub = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sift", "__init__.pyi")
+    tree = ast.parse(open(stub, encoding="utf-8").read())
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and hasattr(sift, node.name):
+            cls = getattr(sift, node.name)
+            for item in node.body:  # methods (instance attributes are not on the class)
+                if isinstance(item, ast.FunctionDef) and not item.name.startswith("__"):
+                    assert hasattr(cls, item.name), "%s.%s" % (node.name, item.name)
+        elif isinstance(node, ast.FunctionDef):
+            assert hasattr(sift, node.name), node.name
