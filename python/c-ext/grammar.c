@@ -310,8 +310,15 @@ static int opt_utf8(PyObject *o, const char **out, const char *what, Py_ssize_t 
                      Py_TYPE(o)->tp_name);
         return -1;
     }
-    *out = PyUnicode_AsUTF8(o);
-    return *out ? 0 : -1;
+    Py_ssize_t len;
+    *out = PyUnicode_AsUTF8AndSize(o, &len);
+    if (!*out)
+        return -1;
+    if ((size_t)len != strlen(*out)) {
+        siftpy_raise_msg(SIFT_E_ARG, i, "tags[%zd].%s: contains a NUL character", i, what);
+        return -1;
+    }
+    return 0;
 }
 
 static PyObject *grammar_from_structural_tags(PyObject *cls, PyObject *args, PyObject *kw)
@@ -375,8 +382,13 @@ static PyObject *grammar_from_structural_tags(PyObject *cls, PyObject *args, PyO
                          Py_TYPE(t)->tp_name);
             goto done;
         }
-        if (!(cg[i] = PyUnicode_AsUTF8(t)))
+        Py_ssize_t len;
+        if (!(cg[i] = PyUnicode_AsUTF8AndSize(t, &len)))
             goto done;
+        if ((size_t)len != strlen(cg[i])) {
+            siftpy_raise_msg(SIFT_E_ARG, i, "triggers[%zd]: contains a NUL character", i);
+            goto done;
+        }
     }
     sift_grammar *g = NULL;
     sift_error err;

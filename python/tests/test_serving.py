@@ -333,6 +333,14 @@ def test_source_errors_name_the_place(vocab):
                                             "end": ""}], ["<a"], vocab)
     assert e.value.status == Status.GRAMMAR_SYNTAX and e.value.source == "tags[0].grammar"
     assert e.value.line == 1 and e.value.column > 0
+    with pytest.raises(sift.SiftError) as e:
+        sift.Grammar.from_structural_tags([{"begin": "<a>", "grammar": 'root ::= "x"',
+                                            "end": "</a\0>"}], ["<a"], vocab)
+    assert e.value.status == Status.ARG and e.value.index == 0 and "tags[0].end" in e.value.message
+    with pytest.raises(sift.SiftError) as e:
+        sift.Grammar.from_structural_tags([{"begin": "<a>", "grammar": 'root ::= "x"',
+                                            "end": ""}], ["<\0"], vocab)
+    assert e.value.status == Status.ARG and "triggers[0]" in e.value.message
 
 
 # --- tokenizer.json -------------------------------------------------------
@@ -371,6 +379,8 @@ def test_from_hf_reads_the_committed_byte_level_tokenizer(data_dir):
             assert v.piece(i) == want.get(i, b""), i
         assert set(v.eog_ids()) == {0, 5, 7}  # the config's eos ids and the special <|endoftext|>
     assert set(sift.Vocab.from_hf(p).eog_ids()) == {5, 7}
+    import pathlib
+    assert len(sift.Vocab.from_hf(pathlib.Path(p), pathlib.Path(cfg))) == max(want) + 1
     g = sift.Grammar.from_regex("(ab)+", sift.Vocab.from_hf(p))
     assert g.accept_token(3) and g.accept_token(0) and not g.accept_token(1)
     with pytest.raises(TypeError):
