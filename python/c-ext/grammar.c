@@ -2,10 +2,14 @@
  * grammar.c - sift.Grammar: one request's compiled grammar and matching
  * state (sift_grammar), with the method names of xgrammar's
  * GrammarMatcher where sift has the call (accept_token, accept_string,
- * fill_next_token_bitmask, is_completed, reset, copy).
+ * fill_next_token_bitmask, is_completed, is_terminated, rollback,
+ * find_jump_forward_string, reset, copy) and of vLLM's structured-output
+ * grammar (validate_tokens); fill_next_token_bitmasks_draft and
+ * find_jump_forward_bytes are sift's own names.
  *
- * Compiling (GBNF, JSON Schema) and filling masks run with the GIL
- * released: SGLang and vLLM compile on thread pools and fill masks on
+ * Compiling (GBNF, JSON Schema, regex, choices, structural tags),
+ * filling masks, validating drafts and finding forced bytes run with the
+ * GIL released: SGLang and vLLM compile on thread pools and fill masks on
  * several threads. While the GIL is released the object is marked busy,
  * so a second thread gets SiftError(SIFT_E_STATE) instead of a data race.
  */
