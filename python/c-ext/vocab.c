@@ -244,6 +244,80 @@ static PyObject *vocab_from_gguf(PyObject *cls, PyObject *arg)
     return load(cls, arg, sift_vocab_load_gguf, sift_vocab_from_gguf);
 }
 
+/* A path (str or os.PathLike) or the file's bytes, for from_hf. */
+typedef struct {
+    Py_buffer buf;
+    PyObject *path;
+    int have_buf;
+} hf_src;
+
+static int hf_src_get(hf_src *s, PyObject *arg)
+{
+    s->have_buf = 0;
+    s->path = NULL;
+    if (!arg || arg == Py_None)
+        return 0;
+    if (PyBytes_Check(arg) || PyByteArray_Check(arg) || PyMemoryView_Check(arg)) {
+        if (PyObject_GetBuffer(arg, &s->buf, PyBUF_SIMPLE) < 0)
+            return -1;
+        s->have_buf = 1;
+        return 0;
+    }
+    return PyUnicode_FSConverter(arg, &s->path) ? 0 : -1;
+}
+
+static void hf_src_release(hf_src *s)
+{
+    if (s->have_buf)
+        PyBuffer_Release(&s->buf);
+    Py_CLEAR(s->path);
+}
+
+static PyObject *vocab_from_hf(PyObject *cls, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"tokenizer_json", "generation_config", NULL};
+    PyObject *tok_obj, *cfg_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:from_hf", kwlist, &tok_obj, &cfg_obj))
+        return NULL;
+    hf_src tok, cfg;
+    if (hf_src_get(&tok, tok_obj) < 0)
+        return NULL;
+    if (hf_src_get(&cfg, cfg_obj) < 0) {
+        hf_src_release(&tok);
+        return NULL;
+    }
+    PyObject *res = NULL;
+    if ((tok.have_buf && cfg.path) || (!tok.have_buf && cfg.have_buf)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "tokenizer_json and generation_config must both be paths or both bytes");
+        goto done;
+    }
+    sift_vocab *v = NULL;
+    sift_error err;
+    sift_status st;
+    if (tok.have_buf) {
+        const char *c = cfg.have_buf ? cfg.buf.buf : NULL;
+        size_t cl = cfg.have_buf ? (size_t)cfg.buf.len : 0;
+        Py_BEGIN_ALLOW_THREADS;
+        st = sift_vocab_from_hf(&v, tok.buf.buf, (size_t)tok.buf.len, c, cl, NULL, &err);
+        Py_END_ALLOW_THREADS;
+    } else {
+        const char *tp = PyBytes_AS_STRING(tok.path);
+        const char *cp = cfg.path ? PyBytes_AS_STRING(cfg.path) : NULL;
+        Py_BEGIN_ALLOW_THREADS;
+        st = sift_vocab_load_hf(&v, tp, cp, NULL, &err);
+        Py_END_ALLOW_THREADS;
+    }
+    if (st != SIFT_OK)
+        siftpy_raise(st, &err);
+    else
+        res = wrap((PyTypeObject *)cls, v);
+done:
+    hf_src_release(&tok);
+    hf_src_release(&cfg);
+    return res;
+}
+
 static PyObject *vocab_extend(SiftPyVocab *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"eog_ids", "n_vocab", NULL};
@@ -378,6 +452,12 @@ static PyMethodDef vocab_methods[] = {
      "logits width (sift_vocab_new + sift_vocab_extend)."},
     {"from_tiktoken", (PyCFunction)vocab_from_tiktoken, METH_CLASS | METH_O,
      "from_tiktoken(path_or_bytes) -> Vocab\n\nA tiktoken rank file (sift_vocab_load_tiktoken)."},
+    {"from_hf", (PyCFunction)(void (*)(void))vocab_from_hf,
+     METH_CLASS | METH_VARARGS | METH_KEYWORDS,
+     "from_hf(tokenizer_json, generation_config=None) -> Vocab\n\n"
+     "A Hugging Face tokenizer.json, with the EOS ids of generation_config.json\n"
+     "(or tokenizer_config.json): both paths or both bytes (sift_vocab_load_hf,\n"
+     "sift_vocab_from_hf). The GIL is released."},
     {"from_gguf", (PyCFunction)vocab_from_gguf, METH_CLASS | METH_O,
      "from_gguf(path_or_bytes) -> Vocab\n\nA GGUF model's tokenizer (sift_vocab_load_gguf)."},
     {"extend", (PyCFunction)(void (*)(void))vocab_extend, METH_VARARGS | METH_KEYWORDS,

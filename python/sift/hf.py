@@ -41,7 +41,10 @@ class GrammarLogitsProcessor:
     grammar: a sift.Grammar (copied once per row) or a list of them, one
     per row. The first call records the batch; later calls first accept
     each row's last input id. A row whose grammar rejects its last token
-    raises ValueError (as the engines' backends do)."""
+    raises ValueError (as the engines' backends do). Once a row's grammar
+    has accepted an end-of-generation token (is_terminated()) the row is
+    finished: its later ids (generate()'s padding) are not fed to the
+    grammar and its scores are left unmasked."""
 
     def __init__(self, grammar):
         self._proto = grammar
@@ -64,14 +67,21 @@ class GrammarLogitsProcessor:
             self._mask = np.full((B, (V + 31) // 32), -1, dtype=np.int32)
         else:
             # Check every row first, so that a rejected token changes no row.
+            # A terminated row (its end-of-generation token accepted) is
+            # finished: generate() pads it, and its grammar takes no more.
             toks = [int(ids[i, -1]) for i in range(len(self._grammars))]
+            live = [not g.is_terminated() for g in self._grammars]
             for i, (g, tok) in enumerate(zip(self._grammars, toks)):
-                if not g.accepts_token(tok):
+                if live[i] and not g.accepts_token(tok):
                     raise ValueError("row %d: the grammar rejects token %d" % (i, tok))
-            for g, tok in zip(self._grammars, toks):
-                g.accept_token(tok)
+            for i, (g, tok) in enumerate(zip(self._grammars, toks)):
+                if live[i]:
+                    g.accept_token(tok)
         for i, g in enumerate(self._grammars):
-            g.fill_next_token_bitmask(self._mask, i)
+            if g.is_terminated():
+                self._mask[i] = -1  # a finished row: its scores are the padding's
+            else:
+                g.fill_next_token_bitmask(self._mask, i)
         if _is_torch(scores):
             from . import torch as st
             st.apply_token_bitmask_inplace(scores, self._mask)

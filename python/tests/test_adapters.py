@@ -112,12 +112,76 @@ def test_sglang_backend_registers_and_serves_requests(vocab, sglang_standin):
         gobj.accept_token(ord("x"))
     fresh, hit = backend.get_cached_or_future_value(("json", '{"type": "boolean"}'))
     assert hit and fresh.grammar.accepts_token(ord("f"))  # a copy in the initial state
-    assert gobj.try_jump_forward(None) is None
-    assert gobj.is_terminated() is False  # SGLang's default: sift has no termination flag yet
+    # after "t" the grammar forces "rue"; SGLang retokenizes the text
+    helper = gobj.try_jump_forward(None)
+    assert helper == ([], "rue")
+    assert gobj.jump_forward_str_state(helper) == ("rue", -1)
+    # old output "t", retokenized "t" "r" "u" "e": keep "t", accept the rest
+    gobj.jump_and_retokenize([ord("t")], [ord("t"), ord("r"), ord("u"), ord("e")], -1)
+    assert gobj.grammar.is_completed() and gobj.try_jump_forward(None) is None
+    # retokenized differently from the first token on: roll back past it
+    gobj.jump_and_retokenize([ord("t"), ord("r"), ord("u"), ord("e")], [ord("f")], -1)
+    assert gobj.grammar.accepts_token(ord("a")) and not gobj.grammar.accepts_token(ord("r"))
+    gobj.rollback(1)
+    assert gobj.grammar.accepts_token(ord("t")) and gobj.grammar.rollback_depth == 0
+    assert gobj.is_terminated() is False
+    for t in b"true":
+        gobj.accept_token(t)
+    gobj.accept_token(EOS)
+    assert gobj.is_terminated() is True
+    gobj.rollback(1)
+    assert gobj.is_terminated() is False and gobj.grammar.is_completed()
     bad, _ = backend.get_cached_or_future_value(("ebnf", "root ::= ("))
     assert bad.result() is base.INVALID_GRAMMAR_OBJ
     anyj = backend.dispatch_json("$$ANY$$")
     assert anyj.grammar.accepts_token(ord("["))
+
+
+def test_sglang_dispatches_regex_and_structural_tags(vocab, sglang_standin):
+    ss, base = sglang_standin
+    backend = ss.SiftGrammarBackend(vocab)
+    r = backend.dispatch_regex("[0-9]+x")
+    assert r.grammar.accepts_token(ord("7")) and not r.grammar.accepts_token(ord("x"))
+    assert backend.dispatch_regex("(a") is base.INVALID_GRAMMAR_OBJ
+    spec = '{"structures": [{"begin": "<f>", "schema": {"type": "boolean"}, "end": "</f>"}],' \
+           ' "triggers": ["<f"]}'
+    st = backend.dispatch_structural_tag(spec)
+    assert not st.grammar.is_triggered()
+    assert st.grammar.accept_string("hi <f>") and st.grammar.is_triggered()
+    assert st.grammar.accepts_token(ord("t")) and not st.grammar.accepts_token(ord("1"))
+    assert backend.dispatch_structural_tag('{"format": {}}') is base.INVALID_GRAMMAR_OBJ
+
+
+def test_sglang_register_builds_the_vocabulary_from_tokenizer_json(data_dir, sglang_standin):
+    ss, base = sglang_standin
+    path = os.path.join(data_dir, "hf", "bytelevel.json")
+    ref = sift.Vocab.from_hf(path)
+    ss.register(tokenizer_json=path, name="sift-hf")
+    backend = base.create_grammar_backend(types.SimpleNamespace(grammar_backend="sift-hf"),
+                                          None, len(ref) + 5, {1})
+    v = backend.vocab
+    assert len(v) == len(ref) + 5
+    assert [v.piece(t) for t in range(len(ref))] == [ref.piece(t) for t in range(len(ref))]
+    assert 1 in v.eog_ids()
+    with pytest.raises(TypeError):
+        ss.register()
+
+
+def test_grammar_processor_stops_feeding_a_terminated_row(vocab):
+    g = sift.Grammar.from_gbnf('root ::= "ab"', vocab)
+    proc = sift.hf.GrammarLogitsProcessor(g)
+    V = len(vocab)
+    proc(np.array([[0], [0]]), np.zeros((2, V), dtype=np.float32))
+    proc(np.array([[0, ord("a")], [0, ord("a")]]), np.zeros((2, V), dtype=np.float32))
+    proc(np.array([[0, ord("a"), ord("b")], [0, ord("a"), ord("b")]]),
+         np.zeros((2, V), dtype=np.float32))
+    s = np.zeros((2, V), dtype=np.float32)
+    proc(np.array([[0, ord("a"), ord("b"), EOS], [0, ord("a"), ord("b"), EOS]]), s)
+    assert np.isfinite(s).all()
+    # generate() pads the finished rows (here with token 5): no ValueError
+    s = np.zeros((2, V), dtype=np.float32)
+    proc(np.array([[0, ord("a"), ord("b"), EOS, 5], [0, ord("a"), ord("b"), EOS, 5]]), s)
+    assert np.isfinite(s).all()
 
 
 def test_sift_sglang_imports_without_sglang():
