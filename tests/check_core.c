@@ -750,6 +750,8 @@ static Suite *suite(void)
     tcase_add_test(t, test_every_class_reads_alike_in_the_plan_and_the_certificate);
     suite_add_tcase(s, t);
     t = tcase_create("slice fallback");
+    /* check_simd_whole.sh runs the "simd" cases again under each SIFT_SIMD cap */
+    tcase_set_tags(t, "simd");
     tcase_add_test(t, test_an_undecided_slice_runs_one_walk_and_one_full_pass);
     tcase_add_test(t, test_a_slice_shorter_than_the_plan_falls_back_through_the_row_prefix);
     tcase_add_test(t, test_slice_id_set_is_emptied_when_its_generation_wraps);

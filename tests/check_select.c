@@ -457,6 +457,8 @@ static Suite *suite(void)
     TCase *tc = tcase_create("canonical order");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
+    /* check_simd_whole.sh runs the "simd" cases again under each SIFT_SIMD cap */
+    tcase_set_tags(tc, "simd");
     tcase_add_loop_test(tc, test_sort_canon_matches_qsort_with_ties_and_neg_inf, 0, 4);
     tcase_add_loop_test(tc, test_sort_canon_matches_qsort_at_sizes_around_its_thresholds, 0, 4);
     tcase_add_loop_test(tc, test_canon_merge_restores_canonical_order_after_some_candidates_change,

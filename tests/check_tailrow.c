@@ -545,6 +545,8 @@ static Suite *suite(void)
     suite_add_tcase(s, k);
     TCase *t = tcase_create("route");
     tcase_set_timeout(t, 300); /* whole rows against the oracle's sort */
+    /* check_simd_whole.sh runs the "simd" cases again under each SIFT_SIMD cap */
+    tcase_set_tags(t, "simd");
     tcase_add_test(t, test_the_tail_route_of_dist_equals_the_full_pass_bitwise);
     tcase_add_test(t, test_the_tail_route_of_top_p_then_dist_equals_the_full_pass_bitwise);
     tcase_add_test(t, test_the_tail_route_of_temperature_top_p_dist_equals_the_full_pass_bitwise);

@@ -13,6 +13,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "oracle/oracle.h"
 #include "testutil.h"
@@ -1410,8 +1411,16 @@ static Suite *suite(void)
         {"storage_order", test_results_depend_on_the_candidate_set_not_its_storage_order},
         {"oracle", test_oracle_agrees_on_the_hand_cases},
     };
+    /* the comparisons with the oracle and the property runs on random rows:
+     * check_simd_whole.sh runs the "simd" cases again under each SIFT_SIMD
+     * cap */
+    static const char *const simd[] = {"temp_monotone", "temp_prefix",   "tns_oracle", "tns_prefix",
+                                       "miro_prefix",   "storage_order", "oracle"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
+        for (size_t j = 0; j < sizeof simd / sizeof simd[0]; j++)
+            if (strcmp(cases[i].name, simd[j]) == 0)
+                tcase_set_tags(tc, "simd");
         tcase_add_test(tc, cases[i].t);
         suite_add_tcase(s, tc);
     }
