@@ -1552,8 +1552,13 @@ START_TEST(test_forced_grammar_tokens_are_extras_and_need_no_row)
                 if (na <= 32) {
                     forced++;
                     forced_hooks += h.calls;
-                    ck_assert_msg(h.calls == 0, "chain %zu step %d: %zu allowed, hook called", ci,
-                                  step, na);
+                    /* na = 0: the grammar is terminated (it accepted an
+                     * end-of-generation token) and the step fails
+                     * whatever the row; the certificate does not tell
+                     * that failure from one the row could change, so it
+                     * may ask for the row first. */
+                    ck_assert_msg(na == 0 || h.calls == 0,
+                                  "chain %zu step %d: %zu allowed, hook called", ci, step, na);
                 } else {
                     free_steps++;
                 }
