@@ -405,6 +405,21 @@ START_TEST(test_uri_formats_follow_rfc_3986)
 }
 END_TEST
 
+/* JSON Schema counts code points: a surrogate pair written as two \u
+ * escapes is one, so a length-counted string admits no surrogate escape
+ * (the character is written raw). */
+START_TEST(test_length_counted_strings_admit_no_surrogate_escapes)
+{
+    static const char *good[] = {"\"\xf0\x9f\x98\x80\xf0\x9f\x98\x80\"", "\"\\u00e9\\u20AC\"",
+                                 "\"\\\"\\\\\""};
+    static const char *bad[] = {"\"\\ud83d\\ude00\"", "\"a\\uDBFF\"", "\"x\""};
+    CHECK("{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", good, bad);
+    static const char *bad2[] = {"\"\\ud83d\\ude00\"", "\"\""};
+    static const char *good2[] = {"\"ab\""};
+    CHECK("{\"type\":\"string\",\"minLength\":2}", good2, bad2);
+}
+END_TEST
+
 START_TEST(test_custom_formats_are_ignored_as_annotations)
 {
     static const char *good[] = {"\"anything\""};
@@ -1204,6 +1219,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_escaped_spellings_of_declared_keys_are_not_other_keys);
     tcase_add_test(tc, test_patterns_matching_declared_names_are_refused);
     tcase_add_test(tc, test_uri_formats_follow_rfc_3986);
+    tcase_add_test(tc, test_length_counted_strings_admit_no_surrogate_escapes);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);
     tcase_add_test(tc, test_a_long_all_of_chain_is_bounded_by_max_work);
     tcase_add_test(tc, test_a_huge_count_is_a_limit_error_not_an_overflow);

@@ -96,6 +96,7 @@ typedef struct sift__js {
     sift__js_ref leaf;
     sift__js_ref key_escape; /* an escape, then any key rest */
     sift__js_ref key_char;   /* one character of a key, canonically spelled */
+    sift__js_ref len_char;   /* one code point of a length-counted string */
 } sift__js;
 
 /* sift_json_schema_to_gbnf, which also says how many units of work the

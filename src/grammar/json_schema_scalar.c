@@ -202,12 +202,30 @@ static sift_status gen_pattern(sift__js *c, const char *pat, size_t len, sift__j
     return st;
 }
 
+/* One character of a string whose length is counted. JSON Schema counts
+ * code points, and a surrogate pair written as two \u escapes is one;
+ * the grammar counts escapes, so it admits no surrogate escape there (a
+ * character beyond U+FFFF is written raw, as UTF-8). */
+static sift_status length_char(sift__js *c, const char **name)
+{
+    sift_status st = SIFT_OK;
+    if (!c->len_char.name[0])
+        st = sift__js_rule(c, &c->len_char,
+                           "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" "
+                           "([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))");
+    *name = c->len_char.name;
+    return st;
+}
+
 /* Lengths over the repetition limit, exactly, in blocks of 1000
  * characters: lo characters, then at most d = hi - lo more, written as
  * (fewer than q blocks and < 1000) | (q blocks and <= r), d = 1000 q + r. */
 static sift_status gen_long_string(sift__js *c, int64_t lo, int64_t hi, int has_hi, sift__js_ref *r)
 {
-    const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
+    const char *ch;
+    sift_status st = length_char(c, &ch);
+    if (st)
+        return st;
     int64_t d = hi - lo;
     if (lo / 1000 > SIFT__JS_MAX_REPEAT || (has_hi && d / 1000 > SIFT__JS_MAX_REPEAT))
         return sift__js_fail(
@@ -216,7 +234,7 @@ static sift_status gen_long_string(sift__js *c, int64_t lo, int64_t hi, int has_
     sift__js_ref k;
     char kb[40];
     snprintf(kb, sizeof kb, "%s{1000}", ch);
-    sift_status st = sift__js_rule(c, &k, kb);
+    st = sift__js_rule(c, &k, kb);
     sift__js_buf b = {0};
     if (!st)
         st = sift__js_printf(c, &b, "\"\\\"\" %s{%lld} %s{%lld} ", k.name, (long long)(lo / 1000),
@@ -290,7 +308,9 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
     }
     if (lo > SIFT__JS_MAX_REPEAT || hi > SIFT__JS_MAX_REPEAT)
         return gen_long_string(c, lo, hi, has_hi, r);
-    const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
+    const char *ch;
+    if ((st = length_char(c, &ch)))
+        return st;
     char body[96];
     if (has_hi)
         snprintf(body, sizeof body, "\"\\\"\" %s{%lld,%lld} \"\\\"\"", ch, (long long)lo,
