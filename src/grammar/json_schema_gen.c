@@ -741,6 +741,10 @@ static sift_status restrict_merged(sift__js *c, json_t *m, const json_t *own)
             int others = 0;
             const char *k;
             json_t *v;
+            /* a unit per merged property looked up */
+            if ((st = sift__js_work(
+                     c, 1 + (int64_t)json_object_size(json_object_get(m, "properties")))))
+                return st;
             json_object_foreach(json_object_get(m, "properties"), k, v)
             {
                 if (!json_object_get(props, k))
