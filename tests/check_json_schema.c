@@ -420,6 +420,20 @@ START_TEST(test_length_counted_strings_admit_no_surrogate_escapes)
 }
 END_TEST
 
+/* A $ref target that admits no value (here a required name that
+ * additionalProperties: false forbids) removes what refers to it, as
+ * false does, instead of failing the whole schema. */
+START_TEST(test_ref_targets_admitting_no_value_remove_their_references)
+{
+    static const char *good[] = {"1", "[]"};
+    static const char *bad[] = {"{\"b\":1}", "{}", "[{\"b\":1}]"};
+    CHECK("{\"anyOf\":[{\"$ref\":\"#/$defs/n\"},{\"type\":\"integer\"},{\"type\":\"array\","
+          "\"items\":{\"$ref\":\"#/$defs/n\"}}],\"$defs\":{\"n\":{\"properties\":{\"a\":{}},"
+          "\"required\":[\"b\"],\"additionalProperties\":false}}}",
+          good, bad);
+}
+END_TEST
+
 START_TEST(test_custom_formats_are_ignored_as_annotations)
 {
     static const char *good[] = {"\"anything\""};
@@ -1220,6 +1234,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_patterns_matching_declared_names_are_refused);
     tcase_add_test(tc, test_uri_formats_follow_rfc_3986);
     tcase_add_test(tc, test_length_counted_strings_admit_no_surrogate_escapes);
+    tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);
     tcase_add_test(tc, test_a_long_all_of_chain_is_bounded_by_max_work);
     tcase_add_test(tc, test_a_huge_count_is_a_limit_error_not_an_overflow);

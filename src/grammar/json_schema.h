@@ -46,6 +46,7 @@ typedef struct sift__js_ref {
 typedef struct sift__js_refent {
     char *pointer; /* the $ref's target, decoded, NUL-terminated */
     sift__js_ref ref;
+    int used; /* referred to again (a cycle, while it is generated) */
 } sift__js_refent;
 
 /* Shared rules, emitted once at the end when used. */

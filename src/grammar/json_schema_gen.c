@@ -336,6 +336,7 @@ static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
     const json_t *seen = json_object_get(c->ref_map, ptr);
     if (seen) {
         sift__free(c->al, ptr);
+        c->refs[json_integer_value(seen)].used = 1;
         *r = c->refs[json_integer_value(seen)].ref;
         return SIFT_OK;
     }
@@ -347,6 +348,7 @@ static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
     }
     size_t idx = c->n_refs++;
     c->refs[idx].pointer = ptr;
+    c->refs[idx].used = 0;
     if ((st = sift__js_new_rule(c, &c->refs[idx].ref)))
         return st;
     sift__js_ref alias = c->refs[idx].ref, x;
@@ -356,10 +358,18 @@ static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
         st = sift__js_puts(c, &c->path, ptr);
     if (!st)
         st = sift__js_gen(c, target, &x);
-    if (!st && x.never)
+    /* a target that admits no value is "never" to every $ref to it,
+     * unless a $ref inside it already took its rule (a cycle) */
+    if (!st && x.never && c->refs[idx].used)
         st = sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
                            "this $ref target admits no value (false)");
     sift__js_pop(c, mark);
+    if (!st && x.never) {
+        c->refs[idx].ref.never = 1;
+        c->refs[idx].ref.name[0] = '\0';
+        *r = c->refs[idx].ref;
+        return SIFT_OK;
+    }
     if (!st)
         st = sift__js_emit(c, &alias, x.name);
     *r = alias;
