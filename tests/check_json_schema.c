@@ -255,9 +255,12 @@ END_TEST
 
 START_TEST(test_format_time_and_date_time_need_an_offset)
 {
-    static const char *good[] = {"\"2024-01-02T03:04:05Z\"", "\"2024-01-02t23:59:60.123+05:30\""};
+    static const char *good[] = {"\"2024-01-02T03:04:05Z\"", "\"2024-01-02t23:59:60.123Z\"",
+                                 "\"2024-01-02T23:59:60-00:00\""};
+    /* a leap second is the last second of a UTC day only */
     static const char *bad[] = {"\"2024-01-02T03:04:05\"", "\"2024-01-02T24:00:00Z\"",
-                                "\"2024-01-02 03:04:05Z\""};
+                                "\"2024-01-02 03:04:05Z\"", "\"2024-01-02t23:59:60.123+05:30\"",
+                                "\"2024-01-02T12:34:60Z\""};
     CHECK("{\"type\":\"string\",\"format\":\"date-time\"}", good, bad);
     static const char *good2[] = {"\"12:00:00-01:00\""};
     static const char *bad2[] = {"\"12:00\""};
@@ -286,6 +289,148 @@ START_TEST(test_formats_uuid_ipv4_ipv6_email_hostname_and_uri)
     static const char *g6[] = {"\"https://example.com/a?b=c#d\"", "\"urn:isbn:0451450523\""};
     static const char *b6[] = {"\"example.com\"", "\"http://a b\""};
     CHECK("{\"format\":\"uri\"}", g6, b6);
+}
+END_TEST
+
+/* additionalProperties and items see the properties and prefix of their
+ * own schema object, not those another allOf member (or $ref target)
+ * declares; so what one member adds is "additional" to the others. */
+START_TEST(test_merged_additional_properties_and_items_see_their_own_member)
+{
+    static const char *g1[] = {"{\"a\":1}", "{}"};
+    static const char *b1[] = {"{\"a\":1,\"b\":2}", "{\"b\":2}"};
+    CHECK("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},"
+          "{\"properties\":{\"b\":{}}}]}",
+          g1, b1);
+    static const char *g2[] = {"{\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\",\"c\":\"y\"}"};
+    static const char *b2[] = {"{\"b\":2}", "{\"c\":3}"};
+    CHECK("{\"$ref\":\"#/$defs/t\",\"properties\":{\"b\":{}},"
+          "\"$defs\":{\"t\":{\"properties\":{\"a\":{}},\"additionalProperties\":{\"type\":"
+          "\"string\"}}}}",
+          g2, b2);
+    static const char *g3[] = {"[\"x\",\"y\"]", "[]"};
+    static const char *b3[] = {"[1]", "[\"x\",1]"};
+    CHECK("{\"allOf\":[{\"items\":{\"type\":\"string\"}},{\"prefixItems\":[{}]}]}", g3, b3);
+    /* the top schema's own additionalProperties: false forbids what the
+     * members declare, and a required one then admits no object */
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"allOf\":[{\"properties\":{\"a\":{}},\"required\":[\"a\"]}],"
+                                 "\"additionalProperties\":false}",
+                                 &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "admits no value"));
+    /* patternProperties in one member, additionalProperties in another:
+     * refused at a pointer */
+    ck_assert_int_eq(convert_err("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":"
+                                 "false},{\"patternProperties\":{\"^x\":{}}}]}",
+                                 &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/additionalProperties"));
+}
+END_TEST
+
+/* A required name that properties does not list is an additional
+ * property: additionalProperties (or strict) decides its value. */
+START_TEST(test_required_names_without_a_schema_take_additional_properties)
+{
+    static const char *g1[] = {"{\"a\":1,\"b\":\"x\"}"};
+    static const char *b1[] = {"{\"a\":1,\"b\":2}", "{\"a\":1}"};
+    CHECK("{\"properties\":{\"a\":{}},\"required\":[\"b\"],\"additionalProperties\":{\"type\":"
+          "\"string\"}}",
+          g1, b1);
+    /* a property under false can be left out; a required one cannot */
+    static const char *g2[] = {"{\"x\":{}}", "{\"x\":{\"a\":1}}"};
+    static const char *b2[] = {"{\"x\":{\"a\":1,\"b\":2}}", "{\"x\":{\"b\":2}}"};
+    CHECK("{\"properties\":{\"x\":{\"anyOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":"
+          "false},{\"properties\":{\"a\":{}},\"required\":[\"b\"],\"additionalProperties\":false}"
+          "]}}}",
+          g2, b2);
+}
+END_TEST
+
+/* Keys compare by decoded value: no spelling of a declared name slips
+ * through the grammar of undeclared keys. */
+START_TEST(test_escaped_spellings_of_declared_keys_are_not_other_keys)
+{
+    static const char *good[] = {
+        "{\"foo\":1}",   "{\"a\\\"b\":1}",     "{\"c\\nd\":1}",
+        "{\"x\":\"s\"}", "{\"a\\\"c\":\"s\"}", "{\"x\\u001fy\":\"s\",\"a\\\\c\":\"s\"}",
+    };
+    static const char *bad[] = {
+        "{\"foo\":\"s\"}",       "{\"f\\u006fo\":\"s\"}", "{\"a\\\"b\":\"s\"}",
+        "{\"a\\u0022b\":\"s\"}", "{\"c\\nd\":\"s\"}",     "{\"c\\u000ad\":\"s\"}",
+        "{\"c\\u000Ad\":\"s\"}", "{\"x\\/y\":\"s\"}",     "{\"x\\u001Fy\":\"s\"}",
+    };
+    CHECK("{\"properties\":{\"foo\":{\"type\":\"integer\"},\"a\\\"b\":{\"type\":\"integer\"},"
+          "\"c\\nd\":{\"type\":\"integer\"}}}",
+          good, bad);
+}
+END_TEST
+
+/* A pattern that may match a declared name would give it a second way
+ * in, with the pattern's schema instead of its own. */
+START_TEST(test_patterns_matching_declared_names_are_refused)
+{
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"properties\":{\"a\":{\"type\":\"integer\"}},"
+                                 "\"patternProperties\":{\"^a\":true}}",
+                                 &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/patternProperties"));
+}
+END_TEST
+
+START_TEST(test_uri_formats_follow_rfc_3986)
+{
+    static const char *g1[] = {"\"https://example.com/a?b=c#d\"",
+                               "\"urn:isbn:0451450523\"",
+                               "\"http://u:p@[::1]:8080/x%20y\"",
+                               "\"mailto:a@b\"",
+                               "\"file:///etc\"",
+                               "\"a:\"",
+                               "\"x://[v1.a]\""};
+    static const char *b1[] = {"\"example.com\"", "\"http://a b\"",  "\"a:%zz\"",   "\"a:%2\"",
+                               "\"1a:b\"",        "\"http://[::1\"", "\"a:b#c#d\"", "\"a:[\"",
+                               "\"http://a/b^\"", "\"/x\""};
+    CHECK("{\"format\":\"uri\"}", g1, b1);
+    static const char *g2[] = {"\"/x\"",  "\"../a/b?c\"", "\"#f\"",   "\"\"",
+                               "\"//h\"", "\"a:b\"",      "\"x/y:z\""};
+    static const char *b2[] = {"\"a b\"", "\"%g0\"", "\"x[y\"", "\"//[1]\"", "\"a#b#c\""};
+    CHECK("{\"format\":\"uri-reference\"}", g2, b2);
+    static const char *g3[] = {"\"a.b.c\""};
+    static const char *b3[] = {"\"a.b.c.d.e.f.g.h.i\"", "\"a.bbbbbbbbbbbbbbbbbbbbbbbbbbb\""};
+    CHECK("{\"format\":\"hostname\"}", g3, b3);
+}
+END_TEST
+
+/* JSON Schema counts code points: a surrogate pair written as two \u
+ * escapes is one, so a length-counted string admits no surrogate escape
+ * (the character is written raw). */
+START_TEST(test_length_counted_strings_admit_no_surrogate_escapes)
+{
+    static const char *good[] = {"\"\xf0\x9f\x98\x80\xf0\x9f\x98\x80\"", "\"\\u00e9\\u20AC\"",
+                                 "\"\\\"\\\\\""};
+    static const char *bad[] = {"\"\\ud83d\\ude00\"", "\"a\\uDBFF\"", "\"x\""};
+    CHECK("{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", good, bad);
+    static const char *bad2[] = {"\"\\ud83d\\ude00\"", "\"\""};
+    static const char *good2[] = {"\"ab\""};
+    CHECK("{\"type\":\"string\",\"minLength\":2}", good2, bad2);
+}
+END_TEST
+
+/* A $ref target that admits no value (here a required name that
+ * additionalProperties: false forbids) removes what refers to it, as
+ * false does, instead of failing the whole schema. */
+START_TEST(test_ref_targets_admitting_no_value_remove_their_references)
+{
+    static const char *good[] = {"1", "[]"};
+    static const char *bad[] = {"{\"b\":1}", "{}", "[{\"b\":1}]"};
+    CHECK("{\"anyOf\":[{\"$ref\":\"#/$defs/n\"},{\"type\":\"integer\"},{\"type\":\"array\","
+          "\"items\":{\"$ref\":\"#/$defs/n\"}}],\"$defs\":{\"n\":{\"properties\":{\"a\":{}},"
+          "\"required\":[\"b\"],\"additionalProperties\":false}}}",
+          good, bad);
 }
 END_TEST
 
@@ -379,7 +524,7 @@ START_TEST(test_all_of_merges_properties_required_and_bounds)
     static const char *bad[] = {"{\"a\":5}", "{\"a\":11,\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\"}"};
     CHECK("{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\",\"maximum\":10}},"
           "\"required\":[\"a\"]},{\"properties\":{\"a\":{\"minimum\":3},\"b\":{\"type\":"
-          "\"string\"}},\"required\":[\"b\"]}],\"additionalProperties\":false}",
+          "\"string\"}},\"required\":[\"b\"]}]}",
           good, bad);
 }
 END_TEST
@@ -1083,6 +1228,13 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_number_ranges_with_integer_bounds_are_exact);
     tcase_add_test(tc, test_any_of_and_one_of_are_alternatives_merged_with_siblings);
     tcase_add_test(tc, test_all_of_merges_properties_required_and_bounds);
+    tcase_add_test(tc, test_merged_additional_properties_and_items_see_their_own_member);
+    tcase_add_test(tc, test_required_names_without_a_schema_take_additional_properties);
+    tcase_add_test(tc, test_escaped_spellings_of_declared_keys_are_not_other_keys);
+    tcase_add_test(tc, test_patterns_matching_declared_names_are_refused);
+    tcase_add_test(tc, test_uri_formats_follow_rfc_3986);
+    tcase_add_test(tc, test_length_counted_strings_admit_no_surrogate_escapes);
+    tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);
     tcase_add_test(tc, test_a_long_all_of_chain_is_bounded_by_max_work);
     tcase_add_test(tc, test_a_huge_count_is_a_limit_error_not_an_overflow);

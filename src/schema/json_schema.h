@@ -46,6 +46,7 @@ typedef struct sift__js_ref {
 typedef struct sift__js_refent {
     char *pointer; /* the $ref's target, decoded, NUL-terminated */
     sift__js_ref ref;
+    int used; /* referred to again (a cycle, while it is generated) */
 } sift__js_refent;
 
 /* Shared rules, emitted once at the end when used. */
@@ -95,6 +96,8 @@ typedef struct sift__js {
     /* the rule of any non-empty key rest (a trie leaf), made once */
     sift__js_ref leaf;
     sift__js_ref key_escape; /* an escape, then any key rest */
+    sift__js_ref key_char;   /* one character of a key, canonically spelled */
+    sift__js_ref len_char;   /* one code point of a length-counted string */
 } sift__js;
 
 /* sift_json_schema_to_gbnf, which also says how many units of work the

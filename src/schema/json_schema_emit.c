@@ -252,43 +252,107 @@ static sift_status put_cp(sift__js *c, sift__js_buf *b, uint32_t cp)
     return sift__js_put(c, b, e, (size_t)digits + 2);
 }
 
+/* Keys are told apart by their decoded value, so the grammar of other
+ * keys admits one spelling per key: the canonical one, which
+ * json_string_lit also writes for declared names (a character raw unless
+ * JSON requires an escape: \" \\ \b \t \n \f \r, other control
+ * characters as \u00xx in lowercase). A key written otherwise ("f\u006fo")
+ * is rejected, so no spelling of a declared name passes as another key.
+ * The trie is over code points; an edge for '"', '\' or a control
+ * character is its canonical escape. */
+#define KEY_ESC "\"\\\\\" [\"\\\\bfnrt] | \"\\\\u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f])"
+
+static int needs_escape(uint32_t cp)
+{
+    return cp < 0x20 || cp == '"' || cp == '\\';
+}
+
+/* The canonical escape of cp (needs_escape) as a GBNF literal. */
+static sift_status put_escape(sift__js *c, sift__js_buf *b, uint32_t cp)
+{
+    static const char shortc[] = "\b\t\n\f\r\"\\";
+    static const char shortl[] = "btnfr\"\\";
+    char e[8];
+    const char *q = cp ? strchr(shortc, (int)cp) : NULL;
+    if (q)
+        snprintf(e, sizeof e, "\\%c", shortl[q - shortc]);
+    else
+        snprintf(e, sizeof e, "\\u%04x", (unsigned)cp);
+    return sift__js_lit(c, b, e, strlen(e));
+}
+
 /* Emits the rule of node `at` into `b` (reused). Children are created
  * after their parents, so visiting nodes from the last created names
  * every child's rule before its parent refers to it. Leaves that end a
  * key all have the same rule, made once per conversion; so is the
- * escape alternative (any escape leaves the known keys). */
+ * escape alternative when no child is an escape (any escape then leaves
+ * the known keys). */
 static sift_status trie_node_rule(sift__js *c, trie_node *t, int32_t at, sift__js_buf *b)
 {
     if (t[at].child < 0 && t[at].terminal && c->leaf.name[0]) {
         t[at].rule = c->leaf;
         return SIFT_OK;
     }
-    const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
     sift_status st = SIFT_OK;
-    if (!c->key_escape.name[0]) {
-        char body[96];
-        snprintf(body, sizeof body, "\"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) %s*", ch);
+    if (!c->key_char.name[0])
+        st = sift__js_rule(c, &c->key_char, "[^\"\\\\\\x00-\\x1F] | " KEY_ESC);
+    const char *ch = c->key_char.name;
+    if (!st && !c->key_escape.name[0]) {
+        char body[160];
+        snprintf(body, sizeof body, "(" KEY_ESC ") %s*", ch);
         st = sift__js_rule(c, &c->key_escape, body);
     }
+    int esc_child = 0;
+    for (int32_t k = t[at].child; k >= 0; k = t[k].next)
+        esc_child |= needs_escape(t[k].cp);
     b->n = 0;
     if (!st)
         st = sift__js_puts(c, b, "[^\"\\\\\\x00-\\x1F");
     for (int32_t k = t[at].child; !st && k >= 0; k = t[k].next)
-        st = put_cp(c, b, t[k].cp);
+        if (!needs_escape(t[k].cp))
+            st = put_cp(c, b, t[k].cp);
     if (!st)
         st = sift__js_puts(c, b, "] ");
     if (!st)
         st = sift__js_puts(c, b, ch);
     if (!st)
-        st = sift__js_puts(c, b, "* | ");
-    if (!st)
-        st = sift__js_puts(c, b, c->key_escape.name);
+        st = sift__js_puts(c, b, "*");
+    if (!st && !esc_child) {
+        st = sift__js_puts(c, b, " | ");
+        if (!st)
+            st = sift__js_puts(c, b, c->key_escape.name);
+    }
+    /* an escape child: every other escape, one alternative each */
+    if (!st && esc_child)
+        st = sift__js_work(c, 34);
+    for (uint32_t e = 0; !st && esc_child && e < 0x60; e++) {
+        int child = 0;
+        if (!needs_escape(e))
+            continue;
+        for (int32_t k = t[at].child; k >= 0; k = t[k].next)
+            child |= t[k].cp == e;
+        if (child)
+            continue;
+        st = sift__js_puts(c, b, " | ");
+        if (!st)
+            st = put_escape(c, b, e);
+        if (!st)
+            st = sift__js_printf(c, b, " %s*", ch);
+    }
     for (int32_t k = t[at].child; !st && k >= 0; k = t[k].next) {
-        st = sift__js_puts(c, b, " | [");
-        if (!st)
-            st = put_cp(c, b, t[k].cp);
-        if (!st)
-            st = sift__js_puts(c, b, "] ");
+        if (needs_escape(t[k].cp)) {
+            st = sift__js_puts(c, b, " | ");
+            if (!st)
+                st = put_escape(c, b, t[k].cp);
+            if (!st)
+                st = sift__js_puts(c, b, " ");
+        } else {
+            st = sift__js_puts(c, b, " | [");
+            if (!st)
+                st = put_cp(c, b, t[k].cp);
+            if (!st)
+                st = sift__js_puts(c, b, "] ");
+        }
         if (!st)
             st = sift__js_puts(c, b, t[k].rule.name);
     }

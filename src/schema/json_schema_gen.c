@@ -336,6 +336,7 @@ static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
     const json_t *seen = json_object_get(c->ref_map, ptr);
     if (seen) {
         sift__free(c->al, ptr);
+        c->refs[json_integer_value(seen)].used = 1;
         *r = c->refs[json_integer_value(seen)].ref;
         return SIFT_OK;
     }
@@ -347,6 +348,7 @@ static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
     }
     size_t idx = c->n_refs++;
     c->refs[idx].pointer = ptr;
+    c->refs[idx].used = 0;
     if ((st = sift__js_new_rule(c, &c->refs[idx].ref)))
         return st;
     sift__js_ref alias = c->refs[idx].ref, x;
@@ -356,10 +358,18 @@ static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
         st = sift__js_puts(c, &c->path, ptr);
     if (!st)
         st = sift__js_gen(c, target, &x);
-    if (!st && x.never)
+    /* a target that admits no value is "never" to every $ref to it,
+     * unless a $ref inside it already took its rule (a cycle) */
+    if (!st && x.never && c->refs[idx].used)
         st = sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
                            "this $ref target admits no value (false)");
     sift__js_pop(c, mark);
+    if (!st && x.never) {
+        c->refs[idx].ref.never = 1;
+        c->refs[idx].ref.name[0] = '\0';
+        *r = c->refs[idx].ref;
+        return SIFT_OK;
+    }
     if (!st)
         st = sift__js_emit(c, &alias, x.name);
     *r = alias;
@@ -610,9 +620,11 @@ static sift_status combine(sift__js *c, json_t *dst, const char *key, const json
                                 key);
 }
 
-static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int depth, int *never);
+static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int depth, int *never,
+                              json_t *own);
 
-static sift_status merge_member(sift__js *c, json_t *dst, const json_t *m, int depth, int *never)
+static sift_status merge_member(sift__js *c, json_t *dst, const json_t *m, int depth, int *never,
+                                json_t *own)
 {
     if (json_is_true(m))
         return SIFT_OK;
@@ -623,13 +635,26 @@ static sift_status merge_member(sift__js *c, json_t *dst, const json_t *m, int d
     if (!json_is_object(m))
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, NULL,
                              "a schema must be an object or a boolean");
-    return merge_into(c, dst, m, depth + 1, never);
+    return merge_into(c, dst, m, depth + 1, never, own);
 }
 
-static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int depth, int *never)
+/* Whether member s constrains what its own properties / prefix leave
+ * over (additionalProperties, items after prefixItems, ...). */
+static int constrains_rest(const json_t *s)
+{
+    const json_t *ap = json_object_get(s, "additionalProperties");
+    const json_t *it = json_object_get(s, "items");
+    const json_t *ai = json_object_get(s, "additionalItems");
+    return (ap && !json_is_true(ap)) || (it && !json_is_true(it)) || (ai && !json_is_true(ai));
+}
+
+static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int depth, int *never,
+                              json_t *own)
 {
     const char *key;
     json_t *v;
+    if (constrains_rest(src) && json_array_append(own, (json_t *)src))
+        return nomem(c);
     /* a unit per key visited: a $ref target with many keys may be
      * merged once per $ref */
     sift_status st = sift__js_work(c, 1 + (int64_t)json_object_size(src));
@@ -646,14 +671,14 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
             if (!json_is_array(v))
                 return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, key, "'allOf' must be an array");
             for (size_t i = 0; !st && i < json_array_size(v); i++)
-                st = merge_member(c, dst, json_array_get(v, i), depth, never);
+                st = merge_member(c, dst, json_array_get(v, i), depth, never, own);
         } else if (!strcmp(key, "$ref") && json_is_string(v)) {
             const json_t *t;
             char *ptr;
             if ((st = resolve(c, json_string_value(v), &t, &ptr)))
                 return st;
             sift__free(c->al, ptr);
-            st = merge_member(c, dst, t, depth, never);
+            st = merge_member(c, dst, t, depth, never, own);
         } else {
             const json_t *old = json_object_get(dst, key);
             if (!old)
@@ -667,15 +692,121 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
 
 /* The schema s with its allOf members and $ref targets merged in, and
  * `extra` (may be NULL) too; then generated. */
+/* The merged schema m with the entries of `key` (an object of
+ * properties or an array of prefix items) replaced: those that member
+ * rest-schema `rest` applies to (want(i, name)) take allOf(entry, rest),
+ * or false when rest is false. */
+static sift_status restrict_entries(sift__js *c, json_t *m, const char *key, const json_t *keep,
+                                    size_t keep_n, const json_t *rest)
+{
+    json_t *all = json_object_get(m, key);
+    json_t *copy = json_copy(all);
+    sift_status st =
+        copy ? sift__js_work(c, 1 + (int64_t)json_object_size(all) + (int64_t)json_array_size(all))
+             : nomem(c);
+    if (!st && json_is_object(all)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(all, k, v)
+        {
+            if (st || json_object_get(keep, k))
+                continue;
+            json_t *nv = json_is_false(rest) ? json_false() : all_of2(v, rest);
+            if (json_object_set_new(copy, k, nv))
+                st = nomem(c);
+        }
+    }
+    for (size_t i = keep_n; !st && json_is_array(all) && i < json_array_size(all); i++) {
+        json_t *v = json_array_get(all, i);
+        json_t *nv = json_is_false(rest) ? json_false() : all_of2(v, rest);
+        if (json_array_set_new(copy, i, nv))
+            st = nomem(c);
+    }
+    if (st) {
+        json_decref(copy);
+        return st;
+    }
+    return set_new(c, m, key, copy);
+}
+
+/* JSON Schema evaluates additionalProperties against the properties and
+ * patternProperties of its own schema object, and items against its own
+ * prefixItems (additionalItems against its own array items); after a
+ * merge, a property or prefix position another member declares is
+ * "additional" to each member `own` lists that does not declare it. So
+ * such a property (position) takes that member's rest schema too; false
+ * makes it absent (never, if required). A member's patternProperties
+ * differing from the merged ones would need a key-by-key decision, and
+ * is refused. */
+static sift_status restrict_merged(sift__js *c, json_t *m, const json_t *own)
+{
+    const json_t *mpp = json_object_get(m, "patternProperties");
+    sift_status st = SIFT_OK;
+    for (size_t i = 0; !st && i < json_array_size(own); i++) {
+        const json_t *s = json_array_get(own, i);
+        const json_t *ap = json_object_get(s, "additionalProperties");
+        if (ap && !json_is_true(ap) && (json_is_object(ap) || json_is_false(ap))) {
+            const json_t *pp = json_object_get(s, "patternProperties");
+            const json_t *props = json_object_get(s, "properties");
+            int others = 0;
+            const char *k;
+            json_t *v;
+            /* a unit per merged property looked up */
+            if ((st = sift__js_work(
+                     c, 1 + (int64_t)json_object_size(json_object_get(m, "properties")))))
+                return st;
+            json_object_foreach(json_object_get(m, "properties"), k, v)
+            {
+                if (!json_object_get(props, k))
+                    others = 1;
+            }
+            if ((mpp && !json_equal((json_t *)mpp, (json_t *)pp)) || (pp && others))
+                return sift__js_unsupported(
+                    c, "additionalProperties",
+                    "'additionalProperties' beside 'patternProperties' in a merged schema "
+                    "(allOf, $ref) whose members declare other properties or patterns");
+            if (others)
+                st = restrict_entries(c, m, "properties", props, 0, ap);
+        }
+        const json_t *pre = json_object_get(s, "prefixItems");
+        const json_t *items = json_object_get(s, "items");
+        const json_t *rest = items;
+        size_t n = 0;
+        if (json_is_array(pre)) {
+            n = json_array_size(pre);
+        } else if (json_is_array(items)) {
+            n = json_array_size(items);
+            rest = json_object_get(s, "additionalItems");
+        }
+        if (st || !rest || json_is_true(rest) || !(json_is_object(rest) || json_is_false(rest)))
+            continue;
+        const json_t *mpre = json_object_get(m, "prefixItems");
+        const char *pk = "prefixItems";
+        if (!json_is_array(mpre)) {
+            mpre = json_object_get(m, "items");
+            pk = "items";
+        }
+        if (json_is_array(mpre) && json_array_size(mpre) > n)
+            st = restrict_entries(c, m, pk, NULL, n, rest);
+    }
+    return st;
+}
+
 static sift_status gen_merged(sift__js *c, const json_t *s, const json_t *extra, sift__js_ref *r)
 {
-    json_t *m = json_object();
+    json_t *m = json_object(), *own = json_array();
     int never = 0;
-    if (!m)
+    if (!m || !own) {
+        json_decref(m);
+        json_decref(own);
         return nomem(c);
-    sift_status st = merge_into(c, m, s, 0, &never);
+    }
+    sift_status st = merge_into(c, m, s, 0, &never, own);
     if (!st && extra)
-        st = merge_member(c, m, extra, 0, &never);
+        st = merge_member(c, m, extra, 0, &never, own);
+    if (!st && !never)
+        st = restrict_merged(c, m, own);
+    json_decref(own);
     if (!st && never) {
         r->never = 1;
         r->name[0] = '\0';

@@ -203,8 +203,8 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     }
     sift__js_ref av;
     av.never = 1;
-    if (!st && pp_strict(pp) &&
-        (json_object_size(pp) > 1 || (ap ? !json_is_false(ap) : !c->strict) ||
+    if (!st && json_object_size(pp) &&
+        ((pp_strict(pp) && (json_object_size(pp) > 1 || (ap ? !json_is_false(ap) : !c->strict))) ||
          (names_may_match(c, pp, names, n_names, &st) && !st)))
         st = sift__js_unsupported(c, "patternProperties",
                                   "a key may match both this and a declared property, a "
@@ -233,6 +233,37 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
 }
 
 /* Collects the properties in order and generates their values. */
+/* The value of a required name that `properties` does not list: it is
+ * an additional property, so additionalProperties decides (false, or
+ * absent under strict: no value; the object is then never valid). A
+ * patternProperties pattern might claim the name instead: refused. */
+static sift_status rest_value(sift__js *c, const json_t *s, sift__js_ref *v)
+{
+    const json_t *ap = json_object_get(s, "additionalProperties");
+    const json_t *pp = json_object_get(s, "patternProperties");
+    size_t mark = c->path.n;
+    sift_status st = SIFT_OK;
+    v->never = 0;
+    if (json_object_size(pp))
+        return sift__js_unsupported(c, "required",
+                                    "a required name that 'properties' does not list, beside "
+                                    "'patternProperties': not supported");
+    if (json_is_true(ap) || (!ap && !c->strict)) {
+        set_name(v, sift__js_shared(c, SIFT__JS_R_VALUE));
+    } else if (json_is_object(ap)) {
+        if (!(st = sift__js_push_key(c, "additionalProperties")))
+            st = sift__js_gen(c, ap, v);
+        sift__js_pop(c, mark);
+    } else if (!ap || json_is_false(ap)) {
+        v->never = 1;
+        v->name[0] = '\0';
+    } else {
+        st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "additionalProperties",
+                           "'additionalProperties' must be a boolean or a schema");
+    }
+    return st;
+}
+
 static sift_status collect(sift__js *c, const json_t *s, prop **out, size_t *n, int *never)
 {
     const json_t *props = json_object_get(s, "properties");
@@ -292,7 +323,11 @@ static sift_status collect(sift__js *c, const json_t *s, prop **out, size_t *n, 
         }
         p[k].key = name;
         p[k].required = 1;
-        set_name(&p[k].value, sift__js_shared(c, SIFT__JS_R_VALUE));
+        st = rest_value(c, s, &p[k].value);
+        if (st)
+            break;
+        if (p[k].value.never)
+            *never = 1;
         k++;
     }
     json_decref(req_set);

@@ -50,15 +50,57 @@ static void set_name(sift__js_ref *r, const char *name)
     "([0-9]{4} \"-\" ((\"0\" [13578] | \"1\" [02]) \"-\" (" DAY28 " | \"29\" | \"3\" [01]) | " \
     "(\"0\" [469] | \"11\") \"-\" (" DAY28 " | \"29\" | \"30\") | \"02-\" " DAY28 ") | " LEAP  \
     " \"-02-29\")"
-#define TIME                                                                                     \
-    "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" ([0-5] [0-9] | \"60\") (\".\" [0-9]+)? " \
-    "([Zz] | [-+] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])"
+/* A leap second (:60) only as 23:59:60 in UTC (Z or a zero offset):
+ * RFC 3339 allows it at the last minute of a UTC day, which under
+ * another offset is another local minute; those forms are rejected. */
+#define FRAC "(\".\" [0-9]+)?"
+#define TIME                                                                           \
+    "(([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] " FRAC            \
+    " ([Zz] | [-+] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9]) | \"23:59:60\" " FRAC \
+    " ([Zz] | [-+] \"00:00\"))"
 #define OCTET "(\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9])"
 #define IPV4 OCTET " \".\" " OCTET " \".\" " OCTET " \".\" " OCTET
 #define H16 "[0-9a-fA-F]{1,4}"
+/* "ls" stands for ls32 (see format_rule) */
+#define IPV6                                                                            \
+    "(" H16 " \":\"){6} ls | \"::\" (" H16 " \":\"){5} ls | (" H16 ")? \"::\" (" H16    \
+    " \":\"){4} ls | ((" H16 " \":\")? " H16 ")? \"::\" (" H16 " \":\"){3} ls | ((" H16 \
+    " \":\"){0,2} " H16 ")? \"::\" (" H16 " \":\"){2} ls | ((" H16 " \":\"){0,3} " H16  \
+    ")? \"::\" " H16 " \":\" ls | ((" H16 " \":\"){0,4} " H16 ")? \"::\" ls | ((" H16   \
+    " \":\"){0,5} " H16 ")? \"::\" " H16 " | ((" H16 " \":\"){0,6} " H16 ")? \"::\""
+/* RFC 1123 labels (letters, digits, inner hyphens). The whole name
+ * must fit 253 bytes, which a context-free grammar can only count with a
+ * rule per (length, label length) pair; the grammar is tighter instead:
+ * a first label of up to 63 bytes, then at most 7 labels of up to 26
+ * (63 + 7 * 27 = 252 bytes). */
 #define LABEL "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,61} [a-zA-Z0-9])?"
-#define HOST LABEL " (\".\" " LABEL ")*"
-#define URICHAR "[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=%]"
+#define LABEL26 "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,24} [a-zA-Z0-9])?"
+#define HOST LABEL " (\".\" " LABEL26 "){0,7}"
+/* RFC 3986, section 3 and appendix A (the ABNF rule names in comments);
+ * characters a JSON string would have to escape do not occur in it. */
+#define UNRES "a-zA-Z0-9\\-._~"
+#define SUBD "!$&'()*+,;="
+#define PCT "\"%\" [0-9a-fA-F] [0-9a-fA-F]"
+#define PCHAR "([" UNRES SUBD ":@] | " PCT ")"
+#define SEGNZ PCHAR "+"
+#define SEGNZNC "([" UNRES SUBD "@] | " PCT ")+"
+#define PABEMPTY "(\"/\" " PCHAR "*)*"
+/* authority: [userinfo "@"] host [":" port]; host: IP-literal or
+ * reg-name (which holds every IPv4address) */
+#define AUTHORITY                                                                      \
+    "(([" UNRES SUBD ":] | " PCT ")* \"@\")? (\"[\" (" IPV6                            \
+    " | \"v\" [0-9a-fA-F]+ \".\" [" UNRES SUBD ":]+) \"]\" | ([" UNRES SUBD "] | " PCT \
+    ")*) (\":\" [0-9]*)?"
+/* [ "?" query ] [ "#" fragment ] */
+#define QUERY_FRAGMENT \
+    "(\"?\" ([" UNRES SUBD ":@/?] | " PCT ")*)? (\"#\" ([" UNRES SUBD ":@/?] | " PCT ")*)?"
+/* hier-part / relative-part: "//" authority path-abempty, path-absolute,
+ * path-rootless (path-noscheme for a relative reference), path-empty */
+#define HIER(first_segment)                                                                 \
+    "(\"//\" " AUTHORITY " " PABEMPTY " | \"/\" (" SEGNZ " " PABEMPTY ")? | " first_segment \
+    " " PABEMPTY ")? " QUERY_FRAGMENT
+#define URI "[a-zA-Z] [a-zA-Z0-9+.\\-]* \":\" " HIER(SEGNZ)
+#define RELATIVE_REF HIER(SEGNZNC)
 
 static const struct {
     const char *name, *body;
@@ -69,16 +111,12 @@ static const struct {
     {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} "
              "\"-\" [0-9a-fA-F]{12}"},
     {"ipv4", IPV4},
-    {"ipv6", "(" H16 " \":\"){6} ls | \"::\" (" H16 " \":\"){5} ls | (" H16 ")? \"::\" (" H16
-             " \":\"){4} ls | ((" H16 " \":\")? " H16 ")? \"::\" (" H16 " \":\"){3} ls | ((" H16
-             " \":\"){0,2} " H16 ")? \"::\" (" H16 " \":\"){2} ls | ((" H16 " \":\"){0,3} " H16
-             ")? \"::\" " H16 " \":\" ls | ((" H16 " \":\"){0,4} " H16 ")? \"::\" ls | ((" H16
-             " \":\"){0,5} " H16 ")? \"::\" " H16 " | ((" H16 " \":\"){0,6} " H16 ")? \"::\""},
+    {"ipv6", IPV6},
     {"hostname", HOST},
     {"email", "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+ (\".\" [a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+)* "
               "\"@\" " HOST},
-    {"uri", "[a-zA-Z] [a-zA-Z0-9+.\\-]* \":\" " URICHAR "*"},
-    {"uri-reference", URICHAR "*"},
+    {"uri", URI},
+    {"uri-reference", "(" URI ") | (" RELATIVE_REF ")"},
     {"byte", "([A-Za-z0-9+/]{4})* ([A-Za-z0-9+/]{2} \"==\" | [A-Za-z0-9+/]{3} \"=\")?"},
 };
 
@@ -101,7 +139,7 @@ static sift_status format_rule(sift__js *c, size_t i, sift__js_ref *r)
     sift__js_buf b = {0};
     sift_status st = SIFT_OK;
     const char *body = formats[i].body;
-    if (!strcmp(formats[i].name, "ipv6")) {
+    if (strstr(body, IPV6)) {
         sift__js_ref ls;
         st = sift__js_rule(c, &ls, "[0-9a-fA-F]{1,4} \":\" [0-9a-fA-F]{1,4} | " IPV4);
         for (const char *p = body; !st && *p; p++) {
@@ -164,12 +202,30 @@ static sift_status gen_pattern(sift__js *c, const char *pat, size_t len, sift__j
     return st;
 }
 
+/* One character of a string whose length is counted. JSON Schema counts
+ * code points, and a surrogate pair written as two \u escapes is one;
+ * the grammar counts escapes, so it admits no surrogate escape there (a
+ * character beyond U+FFFF is written raw, as UTF-8). */
+static sift_status length_char(sift__js *c, const char **name)
+{
+    sift_status st = SIFT_OK;
+    if (!c->len_char.name[0])
+        st = sift__js_rule(c, &c->len_char,
+                           "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" "
+                           "([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))");
+    *name = c->len_char.name;
+    return st;
+}
+
 /* Lengths over the repetition limit, exactly, in blocks of 1000
  * characters: lo characters, then at most d = hi - lo more, written as
  * (fewer than q blocks and < 1000) | (q blocks and <= r), d = 1000 q + r. */
 static sift_status gen_long_string(sift__js *c, int64_t lo, int64_t hi, int has_hi, sift__js_ref *r)
 {
-    const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
+    const char *ch;
+    sift_status st = length_char(c, &ch);
+    if (st)
+        return st;
     int64_t d = hi - lo;
     if (lo / 1000 > SIFT__JS_MAX_REPEAT || (has_hi && d / 1000 > SIFT__JS_MAX_REPEAT))
         return sift__js_fail(
@@ -178,7 +234,7 @@ static sift_status gen_long_string(sift__js *c, int64_t lo, int64_t hi, int has_
     sift__js_ref k;
     char kb[40];
     snprintf(kb, sizeof kb, "%s{1000}", ch);
-    sift_status st = sift__js_rule(c, &k, kb);
+    st = sift__js_rule(c, &k, kb);
     sift__js_buf b = {0};
     if (!st)
         st = sift__js_printf(c, &b, "\"\\\"\" %s{%lld} %s{%lld} ", k.name, (long long)(lo / 1000),
@@ -252,7 +308,9 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
     }
     if (lo > SIFT__JS_MAX_REPEAT || hi > SIFT__JS_MAX_REPEAT)
         return gen_long_string(c, lo, hi, has_hi, r);
-    const char *ch = sift__js_shared(c, SIFT__JS_R_CHAR);
+    const char *ch;
+    if ((st = length_char(c, &ch)))
+        return st;
     char body[96];
     if (has_hi)
         snprintf(body, sizeof body, "\"\\\"\" %s{%lld,%lld} \"\\\"\"", ch, (long long)lo,
