@@ -217,9 +217,9 @@ typedef struct adaptive_p_rec {
 } adaptive_p_rec;
 
 /* The flat form's keys are llama.cpp's adaptive_target and
- * adaptive_decay (common_params_sampling, llama-server's request); the
- * flat form reads and validates them itself (llama.cpp accepts any
- * negative target and clamps the decay), then fills this record. */
+ * adaptive_decay (common_params_sampling, llama-server's request);
+ * llama.cpp accepts any negative target and clamps the decay, which
+ * their flat rules say. */
 static const sift__param adaptive_p_params[] = {
     {.name = "target",
      .doc = "probability the chosen tokens should average, in [-1, 1] (negative = plain dist)",
@@ -230,7 +230,11 @@ static const sift__param adaptive_p_params[] = {
      .def = 0.5,
      .off = offsetof(adaptive_p_rec, target),
      .flat_key = "adaptive_target",
-     .flat_def = -1},
+     .flat_def = -1,
+     /* llama.cpp takes any target <= 1; a negative one is off. */
+     .flat_rule = SIFT__FLAT_NEG_OFF,
+     .flat_range = SIFT__R_LE,
+     .flat_hi = 1},
     {.name = "decay",
      .doc = "decay of the moving average, in [0, 0.99] (history about 1 / (1 - decay))",
      .type = SIFT__PT_FLOAT,
@@ -240,7 +244,10 @@ static const sift__param adaptive_p_params[] = {
      .def = 0.9,
      .off = offsetof(adaptive_p_rec, decay),
      .flat_key = "adaptive_decay",
-     .flat_def = 0.9},
+     .flat_def = 0.9,
+     /* llama.cpp clamps the decay into the range. */
+     .flat_rule = SIFT__FLAT_CLAMP,
+     .flat_range = SIFT__R_ANY},
 };
 
 static sift_status adaptive_p_build(sift_chain *c, const void *rec, const sift__build_env *env,

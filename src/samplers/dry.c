@@ -953,6 +953,9 @@ static const sift__param dry_params[] = {
      .def = 4096,
      .off = offsetof(dry_rec, last_n),
      .flat_key = "dry_penalty_last_n",
+     /* llama.cpp reads it only when DRY is on, and its -1 then; the flat
+      * form resolves it from the other DRY keys (schema_flat.c). */
+     .flat_rule = SIFT__FLAT_OWN,
      .flat_def = -1},
     {.name = "breakers",
      .doc = "sequence breakers: strings of 1 to 40 bytes, at most 64",
