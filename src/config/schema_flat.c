@@ -193,22 +193,130 @@ typedef struct order_item {
     int32_t line, col;
 } order_item;
 
-/* Splits the `samplers` value ("a;b;c" or a list) into order items. */
+/* The flat form's sampler names and characters, for reading `samplers`. */
+typedef struct flat_vocab {
+    flat_name names[MAX_FLAT_NAMES];
+    size_t nn;
+    const sift__sampler_desc *ord[MAX_FLAT_ORDER];
+    char chars[MAX_FLAT_ORDER + 1];
+    size_t no;
+} flat_vocab;
+
+static void flat_vocab_init(flat_vocab *fv)
+{
+    size_t n_order;
+    fv->nn = flat_names(fv->names);
+    fv->no = flat_named(fv->ord, &n_order);
+    for (size_t i = 0; i < fv->no; i++)
+        fv->chars[i] = fv->ord[i]->flat_char;
+    fv->chars[fv->no] = '\0';
+}
+
+static const flat_name *flat_name_of(const flat_vocab *fv, const char *s, size_t len)
+{
+    for (size_t t = 0; t < fv->nn; t++)
+        if (strlen(fv->names[t].name) == len && !memcmp(fv->names[t].name, s, len))
+            return &fv->names[t];
+    return NULL;
+}
+
+/* llama-server reads a string as one character per sampler ("kfypmt"); a
+ * string that is one of the names, or has a ';', is a list of names
+ * (common's --samplers). */
+static int is_char_list(const flat_vocab *fv, const cfg_node *n, const cfg_node *s)
+{
+    if (n->type != CFG_SCALAR || s->len == 0 || memchr(s->val, ';', s->len) ||
+        flat_name_of(fv, s->val, s->len))
+        return 0;
+    for (size_t c = 0; c < s->len; c++)
+        if (!memchr(fv->chars, s->val[c], fv->no))
+            return 0;
+    return 1;
+}
+
+/* Appends the samplers of a character list to items[*k..64). */
+static int order_chars(cfg_validator *v, const flat_vocab *fv, const cfg_node *s, order_item *items,
+                       size_t *k)
+{
+    for (size_t c = 0; c < s->len; c++) {
+        if (*k == 64)
+            return sift__cfg_err_at(v, s, SIFT_E_CONFIG_LIMIT, "samplers: more than 64 entries");
+        items[*k].desc = fv->ord[(const char *)memchr(fv->chars, s->val[c], fv->no) - fv->chars];
+        sift__cfg_linecol(&v->cfg->src, (size_t)sift__cfg_scalar_offset(v->cfg, s, c),
+                          &items[*k].line, &items[*k].col);
+        (*k)++;
+    }
+    return 1;
+}
+
+/* Appends the sampler named s->val[a..b) to items[*k..64), or reports
+ * an unknown or unsupported name; returns -1 after "more than 64". */
+static int order_name(cfg_validator *v, const flat_vocab *fv, const cfg_node *s, size_t a, size_t b,
+                      order_item *items, size_t *k)
+{
+    const flat_name *fn = flat_name_of(fv, s->val + a, b - a);
+    int64_t off = sift__cfg_scalar_offset(v->cfg, s, a);
+    char nm[48];
+    size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
+    memcpy(nm, s->val + a, l);
+    nm[l] = '\0';
+    if (!fn) {
+        const char *nms[MAX_FLAT_NAMES];
+        for (size_t t = 0; t < fv->nn; t++)
+            nms[t] = fv->names[t].name;
+        const char *dm = sift__cfg_did_you_mean(v, nm, l, nms, fv->nn);
+        return sift__cfg_err_off(v, off, SIFT_E_CONFIG_VALUE,
+                                 "samplers: unknown sampler '%s'%s%s%s", nm,
+                                 dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
+    }
+    if (!fn->desc)
+        return sift__cfg_err_off(v, off, SIFT_E_CONFIG_VALUE,
+                                 "samplers: '%s' is not supported by sift", nm);
+    if (*k == 64)
+        return sift__cfg_err_off(v, off, SIFT_E_CONFIG_LIMIT, "samplers: more than 64 entries"), -1;
+    items[*k].desc = fn->desc;
+    sift__cfg_linecol(&v->cfg->src, (size_t)off, &items[*k].line, &items[*k].col);
+    (*k)++;
+    return 1;
+}
+
+/* Appends the samplers of a ';'-separated list of names. */
+static int order_names(cfg_validator *v, const flat_vocab *fv, const cfg_node *s, order_item *items,
+                       size_t *k)
+{
+    int ok = 1;
+    size_t i = 0;
+    while (i <= s->len && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR)) {
+        size_t j = i;
+        while (j < s->len && s->val[j] != ';')
+            j++;
+        size_t a = i, b = j;
+        while (a < b && (s->val[a] == ' ' || s->val[a] == '\t'))
+            a++;
+        while (b > a && (s->val[b - 1] == ' ' || s->val[b - 1] == '\t'))
+            b--;
+        if (b > a) {
+            int r = order_name(v, fv, s, a, b, items, k);
+            if (r <= 0)
+                ok = 0;
+            if (r < 0)
+                break;
+        }
+        i = j + 1;
+    }
+    return ok;
+}
+
+/* Splits the `samplers` value ("a;b;c", "kfypmt" or a list) into order
+ * items. */
 static int sampler_order(cfg_validator *v, const cfg_node *n, order_item *items, size_t *count)
 {
     size_t k = 0;
     int ok = 1;
     const cfg_node *list[64];
     size_t nl = 0;
-    flat_name names[MAX_FLAT_NAMES];
-    size_t nn = flat_names(names);
-    const sift__sampler_desc *ord[MAX_FLAT_ORDER];
-    size_t n_order, no = flat_named(ord, &n_order);
-    (void)n_order;
-    char chars_of[MAX_FLAT_ORDER + 1];
-    for (size_t i = 0; i < no; i++)
-        chars_of[i] = ord[i]->flat_char;
-    chars_of[no] = '\0';
+    flat_vocab fv;
+    flat_vocab_init(&fv);
     if (n->bad)
         return 0;
     if (n->type == CFG_SEQ) {
@@ -224,81 +332,12 @@ static int sampler_order(cfg_validator *v, const cfg_node *n, order_item *items,
     }
     for (size_t li = 0; li < nl; li++) {
         const cfg_node *s = list[li];
-        if (!sift__cfg_get_str(v, s, "samplers")) {
+        if (!sift__cfg_get_str(v, s, "samplers"))
             ok = 0;
-            continue;
-        }
-        /* llama-server reads a string as one character per sampler
-         * ("kfypmt"); a string that is one of the names, or has a ';', is
-         * a list of names (common's --samplers). */
-        int chars = n->type == CFG_SCALAR && s->len > 0 && !memchr(s->val, ';', s->len);
-        for (size_t t = 0; t < nn && chars; t++)
-            if (strlen(names[t].name) == s->len && !memcmp(names[t].name, s->val, s->len))
-                chars = 0;
-        for (size_t c = 0; c < s->len && chars; c++)
-            if (!memchr(chars_of, s->val[c], no))
-                chars = 0;
-        if (chars) {
-            for (size_t c = 0; c < s->len; c++) {
-                if (k == 64) {
-                    ok = sift__cfg_err_at(v, s, SIFT_E_CONFIG_LIMIT,
-                                          "samplers: more than 64 entries");
-                    break;
-                }
-                items[k].desc = ord[(const char *)memchr(chars_of, s->val[c], no) - chars_of];
-                sift__cfg_linecol(&v->cfg->src, (size_t)sift__cfg_scalar_offset(v->cfg, s, c),
-                                  &items[k].line, &items[k].col);
-                k++;
-            }
-            continue;
-        }
-        size_t i = 0;
-        while (i <= s->len && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR)) {
-            size_t j = i;
-            while (j < s->len && s->val[j] != ';')
-                j++;
-            size_t a = i, b = j;
-            while (a < b && (s->val[a] == ' ' || s->val[a] == '\t'))
-                a++;
-            while (b > a && (s->val[b - 1] == ' ' || s->val[b - 1] == '\t'))
-                b--;
-            if (b > a) {
-                const flat_name *fn = NULL;
-                for (size_t t = 0; t < nn && !fn; t++)
-                    if (strlen(names[t].name) == b - a && !memcmp(names[t].name, s->val + a, b - a))
-                        fn = &names[t];
-                int64_t off = sift__cfg_scalar_offset(v->cfg, s, a);
-                if (!fn) {
-                    const char *nms[MAX_FLAT_NAMES];
-                    for (size_t t = 0; t < nn; t++)
-                        nms[t] = names[t].name;
-                    char nm[48];
-                    size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
-                    memcpy(nm, s->val + a, l);
-                    nm[l] = '\0';
-                    const char *dm = sift__cfg_did_you_mean(v, nm, l, nms, nn);
-                    ok = sift__cfg_err_off(
-                        v, off, SIFT_E_CONFIG_VALUE, "samplers: unknown sampler '%s'%s%s%s", nm,
-                        dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
-                } else if (!fn->desc) {
-                    char nm[48];
-                    size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
-                    memcpy(nm, s->val + a, l);
-                    nm[l] = '\0';
-                    ok = sift__cfg_err_off(v, off, SIFT_E_CONFIG_VALUE,
-                                           "samplers: '%s' is not supported by sift", nm);
-                } else if (k < 64) {
-                    items[k].desc = fn->desc;
-                    sift__cfg_linecol(&v->cfg->src, (size_t)off, &items[k].line, &items[k].col);
-                    k++;
-                } else {
-                    ok = sift__cfg_err_off(v, off, SIFT_E_CONFIG_LIMIT,
-                                           "samplers: more than 64 entries");
-                    break;
-                }
-            }
-            i = j + 1;
-        }
+        else if (is_char_list(&fv, n, s))
+            ok &= order_chars(v, &fv, s, items, &k);
+        else
+            ok &= order_names(v, &fv, s, items, &k);
     }
     *count = k;
     return ok;
