@@ -8,10 +8,19 @@
  * rules, the final selector (dist, or a selector the list names:
  * adaptive_p), the mirostat switch, ignore_eos (a min_tokens stage after
  * the logit biases), and the request keys that are accepted and ignored
- * with a warning. The keys of the samplers' own parameters and
- * the flat sampler names come from their descriptors (flat_key,
- * flat_names, flat_order); the keys listed here belong to no sampler.
- * Messages keep the flat form's key names.
+ * with a warning. The keys of the samplers' own parameters, their
+ * llama.cpp defaults, the way llama.cpp reads each of them, and the flat
+ * sampler names come from their descriptors (flat_key, flat_def,
+ * flat_rule, flat_alias, flat_names, flat_order); the keys listed here
+ * belong to no sampler, and DRY's window is the one parameter read by a
+ * step of its own here (its -1 depends on the other DRY keys). Messages
+ * keep the flat form's key names.
+ *
+ * The steps of sift__cfg_flat_params: the registry's keys
+ * (flat_read_params), DRY's window, mirostat and n_probs, ignore_eos, the
+ * refused and ignored keys, the stages ahead of the list (logit biases,
+ * ignore_eos's ban), the order, then the chain (flat_chain, or
+ * flat_mirostat_chain).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,9 +5,11 @@
  * table (type, range, default, llama.cpp's flat key, one doc line), a
  * constructor that adds the stage from a parsed parameter record, and the
  * few facts the configuration's warnings need. The configuration
- * (src/config/) walks these tables; it holds no per-sampler code, so a new
- * sampler touches its own file, one line of registry.c and its public
- * sift_chain_add_* declaration.
+ * (src/config/) walks these tables and the constructors check their
+ * arguments against them (sift__param_check), so a parameter's range is
+ * written once, here; a new sampler touches its own file, one line of
+ * registry.c, its public sift_chain_add_* declaration, its source line in
+ * Makefile.am and its docs rows (docs/samplers.md, "Adding a sampler").
  *
  * A parameter record is the sampler's own struct (for example
  * sift__top_k_rec); a table entry names its field by offsetof. Records are
