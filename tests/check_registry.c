@@ -295,8 +295,7 @@ static sift_status construct(const sift__sampler_desc *d, const sift__param *p, 
 static const struct {
     const char *stage, *param;
 } WIDER[] = {
-    {"temperature", "temp"},  /* sift_chain_add_temp: a negative temp is greedy */
-    {"adaptive_p", "target"}, /* a negative target is off, any negative value */
+    {"temperature", "temp"}, /* sift_chain_add_temp: a negative temp is greedy */
     /* delta <= 0 (the default) builds sift_chain_add_temp, which has no
      * delta and no exponent */
     {"temperature", "delta"},

@@ -115,14 +115,16 @@ sift_status sift__param_check(const sift__sampler_desc *d, const char *param, do
         /* Only the lower bound can be broken by an int32_t argument. */
         return sift__fail(err, SIFT_E_ARG, "%s: %s must be >= %d, got %d", d->name, param,
                           (int)p->lo, (int)v);
+    const char *n0 = p->range_note ? " (" : "", *n1 = p->range_note ? p->range_note : "",
+               *n2 = p->range_note ? ")" : "";
     switch (p->range) {
     case SIFT__R_IN:
-        return sift__fail(err, SIFT_E_ARG, "%s: %s must be a number in [%g, %g], got %g", d->name,
-                          param, p->lo, p->hi, v);
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be a number in [%g, %g]%s%s%s, got %g",
+                          d->name, param, p->lo, p->hi, n0, n1, n2, v);
     case SIFT__R_GE:
     case SIFT__R_GT:
-        return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and %s %g, got %g", d->name,
-                          param, p->range == SIFT__R_GT ? ">" : ">=", p->lo, v);
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and %s %g%s%s%s, got %g", d->name,
+                          param, p->range == SIFT__R_GT ? ">" : ">=", p->lo, n0, n1, n2, v);
     case SIFT__R_LE:
         return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and <= %g, got %g", d->name,
                           param, p->hi, v);
