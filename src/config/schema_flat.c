@@ -414,12 +414,22 @@ typedef struct flat_values {
     size_t n;
 } flat_values;
 
+/* The value of the registry's flat key `key` (one flat_read_params
+ * read). */
 static double *flat_slot(flat_values *f, const char *key)
 {
     for (size_t i = 0; i < f->n; i++)
         if (!strcmp(f->fv[i].key, key))
             return &f->fv[i].val;
     return NULL;
+}
+
+static double flat_get(const flat_values *f, const char *key)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (!strcmp(f->fv[i].key, key))
+            return f->fv[i].val;
+    return 0;
 }
 
 /* The node of pm's flat key or of its alias (*key: the name given). Both
@@ -531,7 +541,7 @@ static int flat_read_params(cfg_validator *v, const cfg_node *root, flat_values 
  * a base >= 1). `ok`: the other keys were valid. */
 static int flat_dry_window(cfg_validator *v, const cfg_node *root, flat_values *f, int ok)
 {
-    double mult = *flat_slot(f, "dry_multiplier"), base = *flat_slot(f, "dry_base");
+    double mult = flat_get(f, "dry_multiplier"), base = flat_get(f, "dry_base");
     double *last_n = flat_slot(f, "dry_penalty_last_n");
     const cfg_node *n = sift__cfg_find(v, root, "dry_penalty_last_n");
     int dry_on = mult != 0 && base >= 1;
@@ -715,7 +725,7 @@ static void flat_chain(cfg_validator *v, const cfg_node *root, const flat_values
                        const order_item *order, size_t n_order)
 {
     const cfg_node *target_node = sift__cfg_find(v, root, "adaptive_target");
-    double target = *flat_slot((flat_values *)f, "adaptive_target");
+    double target = flat_get(f, "adaptive_target");
     const order_item *sel = NULL;
     for (size_t i = 0; i < n_order && v->st == SIFT_OK; i++) {
         if (order[i].desc->selector)
@@ -743,7 +753,7 @@ static void flat_mirostat_chain(cfg_validator *v, const cfg_node *root, flat_val
                                 int32_t mirostat)
 {
     const cfg_node *sn = sift__cfg_find(v, root, "samplers");
-    if (*flat_slot(f, "adaptive_target") >= 0)
+    if (flat_get(f, "adaptive_target") >= 0)
         sift__cfg_warn_at(v, sift__cfg_find(v, root, "adaptive_target"),
                           "adaptive_target is ignored when mirostat is on");
     if (sn)
