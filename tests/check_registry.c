@@ -65,18 +65,11 @@ START_TEST(test_every_parameter_has_a_doc_line_and_a_field_inside_the_record)
 }
 END_TEST
 
+/* The one range check (registry.c): the YAML validator, the flat form
+ * and the constructors read it. */
 static int in_range(const sift__param *p, double v)
 {
-    if (p->type == SIFT__PT_INT && p->range == SIFT__R_ANY)
-        return v >= INT32_MIN && v <= INT32_MAX;
-    if (p->type == SIFT__PT_FLOAT && p->range == SIFT__R_ANY)
-        return isfinite(v);
-    switch (p->range) {
-    case SIFT__R_IN: return v >= p->lo && v <= p->hi;
-    case SIFT__R_GE: return v >= p->lo;
-    case SIFT__R_GT: return v > p->lo;
-    default: return 1;
-    }
+    return sift__param_ok(p, v);
 }
 
 START_TEST(test_every_default_is_inside_its_own_range)
@@ -233,6 +226,142 @@ START_TEST(test_a_descriptor_class_agrees_with_the_built_stage_class)
 }
 END_TEST
 
+/* The errors a configuration text gets (the config is freed). */
+static size_t config_errors(const char *yaml)
+{
+    sift_config *cfg = NULL;
+    sift_error err;
+    sift_status st = sift_config_parse(&cfg, "t.yaml", yaml, strlen(yaml), NULL, &err);
+    size_t n = cfg ? sift_config_n_errors(cfg) : 1;
+    sift_config_free(cfg);
+    return st == SIFT_OK ? 0 : n ? n : 1;
+}
+
+/* x as the YAML form reads it back exactly: an integer, or a float's
+ * shortest exact decimal. */
+static const char *number(const sift__param *p, double x, char *out)
+{
+    if (p->type == SIFT__PT_FLOAT)
+        snprintf(out, 48, "%.9g", x);
+    else
+        snprintf(out, 48, "%.0f", x);
+    return out;
+}
+
+/* A record of `d` with `p` = x and every other parameter at its default
+ * (a required one at a middle value, as above), into `yaml` as a stage. */
+static void stage_text(const sift__sampler_desc *d, const sift__param *p, double x, char *yaml,
+                       size_t cap)
+{
+    char num[48];
+    size_t k = (size_t)snprintf(yaml, cap, "vocab_size: 100\nchain:\n  - %s: {%s: %s", d->name,
+                                p->name, number(p, x, num));
+    for (size_t r = 0; r < d->n_params; r++)
+        if (d->params[r].required && &d->params[r] != p)
+            k += (size_t)snprintf(yaml + k, cap - k, ", %s: %s", d->params[r].name,
+                                  d->params[r].type == SIFT__PT_FLOAT ? "0.5" : "40");
+    snprintf(yaml + k, cap - k, "}\n%s", d->selector ? "" : "  - dist\n");
+}
+
+/* Builds `d` with `p` = x through its constructor (the public
+ * sift_chain_add_* call behind d->build); SIFT_OK or its status. */
+static sift_status construct(const sift__sampler_desc *d, const sift__param *p, double x)
+{
+    sift__rec rec;
+    sift__rec_defaults(d, &rec, 1);
+    for (size_t r = 0; r < d->n_params; r++)
+        if (d->params[r].required && d->params[r].type == SIFT__PT_FLOAT)
+            *SIFT__REC_FIELD(&rec, &d->params[r], float) = 0.5f;
+        else if (d->params[r].required && d->params[r].type == SIFT__PT_INT)
+            *SIFT__REC_FIELD(&rec, &d->params[r], int32_t) = 40;
+    if (p->type == SIFT__PT_FLOAT)
+        *SIFT__REC_FIELD(&rec, p, float) = (float)x;
+    else
+        *SIFT__REC_FIELD(&rec, p, int32_t) = (int32_t)x;
+    sift_chain_params cp;
+    sift_chain_params_init(&cp);
+    cp.n_vocab = 100;
+    sift_chain *c = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_new(&c, &cp, &err), SIFT_OK);
+    sift__build_env env = {.n_vocab = 100, .trial = 1, .fail = test_fail};
+    sift_status st = d->build(c, &rec, &env, &err);
+    sift_chain_free(c);
+    return st;
+}
+
+/* The parameters whose constructor takes a wider range than the YAML
+ * form, or is not reached by a trial build, and why. */
+static const struct {
+    const char *stage, *param;
+} WIDER[] = {
+    {"temperature", "temp"}, /* sift_chain_add_temp: a negative temp is greedy */
+    /* delta <= 0 (the default) builds sift_chain_add_temp, which has no
+     * delta and no exponent */
+    {"temperature", "delta"},
+    {"temperature", "exponent"},
+    /* a trial build without ids leaves the stage out (no vocabulary) */
+    {"min_tokens", "n"},
+};
+
+static int wider(const sift__sampler_desc *d, const sift__param *p)
+{
+    for (size_t i = 0; i < sizeof WIDER / sizeof WIDER[0]; i++)
+        if (!strcmp(WIDER[i].stage, d->name) && !strcmp(WIDER[i].param, p->name))
+            return 1;
+    return 0;
+}
+
+/* A range is written once, in the descriptor: at each end of every
+ * bounded number parameter and just past it, the YAML validator, the
+ * flat form (where llama.cpp reads the key as the YAML form does) and
+ * the constructor accept exactly what sift__param_ok accepts. */
+START_TEST(test_every_reader_of_a_range_agrees_with_its_descriptor)
+{
+    size_t checked = 0;
+    for (size_t i = 0; sift__samplers[i]; i++) {
+        const sift__sampler_desc *d = sift__samplers[i];
+        for (size_t k = 0; k < d->n_params && !d->value_is_param; k++) {
+            const sift__param *p = &d->params[k];
+            if ((p->type != SIFT__PT_FLOAT && p->type != SIFT__PT_INT) || p->range == SIFT__R_ANY)
+                continue;
+            int fl = p->type == SIFT__PT_FLOAT;
+            double ends[4] = {p->lo, fl ? nextafterf((float)p->lo, -INFINITY) : p->lo - 1,
+                              p->range == SIFT__R_IN ? p->hi : p->lo + 1,
+                              p->range != SIFT__R_IN ? p->lo + 2
+                              : fl                   ? nextafterf((float)p->hi, INFINITY)
+                                                     : p->hi + 1};
+            if (fl && p->range == SIFT__R_IN)
+                ends[2] = (float)p->hi;
+            for (size_t e = 0; e < 4; e++) {
+                double x = ends[e];
+                if (!fl && (x < INT32_MIN || x > INT32_MAX))
+                    continue;
+                int ok = sift__param_ok(p, x);
+                char yaml[512], num[48];
+                stage_text(d, p, x, yaml, sizeof yaml);
+                ck_assert_msg((config_errors(yaml) == 0) == ok, "YAML %s.%s = %.9g: expected %s",
+                              d->name, p->name, x, ok ? "accepted" : "an error");
+                if (p->flat_key && p->flat_rule == SIFT__FLAT_SAME) {
+                    snprintf(yaml, sizeof yaml, "n_ctx: 4096\nvocab_size: 100\n%s: %s\n",
+                             p->flat_key, number(p, x, num));
+                    ck_assert_msg((config_errors(yaml) == 0) == ok, "flat %s = %.9g: expected %s",
+                                  p->flat_key, x, ok ? "accepted" : "an error");
+                }
+                if (!wider(d, p)) {
+                    sift_status st = construct(d, p, x);
+                    ck_assert_msg((st == SIFT_OK) == ok || (ok && st != SIFT_E_ARG),
+                                  "sift_chain_add for %s.%s = %.9g: status %d", d->name, p->name, x,
+                                  (int)st);
+                }
+                checked++;
+            }
+        }
+    }
+    ck_assert_uint_gt(checked, 40);
+}
+END_TEST
+
 /* docs/config.md, read whole (NULL if it cannot be read: the test fails). */
 static char *read_doc(void)
 {
@@ -306,6 +435,74 @@ START_TEST(test_docs_config_lists_every_stage_and_parameter_of_the_registry)
 }
 END_TEST
 
+/* A bound as the docs write it: %g, with a minus sign (U+2212) in place
+ * of '-' when `minus` is set (the docs use both). */
+static void bound(char *out, size_t cap, double x, int minus)
+{
+    if (x < 0 && minus)
+        snprintf(out, cap, "\xe2\x88\x92%g", -x);
+    else
+        snprintf(out, cap, "%g", x);
+}
+
+/* How docs/config.md's stage table writes p's range: "[0, 1]", "≥ 0",
+ * "> 0"; empty for SIFT__R_ANY. */
+static const char *range_text(const sift__param *p, int minus, char *out, size_t cap)
+{
+    char lo[32], hi[32];
+    bound(lo, sizeof lo, p->lo, minus);
+    bound(hi, sizeof hi, p->hi, minus);
+    out[0] = '\0';
+    if (p->range == SIFT__R_IN && !(p->type != SIFT__PT_FLOAT && p->hi == INT32_MAX))
+        snprintf(out, cap, "[%s, %s]", lo, hi);
+    else if (p->range == SIFT__R_IN || p->range == SIFT__R_GE)
+        snprintf(out, cap, "\xe2\x89\xa5 %s", lo);
+    else if (p->range == SIFT__R_GT)
+        snprintf(out, cap, "> %s", lo);
+    else if (p->range == SIFT__R_LE)
+        snprintf(out, cap, "\xe2\x89\xa4 %s", hi);
+    return out;
+}
+
+static int row_says(const char *r, size_t len, const char *want)
+{
+    size_t wl = strlen(want);
+    for (size_t j = 0; j + wl <= len; j++)
+        if (!memcmp(r + j, want, wl))
+            return 1;
+    return 0;
+}
+
+/* The stage table says each number parameter's range as its descriptor
+ * has it: a range changed in the descriptor alone fails here. */
+START_TEST(test_docs_config_states_every_range_of_the_registry)
+{
+    char *doc = read_doc();
+    ck_assert_msg(doc != NULL, "cannot read docs/config.md (srcdir=%s)", getenv("srcdir"));
+    size_t checked = 0;
+    for (size_t i = 0; sift__samplers[i]; i++) {
+        const sift__sampler_desc *d = sift__samplers[i];
+        size_t len = 0;
+        const char *r = row(doc, "## The chain: stages", d->name, &len);
+        ck_assert_msg(r != NULL, "docs/config.md has no stage row for %s", d->name);
+        for (size_t k = 0; k < d->n_params; k++) {
+            const sift__param *p = &d->params[k];
+            char want[96], alt[96];
+            if ((p->type != SIFT__PT_FLOAT && p->type != SIFT__PT_INT) ||
+                !*range_text(p, 0, want, sizeof want))
+                continue;
+            range_text(p, 1, alt, sizeof alt);
+            ck_assert_msg(row_says(r, len, want) || row_says(r, len, alt),
+                          "docs/config.md: the %s row does not say %s's range %s", d->name, p->name,
+                          want);
+            checked++;
+        }
+    }
+    ck_assert_uint_gt(checked, 20);
+    free(doc);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("registry");
@@ -317,6 +514,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_flat_key_shared_by_two_samplers_means_the_same_thing);
     tcase_add_test(tc, test_docs_config_lists_every_stage_and_parameter_of_the_registry);
     tcase_add_test(tc, test_a_descriptor_class_agrees_with_the_built_stage_class);
+    tcase_add_test(tc, test_every_reader_of_a_range_agrees_with_its_descriptor);
+    tcase_add_test(tc, test_docs_config_states_every_range_of_the_registry);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -8,10 +8,19 @@
  * rules, the final selector (dist, or a selector the list names:
  * adaptive_p), the mirostat switch, ignore_eos (a min_tokens stage after
  * the logit biases), and the request keys that are accepted and ignored
- * with a warning. The keys of the samplers' own parameters and
- * the flat sampler names come from their descriptors (flat_key,
- * flat_names, flat_order); the keys listed here belong to no sampler.
- * Messages keep the flat form's key names.
+ * with a warning. The keys of the samplers' own parameters, their
+ * llama.cpp defaults, the way llama.cpp reads each of them, and the flat
+ * sampler names come from their descriptors (flat_key, flat_def,
+ * flat_rule, flat_alias, flat_names, flat_order); the keys listed here
+ * belong to no sampler, and DRY's window is the one parameter read by a
+ * step of its own here (its -1 depends on the other DRY keys). Messages
+ * keep the flat form's key names.
+ *
+ * The steps of sift__cfg_flat_params: the registry's keys
+ * (flat_read_params), DRY's window, mirostat and n_probs, ignore_eos, the
+ * refused and ignored keys, the stages ahead of the list (logit biases,
+ * ignore_eos's ban), the order, then the chain (flat_chain, or
+ * flat_mirostat_chain).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,17 +29,17 @@
 
 /* The sampling keys of llama.cpp's common_params_sampling and of
  * llama-server's /completion request (params_from_json_cmpl) that belong
- * to no sampler's parameter of the registry: aliases, the sampler list,
+ * to no sampler's parameter of the registry: the sampler list,
  * the mirostat switch, ignore_eos, and the keys sift reads only to refuse
  * or ignore. The keys of the samplers' parameters come from their
- * descriptors (flat_key). */
+ * descriptors (flat_key, and flat_alias: llama-server's "temperature"). */
 static const char *const FLAT_KEYS[] = {
-    "temperature", "mirostat",     "samplers",         "n_probs",          "ignore_eos",
+    "mirostat",    "samplers",     "n_probs",          "ignore_eos",
     "json_schema", "grammar_lazy", "grammar_triggers", "preserved_tokens",
 };
 #define N_FLAT (sizeof FLAT_KEYS / sizeof FLAT_KEYS[0])
 
-enum { MAX_REG_FLAT = 128 };
+enum { MAX_REG_FLAT = 128, MAX_REG_ALIASES = 8 };
 
 /* Every distinct flat key of the registry's parameters, with the first
  * parameter that names it (registry order). */
@@ -54,7 +63,8 @@ static int is_flat_key(const cfg_node *key)
     const sift__param *reg[MAX_REG_FLAT];
     size_t nr = registry_flat_keys(reg);
     for (size_t i = 0; i < nr; i++)
-        if (sift__cfg_streq(key, reg[i]->flat_key))
+        if (sift__cfg_streq(key, reg[i]->flat_key) ||
+            (reg[i]->flat_alias && sift__cfg_streq(key, reg[i]->flat_alias)))
             return 1;
     for (size_t i = 0; i < N_FLAT; i++)
         if (sift__cfg_streq(key, FLAT_KEYS[i]))
@@ -103,7 +113,7 @@ static const char *const IGNORED_KEYS[] = {
 };
 #define N_IGNORED (sizeof IGNORED_KEYS / sizeof IGNORED_KEYS[0])
 
-_Static_assert(MAX_REG_FLAT + N_FLAT + N_IGNORED <= SIFT__CFG_MAX_FLAT_FORM_KEYS,
+_Static_assert(MAX_REG_FLAT + MAX_REG_ALIASES + N_FLAT + N_IGNORED <= SIFT__CFG_MAX_FLAT_FORM_KEYS,
                "sift__cfg_flat_form_keys may write more keys than its callers hold");
 
 static int in_list(const cfg_node *key, const char *const *names, size_t n)
@@ -120,6 +130,9 @@ size_t sift__cfg_flat_form_keys(const char **out)
     size_t nr = registry_flat_keys(reg), n = 0;
     for (size_t i = 0; i < nr; i++)
         out[n++] = reg[i]->flat_key;
+    for (size_t i = 0, na = 0; i < nr && na < MAX_REG_ALIASES; i++)
+        if (reg[i]->flat_alias)
+            out[n++] = reg[i]->flat_alias, na++;
     for (size_t i = 0; i < N_FLAT; i++)
         out[n++] = FLAT_KEYS[i];
     for (size_t i = 0; i < N_IGNORED; i++)
@@ -184,46 +197,135 @@ static size_t flat_names(flat_name *out)
     return n;
 }
 
-typedef struct flat {
-    int32_t top_k, repeat_last_n, dry_allowed_length, dry_last_n, mirostat, min_keep;
-    float top_p, min_p, typical_p, temp, dyn_range, dyn_exp, repeat, freq, presence;
-    float dry_mult, dry_base, xtc_p, xtc_t, sigma, tau, eta;
-} flat;
-
 typedef struct order_item {
     const sift__sampler_desc *desc;
     int32_t line, col;
 } order_item;
 
-static int flat_float_in(cfg_validator *v, const cfg_node *root, const char *key, double lo,
-                         double hi, float *out)
+/* The flat form's sampler names and characters, for reading `samplers`. */
+typedef struct flat_vocab {
+    flat_name names[MAX_FLAT_NAMES];
+    size_t nn;
+    const sift__sampler_desc *ord[MAX_FLAT_ORDER];
+    char chars[MAX_FLAT_ORDER + 1];
+    size_t no;
+} flat_vocab;
+
+static void flat_vocab_init(flat_vocab *fv)
 {
-    const cfg_node *n = sift__cfg_find(v, root, key);
-    return !n || sift__cfg_get_float_in(v, n, key, lo, hi, out);
+    size_t n_order;
+    fv->nn = flat_names(fv->names);
+    fv->no = flat_named(fv->ord, &n_order);
+    for (size_t i = 0; i < fv->no; i++)
+        fv->chars[i] = fv->ord[i]->flat_char;
+    fv->chars[fv->no] = '\0';
 }
 
-static int flat_finite(cfg_validator *v, const cfg_node *root, const char *key, float *out)
+static const flat_name *flat_name_of(const flat_vocab *fv, const char *s, size_t len)
 {
-    const cfg_node *n = sift__cfg_find(v, root, key);
-    return !n || sift__cfg_get_finite(v, n, key, out);
+    for (size_t t = 0; t < fv->nn; t++)
+        if (strlen(fv->names[t].name) == len && !memcmp(fv->names[t].name, s, len))
+            return &fv->names[t];
+    return NULL;
 }
 
-/* Splits the `samplers` value ("a;b;c" or a list) into order items. */
+/* llama-server reads a string as one character per sampler ("kfypmt"); a
+ * string that is one of the names, or has a ';', is a list of names
+ * (common's --samplers). */
+static int is_char_list(const flat_vocab *fv, const cfg_node *n, const cfg_node *s)
+{
+    if (n->type != CFG_SCALAR || s->len == 0 || memchr(s->val, ';', s->len) ||
+        flat_name_of(fv, s->val, s->len))
+        return 0;
+    for (size_t c = 0; c < s->len; c++)
+        if (!memchr(fv->chars, s->val[c], fv->no))
+            return 0;
+    return 1;
+}
+
+/* Appends the samplers of a character list to items[*k..64). */
+static int order_chars(cfg_validator *v, const flat_vocab *fv, const cfg_node *s, order_item *items,
+                       size_t *k)
+{
+    for (size_t c = 0; c < s->len; c++) {
+        if (*k == 64)
+            return sift__cfg_err_at(v, s, SIFT_E_CONFIG_LIMIT, "samplers: more than 64 entries");
+        items[*k].desc = fv->ord[(const char *)memchr(fv->chars, s->val[c], fv->no) - fv->chars];
+        sift__cfg_linecol(&v->cfg->src, (size_t)sift__cfg_scalar_offset(v->cfg, s, c),
+                          &items[*k].line, &items[*k].col);
+        (*k)++;
+    }
+    return 1;
+}
+
+/* Appends the sampler named s->val[a..b) to items[*k..64), or reports
+ * an unknown or unsupported name; returns -1 after "more than 64". */
+static int order_name(cfg_validator *v, const flat_vocab *fv, const cfg_node *s, size_t a, size_t b,
+                      order_item *items, size_t *k)
+{
+    const flat_name *fn = flat_name_of(fv, s->val + a, b - a);
+    int64_t off = sift__cfg_scalar_offset(v->cfg, s, a);
+    char nm[48];
+    size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
+    memcpy(nm, s->val + a, l);
+    nm[l] = '\0';
+    if (!fn) {
+        const char *nms[MAX_FLAT_NAMES];
+        for (size_t t = 0; t < fv->nn; t++)
+            nms[t] = fv->names[t].name;
+        const char *dm = sift__cfg_did_you_mean(v, nm, l, nms, fv->nn);
+        return sift__cfg_err_off(v, off, SIFT_E_CONFIG_VALUE,
+                                 "samplers: unknown sampler '%s'%s%s%s", nm,
+                                 dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
+    }
+    if (!fn->desc)
+        return sift__cfg_err_off(v, off, SIFT_E_CONFIG_VALUE,
+                                 "samplers: '%s' is not supported by sift", nm);
+    if (*k == 64)
+        return sift__cfg_err_off(v, off, SIFT_E_CONFIG_LIMIT, "samplers: more than 64 entries"), -1;
+    items[*k].desc = fn->desc;
+    sift__cfg_linecol(&v->cfg->src, (size_t)off, &items[*k].line, &items[*k].col);
+    (*k)++;
+    return 1;
+}
+
+/* Appends the samplers of a ';'-separated list of names. */
+static int order_names(cfg_validator *v, const flat_vocab *fv, const cfg_node *s, order_item *items,
+                       size_t *k)
+{
+    int ok = 1;
+    size_t i = 0;
+    while (i <= s->len && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR)) {
+        size_t j = i;
+        while (j < s->len && s->val[j] != ';')
+            j++;
+        size_t a = i, b = j;
+        while (a < b && (s->val[a] == ' ' || s->val[a] == '\t'))
+            a++;
+        while (b > a && (s->val[b - 1] == ' ' || s->val[b - 1] == '\t'))
+            b--;
+        if (b > a) {
+            int r = order_name(v, fv, s, a, b, items, k);
+            if (r <= 0)
+                ok = 0;
+            if (r < 0)
+                break;
+        }
+        i = j + 1;
+    }
+    return ok;
+}
+
+/* Splits the `samplers` value ("a;b;c", "kfypmt" or a list) into order
+ * items. */
 static int sampler_order(cfg_validator *v, const cfg_node *n, order_item *items, size_t *count)
 {
     size_t k = 0;
     int ok = 1;
     const cfg_node *list[64];
     size_t nl = 0;
-    flat_name names[MAX_FLAT_NAMES];
-    size_t nn = flat_names(names);
-    const sift__sampler_desc *ord[MAX_FLAT_ORDER];
-    size_t n_order, no = flat_named(ord, &n_order);
-    (void)n_order;
-    char chars_of[MAX_FLAT_ORDER + 1];
-    for (size_t i = 0; i < no; i++)
-        chars_of[i] = ord[i]->flat_char;
-    chars_of[no] = '\0';
+    flat_vocab fv;
+    flat_vocab_init(&fv);
     if (n->bad)
         return 0;
     if (n->type == CFG_SEQ) {
@@ -239,81 +341,12 @@ static int sampler_order(cfg_validator *v, const cfg_node *n, order_item *items,
     }
     for (size_t li = 0; li < nl; li++) {
         const cfg_node *s = list[li];
-        if (!sift__cfg_get_str(v, s, "samplers")) {
+        if (!sift__cfg_get_str(v, s, "samplers"))
             ok = 0;
-            continue;
-        }
-        /* llama-server reads a string as one character per sampler
-         * ("kfypmt"); a string that is one of the names, or has a ';', is
-         * a list of names (common's --samplers). */
-        int chars = n->type == CFG_SCALAR && s->len > 0 && !memchr(s->val, ';', s->len);
-        for (size_t t = 0; t < nn && chars; t++)
-            if (strlen(names[t].name) == s->len && !memcmp(names[t].name, s->val, s->len))
-                chars = 0;
-        for (size_t c = 0; c < s->len && chars; c++)
-            if (!memchr(chars_of, s->val[c], no))
-                chars = 0;
-        if (chars) {
-            for (size_t c = 0; c < s->len; c++) {
-                if (k == 64) {
-                    ok = sift__cfg_err_at(v, s, SIFT_E_CONFIG_LIMIT,
-                                          "samplers: more than 64 entries");
-                    break;
-                }
-                items[k].desc = ord[(const char *)memchr(chars_of, s->val[c], no) - chars_of];
-                sift__cfg_linecol(&v->cfg->src, (size_t)sift__cfg_scalar_offset(v->cfg, s, c),
-                                  &items[k].line, &items[k].col);
-                k++;
-            }
-            continue;
-        }
-        size_t i = 0;
-        while (i <= s->len && sift__cfg_keeps(v->cfg, SIFT_SEVERITY_ERROR)) {
-            size_t j = i;
-            while (j < s->len && s->val[j] != ';')
-                j++;
-            size_t a = i, b = j;
-            while (a < b && (s->val[a] == ' ' || s->val[a] == '\t'))
-                a++;
-            while (b > a && (s->val[b - 1] == ' ' || s->val[b - 1] == '\t'))
-                b--;
-            if (b > a) {
-                const flat_name *fn = NULL;
-                for (size_t t = 0; t < nn && !fn; t++)
-                    if (strlen(names[t].name) == b - a && !memcmp(names[t].name, s->val + a, b - a))
-                        fn = &names[t];
-                int64_t off = sift__cfg_scalar_offset(v->cfg, s, a);
-                if (!fn) {
-                    const char *nms[MAX_FLAT_NAMES];
-                    for (size_t t = 0; t < nn; t++)
-                        nms[t] = names[t].name;
-                    char nm[48];
-                    size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
-                    memcpy(nm, s->val + a, l);
-                    nm[l] = '\0';
-                    const char *dm = sift__cfg_did_you_mean(v, nm, l, nms, nn);
-                    ok = sift__cfg_err_off(
-                        v, off, SIFT_E_CONFIG_VALUE, "samplers: unknown sampler '%s'%s%s%s", nm,
-                        dm ? " (did you mean '" : "", dm ? dm : "", dm ? "'?)" : "");
-                } else if (!fn->desc) {
-                    char nm[48];
-                    size_t l = b - a < sizeof nm - 1 ? b - a : sizeof nm - 1;
-                    memcpy(nm, s->val + a, l);
-                    nm[l] = '\0';
-                    ok = sift__cfg_err_off(v, off, SIFT_E_CONFIG_VALUE,
-                                           "samplers: '%s' is not supported by sift", nm);
-                } else if (k < 64) {
-                    items[k].desc = fn->desc;
-                    sift__cfg_linecol(&v->cfg->src, (size_t)off, &items[k].line, &items[k].col);
-                    k++;
-                } else {
-                    ok = sift__cfg_err_off(v, off, SIFT_E_CONFIG_LIMIT,
-                                           "samplers: more than 64 entries");
-                    break;
-                }
-            }
-            i = j + 1;
-        }
+        else if (is_char_list(&fv, n, s))
+            ok &= order_chars(v, &fv, s, items, &k);
+        else
+            ok &= order_names(v, &fv, s, items, &k);
     }
     *count = k;
     return ok;
@@ -370,68 +403,159 @@ static int flat_stage(cfg_validator *v, const sift__sampler_desc *d, const flat_
     return 1;
 }
 
-void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
+/* ------------------------------------------------------------------ */
+/* The samplers' parameters, read by their descriptors                 */
+/* ------------------------------------------------------------------ */
+
+/* The values of the registry's flat keys, read as llama.cpp reads them;
+ * each stage's record is filled from them (flat_stage). */
+typedef struct flat_values {
+    flat_value fv[MAX_REG_FLAT];
+    size_t n;
+} flat_values;
+
+/* The value of the registry's flat key `key` (one flat_read_params
+ * read). */
+static double *flat_slot(flat_values *f, const char *key)
 {
-    flat f = {40,   64,   2, -1, 0, 0,     0.95f, 0.05f, 1.0f,  0.8f, 0,
-              1.0f, 1.0f, 0, 0,  0, 1.75f, 0,     0.1f,  -1.0f, 5.0f, 0.1f};
+    for (size_t i = 0; i < f->n; i++)
+        if (!strcmp(f->fv[i].key, key))
+            return &f->fv[i].val;
+    return NULL;
+}
+
+static double flat_get(const flat_values *f, const char *key)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (!strcmp(f->fv[i].key, key))
+            return f->fv[i].val;
+    return 0;
+}
+
+/* The node of pm's flat key or of its alias (*key: the name given). Both
+ * given is an error (*ok = 0); the alias is then read. */
+static const cfg_node *flat_node(cfg_validator *v, const cfg_node *root, const sift__param *pm,
+                                 const char **key, int *ok)
+{
+    const cfg_node *n = sift__cfg_find(v, root, pm->flat_key);
+    const cfg_node *an = pm->flat_alias ? sift__cfg_find(v, root, pm->flat_alias) : NULL;
+    *key = pm->flat_key;
+    if (!an)
+        return n;
+    if (n)
+        *ok = sift__cfg_err_at(v, sift__cfg_key_of(v, root, an), SIFT_E_CONFIG_KEY,
+                               "give either '%s' or '%s' (the same parameter), not both",
+                               pm->flat_key, pm->flat_alias);
+    *key = pm->flat_alias;
+    return an;
+}
+
+/* What llama.cpp does with a valid value outside the YAML range. */
+static void flat_rule(cfg_validator *v, const sift__param *pm, const cfg_node *n, const char *key,
+                      double *val)
+{
+    switch (pm->flat_rule) {
+    case SIFT__FLAT_NEG_GREEDY:
+        if (*val < 0)
+            sift__cfg_warn_at(v, n, "%s %s < 0 acts as 0 (greedy), as in llama.cpp", key,
+                              sift__cfg_echo(v, n));
+        break;
+    case SIFT__FLAT_NEG_OFF:
+        if (*val < 0)
+            *val = -1; /* any negative value is off */
+        break;
+    case SIFT__FLAT_CLAMP:
+        if (!sift__param_ok(pm, *val)) {
+            sift__cfg_warn_at(v, n, "%s %s is clamped to [%g, %g], as in llama.cpp", key,
+                              sift__cfg_echo(v, n), pm->lo, pm->hi);
+            *val = *val < pm->lo ? pm->lo : (double)(float)pm->hi;
+        }
+        break;
+    case SIFT__FLAT_SAME:
+    case SIFT__FLAT_OWN: break;
+    }
+}
+
+/* Reads pm's flat key into *val (llama.cpp's default if it is absent)
+ * with pm's type and range, or the range of its flat rule; returns 0
+ * after reporting. */
+static int flat_read(cfg_validator *v, const cfg_node *root, const sift__param *pm, double *val)
+{
     int ok = 1;
-    const cfg_node *n;
-    if ((n = sift__cfg_find(v, root, "top_k")))
-        ok &= sift__cfg_get_int_in(v, n, "top_k", INT32_MIN, INT32_MAX, &f.top_k);
-    ok &= flat_float_in(v, root, "top_p", 0, 1, &f.top_p);
-    ok &= flat_float_in(v, root, "min_p", 0, 1, &f.min_p);
-    ok &= flat_float_in(v, root, "typical_p", 0, 1, &f.typical_p);
-    /* llama-server's request says temperature, common's params temp. */
-    const cfg_node *tk = sift__cfg_find(v, root, "temperature");
-    const char *tname = tk ? "temperature" : "temp";
-    if (tk && sift__cfg_find(v, root, "temp"))
-        ok = sift__cfg_err_at(v, sift__cfg_key_of(v, root, tk), SIFT_E_CONFIG_KEY,
-                              "give either 'temp' or 'temperature' (the same parameter), not both");
-    ok &= flat_finite(v, root, tname, &f.temp);
-    if ((n = sift__cfg_find(v, root, tname)) && ok && f.temp < 0)
-        sift__cfg_warn_at(v, n, "%s %s < 0 acts as 0 (greedy), as in llama.cpp", tname,
-                          sift__cfg_echo(v, n));
-    if ((n = sift__cfg_find(v, root, "dynatemp_range"))) {
-        ok &= sift__cfg_get_finite(v, n, "dynatemp_range", &f.dyn_range);
-        if (ok && f.dyn_range < 0)
-            ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "dynatemp_range must be >= 0, got %s",
-                                  sift__cfg_echo(v, n));
+    const char *key;
+    const cfg_node *n = flat_node(v, root, pm, &key, &ok);
+    *val = pm->flat_def;
+    if (!n)
+        return ok;
+    sift__param at = *pm;
+    at.off = 0;
+    if (pm->flat_rule != SIFT__FLAT_SAME) {
+        at.range = pm->flat_range;
+        at.lo = pm->flat_lo;
+        at.hi = pm->flat_hi;
+        at.range_note = NULL;
+    } else if (pm->type == SIFT__PT_INT && pm->range == SIFT__R_GE) {
+        /* The flat form says an integer's range as an interval. */
+        at.range = SIFT__R_IN;
+        at.hi = INT32_MAX;
     }
-    if ((n = sift__cfg_find(v, root, "dynatemp_exponent"))) {
-        ok &= sift__cfg_get_finite(v, n, "dynatemp_exponent", &f.dyn_exp);
-        if (ok && !(f.dyn_exp > 0))
-            ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE,
-                                  "dynatemp_exponent must be > 0, got %s", sift__cfg_echo(v, n));
+    sift__rec tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (!sift__cfg_value_param(v, &at, n, key, &tmp))
+        return 0;
+    if (pm->type == SIFT__PT_FLOAT)
+        *val = *(const float *)(const void *)tmp.b;
+    else if (pm->type == SIFT__PT_BOOL || pm->type == SIFT__PT_ENUM)
+        *val = *(const int *)(const void *)tmp.b;
+    else
+        *val = *(const int32_t *)(const void *)tmp.b;
+    if (ok)
+        flat_rule(v, pm, n, key, val);
+    return ok;
+}
+
+/* Every flat key of the registry's number, boolean and choice
+ * parameters; the lists (DRY's breakers, the logit biases) are read with
+ * their stages. */
+static int flat_read_params(cfg_validator *v, const cfg_node *root, flat_values *f)
+{
+    const sift__param *reg[MAX_REG_FLAT];
+    size_t nr = registry_flat_keys(reg);
+    int ok = 1;
+    f->n = 0;
+    for (size_t i = 0; i < nr; i++) {
+        const sift__param *pm = reg[i];
+        if (pm->type == SIFT__PT_STRING_LIST || pm->type == SIFT__PT_ID_FLOAT_MAP)
+            continue;
+        flat_value *fv = &f->fv[f->n++];
+        fv->key = pm->flat_key;
+        fv->val = pm->flat_def;
+        if (pm->flat_rule != SIFT__FLAT_OWN)
+            ok &= flat_read(v, root, pm, &fv->val);
     }
-    if ((n = sift__cfg_find(v, root, "repeat_penalty"))) {
-        ok &= sift__cfg_get_finite(v, n, "repeat_penalty", &f.repeat);
-        if (ok && !(f.repeat > 0))
-            ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "repeat_penalty must be > 0, got %s",
-                                  sift__cfg_echo(v, n));
-    }
-    if ((n = sift__cfg_find(v, root, "repeat_last_n")))
-        ok &= sift__cfg_window(v, n, "repeat_last_n", &f.repeat_last_n);
-    ok &= flat_finite(v, root, "frequency_penalty", &f.freq);
-    ok &= flat_finite(v, root, "presence_penalty", &f.presence);
-    if ((n = sift__cfg_find(v, root, "dry_multiplier"))) {
-        ok &= sift__cfg_get_finite(v, n, "dry_multiplier", &f.dry_mult);
-        if (ok && f.dry_mult < 0)
-            ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "dry_multiplier must be >= 0, got %s",
-                                  sift__cfg_echo(v, n));
-    }
-    ok &= flat_finite(v, root, "dry_base", &f.dry_base);
-    if ((n = sift__cfg_find(v, root, "dry_allowed_length")))
-        ok &= sift__cfg_get_int_in(v, n, "dry_allowed_length", 0, INT32_MAX, &f.dry_allowed_length);
-    const cfg_node *dry_last = sift__cfg_find(v, root, "dry_penalty_last_n");
-    int dry_on = f.dry_mult != 0 && f.dry_base >= 1;
-    if (dry_last) {
-        int64_t x;
-        if (!sift__cfg_get_int(v, dry_last, "dry_penalty_last_n", &x))
+    return ok;
+}
+
+/* DRY's window, as llama.cpp resolves it: its -1 (the context size, and
+ * the default) counts only when DRY is on (a multiplier other than 0 and
+ * a base >= 1). `ok`: the other keys were valid. */
+static int flat_dry_window(cfg_validator *v, const cfg_node *root, flat_values *f, int ok)
+{
+    double mult = flat_get(f, "dry_multiplier"), base = flat_get(f, "dry_base");
+    double *last_n = flat_slot(f, "dry_penalty_last_n");
+    const cfg_node *n = sift__cfg_find(v, root, "dry_penalty_last_n");
+    int dry_on = mult != 0 && base >= 1;
+    int32_t w = 0;
+    int64_t x;
+    if (n) {
+        if (!sift__cfg_get_int(v, n, "dry_penalty_last_n", &x))
             ok = 0;
         else if (x == -1 && !dry_on)
-            f.dry_last_n = 0;
-        else if (sift__cfg_window(v, dry_last, "dry_penalty_last_n", &f.dry_last_n) == 0)
+            *last_n = 0;
+        else if (sift__cfg_window(v, n, "dry_penalty_last_n", &w) == 0)
             ok = 0;
+        else
+            *last_n = w;
     } else if (dry_on && ok && v->n_ctx > 0) {
         if (v->n_ctx > SIFT_DEFAULT_MAX_HISTORY)
             ok = sift__cfg_err_at(
@@ -439,21 +563,31 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
                 "dry_penalty_last_n defaults to -1, n_ctx %d, which exceeds max_history %d",
                 (int)v->n_ctx, SIFT_DEFAULT_MAX_HISTORY);
         else
-            f.dry_last_n = v->n_ctx;
+            *last_n = v->n_ctx;
     } else if (dry_on && ok) {
         ok = sift__cfg_err_at(
             v, sift__cfg_find(v, root, "dry_multiplier"), SIFT_E_CONFIG_VALUE,
             "dry_penalty_last_n defaults to -1 (the context size): set n_ctx to the "
             "context size, or dry_penalty_last_n to a window");
     }
-    if (ok && f.dry_mult != 0 && f.dry_base < 1)
+    if (ok && mult != 0 && base < 1)
         sift__cfg_warn_at(v, sift__cfg_find(v, root, "dry_base"), "dry_base < 1 turns DRY off");
-    ok &= flat_float_in(v, root, "xtc_probability", 0, 1, &f.xtc_p);
-    ok &= flat_float_in(v, root, "xtc_threshold", 0, 1, &f.xtc_t);
-    ok &= flat_finite(v, root, "top_n_sigma", &f.sigma);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ */
+/* The flat form's own keys                                            */
+/* ------------------------------------------------------------------ */
+
+/* mirostat (0, 1 or 2 into *mirostat) and n_probs. */
+static int flat_mirostat(cfg_validator *v, const cfg_node *root, int32_t *mirostat)
+{
+    int ok = 1;
+    const cfg_node *n;
+    *mirostat = 0;
     if ((n = sift__cfg_find(v, root, "mirostat"))) {
-        if (sift__cfg_get_int_in(v, n, "mirostat", 0, 2, &f.mirostat)) {
-            if (f.mirostat == 1 && !v->vocab_size && !v->has_vocab_file)
+        if (sift__cfg_get_int_in(v, n, "mirostat", 0, 2, mirostat)) {
+            if (*mirostat == 1 && !v->vocab_size && !v->has_vocab_file)
                 ok = sift__cfg_err_at(
                     v, n, SIFT_E_CONFIG_VALUE,
                     "mirostat 1 needs the vocabulary size: set vocab_size (or vocab)");
@@ -461,20 +595,6 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
             ok = 0;
         }
     }
-    if ((n = sift__cfg_find(v, root, "mirostat_tau"))) {
-        ok &= sift__cfg_get_finite(v, n, "mirostat_tau", &f.tau);
-        if (ok && f.tau < 0)
-            ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "mirostat_tau must be >= 0, got %s",
-                                  sift__cfg_echo(v, n));
-    }
-    if ((n = sift__cfg_find(v, root, "mirostat_eta"))) {
-        ok &= sift__cfg_get_finite(v, n, "mirostat_eta", &f.eta);
-        if (ok && f.eta < 0)
-            ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "mirostat_eta must be >= 0, got %s",
-                                  sift__cfg_echo(v, n));
-    }
-    if ((n = sift__cfg_find(v, root, "min_keep")))
-        ok &= sift__cfg_get_int_in(v, n, "min_keep", 0, INT32_MAX, &f.min_keep);
     if ((n = sift__cfg_find(v, root, "n_probs"))) {
         int32_t np;
         if (sift__cfg_get_int_in(v, n, "n_probs", 0, INT32_MAX, &np))
@@ -482,20 +602,17 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
         else
             ok = 0;
     }
-    /* ignore_eos: true bans the vocabulary's end-of-generation tokens for
-     * the whole generation (llama-server adds them to the logit biases
-     * at -inf): a min_tokens stage with n = -1 and no ids. */
-    const cfg_node *ignore_eos = NULL;
-    if ((n = sift__cfg_find(v, root, "ignore_eos"))) {
-        int b = 0;
-        if (!sift__cfg_get_bool(v, n, "ignore_eos", &b))
-            ok = 0;
-        else if (b)
-            ignore_eos = n;
-    }
-    /* json_schema: turned into a check-mode grammar by
-     * sift__cfg_flat_json_schema after the parameters (schema.c); with a
-     * grammar beside it, llama-server refuses both. */
+    return ok;
+}
+
+/* The grammar keys sift refuses or ignores in the flat form (json_schema
+ * itself is read by sift__cfg_flat_json_schema after the parameters,
+ * schema.c; with a grammar beside it, llama-server refuses both), and
+ * the request keys that are not sampling parameters. */
+static int flat_refused_keys(cfg_validator *v, const cfg_node *root)
+{
+    int ok = 1;
+    const cfg_node *n;
     if ((n = sift__cfg_find(v, root, "json_schema")) && !n->bad && !sift__cfg_is_null(n)) {
         const cfg_node *gr = sift__cfg_find(v, root, "grammar");
         if (gr && !(gr->type == CFG_SCALAR && (sift__cfg_is_null(gr) || gr->len == 0)))
@@ -520,29 +637,6 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
             "mapping with its lazy triggers (grammar.lazy)");
     if ((n = sift__cfg_find(v, root, "preserved_tokens")))
         sift__cfg_warn_at(v, n, "preserved_tokens does not change sampling; ignored");
-    /* adaptive-p's keys: llama.cpp takes any target <= 1 (negative =
-     * off: the sampler draws as dist does) and clamps the decay to
-     * [0, 0.99]. They matter only when samplers names adaptive_p. */
-    float ap_target = -1.0f, ap_decay = 0.9f;
-    const cfg_node *ap_target_node = sift__cfg_find(v, root, "adaptive_target");
-    if ((n = ap_target_node)) {
-        if (!sift__cfg_get_finite(v, n, "adaptive_target", &ap_target))
-            ok = 0;
-        else if (ap_target > 1)
-            ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "adaptive_target must be <= 1, got %s",
-                                  sift__cfg_echo(v, n));
-        else if (ap_target < 0)
-            ap_target = -1.0f; /* any negative value is off */
-    }
-    if ((n = sift__cfg_find(v, root, "adaptive_decay"))) {
-        if (!sift__cfg_get_finite(v, n, "adaptive_decay", &ap_decay)) {
-            ok = 0;
-        } else if (ap_decay < 0 || ap_decay > 0.99f) {
-            sift__cfg_warn_at(v, n, "adaptive_decay %s is clamped to [0, 0.99], as in llama.cpp",
-                              sift__cfg_echo(v, n));
-            ap_decay = ap_decay < 0 ? 0.0f : 0.99f;
-        }
-    }
     for (uint32_t ki = root->first; ki != CFG_NONE;) {
         const cfg_node *key = NODE(v, ki);
         if (!key->bad && in_list(key, IGNORED_KEYS, N_IGNORED))
@@ -550,8 +644,32 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
                               sift__cfg_echo(v, key));
         ki = key->next == CFG_NONE ? CFG_NONE : NODE(v, key->next)->next;
     }
-    /* llama.cpp's common sampler puts the logit biases ahead of the
-     * samplers list: stage 0. */
+    return ok;
+}
+
+/* ignore_eos: true bans the vocabulary's end-of-generation tokens for
+ * the whole generation (llama-server adds them to the logit biases at
+ * -inf). Returns its node when true, else NULL; *ok = 0 if invalid. */
+static const cfg_node *flat_ignore_eos(cfg_validator *v, const cfg_node *root, int *ok)
+{
+    const cfg_node *n = sift__cfg_find(v, root, "ignore_eos");
+    int b = 0;
+    if (!n)
+        return NULL;
+    if (!sift__cfg_get_bool(v, n, "ignore_eos", &b))
+        *ok = 0;
+    return b ? n : NULL;
+}
+
+/* The stages llama.cpp puts ahead of the samplers list: the logit
+ * biases, then ignore_eos's ban (llama-server's biases hold it). With no
+ * ids, min_tokens with n = -1 bans the vocabulary's end-of-generation
+ * ids: the build needs the vocabulary, and a trial build leaves the
+ * stage out, as it leaves out DRY's breakers. */
+static int flat_leading_stages(cfg_validator *v, const cfg_node *root, const cfg_node *ignore_eos,
+                               int ok)
+{
+    const cfg_node *n;
     if ((n = sift__cfg_find(v, root, "logit_bias"))) {
         cfg_stage lb;
         memset(&lb, 0, sizeof lb);
@@ -564,10 +682,6 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
         if (v->cfg->n_errors != before)
             ok = 0;
     }
-    /* ignore_eos's ban, right after the biases (llama-server's biases
-     * hold it). With no ids, min_tokens bans the vocabulary's
-     * end-of-generation ids: the build needs the vocabulary, and a trial
-     * build leaves the stage out, as it leaves out DRY's breakers. */
     if (ignore_eos && ok) {
         cfg_stage mt;
         memset(&mt, 0, sizeof mt);
@@ -578,118 +692,95 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
         *SIFT__REC_FIELD(&mt.rec, sift__param_find(mt.desc, "n"), int32_t) = -1;
         sift__cfg_push(v, &mt);
     }
-    order_item order[64];
-    size_t n_order = 0;
-    const cfg_node *sn = sift__cfg_find(v, root, "samplers");
-    if (sn) {
-        ok &= sampler_order(v, sn, order, &n_order);
-    } else {
-        const sift__sampler_desc *ord[MAX_FLAT_ORDER];
-        n_order = flat_order(ord);
-        for (size_t i = 0; i < n_order; i++) {
-            order[i].desc = ord[i];
-            order[i].line = root->line;
-            order[i].col = root->col;
-        }
-    }
-    /* The values of llama.cpp's keys, as validated above; each stage's
-     * record is filled from its parameters' flat keys. */
-    const flat_value known[] = {
-        {"top_k", f.top_k},
-        {"top_p", f.top_p},
-        {"min_p", f.min_p},
-        {"typical_p", f.typical_p},
-        {"temp", f.temp},
-        {"dynatemp_range", f.mirostat ? 0 : f.dyn_range},
-        {"dynatemp_exponent", f.dyn_exp},
-        {"repeat_penalty", f.repeat},
-        {"repeat_last_n", f.repeat_last_n},
-        {"frequency_penalty", f.freq},
-        {"presence_penalty", f.presence},
-        {"dry_multiplier", f.dry_mult},
-        {"dry_base", f.dry_base},
-        {"dry_allowed_length", f.dry_allowed_length},
-        {"dry_penalty_last_n", f.dry_last_n},
-        {"xtc_probability", f.xtc_p},
-        {"xtc_threshold", f.xtc_t},
-        {"top_n_sigma", f.sigma},
-        {"mirostat_tau", f.tau},
-        {"mirostat_eta", f.eta},
-        {"min_keep", f.min_keep},
-        {"adaptive_target", ap_target},
-        {"adaptive_decay", ap_decay},
-    };
-    flat_value fv[MAX_REG_FLAT + 32];
-    size_t n_fv = 0;
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        fv[n_fv++] = known[i];
-    /* The flat keys of the other samplers' number, boolean and choice
-     * parameters: their descriptors' types and ranges. */
-    const sift__param *reg[MAX_REG_FLAT];
-    size_t nr = registry_flat_keys(reg);
-    for (size_t i = 0; i < nr; i++) {
-        const sift__param *pm = reg[i];
-        int seen = pm->type == SIFT__PT_STRING_LIST || pm->type == SIFT__PT_ID_FLOAT_MAP;
-        for (size_t k = 0; k < n_fv && !seen; k++)
-            seen = !strcmp(fv[k].key, pm->flat_key);
-        if (seen || n_fv == sizeof fv / sizeof fv[0])
-            continue;
-        sift__rec tmp;
-        memset(&tmp, 0, sizeof tmp);
-        sift__param at = *pm;
-        at.off = 0;
-        double val = pm->flat_def;
-        const cfg_node *kn = sift__cfg_find(v, root, pm->flat_key);
-        if (kn && !sift__cfg_value_param(v, &at, kn, pm->flat_key, &tmp)) {
-            ok = 0;
-        } else if (kn) {
-            if (pm->type == SIFT__PT_FLOAT)
-                val = *(const float *)(const void *)tmp.b;
-            else if (pm->type == SIFT__PT_BOOL || pm->type == SIFT__PT_ENUM)
-                val = *(const int *)(const void *)tmp.b;
-            else
-                val = *(const int32_t *)(const void *)tmp.b;
-        }
-        fv[n_fv++] = (flat_value){pm->flat_key, val};
-    }
-    if (!ok || v->st != SIFT_OK)
-        return;
+    return ok;
+}
 
-    /* The chain llama.cpp's common_sampler_init builds, without the
-     * samplers its constructors turn into no-ops (docs/config.md). A
-     * selector the list names (adaptive_p) is no place in the order: it
-     * replaces dist at the end, unless its values make it draw as dist
-     * does (a negative adaptive_target). */
-    if (f.mirostat == 0) {
-        const order_item *sel = NULL;
-        for (size_t i = 0; i < n_order && v->st == SIFT_OK; i++) {
-            if (order[i].desc->selector)
-                sel = sel ? sel : &order[i];
-            else
-                flat_stage(v, order[i].desc, fv, n_fv, order[i].line, order[i].col);
-        }
-        if (v->st == SIFT_OK && sel && flat_stage(v, sel->desc, fv, n_fv, sel->line, sel->col))
-            return;
-        if (sel && v->st == SIFT_OK)
-            sift__cfg_warn_lc(v, sel->line, sel->col,
-                              "adaptive_p is off: adaptive_target is %s (negative; llama.cpp's "
-                              "default is -1), so the chain ends with dist, as in llama.cpp",
-                              ap_target_node ? sift__cfg_echo(v, ap_target_node) : "-1");
-        else if (ap_target >= 0)
-            sift__cfg_warn_at(v, ap_target_node,
-                              "adaptive_target is ignored: samplers does not name adaptive_p "
-                              "(as in llama.cpp)");
-        flat_stage(v, sift__cfg_desc_named("dist"), fv, n_fv, root->line, root->col);
-        return;
+/* The `samplers` order, or llama.cpp's default one. */
+static int flat_order_items(cfg_validator *v, const cfg_node *root, order_item *order,
+                            size_t *n_order)
+{
+    const cfg_node *sn = sift__cfg_find(v, root, "samplers");
+    if (sn)
+        return sampler_order(v, sn, order, n_order);
+    const sift__sampler_desc *ord[MAX_FLAT_ORDER];
+    *n_order = flat_order(ord);
+    for (size_t i = 0; i < *n_order; i++) {
+        order[i].desc = ord[i];
+        order[i].line = root->line;
+        order[i].col = root->col;
     }
-    if (ap_target >= 0)
-        sift__cfg_warn_at(v, ap_target_node, "adaptive_target is ignored when mirostat is on");
-    /* mirostat 1 or 2: temperature, then the mirostat selector; the
-     * samplers list is ignored, as in llama.cpp. */
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* The chain                                                           */
+/* ------------------------------------------------------------------ */
+
+/* The chain llama.cpp's common_sampler_init builds with mirostat off,
+ * without the samplers its constructors turn into no-ops
+ * (docs/config.md). A selector the list names (adaptive_p) is no place
+ * in the order: it replaces dist at the end, unless its values make it
+ * draw as dist does (a negative adaptive_target). */
+static void flat_chain(cfg_validator *v, const cfg_node *root, const flat_values *f,
+                       const order_item *order, size_t n_order)
+{
+    const cfg_node *target_node = sift__cfg_find(v, root, "adaptive_target");
+    double target = flat_get(f, "adaptive_target");
+    const order_item *sel = NULL;
+    for (size_t i = 0; i < n_order && v->st == SIFT_OK; i++) {
+        if (order[i].desc->selector)
+            sel = sel ? sel : &order[i];
+        else
+            flat_stage(v, order[i].desc, f->fv, f->n, order[i].line, order[i].col);
+    }
+    if (v->st == SIFT_OK && sel && flat_stage(v, sel->desc, f->fv, f->n, sel->line, sel->col))
+        return;
+    if (sel && v->st == SIFT_OK)
+        sift__cfg_warn_lc(v, sel->line, sel->col,
+                          "adaptive_p is off: adaptive_target is %s (negative; llama.cpp's "
+                          "default is -1), so the chain ends with dist, as in llama.cpp",
+                          target_node ? sift__cfg_echo(v, target_node) : "-1");
+    else if (target >= 0)
+        sift__cfg_warn_at(v, target_node,
+                          "adaptive_target is ignored: samplers does not name adaptive_p "
+                          "(as in llama.cpp)");
+    flat_stage(v, sift__cfg_desc_named("dist"), f->fv, f->n, root->line, root->col);
+}
+
+/* mirostat 1 or 2: temperature (without its dynamic range), then the
+ * mirostat selector; the samplers list is ignored, as in llama.cpp. */
+static void flat_mirostat_chain(cfg_validator *v, const cfg_node *root, flat_values *f,
+                                int32_t mirostat)
+{
+    const cfg_node *sn = sift__cfg_find(v, root, "samplers");
+    if (flat_get(f, "adaptive_target") >= 0)
+        sift__cfg_warn_at(v, sift__cfg_find(v, root, "adaptive_target"),
+                          "adaptive_target is ignored when mirostat is on");
     if (sn)
         sift__cfg_warn_at(v, sn, "samplers is ignored when mirostat is on");
-    flat_stage(v, sift__cfg_desc_named("temperature"), fv, n_fv, root->line, root->col);
-    flat_stage(
-        v, f.mirostat == 1 ? sift__cfg_desc_named("mirostat") : sift__cfg_desc_named("mirostat_v2"),
-        fv, n_fv, root->line, root->col);
+    *flat_slot(f, "dynatemp_range") = 0;
+    flat_stage(v, sift__cfg_desc_named("temperature"), f->fv, f->n, root->line, root->col);
+    flat_stage(v, sift__cfg_desc_named(mirostat == 1 ? "mirostat" : "mirostat_v2"), f->fv, f->n,
+               root->line, root->col);
+}
+
+void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
+{
+    flat_values f;
+    int32_t mirostat;
+    int ok = flat_read_params(v, root, &f);
+    ok = flat_dry_window(v, root, &f, ok);
+    ok &= flat_mirostat(v, root, &mirostat);
+    const cfg_node *ignore_eos = flat_ignore_eos(v, root, &ok);
+    ok &= flat_refused_keys(v, root);
+    ok = flat_leading_stages(v, root, ignore_eos, ok);
+    order_item order[64];
+    size_t n_order = 0;
+    ok &= flat_order_items(v, root, order, &n_order);
+    if (!ok || v->st != SIFT_OK)
+        return;
+    if (mirostat == 0)
+        flat_chain(v, root, &f, order, n_order);
+    else
+        flat_mirostat_chain(v, root, &f, mirostat);
 }

@@ -374,8 +374,7 @@ int sift__cfg_value_param(cfg_validator *v, const sift__param *pm, const cfg_nod
         int64_t x;
         if (!sift__cfg_get_int(v, n, what, &x))
             return 0;
-        int64_t lo = (int64_t)pm->lo + (pm->range == SIFT__R_GT);
-        if (x < lo || x > INT32_MAX)
+        if (!sift__param_ok(pm, (double)x))
             return sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be %s %lld, got %lld", what,
                                     pm->range == SIFT__R_GT ? ">" : ">=", (long long)pm->lo,
                                     (long long)x);
@@ -385,19 +384,26 @@ int sift__cfg_value_param(cfg_validator *v, const sift__param *pm, const cfg_nod
     case SIFT__PT_WINDOW: return sift__cfg_window(v, n, what, SIFT__REC_FIELD(rec, pm, int32_t));
     case SIFT__PT_FLOAT: {
         float *out = SIFT__REC_FIELD(rec, pm, float);
-        if (pm->range == SIFT__R_IN)
-            return sift__cfg_get_float_in(v, n, what, pm->lo, pm->hi, out);
+        if (pm->range == SIFT__R_IN) {
+            if (!sift__cfg_get_float(v, n, what, out))
+                return 0;
+            if (!sift__param_ok(pm, *out))
+                return sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE,
+                                        "%s must be a number in [%g, %g], got %s", what, pm->lo,
+                                        pm->hi, sift__cfg_echo(v, n));
+            return 1;
+        }
         if (!sift__cfg_get_finite(v, n, what, out))
             return 0;
-        int bad = pm->range == SIFT__R_GE   ? *out < pm->lo
-                  : pm->range == SIFT__R_GT ? !(*out > pm->lo)
-                                            : 0;
-        if (bad)
-            return sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be %s %g%s%s%s, got %s",
-                                    what, pm->range == SIFT__R_GT ? ">" : ">=", pm->lo,
-                                    pm->range_note ? " (" : "",
-                                    pm->range_note ? pm->range_note : "", pm->range_note ? ")" : "",
-                                    sift__cfg_echo(v, n));
+        if (!sift__param_ok(pm, *out))
+            return sift__cfg_err_at(
+                v, n, SIFT_E_CONFIG_VALUE, "%s must be %s %g%s%s%s, got %s", what,
+                pm->range == SIFT__R_GT   ? ">"
+                : pm->range == SIFT__R_LE ? "<="
+                                          : ">=",
+                pm->range == SIFT__R_LE ? pm->hi : pm->lo, pm->range_note ? " (" : "",
+                pm->range_note ? pm->range_note : "", pm->range_note ? ")" : "",
+                sift__cfg_echo(v, n));
         return 1;
     }
     case SIFT__PT_BOOL: return sift__cfg_get_bool(v, n, what, SIFT__REC_FIELD(rec, pm, int));

@@ -52,6 +52,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptors (end of the file): the constructors check their
+ * arguments against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_adaptive_p;
+
 typedef struct adaptive_p_stage {
     sift__stage base;
     float target;
@@ -191,13 +195,9 @@ sift_status sift_chain_add_adaptive_p(sift_chain *chain, float target, float dec
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!(target >= -1.0f && target <= 1.0f))
-        return sift__fail(err, SIFT_E_ARG,
-                          "adaptive_p: target must be a number in [-1, 1] (negative = off), got %g",
-                          (double)target);
-    if (!(decay >= 0.0f && decay <= 0.99f))
-        return sift__fail(err, SIFT_E_ARG,
-                          "adaptive_p: decay must be a number in [0, 0.99], got %g", (double)decay);
+    if ((s = sift__param_check(&sift__desc_adaptive_p, "target", target, err)) ||
+        (s = sift__param_check(&sift__desc_adaptive_p, "decay", decay, err)))
+        return s;
     adaptive_p_stage *t =
         (adaptive_p_stage *)sift__stage_alloc(sift__chain_alloc(chain), &adaptive_p_ops, sizeof *t);
     if (!t)
@@ -217,9 +217,9 @@ typedef struct adaptive_p_rec {
 } adaptive_p_rec;
 
 /* The flat form's keys are llama.cpp's adaptive_target and
- * adaptive_decay (common_params_sampling, llama-server's request); the
- * flat form reads and validates them itself (llama.cpp accepts any
- * negative target and clamps the decay), then fills this record. */
+ * adaptive_decay (common_params_sampling, llama-server's request);
+ * llama.cpp accepts any negative target and clamps the decay, which
+ * their flat rules say. */
 static const sift__param adaptive_p_params[] = {
     {.name = "target",
      .doc = "probability the chosen tokens should average, in [-1, 1] (negative = plain dist)",
@@ -227,10 +227,15 @@ static const sift__param adaptive_p_params[] = {
      .range = SIFT__R_IN,
      .lo = -1,
      .hi = 1,
+     .range_note = "negative = off",
      .def = 0.5,
      .off = offsetof(adaptive_p_rec, target),
      .flat_key = "adaptive_target",
-     .flat_def = -1},
+     .flat_def = -1,
+     /* llama.cpp takes any target <= 1; a negative one is off. */
+     .flat_rule = SIFT__FLAT_NEG_OFF,
+     .flat_range = SIFT__R_LE,
+     .flat_hi = 1},
     {.name = "decay",
      .doc = "decay of the moving average, in [0, 0.99] (history about 1 / (1 - decay))",
      .type = SIFT__PT_FLOAT,
@@ -240,7 +245,10 @@ static const sift__param adaptive_p_params[] = {
      .def = 0.9,
      .off = offsetof(adaptive_p_rec, decay),
      .flat_key = "adaptive_decay",
-     .flat_def = 0.9},
+     .flat_def = 0.9,
+     /* llama.cpp clamps the decay into the range. */
+     .flat_rule = SIFT__FLAT_CLAMP,
+     .flat_range = SIFT__R_ANY},
 };
 
 static sift_status adaptive_p_build(sift_chain *c, const void *rec, const sift__build_env *env,

@@ -61,6 +61,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_dry;
+
 #define DRY_MAX_BREAKERS 64
 #define DRY_MAX_BREAKER_BYTES 40
 #define DRY_MAX_TAIL 20
@@ -778,14 +782,10 @@ static sift_status check_common(sift_chain *chain, float multiplier, float base,
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (multiplier != multiplier || multiplier == INFINITY || multiplier < 0.0f)
-        return sift__fail(err, SIFT_E_ARG, "dry: multiplier must be finite and >= 0, got %g",
-                          (double)multiplier);
-    if (base != base || base == INFINITY || base == -INFINITY)
-        return sift__fail(err, SIFT_E_ARG, "dry: base must be finite, got %g", (double)base);
-    if (allowed < 0)
-        return sift__fail(err, SIFT_E_ARG, "dry: allowed_length must be >= 0, got %d",
-                          (int)allowed);
+    if ((s = sift__param_check(&sift__desc_dry, "multiplier", multiplier, err)) ||
+        (s = sift__param_check(&sift__desc_dry, "base", base, err)) ||
+        (s = sift__param_check(&sift__desc_dry, "allowed_length", allowed, err)))
+        return s;
     if (last_n < 0)
         return sift__fail(err, SIFT_E_ARG,
                           "dry: last_n must be >= 0 (give a window; -1 = context is not "
@@ -953,6 +953,9 @@ static const sift__param dry_params[] = {
      .def = 4096,
      .off = offsetof(dry_rec, last_n),
      .flat_key = "dry_penalty_last_n",
+     /* llama.cpp reads it only when DRY is on, and its -1 then; the flat
+      * form resolves it from the other DRY keys (schema_flat.c). */
+     .flat_rule = SIFT__FLAT_OWN,
      .flat_def = -1},
     {.name = "breakers",
      .doc = "sequence breakers: strings of 1 to 40 bytes, at most 64",

@@ -38,6 +38,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_epsilon;
+
 typedef struct epsilon_stage {
     sift__stage base;
     float epsilon;
@@ -146,11 +150,10 @@ sift_status sift_chain_add_epsilon(sift_chain *chain, float epsilon, int32_t min
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!(epsilon >= 0.0f && epsilon <= 1.0f))
-        return sift__fail(err, SIFT_E_ARG, "epsilon: epsilon must be a number in [0, 1], got %g",
-                          (double)epsilon);
-    if (min_keep < 0)
-        return sift__fail(err, SIFT_E_ARG, "epsilon: min_keep must be >= 0, got %d", (int)min_keep);
+    if ((s = sift__param_check(&sift__desc_epsilon, "epsilon", epsilon, err)))
+        return s;
+    if ((s = sift__param_check(&sift__desc_epsilon, "min_keep", min_keep, err)))
+        return s;
     epsilon_stage *t =
         (epsilon_stage *)sift__stage_alloc(sift__chain_alloc(chain), &epsilon_ops, sizeof *t);
     if (!t)

@@ -40,6 +40,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_eta;
+
 #define ETA_LN2 0.6931471805599453
 
 typedef struct eta_stage {
@@ -113,11 +117,10 @@ sift_status sift_chain_add_eta(sift_chain *chain, float eta, int32_t min_keep, s
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!(eta >= 0.0f && eta <= 1.0f))
-        return sift__fail(err, SIFT_E_ARG, "eta: eta must be a number in [0, 1], got %g",
-                          (double)eta);
-    if (min_keep < 0)
-        return sift__fail(err, SIFT_E_ARG, "eta: min_keep must be >= 0, got %d", (int)min_keep);
+    if ((s = sift__param_check(&sift__desc_eta, "eta", eta, err)))
+        return s;
+    if ((s = sift__param_check(&sift__desc_eta, "min_keep", min_keep, err)))
+        return s;
     eta_stage *t = (eta_stage *)sift__stage_alloc(sift__chain_alloc(chain), &eta_ops, sizeof *t);
     if (!t)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding eta");

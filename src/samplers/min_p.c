@@ -27,6 +27,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_min_p;
+
 typedef struct min_p_stage {
     sift__stage base;
     float p;
@@ -116,11 +120,10 @@ sift_status sift_chain_add_min_p(sift_chain *chain, float p, int32_t min_keep, s
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!(p >= 0.0f && p <= 1.0f))
-        return sift__fail(err, SIFT_E_ARG, "min_p: p must be a number in [0, 1], got %g",
-                          (double)p);
-    if (min_keep < 0)
-        return sift__fail(err, SIFT_E_ARG, "min_p: min_keep must be >= 0, got %d", (int)min_keep);
+    if ((s = sift__param_check(&sift__desc_min_p, "p", p, err)))
+        return s;
+    if ((s = sift__param_check(&sift__desc_min_p, "min_keep", min_keep, err)))
+        return s;
     min_p_stage *t =
         (min_p_stage *)sift__stage_alloc(sift__chain_alloc(chain), &min_p_ops, sizeof *t);
     if (!t)

@@ -50,6 +50,11 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptors (end of the file): the constructors check their
+ * arguments against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_mirostat;
+extern const sift__sampler_desc sift__desc_mirostat_v2;
+
 #define LN2 0.6931471805599453
 
 typedef struct miro_stage {
@@ -333,14 +338,6 @@ static const sift__stage_ops miro_v2_ops = {
     .certify_mass = miro_certify_mass,
 };
 
-static sift_status check_rate(const char *stage, const char *name, float x, sift_error *err)
-{
-    if (x != x || x == INFINITY || x < 0.0f)
-        return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and >= 0, got %g", stage, name,
-                          (double)x);
-    return SIFT_OK;
-}
-
 static sift_status add(sift_chain *chain, const sift__stage_ops *ops, int v2, int32_t n_vocab,
                        float tau, float eta, int32_t m, sift_error *err)
 {
@@ -362,11 +359,10 @@ sift_status sift_chain_add_mirostat(sift_chain *chain, int32_t n_vocab, float ta
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if ((s = check_rate("mirostat", "tau", tau, err)) ||
-        (s = check_rate("mirostat", "eta", eta, err)))
+    if ((s = sift__param_check(&sift__desc_mirostat, "tau", tau, err)) ||
+        (s = sift__param_check(&sift__desc_mirostat, "eta", eta, err)) ||
+        (s = sift__param_check(&sift__desc_mirostat, "m", m, err)))
         return s;
-    if (m < 1)
-        return sift__fail(err, SIFT_E_ARG, "mirostat: m must be >= 1, got %d", (int)m);
     if (n_vocab < 1)
         return sift__fail(err, SIFT_E_ARG, "mirostat: n_vocab must be >= 1, got %d", (int)n_vocab);
     return add(chain, &miro_v1_ops, 0, n_vocab, tau, eta, m, err);
@@ -377,8 +373,8 @@ sift_status sift_chain_add_mirostat_v2(sift_chain *chain, float tau, float eta, 
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if ((s = check_rate("mirostat_v2", "tau", tau, err)) ||
-        (s = check_rate("mirostat_v2", "eta", eta, err)))
+    if ((s = sift__param_check(&sift__desc_mirostat_v2, "tau", tau, err)) ||
+        (s = sift__param_check(&sift__desc_mirostat_v2, "eta", eta, err)))
         return s;
     return add(chain, &miro_v2_ops, 1, 0, tau, eta, 1, err);
 }

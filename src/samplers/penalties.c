@@ -49,6 +49,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_penalties;
+
 typedef struct pen_stage {
     sift__stage base;
     int32_t last_n;
@@ -441,14 +445,14 @@ sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n, float re
     if (last_n > maxh)
         return sift__fail(err, SIFT_E_LIMIT, "penalties: last_n = %d exceeds max_history %d",
                           (int)last_n, (int)maxh);
-    if (!(repeat > 0.0f) || repeat == INFINITY)
-        return sift__fail(err, SIFT_E_ARG, "penalties: repeat must be finite and > 0, got %g",
-                          (double)repeat);
-    if (freq != freq || freq == INFINITY || freq == -INFINITY)
+    if ((s = sift__param_check(&sift__desc_penalties, "repeat", repeat, err)))
+        return s;
+    /* The argument is freq, the parameter frequency: the message keeps
+     * the argument's name; the range is the parameter's. */
+    if (!sift__param_ok(sift__param_find(&sift__desc_penalties, "frequency"), freq))
         return sift__fail(err, SIFT_E_ARG, "penalties: freq must be finite, got %g", (double)freq);
-    if (presence != presence || presence == INFINITY || presence == -INFINITY)
-        return sift__fail(err, SIFT_E_ARG, "penalties: presence must be finite, got %g",
-                          (double)presence);
+    if ((s = sift__param_check(&sift__desc_penalties, "presence", presence, err)))
+        return s;
     int active = last_n > 0 && !(repeat == 1.0f && freq == 0.0f && presence == 0.0f);
     if (active) {
         /* What overflows whatever the row holds is refused here: a repeat

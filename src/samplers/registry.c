@@ -5,6 +5,7 @@
  * registry.h). The order is the order of docs/config.md's stage tables;
  * did-you-mean suggestions prefer the earlier of two equally close names.
  */
+#include <math.h>
 #include <string.h>
 
 #include "registry.h"
@@ -77,4 +78,57 @@ void sift__rec_defaults(const sift__sampler_desc *d, void *rec, int yaml)
         case SIFT__PT_ID_FLOAT_MAP: break;
         }
     }
+}
+
+int sift__param_ok(const sift__param *p, double v)
+{
+    if (p->type == SIFT__PT_INT || p->type == SIFT__PT_WINDOW) {
+        if (p->range == SIFT__R_ANY)
+            return v >= INT32_MIN && v <= INT32_MAX;
+        if (!(v <= INT32_MAX))
+            return 0;
+    } else if (!isfinite(v)) {
+        /* A float parameter is finite whatever its range. */
+        return 0;
+    }
+    switch (p->range) {
+    case SIFT__R_ANY: return 1;
+    /* The bounds as floats for a float: the value is a float, and a
+     * bound such as 0.99 lies between two of them. */
+    case SIFT__R_IN:
+        return p->type == SIFT__PT_FLOAT ? v >= (float)p->lo && v <= (float)p->hi
+                                         : v >= p->lo && v <= p->hi;
+    case SIFT__R_GE: return v >= p->lo;
+    case SIFT__R_GT: return v > p->lo;
+    case SIFT__R_LE: return v <= p->hi;
+    }
+    return 0;
+}
+
+sift_status sift__param_check(const sift__sampler_desc *d, const char *param, double v,
+                              sift_error *err)
+{
+    const sift__param *p = sift__param_find(d, param);
+    if (sift__param_ok(p, v))
+        return SIFT_OK;
+    if (p->type != SIFT__PT_FLOAT)
+        /* Only the lower bound can be broken by an int32_t argument. */
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be >= %d, got %d", d->name, param,
+                          (int)p->lo, (int)v);
+    const char *n0 = p->range_note ? " (" : "", *n1 = p->range_note ? p->range_note : "",
+               *n2 = p->range_note ? ")" : "";
+    switch (p->range) {
+    case SIFT__R_IN:
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be a number in [%g, %g]%s%s%s, got %g",
+                          d->name, param, p->lo, p->hi, n0, n1, n2, v);
+    case SIFT__R_GE:
+    case SIFT__R_GT:
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and %s %g%s%s%s, got %g", d->name,
+                          param, p->range == SIFT__R_GT ? ">" : ">=", p->lo, n0, n1, n2, v);
+    case SIFT__R_LE:
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and <= %g, got %g", d->name,
+                          param, p->hi, v);
+    case SIFT__R_ANY: break;
+    }
+    return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite, got %g", d->name, param, v);
 }

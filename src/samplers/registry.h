@@ -5,9 +5,11 @@
  * table (type, range, default, llama.cpp's flat key, one doc line), a
  * constructor that adds the stage from a parsed parameter record, and the
  * few facts the configuration's warnings need. The configuration
- * (src/config/) walks these tables; it holds no per-sampler code, so a new
- * sampler touches its own file, one line of registry.c and its public
- * sift_chain_add_* declaration.
+ * (src/config/) walks these tables and the constructors check their
+ * arguments against them (sift__param_check), so a parameter's range is
+ * written once, here; a new sampler touches its own file, one line of
+ * registry.c, its public sift_chain_add_* declaration, its source line in
+ * Makefile.am and its docs rows (docs/samplers.md, "Adding a sampler").
  *
  * A parameter record is the sampler's own struct (for example
  * sift__top_k_rec); a table entry names its field by offsetof. Records are
@@ -40,8 +42,22 @@ typedef enum sift__prange {
     SIFT__R_ANY, /* int: any int32; float: any finite value */
     SIFT__R_IN,  /* [lo, hi] */
     SIFT__R_GE,  /* >= lo (ints: and <= INT32_MAX) */
-    SIFT__R_GT   /* > lo */
+    SIFT__R_GT,  /* > lo */
+    SIFT__R_LE   /* <= hi (floats only) */
 } sift__prange;
+
+/* How llama.cpp reads a flat key, where it differs from the YAML
+ * parameter (common_sampler_init and the samplers' constructors take
+ * values the YAML form refuses, and fold them as written here). */
+typedef enum sift__flat_rule {
+    SIFT__FLAT_SAME,       /* the parameter's own type and range */
+    SIFT__FLAT_NEG_GREEDY, /* a negative value acts as 0; warned ("temp") */
+    SIFT__FLAT_NEG_OFF,    /* a negative value is -1, "off" (adaptive_target) */
+    SIFT__FLAT_CLAMP,      /* clamped to the range [lo, hi]; warned */
+    /* read by the flat form's own step, as llama.cpp resolves it from
+     * other keys (DRY's window: -1 counts only when DRY is on) */
+    SIFT__FLAT_OWN
+} sift__flat_rule;
 
 typedef struct sift__param {
     const char *name; /* the YAML key */
@@ -63,6 +79,16 @@ typedef struct sift__param {
      * one (min_keep). */
     const char *flat_key;
     double flat_def; /* llama.cpp's default */
+    /* The flat key's reading when it is not the parameter's own: what
+     * llama.cpp does with values outside the range, and the range it
+     * accepts (flat_range, flat_lo, flat_hi: read only when flat_rule is
+     * SIFT__FLAT_NEG_GREEDY, SIFT__FLAT_NEG_OFF or SIFT__FLAT_CLAMP). */
+    sift__flat_rule flat_rule;
+    sift__prange flat_range;
+    double flat_lo, flat_hi;
+    /* A second name llama.cpp takes for the flat key (llama-server's
+     * "temperature" for common's "temp"), or NULL. */
+    const char *flat_alias;
 } sift__param;
 
 /* What a constructor needs besides the record. */
@@ -151,6 +177,18 @@ SIFT__HIDDEN const sift__sampler_desc *sift__sampler_find(const char *name, size
 
 /* The parameter `name` of `d`, or NULL. */
 SIFT__HIDDEN const sift__param *sift__param_find(const sift__sampler_desc *d, const char *name);
+
+/* 1 if v is inside p's range (the YAML form's, the constructors'). NaN
+ * is outside every range but SIFT__R_ANY of an int; a float's SIFT__R_ANY
+ * is any finite value. The bounds are compared as the parameter's type
+ * (a float's bounds as floats: 0.99 is read as 0.99f). */
+SIFT__HIDDEN int sift__param_ok(const sift__param *p, double v);
+
+/* The argument check of a sift_chain_add_* call, read from its
+ * descriptor's parameter: SIFT_OK, or SIFT_E_ARG with "<stage>: <param>
+ * must be <range>, got <v>" in err. */
+SIFT__HIDDEN sift_status sift__param_check(const sift__sampler_desc *d, const char *param, double v,
+                                           sift_error *err);
 
 /* Fills a record with the parameters' defaults (yaml = 1: the YAML
  * defaults, 0: llama.cpp's flat defaults). String-list defaults are not

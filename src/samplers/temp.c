@@ -314,7 +314,11 @@ static const sift__param temp_params[] = {
      .required = 1,
      .off = offsetof(temp_rec, temp),
      .flat_key = "temp",
-     .flat_def = 0.8},
+     .flat_def = 0.8,
+     /* llama.cpp takes any temperature; below 0 it picks greedily. */
+     .flat_rule = SIFT__FLAT_NEG_GREEDY,
+     .flat_range = SIFT__R_ANY,
+     .flat_alias = "temperature"},
     {.name = "delta",
      .doc = "dynamic temperature range (temp +- delta); 0 = off, >= 0",
      .type = SIFT__PT_FLOAT,

@@ -29,6 +29,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_top_n_sigma;
+
 typedef struct tns_stage {
     sift__stage base;
     float n;
@@ -87,8 +91,8 @@ sift_status sift_chain_add_top_n_sigma(sift_chain *chain, float n, sift_error *e
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (n != n || n == INFINITY || n == -INFINITY)
-        return sift__fail(err, SIFT_E_ARG, "top_n_sigma: n must be finite, got %g", (double)n);
+    if ((s = sift__param_check(&sift__desc_top_n_sigma, "n", n, err)))
+        return s;
     tns_stage *t = (tns_stage *)sift__stage_alloc(sift__chain_alloc(chain), &tns_ops, sizeof *t);
     if (!t)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding top_n_sigma");

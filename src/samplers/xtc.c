@@ -35,6 +35,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_xtc;
+
 typedef struct xtc_stage {
     sift__stage base;
     float probability;
@@ -182,14 +186,12 @@ sift_status sift_chain_add_xtc(sift_chain *chain, float probability, float thres
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!(probability >= 0.0f && probability <= 1.0f))
-        return sift__fail(err, SIFT_E_ARG, "xtc: probability must be a number in [0, 1], got %g",
-                          (double)probability);
-    if (!(threshold >= 0.0f && threshold <= 1.0f))
-        return sift__fail(err, SIFT_E_ARG, "xtc: threshold must be a number in [0, 1], got %g",
-                          (double)threshold);
-    if (min_keep < 0)
-        return sift__fail(err, SIFT_E_ARG, "xtc: min_keep must be >= 0, got %d", (int)min_keep);
+    if ((s = sift__param_check(&sift__desc_xtc, "probability", probability, err)))
+        return s;
+    if ((s = sift__param_check(&sift__desc_xtc, "threshold", threshold, err)))
+        return s;
+    if ((s = sift__param_check(&sift__desc_xtc, "min_keep", min_keep, err)))
+        return s;
     xtc_stage *x = (xtc_stage *)sift__stage_alloc(sift__chain_alloc(chain), &xtc_ops, sizeof *x);
     if (!x)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding xtc");
