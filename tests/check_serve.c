@@ -4,15 +4,24 @@
  * into chosen rows and the forced bytes (docs/grammar.md, "The serving
  * loop").
  *
- * The property runs draw random grammars (GBNF, JSON Schema, lazy GBNF)
- * over a small vocabulary and random sequences of accepts, tries and
+ * The property runs draw random grammars of six families (GBNF, JSON
+ * Schema, lazy GBNF, structural tags, regular expressions, choices) over
+ * a small vocabulary and random sequences of accepts, tries and
  * rollbacks, and compare with oracles built from the plain calls only:
  * a fresh grammar fed the surviving tokens (state digest and mask),
  * accepting on a clone, one fill per position on a clone, and the bytes
  * accept_bytes takes one at a time. SIFT_SERVE_CASES sets the number of
- * grammars per family (make check-long raises it).
+ * grammars per family and property (default 40, 30 for forced bytes;
+ * make check-long raises it). Each property prints the operations it
+ * checked (accepts, rollbacks, validations, fills along a draft,
+ * forced-bytes queries; about 21,000 in all by default, about 560 per
+ * unit of SIFT_SERVE_CASES); with CK_FORK=no the run prints the total,
+ * and SIFT_SERVE_MIN_OPS sets a least total: the run fails when it
+ * performed fewer, when it runs forked (the total is not known there) or
+ * when the value is not a whole number >= 0 (make check-long: 1,000,000).
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +97,33 @@ static long cases(long dflt)
     return e && atol(e) > 0 ? atol(e) : dflt;
 }
 
+/* The operations the property runs perform on the grammar under test,
+ * each one checked against its oracle: accepts (refused ones too),
+ * rollbacks (refused ones too), validations, fills along a draft and
+ * forced-bytes queries. Without fork the total is the whole run's. */
+static long long ops;
+
+/* SIFT_SERVE_MIN_OPS (environment): the least number of operations the
+ * whole run must perform; unset or empty = no minimum. Anything but a
+ * whole number >= 0 fails the run: a soak must not drop its minimum
+ * because of a typo such as 1e6. */
+static int min_ops(long long *out)
+{
+    const char *e = getenv("SIFT_SERVE_MIN_OPS");
+    *out = 0;
+    if (!e || !*e)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long long n = strtoll(e, &end, 10);
+    if (errno || end == e || *end || n < 0) {
+        fprintf(stderr, "check_serve: SIFT_SERVE_MIN_OPS=%s is not a whole number >= 0\n", e);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Random grammars                                                     */
 /* ------------------------------------------------------------------ */
@@ -142,11 +178,11 @@ static void expr(tu_rng *rng, gbuf *b, int r, int nr, int depth)
             put(b, ")");
             break;
         default: {
-            static const char *const ops[] = {"*", "+", "?", "{1,3}", "{0,2}", "{2}"};
+            static const char *const qs[] = {"*", "+", "?", "{1,3}", "{0,2}", "{2}"};
             put(b, "(");
             expr(rng, b, r, nr, depth + 1);
             put(b, ")");
-            put(b, ops[tu_range(rng, 0, 5)]);
+            put(b, qs[tu_range(rng, 0, 5)]);
         }
         }
     }
@@ -178,7 +214,57 @@ static const char *const SCHEMAS[] = {
     "{\"type\":\"string\",\"pattern\":\"^(ab|x)+c?$\"}",
 };
 
-enum { FAM_GBNF, FAM_SCHEMA, FAM_LAZY, FAM_N };
+/* Structural tags: the triggers are pieces pick() offers a waiting
+ * grammar, each begins two tags (so the text after a trigger is not all
+ * forced), and the bodies are schemas or small GBNF grammars. */
+static const char *const TAG_TRIGGERS[] = {"ab", "{\""};
+static const sift_structural_tag TAGS[] = {
+    {"ab(", NULL, "root ::= [xy]+ | \"ok\"", ")"},
+    {"ab=", "{\"type\":\"integer\"}", NULL, ";"},
+    {"{\"name\": \"", NULL, "root ::= [a-c]{1,3}", "\"}"},
+    {"{\"ok\"", "{\"enum\":[true,12]}", NULL, ""},
+};
+
+/* Regular expressions: alternatives of random atoms with quantifiers. */
+static const char *const REGEX_ATOMS[] = {"a", "ab",     "x",  "[xy]",   "[0-9]", "\\d",
+                                          "é", "(ab|x)", "\"", "[^a-x]", ".",     "\\{"};
+static const char *const REGEX_OPS[] = {"", "", "*", "+", "?", "{1,3}", "{2}", "*?"};
+
+static void random_regex(tu_rng *rng, gbuf *b)
+{
+    b->n = 0;
+    b->s[0] = 0;
+    int alts = (int)tu_range(rng, 1, 3);
+    for (int a = 0; a < alts; a++) {
+        if (a)
+            put(b, "|");
+        int items = (int)tu_range(rng, 1, 4);
+        for (int i = 0; i < items; i++) {
+            put(b, REGEX_ATOMS[tu_range(rng, 0, sizeof REGEX_ATOMS / sizeof *REGEX_ATOMS - 1)]);
+            put(b, REGEX_OPS[tu_range(rng, 0, sizeof REGEX_OPS / sizeof *REGEX_OPS - 1)]);
+        }
+    }
+}
+
+/* Choices: a random subset of strings that share prefixes with each
+ * other and with the pieces (the empty string and a repeat included). */
+static const char *const CHOICES[] = {"ab",  "abc",  "a",  "",   "x", "xy", "true",
+                                      "tru", "name", "na", "12", "é", "ab", "{\"ok\"}"};
+
+enum { FAM_GBNF, FAM_SCHEMA, FAM_LAZY, FAM_TAGS, FAM_REGEX, FAM_CHOICES, FAM_N };
+static const char *const FAM_NAMES[] = {"gbnf", "schema", "lazy", "tags", "regex", "choices"};
+
+/* Families whose grammars wait for a trigger before they constrain. */
+static int lazy_family(int fam)
+{
+    return fam == FAM_LAZY || fam == FAM_TAGS;
+}
+
+static void report_ops(const char *property, int fam, long long n)
+{
+    printf("check_serve: %s, %s: %lld operations\n", property, FAM_NAMES[fam], n);
+    fflush(stdout);
+}
 
 /* A random grammar of family fam with a history of `hist` entries (and,
  * sometimes, tiny matcher caches, so that rebuilds happen under the
@@ -190,7 +276,35 @@ static sift_grammar *random_grammar(tu_rng *rng, int fam, int32_t hist)
     gp.max_rollback_tokens = hist;
     sift_grammar *g = NULL;
     sift_error err;
-    if (fam == FAM_SCHEMA) {
+    if (fam == FAM_TAGS) {
+        /* two to four tags, both triggers always begun by one */
+        sift_structural_tag t[4];
+        size_t n = 0;
+        for (size_t i = 0; i < 4; i++)
+            if (i == 0 || i == 2 || tu_range(rng, 0, 1))
+                t[n++] = TAGS[i];
+        sift_json_schema_params sp;
+        sift_json_schema_params_init(&sp);
+        sp.whitespace = SIFT_JSON_WS_COMPACT;
+        ck_assert_msg(sift_grammar_from_structural_tags(&g, t, n, TAG_TRIGGERS, 2, voc, &sp, &gp,
+                                                        &err) == SIFT_OK,
+                      "%s", err.message);
+    } else if (fam == FAM_REGEX) {
+        gbuf b;
+        random_regex(rng, &b);
+        ck_assert_msg(sift_grammar_from_regex(&g, b.s, b.n, voc, &gp, &err) == SIFT_OK, "%s: %s",
+                      b.s, err.message);
+    } else if (fam == FAM_CHOICES) {
+        const char *ch[sizeof CHOICES / sizeof *CHOICES];
+        size_t n = 0;
+        for (size_t i = 0; i < sizeof CHOICES / sizeof *CHOICES; i++)
+            if (tu_range(rng, 0, 2) == 0)
+                ch[n++] = CHOICES[i];
+        if (!n)
+            ch[n++] = CHOICES[tu_range(rng, 0, sizeof CHOICES / sizeof *CHOICES - 1)];
+        ck_assert_msg(sift_grammar_from_choices(&g, ch, NULL, n, voc, &gp, &err) == SIFT_OK, "%s",
+                      err.message);
+    } else if (fam == FAM_SCHEMA) {
         const char *sc = SCHEMAS[tu_range(rng, 0, sizeof SCHEMAS / sizeof *SCHEMAS - 1)];
         sift_json_schema_params sp;
         sift_json_schema_params_init(&sp);
@@ -285,6 +399,7 @@ START_TEST(test_a_rolled_back_grammar_equals_a_fresh_one_fed_the_surviving_token
 {
     tu_rng rng = {0x5e7e0001ull + (uint64_t)_i * 7919};
     long nc = cases(40);
+    long long ops0 = ops;
     long rollbacks = 0, across_trigger = 0, across_eog = 0;
     for (long c = 0; c < nc; c++) {
         int32_t H = (int32_t)tu_range(&rng, 1, 8);
@@ -304,6 +419,7 @@ START_TEST(test_a_rolled_back_grammar_equals_a_fresh_one_fed_the_surviving_token
                 sift_error err;
                 int trig = sift_grammar_is_triggered(g), term = sift_grammar_is_terminated(g);
                 sift_status s = sift_grammar_rollback(g, k, &err);
+                ops++;
                 if (k > depth) {
                     ck_assert_int_eq(s, SIFT_E_STATE);
                     ck_assert(strstr(err.message, "cannot roll back") != NULL);
@@ -319,6 +435,7 @@ START_TEST(test_a_rolled_back_grammar_equals_a_fresh_one_fed_the_surviving_token
             } else {
                 uint64_t d0 = sift__grammar_state_digest(g);
                 sift_status s = sift_grammar_accept_token(g, t, NULL);
+                ops++;
                 if (s != SIFT_OK) {
                     ck_assert_uint_eq(sift__grammar_state_digest(g), d0);
                     continue;
@@ -333,9 +450,10 @@ START_TEST(test_a_rolled_back_grammar_equals_a_fresh_one_fed_the_surviving_token
         sift_grammar_free(pristine);
         sift_grammar_free(g);
     }
+    report_ops("rollback", _i, ops - ops0);
     /* the runs reached the cases they are about */
     ck_assert_int_gt(rollbacks, nc);
-    if (_i == FAM_LAZY)
+    if (lazy_family(_i))
         ck_assert_int_gt(across_trigger, 0);
     if (_i != FAM_LAZY)
         ck_assert_int_gt(across_eog, 0);
@@ -781,6 +899,7 @@ START_TEST(test_validate_and_draft_masks_equal_accepting_and_filling_on_a_clone)
 {
     tu_rng rng = {0xd4af7ull + (uint64_t)_i * 31};
     long nc = cases(40);
+    long long ops0 = ops;
     long partial = 0, full = 0;
     for (long cs = 0; cs < nc; cs++) {
         sift_grammar *g = random_grammar(&rng, _i, (int32_t)tu_range(&rng, 0, 4));
@@ -797,6 +916,7 @@ START_TEST(test_validate_and_draft_masks_equal_accepting_and_filling_on_a_clone)
             size_t ok2 = 99;
             ck_assert_int_eq(sift_grammar_fill_bitmask_draft(g, d, n, rows, NW, &ok2, NULL),
                              SIFT_OK);
+            ops += 2; /* the validation and the fill */
             ck_assert_uint_eq(sift__grammar_state_digest(g), d0);
             ck_assert_uint_eq(sift_grammar_rollback_depth(g), depth);
             ck_assert_uint_eq(ok2, ok);
@@ -818,11 +938,12 @@ START_TEST(test_validate_and_draft_masks_equal_accepting_and_filling_on_a_clone)
             full += n && ok == n;
             sift_grammar_free(c);
             /* move on: accept a prefix of the draft */
-            for (size_t i = 0; i < ok && i < 3; i++)
+            for (size_t i = 0; i < ok && i < 3; i++, ops++)
                 ck_assert_int_eq(sift_grammar_accept_token(g, d[i], NULL), SIFT_OK);
         }
         sift_grammar_free(g);
     }
+    report_ops("drafts", _i, ops - ops0);
     ck_assert_int_gt(partial, 0);
     ck_assert_int_gt(full, 0);
 }
@@ -931,6 +1052,7 @@ START_TEST(test_forced_bytes_are_exactly_what_every_continuation_starts_with)
 {
     tu_rng rng = {0xf0ced + (uint64_t)_i};
     long nc = cases(30);
+    long long ops0 = ops;
     long nonempty = 0, with_tokens = 0;
     for (long cs = 0; cs < nc; cs++) {
         sift_grammar *g = random_grammar(&rng, _i, 0);
@@ -941,6 +1063,7 @@ START_TEST(test_forced_bytes_are_exactly_what_every_continuation_starts_with)
             uint64_t d0 = sift__grammar_state_digest(g);
             ck_assert_int_eq(sift_grammar_forced_bytes(g, fb, sizeof fb, &nb, ids, 64, &nt, NULL),
                              SIFT_OK);
+            ops++;
             ck_assert_uint_eq(sift__grammar_state_digest(g), d0);
             size_t nw = brute_forced(g, want, sizeof want);
             ck_assert_uint_eq(nb, nw);
@@ -965,9 +1088,11 @@ START_TEST(test_forced_bytes_are_exactly_what_every_continuation_starts_with)
                 break;
             if (sift_grammar_accept_token(g, t, NULL) != SIFT_OK) {
             }
+            ops++;
         }
         sift_grammar_free(g);
     }
+    report_ops("forced bytes", _i, ops - ops0);
     if (_i != FAM_LAZY) {
         ck_assert_int_gt(nonempty, 0);
         ck_assert_int_gt(with_tokens, 0);
@@ -1048,9 +1173,25 @@ static Suite *suite(void)
 
 int main(void)
 {
+    long long min;
+    if (min_ops(&min))
+        return EXIT_FAILURE;
     SRunner *sr = srunner_create(suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
+    /* forked tests count in their own processes: the total is known only
+     * without fork, and a minimum needs it */
+    int forked = srunner_fork_status(sr) == CK_FORK;
     srunner_free(sr);
+    if (!forked)
+        printf("check_serve: %lld operations in all\n", ops);
+    if (min > 0 && forked) {
+        fprintf(stderr, "check_serve: SIFT_SERVE_MIN_OPS=%lld needs CK_FORK=no to count\n", min);
+        failed++;
+    } else if (ops < min) {
+        fprintf(stderr, "check_serve: %lld operations, fewer than SIFT_SERVE_MIN_OPS=%lld\n", ops,
+                min);
+        failed++;
+    }
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -2,10 +2,14 @@
  * bench_serve.c - the grammar calls of the serving loop on a real
  * vocabulary (make bench-serve; not a test).
  *
- *   bench_serve [--vocab FILE.tiktoken] [--reps N] [--only CASE]
+ *   bench_serve [--vocab FILE.tiktoken | --hf TOKENIZER.json] [--reps N]
+ *               [--only CASE]
  *
  * The vocabulary is a tiktoken file (default tests/data/cl100k_base) with
- * <|endoftext|> added as its end-of-generation token. The grammar is a
+ * <|endoftext|> added as its end-of-generation token, or a Hugging Face
+ * tokenizer.json (Qwen3's: 151,669 tokens; tests/bench/fetch_hf.sh fetches
+ * it) with the tokenizer_config.json beside it, when there is one, for its
+ * end-of-generation token. The grammar is a
  * tool call, {"name": "...", "arguments": {...}} with a JSON-like object
  * of arguments, and the text one such call, split greedily into the
  * longest vocabulary pieces. The grammar has accepted the call up to its
@@ -76,6 +80,24 @@ static void die(const char *what, const sift_error *err)
 static sift_vocab *vocab;
 static int32_t V, eog_id;
 static size_t NW;
+
+static sift_vocab *load_hf(const char *path)
+{
+    /* tokenizer_config.json in the same folder, if it is there */
+    char cfg[4096];
+    const char *slash = strrchr(path, '/');
+    int dl = slash ? (int)(slash - path + 1) : 0;
+    snprintf(cfg, sizeof cfg, "%.*stokenizer_config.json", dl, path);
+    FILE *f = fopen(cfg, "rb");
+    if (f)
+        fclose(f);
+    sift_error err;
+    sift_vocab *v = NULL;
+    if (sift_vocab_load_hf(&v, path, f ? cfg : NULL, NULL, &err))
+        die(path, &err);
+    eog_id = -1; /* the text has no special token; split skips none */
+    return v;
+}
 
 static sift_vocab *load_vocab(const char *path)
 {
@@ -230,23 +252,26 @@ int main(int argc, char **argv)
 {
     char vpath[4096];
     snprintf(vpath, sizeof vpath, "%s/tests/data/cl100k_base.tiktoken", SIFT_SRCDIR);
-    const char *vp = vpath, *only = NULL;
+    const char *vp = vpath, *hf = NULL, *only = NULL;
     size_t reps = 2000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--vocab") && i + 1 < argc)
             vp = argv[++i];
+        else if (!strcmp(argv[i], "--hf") && i + 1 < argc)
+            hf = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_serve [--vocab FILE] [--reps N] [--only CASE]\n");
+            fprintf(stderr, "usage: bench_serve [--vocab FILE | --hf TOKENIZER.json] [--reps N] "
+                            "[--only CASE]\n");
             return 2;
         }
     }
     if (reps < 1)
         reps = 1;
-    vocab = load_vocab(vp);
+    vocab = hf ? load_hf(hf) : load_vocab(vp);
     V = sift_vocab_size(vocab);
     NW = ((size_t)V + 31) / 32;
     n_toks = split(TEXT, toks, 256);
@@ -276,8 +301,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n_prefix; i++)
         CK(sift_grammar_accept_token(g, toks[i], NULL), "prefix");
     const int32_t *d = toks + n_prefix;
-    printf("bench_serve: V = %d, text %zu tokens, drafts from token %zu\n", (int)V, n_toks,
-           n_prefix);
+    printf("bench_serve: %s, V = %d, text %zu tokens, drafts from token %zu\n", hf ? hf : vp,
+           (int)V, n_toks, n_prefix);
     double *t = malloc(reps * sizeof *t);
     /* warm the caches with every state the cases visit (not through
      * op_seq_fills, whose instructions bench_serve_cg.sh counts) */

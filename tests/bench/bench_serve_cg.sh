@@ -3,9 +3,12 @@
 # runs each case alone (--only CASE --reps N) under callgrind with
 # collection on only inside the case's op_ function, and divides the
 # instructions by the operations bench_serve reports.
-# Usage: bench_serve_cg.sh ./tests/bench/bench_serve [REPS]
+# Usage: bench_serve_cg.sh ./tests/bench/bench_serve [REPS [VOCAB ARGS]]
+# where VOCAB ARGS are bench_serve's (--hf path/to/tokenizer.json).
 bin=$1
 reps=${2:-200}
+shift
+[ $# -gt 0 ] && shift
 out=${TMPDIR:-/tmp}/bench_serve_cg.$$
 trap 'rm -f "$out" "$out.log"' EXIT
 [ -x "$(dirname "$bin")/.libs/$(basename "$bin")" ] && bin="$(dirname "$bin")/.libs/$(basename "$bin")"
@@ -18,7 +21,7 @@ for c in rollback1:op_rollback rollback16:op_rollback validate16:op_validate \
     fn=${c#*:}
     rm -f "$out"
     valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$fn" \
-        "$bin" --only "$name" --reps "$reps" >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
+        "$bin" "$@" --only "$name" --reps "$reps" >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
     n=$(sed -n "s/^  $name  *reps  *\([0-9]*\).*/\1/p" "$out.log")
     ir=$(callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
     printf '  %-15s %12s instructions over %5s ops: %10s per op\n' "$name" "$ir" "$n" \
