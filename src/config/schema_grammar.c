@@ -439,10 +439,229 @@ void sift__cfg_flat_json_schema(cfg_validator *v, const cfg_node *js)
     cfg->has_grammar = 1;
 }
 
+/* grammar.text: the GBNF text itself, copied, with the place of its
+ * first character for the parser's line:col. *ok = 0 when it is
+ * reported; returns 0 when the section must stop (out of memory). */
+static int grammar_text_source(cfg_validator *v, const cfg_node *text, int *ok,
+                               const cfg_node **text_node)
+{
+    sift_config *cfg = v->cfg;
+    if (!sift__cfg_get_str(v, text, "grammar.text")) {
+        *ok = 0;
+    } else if (text->len == 0) {
+        *ok = sift__cfg_err_at(v, text, SIFT_E_CONFIG_VALUE, "grammar.text is empty");
+    } else if (text->len > cfg->params.max_bytes) {
+        *ok = sift__cfg_err_at(v, text, SIFT_E_CONFIG_LIMIT, "grammar.text is %zu bytes; max %zu",
+                               text->len, cfg->params.max_bytes);
+    } else {
+        cfg->g_text = sift__memdup(&cfg->al, text->val, text->len);
+        if (!cfg->g_text) {
+            v->st = SIFT_E_NOMEM;
+            return 0;
+        }
+        cfg->grammar.length = text->len;
+        cfg->grammar.style = (sift_scalar_style)text->style;
+        cfg->g_node = *text;
+        cfg->g_node.val = cfg->g_text;
+        int64_t off = sift__cfg_scalar_offset(cfg, text, 0);
+        sift__cfg_linecol(&cfg->src, (size_t)(off < 0 ? 0 : off), &cfg->grammar.line,
+                          &cfg->grammar.column);
+        *text_node = text;
+    }
+    return 1;
+}
+
+/* grammar.file: the file read (relative to the config's folder), its
+ * resolved path kept for messages. *ok = 0 when it is reported; returns
+ * 0 when the section must stop (out of memory). */
+static int grammar_file_source(cfg_validator *v, const cfg_node *file, int *ok,
+                               const cfg_node **file_node)
+{
+    sift_config *cfg = v->cfg;
+    if (!sift__cfg_get_str(v, file, "grammar.file")) {
+        *ok = 0;
+        return 1;
+    }
+    char msg[1024], *resolved = NULL, *data = NULL;
+    size_t len = 0;
+    sift_status st = sift__cfg_read_file(cfg, file->val, &resolved, &data, &len, msg, sizeof msg);
+    if (st == SIFT_E_NOMEM) {
+        sift__free(&cfg->al, resolved);
+        v->st = SIFT_E_NOMEM;
+        return 0;
+    }
+    if (st != SIFT_OK) {
+        *ok = sift__cfg_err_at(v, file, st, "grammar: %s", msg);
+        sift__free(&cfg->al, resolved);
+    } else if (len == 0) {
+        *ok = sift__cfg_err_at(v, file, SIFT_E_CONFIG_VALUE, "grammar: '%s' is empty", resolved);
+        sift__free(&cfg->al, resolved);
+        sift__free(&cfg->al, data);
+    } else {
+        cfg->g_file = resolved;
+        *file_node = file;
+        cfg->g_text = data;
+        cfg->grammar.length = len;
+        cfg->grammar.style = SIFT_SCALAR_FILE;
+        cfg->grammar.line = 1;
+        cfg->grammar.column = 1;
+    }
+    return 1;
+}
+
+/* The grammar's source: exactly one of file, text and json_schema.
+ * *ok = 0 when a problem is reported; returns 0 when the section must
+ * stop (out of memory, or the schema's validator failed). */
+static int grammar_source(cfg_validator *v, const cfg_node *g, const cfg_node *file,
+                          const cfg_node *text, const cfg_node *schema, int *ok,
+                          const cfg_node **text_node, const cfg_node **file_node)
+{
+    if (!!file + !!text + !!schema > 1) {
+        *ok = sift__cfg_err_at(v, sift__cfg_key_of(v, g, schema && (file || text) ? schema : text),
+                               SIFT_E_CONFIG_KEY,
+                               "grammar: use one of 'file', 'text' and 'json_schema'");
+    } else if (!file && !text && !schema) {
+        *ok = sift__cfg_err_at(v, g, SIFT_E_CONFIG_KEY,
+                               "grammar: missing 'file', 'text' or 'json_schema'");
+    } else if (schema) {
+        if (schema->bad || !json_schema_source(v, schema))
+            *ok = 0;
+        else if (v->cfg->g_file)
+            *file_node = schema;
+        if (v->st != SIFT_OK)
+            return 0;
+    } else if (text) {
+        return grammar_text_source(v, text, ok, text_node);
+    } else {
+        return grammar_file_source(v, file, ok, file_node);
+    }
+    return 1;
+}
+
+/* grammar.root: the start rule's name (default "root"); returns 0 when
+ * it is unusable. Beside a json_schema it is reported but harmless. */
+static int grammar_root(cfg_validator *v, const cfg_node *root, const cfg_node *schema,
+                        const char **root_s, size_t *root_len)
+{
+    int root_ok = 1;
+    if (!sift__cfg_get_str(v, root, "grammar.root")) {
+        root_ok = 0;
+    } else if (schema) {
+        /* reported; the schema's start rule is root all the same */
+        sift__cfg_err_at(v, root, SIFT_E_CONFIG_KEY,
+                         "grammar.root does not apply to a json_schema (its start rule "
+                         "is root)");
+    } else if (!rule_name_ok(root)) {
+        root_ok =
+            sift__cfg_err_at(v, root, SIFT_E_CONFIG_VALUE,
+                             "grammar.root '%s' is not a GBNF rule name (letters, digits and '-')",
+                             sift__cfg_echo(v, root));
+    } else {
+        *root_s = root->val;
+        *root_len = root->len;
+    }
+    return root_ok;
+}
+
+/* grammar.mode: check (the default) or constrain; a bad mode is counted
+ * among the errors and the grammar is still compiled. */
+static void grammar_mode(cfg_validator *v, const cfg_node *mode)
+{
+    if (!sift__cfg_get_str(v, mode, "grammar.mode"))
+        ;
+    else if (sift__cfg_streq(mode, "constrain"))
+        v->cfg->grammar.mode = SIFT_GRAMMAR_CONSTRAIN;
+    else if (!sift__cfg_streq(mode, "check"))
+        sift__cfg_err_at(v, mode, SIFT_E_CONFIG_VALUE,
+                         "grammar.mode must be 'check' or 'constrain', got '%s'",
+                         sift__cfg_echo(v, mode));
+}
+
+/* grammar.lazy.tokens: a sequence of token ids, each with its offset for
+ * later messages. *lazy_ok = 0 when one is reported; returns 0 when the
+ * section must stop (out of memory). */
+static int grammar_lazy_tokens(cfg_validator *v, const cfg_node *n, int *lazy_ok)
+{
+    sift_config *cfg = v->cfg;
+    if (n->type != CFG_SEQ) {
+        *lazy_ok = sift__cfg_type_err(v, n, "grammar.lazy.tokens", "sequence of token ids");
+    } else if (n->n_children > MAX_TRIGGER_TOKENS) {
+        *lazy_ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_LIMIT,
+                                    "grammar.lazy.tokens has %u entries; max %d",
+                                    (unsigned)n->n_children, MAX_TRIGGER_TOKENS);
+    } else if (n->n_children) {
+        cfg->g_tokens = sift__calloc(&cfg->al, n->n_children, sizeof(int32_t));
+        v->token_off = sift__calloc(&cfg->al, n->n_children, sizeof(int64_t));
+        if (!cfg->g_tokens || !v->token_off) {
+            v->st = SIFT_E_NOMEM;
+            return 0;
+        }
+        size_t i = 0;
+        for (uint32_t c = n->first; c != CFG_NONE; c = NODE(v, c)->next) {
+            int32_t t;
+            if (sift__cfg_token_id(v, NODE(v, c), "grammar.lazy.tokens", &t)) {
+                v->token_off[i] = NODE(v, c)->off;
+                cfg->g_tokens[i++] = t;
+            } else {
+                *lazy_ok = 0;
+            }
+        }
+        cfg->grammar.n_tokens = i;
+    }
+    return 1;
+}
+
+/* grammar.lazy: the triggers (words, patterns, full_patterns, tokens)
+ * that activate the grammar. *lazy_ok = 0 when one is reported; returns
+ * 0 when the section must stop (out of memory). */
+static int grammar_lazy(cfg_validator *v, const cfg_node *lazy, int *lazy_ok)
+{
+    static const char *const LAZY_KEYS[] = {"words", "patterns", "full_patterns", "tokens"};
+    sift_config *cfg = v->cfg;
+    if (lazy->type != CFG_MAP) {
+        *lazy_ok = sift__cfg_type_err(v, lazy, "grammar.lazy",
+                                      "mapping (words, patterns, full_patterns, "
+                                      "tokens)");
+        return 1;
+    }
+    sift__cfg_check_keys(v, lazy, LAZY_KEYS, 4, "grammar.lazy: ");
+    cfg->grammar.lazy = 1;
+    const cfg_node *n;
+    if ((n = sift__cfg_find(v, lazy, "words")))
+        *lazy_ok &= string_list(v, n, "grammar.lazy.words", MAX_TRIGGER_WORDS, &cfg->g_words,
+                                &cfg->g_word_lengths, &cfg->grammar.n_words, 0);
+    if ((n = sift__cfg_find(v, lazy, "patterns")))
+        *lazy_ok &= string_list(v, n, "grammar.lazy.patterns", MAX_TRIGGER_PATTERNS,
+                                &cfg->g_patterns, NULL, &cfg->grammar.n_patterns, 1);
+    if ((n = sift__cfg_find(v, lazy, "full_patterns")))
+        *lazy_ok &= string_list(v, n, "grammar.lazy.full_patterns", MAX_TRIGGER_PATTERNS,
+                                &cfg->g_full_patterns, NULL, &cfg->grammar.n_full_patterns, 2);
+    if ((n = sift__cfg_find(v, lazy, "tokens")) && !n->bad && !grammar_lazy_tokens(v, n, lazy_ok))
+        return 0;
+    if (*lazy_ok && cfg->grammar.n_words + cfg->grammar.n_patterns + cfg->grammar.n_full_patterns +
+                            cfg->grammar.n_tokens ==
+                        0)
+        sift__cfg_warn_at(v, lazy, "grammar.lazy has no triggers; the grammar never activates");
+    return 1;
+}
+
+/* Publishes the validated grammar in the config's public view. */
+static void grammar_publish(sift_config *cfg)
+{
+    cfg->grammar.text = cfg->g_text;
+    cfg->grammar.root = cfg->g_root;
+    cfg->grammar.file = cfg->g_file;
+    cfg->grammar.words = (const char *const *)cfg->g_words;
+    cfg->grammar.word_lengths = cfg->g_word_lengths;
+    cfg->grammar.patterns = (const char *const *)cfg->g_patterns;
+    cfg->grammar.full_patterns = (const char *const *)cfg->g_full_patterns;
+    cfg->grammar.tokens = cfg->g_tokens;
+    cfg->has_grammar = 1;
+}
+
 void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
 {
     static const char *const KEYS[] = {"file", "text", "json_schema", "root", "mode", "lazy"};
-    static const char *const LAZY_KEYS[] = {"words", "patterns", "full_patterns", "tokens"};
     sift_config *cfg = v->cfg;
     if (g->bad)
         return;
@@ -463,76 +682,8 @@ void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
     const cfg_node *schema = as_text ? NULL : sift__cfg_find(v, g, "json_schema");
     int ok = 1;
     const cfg_node *text_node = NULL, *file_node = NULL;
-    if (!!file + !!text + !!schema > 1) {
-        ok = sift__cfg_err_at(v, sift__cfg_key_of(v, g, schema && (file || text) ? schema : text),
-                              SIFT_E_CONFIG_KEY,
-                              "grammar: use one of 'file', 'text' and 'json_schema'");
-    } else if (!file && !text && !schema) {
-        ok = sift__cfg_err_at(v, g, SIFT_E_CONFIG_KEY,
-                              "grammar: missing 'file', 'text' or 'json_schema'");
-    } else if (schema) {
-        if (schema->bad || !json_schema_source(v, schema))
-            ok = 0;
-        else if (cfg->g_file)
-            file_node = schema;
-        if (v->st != SIFT_OK)
-            return;
-    } else if (text) {
-        if (!sift__cfg_get_str(v, text, "grammar.text")) {
-            ok = 0;
-        } else if (text->len == 0) {
-            ok = sift__cfg_err_at(v, text, SIFT_E_CONFIG_VALUE, "grammar.text is empty");
-        } else if (text->len > cfg->params.max_bytes) {
-            ok =
-                sift__cfg_err_at(v, text, SIFT_E_CONFIG_LIMIT, "grammar.text is %zu bytes; max %zu",
-                                 text->len, cfg->params.max_bytes);
-        } else {
-            cfg->g_text = sift__memdup(&cfg->al, text->val, text->len);
-            if (!cfg->g_text) {
-                v->st = SIFT_E_NOMEM;
-                return;
-            }
-            cfg->grammar.length = text->len;
-            cfg->grammar.style = (sift_scalar_style)text->style;
-            cfg->g_node = *text;
-            cfg->g_node.val = cfg->g_text;
-            int64_t off = sift__cfg_scalar_offset(cfg, text, 0);
-            sift__cfg_linecol(&cfg->src, (size_t)(off < 0 ? 0 : off), &cfg->grammar.line,
-                              &cfg->grammar.column);
-            text_node = text;
-        }
-    } else {
-        if (!sift__cfg_get_str(v, file, "grammar.file")) {
-            ok = 0;
-        } else {
-            char msg[1024], *resolved = NULL, *data = NULL;
-            size_t len = 0;
-            sift_status st =
-                sift__cfg_read_file(cfg, file->val, &resolved, &data, &len, msg, sizeof msg);
-            if (st == SIFT_E_NOMEM) {
-                sift__free(&cfg->al, resolved);
-                v->st = SIFT_E_NOMEM;
-                return;
-            }
-            if (st != SIFT_OK) {
-                ok = sift__cfg_err_at(v, file, st, "grammar: %s", msg);
-                sift__free(&cfg->al, resolved);
-            } else if (len == 0) {
-                ok = sift__cfg_err_at(v, file, SIFT_E_CONFIG_VALUE, "grammar: '%s' is empty",
-                                      resolved);
-                sift__free(&cfg->al, resolved);
-                sift__free(&cfg->al, data);
-            } else {
-                cfg->g_file = resolved;
-                file_node = file;
-                cfg->g_text = data;
-                cfg->grammar.length = len;
-                cfg->grammar.style = SIFT_SCALAR_FILE;
-                cfg->grammar.line = 1;
-                cfg->grammar.column = 1;
-            }
-        }
-    }
+    if (!grammar_source(v, g, file, text, schema, &ok, &text_node, &file_node))
+        return;
     const cfg_node *root = sift__cfg_find(v, g, "root");
     const char *root_s = "root";
     size_t root_len = 4;
@@ -541,111 +692,25 @@ void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g)
      * collected); only a grammar whose source or start rule could not be
      * read is left uncompiled. */
     int root_ok = 1, lazy_ok = 1;
-    if (root) {
-        if (!sift__cfg_get_str(v, root, "grammar.root")) {
-            root_ok = 0;
-        } else if (schema) {
-            /* reported; the schema's start rule is root all the same */
-            sift__cfg_err_at(v, root, SIFT_E_CONFIG_KEY,
-                             "grammar.root does not apply to a json_schema (its start rule "
-                             "is root)");
-        } else if (!rule_name_ok(root)) {
-            root_ok = sift__cfg_err_at(
-                v, root, SIFT_E_CONFIG_VALUE,
-                "grammar.root '%s' is not a GBNF rule name (letters, digits and '-')",
-                sift__cfg_echo(v, root));
-        } else {
-            root_s = root->val;
-            root_len = root->len;
-        }
-    }
+    if (root)
+        root_ok = grammar_root(v, root, schema, &root_s, &root_len);
     const cfg_node *mode = sift__cfg_find(v, g, "mode");
     cfg->grammar.mode = SIFT_GRAMMAR_CHECK;
-    if (mode) {
-        /* a bad mode is counted among the errors; the grammar is still
-         * compiled */
-        if (!sift__cfg_get_str(v, mode, "grammar.mode"))
-            ;
-        else if (sift__cfg_streq(mode, "constrain"))
-            cfg->grammar.mode = SIFT_GRAMMAR_CONSTRAIN;
-        else if (!sift__cfg_streq(mode, "check"))
-            sift__cfg_err_at(v, mode, SIFT_E_CONFIG_VALUE,
-                             "grammar.mode must be 'check' or 'constrain', got '%s'",
-                             sift__cfg_echo(v, mode));
-    }
+    if (mode)
+        grammar_mode(v, mode);
     cfg->g_root = sift__memdup(&cfg->al, root_s, root_len);
     if (!cfg->g_root) {
         v->st = SIFT_E_NOMEM;
         return;
     }
     const cfg_node *lazy = sift__cfg_find(v, g, "lazy");
-    if (lazy && !lazy->bad) {
-        if (lazy->type != CFG_MAP) {
-            lazy_ok = sift__cfg_type_err(v, lazy, "grammar.lazy",
-                                         "mapping (words, patterns, full_patterns, "
-                                         "tokens)");
-        } else {
-            sift__cfg_check_keys(v, lazy, LAZY_KEYS, 4, "grammar.lazy: ");
-            cfg->grammar.lazy = 1;
-            const cfg_node *n;
-            if ((n = sift__cfg_find(v, lazy, "words")))
-                lazy_ok &= string_list(v, n, "grammar.lazy.words", MAX_TRIGGER_WORDS, &cfg->g_words,
-                                       &cfg->g_word_lengths, &cfg->grammar.n_words, 0);
-            if ((n = sift__cfg_find(v, lazy, "patterns")))
-                lazy_ok &= string_list(v, n, "grammar.lazy.patterns", MAX_TRIGGER_PATTERNS,
-                                       &cfg->g_patterns, NULL, &cfg->grammar.n_patterns, 1);
-            if ((n = sift__cfg_find(v, lazy, "full_patterns")))
-                lazy_ok &=
-                    string_list(v, n, "grammar.lazy.full_patterns", MAX_TRIGGER_PATTERNS,
-                                &cfg->g_full_patterns, NULL, &cfg->grammar.n_full_patterns, 2);
-            if ((n = sift__cfg_find(v, lazy, "tokens")) && !n->bad) {
-                if (n->type != CFG_SEQ) {
-                    lazy_ok =
-                        sift__cfg_type_err(v, n, "grammar.lazy.tokens", "sequence of token ids");
-                } else if (n->n_children > MAX_TRIGGER_TOKENS) {
-                    lazy_ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_LIMIT,
-                                               "grammar.lazy.tokens has %u entries; max %d",
-                                               (unsigned)n->n_children, MAX_TRIGGER_TOKENS);
-                } else if (n->n_children) {
-                    cfg->g_tokens = sift__calloc(&cfg->al, n->n_children, sizeof(int32_t));
-                    v->token_off = sift__calloc(&cfg->al, n->n_children, sizeof(int64_t));
-                    if (!cfg->g_tokens || !v->token_off) {
-                        v->st = SIFT_E_NOMEM;
-                        return;
-                    }
-                    size_t i = 0;
-                    for (uint32_t c = n->first; c != CFG_NONE; c = NODE(v, c)->next) {
-                        int32_t t;
-                        if (sift__cfg_token_id(v, NODE(v, c), "grammar.lazy.tokens", &t)) {
-                            v->token_off[i] = NODE(v, c)->off;
-                            cfg->g_tokens[i++] = t;
-                        } else {
-                            lazy_ok = 0;
-                        }
-                    }
-                    cfg->grammar.n_tokens = i;
-                }
-            }
-            if (lazy_ok && cfg->grammar.n_words + cfg->grammar.n_patterns +
-                                   cfg->grammar.n_full_patterns + cfg->grammar.n_tokens ==
-                               0)
-                sift__cfg_warn_at(v, lazy,
-                                  "grammar.lazy has no triggers; the grammar never activates");
-        }
-    }
+    if (lazy && !lazy->bad && !grammar_lazy(v, lazy, &lazy_ok))
+        return;
     if (v->st != SIFT_OK)
         return;
     if (ok && root_ok)
         compile_grammar_hook(v, text_node, file_node, lazy, lazy_ok);
     if (v->st != SIFT_OK || cfg->n_errors)
         return;
-    cfg->grammar.text = cfg->g_text;
-    cfg->grammar.root = cfg->g_root;
-    cfg->grammar.file = cfg->g_file;
-    cfg->grammar.words = (const char *const *)cfg->g_words;
-    cfg->grammar.word_lengths = cfg->g_word_lengths;
-    cfg->grammar.patterns = (const char *const *)cfg->g_patterns;
-    cfg->grammar.full_patterns = (const char *const *)cfg->g_full_patterns;
-    cfg->grammar.tokens = cfg->g_tokens;
-    cfg->has_grammar = 1;
+    grammar_publish(cfg);
 }

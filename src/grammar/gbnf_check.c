@@ -108,233 +108,292 @@ int sift__gp_check_compiled(gp_state *p)
     return 1;
 }
 
-/* Left recursion. Nullable rules are found with a worklist, then the
- * left-edge graph is built and its strongly connected components found
- * (iterative Tarjan). A cycle of left edges is an error when
- *  (a) one of its references is followed by something: every round of
- *      the cycle pushes a return address, so the matcher's stacks would
- *      grow without end (root ::= root "a"), or
- *  (b) all its references end their alternatives but none of its rules
- *      is a repetition helper (a ::= b | "x", b ::= a), as in llama.cpp.
- * The remaining cycles are nullable repetitions, ( [x]* )*, (a?)*,
- * ("")*, x ::= x?: a tail reference pushes nothing, so going round the
- * cycle comes back to the same parse stack, which the matcher's closure
- * has already seen, and the empty iteration simply ends the loop (the
- * language is the usual least fixed point). No recursion anywhere. */
-int sift__gp_check_left_recursion(gp_state *p)
+/* The scratch arrays of the left-recursion check, all from the parser's
+ * allocator and freed together by lr_free. */
+typedef struct lrscratch {
+    uint8_t *nullable;
+    uint32_t *alt_need, *alt_rule, *occ_start, *occ, *work;
+    uint32_t *ecount;
+    lgraph lg;
+    uint8_t *color;
+    uint32_t *stk, *sit, *idx, *low, *scc, *tst;
+    uint32_t *cyc, *cei;
+} lrscratch;
+
+/* Allocates the arrays sized by the rule and alternative counts (the
+ * left-edge arrays come later, once their size is known); 0 after
+ * reporting SIFT_E_NOMEM. */
+static int lr_alloc(gp_state *p, lrscratch *w)
 {
     uint32_t nr = (uint32_t)p->rules.n;
     const sift__gelem *el = p->arena.p;
     size_t ne = p->arena.n;
-    int ok = 0;
-    uint8_t *nullable = sift__calloc(p->al, nr, 1);
-    uint32_t *alt_need = NULL, *alt_rule = NULL, *occ_start = NULL, *occ = NULL, *work = NULL;
-    uint32_t *ecount = NULL;
-    lgraph lg = {NULL, NULL, NULL, NULL};
-    uint8_t *color = NULL;
-    uint32_t *stk = NULL, *sit = NULL, *idx = NULL, *low = NULL, *scc = NULL, *tst = NULL;
-    uint32_t *cyc = NULL, *cei = NULL;
+    w->nullable = sift__calloc(p->al, nr, 1);
     size_t n_alt = 0;
     for (uint32_t r = 0; r < nr; r++) {
         const rinfo *ri = sift__gp_rule(p, r);
         for (uint32_t k = 0; k < ri->len; k++)
             n_alt += el[ri->off + k].type == SIFT__G_ALT || el[ri->off + k].type == SIFT__G_END;
     }
-    alt_need = sift__calloc(p->al, n_alt + 1, sizeof *alt_need);
-    alt_rule = sift__calloc(p->al, n_alt + 1, sizeof *alt_rule);
-    occ_start = sift__calloc(p->al, (size_t)nr + 1, sizeof *occ_start);
-    occ = sift__calloc(p->al, ne + 1, sizeof *occ);
-    work = sift__calloc(p->al, (size_t)nr + 1, sizeof *work);
-    ecount = sift__calloc(p->al, (size_t)nr + 1, sizeof *ecount);
-    color = sift__calloc(p->al, (size_t)nr + 1, 1);
-    stk = sift__calloc(p->al, (size_t)nr + 1, sizeof *stk);
-    sit = sift__calloc(p->al, (size_t)nr + 1, sizeof *sit);
-    idx = sift__calloc(p->al, (size_t)nr + 1, sizeof *idx);
-    low = sift__calloc(p->al, (size_t)nr + 1, sizeof *low);
-    scc = sift__calloc(p->al, (size_t)nr + 1, sizeof *scc);
-    tst = sift__calloc(p->al, (size_t)nr + 1, sizeof *tst);
-    cyc = sift__calloc(p->al, (size_t)nr + 1, sizeof *cyc);
-    cei = sift__calloc(p->al, (size_t)nr + 1, sizeof *cei);
-    if (!nullable || !alt_need || !alt_rule || !occ_start || !occ || !work || !ecount || !color ||
-        !stk || !sit || !idx || !low || !scc || !tst || !cyc || !cei) {
+    w->alt_need = sift__calloc(p->al, n_alt + 1, sizeof *w->alt_need);
+    w->alt_rule = sift__calloc(p->al, n_alt + 1, sizeof *w->alt_rule);
+    w->occ_start = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->occ_start);
+    w->occ = sift__calloc(p->al, ne + 1, sizeof *w->occ);
+    w->work = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->work);
+    w->ecount = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->ecount);
+    w->color = sift__calloc(p->al, (size_t)nr + 1, 1);
+    w->stk = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->stk);
+    w->sit = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->sit);
+    w->idx = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->idx);
+    w->low = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->low);
+    w->scc = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->scc);
+    w->tst = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->tst);
+    w->cyc = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->cyc);
+    w->cei = sift__calloc(p->al, (size_t)nr + 1, sizeof *w->cei);
+    if (!w->nullable || !w->alt_need || !w->alt_rule || !w->occ_start || !w->occ || !w->work ||
+        !w->ecount || !w->color || !w->stk || !w->sit || !w->idx || !w->low || !w->scc || !w->tst ||
+        !w->cyc || !w->cei) {
         sift__gp_nomem(p);
-        goto out;
+        return 0;
     }
-    /* 1. nullable: an alternative is nullable when it has no terminal and
-     * all its references are nullable. alt_need counts references still
-     * unknown; a terminal makes the alternative never nullable. */
-    {
-        size_t a = 0;
-        size_t n_work = 0;
-        for (uint32_t r = 0; r < nr; r++) {
-            const rinfo *ri = sift__gp_rule(p, r);
-            int term = 0;
-            uint32_t need = 0;
-            for (uint32_t k = 0; k < ri->len; k++) {
-                const sift__gelem *e = &el[ri->off + k];
-                if (e->type == SIFT__G_ALT || e->type == SIFT__G_END) {
-                    alt_rule[a] = r;
-                    alt_need[a] = term ? UINT32_MAX : need;
-                    if (!term && need == 0 && !nullable[r]) {
-                        nullable[r] = 1;
-                        work[n_work++] = r;
-                    }
-                    a++;
-                    term = 0;
-                    need = 0;
-                } else if (e->type == SIFT__G_REF) {
-                    need++;
-                    occ_start[e->v]++;
-                } else {
-                    term = 1;
+    return 1;
+}
+
+/* Frees every scratch array (NULL ones included). */
+static void lr_free(gp_state *p, lrscratch *w)
+{
+    sift__free(p->al, w->nullable);
+    sift__free(p->al, w->alt_need);
+    sift__free(p->al, w->alt_rule);
+    sift__free(p->al, w->occ_start);
+    sift__free(p->al, w->occ);
+    sift__free(p->al, w->work);
+    sift__free(p->al, w->ecount);
+    sift__free(p->al, w->lg.estart);
+    sift__free(p->al, w->lg.edge);
+    sift__free(p->al, w->lg.evia);
+    sift__free(p->al, w->lg.etail);
+    sift__free(p->al, w->color);
+    sift__free(p->al, w->stk);
+    sift__free(p->al, w->sit);
+    sift__free(p->al, w->idx);
+    sift__free(p->al, w->low);
+    sift__free(p->al, w->scc);
+    sift__free(p->al, w->tst);
+    sift__free(p->al, w->cyc);
+    sift__free(p->al, w->cei);
+}
+
+/* 1. nullable: an alternative is nullable when it has no terminal and
+ * all its references are nullable. alt_need counts references still
+ * unknown; a terminal makes the alternative never nullable. The
+ * occurrence lists (occ_start/occ: for each rule, the alternatives that
+ * reference it, one entry per reference) drive the worklist. */
+static void lr_nullable(gp_state *p, lrscratch *w)
+{
+    uint32_t nr = (uint32_t)p->rules.n;
+    const sift__gelem *el = p->arena.p;
+    uint8_t *nullable = w->nullable;
+    uint32_t *alt_need = w->alt_need, *alt_rule = w->alt_rule, *occ_start = w->occ_start;
+    uint32_t *occ = w->occ, *work = w->work;
+    size_t a = 0;
+    size_t n_work = 0;
+    for (uint32_t r = 0; r < nr; r++) {
+        const rinfo *ri = sift__gp_rule(p, r);
+        int term = 0;
+        uint32_t need = 0;
+        for (uint32_t k = 0; k < ri->len; k++) {
+            const sift__gelem *e = &el[ri->off + k];
+            if (e->type == SIFT__G_ALT || e->type == SIFT__G_END) {
+                alt_rule[a] = r;
+                alt_need[a] = term ? UINT32_MAX : need;
+                if (!term && need == 0 && !nullable[r]) {
+                    nullable[r] = 1;
+                    work[n_work++] = r;
                 }
-            }
-        }
-        /* occurrence lists: for each rule, the alternatives that reference
-         * it (one entry per reference) */
-        uint32_t sum = 0;
-        for (uint32_t r = 0; r <= nr; r++) {
-            uint32_t c = r < nr ? occ_start[r] : 0;
-            occ_start[r] = sum;
-            sum += c;
-        }
-        uint32_t *fill = ecount; /* reuse as cursor */
-        memcpy(fill, occ_start, (size_t)nr * sizeof *fill);
-        a = 0;
-        for (uint32_t r = 0; r < nr; r++) {
-            const rinfo *ri = sift__gp_rule(p, r);
-            for (uint32_t k = 0; k < ri->len; k++) {
-                const sift__gelem *e = &el[ri->off + k];
-                if (e->type == SIFT__G_ALT || e->type == SIFT__G_END)
-                    a++;
-                else if (e->type == SIFT__G_REF)
-                    occ[fill[e->v]++] = (uint32_t)a;
-            }
-        }
-        while (n_work) {
-            uint32_t r = work[--n_work];
-            for (uint32_t k = occ_start[r]; k < occ_start[r + 1]; k++) {
-                uint32_t al = occ[k];
-                if (alt_need[al] == UINT32_MAX || alt_need[al] == 0)
-                    continue;
-                if (--alt_need[al] == 0 && !nullable[alt_rule[al]]) {
-                    nullable[alt_rule[al]] = 1;
-                    work[n_work++] = alt_rule[al];
-                }
-            }
-        }
-    }
-    /* 2. left edges */
-    {
-        memset(ecount, 0, ((size_t)nr + 1) * sizeof *ecount);
-        size_t total = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            for (uint32_t r = 0; r < nr; r++) {
-                const rinfo *ri = sift__gp_rule(p, r);
-                int open = 1;
-                uint32_t via = UINT32_MAX;
-                for (uint32_t k = 0; k < ri->len; k++) {
-                    const sift__gelem *e = &el[ri->off + k];
-                    if (e->type == SIFT__G_ALT || e->type == SIFT__G_END) {
-                        open = 1;
-                        via = UINT32_MAX;
-                    } else if (!open) {
-                        continue;
-                    } else if (e->type == SIFT__G_REF) {
-                        if (pass == 0) {
-                            ecount[r]++;
-                            total++;
-                        } else {
-                            /* a rule's elements end with END (check_compiled) */
-                            uint32_t nt = el[ri->off + k + 1].type;
-                            size_t j = lg.estart[r] + ecount[r];
-                            lg.edge[j] = e->v;
-                            lg.evia[j] = via;
-                            lg.etail[j] = nt == SIFT__G_ALT || nt == SIFT__G_END;
-                            ecount[r]++;
-                        }
-                        if (nullable[e->v])
-                            via = e->v;
-                        else
-                            open = 0;
-                    } else {
-                        open = 0;
-                    }
-                }
-            }
-            if (pass == 0) {
-                lg.estart = sift__calloc(p->al, (size_t)nr + 1, sizeof *lg.estart);
-                lg.edge = sift__calloc(p->al, total + 1, sizeof *lg.edge);
-                lg.evia = sift__calloc(p->al, total + 1, sizeof *lg.evia);
-                lg.etail = sift__calloc(p->al, total + 1, 1);
-                if (!lg.estart || !lg.edge || !lg.evia || !lg.etail) {
-                    sift__gp_nomem(p);
-                    goto out;
-                }
-                uint32_t s2 = 0;
-                for (uint32_t r = 0; r < nr; r++) {
-                    lg.estart[r] = s2;
-                    s2 += ecount[r];
-                }
-                lg.estart[nr] = s2;
-                memset(ecount, 0, ((size_t)nr + 1) * sizeof *ecount);
+                a++;
+                term = 0;
+                need = 0;
+            } else if (e->type == SIFT__G_REF) {
+                need++;
+                occ_start[e->v]++;
+            } else {
+                term = 1;
             }
         }
     }
-    const uint32_t *estart = lg.estart, *edge = lg.edge;
-    /* 3. strongly connected components (iterative Tarjan): idx[] is the
-     * visit number + 1 (0 = unvisited), low[] the lowest one reachable,
-     * color[] 1 while on the component stack tst[] */
-    {
-        uint32_t next = 1, n_scc = 0;
-        size_t nt = 0;
-        for (uint32_t r0 = 0; r0 < nr; r0++) {
-            if (idx[r0])
+    uint32_t sum = 0;
+    for (uint32_t r = 0; r <= nr; r++) {
+        uint32_t c = r < nr ? occ_start[r] : 0;
+        occ_start[r] = sum;
+        sum += c;
+    }
+    uint32_t *fill = w->ecount; /* reuse as cursor */
+    memcpy(fill, occ_start, (size_t)nr * sizeof *fill);
+    a = 0;
+    for (uint32_t r = 0; r < nr; r++) {
+        const rinfo *ri = sift__gp_rule(p, r);
+        for (uint32_t k = 0; k < ri->len; k++) {
+            const sift__gelem *e = &el[ri->off + k];
+            if (e->type == SIFT__G_ALT || e->type == SIFT__G_END)
+                a++;
+            else if (e->type == SIFT__G_REF)
+                occ[fill[e->v]++] = (uint32_t)a;
+        }
+    }
+    while (n_work) {
+        uint32_t r = work[--n_work];
+        for (uint32_t k = occ_start[r]; k < occ_start[r + 1]; k++) {
+            uint32_t al = occ[k];
+            if (alt_need[al] == UINT32_MAX || alt_need[al] == 0)
                 continue;
-            size_t sp = 0;
-            stk[sp] = r0;
-            sit[sp++] = estart[r0];
-            idx[r0] = low[r0] = next++;
-            tst[nt++] = r0;
-            color[r0] = 1;
-            while (sp) {
-                uint32_t r = stk[sp - 1];
-                if (sit[sp - 1] < estart[r + 1]) {
-                    uint32_t w = edge[sit[sp - 1]++];
-                    if (!idx[w]) {
-                        idx[w] = low[w] = next++;
-                        tst[nt++] = w;
-                        color[w] = 1;
-                        stk[sp] = w;
-                        sit[sp++] = estart[w];
-                    } else if (color[w] && idx[w] < low[r]) {
-                        low[r] = idx[w];
-                    }
-                    continue;
-                }
-                sp--;
-                if (sp && low[r] < low[stk[sp - 1]])
-                    low[stk[sp - 1]] = low[r];
-                if (low[r] == idx[r]) {
-                    uint32_t w;
-                    do {
-                        w = tst[--nt];
-                        color[w] = 0;
-                        scc[w] = n_scc;
-                    } while (w != r);
-                    n_scc++;
-                }
+            if (--alt_need[al] == 0 && !nullable[alt_rule[al]]) {
+                nullable[alt_rule[al]] = 1;
+                work[n_work++] = alt_rule[al];
             }
         }
     }
-    /* 4a. a reference that is followed by something, on a cycle: the
-     * cycle is that edge r -> s and a shortest path s ->* r inside the
-     * component, found breadth-first (color[] marks the visited rules,
-     * sit[w] the rule before w on the path and low[w] the edge used) */
+}
+
+/* One pass over the left edges of every rule: pass 0 counts them into
+ * ecount[] (and *total), pass 1 fills lg from lg.estart on. */
+static void lr_edge_pass(gp_state *p, lrscratch *w, int pass, size_t *total)
+{
+    uint32_t nr = (uint32_t)p->rules.n;
+    const sift__gelem *el = p->arena.p;
+    uint32_t *ecount = w->ecount;
+    lgraph *lg = &w->lg;
+    for (uint32_t r = 0; r < nr; r++) {
+        const rinfo *ri = sift__gp_rule(p, r);
+        int open = 1;
+        uint32_t via = UINT32_MAX;
+        for (uint32_t k = 0; k < ri->len; k++) {
+            const sift__gelem *e = &el[ri->off + k];
+            if (e->type == SIFT__G_ALT || e->type == SIFT__G_END) {
+                open = 1;
+                via = UINT32_MAX;
+            } else if (!open) {
+                continue;
+            } else if (e->type == SIFT__G_REF) {
+                if (pass == 0) {
+                    ecount[r]++;
+                    (*total)++;
+                } else {
+                    /* a rule's elements end with END (check_compiled) */
+                    uint32_t nt = el[ri->off + k + 1].type;
+                    size_t j = lg->estart[r] + ecount[r];
+                    lg->edge[j] = e->v;
+                    lg->evia[j] = via;
+                    lg->etail[j] = nt == SIFT__G_ALT || nt == SIFT__G_END;
+                    ecount[r]++;
+                }
+                if (w->nullable[e->v])
+                    via = e->v;
+                else
+                    open = 0;
+            } else {
+                open = 0;
+            }
+        }
+    }
+}
+
+/* 2. left edges: count them, allocate the graph, fill it; 0 after
+ * reporting SIFT_E_NOMEM. */
+static int lr_left_edges(gp_state *p, lrscratch *w)
+{
+    uint32_t nr = (uint32_t)p->rules.n;
+    uint32_t *ecount = w->ecount;
+    lgraph *lg = &w->lg;
+    memset(ecount, 0, ((size_t)nr + 1) * sizeof *ecount);
+    size_t total = 0;
+    lr_edge_pass(p, w, 0, &total);
+    lg->estart = sift__calloc(p->al, (size_t)nr + 1, sizeof *lg->estart);
+    lg->edge = sift__calloc(p->al, total + 1, sizeof *lg->edge);
+    lg->evia = sift__calloc(p->al, total + 1, sizeof *lg->evia);
+    lg->etail = sift__calloc(p->al, total + 1, 1);
+    if (!lg->estart || !lg->edge || !lg->evia || !lg->etail) {
+        sift__gp_nomem(p);
+        return 0;
+    }
+    uint32_t s2 = 0;
+    for (uint32_t r = 0; r < nr; r++) {
+        lg->estart[r] = s2;
+        s2 += ecount[r];
+    }
+    lg->estart[nr] = s2;
+    memset(ecount, 0, ((size_t)nr + 1) * sizeof *ecount);
+    lr_edge_pass(p, w, 1, &total);
+    return 1;
+}
+
+/* 3. strongly connected components (iterative Tarjan) into scc[]: idx[]
+ * is the visit number + 1 (0 = unvisited), low[] the lowest one
+ * reachable, color[] 1 while on the component stack tst[] */
+static void lr_components(gp_state *p, lrscratch *w)
+{
+    uint32_t nr = (uint32_t)p->rules.n;
+    const uint32_t *estart = w->lg.estart, *edge = w->lg.edge;
+    uint8_t *color = w->color;
+    uint32_t *stk = w->stk, *sit = w->sit, *idx = w->idx, *low = w->low, *scc = w->scc;
+    uint32_t *tst = w->tst;
+    uint32_t next = 1, n_scc = 0;
+    size_t nt = 0;
+    for (uint32_t r0 = 0; r0 < nr; r0++) {
+        if (idx[r0])
+            continue;
+        size_t sp = 0;
+        stk[sp] = r0;
+        sit[sp++] = estart[r0];
+        idx[r0] = low[r0] = next++;
+        tst[nt++] = r0;
+        color[r0] = 1;
+        while (sp) {
+            uint32_t r = stk[sp - 1];
+            if (sit[sp - 1] < estart[r + 1]) {
+                uint32_t v = edge[sit[sp - 1]++];
+                if (!idx[v]) {
+                    idx[v] = low[v] = next++;
+                    tst[nt++] = v;
+                    color[v] = 1;
+                    stk[sp] = v;
+                    sit[sp++] = estart[v];
+                } else if (color[v] && idx[v] < low[r]) {
+                    low[r] = idx[v];
+                }
+                continue;
+            }
+            sp--;
+            if (sp && low[r] < low[stk[sp - 1]])
+                low[stk[sp - 1]] = low[r];
+            if (low[r] == idx[r]) {
+                uint32_t v;
+                do {
+                    v = tst[--nt];
+                    color[v] = 0;
+                    scc[v] = n_scc;
+                } while (v != r);
+                n_scc++;
+            }
+        }
+    }
+}
+
+/* 4a. a reference that is followed by something, on a cycle: the cycle
+ * is that edge r -> s and a shortest path s ->* r inside the component,
+ * found breadth-first (color[] marks the visited rules, sit[v] the rule
+ * before v on the path and low[v] the edge used). Reports the first such
+ * cycle and returns 1; 0 when there is none. */
+static int lr_pushing_cycle(gp_state *p, lrscratch *w)
+{
+    uint32_t nr = (uint32_t)p->rules.n;
+    const uint32_t *estart = w->lg.estart, *edge = w->lg.edge;
+    uint8_t *color = w->color;
+    uint32_t *stk = w->stk, *sit = w->sit, *low = w->low, *scc = w->scc, *work = w->work;
     for (uint32_t r = 0; r < nr; r++) {
         for (uint32_t e0 = estart[r]; e0 < estart[r + 1]; e0++) {
             uint32_t s = edge[e0];
-            if (lg.etail[e0] || scc[s] != scc[r])
+            if (w->lg.etail[e0] || scc[s] != scc[r])
                 continue;
             size_t qh = 0, qt = 0;
             work[qt++] = s;
@@ -342,34 +401,43 @@ int sift__gp_check_left_recursion(gp_state *p)
             while (qh < qt && !color[r]) {
                 uint32_t u = work[qh++];
                 for (uint32_t k = estart[u]; k < estart[u + 1]; k++) {
-                    uint32_t w = edge[k];
-                    if (color[w] || scc[w] != scc[r])
+                    uint32_t v = edge[k];
+                    if (color[v] || scc[v] != scc[r])
                         continue;
-                    color[w] = 1;
-                    sit[w] = u;
-                    low[w] = k;
-                    work[qt++] = w;
+                    color[v] = 1;
+                    sit[v] = u;
+                    low[v] = k;
+                    work[qt++] = v;
                 }
             }
             /* walk back from r to s, then reverse into cyc[1 ..] */
             size_t len = 0;
-            for (uint32_t w = r; w != s; w = sit[w])
-                stk[len++] = w;
+            for (uint32_t v = r; v != s; v = sit[v])
+                stk[len++] = v;
             size_t n = 0;
-            cyc[n] = r;
-            cei[n++] = e0;
+            w->cyc[n] = r;
+            w->cei[n++] = e0;
             for (size_t q = len; q > 0; q--) {
-                uint32_t w = stk[q - 1];
-                cyc[n] = sit[w];
-                cei[n++] = low[w];
+                uint32_t v = stk[q - 1];
+                w->cyc[n] = sit[v];
+                w->cei[n++] = low[v];
             }
-            report_cycle(p, &lg, cyc, cei, n);
-            goto out;
+            report_cycle(p, &w->lg, w->cyc, w->cei, n);
+            return 1;
         }
     }
-    /* 4b. a cycle of tail references through no repetition helper: a
-     * depth-first search over those edges only; a gray target closes a
-     * cycle */
+    return 0;
+}
+
+/* 4b. a cycle of tail references through no repetition helper: a
+ * depth-first search over those edges only; a gray target closes a
+ * cycle. Reports the first one and returns 1; 0 when there is none. */
+static int lr_tail_cycle(gp_state *p, lrscratch *w)
+{
+    uint32_t nr = (uint32_t)p->rules.n;
+    const uint32_t *estart = w->lg.estart, *edge = w->lg.edge;
+    uint8_t *color = w->color;
+    uint32_t *stk = w->stk, *sit = w->sit;
     memset(color, 0, (size_t)nr + 1);
     for (uint32_t r0 = 0; r0 < nr; r0++) {
         if (color[r0] || sift__gp_rule(p, r0)->kind == RK_REPEAT)
@@ -403,35 +471,42 @@ int sift__gp_check_left_recursion(gp_state *p)
                     j--;
                 size_t n = 0;
                 for (size_t q = j; q < sp; q++) {
-                    cyc[n] = stk[q];
-                    cei[n++] = sit[q] - 1;
+                    w->cyc[n] = stk[q];
+                    w->cei[n++] = sit[q] - 1;
                 }
-                report_cycle(p, &lg, cyc, cei, n);
-                goto out;
+                report_cycle(p, &w->lg, w->cyc, w->cei, n);
+                return 1;
             }
         }
     }
-    ok = 1;
-out:
-    sift__free(p->al, nullable);
-    sift__free(p->al, alt_need);
-    sift__free(p->al, alt_rule);
-    sift__free(p->al, occ_start);
-    sift__free(p->al, occ);
-    sift__free(p->al, work);
-    sift__free(p->al, ecount);
-    sift__free(p->al, lg.estart);
-    sift__free(p->al, lg.edge);
-    sift__free(p->al, lg.evia);
-    sift__free(p->al, lg.etail);
-    sift__free(p->al, color);
-    sift__free(p->al, stk);
-    sift__free(p->al, sit);
-    sift__free(p->al, idx);
-    sift__free(p->al, low);
-    sift__free(p->al, scc);
-    sift__free(p->al, tst);
-    sift__free(p->al, cyc);
-    sift__free(p->al, cei);
+    return 0;
+}
+
+/* Left recursion. Nullable rules are found with a worklist, then the
+ * left-edge graph is built and its strongly connected components found
+ * (iterative Tarjan). A cycle of left edges is an error when
+ *  (a) one of its references is followed by something: every round of
+ *      the cycle pushes a return address, so the matcher's stacks would
+ *      grow without end (root ::= root "a"), or
+ *  (b) all its references end their alternatives but none of its rules
+ *      is a repetition helper (a ::= b | "x", b ::= a), as in llama.cpp.
+ * The remaining cycles are nullable repetitions, ( [x]* )*, (a?)*,
+ * ("")*, x ::= x?: a tail reference pushes nothing, so going round the
+ * cycle comes back to the same parse stack, which the matcher's closure
+ * has already seen, and the empty iteration simply ends the loop (the
+ * language is the usual least fixed point). No recursion anywhere. */
+int sift__gp_check_left_recursion(gp_state *p)
+{
+    lrscratch w;
+    memset(&w, 0, sizeof w);
+    int ok = 0;
+    if (lr_alloc(p, &w)) {
+        lr_nullable(p, &w);
+        if (lr_left_edges(p, &w)) {
+            lr_components(p, &w);
+            ok = !lr_pushing_cycle(p, &w) && !lr_tail_cycle(p, &w);
+        }
+    }
+    lr_free(p, &w);
     return ok;
 }

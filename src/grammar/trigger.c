@@ -993,6 +993,210 @@ static int run_pattern(sift__trigger *t, size_t i, uint64_t cs, uint64_t ce, uin
     return 1;
 }
 
+/* One token's pass over the triggers in sift__trigger_feed: the state
+ * before it (to roll back to), the lowest trigger index that matched so
+ * far and where its grammar starts, the bytes scanned, and the patterns
+ * whose skip-ahead search is still to run. */
+typedef struct feed_pass {
+    uint64_t old_end, old_searched;
+    int32_t old_ac;
+    size_t old_nsp;
+    int64_t best; /* lowest trigger index that matched; -1: none */
+    uint64_t best_start;
+    size_t scanned;
+    size_t n_skip;
+    uint64_t ce; /* end of the complete characters */
+} feed_pass;
+
+/* Undoes the token's pass: the text end, the search point, the
+ * automaton state, the spans and every resume point it moved. */
+static void feed_rollback(sift__trigger *t, const feed_pass *fp)
+{
+    t->end = fp->old_end;
+    t->searched_to = fp->old_searched;
+    t->ac = fp->old_ac;
+    t->nsp = fp->old_nsp;
+    while (t->n_undo > 0) {
+        t->n_undo--;
+        t->resume[t->undo_i[t->n_undo]] = t->undo_v[t->n_undo];
+    }
+}
+
+/* Words: one pass of the automaton over the new bytes. At each byte,
+ * every word ending there is on the node's dict chain. */
+static void feed_words(sift__trigger *t, const char *bytes, size_t tn, feed_pass *fp)
+{
+    int32_t s = t->ac;
+    const uint8_t *b = (const uint8_t *)bytes;
+    for (size_t k = 0; k < tn; k++) {
+        s = ac_step(t, s, b[k]);
+        int32_t d = t->nodes[s].word >= 0 ? s : t->nodes[s].dict;
+        for (; d >= 0; d = t->nodes[d].dict) {
+            int64_t w = t->nodes[d].word;
+            if (fp->best < 0 || w < fp->best) {
+                fp->best = w;
+                fp->best_start = fp->old_end + k + 1 - (uint64_t)t->nodes[d].depth;
+            }
+        }
+    }
+    t->ac = s;
+    fp->scanned += tn;
+}
+
+/* Token ids: the first trigger on this token id that could still win. */
+static void feed_token_ids(sift__trigger *t, int32_t token, feed_pass *fp)
+{
+    for (size_t i = 0; i < t->n && (fp->best < 0 || (int64_t)i < fp->best); i++) {
+        if (t->specs[i].kind == SIFT__TRIGGER_TOKEN && t->specs[i].token == token) {
+            fp->best = (int64_t)i;
+            fp->best_start = fp->old_end;
+            break;
+        }
+    }
+}
+
+/* The search window of pattern i up to ce: start positions before
+ * resume[i] were ruled out by an earlier partial search; those before
+ * the window are out of scope. The subject starts ctx[i] bytes earlier
+ * (*cs) so that lookbehinds and \b see their context. */
+static void pattern_window(const sift__trigger *t, size_t i, uint64_t ce, uint64_t *from,
+                           uint64_t *cs)
+{
+    uint64_t W = t->p.max_window;
+    uint64_t ws = ce > W ? ce - W : 0;
+    *from = t->resume[i] > ws ? t->resume[i] : ws;
+    *cs = *from > t->ctx[i] ? *from - t->ctx[i] : 0;
+}
+
+/* The search of pattern i (not a whole-text one) over the window:
+ * returns as run_pattern does, 1 only for a final match (start in *ms). */
+static int feed_pattern(sift__trigger *t, size_t i, feed_pass *fp, uint64_t *ms, sift_status *st,
+                        sift_error *err)
+{
+    uint64_t ce = fp->ce, from, cs;
+    pattern_window(t, i, ce, &from, &cs);
+    int r = run_pattern(t, i, cs, ce, from, 0, ms, st, err);
+    fp->scanned += (size_t)(ce - from);
+    if (r == 0) {
+        /* No match: a hard partial search says where a match could
+         * still start once more text comes; it only saves work, so it
+         * runs after the searches that decide (feed_skip_ahead), and
+         * only if the token fires nothing. */
+        t->skip[fp->n_skip++] = (uint32_t)i;
+    } else if (r == 1) {
+        /* A match is final only if no text that may follow can change
+         * it: \b, $ or a lookahead at the end of the text, a greedy
+         * repeat that could go on, an earlier start still in progress. A
+         * hard partial search from the same point tells: PCRE2 answers
+         * "partial" exactly when it reached the end of the text before
+         * accepting a match. Then the pattern waits, from that start, for
+         * the next token. */
+        uint64_t ps = ce;
+        r = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, st, err);
+        if (r == 2 || r == 0) {
+            t->undo_i[t->n_undo] = (uint32_t)i;
+            t->undo_v[t->n_undo++] = t->resume[i];
+            t->resume[i] = r == 2 ? ps : ce;
+            r = 0;
+        } else if (r == 1) {
+            *ms = ps;
+        }
+    }
+    return r;
+}
+
+/* Patterns, in index order, only those that could still win. A search
+ * error rolls the pass back and is returned. */
+static sift_status feed_patterns(sift__trigger *t, size_t tn, feed_pass *fp, sift_error *err)
+{
+    sift_status st = SIFT_OK;
+    for (size_t i = 0; i < t->n && (fp->best < 0 || (int64_t)i < fp->best); i++) {
+        sift__trigger_kind kd = t->specs[i].kind;
+        uint64_t ms = 0;
+        int r = 0;
+        if (kd == SIFT__TRIGGER_PATTERN) {
+            if (fp->ce <= t->searched_to)
+                continue; /* no new complete character */
+            r = feed_pattern(t, i, fp, &ms, &st, err);
+        } else if (kd == SIFT__TRIGGER_PATTERN_FULL) {
+            if (!tn)
+                continue; /* the text did not change */
+            r = run_pattern(t, i, 0, t->end, 0, 0, &ms, &st, err);
+            fp->scanned += (size_t)t->end;
+        } else {
+            continue;
+        }
+        if (r < 0) {
+            feed_rollback(t, fp);
+            return st;
+        }
+        if (r > 0) {
+            fp->best = (int64_t)i;
+            fp->best_start = ms;
+            break;
+        }
+    }
+    return SIFT_OK;
+}
+
+/* The skip-ahead searches of the patterns that found nothing: the
+ * leftmost position where a match could still begin (none: the end of
+ * the text). If one meets a limit, the plain search's "no match" stands
+ * and the next search starts where this one did (its steps still count
+ * against the token's budget). */
+static void feed_skip_ahead(sift__trigger *t, const feed_pass *fp)
+{
+    uint64_t ce = fp->ce;
+    for (size_t k = 0; k < fp->n_skip; k++) {
+        size_t i = t->skip[k];
+        uint64_t from, cs;
+        pattern_window(t, i, ce, &from, &cs);
+        uint64_t ps = ce;
+        sift_status ignored;
+        int pr = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, &ignored, NULL);
+        if (pr == 0 || pr == 2) { /* (1 cannot be: the plain search found none) */
+            t->undo_i[t->n_undo] = (uint32_t)i;
+            t->undo_v[t->n_undo++] = t->resume[i];
+            t->resume[i] = pr == 2 ? ps : ce;
+        }
+    }
+}
+
+/* Fired: records what the grammar must receive (the token's bytes for a
+ * token trigger, else the first span to replay). Out of memory for the
+ * token's bytes rolls the pass back. */
+static sift_status feed_record_fire(sift__trigger *t, int32_t token, const char *bytes, size_t n,
+                                    const feed_pass *fp, sift_error *err)
+{
+    if (t->specs[fp->best].kind == SIFT__TRIGGER_TOKEN) {
+        if (n > t->tokcap) {
+            char *nb = sift__malloc(&t->al, n, 1);
+            if (!nb) {
+                feed_rollback(t, fp);
+                return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger token");
+            }
+            sift__free(&t->al, t->tokbuf);
+            t->tokbuf = nb;
+            t->tokcap = n;
+        }
+        if (n)
+            memcpy(t->tokbuf, bytes, n);
+        t->toklen = n;
+        t->replay_token = 1;
+        t->fire_token = token;
+    } else {
+        size_t k = t->nsp;
+        while (k > 0 && span_end(t, k - 1) > fp->best_start)
+            k--;
+        t->replay_first = k;
+        t->replay_token = 0;
+    }
+    t->fired = 1;
+    t->fired_idx = fp->best;
+    t->fire_start = fp->best_start;
+    return SIFT_OK;
+}
+
 sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *bytes, size_t n,
                                int *fired, int64_t *start, sift_error *err)
 {
@@ -1020,18 +1224,12 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
 
     /* Everything below either succeeds or rolls back to here. */
     t->n_undo = 0;
-    const uint64_t old_end = t->end, old_searched = t->searched_to;
-    const int32_t old_ac = t->ac;
-    const size_t old_nsp = t->nsp;
-    t->u_end = old_end;
-    t->u_searched = old_searched;
-    t->u_ac = old_ac;
-    t->u_nsp = old_nsp;
+    feed_pass fp = {t->end, t->searched_to, t->ac, t->nsp, -1, 0, 0, 0, 0};
+    t->u_end = fp.old_end;
+    t->u_searched = fp.old_searched;
+    t->u_ac = fp.old_ac;
+    t->u_nsp = fp.old_nsp;
     t->u_scanned = t->last_scanned;
-    size_t scanned = 0;
-    int64_t best = -1; /* lowest trigger index that matched */
-    uint64_t best_start = 0;
-    size_t n_skip = 0;
     t->steps = 0; /* one PCRE2 budget for this token, all patterns */
 
     if (tn) {
@@ -1041,166 +1239,25 @@ sift_status sift__trigger_feed(sift__trigger *t, int32_t token, const char *byte
         t->nsp++;
         t->end += tn;
     }
-    /* Words: one pass of the automaton over the new bytes. At each byte,
-     * every word ending there is on the node's dict chain. */
-    if (t->has_words && tn) {
-        int32_t s = t->ac;
-        const uint8_t *b = (const uint8_t *)bytes;
-        for (size_t k = 0; k < tn; k++) {
-            s = ac_step(t, s, b[k]);
-            int32_t d = t->nodes[s].word >= 0 ? s : t->nodes[s].dict;
-            for (; d >= 0; d = t->nodes[d].dict) {
-                int64_t w = t->nodes[d].word;
-                if (best < 0 || w < best) {
-                    best = w;
-                    best_start = old_end + k + 1 - (uint64_t)t->nodes[d].depth;
-                }
-            }
-        }
-        t->ac = s;
-        scanned += tn;
-    }
-    /* Token ids. */
-    for (size_t i = 0; i < t->n && (best < 0 || (int64_t)i < best); i++) {
-        if (t->specs[i].kind == SIFT__TRIGGER_TOKEN && t->specs[i].token == token) {
-            best = (int64_t)i;
-            best_start = old_end;
-            break;
-        }
-    }
-    /* Patterns, in index order, only those that could still win. */
-    uint64_t ce = complete_end(t);
-    for (size_t i = 0; i < t->n && (best < 0 || (int64_t)i < best); i++) {
-        sift__trigger_kind kd = t->specs[i].kind;
-        uint64_t ms = 0;
-        int r = 0;
-        if (kd == SIFT__TRIGGER_PATTERN) {
-            if (ce <= t->searched_to)
-                continue; /* no new complete character */
-            /* Start positions before resume[i] were ruled out by an
-             * earlier partial search; those before the window are out of
-             * scope. The subject starts ctx[i] bytes earlier so that
-             * lookbehinds and \b see their context. */
-            uint64_t W = t->p.max_window;
-            uint64_t ws = ce > W ? ce - W : 0;
-            uint64_t from = t->resume[i] > ws ? t->resume[i] : ws;
-            uint64_t cs = from > t->ctx[i] ? from - t->ctx[i] : 0;
-            r = run_pattern(t, i, cs, ce, from, 0, &ms, &st, err);
-            scanned += (size_t)(ce - from);
-            if (r == 0) {
-                /* No match: a hard partial search says where a match
-                 * could still start once more text comes; it only saves
-                 * work, so it runs after the searches that decide
-                 * (below), and only if the token fires nothing. */
-                t->skip[n_skip++] = (uint32_t)i;
-            } else if (r == 1) {
-                /* A match is final only if no text that may follow can
-                 * change it: \b, $ or a lookahead at the end of the text,
-                 * a greedy repeat that could go on, an earlier start still
-                 * in progress. A hard partial search from the same point
-                 * tells: PCRE2 answers "partial" exactly when it reached
-                 * the end of the text before accepting a match. Then the
-                 * pattern waits, from that start, for the next token. */
-                uint64_t ps = ce;
-                r = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, &st, err);
-                if (r == 2 || r == 0) {
-                    t->undo_i[t->n_undo] = (uint32_t)i;
-                    t->undo_v[t->n_undo++] = t->resume[i];
-                    t->resume[i] = r == 2 ? ps : ce;
-                    r = 0;
-                } else if (r == 1) {
-                    ms = ps;
-                }
-            }
-        } else if (kd == SIFT__TRIGGER_PATTERN_FULL) {
-            if (!tn)
-                continue; /* the text did not change */
-            r = run_pattern(t, i, 0, t->end, 0, 0, &ms, &st, err);
-            scanned += (size_t)t->end;
-        } else {
-            continue;
-        }
-        if (r < 0) {
-            t->end = old_end;
-            t->searched_to = old_searched;
-            t->ac = old_ac;
-            t->nsp = old_nsp;
-            while (t->n_undo > 0) {
-                t->n_undo--;
-                t->resume[t->undo_i[t->n_undo]] = t->undo_v[t->n_undo];
-            }
-            return st;
-        }
-        if (r > 0) {
-            best = (int64_t)i;
-            best_start = ms;
-            break;
-        }
-    }
-    if (best < 0) {
-        /* The skip-ahead searches of the patterns that found nothing:
-         * the leftmost position where a match could still begin (none:
-         * the end of the text). If one meets a limit, the plain search's
-         * "no match" stands and the next search starts where this one
-         * did (its steps still count against the token's budget). */
-        for (size_t k = 0; k < n_skip; k++) {
-            size_t i = t->skip[k];
-            uint64_t W = t->p.max_window;
-            uint64_t ws = ce > W ? ce - W : 0;
-            uint64_t from = t->resume[i] > ws ? t->resume[i] : ws;
-            uint64_t cs = from > t->ctx[i] ? from - t->ctx[i] : 0;
-            uint64_t ps = ce;
-            sift_status ignored;
-            int pr = run_pattern(t, i, cs, ce, from, PCRE2_PARTIAL_HARD, &ps, &ignored, NULL);
-            if (pr == 0 || pr == 2) { /* (1 cannot be: the plain search found none) */
-                t->undo_i[t->n_undo] = (uint32_t)i;
-                t->undo_v[t->n_undo++] = t->resume[i];
-                t->resume[i] = pr == 2 ? ps : ce;
-            }
-        }
-    }
-    if (ce > t->searched_to)
-        t->searched_to = ce;
-    t->last_scanned = scanned;
-    if (best < 0)
+    if (t->has_words && tn)
+        feed_words(t, bytes, tn, &fp);
+    feed_token_ids(t, token, &fp);
+    fp.ce = complete_end(t);
+    st = feed_patterns(t, tn, &fp, err);
+    if (st)
+        return st;
+    if (fp.best < 0)
+        feed_skip_ahead(t, &fp);
+    if (fp.ce > t->searched_to)
+        t->searched_to = fp.ce;
+    t->last_scanned = fp.scanned;
+    if (fp.best < 0)
         return SIFT_OK;
-
-    /* Fired: record what the grammar must receive. */
-    if (t->specs[best].kind == SIFT__TRIGGER_TOKEN) {
-        if (n > t->tokcap) {
-            char *nb = sift__malloc(&t->al, n, 1);
-            if (!nb) {
-                t->end = old_end;
-                t->searched_to = old_searched;
-                t->ac = old_ac;
-                t->nsp = old_nsp;
-                while (t->n_undo > 0) {
-                    t->n_undo--;
-                    t->resume[t->undo_i[t->n_undo]] = t->undo_v[t->n_undo];
-                }
-                return sift__fail(err, SIFT_E_NOMEM, "out of memory for the trigger token");
-            }
-            sift__free(&t->al, t->tokbuf);
-            t->tokbuf = nb;
-            t->tokcap = n;
-        }
-        if (n)
-            memcpy(t->tokbuf, bytes, n);
-        t->toklen = n;
-        t->replay_token = 1;
-        t->fire_token = token;
-    } else {
-        size_t k = t->nsp;
-        while (k > 0 && span_end(t, k - 1) > best_start)
-            k--;
-        t->replay_first = k;
-        t->replay_token = 0;
-    }
-    t->fired = 1;
-    t->fired_idx = best;
-    t->fire_start = best_start;
+    st = feed_record_fire(t, token, bytes, n, &fp, err);
+    if (st)
+        return st;
     *fired = 1;
-    *start = (int64_t)best_start;
+    *start = (int64_t)fp.best_start;
     return SIFT_OK;
 }
 
