@@ -779,8 +779,14 @@ START_TEST(test_a_terminated_grammar_accepts_nothing_until_rolled_back)
     ck_assert(m[EOS >> 5] >> (EOS & 31) & 1); /* may end: EOG allowed */
     ck_assert_int_eq(sift_grammar_is_complete(g), 1);
     ck_assert_int_eq(sift_grammar_is_terminated(g), 0);
+    /* the slice path's allowed set, cached for this state: EOG among it */
+    const int32_t *few;
+    ck_assert_uint_gt(sift__grammar_small_set(g, &few), 0);
     ck_assert_int_eq(sift_grammar_accept_token(g, EOS, NULL), SIFT_OK);
     ck_assert_int_eq(sift_grammar_is_terminated(g), 1);
+    /* terminated: nothing allowed, though the state (and so the cache) is
+     * the one before the end-of-generation token */
+    ck_assert_uint_eq(sift__grammar_small_set(g, &few), 0);
     uint64_t d = sift__grammar_state_digest(g);
     int32_t c = tok_of("c");
     ck_assert_int_eq(sift_grammar_accept_token(g, c, &err), SIFT_E_GRAMMAR_REJECT);

@@ -616,8 +616,12 @@ sift_status sift__grammar_small_prepare(sift_grammar *g, sift_error *err)
 size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids)
 {
     *ids = NULL;
+    /* A terminated grammar allows nothing, whatever the cache holds for
+     * its state (accepting an end-of-generation token keeps the state). */
+    if (g && g->magic == MAGIC && g->terminated)
+        return 0;
     if (!g || g->magic != MAGIC || !g->core->V || sift__gm_idle(g))
-        return g && g->magic == MAGIC && g->terminated ? 0 : SIZE_MAX;
+        return SIZE_MAX;
     if (small_compute(g, NULL))
         return SIZE_MAX; /* not cached: the next call may succeed */
     if (g->ss_n != SIZE_MAX)

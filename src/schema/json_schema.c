@@ -46,6 +46,10 @@ void sift_json_schema_params_init(sift_json_schema_params *p)
 
 static size_t skip_ws(const char *t, size_t n, size_t i)
 {
+    /* i may be n + 1 after a step over a ':' at the end of a text that
+     * is not JSON (unholdable's scan): never past the end */
+    if (i > n)
+        return n;
     while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
         i++;
     return i;
@@ -260,6 +264,8 @@ static void fill_at(sift__js *c, sift_error *e, sift_status code, const char *ke
     }
     full[fl] = '\0';
     size_t off = locate(c->text, c->len, full, fl);
+    if (off > c->len)
+        off = c->len;
     snprintf(ptr, sizeof ptr, "#%.*s", (int)(fl < 150 ? fl : 150), full);
     int32_t line, col;
     line_col(c->text, off, &line, &col);
