@@ -25,7 +25,7 @@
  *    pair is a token. The parts left are the ids.
  *
  * A vocabulary loaded from a GGUF file with `tokenizer.ggml.merges`
- * (sift__bpe_set_gguf, called by vocab_load.c) encodes the way
+ * (sift__bpe_set_gguf, called by vocab_gguf.c) encodes the way
  * Hugging Face's BPE model does instead, which is what llama.cpp
  * implements too:
  * 4'. The merge list ranks pairs of tokens, not merged bytes: merge k is

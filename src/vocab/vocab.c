@@ -5,7 +5,8 @@
  * vocabulary is shared). All pieces live in one block of bytes with an
  * offset table, so a vocabulary is four allocations whatever its size.
  * Invariants: off[0] = 0, off[i] <= off[i + 1], off[n] = bytes used;
- * attr[i] only holds SIFT_TOKEN_* bits. The file loaders (vocab_load.c)
+ * attr[i] only holds SIFT_TOKEN_* bits. The file loaders (vocab_tiktoken.c,
+ * vocab_gguf.c)
  * build the three arrays themselves and hand them over through
  * sift__vocab_adopt, so loading a 200k-token file copies each piece once.
  *

@@ -76,7 +76,7 @@ SIFT__HIDDEN void sift__bpe_slot_invalidate(sift__bpe_slot *slot, const sift__al
  * 100,256, o200k for 199,998, none otherwise. SIFT_E_NOMEM. */
 SIFT__HIDDEN sift_status sift__bpe_default_tiktoken(sift_vocab *v, sift_error *err);
 
-/* What a GGUF file says about encoding (vocab_load.c reads it): the
+/* What a GGUF file says about encoding (vocab_gguf.c reads it): the
  * pre-tokenizer its `tokenizer.ggml.pre` names (NONE when sift has none
  * for it; `why` then says so to sift_vocab_encode), Llama 3's
  * ignore_merges, the merges as byte strings (merge k: left piece

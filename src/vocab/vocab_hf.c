@@ -214,7 +214,7 @@ static int is_eog_text(const char *s, size_t n)
     return 0;
 }
 
-/* The GPT-2 byte-level table, inverted (as in vocab_load.c): the byte a
+/* The GPT-2 byte-level table, inverted (as in vocab_gguf.c): the byte a
  * code point stands for, or -1. */
 static int gpt2_byte(uint32_t cp)
 {

@@ -1,6 +1,6 @@
 /*
  * fuzz_gguf.c - libFuzzer target: GGUF byte-level BPE, loading
- * (vocab/vocab_load.c: tokenizer.ggml.merges and .pre) and encoding
+ * (vocab/vocab_gguf.c: tokenizer.ggml.merges and .pre) and encoding
  * through the merges (vocab/bpe.c).
  *
  * Input: one byte of options, then the body.
