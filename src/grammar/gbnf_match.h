@@ -6,8 +6,10 @@
  * caches (stack nodes, DFA states and their byte transitions), and the
  * helpers every matcher file uses. The files:
  *
+ *   gbnf_core.c     the shared core: compiled rules, the vocabulary's
+ *                   token index and trie, the mask cache's key tables
  *   gbnf_match.c    the matcher automaton: stacks, closure, states,
- *                   transitions, token steps, building the core and trie
+ *                   transitions, token steps, grammar objects over a core
  *   gbnf_grammar.c  the sift_grammar object: params, new/clone/free/reset,
  *                   accepting bytes and tokens, the per-call bookkeeping
  *   gbnf_mask.c     the whole-vocabulary pass: the trie walk, the allowed
@@ -287,13 +289,9 @@ struct sift_grammar {
 };
 
 /* ------------------------------------------------------------------ */
-/* gbnf_match.c                                                        */
+/* gbnf_core.c                                                         */
 /* ------------------------------------------------------------------ */
 
-/* Records the first failure of a call (g->fail) and its message in
- * g->err; returns the status that stands. */
-SIFT__HIDDEN sift_status sift__gm_fail(sift_grammar *g, sift_status code, const char *fmt, ...)
-    SIFT__PRINTF(3, 4);
 /* The vocabulary's shared token index with a reference for the caller:
  * the published one, or one built now and published (thread-safe; see
  * sift__vocab_index_publish). SIFT_E_NOMEM (nothing published). */
@@ -305,6 +303,15 @@ SIFT__HIDDEN sift_status sift__gm_core_new(gcore **out, const char *text, size_t
                                            sift_error *err);
 /* Drops a reference to a core; the last one frees it. NULL is a no-op. */
 SIFT__HIDDEN void sift__gm_core_unref(gcore *c);
+
+/* ------------------------------------------------------------------ */
+/* gbnf_match.c                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Records the first failure of a call (g->fail) and its message in
+ * g->err; returns the status that stands. */
+SIFT__HIDDEN sift_status sift__gm_fail(sift_grammar *g, sift_status code, const char *fmt, ...)
+    SIFT__PRINTF(3, 4);
 /* A grammar object over core c (a reference is taken on success). The
  * matching state is `from`'s current state, or the initial one. */
 SIFT__HIDDEN sift_status sift__gm_make(sift_grammar **out, gcore *c, const sift__alloc *al,
@@ -396,6 +403,18 @@ SIFT__HIDDEN sift_status sift__gm_lazy_step(sift_grammar *g, int32_t token, cons
 /* Small helpers, inline in every file                                 */
 /* ------------------------------------------------------------------ */
 
+/* Whether an element of this type ends an alternative. */
+static inline int sift__gm_is_end(uint32_t type)
+{
+    return type == SIFT__G_END || type == SIFT__G_ALT;
+}
+
+/* Whether an element of this type matches a token id (<[id]>, !<[id]>). */
+static inline int sift__gm_is_tok(uint32_t type)
+{
+    return type == SIFT__G_TOKEN || type == SIFT__G_TOKEN_NOT;
+}
+
 /* Element `pos` of the compiled rules. */
 static inline const sift__gelem *sift__gm_el(const sift_grammar *g, uint32_t pos)
 {
@@ -469,7 +488,7 @@ static inline const unsigned char *sift__gm_piece(const gcore *c, int32_t t, siz
  * ED); 5, 6, 7 three to go, the first in 80..BF, 90..BF (after F0) or
  * 80..8F (after F4). The state after byte b in state d, or -1 where the
  * matcher rejects b (a dead transition in every grammar). The trie's
- * walk (gbnf_match.c) and the mask walk (gbnf_mask.c) share it. */
+ * build (gbnf_core.c) and the mask walk (gbnf_mask.c) share it. */
 static inline int sift__gm_u8_next(unsigned d, unsigned b)
 {
     static const unsigned char lo[8] = {0, 0x80, 0x80, 0xA0, 0x80, 0x80, 0x90, 0x80};
