@@ -115,20 +115,42 @@ static int serve_row(void *user, float *row, int32_t n_vocab)
     return 0;
 }
 
-int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
+/* What the command line asked for. */
+typedef struct bench_opts {
+    const char *config;
+    long vocab, reps;
+    int json;
+} bench_opts;
+
+/* One run: the two chains (whole row, slice), the plan, the rows and
+ * buffers, and per round the times of each path and the round's ratios. */
+typedef struct bench_run {
+    sift_chain *whole, *sliced;
+    sift_slicer *slicer;
+    sift_plan plan;
+    int32_t V;
+    long reps;
+    int do_slice;
+    float *rows, *dst;
+    int32_t *ids;
+    size_t ids_cap;
+    bench_hook hook;
+    double *t_sample, *t_slice, *t_floor, *t_memcpy;
+    double *r_floor, *r_memcpy, *r_slice;
+} bench_run;
+
+/* Reads the options into *o: -1 to go on, else the exit status (help
+ * printed, or a usage error reported). */
+static int parse_args(int argc, char **argv, bench_opts *o, FILE *out, FILE *errout)
 {
-    const char *config = NULL, *prog = "sift bench";
-    long vocab = 0, reps = 200;
-    int json = 0;
-    if (argc > 1 && !strcmp(argv[1], "maskbench"))
-        return cmd_maskbench(argc - 1, argv + 1, out, errout);
+    const char *prog = "sift bench";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help(out);
             return cmd_finish(out, errout, CMD_OK);
         } else if (!strcmp(a, "--json")) {
-            json = 1;
+            o->json = 1;
         } else if ((!strcmp(a, "--vocab") || !strcmp(a, "--reps")) && i + 1 < argc) {
             const char *v = argv[++i];
             char *end;
@@ -139,127 +161,141 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
                 fprintf(errout, "%s: %s needs an integer in [1, %ld], got '%s'\n", prog, a, hi, v);
                 return CMD_USAGE;
             }
-            *(!strcmp(a, "--vocab") ? &vocab : &reps) = x;
-        } else if (a[0] != '-' && !config) {
-            config = a;
+            *(!strcmp(a, "--vocab") ? &o->vocab : &o->reps) = x;
+        } else if (a[0] != '-' && !o->config) {
+            o->config = a;
         } else {
             fprintf(errout, "%s: unexpected argument '%s'\n", prog, a);
             fprintf(errout, "Run 'sift bench --help' for the options.\n");
             return CMD_USAGE;
         }
     }
-    /* The row length: --vocab, else the config's vocab_size, else the
-     * production default. cli_load_chain rejects a --vocab that differs
-     * from the config's vocab_size. */
-    int32_t V = (int32_t)vocab;
-    if (V == 0) {
-        int32_t cv = cli_config_vocab_size(config);
-        V = cv > 0 ? cv : BENCH_DEFAULT_V;
+    return -1;
+}
+
+/* Allocates the rows, the buffers and the per-round arrays; 0 when one
+ * is missing (the caller frees what was allocated). */
+static int bench_alloc(bench_run *b)
+{
+    size_t reps = (size_t)b->reps;
+    b->ids_cap = b->plan.max_extras > 0 ? (size_t)b->plan.max_extras : 1;
+    b->rows = malloc((size_t)BENCH_ROWS * (size_t)b->V * sizeof *b->rows);
+    b->t_sample = malloc(reps * sizeof *b->t_sample);
+    b->t_slice = malloc(reps * sizeof *b->t_slice);
+    b->t_floor = malloc(reps * sizeof *b->t_floor);
+    b->t_memcpy = malloc(reps * sizeof *b->t_memcpy);
+    b->r_floor = malloc(reps * sizeof *b->r_floor);
+    b->r_memcpy = malloc(reps * sizeof *b->r_memcpy);
+    b->r_slice = malloc(reps * sizeof *b->r_slice);
+    b->dst = malloc((size_t)b->V * sizeof *b->dst);
+    b->ids = malloc(b->ids_cap * sizeof *b->ids);
+    return b->rows && b->t_sample && b->t_slice && b->t_floor && b->t_memcpy && b->r_floor &&
+           b->r_memcpy && b->r_slice && b->dst && b->ids;
+}
+
+/* Frees everything bench_run holds (NULL members are fine). */
+static void bench_free(bench_run *b)
+{
+    free(b->ids);
+    free(b->dst);
+    free(b->r_slice);
+    free(b->r_memcpy);
+    free(b->r_floor);
+    free(b->t_memcpy);
+    free(b->t_floor);
+    free(b->t_slice);
+    free(b->t_sample);
+    free(b->rows);
+    sift_slicer_free(b->slicer);
+    sift_chain_free(b->sliced);
+    sift_chain_free(b->whole);
+}
+
+/* Round r on `row`: the sliced path (extras, untimed slice build, timed
+ * sample_slice, accept); its time and ratio to `floor_ns` stored when
+ * r >= 0. */
+static sift_status bench_slice_round(bench_run *b, long r, const float *row, double floor_ns,
+                                     sift_error *err)
+{
+    int32_t tok;
+    size_t n_ids = 0;
+    sift_slice slice;
+    sift_status st = sift_chain_extras(b->sliced, b->ids, b->ids_cap, &n_ids, err);
+    if (st == SIFT_OK)
+        st = sift_slicer_build(b->slicer, row, b->V, b->plan.k, b->ids, n_ids, &slice, err);
+    b->hook.row = row;
+    double t2 = now_ns();
+    if (st == SIFT_OK)
+        st = sift_chain_sample_slice(b->sliced, &slice, &tok, err);
+    double t3 = now_ns();
+    if (st == SIFT_OK)
+        st = sift_chain_accept(b->sliced, tok, err);
+    if (r >= 0) {
+        b->t_slice[r] = t3 - t2;
+        b->r_slice[r] = ratio(t3 - t2, floor_ns);
     }
-    sift_chain *whole = NULL, *sliced = NULL;
-    sift_slicer *slicer = NULL;
-    float *rows = NULL;
-    double *t_sample = NULL, *t_slice = NULL, *t_floor = NULL, *t_memcpy = NULL;
-    double *r_floor = NULL, *r_memcpy = NULL, *r_slice = NULL;
-    float *dst = NULL;
-    int32_t *ids = NULL;
-    int status = cli_load_chain(prog, config, V, 0, &whole, errout);
-    if (status == CMD_OK)
-        status = cli_load_chain(prog, config, V, 0, &sliced, errout);
-    if (status != CMD_OK)
-        goto done;
-    sift_error err;
-    sift_plan plan = {.struct_size = sizeof(sift_plan)};
-    if (sift_chain_plan(whole, &plan, NULL, &err) != SIFT_OK) {
-        fprintf(errout, "%s: %s\n", prog, err.message);
-        status = CMD_FAIL;
-        goto done;
-    }
-    size_t ids_cap = plan.max_extras > 0 ? (size_t)plan.max_extras : 1;
-    rows = malloc((size_t)BENCH_ROWS * (size_t)V * sizeof *rows);
-    t_sample = malloc((size_t)reps * sizeof *t_sample);
-    t_slice = malloc((size_t)reps * sizeof *t_slice);
-    t_floor = malloc((size_t)reps * sizeof *t_floor);
-    t_memcpy = malloc((size_t)reps * sizeof *t_memcpy);
-    r_floor = malloc((size_t)reps * sizeof *r_floor);
-    r_memcpy = malloc((size_t)reps * sizeof *r_memcpy);
-    r_slice = malloc((size_t)reps * sizeof *r_slice);
-    dst = malloc((size_t)V * sizeof *dst);
-    ids = malloc(ids_cap * sizeof *ids);
-    if (!rows || !t_sample || !t_slice || !t_floor || !t_memcpy || !r_floor || !r_memcpy ||
-        !r_slice || !dst || !ids) {
-        fprintf(errout, "%s: out of memory\n", prog);
-        status = CMD_USAGE;
-        goto done;
-    }
-    fill_rows(rows, V);
-    bench_hook hook = {rows};
-    int do_slice = plan.k > 0;
-    if (do_slice && (sift_slicer_new(&slicer, V, NULL, &err) != SIFT_OK ||
-                     sift_chain_set_row_hook(sliced, serve_row, &hook, &err) != SIFT_OK)) {
-        fprintf(errout, "%s: %s\n", prog, err.message);
-        status = CMD_USAGE;
-        goto done;
-    }
+    return st;
+}
+
+/* Two untimed warm-up rounds, then reps timed ones: per round the floor,
+ * memcpy, the whole-row sample and (when planned) the slice, on a row an
+ * untimed max-reduction has just read. CMD_OK or CMD_FAIL (reported). */
+static int bench_rounds(bench_run *b, const char *prog, FILE *errout)
+{
     const sift__simd_ops *ops = sift__simd();
+    int32_t V = b->V;
+    sift_error err;
     volatile float sink = 0;
-    for (long r = -2; r < reps; r++) { /* two untimed warm-up rounds */
-        const float *row = rows + (size_t)((r + 2) % BENCH_ROWS) * (size_t)V;
+    for (long r = -2; r < b->reps; r++) {
+        const float *row = b->rows + (size_t)((r + 2) % BENCH_ROWS) * (size_t)V;
         int32_t tok;
         sink = sink + ops->max_f32(row, (size_t)V); /* the row in cache for all */
         double t4 = now_ns();
         float m = ops->max_f32(row, (size_t)V);
         double t5 = now_ns();
-        memcpy(dst, row, (size_t)V * sizeof *dst);
+        memcpy(b->dst, row, (size_t)V * sizeof *b->dst);
         double t6 = now_ns();
-        sink = sink + m + dst[(size_t)(r + 2) % (size_t)V];
+        sink = sink + m + b->dst[(size_t)(r + 2) % (size_t)V];
         double t0 = now_ns();
-        sift_status st = sift_chain_sample(whole, row, V, &tok, &err);
+        sift_status st = sift_chain_sample(b->whole, row, V, &tok, &err);
         double t1 = now_ns();
         if (st == SIFT_OK)
-            st = sift_chain_accept(whole, tok, &err);
-        if (st == SIFT_OK && do_slice) {
-            size_t n_ids = 0;
-            sift_slice slice;
-            st = sift_chain_extras(sliced, ids, ids_cap, &n_ids, &err);
-            if (st == SIFT_OK)
-                st = sift_slicer_build(slicer, row, V, plan.k, ids, n_ids, &slice, &err);
-            hook.row = row;
-            double t2 = now_ns();
-            if (st == SIFT_OK)
-                st = sift_chain_sample_slice(sliced, &slice, &tok, &err);
-            double t3 = now_ns();
-            if (st == SIFT_OK)
-                st = sift_chain_accept(sliced, tok, &err);
-            if (r >= 0) {
-                t_slice[r] = t3 - t2;
-                r_slice[r] = ratio(t3 - t2, t5 - t4);
-            }
-        }
+            st = sift_chain_accept(b->whole, tok, &err);
+        if (st == SIFT_OK && b->do_slice)
+            st = bench_slice_round(b, r, row, t5 - t4, &err);
         if (st != SIFT_OK) {
             fprintf(errout, "%s: %s\n", prog, err.message);
-            status = CMD_FAIL;
-            goto done;
+            return CMD_FAIL;
         }
         if (r >= 0) {
-            t_sample[r] = t1 - t0;
-            t_floor[r] = t5 - t4;
-            t_memcpy[r] = t6 - t5;
-            r_floor[r] = ratio(t1 - t0, t5 - t4);
-            r_memcpy[r] = ratio(t1 - t0, t6 - t5);
+            b->t_sample[r] = t1 - t0;
+            b->t_floor[r] = t5 - t4;
+            b->t_memcpy[r] = t6 - t5;
+            b->r_floor[r] = ratio(t1 - t0, t5 - t4);
+            b->r_memcpy[r] = ratio(t1 - t0, t6 - t5);
         }
     }
     (void)sink;
+    return CMD_OK;
+}
+
+/* Prints the medians and ratios, as text or one JSON object. */
+static void bench_report(bench_run *b, const bench_opts *o, FILE *out)
+{
+    const sift__simd_ops *ops = sift__simd();
+    const char *config = o->config;
+    size_t reps = (size_t)b->reps;
+    int do_slice = b->do_slice;
     sift_stats stats = {.struct_size = sizeof(sift_stats)};
-    if (sift_chain_stats(sliced, &stats, NULL))
+    if (sift_chain_stats(b->sliced, &stats, NULL))
         memset(&stats.slice_decided, 0, sizeof stats - offsetof(sift_stats, slice_decided));
-    double ms = median(t_sample, (size_t)reps), mf = median(t_floor, (size_t)reps);
-    double mm = median(t_memcpy, (size_t)reps);
-    double ml = do_slice ? median(t_slice, (size_t)reps) : 0.0;
-    double xf = median(r_floor, (size_t)reps), xm = median(r_memcpy, (size_t)reps);
-    double xl = do_slice ? median(r_slice, (size_t)reps) : 0.0;
+    double ms = median(b->t_sample, reps), mf = median(b->t_floor, reps);
+    double mm = median(b->t_memcpy, reps);
+    double ml = do_slice ? median(b->t_slice, reps) : 0.0;
+    double xf = median(b->r_floor, reps), xm = median(b->r_memcpy, reps);
+    double xl = do_slice ? median(b->r_slice, reps) : 0.0;
     const char *name = config ? config : "production (built in)";
-    if (json) {
+    if (o->json) {
         fprintf(out, "{\"config\": ");
         cli_json_str(out, config ? config : "production");
         fprintf(out,
@@ -267,43 +303,80 @@ int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
                 ", \"guarantee\": \"%s\", \"sample_ns\": %.0f, \"floor\": \"%s\", "
                 "\"floor_ns\": %.0f, \"memcpy_ns\": %.0f, \"sample_over_floor\": %.3f, "
                 "\"sample_over_memcpy\": %.3f",
-                V, reps, plan.k, sift_guarantee_str(plan.guarantee), ms, ops->name, mf, mm, xf, xm);
+                b->V, b->reps, b->plan.k, sift_guarantee_str(b->plan.guarantee), ms, ops->name, mf,
+                mm, xf, xm);
         if (do_slice)
             fprintf(out,
                     ", \"slice_ns\": %.0f, \"sample_over_slice\": %.3f, \"slice_over_floor\": "
                     "%.3f, \"hook_calls\": %" PRIu64,
                     ml, ml > 0 ? ms / ml : 0.0, xl, stats.hook_calls);
         fprintf(out, "}\n");
-    } else {
-        fprintf(out, "config      %s\nV           %" PRId32 "\nreps        %ld\n", name, V, reps);
-        fprintf(out, "plan        k = %" PRId32 " (%s): %s\n", plan.k,
-                sift_guarantee_str(plan.guarantee), plan.why);
-        fprintf(out, "floor       %12.0f ns/row (median): the library's max-reduction (%s)\n", mf,
-                ops->name);
-        fprintf(out, "memcpy      %12.0f ns/row (median)\n", mm);
-        fprintf(out, "sample      %12.0f ns/call (median) = %.2fx the floor, %.2fx memcpy\n", ms,
-                xf, xm);
-        if (do_slice)
-            fprintf(out,
-                    "slice       %12.0f ns/call (median) = %.2fx the floor, %.1fx faster than "
-                    "sample; hook calls %" PRIu64 "\n",
-                    ml, xl, ml > 0 ? ms / ml : 0.0, stats.hook_calls);
-        else
-            fprintf(out, "slice       n/a (the plan needs the whole row)\n");
+        return;
     }
+    fprintf(out, "config      %s\nV           %" PRId32 "\nreps        %ld\n", name, b->V, b->reps);
+    fprintf(out, "plan        k = %" PRId32 " (%s): %s\n", b->plan.k,
+            sift_guarantee_str(b->plan.guarantee), b->plan.why);
+    fprintf(out, "floor       %12.0f ns/row (median): the library's max-reduction (%s)\n", mf,
+            ops->name);
+    fprintf(out, "memcpy      %12.0f ns/row (median)\n", mm);
+    fprintf(out, "sample      %12.0f ns/call (median) = %.2fx the floor, %.2fx memcpy\n", ms, xf,
+            xm);
+    if (do_slice)
+        fprintf(out,
+                "slice       %12.0f ns/call (median) = %.2fx the floor, %.1fx faster than "
+                "sample; hook calls %" PRIu64 "\n",
+                ml, xl, ml > 0 ? ms / ml : 0.0, stats.hook_calls);
+    else
+        fprintf(out, "slice       n/a (the plan needs the whole row)\n");
+}
+
+int cmd_bench(int argc, char **argv, FILE *out, FILE *errout)
+{
+    const char *prog = "sift bench";
+    bench_opts o = {.config = NULL, .vocab = 0, .reps = 200, .json = 0};
+    if (argc > 1 && !strcmp(argv[1], "maskbench"))
+        return cmd_maskbench(argc - 1, argv + 1, out, errout);
+    int rc = parse_args(argc, argv, &o, out, errout);
+    if (rc >= 0)
+        return rc;
+    /* The row length: --vocab, else the config's vocab_size, else the
+     * production default. cli_load_chain rejects a --vocab that differs
+     * from the config's vocab_size. */
+    bench_run b = {.V = (int32_t)o.vocab, .reps = o.reps};
+    b.plan = (sift_plan){.struct_size = sizeof(sift_plan)};
+    if (b.V == 0) {
+        int32_t cv = cli_config_vocab_size(o.config);
+        b.V = cv > 0 ? cv : BENCH_DEFAULT_V;
+    }
+    int status = cli_load_chain(prog, o.config, b.V, 0, &b.whole, errout);
+    if (status == CMD_OK)
+        status = cli_load_chain(prog, o.config, b.V, 0, &b.sliced, errout);
+    if (status != CMD_OK)
+        goto done;
+    sift_error err;
+    if (sift_chain_plan(b.whole, &b.plan, NULL, &err) != SIFT_OK) {
+        fprintf(errout, "%s: %s\n", prog, err.message);
+        status = CMD_FAIL;
+        goto done;
+    }
+    if (!bench_alloc(&b)) {
+        fprintf(errout, "%s: out of memory\n", prog);
+        status = CMD_USAGE;
+        goto done;
+    }
+    fill_rows(b.rows, b.V);
+    b.hook.row = b.rows;
+    b.do_slice = b.plan.k > 0;
+    if (b.do_slice && (sift_slicer_new(&b.slicer, b.V, NULL, &err) != SIFT_OK ||
+                       sift_chain_set_row_hook(b.sliced, serve_row, &b.hook, &err) != SIFT_OK)) {
+        fprintf(errout, "%s: %s\n", prog, err.message);
+        status = CMD_USAGE;
+        goto done;
+    }
+    status = bench_rounds(&b, prog, errout);
+    if (status == CMD_OK)
+        bench_report(&b, &o, out);
 done:
-    free(ids);
-    free(dst);
-    free(r_slice);
-    free(r_memcpy);
-    free(r_floor);
-    free(t_memcpy);
-    free(t_floor);
-    free(t_slice);
-    free(t_sample);
-    free(rows);
-    sift_slicer_free(slicer);
-    sift_chain_free(sliced);
-    sift_chain_free(whole);
+    bench_free(&b);
     return cmd_finish(out, errout, status);
 }
