@@ -211,6 +211,135 @@ static int node_checks(sift_config *cfg, loop_state *ls, yaml_mark_t m, const ya
     return 0;
 }
 
+/* Rejects input libyaml would misread: a UTF-16 byte order mark, invalid
+ * UTF-8, a NUL byte. 1 when rejected, with the status to return in *st. */
+static int input_rejected(sift_config *cfg, sift_status *st)
+{
+    const cfg_source *src = &cfg->src;
+    const unsigned char *p = (const unsigned char *)src->data;
+    if (src->len >= 2 && ((p[0] == 0xFF && p[1] == 0xFE) || (p[0] == 0xFE && p[1] == 0xFF))) {
+        *st = sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX, 0,
+                             "config must be UTF-8 (found a UTF-16 byte order mark)");
+        return 1;
+    }
+    size_t bad;
+    if (!sift__utf8_valid(p, src->len, &bad)) {
+        *st = sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX, (int64_t)bad,
+                             "invalid UTF-8 (byte 0x%02x at offset %zu)", p[bad], bad);
+        return 1;
+    }
+    const void *nul = memchr(p, 0, src->len);
+    if (nul) {
+        *st = sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX,
+                             (const unsigned char *)nul - p, "NUL byte in the file");
+        return 1;
+    }
+    return 0;
+}
+
+/* A new node of `type` at mark m, after the max_nodes limit: its id in
+ * *id and *st = SIFT_OK, or *st = SIFT_E_NOMEM. 1 when the limit stops
+ * the parse (*st is the diagnostic's status). */
+static int new_node(sift_config *cfg, cfg_tree *tree, int type, int isbad, yaml_mark_t m,
+                    uint32_t *id, sift_status *st)
+{
+    if (tree->n >= (uint32_t)cfg->params.max_nodes) {
+        char lim[32];
+        snprintf(lim, sizeof lim, "%d", (int)cfg->params.max_nodes);
+        *st = mark_diag(cfg, SIFT_E_CONFIG_LIMIT, m, "more than %s nodes", lim);
+        return 1;
+    }
+    if ((*st = add_node(cfg, tree, id)) != SIFT_OK)
+        return 0;
+    cfg_node *n = &tree->nodes[*id];
+    n->type = (uint8_t)type;
+    n->bad = (uint8_t)isbad;
+    n->off = (int64_t)sift__cfg_offset(&cfg->src, m.line, m.column);
+    n->line = (int32_t)m.line + 1;
+    n->col = (int32_t)m.column + 1;
+    return 0;
+}
+
+/* A mapping or sequence opens: the depth limit, its anchor and tag, then
+ * its node, entered. 1 when the parse stops with the tree unusable. */
+static int on_open(sift_config *cfg, cfg_tree *tree, loop_state *ls, const yaml_event_t *ev,
+                   sift_status *st)
+{
+    yaml_mark_t m = ev->start_mark;
+    int is_seq = ev->type == YAML_SEQUENCE_START_EVENT;
+    int isbad = 0;
+    uint32_t id;
+    if (ls->depth >= cfg->params.max_depth) {
+        char lim[32];
+        snprintf(lim, sizeof lim, "%d", (int)cfg->params.max_depth);
+        *st = mark_diag(cfg, SIFT_E_CONFIG_LIMIT, m, "nesting deeper than %s", lim);
+        return 1;
+    }
+    if (node_checks(cfg, ls, m,
+                    is_seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor,
+                    is_seq ? ev->data.sequence_start.tag : ev->data.mapping_start.tag, &isbad, st))
+        return 1;
+    if (new_node(cfg, tree, is_seq ? CFG_SEQ : CFG_MAP, isbad, m, &id, st))
+        return 1;
+    if (*st != SIFT_OK)
+        return 0;
+    attach(tree, ls, id);
+    ls->stack[ls->depth++] = id;
+    return 0;
+}
+
+/* A scalar or an alias (refused, kept as an empty bad scalar so the
+ * checks go on): its node with a copy of the value, NUL characters
+ * refused. 1 when the parse stops with the tree unusable. */
+static int on_scalar(sift_config *cfg, cfg_tree *tree, loop_state *ls, const yaml_event_t *ev,
+                     sift_status *st)
+{
+    yaml_mark_t m = ev->start_mark;
+    int alias = ev->type == YAML_ALIAS_EVENT;
+    int isbad = 0;
+    uint32_t id;
+    if (alias) {
+        *st = mark_diag(cfg, SIFT_E_CONFIG_VALUE, m, "aliases are not supported ('*%s')",
+                        (const char *)ev->data.alias.anchor);
+        isbad = 1;
+    } else if (node_checks(cfg, ls, m, ev->data.scalar.anchor,
+                           ev->data.scalar.plain_implicit || ev->data.scalar.quoted_implicit
+                               ? NULL
+                               : ev->data.scalar.tag,
+                           &isbad, st)) {
+        return 1;
+    }
+    if (*st != SIFT_OK)
+        return 0;
+    if (new_node(cfg, tree, CFG_SCALAR, isbad, m, &id, st))
+        return 1;
+    if (*st != SIFT_OK)
+        return 0;
+    cfg_node *n = &tree->nodes[id];
+    if (!alias) {
+        n->style = (uint8_t)style_of(ev->data.scalar.style);
+        n->len = ev->data.scalar.length;
+        n->val = sift__memdup(&cfg->al, ev->data.scalar.value, n->len);
+        if (!n->val) {
+            *st = SIFT_E_NOMEM;
+            return 0;
+        }
+        const char *z = memchr(n->val, 0, n->len);
+        if (z && !isbad) {
+            *st = sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_VALUE,
+                                 sift__cfg_scalar_offset(cfg, n, (size_t)(z - n->val)),
+                                 "NUL character in string");
+            n->bad = 1;
+        }
+    } else {
+        n->val = sift__memdup(&cfg->al, "", 0);
+        if (!n->val)
+            *st = SIFT_E_NOMEM;
+    }
+    attach(tree, ls, id);
+    return 0;
+}
+
 sift_status sift__cfg_parse_tree(sift_config *cfg, cfg_tree *tree, int *usable)
 {
     cfg_source *src = &cfg->src;
@@ -219,17 +348,9 @@ sift_status sift__cfg_parse_tree(sift_config *cfg, cfg_tree *tree, int *usable)
     memset(tree, 0, sizeof *tree);
     tree->root = CFG_NONE;
 
-    if (src->len >= 2 && ((p[0] == 0xFF && p[1] == 0xFE) || (p[0] == 0xFE && p[1] == 0xFF)))
-        return sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX, 0,
-                              "config must be UTF-8 (found a UTF-16 byte order mark)");
-    size_t bad;
-    if (!sift__utf8_valid(p, src->len, &bad))
-        return sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX, (int64_t)bad,
-                              "invalid UTF-8 (byte 0x%02x at offset %zu)", p[bad], bad);
-    const void *nul = memchr(p, 0, src->len);
-    if (nul)
-        return sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_SYNTAX,
-                              (const unsigned char *)nul - p, "NUL byte in the file");
+    sift_status st = SIFT_OK;
+    if (input_rejected(cfg, &st))
+        return st;
 
     loop_state ls;
     memset(&ls, 0, sizeof ls);
@@ -250,7 +371,6 @@ sift_status sift__cfg_parse_tree(sift_config *cfg, cfg_tree *tree, int *usable)
     yaml_parser_set_input_string(&parser, p, src->len);
     yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
 
-    sift_status st = SIFT_OK;
     int ok = 1, done = 0;
     while (!done && st == SIFT_OK && !cfg->stopped) {
         yaml_event_t ev;
@@ -259,120 +379,32 @@ sift_status sift__cfg_parse_tree(sift_config *cfg, cfg_tree *tree, int *usable)
             ok = 0;
             break;
         }
-        yaml_mark_t m = ev.start_mark;
-        int isbad = 0;
-        uint32_t id;
+        int stop = 0;
         switch (ev.type) {
         case YAML_STREAM_END_EVENT: done = 1; break;
         case YAML_DOCUMENT_START_EVENT:
             if (++ls.docs > 1) {
-                st = mark_diag(cfg, SIFT_E_CONFIG_SYNTAX, m,
+                st = mark_diag(cfg, SIFT_E_CONFIG_SYNTAX, ev.start_mark,
                                "expected one document, found a second one%s", "");
                 done = 1;
             }
             break;
         case YAML_SEQUENCE_START_EVENT:
-        case YAML_MAPPING_START_EVENT: {
-            int is_seq = ev.type == YAML_SEQUENCE_START_EVENT;
-            if (ls.depth >= cfg->params.max_depth) {
-                char lim[32];
-                snprintf(lim, sizeof lim, "%d", (int)cfg->params.max_depth);
-                st = mark_diag(cfg, SIFT_E_CONFIG_LIMIT, m, "nesting deeper than %s", lim);
-                ok = 0;
-                done = 1;
-                break;
-            }
-            if (node_checks(cfg, &ls, m,
-                            is_seq ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor,
-                            is_seq ? ev.data.sequence_start.tag : ev.data.mapping_start.tag, &isbad,
-                            &st)) {
-                ok = 0;
-                done = 1;
-                break;
-            }
-            if (tree->n >= (uint32_t)cfg->params.max_nodes)
-                goto too_many;
-            if ((st = add_node(cfg, tree, &id)) != SIFT_OK)
-                break;
-            cfg_node *n = &tree->nodes[id];
-            n->type = is_seq ? CFG_SEQ : CFG_MAP;
-            n->bad = (uint8_t)isbad;
-            n->off = (int64_t)sift__cfg_offset(src, m.line, m.column);
-            n->line = (int32_t)m.line + 1;
-            n->col = (int32_t)m.column + 1;
-            attach(tree, &ls, id);
-            ls.stack[ls.depth++] = id;
-            break;
-        }
+        case YAML_MAPPING_START_EVENT: stop = on_open(cfg, tree, &ls, &ev, &st); break;
         case YAML_SEQUENCE_END_EVENT:
         case YAML_MAPPING_END_EVENT:
             if (ls.depth > 0)
                 ls.depth--;
             break;
         case YAML_SCALAR_EVENT:
-        case YAML_ALIAS_EVENT: {
-            int alias = ev.type == YAML_ALIAS_EVENT;
-            if (alias) {
-                st = mark_diag(cfg, SIFT_E_CONFIG_VALUE, m, "aliases are not supported ('*%s')",
-                               (const char *)ev.data.alias.anchor);
-                isbad = 1;
-            } else if (node_checks(cfg, &ls, m, ev.data.scalar.anchor,
-                                   ev.data.scalar.plain_implicit || ev.data.scalar.quoted_implicit
-                                       ? NULL
-                                       : ev.data.scalar.tag,
-                                   &isbad, &st)) {
-                ok = 0;
-                done = 1;
-                break;
-            }
-            if (st != SIFT_OK)
-                break;
-            if (tree->n >= (uint32_t)cfg->params.max_nodes)
-                goto too_many;
-            if ((st = add_node(cfg, tree, &id)) != SIFT_OK)
-                break;
-            cfg_node *n = &tree->nodes[id];
-            n->type = CFG_SCALAR;
-            n->bad = (uint8_t)isbad;
-            n->off = (int64_t)sift__cfg_offset(src, m.line, m.column);
-            n->line = (int32_t)m.line + 1;
-            n->col = (int32_t)m.column + 1;
-            if (!alias) {
-                n->style = (uint8_t)style_of(ev.data.scalar.style);
-                n->len = ev.data.scalar.length;
-                n->val = sift__memdup(&cfg->al, ev.data.scalar.value, n->len);
-                if (!n->val) {
-                    st = SIFT_E_NOMEM;
-                    break;
-                }
-                const char *z = memchr(n->val, 0, n->len);
-                if (z && !isbad) {
-                    st = sift__cfg_diag(cfg, SIFT_SEVERITY_ERROR, SIFT_E_CONFIG_VALUE,
-                                        sift__cfg_scalar_offset(cfg, n, (size_t)(z - n->val)),
-                                        "NUL character in string");
-                    n->bad = 1;
-                }
-            } else {
-                n->val = sift__memdup(&cfg->al, "", 0);
-                if (!n->val)
-                    st = SIFT_E_NOMEM;
-            }
-            attach(tree, &ls, id);
-            break;
-        }
+        case YAML_ALIAS_EVENT: stop = on_scalar(cfg, tree, &ls, &ev, &st); break;
         default: break;
         }
         yaml_event_delete(&ev);
-        continue;
-    too_many:
-        yaml_event_delete(&ev);
-        {
-            char lim[32];
-            snprintf(lim, sizeof lim, "%d", (int)cfg->params.max_nodes);
-            st = mark_diag(cfg, SIFT_E_CONFIG_LIMIT, m, "more than %s nodes", lim);
+        if (stop) {
+            ok = 0;
+            done = 1;
         }
-        ok = 0;
-        break;
     }
     yaml_parser_delete(&parser);
     sift__free(&cfg->al, ls.stack);
