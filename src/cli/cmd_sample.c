@@ -250,69 +250,177 @@ static int serve_row(void *user, float *row, int32_t n_vocab)
     return 0;
 }
 
-int cmd_sample(int argc, char **argv, FILE *out, FILE *errout)
+/* What the command line asked for. */
+typedef struct sample_opts {
+    const char *config, *logits, *history;
+    long k; /* --slice K, 0 for whole rows */
+    int json;
+} sample_opts;
+
+/* One run over the rows: the chain, and for --slice the slicer, the
+ * extras buffer, the hook's row and the (id, logit) pairs copied. */
+typedef struct sample_run {
+    sift_chain *chain;
+    sift_slicer *slicer;
+    int32_t V;
+    int32_t *ids;
+    size_t ids_cap;
+    hook_ctx hook;
+    uint64_t slice_pairs;
+} sample_run;
+
+/* Reads the options into *o: -1 to go on, else the exit status (help
+ * printed, or a usage error reported). */
+static int parse_args(int argc, char **argv, sample_opts *o, FILE *out, FILE *errout)
 {
-    const char *config = NULL, *logits = NULL, *history = NULL;
-    long k = 0;
-    int json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help(out);
             return cmd_finish(out, errout, CMD_OK);
         } else if (!strcmp(a, "--json")) {
-            json = 1;
+            o->json = 1;
         } else if ((!strcmp(a, "--logits") || !strcmp(a, "--slice") || !strcmp(a, "--history")) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
             if (!strcmp(a, "--logits")) {
-                logits = v;
+                o->logits = v;
             } else if (!strcmp(a, "--history")) {
-                history = v;
+                o->history = v;
             } else {
                 char *end;
                 errno = 0;
-                k = strtol(v, &end, 10);
-                if (end == v || *end || errno || k < 1 || k > NPY_MAX_VOCAB) {
+                o->k = strtol(v, &end, 10);
+                if (end == v || *end || errno || o->k < 1 || o->k > NPY_MAX_VOCAB) {
                     fprintf(errout, "sift sample: --slice needs an integer in [1, %d], got '%s'\n",
                             NPY_MAX_VOCAB, v);
                     return CMD_USAGE;
                 }
             }
-        } else if (a[0] != '-' && !config) {
-            config = a;
+        } else if (a[0] != '-' && !o->config) {
+            o->config = a;
         } else {
             fprintf(errout, "sift sample: unexpected argument '%s'\n", a);
             fprintf(errout, "Run 'sift sample --help' for the options.\n");
             return CMD_USAGE;
         }
     }
-    if (!config || !logits) {
-        fprintf(errout, "sift sample: %s\n", !config ? "no config given" : "--logits is required");
+    if (!o->config || !o->logits) {
+        fprintf(errout, "sift sample: %s\n",
+                !o->config ? "no config given" : "--logits is required");
         help(errout);
         return CMD_USAGE;
     }
+    return -1;
+}
+
+/* For --slice: the slicer, the row hook and an extras buffer of the
+ * plan's bound. CMD_OK, or CMD_USAGE (reported). */
+static int slice_setup(sample_run *r, const char *prog, FILE *errout)
+{
+    sift_error err;
+    sift_plan plan = {.struct_size = sizeof(sift_plan)};
+    if (sift_chain_plan(r->chain, &plan, NULL, &err) != SIFT_OK ||
+        sift_slicer_new(&r->slicer, r->V, NULL, &err) != SIFT_OK ||
+        sift_chain_set_row_hook(r->chain, serve_row, &r->hook, &err) != SIFT_OK) {
+        fprintf(errout, "%s: %s\n", prog, err.message);
+        return CMD_USAGE;
+    }
+    r->ids_cap = plan.max_extras > 0 ? (size_t)plan.max_extras : 1;
+    r->ids = malloc(r->ids_cap * sizeof *r->ids);
+    if (!r->ids) {
+        fprintf(errout, "%s: out of memory\n", prog);
+        return CMD_USAGE;
+    }
+    return CMD_OK;
+}
+
+/* One step on Prefix(k) + the chain's extras of `row` (the extras buffer
+ * grown when the dynamic set outgrew the plan's bound). *oom is set when
+ * growing it failed. */
+static sift_status slice_step(sample_run *r, const float *row, int32_t k, int32_t *tok,
+                              sift_error *err, int *oom)
+{
+    size_t n_ids = 0;
+    sift_status st = sift_chain_extras(r->chain, r->ids, r->ids_cap, &n_ids, err);
+    if (st == SIFT_E_LIMIT) { /* the dynamic set outgrew the plan's bound */
+        int32_t *grown = realloc(r->ids, n_ids * sizeof *r->ids);
+        if (!grown) {
+            *oom = 1;
+            return st;
+        }
+        r->ids = grown;
+        r->ids_cap = n_ids;
+        st = sift_chain_extras(r->chain, r->ids, r->ids_cap, &n_ids, err);
+    }
+    sift_slice slice;
+    if (st == SIFT_OK)
+        st = sift_slicer_build(r->slicer, row, r->V, k, r->ids, n_ids, &slice, err);
+    if (st == SIFT_OK) {
+        r->hook.row = row;
+        r->slice_pairs += (uint64_t)slice.n_prefix + (uint64_t)slice.n_extras;
+        st = sift_chain_sample_slice(r->chain, &slice, tok, err);
+    }
+    return st;
+}
+
+/* Prints the JSON object, or for --slice the summary of bytes copied on
+ * errout (the tokens themselves were printed as they came). */
+static void sample_report(const sample_run *r, const sample_opts *o, const npy_rows *rows,
+                          const int32_t *tokens, FILE *out, FILE *errout)
+{
+    sift_stats stats = {.struct_size = sizeof(sift_stats)};
+    if (sift_chain_stats(r->chain, &stats, NULL))
+        memset(&stats.slice_decided, 0, sizeof stats - offsetof(sift_stats, slice_decided));
+    uint64_t whole = (uint64_t)rows->steps * (uint64_t)r->V * 4;
+    uint64_t copied = r->slice_pairs * 8 + stats.hook_calls * (uint64_t)r->V * 4;
+    if (o->json) {
+        fprintf(out, "{\"n_vocab\": %" PRId32 ", \"steps\": %" PRId64 ", \"tokens\": [", r->V,
+                rows->steps);
+        for (int64_t s = 0; s < rows->steps; s++)
+            fprintf(out, "%s%" PRId32, s ? ", " : "", tokens[s]);
+        fprintf(out, "]");
+        if (o->k > 0)
+            fprintf(out,
+                    ", \"k\": %ld, \"slice_decided\": %" PRIu64 ", \"hook_calls\": %" PRIu64
+                    ", \"bytes_copied\": %" PRIu64 ", \"bytes_whole_rows\": %" PRIu64,
+                    o->k, stats.slice_decided, stats.hook_calls, copied, whole);
+        fprintf(out, "}\n");
+    } else if (o->k > 0) {
+        fprintf(errout,
+                "sift sample: steps %" PRId64 ", k %ld, decided on the slice %" PRIu64
+                ", hook calls %" PRIu64 ", bytes copied %" PRIu64 " vs whole rows %" PRIu64
+                " (%.2f%%)\n",
+                rows->steps, o->k, stats.slice_decided, stats.hook_calls, copied, whole,
+                whole ? 100.0 * (double)copied / (double)whole : 0.0);
+    }
+}
+
+int cmd_sample(int argc, char **argv, FILE *out, FILE *errout)
+{
+    sample_opts o = {.config = NULL, .logits = NULL, .history = NULL, .k = 0, .json = 0};
+    int rc = parse_args(argc, argv, &o, out, errout);
+    if (rc >= 0)
+        return rc;
     const char *prog = "sift sample";
     int32_t *hist = NULL;
     size_t n_hist = 0;
-    if (history && cli_parse_history(prog, history, &hist, &n_hist, errout) != CMD_OK)
+    if (o.history && cli_parse_history(prog, o.history, &hist, &n_hist, errout) != CMD_OK)
         return CMD_USAGE;
     npy_rows rows;
     char msg[512];
-    int rc = npy_load(logits, &rows, msg, sizeof msg);
+    rc = npy_load(o.logits, &rows, msg, sizeof msg);
     if (rc) {
         fprintf(errout, "%s: %s\n", prog, msg);
         free(hist);
         return rc == 1 ? CMD_FAIL : CMD_USAGE;
     }
     const int32_t V = rows.n_vocab;
-    sift_chain *chain = NULL;
-    sift_slicer *slicer = NULL;
-    int32_t *tokens = NULL, *ids = NULL;
-    size_t ids_cap = 0;
-    int status = cli_load_chain(prog, config, V, 0, &chain, errout);
+    sample_run r = {.chain = NULL, .V = V};
+    int32_t *tokens = NULL;
+    int status = cli_load_chain(prog, o.config, V, 0, &r.chain, errout);
     if (status == CMD_OK)
-        status = cli_feed_history(prog, chain, hist, n_hist, V, errout);
+        status = cli_feed_history(prog, r.chain, hist, n_hist, V, errout);
     if (status != CMD_OK)
         goto done;
     tokens = malloc((size_t)rows.steps * sizeof *tokens);
@@ -321,95 +429,39 @@ int cmd_sample(int argc, char **argv, FILE *out, FILE *errout)
         status = CMD_USAGE;
         goto done;
     }
-    sift_error err;
-    hook_ctx hook = {NULL};
-    uint64_t slice_pairs = 0;
-    if (k > 0) {
-        sift_plan plan = {.struct_size = sizeof(sift_plan)};
-        if (sift_chain_plan(chain, &plan, NULL, &err) != SIFT_OK ||
-            sift_slicer_new(&slicer, V, NULL, &err) != SIFT_OK ||
-            sift_chain_set_row_hook(chain, serve_row, &hook, &err) != SIFT_OK) {
-            fprintf(errout, "%s: %s\n", prog, err.message);
-            status = CMD_USAGE;
-            goto done;
-        }
-        ids_cap = plan.max_extras > 0 ? (size_t)plan.max_extras : 1;
-        ids = malloc(ids_cap * sizeof *ids);
-        if (!ids) {
+    if (o.k > 0 && (status = slice_setup(&r, prog, errout)) != CMD_OK)
+        goto done;
+    for (int64_t s = 0; s < rows.steps; s++) {
+        const float *row = rows.data + (size_t)s * (size_t)V;
+        sift_error err;
+        sift_status st;
+        int oom = 0;
+        if (o.k == 0)
+            st = sift_chain_sample(r.chain, row, V, &tokens[s], &err);
+        else
+            st = slice_step(&r, row, (int32_t)o.k, &tokens[s], &err, &oom);
+        if (oom) {
             fprintf(errout, "%s: out of memory\n", prog);
             status = CMD_USAGE;
             goto done;
         }
-    }
-    for (int64_t s = 0; s < rows.steps; s++) {
-        const float *row = rows.data + (size_t)s * (size_t)V;
-        sift_status st;
-        if (k == 0) {
-            st = sift_chain_sample(chain, row, V, &tokens[s], &err);
-        } else {
-            size_t n_ids = 0;
-            st = sift_chain_extras(chain, ids, ids_cap, &n_ids, &err);
-            if (st == SIFT_E_LIMIT) { /* the dynamic set outgrew the plan's bound */
-                int32_t *grown = realloc(ids, n_ids * sizeof *ids);
-                if (!grown) {
-                    fprintf(errout, "%s: out of memory\n", prog);
-                    status = CMD_USAGE;
-                    goto done;
-                }
-                ids = grown;
-                ids_cap = n_ids;
-                st = sift_chain_extras(chain, ids, ids_cap, &n_ids, &err);
-            }
-            sift_slice slice;
-            if (st == SIFT_OK)
-                st = sift_slicer_build(slicer, row, V, (int32_t)k, ids, n_ids, &slice, &err);
-            if (st == SIFT_OK) {
-                hook.row = row;
-                slice_pairs += (uint64_t)slice.n_prefix + (uint64_t)slice.n_extras;
-                st = sift_chain_sample_slice(chain, &slice, &tokens[s], &err);
-            }
-        }
         if (st == SIFT_OK)
-            st = sift_chain_accept(chain, tokens[s], &err);
+            st = sift_chain_accept(r.chain, tokens[s], &err);
         if (st != SIFT_OK) {
-            fprintf(errout, "%s: %s: step %" PRId64 ": %s\n", prog, logits, s, err.message);
+            fprintf(errout, "%s: %s: step %" PRId64 ": %s\n", prog, o.logits, s, err.message);
             status = CMD_FAIL;
             goto done;
         }
-        if (!json)
+        if (!o.json)
             fprintf(out, "%" PRId32 "\n", tokens[s]);
     }
-    sift_stats stats = {.struct_size = sizeof(sift_stats)};
-    if (sift_chain_stats(chain, &stats, NULL))
-        memset(&stats.slice_decided, 0, sizeof stats - offsetof(sift_stats, slice_decided));
-    uint64_t whole = (uint64_t)rows.steps * (uint64_t)V * 4;
-    uint64_t copied = slice_pairs * 8 + stats.hook_calls * (uint64_t)V * 4;
-    if (json) {
-        fprintf(out, "{\"n_vocab\": %" PRId32 ", \"steps\": %" PRId64 ", \"tokens\": [", V,
-                rows.steps);
-        for (int64_t s = 0; s < rows.steps; s++)
-            fprintf(out, "%s%" PRId32, s ? ", " : "", tokens[s]);
-        fprintf(out, "]");
-        if (k > 0)
-            fprintf(out,
-                    ", \"k\": %ld, \"slice_decided\": %" PRIu64 ", \"hook_calls\": %" PRIu64
-                    ", \"bytes_copied\": %" PRIu64 ", \"bytes_whole_rows\": %" PRIu64,
-                    k, stats.slice_decided, stats.hook_calls, copied, whole);
-        fprintf(out, "}\n");
-    } else if (k > 0) {
-        fprintf(errout,
-                "sift sample: steps %" PRId64 ", k %ld, decided on the slice %" PRIu64
-                ", hook calls %" PRIu64 ", bytes copied %" PRIu64 " vs whole rows %" PRIu64
-                " (%.2f%%)\n",
-                rows.steps, k, stats.slice_decided, stats.hook_calls, copied, whole,
-                whole ? 100.0 * (double)copied / (double)whole : 0.0);
-    }
+    sample_report(&r, &o, &rows, tokens, out, errout);
 done:
-    free(ids);
+    free(r.ids);
     free(tokens);
     free(hist);
-    sift_slicer_free(slicer);
-    sift_chain_free(chain);
+    sift_slicer_free(r.slicer);
+    sift_chain_free(r.chain);
     npy_free(&rows);
     return cmd_finish(out, errout, status);
 }
