@@ -92,29 +92,107 @@ static int starts(const hdr_cursor *c, const char *w)
     return c->end - c->pos >= n && !memcmp(c->s + c->pos, w, n);
 }
 
-int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, size_t cap)
+/* The fixed part: magic, version, and the header's length and start. 0,
+ * or 1 with msg filled. */
+static int read_preamble(const unsigned char *buf, size_t len, size_t *hlen, size_t *hstart,
+                         char *msg, size_t cap)
 {
-    memset(out, 0, sizeof *out);
     static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (len < 10 || memcmp(buf, magic, 6) != 0)
         return fail(msg, cap, 1, "byte 0: not a .npy file (bad magic)");
     unsigned major = buf[6], minor = buf[7];
     if (major < 1 || major > 3 || minor != 0)
         return fail(msg, cap, 1, "byte 6: unsupported .npy version %u.%u", major, minor);
-    size_t hlen, hstart;
     if (major == 1) {
-        hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
-        hstart = 10;
+        *hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
+        *hstart = 10;
     } else {
         if (len < 12)
             return fail(msg, cap, 1, "byte 8: file ends inside the header length");
-        hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
-        hstart = 12;
+        *hlen =
+            (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+        *hstart = 12;
     }
-    if (hlen > len - hstart)
+    if (*hlen > len - *hstart)
         return fail(msg, cap, 1,
-                    "byte 8: header length %zu runs past the end of the file (%zu bytes)", hlen,
+                    "byte 8: header length %zu runs past the end of the file (%zu bytes)", *hlen,
                     len);
+    return 0;
+}
+
+/* What the header dict said. */
+typedef struct npy_header {
+    int have_descr, have_order, have_shape;
+    int64_t dims[2];
+    int ndim;
+} npy_header;
+
+/* The value of 'shape' at c (its '(' at val_at): up to two dimensions. */
+static int read_shape(hdr_cursor *c, npy_header *h, size_t val_at, char *msg, size_t cap)
+{
+    const unsigned char *buf = c->s;
+    if (h->have_shape++ || c->pos >= c->end || buf[c->pos] != '(')
+        return fail(msg, cap, 1, "byte %zu: bad or repeated 'shape'", val_at);
+    c->pos++;
+    for (;;) {
+        skip_ws(c);
+        if (c->pos < c->end && buf[c->pos] == ')') {
+            c->pos++;
+            break;
+        }
+        size_t at = c->pos;
+        int64_t v;
+        if (h->ndim == 2)
+            return fail(msg, cap, 1, "byte %zu: shape has more than 2 dimensions", at);
+        if (read_uint(c, &v) != 0)
+            return fail(msg, cap, 1, "byte %zu: bad dimension in 'shape'", at);
+        h->dims[h->ndim++] = v;
+        skip_ws(c);
+        if (c->pos < c->end && buf[c->pos] == ',')
+            c->pos++;
+        else if (c->pos >= c->end || buf[c->pos] != ')')
+            return fail(msg, cap, 1, "byte %zu: expected ',' or ')' in 'shape'", c->pos);
+    }
+    if (h->ndim == 0)
+        return fail(msg, cap, 1, "byte %zu: a 0-d array holds no row", val_at);
+    return 0;
+}
+
+/* The value of `key` at c (key_at, val_at: where each starts): descr
+ * must be '<f4', fortran_order False, shape one or two dimensions. */
+static int read_entry(hdr_cursor *c, npy_header *h, const char *key, size_t key_at, size_t val_at,
+                      char *msg, size_t cap)
+{
+    if (!strcmp(key, "descr")) {
+        char d[32];
+        if (h->have_descr++ || read_str(c, d, sizeof d) != 0)
+            return fail(msg, cap, 1, "byte %zu: bad or repeated 'descr'", val_at);
+        if (strcmp(d, "<f4") != 0)
+            return fail(msg, cap, 1,
+                        "byte %zu: dtype '%s' is not supported (need little-endian float32 "
+                        "'<f4')",
+                        val_at, d);
+    } else if (!strcmp(key, "fortran_order")) {
+        if (h->have_order++)
+            return fail(msg, cap, 1, "byte %zu: repeated 'fortran_order'", val_at);
+        if (starts(c, "True"))
+            return fail(msg, cap, 1, "byte %zu: Fortran order is not supported", val_at);
+        if (!starts(c, "False"))
+            return fail(msg, cap, 1, "byte %zu: 'fortran_order' must be True or False", val_at);
+        c->pos += 5;
+    } else if (!strcmp(key, "shape")) {
+        return read_shape(c, h, val_at, msg, cap);
+    } else {
+        return fail(msg, cap, 1, "byte %zu: unknown header key '%s'", key_at, key);
+    }
+    return 0;
+}
+
+/* The header dict buf[hstart .. hstart + hlen) into *h: every key once,
+ * nothing after the closing '}' but padding. */
+static int read_header(const unsigned char *buf, size_t hstart, size_t hlen, npy_header *h,
+                       char *msg, size_t cap)
+{
     hdr_cursor c = {buf, hstart, hstart + hlen};
     /* The header ends with '\n' after the space padding. */
     while (c.end > c.pos && (buf[c.end - 1] == '\n' || buf[c.end - 1] == ' '))
@@ -123,9 +201,6 @@ int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, si
     if (c.pos >= c.end || buf[c.pos] != '{')
         return fail(msg, cap, 1, "byte %zu: header does not start with '{'", c.pos);
     c.pos++;
-    int have_descr = 0, have_order = 0, have_shape = 0;
-    int64_t dims[2] = {0, 0};
-    int ndim = 0;
     for (;;) {
         skip_ws(&c);
         if (c.pos < c.end && buf[c.pos] == '}') {
@@ -141,52 +216,9 @@ int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, si
             return fail(msg, cap, 1, "byte %zu: expected ':' after '%s'", c.pos, key);
         c.pos++;
         skip_ws(&c);
-        size_t val_at = c.pos;
-        if (!strcmp(key, "descr")) {
-            char d[32];
-            if (have_descr++ || read_str(&c, d, sizeof d) != 0)
-                return fail(msg, cap, 1, "byte %zu: bad or repeated 'descr'", val_at);
-            if (strcmp(d, "<f4") != 0)
-                return fail(msg, cap, 1,
-                            "byte %zu: dtype '%s' is not supported (need little-endian float32 "
-                            "'<f4')",
-                            val_at, d);
-        } else if (!strcmp(key, "fortran_order")) {
-            if (have_order++)
-                return fail(msg, cap, 1, "byte %zu: repeated 'fortran_order'", val_at);
-            if (starts(&c, "True"))
-                return fail(msg, cap, 1, "byte %zu: Fortran order is not supported", val_at);
-            if (!starts(&c, "False"))
-                return fail(msg, cap, 1, "byte %zu: 'fortran_order' must be True or False", val_at);
-            c.pos += 5;
-        } else if (!strcmp(key, "shape")) {
-            if (have_shape++ || c.pos >= c.end || buf[c.pos] != '(')
-                return fail(msg, cap, 1, "byte %zu: bad or repeated 'shape'", val_at);
-            c.pos++;
-            for (;;) {
-                skip_ws(&c);
-                if (c.pos < c.end && buf[c.pos] == ')') {
-                    c.pos++;
-                    break;
-                }
-                size_t at = c.pos;
-                int64_t v;
-                if (ndim == 2)
-                    return fail(msg, cap, 1, "byte %zu: shape has more than 2 dimensions", at);
-                if (read_uint(&c, &v) != 0)
-                    return fail(msg, cap, 1, "byte %zu: bad dimension in 'shape'", at);
-                dims[ndim++] = v;
-                skip_ws(&c);
-                if (c.pos < c.end && buf[c.pos] == ',')
-                    c.pos++;
-                else if (c.pos >= c.end || buf[c.pos] != ')')
-                    return fail(msg, cap, 1, "byte %zu: expected ',' or ')' in 'shape'", c.pos);
-            }
-            if (ndim == 0)
-                return fail(msg, cap, 1, "byte %zu: a 0-d array holds no row", val_at);
-        } else {
-            return fail(msg, cap, 1, "byte %zu: unknown header key '%s'", key_at, key);
-        }
+        int rc = read_entry(&c, h, key, key_at, c.pos, msg, cap);
+        if (rc)
+            return rc;
         skip_ws(&c);
         if (c.pos < c.end && buf[c.pos] == ',')
             c.pos++;
@@ -196,13 +228,19 @@ int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, si
     skip_ws(&c);
     if (c.pos != c.end)
         return fail(msg, cap, 1, "byte %zu: trailing characters after the header dict", c.pos);
-    if (!have_descr || !have_order || !have_shape)
+    if (!h->have_descr || !h->have_order || !h->have_shape)
         return fail(msg, cap, 1, "byte %zu: header lacks '%s'", hstart,
-                    !have_descr   ? "descr"
-                    : !have_order ? "fortran_order"
-                                  : "shape");
-    int64_t steps = ndim == 2 ? dims[0] : 1, v = ndim == 2 ? dims[1] : dims[0];
-    size_t data_at = hstart + hlen;
+                    !h->have_descr   ? "descr"
+                    : !h->have_order ? "fortran_order"
+                                     : "shape");
+    return 0;
+}
+
+/* The steps x v floats at buf[data_at ..), which must be exactly the
+ * rest of the file, decoded little-endian into a new array. */
+static int read_data(const unsigned char *buf, size_t len, size_t data_at, size_t hstart,
+                     int64_t steps, int64_t v, float **out, char *msg, size_t cap)
+{
     if (v < 1 || v > NPY_MAX_VOCAB)
         return fail(msg, cap, 1, "byte %zu: row length %lld outside [1, %d]", hstart, (long long)v,
                     NPY_MAX_VOCAB);
@@ -226,10 +264,28 @@ int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, si
             (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
         memcpy(&data[i], &w, 4);
     }
+    *out = data;
+    return 0;
+}
+
+int npy_parse(const unsigned char *buf, size_t len, npy_rows *out, char *msg, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    size_t hlen = 0, hstart = 0;
+    npy_header h = {0, 0, 0, {0, 0}, 0};
+    float *data = NULL;
+    int rc = read_preamble(buf, len, &hlen, &hstart, msg, cap);
+    if (!rc)
+        rc = read_header(buf, hstart, hlen, &h, msg, cap);
+    if (rc)
+        return rc;
+    int64_t steps = h.ndim == 2 ? h.dims[0] : 1, v = h.ndim == 2 ? h.dims[1] : h.dims[0];
+    if ((rc = read_data(buf, len, hstart + hlen, hstart, steps, v, &data, msg, cap)))
+        return rc;
     out->data = data;
     out->steps = steps;
     out->n_vocab = (int32_t)v;
-    out->one_d = ndim == 1;
+    out->one_d = h.ndim == 1;
     return 0;
 }
 
