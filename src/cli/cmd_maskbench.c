@@ -377,24 +377,30 @@ static void print_times(FILE *out, const char *name, times *t, int json)
     fprintf(out, "  max %.1f\n", t->n ? t->v[t->n - 1] : 0);
 }
 
-int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)
+/* What the command line asked for. */
+typedef struct mb_opts {
+    const char *dir, *vocab_path;
+    int json, verbose;
+    long limit;     /* files to run, -1 for all */
+    size_t slowest; /* slowest mask steps to list */
+} mb_opts;
+
+/* Reads the options into *o (--cpu switches the clock): -1 to go on,
+ * else the exit status (help printed, or a usage error reported). */
+static int parse_args(int argc, char **argv, mb_opts *o, FILE *out, FILE *errout)
 {
-    const char *dir = NULL, *vocab_path = NULL;
-    int json = 0, verbose = 0;
-    long limit = -1;
-    size_t slowest = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             help(out);
             return cmd_finish(out, errout, CMD_OK);
         } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
+            o->json = 1;
         } else if (!strcmp(argv[i], "--cpu")) {
             clock_id = CLOCK_THREAD_CPUTIME_ID;
         } else if (!strcmp(argv[i], "--verbose")) {
-            verbose = 1;
+            o->verbose = 1;
         } else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) {
-            vocab_path = argv[++i];
+            o->vocab_path = argv[++i];
         } else if (!strcmp(argv[i], "--slowest") && i + 1 < argc) {
             char *end;
             long v = strtol(argv[++i], &end, 10);
@@ -402,45 +408,97 @@ int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)
                 fprintf(errout, "sift bench maskbench: --slowest wants a count up to 100000\n");
                 return CMD_USAGE;
             }
-            slowest = (size_t)v;
+            o->slowest = (size_t)v;
         } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
             char *end;
-            limit = strtol(argv[++i], &end, 10);
-            if (*end || limit < 0) {
+            o->limit = strtol(argv[++i], &end, 10);
+            if (*end || o->limit < 0) {
                 fprintf(errout, "sift bench maskbench: --limit wants a count\n");
                 return CMD_USAGE;
             }
-        } else if (argv[i][0] != '-' && !dir) {
-            dir = argv[i];
+        } else if (argv[i][0] != '-' && !o->dir) {
+            o->dir = argv[i];
         } else {
             help(errout);
             return CMD_USAGE;
         }
     }
-    if (!dir || !vocab_path) {
+    if (!o->dir || !o->vocab_path) {
         help(errout);
         return CMD_USAGE;
     }
+    return -1;
+}
+
+/* Lists the slowest mask steps kept (--slowest), slowest first. */
+static void print_slowest(mb_ctx *cx, char **files, FILE *errout)
+{
+    if (!cx->n_slow)
+        return;
+    qsort(cx->slow, cx->n_slow, sizeof *cx->slow, cmp_step_desc);
+    fprintf(errout, "the %zu slowest mask steps (µs, file, test, step, cache):\n", cx->n_slow);
+    for (size_t i = 0; i < cx->n_slow; i++) {
+        const char *f = files[cx->slow[i].file], *b = strrchr(f, '/');
+        fprintf(errout, "%10.1f  %s  test %zu  step %zu  %s\n", cx->slow[i].us, b ? b + 1 : f,
+                cx->slow[i].test, cx->slow[i].step, cx->slow[i].miss ? "miss" : "hit");
+    }
+}
+
+/* Prints the counts and the time distributions, as text or JSON. */
+static void print_report(mb_stats *st, int json, FILE *out)
+{
+    if (json) {
+        fprintf(out,
+                "{\"schemas\": %zu, \"passing\": %zu, \"compile_errors\": %zu, "
+                "\"validation_errors\": %zu, \"invalidation_errors\": %zu, \"timeouts\": %zu, "
+                "\"tests\": %zu, \"tokens\": %zu",
+                st->schemas, st->passing, st->compile_errors, st->validation_errors,
+                st->invalidation_errors, st->timeouts, st->tests, st->tokens);
+        print_times(out, "mask", &st->mask, 1);
+        print_times(out, "compile", &st->compile, 1);
+        fprintf(out, "}\n");
+        return;
+    }
+    fprintf(out, "schemas             %zu\n", st->schemas);
+    fprintf(out, "passing             %zu (%.1f%%)\n", st->passing,
+            st->schemas ? 100.0 * (double)st->passing / (double)st->schemas : 0.0);
+    fprintf(out, "compile errors      %zu\n", st->compile_errors);
+    fprintf(out, "validation errors   %zu (valid instances rejected)\n", st->validation_errors);
+    fprintf(out, "invalidation errors %zu (invalid instances accepted)\n", st->invalidation_errors);
+    fprintf(out, "timeouts            %zu\n", st->timeouts);
+    fprintf(out, "tests               %zu\n", st->tests);
+    fprintf(out, "tokens              %zu\n", st->tokens);
+    print_times(out, "mask", &st->mask, 0);
+    print_times(out, "compile", &st->compile, 0);
+}
+
+int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)
+{
+    mb_opts o = {
+        .dir = NULL, .vocab_path = NULL, .json = 0, .verbose = 0, .limit = -1, .slowest = 0};
+    int rc = parse_args(argc, argv, &o, out, errout);
+    if (rc >= 0)
+        return rc;
     sift_vocab *vocab = NULL;
     sift_error err;
-    if (sift_vocab_load_tiktoken(&vocab, vocab_path, NULL, &err) != SIFT_OK) {
-        cli_error(errout, "sift bench maskbench", vocab_path, &err);
+    if (sift_vocab_load_tiktoken(&vocab, o.vocab_path, NULL, &err) != SIFT_OK) {
+        cli_error(errout, "sift bench maskbench", o.vocab_path, &err);
         return CMD_USAGE;
     }
     size_t n_files = 0;
-    char **files = list_dir(dir, &n_files, errout);
-    mb_ctx cx = {.vocab = vocab, .V = sift_vocab_size(vocab), .verbose = verbose};
+    char **files = list_dir(o.dir, &n_files, errout);
+    mb_ctx cx = {.vocab = vocab, .V = sift_vocab_size(vocab), .verbose = o.verbose};
     cx.n_words = ((size_t)cx.V + 31) / 32;
-    cx.max_slow = slowest;
-    cx.slow = slowest ? malloc(slowest * sizeof *cx.slow) : NULL;
+    cx.max_slow = o.slowest;
+    cx.slow = o.slowest ? malloc(o.slowest * sizeof *cx.slow) : NULL;
     cx.mask = malloc(cx.n_words * sizeof *cx.mask);
     cx.ids = malloc(MB_MAX_TOKENS * sizeof *cx.ids);
     if (sift_encode_scratch_new(&cx.scratch, NULL, &err) != SIFT_OK)
         cx.scratch = NULL;
     mb_stats st;
     memset(&st, 0, sizeof st);
-    int rc = CMD_OK;
-    if (!files || !cx.mask || !cx.ids || !cx.scratch || (slowest && !cx.slow)) {
+    rc = CMD_OK;
+    if (!files || !cx.mask || !cx.ids || !cx.scratch || (o.slowest && !cx.slow)) {
         rc = CMD_USAGE;
     } else {
         /* The vocabulary's shared token index is built by the first
@@ -449,47 +507,13 @@ int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)
         sift_grammar *warm = NULL;
         if (sift_grammar_new(&warm, "root ::= \"a\"", 12, vocab, NULL, &err) == SIFT_OK)
             sift_grammar_free(warm);
-        size_t n = limit >= 0 && (size_t)limit < n_files ? (size_t)limit : n_files;
+        size_t n = o.limit >= 0 && (size_t)o.limit < n_files ? (size_t)o.limit : n_files;
         for (size_t i = 0; i < n; i++) {
             cx.file = i;
             run_file(&cx, files[i], &st, errout);
         }
-        if (cx.n_slow) {
-            qsort(cx.slow, cx.n_slow, sizeof *cx.slow, cmp_step_desc);
-            fprintf(errout, "the %zu slowest mask steps (µs, file, test, step, cache):\n",
-                    cx.n_slow);
-            for (size_t i = 0; i < cx.n_slow; i++) {
-                const char *f = files[cx.slow[i].file], *b = strrchr(f, '/');
-                fprintf(errout, "%10.1f  %s  test %zu  step %zu  %s\n", cx.slow[i].us,
-                        b ? b + 1 : f, cx.slow[i].test, cx.slow[i].step,
-                        cx.slow[i].miss ? "miss" : "hit");
-            }
-        }
-        if (json) {
-            fprintf(out,
-                    "{\"schemas\": %zu, \"passing\": %zu, \"compile_errors\": %zu, "
-                    "\"validation_errors\": %zu, \"invalidation_errors\": %zu, \"timeouts\": %zu, "
-                    "\"tests\": %zu, \"tokens\": %zu",
-                    st.schemas, st.passing, st.compile_errors, st.validation_errors,
-                    st.invalidation_errors, st.timeouts, st.tests, st.tokens);
-            print_times(out, "mask", &st.mask, 1);
-            print_times(out, "compile", &st.compile, 1);
-            fprintf(out, "}\n");
-        } else {
-            fprintf(out, "schemas             %zu\n", st.schemas);
-            fprintf(out, "passing             %zu (%.1f%%)\n", st.passing,
-                    st.schemas ? 100.0 * (double)st.passing / (double)st.schemas : 0.0);
-            fprintf(out, "compile errors      %zu\n", st.compile_errors);
-            fprintf(out, "validation errors   %zu (valid instances rejected)\n",
-                    st.validation_errors);
-            fprintf(out, "invalidation errors %zu (invalid instances accepted)\n",
-                    st.invalidation_errors);
-            fprintf(out, "timeouts            %zu\n", st.timeouts);
-            fprintf(out, "tests               %zu\n", st.tests);
-            fprintf(out, "tokens              %zu\n", st.tokens);
-            print_times(out, "mask", &st.mask, 0);
-            print_times(out, "compile", &st.compile, 0);
-        }
+        print_slowest(&cx, files, errout);
+        print_report(&st, o.json, out);
     }
     for (size_t i = 0; i < n_files; i++)
         free(files[i]);
