@@ -73,55 +73,111 @@ static void softmax(const sift_candidate *c, size_t n, double *p, size_t shown)
         p[i] = exp((double)c[i].logit - (double)c[0].logit) / sum;
 }
 
-int cmd_inspect(int argc, char **argv, FILE *out, FILE *errout)
+/* What the command line asked for. */
+typedef struct inspect_opts {
+    const char *config, *logits, *history;
+    long top; /* candidates shown per stage, 0 for all */
+    int json;
+} inspect_opts;
+
+/* Reads the options into *o: -1 to go on, else the exit status (help
+ * printed, or a usage error reported). */
+static int parse_args(int argc, char **argv, inspect_opts *o, const char *prog, FILE *out,
+                      FILE *errout)
 {
-    const char *config = NULL, *logits = NULL, *history = NULL, *prog = "sift inspect";
-    long top = 10;
-    int json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help(out);
             return cmd_finish(out, errout, CMD_OK);
         } else if (!strcmp(a, "--json")) {
-            json = 1;
+            o->json = 1;
         } else if ((!strcmp(a, "--logits") || !strcmp(a, "--top") || !strcmp(a, "--history")) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
             if (!strcmp(a, "--logits")) {
-                logits = v;
+                o->logits = v;
             } else if (!strcmp(a, "--history")) {
-                history = v;
+                o->history = v;
             } else {
                 char *end;
                 errno = 0;
-                top = strtol(v, &end, 10);
-                if (end == v || *end || errno || top < 0 || top > NPY_MAX_VOCAB) {
+                o->top = strtol(v, &end, 10);
+                if (end == v || *end || errno || o->top < 0 || o->top > NPY_MAX_VOCAB) {
                     fprintf(errout, "%s: --top needs an integer in [0, %d], got '%s'\n", prog,
                             NPY_MAX_VOCAB, v);
                     return CMD_USAGE;
                 }
             }
-        } else if (a[0] != '-' && !config) {
-            config = a;
+        } else if (a[0] != '-' && !o->config) {
+            o->config = a;
         } else {
             fprintf(errout, "%s: unexpected argument '%s'\n", prog, a);
             fprintf(errout, "Run 'sift inspect --help' for the options.\n");
             return CMD_USAGE;
         }
     }
-    if (!config || !logits) {
-        fprintf(errout, "%s: %s\n", prog, !config ? "no config given" : "--logits is required");
+    if (!o->config || !o->logits) {
+        fprintf(errout, "%s: %s\n", prog, !o->config ? "no config given" : "--logits is required");
         help(errout);
         return CMD_USAGE;
     }
+    return -1;
+}
+
+/* Prints the survivors after each stage of `chain` on `row` (the input
+ * first), then the final distribution dist[0 .. n_dist), at most `limit`
+ * each; cand and p hold V entries. CMD_OK or CMD_FAIL (reported). */
+static int print_stages(sift_chain *chain, const float *row, int32_t V, const sift_token_prob *dist,
+                        size_t n_dist, size_t limit, sift_candidate *cand, double *p, int json,
+                        const char *prog, FILE *out, FILE *errout)
+{
+    sift_error err;
+    if (json)
+        fprintf(out, "{\"n_vocab\": %" PRId32 ", \"stages\": [", V);
+    size_t n_stages = sift_chain_n_stages(chain);
+    for (size_t i = 0; i < n_stages; i++) {
+        /* i = 0 is the input row, i >= 1 the first i stages; the selector
+         * (the last stage) is shown by the distribution below. */
+        size_t n = 0;
+        if (sift_chain_survivors(chain, row, V, i, cand, (size_t)V, &n, &err) != SIFT_OK) {
+            fprintf(errout, "%s: stage %zu: %s\n", prog, i, err.message);
+            return CMD_FAIL;
+        }
+        size_t shown = n < limit ? n : limit;
+        softmax(cand, n, p, shown);
+        print_stage(out, json, i == 0, i == 0 ? "input" : sift_chain_stage_name(chain, i - 1), n,
+                    cand, p, shown);
+    }
+    size_t shown = n_dist < limit ? n_dist : limit;
+    for (size_t i = 0; i < shown; i++) {
+        cand[i].id = dist[i].id;
+        cand[i].logit = dist[i].logit;
+        p[i] = dist[i].p;
+    }
+    char name[96];
+    snprintf(name, sizeof name, "%s (final distribution)",
+             sift_chain_stage_name(chain, n_stages - 1));
+    print_stage(out, json, 0, name, n_dist, cand, p, shown);
+    if (json)
+        fprintf(out, "]}\n");
+    return CMD_OK;
+}
+
+int cmd_inspect(int argc, char **argv, FILE *out, FILE *errout)
+{
+    const char *prog = "sift inspect";
+    inspect_opts o = {.config = NULL, .logits = NULL, .history = NULL, .top = 10, .json = 0};
+    int rc = parse_args(argc, argv, &o, prog, out, errout);
+    if (rc >= 0)
+        return rc;
     int32_t *hist = NULL;
     size_t n_hist = 0;
-    if (history && cli_parse_history(prog, history, &hist, &n_hist, errout) != CMD_OK)
+    if (o.history && cli_parse_history(prog, o.history, &hist, &n_hist, errout) != CMD_OK)
         return CMD_USAGE;
     npy_rows rows;
     char msg[512];
-    int rc = npy_load(logits, &rows, msg, sizeof msg);
+    rc = npy_load(o.logits, &rows, msg, sizeof msg);
     if (rc) {
         fprintf(errout, "%s: %s\n", prog, msg);
         free(hist);
@@ -132,7 +188,7 @@ int cmd_inspect(int argc, char **argv, FILE *out, FILE *errout)
     sift_candidate *cand = NULL;
     sift_token_prob *dist = NULL;
     double *p = NULL;
-    int status = cli_load_chain(prog, config, V, 0, &chain, errout);
+    int status = cli_load_chain(prog, o.config, V, 0, &chain, errout);
     if (status == CMD_OK)
         status = cli_feed_history(prog, chain, hist, n_hist, V, errout);
     if (status != CMD_OK)
@@ -153,36 +209,9 @@ int cmd_inspect(int argc, char **argv, FILE *out, FILE *errout)
         status = CMD_FAIL;
         goto done;
     }
-    size_t limit = top == 0 ? (size_t)V : (size_t)top;
-    if (json)
-        fprintf(out, "{\"n_vocab\": %" PRId32 ", \"stages\": [", V);
-    size_t n_stages = sift_chain_n_stages(chain);
-    for (size_t i = 0; i < n_stages; i++) {
-        /* i = 0 is the input row, i >= 1 the first i stages; the selector
-         * (the last stage) is shown by the distribution below. */
-        size_t n = 0;
-        if (sift_chain_survivors(chain, rows.data, V, i, cand, (size_t)V, &n, &err) != SIFT_OK) {
-            fprintf(errout, "%s: stage %zu: %s\n", prog, i, err.message);
-            status = CMD_FAIL;
-            goto done;
-        }
-        size_t shown = n < limit ? n : limit;
-        softmax(cand, n, p, shown);
-        print_stage(out, json, i == 0, i == 0 ? "input" : sift_chain_stage_name(chain, i - 1), n,
-                    cand, p, shown);
-    }
-    size_t shown = n_dist < limit ? n_dist : limit;
-    for (size_t i = 0; i < shown; i++) {
-        cand[i].id = dist[i].id;
-        cand[i].logit = dist[i].logit;
-        p[i] = dist[i].p;
-    }
-    char name[96];
-    snprintf(name, sizeof name, "%s (final distribution)",
-             sift_chain_stage_name(chain, n_stages - 1));
-    print_stage(out, json, 0, name, n_dist, cand, p, shown);
-    if (json)
-        fprintf(out, "]}\n");
+    size_t limit = o.top == 0 ? (size_t)V : (size_t)o.top;
+    status =
+        print_stages(chain, rows.data, V, dist, n_dist, limit, cand, p, o.json, prog, out, errout);
 done:
     free(p);
     free(dist);
