@@ -29,6 +29,117 @@
 static const char *const BASE_KEYS[] = {"seed", "vocab_size", "vocab", "chain", "grammar", "n_ctx"};
 #define N_BASE (sizeof BASE_KEYS / sizeof BASE_KEYS[0])
 
+/* The first key of the root mapping that belongs to llama.cpp's flat
+ * form, NULL when there is none. */
+static const cfg_node *first_flat_key(cfg_validator *v, const cfg_node *root)
+{
+    for (uint32_t ki = root->first; ki != CFG_NONE;) {
+        const cfg_node *key = NODE(v, ki);
+        if (!key->bad && sift__cfg_is_flat_form_key(key))
+            return key;
+        ki = key->next == CFG_NONE ? CFG_NONE : NODE(v, key->next)->next;
+    }
+    return NULL;
+}
+
+/* n_ctx: an integer in [1, INT32_MAX], kept with its node. */
+static void check_n_ctx(cfg_validator *v, const cfg_node *n)
+{
+    int64_t x;
+    if (!sift__cfg_get_int(v, n, "n_ctx", &x))
+        return;
+    if (x < 1 || x > INT32_MAX)
+        sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "n_ctx must be in [1, %d], got %lld",
+                         (int)INT32_MAX, (long long)x);
+    else {
+        v->n_ctx = (int32_t)x;
+        v->n_ctx_node = n;
+    }
+}
+
+/* seed: an integer in [0, 2^64 - 1] (read digit by digit, for it does not
+ * fit an int64_t), or in the flat form llama.cpp's random seed. */
+static void check_seed(cfg_validator *v, const cfg_node *n)
+{
+    sift_config *cfg = v->cfg;
+    /* llama.cpp's "random seed": -1 (LLAMA_DEFAULT_SEED, 0xFFFFFFFF,
+     * as its u32), in the flat form only. */
+    if (v->flat && sift__cfg_is_plain(n) &&
+        (sift__cfg_streq(n, "-1") || sift__cfg_streq(n, "4294967295"))) {
+        cfg->seed_random = 1;
+        sift__cfg_warn_at(v, n,
+                          "seed %s is llama.cpp's random seed: each chain built from this config "
+                          "gets a new seed, so results are not reproducible; give another number "
+                          "to reproduce them",
+                          sift__cfg_echo(v, n));
+    } else if (sift__cfg_is_plain(n) && sift__cfg_int_syntax(n->val, n->len) && n->val[0] == '-' &&
+               strspn(n->val + 1, "0") != n->len - 1)
+        sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE,
+                         "seed must be in [0, 18446744073709551615], got %s (sift has no random "
+                         "seed; pick a number)",
+                         sift__cfg_echo(v, n));
+    else if (sift__cfg_is_plain(n) && sift__cfg_int_syntax(n->val, n->len) &&
+             !sift__cfg_number_hint(n)) {
+        uint64_t acc = 0;
+        int over = 0;
+        for (size_t i = n->val[0] == '+' || n->val[0] == '-'; i < n->len; i++) {
+            unsigned d = (unsigned)(n->val[i] - '0');
+            if (acc > (UINT64_MAX - d) / 10)
+                over = 1;
+            acc = acc * 10 + d;
+        }
+        if (over)
+            sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE,
+                             "seed must be in [0, 18446744073709551615], got %s",
+                             sift__cfg_echo(v, n));
+        else {
+            cfg->has_seed = 1;
+            cfg->seed = acc;
+        }
+    } else {
+        int64_t dummy;
+        sift__cfg_get_int(v, n, "seed", &dummy);
+    }
+}
+
+/* vocab_size: an integer in [1, SIFT_DEFAULT_MAX_VOCAB]. */
+static void check_vocab_size(cfg_validator *v, const cfg_node *n)
+{
+    int64_t x;
+    if (!sift__cfg_get_int(v, n, "vocab_size", &x))
+        return;
+    if (x < 1)
+        sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "vocab_size must be >= 1, got %lld",
+                         (long long)x);
+    else if (x > SIFT_DEFAULT_MAX_VOCAB)
+        sift__cfg_err_at(v, n, SIFT_E_CONFIG_LIMIT, "vocab_size %lld exceeds max_vocab %d",
+                         (long long)x, SIFT_DEFAULT_MAX_VOCAB);
+    else
+        v->vocab_size = v->cfg->vocab_size = (int32_t)x;
+}
+
+/* The sampler chain: a `chain:` list or llama.cpp's flat parameters,
+ * never both, one of them required. */
+static void check_chain(cfg_validator *v, const cfg_node *root, const cfg_node *chain,
+                        const cfg_node *first_flat)
+{
+    if (chain && first_flat) {
+        const cfg_node *ck = sift__cfg_key_of(v, root, chain);
+        sift__cfg_err_at(
+            v, first_flat, SIFT_E_CONFIG_KEY,
+            "use either 'chain' or llama.cpp flat parameters, not both ('chain' at %d:%d)",
+            (int)(ck ? ck->line : chain->line), (int)(ck ? ck->col : chain->col));
+    }
+    if (chain)
+        sift__cfg_chain_list(v, chain);
+    else if (first_flat)
+        sift__cfg_flat_params(v, root);
+    else
+        sift__cfg_err_at(v, root, SIFT_E_CONFIG_KEY,
+                         "no sampler chain: give 'chain' (a list of stages) or llama.cpp sampler "
+                         "parameters");
+}
+
 sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
 {
     cfg_validator v;
@@ -60,100 +171,18 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
     nt += sift__cfg_flat_form_keys(top + nt);
     sift__cfg_check_keys(&v, root, top, nt, "");
     const cfg_node *n;
-    const cfg_node *first_flat = NULL;
-    for (uint32_t ki = root->first; ki != CFG_NONE && !first_flat;) {
-        const cfg_node *key = NODE(&v, ki);
-        if (!key->bad && sift__cfg_is_flat_form_key(key))
-            first_flat = key;
-        ki = key->next == CFG_NONE ? CFG_NONE : NODE(&v, key->next)->next;
-    }
+    const cfg_node *first_flat = first_flat_key(&v, root);
     const cfg_node *chain = sift__cfg_find(&v, root, "chain");
     v.flat = first_flat && !chain;
-    if ((n = sift__cfg_find(&v, root, "n_ctx"))) {
-        int64_t x;
-        if (sift__cfg_get_int(&v, n, "n_ctx", &x)) {
-            if (x < 1 || x > INT32_MAX)
-                sift__cfg_err_at(&v, n, SIFT_E_CONFIG_VALUE, "n_ctx must be in [1, %d], got %lld",
-                                 (int)INT32_MAX, (long long)x);
-            else {
-                v.n_ctx = (int32_t)x;
-                v.n_ctx_node = n;
-            }
-        }
-    }
-    if ((n = sift__cfg_find(&v, root, "seed"))) {
-        /* llama.cpp's "random seed": -1 (LLAMA_DEFAULT_SEED, 0xFFFFFFFF,
-         * as its u32), in the flat form only. */
-        if (v.flat && sift__cfg_is_plain(n) &&
-            (sift__cfg_streq(n, "-1") || sift__cfg_streq(n, "4294967295"))) {
-            cfg->seed_random = 1;
-            sift__cfg_warn_at(
-                &v, n,
-                "seed %s is llama.cpp's random seed: each chain built from this config "
-                "gets a new seed, so results are not reproducible; give another number "
-                "to reproduce them",
-                sift__cfg_echo(&v, n));
-        } else if (sift__cfg_is_plain(n) && sift__cfg_int_syntax(n->val, n->len) &&
-                   n->val[0] == '-' && strspn(n->val + 1, "0") != n->len - 1)
-            sift__cfg_err_at(
-                &v, n, SIFT_E_CONFIG_VALUE,
-                "seed must be in [0, 18446744073709551615], got %s (sift has no random "
-                "seed; pick a number)",
-                sift__cfg_echo(&v, n));
-        else if (sift__cfg_is_plain(n) && sift__cfg_int_syntax(n->val, n->len) &&
-                 !sift__cfg_number_hint(n)) {
-            uint64_t acc = 0;
-            int over = 0;
-            for (size_t i = n->val[0] == '+' || n->val[0] == '-'; i < n->len; i++) {
-                unsigned d = (unsigned)(n->val[i] - '0');
-                if (acc > (UINT64_MAX - d) / 10)
-                    over = 1;
-                acc = acc * 10 + d;
-            }
-            if (over)
-                sift__cfg_err_at(&v, n, SIFT_E_CONFIG_VALUE,
-                                 "seed must be in [0, 18446744073709551615], got %s",
-                                 sift__cfg_echo(&v, n));
-            else {
-                cfg->has_seed = 1;
-                cfg->seed = acc;
-            }
-        } else {
-            int64_t dummy;
-            sift__cfg_get_int(&v, n, "seed", &dummy);
-        }
-    }
-    if ((n = sift__cfg_find(&v, root, "vocab_size"))) {
-        int64_t x;
-        if (sift__cfg_get_int(&v, n, "vocab_size", &x)) {
-            if (x < 1)
-                sift__cfg_err_at(&v, n, SIFT_E_CONFIG_VALUE, "vocab_size must be >= 1, got %lld",
-                                 (long long)x);
-            else if (x > SIFT_DEFAULT_MAX_VOCAB)
-                sift__cfg_err_at(&v, n, SIFT_E_CONFIG_LIMIT, "vocab_size %lld exceeds max_vocab %d",
-                                 (long long)x, SIFT_DEFAULT_MAX_VOCAB);
-            else
-                v.vocab_size = cfg->vocab_size = (int32_t)x;
-        }
-    }
+    if ((n = sift__cfg_find(&v, root, "n_ctx")))
+        check_n_ctx(&v, n);
+    if ((n = sift__cfg_find(&v, root, "seed")))
+        check_seed(&v, n);
+    if ((n = sift__cfg_find(&v, root, "vocab_size")))
+        check_vocab_size(&v, n);
     if ((n = sift__cfg_find(&v, root, "vocab")))
         sift__cfg_vocab_key(&v, n);
-
-    if (chain && first_flat) {
-        const cfg_node *ck = sift__cfg_key_of(&v, root, chain);
-        sift__cfg_err_at(
-            &v, first_flat, SIFT_E_CONFIG_KEY,
-            "use either 'chain' or llama.cpp flat parameters, not both ('chain' at %d:%d)",
-            (int)(ck ? ck->line : chain->line), (int)(ck ? ck->col : chain->col));
-    }
-    if (chain)
-        sift__cfg_chain_list(&v, chain);
-    else if (first_flat)
-        sift__cfg_flat_params(&v, root);
-    else
-        sift__cfg_err_at(&v, root, SIFT_E_CONFIG_KEY,
-                         "no sampler chain: give 'chain' (a list of stages) or llama.cpp sampler "
-                         "parameters");
+    check_chain(&v, root, chain, first_flat);
     if ((n = sift__cfg_find(&v, root, "grammar")) && v.st == SIFT_OK)
         sift__cfg_grammar_section(&v, n);
     if (v.flat && !cfg->has_grammar && cfg->n_errors == 0 && v.st == SIFT_OK &&
