@@ -249,6 +249,73 @@ static int bias_token(cfg_validator *v, const cfg_node *n, int flat, int32_t *ou
     return sift__cfg_token_id(v, n, "logit_bias", out);
 }
 
+/* The bias of a logit_bias entry into *f: a number, -.inf or false (a
+ * ban). 1 when valid. */
+static int bias_value(cfg_validator *v, const cfg_node *val, float *f)
+{
+    if (sift__cfg_is_plain(val) && sift__cfg_streq(val, "false")) {
+        *f = -INFINITY;
+        return 1;
+    }
+    if (sift__cfg_is_plain(val) && sift__cfg_is_bool_word(val))
+        return sift__cfg_err_at(
+            v, val, SIFT_E_CONFIG_VALUE,
+            "logit_bias: '%s' is not a bias; give a number, or false (or -.inf) "
+            "to ban the token",
+            sift__cfg_echo(v, val));
+    if (!sift__cfg_get_float(v, val, "logit_bias", f))
+        return 0;
+    if (isnan(*f) || *f == INFINITY)
+        return sift__cfg_err_at(v, val, SIFT_E_CONFIG_VALUE,
+                                "logit_bias: bias must be a number or -.inf (ban), got %s",
+                                sift__cfg_echo(v, val));
+    return 1;
+}
+
+/* The next entry of a logit_bias value from item ki (advanced past it)
+ * into *e. 0 when the entry is not a [token, bias] pair (reported, or
+ * already bad). */
+static int bias_next(cfg_validator *v, const cfg_node *map, uint32_t *ki, bias_entry *e)
+{
+    const cfg_node *item = NODE(v, *ki);
+    if (map->type == CFG_MAP) {
+        e->key = item;
+        e->val = NODE(v, item->next);
+        *ki = e->val->next;
+        return 1;
+    }
+    *ki = item->next;
+    if (item->bad)
+        return 0;
+    if (item->type != CFG_SEQ || item->n_children != 2)
+        return sift__cfg_err_at(v, item, SIFT_E_CONFIG_TYPE,
+                                "logit_bias: an entry of the list is a [token, bias] pair");
+    e->key = NODE(v, item->first);
+    e->val = NODE(v, e->key->next);
+    return 1;
+}
+
+/* Whether the k entries of b name k different tokens ("15" and "+15" are
+ * different keys to YAML but the same token); the first repeat is
+ * reported at map. -1 when out of memory (v->st set). */
+static int bias_unique(cfg_validator *v, const cfg_node *map, const sift_bias *b, size_t k)
+{
+    sift_bias *sorted = sift__malloc(&v->cfg->al, k, sizeof *sorted);
+    if (!sorted) {
+        v->st = SIFT_E_NOMEM;
+        return -1;
+    }
+    memcpy(sorted, b, k * sizeof *b);
+    qsort(sorted, k, sizeof *sorted, cmp_bias);
+    int ok = 1;
+    for (size_t i = 1; i < k && ok; i++)
+        if (sorted[i].token == sorted[i - 1].token)
+            ok = sift__cfg_err_at(v, map, SIFT_E_CONFIG_KEY, "logit_bias: token %d is listed twice",
+                                  (int)sorted[i].token);
+    sift__free(&v->cfg->al, sorted);
+    return ok;
+}
+
 /* A SIFT__PT_ID_FLOAT_MAP parameter (logit_bias) into the record. Returns 1
  * when the stage is to be added: valid, and not an empty flat map. */
 int sift__cfg_bias_param(cfg_validator *v, const sift__param *pm, const cfg_node *map,
@@ -283,46 +350,16 @@ int sift__cfg_bias_param(cfg_validator *v, const sift__param *pm, const cfg_node
     size_t k = 0;
     int ok = 1;
     for (uint32_t ki = map->first; ki != CFG_NONE && !v->cfg->stopped;) {
-        bias_entry e;
-        const cfg_node *item = NODE(v, ki);
-        if (map->type == CFG_MAP) {
-            e.key = item;
-            e.val = NODE(v, item->next);
-            ki = e.val->next;
-        } else {
-            ki = item->next;
-            if (item->bad) {
-                ok = 0;
-                continue;
-            }
-            if (item->type != CFG_SEQ || item->n_children != 2) {
-                ok = sift__cfg_err_at(v, item, SIFT_E_CONFIG_TYPE,
-                                      "logit_bias: an entry of the list is a [token, bias] pair");
-                continue;
-            }
-            e.key = NODE(v, item->first);
-            e.val = NODE(v, e.key->next);
+        bias_entry e = {NULL, NULL};
+        if (!bias_next(v, map, &ki, &e)) {
+            ok = 0;
+            continue;
         }
-        const cfg_node *val = e.val;
         int32_t tok;
         float f = 0;
         int good = bias_token(v, e.key, flat, &tok);
-        if (sift__cfg_is_plain(val) && sift__cfg_streq(val, "false")) {
-            f = -INFINITY;
-        } else if (sift__cfg_is_plain(val) && sift__cfg_is_bool_word(val)) {
-            good = sift__cfg_err_at(
-                v, val, SIFT_E_CONFIG_VALUE,
-                "logit_bias: '%s' is not a bias; give a number, or false (or -.inf) "
-                "to ban the token",
-                sift__cfg_echo(v, val));
-        } else if (sift__cfg_get_float(v, val, "logit_bias", &f)) {
-            if (isnan(f) || f == INFINITY)
-                good = sift__cfg_err_at(v, val, SIFT_E_CONFIG_VALUE,
-                                        "logit_bias: bias must be a number or -.inf (ban), got %s",
-                                        sift__cfg_echo(v, val));
-        } else {
+        if (!bias_value(v, e.val, &f))
             good = 0;
-        }
         if (good && ok) {
             b[k].token = tok;
             b[k].bias = f;
@@ -331,21 +368,9 @@ int sift__cfg_bias_param(cfg_validator *v, const sift__param *pm, const cfg_node
             ok = 0;
         }
     }
-    if (ok && k > 1) {
-        /* "15" and "+15" are different keys to YAML but the same token. */
-        sift_bias *sorted = sift__malloc(&v->cfg->al, k, sizeof *sorted);
-        if (!sorted) {
-            v->st = SIFT_E_NOMEM;
-            sift__free(&v->cfg->al, b);
-            return 0;
-        }
-        memcpy(sorted, b, k * sizeof *b);
-        qsort(sorted, k, sizeof *sorted, cmp_bias);
-        for (size_t i = 1; i < k && ok; i++)
-            if (sorted[i].token == sorted[i - 1].token)
-                ok = sift__cfg_err_at(v, map, SIFT_E_CONFIG_KEY,
-                                      "logit_bias: token %d is listed twice", (int)sorted[i].token);
-        sift__free(&v->cfg->al, sorted);
+    if (ok && k > 1 && (ok = bias_unique(v, map, b, k)) < 0) {
+        sift__free(&v->cfg->al, b);
+        return 0;
     }
     if (!ok || k == 0) {
         sift__free(&v->cfg->al, b);
