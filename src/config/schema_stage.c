@@ -476,50 +476,123 @@ static const char *lint_text(sift__lint *l, const char *param_name)
     return n ? sift__cfg_echo(p->v, n) : "";
 }
 
+/* The name and value of `chain:` item `index`: a bare name, or a
+ * mapping with one key (the name) whose value may be null (*val NULL).
+ * 0 when the item is not a stage (reported, or already bad). */
+static int stage_parts(cfg_validator *v, const cfg_node *item, size_t index, const cfg_node **name,
+                       const cfg_node **val)
+{
+    *name = *val = NULL;
+    if (item->bad)
+        return 0;
+    if (item->type == CFG_SCALAR) {
+        *name = item;
+        return 1;
+    }
+    if (item->type != CFG_MAP) {
+        sift__cfg_type_err(v, item, "chain item", "a stage name or a mapping");
+        return 0;
+    }
+    if (item->n_children != 2) {
+        sift__cfg_err_at(v, item, SIFT_E_CONFIG_TYPE,
+                         "stage %zu: a stage is a mapping with one key (its name); this one has %u",
+                         index + 1, (unsigned)(item->n_children / 2));
+        return 0;
+    }
+    *name = NODE(v, item->first);
+    *val = NODE(v, (*name)->next);
+    if ((*name)->bad || (*val)->bad)
+        return 0;
+    if ((*name)->type != CFG_SCALAR) {
+        sift__cfg_err_at(v, *name, SIFT_E_CONFIG_TYPE, "stage %zu: the stage name must be a string",
+                         index + 1);
+        return 0;
+    }
+    if (sift__cfg_is_null(*val))
+        *val = NULL;
+    return 1;
+}
+
+/* Reports an unknown stage name, with the registry's closest name. */
+static void unknown_stage(cfg_validator *v, const cfg_node *name)
+{
+    const char *names[64];
+    size_t nn = 0;
+    for (size_t i = 0; sift__samplers[i] && nn < 64; i++)
+        names[nn++] = sift__samplers[i]->name;
+    const char *dm = sift__cfg_did_you_mean(v, name->val, name->len, names, nn);
+    if (dm)
+        sift__cfg_err_at(v, name, SIFT_E_CONFIG_KEY, "unknown stage '%s' (did you mean '%s'?)",
+                         sift__cfg_echo(v, name), dm);
+    else
+        sift__cfg_err_at(v, name, SIFT_E_CONFIG_KEY, "unknown stage '%s'", sift__cfg_echo(v, name));
+}
+
+/* Where the stage's parameters come from: none (a bare name), the main
+ * parameter's shorthand (a scalar) or a mapping, its keys checked
+ * against the descriptor's. 0 when the value's shape is wrong (reported). */
+static int stage_value(cfg_validator *v, const sift__sampler_desc *def, const cfg_node *name,
+                       const cfg_node *val, params *p)
+{
+    if (!val) {
+        if (!def->bare_ok)
+            return sift__cfg_err_at(v, name, SIFT_E_CONFIG_VALUE, "%s needs a value (%s: ...)",
+                                    def->name, def->name);
+    } else if (val->type == CFG_SCALAR) {
+        if (!def->main)
+            return sift__cfg_err_at(v, val, SIFT_E_CONFIG_TYPE, "%s takes %s", def->name,
+                                    def->n_params ? "a mapping of parameters" : "no parameters");
+        p->scalar = val;
+    } else if (val->type == CFG_MAP) {
+        const char *keys[16];
+        size_t nk = 0;
+        for (size_t i = 0; i < def->n_params && nk < 16; i++)
+            keys[nk++] = def->params[i].name;
+        char ctx[64];
+        snprintf(ctx, sizeof ctx, "%s: ", def->name);
+        sift__cfg_check_keys(v, val, keys, nk, ctx);
+        p->map = val;
+    } else {
+        sift__cfg_type_err(v, val, def->name, def->main ? "a number or a mapping" : "a mapping");
+        return 0;
+    }
+    return 1;
+}
+
+/* Every parameter of the descriptor into st->rec: given ones checked,
+ * missing required ones reported, missing string lists defaulted. 1 when
+ * all are valid, 0 when not, -1 when a default could not be made (the
+ * stage is then freed). */
+static int stage_params(cfg_validator *v, const sift__sampler_desc *def, params *p, cfg_stage *st)
+{
+    int ok = 1;
+    for (size_t i = 0; i < def->n_params; i++) {
+        const sift__param *pm = &def->params[i];
+        const cfg_node *n = param(p, pm->name);
+        if (!n) {
+            if (pm->required)
+                ok = missing(p, pm->name);
+            else if (pm->type == SIFT__PT_STRING_LIST && ok &&
+                     !sift__cfg_string_default(v, pm, &st->rec)) {
+                free_stage(v, st);
+                return -1;
+            }
+            continue;
+        }
+        ok &= sift__cfg_value_param(v, pm, n, pname(p, pm->name), &st->rec);
+    }
+    return ok;
+}
+
 /* One `chain:` item. */
 static void chain_item(cfg_validator *v, const cfg_node *item, size_t index)
 {
-    if (item->bad)
+    const cfg_node *name, *val;
+    if (!stage_parts(v, item, index, &name, &val))
         return;
-    const cfg_node *name = NULL, *val = NULL;
-    if (item->type == CFG_SCALAR) {
-        name = item;
-    } else if (item->type == CFG_MAP) {
-        if (item->n_children != 2) {
-            sift__cfg_err_at(
-                v, item, SIFT_E_CONFIG_TYPE,
-                "stage %zu: a stage is a mapping with one key (its name); this one has %u",
-                index + 1, (unsigned)(item->n_children / 2));
-            return;
-        }
-        name = NODE(v, item->first);
-        val = NODE(v, name->next);
-        if (name->bad || val->bad)
-            return;
-        if (name->type != CFG_SCALAR) {
-            sift__cfg_err_at(v, name, SIFT_E_CONFIG_TYPE,
-                             "stage %zu: the stage name must be a string", index + 1);
-            return;
-        }
-        if (sift__cfg_is_null(val))
-            val = NULL;
-    } else {
-        sift__cfg_type_err(v, item, "chain item", "a stage name or a mapping");
-        return;
-    }
     const sift__sampler_desc *def = sift__sampler_find(name->val, name->len);
     if (!def || name->type != CFG_SCALAR) {
-        const char *names[64];
-        size_t nn = 0;
-        for (size_t i = 0; sift__samplers[i] && nn < 64; i++)
-            names[nn++] = sift__samplers[i]->name;
-        const char *dm = sift__cfg_did_you_mean(v, name->val, name->len, names, nn);
-        if (dm)
-            sift__cfg_err_at(v, name, SIFT_E_CONFIG_KEY, "unknown stage '%s' (did you mean '%s'?)",
-                             sift__cfg_echo(v, name), dm);
-        else
-            sift__cfg_err_at(v, name, SIFT_E_CONFIG_KEY, "unknown stage '%s'",
-                             sift__cfg_echo(v, name));
+        unknown_stage(v, name);
         return;
     }
     cfg_stage st;
@@ -534,49 +607,11 @@ static void chain_item(cfg_validator *v, const cfg_node *item, size_t index)
         return;
     }
     params p = {{0}, v, def, NULL, NULL, item, {0}};
-    if (!val) {
-        if (!def->bare_ok) {
-            sift__cfg_err_at(v, name, SIFT_E_CONFIG_VALUE, "%s needs a value (%s: ...)", def->name,
-                             def->name);
-            return;
-        }
-    } else if (val->type == CFG_SCALAR) {
-        if (!def->main) {
-            sift__cfg_err_at(v, val, SIFT_E_CONFIG_TYPE, "%s takes %s", def->name,
-                             def->n_params ? "a mapping of parameters" : "no parameters");
-            return;
-        }
-        p.scalar = val;
-    } else if (val->type == CFG_MAP) {
-        const char *keys[16];
-        size_t nk = 0;
-        for (size_t i = 0; i < def->n_params && nk < 16; i++)
-            keys[nk++] = def->params[i].name;
-        char ctx[64];
-        snprintf(ctx, sizeof ctx, "%s: ", def->name);
-        sift__cfg_check_keys(v, val, keys, nk, ctx);
-        p.map = val;
-    } else {
-        sift__cfg_type_err(v, val, def->name, def->main ? "a number or a mapping" : "a mapping");
+    if (!stage_value(v, def, name, val, &p))
         return;
-    }
-
-    int ok = 1;
-    for (size_t i = 0; i < def->n_params; i++) {
-        const sift__param *pm = &def->params[i];
-        const cfg_node *n = param(&p, pm->name);
-        if (!n) {
-            if (pm->required)
-                ok = missing(&p, pm->name);
-            else if (pm->type == SIFT__PT_STRING_LIST && ok &&
-                     !sift__cfg_string_default(v, pm, &st.rec)) {
-                free_stage(v, &st);
-                return;
-            }
-            continue;
-        }
-        ok &= sift__cfg_value_param(v, pm, n, pname(&p, pm->name), &st.rec);
-    }
+    int ok = stage_params(v, def, &p, &st);
+    if (ok < 0)
+        return;
     if (def->needs_vocab_size && !v->vocab_size && !v->has_vocab_file)
         ok = sift__cfg_err_at(v, item, SIFT_E_CONFIG_VALUE,
                               "%s needs the vocabulary size: set vocab_size (or vocab)", def->name);
