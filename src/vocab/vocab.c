@@ -230,55 +230,58 @@ void sift_vocab_extra_init(sift_vocab_extra *extra)
 /* The largest special token text (as a GGUF piece). */
 #define SPECIAL_MAX_LEN ((size_t)1 << 20)
 
-sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
-                              const sift_vocab_extra *extra, const sift_allocator *allocator,
-                              sift_error *err)
+/* The caller's extra (or the defaults) into *x, checked against base:
+ * its struct_size, the arrays its counts need, n_vocab. */
+static sift_status read_extra(sift_vocab_extra *x, const sift_vocab_extra *extra,
+                              const sift_vocab *base, sift_error *err)
 {
-    if (!out)
-        return sift__fail(err, SIFT_E_ARG, "out is NULL");
-    *out = NULL;
-    if (!base)
-        return sift__fail(err, SIFT_E_ARG, "base is NULL");
-    sift_vocab_extra x;
-    sift_vocab_extra_init(&x);
+    sift_vocab_extra_init(x);
     if (extra) {
-        if (extra->struct_size == 0 || extra->struct_size > sizeof x)
+        if (extra->struct_size == 0 || extra->struct_size > sizeof *x)
             return sift__fail(err, SIFT_E_ARG, "sift_vocab_extra.struct_size is %u (expected %zu)",
-                              (unsigned)extra->struct_size, sizeof x);
-        memcpy(&x, extra, extra->struct_size);
+                              (unsigned)extra->struct_size, sizeof *x);
+        memcpy(x, extra, extra->struct_size);
     }
-    if (x.n_special > 0 && (!x.special_texts || !x.special_ids))
+    if (x->n_special > 0 && (!x->special_texts || !x->special_ids))
         return sift__fail(err, SIFT_E_ARG, "%s is NULL with n_special = %zu",
-                          x.special_texts ? "special_ids" : "special_texts", x.n_special);
-    if (x.n_eog > 0 && !x.eog_ids)
-        return sift__fail(err, SIFT_E_ARG, "eog_ids is NULL with n_eog = %zu", x.n_eog);
-    if (x.n_vocab < 0 || x.n_vocab > SIFT_DEFAULT_MAX_VOCAB)
-        return sift__fail(err, x.n_vocab < 0 ? SIFT_E_ARG : SIFT_E_LIMIT,
-                          "n_vocab %d outside [0, %d]", (int)x.n_vocab,
+                          x->special_texts ? "special_ids" : "special_texts", x->n_special);
+    if (x->n_eog > 0 && !x->eog_ids)
+        return sift__fail(err, SIFT_E_ARG, "eog_ids is NULL with n_eog = %zu", x->n_eog);
+    if (x->n_vocab < 0 || x->n_vocab > SIFT_DEFAULT_MAX_VOCAB)
+        return sift__fail(err, x->n_vocab < 0 ? SIFT_E_ARG : SIFT_E_LIMIT,
+                          "n_vocab %d outside [0, %d]", (int)x->n_vocab,
                           (int)SIFT_DEFAULT_MAX_VOCAB);
-    if (x.n_vocab > 0 && x.n_vocab < base->n)
+    if (x->n_vocab > 0 && x->n_vocab < base->n)
         return sift__fail(err, SIFT_E_ARG,
                           "n_vocab %d is smaller than the vocabulary's %d tokens (padding "
                           "cannot remove tokens)",
-                          (int)x.n_vocab, (int)base->n);
-    /* Check every special token before anything is allocated. */
-    int32_t n = x.n_vocab > 0 ? x.n_vocab : base->n;
+                          (int)x->n_vocab, (int)base->n);
+    return SIFT_OK;
+}
+
+/* Checks every special token and EOG id before anything is allocated:
+ * each text 1..SPECIAL_MAX_LEN bytes, each id in range and free in base.
+ * Gives the new size in *n_out and the special texts' bytes in *bytes_out. */
+static sift_status check_specials(const sift_vocab_extra *x, const sift_vocab *base, int32_t *n_out,
+                                  uint64_t *bytes_out, sift_error *err)
+{
+    int32_t n = x->n_vocab > 0 ? x->n_vocab : base->n;
     uint64_t extra_bytes = 0;
-    for (size_t i = 0; i < x.n_special; i++) {
-        int32_t id = x.special_ids[i];
-        const char *t = x.special_texts[i];
+    for (size_t i = 0; i < x->n_special; i++) {
+        int32_t id = x->special_ids[i];
+        const char *t = x->special_texts[i];
         if (!t)
             return sift__fail_at(err, SIFT_E_ARG, id, "special token %zu has no text", i);
-        size_t len = x.special_lengths ? x.special_lengths[i] : strlen(t);
+        size_t len = x->special_lengths ? x->special_lengths[i] : strlen(t);
         if (len == 0 || len > SPECIAL_MAX_LEN)
             return sift__fail_at(err, len ? SIFT_E_LIMIT : SIFT_E_ARG, id,
                                  "special token %zu (id %d) is %zu bytes long; expected 1..%zu", i,
                                  (int)id, len, SPECIAL_MAX_LEN);
-        if (id < 0 || id >= SIFT_DEFAULT_MAX_VOCAB || (x.n_vocab > 0 && id >= x.n_vocab))
+        if (id < 0 || id >= SIFT_DEFAULT_MAX_VOCAB || (x->n_vocab > 0 && id >= x->n_vocab))
             return sift__fail_at(err, SIFT_E_TOKEN, id,
                                  "special token '%.*s': id %d out of range [0, %d)",
                                  (int)(len > 64 ? 64 : len), t, (int)id,
-                                 (int)(x.n_vocab > 0 ? x.n_vocab : SIFT_DEFAULT_MAX_VOCAB));
+                                 (int)(x->n_vocab > 0 ? x->n_vocab : SIFT_DEFAULT_MAX_VOCAB));
         if (id < base->n &&
             (!(base->attr[id] & SIFT_TOKEN_UNUSED) || base->off[id + 1] != base->off[id]))
             return sift__fail_at(err, SIFT_E_ARG, id,
@@ -292,11 +295,63 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
             return sift__fail(err, SIFT_E_LIMIT, "special token texts exceed %llu bytes in total",
                               (unsigned long long)1 << 30);
     }
-    for (size_t i = 0; i < x.n_eog; i++)
-        if (x.eog_ids[i] < 0 || x.eog_ids[i] >= n)
-            return sift__fail_at(err, SIFT_E_TOKEN, x.eog_ids[i],
-                                 "end-of-generation id %d out of range [0, %d)", (int)x.eog_ids[i],
+    for (size_t i = 0; i < x->n_eog; i++)
+        if (x->eog_ids[i] < 0 || x->eog_ids[i] >= n)
+            return sift__fail_at(err, SIFT_E_TOKEN, x->eog_ids[i],
+                                 "end-of-generation id %d out of range [0, %d)", (int)x->eog_ids[i],
                                  (int)n);
+    *n_out = n;
+    *bytes_out = extra_bytes;
+    return SIFT_OK;
+}
+
+/* Fills the n-token tables: each id's piece from its special token
+ * (who[id] >= 0), from base, or none (padding, unused); then the EOG
+ * bits. */
+static void fill_extended(const sift_vocab_extra *x, const sift_vocab *base, const int32_t *who,
+                          int32_t n, uint64_t *off, char *bytes, uint8_t *attr)
+{
+    uint64_t pos = 0;
+    for (int32_t id = 0; id < n; id++) {
+        off[id] = pos;
+        if (who[id] >= 0) {
+            size_t i = (size_t)who[id];
+            size_t len = x->special_lengths ? x->special_lengths[i] : strlen(x->special_texts[i]);
+            memcpy(bytes + pos, x->special_texts[i], len);
+            pos += len;
+            attr[id] = SIFT_TOKEN_SPECIAL;
+        } else if (id < base->n) {
+            uint64_t len = base->off[id + 1] - base->off[id];
+            if (len)
+                memcpy(bytes + pos, base->bytes + base->off[id], (size_t)len);
+            pos += len;
+            attr[id] = base->attr[id];
+        } else {
+            attr[id] = SIFT_TOKEN_UNUSED; /* padding: no bytes */
+        }
+    }
+    off[n] = pos;
+    for (size_t i = 0; i < x->n_eog; i++)
+        attr[x->eog_ids[i]] |= SIFT_TOKEN_EOG;
+}
+
+sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
+                              const sift_vocab_extra *extra, const sift_allocator *allocator,
+                              sift_error *err)
+{
+    if (!out)
+        return sift__fail(err, SIFT_E_ARG, "out is NULL");
+    *out = NULL;
+    if (!base)
+        return sift__fail(err, SIFT_E_ARG, "base is NULL");
+    sift_vocab_extra x;
+    int32_t n = 0;
+    uint64_t extra_bytes = 0;
+    sift_status st = read_extra(&x, extra, base, err);
+    if (st == SIFT_OK)
+        st = check_specials(&x, base, &n, &extra_bytes, err);
+    if (st != SIFT_OK)
+        return st;
     sift__alloc al;
     sift_status ast = sift__alloc_init(&al, allocator, err);
     if (ast)
@@ -329,30 +384,9 @@ sift_status sift_vocab_extend(sift_vocab **out, const sift_vocab *base,
         }
         who[id] = (int32_t)i;
     }
-    uint64_t pos = 0;
-    for (int32_t id = 0; id < n; id++) {
-        off[id] = pos;
-        if (who[id] >= 0) {
-            size_t i = (size_t)who[id];
-            size_t len = x.special_lengths ? x.special_lengths[i] : strlen(x.special_texts[i]);
-            memcpy(bytes + pos, x.special_texts[i], len);
-            pos += len;
-            attr[id] = SIFT_TOKEN_SPECIAL;
-        } else if (id < base->n) {
-            uint64_t len = base->off[id + 1] - base->off[id];
-            if (len)
-                memcpy(bytes + pos, base->bytes + base->off[id], (size_t)len);
-            pos += len;
-            attr[id] = base->attr[id];
-        } else {
-            attr[id] = SIFT_TOKEN_UNUSED; /* padding: no bytes */
-        }
-    }
-    off[n] = pos;
-    for (size_t i = 0; i < x.n_eog; i++)
-        attr[x.eog_ids[i]] |= SIFT_TOKEN_EOG;
+    fill_extended(&x, base, who, n, off, bytes, attr);
     sift__free(&al, who);
-    sift_status st = sift__vocab_adopt(out, &al, n, off, bytes, attr, err);
+    st = sift__vocab_adopt(out, &al, n, off, bytes, attr, err);
     if (st == SIFT_OK && base->bpe) {
         /* The new vocabulary encodes as the base does. */
         st = sift__bpe_slot_copy(&(*out)->bpe, base->bpe, &al, err);
