@@ -521,7 +521,10 @@ static sift_status read_id(gin *g, uint32_t t, int64_t *id)
     return SIFT_OK;
 }
 
-static sift_status read_kv(gin *g, gguf_state *s, uint64_t index, char *key, size_t key_cap)
+/* Reads key `index` into key[0 .. key_cap) (a prefix when longer, for
+ * messages; *full says whether it all fit) and checks every byte of it is
+ * printable ASCII. g->key is set to it for the messages that follow. */
+static sift_status read_key(gin *g, uint64_t index, char *key, size_t key_cap, int *full)
 {
     uint64_t klen;
     g->key = NULL;
@@ -553,43 +556,83 @@ static sift_status read_kv(gin *g, gguf_state *s, uint64_t index, char *key, siz
         }
     }
     g->key = key;
+    *full = keep == klen;
+    return SIFT_OK;
+}
+
+/* The value of tokenizer.ggml.model (a string of type t): gpt2 or llama. */
+static sift_status read_model(gin *g, gguf_state *s, uint32_t t)
+{
+    if (s->have_model)
+        return gfail(g, SIFT_E_ARG, "duplicate key");
+    if (t != GT_STRING)
+        return gfail(g, SIFT_E_ARG, "expected string, got %s", gt_names[t]);
+    uint64_t n;
+    char m[32];
+    sift_status st = gin_strlen(g, &n, UINT64_MAX, "string");
+    if (st)
+        return st;
+    size_t mk = n < sizeof m - 1 ? (size_t)n : sizeof m - 1;
+    st = gin_read(g, m, mk, "string");
+    if (!st)
+        st = gin_skip(g, n - mk, "string");
+    if (st)
+        return st;
+    m[mk] = '\0';
+    s->have_model = 1;
+    if (n == 4 && memcmp(m, "gpt2", 4) == 0)
+        s->model = MODEL_GPT2;
+    else if (n == 5 && memcmp(m, "llama", 5) == 0)
+        s->model = MODEL_LLAMA;
+    else {
+        char e[140];
+        return gfail(g, SIFT_E_ARG, "tokenizer model '%s%s' is not supported (gpt2 and llama are)",
+                     echo_bytes(e, sizeof e, m, mk), n > mk ? "..." : "");
+    }
+    return SIFT_OK;
+}
+
+/* The value of tokenizer.ggml.pre (a string of type t): a prefix kept for
+ * messages, its full length for matching names. */
+static sift_status read_pre(gin *g, gguf_state *s, uint32_t t)
+{
+    if (s->have_pre)
+        return gfail(g, SIFT_E_ARG, "duplicate key");
+    if (t != GT_STRING)
+        return gfail(g, SIFT_E_ARG, "expected string, got %s", gt_names[t]);
+    uint64_t n;
+    sift_status st = gin_strlen(g, &n, UINT64_MAX, "string");
+    if (st)
+        return st;
+    size_t k = n < sizeof s->pre - 1 ? (size_t)n : sizeof s->pre - 1;
+    st = gin_read(g, s->pre, k, "string");
+    if (!st)
+        st = gin_skip(g, n - k, "string");
+    if (st)
+        return st;
+    s->pre[k] = '\0';
+    s->pre_len = k;
+    s->pre_full = n;
+    s->have_pre = 1;
+    return SIFT_OK;
+}
+
+/* One key/value pair: the keys read here go to their readers (docs at the
+ * top of the file), every other value is skipped by its type. */
+static sift_status read_kv(gin *g, gguf_state *s, uint64_t index, char *key, size_t key_cap)
+{
+    int full = 0;
+    sift_status st = read_key(g, index, key, key_cap, &full);
+    if (st)
+        return st;
     uint32_t t;
     st = gin_u32(g, &t, "value type");
     if (st)
         return st;
     if (t >= GT__COUNT)
         return gfail(g, SIFT_E_ARG, "unknown value type %u", (unsigned)t);
-    int full = keep == klen;
-    if (full && strcmp(key, "tokenizer.ggml.model") == 0) {
-        if (s->have_model)
-            return gfail(g, SIFT_E_ARG, "duplicate key");
-        if (t != GT_STRING)
-            return gfail(g, SIFT_E_ARG, "expected string, got %s", gt_names[t]);
-        uint64_t n;
-        char m[32];
-        st = gin_strlen(g, &n, UINT64_MAX, "string");
-        if (st)
-            return st;
-        size_t mk = n < sizeof m - 1 ? (size_t)n : sizeof m - 1;
-        st = gin_read(g, m, mk, "string");
-        if (!st)
-            st = gin_skip(g, n - mk, "string");
-        if (st)
-            return st;
-        m[mk] = '\0';
-        s->have_model = 1;
-        if (n == 4 && memcmp(m, "gpt2", 4) == 0)
-            s->model = MODEL_GPT2;
-        else if (n == 5 && memcmp(m, "llama", 5) == 0)
-            s->model = MODEL_LLAMA;
-        else {
-            char e[140];
-            return gfail(g, SIFT_E_ARG,
-                         "tokenizer model '%s%s' is not supported (gpt2 and llama are)",
-                         echo_bytes(e, sizeof e, m, mk), n > mk ? "..." : "");
-        }
-        return SIFT_OK;
-    }
+    if (full && strcmp(key, "tokenizer.ggml.model") == 0)
+        return read_model(g, s, t);
     if (full && strcmp(key, "tokenizer.ggml.tokens") == 0) {
         if (s->have_tokens)
             return gfail(g, SIFT_E_ARG, "duplicate key");
@@ -606,27 +649,8 @@ static sift_status read_kv(gin *g, gguf_state *s, uint64_t index, char *key, siz
         s->have_merges = 1;
         return read_merges(g, s);
     }
-    if (full && strcmp(key, "tokenizer.ggml.pre") == 0) {
-        if (s->have_pre)
-            return gfail(g, SIFT_E_ARG, "duplicate key");
-        if (t != GT_STRING)
-            return gfail(g, SIFT_E_ARG, "expected string, got %s", gt_names[t]);
-        uint64_t n;
-        st = gin_strlen(g, &n, UINT64_MAX, "string");
-        if (st)
-            return st;
-        size_t k = n < sizeof s->pre - 1 ? (size_t)n : sizeof s->pre - 1;
-        st = gin_read(g, s->pre, k, "string");
-        if (!st)
-            st = gin_skip(g, n - k, "string");
-        if (st)
-            return st;
-        s->pre[k] = '\0';
-        s->pre_len = k;
-        s->pre_full = n;
-        s->have_pre = 1;
-        return SIFT_OK;
-    }
+    if (full && strcmp(key, "tokenizer.ggml.pre") == 0)
+        return read_pre(g, s, t);
     if (full && strcmp(key, "tokenizer.ggml.token_type") == 0) {
         if (s->have_types)
             return gfail(g, SIFT_E_ARG, "duplicate key");
