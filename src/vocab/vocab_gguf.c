@@ -777,62 +777,59 @@ static sift_status merge_fail(gin *g, const gguf_state *s, uint64_t k, const cha
         (int64_t)k, "key 'tokenizer.ggml.merges': merge %llu %s", (unsigned long long)k, msg);
 }
 
-/* Decodes the merge strings in place into piece pairs (dec[2k], dec[2k+1]
- * and dec[2k+2] bound merge k's two pieces), then gives v its encoder. */
-static sift_status gguf_bpe(gin *g, gguf_state *s, sift_vocab *v)
+/* Checks merge k, p[0 .. len), while the string is still intact (to show
+ * it in a message): byte-level BPE text, one space between two non-empty
+ * pieces. */
+static sift_status check_merge(gin *g, const gguf_state *s, uint64_t k, const unsigned char *p,
+                               size_t len)
 {
-    uint64_t n = s->n_merges;
-    uint64_t *dec = sift__malloc(s->al, (size_t)(2 * n + 1), sizeof *dec);
-    int32_t *user = NULL;
-    size_t n_user = 0;
-    if (!dec)
-        return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for %llu merges",
-                          (unsigned long long)n);
-    sift_status st = SIFT_OK;
-    char e[120];
-    uint64_t w = 0; /* decoding only shrinks a string */
-    for (uint64_t k = 0; k < n && st == SIFT_OK; k++) {
-        const unsigned char *p = (const unsigned char *)s->mbytes + s->moff[k];
-        size_t len = (size_t)(s->moff[k + 1] - s->moff[k]);
-        /* A first pass checks the string while it is still intact (to
-         * show it in a message); the second decodes it. */
-        size_t split = SIZE_MAX, bad_at = SIZE_MAX;
-        uint32_t bad_cp = 0;
-        int spaces = 0;
-        for (size_t i = 0; i < len;) {
-            uint32_t cp = 0;
-            size_t c = sift__utf8_decode(p + i, len - i, &cp);
-            if (!c || (cp != ' ' && gpt2_byte(cp) < 0)) {
-                bad_at = i;
-                bad_cp = c ? cp : UINT32_MAX;
-                break;
-            }
-            if (cp == ' ' && spaces++ == 0)
-                split = i;
-            i += c;
-        }
-        if (bad_at != SIZE_MAX || spaces != 1 || split == 0 || split + 1 == len) {
-            const char *shown = echo_bytes(e, sizeof e, p, len > 40 ? 40 : len);
-            const char *more = len > 40 ? "..." : "";
-            if (bad_at != SIZE_MAX && bad_cp == UINT32_MAX)
-                st = merge_fail(g, s, k,
-                                "'%s%s' is not byte-level BPE text: invalid UTF-8 at byte %zu",
-                                shown, more, bad_at);
-            else if (bad_at != SIZE_MAX)
-                st = merge_fail(g, s, k,
-                                "'%s%s' is not byte-level BPE text: U+%04X at byte %zu stands "
-                                "for no byte",
-                                shown, more, (unsigned)bad_cp, bad_at);
-            else if (spaces == 0)
-                st = merge_fail(g, s, k, "'%s%s' has no space; expected two pieces 'A B'", shown,
-                                more);
-            else if (spaces > 1)
-                st = merge_fail(g, s, k, "'%s%s' has more than one space; expected 'A B'", shown,
-                                more);
-            else
-                st = merge_fail(g, s, k, "'%s%s' has an empty piece; expected 'A B'", shown, more);
+    size_t split = SIZE_MAX, bad_at = SIZE_MAX;
+    uint32_t bad_cp = 0;
+    int spaces = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0;
+        size_t c = sift__utf8_decode(p + i, len - i, &cp);
+        if (!c || (cp != ' ' && gpt2_byte(cp) < 0)) {
+            bad_at = i;
+            bad_cp = c ? cp : UINT32_MAX;
             break;
         }
+        if (cp == ' ' && spaces++ == 0)
+            split = i;
+        i += c;
+    }
+    if (bad_at == SIZE_MAX && spaces == 1 && split != 0 && split + 1 != len)
+        return SIFT_OK;
+    char e[120];
+    const char *shown = echo_bytes(e, sizeof e, p, len > 40 ? 40 : len);
+    const char *more = len > 40 ? "..." : "";
+    if (bad_at != SIZE_MAX && bad_cp == UINT32_MAX)
+        return merge_fail(g, s, k, "'%s%s' is not byte-level BPE text: invalid UTF-8 at byte %zu",
+                          shown, more, bad_at);
+    if (bad_at != SIZE_MAX)
+        return merge_fail(g, s, k,
+                          "'%s%s' is not byte-level BPE text: U+%04X at byte %zu stands "
+                          "for no byte",
+                          shown, more, (unsigned)bad_cp, bad_at);
+    if (spaces == 0)
+        return merge_fail(g, s, k, "'%s%s' has no space; expected two pieces 'A B'", shown, more);
+    if (spaces > 1)
+        return merge_fail(g, s, k, "'%s%s' has more than one space; expected 'A B'", shown, more);
+    return merge_fail(g, s, k, "'%s%s' has an empty piece; expected 'A B'", shown, more);
+}
+
+/* Decodes the merge strings in place into piece pairs: dec[2k], dec[2k+1]
+ * and dec[2k+2] bound merge k's two pieces. Each is checked first. */
+static sift_status decode_merges(gin *g, gguf_state *s, uint64_t *dec)
+{
+    uint64_t n = s->n_merges;
+    uint64_t w = 0; /* decoding only shrinks a string */
+    for (uint64_t k = 0; k < n; k++) {
+        const unsigned char *p = (const unsigned char *)s->mbytes + s->moff[k];
+        size_t len = (size_t)(s->moff[k + 1] - s->moff[k]);
+        sift_status st = check_merge(g, s, k, p, len);
+        if (st != SIFT_OK)
+            return st;
         dec[2 * k] = w;
         for (size_t i = 0; i < len;) {
             uint32_t cp = 0;
@@ -844,17 +841,73 @@ static sift_status gguf_bpe(gin *g, gguf_state *s, sift_vocab *v)
             i += c;
         }
     }
-    if (st == SIFT_OK) {
-        dec[2 * n] = w;
-        for (uint64_t id = 0; s->types && id < s->n; id++)
-            n_user += s->types[id] == TT_USER;
-        if (n_user && !(user = sift__malloc(s->al, n_user, sizeof *user)))
-            st = sift__fail(g->err, SIFT_E_NOMEM, "out of memory");
-        n_user = 0;
-        for (uint64_t id = 0; user && id < s->n; id++)
-            if (s->types[id] == TT_USER)
-                user[n_user++] = (int32_t)id;
+    dec[2 * n] = w;
+    return SIFT_OK;
+}
+
+/* The ids of the user-defined tokens (type 4), which the encoder matches
+ * whole, in a new array (NULL when there are none). */
+static sift_status user_tokens(gin *g, const gguf_state *s, int32_t **user, size_t *n_user)
+{
+    size_t n = 0;
+    *user = NULL;
+    *n_user = 0;
+    for (uint64_t id = 0; s->types && id < s->n; id++)
+        n += s->types[id] == TT_USER;
+    if (!n)
+        return SIFT_OK;
+    if (!(*user = sift__malloc(s->al, n, sizeof **user)))
+        return sift__fail(g->err, SIFT_E_NOMEM, "out of memory");
+    for (uint64_t id = 0; id < s->n; id++)
+        if (s->types[id] == TT_USER)
+            (*user)[(*n_user)++] = (int32_t)id;
+    return SIFT_OK;
+}
+
+/* The pre-tokenizer tokenizer.ggml.pre names, into spec's kind and
+ * ignore_merges (spec->why NULL); when there is no such key or sift has
+ * no pattern for the name, the reason goes to why[0 .. cap). */
+static void pre_spec(const gguf_state *s, sift__bpe_gguf *spec, char *why, size_t cap)
+{
+    spec->why = why;
+    if (!s->have_pre) {
+        snprintf(why, cap,
+                 "the GGUF file has no 'tokenizer.ggml.pre' key (give one with "
+                 "sift_vocab_set_pretokenizer; the file's merges are kept)");
+        return;
     }
+    for (size_t i = 0; i < sizeof pre_names / sizeof pre_names[0]; i++) {
+        if (s->pre_full == strlen(pre_names[i].name) &&
+            memcmp(s->pre, pre_names[i].name, s->pre_full) == 0) {
+            spec->kind = pre_names[i].kind;
+            spec->ignore_merges = pre_names[i].ignore_merges;
+            spec->why = NULL;
+        }
+    }
+    char e[120];
+    if (spec->why)
+        snprintf(why, cap,
+                 "GGUF key 'tokenizer.ggml.pre' is '%s%s', which sift has no pattern for "
+                 "(docs/encoding.md lists the names it knows; give one with "
+                 "sift_vocab_set_pretokenizer)",
+                 echo_bytes(e, sizeof e, s->pre, s->pre_len > 40 ? 40 : s->pre_len),
+                 s->pre_full > 40 ? "..." : "");
+}
+
+/* Decodes the merges, then gives v its encoder; a merge whose pieces are
+ * not tokens is reported at its place in the file. */
+static sift_status gguf_bpe(gin *g, gguf_state *s, sift_vocab *v)
+{
+    uint64_t n = s->n_merges;
+    uint64_t *dec = sift__malloc(s->al, (size_t)(2 * n + 1), sizeof *dec);
+    int32_t *user = NULL;
+    size_t n_user = 0;
+    if (!dec)
+        return sift__fail(g->err, SIFT_E_NOMEM, "out of memory for %llu merges",
+                          (unsigned long long)n);
+    sift_status st = decode_merges(g, s, dec);
+    if (st == SIFT_OK)
+        st = user_tokens(g, s, &user, &n_user);
     char why[240];
     sift__bpe_gguf spec = {.kind = SIFT_PRETOK_NONE,
                            .ignore_merges = 0,
@@ -864,27 +917,7 @@ static sift_status gguf_bpe(gin *g, gguf_state *s, sift_vocab *v)
                            .bytes = s->mbytes ? s->mbytes : "",
                            .user = user,
                            .n_user = n_user};
-    if (!s->have_pre) {
-        snprintf(why, sizeof why,
-                 "the GGUF file has no 'tokenizer.ggml.pre' key (give one with "
-                 "sift_vocab_set_pretokenizer; the file's merges are kept)");
-    } else {
-        for (size_t i = 0; i < sizeof pre_names / sizeof pre_names[0]; i++) {
-            if (s->pre_full == strlen(pre_names[i].name) &&
-                memcmp(s->pre, pre_names[i].name, s->pre_full) == 0) {
-                spec.kind = pre_names[i].kind;
-                spec.ignore_merges = pre_names[i].ignore_merges;
-                spec.why = NULL;
-            }
-        }
-        if (spec.why)
-            snprintf(why, sizeof why,
-                     "GGUF key 'tokenizer.ggml.pre' is '%s%s', which sift has no pattern for "
-                     "(docs/encoding.md lists the names it knows; give one with "
-                     "sift_vocab_set_pretokenizer)",
-                     echo_bytes(e, sizeof e, s->pre, s->pre_len > 40 ? 40 : s->pre_len),
-                     s->pre_full > 40 ? "..." : "");
-    }
+    pre_spec(s, &spec, why, sizeof why);
     if (st == SIFT_OK) {
         size_t bad;
         int part;
