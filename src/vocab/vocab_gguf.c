@@ -939,6 +939,77 @@ static sift_status gguf_bpe(gin *g, gguf_state *s, sift_vocab *v)
     return st;
 }
 
+/* The file header: magic, version (2 or 3, little endian), the tensor
+ * count, and the key/value count in *n_kv (checked against the bytes
+ * left). */
+static sift_status read_header(gin *g, uint64_t *n_kv)
+{
+    unsigned char hdr[8];
+    sift_status st = gin_read(g, hdr, 4, "the magic number");
+    if (st)
+        return st;
+    if (memcmp(hdr, "GGUF", 4) != 0) {
+        g->pos = 0;
+        return gfail(g, SIFT_E_ARG, "not a GGUF file (magic %02x %02x %02x %02x)", hdr[0], hdr[1],
+                     hdr[2], hdr[3]);
+    }
+    uint32_t version;
+    if ((st = gin_u32(g, &version, "the version")))
+        return st;
+    if (version != 2 && version != 3) {
+        g->pos = 4;
+        if (version == 0x02000000u || version == 0x03000000u)
+            return gfail(g, SIFT_E_ARG, "big-endian GGUF is not supported");
+        return gfail(g, SIFT_E_ARG, "GGUF version %u is not supported (2 and 3 are)",
+                     (unsigned)version);
+    }
+    uint64_t n_tensors;
+    if ((st = gin_u64(g, &n_tensors, "the tensor count")))
+        return st;
+    if ((st = gin_u64(g, n_kv, "the key/value count")))
+        return st;
+    /* The smallest pair is 13 bytes (an empty key, a type, a u8). */
+    if (*n_kv > gin_left(g) / 13) {
+        g->pos -= 8;
+        return gfail(g, SIFT_E_ARG, "%llu key/value pairs cannot fit in the %llu bytes left",
+                     (unsigned long long)*n_kv, (unsigned long long)(gin_left(g) - 8));
+    }
+    return SIFT_OK;
+}
+
+/* After the key/value pairs: the keys a vocabulary needs were there, and
+ * as many token types as tokens. */
+static sift_status check_keys(gin *g, const gguf_state *s)
+{
+    if (!s->have_tokens)
+        return gfail(g, SIFT_E_ARG, "no 'tokenizer.ggml.tokens' key: the file has no vocabulary");
+    if (!s->have_model)
+        return gfail(g, SIFT_E_ARG, "no 'tokenizer.ggml.model' key: the tokenizer is unknown");
+    if (s->have_types && s->n_types != s->n)
+        return sift__vocab_fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, (int64_t)s->types_off, -1,
+                                      "key 'tokenizer.ggml.token_type': %llu types for %llu tokens",
+                                      (unsigned long long)s->n_types, (unsigned long long)s->n);
+    return SIFT_OK;
+}
+
+/* Sets the EOG bit of the eos, eot and eom ids the file names (each in
+ * range). */
+static sift_status mark_eog(gin *g, const gguf_state *s, uint8_t *attr)
+{
+    static const char *const eog_names[3] = {"eos", "eot", "eom"};
+    for (int k = 0; k < 3; k++) {
+        if (s->eog[k] < 0)
+            continue;
+        if ((uint64_t)s->eog[k] >= s->n)
+            return sift__vocab_fail_place(
+                g->err, SIFT_E_ARG, g->src, 0, 0, -1, s->eog[k],
+                "key 'tokenizer.ggml.%s_token_id': token %lld out of range [0, %llu)", eog_names[k],
+                (long long)s->eog[k], (unsigned long long)s->n);
+        attr[s->eog[k]] |= SIFT_TOKEN_EOG;
+    }
+    return SIFT_OK;
+}
+
 static sift_status gguf_parse(sift_vocab **out, gin *g, const sift__alloc *al)
 {
     gguf_state s;
@@ -947,81 +1018,26 @@ static sift_status gguf_parse(sift_vocab **out, gin *g, const sift__alloc *al)
     s.eog[0] = s.eog[1] = s.eog[2] = -2; /* -2: key absent */
     uint8_t *attr = NULL;
     char key[256];
-    unsigned char hdr[8];
-    sift_status st = gin_read(g, hdr, 4, "the magic number");
+    uint64_t n_kv = 0;
+    sift_status st = read_header(g, &n_kv);
     if (st)
         goto done;
-    if (memcmp(hdr, "GGUF", 4) != 0) {
-        g->pos = 0;
-        st = gfail(g, SIFT_E_ARG, "not a GGUF file (magic %02x %02x %02x %02x)", hdr[0], hdr[1],
-                   hdr[2], hdr[3]);
-        goto done;
-    }
-    uint32_t version;
-    if ((st = gin_u32(g, &version, "the version")))
-        goto done;
-    if (version != 2 && version != 3) {
-        g->pos = 4;
-        if (version == 0x02000000u || version == 0x03000000u)
-            st = gfail(g, SIFT_E_ARG, "big-endian GGUF is not supported");
-        else
-            st = gfail(g, SIFT_E_ARG, "GGUF version %u is not supported (2 and 3 are)",
-                       (unsigned)version);
-        goto done;
-    }
-    uint64_t n_tensors, n_kv;
-    if ((st = gin_u64(g, &n_tensors, "the tensor count")))
-        goto done;
-    if ((st = gin_u64(g, &n_kv, "the key/value count")))
-        goto done;
-    /* The smallest pair is 13 bytes (an empty key, a type, a u8). */
-    if (n_kv > gin_left(g) / 13) {
-        g->pos -= 8;
-        st = gfail(g, SIFT_E_ARG, "%llu key/value pairs cannot fit in the %llu bytes left",
-                   (unsigned long long)n_kv, (unsigned long long)(gin_left(g) - 8));
-        goto done;
-    }
     for (uint64_t i = 0; i < n_kv; i++) {
         if ((st = read_kv(g, &s, i, key, sizeof key)))
             goto done;
     }
     g->key = NULL;
     /* Tensor infos and data follow; they are not read. */
-    if (!s.have_tokens) {
-        st = gfail(g, SIFT_E_ARG, "no 'tokenizer.ggml.tokens' key: the file has no vocabulary");
+    if ((st = check_keys(g, &s)))
         goto done;
-    }
-    if (!s.have_model) {
-        st = gfail(g, SIFT_E_ARG, "no 'tokenizer.ggml.model' key: the tokenizer is unknown");
-        goto done;
-    }
-    if (s.have_types && s.n_types != s.n) {
-        st = sift__vocab_fail_place(g->err, SIFT_E_ARG, g->src, 0, 0, (int64_t)s.types_off, -1,
-                                    "key 'tokenizer.ggml.token_type': %llu types for %llu tokens",
-                                    (unsigned long long)s.n_types, (unsigned long long)s.n);
-        goto done;
-    }
     attr = sift__calloc(al, (size_t)s.n, 1);
     if (!attr) {
         st = sift__fail(g->err, SIFT_E_NOMEM, "out of memory for %llu tokens",
                         (unsigned long long)s.n);
         goto done;
     }
-    if ((st = decode_pieces(g, &s, attr)))
+    if ((st = decode_pieces(g, &s, attr)) || (st = mark_eog(g, &s, attr)))
         goto done;
-    static const char *const eog_names[3] = {"eos", "eot", "eom"};
-    for (int k = 0; k < 3; k++) {
-        if (s.eog[k] < 0)
-            continue;
-        if ((uint64_t)s.eog[k] >= s.n) {
-            st = sift__vocab_fail_place(
-                g->err, SIFT_E_ARG, g->src, 0, 0, -1, s.eog[k],
-                "key 'tokenizer.ggml.%s_token_id': token %lld out of range [0, %llu)", eog_names[k],
-                (long long)s.eog[k], (unsigned long long)s.n);
-            goto done;
-        }
-        attr[s.eog[k]] |= SIFT_TOKEN_EOG;
-    }
     if (s.bytes == NULL) {
         /* every piece empty: the byte block still needs to exist */
         s.bytes = sift__malloc(al, 1, 1);
