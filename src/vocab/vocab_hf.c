@@ -570,6 +570,82 @@ static sift_pretokenizer find_pretok(const json_t *pre, char *why, size_t cap)
     return SIFT_PRETOK_NONE;
 }
 
+/* The bytes the merges' pieces take at most (the UTF-8 of each), each
+ * merge checked to be "A B" or ["A", "B"]. */
+static sift_status merges_size(hf *h, const json_t *merges, size_t *total)
+{
+    size_t i;
+    const json_t *m;
+    *total = 0;
+    json_array_foreach(merges, i, m)
+    {
+        if (json_is_string(m))
+            *total += json_string_length(m);
+        else if (json_is_array(m) && json_array_size(m) == 2 &&
+                 json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1)))
+            *total +=
+                json_string_length(json_array_get(m, 0)) + json_string_length(json_array_get(m, 1));
+        else
+            return hfail(h, SIFT_E_ARG, h->src, (int64_t)i,
+                         "/model/merges/%zu: expected \"A B\" or [\"A\", \"B\"]", i);
+    }
+    return SIFT_OK;
+}
+
+/* The two pieces of merge i (m: "A B" split at its one space, or a pair),
+ * neither empty. */
+static sift_status merge_parts(hf *h, const json_t *m, size_t i, const char *part[2],
+                               size_t plen[2])
+{
+    if (json_is_string(m)) {
+        const char *s = json_string_value(m), *sp = memchr(s, ' ', json_string_length(m));
+        size_t len = json_string_length(m);
+        if (!sp || sp == s || sp + 1 == s + len || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s)))
+            return hfail(h, SIFT_E_ARG, h->src, (int64_t)i,
+                         "/model/merges/%zu: expected two non-empty pieces around one space", i);
+        part[0] = s, plen[0] = (size_t)(sp - s);
+        part[1] = sp + 1, plen[1] = len - plen[0] - 1;
+        return SIFT_OK;
+    }
+    for (int k = 0; k < 2; k++) {
+        part[k] = json_string_value(json_array_get(m, (size_t)k));
+        plen[k] = json_string_length(json_array_get(m, (size_t)k));
+    }
+    if (!plen[0] || !plen[1])
+        return hfail(h, SIFT_E_ARG, h->src, (int64_t)i, "/model/merges/%zu: a piece is empty", i);
+    return SIFT_OK;
+}
+
+/* Decodes every merge's two pieces to bytes: off[2i], off[2i+1] and
+ * off[2i+2] bound merge i's pieces in bytes. */
+static sift_status decode_merges(hf *h, const json_t *merges, uint64_t *off, char *bytes)
+{
+    size_t i;
+    const json_t *m;
+    uint64_t w = 0;
+    json_array_foreach(merges, i, m)
+    {
+        const char *part[2];
+        size_t plen[2];
+        sift_status st = merge_parts(h, m, i, part, plen);
+        if (st != SIFT_OK)
+            return st;
+        for (int k = 0; k < 2; k++) {
+            off[2 * i + (size_t)k] = w;
+            size_t bad_at = 0;
+            uint32_t bad_cp = 0;
+            int64_t got = decode_piece(h, part[k], plen[k], bytes + w, &bad_at, &bad_cp);
+            if (got < 0)
+                return hfail(h, SIFT_E_ARG, h->src, (int64_t)i,
+                             "/model/merges/%zu: piece %d is not byte-level BPE text at byte %zu",
+                             i, k, bad_at);
+            w += (uint64_t)got;
+        }
+    }
+    off[2 * json_array_size(merges)] = w;
+    return SIFT_OK;
+}
+
 /* Gives v the encoder of a byte-level BPE tokenizer.json: the merges
  * (decoded to bytes), the pre-tokenizer and, as user-defined tokens, the
  * added tokens that are not special. Without merges, or for another
@@ -584,71 +660,18 @@ static sift_status hf_encoder(hf *h, const json_t *root, sift_vocab *v)
     if (!json_is_array(merges))
         return hfail(h, SIFT_E_ARG, h->src, -1, "/model/merges: expected an array");
     size_t n = json_array_size(merges), total = 0;
-    /* the byte strings: at most the UTF-8 of each merge */
-    size_t i;
-    const json_t *m;
-    json_array_foreach(merges, i, m)
-    {
-        if (json_is_string(m))
-            total += json_string_length(m);
-        else if (json_is_array(m) && json_array_size(m) == 2 &&
-                 json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1)))
-            total +=
-                json_string_length(json_array_get(m, 0)) + json_string_length(json_array_get(m, 1));
-        else
-            return hfail(h, SIFT_E_ARG, h->src, (int64_t)i,
-                         "/model/merges/%zu: expected \"A B\" or [\"A\", \"B\"]", i);
-    }
+    sift_status st = merges_size(h, merges, &total);
+    if (st != SIFT_OK)
+        return st;
     uint64_t *off = sift__malloc(h->al, 2 * n + 1, sizeof *off);
     char *bytes = sift__malloc(h->al, total ? total : 1, 1);
     int32_t *user = sift__malloc(h->al, h->n ? (size_t)h->n : 1, sizeof *user);
-    sift_status st = SIFT_OK;
     if (!off || !bytes || !user) {
         st = sift__fail(h->err, SIFT_E_NOMEM, "out of memory for %zu merges", n);
         goto done;
     }
-    uint64_t w = 0;
-    json_array_foreach(merges, i, m)
-    {
-        const char *part[2];
-        size_t plen[2];
-        if (json_is_string(m)) {
-            const char *s = json_string_value(m), *sp = memchr(s, ' ', json_string_length(m));
-            size_t len = json_string_length(m);
-            if (!sp || sp == s || sp + 1 == s + len ||
-                memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s))) {
-                st = hfail(h, SIFT_E_ARG, h->src, (int64_t)i,
-                           "/model/merges/%zu: expected two non-empty pieces around one space", i);
-                goto done;
-            }
-            part[0] = s, plen[0] = (size_t)(sp - s);
-            part[1] = sp + 1, plen[1] = len - plen[0] - 1;
-        } else {
-            for (int k = 0; k < 2; k++) {
-                part[k] = json_string_value(json_array_get(m, (size_t)k));
-                plen[k] = json_string_length(json_array_get(m, (size_t)k));
-            }
-            if (!plen[0] || !plen[1]) {
-                st = hfail(h, SIFT_E_ARG, h->src, (int64_t)i, "/model/merges/%zu: a piece is empty",
-                           i);
-                goto done;
-            }
-        }
-        for (int k = 0; k < 2; k++) {
-            off[2 * i + (size_t)k] = w;
-            size_t bad_at = 0;
-            uint32_t bad_cp = 0;
-            int64_t got = decode_piece(h, part[k], plen[k], bytes + w, &bad_at, &bad_cp);
-            if (got < 0) {
-                st = hfail(h, SIFT_E_ARG, h->src, (int64_t)i,
-                           "/model/merges/%zu: piece %d is not byte-level BPE text at byte %zu", i,
-                           k, bad_at);
-                goto done;
-            }
-            w += (uint64_t)got;
-        }
-    }
-    off[2 * n] = w;
+    if ((st = decode_merges(h, merges, off, bytes)) != SIFT_OK)
+        goto done;
     size_t n_user = 0;
     for (int64_t k = 0; k < h->n; k++)
         if (h->from[k] == 2 && !(h->attr_keep[k] & SIFT_TOKEN_SPECIAL))
