@@ -704,6 +704,42 @@ done:
     return st;
 }
 
+/* The byte block of the n tokens: unused ids empty, added tokens as
+ * written, vocabulary pieces decoded (off[0 .. n] bounds each). */
+static sift_status build_pieces(hf *h, size_t n, uint64_t *off, char *bytes)
+{
+    uint64_t w = 0;
+    for (size_t k = 0; k < n; k++) {
+        off[k] = w;
+        if (h->from[k] == 0) {
+            h->attr[k] = SIFT_TOKEN_UNUSED;
+        } else if (h->from[k] == 2) {
+            memcpy(bytes + w, h->txt[k], h->len[k]);
+            w += h->len[k];
+        } else {
+            size_t bad_at = 0;
+            uint32_t bad_cp = 0;
+            int64_t m = decode_piece(h, h->txt[k], h->len[k], bytes + w, &bad_at, &bad_cp);
+            if (m < 0) {
+                char kb[200];
+                const char *key = ptr_key(kb, sizeof kb, h->txt[k], h->len[k]);
+                if (bad_cp == UINT32_MAX)
+                    return hfail(h, SIFT_E_ARG, h->src, (int64_t)k,
+                                 "/model/vocab/%s: token %zu is not byte-level BPE text: invalid "
+                                 "UTF-8 at byte %zu",
+                                 key, k, bad_at);
+                return hfail(h, SIFT_E_ARG, h->src, (int64_t)k,
+                             "/model/vocab/%s: token %zu is not byte-level BPE text: U+%04X at "
+                             "byte %zu stands for no byte",
+                             key, k, (unsigned)bad_cp, bad_at);
+            }
+            w += (uint64_t)m;
+        }
+    }
+    off[n] = w;
+    return SIFT_OK;
+}
+
 static sift_status hf_parse(sift_vocab **out, hf *h, const char *data, size_t len,
                             const char *cdata, size_t clen)
 {
@@ -759,37 +795,8 @@ static sift_status hf_parse(sift_vocab **out, hf *h, const char *data, size_t le
         st = sift__fail(h->err, SIFT_E_NOMEM, "out of memory for %zu tokens", n);
         goto done;
     }
-    uint64_t w = 0;
-    for (size_t k = 0; k < n; k++) {
-        off[k] = w;
-        if (h->from[k] == 0) {
-            h->attr[k] = SIFT_TOKEN_UNUSED;
-        } else if (h->from[k] == 2) {
-            memcpy(bytes + w, h->txt[k], h->len[k]);
-            w += h->len[k];
-        } else {
-            size_t bad_at = 0;
-            uint32_t bad_cp = 0;
-            int64_t m = decode_piece(h, h->txt[k], h->len[k], bytes + w, &bad_at, &bad_cp);
-            if (m < 0) {
-                char kb[200];
-                const char *key = ptr_key(kb, sizeof kb, h->txt[k], h->len[k]);
-                if (bad_cp == UINT32_MAX)
-                    st = hfail(h, SIFT_E_ARG, h->src, (int64_t)k,
-                               "/model/vocab/%s: token %zu is not byte-level BPE text: invalid "
-                               "UTF-8 at byte %zu",
-                               key, k, bad_at);
-                else
-                    st = hfail(h, SIFT_E_ARG, h->src, (int64_t)k,
-                               "/model/vocab/%s: token %zu is not byte-level BPE text: U+%04X at "
-                               "byte %zu stands for no byte",
-                               key, k, (unsigned)bad_cp, bad_at);
-                goto done;
-            }
-            w += (uint64_t)m;
-        }
-    }
-    off[n] = w;
+    if ((st = build_pieces(h, n, off, bytes)))
+        goto done;
     if (cfg && (st = read_config(h, cfg)))
         goto done;
     /* the attribute bits of the added tokens, for the encoder, before
