@@ -79,6 +79,88 @@ static int cmp_piece_ids(const void *a, const void *b, void *cv)
     return x < y ? -1 : x > y;
 }
 
+/* Lays the trie of the sorted pieces ids[0 .. n) out in preorder: one
+ * node per (depth, byte) of a branch, its slots (positions in stok) those
+ * of the pieces below it. path has room for the longest piece. */
+static void trie_nodes(vindex *c, const int32_t *ids, size_t n, uint32_t *path)
+{
+    /* path[d] = node at depth d+1 on the current branch; a node is closed
+     * (end, slot_end) when the branch leaves it */
+    size_t depth = 0;
+    uint32_t tn = 0, slots = 0;
+    const unsigned char *prev = NULL;
+    size_t prev_len = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t L;
+        const unsigned char *p = vx_piece(c, ids[k], &L);
+        size_t lcp = 0;
+        while (prev && lcp < L && lcp < prev_len && p[lcp] == prev[lcp])
+            lcp++;
+        while (depth > lcp) {
+            tnode *x = &c->tr[path[--depth]];
+            x->end = tn;
+            x->slot_end = slots;
+        }
+        for (; depth < L; depth++) {
+            tnode *x = &c->tr[tn];
+            x->db = ((uint32_t)(depth + 1) << 8) | p[depth];
+            x->slot = slots;
+            path[depth] = tn++;
+        }
+        c->stok[slots++] = ids[k];
+        prev = p;
+        prev_len = L;
+    }
+    while (depth > 0) {
+        tnode *x = &c->tr[path[--depth]];
+        x->end = tn;
+        x->slot_end = slots;
+    }
+    c->tn = tn;
+    c->n_slots = slots;
+}
+
+/* below[n]: the groups of the edges inside n's subtree, and height[n];
+ * one pass in preorder with the open branch in path[] (a node is closed,
+ * and its groups passed to its parent, when the walk leaves its depth).
+ * u8[n] (tn + 1 bytes) collects the UTF-8 decoder states from which all
+ * below n is valid. */
+static void trie_groups(vindex *c, uint32_t *path, uint8_t *u8)
+{
+    uint32_t tn = c->tn;
+    size_t depth = 0;
+    memset(u8, 0xff, (size_t)tn + 1);
+    for (uint32_t i = 0; i <= tn; i++) {
+        size_t d = i < tn ? (c->tr[i].db >> 8) - 1 : 0;
+        while (depth > d) {
+            uint32_t x = path[--depth];
+            /* x is closed: its children have given their UTF-8 bits */
+            if (!(u8[x] & 1))
+                c->below[2 * x] |= 1ull << SIFT__GM_GROUP_BADU8;
+            if (depth > 0) {
+                uint32_t p = path[depth - 1], b = c->tr[x].db & 0xff, k = sift__gm_group(b);
+                c->below[2 * p + (k >> 6)] |= 1ull << (k & 63);
+                /* the bad-UTF-8 group is the node's own, not inherited */
+                c->below[2 * p] |= c->below[2 * x] & ~(1ull << SIFT__GM_GROUP_BADU8);
+                c->below[2 * p + 1] |= c->below[2 * x + 1];
+                unsigned okd = 0;
+                for (unsigned ds = 0; ds < 8; ds++) {
+                    int dn = sift__gm_u8_next(ds, b);
+                    if (dn >= 0 && ((u8[x] >> dn) & 1))
+                        okd |= 1u << ds;
+                }
+                u8[p] &= (uint8_t)okd;
+                /* saturated: 255 stands for 255 or more */
+                unsigned hx = c->height[x] + 1u < 255u ? c->height[x] + 1u : 255u;
+                if (c->height[p] < hx)
+                    c->height[p] = (uint8_t)hx;
+            }
+        }
+        if (i < tn)
+            path[depth++] = i;
+    }
+}
+
 /* Builds the trie of the non-empty, non-EOG pieces. */
 static int build_trie(vindex *c)
 {
@@ -124,80 +206,15 @@ static int build_trie(vindex *c)
     path = sift__malloc(al, (size_t)maxd + 1, sizeof *path);
     if (!path)
         goto out;
-    /* path[d] = node at depth d+1 on the current branch; a node is closed
-     * (end, slot_end) when the branch leaves it */
-    size_t depth = 0;
-    uint32_t tn = 0, slots = 0;
-    const unsigned char *prev = NULL;
-    size_t prev_len = 0;
-    for (size_t k = 0; k < n; k++) {
-        size_t L;
-        const unsigned char *p = vx_piece(c, ids[k], &L);
-        size_t lcp = 0;
-        while (prev && lcp < L && lcp < prev_len && p[lcp] == prev[lcp])
-            lcp++;
-        while (depth > lcp) {
-            tnode *x = &c->tr[path[--depth]];
-            x->end = tn;
-            x->slot_end = slots;
-        }
-        for (; depth < L; depth++) {
-            tnode *x = &c->tr[tn];
-            x->db = ((uint32_t)(depth + 1) << 8) | p[depth];
-            x->slot = slots;
-            path[depth] = tn++;
-        }
-        c->stok[slots++] = ids[k];
-        prev = p;
-        prev_len = L;
-    }
-    while (depth > 0) {
-        tnode *x = &c->tr[path[--depth]];
-        x->end = tn;
-        x->slot_end = slots;
-    }
-    c->tn = tn;
-    c->n_slots = slots;
+    trie_nodes(c, ids, n, path);
     c->tmaxd = maxd;
-    /* below[n]: the groups of the edges inside n's subtree, one pass in
-     * preorder with the open branch in path[] (a node is closed, and its
-     * groups passed to its parent, when the walk leaves its depth) */
+    uint32_t tn = c->tn;
     c->below = sift__calloc(al, 2 * (size_t)tn + 2, sizeof *c->below);
     c->height = sift__calloc(al, (size_t)tn + 1, 1);
     u8 = sift__malloc(al, (size_t)tn + 1, 1);
     if (!c->below || !c->height || !u8)
         goto out;
-    memset(u8, 0xff, (size_t)tn + 1);
-    depth = 0;
-    for (uint32_t i = 0; i <= tn; i++) {
-        size_t d = i < tn ? (c->tr[i].db >> 8) - 1 : 0;
-        while (depth > d) {
-            uint32_t x = path[--depth];
-            /* x is closed: its children have given their UTF-8 bits */
-            if (!(u8[x] & 1))
-                c->below[2 * x] |= 1ull << SIFT__GM_GROUP_BADU8;
-            if (depth > 0) {
-                uint32_t p = path[depth - 1], b = c->tr[x].db & 0xff, k = sift__gm_group(b);
-                c->below[2 * p + (k >> 6)] |= 1ull << (k & 63);
-                /* the bad-UTF-8 group is the node's own, not inherited */
-                c->below[2 * p] |= c->below[2 * x] & ~(1ull << SIFT__GM_GROUP_BADU8);
-                c->below[2 * p + 1] |= c->below[2 * x + 1];
-                unsigned okd = 0;
-                for (unsigned ds = 0; ds < 8; ds++) {
-                    int dn = sift__gm_u8_next(ds, b);
-                    if (dn >= 0 && ((u8[x] >> dn) & 1))
-                        okd |= 1u << ds;
-                }
-                u8[p] &= (uint8_t)okd;
-                /* saturated: 255 stands for 255 or more */
-                unsigned hx = c->height[x] + 1u < 255u ? c->height[x] + 1u : 255u;
-                if (c->height[p] < hx)
-                    c->height[p] = (uint8_t)hx;
-            }
-        }
-        if (i < tn)
-            path[depth++] = i;
-    }
+    trie_groups(c, path, u8);
     ok = 1;
 out:
     sift__free(al, ids);
