@@ -382,32 +382,14 @@ static void chain_reps(const uint32_t *nxt, const uint32_t *cnt, uint32_t nr, ui
     }
 }
 
-/* gcore.canon_pos: finds the helper chains a bounded repetition S{m,n}
- * is rewritten to (R_k ::= S R_(k-1) | and R_1 ::= S |, S the same
- * elements in every helper, S never matching without a byte), counts the
- * copies cnt(R) each helper can still match, and moves every position of
- * a helper with cnt >= cap = longest piece + 2 to the same offset in its
- * chain's helper with cnt = cap (sift__gm_canon says why that keeps the
- * allowed set). Leaves canon_pos NULL when nothing moves. */
-static sift_status build_canon(gcore *c, const sift__alloc *al)
+/* nxt[r]: rule r's successor in a chain of helpers (S R' | where R' is
+ * S R'' | ...), UINT32_MAX for none; st[r] = 4 when the successor is the
+ * chain's last helper (S |). Whether any rule has a successor. */
+static int chain_links(const gcore *c, uint32_t *nxt, uint8_t *st)
 {
     const sift__gbnf *g = &c->g;
-    uint32_t nr = g->n_rules;
-    uint64_t cap = (uint64_t)c->tmaxd + 2;
-    if (!c->V || nr == 0)
-        return SIFT_OK;
-    uint32_t *nxt = sift__malloc(al, nr, sizeof *nxt);
-    uint32_t *cnt = sift__calloc(al, nr, sizeof *cnt);
-    uint32_t *path = sift__malloc(al, nr, sizeof *path);
-    uint8_t *st = sift__calloc(al, nr, 1);
-    uint32_t *rep_cap = NULL, *rep_two = NULL;
-    sift_status s = SIFT_E_NOMEM;
-    if (!nxt || !cnt || !path || !st)
-        goto out;
-    /* nxt[r]: R's successor in a chain; kind (in st's bit 2): 4 = the
-     * successor is the chain's last helper (S |) */
     int any = 0;
-    for (uint32_t r = 0; r < nr; r++) {
+    for (uint32_t r = 0; r < g->n_rules; r++) {
         nxt[r] = UINT32_MAX;
         uint32_t j = opt_len(c, r);
         if (j == UINT32_MAX || j < 2)
@@ -427,11 +409,16 @@ static sift_status build_canon(gcore *c, const sift__alloc *al)
             any = 1;
         }
     }
-    s = SIFT_OK;
-    if (!any)
-        goto out;
-    /* cnt: 0 = not a helper of a chain (or a cycle); st bits 1 = on the
-     * path, 2 = done */
+    return any;
+}
+
+/* cnt[r]: the helpers left in rule r's chain from r on (0 = not a helper
+ * of a chain, or on a cycle), by walking each chain once with the open
+ * part in path[]; st bits 1 = on the path, 2 = done. Whether any chain
+ * has 3 helpers or more (only those can be capped). */
+static int chain_counts(const uint32_t *nxt, uint32_t nr, uint32_t *cnt, uint8_t *st,
+                        uint32_t *path)
+{
     int big = 0;
     for (uint32_t r0 = 0; r0 < nr; r0++) {
         uint32_t d = 0, r = r0;
@@ -459,7 +446,65 @@ static sift_status build_canon(gcore *c, const sift__alloc *al)
     }
     for (uint32_t r = 0; r < nr; r++)
         big |= cnt[r] >= 3;
-    if (!big)
+    return big;
+}
+
+/* For each helper of a chain whose S needs a byte: its positions' counter
+ * (pcnt), and their images in the chain's representative helper at 2
+ * (erase_pos) and at cap (canon_pos) left. *moved and *erased say whether
+ * any canon_pos or erase_pos differs from its own position. */
+static void move_positions(gcore *c, const uint32_t *cnt, const uint8_t *nul, uint64_t cap,
+                           const uint32_t *rep_cap, const uint32_t *rep_two, int *moved,
+                           int *erased)
+{
+    const sift__gbnf *g = &c->g;
+    for (uint32_t r = 0; r < g->n_rules; r++) {
+        if (cnt[r] < 2)
+            continue;
+        uint32_t L = opt_len(c, r) - 1;
+        const sift__gelem *e = g->el + g->rule_start[r];
+        int bytes = 0; /* S needs a byte */
+        for (uint32_t k = 0; k < L && !bytes; k++)
+            bytes = !sift__gm_is_tok(e[k].type) && !(e[k].type == SIFT__G_REF && nul[e[k].v]);
+        if (!bytes)
+            continue;
+        for (uint32_t o = 0; o < L + 3; o++) {
+            uint32_t p = g->rule_start[r] + o;
+            c->pcnt[p] = (uint16_t)(cnt[r] < UINT16_MAX ? cnt[r] : UINT16_MAX - 1);
+            if (cnt[r] > 2)
+                c->erase_pos[p] = g->rule_start[rep_two[r]] + o;
+            if (cnt[r] > cap)
+                c->canon_pos[p] = g->rule_start[rep_cap[r]] + o;
+        }
+        *moved |= cnt[r] > cap;
+        *erased |= cnt[r] > 2;
+    }
+}
+
+/* gcore.canon_pos: finds the helper chains a bounded repetition S{m,n}
+ * is rewritten to (R_k ::= S R_(k-1) | and R_1 ::= S |, S the same
+ * elements in every helper, S never matching without a byte), counts the
+ * copies cnt(R) each helper can still match, and moves every position of
+ * a helper with cnt >= cap = longest piece + 2 to the same offset in its
+ * chain's helper with cnt = cap (sift__gm_canon says why that keeps the
+ * allowed set). Leaves canon_pos NULL when nothing moves. */
+static sift_status build_canon(gcore *c, const sift__alloc *al)
+{
+    const sift__gbnf *g = &c->g;
+    uint32_t nr = g->n_rules;
+    uint64_t cap = (uint64_t)c->tmaxd + 2;
+    if (!c->V || nr == 0)
+        return SIFT_OK;
+    uint32_t *nxt = sift__malloc(al, nr, sizeof *nxt);
+    uint32_t *cnt = sift__calloc(al, nr, sizeof *cnt);
+    uint32_t *path = sift__malloc(al, nr, sizeof *path);
+    uint8_t *st = sift__calloc(al, nr, 1);
+    uint32_t *rep_cap = NULL, *rep_two = NULL;
+    sift_status s = SIFT_E_NOMEM;
+    if (!nxt || !cnt || !path || !st)
+        goto out;
+    s = SIFT_OK;
+    if (!chain_links(c, nxt, st) || !chain_counts(nxt, nr, cnt, st, path))
         goto out;
     uint8_t *nul = st; /* reused: only nullability from here */
     if (!nullable_rules(c, nul))
@@ -480,27 +525,7 @@ static sift_status build_canon(gcore *c, const sift__alloc *al)
     chain_reps(nxt, cnt, nr, cap, rep_cap, path);
     chain_reps(nxt, cnt, nr, 2, rep_two, path);
     int moved = 0, erased = 0;
-    for (uint32_t r = 0; r < nr; r++) {
-        if (cnt[r] < 2)
-            continue;
-        uint32_t L = opt_len(c, r) - 1;
-        const sift__gelem *e = g->el + g->rule_start[r];
-        int bytes = 0; /* S needs a byte */
-        for (uint32_t k = 0; k < L && !bytes; k++)
-            bytes = !sift__gm_is_tok(e[k].type) && !(e[k].type == SIFT__G_REF && nul[e[k].v]);
-        if (!bytes)
-            continue;
-        for (uint32_t o = 0; o < L + 3; o++) {
-            uint32_t p = g->rule_start[r] + o;
-            c->pcnt[p] = (uint16_t)(cnt[r] < UINT16_MAX ? cnt[r] : UINT16_MAX - 1);
-            if (cnt[r] > 2)
-                c->erase_pos[p] = g->rule_start[rep_two[r]] + o;
-            if (cnt[r] > cap)
-                c->canon_pos[p] = g->rule_start[rep_cap[r]] + o;
-        }
-        moved |= cnt[r] > cap;
-        erased |= cnt[r] > 2;
-    }
+    move_positions(c, cnt, nul, cap, rep_cap, rep_two, &moved, &erased);
     if (!moved) {
         sift__free(al, c->canon_pos);
         c->canon_pos = NULL;
