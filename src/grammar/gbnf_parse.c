@@ -789,6 +789,48 @@ static int close_group(gp_state *p)
     return 1;
 }
 
+/* A rule name used in a body: a reference to it (its first use kept for
+ * messages about undefined rules). */
+static int parse_ref(gp_state *p)
+{
+    size_t e = p->i;
+    while (e < p->n && is_name_char(p->s[e]))
+        e++;
+    if (e < p->n && p->s[e] == '_') {
+        sift__gp_perr(p, e, SIFT_E_GRAMMAR_SYNTAX,
+                      "'_' is not allowed in rule names (use letters, digits and '-')");
+        return 0;
+    }
+    uint32_t id = symbol(p, p->i, e - p->i);
+    if (id == UINT32_MAX)
+        return 0;
+    if (sift__gp_rule(p, id)->use == SIZE_MAX)
+        sift__gp_rule(p, id)->use = p->i;
+    p->i = e;
+    top(p)->last = top(p)->buf.n;
+    top(p)->prev = 1;
+    return emit(p, SIFT__G_REF, id);
+}
+
+/* '(' at `at`: a new group rule with its own frame, within the nesting
+ * limit. */
+static int open_group(gp_state *p, size_t at)
+{
+    /* n_fr counts the rule's own frame: the new group is at depth n_fr */
+    if (p->n_fr > SIFT__GBNF_MAX_NESTING) {
+        sift__gp_perr(p, at, SIFT_E_GRAMMAR_LIMIT, "nesting depth %zu exceeds %d", p->n_fr,
+                      SIFT__GBNF_MAX_NESTING);
+        return 0;
+    }
+    uint32_t sym_open = (uint32_t)p->rules.n;
+    uint32_t id = new_rule(p, RK_GROUP, at);
+    if (id == UINT32_MAX || !push_frame(p, id, at))
+        return 0;
+    top(p)->sym_open = sym_open;
+    p->i++;
+    return 1;
+}
+
 /* Parses one rule's alternatives, groups included, iteratively. */
 static int parse_body(gp_state *p)
 {
@@ -826,38 +868,11 @@ static int parse_body(gp_state *p)
                 return 0;
             top(p)->prev = 1;
         } else if (is_name_char(c)) {
-            size_t e = p->i;
-            while (e < p->n && is_name_char(p->s[e]))
-                e++;
-            if (e < p->n && p->s[e] == '_') {
-                sift__gp_perr(p, e, SIFT_E_GRAMMAR_SYNTAX,
-                              "'_' is not allowed in rule names (use letters, digits and '-')");
-                return 0;
-            }
-            uint32_t id = symbol(p, p->i, e - p->i);
-            if (id == UINT32_MAX)
-                return 0;
-            if (sift__gp_rule(p, id)->use == SIZE_MAX)
-                sift__gp_rule(p, id)->use = p->i;
-            p->i = e;
-            top(p)->last = top(p)->buf.n;
-            top(p)->prev = 1;
-            if (!emit(p, SIFT__G_REF, id))
+            if (!parse_ref(p))
                 return 0;
         } else if (c == '(') {
-            /* n_fr counts the rule's own frame: the new group is at
-             * depth n_fr */
-            if (p->n_fr > SIFT__GBNF_MAX_NESTING) {
-                sift__gp_perr(p, at, SIFT_E_GRAMMAR_LIMIT, "nesting depth %zu exceeds %d", p->n_fr,
-                              SIFT__GBNF_MAX_NESTING);
+            if (!open_group(p, at))
                 return 0;
-            }
-            uint32_t sym_open = (uint32_t)p->rules.n;
-            uint32_t id = new_rule(p, RK_GROUP, at);
-            if (id == UINT32_MAX || !push_frame(p, id, at))
-                return 0;
-            top(p)->sym_open = sym_open;
-            p->i++;
         } else if (c == ')') {
             if (!nested) {
                 sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "unexpected ')' with no open group");
