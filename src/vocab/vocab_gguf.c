@@ -1010,6 +1010,8 @@ static sift_status mark_eog(gin *g, const gguf_state *s, uint8_t *attr)
     return SIFT_OK;
 }
 
+/* The whole load: header, key/value pairs, pieces, EOG ids, then the
+ * vocabulary and (gpt2 with merges) its encoder. */
 static sift_status gguf_parse(sift_vocab **out, gin *g, const sift__alloc *al)
 {
     gguf_state s;
