@@ -75,6 +75,7 @@ typedef struct sift__js {
     int32_t max_ws;
     int strict;
     int ignore;
+    int format_annotation; /* SIFT_JSON_FORMAT_ANNOTATION */
     void (*warn)(void *, const sift_error *);
     void *warn_user;
     size_t max_grammar;

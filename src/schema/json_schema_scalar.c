@@ -73,8 +73,18 @@ static void set_name(sift__js_ref *r, const char *name)
  * rule per (length, label length) pair; the grammar is tighter instead:
  * a first label of up to 63 bytes, then at most 7 labels of up to 26
  * (63 + 7 * 27 = 252 bytes). */
-#define LABEL "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,61} [a-zA-Z0-9])?"
-#define LABEL26 "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,24} [a-zA-Z0-9])?"
+/* A label never holds "--" in its 3rd and 4th places: RFC 5891 (4.2.3.1)
+ * keeps that for A-labels ("xn--"), whose Punycode and IDNA rules the
+ * grammar cannot check, so they are rejected. LABEL_N(k): a label of 1
+ * to k + 5 bytes. */
+#define LABEL_A "[a-zA-Z0-9]"
+#define LABEL_M "[a-zA-Z0-9\\-]"
+#define LABEL_N(k)                                                                          \
+    LABEL_A " (" LABEL_A " | " LABEL_M " " LABEL_A " | " LABEL_M " " LABEL_M " " LABEL_A    \
+            " | " LABEL_M " (" LABEL_A " " LABEL_M " | \"-\" " LABEL_A ") " LABEL_M "{0," k \
+            "} " LABEL_A ")?"
+#define LABEL LABEL_N("58")
+#define LABEL26 LABEL_N("21")
 #define HOST LABEL " (\".\" " LABEL26 "){0,7}"
 /* RFC 3986, section 3 and appendix A (the ABNF rule names in comments);
  * characters a JSON string would have to escape do not occur in it. */
@@ -266,6 +276,8 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "pattern", "'pattern' must be a string");
     if (fmt && !json_is_string(fmt))
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "format", "'format' must be a string");
+    if (c->format_annotation)
+        fmt = NULL;
     if ((st = sift__js_get_count(c, s, "minLength", &lo, &has_lo)) ||
         (st = sift__js_get_count(c, s, "maxLength", &hi, &has_hi)))
         return st;
