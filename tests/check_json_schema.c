@@ -199,8 +199,9 @@ START_TEST(test_items_min_items_and_max_items_bound_an_array)
     static const char *bad[] = {"[]", "[1,2,3,4]", "[1,\"a\"]", "[1,]"};
     CHECK("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}",
           good, bad);
-    static const char *good2[] = {"[]", "[[],[1]]"};
-    static const char *bad2[] = {"[1]", "{}"};
+    /* without "type", items constrains arrays alone */
+    static const char *good2[] = {"[]", "[[],[1]]", "{}", "1", "\"x\""};
+    static const char *bad2[] = {"[1]"};
     CHECK("{\"items\":{\"type\":\"array\"}}", good2, bad2);
 }
 END_TEST
@@ -315,8 +316,8 @@ START_TEST(test_merged_additional_properties_and_items_see_their_own_member)
      * members declare, and a required one then admits no object */
     sift_json_schema_params sp = compact();
     sift_error err;
-    ck_assert_int_eq(convert_err("{\"allOf\":[{\"properties\":{\"a\":{}},\"required\":[\"a\"]}],"
-                                 "\"additionalProperties\":false}",
+    ck_assert_int_eq(convert_err("{\"type\":\"object\",\"allOf\":[{\"properties\":{\"a\":{}},"
+                                 "\"required\":[\"a\"]}],\"additionalProperties\":false}",
                                  &sp, &err),
                      SIFT_E_SCHEMA_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(err.message, "admits no value"));
@@ -428,9 +429,73 @@ START_TEST(test_ref_targets_admitting_no_value_remove_their_references)
     static const char *good[] = {"1", "[]"};
     static const char *bad[] = {"{\"b\":1}", "{}", "[{\"b\":1}]"};
     CHECK("{\"anyOf\":[{\"$ref\":\"#/$defs/n\"},{\"type\":\"integer\"},{\"type\":\"array\","
-          "\"items\":{\"$ref\":\"#/$defs/n\"}}],\"$defs\":{\"n\":{\"properties\":{\"a\":{}},"
+          "\"items\":{\"$ref\":\"#/$defs/"
+          "n\"}}],\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"a\":{}},"
           "\"required\":[\"b\"],\"additionalProperties\":false}}}",
           good, bad);
+}
+END_TEST
+
+START_TEST(test_a_keyword_constrains_its_own_type_only)
+{
+    static const char *good[] = {"5", "null", "{}", "\"ab\"", "[]"};
+    static const char *bad[] = {"\"a\"", "\"\""};
+    CHECK("{\"minLength\":2}", good, bad);
+    static const char *good2[] = {"{\"a\":1}", "\"x\"", "true"};
+    static const char *bad2[] = {"{}", "{\"b\":1}"};
+    CHECK("{\"required\":[\"a\"]}", good2, bad2);
+    /* 1.0 is an integer, bounded or not */
+    static const char *good3[] = {"1", "1.0", "-3.00", "0.0"};
+    static const char *bad3[] = {"1.5", "1.", "1.01"};
+    CHECK("{\"type\":\"integer\"}", good3, bad3);
+    static const char *good4[] = {"2", "2.0", "4.000"};
+    static const char *bad4[] = {"1.0", "5.0", "2.5"};
+    CHECK("{\"type\":\"integer\",\"minimum\":2,\"maximum\":4}", good4, bad4);
+}
+END_TEST
+
+START_TEST(test_enum_and_const_values_meet_their_sibling_keywords)
+{
+    static const char *good[] = {"\"abc\"", "7"};
+    static const char *bad[] = {"\"a\"", "3"};
+    CHECK("{\"enum\":[\"a\",\"abc\",3,7],\"minLength\":2,\"minimum\":5}", good, bad);
+    static const char *good2[] = {"{\"a\":1,\"b\":2}"};
+    static const char *bad2[] = {"{\"a\":1}"};
+    CHECK("{\"allOf\":[{\"enum\":[{\"a\":1},{\"a\":1,\"b\":2}]},{\"required\":[\"b\"]}]}", good2,
+          bad2);
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"const\":3,\"minimum\":5}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "admits no value"));
+    ck_assert_int_eq(convert_err("{\"enum\":[\"a\"],\"pattern\":\"b\"}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/pattern: 'pattern' beside 'enum'"));
+}
+END_TEST
+
+START_TEST(test_format_is_asserted_unless_it_is_an_annotation)
+{
+    const char *schema = "{\"type\":\"string\",\"format\":\"date\"}";
+    sift_json_schema_params sp = compact();
+    sift_grammar *g = compile_with(schema, &sp);
+    ck_assert(accepts(g, "\"2024-02-29\""));
+    ck_assert(!accepts(g, "\"tomorrow\""));
+    sift_grammar_free(g);
+    sp.format = SIFT_JSON_FORMAT_ANNOTATION;
+    g = compile_with(schema, &sp);
+    ck_assert(accepts(g, "\"tomorrow\""));
+    ck_assert(!accepts(g, "1"));
+    sift_grammar_free(g);
+    /* a format sift cannot check is no refusal either */
+    char *out = NULL;
+    size_t n = 0;
+    sift_error err;
+    ck_assert_int_eq(sift_json_schema_to_gbnf(&out, &n, "{\"format\":\"iri\"}", 16, &sp, &err),
+                     SIFT_OK);
+    sift_json_schema_free_gbnf(out, &sp);
+    sp.format = (sift_json_format)2;
+    ck_assert_int_eq(sift_json_schema_to_gbnf(&out, &n, "{}", 2, &sp, &err), SIFT_E_ARG);
 }
 END_TEST
 
@@ -1234,6 +1299,9 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_patterns_matching_declared_names_are_refused);
     tcase_add_test(tc, test_uri_formats_follow_rfc_3986);
     tcase_add_test(tc, test_length_counted_strings_admit_no_surrogate_escapes);
+    tcase_add_test(tc, test_a_keyword_constrains_its_own_type_only);
+    tcase_add_test(tc, test_enum_and_const_values_meet_their_sibling_keywords);
+    tcase_add_test(tc, test_format_is_asserted_unless_it_is_an_annotation);
     tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);
     tcase_add_test(tc, test_a_long_all_of_chain_is_bounded_by_max_work);

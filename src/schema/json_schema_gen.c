@@ -14,14 +14,12 @@
  *   T        ::= "object" | "array" | "string" | "integer" | "number"
  *              | "boolean" | "null"
  *
- * Without "type" the type is inferred from the keywords present (e.g.
- * "properties" means an object); with no typed keyword at all any value
- * is allowed. Keywords with no effect on validation (title, description,
- * default, examples, $comment, ...) and keywords this converter does not
- * know (x-..., vendor keys) are ignored, as a validator would; keywords
- * it knows but cannot express (not, if/then/else, dependencies, ...) go
- * through the unsupported policy. oneOf is generated as anyOf when its
- * alternatives are provably disjoint (types, const / enum values, or a
+ * Without "type" every type is allowed, each constrained by the keywords
+ * of its own type only ({"minLength": 2} admits 5, as JSON Schema says). Keywords with no effect on
+ * validation (title, description, default, examples, $comment, ...) and keywords this converter
+ * does not know (x-..., vendor keys) are ignored, as a validator would; keywords it knows but
+ * cannot express (not, if/then/else, dependencies, ...) go through the unsupported policy. oneOf is
+ * generated as anyOf when its alternatives are provably disjoint (types, const / enum values, or a
  * required property with disjoint const / enum values); otherwise it
  * goes through the unsupported policy (IGNORE keeps the anyOf).
  */
@@ -49,7 +47,8 @@ static const struct {
     {"number", T_NUMBER}, {"string", T_STRING},   {"integer", T_INTEGER},
 };
 
-/* Keywords that imply a type when "type" is absent. */
+/* Keywords that constrain one type: a schema without "type" that has
+ * one of them is generated type by type. */
 static const struct {
     const char *key;
     unsigned bit;
@@ -1198,6 +1197,113 @@ static sift_status gen_enum(sift__js *c, const json_t *s, const json_t *vals, un
     return st;
 }
 
+/* Keywords beside enum / const whose test on a value is made here. */
+static const char *const value_checked[] = {
+    "minLength",        "maxLength",        "minimum",  "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems",
+    "minProperties",    "maxProperties",    "required",
+};
+
+static int count_bound(const json_t *s, const char *key, size_t n, int upper)
+{
+    const json_t *x = json_object_get(s, key);
+    if (!json_is_number(x))
+        return 1;
+    double d = json_number_value(x);
+    return upper ? (double)n <= d : (double)n >= d;
+}
+
+static int num_bound(const json_t *s, const char *key, const char *ekey, double x, int upper)
+{
+    const json_t *v = json_object_get(s, key), *e = json_object_get(s, ekey);
+    int ok = 1;
+    if (json_is_number(v)) {
+        double b = json_number_value(v);
+        ok = json_is_true(e) ? (upper ? x < b : x > b) : (upper ? x <= b : x >= b);
+    }
+    if (ok && json_is_number(e)) {
+        double b = json_number_value(e);
+        ok = upper ? x < b : x > b;
+    }
+    return ok;
+}
+
+/* Whether the enum / const value v satisfies the keywords of s that
+ * constrain its type (value_checked; the caller refused the others). */
+static int value_admitted(const json_t *s, const json_t *v)
+{
+    if (json_is_string(v)) {
+        size_t n = 0, len = json_string_length(v);
+        const unsigned char *p = (const unsigned char *)json_string_value(v);
+        for (size_t i = 0; i < len; i++)
+            n += (p[i] & 0xC0) != 0x80;
+        return count_bound(s, "minLength", n, 0) && count_bound(s, "maxLength", n, 1);
+    }
+    if (json_is_number(v)) {
+        double x = json_number_value(v);
+        return num_bound(s, "minimum", "exclusiveMinimum", x, 0) &&
+               num_bound(s, "maximum", "exclusiveMaximum", x, 1);
+    }
+    if (json_is_array(v))
+        return count_bound(s, "minItems", json_array_size(v), 0) &&
+               count_bound(s, "maxItems", json_array_size(v), 1);
+    if (json_is_object(v)) {
+        const json_t *req = json_object_get(s, "required");
+        for (size_t i = 0; json_is_array(req) && i < json_array_size(req); i++) {
+            const json_t *name = json_array_get(req, i);
+            if (json_is_string(name) &&
+                !json_object_getn(v, json_string_value(name), json_string_length(name)))
+                return 0;
+        }
+        return count_bound(s, "minProperties", json_object_size(v), 0) &&
+               count_bound(s, "maxProperties", json_object_size(v), 1);
+    }
+    return 1;
+}
+
+/* The values of `vals` that the other keywords of s admit, in *out (a
+ * new array): those value_admitted tests; another keyword of a type
+ * beside them goes through the unsupported policy (ignored: the values
+ * are kept). */
+static sift_status admitted_values(sift__js *c, const json_t *s, const json_t *vals, const char *kw,
+                                   json_t **out)
+{
+    *out = NULL;
+    for (size_t i = 0; i < sizeof typed_keys / sizeof typed_keys[0]; i++) {
+        const char *k = typed_keys[i].key;
+        int checked = !strcmp(k, "format") && c->format_annotation;
+        for (size_t j = 0; !checked && j < sizeof value_checked / sizeof value_checked[0]; j++)
+            checked = !strcmp(k, value_checked[j]);
+        if (!checked && json_object_get(s, k)) {
+            sift_status st = sift__js_unsupported(c, k, "'%s' beside '%s' is not supported", k, kw);
+            if (st)
+                return st;
+        }
+    }
+    int any = 0;
+    for (size_t j = 0; j < sizeof value_checked / sizeof value_checked[0]; j++)
+        any |= json_object_get(s, value_checked[j]) != NULL;
+    if (!any) {
+        *out = json_incref((json_t *)vals);
+        return SIFT_OK;
+    }
+    json_t *a = json_array();
+    if (!a)
+        return nomem(c);
+    for (size_t i = 0; i < json_array_size(vals); i++) {
+        const json_t *v = json_array_get(vals, i);
+        sift_status st = sift__js_work(c, 1);
+        if (!st && value_admitted(s, v) && json_array_append((json_t *)a, (json_t *)v))
+            st = nomem(c);
+        if (st) {
+            json_decref(a);
+            return st;
+        }
+    }
+    *out = a;
+    return SIFT_OK;
+}
+
 static sift_status gen_typed(sift__js *c, const json_t *s, unsigned t, sift__js_ref *r)
 {
     r->never = 0;
@@ -1231,11 +1337,9 @@ static sift_status schema_types(sift__js *c, const json_t *s, unsigned *mask)
         if (*mask == 0) /* an empty list: no value */
             return SIFT_OK;
     } else {
-        for (size_t i = 0; i < sizeof typed_keys / sizeof typed_keys[0]; i++)
-            if (json_object_get(s, typed_keys[i].key))
-                *mask |= typed_keys[i].bit;
-        if (*mask == 0)
-            *mask = ~0u; /* any value */
+        /* any value: a keyword of one type constrains that type alone
+         * ({"minLength": 2} admits 5) */
+        *mask = ~0u;
     }
     const json_t *nullable = json_object_get(s, "nullable");
     if (json_is_true(nullable))
@@ -1252,9 +1356,16 @@ static sift_status gen_types(sift__js *c, const json_t *s, sift__js_ref *r)
     if (st)
         return st;
     if (mask == ~0u) {
-        r->never = 0;
-        snprintf(r->name, sizeof r->name, "%s", sift__js_shared(c, SIFT__JS_R_VALUE));
-        return SIFT_OK;
+        int typed = 0;
+        for (size_t i = 0; i < sizeof typed_keys / sizeof typed_keys[0]; i++)
+            typed |= json_object_get(s, typed_keys[i].key) != NULL;
+        if (!typed) {
+            r->never = 0;
+            snprintf(r->name, sizeof r->name, "%s", sift__js_shared(c, SIFT__JS_R_VALUE));
+            return SIFT_OK;
+        }
+        /* every type, each with the keywords of its own */
+        mask = T_NULL | T_BOOLEAN | T_OBJECT | T_ARRAY | T_NUMBER | T_STRING;
     }
     sift__js_ref refs[7];
     size_t n = 0;
@@ -1309,20 +1420,20 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
     unsigned mask;
     if ((st = schema_types(c, s, &mask)))
         return st;
-    const json_t *k = json_object_get(s, "const");
-    if (k) {
-        json_t *one_val = json_pack("[O]", k);
-        if (!one_val)
-            return nomem(c);
-        st = gen_enum(c, s, one_val, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
-        json_decref(one_val);
-        return st;
-    }
-    const json_t *e = json_object_get(s, "enum");
-    if (e) {
-        if (!json_is_array(e))
+    const json_t *k = json_object_get(s, "const"), *e = json_object_get(s, "enum");
+    if (k || e) {
+        if (!k && !json_is_array(e))
             return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "enum", "'enum' must be an array");
-        return gen_enum(c, s, e, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
+        json_t *given = k ? json_pack("[O]", k) : json_incref((json_t *)e), *vals = NULL;
+        if (!given)
+            return nomem(c);
+        st = admitted_values(c, s, given, k ? "const" : "enum", &vals);
+        json_decref(given);
+        if (!st)
+            st =
+                gen_enum(c, s, vals, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
+        json_decref(vals);
+        return st;
     }
     return gen_types(c, s, r);
 }

@@ -522,8 +522,13 @@ static sift_status gen_integer(sift__js *c, const bounds *bd, sift__js_ref *r)
         r->never = 1;
         return SIFT_OK;
     }
+    /* a zero fraction keeps an integer an integer (1.0) */
     sift__js_buf b = {0};
-    sift_status st = int_range(c, &b, bd->has_lo, lo, bd->has_hi, hi);
+    sift_status st = sift__js_puts(c, &b, "(");
+    if (!st)
+        st = int_range(c, &b, bd->has_lo, lo, bd->has_hi, hi);
+    if (!st)
+        st = sift__js_puts(c, &b, ") (\".\" \"0\"+)?");
     if (!st)
         st = sift__js_rule(c, r, b.p);
     sift__js_buf_free(c, &b);
