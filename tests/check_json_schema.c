@@ -451,6 +451,12 @@ START_TEST(test_a_keyword_constrains_its_own_type_only)
     static const char *good4[] = {"2", "2.0", "4.000"};
     static const char *bad4[] = {"1.0", "5.0", "2.5"};
     CHECK("{\"type\":\"integer\",\"minimum\":2,\"maximum\":4}", good4, bad4);
+    /* not under draft 4 */
+    static const char *good5[] = {"{\"a\":1,\"b\":2}"};
+    static const char *bad5[] = {"{\"a\":1.0}", "{\"b\":2.0}"};
+    CHECK("{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"properties\":{\"a\":{"
+          "\"type\":\"integer\"},\"b\":{\"type\":\"integer\",\"minimum\":1}}}",
+          good5, bad5);
 }
 END_TEST
 
@@ -471,6 +477,30 @@ START_TEST(test_enum_and_const_values_meet_their_sibling_keywords)
     ck_assert_int_eq(convert_err("{\"enum\":[\"a\"],\"pattern\":\"b\"}", &sp, &err),
                      SIFT_E_SCHEMA_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(err.message, "#/pattern: 'pattern' beside 'enum'"));
+}
+END_TEST
+
+START_TEST(test_a_pattern_with_lengths_keeps_both)
+{
+    static const char *good[] = {"\"ab\"", "\"abc\""};
+    static const char *bad[] = {"\"a\"", "\"abcd\"", "\"aB\""};
+    CHECK("{\"type\":\"string\",\"pattern\":\"^[a-z]+$\",\"minLength\":2,\"maxLength\":3}", good,
+          bad);
+    /* a repeated part two characters long, and an unanchored side */
+    static const char *good2[] = {"\"x12\"", "\"x1234\""};
+    static const char *bad2[] = {"\"x\"", "\"x123456\"", "\"x123\""};
+    CHECK("{\"type\":\"string\",\"pattern\":\"^x(?:[0-9]{2})*$\",\"minLength\":2,\"maxLength\":"
+          "6}",
+          good2, bad2);
+    static const char *good3[] = {"\"q\"", "\"\\nq\"", "\"\u00e9aq\""};
+    static const char *bad3[] = {"\"abcq\"", "\"qa\""};
+    CHECK("{\"type\":\"string\",\"pattern\":\"q$\",\"maxLength\":3}", good3, bad3);
+    /* two parts of varying length: refused at the length keyword */
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"pattern\":\"^a+b+$\",\"maxLength\":4}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/maxLength: pattern:"));
 }
 END_TEST
 
@@ -774,9 +804,11 @@ END_TEST
 
 START_TEST(test_pattern_or_format_beside_lengths_or_each_other_is_refused)
 {
-    check_error("{\"type\": \"string\", \"pattern\": \"^a+$\", \"minLength\": 2}",
+    check_error("{\"type\": \"string\", \"pattern\": \"^a+b+$\", \"minLength\": 3}",
                 SIFT_E_SCHEMA_UNSUPPORTED,
-                "s.json:1:52: #/minLength: 'minLength' beside 'pattern' is not supported", 1, 52);
+                "s.json:1:54: #/minLength: pattern:5: minLength / maxLength beside a pattern whose "
+                "length varies in more than one repetition of a fixed-length part",
+                1, 54);
     check_error("{\"type\": \"string\", \"format\": \"email\", \"maxLength\": 20}",
                 SIFT_E_SCHEMA_UNSUPPORTED,
                 "s.json:1:52: #/maxLength: 'maxLength' beside 'format' is not supported", 1, 52);
@@ -882,11 +914,12 @@ START_TEST(test_the_ignore_policy_approximates_inexact_schemas_with_a_warning)
     sift_grammar_free(g);
     /* the pattern wins over minLength */
     n_warnings = 0;
-    g = compile_with("{\"type\":\"string\",\"pattern\":\"^a+$\",\"minLength\":2}", &sp);
+    g = compile_with("{\"type\":\"string\",\"pattern\":\"^a+b+$\",\"minLength\":3}", &sp);
     ck_assert_int_eq(n_warnings, 1);
-    ck_assert_str_eq(last_warning,
-                     "schema:1:47: #/minLength: 'minLength' beside 'pattern' is not supported");
-    ck_assert(accepts(g, "\"a\""));
+    ck_assert_str_eq(last_warning, "schema:1:49: #/minLength: pattern:5: minLength / maxLength "
+                                   "beside a pattern whose length varies in more than one "
+                                   "repetition of a fixed-length part");
+    ck_assert(accepts(g, "\"ab\""));
     sift_grammar_free(g);
     /* a key matching the pattern also passes as an additional property */
     n_warnings = 0;
@@ -1301,6 +1334,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_length_counted_strings_admit_no_surrogate_escapes);
     tcase_add_test(tc, test_a_keyword_constrains_its_own_type_only);
     tcase_add_test(tc, test_enum_and_const_values_meet_their_sibling_keywords);
+    tcase_add_test(tc, test_a_pattern_with_lengths_keeps_both);
     tcase_add_test(tc, test_format_is_asserted_unless_it_is_an_annotation);
     tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);

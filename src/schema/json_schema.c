@@ -596,8 +596,12 @@ static sift_status parse(sift__js *c)
 {
     json_error_t je;
     c->root = json_loadb(c->text, c->len, JSON_DECODE_ANY, &je);
-    if (c->root)
+    if (c->root) {
+        const char *draft =
+            json_string_value(json_is_object(c->root) ? json_object_get(c->root, "$schema") : NULL);
+        c->int_fraction = !draft || (!strstr(draft, "draft-04") && !strstr(draft, "draft-03"));
         return SIFT_OK;
+    }
     if (json_error_code(&je) == json_error_out_of_memory)
         return sift__fail(c->err, SIFT_E_NOMEM, "%s: out of memory parsing the schema", c->source);
     sift_status st = unholdable(c, &je);

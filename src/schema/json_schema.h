@@ -76,6 +76,9 @@ typedef struct sift__js {
     int strict;
     int ignore;
     int format_annotation; /* SIFT_JSON_FORMAT_ANNOTATION */
+    /* integers may have a zero fraction (1.0): from draft 6 on, so unless
+     * the root's $schema names draft 3 or 4 */
+    int int_fraction;
     void (*warn)(void *, const sift_error *);
     void *warn_user;
     size_t max_grammar;

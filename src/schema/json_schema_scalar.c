@@ -6,9 +6,11 @@
  * as two \u escapes counts as two, partial). "pattern" goes to the regex
  * translation (json_regex.h). A "format" from the table below is an
  * exact or documented-partial grammar of its own; another format goes
- * through the unsupported policy. Two of pattern / known format /
- * lengths in one schema go through the unsupported policy (IGNORE keeps
- * the pattern, else the format, and drops the rest).
+ * through the unsupported policy. A pattern with lengths is one
+ * translation (json_regex.h, sift__json_regex_to_gbnf_len) when it can
+ * be exact; other pairs of pattern / known format / lengths go through
+ * the unsupported policy (IGNORE keeps the pattern, else the format, and
+ * drops the rest).
  *
  * Integers: minimum/maximum and the exclusive forms (numbers of draft 6
  * on, booleans of draft 4) become an exact grammar of the decimal digit
@@ -183,13 +185,26 @@ static sift_status format_rule(sift__js *c, size_t i, sift__js_ref *r)
 /* Strings                                                             */
 /* ------------------------------------------------------------------ */
 
-static sift_status gen_pattern(sift__js *c, const char *pat, size_t len, sift__js_ref *r, int *done)
+/* The pattern's rule; with lengths (lens != NULL: lo, hi, has_hi), the
+ * strings it matches that have them (json_regex.h says when that is
+ * exact; otherwise unsupported, at the length keyword). */
+static sift_status gen_pattern(sift__js *c, const char *pat, size_t len, const int64_t *lens,
+                               sift__js_ref *r, int *done)
 {
     char *re = NULL;
     size_t n = 0;
     sift_error rerr;
     *done = 0;
-    sift_status st = sift__json_regex_to_gbnf(c->al, pat, len, c->max_grammar, &re, &n, &rerr);
+    sift_status st =
+        lens ? sift__json_regex_to_gbnf_len(c->al, pat, len, (uint64_t)lens[0],
+                                            lens[2] ? (uint64_t)lens[1] : UINT64_MAX,
+                                            c->max_grammar, &re, &n, &rerr)
+             : sift__json_regex_to_gbnf(c->al, pat, len, c->max_grammar, &re, &n, &rerr);
+    if (st == SIFT_E_SCHEMA_UNSUPPORTED && lens && strstr(rerr.message, "minLength / maxLength")) {
+        /* under the ignore policy the pattern alone */
+        st = sift__js_unsupported(c, lens[0] ? "minLength" : "maxLength", "%s", rerr.message);
+        return st ? st : gen_pattern(c, pat, len, NULL, r, done);
+    }
     if (st == SIFT_E_NOMEM)
         return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
     if (st == SIFT_E_SCHEMA_UNSUPPORTED)
@@ -290,13 +305,19 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
     if (pat && known_fmt &&
         (st = sift__js_unsupported(c, "format", "'format' beside 'pattern' is not supported")))
         return st;
-    if ((pat || known_fmt) && (has_lo || has_hi) &&
+    if (!pat && known_fmt && (has_lo || has_hi) &&
         (st = sift__js_unsupported(c, has_lo ? "minLength" : "maxLength",
-                                   "'%s' beside '%s' is not supported",
-                                   has_lo ? "minLength" : "maxLength", pat ? "pattern" : "format")))
+                                   "'%s' beside 'format' is not supported",
+                                   has_lo ? "minLength" : "maxLength")))
         return st;
     if (pat) {
-        st = gen_pattern(c, json_string_value(pat), json_string_length(pat), r, &done);
+        const int64_t lens[3] = {has_lo ? lo : 0, hi, has_hi};
+        if (has_hi && hi < lo) {
+            r->never = 1;
+            return SIFT_OK;
+        }
+        st = gen_pattern(c, json_string_value(pat), json_string_length(pat),
+                         has_lo || has_hi ? lens : NULL, r, &done);
         if (st || done)
             return st;
     }
@@ -528,7 +549,7 @@ static sift_status gen_integer(sift__js *c, const bounds *bd, sift__js_ref *r)
     if (!st)
         st = int_range(c, &b, bd->has_lo, lo, bd->has_hi, hi);
     if (!st)
-        st = sift__js_puts(c, &b, ") (\".\" \"0\"+)?");
+        st = sift__js_puts(c, &b, c->int_fraction ? ") (\".\" \"0\"+)?" : ")");
     if (!st)
         st = sift__js_rule(c, r, b.p);
     sift__js_buf_free(c, &b);
