@@ -504,6 +504,28 @@ START_TEST(test_a_pattern_with_lengths_keeps_both)
 }
 END_TEST
 
+START_TEST(test_dependencies_make_names_required_with_their_trigger)
+{
+    static const char *good[] = {"{}", "{\"b\":1}", "{\"b\":1,\"a\":2}", "3"};
+    static const char *bad[] = {"{\"a\":2}", "{\"a\":2,\"c\":1}"};
+    CHECK("{\"dependentRequired\":{\"a\":[\"b\"]}}", good, bad);
+    CHECK("{\"dependencies\":{\"a\":[\"b\"]}}", good, bad);
+    /* a schema dependency applies with its trigger only */
+    static const char *good2[] = {"{\"b\":\"x\"}", "{\"a\":1,\"b\":2}", "{}"};
+    static const char *bad2[] = {"{\"a\":1,\"b\":\"x\"}", "{\"a\":1}"};
+    CHECK("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependentSchemas\":{\"a\":{"
+          "\"properties\":{\"b\":{\"type\":\"integer\"}},\"required\":[\"b\"]}}}",
+          good2, bad2);
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"dependentRequired\":{\"a\":[\"b\"],\"b\":[],\"c\":[],\"d\":[],"
+                                 "\"e\":[]}}",
+                                 &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/dependentRequired: more than 4"));
+}
+END_TEST
+
 START_TEST(test_format_is_asserted_unless_it_is_an_annotation)
 {
     const char *schema = "{\"type\":\"string\",\"format\":\"date\"}";
@@ -1335,6 +1357,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_a_keyword_constrains_its_own_type_only);
     tcase_add_test(tc, test_enum_and_const_values_meet_their_sibling_keywords);
     tcase_add_test(tc, test_a_pattern_with_lengths_keeps_both);
+    tcase_add_test(tc, test_dependencies_make_names_required_with_their_trigger);
     tcase_add_test(tc, test_format_is_asserted_unless_it_is_an_annotation);
     tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);

@@ -107,9 +107,6 @@ static const char *const unsupported[] = {
     "if",
     "then",
     "else",
-    "dependencies",
-    "dependentRequired",
-    "dependentSchemas",
     "propertyNames",
     "contains",
     "minContains",
@@ -1398,8 +1395,112 @@ static sift_status check_unsupported(sift__js *c, const json_t *s)
     return SIFT_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* dependentRequired, dependentSchemas, dependencies                   */
+/* ------------------------------------------------------------------ */
+
+static const char *const dep_keys[] = {"dependentRequired", "dependentSchemas", "dependencies"};
+
+/* At most this many property names with a dependency in one schema:
+ * each doubles the alternatives. */
+#define MAX_DEPENDENCIES 4
+
+/* A schema with dependencies, one property name `a` at a time: an
+ * object without a, or one with a and what a's dependency asks (the
+ * names it lists required, or its schema), as two alternatives of the
+ * rest of the schema merged with {"properties": {a: false}} and with
+ * {"required": [a, ...]} (and {"allOf": [schema]}). The alternatives
+ * are disjoint on objects; a value of another type passes both. */
+static sift_status gen_dependencies(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    const char *kw = NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof dep_keys / sizeof dep_keys[0]; i++) {
+        const json_t *d = json_object_get(s, dep_keys[i]);
+        if (!d)
+            continue;
+        if (!json_is_object(d))
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, dep_keys[i], "'%s' must be an object",
+                                 dep_keys[i]);
+        if (!kw && json_object_size(d))
+            kw = dep_keys[i];
+        total += json_object_size(d);
+    }
+    if (total > MAX_DEPENDENCIES)
+        return sift__js_unsupported(c, kw, "more than %d property names with a dependency",
+                                    MAX_DEPENDENCIES);
+    json_t *rest = json_copy((json_t *)s);
+    if (!rest)
+        return nomem(c);
+    for (size_t i = 0; !kw && i < sizeof dep_keys / sizeof dep_keys[0]; i++)
+        json_object_del(rest, dep_keys[i]); /* all empty */
+    if (!kw) {
+        sift_status st = sift__js_gen(c, rest, r);
+        json_decref(rest);
+        return st;
+    }
+    json_t *deps = json_copy(json_object_get(s, kw)), *without = NULL, *with = NULL;
+    void *it = deps ? json_object_iter(deps) : NULL;
+    /* the name outlives its entry, deleted from deps below */
+    json_t *name = it ? json_string(json_object_iter_key(it)) : NULL;
+    const char *a = json_string_value(name);
+    json_t *v = it ? json_incref(json_object_iter_value(it)) : NULL;
+    sift_status st = deps && v && name ? SIFT_OK : nomem(c);
+    int names = !st && (!strcmp(kw, "dependentRequired") || json_is_array(v));
+    if (!st && names) {
+        int ok = json_is_array(v);
+        for (size_t i = 0; ok && i < json_array_size(v); i++)
+            ok = json_is_string(json_array_get(v, i));
+        if (!ok)
+            st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw,
+                               "a dependency must be an array of property names");
+    } else if (!st && !json_is_object(v) && !json_is_boolean(v)) {
+        st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw,
+                           "a dependency must be a schema or an array of names");
+    }
+    if (!st) {
+        json_object_del(deps, a);
+        if (json_object_size(deps) ? json_object_set(rest, kw, deps) : json_object_del(rest, kw))
+            st = nomem(c);
+    }
+    /* the names a needs, then a (required names that "properties" does
+     * not list are written in this order) */
+    json_t *req = st ? NULL : json_array();
+    for (size_t i = 0; req && names && i < json_array_size(v); i++)
+        if (strcmp(json_string_value(json_array_get(v, i)), a) &&
+            json_array_append(req, json_array_get(v, i)))
+            st = nomem(c);
+    if (req && json_array_append(req, name))
+        st = nomem(c);
+    if (!st && req) {
+        without = json_pack("{s:{s:b}}", "properties", a, 0);
+        with = names ? json_pack("{s:O}", "required", req)
+                     : json_pack("{s:O,s:[O]}", "required", req, "allOf", v);
+    }
+    sift__js_ref alt[2];
+    if (!st && (!without || !with))
+        st = nomem(c);
+    if (!st)
+        st = gen_merged(c, rest, without, &alt[0]);
+    if (!st)
+        st = gen_merged(c, rest, with, &alt[1]);
+    if (!st)
+        st = join_alternatives(c, alt, 2, r);
+    json_decref(req);
+    json_decref(without);
+    json_decref(with);
+    json_decref(v);
+    json_decref(name);
+    json_decref(deps);
+    json_decref(rest);
+    return st;
+}
+
 static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref *r)
 {
+    for (size_t i = 0; i < sizeof dep_keys / sizeof dep_keys[0]; i++)
+        if (json_object_get(s, dep_keys[i]))
+            return gen_dependencies(c, s, r);
     sift_status st = check_unsupported(c, s);
     if (st)
         return st;
