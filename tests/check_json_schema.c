@@ -476,7 +476,20 @@ START_TEST(test_enum_and_const_values_meet_their_sibling_keywords)
     ck_assert_ptr_nonnull(strstr(err.message, "admits no value"));
     ck_assert_int_eq(convert_err("{\"enum\":[\"a\"],\"pattern\":\"b\"}", &sp, &err),
                      SIFT_E_SCHEMA_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(err.message, "#/pattern: 'pattern' beside 'enum'"));
+    ck_assert_ptr_nonnull(strstr(err.message, "#/enum: a value of 'enum' that the keywords"));
+    /* not, properties, anyOf, items ... decide each value */
+    static const char *good3[] = {"[1,2]", "{\"a\":\"x\"}", "4"};
+    static const char *bad3[] = {"[1,2,3]", "{\"a\":1}", "3", "\"s\"", "null"};
+    CHECK("{\"allOf\":[{\"enum\":[[1,2],[1,2,3],{\"a\":\"x\"},{\"a\":1},3,4,\"s\",null]},{\"not\":{"
+          "\"anyOf\":[{\"type\":\"array\",\"minItems\":3},{\"type\":\"object\",\"properties\":{"
+          "\"a\":{"
+          "\"type\":\"integer\"}}},{\"type\":\"integer\",\"multipleOf\":3},{\"type\":[\"string\","
+          "\"null\"]}]}}]}",
+          good3, bad3);
+    /* a value not decided beside a pattern that only strings take */
+    static const char *good4[] = {"1"};
+    static const char *bad4[] = {"2"};
+    CHECK("{\"enum\":[1,2],\"pattern\":\"b\",\"not\":{\"const\":2.0}}", good4, bad4);
 }
 END_TEST
 

@@ -262,6 +262,29 @@ static const json_t *walk_pointer(const json_t *root, const char *p)
     return at;
 }
 
+const json_t *sift__js_local_target(sift__js *c, const char *ref)
+{
+    if (ref[0] != '#' || (ref[1] && ref[1] != '/'))
+        return NULL;
+    size_t n = strlen(ref + 1);
+    char *p = sift__malloc(c->al, n + 1, 1);
+    if (!p)
+        return NULL;
+    size_t k = 0;
+    for (const char *f = ref + 1; *f; f++) {
+        if (f[0] == '%' && hex(f[1]) >= 0 && hex(f[2]) >= 0) {
+            p[k++] = (char)(hex(f[1]) * 16 + hex(f[2]));
+            f += 2;
+        } else {
+            p[k++] = *f;
+        }
+    }
+    p[k] = '\0';
+    const json_t *t = walk_pointer(c->root, p);
+    sift__free(c->al, p);
+    return t;
+}
+
 static int only_ref(const json_t *s)
 {
     const char *key;
@@ -1194,108 +1217,45 @@ static sift_status gen_enum(sift__js *c, const json_t *s, const json_t *vals, un
     return st;
 }
 
-/* Keywords beside enum / const whose test on a value is made here. */
-static const char *const value_checked[] = {
-    "minLength",        "maxLength",        "minimum",  "maximum",
-    "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems",
-    "minProperties",    "maxProperties",    "required",
-};
-
-static int count_bound(const json_t *s, const char *key, size_t n, int upper)
-{
-    const json_t *x = json_object_get(s, key);
-    if (!json_is_number(x))
-        return 1;
-    double d = json_number_value(x);
-    return upper ? (double)n <= d : (double)n >= d;
-}
-
-static int num_bound(const json_t *s, const char *key, const char *ekey, double x, int upper)
-{
-    const json_t *v = json_object_get(s, key), *e = json_object_get(s, ekey);
-    int ok = 1;
-    if (json_is_number(v)) {
-        double b = json_number_value(v);
-        ok = json_is_true(e) ? (upper ? x < b : x > b) : (upper ? x <= b : x >= b);
-    }
-    if (ok && json_is_number(e)) {
-        double b = json_number_value(e);
-        ok = upper ? x < b : x > b;
-    }
-    return ok;
-}
-
-/* Whether the enum / const value v satisfies the keywords of s that
- * constrain its type (value_checked; the caller refused the others). */
-static int value_admitted(const json_t *s, const json_t *v)
-{
-    if (json_is_string(v)) {
-        size_t n = 0, len = json_string_length(v);
-        const unsigned char *p = (const unsigned char *)json_string_value(v);
-        for (size_t i = 0; i < len; i++)
-            n += (p[i] & 0xC0) != 0x80;
-        return count_bound(s, "minLength", n, 0) && count_bound(s, "maxLength", n, 1);
-    }
-    if (json_is_number(v)) {
-        double x = json_number_value(v);
-        return num_bound(s, "minimum", "exclusiveMinimum", x, 0) &&
-               num_bound(s, "maximum", "exclusiveMaximum", x, 1);
-    }
-    if (json_is_array(v))
-        return count_bound(s, "minItems", json_array_size(v), 0) &&
-               count_bound(s, "maxItems", json_array_size(v), 1);
-    if (json_is_object(v)) {
-        const json_t *req = json_object_get(s, "required");
-        for (size_t i = 0; json_is_array(req) && i < json_array_size(req); i++) {
-            const json_t *name = json_array_get(req, i);
-            if (json_is_string(name) &&
-                !json_object_getn(v, json_string_value(name), json_string_length(name)))
-                return 0;
-        }
-        return count_bound(s, "minProperties", json_object_size(v), 0) &&
-               count_bound(s, "maxProperties", json_object_size(v), 1);
-    }
-    return 1;
-}
-
-/* The values of `vals` that the other keywords of s admit, in *out (a
- * new array): those value_admitted tests; another keyword of a type
- * beside them goes through the unsupported policy (ignored: the values
- * are kept). */
+/* The values of `vals` valid against the other keywords of s, in *out
+ * (a new array; json_schema_value.c decides). A value that cannot be
+ * decided goes through the unsupported policy (ignored: it is kept). */
 static sift_status admitted_values(sift__js *c, const json_t *s, const json_t *vals, const char *kw,
                                    json_t **out)
 {
     *out = NULL;
-    for (size_t i = 0; i < sizeof typed_keys / sizeof typed_keys[0]; i++) {
-        const char *k = typed_keys[i].key;
-        int checked = !strcmp(k, "format") && c->format_annotation;
-        for (size_t j = 0; !checked && j < sizeof value_checked / sizeof value_checked[0]; j++)
-            checked = !strcmp(k, value_checked[j]);
-        if (!checked && json_object_get(s, k)) {
-            sift_status st = sift__js_unsupported(c, k, "'%s' beside '%s' is not supported", k, kw);
-            if (st)
-                return st;
-        }
+    json_t *rest = json_copy((json_t *)s);
+    if (rest) {
+        /* the types are the caller's filter */
+        json_object_del(rest, kw);
+        json_object_del(rest, "type");
+        json_object_del(rest, "nullable");
     }
     int any = 0;
-    for (size_t j = 0; j < sizeof value_checked / sizeof value_checked[0]; j++)
-        any |= json_object_get(s, value_checked[j]) != NULL;
-    if (!any) {
-        *out = json_incref((json_t *)vals);
-        return SIFT_OK;
+    const char *key;
+    json_t *x;
+    json_object_foreach(rest, key, x)
+    {
+        any |= !sift__js_is_annotation(key) && strcmp(key, "enum") && strcmp(key, "const");
     }
-    json_t *a = json_array();
-    if (!a)
-        return nomem(c);
-    for (size_t i = 0; i < json_array_size(vals); i++) {
+    json_t *a = any ? json_array() : json_incref((json_t *)vals);
+    sift_status st = rest && a ? SIFT_OK : nomem(c);
+    for (size_t i = 0; any && !st && i < json_array_size(vals); i++) {
         const json_t *v = json_array_get(vals, i);
-        sift_status st = sift__js_work(c, 1);
-        if (!st && value_admitted(s, v) && json_array_append((json_t *)a, (json_t *)v))
+        int ok = 1;
+        st = sift__js_value_valid(c, rest, v, &ok);
+        if (!st && ok < 0)
+            st = sift__js_unsupported(c, kw,
+                                      "a value of '%s' that the keywords beside it cannot be "
+                                      "tested against",
+                                      kw);
+        if (!st && ok && json_array_append(a, (json_t *)v))
             st = nomem(c);
-        if (st) {
-            json_decref(a);
-            return st;
-        }
+    }
+    json_decref(rest);
+    if (st) {
+        json_decref(a);
+        return st;
     }
     *out = a;
     return SIFT_OK;
@@ -1501,7 +1461,10 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
     for (size_t i = 0; i < sizeof dep_keys / sizeof dep_keys[0]; i++)
         if (json_object_get(s, dep_keys[i]))
             return gen_dependencies(c, s, r);
-    sift_status st = check_unsupported(c, s);
+    /* beside enum / const, each value is tested against the keywords
+     * (admitted_values), which refuses what it cannot test */
+    int values = json_object_get(s, "enum") || json_object_get(s, "const");
+    sift_status st = values ? SIFT_OK : check_unsupported(c, s);
     if (st)
         return st;
     const json_t *ref = json_object_get(s, "$ref");
