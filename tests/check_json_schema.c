@@ -539,6 +539,54 @@ START_TEST(test_dependencies_make_names_required_with_their_trigger)
 }
 END_TEST
 
+START_TEST(test_not_of_simple_shapes_is_its_complement)
+{
+    static const char *good[] = {"1", "{}", "null", "[]"};
+    static const char *bad[] = {"\"a\"", "true"};
+    CHECK("{\"not\":{\"type\":[\"string\",\"boolean\"]}}", good, bad);
+    /* a keyword of one type: its negation admits that type only */
+    static const char *good2[] = {"\"ab\"", "\"\""};
+    static const char *bad2[] = {"\"abc\"", "1", "null"};
+    CHECK("{\"not\":{\"minLength\":3}}", good2, bad2);
+    static const char *good3[] = {"{\"a\":1}", "{\"b\":1}", "{}"};
+    static const char *bad3[] = {"{\"a\":1,\"b\":2}", "[]"};
+    CHECK("{\"properties\":{\"a\":{},\"b\":{}},\"not\":{\"required\":[\"a\",\"b\"]}}", good3, bad3);
+    /* not anyOf: none of them; two nots in allOf; not not */
+    static const char *good4[] = {"[]", "{}"};
+    static const char *bad4[] = {"1", "\"x\"", "null", "true"};
+    CHECK(
+        "{\"allOf\":[{\"not\":{\"anyOf\":[{\"type\":\"number\"},{\"type\":\"string\"}]}},{\"not\":{"
+        "\"type\":\"null\"}}],\"not\":{\"not\":{\"type\":[\"object\",\"array\",\"string\"]}}}",
+        good4, bad4);
+    static const char *good5[] = {"6", "70"};
+    static const char *bad5[] = {"5", "-1", "\"x\""};
+    CHECK("{\"type\":\"integer\",\"not\":{\"maximum\":5}}", good5, bad5);
+    /* not integer would need the numbers with a fraction: refused */
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"not\":{\"type\":\"integer\"}}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/not: 'not' is not supported"));
+}
+END_TEST
+
+START_TEST(test_one_of_required_name_sets_admits_exactly_one)
+{
+    static const char *good[] = {"{\"a\":1}", "{\"b\":true,\"c\":0}"};
+    static const char *bad[] = {"{\"a\":1,\"b\":true}", "{}", "{\"c\":0}", "1", "{\"a\":\"x\"}"};
+    CHECK("{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{},\"c\":{}},\"oneOf\":[{"
+          "\"required\":[\"a\"]},{\"required\":[\"b\"]}]}",
+          good, bad);
+    /* a set inside another: the larger one is never alone */
+    static const char *good2[] = {"{\"x\":1}"};
+    static const char *bad2[] = {"{\"x\":1,\"y\":2}", "{\"y\":2}"};
+    CHECK("{\"properties\":{\"x\":{},\"y\":{}},\"oneOf\":[{\"required\":[\"x\"]},{\"required\":["
+          "\"x\","
+          "\"y\"]}]}",
+          good2, bad2);
+}
+END_TEST
+
 START_TEST(test_format_is_asserted_unless_it_is_an_annotation)
 {
     const char *schema = "{\"type\":\"string\",\"format\":\"date\"}";
@@ -805,7 +853,7 @@ END_TEST
 
 START_TEST(test_unsupported_keywords_name_their_pointer_and_place)
 {
-    check_error("{\"properties\": {\n  \"a\": {\"not\": {\"type\": \"null\"}}}}",
+    check_error("{\"properties\": {\n  \"a\": {\"not\": {\"enum\": [null]}}}}",
                 SIFT_E_SCHEMA_UNSUPPORTED,
                 "s.json:2:16: #/properties/a/not: 'not' is not supported", 2, 16);
     check_error("{\"items\": {\"type\": \"array\", \"uniqueItems\": true}}",
@@ -819,7 +867,8 @@ START_TEST(test_one_of_whose_alternatives_may_overlap_is_refused)
     check_error(
         "{\"oneOf\": [{\"type\": \"integer\"}, {\"type\": \"number\"}]}", SIFT_E_SCHEMA_UNSUPPORTED,
         "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1, 11);
-    check_error("{\"oneOf\": [{\"required\": [\"r\"]}, {\"required\": [\"w\"]}]}",
+    /* one of two name sets that differ in two names each */
+    check_error("{\"oneOf\": [{\"required\": [\"r\", \"s\"]}, {\"required\": [\"w\", \"x\"]}]}",
                 SIFT_E_SCHEMA_UNSUPPORTED,
                 "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
                 11);
@@ -1371,6 +1420,8 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_enum_and_const_values_meet_their_sibling_keywords);
     tcase_add_test(tc, test_a_pattern_with_lengths_keeps_both);
     tcase_add_test(tc, test_dependencies_make_names_required_with_their_trigger);
+    tcase_add_test(tc, test_not_of_simple_shapes_is_its_complement);
+    tcase_add_test(tc, test_one_of_required_name_sets_admits_exactly_one);
     tcase_add_test(tc, test_format_is_asserted_unless_it_is_an_annotation);
     tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);

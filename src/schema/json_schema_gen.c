@@ -103,19 +103,9 @@ static const char *const annotations[] = {
 
 /* Known keywords outside the subset. */
 static const char *const unsupported[] = {
-    "not",
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-    "contains",
-    "minContains",
-    "maxContains",
-    "multipleOf",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "$dynamicRef",
-    "$recursiveRef",
+    "if",          "then",          "else",       "propertyNames",         "contains",
+    "minContains", "maxContains",   "multipleOf", "unevaluatedProperties", "unevaluatedItems",
+    "$dynamicRef", "$recursiveRef",
 };
 
 int sift__js_is_annotation(const char *key)
@@ -623,6 +613,8 @@ static sift_status combine(sift__js *c, json_t *dst, const char *key, const json
         int take_new = is_min_key(key) ? y > x : y < x;
         return take_new && json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
     }
+    if (!strcmp(key, "not")) /* neither a nor b: not anyOf [a, b] */
+        return set_new(c, dst, "not", json_pack("{s:[O,O]}", "anyOf", old, v));
     if (!strcmp(key, "additionalProperties") || !strcmp(key, "items")) {
         if (json_is_false(old))
             return SIFT_OK;
@@ -1132,19 +1124,88 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoin
     return st;
 }
 
+/* oneOf whose branches are each {"required": [names]} alone: exactly
+ * one of the name sets is complete. Branch i becomes an object with R_i
+ * required and, for each other branch j, the one name of R_j \ R_i
+ * absent ({"properties": {name: false}}); when R_j is inside R_i, branch
+ * i is never alone (false). NULL when a branch has another shape or
+ * R_j \ R_i has two names or more (that absence is a choice: not
+ * expressed here). A value of another type meets every branch, so no
+ * branch alone: the branches are typed "object". */
+static const char *sole_key(const json_t *s);
+
+static json_t *one_of_required(const json_t *alts)
+{
+    size_t n = json_array_size(alts);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *b = json_array_get(alts, i);
+        const json_t *req = json_is_object(b) ? json_object_get(b, "required") : NULL;
+        if (!json_is_array(req) || !sole_key(b) || strcmp(sole_key(b), "required"))
+            return NULL;
+        for (size_t k = 0; k < json_array_size(req); k++)
+            if (!json_is_string(json_array_get(req, k)))
+                return NULL;
+    }
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < n; i++) {
+        const json_t *ri = json_object_get(json_array_get(alts, i), "required");
+        json_t *absent = json_object();
+        int never = 0, open = 0;
+        for (size_t j = 0; absent && j < n && !never && !open; j++) {
+            if (j == i)
+                continue;
+            const json_t *rj = json_object_get(json_array_get(alts, j), "required");
+            const char *miss = NULL;
+            size_t n_miss = 0;
+            for (size_t k = 0; k < json_array_size(rj); k++) {
+                const char *name = json_string_value(json_array_get(rj, k));
+                int in = 0;
+                for (size_t q = 0; !in && q < json_array_size(ri); q++)
+                    in = !strcmp(name, json_string_value(json_array_get(ri, q)));
+                if (!in && (!miss || strcmp(miss, name)))
+                    miss = name, n_miss++;
+            }
+            if (n_miss == 0)
+                never = 1;
+            else if (n_miss > 1 || json_object_set_new(absent, miss, json_false()))
+                open = 1; /* not expressible here */
+        }
+        json_t *alt = never ? json_false()
+                            : json_pack("{s:s,s:O,s:O}", "type", "object", "required", ri,
+                                        "properties", absent);
+        if (!never && (open || !absent)) {
+            json_decref(alt);
+            alt = NULL;
+        }
+        json_decref(absent);
+        if (!alt || json_array_append_new(out, alt)) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift__js_ref *r)
 {
     const json_t *alts = json_object_get(s, kw);
+    json_t *rewritten = NULL;
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw, "'%s' must be a non-empty array", kw);
     if (!strcmp(kw, "oneOf")) {
         int disjoint = 0;
         sift_status st0 = one_of_disjoint(c, alts, &disjoint);
-        if (!st0 && !disjoint)
+        if (!st0 && !disjoint && (rewritten = one_of_required(alts)) != NULL)
+            alts = rewritten; /* disjoint by construction */
+        else if (!st0 && !disjoint)
             st0 = sift__js_unsupported(c, "oneOf",
                                        "'oneOf' whose alternatives may overlap is not supported");
-        if (st0)
+        if (!st0 && rewritten)
+            st0 = sift__js_work(c, (int64_t)(json_array_size(alts) * json_array_size(alts)));
+        if (st0) {
+            json_decref(rewritten);
             return st0;
+        }
     }
     json_t *siblings = NULL;
     if (has_constraints(s, kw)) {
@@ -1166,6 +1227,7 @@ static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift
         st = join_alternatives(c, refs, n, r);
     sift__free(c->al, refs);
     json_decref(siblings);
+    json_decref(rewritten);
     return st;
 }
 
@@ -1456,6 +1518,153 @@ static sift_status gen_dependencies(sift__js *c, const json_t *s, sift__js_ref *
     return st;
 }
 
+/* ------------------------------------------------------------------ */
+/* not                                                                 */
+/* ------------------------------------------------------------------ */
+
+/* The one keyword of schema s beside annotations, or NULL (also when s
+ * has none or several). */
+static const char *sole_key(const json_t *s)
+{
+    const char *key, *one = NULL;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        if (sift__js_is_annotation(key))
+            continue;
+        if (one)
+            return NULL;
+        one = key;
+    }
+    return one;
+}
+
+/* The schema of `type` t with `key`: n. */
+static json_t *typed_bound(const char *t, const char *key, json_t *n)
+{
+    return n ? json_pack("{s:s,s:o}", "type", t, key, n) : NULL;
+}
+
+/* A schema admitting exactly the values s rejects, for the shapes real
+ * schemas negate (a new reference), or NULL (not expressible here; also
+ * when out of memory: the caller then refuses). A keyword of one type
+ * holds for every other type, so its negation admits its own type
+ * only: not {"minLength": 2} is {"type": "string", "maxLength": 1}. */
+static json_t *negate(const json_t *s, int depth)
+{
+    if (json_is_boolean(s))
+        return json_boolean(!json_is_true(s));
+    if (!json_is_object(s) || depth > 16)
+        return NULL;
+    const char *k = sole_key(s);
+    int has_other = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        has_other |= !sift__js_is_annotation(key);
+    }
+    if (!has_other)
+        return json_false();
+    if (!k)
+        return NULL;
+    v = json_object_get(s, k);
+    if (!strcmp(k, "not"))
+        return json_is_boolean(v) || json_is_object(v) ? json_incref(v) : NULL;
+    if (!strcmp(k, "type")) {
+        unsigned m = type_mask(v);
+        if (!m || ((m & T_INTEGER) && !(m & T_NUMBER)))
+            return NULL; /* not integer: the numbers with a fraction */
+        m = ~m & (T_NULL | T_BOOLEAN | T_OBJECT | T_ARRAY | T_NUMBER | T_STRING);
+        if (!m)
+            return json_false();
+        json_t *types = mask_to_types(m);
+        return types ? json_pack("{s:o}", "type", types) : NULL;
+    }
+    if (!strcmp(k, "anyOf") || !strcmp(k, "allOf")) {
+        if (!json_is_array(v) || !json_array_size(v))
+            return NULL;
+        json_t *parts = json_array();
+        for (size_t i = 0; parts && i < json_array_size(v); i++) {
+            json_t *n = negate(json_array_get(v, i), depth + 1);
+            if (!n || json_array_append_new(parts, n)) {
+                json_decref(parts);
+                return NULL;
+            }
+        }
+        return parts ? json_pack("{s:o}", !strcmp(k, "anyOf") ? "allOf" : "anyOf", parts) : NULL;
+    }
+    if (!strcmp(k, "required")) {
+        if (!json_is_array(v) || !json_array_size(v))
+            return json_is_array(v) ? json_false() : NULL;
+        json_t *alts = json_array();
+        for (size_t i = 0; alts && i < json_array_size(v); i++) {
+            const json_t *n = json_array_get(v, i);
+            json_t *p = json_is_string(n)
+                            ? json_pack("{s:{s:b}}", "properties", json_string_value(n), 0)
+                            : NULL;
+            if (!p || json_array_append_new(alts, p)) {
+                json_decref(alts);
+                return NULL;
+            }
+        }
+        if (alts && json_array_size(alts) == 1) { /* one name: no anyOf to merge */
+            json_t *one = json_incref(json_array_get(alts, 0));
+            json_decref(alts);
+            if (json_object_set_new(one, "type", json_string("object"))) {
+                json_decref(one);
+                return NULL;
+            }
+            return one;
+        }
+        return alts ? json_pack("{s:s,s:o}", "type", "object", "anyOf", alts) : NULL;
+    }
+    static const struct {
+        const char *key, *type, *other;
+        int step; /* the other bound: n + step (counts), or exclusive */
+    } bounds[] = {
+        {"minLength", "string", "maxLength", -1},
+        {"maxLength", "string", "minLength", 1},
+        {"minItems", "array", "maxItems", -1},
+        {"maxItems", "array", "minItems", 1},
+        {"minProperties", "object", "maxProperties", -1},
+        {"maxProperties", "object", "minProperties", 1},
+        {"minimum", "number", "exclusiveMaximum", 0},
+        {"maximum", "number", "exclusiveMinimum", 0},
+        {"exclusiveMinimum", "number", "maximum", 0},
+        {"exclusiveMaximum", "number", "minimum", 0},
+    };
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+        if (strcmp(k, bounds[i].key) || !json_is_number(v))
+            continue;
+        if (!bounds[i].step)
+            return typed_bound(bounds[i].type, bounds[i].other, json_real(json_number_value(v)));
+        int64_t n;
+        if (!sift__js_integral(json_number_value(v), &n) || n < 0)
+            return NULL;
+        if (bounds[i].step < 0 && n == 0)
+            return json_false(); /* every count is >= 0 */
+        return typed_bound(bounds[i].type, bounds[i].other,
+                           json_integer((json_int_t)(n + bounds[i].step)));
+    }
+    return NULL;
+}
+
+/* s with "not": the rest of s merged with the negation (negate). */
+static sift_status gen_not(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    json_t *neg = negate(json_object_get(s, "not"), 0);
+    if (!neg)
+        return sift__js_unsupported(c, "not", "'not' is not supported");
+    json_t *rest = json_copy((json_t *)s);
+    sift_status st = rest && !json_object_del(rest, "not") ? SIFT_OK : nomem(c);
+    if (!st)
+        st = gen_merged(c, rest, neg, r);
+    json_decref(rest);
+    json_decref(neg);
+    return st;
+}
+
 static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref *r)
 {
     for (size_t i = 0; i < sizeof dep_keys / sizeof dep_keys[0]; i++)
@@ -1464,6 +1673,16 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
     /* beside enum / const, each value is tested against the keywords
      * (admitted_values), which refuses what it cannot test */
     int values = json_object_get(s, "enum") || json_object_get(s, "const");
+    if (!values && json_object_get(s, "not")) {
+        sift_status st0 = gen_not(c, s, r);
+        if (st0 || r->name[0] || r->never)
+            return st0;
+        /* ignored: generated without it */
+        json_t *rest = json_copy((json_t *)s);
+        st0 = rest && !json_object_del(rest, "not") ? sift__js_gen(c, rest, r) : nomem(c);
+        json_decref(rest);
+        return st0;
+    }
     sift_status st = values ? SIFT_OK : check_unsupported(c, s);
     if (st)
         return st;
