@@ -587,6 +587,31 @@ START_TEST(test_one_of_required_name_sets_admits_exactly_one)
 }
 END_TEST
 
+START_TEST(test_multiple_of_an_integer_follows_the_remainders)
+{
+    char text[32];
+    sift_grammar *g = compile_with("{\"type\":\"integer\",\"multipleOf\":7}", NULL);
+    for (int v = -300; v <= 300; v++) {
+        snprintf(text, sizeof text, "%d", v);
+        ck_assert_msg(accepts(g, text) == (v % 7 == 0), "%d", v);
+    }
+    ck_assert(accepts(g, "14.00"));
+    ck_assert(!accepts(g, "14.5") && !accepts(g, "007"));
+    sift_grammar_free(g);
+    static const char *good[] = {"0", "12", "\"x\"", "6.0"};
+    static const char *bad[] = {"-6", "13", "6.5"};
+    CHECK("{\"multipleOf\":6,\"minimum\":0}", good, bad);
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"type\":\"number\",\"multipleOf\":0.01}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/multipleOf: 'multipleOf' of a fraction"));
+    ck_assert_int_eq(
+        convert_err("{\"type\":\"integer\",\"multipleOf\":2,\"maximum\":9}", &sp, &err),
+        SIFT_E_SCHEMA_UNSUPPORTED);
+}
+END_TEST
+
 START_TEST(test_format_is_asserted_unless_it_is_an_annotation)
 {
     const char *schema = "{\"type\":\"string\",\"format\":\"date\"}";
@@ -973,9 +998,10 @@ START_TEST(test_the_ignore_policy_warns_once_per_keyword_and_drops_it)
     sp.warn = count_warning;
     n_warnings = 0;
     sift_grammar *g =
-        compile_with("{\"type\":\"integer\",\"multipleOf\":3,\"not\":{\"const\":4}}", &sp);
+        compile_with("{\"type\":\"integer\",\"multipleOf\":0.5,\"not\":{\"const\":4}}", &sp);
     ck_assert_int_eq(n_warnings, 2);
-    ck_assert_str_eq(last_warning, "schema:1:32: #/multipleOf: 'multipleOf' is not supported");
+    ck_assert_str_eq(last_warning, "schema:1:32: #/multipleOf: 'multipleOf' of a fraction or over "
+                                   "1000 is not supported");
     ck_assert(accepts(g, "4"));
     sift_grammar_free(g);
 }
@@ -1422,6 +1448,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_dependencies_make_names_required_with_their_trigger);
     tcase_add_test(tc, test_not_of_simple_shapes_is_its_complement);
     tcase_add_test(tc, test_one_of_required_name_sets_admits_exactly_one);
+    tcase_add_test(tc, test_multiple_of_an_integer_follows_the_remainders);
     tcase_add_test(tc, test_format_is_asserted_unless_it_is_an_annotation);
     tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);

@@ -72,6 +72,7 @@ static const struct {
     {"maximum", T_NUMBER},
     {"exclusiveMinimum", T_NUMBER},
     {"exclusiveMaximum", T_NUMBER},
+    {"multipleOf", T_NUMBER},
 };
 
 static const char *const annotations[] = {
@@ -103,9 +104,17 @@ static const char *const annotations[] = {
 
 /* Known keywords outside the subset. */
 static const char *const unsupported[] = {
-    "if",          "then",          "else",       "propertyNames",         "contains",
-    "minContains", "maxContains",   "multipleOf", "unevaluatedProperties", "unevaluatedItems",
-    "$dynamicRef", "$recursiveRef",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "contains",
+    "minContains",
+    "maxContains",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
 };
 
 int sift__js_is_annotation(const char *key)

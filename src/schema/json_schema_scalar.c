@@ -19,6 +19,11 @@
  * linear in the number of digits. Bounds beyond +-9e15 count as absent
  * (partial). "-0" is not generated.
  *
+ * multipleOf k (an integer up to 1000): the digits read with their
+ * remainder modulo k, a rule per remainder (gen_multiple); with a lower
+ * bound in (-k, 0] the non-negative multiples; other bounds, fractions
+ * and larger k through the unsupported policy.
+ *
  * Numbers with bounds: exact when every bound is an integer, without
  * exponents (a bounded number written with an exponent is rejected,
  * partial); fractional bounds go through the unsupported policy.
@@ -634,6 +639,70 @@ static sift_status gen_real(sift__js *c, const bounds *bd, sift__js_ref *r)
     return st;
 }
 
+/* Largest multipleOf with a grammar of its own: a rule per remainder. */
+#define MULTIPLE_MAX 1000
+
+/* The multiples of the integer k (2 <= k <= MULTIPLE_MAX): decimal
+ * integers read digit by digit with their remainder modulo k, a rule
+ * t_r per remainder r (accepting at r = 0), then a zero fraction when
+ * the type allows one (6.0 is a multiple of 3). neg: negative multiples
+ * too. A grammar of k rules of at most 10 alternatives. */
+static sift_status gen_multiple(sift__js *c, int64_t k, int neg, int fraction, sift__js_ref *r)
+{
+    sift_status st = sift__js_work(c, k);
+    sift__js_ref first;
+    if (!st)
+        st = sift__js_new_rule(c, &first);
+    sift__js_ref *t = st ? NULL : sift__calloc(c->al, (size_t)k, sizeof *t);
+    if (!st && !t)
+        st = sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+    for (int64_t i = 0; !st && i < k; i++)
+        st = sift__js_new_rule(c, &t[i]);
+    sift__js_buf b = {0};
+    for (int64_t rem = 0; !st && rem < k; rem++) {
+        b.n = 0;
+        if (b.p)
+            b.p[0] = '\0';
+        int alts = 0;
+        if (rem == 0)
+            st = sift__js_puts(c, &b, "\"\""), alts++;
+        /* digits that lead to one next remainder, as one class */
+        for (int d = 0; !st && d < 10; d++) {
+            int64_t next = (rem * 10 + d) % k;
+            int seen = 0;
+            for (int e = 0; e < d; e++)
+                seen |= (rem * 10 + e) % k == next;
+            if (seen)
+                continue;
+            st = sift__js_printf(c, &b, "%s[", alts++ ? " | " : "");
+            for (int e = d; !st && e < 10; e++)
+                if ((rem * 10 + e) % k == next)
+                    st = sift__js_printf(c, &b, "%d", e);
+            if (!st)
+                st = sift__js_printf(c, &b, "] %s", t[next].name);
+        }
+        if (!st)
+            st = sift__js_emit(c, &t[rem], b.p);
+    }
+    /* the first digit is not 0 (except 0 itself) */
+    b.n = 0;
+    if (b.p)
+        b.p[0] = '\0';
+    if (!st)
+        st = sift__js_printf(c, &b, "%s(\"0\"", neg ? "\"-\"? " : "");
+    for (int d = 1; !st && d < 10; d++)
+        st = sift__js_printf(c, &b, " | \"%d\" %s", d, t[d % k].name);
+    if (!st)
+        st = sift__js_puts(c, &b, fraction ? ") (\".\" \"0\"+)?" : ")");
+    if (!st)
+        st = sift__js_emit(c, &first, b.p);
+    sift__js_buf_free(c, &b);
+    sift__free(c->al, t);
+    if (!st)
+        *r = first;
+    return st;
+}
+
 sift_status sift__js_gen_number(sift__js *c, const json_t *s, int integer, sift__js_ref *r)
 {
     bounds bd = {0, 0, 0, 0, 0, 0};
@@ -642,6 +711,28 @@ sift_status sift__js_gen_number(sift__js *c, const json_t *s, int integer, sift_
         st = read_bound(c, s, "maximum", "exclusiveMaximum", 1, &bd);
     if (st)
         return st;
+    const json_t *mo = json_object_get(s, "multipleOf");
+    if (mo) {
+        int64_t k = 0;
+        if (!json_is_number(mo) || json_number_value(mo) <= 0)
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "multipleOf",
+                                 "'multipleOf' must be a number above 0");
+        /* the non-negative multiples when the lower bound lies in
+         * (-k, 0], and no upper bound */
+        int integral = sift__js_integral(json_number_value(mo), &k) && k <= MULTIPLE_MAX;
+        int lo_ok = !bd.has_lo ||
+                    (bd.lo <= 0 && (bd.lo > -(double)k || (bd.lo == -(double)k && bd.lo_excl)));
+        if (integral && k == 1 && !bd.has_lo && !bd.has_hi)
+            integer = 1;
+        else if (integral && !bd.has_hi && lo_ok)
+            return gen_multiple(c, k, !bd.has_lo, !integer || c->int_fraction, r);
+        else if ((st = sift__js_unsupported(c, "multipleOf",
+                                            integral ? "'multipleOf' beside these bounds is not "
+                                                       "supported"
+                                                     : "'multipleOf' of a fraction or over 1000 "
+                                                       "is not supported")))
+            return st;
+    }
     if (!bd.has_lo && !bd.has_hi) {
         set_name(r, sift__js_shared(c, integer ? SIFT__JS_R_INTEGER : SIFT__JS_R_NUMBER));
         return SIFT_OK;
