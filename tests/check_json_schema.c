@@ -612,6 +612,22 @@ START_TEST(test_multiple_of_an_integer_follows_the_remainders)
 }
 END_TEST
 
+START_TEST(test_lengths_every_string_of_a_format_has_are_kept)
+{
+    static const char *good[] = {"\"2024-01-31\"", "[]"};
+    static const char *bad[] = {"\"2024-01-32\"", "\"x\""};
+    CHECK("{\"anyOf\":[{\"type\":\"string\",\"format\":\"date\",\"minLength\":1,\"maxLength\":10},{"
+          "\"type\":\"array\"},{\"type\":\"string\",\"format\":\"uuid\",\"maxLength\":35}]}",
+          good, bad);
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(
+        convert_err("{\"type\":\"string\",\"format\":\"ipv4\",\"maxLength\":12}", &sp, &err),
+        SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/maxLength: 'maxLength' beside 'format'"));
+}
+END_TEST
+
 START_TEST(test_format_is_asserted_unless_it_is_an_annotation)
 {
     const char *schema = "{\"type\":\"string\",\"format\":\"date\"}";
@@ -1449,6 +1465,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_not_of_simple_shapes_is_its_complement);
     tcase_add_test(tc, test_one_of_required_name_sets_admits_exactly_one);
     tcase_add_test(tc, test_multiple_of_an_integer_follows_the_remainders);
+    tcase_add_test(tc, test_lengths_every_string_of_a_format_has_are_kept);
     tcase_add_test(tc, test_format_is_asserted_unless_it_is_an_annotation);
     tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);

@@ -121,20 +121,26 @@ static void set_name(sift__js_ref *r, const char *name)
 
 static const struct {
     const char *name, *body;
+    /* the lengths of the strings it matches (max -1: unbounded) */
+    int min_len, max_len;
 } formats[] = {
-    {"date", DATE},
-    {"time", TIME},
-    {"date-time", DATE " [Tt] " TIME},
-    {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} "
-             "\"-\" [0-9a-fA-F]{12}"},
-    {"ipv4", IPV4},
-    {"ipv6", IPV6},
-    {"hostname", HOST},
-    {"email", "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+ (\".\" [a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+)* "
-              "\"@\" " HOST},
-    {"uri", URI},
-    {"uri-reference", "(" URI ") | (" RELATIVE_REF ")"},
-    {"byte", "([A-Za-z0-9+/]{4})* ([A-Za-z0-9+/]{2} \"==\" | [A-Za-z0-9+/]{3} \"=\")?"},
+    {"date", DATE, 10, 10},
+    {"time", TIME, 9, -1},
+    {"date-time", DATE " [Tt] " TIME, 20, -1},
+    {"uuid",
+     "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} "
+     "\"-\" [0-9a-fA-F]{12}",
+     36, 36},
+    {"ipv4", IPV4, 7, 15},
+    {"ipv6", IPV6, 2, 45},
+    {"hostname", HOST, 1, 252},
+    {"email",
+     "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+ (\".\" [a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+)* "
+     "\"@\" " HOST,
+     3, -1},
+    {"uri", URI, 2, -1},
+    {"uri-reference", "(" URI ") | (" RELATIVE_REF ")", 0, -1},
+    {"byte", "([A-Za-z0-9+/]{4})* ([A-Za-z0-9+/]{2} \"==\" | [A-Za-z0-9+/]{3} \"=\")?", 0, -1},
 };
 
 /* Formats of the JSON Schema vocabulary this converter does not
@@ -310,11 +316,24 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
     if (pat && known_fmt &&
         (st = sift__js_unsupported(c, "format", "'format' beside 'pattern' is not supported")))
         return st;
-    if (!pat && known_fmt && (has_lo || has_hi) &&
-        (st = sift__js_unsupported(c, has_lo ? "minLength" : "maxLength",
-                                   "'%s' beside 'format' is not supported",
-                                   has_lo ? "minLength" : "maxLength")))
-        return st;
+    if (!pat && known_fmt && (has_lo || has_hi)) {
+        /* lengths every string of the format has already: the format
+         * alone; lengths none of them has: no string */
+        int fmin = 0, fmax = -1;
+        for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+            if (!strcmp(json_string_value(fmt), formats[i].name))
+                fmin = formats[i].min_len, fmax = formats[i].max_len;
+        if ((has_hi && hi < fmin) || (fmax >= 0 && lo > fmax) || (has_hi && hi < lo)) {
+            r->never = 1;
+            return SIFT_OK;
+        }
+        if (lo <= fmin && (!has_hi || (fmax >= 0 && fmax <= hi)))
+            has_lo = has_hi = 0, lo = hi = 0;
+        else if ((st = sift__js_unsupported(c, has_lo ? "minLength" : "maxLength",
+                                            "'%s' beside 'format' is not supported",
+                                            has_lo ? "minLength" : "maxLength")))
+            return st;
+    }
     if (pat) {
         const int64_t lens[3] = {has_lo ? lo : 0, hi, has_hi};
         if (has_hi && hi < lo) {
