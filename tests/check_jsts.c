@@ -67,15 +67,24 @@ static void puts_(buf *b, const char *s)
     put(b, s, strlen(s));
 }
 
-/* The shortest %.Ng spelling of d that reads back as d, with a ".0"
- * when it would otherwise read as an integer. */
+/* The shortest spelling of d that reads back as d, as Python writes a
+ * float: positional from 1e-4 to 1e16 (300.0, 0.001), else with an
+ * exponent (1e+16); a ".0" when it would otherwise read as an integer. */
 static void put_real(buf *b, double d)
 {
-    char t[40];
-    for (int prec = 1; prec <= 17; prec++) {
+    char t[400];
+    int prec = 1;
+    for (; prec < 17; prec++) {
         snprintf(t, sizeof t, "%.*g", prec, d);
         if (strtod(t, NULL) == d)
             break;
+    }
+    double a = fabs(d);
+    if (a != 0 && a >= 1e-4 && a < 1e16) {
+        int decimals = prec - 1 - (int)floor(log10(a));
+        snprintf(t, sizeof t, "%.*f", decimals > 0 ? decimals : 0, d);
+    } else {
+        snprintf(t, sizeof t, "%.*g", prec, d);
     }
     puts_(b, t);
     if (!strpbrk(t, ".eEn"))
