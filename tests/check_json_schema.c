@@ -486,6 +486,17 @@ START_TEST(test_enum_and_const_values_meet_their_sibling_keywords)
           "\"type\":\"integer\"}}},{\"type\":\"integer\",\"multipleOf\":3},{\"type\":[\"string\","
           "\"null\"]}]}}]}",
           good3, bad3);
+    /* draft 7: a $ref ignores its siblings; 2020-12: they apply too */
+    static const char *good5[] = {"\"x\""};
+    static const char *bad5[] = {"1"};
+    CHECK("{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"definitions\":{\"a\":{"
+          "\"type\":\"integer\"}},\"allOf\":[{\"enum\":[1,\"x\"]},{\"not\":{\"$ref\":\"#/"
+          "definitions/a\",\"type\":\"string\"}}]}",
+          good5, bad5);
+    static const char *good6[] = {"\"x\"", "1"};
+    check_texts("{\"definitions\":{\"a\":{\"type\":\"integer\"}},\"allOf\":[{\"enum\":[1,\"x\"]},{"
+                "\"not\":{\"$ref\":\"#/definitions/a\",\"type\":\"string\"}}]}",
+                good6, N(good6), NULL, 0);
     /* a value not decided beside a pattern that only strings take */
     static const char *good4[] = {"1"};
     static const char *bad4[] = {"2"};
@@ -608,6 +619,10 @@ START_TEST(test_multiple_of_an_integer_follows_the_remainders)
     ck_assert_ptr_nonnull(strstr(err.message, "#/multipleOf: 'multipleOf' of a fraction"));
     ck_assert_int_eq(
         convert_err("{\"type\":\"integer\",\"multipleOf\":2,\"maximum\":9}", &sp, &err),
+        SIFT_E_SCHEMA_UNSUPPORTED);
+    /* above 0: 0 itself is out, so not the non-negative multiples */
+    ck_assert_int_eq(
+        convert_err("{\"type\":\"integer\",\"multipleOf\":2,\"exclusiveMinimum\":0}", &sp, &err),
         SIFT_E_SCHEMA_UNSUPPORTED);
 }
 END_TEST

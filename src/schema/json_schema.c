@@ -600,6 +600,8 @@ static sift_status parse(sift__js *c)
         const char *draft =
             json_string_value(json_is_object(c->root) ? json_object_get(c->root, "$schema") : NULL);
         c->int_fraction = !draft || (!strstr(draft, "draft-04") && !strstr(draft, "draft-03"));
+        c->ref_alone =
+            draft && (strstr(draft, "draft-07") || strstr(draft, "draft-06") || !c->int_fraction);
         return SIFT_OK;
     }
     if (json_error_code(&je) == json_error_out_of_memory)

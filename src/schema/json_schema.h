@@ -81,6 +81,8 @@ typedef struct sift__js {
     /* integers may have a zero fraction (1.0): from draft 6 on, so unless
      * the root's $schema names draft 3 or 4 */
     int int_fraction;
+    /* a $ref beside other keywords stands alone (drafts 3 to 7) */
+    int ref_alone;
     void (*warn)(void *, const sift_error *);
     void *warn_user;
     size_t max_grammar;

@@ -739,8 +739,9 @@ sift_status sift__js_gen_number(sift__js *c, const json_t *s, int integer, sift_
         /* the non-negative multiples when the lower bound lies in
          * (-k, 0], and no upper bound */
         int integral = sift__js_integral(json_number_value(mo), &k) && k <= MULTIPLE_MAX;
-        int lo_ok = !bd.has_lo ||
-                    (bd.lo <= 0 && (bd.lo > -(double)k || (bd.lo == -(double)k && bd.lo_excl)));
+        /* 0 meets the bound and -k does not */
+        int lo_ok = !bd.has_lo || ((bd.lo < 0 || (bd.lo == 0 && !bd.lo_excl)) &&
+                                   (bd.lo > -(double)k || (bd.lo == -(double)k && bd.lo_excl)));
         if (integral && k == 1 && !bd.has_lo && !bd.has_hi)
             integer = 1;
         else if (integral && !bd.has_hi && lo_ok)

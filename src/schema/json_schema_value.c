@@ -19,7 +19,8 @@
  *   maxProperties, required, properties, additionalProperties (without
  *   patternProperties), propertyNames, dependentRequired, dependencies,
  *   dependentSchemas, not, allOf, anyOf, oneOf, if / then / else, $ref
- *   (local), format (as an annotation, or a name sift does not know).
+ *   (local; alone under drafts 3 to 7, whose $ref ignores its siblings),
+ *   format (as an annotation, or a name sift does not know).
  *
  * Work: a unit per (schema, value) pair visited, charged to max_work.
  */
@@ -316,6 +317,12 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
         return -1;
     if ((x->st = sift__js_work(x->c, 1)))
         return -1;
+    const json_t *ref = json_object_get(s, "$ref");
+    if (ref && x->c->ref_alone) { /* drafts 3 to 7: the siblings are ignored */
+        const json_t *target =
+            json_is_string(ref) ? sift__js_local_target(x->c, json_string_value(ref)) : NULL;
+        return target ? valid(x, target, v, depth + 1) : -1;
+    }
     int r = 1;
     const char *key;
     json_t *kv;
@@ -400,7 +407,6 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
         if (branch)
             AND(r, valid(x, branch, v, depth + 1));
     }
-    const json_t *ref = json_object_get(s, "$ref");
     if (ref) {
         const json_t *target =
             json_is_string(ref) ? sift__js_local_target(x->c, json_string_value(ref)) : NULL;
