@@ -643,6 +643,38 @@ START_TEST(test_lengths_every_string_of_a_format_has_are_kept)
 }
 END_TEST
 
+/* Every decimal k/1000 (and k/1000 + 0.0005) in [0, 5] against a range
+ * with a fractional bound. */
+static void check_frac_range(const char *schema, double lo, double hi)
+{
+    sift_grammar *g = compile_with(schema, NULL);
+    char text[32];
+    for (int k = 0; k <= 10000; k++) {
+        double v = k / 2000.0;
+        snprintf(text, sizeof text, k % 2 ? "%.4f" : "%.3f", v);
+        ck_assert_msg(accepts(g, text) == (v >= lo && v <= hi), "%s: %s", schema, text);
+    }
+    ck_assert(!accepts(g, "-1") && !accepts(g, "1e0"));
+    sift_grammar_free(g);
+}
+
+START_TEST(test_a_fractional_bound_compares_the_fraction_digit_by_digit)
+{
+    check_frac_range("{\"type\":\"number\",\"minimum\":0.25}", 0.25, 1e9);
+    check_frac_range("{\"type\":\"number\",\"minimum\":1.375,\"maximum\":4}", 1.375, 4);
+    check_frac_range("{\"type\":\"number\",\"minimum\":1,\"maximum\":3.5}", 1, 3.5);
+    check_frac_range("{\"type\":\"number\",\"minimum\":0,\"maximum\":0.125}", 0, 0.125);
+    /* exclusive, negative or two fractional bounds: refused */
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"type\":\"number\",\"exclusiveMinimum\":0.5}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_int_eq(
+        convert_err("{\"type\":\"number\",\"minimum\":0.5,\"maximum\":1.5}", &sp, &err),
+        SIFT_E_SCHEMA_UNSUPPORTED);
+}
+END_TEST
+
 START_TEST(test_format_is_asserted_unless_it_is_an_annotation)
 {
     const char *schema = "{\"type\":\"string\",\"format\":\"date\"}";
@@ -1481,6 +1513,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_one_of_required_name_sets_admits_exactly_one);
     tcase_add_test(tc, test_multiple_of_an_integer_follows_the_remainders);
     tcase_add_test(tc, test_lengths_every_string_of_a_format_has_are_kept);
+    tcase_add_test(tc, test_a_fractional_bound_compares_the_fraction_digit_by_digit);
     tcase_add_test(tc, test_format_is_asserted_unless_it_is_an_annotation);
     tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);

@@ -619,8 +619,113 @@ static int integral(double x)
     return x == floor(x);
 }
 
+/* The shortest decimal spelling of x > 0 that reads back as x, split at
+ * its point: int_part, and the fraction digits in frac (the last one not
+ * 0). 0 when it would need an exponent. */
+static int decimal_parts(double x, uint64_t *int_part, char *frac, size_t cap)
+{
+    char t[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(t, sizeof t, "%.*g", prec, x);
+        if (strtod(t, NULL) == x)
+            break;
+    }
+    const char *dot = strchr(t, '.');
+    if (strpbrk(t, "eEn") || !dot || strlen(dot + 1) + 1 > cap || x >= BOUND_MAX)
+        return 0;
+    *int_part = (uint64_t)floor(x);
+    snprintf(frac, cap, "%s", dot + 1);
+    return 1;
+}
+
+/* Fraction digit strings g (not empty) with 0.g >= 0.f (ge = 1) or
+ * 0.g <= 0.f (ge = 0), f not empty, its last digit not 0: digit by digit,
+ * a larger (smaller) digit settles it; an equal one goes on; past f's
+ * digits any digits (>=) or zeros (<=); ending early is smaller. */
+static sift_status frac_cmp(sift__js *c, sift__js_buf *b, const char *f, int ge, int top)
+{
+    int d = *f - '0', alts = 0;
+    sift_status st = sift__js_puts(c, b, "(");
+    if (!st && !ge && !top)
+        st = sift__js_puts(c, b, "\"\""), alts++;
+    if (!st && (ge ? d < 9 : d > 0))
+        st = sift__js_printf(c, b, "%s[%d-%d] [0-9]*", alts++ ? " | " : "", ge ? d + 1 : 0,
+                             ge ? 9 : d - 1);
+    if (!st)
+        st = sift__js_printf(c, b, "%s\"%d\" ", alts++ ? " | " : "", d);
+    if (!st && f[1])
+        st = frac_cmp(c, b, f + 1, ge, 0);
+    else if (!st)
+        st = sift__js_puts(c, b, ge ? "[0-9]*" : "\"0\"*");
+    return st ? st : sift__js_puts(c, b, ")");
+}
+
+/* A number range with one fractional bound, inclusive and above 0, and
+ * the other bound an integer or absent (a lower one >= 0): minimum 0.5,
+ * or 0 <= x <= 3.5. The fraction is compared digit by digit with the
+ * bound's shortest decimal spelling; a number between that spelling and
+ * the double it stands for reads as that double, so a validator that
+ * compares doubles agrees. Exclusive fractional bounds (where it would
+ * not), negative ones, two fractional ones: *done = 0. */
+static sift_status gen_frac_bound(sift__js *c, const bounds *bd, sift__js_ref *r, int *done)
+{
+    int lo_frac = bd->has_lo && !integral(bd->lo), hi_frac = bd->has_hi && !integral(bd->hi);
+    char frac[40];
+    uint64_t ip;
+    *done = 0;
+    if ((lo_frac && hi_frac) || (lo_frac && (bd->lo_excl || bd->lo <= 0)) ||
+        (hi_frac && (bd->hi_excl || bd->hi <= 0 || !bd->has_lo || bd->lo < 0)) ||
+        !decimal_parts(lo_frac ? bd->lo : bd->hi, &ip, frac, sizeof frac) ||
+        (hi_frac && bd->lo_excl && (uint64_t)bd->lo == ip))
+        return SIFT_OK;
+    if ((lo_frac && bd->has_hi && bd->hi < bd->lo) || (hi_frac && bd->lo > bd->hi)) {
+        r->never = 1; /* an empty range */
+        *done = 1;
+        return SIFT_OK;
+    }
+    sift__js_buf b = {0};
+    sift_status st = SIFT_OK;
+    int alts = 0;
+    if (lo_frac) {
+        /* ip.frac <= x: ip "." (>= frac), then (ip, hi] as integers */
+        st = sift__js_printf(c, &b, "\"%llu\" \".\" ", (unsigned long long)ip);
+        if (!st)
+            st = frac_cmp(c, &b, frac, 1, 1);
+        alts = 1;
+        if (!st && (!bd->has_hi || bd->hi >= (double)ip + 1))
+            st = pos_real(c, &b, ip + 1, 0, bd->has_hi, bd->has_hi ? (uint64_t)bd->hi : 0,
+                          bd->hi_excl, &alts);
+    } else {
+        /* lo <= x <= ip.frac: [lo, ip) with any fraction, then ip with
+         * a fraction <= frac (or none) */
+        uint64_t a = (uint64_t)bd->lo;
+        if (a < ip)
+            st = pos_real(c, &b, a, bd->lo_excl, 1, ip, 1, &alts);
+        if (!st) {
+            st = sift__js_printf(c, &b, "%s\"%llu\" (\".\" ", alts++ ? " | " : "",
+                                 (unsigned long long)ip);
+            if (!st)
+                st = frac_cmp(c, &b, frac, 0, 1);
+            if (!st)
+                st = sift__js_puts(c, &b, ")?");
+        }
+    }
+    if (!st && alts == 0)
+        r->never = 1;
+    else if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    *done = !st;
+    return st;
+}
+
 static sift_status gen_real(sift__js *c, const bounds *bd, sift__js_ref *r)
 {
+    int done = 0;
+    sift_status st0 = SIFT_OK;
+    if (((bd->has_lo && !integral(bd->lo)) || (bd->has_hi && !integral(bd->hi))) &&
+        ((st0 = gen_frac_bound(c, bd, r, &done)) || done))
+        return st0;
     if ((bd->has_lo && !integral(bd->lo)) || (bd->has_hi && !integral(bd->hi))) {
         sift_status st =
             sift__js_unsupported(c, bd->has_lo && !integral(bd->lo) ? "minimum" : "maximum",
