@@ -675,6 +675,19 @@ START_TEST(test_a_fractional_bound_compares_the_fraction_digit_by_digit)
 }
 END_TEST
 
+START_TEST(test_min_properties_one_without_required_means_not_empty)
+{
+    static const char *good[] = {"{\"a\":1}", "{\"b\":1}", "{\"a\":1,\"b\":2}", "{\"c\":3}", "[]"};
+    static const char *bad[] = {"{}"};
+    CHECK("{\"properties\":{\"a\":{},\"b\":{}},\"minProperties\":1}", good, bad);
+    static const char *good2[] = {"{\"b\":1}"};
+    static const char *bad2[] = {"{}", "{\"c\":3}"};
+    CHECK("{\"type\":\"object\",\"properties\":{\"a\":false,\"b\":{}},\"minProperties\":1,"
+          "\"additionalProperties\":false}",
+          good2, bad2);
+}
+END_TEST
+
 START_TEST(test_format_is_asserted_unless_it_is_an_annotation)
 {
     const char *schema = "{\"type\":\"string\",\"format\":\"date\"}";
@@ -1514,6 +1527,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_multiple_of_an_integer_follows_the_remainders);
     tcase_add_test(tc, test_lengths_every_string_of_a_format_has_are_kept);
     tcase_add_test(tc, test_a_fractional_bound_compares_the_fraction_digit_by_digit);
+    tcase_add_test(tc, test_min_properties_one_without_required_means_not_empty);
     tcase_add_test(tc, test_format_is_asserted_unless_it_is_an_annotation);
     tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);
