@@ -1247,6 +1247,18 @@ typedef enum sift_json_unsupported {
     SIFT_JSON_UNSUPPORTED_IGNORE = 1
 } sift_json_unsupported;
 
+/** What the converter makes of the "format" keyword (docs/json-schema.md
+ * lists the formats it can check). */
+typedef enum sift_json_format {
+    /** A format sift checks constrains the string (the default: what a
+     * caller that validates its output expects); a standard format it
+     * cannot check goes through `unsupported`; another name is ignored. */
+    SIFT_JSON_FORMAT_ASSERT = 0,
+    /** Every format is an annotation and constrains nothing (the meaning
+     * JSON Schema 2020-12 gives it by default). */
+    SIFT_JSON_FORMAT_ANNOTATION = 1
+} sift_json_format;
+
 /** Default limits of sift_json_schema_params. */
 #define SIFT_JSON_SCHEMA_DEFAULT_MAX_WHITESPACE 20
 #define SIFT_JSON_SCHEMA_DEFAULT_MAX_SCHEMA_BYTES ((size_t)4 << 20)
@@ -1282,6 +1294,8 @@ typedef struct sift_json_schema_params {
     /** Units of conversion work, >= 1 (default 10^6): one per subschema
      * visited, per rule and per enum value or digit range emitted. */
     int64_t max_work;
+    /** Default SIFT_JSON_FORMAT_ASSERT. Since: 0.3. */
+    sift_json_format format;
 } sift_json_schema_params;
 
 /** Fills `params` with the defaults; NULL is a no-op. Since: 0.2. */

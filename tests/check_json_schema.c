@@ -199,8 +199,9 @@ START_TEST(test_items_min_items_and_max_items_bound_an_array)
     static const char *bad[] = {"[]", "[1,2,3,4]", "[1,\"a\"]", "[1,]"};
     CHECK("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}",
           good, bad);
-    static const char *good2[] = {"[]", "[[],[1]]"};
-    static const char *bad2[] = {"[1]", "{}"};
+    /* without "type", items constrains arrays alone */
+    static const char *good2[] = {"[]", "[[],[1]]", "{}", "1", "\"x\""};
+    static const char *bad2[] = {"[1]"};
     CHECK("{\"items\":{\"type\":\"array\"}}", good2, bad2);
 }
 END_TEST
@@ -315,8 +316,8 @@ START_TEST(test_merged_additional_properties_and_items_see_their_own_member)
      * members declare, and a required one then admits no object */
     sift_json_schema_params sp = compact();
     sift_error err;
-    ck_assert_int_eq(convert_err("{\"allOf\":[{\"properties\":{\"a\":{}},\"required\":[\"a\"]}],"
-                                 "\"additionalProperties\":false}",
+    ck_assert_int_eq(convert_err("{\"type\":\"object\",\"allOf\":[{\"properties\":{\"a\":{}},"
+                                 "\"required\":[\"a\"]}],\"additionalProperties\":false}",
                                  &sp, &err),
                      SIFT_E_SCHEMA_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(err.message, "admits no value"));
@@ -428,9 +429,287 @@ START_TEST(test_ref_targets_admitting_no_value_remove_their_references)
     static const char *good[] = {"1", "[]"};
     static const char *bad[] = {"{\"b\":1}", "{}", "[{\"b\":1}]"};
     CHECK("{\"anyOf\":[{\"$ref\":\"#/$defs/n\"},{\"type\":\"integer\"},{\"type\":\"array\","
-          "\"items\":{\"$ref\":\"#/$defs/n\"}}],\"$defs\":{\"n\":{\"properties\":{\"a\":{}},"
+          "\"items\":{\"$ref\":\"#/$defs/"
+          "n\"}}],\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"a\":{}},"
           "\"required\":[\"b\"],\"additionalProperties\":false}}}",
           good, bad);
+}
+END_TEST
+
+START_TEST(test_a_keyword_constrains_its_own_type_only)
+{
+    static const char *good[] = {"5", "null", "{}", "\"ab\"", "[]"};
+    static const char *bad[] = {"\"a\"", "\"\""};
+    CHECK("{\"minLength\":2}", good, bad);
+    static const char *good2[] = {"{\"a\":1}", "\"x\"", "true"};
+    static const char *bad2[] = {"{}", "{\"b\":1}"};
+    CHECK("{\"required\":[\"a\"]}", good2, bad2);
+    /* 1.0 is an integer, bounded or not */
+    static const char *good3[] = {"1", "1.0", "-3.00", "0.0"};
+    static const char *bad3[] = {"1.5", "1.", "1.01"};
+    CHECK("{\"type\":\"integer\"}", good3, bad3);
+    static const char *good4[] = {"2", "2.0", "4.000"};
+    static const char *bad4[] = {"1.0", "5.0", "2.5"};
+    CHECK("{\"type\":\"integer\",\"minimum\":2,\"maximum\":4}", good4, bad4);
+    /* not under draft 4 */
+    static const char *good5[] = {"{\"a\":1,\"b\":2}"};
+    static const char *bad5[] = {"{\"a\":1.0}", "{\"b\":2.0}"};
+    CHECK("{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"properties\":{\"a\":{"
+          "\"type\":\"integer\"},\"b\":{\"type\":\"integer\",\"minimum\":1}}}",
+          good5, bad5);
+}
+END_TEST
+
+START_TEST(test_enum_and_const_values_meet_their_sibling_keywords)
+{
+    static const char *good[] = {"\"abc\"", "7"};
+    static const char *bad[] = {"\"a\"", "3"};
+    CHECK("{\"enum\":[\"a\",\"abc\",3,7],\"minLength\":2,\"minimum\":5}", good, bad);
+    static const char *good2[] = {"{\"a\":1,\"b\":2}"};
+    static const char *bad2[] = {"{\"a\":1}"};
+    CHECK("{\"allOf\":[{\"enum\":[{\"a\":1},{\"a\":1,\"b\":2}]},{\"required\":[\"b\"]}]}", good2,
+          bad2);
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"const\":3,\"minimum\":5}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "admits no value"));
+    ck_assert_int_eq(convert_err("{\"enum\":[\"a\"],\"pattern\":\"b\"}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/enum: a value of 'enum' that the keywords"));
+    /* not, properties, anyOf, items ... decide each value */
+    static const char *good3[] = {"[1,2]", "{\"a\":\"x\"}", "4"};
+    static const char *bad3[] = {"[1,2,3]", "{\"a\":1}", "3", "\"s\"", "null"};
+    CHECK("{\"allOf\":[{\"enum\":[[1,2],[1,2,3],{\"a\":\"x\"},{\"a\":1},3,4,\"s\",null]},{\"not\":{"
+          "\"anyOf\":[{\"type\":\"array\",\"minItems\":3},{\"type\":\"object\",\"properties\":{"
+          "\"a\":{"
+          "\"type\":\"integer\"}}},{\"type\":\"integer\",\"multipleOf\":3},{\"type\":[\"string\","
+          "\"null\"]}]}}]}",
+          good3, bad3);
+    /* draft 7: a $ref ignores its siblings; 2020-12: they apply too */
+    static const char *good5[] = {"\"x\""};
+    static const char *bad5[] = {"1"};
+    CHECK("{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"definitions\":{\"a\":{"
+          "\"type\":\"integer\"}},\"allOf\":[{\"enum\":[1,\"x\"]},{\"not\":{\"$ref\":\"#/"
+          "definitions/a\",\"type\":\"string\"}}]}",
+          good5, bad5);
+    static const char *good6[] = {"\"x\"", "1"};
+    check_texts("{\"definitions\":{\"a\":{\"type\":\"integer\"}},\"allOf\":[{\"enum\":[1,\"x\"]},{"
+                "\"not\":{\"$ref\":\"#/definitions/a\",\"type\":\"string\"}}]}",
+                good6, N(good6), NULL, 0);
+    /* a value not decided beside a pattern that only strings take */
+    static const char *good4[] = {"1"};
+    static const char *bad4[] = {"2"};
+    CHECK("{\"enum\":[1,2],\"pattern\":\"b\",\"not\":{\"const\":2.0}}", good4, bad4);
+}
+END_TEST
+
+START_TEST(test_a_pattern_with_lengths_keeps_both)
+{
+    static const char *good[] = {"\"ab\"", "\"abc\""};
+    static const char *bad[] = {"\"a\"", "\"abcd\"", "\"aB\""};
+    CHECK("{\"type\":\"string\",\"pattern\":\"^[a-z]+$\",\"minLength\":2,\"maxLength\":3}", good,
+          bad);
+    /* a repeated part two characters long, and an unanchored side */
+    static const char *good2[] = {"\"x12\"", "\"x1234\""};
+    static const char *bad2[] = {"\"x\"", "\"x123456\"", "\"x123\""};
+    CHECK("{\"type\":\"string\",\"pattern\":\"^x(?:[0-9]{2})*$\",\"minLength\":2,\"maxLength\":"
+          "6}",
+          good2, bad2);
+    static const char *good3[] = {"\"q\"", "\"\\nq\"", "\"\u00e9aq\""};
+    static const char *bad3[] = {"\"abcq\"", "\"qa\""};
+    CHECK("{\"type\":\"string\",\"pattern\":\"q$\",\"maxLength\":3}", good3, bad3);
+    /* two parts of varying length: refused at the length keyword */
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"pattern\":\"^a+b+$\",\"maxLength\":4}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/maxLength: pattern:"));
+}
+END_TEST
+
+START_TEST(test_dependencies_make_names_required_with_their_trigger)
+{
+    static const char *good[] = {"{}", "{\"b\":1}", "{\"b\":1,\"a\":2}", "3"};
+    static const char *bad[] = {"{\"a\":2}", "{\"a\":2,\"c\":1}"};
+    CHECK("{\"dependentRequired\":{\"a\":[\"b\"]}}", good, bad);
+    CHECK("{\"dependencies\":{\"a\":[\"b\"]}}", good, bad);
+    /* a schema dependency applies with its trigger only */
+    static const char *good2[] = {"{\"b\":\"x\"}", "{\"a\":1,\"b\":2}", "{}"};
+    static const char *bad2[] = {"{\"a\":1,\"b\":\"x\"}", "{\"a\":1}"};
+    CHECK("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependentSchemas\":{\"a\":{"
+          "\"properties\":{\"b\":{\"type\":\"integer\"}},\"required\":[\"b\"]}}}",
+          good2, bad2);
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"dependentRequired\":{\"a\":[\"b\"],\"b\":[],\"c\":[],\"d\":[],"
+                                 "\"e\":[]}}",
+                                 &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/dependentRequired: more than 4"));
+}
+END_TEST
+
+START_TEST(test_not_of_simple_shapes_is_its_complement)
+{
+    static const char *good[] = {"1", "{}", "null", "[]"};
+    static const char *bad[] = {"\"a\"", "true"};
+    CHECK("{\"not\":{\"type\":[\"string\",\"boolean\"]}}", good, bad);
+    /* a keyword of one type: its negation admits that type only */
+    static const char *good2[] = {"\"ab\"", "\"\""};
+    static const char *bad2[] = {"\"abc\"", "1", "null"};
+    CHECK("{\"not\":{\"minLength\":3}}", good2, bad2);
+    static const char *good3[] = {"{\"a\":1}", "{\"b\":1}", "{}"};
+    static const char *bad3[] = {"{\"a\":1,\"b\":2}", "[]"};
+    CHECK("{\"properties\":{\"a\":{},\"b\":{}},\"not\":{\"required\":[\"a\",\"b\"]}}", good3, bad3);
+    /* not anyOf: none of them; two nots in allOf; not not */
+    static const char *good4[] = {"[]", "{}"};
+    static const char *bad4[] = {"1", "\"x\"", "null", "true"};
+    CHECK(
+        "{\"allOf\":[{\"not\":{\"anyOf\":[{\"type\":\"number\"},{\"type\":\"string\"}]}},{\"not\":{"
+        "\"type\":\"null\"}}],\"not\":{\"not\":{\"type\":[\"object\",\"array\",\"string\"]}}}",
+        good4, bad4);
+    static const char *good5[] = {"6", "70"};
+    static const char *bad5[] = {"5", "-1", "\"x\""};
+    CHECK("{\"type\":\"integer\",\"not\":{\"maximum\":5}}", good5, bad5);
+    /* not integer would need the numbers with a fraction: refused */
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"not\":{\"type\":\"integer\"}}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/not: 'not' is not supported"));
+}
+END_TEST
+
+START_TEST(test_one_of_required_name_sets_admits_exactly_one)
+{
+    static const char *good[] = {"{\"a\":1}", "{\"b\":true,\"c\":0}"};
+    static const char *bad[] = {"{\"a\":1,\"b\":true}", "{}", "{\"c\":0}", "1", "{\"a\":\"x\"}"};
+    CHECK("{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{},\"c\":{}},\"oneOf\":[{"
+          "\"required\":[\"a\"]},{\"required\":[\"b\"]}]}",
+          good, bad);
+    /* a set inside another: the larger one is never alone */
+    static const char *good2[] = {"{\"x\":1}"};
+    static const char *bad2[] = {"{\"x\":1,\"y\":2}", "{\"y\":2}"};
+    CHECK("{\"properties\":{\"x\":{},\"y\":{}},\"oneOf\":[{\"required\":[\"x\"]},{\"required\":["
+          "\"x\","
+          "\"y\"]}]}",
+          good2, bad2);
+}
+END_TEST
+
+START_TEST(test_multiple_of_an_integer_follows_the_remainders)
+{
+    char text[32];
+    sift_grammar *g = compile_with("{\"type\":\"integer\",\"multipleOf\":7}", NULL);
+    for (int v = -300; v <= 300; v++) {
+        snprintf(text, sizeof text, "%d", v);
+        ck_assert_msg(accepts(g, text) == (v % 7 == 0), "%d", v);
+    }
+    ck_assert(accepts(g, "14.00"));
+    ck_assert(!accepts(g, "14.5") && !accepts(g, "007"));
+    sift_grammar_free(g);
+    static const char *good[] = {"0", "12", "\"x\"", "6.0"};
+    static const char *bad[] = {"-6", "13", "6.5"};
+    CHECK("{\"multipleOf\":6,\"minimum\":0}", good, bad);
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"type\":\"number\",\"multipleOf\":0.01}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/multipleOf: 'multipleOf' of a fraction"));
+    ck_assert_int_eq(
+        convert_err("{\"type\":\"integer\",\"multipleOf\":2,\"maximum\":9}", &sp, &err),
+        SIFT_E_SCHEMA_UNSUPPORTED);
+    /* above 0: 0 itself is out, so not the non-negative multiples */
+    ck_assert_int_eq(
+        convert_err("{\"type\":\"integer\",\"multipleOf\":2,\"exclusiveMinimum\":0}", &sp, &err),
+        SIFT_E_SCHEMA_UNSUPPORTED);
+}
+END_TEST
+
+START_TEST(test_lengths_every_string_of_a_format_has_are_kept)
+{
+    static const char *good[] = {"\"2024-01-31\"", "[]"};
+    static const char *bad[] = {"\"2024-01-32\"", "\"x\""};
+    CHECK("{\"anyOf\":[{\"type\":\"string\",\"format\":\"date\",\"minLength\":1,\"maxLength\":10},{"
+          "\"type\":\"array\"},{\"type\":\"string\",\"format\":\"uuid\",\"maxLength\":35}]}",
+          good, bad);
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(
+        convert_err("{\"type\":\"string\",\"format\":\"ipv4\",\"maxLength\":12}", &sp, &err),
+        SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.message, "#/maxLength: 'maxLength' beside 'format'"));
+}
+END_TEST
+
+/* Every decimal k/1000 (and k/1000 + 0.0005) in [0, 5] against a range
+ * with a fractional bound. */
+static void check_frac_range(const char *schema, double lo, double hi)
+{
+    sift_grammar *g = compile_with(schema, NULL);
+    char text[32];
+    for (int k = 0; k <= 10000; k++) {
+        double v = k / 2000.0;
+        snprintf(text, sizeof text, k % 2 ? "%.4f" : "%.3f", v);
+        ck_assert_msg(accepts(g, text) == (v >= lo && v <= hi), "%s: %s", schema, text);
+    }
+    ck_assert(!accepts(g, "-1") && !accepts(g, "1e0"));
+    sift_grammar_free(g);
+}
+
+START_TEST(test_a_fractional_bound_compares_the_fraction_digit_by_digit)
+{
+    check_frac_range("{\"type\":\"number\",\"minimum\":0.25}", 0.25, 1e9);
+    check_frac_range("{\"type\":\"number\",\"minimum\":1.375,\"maximum\":4}", 1.375, 4);
+    check_frac_range("{\"type\":\"number\",\"minimum\":1,\"maximum\":3.5}", 1, 3.5);
+    check_frac_range("{\"type\":\"number\",\"minimum\":0,\"maximum\":0.125}", 0, 0.125);
+    /* exclusive, negative or two fractional bounds: refused */
+    sift_json_schema_params sp = compact();
+    sift_error err;
+    ck_assert_int_eq(convert_err("{\"type\":\"number\",\"exclusiveMinimum\":0.5}", &sp, &err),
+                     SIFT_E_SCHEMA_UNSUPPORTED);
+    ck_assert_int_eq(
+        convert_err("{\"type\":\"number\",\"minimum\":0.5,\"maximum\":1.5}", &sp, &err),
+        SIFT_E_SCHEMA_UNSUPPORTED);
+}
+END_TEST
+
+START_TEST(test_min_properties_one_without_required_means_not_empty)
+{
+    static const char *good[] = {"{\"a\":1}", "{\"b\":1}", "{\"a\":1,\"b\":2}", "{\"c\":3}", "[]"};
+    static const char *bad[] = {"{}"};
+    CHECK("{\"properties\":{\"a\":{},\"b\":{}},\"minProperties\":1}", good, bad);
+    static const char *good2[] = {"{\"b\":1}"};
+    static const char *bad2[] = {"{}", "{\"c\":3}"};
+    CHECK("{\"type\":\"object\",\"properties\":{\"a\":false,\"b\":{}},\"minProperties\":1,"
+          "\"additionalProperties\":false}",
+          good2, bad2);
+}
+END_TEST
+
+START_TEST(test_format_is_asserted_unless_it_is_an_annotation)
+{
+    const char *schema = "{\"type\":\"string\",\"format\":\"date\"}";
+    sift_json_schema_params sp = compact();
+    sift_grammar *g = compile_with(schema, &sp);
+    ck_assert(accepts(g, "\"2024-02-29\""));
+    ck_assert(!accepts(g, "\"tomorrow\""));
+    sift_grammar_free(g);
+    sp.format = SIFT_JSON_FORMAT_ANNOTATION;
+    g = compile_with(schema, &sp);
+    ck_assert(accepts(g, "\"tomorrow\""));
+    ck_assert(!accepts(g, "1"));
+    sift_grammar_free(g);
+    /* a format sift cannot check is no refusal either */
+    char *out = NULL;
+    size_t n = 0;
+    sift_error err;
+    ck_assert_int_eq(sift_json_schema_to_gbnf(&out, &n, "{\"format\":\"iri\"}", 16, &sp, &err),
+                     SIFT_OK);
+    sift_json_schema_free_gbnf(out, &sp);
+    sp.format = (sift_json_format)2;
+    ck_assert_int_eq(sift_json_schema_to_gbnf(&out, &n, "{}", 2, &sp, &err), SIFT_E_ARG);
 }
 END_TEST
 
@@ -675,7 +954,7 @@ END_TEST
 
 START_TEST(test_unsupported_keywords_name_their_pointer_and_place)
 {
-    check_error("{\"properties\": {\n  \"a\": {\"not\": {\"type\": \"null\"}}}}",
+    check_error("{\"properties\": {\n  \"a\": {\"not\": {\"enum\": [null]}}}}",
                 SIFT_E_SCHEMA_UNSUPPORTED,
                 "s.json:2:16: #/properties/a/not: 'not' is not supported", 2, 16);
     check_error("{\"items\": {\"type\": \"array\", \"uniqueItems\": true}}",
@@ -689,7 +968,8 @@ START_TEST(test_one_of_whose_alternatives_may_overlap_is_refused)
     check_error(
         "{\"oneOf\": [{\"type\": \"integer\"}, {\"type\": \"number\"}]}", SIFT_E_SCHEMA_UNSUPPORTED,
         "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1, 11);
-    check_error("{\"oneOf\": [{\"required\": [\"r\"]}, {\"required\": [\"w\"]}]}",
+    /* one of two name sets that differ in two names each */
+    check_error("{\"oneOf\": [{\"required\": [\"r\", \"s\"]}, {\"required\": [\"w\", \"x\"]}]}",
                 SIFT_E_SCHEMA_UNSUPPORTED,
                 "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
                 11);
@@ -709,9 +989,11 @@ END_TEST
 
 START_TEST(test_pattern_or_format_beside_lengths_or_each_other_is_refused)
 {
-    check_error("{\"type\": \"string\", \"pattern\": \"^a+$\", \"minLength\": 2}",
+    check_error("{\"type\": \"string\", \"pattern\": \"^a+b+$\", \"minLength\": 3}",
                 SIFT_E_SCHEMA_UNSUPPORTED,
-                "s.json:1:52: #/minLength: 'minLength' beside 'pattern' is not supported", 1, 52);
+                "s.json:1:54: #/minLength: pattern:5: minLength / maxLength beside a pattern whose "
+                "length varies in more than one repetition of a fixed-length part",
+                1, 54);
     check_error("{\"type\": \"string\", \"format\": \"email\", \"maxLength\": 20}",
                 SIFT_E_SCHEMA_UNSUPPORTED,
                 "s.json:1:52: #/maxLength: 'maxLength' beside 'format' is not supported", 1, 52);
@@ -792,9 +1074,10 @@ START_TEST(test_the_ignore_policy_warns_once_per_keyword_and_drops_it)
     sp.warn = count_warning;
     n_warnings = 0;
     sift_grammar *g =
-        compile_with("{\"type\":\"integer\",\"multipleOf\":3,\"not\":{\"const\":4}}", &sp);
+        compile_with("{\"type\":\"integer\",\"multipleOf\":0.5,\"not\":{\"const\":4}}", &sp);
     ck_assert_int_eq(n_warnings, 2);
-    ck_assert_str_eq(last_warning, "schema:1:32: #/multipleOf: 'multipleOf' is not supported");
+    ck_assert_str_eq(last_warning, "schema:1:32: #/multipleOf: 'multipleOf' of a fraction or over "
+                                   "1000 is not supported");
     ck_assert(accepts(g, "4"));
     sift_grammar_free(g);
 }
@@ -817,11 +1100,12 @@ START_TEST(test_the_ignore_policy_approximates_inexact_schemas_with_a_warning)
     sift_grammar_free(g);
     /* the pattern wins over minLength */
     n_warnings = 0;
-    g = compile_with("{\"type\":\"string\",\"pattern\":\"^a+$\",\"minLength\":2}", &sp);
+    g = compile_with("{\"type\":\"string\",\"pattern\":\"^a+b+$\",\"minLength\":3}", &sp);
     ck_assert_int_eq(n_warnings, 1);
-    ck_assert_str_eq(last_warning,
-                     "schema:1:47: #/minLength: 'minLength' beside 'pattern' is not supported");
-    ck_assert(accepts(g, "\"a\""));
+    ck_assert_str_eq(last_warning, "schema:1:49: #/minLength: pattern:5: minLength / maxLength "
+                                   "beside a pattern whose length varies in more than one "
+                                   "repetition of a fixed-length part");
+    ck_assert(accepts(g, "\"ab\""));
     sift_grammar_free(g);
     /* a key matching the pattern also passes as an additional property */
     n_warnings = 0;
@@ -1234,6 +1518,17 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_patterns_matching_declared_names_are_refused);
     tcase_add_test(tc, test_uri_formats_follow_rfc_3986);
     tcase_add_test(tc, test_length_counted_strings_admit_no_surrogate_escapes);
+    tcase_add_test(tc, test_a_keyword_constrains_its_own_type_only);
+    tcase_add_test(tc, test_enum_and_const_values_meet_their_sibling_keywords);
+    tcase_add_test(tc, test_a_pattern_with_lengths_keeps_both);
+    tcase_add_test(tc, test_dependencies_make_names_required_with_their_trigger);
+    tcase_add_test(tc, test_not_of_simple_shapes_is_its_complement);
+    tcase_add_test(tc, test_one_of_required_name_sets_admits_exactly_one);
+    tcase_add_test(tc, test_multiple_of_an_integer_follows_the_remainders);
+    tcase_add_test(tc, test_lengths_every_string_of_a_format_has_are_kept);
+    tcase_add_test(tc, test_a_fractional_bound_compares_the_fraction_digit_by_digit);
+    tcase_add_test(tc, test_min_properties_one_without_required_means_not_empty);
+    tcase_add_test(tc, test_format_is_asserted_unless_it_is_an_annotation);
     tcase_add_test(tc, test_ref_targets_admitting_no_value_remove_their_references);
     tcase_add_test(tc, test_integer_bounds_beyond_the_digit_grammars_are_refused);
     tcase_add_test(tc, test_a_long_all_of_chain_is_bounded_by_max_work);

@@ -92,6 +92,10 @@ typedef struct rx {
     size_t at;       /* offset of the node being emitted, for limit errors */
     int raw;         /* raw text (the regex source), not JSON string content */
     const char *src; /* "pattern" or "regex": the name in messages */
+    /* the string lengths (code points) the output must keep to, with
+     * len_on: lo..hi (hi = UINT64_MAX: no upper bound) */
+    int len_on;
+    uint64_t len_lo, len_hi;
     sift_status st;
     sift_error *err;
 } rx;
@@ -1282,6 +1286,143 @@ static int emit_any_star(rx *r, rx_cost *c)
     return 1;
 }
 
+/* ------------------------------------------------------------------ */
+/* Lengths: a pattern beside minLength / maxLength                     */
+/* ------------------------------------------------------------------ */
+
+#define LEN_INF UINT64_MAX
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > LEN_INF - b ? LEN_INF : a + b;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    return a && b > LEN_INF / a ? LEN_INF : a * b;
+}
+
+/* The fewest and most code points a string matching node `id` has. */
+static void len_range(const rx *r, uint32_t id, uint64_t *lo, uint64_t *hi)
+{
+    const rx_node *nd = &r->nodes[id];
+    *lo = *hi = 0;
+    switch (nd->kind) {
+    case N_SET: *lo = *hi = 1; return;
+    case N_CAT:
+    case N_ALT:
+        for (uint32_t k = 0; k < nd->n; k++) {
+            uint64_t a, b;
+            len_range(r, r->kids[nd->first + k], &a, &b);
+            if (nd->kind == N_CAT) {
+                *lo = sat_add(*lo, a), *hi = sat_add(*hi, b);
+            } else {
+                *lo = k == 0 || a < *lo ? a : *lo;
+                *hi = b > *hi ? b : *hi;
+            }
+        }
+        return;
+    case N_REP: {
+        uint64_t a, b;
+        len_range(r, nd->first, &a, &b);
+        *lo = sat_mul(a, nd->min);
+        *hi = nd->max == UINT32_MAX ? (b ? LEN_INF : 0) : sat_mul(b, nd->max);
+        return;
+    }
+    default: return; /* anchors */
+    }
+}
+
+/* Fits the top-level alternative ids[0..n) (anchored at the start with
+ * bol, at the end with eol) to the lengths len_lo..len_hi. Its lengths
+ * may already lie inside them; else exactly one part of it may vary in
+ * length, a repetition of a part of fixed length w (an unanchored side
+ * is "any character" repeated), whose counts are then narrowed to those
+ * that give a length inside: side[0] / side[1] get the counts of the
+ * unanchored start / end (UINT32_MAX twice when not narrowed). 0 with
+ * r->st set when the lengths cannot be kept this way. */
+static int fit_lengths(rx *r, const uint32_t *ids, size_t n, int bol, int eol, uint32_t side[2][2])
+{
+    uint64_t lo = 0, hi = 0, fixed = 0, w = 1, m = 0, x = LEN_INF;
+    size_t var = SIZE_MAX;
+    int n_var = 0;
+    side[0][0] = side[0][1] = side[1][0] = side[1][1] = UINT32_MAX;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t a, b;
+        len_range(r, ids[k], &a, &b);
+        lo = sat_add(lo, a), hi = sat_add(hi, b);
+        if (a == b)
+            fixed = sat_add(fixed, a);
+        else
+            n_var++, var = k;
+    }
+    if (!bol)
+        n_var++, hi = LEN_INF, var = n;
+    if (!eol)
+        n_var++, hi = LEN_INF, var = n + 1;
+    if (lo >= r->len_lo && hi <= r->len_hi)
+        return 1; /* the lengths hold already */
+    const rx_node *nd = var < n ? &r->nodes[ids[var]] : NULL;
+    if (nd && nd->kind == N_REP) {
+        uint64_t a, b;
+        len_range(r, nd->first, &a, &b);
+        w = a == b ? a : 0;
+        m = nd->min;
+        x = nd->max == UINT32_MAX ? LEN_INF : nd->max;
+    }
+    if (n_var != 1 || (nd && (nd->kind != N_REP || w == 0))) {
+        fail(r, nd ? nd->off : 0, SIFT_E_SCHEMA_UNSUPPORTED,
+             "minLength / maxLength beside a pattern whose length varies in more than one "
+             "repetition of a fixed-length part");
+        return 0;
+    }
+    /* lengths fixed + k w, k in m..x: keep those in len_lo..len_hi */
+    uint64_t kmin = r->len_lo > fixed ? (r->len_lo - fixed + w - 1) / w : 0;
+    uint64_t kmax = r->len_hi == LEN_INF ? LEN_INF
+                    : r->len_hi < fixed  ? 0
+                                         : (r->len_hi - fixed) / w;
+    if (kmin < m)
+        kmin = m;
+    if (kmax > x)
+        kmax = x;
+    if (r->len_hi < fixed || kmin > kmax || kmin >= UINT32_MAX ||
+        (kmax != LEN_INF && kmax >= UINT32_MAX)) {
+        fail(r, nd ? nd->off : 0, SIFT_E_SCHEMA_UNSUPPORTED,
+             "no string of the lengths minLength / maxLength allow matches the pattern this way");
+        return 0;
+    }
+    uint32_t k0 = (uint32_t)kmin, k1 = kmax == LEN_INF ? UINT32_MAX : (uint32_t)kmax;
+    if (nd) {
+        r->nodes[ids[var]].min = k0;
+        r->nodes[ids[var]].max = k1;
+    } else {
+        side[var - n][0] = k0;
+        side[var - n][1] = k1;
+    }
+    return 1;
+}
+
+/* "Any JSON string character" repeated k0..k1 times (k1 = UINT32_MAX:
+ * unbounded): an unanchored side narrowed by fit_lengths. */
+static int emit_any_rep(rx *r, uint32_t k0, uint32_t k1, rx_cost *c, unsigned depth)
+{
+    size_t start = r->n_rng;
+    if (!add_range(r, 0, RX_MAX_CP))
+        return 0;
+    uint32_t set = new_node(r, N_SET, r->at);
+    if (set == UINT32_MAX)
+        return 0;
+    r->nodes[set].first = (uint32_t)(start / 2);
+    r->nodes[set].n = 1;
+    uint32_t rep = new_node(r, N_REP, r->at);
+    if (rep == UINT32_MAX)
+        return 0;
+    r->nodes[rep].first = set;
+    r->nodes[rep].min = k0;
+    r->nodes[rep].max = k1;
+    return emit(r, rep, c, depth);
+}
+
 /* One top-level alternative: anchors stripped from its ends; a lone
  * group inside is opened so that its own alternatives are top level. */
 static int emit_branch(rx *r, uint32_t id, int bol, int eol, int *first, rx_cost *total,
@@ -1308,6 +1449,9 @@ static int emit_branch(rx *r, uint32_t id, int bol, int eol, int *first, rx_cost
                 return 0;
         return 1;
     }
+    uint32_t side[2][2] = {{UINT32_MAX, UINT32_MAX}, {UINT32_MAX, UINT32_MAX}};
+    if (r->len_on && !fit_lengths(r, ids, n, bol, eol, side))
+        return 0;
     if (!*first && !puts_(r, " | "))
         return 0;
     *first = 0;
@@ -1315,7 +1459,9 @@ static int emit_branch(rx *r, uint32_t id, int bol, int eol, int *first, rx_cost
     r->at = nd->off;
     total->elems++; /* its ALT or END */
     if (!bol) {
-        if (!emit_any_star(r, &c) || (n > 0 && !puts_(r, " ")))
+        if (!(side[0][0] == UINT32_MAX ? emit_any_star(r, &c)
+                                       : emit_any_rep(r, side[0][0], side[0][1], &c, depth + 1)) ||
+            (n > 0 && !puts_(r, " ")))
             return 0;
         cost_add(total, &c);
     }
@@ -1326,7 +1472,9 @@ static int emit_branch(rx *r, uint32_t id, int bol, int eol, int *first, rx_cost
     }
     if (!eol && (bol || n > 0)) {
         r->at = nd->off;
-        if (!puts_(r, " ") || !emit_any_star(r, &c))
+        if (!puts_(r, " ") ||
+            !(side[1][0] == UINT32_MAX ? emit_any_star(r, &c)
+                                       : emit_any_rep(r, side[1][0], side[1][1], &c, depth + 1)))
             return 0;
         cost_add(total, &c);
     }
@@ -1344,7 +1492,8 @@ static void rx_free(rx *r)
 /* Both translations: JSON string content, unanchored (raw = 0), or raw
  * text that must match as a whole (raw = 1). */
 static sift_status translate(const sift__alloc *al, const char *pattern, size_t len, size_t max_out,
-                             int raw, char **out, size_t *out_len, sift_error *err)
+                             int raw, const uint64_t *lengths, char **out, size_t *out_len,
+                             sift_error *err)
 {
     if (out)
         *out = NULL;
@@ -1361,6 +1510,11 @@ static sift_status translate(const sift__alloc *al, const char *pattern, size_t 
     r.err = err;
     r.raw = raw;
     r.src = raw ? "regex" : "pattern";
+    if (lengths) {
+        r.len_on = 1;
+        r.len_lo = lengths[0];
+        r.len_hi = lengths[1];
+    }
     size_t bad = 0;
     if (!sift__utf8_valid(r.s, r.n, &bad)) {
         sift_status st = fail(&r, bad, SIFT_E_SCHEMA_SYNTAX, "invalid UTF-8");
@@ -1391,11 +1545,19 @@ static sift_status translate(const sift__alloc *al, const char *pattern, size_t 
 sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const char *pattern, size_t len,
                                      size_t max_out, char **out, size_t *out_len, sift_error *err)
 {
-    return translate(al, pattern, len, max_out, 0, out, out_len, err);
+    return translate(al, pattern, len, max_out, 0, NULL, out, out_len, err);
+}
+
+sift_status sift__json_regex_to_gbnf_len(const sift__alloc *al, const char *pattern, size_t len,
+                                         uint64_t min_len, uint64_t max_len, size_t max_out,
+                                         char **out, size_t *out_len, sift_error *err)
+{
+    const uint64_t lengths[2] = {min_len, max_len};
+    return translate(al, pattern, len, max_out, 0, lengths, out, out_len, err);
 }
 
 sift_status sift__regex_to_gbnf(const sift__alloc *al, const char *regex, size_t len,
                                 size_t max_out, char **out, size_t *out_len, sift_error *err)
 {
-    return translate(al, regex, len, max_out, 1, out, out_len, err);
+    return translate(al, regex, len, max_out, 1, NULL, out, out_len, err);
 }

@@ -20,6 +20,17 @@ SIFT__HIDDEN sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const c
                                                   size_t len, size_t max_out, char **out,
                                                   size_t *out_len, sift_error *err);
 
+/* The same translation for strings whose length is also bounded: only
+ * strings of min_len..max_len code points (max_len = UINT64_MAX: no upper
+ * bound) are matched. Exact when the pattern's matches have such lengths
+ * already, or when one part of each top-level alternative varies in
+ * length (a repetition of a fixed-length part, or an unanchored side);
+ * else SIFT_E_SCHEMA_UNSUPPORTED. */
+SIFT__HIDDEN sift_status sift__json_regex_to_gbnf_len(const sift__alloc *al, const char *pattern,
+                                                      size_t len, uint64_t min_len,
+                                                      uint64_t max_len, size_t max_out, char **out,
+                                                      size_t *out_len, sift_error *err);
+
 /* The same dialect as the regex source (sift_grammar_from_regex): the expression matches raw
  * text (every code point as itself, no JSON encoding) that the regex matches as a whole (both ends
  * anchored; ^ and $ at the ends of a top-level alternative change nothing). Same statuses and

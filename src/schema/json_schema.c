@@ -424,6 +424,8 @@ static sift_status read_params(sift_json_schema_params *pp, const sift_json_sche
         pp->unsupported != SIFT_JSON_UNSUPPORTED_IGNORE)
         return sift__fail(err, SIFT_E_ARG, "params->unsupported is %d (0 or 1)",
                           (int)pp->unsupported);
+    if (pp->format != SIFT_JSON_FORMAT_ASSERT && pp->format != SIFT_JSON_FORMAT_ANNOTATION)
+        return sift__fail(err, SIFT_E_ARG, "params->format is %d (0 or 1)", (int)pp->format);
     if (pp->max_work < 1)
         return sift__fail(err, SIFT_E_ARG, "params->max_work must be >= 1");
     return SIFT_OK;
@@ -594,8 +596,14 @@ static sift_status parse(sift__js *c)
 {
     json_error_t je;
     c->root = json_loadb(c->text, c->len, JSON_DECODE_ANY, &je);
-    if (c->root)
+    if (c->root) {
+        const char *draft =
+            json_string_value(json_is_object(c->root) ? json_object_get(c->root, "$schema") : NULL);
+        c->int_fraction = !draft || (!strstr(draft, "draft-04") && !strstr(draft, "draft-03"));
+        c->ref_alone =
+            draft && (strstr(draft, "draft-07") || strstr(draft, "draft-06") || !c->int_fraction);
         return SIFT_OK;
+    }
     if (json_error_code(&je) == json_error_out_of_memory)
         return sift__fail(c->err, SIFT_E_NOMEM, "%s: out of memory parsing the schema", c->source);
     sift_status st = unholdable(c, &je);
@@ -688,6 +696,7 @@ sift_status sift__json_schema_to_gbnf_work(char **out, size_t *out_len, const ch
     c.max_ws = pp.max_whitespace;
     c.strict = pp.strict != 0;
     c.ignore = pp.unsupported == SIFT_JSON_UNSUPPORTED_IGNORE;
+    c.format_annotation = pp.format == SIFT_JSON_FORMAT_ANNOTATION;
     c.warn = pp.warn;
     c.warn_user = pp.warn_user;
     c.max_grammar = pp.max_grammar_bytes;

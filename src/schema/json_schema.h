@@ -11,6 +11,8 @@
  *   json_schema_object.c  objects and arrays
  *   json_schema_scalar.c  strings (lengths, formats, pattern), integer
  *                         and number ranges
+ *   json_schema_value.c   one value against a schema (enum / const
+ *                         values against the keywords beside them)
  *
  * Every subschema becomes at most a few rules named sN (N counts up), so
  * the grammar grows linearly with the schema: alternatives are rules
@@ -75,6 +77,12 @@ typedef struct sift__js {
     int32_t max_ws;
     int strict;
     int ignore;
+    int format_annotation; /* SIFT_JSON_FORMAT_ANNOTATION */
+    /* integers may have a zero fraction (1.0): from draft 6 on, so unless
+     * the root's $schema names draft 3 or 4 */
+    int int_fraction;
+    /* a $ref beside other keywords stands alone (drafts 3 to 7) */
+    int ref_alone;
     void (*warn)(void *, const sift_error *);
     void *warn_user;
     size_t max_grammar;
@@ -162,6 +170,16 @@ SIFT__HIDDEN int sift__js_is_annotation(const char *key);
 /* Reads a non-negative integer keyword (absent: *v unchanged, *has 0). */
 SIFT__HIDDEN sift_status sift__js_get_count(sift__js *c, const json_t *s, const char *key,
                                             int64_t *v, int *has);
+
+/* The target of a $ref of the form "#" or "#/json/pointer" (percent
+ * escapes decoded), or NULL; sets no error. */
+SIFT__HIDDEN const json_t *sift__js_local_target(sift__js *c, const char *ref);
+
+/* json_schema_value.c: whether the value v is valid against schema s:
+ * *answer 1 (valid), 0 (invalid) or -1 (not decided there: a keyword it
+ * does not test). Fails only when max_work is reached. */
+SIFT__HIDDEN sift_status sift__js_value_valid(sift__js *c, const json_t *s, const json_t *v,
+                                              int *answer);
 
 /* json_schema_object.c: the schema's object / array part */
 SIFT__HIDDEN sift_status sift__js_gen_object(sift__js *c, const json_t *s, sift__js_ref *r);

@@ -12,8 +12,9 @@
  *   ws      ::= [ \t\n\r]{0,N}        (flexible; "" when compact)
  *   char    ::= [^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
  *   string  ::= "\"" char* "\""
- *   integer ::= "-"? ("0" | [1-9] [0-9]*)
- *   number  ::= integer ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
+ *   integer ::= "-"? ("0" | [1-9] [0-9]*) ("." "0"+)?    (1.0 is an integer
+ *                                      from draft 6 on; draft 4: no fraction)
+ *   number  ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
  *   value   ::= object | array | string | number | "true" | "false" | "null"
  */
 #include <stdarg.h>
@@ -132,9 +133,9 @@ static const struct {
      "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" "
      "[0-9a-fA-F]{4})"},
     {SIFT__JS_R_STRING, SIFT__JS_R_CHAR, "string", "\"\\\"\" char* \"\\\"\""},
-    {SIFT__JS_R_INTEGER, 0, "integer", "\"-\"? (\"0\" | [1-9] [0-9]*)"},
-    {SIFT__JS_R_NUMBER, SIFT__JS_R_INTEGER, "number",
-     "integer (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?"},
+    {SIFT__JS_R_INTEGER, 0, "integer", "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" \"0\"+)?"},
+    {SIFT__JS_R_NUMBER, 0, "number",
+     "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?"},
     {SIFT__JS_R_BOOLEAN, 0, "boolean", "\"true\" | \"false\""},
     {SIFT__JS_R_NULL, 0, "null", "\"null\""},
     {SIFT__JS_R_VALUE,
@@ -175,6 +176,8 @@ sift_status sift__js_emit_shared(sift__js *c)
             st = c->flexible && c->max_ws > 0
                      ? sift__js_printf(c, &c->out, "ws ::= [ \\t\\n\\r]{0,%d}\n", (int)c->max_ws)
                      : sift__js_puts(c, &c->out, "ws ::= \"\"\n");
+        else if (shared[i].bit == SIFT__JS_R_INTEGER && !c->int_fraction)
+            st = sift__js_puts(c, &c->out, "integer ::= \"-\"? (\"0\" | [1-9] [0-9]*)\n");
         else
             st = sift__js_printf(c, &c->out, "%s ::= %s\n", shared[i].name, shared[i].body);
     }

@@ -14,14 +14,12 @@
  *   T        ::= "object" | "array" | "string" | "integer" | "number"
  *              | "boolean" | "null"
  *
- * Without "type" the type is inferred from the keywords present (e.g.
- * "properties" means an object); with no typed keyword at all any value
- * is allowed. Keywords with no effect on validation (title, description,
- * default, examples, $comment, ...) and keywords this converter does not
- * know (x-..., vendor keys) are ignored, as a validator would; keywords
- * it knows but cannot express (not, if/then/else, dependencies, ...) go
- * through the unsupported policy. oneOf is generated as anyOf when its
- * alternatives are provably disjoint (types, const / enum values, or a
+ * Without "type" every type is allowed, each constrained by the keywords
+ * of its own type only ({"minLength": 2} admits 5, as JSON Schema says). Keywords with no effect on
+ * validation (title, description, default, examples, $comment, ...) and keywords this converter
+ * does not know (x-..., vendor keys) are ignored, as a validator would; keywords it knows but
+ * cannot express (not, if/then/else, dependencies, ...) go through the unsupported policy. oneOf is
+ * generated as anyOf when its alternatives are provably disjoint (types, const / enum values, or a
  * required property with disjoint const / enum values); otherwise it
  * goes through the unsupported policy (IGNORE keeps the anyOf).
  */
@@ -49,7 +47,8 @@ static const struct {
     {"number", T_NUMBER}, {"string", T_STRING},   {"integer", T_INTEGER},
 };
 
-/* Keywords that imply a type when "type" is absent. */
+/* Keywords that constrain one type: a schema without "type" that has
+ * one of them is generated type by type. */
 static const struct {
     const char *key;
     unsigned bit;
@@ -73,6 +72,7 @@ static const struct {
     {"maximum", T_NUMBER},
     {"exclusiveMinimum", T_NUMBER},
     {"exclusiveMaximum", T_NUMBER},
+    {"multipleOf", T_NUMBER},
 };
 
 static const char *const annotations[] = {
@@ -104,18 +104,13 @@ static const char *const annotations[] = {
 
 /* Known keywords outside the subset. */
 static const char *const unsupported[] = {
-    "not",
     "if",
     "then",
     "else",
-    "dependencies",
-    "dependentRequired",
-    "dependentSchemas",
     "propertyNames",
     "contains",
     "minContains",
     "maxContains",
-    "multipleOf",
     "unevaluatedProperties",
     "unevaluatedItems",
     "$dynamicRef",
@@ -264,6 +259,29 @@ static const json_t *walk_pointer(const json_t *root, const char *p)
         p = q;
     }
     return at;
+}
+
+const json_t *sift__js_local_target(sift__js *c, const char *ref)
+{
+    if (ref[0] != '#' || (ref[1] && ref[1] != '/'))
+        return NULL;
+    size_t n = strlen(ref + 1);
+    char *p = sift__malloc(c->al, n + 1, 1);
+    if (!p)
+        return NULL;
+    size_t k = 0;
+    for (const char *f = ref + 1; *f; f++) {
+        if (f[0] == '%' && hex(f[1]) >= 0 && hex(f[2]) >= 0) {
+            p[k++] = (char)(hex(f[1]) * 16 + hex(f[2]));
+            f += 2;
+        } else {
+            p[k++] = *f;
+        }
+    }
+    p[k] = '\0';
+    const json_t *t = walk_pointer(c->root, p);
+    sift__free(c->al, p);
+    return t;
 }
 
 static int only_ref(const json_t *s)
@@ -604,6 +622,8 @@ static sift_status combine(sift__js *c, json_t *dst, const char *key, const json
         int take_new = is_min_key(key) ? y > x : y < x;
         return take_new && json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
     }
+    if (!strcmp(key, "not")) /* neither a nor b: not anyOf [a, b] */
+        return set_new(c, dst, "not", json_pack("{s:[O,O]}", "anyOf", old, v));
     if (!strcmp(key, "additionalProperties") || !strcmp(key, "items")) {
         if (json_is_false(old))
             return SIFT_OK;
@@ -1113,19 +1133,88 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoin
     return st;
 }
 
+/* oneOf whose branches are each {"required": [names]} alone: exactly
+ * one of the name sets is complete. Branch i becomes an object with R_i
+ * required and, for each other branch j, the one name of R_j \ R_i
+ * absent ({"properties": {name: false}}); when R_j is inside R_i, branch
+ * i is never alone (false). NULL when a branch has another shape or
+ * R_j \ R_i has two names or more (that absence is a choice: not
+ * expressed here). A value of another type meets every branch, so no
+ * branch alone: the branches are typed "object". */
+static const char *sole_key(const json_t *s);
+
+static json_t *one_of_required(const json_t *alts)
+{
+    size_t n = json_array_size(alts);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *b = json_array_get(alts, i);
+        const json_t *req = json_is_object(b) ? json_object_get(b, "required") : NULL;
+        if (!json_is_array(req) || !sole_key(b) || strcmp(sole_key(b), "required"))
+            return NULL;
+        for (size_t k = 0; k < json_array_size(req); k++)
+            if (!json_is_string(json_array_get(req, k)))
+                return NULL;
+    }
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < n; i++) {
+        const json_t *ri = json_object_get(json_array_get(alts, i), "required");
+        json_t *absent = json_object();
+        int never = 0, open = 0;
+        for (size_t j = 0; absent && j < n && !never && !open; j++) {
+            if (j == i)
+                continue;
+            const json_t *rj = json_object_get(json_array_get(alts, j), "required");
+            const char *miss = NULL;
+            size_t n_miss = 0;
+            for (size_t k = 0; k < json_array_size(rj); k++) {
+                const char *name = json_string_value(json_array_get(rj, k));
+                int in = 0;
+                for (size_t q = 0; !in && q < json_array_size(ri); q++)
+                    in = !strcmp(name, json_string_value(json_array_get(ri, q)));
+                if (!in && (!miss || strcmp(miss, name)))
+                    miss = name, n_miss++;
+            }
+            if (n_miss == 0)
+                never = 1;
+            else if (n_miss > 1 || json_object_set_new(absent, miss, json_false()))
+                open = 1; /* not expressible here */
+        }
+        json_t *alt = never ? json_false()
+                            : json_pack("{s:s,s:O,s:O}", "type", "object", "required", ri,
+                                        "properties", absent);
+        if (!never && (open || !absent)) {
+            json_decref(alt);
+            alt = NULL;
+        }
+        json_decref(absent);
+        if (!alt || json_array_append_new(out, alt)) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift__js_ref *r)
 {
     const json_t *alts = json_object_get(s, kw);
+    json_t *rewritten = NULL;
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw, "'%s' must be a non-empty array", kw);
     if (!strcmp(kw, "oneOf")) {
         int disjoint = 0;
         sift_status st0 = one_of_disjoint(c, alts, &disjoint);
-        if (!st0 && !disjoint)
+        if (!st0 && !disjoint && (rewritten = one_of_required(alts)) != NULL)
+            alts = rewritten; /* disjoint by construction */
+        else if (!st0 && !disjoint)
             st0 = sift__js_unsupported(c, "oneOf",
                                        "'oneOf' whose alternatives may overlap is not supported");
-        if (st0)
+        if (!st0 && rewritten)
+            st0 = sift__js_work(c, (int64_t)(json_array_size(alts) * json_array_size(alts)));
+        if (st0) {
+            json_decref(rewritten);
             return st0;
+        }
     }
     json_t *siblings = NULL;
     if (has_constraints(s, kw)) {
@@ -1147,6 +1236,7 @@ static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift
         st = join_alternatives(c, refs, n, r);
     sift__free(c->al, refs);
     json_decref(siblings);
+    json_decref(rewritten);
     return st;
 }
 
@@ -1198,6 +1288,50 @@ static sift_status gen_enum(sift__js *c, const json_t *s, const json_t *vals, un
     return st;
 }
 
+/* The values of `vals` valid against the other keywords of s, in *out
+ * (a new array; json_schema_value.c decides). A value that cannot be
+ * decided goes through the unsupported policy (ignored: it is kept). */
+static sift_status admitted_values(sift__js *c, const json_t *s, const json_t *vals, const char *kw,
+                                   json_t **out)
+{
+    *out = NULL;
+    json_t *rest = json_copy((json_t *)s);
+    if (rest) {
+        /* the types are the caller's filter */
+        json_object_del(rest, kw);
+        json_object_del(rest, "type");
+        json_object_del(rest, "nullable");
+    }
+    int any = 0;
+    const char *key;
+    json_t *x;
+    json_object_foreach(rest, key, x)
+    {
+        any |= !sift__js_is_annotation(key) && strcmp(key, "enum") && strcmp(key, "const");
+    }
+    json_t *a = any ? json_array() : json_incref((json_t *)vals);
+    sift_status st = rest && a ? SIFT_OK : nomem(c);
+    for (size_t i = 0; any && !st && i < json_array_size(vals); i++) {
+        const json_t *v = json_array_get(vals, i);
+        int ok = 1;
+        st = sift__js_value_valid(c, rest, v, &ok);
+        if (!st && ok < 0)
+            st = sift__js_unsupported(c, kw,
+                                      "a value of '%s' that the keywords beside it cannot be "
+                                      "tested against",
+                                      kw);
+        if (!st && ok && json_array_append(a, (json_t *)v))
+            st = nomem(c);
+    }
+    json_decref(rest);
+    if (st) {
+        json_decref(a);
+        return st;
+    }
+    *out = a;
+    return SIFT_OK;
+}
+
 static sift_status gen_typed(sift__js *c, const json_t *s, unsigned t, sift__js_ref *r)
 {
     r->never = 0;
@@ -1231,11 +1365,9 @@ static sift_status schema_types(sift__js *c, const json_t *s, unsigned *mask)
         if (*mask == 0) /* an empty list: no value */
             return SIFT_OK;
     } else {
-        for (size_t i = 0; i < sizeof typed_keys / sizeof typed_keys[0]; i++)
-            if (json_object_get(s, typed_keys[i].key))
-                *mask |= typed_keys[i].bit;
-        if (*mask == 0)
-            *mask = ~0u; /* any value */
+        /* any value: a keyword of one type constrains that type alone
+         * ({"minLength": 2} admits 5) */
+        *mask = ~0u;
     }
     const json_t *nullable = json_object_get(s, "nullable");
     if (json_is_true(nullable))
@@ -1252,9 +1384,16 @@ static sift_status gen_types(sift__js *c, const json_t *s, sift__js_ref *r)
     if (st)
         return st;
     if (mask == ~0u) {
-        r->never = 0;
-        snprintf(r->name, sizeof r->name, "%s", sift__js_shared(c, SIFT__JS_R_VALUE));
-        return SIFT_OK;
+        int typed = 0;
+        for (size_t i = 0; i < sizeof typed_keys / sizeof typed_keys[0]; i++)
+            typed |= json_object_get(s, typed_keys[i].key) != NULL;
+        if (!typed) {
+            r->never = 0;
+            snprintf(r->name, sizeof r->name, "%s", sift__js_shared(c, SIFT__JS_R_VALUE));
+            return SIFT_OK;
+        }
+        /* every type, each with the keywords of its own */
+        mask = T_NULL | T_BOOLEAN | T_OBJECT | T_ARRAY | T_NUMBER | T_STRING;
     }
     sift__js_ref refs[7];
     size_t n = 0;
@@ -1287,9 +1426,273 @@ static sift_status check_unsupported(sift__js *c, const json_t *s)
     return SIFT_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* dependentRequired, dependentSchemas, dependencies                   */
+/* ------------------------------------------------------------------ */
+
+static const char *const dep_keys[] = {"dependentRequired", "dependentSchemas", "dependencies"};
+
+/* At most this many property names with a dependency in one schema:
+ * each doubles the alternatives. */
+#define MAX_DEPENDENCIES 4
+
+/* A schema with dependencies, one property name `a` at a time: an
+ * object without a, or one with a and what a's dependency asks (the
+ * names it lists required, or its schema), as two alternatives of the
+ * rest of the schema merged with {"properties": {a: false}} and with
+ * {"required": [a, ...]} (and {"allOf": [schema]}). The alternatives
+ * are disjoint on objects; a value of another type passes both. */
+static sift_status gen_dependencies(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    const char *kw = NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof dep_keys / sizeof dep_keys[0]; i++) {
+        const json_t *d = json_object_get(s, dep_keys[i]);
+        if (!d)
+            continue;
+        if (!json_is_object(d))
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, dep_keys[i], "'%s' must be an object",
+                                 dep_keys[i]);
+        if (!kw && json_object_size(d))
+            kw = dep_keys[i];
+        total += json_object_size(d);
+    }
+    if (total > MAX_DEPENDENCIES)
+        return sift__js_unsupported(c, kw, "more than %d property names with a dependency",
+                                    MAX_DEPENDENCIES);
+    json_t *rest = json_copy((json_t *)s);
+    if (!rest)
+        return nomem(c);
+    for (size_t i = 0; !kw && i < sizeof dep_keys / sizeof dep_keys[0]; i++)
+        json_object_del(rest, dep_keys[i]); /* all empty */
+    if (!kw) {
+        sift_status st = sift__js_gen(c, rest, r);
+        json_decref(rest);
+        return st;
+    }
+    json_t *deps = json_copy(json_object_get(s, kw)), *without = NULL, *with = NULL;
+    void *it = deps ? json_object_iter(deps) : NULL;
+    /* the name outlives its entry, deleted from deps below */
+    json_t *name = it ? json_string(json_object_iter_key(it)) : NULL;
+    const char *a = json_string_value(name);
+    json_t *v = it ? json_incref(json_object_iter_value(it)) : NULL;
+    sift_status st = deps && v && name ? SIFT_OK : nomem(c);
+    int names = !st && (!strcmp(kw, "dependentRequired") || json_is_array(v));
+    if (!st && names) {
+        int ok = json_is_array(v);
+        for (size_t i = 0; ok && i < json_array_size(v); i++)
+            ok = json_is_string(json_array_get(v, i));
+        if (!ok)
+            st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw,
+                               "a dependency must be an array of property names");
+    } else if (!st && !json_is_object(v) && !json_is_boolean(v)) {
+        st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw,
+                           "a dependency must be a schema or an array of names");
+    }
+    if (!st) {
+        json_object_del(deps, a);
+        if (json_object_size(deps) ? json_object_set(rest, kw, deps) : json_object_del(rest, kw))
+            st = nomem(c);
+    }
+    /* the names a needs, then a (required names that "properties" does
+     * not list are written in this order) */
+    json_t *req = st ? NULL : json_array();
+    for (size_t i = 0; req && names && i < json_array_size(v); i++)
+        if (strcmp(json_string_value(json_array_get(v, i)), a) &&
+            json_array_append(req, json_array_get(v, i)))
+            st = nomem(c);
+    if (req && json_array_append(req, name))
+        st = nomem(c);
+    if (!st && req) {
+        without = json_pack("{s:{s:b}}", "properties", a, 0);
+        with = names ? json_pack("{s:O}", "required", req)
+                     : json_pack("{s:O,s:[O]}", "required", req, "allOf", v);
+    }
+    sift__js_ref alt[2];
+    if (!st && (!without || !with))
+        st = nomem(c);
+    if (!st)
+        st = gen_merged(c, rest, without, &alt[0]);
+    if (!st)
+        st = gen_merged(c, rest, with, &alt[1]);
+    if (!st)
+        st = join_alternatives(c, alt, 2, r);
+    json_decref(req);
+    json_decref(without);
+    json_decref(with);
+    json_decref(v);
+    json_decref(name);
+    json_decref(deps);
+    json_decref(rest);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* not                                                                 */
+/* ------------------------------------------------------------------ */
+
+/* The one keyword of schema s beside annotations, or NULL (also when s
+ * has none or several). */
+static const char *sole_key(const json_t *s)
+{
+    const char *key, *one = NULL;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        if (sift__js_is_annotation(key))
+            continue;
+        if (one)
+            return NULL;
+        one = key;
+    }
+    return one;
+}
+
+/* The schema of `type` t with `key`: n. */
+static json_t *typed_bound(const char *t, const char *key, json_t *n)
+{
+    return n ? json_pack("{s:s,s:o}", "type", t, key, n) : NULL;
+}
+
+/* A schema admitting exactly the values s rejects, for the shapes real
+ * schemas negate (a new reference), or NULL (not expressible here; also
+ * when out of memory: the caller then refuses). A keyword of one type
+ * holds for every other type, so its negation admits its own type
+ * only: not {"minLength": 2} is {"type": "string", "maxLength": 1}. */
+static json_t *negate(const json_t *s, int depth)
+{
+    if (json_is_boolean(s))
+        return json_boolean(!json_is_true(s));
+    if (!json_is_object(s) || depth > 16)
+        return NULL;
+    const char *k = sole_key(s);
+    int has_other = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        has_other |= !sift__js_is_annotation(key);
+    }
+    if (!has_other)
+        return json_false();
+    if (!k)
+        return NULL;
+    v = json_object_get(s, k);
+    if (!strcmp(k, "not"))
+        return json_is_boolean(v) || json_is_object(v) ? json_incref(v) : NULL;
+    if (!strcmp(k, "type")) {
+        unsigned m = type_mask(v);
+        if (!m || ((m & T_INTEGER) && !(m & T_NUMBER)))
+            return NULL; /* not integer: the numbers with a fraction */
+        m = ~m & (T_NULL | T_BOOLEAN | T_OBJECT | T_ARRAY | T_NUMBER | T_STRING);
+        if (!m)
+            return json_false();
+        json_t *types = mask_to_types(m);
+        return types ? json_pack("{s:o}", "type", types) : NULL;
+    }
+    if (!strcmp(k, "anyOf") || !strcmp(k, "allOf")) {
+        if (!json_is_array(v) || !json_array_size(v))
+            return NULL;
+        json_t *parts = json_array();
+        for (size_t i = 0; parts && i < json_array_size(v); i++) {
+            json_t *n = negate(json_array_get(v, i), depth + 1);
+            if (!n || json_array_append_new(parts, n)) {
+                json_decref(parts);
+                return NULL;
+            }
+        }
+        return parts ? json_pack("{s:o}", !strcmp(k, "anyOf") ? "allOf" : "anyOf", parts) : NULL;
+    }
+    if (!strcmp(k, "required")) {
+        if (!json_is_array(v) || !json_array_size(v))
+            return json_is_array(v) ? json_false() : NULL;
+        json_t *alts = json_array();
+        for (size_t i = 0; alts && i < json_array_size(v); i++) {
+            const json_t *n = json_array_get(v, i);
+            json_t *p = json_is_string(n)
+                            ? json_pack("{s:{s:b}}", "properties", json_string_value(n), 0)
+                            : NULL;
+            if (!p || json_array_append_new(alts, p)) {
+                json_decref(alts);
+                return NULL;
+            }
+        }
+        if (alts && json_array_size(alts) == 1) { /* one name: no anyOf to merge */
+            json_t *one = json_incref(json_array_get(alts, 0));
+            json_decref(alts);
+            if (json_object_set_new(one, "type", json_string("object"))) {
+                json_decref(one);
+                return NULL;
+            }
+            return one;
+        }
+        return alts ? json_pack("{s:s,s:o}", "type", "object", "anyOf", alts) : NULL;
+    }
+    static const struct {
+        const char *key, *type, *other;
+        int step; /* the other bound: n + step (counts), or exclusive */
+    } bounds[] = {
+        {"minLength", "string", "maxLength", -1},
+        {"maxLength", "string", "minLength", 1},
+        {"minItems", "array", "maxItems", -1},
+        {"maxItems", "array", "minItems", 1},
+        {"minProperties", "object", "maxProperties", -1},
+        {"maxProperties", "object", "minProperties", 1},
+        {"minimum", "number", "exclusiveMaximum", 0},
+        {"maximum", "number", "exclusiveMinimum", 0},
+        {"exclusiveMinimum", "number", "maximum", 0},
+        {"exclusiveMaximum", "number", "minimum", 0},
+    };
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+        if (strcmp(k, bounds[i].key) || !json_is_number(v))
+            continue;
+        if (!bounds[i].step)
+            return typed_bound(bounds[i].type, bounds[i].other, json_real(json_number_value(v)));
+        int64_t n;
+        if (!sift__js_integral(json_number_value(v), &n) || n < 0)
+            return NULL;
+        if (bounds[i].step < 0 && n == 0)
+            return json_false(); /* every count is >= 0 */
+        return typed_bound(bounds[i].type, bounds[i].other,
+                           json_integer((json_int_t)(n + bounds[i].step)));
+    }
+    return NULL;
+}
+
+/* s with "not": the rest of s merged with the negation (negate). */
+static sift_status gen_not(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    json_t *neg = negate(json_object_get(s, "not"), 0);
+    if (!neg)
+        return sift__js_unsupported(c, "not", "'not' is not supported");
+    json_t *rest = json_copy((json_t *)s);
+    sift_status st = rest && !json_object_del(rest, "not") ? SIFT_OK : nomem(c);
+    if (!st)
+        st = gen_merged(c, rest, neg, r);
+    json_decref(rest);
+    json_decref(neg);
+    return st;
+}
+
 static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref *r)
 {
-    sift_status st = check_unsupported(c, s);
+    for (size_t i = 0; i < sizeof dep_keys / sizeof dep_keys[0]; i++)
+        if (json_object_get(s, dep_keys[i]))
+            return gen_dependencies(c, s, r);
+    /* beside enum / const, each value is tested against the keywords
+     * (admitted_values), which refuses what it cannot test */
+    int values = json_object_get(s, "enum") || json_object_get(s, "const");
+    if (!values && json_object_get(s, "not")) {
+        sift_status st0 = gen_not(c, s, r);
+        if (st0 || r->name[0] || r->never)
+            return st0;
+        /* ignored: generated without it */
+        json_t *rest = json_copy((json_t *)s);
+        st0 = rest && !json_object_del(rest, "not") ? sift__js_gen(c, rest, r) : nomem(c);
+        json_decref(rest);
+        return st0;
+    }
+    sift_status st = values ? SIFT_OK : check_unsupported(c, s);
     if (st)
         return st;
     const json_t *ref = json_object_get(s, "$ref");
@@ -1309,20 +1712,20 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
     unsigned mask;
     if ((st = schema_types(c, s, &mask)))
         return st;
-    const json_t *k = json_object_get(s, "const");
-    if (k) {
-        json_t *one_val = json_pack("[O]", k);
-        if (!one_val)
-            return nomem(c);
-        st = gen_enum(c, s, one_val, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
-        json_decref(one_val);
-        return st;
-    }
-    const json_t *e = json_object_get(s, "enum");
-    if (e) {
-        if (!json_is_array(e))
+    const json_t *k = json_object_get(s, "const"), *e = json_object_get(s, "enum");
+    if (k || e) {
+        if (!k && !json_is_array(e))
             return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "enum", "'enum' must be an array");
-        return gen_enum(c, s, e, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
+        json_t *given = k ? json_pack("[O]", k) : json_incref((json_t *)e), *vals = NULL;
+        if (!given)
+            return nomem(c);
+        st = admitted_values(c, s, given, k ? "const" : "enum", &vals);
+        json_decref(given);
+        if (!st)
+            st =
+                gen_enum(c, s, vals, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
+        json_decref(vals);
+        return st;
     }
     return gen_types(c, s, r);
 }

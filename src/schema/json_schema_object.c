@@ -22,7 +22,8 @@
  * property name it matches (tested with PCRE2) (else the unsupported policy; IGNORE keeps the
  * approximation). minProperties and maxProperties are exact on objects without "properties"; with
  * properties they are accepted only when the required ones already
- * satisfy them.
+ * satisfy them, or for minProperties 1 without a required one (the
+ * chain without its empty ends).
  *
  * Arrays. prefixItems (or the array form of items) fix the first
  * elements, items (or additionalItems) the rest; minItems and maxItems
@@ -385,8 +386,11 @@ static sift_status check_count(sift__js *c, const char *key, int64_t v)
 }
 
 /* The two chains of the file comment. */
+/* The chain above; nonempty: objects with at least one member
+ * (minProperties 1 without a required property), the chain's empty ends
+ * left out. */
 static sift_status gen_chain(sift__js *c, const prop *p, size_t n, const sift__js_ref *x,
-                             sift__js_ref *r)
+                             int nonempty, sift__js_ref *r)
 {
     const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
     sift__js_buf b = {0};
@@ -398,7 +402,7 @@ static sift_status gen_chain(sift__js *c, const prop *p, size_t n, const sift__j
         snprintf(body, sizeof body, "(\",\" %s %s %s)*", ws, x->name, ws);
         if ((st = sift__js_rule(c, &a, body)))
             return st;
-        snprintf(body, sizeof body, "(%s %s %s)?", x->name, ws, a.name);
+        snprintf(body, sizeof body, nonempty ? "%s %s %s" : "(%s %s %s)?", x->name, ws, a.name);
         if ((st = sift__js_rule(c, &f, body)))
             return st;
         snprintf(after, sizeof after, "%s", a.name);
@@ -427,7 +431,7 @@ static sift_status gen_chain(sift__js *c, const prop *p, size_t n, const sift__j
             st = kv(c, &b, &p[i]);
             if (!st)
                 st = sift__js_printf(c, &b, " %s %s", ws, after);
-            if (!st && !p[i].required)
+            if (!st && !p[i].required && (first[0] || !nonempty))
                 st = sift__js_printf(c, &b, " | %s", first[0] ? first : "\"\"");
             if (!st)
                 st = sift__js_rule(c, &f, b.p);
@@ -436,6 +440,12 @@ static sift_status gen_chain(sift__js *c, const prop *p, size_t n, const sift__j
         }
         if (!st && i > 0)
             snprintf(after, sizeof after, "%s", a.name);
+    }
+    if (!st && nonempty && !first[0]) {
+        r->never = 1; /* no member can appear */
+        r->name[0] = '\0';
+        sift__js_buf_free(c, &b);
+        return SIFT_OK;
     }
     if (!st) {
         b.n = 0;
@@ -481,13 +491,16 @@ sift_status sift__js_gen_object(sift__js *c, const json_t *s, sift__js_ref *r)
     } else if (!st && n == 0) {
         st = gen_map(c, &x, has_lo ? lo : 0, hi, has_hi, r);
     } else if (!st) {
-        if ((has_lo && lo > (int64_t)n_req) || (has_hi && (!x.never || hi < (int64_t)n)))
+        /* minProperties 1 without a required property: non-empty */
+        int nonempty = has_lo && lo == 1 && n_req == 0;
+        if ((has_lo && lo > (int64_t)n_req && !nonempty) ||
+            (has_hi && (!x.never || hi < (int64_t)n)))
             st = sift__js_unsupported(
-                c, has_lo && lo > (int64_t)n_req ? "minProperties" : "maxProperties",
+                c, has_lo && lo > (int64_t)n_req && !nonempty ? "minProperties" : "maxProperties",
                 "minProperties/maxProperties with properties that do not "
                 "already satisfy them");
         if (!st)
-            st = gen_chain(c, p, n, &x, r);
+            st = gen_chain(c, p, n, &x, nonempty, r);
     }
     sift__free(c->al, names);
     sift__free(c->al, p);

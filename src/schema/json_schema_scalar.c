@@ -6,9 +6,11 @@
  * as two \u escapes counts as two, partial). "pattern" goes to the regex
  * translation (json_regex.h). A "format" from the table below is an
  * exact or documented-partial grammar of its own; another format goes
- * through the unsupported policy. Two of pattern / known format /
- * lengths in one schema go through the unsupported policy (IGNORE keeps
- * the pattern, else the format, and drops the rest).
+ * through the unsupported policy. A pattern with lengths is one
+ * translation (json_regex.h, sift__json_regex_to_gbnf_len) when it can
+ * be exact; other pairs of pattern / known format / lengths go through
+ * the unsupported policy (IGNORE keeps the pattern, else the format, and
+ * drops the rest).
  *
  * Integers: minimum/maximum and the exclusive forms (numbers of draft 6
  * on, booleans of draft 4) become an exact grammar of the decimal digit
@@ -16,6 +18,11 @@
  * and then the "at least x" / "at most y" / any-digit alternatives,
  * linear in the number of digits. Bounds beyond +-9e15 count as absent
  * (partial). "-0" is not generated.
+ *
+ * multipleOf k (an integer up to 1000): the digits read with their
+ * remainder modulo k, a rule per remainder (gen_multiple); with a lower
+ * bound in (-k, 0] the non-negative multiples; other bounds, fractions
+ * and larger k through the unsupported policy.
  *
  * Numbers with bounds: exact when every bound is an integer, without
  * exponents (a bounded number written with an exponent is rejected,
@@ -73,8 +80,18 @@ static void set_name(sift__js_ref *r, const char *name)
  * rule per (length, label length) pair; the grammar is tighter instead:
  * a first label of up to 63 bytes, then at most 7 labels of up to 26
  * (63 + 7 * 27 = 252 bytes). */
-#define LABEL "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,61} [a-zA-Z0-9])?"
-#define LABEL26 "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,24} [a-zA-Z0-9])?"
+/* A label never holds "--" in its 3rd and 4th places: RFC 5891 (4.2.3.1)
+ * keeps that for A-labels ("xn--"), whose Punycode and IDNA rules the
+ * grammar cannot check, so they are rejected. LABEL_N(k): a label of 1
+ * to k + 5 bytes. */
+#define LABEL_A "[a-zA-Z0-9]"
+#define LABEL_M "[a-zA-Z0-9\\-]"
+#define LABEL_N(k)                                                                          \
+    LABEL_A " (" LABEL_A " | " LABEL_M " " LABEL_A " | " LABEL_M " " LABEL_M " " LABEL_A    \
+            " | " LABEL_M " (" LABEL_A " " LABEL_M " | \"-\" " LABEL_A ") " LABEL_M "{0," k \
+            "} " LABEL_A ")?"
+#define LABEL LABEL_N("58")
+#define LABEL26 LABEL_N("21")
 #define HOST LABEL " (\".\" " LABEL26 "){0,7}"
 /* RFC 3986, section 3 and appendix A (the ABNF rule names in comments);
  * characters a JSON string would have to escape do not occur in it. */
@@ -104,20 +121,26 @@ static void set_name(sift__js_ref *r, const char *name)
 
 static const struct {
     const char *name, *body;
+    /* the lengths of the strings it matches (max -1: unbounded) */
+    int min_len, max_len;
 } formats[] = {
-    {"date", DATE},
-    {"time", TIME},
-    {"date-time", DATE " [Tt] " TIME},
-    {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} "
-             "\"-\" [0-9a-fA-F]{12}"},
-    {"ipv4", IPV4},
-    {"ipv6", IPV6},
-    {"hostname", HOST},
-    {"email", "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+ (\".\" [a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+)* "
-              "\"@\" " HOST},
-    {"uri", URI},
-    {"uri-reference", "(" URI ") | (" RELATIVE_REF ")"},
-    {"byte", "([A-Za-z0-9+/]{4})* ([A-Za-z0-9+/]{2} \"==\" | [A-Za-z0-9+/]{3} \"=\")?"},
+    {"date", DATE, 10, 10},
+    {"time", TIME, 9, -1},
+    {"date-time", DATE " [Tt] " TIME, 20, -1},
+    {"uuid",
+     "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} "
+     "\"-\" [0-9a-fA-F]{12}",
+     36, 36},
+    {"ipv4", IPV4, 7, 15},
+    {"ipv6", IPV6, 2, 45},
+    {"hostname", HOST, 1, 252},
+    {"email",
+     "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+ (\".\" [a-zA-Z0-9!#$%&'*+/=?^_`{|}~\\-]+)* "
+     "\"@\" " HOST,
+     3, -1},
+    {"uri", URI, 2, -1},
+    {"uri-reference", "(" URI ") | (" RELATIVE_REF ")", 0, -1},
+    {"byte", "([A-Za-z0-9+/]{4})* ([A-Za-z0-9+/]{2} \"==\" | [A-Za-z0-9+/]{3} \"=\")?", 0, -1},
 };
 
 /* Formats of the JSON Schema vocabulary this converter does not
@@ -173,13 +196,26 @@ static sift_status format_rule(sift__js *c, size_t i, sift__js_ref *r)
 /* Strings                                                             */
 /* ------------------------------------------------------------------ */
 
-static sift_status gen_pattern(sift__js *c, const char *pat, size_t len, sift__js_ref *r, int *done)
+/* The pattern's rule; with lengths (lens != NULL: lo, hi, has_hi), the
+ * strings it matches that have them (json_regex.h says when that is
+ * exact; otherwise unsupported, at the length keyword). */
+static sift_status gen_pattern(sift__js *c, const char *pat, size_t len, const int64_t *lens,
+                               sift__js_ref *r, int *done)
 {
     char *re = NULL;
     size_t n = 0;
     sift_error rerr;
     *done = 0;
-    sift_status st = sift__json_regex_to_gbnf(c->al, pat, len, c->max_grammar, &re, &n, &rerr);
+    sift_status st =
+        lens ? sift__json_regex_to_gbnf_len(c->al, pat, len, (uint64_t)lens[0],
+                                            lens[2] ? (uint64_t)lens[1] : UINT64_MAX,
+                                            c->max_grammar, &re, &n, &rerr)
+             : sift__json_regex_to_gbnf(c->al, pat, len, c->max_grammar, &re, &n, &rerr);
+    if (st == SIFT_E_SCHEMA_UNSUPPORTED && lens && strstr(rerr.message, "minLength / maxLength")) {
+        /* under the ignore policy the pattern alone */
+        st = sift__js_unsupported(c, lens[0] ? "minLength" : "maxLength", "%s", rerr.message);
+        return st ? st : gen_pattern(c, pat, len, NULL, r, done);
+    }
     if (st == SIFT_E_NOMEM)
         return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
     if (st == SIFT_E_SCHEMA_UNSUPPORTED)
@@ -266,6 +302,8 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "pattern", "'pattern' must be a string");
     if (fmt && !json_is_string(fmt))
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "format", "'format' must be a string");
+    if (c->format_annotation)
+        fmt = NULL;
     if ((st = sift__js_get_count(c, s, "minLength", &lo, &has_lo)) ||
         (st = sift__js_get_count(c, s, "maxLength", &hi, &has_hi)))
         return st;
@@ -278,13 +316,32 @@ sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r)
     if (pat && known_fmt &&
         (st = sift__js_unsupported(c, "format", "'format' beside 'pattern' is not supported")))
         return st;
-    if ((pat || known_fmt) && (has_lo || has_hi) &&
-        (st = sift__js_unsupported(c, has_lo ? "minLength" : "maxLength",
-                                   "'%s' beside '%s' is not supported",
-                                   has_lo ? "minLength" : "maxLength", pat ? "pattern" : "format")))
-        return st;
+    if (!pat && known_fmt && (has_lo || has_hi)) {
+        /* lengths every string of the format has already: the format
+         * alone; lengths none of them has: no string */
+        int fmin = 0, fmax = -1;
+        for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+            if (!strcmp(json_string_value(fmt), formats[i].name))
+                fmin = formats[i].min_len, fmax = formats[i].max_len;
+        if ((has_hi && hi < fmin) || (fmax >= 0 && lo > fmax) || (has_hi && hi < lo)) {
+            r->never = 1;
+            return SIFT_OK;
+        }
+        if (lo <= fmin && (!has_hi || (fmax >= 0 && fmax <= hi)))
+            has_lo = has_hi = 0, lo = hi = 0;
+        else if ((st = sift__js_unsupported(c, has_lo ? "minLength" : "maxLength",
+                                            "'%s' beside 'format' is not supported",
+                                            has_lo ? "minLength" : "maxLength")))
+            return st;
+    }
     if (pat) {
-        st = gen_pattern(c, json_string_value(pat), json_string_length(pat), r, &done);
+        const int64_t lens[3] = {has_lo ? lo : 0, hi, has_hi};
+        if (has_hi && hi < lo) {
+            r->never = 1;
+            return SIFT_OK;
+        }
+        st = gen_pattern(c, json_string_value(pat), json_string_length(pat),
+                         has_lo || has_hi ? lens : NULL, r, &done);
         if (st || done)
             return st;
     }
@@ -510,8 +567,13 @@ static sift_status gen_integer(sift__js *c, const bounds *bd, sift__js_ref *r)
         r->never = 1;
         return SIFT_OK;
     }
+    /* a zero fraction keeps an integer an integer (1.0) */
     sift__js_buf b = {0};
-    sift_status st = int_range(c, &b, bd->has_lo, lo, bd->has_hi, hi);
+    sift_status st = sift__js_puts(c, &b, "(");
+    if (!st)
+        st = int_range(c, &b, bd->has_lo, lo, bd->has_hi, hi);
+    if (!st)
+        st = sift__js_puts(c, &b, c->int_fraction ? ") (\".\" \"0\"+)?" : ")");
     if (!st)
         st = sift__js_rule(c, r, b.p);
     sift__js_buf_free(c, &b);
@@ -557,8 +619,113 @@ static int integral(double x)
     return x == floor(x);
 }
 
+/* The shortest decimal spelling of x > 0 that reads back as x, split at
+ * its point: int_part, and the fraction digits in frac (the last one not
+ * 0). 0 when it would need an exponent. */
+static int decimal_parts(double x, uint64_t *int_part, char *frac, size_t cap)
+{
+    char t[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(t, sizeof t, "%.*g", prec, x);
+        if (strtod(t, NULL) == x)
+            break;
+    }
+    const char *dot = strchr(t, '.');
+    if (strpbrk(t, "eEn") || !dot || strlen(dot + 1) + 1 > cap || x >= BOUND_MAX)
+        return 0;
+    *int_part = (uint64_t)floor(x);
+    snprintf(frac, cap, "%s", dot + 1);
+    return 1;
+}
+
+/* Fraction digit strings g (not empty) with 0.g >= 0.f (ge = 1) or
+ * 0.g <= 0.f (ge = 0), f not empty, its last digit not 0: digit by digit,
+ * a larger (smaller) digit settles it; an equal one goes on; past f's
+ * digits any digits (>=) or zeros (<=); ending early is smaller. */
+static sift_status frac_cmp(sift__js *c, sift__js_buf *b, const char *f, int ge, int top)
+{
+    int d = *f - '0', alts = 0;
+    sift_status st = sift__js_puts(c, b, "(");
+    if (!st && !ge && !top)
+        st = sift__js_puts(c, b, "\"\""), alts++;
+    if (!st && (ge ? d < 9 : d > 0))
+        st = sift__js_printf(c, b, "%s[%d-%d] [0-9]*", alts++ ? " | " : "", ge ? d + 1 : 0,
+                             ge ? 9 : d - 1);
+    if (!st)
+        st = sift__js_printf(c, b, "%s\"%d\" ", alts++ ? " | " : "", d);
+    if (!st && f[1])
+        st = frac_cmp(c, b, f + 1, ge, 0);
+    else if (!st)
+        st = sift__js_puts(c, b, ge ? "[0-9]*" : "\"0\"*");
+    return st ? st : sift__js_puts(c, b, ")");
+}
+
+/* A number range with one fractional bound, inclusive and above 0, and
+ * the other bound an integer or absent (a lower one >= 0): minimum 0.5,
+ * or 0 <= x <= 3.5. The fraction is compared digit by digit with the
+ * bound's shortest decimal spelling; a number between that spelling and
+ * the double it stands for reads as that double, so a validator that
+ * compares doubles agrees. Exclusive fractional bounds (where it would
+ * not), negative ones, two fractional ones: *done = 0. */
+static sift_status gen_frac_bound(sift__js *c, const bounds *bd, sift__js_ref *r, int *done)
+{
+    int lo_frac = bd->has_lo && !integral(bd->lo), hi_frac = bd->has_hi && !integral(bd->hi);
+    char frac[40];
+    uint64_t ip;
+    *done = 0;
+    if ((lo_frac && hi_frac) || (lo_frac && (bd->lo_excl || bd->lo <= 0)) ||
+        (hi_frac && (bd->hi_excl || bd->hi <= 0 || !bd->has_lo || bd->lo < 0)) ||
+        !decimal_parts(lo_frac ? bd->lo : bd->hi, &ip, frac, sizeof frac) ||
+        (hi_frac && bd->lo_excl && (uint64_t)bd->lo == ip))
+        return SIFT_OK;
+    if ((lo_frac && bd->has_hi && bd->hi < bd->lo) || (hi_frac && bd->lo > bd->hi)) {
+        r->never = 1; /* an empty range */
+        *done = 1;
+        return SIFT_OK;
+    }
+    sift__js_buf b = {0};
+    sift_status st = SIFT_OK;
+    int alts = 0;
+    if (lo_frac) {
+        /* ip.frac <= x: ip "." (>= frac), then (ip, hi] as integers */
+        st = sift__js_printf(c, &b, "\"%llu\" \".\" ", (unsigned long long)ip);
+        if (!st)
+            st = frac_cmp(c, &b, frac, 1, 1);
+        alts = 1;
+        if (!st && (!bd->has_hi || bd->hi >= (double)ip + 1))
+            st = pos_real(c, &b, ip + 1, 0, bd->has_hi, bd->has_hi ? (uint64_t)bd->hi : 0,
+                          bd->hi_excl, &alts);
+    } else {
+        /* lo <= x <= ip.frac: [lo, ip) with any fraction, then ip with
+         * a fraction <= frac (or none) */
+        uint64_t a = (uint64_t)bd->lo;
+        if (a < ip)
+            st = pos_real(c, &b, a, bd->lo_excl, 1, ip, 1, &alts);
+        if (!st) {
+            st = sift__js_printf(c, &b, "%s\"%llu\" (\".\" ", alts++ ? " | " : "",
+                                 (unsigned long long)ip);
+            if (!st)
+                st = frac_cmp(c, &b, frac, 0, 1);
+            if (!st)
+                st = sift__js_puts(c, &b, ")?");
+        }
+    }
+    if (!st && alts == 0)
+        r->never = 1;
+    else if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    *done = !st;
+    return st;
+}
+
 static sift_status gen_real(sift__js *c, const bounds *bd, sift__js_ref *r)
 {
+    int done = 0;
+    sift_status st0 = SIFT_OK;
+    if (((bd->has_lo && !integral(bd->lo)) || (bd->has_hi && !integral(bd->hi))) &&
+        ((st0 = gen_frac_bound(c, bd, r, &done)) || done))
+        return st0;
     if ((bd->has_lo && !integral(bd->lo)) || (bd->has_hi && !integral(bd->hi))) {
         sift_status st =
             sift__js_unsupported(c, bd->has_lo && !integral(bd->lo) ? "minimum" : "maximum",
@@ -596,6 +763,70 @@ static sift_status gen_real(sift__js *c, const bounds *bd, sift__js_ref *r)
     return st;
 }
 
+/* Largest multipleOf with a grammar of its own: a rule per remainder. */
+#define MULTIPLE_MAX 1000
+
+/* The multiples of the integer k (2 <= k <= MULTIPLE_MAX): decimal
+ * integers read digit by digit with their remainder modulo k, a rule
+ * t_r per remainder r (accepting at r = 0), then a zero fraction when
+ * the type allows one (6.0 is a multiple of 3). neg: negative multiples
+ * too. A grammar of k rules of at most 10 alternatives. */
+static sift_status gen_multiple(sift__js *c, int64_t k, int neg, int fraction, sift__js_ref *r)
+{
+    sift_status st = sift__js_work(c, k);
+    sift__js_ref first;
+    if (!st)
+        st = sift__js_new_rule(c, &first);
+    sift__js_ref *t = st ? NULL : sift__calloc(c->al, (size_t)k, sizeof *t);
+    if (!st && !t)
+        st = sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+    for (int64_t i = 0; !st && i < k; i++)
+        st = sift__js_new_rule(c, &t[i]);
+    sift__js_buf b = {0};
+    for (int64_t rem = 0; !st && rem < k; rem++) {
+        b.n = 0;
+        if (b.p)
+            b.p[0] = '\0';
+        int alts = 0;
+        if (rem == 0)
+            st = sift__js_puts(c, &b, "\"\""), alts++;
+        /* digits that lead to one next remainder, as one class */
+        for (int d = 0; !st && d < 10; d++) {
+            int64_t next = (rem * 10 + d) % k;
+            int seen = 0;
+            for (int e = 0; e < d; e++)
+                seen |= (rem * 10 + e) % k == next;
+            if (seen)
+                continue;
+            st = sift__js_printf(c, &b, "%s[", alts++ ? " | " : "");
+            for (int e = d; !st && e < 10; e++)
+                if ((rem * 10 + e) % k == next)
+                    st = sift__js_printf(c, &b, "%d", e);
+            if (!st)
+                st = sift__js_printf(c, &b, "] %s", t[next].name);
+        }
+        if (!st)
+            st = sift__js_emit(c, &t[rem], b.p);
+    }
+    /* the first digit is not 0 (except 0 itself) */
+    b.n = 0;
+    if (b.p)
+        b.p[0] = '\0';
+    if (!st)
+        st = sift__js_printf(c, &b, "%s(\"0\"", neg ? "\"-\"? " : "");
+    for (int d = 1; !st && d < 10; d++)
+        st = sift__js_printf(c, &b, " | \"%d\" %s", d, t[d % k].name);
+    if (!st)
+        st = sift__js_puts(c, &b, fraction ? ") (\".\" \"0\"+)?" : ")");
+    if (!st)
+        st = sift__js_emit(c, &first, b.p);
+    sift__js_buf_free(c, &b);
+    sift__free(c->al, t);
+    if (!st)
+        *r = first;
+    return st;
+}
+
 sift_status sift__js_gen_number(sift__js *c, const json_t *s, int integer, sift__js_ref *r)
 {
     bounds bd = {0, 0, 0, 0, 0, 0};
@@ -604,6 +835,29 @@ sift_status sift__js_gen_number(sift__js *c, const json_t *s, int integer, sift_
         st = read_bound(c, s, "maximum", "exclusiveMaximum", 1, &bd);
     if (st)
         return st;
+    const json_t *mo = json_object_get(s, "multipleOf");
+    if (mo) {
+        int64_t k = 0;
+        if (!json_is_number(mo) || json_number_value(mo) <= 0)
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "multipleOf",
+                                 "'multipleOf' must be a number above 0");
+        /* the non-negative multiples when the lower bound lies in
+         * (-k, 0], and no upper bound */
+        int integral = sift__js_integral(json_number_value(mo), &k) && k <= MULTIPLE_MAX;
+        /* 0 meets the bound and -k does not */
+        int lo_ok = !bd.has_lo || ((bd.lo < 0 || (bd.lo == 0 && !bd.lo_excl)) &&
+                                   (bd.lo > -(double)k || (bd.lo == -(double)k && bd.lo_excl)));
+        if (integral && k == 1 && !bd.has_lo && !bd.has_hi)
+            integer = 1;
+        else if (integral && !bd.has_hi && lo_ok)
+            return gen_multiple(c, k, !bd.has_lo, !integer || c->int_fraction, r);
+        else if ((st = sift__js_unsupported(c, "multipleOf",
+                                            integral ? "'multipleOf' beside these bounds is not "
+                                                       "supported"
+                                                     : "'multipleOf' of a fraction or over 1000 "
+                                                       "is not supported")))
+            return st;
+    }
     if (!bd.has_lo && !bd.has_hi) {
         set_name(r, sift__js_shared(c, integer ? SIFT__JS_R_INTEGER : SIFT__JS_R_NUMBER));
         return SIFT_OK;
