@@ -106,6 +106,9 @@
  * A vocabulary that nobody mutates may be read by many threads at once,
  * and grammars may be built from it on many threads at once (the first
  * ones build its shared token index; the others use it).
+ * A workspace (sift_workspace, shared scratch) serves one call at a
+ * time: a call whose chain's workspace is in use by another call, on
+ * any thread, fails with SIFT_E_STATE and changes nothing.
  *
  * ABI
  * ---
