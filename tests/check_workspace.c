@@ -606,6 +606,12 @@ START_TEST(test_bad_arguments_are_refused_with_nothing_changed)
     p.allocator = &half;
     ck_assert_int_eq(sift_workspace_new(&w, &p, &err), SIFT_E_ARG);
     ck_assert_ptr_null(w);
+    /* a caller built against a layout without n_vocab: its default */
+    sift_workspace_params_init(&p);
+    p.struct_size = (uint32_t)offsetof(sift_workspace_params, n_vocab);
+    p.n_vocab = -1;
+    ck_assert_int_eq(sift_workspace_new(&w, &p, &err), SIFT_OK);
+    sift_workspace_free(w);
     /* NULL params: the defaults */
     ck_assert_int_eq(sift_workspace_new(&w, NULL, &err), SIFT_OK);
     sift_workspace_params_init(NULL);
