@@ -106,6 +106,9 @@
  * A vocabulary that nobody mutates may be read by many threads at once,
  * and grammars may be built from it on many threads at once (the first
  * ones build its shared token index; the others use it).
+ * A workspace (sift_workspace, shared scratch) serves one call at a
+ * time: a call whose chain's workspace is in use by another call, on
+ * any thread, fails with SIFT_E_STATE and changes nothing.
  *
  * ABI
  * ---
@@ -3075,6 +3078,114 @@ SIFT_API void sift_batch_args_init(sift_batch_args *args);
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chains_sample(const sift_batch_args *args, int32_t *tokens,
                                                        sift_status *statuses, sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Shared scratch: workspaces                                          */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Scratch memory that chains share: the buffers a sample, a
+ * distribution or a survivors call uses only while it runs (about 68
+ * bytes per token of the row: 10.3 MB at V = 151,936), which a chain
+ * without a workspace keeps for its whole life. A server gives each of
+ * its threads one workspace and attaches it to the chains that thread
+ * samples (sift_chain_set_workspace): the scratch is then paid once per
+ * thread instead of once per chain, and an idle chain holds only its
+ * stages and their history (docs/api.md, "Memory of a chain").
+ *
+ * Rules:
+ * - A workspace serves one call at a time. A call that needs it while
+ *   another call uses it (another thread, or a callback of the call in
+ *   progress) fails with SIFT_E_STATE before it changes anything; the
+ *   check is atomic, so two threads that share a workspace never race
+ *   on it, but one of them gets SIFT_E_STATE. Calls one after another,
+ *   on any threads, may share it.
+ * - Sharing changes no result: a chain samples the same tokens, RNG and
+ *   state with a workspace as without one.
+ * - It grows to the longest row (plus the extras its chains ask for) it
+ *   has served, through its own allocator, and never shrinks; once that
+ *   size is reached no call allocates. A row longer than it was sized
+ *   for grows it (SIFT_E_NOMEM in that call if that fails, nothing
+ *   changed); a chain's max_vocab bounds what it accepts.
+ * - It lives until sift_workspace_free has been called and every chain
+ *   it is attached to has detached it or been freed: freeing a
+ *   workspace that chains still use is safe.
+ * Since: 0.3.
+ */
+typedef struct sift_workspace sift_workspace;
+
+/**
+ * Parameters of sift_workspace_new. Initialise with
+ * sift_workspace_params_init, then set what you need; fields added later
+ * keep their defaults. Since: 0.3.
+ */
+typedef struct sift_workspace_params {
+    uint32_t struct_size;            /**< sizeof(sift_workspace_params); set by _init. */
+    const sift_allocator *allocator; /**< NULL = malloc/free; copied. Every buffer of
+                                          the workspace is allocated and freed through
+                                          it. */
+    int32_t n_vocab;                 /**< Row length to size the buffers for at creation,
+                                          in tokens, 0 to 2^31 - 1; 0 = on first use
+                                          (default). */
+} sift_workspace_params;
+
+/** Fills `params` with the defaults; NULL is a no-op. Since: 0.3. */
+SIFT_API void sift_workspace_params_init(sift_workspace_params *params);
+
+/**
+ * Creates a workspace, sized for rows of params->n_vocab tokens when that
+ * is positive (so that the first call at that length allocates nothing:
+ * it may still grow once for the extra ids a chain names, see
+ * sift_workspace). `params` may be NULL (all defaults). SIFT_E_ARG if
+ * `out` is NULL, params->struct_size is 0 or too large, n_vocab is
+ * negative or the allocator is bad; SIFT_E_NOMEM. On failure *out is
+ * NULL. The caller owns the workspace and releases it with
+ * sift_workspace_free. Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_workspace_new(sift_workspace **out,
+                                                       const sift_workspace_params *params,
+                                                       sift_error *err);
+
+/**
+ * Releases the caller's handle to a workspace; NULL is a no-op. The
+ * memory is freed now if no chain has the workspace attached, else when
+ * the last such chain detaches it (sift_chain_set_workspace) or is
+ * freed; until then those chains keep using it. The handle must not be
+ * used after this call (freeing it twice is a caller bug, as for any
+ * object). Since: 0.3.
+ */
+SIFT_API void sift_workspace_free(sift_workspace *ws);
+
+/**
+ * Attaches workspace `ws` to `chain`, or detaches the chain's workspace
+ * when `ws` is NULL. From then on sift_chain_sample,
+ * sift_chain_sample_slice, sift_chain_distribution,
+ * sift_chain_distribution_slice, sift_chain_survivors, sift_chain_verify,
+ * the chain's slots of sift_chains_sample and sift_verifier_distributions
+ * on the chain use the workspace's buffers for the time of the call
+ * instead of the chain's own, and fail with SIFT_E_STATE (nothing
+ * changed) when another call is using the workspace at that moment.
+ *
+ * Attaching frees the chain's own scratch buffers (the chain keeps its
+ * stages, history, RNG and every other piece of state; results do not
+ * change) and takes a reference to `ws`, so the workspace stays valid
+ * while the chain has it, whatever sift_workspace_free is called on.
+ * Detaching drops that reference; the chain's next call sizes buffers of
+ * its own again. Attaching the workspace the chain already has does
+ * nothing. Neither allocates. Clones (sift_chain_clone) do not inherit
+ * the attachment: a clone has no workspace.
+ *
+ * Any number of chains may have one workspace attached; the rule that
+ * makes that safe is the workspace's (one call at a time): attach a
+ * workspace to the chains one thread samples, or attach the thread's
+ * workspace to a chain before sampling it on that thread.
+ *
+ * SIFT_E_ARG for a NULL chain or a `ws` that is not a live workspace;
+ * SIFT_E_STATE inside a callback of the chain (the chain is busy).
+ * Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_set_workspace(sift_chain *chain, sift_workspace *ws,
+                                                             sift_error *err);
 
 #ifdef __cplusplus
 }

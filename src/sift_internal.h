@@ -290,7 +290,12 @@ static inline void sift__arr_touched(sift__arr *a)
 /* ------------------------------------------------------------------ */
 
 typedef struct sift__ws {
-    size_t cap;            /* elements in every buffer below */
+    size_t cap; /* elements in every buffer below */
+    /* The allocator the buffers belong to when they are a workspace's
+     * (sift_workspace, lent to a chain for one call): reserve and free
+     * use it instead of the one they are given. NULL for a chain's own
+     * scratch, which uses the chain's allocator. */
+    const sift__alloc *al;
     sift_candidate *cand;  /* the working array */
     sift_candidate *cand2; /* a second array (sorts, copies) */
     uint64_t *u64a;        /* weights */
@@ -624,7 +629,47 @@ struct sift_chain {
      * for a chain given twice, 0 at every other time (the scan clears
      * what it set before it returns or samples anything). */
     size_t batch_mark;
+    /* The attached workspace (sift_chain_set_workspace; the chain holds
+     * one of its references), NULL = the chain's own scratch. While a
+     * call that needs scratch runs, ws, row and seen are the
+     * workspace's, lent for that call (core/workspace.c); between calls
+     * they are the chain's own, empty while a workspace is attached. */
+    sift_workspace *workspace;
 };
+
+/* The allocator of the scratch the chain uses now: the lent
+ * workspace's during a call that has one, else the chain's own. */
+static inline const sift__alloc *sift__scratch_alloc(const sift_chain *c)
+{
+    return c->ws.al ? c->ws.al : &c->al;
+}
+
+/* What a chain had in its scratch fields while a workspace is lent to
+ * it, put back by sift__ws_return. */
+typedef struct sift__lent {
+    sift_workspace *w; /* NULL: nothing lent */
+    sift__ws ws;
+    float *row;
+    size_t row_cap;
+    uint32_t *seen;
+    size_t seen_cap;
+    uint32_t seen_gen;
+} sift__lent;
+
+/* Lends workspace `w` (NULL = none: a no-op that cannot fail) to chain
+ * `c` for one call: marks it in use, or refuses with SIFT_E_STATE when
+ * another call uses it, changing nothing; then swaps its buffers into
+ * c's scratch fields, keeping c's own in *own. Every successful lend is
+ * followed by one sift__ws_return on the same thread, before the call
+ * returns. */
+SIFT__HIDDEN sift_status sift__ws_lend(sift_chain *c, sift_workspace *w, sift__lent *own,
+                                       sift_error *err);
+/* Gives the buffers back to the workspace (they may have grown), puts
+ * c's own back and marks the workspace free. */
+SIFT__HIDDEN void sift__ws_return(sift_chain *c, sift__lent *own);
+/* Drops one reference to a workspace: the caller's handle
+ * (sift_workspace_free) or a chain's attachment. The last one frees it. */
+SIFT__HIDDEN void sift__workspace_unref(sift_workspace *w);
 
 /* What a slice step was before it ran, for the cross-check around it
  * (core/crosscheck.c). */
@@ -704,6 +749,24 @@ SIFT__HIDDEN void sift__chain_release(sift_chain *chain);
         sift__cc_s = (body);                                        \
         sift__chain_release(chain);                                 \
         return sift__cc_s;                                          \
+    } while (0)
+/* SIFT__CHAIN_CALL for the entry points that use scratch (a sample, a
+ * distribution, survivors, verify): the chain's attached workspace, if
+ * any, is lent to it for the whole call, and a workspace in use by
+ * another call makes the call SIFT_E_STATE before anything changes. */
+#define SIFT__CHAIN_SCRATCH_CALL(chain, err, body)                                       \
+    do {                                                                                 \
+        sift__lent sift__cc_l;                                                           \
+        sift_status sift__cc_s = sift__chain_enter((chain), (err));                      \
+        if (!sift__cc_s)                                                                 \
+            sift__cc_s = sift__ws_lend((chain), (chain)->workspace, &sift__cc_l, (err)); \
+        if (sift__cc_s)                                                                  \
+            return sift__cc_s;                                                           \
+        sift__chain_hold(chain);                                                         \
+        sift__cc_s = (body);                                                             \
+        sift__chain_release(chain);                                                      \
+        sift__ws_return((chain), &sift__cc_l);                                           \
+        return sift__cc_s;                                                               \
     } while (0)
 /* The bodies of sift_chain_accept (prompt = 0) and
  * sift_chain_accept_prompt (prompt = 1), sift_chain_sample_slice (the

@@ -439,6 +439,10 @@ static sift_status c_stats(sift_chain *c)
     sift_stats st = {.struct_size = sizeof st};
     return sift_chain_stats(c, &st, NULL);
 }
+static sift_status c_set_workspace(sift_chain *c)
+{
+    return sift_chain_set_workspace(c, NULL, NULL);
+}
 
 /* One line per function: its name (as sift.h spells it), what it does
  * to a busy object, and the call. */
@@ -588,6 +592,10 @@ static const entry TABLE[] = {
     NO(sift_vocab_set_attr),
     NO(sift_vocab_set_pretokenizer),
     NO(sift_vocab_size),
+    REF(sift_chain_set_workspace, c_set_workspace),
+    NO(sift_workspace_free),
+    NO(sift_workspace_new),
+    NO(sift_workspace_params_init),
 };
 
 static const entry *find(const char *name)

@@ -20,6 +20,11 @@
  *   calling it on its own range of slots of shared arrays, gives the
  *   tokens of the sequential loop of single calls.
  *
+ * - Chains sharing scratch (sift_workspace): chains that move between
+ *   threads, each thread attaching its own workspace before it samples
+ *   one, and threads whose chains share one workspace (a call that finds
+ *   it in use is refused and retried), give the serial run's tokens.
+ *
  * CI runs this binary under ThreadSanitizer (--enable-tsan), so every
  * piece of shared test data is written before the threads start and only
  * read while they run; results go to per-thread slots joined afterwards.
@@ -580,6 +585,155 @@ START_TEST(test_a_batch_sharded_across_threads_matches_the_sequential_loop)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Chains sharing scratch (sift_workspace)                             */
+/* ------------------------------------------------------------------ */
+
+#define WS_CHAINS 8
+#define WS_ROUNDS 12
+
+/* A server's loop: chains move between threads from round to round, and
+ * each thread attaches its own workspace to the chain it samples. */
+typedef struct ws_job {
+    int t;
+    pthread_barrier_t *round;
+    sift_chain **chains;       /* shared array, WS_CHAINS */
+    int32_t (*tok)[WS_ROUNDS]; /* tok[chain][round], shared */
+    sift_status ret;
+} ws_job;
+
+static void *ws_thread(void *arg)
+{
+    ws_job *j = arg;
+    float *row = malloc(V * sizeof *row);
+    sift_workspace *w = NULL;
+    j->ret = row ? sift_workspace_new(&w, NULL, NULL) : SIFT_E_NOMEM;
+    for (int r = 0; r < WS_ROUNDS; r++) {
+        pthread_barrier_wait(j->round);
+        for (int c = 0; c < WS_CHAINS && !j->ret; c++) {
+            if ((c + r) % THREADS != j->t)
+                continue;
+            sift_chain *ch = j->chains[c];
+            make_row(row, 700 + (uint64_t)c, r);
+            if (!(j->ret = sift_chain_set_workspace(ch, w, NULL)) &&
+                !(j->ret = sift_chain_sample(ch, row, V, &j->tok[c][r], NULL)))
+                j->ret = sift_chain_accept(ch, j->tok[c][r], NULL);
+        }
+    }
+    sift_workspace_free(w); /* chains attached to it keep it alive */
+    free(row);
+    return NULL;
+}
+
+START_TEST(test_chains_moving_between_threads_with_a_workspace_each_match_a_serial_run)
+{
+    static int32_t ref[WS_CHAINS][WS_ROUNDS], tok[WS_CHAINS][WS_ROUNDS];
+    float *row = malloc(V * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    sift_chain *chains[WS_CHAINS];
+    for (int c = 0; c < WS_CHAINS; c++) {
+        ck_assert_int_eq(build(800 + (uint64_t)c, c % 3, &chains[c]), SIFT_OK);
+        for (int r = 0; r < WS_ROUNDS; r++) {
+            make_row(row, 700 + (uint64_t)c, r);
+            ck_assert_int_eq(sift_chain_sample(chains[c], row, V, &ref[c][r], NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_accept(chains[c], ref[c][r], NULL), SIFT_OK);
+        }
+        sift_chain_free(chains[c]);
+        ck_assert_int_eq(build(800 + (uint64_t)c, c % 3, &chains[c]), SIFT_OK);
+    }
+    free(row);
+    pthread_barrier_t round;
+    ck_assert_int_eq(pthread_barrier_init(&round, NULL, THREADS), 0);
+    ws_job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        jobs[t] = (ws_job){t, &round, chains, tok, SIFT_OK};
+        ck_assert_int_eq(pthread_create(&th[t], NULL, ws_thread, &jobs[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++)
+        ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    pthread_barrier_destroy(&round);
+    for (int t = 0; t < THREADS; t++)
+        ck_assert_int_eq(jobs[t].ret, SIFT_OK);
+    for (int c = 0; c < WS_CHAINS; c++)
+        for (int r = 0; r < WS_ROUNDS; r++)
+            ck_assert_msg(tok[c][r] == ref[c][r], "chain %d round %d: %d, serial %d", c, r,
+                          (int)tok[c][r], (int)ref[c][r]);
+    for (int c = 0; c < WS_CHAINS; c++)
+        sift_chain_free(chains[c]); /* the last ones free the workspaces */
+}
+END_TEST
+
+/* Threads whose chains share one workspace: a call that finds it in use
+ * gets SIFT_E_STATE and changes nothing, so each thread retries; the
+ * atomic flag orders their use of the buffers (TSan sees no race). */
+typedef struct turn_job {
+    pthread_barrier_t *start;
+    sift_chain *chain;
+    uint64_t row_seed;
+    int32_t tok[STEPS];
+    long refused;
+    sift_status ret;
+} turn_job;
+
+static void *turn_thread(void *arg)
+{
+    turn_job *j = arg;
+    float *row = malloc(V * sizeof *row);
+    if (!row)
+        j->ret = SIFT_E_NOMEM;
+    pthread_barrier_wait(j->start);
+    for (int s = 0; s < STEPS && !j->ret; s++) {
+        make_row(row, j->row_seed, s);
+        while ((j->ret = sift_chain_sample(j->chain, row, V, &j->tok[s], NULL)) == SIFT_E_STATE)
+            j->refused++;
+        if (!j->ret)
+            j->ret = sift_chain_accept(j->chain, j->tok[s], NULL);
+    }
+    free(row);
+    return NULL;
+}
+
+START_TEST(test_threads_sharing_one_workspace_take_turns_and_match_a_serial_run)
+{
+    int32_t ref[THREADS][STEPS];
+    float *row = malloc(V * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    sift_chain *c;
+    for (int t = 0; t < THREADS; t++) {
+        ck_assert_int_eq(build(900 + (uint64_t)t, t % 3, &c), SIFT_OK);
+        ck_assert_int_eq(run(c, 40 + (uint64_t)t, ref[t], row), SIFT_OK);
+        sift_chain_free(c);
+    }
+    free(row);
+    sift_workspace *w;
+    ck_assert_int_eq(sift_workspace_new(&w, NULL, NULL), SIFT_OK);
+    pthread_barrier_t start;
+    ck_assert_int_eq(pthread_barrier_init(&start, NULL, THREADS), 0);
+    static turn_job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        memset(&jobs[t], 0, sizeof jobs[t]);
+        jobs[t].start = &start;
+        jobs[t].row_seed = 40 + (uint64_t)t;
+        ck_assert_int_eq(build(900 + (uint64_t)t, t % 3, &jobs[t].chain), SIFT_OK);
+        ck_assert_int_eq(sift_chain_set_workspace(jobs[t].chain, w, NULL), SIFT_OK);
+    }
+    sift_workspace_free(w);
+    for (int t = 0; t < THREADS; t++)
+        ck_assert_int_eq(pthread_create(&th[t], NULL, turn_thread, &jobs[t]), 0);
+    for (int t = 0; t < THREADS; t++)
+        ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    pthread_barrier_destroy(&start);
+    for (int t = 0; t < THREADS; t++) {
+        ck_assert_int_eq(jobs[t].ret, SIFT_OK);
+        ck_assert_msg(memcmp(jobs[t].tok, ref[t], sizeof ref[t]) == 0,
+                      "thread %d differs from the serial run", t);
+        sift_chain_free(jobs[t].chain);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("threads");
@@ -596,6 +750,10 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("vocab_encoding");
     tcase_add_test(tc, test_threads_encoding_with_one_shared_vocabulary_match_a_serial_run);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("shared_scratch");
+    tcase_add_test(tc, test_chains_moving_between_threads_with_a_workspace_each_match_a_serial_run);
+    tcase_add_test(tc, test_threads_sharing_one_workspace_take_turns_and_match_a_serial_run);
     suite_add_tcase(s, tc);
     return s;
 }

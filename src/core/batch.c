@@ -125,7 +125,12 @@ static sift_status run_slot(const sift_batch_args *a, size_t i, int32_t *token, 
     *token = -1;
     if (!c)
         return sift__fail(err, SIFT_E_ARG, "chain is NULL");
-    sift_status s;
+    /* The chain's workspace, if it has one, for its sample only: chains
+     * of later slots may share it. */
+    sift__lent lent;
+    sift_status s = sift__ws_lend(c, c->workspace, &lent, err);
+    if (s)
+        return s;
     if (a->rows) {
         s = sift__sample_row(c, a->rows[i], a->n_vocab, token, 1, err);
     } else if (a->hook) {
@@ -140,6 +145,7 @@ static sift_status run_slot(const sift_batch_args *a, size_t i, int32_t *token, 
     } else {
         s = sift__sample_slice(c, &a->slices[i], token, err);
     }
+    sift__ws_return(c, &lent);
     if (s) {
         *token = -1;
         return s;

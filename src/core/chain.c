@@ -148,6 +148,9 @@ void sift_chain_free(sift_chain *c)
     sift__ws_free(&c->ws, &al);
     sift__free(&al, c->row);
     sift__free(&al, c->seen);
+    sift_workspace *w = c->workspace;
+    c->workspace = NULL;
+    sift__workspace_unref(w);
     if (check_ops)
         check_ops->destroy(check);
     c->magic = 0xDEADu;
@@ -273,6 +276,7 @@ sift_status sift__chain_clone(const sift_chain *c, sift_chain **out, sift_error 
     d->seen = NULL;
     d->seen_cap = 0;
     d->seen_gen = 0;
+    d->workspace = NULL; /* scratch is not state: a clone has its own */
     d->check_ops = NULL;
     d->check = NULL;
     d->n_grammar_resamples = 0;

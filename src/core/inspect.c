@@ -70,5 +70,5 @@ sift_status sift_chain_survivors(sift_chain *c, const float *row, int32_t V, siz
 {
     if (!c)
         return sift__fail(err, SIFT_E_ARG, "NULL argument");
-    SIFT__CHAIN_CALL(c, err, survivors(c, row, V, n_stages, out, cap, n_out, err));
+    SIFT__CHAIN_SCRATCH_CALL(c, err, survivors(c, row, V, n_stages, out, cap, n_out, err));
 }

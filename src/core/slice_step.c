@@ -21,11 +21,12 @@ static sift_status seen_reserve(sift_chain *c, int32_t V, sift_error *err)
 {
     if ((size_t)V <= c->seen_cap)
         return SIFT_OK;
-    uint32_t *b = sift__calloc(&c->al, (size_t)V, sizeof *b);
+    const sift__alloc *al = sift__scratch_alloc(c);
+    uint32_t *b = sift__calloc(al, (size_t)V, sizeof *b);
     if (!b)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %d-token id set",
                           (int)V);
-    sift__free(&c->al, c->seen);
+    sift__free(al, c->seen);
     c->seen = b;
     c->seen_cap = (size_t)V;
     c->seen_gen = 0;
@@ -498,12 +499,12 @@ sift_status sift__distribution_slice(sift_chain *c, const sift_slice *slice, sif
 sift_status sift_chain_sample_slice(sift_chain *c, const sift_slice *slice, int32_t *token,
                                     sift_error *err)
 {
-    SIFT__CHAIN_CALL(c, err, sift__sample_slice(c, slice, token, err));
+    SIFT__CHAIN_SCRATCH_CALL(c, err, sift__sample_slice(c, slice, token, err));
 }
 
 sift_status sift_chain_distribution_slice(sift_chain *c, const sift_slice *slice,
                                           sift_token_prob *out, size_t capacity, size_t *n_out,
                                           sift_error *err)
 {
-    SIFT__CHAIN_CALL(c, err, sift__distribution_slice(c, slice, out, capacity, n_out, err));
+    SIFT__CHAIN_SCRATCH_CALL(c, err, sift__distribution_slice(c, slice, out, capacity, n_out, err));
 }

@@ -404,11 +404,12 @@ sift_status sift__row_buffer(sift_chain *c, int32_t V, sift_error *err)
 {
     if ((size_t)V <= c->row_cap)
         return SIFT_OK;
-    float *r = sift__malloc(&c->al, (size_t)V, sizeof *r);
+    const sift__alloc *al = sift__scratch_alloc(c);
+    float *r = sift__malloc(al, (size_t)V, sizeof *r);
     if (!r)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %d-token row buffer",
                           (int)V);
-    sift__free(&c->al, c->row);
+    sift__free(al, c->row);
     c->row = r;
     c->row_cap = (size_t)V;
     return SIFT_OK;
@@ -592,7 +593,7 @@ sift_status sift__distribution_row(sift_chain *c, const float *logits, int32_t V
 sift_status sift_chain_sample(sift_chain *c, const float *logits, int32_t V, int32_t *token,
                               sift_error *err)
 {
-    SIFT__CHAIN_CALL(c, err, sift__sample_row(c, logits, V, token, 1, err));
+    SIFT__CHAIN_SCRATCH_CALL(c, err, sift__sample_row(c, logits, V, token, 1, err));
 }
 
 sift_status sift_chain_accept(sift_chain *c, int32_t token, sift_error *err)
@@ -609,5 +610,6 @@ sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t 
                                     sift_token_prob *out, size_t capacity, size_t *n_out,
                                     sift_error *err)
 {
-    SIFT__CHAIN_CALL(c, err, sift__distribution_row(c, logits, V, out, capacity, n_out, err));
+    SIFT__CHAIN_SCRATCH_CALL(c, err,
+                             sift__distribution_row(c, logits, V, out, capacity, n_out, err));
 }

@@ -511,7 +511,7 @@ static sift_status verify(sift_chain *c, const sift_verify_args *args, sift_veri
 sift_status sift_chain_verify(sift_chain *c, const sift_verify_args *args, sift_verify_result *res,
                               sift_error *err)
 {
-    SIFT__CHAIN_CALL(c, err, verify(c, args, res, err));
+    SIFT__CHAIN_SCRATCH_CALL(c, err, verify(c, args, res, err));
 }
 
 /* ------------------------------------------------------------------ */
@@ -545,6 +545,11 @@ static sift_status distributions(sift_verifier *v, const sift_chain *c,
                              "stage %zu (%s) cannot copy its state into the verifier's shadow",
                              which, sift__stage_name(c->stages[which]));
     sift_chain *d = v->shadow;
+    /* The shadow samples with the chain's workspace when it has one (the
+     * chain is held, so its attachment stays), else with its own. */
+    sift__lent lent;
+    if ((s = sift__ws_lend(d, c->workspace, &lent, err)))
+        return s;
     hook_tramp t = {a.hook, a.hook_user, c->hook, c->hook_user, 0};
     d->hook = a.hook || c->hook ? tramp_call : NULL;
     d->hook_user = &t;
@@ -564,6 +569,7 @@ static sift_status distributions(sift_verifier *v, const sift_chain *c,
     }
     d->hook = NULL;
     d->hook_user = NULL;
+    sift__ws_return(d, &lent);
     return s;
 }
 
