@@ -418,13 +418,13 @@ static int64_t dry_lowers(const sift__stage *st, int dynamic)
 }
 
 static const sift__stage_ops dry_ops = {
-    .lowers = dry_lowers,
     .name = "dry",
     .apply = dry_apply,
+    .cls = dry_cls,
+    .lowers = dry_lowers,
     .accept = dry_accept,
     .settle = dry_settle,
     .reset = dry_reset,
-    .cls = dry_cls,
     .digest = dry_digest,
 };
 

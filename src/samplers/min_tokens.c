@@ -105,15 +105,15 @@ static int32_t mt_max_token(const sift__stage *st)
 static const sift__stage_ops mt_ops = {
     .name = "min_tokens",
     .apply = mt_apply,
-    .accept = mt_accept,
-    .reset = mt_reset,
-    .digest = mt_digest,
     .cls = mt_cls,
-    .lowers = mt_lowers,
     .max_token = mt_max_token,
+    .lowers = mt_lowers,
+    .accept = mt_accept,
     /* vLLM's min_tokens and HF's min_new_tokens count generated tokens:
      * the prompt's do not reach mt_accept. */
     .generated_only = 1,
+    .reset = mt_reset,
+    .digest = mt_digest,
 };
 
 sift_status sift_chain_add_min_tokens(sift_chain *chain, int32_t min_tokens, const int32_t *ids,

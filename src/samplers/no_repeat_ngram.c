@@ -163,11 +163,11 @@ static int64_t nr_lowers(const sift__stage *st, int dynamic)
 static const sift__stage_ops nr_ops = {
     .name = "no_repeat_ngram",
     .apply = nr_apply,
+    .cls = nr_cls,
+    .lowers = nr_lowers,
     .accept = nr_accept,
     .reset = nr_reset,
     .digest = nr_digest,
-    .cls = nr_cls,
-    .lowers = nr_lowers,
 };
 
 static size_t nr_align(size_t x)

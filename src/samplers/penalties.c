@@ -415,13 +415,13 @@ static int64_t pen_max_extras(const sift__stage *st)
 
 static const sift__stage_ops pen_ops = {
     .name = "penalties",
+    .apply = pen_apply,
+    .cls = pen_cls,
     .lowers = pen_lowers,
     .extras = pen_extras,
     .max_extras = pen_max_extras,
-    .apply = pen_apply,
     .accept = pen_accept,
     .reset = pen_reset,
-    .cls = pen_cls,
     .digest = pen_digest,
 };
 
