@@ -444,10 +444,10 @@ typedef struct brk_list {
 
 /* Grows one of the lists' arrays, of capacity `cap`, to hold `need`
  * (sift__reserve): used entries kept, the rest 0. */
-static int grow32(const sift__alloc *al, int32_t **p, size_t cap, size_t used, size_t need,
-                  size_t first)
+static sift_status grow32(const sift__alloc *al, int32_t **p, size_t cap, size_t used, size_t need,
+                          size_t first)
 {
-    return sift__reserve(al, p, &cap, used, need, sizeof **p, first) == SIFT_OK;
+    return sift__reserve(al, p, &cap, used, need, sizeof **p, first);
 }
 
 static void brk_free(brk_list *b)
@@ -471,9 +471,9 @@ static void brk_add(brk_list *b, size_t from, int32_t head, const int32_t *tail,
     if (b->n == b->cap) {
         /* three parallel arrays of one capacity: grow each, then commit */
         size_t cap = b->cap ? 2 * b->cap : 16;
-        if (!grow32(b->al, &b->head, b->cap, b->n, cap, 16) ||
-            !grow32(b->al, &b->toff, b->cap, b->n, cap, 16) ||
-            !grow32(b->al, &b->tlen, b->cap, b->n, cap, 16)) {
+        if (grow32(b->al, &b->head, b->cap, b->n, cap, 16) ||
+            grow32(b->al, &b->toff, b->cap, b->n, cap, 16) ||
+            grow32(b->al, &b->tlen, b->cap, b->n, cap, 16)) {
             b->nomem = 1;
             return;
         }
@@ -533,7 +533,8 @@ static int32_t piece_find(const piece_map *m, const sift_vocab *v, const char *s
     }
 }
 
-static int piece_map_build(piece_map *m, const sift__alloc *al, const sift_vocab *v)
+/* SIFT_OK, or SIFT_E_NOMEM (m->slot NULL). */
+static sift_status piece_map_build(piece_map *m, const sift__alloc *al, const sift_vocab *v)
 {
     int32_t V = sift_vocab_size(v);
     uint32_t bits = 2;
@@ -542,7 +543,7 @@ static int piece_map_build(piece_map *m, const sift__alloc *al, const sift_vocab
     m->bits = bits;
     m->slot = sift__calloc(al, (size_t)1 << bits, sizeof *m->slot);
     if (!m->slot)
-        return 0;
+        return SIFT_E_NOMEM;
     memset(m->slot, 0xff, ((size_t)1 << bits) * sizeof *m->slot);
     for (int32_t id = 0; id < V; id++) {
         size_t len;
@@ -553,7 +554,7 @@ static int piece_map_build(piece_map *m, const sift__alloc *al, const sift_vocab
         if (piece_find(m, v, p, len, &where) < 0)
             m->slot[where] = id; /* ascending ids: the first one stays */
     }
-    return 1;
+    return SIFT_OK;
 }
 
 /* Greedy longest-match split of s[0..n) into at most 39 tokens; returns
@@ -600,7 +601,7 @@ static sift_status compile_strings(brk_list *b, const sift__alloc *al, const sif
         need_split |= lens[k] > 1;
     tails = sift__calloc(al, nb, sizeof *tails);
     tl = sift__calloc(al, nb, sizeof *tl);
-    if (!tails || !tl || (need_split && !piece_map_build(&m, al, v))) {
+    if (!tails || !tl || (need_split && piece_map_build(&m, al, v))) {
         sift__free(al, tails);
         sift__free(al, tl);
         sift__free(al, m.slot);
