@@ -74,6 +74,10 @@ SIFT__HIDDEN size_t sift__utf8_decode(const unsigned char *s, size_t n, uint32_t
  * n; 0 otherwise, with *bad = the offset of the first byte of the first
  * ill-formed sequence. `bad` may be NULL. NUL is well-formed. */
 SIFT__HIDDEN int sift__utf8_valid(const unsigned char *s, size_t n, size_t *bad);
+/* The value of the hexadecimal digit c ('0'-'9', 'a'-'f', 'A'-'F'), or -1
+ * for any other c (a negative char and EOF included). The one hex-digit
+ * reader of src/: \xHH and \uXXXX escapes, <0xHH> byte pieces, %HH. */
+SIFT__HIDDEN int sift__hex_digit(int c);
 
 /* ------------------------------------------------------------------ */
 /* Allocation (core/alloc.c)                                           */

@@ -271,17 +271,6 @@ static uint32_t decode(gp_state *p)
     return c;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* One character of a literal or class, escapes resolved. The caller has
  * checked that p->i is not at the end. Returns UINT32_MAX on error. */
 static uint32_t parse_char(gp_state *p)
@@ -325,7 +314,7 @@ static uint32_t parse_char(gp_state *p)
     }
     uint32_t v = 0;
     for (int k = 0; k < digits; k++) {
-        int h = hexval(peek(p, 2 + (size_t)k));
+        int h = sift__hex_digit(peek(p, 2 + (size_t)k));
         if (h < 0) {
             sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "escape '\\%c' needs exactly %d hex digits",
                           e, digits);
