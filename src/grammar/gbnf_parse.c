@@ -59,12 +59,12 @@
 /* Growable arrays through the object's allocator                      */
 /* ------------------------------------------------------------------ */
 
-static int vec_reserve(const sift__alloc *al, vec *v, size_t esz, size_t need)
+static int vec_reserve(const sift__alloc *al, gp_vec *v, size_t esz, size_t need)
 {
     return sift__reserve(al, &v->p, &v->cap, v->n, need, esz, 16) == SIFT_OK;
 }
 
-static void vec_free(const sift__alloc *al, vec *v)
+static void vec_free(const sift__alloc *al, gp_vec *v)
 {
     sift__free(al, v->p);
     memset(v, 0, sizeof *v);
@@ -155,7 +155,7 @@ static int ht_grow(gp_state *p)
         return 0;
     memset(ht, 0xff, cap * sizeof *ht);
     for (uint32_t id = 0; id < p->rules.n; id++) {
-        rinfo *r = sift__gp_rule(p, id);
+        gp_rule *r = sift__gp_rule(p, id);
         if (r->kind != RK_NAMED)
             continue;
         size_t h = (size_t)name_hash(p->s + r->name_off, r->name_len) & (cap - 1);
@@ -173,11 +173,11 @@ static int ht_grow(gp_state *p)
  * does; UINT32_MAX on failure. */
 static uint32_t new_rule(gp_state *p, uint8_t kind, size_t pos)
 {
-    if (!vec_reserve(p->al, &p->rules, sizeof(rinfo), p->rules.n + 1)) {
+    if (!vec_reserve(p->al, &p->rules, sizeof(gp_rule), p->rules.n + 1)) {
         sift__gp_nomem(p);
         return UINT32_MAX;
     }
-    rinfo *r = sift__gp_rule(p, (uint32_t)p->rules.n);
+    gp_rule *r = sift__gp_rule(p, (uint32_t)p->rules.n);
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->pos = pos;
@@ -194,7 +194,7 @@ static uint32_t symbol(gp_state *p, size_t off, size_t len)
     }
     size_t h = (size_t)name_hash(p->s + off, len) & (p->ht_cap - 1);
     for (; p->ht[h] != UINT32_MAX; h = (h + 1) & (p->ht_cap - 1)) {
-        rinfo *r = sift__gp_rule(p, p->ht[h]);
+        gp_rule *r = sift__gp_rule(p, p->ht[h]);
         if (r->name_len == len && memcmp(p->s + r->name_off, p->s + off, len) == 0)
             return p->ht[h];
     }
@@ -214,7 +214,7 @@ static int define(gp_state *p, uint32_t id, const sift__gelem *e, size_t n)
         sift__gp_nomem(p);
         return 0;
     }
-    rinfo *r = sift__gp_rule(p, id);
+    gp_rule *r = sift__gp_rule(p, id);
     r->off = (uint32_t)p->arena.n;
     r->len = (uint32_t)n;
     r->defined = 1;
@@ -367,7 +367,7 @@ static int parse_int(gp_state *p, uint64_t *out)
 /* Building the current sequence                                       */
 /* ------------------------------------------------------------------ */
 
-static frame *top(gp_state *p)
+static gp_frame *top(gp_state *p)
 {
     return &p->fr[p->n_fr - 1];
 }
@@ -385,7 +385,7 @@ static int budget(gp_state *p, size_t more)
 
 static int emit(gp_state *p, uint32_t type, uint32_t v)
 {
-    frame *f = top(p);
+    gp_frame *f = top(p);
     if (!budget(p, 1))
         return 0;
     if (!vec_reserve(p->al, &f->buf, sizeof(sift__gelem), f->buf.n + 1)) {
@@ -405,7 +405,7 @@ static int push_frame(gp_state *p, uint32_t rule, size_t open)
         sift__gp_nomem(p);
         return 0;
     }
-    frame *f = &p->fr[p->n_fr++];
+    gp_frame *f = &p->fr[p->n_fr++];
     /* buffers of frames that were popped are kept for reuse */
     f->buf.n = 0;
     f->rule = rule;
@@ -420,7 +420,7 @@ static int push_frame(gp_state *p, uint32_t rule, size_t open)
  * UINT64_MAX: unbounded), at byte offset `at` (the postfix). */
 static int repeat(gp_state *p, uint64_t m, uint64_t n, size_t at)
 {
-    frame *f = top(p);
+    gp_frame *f = top(p);
     if (f->last == SIZE_MAX || f->last >= f->buf.n) {
         sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "repetition with no preceding item");
         return 0;
@@ -761,7 +761,7 @@ static int parse_braces(gp_state *p, int nl)
  * from the parent. */
 static int close_group(gp_state *p)
 {
-    frame *f = top(p);
+    gp_frame *f = top(p);
     if (!emit(p, SIFT__G_END, 0) || !define(p, f->rule, f->buf.p, f->buf.n))
         return 0;
     p->n_elems -= f->buf.n; /* now counted in the arena */
@@ -770,7 +770,7 @@ static int close_group(gp_state *p)
     uint64_t prev = p->rules.n - f->sym_open;
     /* keep the frame's buffer for reuse: swap it to the slot past the end */
     p->n_fr--;
-    frame *g = top(p);
+    gp_frame *g = top(p);
     g->last = g->buf.n;
     if (!emit(p, SIFT__G_REF, id))
         return 0;
@@ -919,7 +919,7 @@ static int parse_rule(gp_state *p)
     p->n_fr = 0;
     if (!push_frame(p, id, at) || !parse_body(p))
         return 0;
-    frame *f = top(p);
+    gp_frame *f = top(p);
     if (!emit(p, SIFT__G_END, 0) || !define(p, id, f->buf.p, f->buf.n))
         return 0;
     p->n_fr = 0;
@@ -1003,7 +1003,7 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
         uint32_t bid = 0;
         int any_named = 0;
         for (uint32_t id = 0; id < p.rules.n; id++) {
-            const rinfo *r = sift__gp_rule(&p, id);
+            const gp_rule *r = sift__gp_rule(&p, id);
             any_named |= r->kind == RK_NAMED && r->defined;
             if (!r->defined && r->use < best) {
                 best = r->use;
@@ -1013,7 +1013,7 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
         if (!any_named) {
             sift__gp_perr(&p, SIZE_MAX, SIFT_E_GRAMMAR_UNDEFINED, "grammar defines no rules");
         } else if (best != SIZE_MAX) {
-            const rinfo *r = sift__gp_rule(&p, bid);
+            const gp_rule *r = sift__gp_rule(&p, bid);
             sift__gp_perr(
                 &p, best, SIFT_E_GRAMMAR_UNDEFINED, "rule '%.*s' is used but never defined",
                 (int)(r->name_len > 64 ? 64 : r->name_len), (const char *)p.s + r->name_off);
@@ -1023,7 +1023,7 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
     if (!p.st) {
         size_t rl = strlen(root);
         for (uint32_t id = 0; id < p.rules.n; id++) {
-            const rinfo *r = sift__gp_rule(&p, id);
+            const gp_rule *r = sift__gp_rule(&p, id);
             if (r->kind == RK_NAMED && r->name_len == rl &&
                 memcmp(p.s + r->name_off, root, rl) == 0)
                 root_id = id;
