@@ -823,17 +823,9 @@ static sift_status check_common(sift_chain *chain, float multiplier, float base,
         return s;
     if ((s = sift__param_check(&sift__desc_dry, "multiplier", multiplier, err)) ||
         (s = sift__param_check(&sift__desc_dry, "base", base, err)) ||
-        (s = sift__param_check(&sift__desc_dry, "allowed_length", allowed, err)))
+        (s = sift__param_check(&sift__desc_dry, "allowed_length", allowed, err)) ||
+        (s = sift__window_check(&sift__desc_dry, "last_n", last_n, chain, err)))
         return s;
-    if (last_n < 0)
-        return sift__fail(err, SIFT_E_ARG,
-                          "dry: last_n must be >= 0 (give a window; -1 = context is not "
-                          "supported), got %d",
-                          (int)last_n);
-    int32_t maxh = sift__chain_max_history(chain);
-    if (last_n > maxh)
-        return sift__fail(err, SIFT_E_LIMIT, "dry: last_n = %d exceeds max_history %d", (int)last_n,
-                          (int)maxh);
     if (n_breakers > DRY_MAX_BREAKERS)
         return sift__fail(err, SIFT_E_LIMIT, "dry: %zu sequence breakers; max %d", n_breakers,
                           DRY_MAX_BREAKERS);
