@@ -9,7 +9,8 @@
  * arguments against them (sift__param_check), so a parameter's range is
  * written once, here; a new sampler touches its own file, one line of
  * registry.c, its public sift_chain_add_* declaration, its source line in
- * Makefile.am and its docs rows (docs/samplers.md, "Adding a sampler").
+ * Makefile.am, its line in tests/check_reentry.c's TABLE and its docs
+ * rows (docs/samplers.md, "Adding a sampler").
  *
  * A parameter record is the sampler's own struct (for example
  * sift__top_k_rec); a table entry names its field by offsetof. Records are
