@@ -74,6 +74,10 @@ SIFT__HIDDEN size_t sift__utf8_decode(const unsigned char *s, size_t n, uint32_t
  * n; 0 otherwise, with *bad = the offset of the first byte of the first
  * ill-formed sequence. `bad` may be NULL. NUL is well-formed. */
 SIFT__HIDDEN int sift__utf8_valid(const unsigned char *s, size_t n, size_t *bad);
+/* The value of the hexadecimal digit c ('0'-'9', 'a'-'f', 'A'-'F'), or -1
+ * for any other c (a negative char and EOF included). The one hex-digit
+ * reader of src/: \xHH and \uXXXX escapes, <0xHH> byte pieces, %HH. */
+SIFT__HIDDEN int sift__hex_digit(int c);
 
 /* ------------------------------------------------------------------ */
 /* Allocation (core/alloc.c)                                           */
@@ -380,8 +384,17 @@ static inline int32_t sift__ckey_id(uint64_t key)
 typedef struct sift__stage sift__stage;
 struct sift__bound;
 
+/* What the chain asks of a stage, in four groups. Every slot but `name`
+ * and `apply` may be NULL (or 0): the comment on each says what NULL
+ * means. Stage tables use designated initialisers, so the order below is
+ * free to follow the groups. */
 typedef struct sift__stage_ops {
     const char *name;
+    /* The stage's name when it is not ops->name (custom stages); NULL =
+     * ops->name. Use sift__stage_name. */
+    const char *(*display_name)(const sift__stage *st);
+
+    /* -- Apply: what the stage does to a step's candidate set. -------- */
     /* Transforms the candidate set. A selector sets ctx->selected.
      * Must not change stage state (that is accept's job) except the
      * selector's pending record (see mirostat). */
@@ -390,46 +403,36 @@ typedef struct sift__stage_ops {
      * sift_chain_distribution). NULL = the whole array is the support.
      * Greedy is special-cased by the chain. */
     sift_status (*support)(sift__stage *st, sift__ctx *ctx, sift__arr *a);
-    /* Takes an accepted token. Cannot fail (buffers are preallocated). */
-    void (*accept)(sift__stage *st, int32_t token);
-    /* After every stage took a generated token (not a prompt token):
-     * precomputes from the state what the next step reads (DRY's
-     * penalised set), so that apply and the dynamic plan read it. Cannot
-     * fail. NULL = nothing to settle. */
-    void (*settle)(sift__stage *st);
-    void (*reset)(sift__stage *st);
-    /* Deep copy; NULL = the stage has no state beyond its constant
-     * parameters and is copied with memcpy of `size` bytes. */
-    sift_status (*clone)(const sift__stage *st, sift__stage **out, const sift__alloc *al,
-                         sift_error *err);
-    /* Frees what the stage owns besides its own block; NULL = nothing. */
-    void (*destroy)(sift__stage *st, const sift__alloc *al);
-    /* Capability class (and its bound through *n). */
+    /* 1: the stage draws the token (sets ctx->selected). */
+    uint8_t is_selector;
+    /* 1: the selector is greedy (the chain special-cases it). */
+    uint8_t is_greedy;
+
+    /* -- Class and plan: what the analyzer and the slice path may assume
+     * about apply, and the bounds they size a step with. --------------- */
+    /* Capability class (and its bound through *n). NULL = WHOLE. */
     sift_class (*cls)(const sift__stage *st, int64_t *n);
+    /* The size of the vocabulary the stage decides over: a row of another
+     * length is refused before any stage runs, on every path (else the
+     * outcome would depend on which token is drawn). 0 = any length. */
+    int32_t (*n_vocab)(const sift__stage *st);
     /* Largest token id the stage refers to, -1 if none (checked
      * against V at sample time). NULL = none. */
     int32_t (*max_token)(const sift__stage *st);
-    /* MONOTONE stages: the image of a logit bound under the stage's map
-     * (for temperature: b / t), or NaN when the stage cannot say (then the
-     * slice path falls back to the whole row). NULL = cannot say. */
-    float (*map_bound)(const sift__stage *st, float bound);
-    /* The stage's name when it is not ops->name (custom stages); NULL =
-     * ops->name. Use sift__stage_name. */
-    const char *(*display_name)(const sift__stage *st);
-    /* Mixes the stage's mutable state into a digest; NULL = stateless. */
-    uint64_t (*digest)(const sift__stage *st, uint64_t h);
-    /* THRESHOLD stages on an incomplete set (a slice): given the present
-     * tokens in canonical order and the bound on every absent token,
-     * returns 1 when applying the stage to the present tokens gives its
-     * whole-row result with every absent token removed, 0 when the absent
-     * tokens could change the outcome. NULL = never certified. */
-    int (*certify)(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
-                   const struct sift__bound *b);
     /* LOWERS and RAISES stages: how many tokens the stage may lower, from
      * its configuration (dynamic = 0) or from its current state (dynamic =
      * 1, e.g. the distinct tokens in a penalty window); -1 = unbounded.
      * NULL = the n that cls reports. */
     int64_t (*lowers)(const sift__stage *st, int dynamic);
+    /* MONOTONE stages: the image of a logit bound under the stage's map
+     * (for temperature: b / t), or NaN when the stage cannot say (then the
+     * slice path falls back to the whole row). NULL = cannot say. */
+    float (*map_bound)(const sift__stage *st, float bound);
+    /* MONOTONE stages that map every logit z to fl(z / t), one IEEE float
+     * division by a positive t: returns t, so the tail-mass bound can
+     * follow (core/tail.c); NaN or NULL = another map (the tail bound is
+     * then dropped and the free bound is used after the stage). */
+    float (*tail_divisor)(const sift__stage *st);
     /* RAISES stages: the ids the stage may raise this step (written up to
      * cap, ascending or not, no duplicates), returns how many there are.
      * NULL = none. */
@@ -444,37 +447,20 @@ typedef struct sift__stage_ops {
      * of them, the stage has banned every absent token (docs/analyzer.md,
      * "Forced tokens"). NULL = never. */
     size_t (*allowed)(sift__stage *st, const int32_t **ids);
-    uint8_t is_selector;
-    uint8_t is_greedy;
-    /* Optional fields added after the ones above (NULL / 0 = not used),
-     * so that stage tables written before them still compile unchanged. */
-    /* The fallible half of accept: makes a later accept of `token` unable
-     * to fail (checks the token, caches or reserves what accept needs),
-     * changing no state the stage's apply reads. The chain calls it on
-     * every stage that takes the token before it calls any accept, so a
-     * refused token leaves the whole chain unchanged. */
-    sift_status (*prepare_accept)(sift__stage *st, int32_t token, sift_error *err);
-    /* The size of the vocabulary the stage decides over: a row of another
-     * length is refused before any stage runs, on every path (else the
-     * outcome would depend on which token is drawn). 0 = any length. */
-    int32_t (*n_vocab)(const sift__stage *st);
     /* Stages with `allowed`: computes and caches this step's answer of
      * `allowed`, reporting what that call cannot (SIFT_E_NOMEM, a work
      * limit). Changes no state apply reads (caches only). */
     sift_status (*prepare_allowed)(sift__stage *st, sift_error *err);
-    /* 1: the stage takes only generated tokens (sift_chain_accept);
-     * prompt tokens (sift_chain_accept_prompt) do not reach its
-     * prepare_accept or accept (a grammar constrains what is generated,
-     * not the prompt). */
-    uint8_t generated_only;
-    /* Stages whose clone is not flat: copies the mutable state of `src`
-     * into `dst`, a clone of a stage with the same configuration (the
-     * speculative-verification shadow, core/verify.c), without allocating
-     * once dst's buffers have grown to src's sizes. On failure dst may be
-     * half copied (the caller re-syncs it before any use). NULL = the
-     * state cannot be copied: a shadow holding the stage cannot stand
-     * for the chain (positions after the first need the whole row). */
-    sift_status (*sync)(sift__stage *dst, const sift__stage *src, sift_error *err);
+
+    /* -- Certificate: whether apply on a slice gives the whole row's
+     * result (docs/analyzer.md). ---------------------------------------- */
+    /* THRESHOLD stages on an incomplete set (a slice): given the present
+     * tokens in canonical order and the bound on every absent token,
+     * returns 1 when applying the stage to the present tokens gives its
+     * whole-row result with every absent token removed, 0 when the absent
+     * tokens could change the outcome. NULL = never certified. */
+    int (*certify)(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
+                   const struct sift__bound *b);
     /* WHOLE stages whose outcome depends on the tokens a slice does not
      * hold only through their total mass (top_p's cut, dist's draw):
      * given the present tokens in canonical order and the bound *b (its
@@ -485,17 +471,50 @@ typedef struct sift__stage_ops {
      * RNG. NULL = never certified (docs/analyzer.md, "Tail mass"). */
     int (*certify_mass)(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
                         const struct sift__bound *b);
-    /* MONOTONE stages that map every logit z to fl(z / t), one IEEE float
-     * division by a positive t: returns t, so the tail-mass bound can
-     * follow (core/tail.c); NaN or NULL = another map (the tail bound is
-     * then dropped and the free bound is used after the stage). */
-    float (*tail_divisor)(const sift__stage *st);
     /* With certify_mass: 1 when a certified apply only removes present
      * tokens and leaves every absent token as it was (XTC drops its top
      * choices): the set stays incomplete and the bound holds; `lowers`
      * then gives how many tokens it may remove (-1 unbounded). 0 = a
      * truncation or a selector. */
     uint8_t mass_keeps;
+
+    /* -- State: the tokens a stage takes and the life of its block. ----- */
+    /* The fallible half of accept: makes a later accept of `token` unable
+     * to fail (checks the token, caches or reserves what accept needs),
+     * changing no state the stage's apply reads. The chain calls it on
+     * every stage that takes the token before it calls any accept, so a
+     * refused token leaves the whole chain unchanged. */
+    sift_status (*prepare_accept)(sift__stage *st, int32_t token, sift_error *err);
+    /* Takes an accepted token. Cannot fail (buffers are preallocated). */
+    void (*accept)(sift__stage *st, int32_t token);
+    /* 1: the stage takes only generated tokens (sift_chain_accept);
+     * prompt tokens (sift_chain_accept_prompt) do not reach its
+     * prepare_accept or accept (a grammar constrains what is generated,
+     * not the prompt). */
+    uint8_t generated_only;
+    /* After every stage took a generated token (not a prompt token):
+     * precomputes from the state what the next step reads (DRY's
+     * penalised set), so that apply and the dynamic plan read it. Cannot
+     * fail. NULL = nothing to settle. */
+    void (*settle)(sift__stage *st);
+    /* Back to the state after construction. NULL = nothing to reset. */
+    void (*reset)(sift__stage *st);
+    /* Mixes the stage's mutable state into a digest; NULL = stateless. */
+    uint64_t (*digest)(const sift__stage *st, uint64_t h);
+    /* Deep copy; NULL = the stage has no state beyond its constant
+     * parameters and is copied with memcpy of `size` bytes. */
+    sift_status (*clone)(const sift__stage *st, sift__stage **out, const sift__alloc *al,
+                         sift_error *err);
+    /* Stages whose clone is not flat: copies the mutable state of `src`
+     * into `dst`, a clone of a stage with the same configuration (the
+     * speculative-verification shadow, core/verify.c), without allocating
+     * once dst's buffers have grown to src's sizes. On failure dst may be
+     * half copied (the caller re-syncs it before any use). NULL = the
+     * state cannot be copied: a shadow holding the stage cannot stand
+     * for the chain (positions after the first need the whole row). */
+    sift_status (*sync)(sift__stage *dst, const sift__stage *src, sift_error *err);
+    /* Frees what the stage owns besides its own block; NULL = nothing. */
+    void (*destroy)(sift__stage *st, const sift__alloc *al);
 } sift__stage_ops;
 
 /* Check mode's checker: an object that judges the token a step drew and,

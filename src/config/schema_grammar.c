@@ -15,6 +15,7 @@
 
 #include "../grammar/gbnf.h"
 #include "../grammar/trigger.h"
+#include "../schema/convert.h"
 #include "schema.h"
 
 enum {
@@ -240,8 +241,8 @@ static int schema_to_gbnf(cfg_validator *v, const char *json, size_t len, const 
     sp.max_grammar_bytes = cfg->params.max_bytes;
     sift_error e;
     char *gbnf = NULL;
-    size_t n = 0;
-    sift_status st = sift_json_schema_to_gbnf(&gbnf, &n, json, len, &sp, &e);
+    size_t n = 0, place = 0;
+    sift_status st = sift__json_schema_to_gbnf_placed(&gbnf, &n, json, len, &sp, &e, &place);
     if (st == SIFT_E_NOMEM) {
         v->st = SIFT_E_NOMEM;
         return 0;
@@ -249,9 +250,9 @@ static int schema_to_gbnf(cfg_validator *v, const char *json, size_t len, const 
     if (st != SIFT_OK) {
         if (file_node)
             return sift__cfg_err_at(v, file_node, st, "grammar.json_schema: %s", e.message);
-        /* "json_schema:L:C: #/ptr: text": the place is the YAML node's */
-        const char *msg = strstr(e.message, ": #");
-        msg = msg ? msg + 2 : e.message;
+        /* the converter's place is in the JSON text made from the
+         * mapping; the YAML node that holds e.offset is the place */
+        const char *msg = e.message + place;
         int64_t off = inl->n_at ? inl->at[0][1] : 0;
         for (size_t i = 0; i < inl->n_at && e.offset >= 0 && inl->at[i][0] <= e.offset; i++)
             off = inl->at[i][1];

@@ -135,17 +135,6 @@ static size_t utf8_enc_len(uint32_t cp)
     return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Walks a quoted scalar's source from its opening quote, counting value
  * bytes, until value byte k is reached; returns its source offset, or the
  * scalar's start when a line fold makes the count ambiguous. */
@@ -171,7 +160,7 @@ static int64_t quoted_offset(const cfg_source *src, const cfg_node *n, size_t k)
             if (digits) {
                 uint32_t cp = 0;
                 for (size_t d = 0; d < digits && i + 2 + d < src->len; d++)
-                    cp = (cp << 4) | (uint32_t)(hexval(p[i + 2 + d]) & 0xF);
+                    cp = (cp << 4) | (uint32_t)(sift__hex_digit(p[i + 2 + d]) & 0xF);
                 raw = 2 + digits;
                 out = utf8_enc_len(cp);
             } else if (e == '\n' || e == '\r') {

@@ -217,14 +217,14 @@ static const size_t LAYOUT_SIZE[SIFT_CUSTOM_STAGE_ABI + 1] = {
 };
 
 static const sift__stage_ops custom_ops = {
-    .display_name = custom_name,
     .name = "custom",
+    .display_name = custom_name,
     .apply = custom_apply,
+    .cls = custom_cls,
     .accept = custom_accept,
     .reset = custom_reset,
     .clone = custom_clone,
     .destroy = custom_destroy,
-    .cls = custom_cls,
 };
 
 sift_status sift_chain_add_custom(sift_chain *chain, const sift_custom_stage *vt, void *user,

@@ -8,6 +8,8 @@
  * ask here, so a byte string one of them accepts every other accepts too.
  * (The grammar matcher's byte automaton walks the same table one byte at
  * a time; it is an automaton, not a second validator of whole strings.)
+ * It also owns the one reader of a hexadecimal digit, which every escape
+ * decoder in src/ uses.
  */
 #include "../sift_internal.h"
 
@@ -75,4 +77,15 @@ int sift__utf8_valid(const unsigned char *s, size_t n, size_t *bad)
     if (bad)
         *bad = n;
     return 1;
+}
+
+int sift__hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
 }

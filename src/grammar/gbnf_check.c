@@ -17,7 +17,7 @@
 
 static void rule_label(const gp_state *p, uint32_t id, char *buf, size_t cap)
 {
-    const rinfo *r = (const rinfo *)p->rules.p + id;
+    const gp_rule *r = (const gp_rule *)p->rules.p + id;
     if (r->kind == RK_NAMED) {
         snprintf(buf, cap, "%.*s", (int)(r->name_len > 64 ? 64 : r->name_len),
                  (const char *)p->s + r->name_off);
@@ -79,7 +79,7 @@ int sift__gp_check_compiled(gp_state *p)
     const sift__gelem *el = p->arena.p;
     size_t ne = p->arena.n;
     for (uint32_t r = 0; r < nr; r++) {
-        const rinfo *ri = sift__gp_rule(p, r);
+        const gp_rule *ri = sift__gp_rule(p, r);
         int ok = ri->defined ? ri->len > 0 && ri->off <= ne && ri->len <= ne - ri->off &&
                                    el[ri->off + ri->len - 1].type == SIFT__G_END
                              : ri->len == 0;
@@ -131,7 +131,7 @@ static int lr_alloc(gp_state *p, lrscratch *w)
     w->nullable = sift__calloc(p->al, nr, 1);
     size_t n_alt = 0;
     for (uint32_t r = 0; r < nr; r++) {
-        const rinfo *ri = sift__gp_rule(p, r);
+        const gp_rule *ri = sift__gp_rule(p, r);
         for (uint32_t k = 0; k < ri->len; k++)
             n_alt += el[ri->off + k].type == SIFT__G_ALT || el[ri->off + k].type == SIFT__G_END;
     }
@@ -199,7 +199,7 @@ static void lr_nullable(gp_state *p, lrscratch *w)
     size_t a = 0;
     size_t n_work = 0;
     for (uint32_t r = 0; r < nr; r++) {
-        const rinfo *ri = sift__gp_rule(p, r);
+        const gp_rule *ri = sift__gp_rule(p, r);
         int term = 0;
         uint32_t need = 0;
         for (uint32_t k = 0; k < ri->len; k++) {
@@ -232,7 +232,7 @@ static void lr_nullable(gp_state *p, lrscratch *w)
     memcpy(fill, occ_start, (size_t)nr * sizeof *fill);
     a = 0;
     for (uint32_t r = 0; r < nr; r++) {
-        const rinfo *ri = sift__gp_rule(p, r);
+        const gp_rule *ri = sift__gp_rule(p, r);
         for (uint32_t k = 0; k < ri->len; k++) {
             const sift__gelem *e = &el[ri->off + k];
             if (e->type == SIFT__G_ALT || e->type == SIFT__G_END)
@@ -264,7 +264,7 @@ static void lr_edge_pass(gp_state *p, lrscratch *w, int pass, size_t *total)
     uint32_t *ecount = w->ecount;
     lgraph *lg = &w->lg;
     for (uint32_t r = 0; r < nr; r++) {
-        const rinfo *ri = sift__gp_rule(p, r);
+        const gp_rule *ri = sift__gp_rule(p, r);
         int open = 1;
         uint32_t via = UINT32_MAX;
         for (uint32_t k = 0; k < ri->len; k++) {

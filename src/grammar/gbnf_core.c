@@ -15,7 +15,7 @@
 
 #include "gbnf_match.h"
 
-void sift__gm_core_unref(gcore *c)
+void sift__gm_core_unref(gm_core *c)
 {
     if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
         return;
@@ -33,7 +33,7 @@ void sift__gm_core_unref(gcore *c)
 static int cmp_piece_ids(const void *a, const void *b, void *c);
 
 /* The piece of token t of the index (len bytes). */
-static const unsigned char *vx_piece(const vindex *c, int32_t t, size_t *len)
+static const unsigned char *vx_piece(const gm_vindex *c, int32_t t, size_t *len)
 {
     *len = (size_t)(c->poff[t + 1] - c->poff[t]);
     return c->pbytes + c->poff[t];
@@ -42,7 +42,7 @@ static const unsigned char *vx_piece(const vindex *c, int32_t t, size_t *len)
 /* Sorts token ids by piece bytes (then id). qsort takes no context
  * argument and a file-level pointer would be global state, so this is a
  * bottom-up merge sort of our own. */
-static void sort_ids_by_piece(const vindex *c, int32_t *v, int32_t *tmp, size_t n)
+static void sort_ids_by_piece(const gm_vindex *c, int32_t *v, int32_t *tmp, size_t n)
 {
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
@@ -66,7 +66,7 @@ static void sort_ids_by_piece(const vindex *c, int32_t *v, int32_t *tmp, size_t 
 
 static int cmp_piece_ids(const void *a, const void *b, void *cv)
 {
-    const vindex *c = (const vindex *)cv;
+    const gm_vindex *c = (const gm_vindex *)cv;
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     size_t lx, ly;
     const unsigned char *px = vx_piece(c, x, &lx), *py = vx_piece(c, y, &ly);
@@ -82,7 +82,7 @@ static int cmp_piece_ids(const void *a, const void *b, void *cv)
 /* Lays the trie of the sorted pieces ids[0 .. n) out in preorder: one
  * node per (depth, byte) of a branch, its slots (positions in stok) those
  * of the pieces below it. path has room for the longest piece. */
-static void trie_nodes(vindex *c, const int32_t *ids, size_t n, uint32_t *path)
+static void trie_nodes(gm_vindex *c, const int32_t *ids, size_t n, uint32_t *path)
 {
     /* path[d] = node at depth d+1 on the current branch; a node is closed
      * (end, slot_end) when the branch leaves it */
@@ -97,12 +97,12 @@ static void trie_nodes(vindex *c, const int32_t *ids, size_t n, uint32_t *path)
         while (prev && lcp < L && lcp < prev_len && p[lcp] == prev[lcp])
             lcp++;
         while (depth > lcp) {
-            tnode *x = &c->tr[path[--depth]];
+            gm_tnode *x = &c->tr[path[--depth]];
             x->end = tn;
             x->slot_end = slots;
         }
         for (; depth < L; depth++) {
-            tnode *x = &c->tr[tn];
+            gm_tnode *x = &c->tr[tn];
             x->db = ((uint32_t)(depth + 1) << 8) | p[depth];
             x->slot = slots;
             path[depth] = tn++;
@@ -112,7 +112,7 @@ static void trie_nodes(vindex *c, const int32_t *ids, size_t n, uint32_t *path)
         prev_len = L;
     }
     while (depth > 0) {
-        tnode *x = &c->tr[path[--depth]];
+        gm_tnode *x = &c->tr[path[--depth]];
         x->end = tn;
         x->slot_end = slots;
     }
@@ -125,7 +125,7 @@ static void trie_nodes(vindex *c, const int32_t *ids, size_t n, uint32_t *path)
  * and its groups passed to its parent, when the walk leaves its depth).
  * u8[n] (tn + 1 bytes) collects the UTF-8 decoder states from which all
  * below n is valid. */
-static void trie_groups(vindex *c, uint32_t *path, uint8_t *u8)
+static void trie_groups(gm_vindex *c, uint32_t *path, uint8_t *u8)
 {
     uint32_t tn = c->tn;
     size_t depth = 0;
@@ -162,7 +162,7 @@ static void trie_groups(vindex *c, uint32_t *path, uint8_t *u8)
 }
 
 /* Builds the trie of the non-empty, non-EOG pieces. */
-static int build_trie(vindex *c)
+static int build_trie(gm_vindex *c)
 {
     const sift__alloc *al = &c->al;
     size_t n = 0, n_other = 0;
@@ -226,7 +226,7 @@ out:
 
 static void vindex_release(sift__vocab_index *h)
 {
-    vindex *c = (vindex *)(void *)h;
+    gm_vindex *c = (gm_vindex *)(void *)h;
     sift__alloc al = c->al;
     sift__free(&al, c->poff);
     sift__free(&al, c->pbytes);
@@ -242,10 +242,10 @@ static void vindex_release(sift__vocab_index *h)
 
 /* Builds the index of a vocabulary (one reference): copies of its
  * pieces and attribute bits, the end-of-generation list, the trie. */
-static sift_status vindex_build(vindex **out, const sift_vocab *vocab, sift_error *err)
+static sift_status vindex_build(gm_vindex **out, const sift_vocab *vocab, sift_error *err)
 {
     const sift__alloc *al = sift__vocab_alloc(vocab);
-    vindex *c = sift__calloc(al, 1, sizeof *c);
+    gm_vindex *c = sift__calloc(al, 1, sizeof *c);
     if (!c)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while indexing a vocabulary");
     atomic_init(&c->head.refs, 1);
@@ -294,17 +294,17 @@ nomem:
     return sift__fail(err, SIFT_E_NOMEM, "out of memory while indexing a vocabulary");
 }
 
-sift_status sift__gm_vindex(vindex **out, const sift_vocab *vocab, sift_error *err)
+sift_status sift__gm_vindex(gm_vindex **out, const sift_vocab *vocab, sift_error *err)
 {
     sift__vocab_index *h = sift__vocab_index_get(vocab);
     if (!h) {
-        vindex *x = NULL;
+        gm_vindex *x = NULL;
         sift_status s = vindex_build(&x, vocab, err);
         if (s)
             return s;
         h = sift__vocab_index_publish(vocab, &x->head);
     }
-    *out = (vindex *)(void *)h;
+    *out = (gm_vindex *)(void *)h;
     return SIFT_OK;
 }
 
@@ -312,7 +312,7 @@ sift_status sift__gm_vindex(vindex **out, const sift_vocab *vocab, sift_error *e
  * nothing, for it consumes no byte of the output), by passes to a fixed
  * point; 0 when the passes do not settle within a bound (then nothing is
  * known and the caller moves no position). */
-static int nullable_rules(const gcore *c, uint8_t *nul)
+static int nullable_rules(const gm_core *c, uint8_t *nul)
 {
     const sift__gbnf *g = &c->g;
     memset(nul, 0, g->n_rules);
@@ -342,7 +342,7 @@ static int nullable_rules(const gcore *c, uint8_t *nul)
 
 /* The length of rule r's first alternative if r is `X | ` (two
  * alternatives, the second empty), else UINT32_MAX. */
-static uint32_t opt_len(const gcore *c, uint32_t r)
+static uint32_t opt_len(const gm_core *c, uint32_t r)
 {
     if (c->alt_off[r + 1] - c->alt_off[r] != 2)
         return UINT32_MAX;
@@ -385,7 +385,7 @@ static void chain_reps(const uint32_t *nxt, const uint32_t *cnt, uint32_t nr, ui
 /* nxt[r]: rule r's successor in a chain of helpers (S R' | where R' is
  * S R'' | ...), UINT32_MAX for none; st[r] = 4 when the successor is the
  * chain's last helper (S |). Whether any rule has a successor. */
-static int chain_links(const gcore *c, uint32_t *nxt, uint8_t *st)
+static int chain_links(const gm_core *c, uint32_t *nxt, uint8_t *st)
 {
     const sift__gbnf *g = &c->g;
     int any = 0;
@@ -453,7 +453,7 @@ static int chain_counts(const uint32_t *nxt, uint32_t nr, uint32_t *cnt, uint8_t
  * (pcnt), and their images in the chain's representative helper at 2
  * (erase_pos) and at cap (canon_pos) left. *moved and *erased say whether
  * any canon_pos or erase_pos differs from its own position. */
-static void move_positions(gcore *c, const uint32_t *cnt, const uint8_t *nul, uint64_t cap,
+static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul, uint64_t cap,
                            const uint32_t *rep_cap, const uint32_t *rep_two, int *moved,
                            int *erased)
 {
@@ -481,14 +481,14 @@ static void move_positions(gcore *c, const uint32_t *cnt, const uint8_t *nul, ui
     }
 }
 
-/* gcore.canon_pos: finds the helper chains a bounded repetition S{m,n}
+/* gm_core.canon_pos: finds the helper chains a bounded repetition S{m,n}
  * is rewritten to (R_k ::= S R_(k-1) | and R_1 ::= S |, S the same
  * elements in every helper, S never matching without a byte), counts the
  * copies cnt(R) each helper can still match, and moves every position of
  * a helper with cnt >= cap = longest piece + 2 to the same offset in its
  * chain's helper with cnt = cap (sift__gm_canon says why that keeps the
  * allowed set). Leaves canon_pos NULL when nothing moves. */
-static sift_status build_canon(gcore *c, const sift__alloc *al)
+static sift_status build_canon(gm_core *c, const sift__alloc *al)
 {
     const sift__gbnf *g = &c->g;
     uint32_t nr = g->n_rules;
@@ -553,11 +553,11 @@ out:
     return s;
 }
 
-sift_status sift__gm_core_new(gcore **out, const char *text, size_t len, const sift_vocab *vocab,
+sift_status sift__gm_core_new(gm_core **out, const char *text, size_t len, const sift_vocab *vocab,
                               const sift_grammar_params *pp, const sift__alloc *al,
                               int *needs_vocab, sift_error *err)
 {
-    gcore *c = sift__calloc(al, 1, sizeof *c);
+    gm_core *c = sift__calloc(al, 1, sizeof *c);
     if (!c)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while building a grammar");
     atomic_init(&c->refs, 1);
@@ -593,7 +593,7 @@ sift_status sift__gm_core_new(gcore **out, const char *text, size_t len, const s
             sift__gm_core_unref(c);
             return s;
         }
-        const vindex *x = c->vx;
+        const gm_vindex *x = c->vx;
         c->V = x->V;
         c->poff = x->poff;
         c->pbytes = x->pbytes;

@@ -72,7 +72,7 @@ sift_status sift__grammar_new_ex(sift_grammar **out, const char *text, size_t le
     sift_status s = sift__alloc_init(&al, pp.allocator, err);
     if (s)
         return s;
-    gcore *c = NULL;
+    gm_core *c = NULL;
     s = sift__gm_core_new(&c, text ? text : "", len, vocab, &pp, &al, needs_vocab, err);
     if (s)
         return s;
@@ -181,7 +181,7 @@ int sift_grammar_is_complete(const sift_grammar *g)
 
 static int caches_large(const sift_grammar *g)
 {
-    const gm *m = &g->m;
+    const gm_caches *m = &g->m;
     return m->n_node >= g->soft_nodes || m->n_st >= g->soft_states || m->n_arena >= g->soft_arena;
 }
 
@@ -209,7 +209,7 @@ sift_status sift__gm_maybe_flush(sift_grammar *g, sift_error *err)
         sift_grammar_free(fresh);
         return g->fail;
     }
-    gm tmp = g->m;
+    gm_caches tmp = g->m;
     g->m = fresh->m;
     fresh->m = tmp;
     g->cur = fresh->cur;
@@ -222,7 +222,7 @@ sift_status sift__gm_maybe_flush(sift_grammar *g, sift_error *err)
 /* Swaps the matching state and caches of a and b. */
 static void swap_matcher(sift_grammar *a, sift_grammar *b)
 {
-    gm tm = a->m;
+    gm_caches tm = a->m;
     a->m = b->m;
     b->m = tm;
     uint32_t t = a->cur;
@@ -304,7 +304,7 @@ sift_status sift_grammar_accept_bytes(sift_grammar *g, const void *bytes, size_t
         return terminated_msg(err, -1);
     if (n == 0)
         return SIFT_OK; /* no text: nothing to match or to feed a trigger */
-    ghist h;
+    gm_hist h;
     if (sift__gm_idle(g)) {
         sift__gm_hist_save(g, &h, 1);
         if (!(s = sift__gm_lazy_step(g, -1, bytes, n, 1, err))) {
@@ -470,7 +470,7 @@ sift_status sift__grammar_prepare_accept(sift_grammar *g, int32_t token, sift_er
 
 sift_status sift_grammar_accept_token(sift_grammar *g, int32_t token, sift_error *err)
 {
-    ghist h;
+    gm_hist h;
     if (g && g->magic == MAGIC && !g->terminated && sift__gm_idle(g)) {
         sift_status r = check_token(g, token, err);
         if (r)
@@ -509,8 +509,8 @@ sift_status sift_grammar_accept_token(sift_grammar *g, int32_t token, sift_error
 
 uint64_t sift__grammar_digest(const sift_grammar *g, uint64_t h)
 {
-    const gm *m = &g->m;
-    const gstate *s = &m->st[g->cur];
+    const gm_caches *m = &g->m;
+    const gm_state *s = &m->st[g->cur];
     uint64_t acc = 0;
     for (uint32_t k = 0; k < s->set_len; k++) {
         uint64_t sh = 1469598103934665603ull;

@@ -56,7 +56,7 @@ static void show(char *buf, size_t cap, const unsigned char *p, size_t n)
 sift_status sift__gm_lazy_step(sift_grammar *g, int32_t token, const void *bytes, size_t n,
                                int commit, sift_error *err)
 {
-    const gcore *c = g->core;
+    const gm_core *c = g->core;
     const unsigned char *p = bytes;
     size_t L = n;
     if (token >= 0) {

@@ -20,7 +20,7 @@
  * its parent's state (ds holds the state per depth), computed when the
  * table lacks it; *trans is reloaded, as computing may move the table.
  * -1 on a matcher failure (g->fail). */
-static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const tnode *nd,
+static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const gm_tnode *nd,
                                 const int32_t **trans)
 {
     uint32_t from = ds[(nd->db >> 8) - 1], b = nd->db & 0xff;
@@ -88,10 +88,10 @@ static int rr_add(sift_grammar *g, uint32_t a, uint32_t b)
  * of the dead ranges and of the exits below it, and an exit's tokens are
  * those of its subtree walked from y. rg holds (slot_lo, slot_hi, node or
  * SIG_DEAD) in slot order. One unit per node visited. */
-static sift_status sig_build(sift_grammar *g, sigent *e)
+static sift_status sig_build(sift_grammar *g, gm_sigent *e)
 {
-    const gcore *c = g->core;
-    const tnode *tr = c->tr;
+    const gm_core *c = g->core;
+    const gm_tnode *tr = c->tr;
     uint64_t L0 = e->loop[0], L1 = e->loop[1];
     int u8 = (L0 >> 1) & 1;
     uint8_t *dec = g->sig_dec; /* the decoder state per depth (dstk is the walk's) */
@@ -118,7 +118,7 @@ static sift_status sig_build(sift_grammar *g, sigent *e)
         e->onp[0] |= 1; /* the anchor, a boundary by definition */
     uint32_t i = from, walked = 0;
     while (i < to) {
-        const tnode *nd = &tr[i];
+        const gm_tnode *nd = &tr[i];
         if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
             walked = 0;
             if (!sift__gm_budget(g, WALK_CHUNK))
@@ -166,11 +166,11 @@ static sift_status sig_build(sift_grammar *g, sigent *e)
  * hold i, or one built now anchored at i when i has enough tokens below
  * it (the oldest entry is replaced once all slots are used); NULL when
  * there is none, or with g->fail set. */
-static sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
+static gm_sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
 {
-    const gcore *c = g->core;
+    const gm_core *c = g->core;
     for (int k = 0; k < SIG_SLOTS; k++) {
-        sigent *e = &g->sig[k];
+        gm_sigent *e = &g->sig[k];
         if (!e->used || e->loop[0] != L0 || e->loop[1] != L1)
             continue;
         if (i == c->tn ? e->anchor == c->tn
@@ -188,7 +188,7 @@ static sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
             has_root = g->sig[k].used && g->sig[k].loop[0] == L0 && g->sig[k].loop[1] == L1 &&
                        g->sig[k].anchor == c->tn;
         if (!has_root) {
-            sigent *r = sig_get(g, c->tn, L0, L1);
+            gm_sigent *r = sig_get(g, c->tn, L0, L1);
             if (!r)
                 return NULL;
             if ((r->onp[i >> 6] >> (i & 63)) & 1)
@@ -209,7 +209,7 @@ static sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
         sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
         return NULL;
     }
-    sigent *e = &g->sig[k];
+    gm_sigent *e = &g->sig[k];
     e->used = 0;
     e->loop[0] = L0;
     e->loop[1] = L1;
@@ -224,9 +224,9 @@ static sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
 /* The signature entry for node i (i == tn: the root) reached in state y,
  * when y qualifies (the answer is kept in y's flags); NULL otherwise, or
  * on a failure (g->fail set; the caller checks it). May add states. */
-static sigent *sig_for(sift_grammar *g, uint32_t i, uint32_t y)
+static gm_sigent *sig_for(sift_grammar *g, uint32_t i, uint32_t y)
 {
-    gstate *sy = &g->m.st[y];
+    gm_state *sy = &g->m.st[y];
     if (sy->flags & F_SIGNO)
         return NULL;
     if (!(sy->flags & F_SIGYES)) {
@@ -265,11 +265,11 @@ static sigent *sig_for(sift_grammar *g, uint32_t i, uint32_t y)
  * states: 1 yes, 0 no, -1 on failure. */
 static int take_whole(sift_grammar *g, uint32_t i, int32_t y)
 {
-    const gcore *c = g->core;
+    const gm_core *c = g->core;
     const uint64_t *bl = c->below + 2 * (size_t)i;
     if (!(bl[0] | bl[1]))
         return 0;
-    const gstate *sy = &g->m.st[y];
+    const gm_state *sy = &g->m.st[y];
     uint64_t miss0 = bl[0] & ~sy->loop[0];
     if (SIFT__UNLIKELY(miss0 == 2 && !(bl[1] & ~sy->loop[1]) && !(sy->flags & F_U8TRIED))) {
         /* only the multi-byte characters below are in doubt: ask once
@@ -281,7 +281,7 @@ static int take_whole(sift_grammar *g, uint32_t i, int32_t y)
     }
     if (!miss0 && !(bl[1] & ~sy->loop[1]))
         return 1;
-    /* a shifted loop (gstate.sl): the bytes below go to states that
+    /* a shifted loop (gm_state.sl): the bytes below go to states that
      * differ only in copies left, enough for the subtree (group 1 only
      * through sl: its loop bit is exact, not shifted) */
     uint32_t h = c->height[i];
@@ -305,10 +305,10 @@ static sift_status walk_range(sift_grammar *g, uint32_t from, uint32_t to, int u
 /* The tokens below node i (tn: the root), reached in state y, through
  * entry e: the dead ranges and the rejected part of each exit's subtree
  * (walked from y, without signatures) go to g->rr. */
-static sift_status sig_apply(sift_grammar *g, const sigent *e, uint32_t i, uint32_t y,
+static sift_status sig_apply(sift_grammar *g, const gm_sigent *e, uint32_t i, uint32_t y,
                              uint32_t *rej)
 {
-    const gcore *c = g->core;
+    const gm_core *c = g->core;
     uint32_t lo = i < c->tn ? c->tr[i].slot : 0, hi = i < c->tn ? c->tr[i].slot_end : c->n_slots;
     /* the first range at or after lo */
     size_t a = 0, b = e->n_rg;
@@ -326,7 +326,7 @@ static sift_status sig_apply(sift_grammar *g, const sigent *e, uint32_t i, uint3
         if (!sift__gm_budget(g, 1))
             return g->fail;
         if (r[2] != SIG_DEAD) {
-            const tnode *nd = &c->tr[r[2]];
+            const gm_tnode *nd = &c->tr[r[2]];
             g->dstk[(nd->db >> 8) - 1] = y;
             sift_status s = walk_range(g, r[2], nd->end, 0, rej);
             if (s)
@@ -353,13 +353,13 @@ static sift_status sig_apply(sift_grammar *g, const sigent *e, uint32_t i, uint3
 static sift_status walk_range(sift_grammar *g, uint32_t from, uint32_t to, int use_sig,
                               uint32_t *rej)
 {
-    const gcore *c = g->core;
-    const tnode *tr = c->tr;
+    const gm_core *c = g->core;
+    const gm_tnode *tr = c->tr;
     uint32_t *ds = g->dstk;
     const int32_t *trans = g->m.trans;
     uint32_t i = from, walked = 0;
     while (i < to) {
-        const tnode *nd = &tr[i];
+        const gm_tnode *nd = &tr[i];
         if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
             walked = 0;
             if (!sift__gm_budget(g, WALK_CHUNK))
@@ -384,7 +384,7 @@ static sift_status walk_range(sift_grammar *g, uint32_t from, uint32_t to, int u
             continue;
         }
         if (use_sig && nd->slot_end - nd->slot >= SIG_MIN_SLOTS) {
-            sigent *e = sig_for(g, i, (uint32_t)y);
+            gm_sigent *e = sig_for(g, i, (uint32_t)y);
             if (g->fail)
                 return g->fail;
             if (e) {
@@ -410,8 +410,8 @@ static sift_status walk_range(sift_grammar *g, uint32_t from, uint32_t to, int u
  * number of rejected trie tokens (walk_range). */
 static sift_status walk(sift_grammar *g, uint32_t *n_rej)
 {
-    const gcore *c = g->core;
-    gm *m = &g->m;
+    const gm_core *c = g->core;
+    gm_caches *m = &g->m;
     uint32_t x = g->cur;
     uint32_t rej = 0;
     g->n_rr = 0;
@@ -426,7 +426,7 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
     }
     g->dstk[0] = x;
     sift_status s;
-    sigent *e = g->sig_on ? sig_for(g, c->tn, x) : NULL;
+    gm_sigent *e = g->sig_on ? sig_for(g, c->tn, x) : NULL;
     if (g->fail)
         return g->fail;
     if (e)
@@ -442,7 +442,7 @@ static sift_status walk(sift_grammar *g, uint32_t *n_rej)
 /* Whether the state has token-element stacks that can match now. */
 static int tok_state(const sift_grammar *g)
 {
-    const gstate *st = &g->m.st[g->cur];
+    const gm_state *st = &g->m.st[g->cur];
     return (st->flags & F_HASTOK) && st->rem == 0;
 }
 
@@ -450,8 +450,8 @@ static int tok_state(const sift_grammar *g)
  * from the walk's ranges, the token elements and the EOG rule. */
 static sift_status allowed_bits(sift_grammar *g, size_t *n_non_eog)
 {
-    const gcore *c = g->core;
-    gm *m = &g->m;
+    const gm_core *c = g->core;
+    gm_caches *m = &g->m;
     uint8_t *bits = g->bits;
     size_t nb = ((size_t)c->V + 7) / 8;
     uint32_t x = g->cur;
@@ -525,18 +525,18 @@ static sift_status allowed_bits(sift_grammar *g, size_t *n_non_eog)
  * complete. Not for states with token elements. */
 static size_t small_walk(sift_grammar *g)
 {
-    const gcore *c = g->core;
-    gm *m = &g->m;
+    const gm_core *c = g->core;
+    gm_caches *m = &g->m;
     uint32_t x = g->cur;
     size_t n = 0;
     if (x != 0 && m->st[x].set_len != 0) {
-        const tnode *tr = c->tr;
+        const gm_tnode *tr = c->tr;
         uint32_t *ds = g->dstk;
         const int32_t *trans = m->trans;
         ds[0] = x;
         uint32_t i = 0, tn = c->tn, walked = 0;
         while (i < tn) {
-            const tnode *nd = &tr[i];
+            const gm_tnode *nd = &tr[i];
             if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
                 walked = 0;
                 if (!sift__gm_budget(g, WALK_CHUNK))
@@ -637,7 +637,7 @@ size_t sift__grammar_small_set(sift_grammar *g, const int32_t **ids)
 static sift_status ban_dense(sift_grammar *g, float *base, size_t stride, size_t *n_non_eog,
                              int *live)
 {
-    const gcore *c = g->core;
+    const gm_core *c = g->core;
     uint32_t rej;
     sift_status s = walk(g, &rej);
     if (s)
@@ -842,7 +842,7 @@ sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err
  * allowed_bits). Every failure comes before the first write to w. */
 static sift_status mask_compute(sift_grammar *g, uint32_t *w)
 {
-    const gcore *c = g->core;
+    const gm_core *c = g->core;
     size_t nw = g->mc_words;
     if (tok_state(g)) {
         size_t nne;

@@ -76,7 +76,7 @@ sift_status sift__gm_fail(sift_grammar *g, sift_status code, const char *fmt, ..
     return code;
 }
 
-void sift__gm_free(gm *m, const sift__alloc *al)
+void sift__gm_free(gm_caches *m, const sift__alloc *al)
 {
     sift__free(al, m->node);
     sift__free(al, m->mark);
@@ -92,7 +92,7 @@ void sift__gm_free(gm *m, const sift__alloc *al)
 }
 
 /* Node 0 (empty stack) and state 0 (dead). */
-static int gm_init(gm *m, const sift__alloc *al)
+static int gm_init(gm_caches *m, const sift__alloc *al)
 {
     memset(m, 0, sizeof *m);
     size_t cn = 0, cs = 0;
@@ -100,8 +100,8 @@ static int gm_init(gm *m, const sift__alloc *al)
     m->sht_cap = 256;
     m->nht = sift__malloc(al, m->nht_cap, sizeof *m->nht);
     m->sht = sift__malloc(al, m->sht_cap, sizeof *m->sht);
-    if (!m->nht || !m->sht || !sift__gm_grow(al, &m->node, &cn, 0, 256, sizeof(gnode)) ||
-        !sift__gm_grow(al, &m->st, &cs, 0, 16, sizeof(gstate))) {
+    if (!m->nht || !m->sht || !sift__gm_grow(al, &m->node, &cn, 0, 256, sizeof(gm_node)) ||
+        !sift__gm_grow(al, &m->st, &cs, 0, 16, sizeof(gm_state))) {
         sift__gm_free(m, al);
         return 0;
     }
@@ -158,7 +158,7 @@ static int stacks_ok(sift_grammar *g, size_t n)
 
 /* A fresh mark epoch: m->mark[x] == m->epoch means "seen" until the
  * next call. */
-static void new_epoch(gm *m)
+static void new_epoch(gm_caches *m)
 {
     if (++m->epoch == 0) {
         memset(m->mark, 0, (size_t)m->cap_node * sizeof *m->mark);
@@ -168,7 +168,7 @@ static void new_epoch(gm *m)
 
 static int node_rehash(sift_grammar *g)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     uint32_t cap = m->nht_cap * 2;
     uint32_t *t = sift__malloc(&g->al, cap, sizeof *t);
     if (!t)
@@ -189,10 +189,10 @@ static int node_rehash(sift_grammar *g)
 /* The stack `pos` on top of `parent`; UINT32_MAX on failure (g->fail). */
 static uint32_t node_get(sift_grammar *g, uint32_t pos, uint32_t parent)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     uint32_t h = hash2(pos, parent) & (m->nht_cap - 1);
     for (; m->nht[h] != UINT32_MAX; h = (h + 1) & (m->nht_cap - 1)) {
-        const gnode *x = &m->node[m->nht[h]];
+        const gm_node *x = &m->node[m->nht[h]];
         if (x->pos == pos && x->parent == parent)
             return m->nht[h];
     }
@@ -214,7 +214,7 @@ static uint32_t node_get(sift_grammar *g, uint32_t pos, uint32_t parent)
     if (m->n_node == m->cap_node) {
         size_t cn = m->cap_node, cm = m->cap_node;
         if (!sift__gm_grow(&g->al, &m->node, &cn, m->n_node, (size_t)m->n_node + 1,
-                           sizeof(gnode)) ||
+                           sizeof(gm_node)) ||
             !sift__gm_grow(&g->al, &m->mark, &cm, m->n_node, (size_t)m->n_node + 1,
                            sizeof(uint32_t))) {
             sift__gm_fail(g, SIFT_E_NOMEM, "out of memory while growing grammar stacks");
@@ -234,7 +234,7 @@ static uint32_t node_get(sift_grammar *g, uint32_t pos, uint32_t parent)
             h = (h + 1) & (m->nht_cap - 1);
     }
     uint32_t id = m->n_node++;
-    gnode *x = &m->node[id];
+    gm_node *x = &m->node[id];
     x->pos = pos;
     x->parent = parent;
     x->depth = depth;
@@ -306,8 +306,8 @@ static size_t sort_unique(uint32_t *v, size_t n)
  * is empty); the result, sorted and unique, is g->m.cl[0 .. n_cl). */
 static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
 {
-    gm *m = &g->m;
-    const gcore *c = g->core;
+    gm_caches *m = &g->m;
+    const gm_core *c = g->core;
     m->n_cl = 0;
     new_epoch(m);
     size_t n_wl = 0;
@@ -358,7 +358,7 @@ static int closure(sift_grammar *g, const uint32_t *seeds, size_t ns)
 
 static int arena_put(sift_grammar *g, const uint32_t *v, size_t n, uint32_t *off)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     if (m->n_arena + n >= UINT32_MAX)
         return sift__gm_fail(g, SIFT_E_GRAMMAR_LIMIT, "grammar matcher cache is full"), 0;
     if (!sift__gm_grow(&g->al, &m->arena, &m->cap_arena, m->n_arena, m->n_arena + n,
@@ -374,7 +374,7 @@ static int arena_put(sift_grammar *g, const uint32_t *v, size_t n, uint32_t *off
 /* The successors of stack s (its top terminal consumed), memoized. */
 static int succ(sift_grammar *g, uint32_t s, uint32_t *off, uint32_t *len)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     if (m->node[s].succ_off != UINT32_MAX) {
         *off = m->node[s].succ_off;
         *len = m->node[s].succ_len;
@@ -408,14 +408,14 @@ static uint32_t state_hash(const uint32_t *v, size_t n, uint32_t acc, uint32_t r
 
 static int state_rehash(sift_grammar *g)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     uint32_t cap = m->sht_cap * 2;
     uint32_t *t = sift__malloc(&g->al, cap, sizeof *t);
     if (!t)
         return 0;
     memset(t, 0xff, (size_t)cap * sizeof *t);
     for (uint32_t i = 1; i < m->n_st; i++) {
-        const gstate *s = &m->st[i];
+        const gm_state *s = &m->st[i];
         uint32_t h =
             state_hash(m->arena + s->set_off, s->set_len, s->acc, s->rem, s->lo, s->hi) & (cap - 1);
         while (t[h] != UINT32_MAX)
@@ -433,7 +433,7 @@ static int state_rehash(sift_grammar *g)
 static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t acc, uint32_t rem,
                          uint32_t lo, uint32_t hi)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     if (n == 0)
         return 0;
     if (n > (size_t)g->max_stacks) {
@@ -446,7 +446,7 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
         return -1;
     uint32_t h = state_hash(v, n, acc, rem, lo, hi) & (m->sht_cap - 1);
     for (; m->sht[h] != UINT32_MAX; h = (h + 1) & (m->sht_cap - 1)) {
-        const gstate *s = &m->st[m->sht[h]];
+        const gm_state *s = &m->st[m->sht[h]];
         if (s->set_len == n && s->acc == acc && s->rem == rem && s->lo == lo && s->hi == hi) {
             if (!sift__gm_budget(g, (int64_t)n))
                 return -1;
@@ -467,7 +467,7 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
     if (m->n_st == m->cap_st) {
         size_t cs = m->cap_st;
         size_t ct = cs;
-        if (!sift__gm_grow(&g->al, &m->st, &cs, m->n_st, (size_t)m->n_st + 1, sizeof(gstate))) {
+        if (!sift__gm_grow(&g->al, &m->st, &cs, m->n_st, (size_t)m->n_st + 1, sizeof(gm_state))) {
             sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar matcher");
             return -1;
         }
@@ -493,7 +493,7 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
             h = (h + 1) & (m->sht_cap - 1);
     }
     uint32_t id = m->n_st++;
-    gstate *s = &m->st[id];
+    gm_state *s = &m->st[id];
     s->set_off = off;
     s->set_len = (uint32_t)n;
     s->acc = acc;
@@ -581,7 +581,7 @@ static int top_covers(const sift_grammar *g, const sift__gelem *e, uint32_t lo, 
  * take epochs of their own). */
 static int union_add(sift_grammar *g, const uint32_t *v, size_t n)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     if (!sift__gm_budget(g, (int64_t)n))
         return 0;
     for (size_t k = 0; k < n; k++) {
@@ -602,7 +602,7 @@ static int union_add(sift_grammar *g, const uint32_t *v, size_t n)
 /* Sorts the union built by union_add (unique already). */
 static int union_sort(sift_grammar *g)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     if (!sift__gm_budget(g, sort_cost(m->n_scr)))
         return 0;
     m->n_scr = sort_unique(m->scr, m->n_scr);
@@ -616,7 +616,7 @@ static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
 {
     /* a covered partial state: every stack admits the code point */
     int all = g->m.st[x].acc == ACC_COVERED;
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     uint32_t sl = m->st[x].set_len;
     if (!sift__gm_budget(g, 2 * (int64_t)sl))
         return -1;
@@ -646,7 +646,7 @@ static int32_t advance(sift_grammar *g, uint32_t x, uint32_t cp)
 static int32_t partial(sift_grammar *g, uint32_t x, uint32_t acc, uint32_t rem, uint32_t lo,
                        uint32_t hi)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     uint32_t sh = 6 * (rem - 1);
     uint32_t cmin = ((acc << 6) | (lo & 0x3Fu)) << sh;
     uint32_t cmax = (((acc << 6) | (hi & 0x3Fu)) << sh) | ((1u << sh) - 1);
@@ -673,7 +673,7 @@ static int32_t partial(sift_grammar *g, uint32_t x, uint32_t acc, uint32_t rem, 
  * copies of its nodes (mincnt), as canon_node does it. */
 static uint32_t erase_node(sift_grammar *g, uint32_t n)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     const uint32_t *ep = g->core->erase_pos;
     const uint16_t *pc = g->core->pcnt;
     size_t d = 0;
@@ -699,10 +699,10 @@ static uint32_t erase_node(sift_grammar *g, uint32_t n)
     return m->node[n].ecanon;
 }
 
-/* Sets eid and mincnt of state x (gstate); 0 on failure. */
+/* Sets eid and mincnt of state x (gm_state); 0 on failure. */
 static int erase_state(sift_grammar *g, uint32_t x)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     if (m->st[x].eid != UINT32_MAX)
         return 1;
     uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
@@ -727,7 +727,7 @@ static int erase_state(sift_grammar *g, uint32_t x)
         if (!sift__gm_budget(g, sort_cost(sl)))
             return 0;
         size_t n = sort_unique(m->scr, sl);
-        const gstate *s = &m->st[x];
+        const gm_state *s = &m->st[x];
         y = state_get(g, m->scr, n, s->acc, s->rem, s->lo, s->hi);
         if (y < 0)
             return 0;
@@ -744,7 +744,7 @@ static int32_t note_trans(sift_grammar *g, uint32_t x, unsigned b, int32_t y);
 
 int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
 {
-    const gstate *s = &g->m.st[x];
+    const gm_state *s = &g->m.st[x];
     int32_t y;
     if (s->rem == 0) {
         if (b < 0x80) {
@@ -784,7 +784,7 @@ int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
             } else {
                 /* the set goes through the scratch: interning may move
                  * the arena it sits in */
-                gm *m = &g->m;
+                gm_caches *m = &g->m;
                 uint32_t so = s->set_off, sl = s->set_len;
                 if (!sift__gm_budget(g, sl))
                     return -1;
@@ -813,7 +813,7 @@ static int32_t note_trans(sift_grammar *g, uint32_t x, unsigned b, int32_t y)
 {
     g->m.trans[(size_t)x * 256 + b] = y;
     unsigned k = sift__gm_group(b);
-    gstate *sx = &g->m.st[x];
+    gm_state *sx = &g->m.st[x];
     if (y == (int32_t)x && k != 1) {
         /* a byte back to the same state: its group loops once all
          * its bytes do */
@@ -825,8 +825,8 @@ static int32_t note_trans(sift_grammar *g, uint32_t x, unsigned b, int32_t y)
         /* a shifted loop: y is x with fewer copies left */
         if (!erase_state(g, x) || !erase_state(g, (uint32_t)y))
             return -1;
-        gstate *s1 = &g->m.st[x];
-        const gstate *s2 = &g->m.st[y];
+        gm_state *s1 = &g->m.st[x];
+        const gm_state *s2 = &g->m.st[y];
         if (s1->eid == s2->eid) {
             uint32_t lev = s1->mincnt < s2->mincnt ? s1->mincnt : s2->mincnt;
             s1->sl[k >> 6] |= 1ull << (k & 63);
@@ -844,7 +844,7 @@ static int32_t note_trans(sift_grammar *g, uint32_t x, unsigned b, int32_t y)
  * the dead one. */
 int sift__gm_row_fill(sift_grammar *g, uint32_t x)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     if (x == 0 || (m->st[x].flags & F_ROWFULL))
         return 0;
     uint32_t sl = m->st[x].set_len;
@@ -905,7 +905,7 @@ int sift__gm_row_fill(sift_grammar *g, uint32_t x)
  * UINT32_MAX on failure. */
 static uint32_t canon_node(sift_grammar *g, uint32_t n)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     const uint32_t *cp = g->core->canon_pos;
     size_t d = 0;
     for (uint32_t y = n; m->node[y].canon == UINT32_MAX; y = m->node[y].parent) {
@@ -931,7 +931,7 @@ static uint32_t canon_node(sift_grammar *g, uint32_t n)
     return m->node[n].canon;
 }
 
-/* Why a capped counter keeps the allowed set (gcore.canon_pos): a helper
+/* Why a capped counter keeps the allowed set (gm_core.canon_pos): a helper
  * chain R_k ::= S R_(k-1) | (R_1 ::= S |) with S unable to match without
  * a byte lets a stack in R_k match at most one more copy of S per byte.
  * A token of at most T bytes (T = the longest piece) from R_k and from
@@ -945,7 +945,7 @@ static uint32_t canon_node(sift_grammar *g, uint32_t n)
  * keep their elements). */
 int32_t sift__gm_canon(sift_grammar *g, uint32_t x)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     if (!g->core->canon_pos || x == 0)
         return (int32_t)x;
     if (m->st[x].canon != UINT32_MAX)
@@ -971,7 +971,7 @@ int32_t sift__gm_canon(sift_grammar *g, uint32_t x)
         if (!sift__gm_budget(g, sort_cost(sl)))
             return -1;
         size_t n = sort_unique(m->scr, sl);
-        const gstate *s = &m->st[x];
+        const gm_state *s = &m->st[x];
         y = state_get(g, m->scr, n, s->acc, s->rem, s->lo, s->hi);
         if (y < 0)
             return -1;
@@ -993,7 +993,7 @@ int32_t sift__gm_canon(sift_grammar *g, uint32_t x)
  * state loops over them when z is x. */
 int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
 {
-    gm *m = &g->m;
+    gm_caches *m = &g->m;
     if (m->st[x].flags & F_U8TRIED)
         return (m->st[x].loop[0] >> 1) & 1;
     if (m->st[x].rem != 0 || x == 0) {
@@ -1024,7 +1024,7 @@ int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
             return -1;
         z = p;
     }
-    gstate *sx = &g->m.st[x]; /* the steps may move the states */
+    gm_state *sx = &g->m.st[x]; /* the steps may move the states */
     sx->flags |= F_U8TRIED;
     if (ok && any && z == (int32_t)x) {
         sx->loop[0] |= 2;
@@ -1036,8 +1036,8 @@ int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
          * taken as one byte: it takes at most one copy per byte) */
         if (!erase_state(g, x) || !erase_state(g, (uint32_t)z))
             return -1;
-        gstate *s1 = &g->m.st[x];
-        const gstate *s2 = &g->m.st[z];
+        gm_state *s1 = &g->m.st[x];
+        const gm_state *s2 = &g->m.st[z];
         if (s1->eid == s2->eid) {
             uint32_t lev = s1->mincnt < s2->mincnt ? s1->mincnt : s2->mincnt;
             s1->sl[0] |= 2;
@@ -1051,8 +1051,8 @@ int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
 /* The state after token t in state x: 0 if rejected, -1 on failure. */
 int32_t sift__gm_token_next(sift_grammar *g, uint32_t x, int32_t t)
 {
-    const gcore *c = g->core;
-    gm *m = &g->m;
+    const gm_core *c = g->core;
+    gm_caches *m = &g->m;
     if (c->attr[t] & SIFT_TOKEN_EOG)
         return (m->st[x].flags & F_COMPLETE) ? (int32_t)x : 0;
     size_t L;
@@ -1119,7 +1119,7 @@ int32_t sift__gm_token_next(sift_grammar *g, uint32_t x, int32_t t)
 
 static int32_t initial_state(sift_grammar *g)
 {
-    const gcore *c = g->core;
+    const gm_core *c = g->core;
     uint32_t r = c->g.root;
     uint32_t na = c->alt_off[r + 1] - c->alt_off[r];
     if (!sift__gm_budget(g, na))
@@ -1146,8 +1146,8 @@ static int32_t initial_state(sift_grammar *g)
 /* Copies state x of matcher `src` (of grammar gs) into g's caches. */
 static int32_t import_state(sift_grammar *g, const sift_grammar *gs, uint32_t x)
 {
-    const gm *sm = &gs->m;
-    const gstate *s = &sm->st[x];
+    const gm_caches *sm = &gs->m;
+    const gm_state *s = &sm->st[x];
     if (x == 0)
         return 0;
     if (!sift__gm_grow(&g->al, &g->imp_ids, &g->cap_imp_ids, 0, s->set_len, sizeof *g->imp_ids)) {
@@ -1193,7 +1193,7 @@ int32_t sift__gm_import(sift_grammar *g, const sift_grammar *from, uint32_t x)
 
 /* A grammar object over core c (a reference is taken on success). The
  * matching state is `from`'s current state, or the initial one. */
-sift_status sift__gm_make(sift_grammar **out, gcore *c, const sift__alloc *al,
+sift_status sift__gm_make(sift_grammar **out, gm_core *c, const sift__alloc *al,
                           const sift_grammar *from, const sift_grammar_params *pp, sift_error *err)
 {
     sift_grammar *g = sift__calloc(al, 1, sizeof *g);

@@ -48,9 +48,9 @@ enum { F_COMPLETE = 1, F_HASTOK = 2, F_U8TRIED = 4, F_ROWFULL = 8, F_SIGYES = 16
 /* A trie node: the edge byte from its parent (db & 0xff) at depth db >> 8
  * (1-based); its subtree is nodes [self, end) and the tokens of the
  * subtree are stok[slot .. slot_end), those ending at the node first. */
-typedef struct tnode {
+typedef struct gm_tnode {
     uint32_t end, slot, slot_end, db;
-} tnode;
+} gm_tnode;
 
 /* The vocabulary's token index: everything the matcher needs of a
  * vocabulary, built once per vocabulary (sift__gm_vindex) and shared
@@ -58,7 +58,7 @@ typedef struct tnode {
  * head (the vocabulary holds one reference, every core one more, so a
  * grammar outlives the vocabulary it was built from). Allocated with the
  * vocabulary's allocator. */
-typedef struct vindex {
+typedef struct gm_vindex {
     sift__vocab_index head; /* first: vocab/vocab.c sees only this */
     sift__alloc al;
     int32_t V;
@@ -71,7 +71,7 @@ typedef struct vindex {
      * (stok[0 .. n_slots)); tokens not in the trie (EOG, empty pieces)
      * are listed in other[0 .. n_other) */
     uint32_t tn;
-    struct tnode *tr;
+    struct gm_tnode *tr;
     int32_t *stok;
     uint32_t n_slots;
     int32_t *other;
@@ -85,18 +85,18 @@ typedef struct vindex {
     uint64_t *below;
     /* per trie node: the most edges below it in its subtree */
     uint8_t *height;
-} vindex;
+} gm_vindex;
 
 /* A compiled grammar: its rules and alternatives, its own; the
  * vocabulary's fields below are aliases of vx's arrays (NULL / 0 without
  * a vocabulary), kept here so the matcher reads them in one hop. */
-typedef struct gcore {
+typedef struct gm_core {
     atomic_size_t refs;
     sift__alloc al;
     sift__gbnf g;
     uint32_t *alt_off; /* per rule: alternatives alt[alt_off[r] .. alt_off[r+1]) */
     uint32_t *alt;     /* first position of each alternative */
-    vindex *vx;        /* one reference, or NULL */
+    gm_vindex *vx;     /* one reference, or NULL */
     int32_t V;         /* 0 = no vocabulary */
     const uint64_t *poff;
     const unsigned char *pbytes;
@@ -104,7 +104,7 @@ typedef struct gcore {
     const int32_t *eog;
     int32_t n_eog;
     uint32_t tn;
-    const struct tnode *tr;
+    const struct gm_tnode *tr;
     const int32_t *stok;
     uint32_t n_slots;
     const int32_t *other;
@@ -120,24 +120,24 @@ typedef struct gcore {
     /* The same with every helper that can still match two copies or more
      * moved to its chain's helper with two (NULL when canon_pos is), and
      * per position the copies its helper can still match (UINT16_MAX
-     * outside those helpers): the walk's shifted loops (gstate.sl). */
+     * outside those helpers): the walk's shifted loops (gm_state.sl). */
     uint32_t *erase_pos;
     uint16_t *pcnt;
-} gcore;
+} gm_core;
 
 /* ------------------------------------------------------------------ */
 /* The matcher caches                                                  */
 /* ------------------------------------------------------------------ */
 
-typedef struct gnode {
+typedef struct gm_node {
     uint32_t pos, parent, depth;
     uint32_t succ_off, succ_len; /* memo of the successors; off = UINT32_MAX unknown */
     uint32_t canon;              /* sift__gm_canon's stack; UINT32_MAX unknown */
     uint32_t ecanon;             /* the stack through erase_pos; UINT32_MAX unknown */
     uint32_t mincnt;             /* the fewest copies (pcnt) of its nodes */
-} gnode;
+} gm_node;
 
-typedef struct gstate {
+typedef struct gm_state {
     uint32_t set_off, set_len;
     uint32_t acc;
     uint8_t rem, lo, hi, flags;
@@ -163,10 +163,10 @@ typedef struct gstate {
      * state equivalent for the bytes that remain). */
     uint32_t eid, mincnt, slev;
     uint64_t sl[2];
-} gstate;
+} gm_state;
 
-typedef struct gm {
-    gnode *node;
+typedef struct gm_caches {
+    gm_node *node;
     uint32_t n_node, cap_node;
     uint32_t *mark;
     uint32_t epoch;
@@ -174,7 +174,7 @@ typedef struct gm {
     uint32_t nht_cap;
     uint32_t *arena;
     size_t n_arena, cap_arena;
-    gstate *st;
+    gm_state *st;
     uint32_t n_st, cap_st;
     int32_t *trans;
     uint32_t *sht;
@@ -186,7 +186,7 @@ typedef struct gm {
     size_t n_scr, cap_scr;
     uint32_t *wl; /* closure worklist */
     size_t cap_wl;
-} gm;
+} gm_caches;
 
 /* One entry of the loop-signature cache (gbnf_mask.c, sig_build): for a
  * set L of loop groups and an anchor node (the root: tn), its subtree
@@ -196,7 +196,7 @@ typedef struct gm {
  * are not accepted by the loop alone: (slot_lo, slot_hi, the exit node
  * to walk, or SIG_DEAD). They depend on the trie, L and the anchor,
  * never on a state, so nothing invalidates them. */
-typedef struct sigent {
+typedef struct gm_sigent {
     uint64_t loop[2];
     uint32_t anchor, base, end;
     uint64_t *onp;
@@ -204,7 +204,7 @@ typedef struct sigent {
     uint32_t *rg;
     size_t n_rg, cap_rg;
     int used;
-} sigent;
+} gm_sigent;
 
 #define SIG_SLOTS 16
 
@@ -212,23 +212,23 @@ typedef struct sigent {
  * had before one accept (a token, or a sift_grammar_accept_bytes call).
  * `fed`: the accept went to the trigger set of an untriggered lazy
  * grammar, which keeps its own record of it (sift__trigger_commit). */
-typedef struct ghist {
+typedef struct gm_hist {
     uint64_t out_len;
     uint32_t cur;
     uint8_t term, trig, fed;
     unsigned char tail[24];
-} ghist;
+} gm_hist;
 
 struct sift_grammar {
     uint32_t magic;
     sift__alloc al;
-    gcore *core;
+    gm_core *core;
     int32_t max_stacks, max_depth;
     int64_t max_work, work;
     uint32_t soft_nodes, soft_states, soft_arena; /* cache sizes that trigger a rebuild */
     sift_status fail;                             /* set by helpers that cannot return a status */
     sift_error *err;
-    gm m;
+    gm_caches m;
     uint32_t cur, init;
     uint8_t *bits;  /* V bits of scratch for the whole-vocabulary pass */
     uint32_t *dstk; /* trie walk: state per depth */
@@ -269,7 +269,7 @@ struct sift_grammar {
     uint64_t mc_hits, mc_misses;
     /* the loop-signature cache, taken in turn once full; sig_on = 0
      * turns it off (tests) */
-    sigent sig[SIG_SLOTS];
+    gm_sigent sig[SIG_SLOTS];
     uint8_t *sig_dec; /* sig_build's scratch: tmaxd + 1 bytes */
     uint32_t sig_next;
     int sig_on;
@@ -283,7 +283,7 @@ struct sift_grammar {
     /* The rollback history: hist[(h0 + k) % hcap] for k < hn, oldest
      * first; state ids in it are remapped whenever the caches are rebuilt
      * (sift__gm_maybe_flush), with hscr (hcap ids) as scratch. */
-    ghist *hist;
+    gm_hist *hist;
     uint32_t *hscr;
     uint32_t hcap, h0, hn;
 };
@@ -295,14 +295,14 @@ struct sift_grammar {
 /* The vocabulary's shared token index with a reference for the caller:
  * the published one, or one built now and published (thread-safe; see
  * sift__vocab_index_publish). SIFT_E_NOMEM (nothing published). */
-SIFT__HIDDEN sift_status sift__gm_vindex(vindex **out, const sift_vocab *vocab, sift_error *err);
+SIFT__HIDDEN sift_status sift__gm_vindex(gm_vindex **out, const sift_vocab *vocab, sift_error *err);
 /* Compiles `text` into a new core (one reference) over the vocabulary. */
-SIFT__HIDDEN sift_status sift__gm_core_new(gcore **out, const char *text, size_t len,
+SIFT__HIDDEN sift_status sift__gm_core_new(gm_core **out, const char *text, size_t len,
                                            const sift_vocab *vocab, const sift_grammar_params *pp,
                                            const sift__alloc *al, int *needs_vocab,
                                            sift_error *err);
 /* Drops a reference to a core; the last one frees it. NULL is a no-op. */
-SIFT__HIDDEN void sift__gm_core_unref(gcore *c);
+SIFT__HIDDEN void sift__gm_core_unref(gm_core *c);
 
 /* ------------------------------------------------------------------ */
 /* gbnf_match.c                                                        */
@@ -314,16 +314,16 @@ SIFT__HIDDEN sift_status sift__gm_fail(sift_grammar *g, sift_status code, const 
     SIFT__PRINTF(3, 4);
 /* A grammar object over core c (a reference is taken on success). The
  * matching state is `from`'s current state, or the initial one. */
-SIFT__HIDDEN sift_status sift__gm_make(sift_grammar **out, gcore *c, const sift__alloc *al,
+SIFT__HIDDEN sift_status sift__gm_make(sift_grammar **out, gm_core *c, const sift__alloc *al,
                                        const sift_grammar *from, const sift_grammar_params *pp,
                                        sift_error *err);
 /* Frees the matcher caches. */
-SIFT__HIDDEN void sift__gm_free(gm *m, const sift__alloc *al);
+SIFT__HIDDEN void sift__gm_free(gm_caches *m, const sift__alloc *al);
 /* Computes and caches the transition of state x on byte b (the miss path
  * of sift__gm_step). */
 SIFT__HIDDEN int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b);
 /* The state the mask cache keys state x as: x with the repetition
- * counters no token can reach capped (gcore.canon_pos), a state with
+ * counters no token can reach capped (gm_core.canon_pos), a state with
  * exactly x's allowed set; x itself when nothing moves. -1 on failure
  * (g->fail). Memoized per state. */
 SIFT__HIDDEN int32_t sift__gm_canon(sift_grammar *g, uint32_t x);
@@ -366,10 +366,10 @@ SIFT__HIDDEN void sift__gm_tail_text(const sift_grammar *g, char *buf, size_t ca
 /* Allocates a history of cap entries (0: none), empty. SIFT_E_NOMEM. */
 SIFT__HIDDEN sift_status sift__gm_hist_alloc(sift_grammar *g, uint32_t cap, sift_error *err);
 /* The current state as a history entry (taken before an accept). */
-SIFT__HIDDEN void sift__gm_hist_save(const sift_grammar *g, ghist *h, int fed);
+SIFT__HIDDEN void sift__gm_hist_save(const sift_grammar *g, gm_hist *h, int fed);
 /* Appends h after a successful accept, dropping the oldest entry when
  * the history is full. Allocates nothing. */
-SIFT__HIDDEN void sift__gm_hist_push(sift_grammar *g, const ghist *h);
+SIFT__HIDDEN void sift__gm_hist_push(sift_grammar *g, const gm_hist *h);
 /* Maps every history entry's state into `fresh`, the rebuilt caches of
  * g, through hscr; the entries are rewritten only when all succeed
  * (-1 and fresh->fail otherwise). */
@@ -471,12 +471,12 @@ static inline unsigned sift__gm_group(unsigned b)
 /* The number of bytes of group 0. */
 #define SIFT__GM_GROUP0 29
 
-/* A group no byte has (byte 2 is in group 0): in vindex.below, invalid
+/* A group no byte has (byte 2 is in group 0): in gm_vindex.below, invalid
  * UTF-8 below a trie node; never in a state's loop[]. */
 #define SIFT__GM_GROUP_BADU8 2
 
 /* The piece of token t (len bytes). */
-static inline const unsigned char *sift__gm_piece(const gcore *c, int32_t t, size_t *len)
+static inline const unsigned char *sift__gm_piece(const gm_core *c, int32_t t, size_t *len)
 {
     *len = (size_t)(c->poff[t + 1] - c->poff[t]);
     return c->pbytes + c->poff[t];

@@ -37,7 +37,7 @@
  * products agree with it (2000, counted with the same symbol numbering).
  *
  * Invariants and decisions (docs/grammar.md):
- * - No recursion: groups are parsed with an explicit frame stack capped
+ * - No recursion: groups are parsed with an explicit gp_frame stack capped
  *   at SIFT__GBNF_MAX_NESTING; the nullable and left-recursion analyses
  *   are worklist algorithms.
  * - Every error is reported once (the first wins) with source:line:col,
@@ -59,12 +59,12 @@
 /* Growable arrays through the object's allocator                      */
 /* ------------------------------------------------------------------ */
 
-static int vec_reserve(const sift__alloc *al, vec *v, size_t esz, size_t need)
+static int vec_reserve(const sift__alloc *al, gp_vec *v, size_t esz, size_t need)
 {
     return sift__reserve(al, &v->p, &v->cap, v->n, need, esz, 16) == SIFT_OK;
 }
 
-static void vec_free(const sift__alloc *al, vec *v)
+static void vec_free(const sift__alloc *al, gp_vec *v)
 {
     sift__free(al, v->p);
     memset(v, 0, sizeof *v);
@@ -155,7 +155,7 @@ static int ht_grow(gp_state *p)
         return 0;
     memset(ht, 0xff, cap * sizeof *ht);
     for (uint32_t id = 0; id < p->rules.n; id++) {
-        rinfo *r = sift__gp_rule(p, id);
+        gp_rule *r = sift__gp_rule(p, id);
         if (r->kind != RK_NAMED)
             continue;
         size_t h = (size_t)name_hash(p->s + r->name_off, r->name_len) & (cap - 1);
@@ -173,11 +173,11 @@ static int ht_grow(gp_state *p)
  * does; UINT32_MAX on failure. */
 static uint32_t new_rule(gp_state *p, uint8_t kind, size_t pos)
 {
-    if (!vec_reserve(p->al, &p->rules, sizeof(rinfo), p->rules.n + 1)) {
+    if (!vec_reserve(p->al, &p->rules, sizeof(gp_rule), p->rules.n + 1)) {
         sift__gp_nomem(p);
         return UINT32_MAX;
     }
-    rinfo *r = sift__gp_rule(p, (uint32_t)p->rules.n);
+    gp_rule *r = sift__gp_rule(p, (uint32_t)p->rules.n);
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->pos = pos;
@@ -194,7 +194,7 @@ static uint32_t symbol(gp_state *p, size_t off, size_t len)
     }
     size_t h = (size_t)name_hash(p->s + off, len) & (p->ht_cap - 1);
     for (; p->ht[h] != UINT32_MAX; h = (h + 1) & (p->ht_cap - 1)) {
-        rinfo *r = sift__gp_rule(p, p->ht[h]);
+        gp_rule *r = sift__gp_rule(p, p->ht[h]);
         if (r->name_len == len && memcmp(p->s + r->name_off, p->s + off, len) == 0)
             return p->ht[h];
     }
@@ -214,7 +214,7 @@ static int define(gp_state *p, uint32_t id, const sift__gelem *e, size_t n)
         sift__gp_nomem(p);
         return 0;
     }
-    rinfo *r = sift__gp_rule(p, id);
+    gp_rule *r = sift__gp_rule(p, id);
     r->off = (uint32_t)p->arena.n;
     r->len = (uint32_t)n;
     r->defined = 1;
@@ -271,17 +271,6 @@ static uint32_t decode(gp_state *p)
     return c;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* One character of a literal or class, escapes resolved. The caller has
  * checked that p->i is not at the end. Returns UINT32_MAX on error. */
 static uint32_t parse_char(gp_state *p)
@@ -325,7 +314,7 @@ static uint32_t parse_char(gp_state *p)
     }
     uint32_t v = 0;
     for (int k = 0; k < digits; k++) {
-        int h = hexval(peek(p, 2 + (size_t)k));
+        int h = sift__hex_digit(peek(p, 2 + (size_t)k));
         if (h < 0) {
             sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "escape '\\%c' needs exactly %d hex digits",
                           e, digits);
@@ -378,7 +367,7 @@ static int parse_int(gp_state *p, uint64_t *out)
 /* Building the current sequence                                       */
 /* ------------------------------------------------------------------ */
 
-static frame *top(gp_state *p)
+static gp_frame *top(gp_state *p)
 {
     return &p->fr[p->n_fr - 1];
 }
@@ -396,7 +385,7 @@ static int budget(gp_state *p, size_t more)
 
 static int emit(gp_state *p, uint32_t type, uint32_t v)
 {
-    frame *f = top(p);
+    gp_frame *f = top(p);
     if (!budget(p, 1))
         return 0;
     if (!vec_reserve(p->al, &f->buf, sizeof(sift__gelem), f->buf.n + 1)) {
@@ -416,7 +405,7 @@ static int push_frame(gp_state *p, uint32_t rule, size_t open)
         sift__gp_nomem(p);
         return 0;
     }
-    frame *f = &p->fr[p->n_fr++];
+    gp_frame *f = &p->fr[p->n_fr++];
     /* buffers of frames that were popped are kept for reuse */
     f->buf.n = 0;
     f->rule = rule;
@@ -431,7 +420,7 @@ static int push_frame(gp_state *p, uint32_t rule, size_t open)
  * UINT64_MAX: unbounded), at byte offset `at` (the postfix). */
 static int repeat(gp_state *p, uint64_t m, uint64_t n, size_t at)
 {
-    frame *f = top(p);
+    gp_frame *f = top(p);
     if (f->last == SIZE_MAX || f->last >= f->buf.n) {
         sift__gp_perr(p, at, SIFT_E_GRAMMAR_SYNTAX, "repetition with no preceding item");
         return 0;
@@ -768,20 +757,20 @@ static int parse_braces(gp_state *p, int nl)
     return repeat(p, m, n, at);
 }
 
-/* Closes the innermost group frame: defines its rule and references it
+/* Closes the innermost group gp_frame: defines its rule and references it
  * from the parent. */
 static int close_group(gp_state *p)
 {
-    frame *f = top(p);
+    gp_frame *f = top(p);
     if (!emit(p, SIFT__G_END, 0) || !define(p, f->rule, f->buf.p, f->buf.n))
         return 0;
     p->n_elems -= f->buf.n; /* now counted in the arena */
     p->n_elems += f->buf.n;
     uint32_t id = f->rule;
     uint64_t prev = p->rules.n - f->sym_open;
-    /* keep the frame's buffer for reuse: swap it to the slot past the end */
+    /* keep the gp_frame's buffer for reuse: swap it to the slot past the end */
     p->n_fr--;
-    frame *g = top(p);
+    gp_frame *g = top(p);
     g->last = g->buf.n;
     if (!emit(p, SIFT__G_REF, id))
         return 0;
@@ -812,11 +801,11 @@ static int parse_ref(gp_state *p)
     return emit(p, SIFT__G_REF, id);
 }
 
-/* '(' at `at`: a new group rule with its own frame, within the nesting
+/* '(' at `at`: a new group rule with its own gp_frame, within the nesting
  * limit. */
 static int open_group(gp_state *p, size_t at)
 {
-    /* n_fr counts the rule's own frame: the new group is at depth n_fr */
+    /* n_fr counts the rule's own gp_frame: the new group is at depth n_fr */
     if (p->n_fr > SIFT__GBNF_MAX_NESTING) {
         sift__gp_perr(p, at, SIFT_E_GRAMMAR_LIMIT, "nesting depth %zu exceeds %d", p->n_fr,
                       SIFT__GBNF_MAX_NESTING);
@@ -945,7 +934,7 @@ static int parse_rule(gp_state *p)
     p->n_fr = 0;
     if (!push_frame(p, id, at) || !parse_body(p))
         return 0;
-    frame *f = top(p);
+    gp_frame *f = top(p);
     if (!emit(p, SIFT__G_END, 0) || !define(p, id, f->buf.p, f->buf.n))
         return 0;
     p->n_fr = 0;
@@ -1029,7 +1018,7 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
         uint32_t bid = 0;
         int any_named = 0;
         for (uint32_t id = 0; id < p.rules.n; id++) {
-            const rinfo *r = sift__gp_rule(&p, id);
+            const gp_rule *r = sift__gp_rule(&p, id);
             any_named |= r->kind == RK_NAMED && r->defined;
             if (!r->defined && r->use < best) {
                 best = r->use;
@@ -1039,7 +1028,7 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
         if (!any_named) {
             sift__gp_perr(&p, SIZE_MAX, SIFT_E_GRAMMAR_UNDEFINED, "grammar defines no rules");
         } else if (best != SIZE_MAX) {
-            const rinfo *r = sift__gp_rule(&p, bid);
+            const gp_rule *r = sift__gp_rule(&p, bid);
             sift__gp_perr(
                 &p, best, SIFT_E_GRAMMAR_UNDEFINED, "rule '%.*s' is used but never defined",
                 (int)(r->name_len > 64 ? 64 : r->name_len), (const char *)p.s + r->name_off);
@@ -1049,7 +1038,7 @@ sift_status sift__gbnf_parse_mapped(sift__gbnf *out, const char *text, size_t le
     if (!p.st) {
         size_t rl = strlen(root);
         for (uint32_t id = 0; id < p.rules.n; id++) {
-            const rinfo *r = sift__gp_rule(&p, id);
+            const gp_rule *r = sift__gp_rule(&p, id);
             if (r->kind == RK_NAMED && r->name_len == rl &&
                 memcmp(p.s + r->name_off, root, rl) == 0)
                 root_id = id;

@@ -5,8 +5,8 @@
  * The parser state, the rule table it builds, and the error reporting
  * both files use (the first error wins; positions in line:col code
  * points). gbnf_check.c calls only sift__gp_perr, sift__gp_nomem and
- * sift__gp_fmt_lc here; gbnf_parse.c calls the two checks. Nothing here
- * is API.
+ * sift__gp_fmt_lc here; gbnf_parse.c calls the two checks. Its types
+ * are named gp_*, its functions sift__gp_*. Nothing here is API.
  */
 #ifndef SIFT_GRAMMAR_GBNF_PARSE_H
 #define SIFT_GRAMMAR_GBNF_PARSE_H
@@ -14,29 +14,29 @@
 #include "gbnf.h"
 
 /* A growable array through the object's allocator (sift__reserve). */
-typedef struct vec {
+typedef struct gp_vec {
     void *p;
     size_t n, cap;
-} vec;
+} gp_vec;
 
 enum { RK_NAMED = 0, RK_GROUP = 1, RK_REPEAT = 2 };
 
-typedef struct rinfo {
+typedef struct gp_rule {
     uint32_t off, len; /* elements in the arena, once defined */
     uint8_t defined, kind;
     size_t name_off, name_len; /* named: the name in the text */
     size_t pos;                /* named: definition; helpers: where created */
     size_t use;                /* first use, SIZE_MAX if none */
-} rinfo;
+} gp_rule;
 
-typedef struct frame {
-    vec buf;           /* sift__gelem: this rule's alternatives so far */
-    uint32_t rule;     /* rule id this frame defines */
+typedef struct gp_frame {
+    gp_vec buf;        /* sift__gelem: this rule's alternatives so far */
+    uint32_t rule;     /* rule id this gp_frame defines */
     size_t open;       /* byte offset of "(" (groups) or of the name */
     size_t last;       /* start of the last item in buf, SIZE_MAX = none */
     uint64_t prev;     /* running repetition product of the last item */
     uint32_t sym_open; /* symbols when the group opened (before its own) */
-} frame;
+} gp_frame;
 
 typedef struct gp_state {
     const sift__alloc *al;
@@ -46,15 +46,15 @@ typedef struct gp_state {
     sift_error *err;
     sift_status st;
     const sift_vocab *vocab;
-    vec arena; /* sift__gelem: finished rules */
-    vec rules; /* rinfo */
-    vec cls;   /* sift__gclass */
-    vec rng;   /* uint32_t pairs */
-    vec tmp;   /* sift__gelem scratch (repetition copies) */
-    vec crng;  /* uint32_t pairs: ranges of the class being parsed */
+    gp_vec arena; /* sift__gelem: finished rules */
+    gp_vec rules; /* gp_rule */
+    gp_vec cls;   /* sift__gclass */
+    gp_vec rng;   /* uint32_t pairs */
+    gp_vec tmp;   /* sift__gelem scratch (repetition copies) */
+    gp_vec crng;  /* uint32_t pairs: ranges of the class being parsed */
     uint32_t *ht;
     size_t ht_cap; /* power of two */
-    frame *fr;
+    gp_frame *fr;
     size_t n_fr, cap_fr;
     size_t n_elems; /* elements in arena and frames, for the budget */
     size_t bom;     /* 3 if the text starts with a BOM, else 0 */
@@ -64,9 +64,9 @@ typedef struct gp_state {
 } gp_state;
 
 /* Rule `id` of the table. */
-static inline rinfo *sift__gp_rule(gp_state *p, uint32_t id)
+static inline gp_rule *sift__gp_rule(gp_state *p, uint32_t id)
 {
-    return (rinfo *)p->rules.p + id;
+    return (gp_rule *)p->rules.p + id;
 }
 
 /* Reports an error at byte offset `off` (SIZE_MAX = no position). Only

@@ -56,7 +56,7 @@ sift_status sift__gm_hist_alloc(sift_grammar *g, uint32_t cap, sift_error *err)
     return SIFT_OK;
 }
 
-void sift__gm_hist_save(const sift_grammar *g, ghist *h, int fed)
+void sift__gm_hist_save(const sift_grammar *g, gm_hist *h, int fed)
 {
     h->cur = g->cur;
     h->term = (uint8_t)g->terminated;
@@ -66,11 +66,11 @@ void sift__gm_hist_save(const sift_grammar *g, ghist *h, int fed)
     memcpy(h->tail, g->tail, sizeof h->tail);
 }
 
-void sift__gm_hist_push(sift_grammar *g, const ghist *h)
+void sift__gm_hist_push(sift_grammar *g, const gm_hist *h)
 {
     if (!g->hcap)
         return;
-    ghist e = *h;
+    gm_hist e = *h;
     if (e.fed)
         e.cur = g->init; /* the cache may have been rebuilt since h was taken */
     if (g->hn == g->hcap) {
@@ -101,7 +101,7 @@ sift_status sift__gm_hist_copy(sift_grammar *g, const sift_grammar *from, sift_e
         return s;
     sift__gm_begin(g, err);
     for (uint32_t k = 0; k < from->hn; k++) {
-        const ghist *e = &from->hist[(from->h0 + k) % from->hcap];
+        const gm_hist *e = &from->hist[(from->h0 + k) % from->hcap];
         g->work = 0; /* each state was reached within one call's budget */
         int32_t y = sift__gm_import(g, from, e->cur);
         if (y < 0) {
@@ -118,7 +118,7 @@ sift_status sift__gm_hist_copy(sift_grammar *g, const sift_grammar *from, sift_e
 
 void sift__gm_hist_swap(sift_grammar *a, sift_grammar *b)
 {
-    ghist *h = a->hist;
+    gm_hist *h = a->hist;
     a->hist = b->hist;
     b->hist = h;
     uint32_t *sc = a->hscr;
@@ -147,7 +147,7 @@ sift_status sift_grammar_rollback(sift_grammar *g, size_t n_tokens, sift_error *
                           "cannot roll back %zu tokens: the grammar's history holds %u (of "
                           "max_rollback_tokens = %u)",
                           n_tokens, (unsigned)g->hn, (unsigned)g->hcap);
-    const ghist *e = NULL;
+    const gm_hist *e = NULL;
     size_t fed = 0;
     for (size_t k = 0; k < n_tokens; k++) {
         e = &g->hist[(g->h0 + g->hn - 1) % g->hcap];
@@ -325,7 +325,7 @@ sift_status sift_grammar_fill_bitmask_draft(sift_grammar *g, const int32_t *ids,
 /* ------------------------------------------------------------------ */
 
 /* The trie child of node i (tn for the root) by byte b, or UINT32_MAX. */
-static uint32_t trie_child(const gcore *c, uint32_t i, unsigned b)
+static uint32_t trie_child(const gm_core *c, uint32_t i, unsigned b)
 {
     uint32_t k = i == c->tn ? 0 : i + 1, end = i == c->tn ? c->tn : c->tr[i].end;
     while (k < end) {
@@ -344,7 +344,7 @@ static uint32_t trie_child(const gcore *c, uint32_t i, unsigned b)
 static size_t forced_tokens(sift_grammar *g, uint32_t x, const unsigned char *p, size_t n,
                             int32_t *ids, size_t cap)
 {
-    const gcore *c = g->core;
+    const gm_core *c = g->core;
     size_t pos = 0, m = 0;
     while (pos < n && m < cap) {
         uint32_t node = c->tn;
@@ -358,7 +358,7 @@ static size_t forced_tokens(sift_grammar *g, uint32_t x, const unsigned char *p,
                 break;
             node = ch;
             d++;
-            const tnode *nd = &c->tr[node];
+            const gm_tnode *nd = &c->tr[node];
             for (uint32_t s = nd->slot; s < nd->slot_end; s++) {
                 int32_t t = c->stok[s];
                 size_t L = (size_t)(c->poff[t + 1] - c->poff[t]);
@@ -409,11 +409,11 @@ sift_status sift_grammar_forced_bytes(sift_grammar *g, char *buf, size_t cap, si
     if (cap > SIFT_GRAMMAR_MAX_FORCED_BYTES)
         cap = SIFT_GRAMMAR_MAX_FORCED_BYTES;
     sift__gm_begin(g, err);
-    const gm *m = &g->m;
+    const gm_caches *m = &g->m;
     uint32_t x = g->cur;
     size_t k = 0;
     while (k < cap) {
-        const gstate *st = &m->st[x];
+        const gm_state *st = &m->st[x];
         /* the grammar may end here, or a token element may match by id:
          * the next byte is not forced */
         if ((st->flags & F_COMPLETE) || ((st->flags & F_HASTOK) && st->rem == 0))

@@ -183,11 +183,11 @@ static const sift__stage_ops adaptive_p_ops = {
     .name = "adaptive_p",
     .apply = adaptive_p_apply,
     .support = adaptive_p_support,
+    .is_selector = 1,
+    .cls = adaptive_p_cls,
     .accept = adaptive_p_accept,
     .reset = adaptive_p_reset,
-    .cls = adaptive_p_cls,
     .digest = adaptive_p_digest,
-    .is_selector = 1,
 };
 
 sift_status sift_chain_add_adaptive_p(sift_chain *chain, float target, float decay, sift_error *err)

@@ -89,10 +89,10 @@ static const sift__stage_ops at_ops = {
     .name = "allowed_tokens",
     .apply = at_apply,
     .cls = at_cls,
-    .lowers = at_lowers,
-    .allowed = at_allowed,
-    .max_extras = at_max_extras,
     .max_token = at_max_token,
+    .lowers = at_lowers,
+    .max_extras = at_max_extras,
+    .allowed = at_allowed,
 };
 
 sift_status sift_chain_add_allowed_tokens(sift_chain *chain, const int32_t *ids, size_t n,

@@ -147,12 +147,12 @@ static int32_t bw_max_token(const sift__stage *st)
 static const sift__stage_ops bw_ops = {
     .name = "bad_words",
     .apply = bw_apply,
+    .cls = bw_cls,
+    .max_token = bw_max_token,
+    .lowers = bw_lowers,
     .accept = bw_accept,
     .reset = bw_reset,
     .digest = bw_digest,
-    .cls = bw_cls,
-    .lowers = bw_lowers,
-    .max_token = bw_max_token,
 };
 
 static size_t bw_align(size_t x)

@@ -107,16 +107,16 @@ static int dist_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__
 static const sift__stage_ops dist_ops = {
     .name = "dist",
     .apply = dist_apply,
-    .cls = dist_cls,
     .is_selector = 1,
+    .cls = dist_cls,
     .certify_mass = dist_certify_mass,
 };
 
 static const sift__stage_ops dist_id_ops = {
     .name = "dist_id_order",
     .apply = dist_apply,
-    .cls = dist_cls,
     .is_selector = 1,
+    .cls = dist_cls,
 };
 
 static sift_status add(sift_chain *chain, int id_order, sift_error *err)

@@ -50,8 +50,9 @@
  * the settled penalised set between dry_settle and the next accept), and the
  * breakers (a hash head -> head index, per head the range of its tails
  * and whether it has an empty tail, the tails' offsets and lengths, the
- * pooled tail tokens, a bitmap of the head ids). Everything is addressed by offset, so the default
- * flat clone is a deep copy. apply and accept never allocate.
+ * pooled tail tokens, a bitmap of the head ids); dry_regions names each
+ * one. Everything is addressed by offset, so the default flat clone is a
+ * deep copy. apply and accept never allocate.
  *
  * Capability class: LOWERS(last_n) when enabled (multiplier != 0,
  * base >= 1, last_n != 0); IDENTITY otherwise.
@@ -68,6 +69,27 @@ extern const sift__sampler_desc sift__desc_dry;
 #define DRY_MAX_BREAKERS 64
 #define DRY_MAX_BREAKER_BYTES 40
 #define DRY_MAX_TAIL 20
+
+/* The int32_t regions after the stage struct, as byte offsets from the
+ * start of the block, in the order dry_layout places them (each on a
+ * 16-byte boundary). */
+typedef struct dry_regions {
+    size_t ring;     /* the window: last_n tokens */
+    size_t rev;      /* scratch: the window reversed (last_n) */
+    size_t z;        /* scratch: the Z values (last_n) */
+    size_t bkey;     /* best map: token per slot, -1 = empty (2^bbits) */
+    size_t bval;     /* best map: best length per slot (2^bbits) */
+    size_t touch;    /* best map: the slots in use (last_n) */
+    size_t hkey;     /* head hash: head token per slot, -1 = empty (2^hbits) */
+    size_t hidx;     /* head hash: head index per slot (2^hbits) */
+    size_t hstart;   /* per head index: its first tail entry (n_ent) */
+    size_t hcount;   /* per head index: how many tail entries (n_ent) */
+    size_t hsingle;  /* per head index: 1 when it has an empty tail (n_ent) */
+    size_t toff;     /* per tail entry: its offset in the pool (n_ent) */
+    size_t tlen;     /* per tail entry: its length (n_ent) */
+    size_t pool;     /* the tails' tokens, pooled */
+    size_t headbits; /* bitmap of the head ids (max_head / 32 + 1 words) */
+} dry_regions;
 
 typedef struct dry_stage {
     sift__stage base;
@@ -86,9 +108,7 @@ typedef struct dry_stage {
     int p_valid;
     int32_t n_touch, p_count;
     int32_t max_head; /* largest head id, -1 if none (the head bitmap's size) */
-    size_t off_ring, off_rev, off_z, off_bkey, off_bval, off_touch, off_hbits;
-    size_t off_hkey, off_hidx, off_hstart, off_hcount, off_hsingle;
-    size_t off_toff, off_tlen, off_pool;
+    dry_regions at;   /* where each region lies in the block */
 } dry_stage;
 
 static int32_t *dry_arr(dry_stage *d, size_t off)
@@ -112,7 +132,7 @@ static int dry_may_head(const dry_stage *d, int32_t t)
 {
     if (t > d->max_head)
         return 0;
-    const uint32_t *bits = (const uint32_t *)(const void *)((const char *)d + d->off_hbits);
+    const uint32_t *bits = (const uint32_t *)(const void *)((const char *)d + d->at.headbits);
     return (int)((bits[(uint32_t)t >> 5] >> ((uint32_t)t & 31)) & 1u);
 }
 
@@ -121,20 +141,20 @@ static int32_t dry_head(const dry_stage *d, int32_t t)
 {
     if (!dry_may_head(d, t))
         return -1;
-    const int32_t *hkey = dry_carr(d, d->off_hkey);
+    const int32_t *hkey = dry_carr(d, d->at.hkey);
     uint32_t mask = (1u << d->hbits) - 1;
     for (uint32_t i = hash32(t, d->hbits);; i = (i + 1) & mask) {
         if (hkey[i] == -1)
             return -1;
         if (hkey[i] == t)
-            return dry_carr(d, d->off_hidx)[i];
+            return dry_carr(d, d->at.hidx)[i];
     }
 }
 
 /* Slot of t in the best map, or the empty slot where it would go. */
 static uint32_t dry_best_slot(const dry_stage *d, int32_t t)
 {
-    const int32_t *bkey = dry_carr(d, d->off_bkey);
+    const int32_t *bkey = dry_carr(d, d->at.bkey);
     uint32_t mask = (1u << d->bbits) - 1;
     uint32_t i = hash32(t, d->bbits);
     while (bkey[i] != -1 && bkey[i] != t)
@@ -147,11 +167,11 @@ static int32_t dry_rep_limit(const dry_stage *d, const int32_t *rev, int32_t N)
 {
     if (d->n_heads == 0)
         return N;
-    const int32_t *hstart = dry_carr(d, d->off_hstart);
-    const int32_t *hcount = dry_carr(d, d->off_hcount);
-    const int32_t *toff = dry_carr(d, d->off_toff);
-    const int32_t *tlen = dry_carr(d, d->off_tlen);
-    const int32_t *pool = dry_carr(d, d->off_pool);
+    const int32_t *hstart = dry_carr(d, d->at.hstart);
+    const int32_t *hcount = dry_carr(d, d->at.hcount);
+    const int32_t *toff = dry_carr(d, d->at.toff);
+    const int32_t *tlen = dry_carr(d, d->at.tlen);
+    const int32_t *pool = dry_carr(d, d->at.pool);
     for (int32_t i = 0; i < N; i++) {
         int32_t h = dry_head(d, rev[i]);
         if (h < 0)
@@ -177,13 +197,13 @@ static int32_t dry_rep_limit(const dry_stage *d, const int32_t *rev, int32_t N)
 /* Step 4 for one position: best[t] = max(best[t], L). */
 static void dry_note(dry_stage *d, int32_t t, int32_t L)
 {
-    int32_t *bkey = dry_arr(d, d->off_bkey);
-    int32_t *bval = dry_arr(d, d->off_bval);
+    int32_t *bkey = dry_arr(d, d->at.bkey);
+    int32_t *bval = dry_arr(d, d->at.bval);
     uint32_t s = dry_best_slot(d, t);
     if (bkey[s] == -1) {
         bkey[s] = t;
         bval[s] = L;
-        dry_arr(d, d->off_touch)[d->n_touch++] = (int32_t)s;
+        dry_arr(d, d->at.touch)[d->n_touch++] = (int32_t)s;
     } else if (bval[s] < L) {
         bval[s] = L;
     }
@@ -198,9 +218,9 @@ static void dry_compute(dry_stage *d)
     int32_t N = d->len;
     if (N <= d->allowed)
         return;
-    const int32_t *ring = dry_carr(d, d->off_ring);
-    int32_t *rev = dry_arr(d, d->off_rev);
-    int32_t *z = dry_arr(d, d->off_z);
+    const int32_t *ring = dry_carr(d, d->at.ring);
+    int32_t *rev = dry_arr(d, d->at.rev);
+    int32_t *z = dry_arr(d, d->at.z);
     /* rev[x] = t_{N-1-x}: the ring's two runs, newest first. */
     int32_t first = d->last_n - d->head; /* entries from head to the end */
     int32_t n1 = N < first ? N : first;  /* t_0 .. t_{n1-1} at ring[head..] */
@@ -252,8 +272,8 @@ static void dry_compute(dry_stage *d)
 /* Empties the best map. */
 static void dry_clear(dry_stage *d)
 {
-    int32_t *bkey = dry_arr(d, d->off_bkey);
-    const int32_t *touch = dry_carr(d, d->off_touch);
+    int32_t *bkey = dry_arr(d, d->at.bkey);
+    const int32_t *touch = dry_carr(d, d->at.touch);
     for (int32_t i = 0; i < d->n_touch; i++)
         bkey[touch[i]] = -1;
     d->n_touch = 0;
@@ -274,10 +294,10 @@ static float dry_penalty(const dry_stage *d, int32_t best)
  * candidate is handled on its own and the storage order cannot matter. */
 static void dry_penalise(const dry_stage *d, sift__arr *a)
 {
-    const int32_t *bkey = dry_carr(d, d->off_bkey);
-    const int32_t *bval = dry_carr(d, d->off_bval);
-    const int32_t *touch = dry_carr(d, d->off_touch);
-    const int32_t *hsingle = dry_carr(d, d->off_hsingle);
+    const int32_t *bkey = dry_carr(d, d->at.bkey);
+    const int32_t *bval = dry_carr(d, d->at.bval);
+    const int32_t *touch = dry_carr(d, d->at.touch);
+    const int32_t *hsingle = dry_carr(d, d->at.hsingle);
     int changed = 0;
     if (a->dense) {
         for (int32_t i = 0; i < d->n_touch; i++) {
@@ -333,7 +353,7 @@ static void dry_accept(sift__stage *st, int32_t t)
         dry_clear(d);
         d->p_valid = 0;
     }
-    int32_t *ring = dry_arr(d, d->off_ring);
+    int32_t *ring = dry_arr(d, d->at.ring);
     if (d->len == d->last_n) {
         ring[d->head] = t;
         d->head = (d->head + 1) % d->last_n;
@@ -355,9 +375,9 @@ static void dry_settle(sift__stage *st)
     if (!d->active || d->p_valid)
         return;
     dry_compute(d);
-    const int32_t *bkey = dry_carr(d, d->off_bkey);
-    const int32_t *touch = dry_carr(d, d->off_touch);
-    const int32_t *hsingle = dry_carr(d, d->off_hsingle);
+    const int32_t *bkey = dry_carr(d, d->at.bkey);
+    const int32_t *touch = dry_carr(d, d->at.touch);
+    const int32_t *hsingle = dry_carr(d, d->at.hsingle);
     int32_t n = 0;
     for (int32_t i = 0; i < d->n_touch; i++) {
         int32_t h = dry_head(d, bkey[touch[i]]);
@@ -381,7 +401,7 @@ static uint64_t dry_digest(const sift__stage *st, uint64_t h)
     const dry_stage *d = (const dry_stage *)st;
     if (!d->active)
         return h;
-    const int32_t *ring = dry_carr(d, d->off_ring);
+    const int32_t *ring = dry_carr(d, d->at.ring);
     h = sift__fnv(h, &d->len, sizeof d->len);
     for (int32_t i = 0; i < d->len; i++) {
         int32_t t = ring[(d->head + i) % d->last_n];
@@ -418,13 +438,13 @@ static int64_t dry_lowers(const sift__stage *st, int dynamic)
 }
 
 static const sift__stage_ops dry_ops = {
-    .lowers = dry_lowers,
     .name = "dry",
     .apply = dry_apply,
+    .cls = dry_cls,
+    .lowers = dry_lowers,
     .accept = dry_accept,
     .settle = dry_settle,
     .reset = dry_reset,
-    .cls = dry_cls,
     .digest = dry_digest,
 };
 
@@ -444,10 +464,10 @@ typedef struct brk_list {
 
 /* Grows one of the lists' arrays, of capacity `cap`, to hold `need`
  * (sift__reserve): used entries kept, the rest 0. */
-static int grow32(const sift__alloc *al, int32_t **p, size_t cap, size_t used, size_t need,
-                  size_t first)
+static sift_status grow32(const sift__alloc *al, int32_t **p, size_t cap, size_t used, size_t need,
+                          size_t first)
 {
-    return sift__reserve(al, p, &cap, used, need, sizeof **p, first) == SIFT_OK;
+    return sift__reserve(al, p, &cap, used, need, sizeof **p, first);
 }
 
 static void brk_free(brk_list *b)
@@ -471,9 +491,9 @@ static void brk_add(brk_list *b, size_t from, int32_t head, const int32_t *tail,
     if (b->n == b->cap) {
         /* three parallel arrays of one capacity: grow each, then commit */
         size_t cap = b->cap ? 2 * b->cap : 16;
-        if (!grow32(b->al, &b->head, b->cap, b->n, cap, 16) ||
-            !grow32(b->al, &b->toff, b->cap, b->n, cap, 16) ||
-            !grow32(b->al, &b->tlen, b->cap, b->n, cap, 16)) {
+        if (grow32(b->al, &b->head, b->cap, b->n, cap, 16) ||
+            grow32(b->al, &b->toff, b->cap, b->n, cap, 16) ||
+            grow32(b->al, &b->tlen, b->cap, b->n, cap, 16)) {
             b->nomem = 1;
             return;
         }
@@ -533,7 +553,8 @@ static int32_t piece_find(const piece_map *m, const sift_vocab *v, const char *s
     }
 }
 
-static int piece_map_build(piece_map *m, const sift__alloc *al, const sift_vocab *v)
+/* SIFT_OK, or SIFT_E_NOMEM (m->slot NULL). */
+static sift_status piece_map_build(piece_map *m, const sift__alloc *al, const sift_vocab *v)
 {
     int32_t V = sift_vocab_size(v);
     uint32_t bits = 2;
@@ -542,7 +563,7 @@ static int piece_map_build(piece_map *m, const sift__alloc *al, const sift_vocab
     m->bits = bits;
     m->slot = sift__calloc(al, (size_t)1 << bits, sizeof *m->slot);
     if (!m->slot)
-        return 0;
+        return SIFT_E_NOMEM;
     memset(m->slot, 0xff, ((size_t)1 << bits) * sizeof *m->slot);
     for (int32_t id = 0; id < V; id++) {
         size_t len;
@@ -553,7 +574,7 @@ static int piece_map_build(piece_map *m, const sift__alloc *al, const sift_vocab
         if (piece_find(m, v, p, len, &where) < 0)
             m->slot[where] = id; /* ascending ids: the first one stays */
     }
-    return 1;
+    return SIFT_OK;
 }
 
 /* Greedy longest-match split of s[0..n) into at most 39 tokens; returns
@@ -600,7 +621,7 @@ static sift_status compile_strings(brk_list *b, const sift__alloc *al, const sif
         need_split |= lens[k] > 1;
     tails = sift__calloc(al, nb, sizeof *tails);
     tl = sift__calloc(al, nb, sizeof *tl);
-    if (!tails || !tl || (need_split && !piece_map_build(&m, al, v))) {
+    if (!tails || !tl || (need_split && piece_map_build(&m, al, v))) {
         sift__free(al, tails);
         sift__free(al, tl);
         sift__free(al, m.slot);
@@ -646,7 +667,123 @@ static size_t align16(size_t x)
     return (x + 15) & ~(size_t)15;
 }
 
-/* Sizes, allocates and pushes the stage; takes the breaker list (which
+/* The smallest bits >= 2 with 2^bits >= n: an open-addressing table of
+ * 2^bits slots holds n / 2 keys at most half full. */
+static uint32_t dry_table_bits(size_t n)
+{
+    uint32_t bits = 2;
+    while (((size_t)1 << bits) < n)
+        bits++;
+    return bits;
+}
+
+/* Places a region of `count` int32_t at *at = off; returns where the
+ * next region starts. */
+static size_t dry_region(size_t *at, size_t off, size_t count)
+{
+    *at = off;
+    return align16(off + count * sizeof(int32_t));
+}
+
+/* Lays out the regions of an enabled stage in the order of dry_regions,
+ * for a window of W tokens, a best map of 2^bbits slots, a head hash of
+ * hcap slots, the breaker entries of b and a largest head id max_head;
+ * returns the size of the whole block. */
+static size_t dry_layout(dry_regions *at, size_t W, uint32_t bbits, size_t hcap, const brk_list *b,
+                         int32_t max_head)
+{
+    size_t bcap = (size_t)1 << bbits;
+    size_t hwords = max_head < 0 ? 0 : (size_t)max_head / 32 + 1;
+    size_t off = align16(sizeof(dry_stage));
+    off = dry_region(&at->ring, off, W);
+    off = dry_region(&at->rev, off, W);
+    off = dry_region(&at->z, off, W);
+    off = dry_region(&at->bkey, off, bcap);
+    off = dry_region(&at->bval, off, bcap);
+    off = dry_region(&at->touch, off, W);
+    off = dry_region(&at->hkey, off, hcap);
+    off = dry_region(&at->hidx, off, hcap);
+    off = dry_region(&at->hstart, off, b->n);
+    off = dry_region(&at->hcount, off, b->n);
+    off = dry_region(&at->hsingle, off, b->n);
+    off = dry_region(&at->toff, off, b->n);
+    off = dry_region(&at->tlen, off, b->n);
+    off = dry_region(&at->pool, off, b->pn);
+    return dry_region(&at->headbits, off, hwords);
+}
+
+/* Allocates the block of an enabled stage for a window of last_n tokens
+ * and the breaker entries of b: the regions laid out, the best map and
+ * the head hash empty, everything else zero. NULL when out of memory. */
+static dry_stage *dry_alloc_enabled(const sift__alloc *al, int32_t last_n, const brk_list *b)
+{
+    uint32_t bbits = dry_table_bits(2 * (size_t)last_n);
+    uint32_t hbits = b->n ? dry_table_bits(2 * b->n) : 0;
+    size_t hcap = b->n ? (size_t)1 << hbits : 0;
+    int32_t max_head = -1;
+    for (size_t e = 0; e < b->n; e++)
+        max_head = b->head[e] > max_head ? b->head[e] : max_head;
+    dry_regions at;
+    size_t size = dry_layout(&at, (size_t)last_n, bbits, hcap, b, max_head);
+    dry_stage *d = (dry_stage *)sift__stage_alloc(al, &dry_ops, size);
+    if (!d)
+        return NULL;
+    d->at = at;
+    d->bbits = bbits;
+    d->hbits = hbits;
+    d->max_head = max_head;
+    memset(dry_arr(d, d->at.bkey), 0xff, ((size_t)1 << bbits) * sizeof(int32_t));
+    memset(dry_arr(d, d->at.hkey), 0xff, hcap * sizeof(int32_t));
+    return d;
+}
+
+/* Files the breaker entries of b into the stage: the head hash and
+ * bitmap, per head its range of tail entries and whether one is empty,
+ * the entries' tails and the pooled tail tokens. */
+static void dry_index_breakers(dry_stage *d, const brk_list *b)
+{
+    int32_t *hkey = dry_arr(d, d->at.hkey), *hidx = dry_arr(d, d->at.hidx);
+    int32_t *hstart = dry_arr(d, d->at.hstart), *hcount = dry_arr(d, d->at.hcount);
+    int32_t *hsingle = dry_arr(d, d->at.hsingle);
+    int32_t *toff = dry_arr(d, d->at.toff), *tlen = dry_arr(d, d->at.tlen);
+    uint32_t *headbits = (uint32_t *)(void *)((char *)d + d->at.headbits);
+    /* Pass 1: an index per distinct head, in order of first appearance,
+     * its bit, its count of entries and whether one has an empty tail. */
+    uint32_t mask = (1u << d->hbits) - 1;
+    for (size_t e = 0; e < b->n; e++) {
+        int32_t t = b->head[e];
+        uint32_t i = hash32(t, d->hbits);
+        while (hkey[i] != -1 && hkey[i] != t)
+            i = (i + 1) & mask;
+        if (hkey[i] == -1) {
+            hkey[i] = t;
+            hidx[i] = d->n_heads++;
+            headbits[(uint32_t)t >> 5] |= 1u << ((uint32_t)t & 31);
+        }
+        hcount[hidx[i]]++;
+        if (b->tlen[e] == 0)
+            hsingle[hidx[i]] = 1;
+    }
+    /* Pass 2: ranges, then each entry placed in its head's range (hcount
+     * is rebuilt as the fill cursor). */
+    int32_t run = 0;
+    for (int32_t h = 0; h < d->n_heads; h++) {
+        hstart[h] = run;
+        run += hcount[h];
+        hcount[h] = 0;
+    }
+    for (size_t e = 0; e < b->n; e++) {
+        int32_t h = dry_head(d, b->head[e]);
+        int32_t at = hstart[h] + hcount[h]++;
+        toff[at] = b->toff[e];
+        tlen[at] = b->tlen[e];
+    }
+    if (b->pn)
+        memcpy(dry_arr(d, d->at.pool), b->pool, b->pn * sizeof(int32_t));
+    d->n_ent = (int32_t)b->n;
+}
+
+/* Sizes, allocates and pushes the stage; reads the breaker list (which
  * the caller frees). */
 static sift_status dry_finish(sift_chain *chain, float multiplier, float base, int32_t allowed,
                               int32_t last_n, const brk_list *b, sift_error *err)
@@ -660,109 +797,11 @@ static sift_status dry_finish(sift_chain *chain, float multiplier, float base, i
             return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding dry");
         d->max_head = -1;
     } else {
-        size_t W = (size_t)last_n;
-        uint32_t bbits = 2;
-        while (((size_t)1 << bbits) < 2 * W)
-            bbits++;
-        /* distinct heads */
-        size_t n_ent = b->n;
-        uint32_t hbits = 0;
-        if (n_ent) {
-            hbits = 2;
-            while (((size_t)1 << hbits) < 2 * n_ent)
-                hbits++;
-        }
-        size_t hcap = n_ent ? (size_t)1 << hbits : 0;
-        int32_t max_head = -1;
-        for (size_t e = 0; e < n_ent; e++)
-            max_head = b->head[e] > max_head ? b->head[e] : max_head;
-        size_t hwords = max_head < 0 ? 0 : (size_t)max_head / 32 + 1;
-        size_t off = align16(sizeof *d), o[15];
-        size_t cnt[15] = {W,
-                          W,
-                          W,
-                          (size_t)1 << bbits,
-                          (size_t)1 << bbits,
-                          W,
-                          hcap,
-                          hcap,
-                          n_ent,
-                          n_ent,
-                          n_ent,
-                          n_ent,
-                          n_ent,
-                          b->pn,
-                          hwords};
-        for (int i = 0; i < 15; i++) {
-            o[i] = off;
-            off = align16(off + cnt[i] * sizeof(int32_t));
-        }
-        d = (dry_stage *)sift__stage_alloc(al, &dry_ops, off);
+        d = dry_alloc_enabled(al, last_n, b);
         if (!d)
             return sift__fail(err, SIFT_E_NOMEM, "out of memory while adding dry (last_n %d)",
                               (int)last_n);
-        d->off_ring = o[0];
-        d->off_rev = o[1];
-        d->off_z = o[2];
-        d->off_bkey = o[3];
-        d->off_bval = o[4];
-        d->off_touch = o[5];
-        d->off_hkey = o[6];
-        d->off_hidx = o[7];
-        d->off_hstart = o[8]; /* per head index (<= n_ent heads) */
-        d->off_hcount = o[9];
-        d->off_hsingle = o[10];
-        d->off_toff = o[11];
-        d->off_tlen = o[12];
-        d->off_pool = o[13];
-        d->off_hbits = o[14];
-        d->max_head = max_head;
-        memset(dry_arr(d, d->off_hbits), 0, hwords * sizeof(int32_t));
-        d->bbits = bbits;
-        d->hbits = hbits;
-        memset(dry_arr(d, d->off_bkey), 0xff, ((size_t)1 << bbits) * sizeof(int32_t));
-        if (n_ent) {
-            int32_t *hkey = dry_arr(d, d->off_hkey), *hidx = dry_arr(d, d->off_hidx);
-            int32_t *hstart = dry_arr(d, d->off_hstart), *hcount = dry_arr(d, d->off_hcount);
-            int32_t *hsingle = dry_arr(d, d->off_hsingle);
-            int32_t *toff = dry_arr(d, d->off_toff), *tlen = dry_arr(d, d->off_tlen);
-            memset(hkey, 0xff, hcap * sizeof(int32_t));
-            /* Pass 1: head indices and counts; hidx of each entry kept in
-             * tlen temporarily is not needed: look the head up again. */
-            uint32_t mask = (uint32_t)hcap - 1;
-            for (size_t e = 0; e < n_ent; e++) {
-                int32_t t = b->head[e];
-                uint32_t i = hash32(t, hbits);
-                while (hkey[i] != -1 && hkey[i] != t)
-                    i = (i + 1) & mask;
-                if (hkey[i] == -1) {
-                    hkey[i] = t;
-                    hidx[i] = d->n_heads++;
-                    uint32_t *hb = (uint32_t *)(void *)((char *)d + d->off_hbits);
-                    hb[(uint32_t)t >> 5] |= 1u << ((uint32_t)t & 31);
-                }
-                hcount[hidx[i]]++;
-                if (b->tlen[e] == 0)
-                    hsingle[hidx[i]] = 1;
-            }
-            /* Pass 2: ranges, then place each entry in its head's range
-             * (hcount is rebuilt as the fill cursor). */
-            int32_t run = 0;
-            for (int32_t h = 0; h < d->n_heads; h++) {
-                hstart[h] = run;
-                run += hcount[h];
-                hcount[h] = 0;
-            }
-            for (size_t e = 0; e < n_ent; e++) {
-                int32_t h = dry_head(d, b->head[e]);
-                int32_t at = hstart[h] + hcount[h]++;
-                toff[at] = b->toff[e];
-                tlen[at] = b->tlen[e];
-            }
-            if (b->pn)
-                memcpy(dry_arr(d, d->off_pool), b->pool, b->pn * sizeof(int32_t));
-            d->n_ent = (int32_t)n_ent;
-        }
+        dry_index_breakers(d, b);
     }
     d->multiplier = multiplier;
     d->dbase = base;
@@ -784,17 +823,9 @@ static sift_status check_common(sift_chain *chain, float multiplier, float base,
         return s;
     if ((s = sift__param_check(&sift__desc_dry, "multiplier", multiplier, err)) ||
         (s = sift__param_check(&sift__desc_dry, "base", base, err)) ||
-        (s = sift__param_check(&sift__desc_dry, "allowed_length", allowed, err)))
+        (s = sift__param_check(&sift__desc_dry, "allowed_length", allowed, err)) ||
+        (s = sift__window_check(&sift__desc_dry, "last_n", last_n, chain, err)))
         return s;
-    if (last_n < 0)
-        return sift__fail(err, SIFT_E_ARG,
-                          "dry: last_n must be >= 0 (give a window; -1 = context is not "
-                          "supported), got %d",
-                          (int)last_n);
-    int32_t maxh = sift__chain_max_history(chain);
-    if (last_n > maxh)
-        return sift__fail(err, SIFT_E_LIMIT, "dry: last_n = %d exceeds max_history %d", (int)last_n,
-                          (int)maxh);
     if (n_breakers > DRY_MAX_BREAKERS)
         return sift__fail(err, SIFT_E_LIMIT, "dry: %zu sequence breakers; max %d", n_breakers,
                           DRY_MAX_BREAKERS);

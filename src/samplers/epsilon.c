@@ -140,8 +140,8 @@ static int epsilon_certify(const sift__stage *st, sift__ctx *ctx, const sift__ar
 static const sift__stage_ops epsilon_ops = {
     .name = "epsilon",
     .apply = epsilon_apply,
-    .certify = epsilon_certify,
     .cls = epsilon_cls,
+    .certify = epsilon_certify,
 };
 
 sift_status sift_chain_add_epsilon(sift_chain *chain, float epsilon, int32_t min_keep,

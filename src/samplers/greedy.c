@@ -37,9 +37,9 @@ static sift_class greedy_cls(const sift__stage *st, int64_t *n)
 static const sift__stage_ops greedy_ops = {
     .name = "greedy",
     .apply = greedy_apply,
-    .cls = greedy_cls,
     .is_selector = 1,
     .is_greedy = 1,
+    .cls = greedy_cls,
 };
 
 sift_status sift_chain_add_greedy(sift_chain *chain, sift_error *err)

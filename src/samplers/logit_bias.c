@@ -191,12 +191,12 @@ static int64_t lb_max_extras(const sift__stage *st)
 
 static const sift__stage_ops lb_ops = {
     .name = "logit_bias",
-    .lowers = lb_lowers,
-    .extras = lb_extras,
-    .max_extras = lb_max_extras,
     .apply = lb_apply,
     .cls = lb_cls,
     .max_token = lb_max_token,
+    .lowers = lb_lowers,
+    .extras = lb_extras,
+    .max_extras = lb_max_extras,
 };
 
 sift_status sift_chain_add_logit_bias(sift_chain *chain, const sift_bias *biases, size_t n,

@@ -111,8 +111,8 @@ static int min_p_certify(const sift__stage *st, sift__ctx *ctx, const sift__arr 
 static const sift__stage_ops min_p_ops = {
     .name = "min_p",
     .apply = min_p_apply,
-    .certify = min_p_certify,
     .cls = min_p_cls,
+    .certify = min_p_certify,
 };
 
 sift_status sift_chain_add_min_p(sift_chain *chain, float p, int32_t min_keep, sift_error *err)

@@ -30,6 +30,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_min_tokens;
+
 typedef struct mt_stage {
     sift__stage base;
     int32_t min_tokens; /* -1 = always */
@@ -105,15 +109,15 @@ static int32_t mt_max_token(const sift__stage *st)
 static const sift__stage_ops mt_ops = {
     .name = "min_tokens",
     .apply = mt_apply,
-    .accept = mt_accept,
-    .reset = mt_reset,
-    .digest = mt_digest,
     .cls = mt_cls,
-    .lowers = mt_lowers,
     .max_token = mt_max_token,
+    .lowers = mt_lowers,
+    .accept = mt_accept,
     /* vLLM's min_tokens and HF's min_new_tokens count generated tokens:
      * the prompt's do not reach mt_accept. */
     .generated_only = 1,
+    .reset = mt_reset,
+    .digest = mt_digest,
 };
 
 sift_status sift_chain_add_min_tokens(sift_chain *chain, int32_t min_tokens, const int32_t *ids,
@@ -122,9 +126,8 @@ sift_status sift_chain_add_min_tokens(sift_chain *chain, int32_t min_tokens, con
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (min_tokens < -1)
-        return sift__fail(err, SIFT_E_ARG, "min_tokens: n must be >= 0, or -1 (always), got %d",
-                          (int)min_tokens);
+    if ((s = sift__param_check(&sift__desc_min_tokens, "n", min_tokens, err)))
+        return s;
     if (!ids && n_ids > 0)
         return sift__fail(err, SIFT_E_ARG, "min_tokens: ids is NULL but n_ids = %zu", n_ids);
     if (n_ids > (size_t)SIFT_DEFAULT_MAX_VOCAB)
@@ -180,6 +183,7 @@ static const sift__param mt_params[] = {
      .type = SIFT__PT_INT,
      .range = SIFT__R_GE,
      .lo = -1,
+     .range_note = "-1 = always banned",
      .required = 1,
      .off = offsetof(mt_rec, n)},
     {.name = "ids",

@@ -318,24 +318,24 @@ static const sift__stage_ops miro_v1_ops = {
     .name = "mirostat",
     .apply = miro_apply,
     .support = miro_support,
+    .is_selector = 1,
+    .cls = miro_cls,
+    .certify_mass = miro_certify_mass,
     .accept = miro_accept,
     .reset = miro_reset,
-    .cls = miro_cls,
     .digest = miro_digest,
-    .is_selector = 1,
-    .certify_mass = miro_certify_mass,
 };
 
 static const sift__stage_ops miro_v2_ops = {
     .name = "mirostat_v2",
     .apply = miro_apply,
     .support = miro_support,
+    .is_selector = 1,
+    .cls = miro_cls,
+    .certify_mass = miro_certify_mass,
     .accept = miro_accept,
     .reset = miro_reset,
-    .cls = miro_cls,
     .digest = miro_digest,
-    .is_selector = 1,
-    .certify_mass = miro_certify_mass,
 };
 
 static sift_status add(sift_chain *chain, const sift__stage_ops *ops, int v2, int32_t n_vocab,

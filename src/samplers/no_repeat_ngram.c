@@ -36,6 +36,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_no_repeat_ngram;
+
 typedef struct nr_stage {
     sift__stage base;
     int32_t n, last_n;
@@ -163,11 +167,11 @@ static int64_t nr_lowers(const sift__stage *st, int dynamic)
 static const sift__stage_ops nr_ops = {
     .name = "no_repeat_ngram",
     .apply = nr_apply,
+    .cls = nr_cls,
+    .lowers = nr_lowers,
     .accept = nr_accept,
     .reset = nr_reset,
     .digest = nr_digest,
-    .cls = nr_cls,
-    .lowers = nr_lowers,
 };
 
 static size_t nr_align(size_t x)
@@ -181,17 +185,9 @@ sift_status sift_chain_add_no_repeat_ngram(sift_chain *chain, int32_t n, int32_t
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (n < 0)
-        return sift__fail(err, SIFT_E_ARG, "no_repeat_ngram: n must be >= 0 (0 = off), got %d",
-                          (int)n);
-    if (last_n < 0)
-        return sift__fail(err, SIFT_E_ARG,
-                          "no_repeat_ngram: last_n must be >= 0 (give a window), got %d",
-                          (int)last_n);
-    int32_t maxh = sift__chain_max_history(chain);
-    if (last_n > maxh)
-        return sift__fail(err, SIFT_E_LIMIT, "no_repeat_ngram: last_n = %d exceeds max_history %d",
-                          (int)last_n, (int)maxh);
+    if ((s = sift__param_check(&sift__desc_no_repeat_ngram, "n", n, err)) ||
+        (s = sift__window_check(&sift__desc_no_repeat_ngram, "last_n", last_n, chain, err)))
+        return s;
     int active = n > 0 && last_n > 0;
     if (active && n > last_n)
         return sift__fail(err, SIFT_E_ARG,
@@ -233,6 +229,7 @@ static const sift__param nr_params[] = {
      .type = SIFT__PT_INT,
      .range = SIFT__R_GE,
      .lo = 0,
+     .range_note = "0 = off",
      .required = 1,
      .off = offsetof(nr_rec, n)},
     {.name = "last_n",

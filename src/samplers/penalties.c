@@ -415,13 +415,13 @@ static int64_t pen_max_extras(const sift__stage *st)
 
 static const sift__stage_ops pen_ops = {
     .name = "penalties",
+    .apply = pen_apply,
+    .cls = pen_cls,
     .lowers = pen_lowers,
     .extras = pen_extras,
     .max_extras = pen_max_extras,
-    .apply = pen_apply,
     .accept = pen_accept,
     .reset = pen_reset,
-    .cls = pen_cls,
     .digest = pen_digest,
 };
 
@@ -436,22 +436,13 @@ sift_status sift_chain_add_penalties(sift_chain *chain, int32_t last_n, float re
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (last_n < 0)
-        return sift__fail(err, SIFT_E_ARG,
-                          "penalties: last_n must be >= 0 (give a window; -1 = context is "
-                          "not supported), got %d",
-                          (int)last_n);
-    int32_t maxh = sift__chain_max_history(chain);
-    if (last_n > maxh)
-        return sift__fail(err, SIFT_E_LIMIT, "penalties: last_n = %d exceeds max_history %d",
-                          (int)last_n, (int)maxh);
-    if ((s = sift__param_check(&sift__desc_penalties, "repeat", repeat, err)))
-        return s;
+    const sift__sampler_desc *d = &sift__desc_penalties;
     /* The argument is freq, the parameter frequency: the message keeps
      * the argument's name; the range is the parameter's. */
-    if (!sift__param_ok(sift__param_find(&sift__desc_penalties, "frequency"), freq))
-        return sift__fail(err, SIFT_E_ARG, "penalties: freq must be finite, got %g", (double)freq);
-    if ((s = sift__param_check(&sift__desc_penalties, "presence", presence, err)))
+    if ((s = sift__window_check(d, "last_n", last_n, chain, err)) ||
+        (s = sift__param_check(d, "repeat", repeat, err)) ||
+        (s = sift__param_check_arg(sift__param_find(d, "frequency"), d->name, "freq", freq, err)) ||
+        (s = sift__param_check(d, "presence", presence, err)))
         return s;
     int active = last_n > 0 && !(repeat == 1.0f && freq == 0.0f && presence == 0.0f);
     if (active) {

@@ -108,27 +108,60 @@ int sift__param_ok(const sift__param *p, double v)
 sift_status sift__param_check(const sift__sampler_desc *d, const char *param, double v,
                               sift_error *err)
 {
-    const sift__param *p = sift__param_find(d, param);
+    return sift__param_check_arg(sift__param_find(d, param), d->name, param, v, err);
+}
+
+sift_status sift__param_check_arg(const sift__param *p, const char *who, const char *arg, double v,
+                                  sift_error *err)
+{
     if (sift__param_ok(p, v))
         return SIFT_OK;
-    if (p->type != SIFT__PT_FLOAT)
-        /* Only the lower bound can be broken by an int32_t argument. */
-        return sift__fail(err, SIFT_E_ARG, "%s: %s must be >= %d, got %d", d->name, param,
-                          (int)p->lo, (int)v);
     const char *n0 = p->range_note ? " (" : "", *n1 = p->range_note ? p->range_note : "",
                *n2 = p->range_note ? ")" : "";
+    if (p->type != SIFT__PT_FLOAT)
+        /* Only the lower bound can be broken by an int32_t argument. */
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be >= %d%s%s%s, got %d", who, arg,
+                          (int)p->lo, n0, n1, n2, (int)v);
     switch (p->range) {
     case SIFT__R_IN:
-        return sift__fail(err, SIFT_E_ARG, "%s: %s must be a number in [%g, %g]%s%s%s, got %g",
-                          d->name, param, p->lo, p->hi, n0, n1, n2, v);
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be a number in [%g, %g]%s%s%s, got %g", who,
+                          arg, p->lo, p->hi, n0, n1, n2, v);
     case SIFT__R_GE:
     case SIFT__R_GT:
-        return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and %s %g%s%s%s, got %g", d->name,
-                          param, p->range == SIFT__R_GT ? ">" : ">=", p->lo, n0, n1, n2, v);
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and %s %g%s%s%s, got %g", who,
+                          arg, p->range == SIFT__R_GT ? ">" : ">=", p->lo, n0, n1, n2, v);
     case SIFT__R_LE:
-        return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and <= %g, got %g", d->name,
-                          param, p->hi, v);
+        return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite and <= %g, got %g", who, arg,
+                          p->hi, v);
     case SIFT__R_ANY: break;
     }
-    return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite, got %g", d->name, param, v);
+    return sift__fail(err, SIFT_E_ARG, "%s: %s must be finite, got %g", who, arg, v);
+}
+
+sift__param sift__param_flat(const sift__param *p)
+{
+    sift__param f = *p;
+    if (p->flat_rule == SIFT__FLAT_NEG_GREEDY || p->flat_rule == SIFT__FLAT_NEG_OFF ||
+        p->flat_rule == SIFT__FLAT_CLAMP) {
+        f.range = p->flat_range;
+        f.lo = p->flat_lo;
+        f.hi = p->flat_hi;
+        f.range_note = NULL;
+    }
+    return f;
+}
+
+sift_status sift__window_check(const sift__sampler_desc *d, const char *param, int32_t v,
+                               const sift_chain *chain, sift_error *err)
+{
+    if (v < 0)
+        return sift__fail(err, SIFT_E_ARG,
+                          "%s: %s must be >= 0 (give a window; -1 = context is not supported), "
+                          "got %d",
+                          d->name, param, (int)v);
+    int32_t maxh = sift__chain_max_history(chain);
+    if (v > maxh)
+        return sift__fail(err, SIFT_E_LIMIT, "%s: %s = %d exceeds max_history %d", d->name, param,
+                          (int)v, (int)maxh);
+    return SIFT_OK;
 }

@@ -9,7 +9,8 @@
  * arguments against them (sift__param_check), so a parameter's range is
  * written once, here; a new sampler touches its own file, one line of
  * registry.c, its public sift_chain_add_* declaration, its source line in
- * Makefile.am and its docs rows (docs/samplers.md, "Adding a sampler").
+ * Makefile.am, its line in tests/check_reentry.c's TABLE and its docs
+ * rows (docs/samplers.md, "Adding a sampler").
  *
  * A parameter record is the sampler's own struct (for example
  * sift__top_k_rec); a table entry names its field by offsetof. Records are
@@ -189,6 +190,29 @@ SIFT__HIDDEN int sift__param_ok(const sift__param *p, double v);
  * must be <range>, got <v>" in err. */
 SIFT__HIDDEN sift_status sift__param_check(const sift__sampler_desc *d, const char *param, double v,
                                            sift_error *err);
+
+/* As sift__param_check for parameter p, given to the stage `who` as the
+ * argument `arg` where those names are not the descriptor's (temp_ext is
+ * a form of "temperature"; penalties' argument freq is its parameter
+ * frequency): "<who>: <arg> must be <range>, got <v>". */
+SIFT__HIDDEN sift_status sift__param_check_arg(const sift__param *p, const char *who,
+                                               const char *arg, double v, sift_error *err);
+
+/* p as llama.cpp's flat form reads it: the flat range (flat_range,
+ * flat_lo, flat_hi) in place of its own when flat_rule is
+ * SIFT__FLAT_NEG_GREEDY, SIFT__FLAT_NEG_OFF or SIFT__FLAT_CLAMP, else p
+ * unchanged. A constructor that takes what llama.cpp takes checks its
+ * argument against it (sift_chain_add_temp: any finite temperature,
+ * <= 0 greedy). */
+SIFT__HIDDEN sift__param sift__param_flat(const sift__param *p);
+
+/* The check of a window argument (a SIFT__PT_WINDOW parameter) of a
+ * sift_chain_add_* call: 0 .. the chain's max_history. The -1 of the YAML
+ * and flat forms (the context size) is theirs to resolve; here it is
+ * SIFT_E_ARG like any negative window, and above max_history is
+ * SIFT_E_LIMIT. */
+SIFT__HIDDEN sift_status sift__window_check(const sift__sampler_desc *d, const char *param,
+                                            int32_t v, const sift_chain *chain, sift_error *err);
 
 /* Fills a record with the parameters' defaults (yaml = 1: the YAML
  * defaults, 0: llama.cpp's flat defaults). String-list defaults are not

@@ -47,6 +47,10 @@
 #include "../sift_internal.h"
 #include "registry.h"
 
+/* The descriptor (end of the file): the constructor checks its arguments
+ * against the parameters' ranges written there. */
+extern const sift__sampler_desc sift__desc_temperature;
+
 typedef struct temp_stage {
     sift__stage base;
     float t;
@@ -252,11 +256,6 @@ static const sift__stage_ops temp_ext_ops = {
     .tail_divisor = temp_tail_divisor,
 };
 
-static int is_finite(float x)
-{
-    return x == x && x != INFINITY && x != -INFINITY;
-}
-
 static sift_status add(sift_chain *chain, const sift__stage_ops *ops, float t, float delta,
                        float exponent, sift_error *err)
 {
@@ -269,13 +268,22 @@ static sift_status add(sift_chain *chain, const sift__stage_ops *ops, float t, f
     return sift__chain_push(chain, &s->base, err);
 }
 
+/* The temperature argument as llama.cpp takes it (the parameter's flat
+ * reading: any finite value, <= 0 greedy), checked for the stage `who`;
+ * the YAML form's own range (>= 0) is stricter. */
+static sift_status check_temp(const char *who, float temp, sift_error *err)
+{
+    sift__param p = sift__param_flat(sift__param_find(&sift__desc_temperature, "temp"));
+    return sift__param_check_arg(&p, who, "temp", temp, err);
+}
+
 sift_status sift_chain_add_temp(sift_chain *chain, float temp, sift_error *err)
 {
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!is_finite(temp))
-        return sift__fail(err, SIFT_E_ARG, "temp: temp must be finite, got %g", (double)temp);
+    if ((s = check_temp("temp", temp, err)))
+        return s;
     return add(chain, &temp_ops, temp, 0.0f, 1.0f, err);
 }
 
@@ -285,14 +293,13 @@ sift_status sift_chain_add_temp_ext(sift_chain *chain, float temp, float delta, 
     sift_status s = sift__chain_enter(chain, err);
     if (s)
         return s;
-    if (!is_finite(temp))
-        return sift__fail(err, SIFT_E_ARG, "temp_ext: temp must be finite, got %g", (double)temp);
-    if (!is_finite(delta) || delta < 0.0f)
-        return sift__fail(err, SIFT_E_ARG, "temp_ext: delta must be finite and >= 0, got %g",
-                          (double)delta);
-    if (!is_finite(exponent) || !(exponent > 0.0f))
-        return sift__fail(err, SIFT_E_ARG, "temp_ext: exponent must be finite and > 0, got %g",
-                          (double)exponent);
+    const sift__sampler_desc *d = &sift__desc_temperature;
+    if ((s = check_temp("temp_ext", temp, err)) ||
+        (s = sift__param_check_arg(sift__param_find(d, "delta"), "temp_ext", "delta", delta,
+                                   err)) ||
+        (s = sift__param_check_arg(sift__param_find(d, "exponent"), "temp_ext", "exponent",
+                                   exponent, err)))
+        return s;
     return add(chain, &temp_ext_ops, temp, delta, exponent, err);
 }
 

@@ -84,8 +84,8 @@ static int top_k_ties_certify(const sift__stage *st, sift__ctx *ctx, const sift_
 static const sift__stage_ops top_k_ties_ops = {
     .name = "top_k_ties",
     .apply = top_k_ties_apply,
-    .certify = top_k_ties_certify,
     .cls = top_k_ties_cls,
+    .certify = top_k_ties_certify,
 };
 
 static sift_status add(sift_chain *chain, const sift__stage_ops *ops, int32_t k, sift_error *err)

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "convert.h"
 #include "json_schema.h"
 
 void sift_json_schema_params_init(sift_json_schema_params *p)
@@ -238,6 +239,15 @@ static const char *current_pointer(const sift__js *c, size_t *pn)
     return p + start;
 }
 
+/* The length of "source:line:col: " at the start of e->message (at most
+ * the message's length: a long message is cut). */
+static size_t message_place_len(const sift_error *e, const char *source, int32_t line, int32_t col)
+{
+    int n = snprintf(NULL, 0, "%s:%d:%d: ", source, (int)line, (int)col);
+    size_t have = strlen(e->message);
+    return n < 0 ? 0 : (size_t)n < have ? (size_t)n : have;
+}
+
 /* Fills e with code and "source:line:col: #pointer[/key]: text". */
 static void fill_at(sift__js *c, sift_error *e, sift_status code, const char *key, const char *fmt,
                     va_list ap)
@@ -270,6 +280,8 @@ static void fill_at(sift__js *c, sift_error *e, sift_status code, const char *ke
     int32_t line, col;
     line_col(c->text, off, &line, &col);
     sift__fail(e, code, "%s:%d:%d: %s: %s", c->source, (int)line, (int)col, ptr, text);
+    if (e == c->err)
+        c->place_len = message_place_len(e, c->source, line, col);
     e->line = line;
     e->column = col;
     e->offset = (int64_t)off;
@@ -612,6 +624,7 @@ static sift_status parse(sift__js *c)
     sift__fail(c->err, SIFT_E_SCHEMA_SYNTAX, "%s:%d:%d: %s", c->source, je.line, je.column,
                je.text);
     if (c->err) {
+        c->place_len = message_place_len(c->err, c->source, je.line, je.column);
         c->err->line = je.line > 0 ? je.line : 0;
         c->err->column = je.column > 0 ? je.column : 0;
         c->err->offset = je.position;
@@ -654,18 +667,40 @@ static void cleanup(sift__js *c)
     sift__free(c->al, c->refs);
 }
 
+static sift_status to_gbnf(char **out, size_t *out_len, const char *schema, size_t len,
+                           const sift_json_schema_params *params, sift_error *err, int64_t *work,
+                           size_t *place);
+
 sift_status sift_json_schema_to_gbnf(char **out, size_t *out_len, const char *schema, size_t len,
                                      const sift_json_schema_params *params, sift_error *err)
 {
     int64_t work;
-    return sift__json_schema_to_gbnf_work(out, out_len, schema, len, params, err, &work);
+    size_t place;
+    return to_gbnf(out, out_len, schema, len, params, err, &work, &place);
 }
 
 sift_status sift__json_schema_to_gbnf_work(char **out, size_t *out_len, const char *schema,
                                            size_t len, const sift_json_schema_params *params,
                                            sift_error *err, int64_t *work)
 {
+    size_t place;
+    return to_gbnf(out, out_len, schema, len, params, err, work, &place);
+}
+
+sift_status sift__json_schema_to_gbnf_placed(char **out, size_t *out_len, const char *schema,
+                                             size_t len, const sift_json_schema_params *params,
+                                             sift_error *err, size_t *place_len)
+{
+    int64_t work;
+    return to_gbnf(out, out_len, schema, len, params, err, &work, place_len);
+}
+
+static sift_status to_gbnf(char **out, size_t *out_len, const char *schema, size_t len,
+                           const sift_json_schema_params *params, sift_error *err, int64_t *work,
+                           size_t *place)
+{
     *work = 0;
+    *place = 0;
     if (out)
         *out = NULL;
     if (out_len)
@@ -703,6 +738,7 @@ sift_status sift__json_schema_to_gbnf_work(char **out, size_t *out_len, const ch
     c.max_work = pp.max_work;
     st = convert(&c, out, out_len);
     *work = c.work;
+    *place = st ? c.place_len : 0;
     cleanup(&c);
     return st;
 }

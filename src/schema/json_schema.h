@@ -69,6 +69,9 @@ typedef struct sift__js {
     const sift__alloc *al;
     sift_error *err;
     const char *text; /* the schema text, for error places */
+    /* The length of the "source:line:col: " that opens err->message when
+     * the error was located in the text, else 0 (convert.h). */
+    size_t place_len;
     size_t len;
     const char *source;
     json_t *root;

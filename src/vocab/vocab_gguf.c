@@ -312,17 +312,6 @@ static int gpt2_byte(uint32_t cp)
     return 0xAD; /* k == 67 */
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* Texts of control tokens that end a turn in common chat templates; such
  * a token is marked EOG even when no *_token_id key names it. */
 static int is_eog_text(const char *s, size_t n)
@@ -695,7 +684,8 @@ static sift_status decode_pieces(gin *g, gguf_state *s, uint8_t *attr)
         if (type == TT_CONTROL && is_eog_text((const char *)p, len))
             attr[id] |= SIFT_TOKEN_EOG;
         if (type == TT_BYTE && s->model == MODEL_LLAMA) {
-            int hi = len == 6 ? hexval(p[3]) : -1, lo = len == 6 ? hexval(p[4]) : -1;
+            int hi = len == 6 ? sift__hex_digit(p[3]) : -1,
+                lo = len == 6 ? sift__hex_digit(p[4]) : -1;
             char e[180];
             if (len != 6 || memcmp(p, "<0x", 3) != 0 || p[5] != '>' || hi < 0 || lo < 0)
                 return sift__vocab_fail_place(

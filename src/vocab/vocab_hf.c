@@ -230,17 +230,6 @@ static int gpt2_byte(uint32_t cp)
     return 0xAD;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* Decodes vocabulary piece s[0..n) into o (at most n bytes), returning
  * its length, or -1 with *bad_at / *bad_cp for a byte-level piece with a
  * code point that stands for no byte (bad_cp = UINT32_MAX: invalid
@@ -265,9 +254,9 @@ static int64_t decode_piece(const hf *h, const char *s, size_t n, char *o, size_
         }
         return (int64_t)w;
     }
-    if (h->byte_fallback && n == 6 && !memcmp(s, "<0x", 3) && s[5] == '>' && hexval(s[3]) >= 0 &&
-        hexval(s[4]) >= 0) {
-        o[0] = (char)(hexval(s[3]) << 4 | hexval(s[4]));
+    if (h->byte_fallback && n == 6 && !memcmp(s, "<0x", 3) && s[5] == '>' &&
+        sift__hex_digit(s[3]) >= 0 && sift__hex_digit(s[4]) >= 0) {
+        o[0] = (char)(sift__hex_digit(s[3]) << 4 | sift__hex_digit(s[4]));
         return 1;
     }
     for (size_t i = 0; i < n;) {
