@@ -20,12 +20,12 @@
  *
  * SIFT_BATCH_CASES (environment) sets the number of batches (default 300).
  */
-#include <check.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -971,7 +971,7 @@ START_TEST(test_a_batch_equals_the_single_calls_and_the_oracle_bitwise)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("batch");
     TCase *tc = tcase_create("unit");
@@ -993,13 +993,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_batch_equals_the_single_calls_and_the_oracle_bitwise);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -11,11 +11,11 @@
  * digest (sift__chain_rng_state, sift__chain_state_digest) are read
  * through internal helpers to prove "nothing changed" bitwise.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -2088,7 +2088,7 @@ START_TEST(test_inspect_survivors_are_the_distributions_finite_support)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("chain");
     struct {
@@ -2175,13 +2175,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

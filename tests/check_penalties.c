@@ -5,12 +5,12 @@
  * reset / digest, string breakers through a vocabulary, and agreement with
  * the naive oracle on hand-built chains.
  */
-#include <check.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "core/step.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
@@ -1505,7 +1505,7 @@ START_TEST(test_lowering_stages_let_the_prefix_path_decide)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("penalties");
     struct {
@@ -1557,13 +1557,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -17,11 +17,11 @@
  * busy object, and the scenario runs twice, once with the calls and once
  * without, and compares the outer results and the chains' states.
  */
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "sift_internal.h"
 #include "testutil.h"
 
@@ -1303,7 +1303,7 @@ START_TEST(test_calls_back_from_each_callback_are_refused_and_change_no_result)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("reentry");
     TCase *tc = tcase_create("table");
@@ -1317,13 +1317,4 @@ static Suite *suite(void)
                         (int)N(SCENARIOS));
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -26,11 +26,11 @@
  * The device-form runs are the TCase "device": CK_RUN_CASE=device runs
  * them alone.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -2470,7 +2470,7 @@ START_TEST(test_a_slice_missing_a_requested_extra_is_refused_when_the_list_is_lo
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("slice");
     struct {
@@ -2545,13 +2545,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -9,12 +9,12 @@
  * quantises weights to 2^-62 and its expf is within an ulp of float, so
  * 1e-6 is a comfortable tolerance.
  */
-#include <check.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -1358,7 +1358,7 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("temp");
     struct {
@@ -1425,13 +1425,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -14,11 +14,11 @@
  * canonically sorted copy of the row, so both sides can be compared id
  * by id.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -1074,7 +1074,7 @@ END_TEST
 /* Suite                                                               */
 /* ------------------------------------------------------------------ */
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("trunc");
     struct {
@@ -1139,13 +1139,4 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_typical_large_rows_agree_with_the_oracle_bitwise, 0, 3);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

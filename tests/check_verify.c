@@ -30,12 +30,12 @@
  * minimum; `make check-long` sets 10,000,000). A value that is not a
  * whole number >= 0 fails the test instead of dropping the minimum.
  */
-#include <check.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 #include "../src/grammar/gbnf.h"
@@ -1201,7 +1201,7 @@ START_TEST(test_verify_equals_the_sequential_loop_and_the_oracle_bitwise)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("verify");
     TCase *tc = tcase_create("verify");
@@ -1227,13 +1227,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_verify_equals_the_sequential_loop_and_the_oracle_bitwise);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }
