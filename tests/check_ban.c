@@ -422,6 +422,8 @@ static void check_property(sp_kind mine, const char *name, uint64_t seed)
 /* Shared fixtures                                                     */
 /* ------------------------------------------------------------------ */
 
+/* Not tu_chain_new: these chains fix n_vocab, the row length the chain
+ * checks rows and token ids against. */
 static sift_chain *new_chain(int32_t n_vocab)
 {
     sift_chain_params p;
