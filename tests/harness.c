@@ -123,32 +123,34 @@ void tu_suite_add_tcase(Suite *s, TCase *tc)
     H.order[H.n_order++] = ci;
 }
 
-/* The names of argv[first..argc), or else of SIFT_TEST_RUN (separated by
- * spaces or commas). */
-static void select_names(int argc, char **argv, int first)
+/* The selection: the names among argv[1..argc) (options are NULL by
+ * then), or else those of SIFT_TEST_RUN, separated by spaces or commas. */
+static void select_names(int argc, char **argv)
 {
-    size_t cap = (size_t)(argc - first);
+    size_t cap = (size_t)argc + 1;
     const char *env = getenv("SIFT_TEST_RUN");
-    if (cap == 0 && env && *env) {
+    int from_argv = 0;
+    for (int i = 1; i < argc; i++)
+        from_argv |= argv[i] != NULL;
+    if (!from_argv && env && *env) {
         H.env = malloc(strlen(env) + 1);
         if (!H.env)
             exit(EXIT_FAILURE);
         strcpy(H.env, env);
         cap = strlen(env) / 2 + 1; /* at most this many names */
     }
-    if (cap == 0)
-        return;
     H.names = calloc(cap, sizeof *H.names);
     H.used = calloc(cap, 1);
     if (!H.names || !H.used)
         exit(EXIT_FAILURE);
-    if (!H.env) {
-        for (int i = first; i < argc; i++)
-            H.names[H.n_names++] = argv[i];
-        return;
+    if (from_argv) {
+        for (int i = 1; i < argc; i++)
+            if (argv[i])
+                H.names[H.n_names++] = argv[i];
+    } else if (H.env) {
+        for (char *tok = strtok(H.env, " ,\t"); tok; tok = strtok(NULL, " ,\t"))
+            H.names[H.n_names++] = tok;
     }
-    for (char *tok = strtok(H.env, " ,\t"); tok; tok = strtok(NULL, " ,\t"))
-        H.names[H.n_names++] = tok;
 }
 
 static void list(const char *prog)
@@ -192,23 +194,25 @@ int main(int argc, char **argv)
     const char *slash = strrchr(prog, '/');
     if (slash)
         prog = slash + 1;
-    int do_list = 0, first = 1;
-    for (; first < argc && argv[first][0] == '-'; first++) {
-        if (strcmp(argv[first], "--list") == 0) {
+    int do_list = 0, names_only = 0;
+    for (int i = 1; i < argc; i++) {
+        if (names_only || argv[i][0] != '-')
+            continue;
+        if (strcmp(argv[i], "--list") == 0) {
             do_list = 1;
-        } else if (strcmp(argv[first], "--help") == 0 || strcmp(argv[first], "-h") == 0) {
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout, prog);
             return EXIT_SUCCESS;
-        } else if (strcmp(argv[first], "--") == 0) {
-            first++;
-            break;
+        } else if (strcmp(argv[i], "--") == 0) {
+            names_only = 1;
         } else {
-            fprintf(stderr, "%s: unknown option %s\n", prog, argv[first]);
+            fprintf(stderr, "%s: unknown option %s\n", prog, argv[i]);
             usage(stderr, prog);
             return EXIT_FAILURE;
         }
+        argv[i] = NULL; /* not a name */
     }
-    select_names(argc, argv, first);
+    select_names(argc, argv);
 
     Suite *s = tu_suite();
     if (!s)
