@@ -1778,11 +1778,7 @@ END_TEST
 
 static sift_chain *chain_with(uint64_t seed, sift_grammar *g, int mode)
 {
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    sift_chain *c = tu_chain_new(seed, NULL);
     if (g)
         ck_assert_int_eq(sift_chain_add_grammar(c, g, NULL), SIFT_OK);
     if (mode == 1) {

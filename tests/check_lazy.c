@@ -155,11 +155,7 @@ static sift_grammar *lazy_word_grammar(void)
 
 static sift_chain *chain_with(sift_grammar *g, int check_mode, uint64_t seed)
 {
-    sift_chain_params cp;
-    sift_chain_params_init(&cp);
-    cp.seed = seed;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &cp, NULL), SIFT_OK);
+    sift_chain *c = tu_chain_new(seed, NULL);
     if (check_mode)
         ck_assert_int_eq(sift_chain_set_check_grammar(c, g, NULL), SIFT_OK);
     else

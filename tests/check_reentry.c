@@ -724,12 +724,7 @@ static void al_free(void *user, void *p)
 static sift_chain *make_chain(uint64_t seed, int custom)
 {
     sift_allocator al = {sizeof al, al_alloc, al_free, NULL, NULL};
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    p.allocator = &al;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    sift_chain *c = tu_chain_new(seed, &al);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.2f, 0.1f, 0.0f, NULL), SIFT_OK);
     if (custom) {
         sift_custom_stage vt = {.abi_version = SIFT_CUSTOM_STAGE_ABI,
