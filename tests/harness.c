@@ -8,7 +8,7 @@
  * macros). The harness records each case and test, forwards a test to
  * Check only when the selection keeps it, and holds back every
  * suite_add_tcase until tu_suite() returns, so that a case left with no
- * test is never added (its fixtures would run for nothing).
+ * test is not run (its fixtures would run for nothing).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,10 +225,18 @@ int main(int argc, char **argv)
             bad = 1;
         }
     }
+    /* The cases the selection leaves empty go to a suite that is never
+     * run, only freed (Check frees a case with its suite). */
+    Suite *unselected = NULL;
     for (size_t k = 0; k < H.n_order; k++) {
         const tu_case *c = &H.cases[H.order[k]];
-        if (H.n_names == 0 || c->kept > 0)
+        if (H.n_names == 0 || c->kept > 0) {
             suite_add_tcase(c->suite, c->tc);
+        } else {
+            if (!unselected)
+                unselected = suite_create("unselected");
+            suite_add_tcase(unselected, c->tc);
+        }
     }
     SRunner *sr = srunner_create(s);
     int failed = bad;
@@ -243,6 +251,8 @@ int main(int argc, char **argv)
             failed = H.at_end(sr, failed);
     }
     srunner_free(sr);
+    if (unselected)
+        srunner_free(srunner_create(unselected));
     free(H.cases);
     free(H.tests);
     free(H.order);
