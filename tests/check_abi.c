@@ -14,12 +14,12 @@
  * - a custom-stage vtable is read by the size of its abi_version's layout;
  *   versions 0 and above SIFT_CUSTOM_STAGE_ABI are refused by name.
  */
-#include <check.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "sift.h"
 
 #define V 64
@@ -363,7 +363,7 @@ START_TEST(test_a_custom_vtable_of_an_unknown_version_is_refused_by_name)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("abi");
     TCase *tc = tcase_create("outputs");
@@ -384,13 +384,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_custom_vtable_of_an_unknown_version_is_refused_by_name);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

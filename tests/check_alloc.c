@@ -15,11 +15,11 @@
  *   first capacity, live elements kept and the rest zero, nothing changed
  *   and nothing leaked when the allocation fails or the size overflows.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "sift_internal.h"
 #include "testutil.h"
@@ -876,7 +876,7 @@ START_TEST(test_reserve_refuses_a_size_that_overflows_without_allocating)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("alloc");
     TCase *tc = tcase_create("per_step");
@@ -901,13 +901,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_reserve_refuses_a_size_that_overflows_without_allocating);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -16,13 +16,13 @@
  * YAML (Y-*). A-03 (double free) and A-04 (use after free) are undefined
  * behaviour by contract and are left to ASan; they have no test.
  */
-#include <check.h>
 #include <fenv.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "grammar/gbnf.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
@@ -1757,7 +1757,7 @@ START_TEST(test_A13_null_with_zero_length_is_valid_everywhere)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("bad_inputs");
     struct {
@@ -1813,13 +1813,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

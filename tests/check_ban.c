@@ -9,11 +9,11 @@
  * slice path (sift_chain_sample_slice at the static, dynamic and a
  * smaller k, with the row hook and without it).
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 #include "../src/samplers/registry.h"
@@ -422,6 +422,8 @@ static void check_property(sp_kind mine, const char *name, uint64_t seed)
 /* Shared fixtures                                                     */
 /* ------------------------------------------------------------------ */
 
+/* Not tu_chain_new: these chains fix n_vocab, the row length the chain
+ * checks rows and token ids against. */
 static sift_chain *new_chain(int32_t n_vocab)
 {
     sift_chain_params p;
@@ -1129,7 +1131,7 @@ START_TEST(test_out_of_memory_while_adding_leaves_the_chain_unchanged)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("ban");
     TCase *tc = tcase_create("helpers");
@@ -1175,13 +1177,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_out_of_memory_while_adding_leaves_the_chain_unchanged);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

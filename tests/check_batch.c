@@ -20,12 +20,12 @@
  *
  * SIFT_BATCH_CASES (environment) sets the number of batches (default 300).
  */
-#include <check.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -37,30 +37,6 @@ static long n_cases(void)
     const char *e = getenv("SIFT_BATCH_CASES");
     long n = e ? strtol(e, NULL, 10) : 0;
     return n > 0 ? n : 300;
-}
-
-static sift_chain *new_chain(uint64_t seed, const sift_allocator *al)
-{
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    p.allocator = al;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
-    return c;
-}
-
-/* penalties -> top_k 8 -> temp -> dist, a short prompt. */
-static sift_chain *small_chain(uint64_t seed, const sift_allocator *al)
-{
-    sift_chain *c = new_chain(seed, al);
-    ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.3f, 0.1f, 0.2f, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_top_k(c, 8, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_temp(c, 0.9f, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-    for (int32_t t = 0; t < 5; t++)
-        ck_assert_int_eq(sift_chain_accept_prompt(c, t * 3, NULL), SIFT_OK);
-    return c;
 }
 
 /* Everything of a chain a batch may change, for bitwise comparison. */
@@ -160,8 +136,8 @@ START_TEST(test_a_batch_on_rows_gives_the_tokens_of_the_single_calls)
     fill_rows(&r, buf, rows, n, V);
     sift_chain *a[n], *b[n];
     for (size_t i = 0; i < n; i++) {
-        a[i] = small_chain(i + 1, NULL);
-        b[i] = small_chain(i + 1, NULL);
+        a[i] = tu_small_chain(i + 1, NULL);
+        b[i] = tu_small_chain(i + 1, NULL);
     }
     int32_t tokens[n];
     sift_status st[n];
@@ -195,8 +171,8 @@ START_TEST(test_without_the_accept_flag_a_batch_only_samples)
     fill_rows(&r, buf, rows, n, V);
     sift_chain *a[n], *b[n];
     for (size_t i = 0; i < n; i++) {
-        a[i] = small_chain(i + 7, NULL);
-        b[i] = small_chain(i + 7, NULL);
+        a[i] = tu_small_chain(i + 7, NULL);
+        b[i] = tu_small_chain(i + 7, NULL);
     }
     int32_t tokens[n];
     sift_status st[n];
@@ -228,8 +204,8 @@ START_TEST(test_a_failing_slot_changes_neither_its_chain_nor_the_others)
     buf[3 * V + 2] = INFINITY; /* slot 3: +inf at 2 */
     sift_chain *a[n], *b[n];
     for (size_t i = 0; i < n; i++) {
-        a[i] = small_chain(i + 11, NULL);
-        b[i] = small_chain(i + 11, NULL);
+        a[i] = tu_small_chain(i + 11, NULL);
+        b[i] = tu_small_chain(i + 11, NULL);
     }
     snap before1, before3;
     take(a[1], &before1);
@@ -275,7 +251,7 @@ START_TEST(test_a_null_chain_fails_its_slot_only)
     float buf[n * V];
     const float *rows[n];
     fill_rows(&r, buf, rows, n, V);
-    sift_chain *a[n] = {small_chain(1, NULL), NULL, small_chain(2, NULL)};
+    sift_chain *a[n] = {tu_small_chain(1, NULL), NULL, tu_small_chain(2, NULL)};
     int32_t tokens[n];
     sift_status st[n];
     sift_error err;
@@ -301,7 +277,8 @@ START_TEST(test_the_same_chain_twice_is_refused_and_changes_nothing)
     float buf[n * V];
     const float *rows[n];
     fill_rows(&r, buf, rows, n, V);
-    sift_chain *c0 = small_chain(1, NULL), *c1 = small_chain(2, NULL), *c2 = small_chain(3, NULL);
+    sift_chain *c0 = tu_small_chain(1, NULL), *c1 = tu_small_chain(2, NULL),
+               *c2 = tu_small_chain(3, NULL);
     sift_chain *a[n] = {c0, c1, c2, c1};
     snap s0, s1, s2;
     take(c0, &s0);
@@ -347,7 +324,7 @@ START_TEST(test_bad_arguments_are_refused_as_a_whole)
     float buf[n * V];
     const float *rows[n];
     fill_rows(&r, buf, rows, n, V);
-    sift_chain *a[n] = {small_chain(1, NULL), small_chain(2, NULL)};
+    sift_chain *a[n] = {tu_small_chain(1, NULL), tu_small_chain(2, NULL)};
     snap s0, s1;
     take(a[0], &s0);
     take(a[1], &s1);
@@ -410,7 +387,7 @@ START_TEST(test_args_of_an_older_smaller_size_read_only_that_much)
     const float *rows[n];
     fill_rows(&r, buf, rows, n, V);
     buf[V + 3] = NAN; /* slot 1 fails: a given errors array would be written */
-    sift_chain *a[n] = {small_chain(1, NULL), small_chain(2, NULL)};
+    sift_chain *a[n] = {tu_small_chain(1, NULL), tu_small_chain(2, NULL)};
     sift_batch_args args;
     batch_rows(&args, a, n, rows, V);
     args.errors = (sift_error *)(void *)&args; /* garbage past the old size */
@@ -447,8 +424,8 @@ START_TEST(test_the_batch_hook_is_told_the_slot_and_the_chain_hook_is_kept)
     sift_slicer *sl[n];
     row_hook own[n];
     for (size_t i = 0; i < n; i++) {
-        a[i] = small_chain(i + 21, NULL);
-        b[i] = small_chain(i + 21, NULL);
+        a[i] = tu_small_chain(i + 21, NULL);
+        b[i] = tu_small_chain(i + 21, NULL);
         own[i] = (row_hook){rows[i], 0};
         ck_assert_int_eq(sift_chain_set_row_hook(a[i], hook_one, &own[i], NULL), SIFT_OK);
         ck_assert_int_eq(sift_slicer_new(&sl[i], V, NULL, NULL), SIFT_OK);
@@ -504,7 +481,7 @@ START_TEST(test_without_a_hook_a_slot_that_needs_the_row_fails_alone)
     sift_chain *a[n];
     sift_slicer *sl[n];
     for (size_t i = 0; i < n; i++) {
-        a[i] = small_chain(i + 31, NULL);
+        a[i] = tu_small_chain(i + 31, NULL);
         ck_assert_int_eq(sift_slicer_new(&sl[i], V, NULL, NULL), SIFT_OK);
     }
     sift_slice s[n];
@@ -572,7 +549,7 @@ START_TEST(test_a_batch_inside_a_hook_finds_every_chain_of_the_outer_batch_busy)
     float buf[2 * V];
     const float *rows[2];
     fill_rows(&r, buf, rows, 2, V);
-    sift_chain *a[2] = {small_chain(41, NULL), small_chain(42, NULL)};
+    sift_chain *a[2] = {tu_small_chain(41, NULL), tu_small_chain(42, NULL)};
     nest x = {a[0], a[1], rows[0], V, {SIFT_OK, SIFT_OK}, SIFT_OK};
     ck_assert_int_eq(sift_chain_set_row_hook(a[0], nest_hook, &x, NULL), SIFT_OK);
     sift_slicer *sl[2];
@@ -590,7 +567,7 @@ START_TEST(test_a_batch_inside_a_hook_finds_every_chain_of_the_outer_batch_busy)
     int32_t tokens[2];
     sift_status st[2];
     /* the same batch on twin chains whose hook only fetches the row */
-    sift_chain *b[2] = {small_chain(41, NULL), small_chain(42, NULL)};
+    sift_chain *b[2] = {tu_small_chain(41, NULL), tu_small_chain(42, NULL)};
     row_hook plain = {rows[0], 0};
     ck_assert_int_eq(sift_chain_set_row_hook(b[0], hook_one, &plain, NULL), SIFT_OK);
     int32_t want[2];
@@ -644,7 +621,7 @@ START_TEST(test_a_batch_allocates_nothing_after_the_first)
     sift_chain *a[n];
     sift_slicer *sl[n];
     for (size_t i = 0; i < n; i++) {
-        a[i] = small_chain(i + 51, &al);
+        a[i] = tu_small_chain(i + 51, &al);
         ck_assert_int_eq(sift_slicer_new(&sl[i], V, NULL, NULL), SIFT_OK);
     }
     sift_slice s[n];
@@ -693,7 +670,7 @@ START_TEST(test_failing_the_nth_allocation_fails_that_slot_alone_for_every_n)
     {
         sift_chain *b[n];
         for (size_t i = 0; i < n; i++) {
-            b[i] = small_chain(i + 61, NULL);
+            b[i] = tu_small_chain(i + 61, NULL);
             ck_assert_int_eq(sift_chain_sample(b[i], rows[i], V, &want[i], NULL), SIFT_OK);
             sift_chain_free(b[i]);
         }
@@ -705,7 +682,7 @@ START_TEST(test_failing_the_nth_allocation_fails_that_slot_alone_for_every_n)
         sift_chain *a[n];
         snap before[n];
         for (size_t i = 0; i < n; i++) {
-            a[i] = small_chain(i + 61, &al);
+            a[i] = tu_small_chain(i + 61, &al);
             take(a[i], &before[i]);
         }
         f.fail_at = f.calls + nth;
@@ -971,7 +948,7 @@ START_TEST(test_a_batch_equals_the_single_calls_and_the_oracle_bitwise)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("batch");
     TCase *tc = tcase_create("unit");
@@ -993,13 +970,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_batch_equals_the_single_calls_and_the_oracle_bitwise);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

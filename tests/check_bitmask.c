@@ -12,11 +12,11 @@
  * computed ones bitwise: a grammar without cache and one with a
  * one-state cache (evicting at every new state) walk in lockstep.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "../src/grammar/gbnf.h"
 #include "testutil.h"
 
@@ -1033,7 +1033,7 @@ START_TEST(test_set_attr_reaches_later_grammars_and_not_earlier_ones)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("bitmask");
     TCase *tc = tcase_create("oracle");
@@ -1078,13 +1078,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_set_attr_reaches_later_grammars_and_not_earlier_ones);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -10,12 +10,12 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "sift_internal.h"
 #include "vocab/vocab.h"
 #include "testutil.h"
@@ -1457,7 +1457,7 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("bpe");
     struct {
@@ -1512,13 +1512,4 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_heap_merge_equals_the_naive_merge_on_random_vocabularies, 0, 8);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

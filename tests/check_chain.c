@@ -11,11 +11,11 @@
  * digest (sift__chain_rng_state, sift__chain_state_digest) are read
  * through internal helpers to prove "nothing changed" bitwise.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -25,21 +25,9 @@
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
 
-static sift_chain *new_chain(uint64_t seed)
-{
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    sift_chain *c = NULL;
-    sift_error err;
-    ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
-    ck_assert_ptr_nonnull(c);
-    return c;
-}
-
 static sift_chain *new_dist_chain(uint64_t seed)
 {
-    sift_chain *c = new_chain(seed);
+    sift_chain *c = tu_chain_new(seed, NULL);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     return c;
 }
@@ -291,7 +279,7 @@ START_TEST(test_max_stages_limit_leaves_the_chain_unchanged)
     ck_assert_str_eq(sift_chain_stage_name(c, 1), "dist");
     ck_assert_uint_eq(sift__chain_state_digest(c), before);
     /* still usable, and samples as a fresh [top_k 3, dist] chain does */
-    sift_chain *f = new_chain(7);
+    sift_chain *f = tu_chain_new(7, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(f, 3, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(f, NULL), SIFT_OK);
     float row[40];
@@ -309,7 +297,7 @@ END_TEST
 
 START_TEST(test_sampling_a_chain_without_stages_is_an_argument_error)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     float row[4] = {1, 2, 3, 4};
     int32_t t = -5;
     sift_error err;
@@ -323,7 +311,7 @@ END_TEST
 
 START_TEST(test_sampling_without_a_final_selector_is_an_argument_error)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
     float row[4] = {1, 2, 3, 4};
     int32_t t;
@@ -344,7 +332,7 @@ END_TEST
 
 START_TEST(test_a_selector_that_is_not_last_is_an_argument_error_naming_it)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -359,7 +347,7 @@ START_TEST(test_a_selector_that_is_not_last_is_an_argument_error_naming_it)
     ck_assert_int_eq(sift_chain_distribution(c, row, 4, out, 4, &n, &err), SIFT_E_ARG);
     sift_chain_free(c);
     /* a chain that does not end in a selector names the misplaced one */
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_sample(c, row, 4, &t, &err), SIFT_E_ARG);
@@ -374,7 +362,7 @@ END_TEST
  * there is, by the names the chain gives them. */
 START_TEST(test_the_missing_selector_message_lists_every_selector)
 {
-    sift_chain *none = new_chain(1);
+    sift_chain *none = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(none, 2, NULL), SIFT_OK);
     float row[4] = {1, 2, 3, 4};
     int32_t t;
@@ -382,7 +370,7 @@ START_TEST(test_the_missing_selector_message_lists_every_selector)
     ck_assert_int_eq(sift_chain_sample(none, row, 4, &t, &err), SIFT_E_ARG);
     sift_chain_free(none);
     for (int k = 0; k < 6; k++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         sift_status st = k == 0   ? sift_chain_add_greedy(c, NULL)
                          : k == 1 ? sift_chain_add_dist(c, NULL)
                          : k == 2 ? sift_chain_add_dist_id_order(c, NULL)
@@ -406,7 +394,7 @@ END_TEST
 
 START_TEST(test_stage_names_and_classes_are_reported)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 7, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 0, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k_ties(c, 3, NULL), SIFT_OK);
@@ -502,7 +490,7 @@ END_TEST
 
 START_TEST(test_clone_gives_identical_future_samples)
 {
-    sift_chain *a = new_chain(12345);
+    sift_chain *a = tu_chain_new(12345, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(a, 20, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
     float row[300];
@@ -534,7 +522,7 @@ END_TEST
 START_TEST(test_clone_has_independent_state)
 {
     /* penalties make the history part of the state */
-    sift_chain *a = new_chain(99);
+    sift_chain *a = tu_chain_new(99, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(a, 16, 1.5f, 0.5f, 0.5f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
     sift_chain *b = NULL;
@@ -605,7 +593,7 @@ END_TEST
 
 START_TEST(test_reset_restores_the_initial_rng)
 {
-    sift_chain *c = new_chain(2024);
+    sift_chain *c = tu_chain_new(2024, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 50, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     uint64_t r0[4];
@@ -638,7 +626,7 @@ END_TEST
 
 START_TEST(test_reset_empties_the_history_of_every_stage)
 {
-    sift_chain *c = new_chain(5);
+    sift_chain *c = tu_chain_new(5, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.3f, 0.1f, 0.1f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_mirostat_v2(c, 5.0f, 0.1f, NULL), SIFT_OK);
     uint64_t d0 = sift__chain_state_digest(c);
@@ -883,7 +871,7 @@ START_TEST(test_a_long_custom_stage_name_stays_valid_utf8_in_messages)
     name[k] = '\0';
     sift_custom_stage vt = {
         SIFT_CUSTOM_STAGE_ABI, name, SIFT_CLASS_WHOLE, 0, fail_apply, NULL, NULL, NULL, NULL};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     float row[4] = {1, 2, 3, 4};
@@ -1052,7 +1040,7 @@ static sift_custom_stage cu_vt(const char *name)
 /* [custom(mode), dist] with seed 3; the chain owns u. */
 static sift_chain *custom_chain(cu *u)
 {
-    sift_chain *c = new_chain(3);
+    sift_chain *c = tu_chain_new(3, NULL);
     sift_custom_stage vt = cu_vt("user");
     ck_assert_int_eq(sift_chain_add_custom(c, &vt, u, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -1063,7 +1051,7 @@ static sift_chain *custom_chain(cu *u)
 START_TEST(test_custom_stage_with_an_unknown_abi_version_is_rejected)
 {
     n_freed = 0;
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     cu *u = cu_new(CU_PASS);
     sift_custom_stage vt = cu_vt("user");
     sift_error err;
@@ -1085,7 +1073,7 @@ END_TEST
 START_TEST(test_custom_stage_without_apply_or_with_a_bad_class_is_rejected)
 {
     n_freed = 0;
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     cu *u = cu_new(CU_PASS);
     sift_custom_stage vt = cu_vt("user");
     sift_error err;
@@ -1141,7 +1129,7 @@ START_TEST(test_custom_stage_sees_candidates_in_canonical_order)
 {
     n_freed = 0;
     cu *u = cu_new(CU_PASS);
-    sift_chain *c = new_chain(3);
+    sift_chain *c = tu_chain_new(3, NULL);
     /* top_k keeps storage order (by id): the chain must sort for us */
     ck_assert_int_eq(sift_chain_add_top_k(c, 50, NULL), SIFT_OK);
     sift_custom_stage vt = cu_vt("user");
@@ -1195,7 +1183,7 @@ END_TEST
 START_TEST(test_custom_stage_name_and_class_are_reported)
 {
     n_freed = 0;
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     cu *u = cu_new(CU_PASS);
     sift_custom_stage vt = cu_vt("my_filter");
     vt.cls = SIFT_CLASS_LOWERS;
@@ -1305,7 +1293,7 @@ END_TEST
 START_TEST(test_clone_of_a_custom_stage_without_clone_is_a_state_error)
 {
     n_freed = 0;
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     cu *u = cu_new(CU_PASS);
     sift_custom_stage vt = cu_vt("noclone");
     vt.clone = NULL;
@@ -1510,7 +1498,7 @@ END_TEST
 
 START_TEST(test_distribution_sums_to_one_in_canonical_order_without_touching_the_rng)
 {
-    sift_chain *c = new_chain(8);
+    sift_chain *c = tu_chain_new(8, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 1000, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     enum { V = 5000 };
@@ -1539,7 +1527,7 @@ START_TEST(test_distribution_sums_to_one_in_canonical_order_without_touching_the
         ck_assert_msg(fabs(sum - 1.0) <= 1e-12, "shape %d: sum %.17g", shape, sum);
         /* sampling afterwards is what a fresh chain gives */
         int32_t t1, t2;
-        sift_chain *f = new_chain(8);
+        sift_chain *f = tu_chain_new(8, NULL);
         ck_assert_int_eq(sift_chain_add_top_k(f, 1000, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(f, NULL), SIFT_OK);
         sift_chain_reset(c);
@@ -1557,7 +1545,7 @@ END_TEST
 
 START_TEST(test_survivors_are_what_the_first_stages_leave_in_canonical_order)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -1611,7 +1599,7 @@ END_TEST
 
 START_TEST(test_distribution_of_greedy_puts_all_mass_on_the_selected_token)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
     float row[5] = {1, 7, 7, 3, -INFINITY};
     sift_token_prob out[5];
@@ -1632,7 +1620,7 @@ END_TEST
 
 START_TEST(test_accept_out_of_range_is_a_token_error_with_history_unchanged)
 {
-    sift_chain *c = new_chain(4);
+    sift_chain *c = tu_chain_new(4, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.2f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     float row[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
@@ -1658,7 +1646,7 @@ START_TEST(test_accept_without_sample_is_allowed)
 {
     /* prompt tokens and drafts are accepted without a sample; with no
      * n_vocab and no row yet, max_vocab bounds the id */
-    sift_chain *c = new_chain(4);
+    sift_chain *c = tu_chain_new(4, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.2f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     uint64_t d0 = sift__chain_state_digest(c);
@@ -1668,7 +1656,7 @@ START_TEST(test_accept_without_sample_is_allowed)
     ck_assert_uint_ne(sift__chain_state_digest(c), d0);
     ck_assert_int_eq(sift_chain_accept(c, SIFT_DEFAULT_MAX_VOCAB, NULL), SIFT_E_TOKEN);
     /* the same history accepted into a second chain gives the same state */
-    sift_chain *d = new_chain(4);
+    sift_chain *d = tu_chain_new(4, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(d, 8, 1.2f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(d, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_accept(d, 3, NULL), SIFT_OK);
@@ -1715,7 +1703,7 @@ static void check_banning_stage_named(int32_t V)
     const sift_candidate p[3] = {{0, row[0]}, {1, row[1]}, {2, row[2]}};
     sift_slice sl = {V, 3, p, 0, NULL, SIFT_SLICE_CANONICAL, 0};
     for (int sel = 0; sel < 2; sel++) {
-        sift_chain *c = new_chain(5);
+        sift_chain *c = tu_chain_new(5, NULL);
         ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_logit_bias(c, b, 3, NULL), SIFT_OK);
         ck_assert_int_eq(sel ? sift_chain_add_dist(c, NULL) : sift_chain_add_greedy(c, NULL),
@@ -1801,7 +1789,7 @@ static int vc_apply(void *user, sift_candidate *d, size_t *size)
 static void check_custom_output(int mode, sift_class cls, int64_t n, sift_status want,
                                 const char *needle)
 {
-    sift_chain *c = new_chain(9);
+    sift_chain *c = tu_chain_new(9, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 8, NULL), SIFT_OK);
     sift_custom_stage vt = {SIFT_CUSTOM_STAGE_ABI, "vc", cls, n, vc_apply, NULL, NULL, NULL, NULL};
     ck_assert_int_eq(sift_chain_add_custom(c, &vt, &mode, NULL), SIFT_OK);
@@ -1892,7 +1880,7 @@ START_TEST(test_a_grammar_owned_by_a_chain_is_refused_by_every_transfer)
     for (int first = 0; first < 2; first++)
         for (int second = 0; second < 2; second++)
             for (int other = 0; other < 2; other++) {
-                sift_chain *a = new_chain(1), *b = new_chain(1);
+                sift_chain *a = tu_chain_new(1, NULL), *b = tu_chain_new(1, NULL);
                 sift_grammar *g = owned_test_grammar();
                 ck_assert_int_eq(transfer(a, first, g, NULL), SIFT_OK);
                 sift_chain *to = other ? b : a;
@@ -1928,7 +1916,7 @@ START_TEST(test_custom_user_data_owned_by_a_stage_is_refused_a_second_time)
 {
     n_freed = 0;
     cu *u = cu_new(CU_PASS);
-    sift_chain *c = new_chain(3);
+    sift_chain *c = tu_chain_new(3, NULL);
     sift_custom_stage vt = cu_vt("user");
     ck_assert_int_eq(sift_chain_add_custom(c, &vt, u, NULL), SIFT_OK);
     sift_error err;
@@ -1983,7 +1971,7 @@ START_TEST(test_a_grammar_of_another_vocabulary_size_is_refused_on_every_path)
             for (int vi = 0; vi < 2; vi++)
                 for (int32_t top = 0; top < Vs[vi]; top++) {
                     int32_t V = Vs[vi];
-                    sift_chain *c = new_chain(4);
+                    sift_chain *c = tu_chain_new(4, NULL);
                     sift_grammar *g = abc_grammar(lazy);
                     if (mode)
                         ck_assert_int_eq(sift_chain_add_grammar(c, g, NULL), SIFT_OK);
@@ -2056,7 +2044,7 @@ START_TEST(test_inspect_survivors_are_the_distributions_finite_support)
     static float row[IV];
     static sift_candidate surv[IV];
     static sift_token_prob dist[IV];
-    sift_chain *c = new_chain(7);
+    sift_chain *c = tu_chain_new(7, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 200, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_p(c, 0.95f, 1, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_min_p(c, 0.02f, 1, NULL), SIFT_OK);
@@ -2088,7 +2076,7 @@ START_TEST(test_inspect_survivors_are_the_distributions_finite_support)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("chain");
     struct {
@@ -2175,13 +2163,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

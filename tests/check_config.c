@@ -19,7 +19,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
@@ -33,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 
 /* the config loader's work counter (src/config/config.c) */
@@ -1627,7 +1627,7 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("api");
@@ -1697,13 +1697,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_every_allocation_failure_during_load_and_build_is_clean);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -12,11 +12,11 @@
  * non-glibc systems; under valgrind the interposition is replaced and the
  * loop only checks that nothing fails.
  */
-#include <check.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "harness.h"
 #include "sift.h"
 
 #if defined(__has_feature)
@@ -131,19 +131,15 @@ START_TEST(test_libyaml_allocation_failures_become_nomem)
 }
 END_TEST
 
-int main(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("config_oom");
     TCase *tc = tcase_create("libyaml");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_libyaml_allocation_failures_become_nomem);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
     /* No fork: the interposed malloc must see the parse in this process
      * only, and Check's own allocations happen while it is disarmed. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    tu_harness_fork(CK_NOFORK);
+    return s;
 }

@@ -8,11 +8,11 @@
  * its readers, the static plan and the run-time certificate, and the
  * slice fallback's work (one walk and one full pass).
  */
-#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "core/kernels.h"
 #include "core/simd.h"
 #include "core/step.h"
@@ -742,7 +742,7 @@ START_TEST(test_slice_id_set_is_emptied_when_its_generation_wraps)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("core");
     TCase *t = tcase_create("classes");
@@ -772,13 +772,4 @@ static Suite *suite(void)
     tcase_add_test(t, test_the_canonical_first_is_the_largest_key);
     suite_add_tcase(s, t);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -7,11 +7,11 @@
  * SIFT_EXACT_CASES (environment) sets the number of chains per test case
  * (default 4000; each chain runs several steps on fresh rows).
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -249,7 +249,7 @@ START_TEST(test_probability_cutoffs_agree_with_the_oracle_bitwise)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("exact");
     struct {
@@ -271,13 +271,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

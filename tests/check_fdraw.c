@@ -13,7 +13,7 @@
  * bits. The sweep is strided over every float in [-104, 0], with the
  * values around the point where the weight becomes 0 taken one by one.
  */
-#include <check.h>
+#include "harness.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +99,7 @@ START_TEST(test_exact_weight_is_within_rho_of_e_to_the_x)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("fdraw");
     TCase *tc = tcase_create("lemma");
@@ -107,13 +107,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_exact_weight_is_within_rho_of_e_to_the_x);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -10,13 +10,13 @@
  * Files are found through SIFT_SRCDIR (set by Makefile.am), never the
  * current directory.
  */
-#include <check.h>
 #include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "grammar/gbnf.h"
 #include "testutil.h"
 
@@ -1778,11 +1778,7 @@ END_TEST
 
 static sift_chain *chain_with(uint64_t seed, sift_grammar *g, int mode)
 {
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    sift_chain *c = tu_chain_new(seed, NULL);
     if (g)
         ck_assert_int_eq(sift_chain_add_grammar(c, g, NULL), SIFT_OK);
     if (mode == 1) {
@@ -1982,7 +1978,7 @@ START_TEST(test_a_token_reference_without_a_vocabulary_is_reported_as_needing_on
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("gbnf");
     TCase *tc = tcase_create("parser");
@@ -2056,13 +2052,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_adding_a_grammar_stage_checks_its_vocabulary);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -9,11 +9,11 @@
  * (canonical, every alternative form, none of the invalid ones), errors
  * with their exact columns, the limits, and allocation failures.
  */
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "schema/json_regex.h"
 #include "testutil.h"
 
@@ -857,7 +857,7 @@ START_TEST(test_failing_the_nth_allocation_is_clean_for_every_n)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("json_regex");
     TCase *tc = tcase_create("differential");
@@ -891,13 +891,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_failing_the_nth_allocation_is_clean_for_every_n);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

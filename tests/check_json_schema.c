@@ -8,12 +8,12 @@
  * schema inside a lazy <tool_call> rule); and the failing allocator at every
  * allocation count over the whole conversion.
  */
-#include <check.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "sift.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -1485,8 +1485,7 @@ START_TEST(test_a_lazy_tool_call_grammar_rejects_invalid_calls_after_the_trigger
 }
 END_TEST
 
-Suite *json_schema_suite(void);
-Suite *json_schema_suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("json_schema");
     TCase *tc = tcase_create("keywords");
@@ -1565,13 +1564,4 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_failing_the_nth_allocation_of_a_grammar_from_a_schema_is_clean);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(json_schema_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -11,12 +11,12 @@
  * through SIFT_SRCDIR. The grammar and chain digests and the RNG state
  * are read through internal helpers to prove "nothing changed" bitwise.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "grammar/gbnf.h"
 #include "testutil.h"
 
@@ -155,11 +155,7 @@ static sift_grammar *lazy_word_grammar(void)
 
 static sift_chain *chain_with(sift_grammar *g, int check_mode, uint64_t seed)
 {
-    sift_chain_params cp;
-    sift_chain_params_init(&cp);
-    cp.seed = seed;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &cp, NULL), SIFT_OK);
+    sift_chain *c = tu_chain_new(seed, NULL);
     if (check_mode)
         ck_assert_int_eq(sift_chain_set_check_grammar(c, g, NULL), SIFT_OK);
     else
@@ -912,7 +908,7 @@ START_TEST(test_a_config_with_a_lazy_section_builds_a_lazy_chain)
 }
 END_TEST
 
-static Suite *lazy_suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("lazy");
     TCase *tc = tcase_create("untriggered");
@@ -950,13 +946,4 @@ static Suite *lazy_suite(void)
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(lazy_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -12,7 +12,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "../src/cli/npy.h"
+#include "harness.h"
 
 /* A .npy image: preamble of `version`, the header dict padded with
  * spaces to a multiple of 64 and a newline, then `n_data` floats. */
@@ -279,7 +279,7 @@ START_TEST(test_npy_load_refuses_fifos_and_directories_without_blocking)
 }
 END_TEST
 
-int main(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("npy");
     TCase *tc = tcase_create("fields");
@@ -294,9 +294,5 @@ int main(void)
     tc = tcase_create("files");
     tcase_add_test(tc, test_npy_load_refuses_fifos_and_directories_without_blocking);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
 }

@@ -15,12 +15,12 @@
  * once by hand (see docs/.parts/num.md) and this suite checks a dense
  * strided and random subset.
  */
-#include <check.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -1096,7 +1096,7 @@ START_TEST(test_max_logit_keeps_the_sign_of_the_first_zero)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("num");
     /* Raised timeouts only for the sweeps and random comparisons (property
@@ -1154,13 +1154,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_rng_float_is_in_zero_one_and_uses_the_top_24_bits);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -5,12 +5,12 @@
  * reset / digest, string breakers through a vocabulary, and agreement with
  * the naive oracle on hand-built chains.
  */
-#include <check.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "core/step.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
@@ -20,13 +20,6 @@
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
-
-static sift_chain *new_chain(void)
-{
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, NULL, NULL), SIFT_OK);
-    return c;
-}
 
 static void accept_all(sift_chain *c, const int32_t *toks, size_t n)
 {
@@ -130,7 +123,7 @@ static void agree(const sp_chain *spec, const int32_t *hist, size_t nh, int32_t 
 static void run_penalty_vector(const int32_t *hist, size_t nh, float repeat, float freq,
                                float presence, const double *want)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 64, repeat, freq, presence, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     accept_all(c, hist, nh);
@@ -180,7 +173,7 @@ END_TEST
 
 START_TEST(test_penalties_divide_positive_and_multiply_non_positive_logits)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 2.0f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     accept_all(c, (const int32_t[]){0, 3, 4}, 3);
@@ -201,7 +194,7 @@ START_TEST(test_penalties_use_the_exact_float_expression)
     const float freq = 0.1f, presence = 0.3f, repeat = 1.3f;
     float row[3] = {0.25f, 0.7f, -0.45f};
     float l[3];
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, repeat, freq, presence, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     accept_all(c, (const int32_t[]){1, 1, 1, 2}, 4);
@@ -219,7 +212,7 @@ END_TEST
 
 START_TEST(test_penalties_window_evicts_the_oldest_token)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 2, 1.0f, 1.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     float row[4] = {0, 0, 0, 0}, l[4];
@@ -251,7 +244,7 @@ END_TEST
 
 START_TEST(test_penalties_leave_neg_inf_alone_and_report_overflow_as_row_value)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.0f, -5.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     accept_all(c, (const int32_t[]){0, 1}, 2);
@@ -262,7 +255,7 @@ START_TEST(test_penalties_leave_neg_inf_alone_and_report_overflow_as_row_value)
     sift_chain_free(c);
 
     /* 3e38 / 0.5 overflows: +inf at token 1. */
-    c = new_chain();
+    c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 0.5f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     accept_all(c, (const int32_t[]){1, 2}, 2);
@@ -283,7 +276,7 @@ START_TEST(test_penalties_leave_neg_inf_alone_and_report_overflow_as_row_value)
     sift_chain_free(c);
 
     /* A huge negative freq raises a repeated logit to +inf. */
-    c = new_chain();
+    c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.0f, -3e37f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     accept_all(c, (const int32_t[]){2, 2}, 2);
@@ -299,7 +292,7 @@ END_TEST
  * added, naming the parameters; the chain is unchanged. */
 START_TEST(test_penalties_reject_parameters_that_overflow_on_every_row)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     sift_error err;
     /* the (1e-38, 3e38, 3e38): 3e38 + 3e38 is +inf */
     ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1e-38f, 3e38f, 3e38f, &err), SIFT_E_ARG);
@@ -353,7 +346,7 @@ END_TEST
 
 START_TEST(test_penalties_no_op_settings_are_identity_and_keep_no_history)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 0, 1.5f, 1, 1, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.0f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
@@ -374,7 +367,7 @@ START_TEST(test_penalties_no_op_settings_are_identity_and_keep_no_history)
     sift_chain_free(c);
 
     /* A no-op stage keeps nothing: its digest never moves. */
-    sift_chain *a = new_chain(), *b = new_chain();
+    sift_chain *a = tu_chain_new(0, NULL), *b = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(a, 0, 1.5f, 0, 0, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_penalties(b, 0, 1.5f, 0, 0, NULL), SIFT_OK);
     accept_all(a, (const int32_t[]){1, 2, 3}, 3);
@@ -392,7 +385,7 @@ START_TEST(test_penalties_lowers_class_never_raises_and_changes_at_most_last_n_t
         int32_t last_n = (int32_t)tu_range(&r, 1, 20);
         float repeat = (float)(1.0 + 2.0 * tu_unif(&r));
         float freq = (float)tu_unif(&r), pres = (float)tu_unif(&r);
-        sift_chain *c = new_chain();
+        sift_chain *c = tu_chain_new(0, NULL);
         ck_assert_int_eq(sift_chain_add_penalties(c, last_n, repeat, freq, pres, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         int64_t n;
@@ -418,7 +411,7 @@ END_TEST
 
 START_TEST(test_penalties_clone_copies_counts_and_is_independent)
 {
-    sift_chain *a = new_chain();
+    sift_chain *a = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(a, 4, 1.0f, 1.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
     accept_all(a, (const int32_t[]){0, 0, 1}, 3);
@@ -438,7 +431,7 @@ START_TEST(test_penalties_clone_copies_counts_and_is_independent)
     ck_assert(lb[0] == 0.0f && lb[2] == -4.0f);
     ck_assert(sift__chain_state_digest(a) != sift__chain_state_digest(b));
     /* reset empties the window: same digest as a fresh chain */
-    sift_chain *f = new_chain();
+    sift_chain *f = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(f, 4, 1.0f, 1.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(f, NULL), SIFT_OK);
     sift_chain_reset(b);
@@ -457,7 +450,7 @@ END_TEST
 
 START_TEST(test_penalties_ignore_history_tokens_beyond_the_row)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 2.0f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     /* before the first row the chain accepts any id below max_vocab */
@@ -484,7 +477,7 @@ START_TEST(test_penalties_on_a_slice_keep_tokens_that_share_a_filter_entry)
     row[7] = 8.0f;
     sift_chain *c[2];
     for (int j = 0; j < 2; j++) {
-        c[j] = new_chain();
+        c[j] = tu_chain_new(0, NULL);
         ck_assert_int_eq(sift_chain_add_penalties(c[j], 2, 100.0f, 0.0f, 0.0f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_greedy(c[j], NULL), SIFT_OK);
     }
@@ -606,7 +599,7 @@ END_TEST
 static sift_chain *dry_chain(float mult, float base, int32_t allowed, int32_t last_n,
                              const int32_t *const *seqs, const size_t *lens, size_t nb)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     sift_error err;
     ck_assert_msg(
         sift__chain_add_dry_tokens(c, mult, base, allowed, last_n, seqs, lens, nb, &err) == SIFT_OK,
@@ -826,7 +819,7 @@ START_TEST(test_dry_string_breakers_compile_through_the_vocabulary)
     sift_dry_params dp = {sizeof(sift_dry_params), 1.0f, 1.5f, 1, 32, brk, blen, 4};
     tu_rng r = {4242};
     for (int rep = 0; rep < 300; rep++) {
-        sift_chain *a = new_chain(), *b = new_chain();
+        sift_chain *a = tu_chain_new(0, NULL), *b = tu_chain_new(0, NULL);
         sift_error err;
         ck_assert_msg(sift_chain_add_dry(a, &dp, v, &err) == SIFT_OK, "%s", err.message);
         ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
@@ -855,7 +848,7 @@ START_TEST(test_dry_string_breakers_compile_through_the_vocabulary)
      * older "3 8" (the text "c::d") is a breaker 4 back with a tail of 1,
      * so rep_limit = 3. The suffix "5 3" (2) also ends at j = 1, so 8
      * would extend it: e = 2 - 1 = 1, penalty 1 * 1.5 = 1.5. */
-    sift_chain *a = new_chain();
+    sift_chain *a = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_dry(a, &dp, v, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
     accept_all(a, (const int32_t[]){5, 3, 8, 11, 5, 3}, 6);
@@ -957,7 +950,7 @@ END_TEST
 
 START_TEST(test_dry_off_settings_are_identity_and_on_is_lowers_last_n)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift__chain_add_dry_tokens(c, 0.0f, 1.75f, 2, 64, NULL, NULL, 0, NULL),
                      SIFT_OK);
     ck_assert_int_eq(sift__chain_add_dry_tokens(c, 0.8f, 0.99f, 2, 64, NULL, NULL, 0, NULL),
@@ -1250,7 +1243,7 @@ END_TEST
 
 static sift_chain *bias_chain(const sift_bias *b, size_t n)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     sift_error err;
     ck_assert_msg(sift_chain_add_logit_bias(c, b, n, &err) == SIFT_OK, "%s", err.message);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -1339,7 +1332,7 @@ END_TEST
 
 START_TEST(test_logit_bias_rejects_entries_of_one_token_that_sum_to_pinf)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     sift_error err;
     const sift_bias two[] = {{1, 1.0f}, {5, 3e38f}, {2, 0.0f}, {5, 3e38f}};
     ck_assert_int_eq(sift_chain_add_logit_bias(c, two, 4, &err), SIFT_E_ARG);
@@ -1356,7 +1349,7 @@ END_TEST
 
 START_TEST(test_logit_bias_rejects_every_bad_parameter)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     sift_error err;
     const sift_bias ok[] = {{1, 1.0f}};
     ck_assert_int_eq(sift_chain_add_logit_bias(NULL, ok, 1, &err), SIFT_E_ARG);
@@ -1404,7 +1397,7 @@ START_TEST(test_logit_bias_negative_biases_never_raise_on_sparse_arrays_too)
             b[i].token = (int32_t)tu_range(&r, 0, V - 1);
             b[i].bias = tu_unif(&r) < 0.2 ? -INFINITY : (float)(-3 * tu_unif(&r));
         }
-        sift_chain *c = new_chain();
+        sift_chain *c = tu_chain_new(0, NULL);
         /* top_k first so the bias sees a sparse array */
         ck_assert_int_eq(sift_chain_add_top_k(c, V / 2 + 1, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_logit_bias(c, b, nb, NULL), SIFT_OK);
@@ -1482,7 +1475,7 @@ END_TEST
 
 START_TEST(test_lowering_stages_let_the_prefix_path_decide)
 {
-    sift_chain *c = new_chain();
+    sift_chain *c = tu_chain_new(0, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.2f, 0.5f, 0.5f, NULL), SIFT_OK);
     ck_assert_int_eq(sift__chain_add_dry_tokens(c, 0.8f, 1.75f, 2, 16, NULL, NULL, 0, NULL),
                      SIFT_OK);
@@ -1505,7 +1498,7 @@ START_TEST(test_lowering_stages_let_the_prefix_path_decide)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("penalties");
     struct {
@@ -1557,13 +1550,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -17,11 +17,11 @@
  * busy object, and the scenario runs twice, once with the calls and once
  * without, and compares the outer results and the chains' states.
  */
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "sift_internal.h"
 #include "testutil.h"
 
@@ -732,12 +732,7 @@ static void al_free(void *user, void *p)
 static sift_chain *make_chain(uint64_t seed, int custom)
 {
     sift_allocator al = {sizeof al, al_alloc, al_free, NULL, NULL};
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    p.allocator = &al;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
+    sift_chain *c = tu_chain_new(seed, &al);
     ck_assert_int_eq(sift_chain_add_penalties(c, 8, 1.2f, 0.1f, 0.0f, NULL), SIFT_OK);
     if (custom) {
         sift_custom_stage vt = {.abi_version = SIFT_CUSTOM_STAGE_ABI,
@@ -1311,7 +1306,7 @@ START_TEST(test_calls_back_from_each_callback_are_refused_and_change_no_result)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("reentry");
     TCase *tc = tcase_create("table");
@@ -1325,13 +1320,4 @@ static Suite *suite(void)
                         (int)N(SCENARIOS));
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

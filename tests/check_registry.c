@@ -6,12 +6,12 @@
  * already has would show up as a wrong schema, not as a crash. Each test
  * walks the whole registry and checks one property of every entry.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "../src/samplers/registry.h"
 
 static size_t count(void)
@@ -503,7 +503,7 @@ START_TEST(test_docs_config_states_every_range_of_the_registry)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("registry");
     TCase *tc = tcase_create("descriptors");
@@ -518,13 +518,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_docs_config_states_every_range_of_the_registry);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

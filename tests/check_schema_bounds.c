@@ -5,12 +5,12 @@
  * times), and JSON numbers and strings the parser cannot hold or that
  * sift cannot convert fail with sift's own message at their JSON Pointer.
  */
-#include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "schema/json_schema.h"
 #include "sift.h"
 
@@ -414,7 +414,7 @@ START_TEST(test_a_nul_in_a_key_is_unsupported_at_its_object)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("schema_bounds");
     TCase *tc = tcase_create("work");
@@ -437,13 +437,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_a_nul_in_a_key_is_unsupported_at_its_object);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -2,10 +2,10 @@
  * check_select.c - canonical order, top-k cuts and weighted prefixes
  * against plain sorting, on random and adversarial arrays.
  */
-#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -451,7 +451,7 @@ START_TEST(test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_ro
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("select");
     TCase *tc = tcase_create("canonical order");
@@ -470,13 +470,4 @@ static Suite *suite(void)
                         0, 3);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

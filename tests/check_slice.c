@@ -26,11 +26,11 @@
  * The device-form runs are the TCase "device": CK_RUN_CASE=device runs
  * them alone.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -43,16 +43,6 @@ static void assert_error(const sift_error *e, sift_status code, int64_t index)
     if (index != -2)
         ck_assert_msg(e->index == index, "index %lld, expected %lld (%s)", (long long)e->index,
                       (long long)index, e->message);
-}
-
-static sift_chain *new_chain(uint64_t seed)
-{
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
-    return c;
 }
 
 /* The hook of these tests: copies a row, or fails, or re-enters. */
@@ -119,7 +109,7 @@ static void expect_plan(sift_chain *c, int32_t k, sift_guarantee g, int32_t max_
 
 START_TEST(test_plan_of_the_production_chain_is_84_exact)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 20, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_p(c, 0.95f, 1, NULL), SIFT_OK);
@@ -144,7 +134,7 @@ END_TEST
 
 START_TEST(test_plan_of_top_k_top_p_temp_dist_is_40_exact)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_p(c, 0.95f, 1, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_temp(c, 0.8f, NULL), SIFT_OK);
@@ -156,11 +146,11 @@ END_TEST
 
 START_TEST(test_plan_of_greedy_is_1_and_with_penalties_65)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
     expect_plan(c, 1, SIFT_GUARANTEE_EXACT, 0);
     sift_chain_free(c);
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
     expect_plan(c, 65, SIFT_GUARANTEE_EXACT, 0);
@@ -170,7 +160,7 @@ END_TEST
 
 START_TEST(test_plan_counts_negative_biases_and_gathers_positive_ones_as_extras)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     sift_bias neg[3] = {{5, -1.0f}, {9, -INFINITY}, {700, -3.0f}};
     ck_assert_int_eq(sift_chain_add_logit_bias(c, neg, 3, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 10, NULL), SIFT_OK);
@@ -178,7 +168,7 @@ START_TEST(test_plan_counts_negative_biases_and_gathers_positive_ones_as_extras)
     expect_plan(c, 13, SIFT_GUARANTEE_EXACT, 0);
     sift_chain_free(c);
 
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     sift_bias pos[2] = {{700, 2.0f}, {31, 5.0f}};
     ck_assert_int_eq(sift_chain_add_logit_bias(c, pos, 2, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 10, NULL), SIFT_OK);
@@ -200,7 +190,7 @@ END_TEST
 START_TEST(test_plan_is_whole_row_when_a_whole_stage_comes_first)
 {
     for (int variant = 0; variant < 6; variant++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         switch (variant) {
         case 0:
             /* (top_p first is certified by the tail mass: check_tail) */
@@ -241,7 +231,7 @@ END_TEST
 
 START_TEST(test_plan_of_min_p_first_is_certified_with_a_recommended_k)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_min_p(c, 0.05f, 1, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_temp(c, 0.8f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -252,7 +242,7 @@ END_TEST
 
 START_TEST(test_plan_of_temperature_before_top_k_adds_a_margin_and_is_certified)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp(c, 0.7f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -263,7 +253,7 @@ END_TEST
 
 START_TEST(test_batch_k_is_the_largest_or_zero)
 {
-    sift_chain *a = new_chain(1), *b = new_chain(2), *w = new_chain(3);
+    sift_chain *a = tu_chain_new(1, NULL), *b = tu_chain_new(2, NULL), *w = tu_chain_new(3, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(a, 40, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(b, NULL), SIFT_OK);
@@ -289,8 +279,9 @@ END_TEST
 
 START_TEST(test_batch_k_per_slot_gives_each_k_and_lists_the_whole_row_slots)
 {
-    sift_chain *a = new_chain(1), *b = new_chain(2), *w = new_chain(3), *w2 = new_chain(4);
-    sift_chain *pen = new_chain(5), *mp = new_chain(6);
+    sift_chain *a = tu_chain_new(1, NULL), *b = tu_chain_new(2, NULL), *w = tu_chain_new(3, NULL),
+               *w2 = tu_chain_new(4, NULL);
+    sift_chain *pen = tu_chain_new(5, NULL), *mp = tu_chain_new(6, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(a, 40, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(a, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(b, NULL), SIFT_OK);
@@ -394,7 +385,7 @@ START_TEST(test_one_batch_k_serves_every_slice_slot_without_the_row)
     enum { SLOTS = 6, V = 3000, STEPS = 40 };
     sift_chain *slot[SLOTS], *ref[SLOTS];
     for (int s = 0; s < SLOTS; s++) {
-        slot[s] = new_chain((uint64_t)s + 100);
+        slot[s] = tu_chain_new((uint64_t)s + 100, NULL);
         if (s % 3 == 2) { /* a whole-row slot */
             ck_assert_int_eq(sift_chain_add_temp(slot[s], 0.9f, NULL), SIFT_OK);
         } else {
@@ -462,7 +453,7 @@ END_TEST
 
 static sift_chain *top_k_chain(int32_t k)
 {
-    sift_chain *c = new_chain(7);
+    sift_chain *c = tu_chain_new(7, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, k, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     return c;
@@ -581,7 +572,7 @@ END_TEST
 
 START_TEST(test_missing_requested_extras_are_an_error)
 {
-    sift_chain *c = new_chain(3);
+    sift_chain *c = tu_chain_new(3, NULL);
     sift_bias pos[1] = {{8, 3.0f}};
     ck_assert_int_eq(sift_chain_add_logit_bias(c, pos, 1, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
@@ -687,7 +678,7 @@ START_TEST(test_distribution_on_a_slice_equals_the_whole_row)
         int32_t V = (int32_t)tu_range(&r, 50, 3000);
         float *row = malloc((size_t)V * sizeof *row);
         tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
-        sift_chain *c = new_chain(5);
+        sift_chain *c = tu_chain_new(5, NULL);
         ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.3f, 0.1f, 0.0f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_top_k(c, 30, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_top_p(c, 0.9f, 1, NULL), SIFT_OK);
@@ -1588,7 +1579,7 @@ START_TEST(test_prompt_tokens_fill_windows_but_not_grammars)
 {
     tu_rng r = {5};
     sift_vocab *v = arith_vocab(&r, 64);
-    sift_chain *c = new_chain(3);
+    sift_chain *c = tu_chain_new(3, NULL);
     sift_error err;
     ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.2f, 0.0f, 0.0f, &err), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_grammar(c, arith_grammar(v), &err), SIFT_OK);
@@ -1624,7 +1615,7 @@ START_TEST(test_a_slice_error_after_an_early_walk_exit_reaches_the_caller)
     const sift_candidate p[3] = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}};
     sift_slice s = {8, 3, p, 0, NULL, 0, 0};
     for (int dist = 0; dist < 2; dist++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
         sift_error err;
@@ -1668,7 +1659,7 @@ START_TEST(test_greedy_distribution_on_a_slice_runs_every_stage_before_it)
     vt.abi_version = SIFT_CUSTOM_STAGE_ABI;
     vt.name = "negate";
     vt.apply = negate_stage;
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_custom(c, &vt, NULL, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
     sift_token_prob want[8], got[8];
@@ -1703,7 +1694,7 @@ START_TEST(test_plan_sums_of_huge_declared_counts_saturate)
 {
     const int64_t huge[] = {INT64_MAX, INT64_MAX - 1, (int64_t)1 << 62, INT32_MAX};
     for (size_t h = 0; h < N(huge); h++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         sift_custom_stage vt;
         memset(&vt, 0, sizeof vt);
         vt.abi_version = SIFT_CUSTOM_STAGE_ABI;
@@ -1751,7 +1742,7 @@ END_TEST
  * scratch struct. */
 START_TEST(test_the_walk_leaves_the_context_error_pointer_as_it_found_it)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 2, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
@@ -1900,12 +1891,12 @@ END_TEST
  * truncation, and after a top_k it runs on the complete set. */
 START_TEST(test_plan_of_eta_first_is_whole_row_and_after_top_k_exact)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     expect_plan(c, 0, SIFT_GUARANTEE_WHOLE_ROW, 0);
     sift_chain_free(c);
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_k(c, 40, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_eta(c, 2e-3f, 0, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -2069,7 +2060,7 @@ START_TEST(test_cross_check_catches_a_wrong_logit_and_a_wrong_extra)
     enum { V = 50 };
     float row[V];
     distinct_row(row, V);
-    sift_chain *c = new_chain(9);
+    sift_chain *c = tu_chain_new(9, NULL);
     sift_bias pos[1] = {{rank_id(row, V, 30), 0.5f}};
     ck_assert_int_eq(sift_chain_add_logit_bias(c, pos, 1, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 3, NULL), SIFT_OK);
@@ -2217,7 +2208,7 @@ START_TEST(test_cross_check_catches_a_token_that_differs_from_the_whole_row)
     enum { V = 50 };
     float row[V];
     distinct_row(row, V);
-    sift_chain *c = new_chain(5);
+    sift_chain *c = tu_chain_new(5, NULL);
     int calls = 0;
     sift_custom_stage vt = {.abi_version = SIFT_CUSTOM_STAGE_ABI,
                             .name = "lower_first_once",
@@ -2259,7 +2250,7 @@ START_TEST(test_cross_check_on_or_off_gives_the_same_tokens_and_right_slices_nev
     enum { V = 3000, STEPS = 300, COPIES = 3 };
     sift_chain *c[COPIES];
     for (int i = 0; i < COPIES; i++) {
-        c[i] = new_chain(42);
+        c[i] = tu_chain_new(42, NULL);
         ck_assert_int_eq(sift_chain_add_penalties(c[i], 64, 1.1f, 0.0f, 0.0f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_top_k(c[i], 40, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_top_p(c[i], 0.95f, 1, NULL), SIFT_OK);
@@ -2470,7 +2461,7 @@ START_TEST(test_a_slice_missing_a_requested_extra_is_refused_when_the_list_is_lo
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("slice");
     struct {
@@ -2545,13 +2536,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -7,12 +7,12 @@
  * located errors of each source.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include <check.h>
 #include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "testutil.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -632,7 +632,7 @@ START_TEST(test_failing_the_nth_allocation_is_clean_for_every_n)
 }
 END_TEST
 
-static Suite *sources_suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("sources");
     TCase *tc = tcase_create("regex");
@@ -660,13 +660,4 @@ static Suite *sources_suite(void)
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(sources_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -19,11 +19,11 @@
  * samples compared (default 40,000; make check-long sets 10,000,000);
  * SIFT_TAIL_SEED another stream of chains.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -586,7 +586,7 @@ START_TEST(test_the_tail_bound_covers_the_exact_integer_mass_through_temperature
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("tail");
     TCase *t = tcase_create("api");
@@ -600,13 +600,4 @@ static Suite *suite(void)
     tcase_add_test(p, test_tail_bound_slices_agree_with_the_oracle_bitwise_or_ask_for_the_row);
     suite_add_tcase(s, p);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

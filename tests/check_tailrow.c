@@ -14,12 +14,12 @@
  * the oracle's token and RNG; the counters must show it deciding on
  * peaked rows and backing off on flat ones.
  */
-#include <check.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "core/simd.h"
 #include "core/step.h"
 #include "oracle/oracle.h"
@@ -536,7 +536,7 @@ START_TEST(test_a_chain_the_prefix_decides_exactly_does_not_take_the_tail_route)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("tailrow");
     TCase *k = tcase_create("kernel");
@@ -559,13 +559,4 @@ static Suite *suite(void)
     tcase_add_test(t, test_a_chain_the_prefix_decides_exactly_does_not_take_the_tail_route);
     suite_add_tcase(s, t);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -9,27 +9,17 @@
  * quantises weights to 2^-62 and its expf is within an ulp of float, so
  * 1e-6 is a comfortable tolerance.
  */
-#include <check.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
 #define TOL 1e-6
 #define NROW(r) ((int32_t)(sizeof(r) / sizeof((r)[0])))
-
-static sift_chain *new_chain(uint64_t seed)
-{
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
-    return c;
-}
 
 /* The final distribution; asserts success. */
 static size_t dist_of(sift_chain *c, const float *row, int32_t V, sift_token_prob *out, size_t cap)
@@ -62,7 +52,7 @@ START_TEST(test_temp_divides_every_logit_by_t)
     /* {1, 2, 3} / 0.5 = {2, 4, 6}; p = e^{l-6} / (1 + e^-2 + e^-4):
      * 0.866813, 0.117310, 0.015876 in canonical order (ids 2, 1, 0). */
     const float row[] = {1.0f, 2.0f, 3.0f};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp(c, 0.5f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[3];
@@ -81,7 +71,7 @@ END_TEST
 START_TEST(test_temp_one_changes_nothing_and_is_identity)
 {
     const float row[] = {0.5f, -1.25f, 3.0f, -INFINITY};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp(c, 1.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     int64_t n = -5;
@@ -105,7 +95,7 @@ START_TEST(test_temp_zero_or_negative_keeps_only_the_canonical_first_token)
     const float row[] = {0.0f, 2.0f, -1.0f, 2.0f};
     const float ts[] = {0.0f, -0.0f, -1.0f, -1e30f};
     for (size_t k = 0; k < 4; k++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_temp(c, ts[k], NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         int64_t n = 0;
@@ -134,7 +124,7 @@ START_TEST(test_temp_that_overflows_falls_back_to_greedy)
     /* 4 / 1e-30 = 4e30 is fine, 4 / 1e-38 = 4e38 overflows to +inf:
      * greedy, the tie broken by the smaller id. */
     const float row[] = {1.0f, 4.0f, 4.0f, -INFINITY};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp(c, 1e-38f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[4];
@@ -143,14 +133,14 @@ START_TEST(test_temp_that_overflows_falls_back_to_greedy)
     ck_assert_float_eq(out[0].logit, 4.0f);
     sift_chain_free(c);
     /* a subnormal temperature too */
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp(c, 1e-45f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     ck_assert_uint_eq(dist_of(c, row, 4, out, 4), 1);
     ck_assert_int_eq(out[0].id, 1);
     sift_chain_free(c);
     /* 1e-30 does not overflow: every logit divided */
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp(c, 1e-30f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     ck_assert_uint_eq(dist_of(c, row, 4, out, 4), 4);
@@ -166,7 +156,7 @@ START_TEST(test_temp_that_sends_the_largest_logit_to_minus_inf_falls_back_to_gre
     /* -1e30 / 1e-30 = -1e60 rounds to -inf: without the fallback the row
      * would be all -inf. */
     const float row[] = {-2e30f, -1e30f, -3e30f};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp(c, 1e-30f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[3];
@@ -185,7 +175,7 @@ START_TEST(test_temp_never_produces_nan_on_extreme_rows)
     for (int it = 0; it < 400; it++) {
         int32_t V = (int32_t)tu_range(&r, 1, 64);
         tu_row(&r, row, V, it % 2 ? TU_ROW_HUGE : (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
-        sift_chain *c = new_chain((uint64_t)it);
+        sift_chain *c = tu_chain_new((uint64_t)it, NULL);
         ck_assert_int_eq(sift_chain_add_temp(c, ts[it % 6], NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         int32_t tok = -1;
@@ -205,7 +195,7 @@ END_TEST
 START_TEST(test_temp_keeps_minus_inf_tokens_at_minus_inf)
 {
     const float row[] = {-INFINITY, 1.0f, -INFINITY};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp(c, 2.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[3];
@@ -219,7 +209,7 @@ END_TEST
 
 START_TEST(test_temp_rejects_nan_and_infinite_temperatures)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     const float bad[] = {NAN, INFINITY, -INFINITY};
     for (int i = 0; i < 3; i++) {
         sift_error err;
@@ -244,7 +234,7 @@ START_TEST(test_temp_above_zero_is_monotone_on_random_rows)
         int32_t V = (int32_t)tu_range(&r, 1, 300);
         tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
         float t = (float)(0.05 + 3.0 * tu_unif(&r));
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_temp(c, t, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_stage_class(c, 0, NULL), SIFT_CLASS_MONOTONE);
@@ -335,7 +325,7 @@ START_TEST(test_temp_ext_scales_temperature_with_normalised_entropy)
         double H = -(p0 * log(p0) + p1 * log(p1));
         double dyn = 0.5 + 1.0 * pow(H / log(2.0), expo[e]);
         double q0 = 1.0 / (1.0 + exp(-(double)(1.0f / (float)dyn)));
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_temp_ext(c, 1.0f, 0.5f, expo[e], NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_stage_class(c, 0, NULL), SIFT_CLASS_WHOLE);
@@ -356,7 +346,7 @@ START_TEST(test_temp_ext_at_maximum_entropy_uses_temp_plus_delta)
      * six candidates Hmax = ln 6, so H / Hmax = ln 4 / ln 6 = 0.773706;
      * with exponent 1, t = 2, delta = 1: dyn = 1 + 2 * 0.773706. */
     const float row[] = {3.0f, 3.0f, -INFINITY, 3.0f, -INFINITY, 3.0f};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp_ext(c, 2.0f, 1.0f, 1.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[6];
@@ -374,7 +364,7 @@ START_TEST(test_temp_ext_at_zero_entropy_with_delta_above_temp_is_greedy)
     /* one finite token: H = 0, dyn = min_t = max(0, 0.5 - 1) = 0: greedy,
      * which also drops the -inf tokens. */
     const float row[] = {-INFINITY, -INFINITY, 4.0f, -INFINITY};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp_ext(c, 0.5f, 1.0f, 1.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[4];
@@ -383,7 +373,7 @@ START_TEST(test_temp_ext_at_zero_entropy_with_delta_above_temp_is_greedy)
     ck_assert_float_eq(out[0].logit, 4.0f);
     sift_chain_free(c);
     /* with delta < temp, min_t = 0.25: the finite logit is divided */
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp_ext(c, 0.5f, 0.25f, 1.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     ck_assert_uint_eq(dist_of(c, row, 4, out, 4), 4);
@@ -395,7 +385,7 @@ END_TEST
 START_TEST(test_temp_ext_leaves_a_single_candidate_alone)
 {
     const float row[] = {7.0f};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp_ext(c, 0.5f, 0.25f, 1.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[1];
@@ -415,7 +405,7 @@ START_TEST(test_temp_ext_with_zero_delta_is_plain_temperature)
         int32_t V = (int32_t)tu_range(&r, 1, 200);
         tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
         float t = ts[it % 6];
-        sift_chain *c1 = new_chain(3), *c2 = new_chain(3);
+        sift_chain *c1 = tu_chain_new(3, NULL), *c2 = tu_chain_new(3, NULL);
         ck_assert_int_eq(sift_chain_add_temp(c1, t, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_temp_ext(c2, t, 0.0f, 1.0f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c1, NULL), SIFT_OK);
@@ -439,7 +429,7 @@ END_TEST
 START_TEST(test_temp_ext_with_overflowing_temp_plus_delta_stays_finite)
 {
     const float row[] = {-INFINITY, 1.0f, -3e38f, 2.0f};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_temp_ext(c, 3e38f, 3e38f, 0.5f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[4];
@@ -455,7 +445,7 @@ END_TEST
 
 START_TEST(test_temp_ext_rejects_bad_parameters)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     struct {
         float t, d, e;
         const char *word;
@@ -547,7 +537,7 @@ START_TEST(test_top_n_sigma_keeps_tokens_within_n_sigma_of_the_top)
     const float ns[] = {1.0f, 2.0f, 2.9f};
     const size_t want[] = {2, 3, 5};
     for (int k = 0; k < 3; k++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_top_n_sigma(c, ns[k], NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_stage_class(c, 0, NULL), SIFT_CLASS_WHOLE);
@@ -569,7 +559,7 @@ END_TEST
 START_TEST(test_top_n_sigma_keeps_every_token_of_an_all_equal_row)
 {
     const float row[] = {1.5f, 1.5f, 1.5f, 1.5f, -INFINITY};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_n_sigma(c, 0.01f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[5];
@@ -587,7 +577,7 @@ START_TEST(test_top_n_sigma_with_n_at_most_zero_is_identity)
     const float row[] = {0.0f, 9.0f, -INFINITY};
     const float ns[] = {0.0f, -1.0f, -0.0f};
     for (int k = 0; k < 3; k++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_top_n_sigma(c, ns[k], NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_stage_class(c, 0, NULL), SIFT_CLASS_IDENTITY);
@@ -601,7 +591,7 @@ END_TEST
 START_TEST(test_top_n_sigma_keeps_the_single_finite_token)
 {
     const float row[] = {-INFINITY, -2.0f, -INFINITY};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_n_sigma(c, 1.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     sift_token_prob out[3];
@@ -622,7 +612,7 @@ START_TEST(test_top_n_sigma_keeps_a_canonical_prefix_on_random_rows)
         int32_t V = (int32_t)tu_range(&r, 1, 500);
         tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
         float n = (float)(3.0 * tu_unif(&r));
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_top_n_sigma(c, n, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
         size_t k = dist_of(c, row, V, out, 500);
@@ -646,7 +636,7 @@ END_TEST
 
 START_TEST(test_top_n_sigma_rejects_nan_and_infinite_n)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     const float bad[] = {NAN, INFINITY, -INFINITY};
     for (int i = 0; i < 3; i++) {
         sift_error err;
@@ -687,7 +677,7 @@ START_TEST(test_mirostat_keeps_the_top_k_of_the_zipf_estimate)
     for (int i = 0; i < 3; i++) {
         double k = v1_k_3210(2.0 * (double)taus[i], 4.0, 3);
         ck_assert_uint_eq(k > 4 ? 4 : (size_t)k, want[i]);
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_mirostat(c, 4, taus[i], 0.1f, 100, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_stage_class(c, 0, NULL), SIFT_CLASS_WHOLE);
         sift_token_prob out[4];
@@ -713,12 +703,12 @@ START_TEST(test_mirostat_estimates_only_from_the_first_m_tokens)
     double k2 = v1_k_3210(2.6, 4.0, 1), k100 = v1_k_3210(2.6, 4.0, 3);
     ck_assert_uint_eq((size_t)k2, 3);
     ck_assert_uint_eq((size_t)k100, 2);
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(c, 4, 1.3f, 0.1f, 2, NULL), SIFT_OK);
     sift_token_prob out[4];
     ck_assert_uint_eq(dist_of(c, row, 4, out, 4), 3);
     sift_chain_free(c);
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(c, 4, 1.3f, 0.1f, 100, NULL), SIFT_OK);
     ck_assert_uint_eq(dist_of(c, row, 4, out, 4), 2);
     sift_chain_free(c);
@@ -731,24 +721,24 @@ START_TEST(test_mirostat_without_a_finite_pair_uses_s_hat_zero)
      * mu = 0 (tau 0) -> (1/3)^inf = 0 -> 1 token; mu = 4 -> inf -> all. */
     const float row[] = {1.0f, 1.0f, 1.0f, 1.0f};
     sift_token_prob out[4];
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(c, 4, 0.0f, 0.1f, 100, NULL), SIFT_OK);
     ck_assert_uint_eq(dist_of(c, row, 4, out, 4), 1);
     ck_assert_int_eq(out[0].id, 0);
     sift_chain_free(c);
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(c, 4, 2.0f, 0.1f, 100, NULL), SIFT_OK);
     ck_assert_uint_eq(dist_of(c, row, 4, out, 4), 4);
     sift_chain_free(c);
     /* m = 1 never has a pair either; n_vocab = 1 gives a NaN k -> 1 */
     const float row2[] = {3.0f, 2.0f, 1.0f, 0.0f};
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(c, 1, 5.0f, 0.1f, 1, NULL), SIFT_OK);
     ck_assert_uint_eq(dist_of(c, row2, 4, out, 4), 1);
     sift_chain_free(c);
     /* one finite token among -inf */
     const float row3[] = {-INFINITY, 2.0f, -INFINITY};
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(c, 3, 5.0f, 0.1f, 100, NULL), SIFT_OK);
     int32_t tok = -1;
     ck_assert_int_eq(sift_chain_sample(c, row3, 3, &tok, NULL), SIFT_OK);
@@ -760,7 +750,7 @@ END_TEST
 START_TEST(test_mirostat_draws_nothing_when_one_token_is_kept)
 {
     const float row[] = {3.0f, 2.0f, 1.0f, 0.0f};
-    sift_chain *c = new_chain(8);
+    sift_chain *c = tu_chain_new(8, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(c, 4, 0.0f, 0.1f, 100, NULL), SIFT_OK);
     uint64_t before[4], after[4];
     sift__chain_rng_state(c, before);
@@ -771,7 +761,7 @@ START_TEST(test_mirostat_draws_nothing_when_one_token_is_kept)
     ck_assert_mem_eq(before, after, sizeof before);
     sift_chain_free(c);
     /* two kept: exactly one RNG output */
-    c = new_chain(8);
+    c = tu_chain_new(8, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(c, 4, 1.1f, 0.1f, 100, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_sample(c, row, 4, &tok, NULL), SIFT_OK);
     sift__chain_rng_state(c, after);
@@ -791,7 +781,7 @@ START_TEST(test_mirostat_moves_mu_on_accept_of_the_sampled_token)
     const float row[] = {3.0f, 2.0f, 1.0f, 0.0f};
     int seen[2] = {0, 0};
     for (uint64_t seed = 0; seed < 40; seed++) {
-        sift_chain *c = new_chain(seed);
+        sift_chain *c = tu_chain_new(seed, NULL);
         ck_assert_int_eq(sift_chain_add_mirostat(c, 4, 1.1f, 1.0f, 100, NULL), SIFT_OK);
         int32_t tok = -1;
         ck_assert_int_eq(sift_chain_sample(c, row, 4, &tok, NULL), SIFT_OK);
@@ -820,7 +810,7 @@ END_TEST
 START_TEST(test_mirostat_ignores_accept_of_another_token)
 {
     const float row[] = {3.0f, 2.0f, 1.0f, 0.0f};
-    sift_chain *c = new_chain(3);
+    sift_chain *c = tu_chain_new(3, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(c, 4, 1.1f, 1.0f, 100, NULL), SIFT_OK);
     uint64_t d0 = sift__chain_state_digest(c);
     int32_t tok = -1;
@@ -832,7 +822,7 @@ START_TEST(test_mirostat_ignores_accept_of_another_token)
     ck_assert_int_eq(sift_chain_accept(c, tok, NULL), SIFT_OK);
     ck_assert_uint_eq(dist_of(c, row, 4, out, 4), 2);
     /* mu is back where it was; only the RNG moved */
-    sift_chain *fresh = new_chain(3);
+    sift_chain *fresh = tu_chain_new(3, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat(fresh, 4, 1.1f, 1.0f, 100, NULL), SIFT_OK);
     ck_assert_uint_eq(sift__chain_state_digest(fresh), d0);
     ck_assert_int_eq(sift_chain_sample(fresh, row, 4, &tok, NULL), SIFT_OK);
@@ -847,7 +837,7 @@ START_TEST(test_mirostat_failed_sample_changes_nothing)
 {
     const float row[] = {3.0f, 2.0f, 1.0f, 0.0f};
     const float bad[] = {3.0f, NAN, 1.0f, 0.0f};
-    sift_chain *c = new_chain(3);
+    sift_chain *c = tu_chain_new(3, NULL);
     ck_assert_int_eq(sift_chain_add_mirostat_v2(c, 1.5f, 1.0f, NULL), SIFT_OK);
     int32_t tok = -1;
     ck_assert_int_eq(sift_chain_sample(c, row, 4, &tok, NULL), SIFT_OK);
@@ -867,7 +857,7 @@ START_TEST(test_mirostat_clone_copies_mu_and_the_pending_record)
 {
     const float row[] = {3.0f, 2.0f, 1.0f, 0.0f};
     for (int v = 0; v < 2; v++) {
-        sift_chain *a = new_chain(11);
+        sift_chain *a = tu_chain_new(11, NULL);
         if (v)
             ck_assert_int_eq(sift_chain_add_mirostat_v2(a, 1.5f, 1.0f, NULL), SIFT_OK);
         else
@@ -904,7 +894,7 @@ START_TEST(test_mirostat_reports_no_candidate_for_an_all_banned_row)
     const float row[] = {1.0f, 2.0f};
     sift_bias b[2] = {{0, -INFINITY}, {1, -INFINITY}};
     for (int v = 0; v < 2; v++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_logit_bias(c, b, 2, NULL), SIFT_OK);
         if (v)
             ck_assert_int_eq(sift_chain_add_mirostat_v2(c, 1.0f, 0.1f, NULL), SIFT_OK);
@@ -923,7 +913,7 @@ END_TEST
 
 START_TEST(test_mirostat_rejects_bad_parameters)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     struct {
         int32_t nv, m;
         float tau, eta;
@@ -966,7 +956,7 @@ START_TEST(test_mirostat_support_is_a_canonical_prefix_on_random_rows)
     for (int it = 0; it < 150; it++) {
         int32_t V = (int32_t)tu_range(&r, 1, 3000);
         tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         float tau = (float)(10.0 * tu_unif(&r));
         if (it % 2)
             ck_assert_int_eq(sift_chain_add_mirostat_v2(c, tau, 0.1f, NULL), SIFT_OK);
@@ -1013,7 +1003,7 @@ START_TEST(test_mirostat_v2_keeps_tokens_whose_surprise_is_at_most_mu)
     const float taus[] = {1.0f, 1.5f, 2.0f, 0.0f};
     const size_t want[] = {1, 2, 3, 1};
     for (int i = 0; i < 4; i++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_mirostat_v2(c, taus[i], 0.1f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_stage_class(c, 0, NULL), SIFT_CLASS_WHOLE);
         sift_token_prob out[3];
@@ -1038,7 +1028,7 @@ START_TEST(test_mirostat_v2_moves_mu_on_accept_of_the_sampled_token)
     const float row[] = {2.0f, 1.0f, 0.0f};
     int seen[2] = {0, 0};
     for (uint64_t seed = 0; seed < 40; seed++) {
-        sift_chain *c = new_chain(seed);
+        sift_chain *c = tu_chain_new(seed, NULL);
         ck_assert_int_eq(sift_chain_add_mirostat_v2(c, 1.5f, 1.0f, NULL), SIFT_OK);
         int32_t tok = -1;
         ck_assert_int_eq(sift_chain_sample(c, row, 3, &tok, NULL), SIFT_OK);
@@ -1078,7 +1068,7 @@ START_TEST(test_results_depend_on_the_candidate_set_not_its_storage_order)
     for (int it = 0; it < 120; it++) {
         int32_t V = (int32_t)tu_range(&r, 2, maxV);
         tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         int kind = it % 5;
         sift_status st;
         if (kind == 0)
@@ -1207,7 +1197,7 @@ END_TEST
 
 static sift_chain *adaptive_chain(uint64_t seed, float target, float decay)
 {
-    sift_chain *c = new_chain(seed);
+    sift_chain *c = tu_chain_new(seed, NULL);
     ck_assert_int_eq(sift_chain_add_adaptive_p(c, target, decay, NULL), SIFT_OK);
     return c;
 }
@@ -1301,7 +1291,7 @@ START_TEST(test_adaptive_p_with_a_negative_target_is_dist)
 {
     tu_rng r = {99};
     float row[300];
-    sift_chain *a = adaptive_chain(5, -1.0f, 0.9f), *b = new_chain(5);
+    sift_chain *a = adaptive_chain(5, -1.0f, 0.9f), *b = tu_chain_new(5, NULL);
     ck_assert_int_eq(sift_chain_add_dist(b, NULL), SIFT_OK);
     for (int s = 0; s < 50; s++) {
         tu_row(&r, row, 300, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
@@ -1329,7 +1319,7 @@ START_TEST(test_adaptive_p_reports_no_candidate_and_rejects_bad_parameters)
 {
     const float row[] = {1.0f, 2.0f};
     sift_bias b[2] = {{0, -INFINITY}, {1, -INFINITY}};
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_logit_bias(c, b, 2, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_adaptive_p(c, 0.5f, 0.9f, NULL), SIFT_OK);
     int32_t tok;
@@ -1340,7 +1330,7 @@ START_TEST(test_adaptive_p_reports_no_candidate_and_rejects_bad_parameters)
     sift_chain_free(c);
     static const float bad_target[] = {NAN, INFINITY, -INFINITY, 1.0000001f, -1.0000001f, 2.0f};
     static const float bad_decay[] = {NAN, INFINITY, -0.01f, 0.9900001f, 1.0f};
-    c = new_chain(1);
+    c = tu_chain_new(1, NULL);
     for (size_t i = 0; i < sizeof bad_target / sizeof bad_target[0]; i++) {
         ck_assert_int_eq(sift_chain_add_adaptive_p(c, bad_target[i], 0.9f, &err), SIFT_E_ARG);
         ck_assert(strstr(err.message, "adaptive_p: target") != NULL);
@@ -1358,7 +1348,7 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("temp");
     struct {
@@ -1425,13 +1415,4 @@ static Suite *suite(void)
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

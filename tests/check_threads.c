@@ -31,11 +31,11 @@
  */
 #define _POSIX_C_SOURCE 200809L /* pthread barriers under -std=c11 */
 
-#include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -734,7 +734,7 @@ START_TEST(test_threads_sharing_one_workspace_take_turns_and_match_a_serial_run)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("threads");
     TCase *tc = tcase_create("own_chains");
@@ -756,13 +756,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_threads_sharing_one_workspace_take_turns_and_match_a_serial_run);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -6,11 +6,11 @@
  * the block path's error; the slicer gives the naive Prefix(k) for k up
  * to V.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "core/simd.h"
 #include "testutil.h"
 
@@ -696,7 +696,7 @@ START_TEST(test_the_radix_end_of_the_sampled_pass_gives_the_naive_prefix)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("topk");
     TCase *tc = tcase_create("one-pass top-k");
@@ -729,13 +729,4 @@ static Suite *suite(void)
     tcase_add_test(td, test_simd_names_parse_to_their_levels_and_cap_the_choice);
     suite_add_tcase(s, td);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -14,11 +14,11 @@
  * canonically sorted copy of the row, so both sides can be compared id
  * by id.
  */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 
@@ -40,20 +40,10 @@ static sp_stage mk(sp_kind kind, float f0, float f1, int32_t i0)
     return s;
 }
 
-static sift_chain *new_chain(uint64_t seed)
-{
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
-    return c;
-}
-
 /* [stage, dist] with the given seed. */
 static sift_chain *stage_chain(const sp_stage *s, uint64_t seed)
 {
-    sift_chain *c = new_chain(seed);
+    sift_chain *c = tu_chain_new(seed, NULL);
     sift_error err;
     ck_assert_msg(sp_add(c, s, &err) == SIFT_OK, "add: %s", err.message);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -170,7 +160,7 @@ static void add_custom(sift_chain *c, int (*fn)(void *, sift_candidate *, size_t
  * than producing NaN is what the oracle check below pins down). */
 static void expect_no_candidate_after_ban(const sp_stage *s, const char *name)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     add_custom(c, ban_all);
     ck_assert_int_eq(sp_add(c, s, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -548,7 +538,7 @@ END_TEST
 static void rng_after_one_sample(const sp_stage *s, const float *row, int32_t V, uint64_t seed,
                                  uint64_t st[4])
 {
-    sift_chain *c = new_chain(seed);
+    sift_chain *c = tu_chain_new(seed, NULL);
     ck_assert_int_eq(sp_add(c, s, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
     int32_t t;
@@ -627,7 +617,7 @@ END_TEST
 
 static void expect_bad(const sp_stage *s, const char *stage, const char *param)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     sift_error err;
     memset(&err, 0, sizeof err);
     ck_assert_int_eq(sp_add(c, s, &err), SIFT_E_ARG);
@@ -784,7 +774,7 @@ END_TEST
 
 START_TEST(test_edge_parameters_are_accepted)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_top_p(c, 0.0f, 0, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_p(c, 1.0f, INT32_MAX, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_p(c, -0.0f, 0, NULL), SIFT_OK);
@@ -828,7 +818,7 @@ START_TEST(test_stages_report_their_names_and_capability_classes)
         {{.kind = SP_ETA, .f0 = 2e-3f}, "eta", SIFT_CLASS_WHOLE},
     };
     for (size_t i = 0; i < N(cases); i++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         ck_assert_int_eq(sp_add(c, &cases[i].s, NULL), SIFT_OK);
         ck_assert_str_eq(sift_chain_stage_name(c, 0), cases[i].name);
         int64_t n = -7;
@@ -925,7 +915,7 @@ START_TEST(test_results_do_not_depend_on_the_storage_order)
         tu_row(&r, row, V, (rep / 4) % TU_ROW__COUNT);
         sp_stage s = random_stage(&r, kinds[rep % 4]);
         size_t n1 = sift_keep(&s, row, V, (uint64_t)rep, o1);
-        sift_chain *c = new_chain((uint64_t)rep);
+        sift_chain *c = tu_chain_new((uint64_t)rep, NULL);
         add_custom(c, pass);
         ck_assert_int_eq(sp_add(c, &s, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -1074,7 +1064,7 @@ END_TEST
 /* Suite                                                               */
 /* ------------------------------------------------------------------ */
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("trunc");
     struct {
@@ -1139,13 +1129,4 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_typical_large_rows_agree_with_the_oracle_bitwise, 0, 3);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -10,11 +10,11 @@
  * bytes where the rules change, and on the named edge cases (overlongs,
  * surrogates, code points above U+10FFFF, truncated sequences).
  */
-#include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "harness.h"
 #include "sift_internal.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -269,7 +269,7 @@ START_TEST(test_utf8_reports_the_first_bad_sequence_of_each_edge_case)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("utf8");
     TCase *tc = tcase_create("agrees");
@@ -282,13 +282,4 @@ static Suite *suite(void)
                         (int)N(cases));
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

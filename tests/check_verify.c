@@ -30,12 +30,12 @@
  * minimum; `make check-long` sets 10,000,000). A value that is not a
  * whole number >= 0 fails the test instead of dropping the minimum.
  */
-#include <check.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "oracle/oracle.h"
 #include "testutil.h"
 #include "../src/grammar/gbnf.h"
@@ -65,16 +65,6 @@ static long min_positions(void)
     ck_assert_msg(errno == 0 && end != e && *end == '\0' && n >= 0,
                   "SIFT_VERIFY_MIN_POSITIONS=%s is not a whole number >= 0", e);
     return n;
-}
-
-static sift_chain *new_chain(uint64_t seed)
-{
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
-    return c;
 }
 
 /* The positional hook of these tests: rows[position]. */
@@ -157,19 +147,6 @@ static sift_grammar *arith_grammar(const sift_vocab *v, int lazy)
 /* Unit tests                                                          */
 /* ------------------------------------------------------------------ */
 
-/* penalties -> top_k 8 -> temp -> dist at V = 64, one prompt. */
-static sift_chain *small_chain(uint64_t seed)
-{
-    sift_chain *c = new_chain(seed);
-    ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.3f, 0.1f, 0.2f, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_top_k(c, 8, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_temp(c, 0.9f, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-    for (int32_t t = 0; t < 5; t++)
-        ck_assert_int_eq(sift_chain_accept_prompt(c, t * 3, NULL), SIFT_OK);
-    return c;
-}
-
 static void fill_rows(tu_rng *r, float *buf, const float **rows, int32_t n, int32_t V)
 {
     for (int32_t i = 0; i < n; i++) {
@@ -199,7 +176,8 @@ START_TEST(test_verify_accepts_matching_drafts_and_returns_the_bonus_token)
     float buf[(n + 1) * V];
     const float *rows[n + 1];
     fill_rows(&r, buf, rows, n + 1, V);
-    sift_chain *a = small_chain(1), *b = small_chain(1), *sim = small_chain(1);
+    sift_chain *a = tu_small_chain(1, NULL), *b = tu_small_chain(1, NULL),
+               *sim = tu_small_chain(1, NULL);
     int32_t drafts[n], tok;
     for (int32_t i = 0; i < n; i++) {
         ck_assert_int_eq(sift_chain_sample(sim, rows[i], V, &drafts[i], NULL), SIFT_OK);
@@ -231,7 +209,8 @@ START_TEST(test_verify_stops_at_the_first_mismatch_with_the_corrected_token)
     float buf[(n + 1) * V];
     const float *rows[n + 1];
     fill_rows(&r, buf, rows, n + 1, V);
-    sift_chain *a = small_chain(2), *b = small_chain(2), *sim = small_chain(2);
+    sift_chain *a = tu_small_chain(2, NULL), *b = tu_small_chain(2, NULL),
+               *sim = tu_small_chain(2, NULL);
     int32_t drafts[n], tok;
     for (int32_t i = 0; i < n; i++) {
         ck_assert_int_eq(sift_chain_sample(sim, rows[i], V, &drafts[i], NULL), SIFT_OK);
@@ -268,7 +247,8 @@ START_TEST(test_the_hook_is_told_the_position_it_needs)
     float buf[(n + 1) * V];
     const float *rows[n + 1];
     fill_rows(&r, buf, rows, n + 1, V);
-    sift_chain *a = small_chain(3), *b = small_chain(3), *sim = small_chain(3);
+    sift_chain *a = tu_small_chain(3, NULL), *b = tu_small_chain(3, NULL),
+               *sim = tu_small_chain(3, NULL);
     int32_t drafts[n], tok;
     for (int32_t i = 0; i < n; i++) {
         ck_assert_int_eq(sift_chain_sample(sim, rows[i], V, &drafts[i], NULL), SIFT_OK);
@@ -315,7 +295,8 @@ START_TEST(test_without_a_hook_verification_stops_with_need_row_keeping_the_acce
     float buf[(n + 1) * V];
     const float *rows[n + 1];
     fill_rows(&r, buf, rows, n + 1, V);
-    sift_chain *a = small_chain(4), *b = small_chain(4), *sim = small_chain(4);
+    sift_chain *a = tu_small_chain(4, NULL), *b = tu_small_chain(4, NULL),
+               *sim = tu_small_chain(4, NULL);
     int32_t drafts[n];
     for (int32_t i = 0; i < n; i++) {
         ck_assert_int_eq(sift_chain_sample(sim, rows[i], V, &drafts[i], NULL), SIFT_OK);
@@ -358,7 +339,7 @@ END_TEST
 START_TEST(test_bad_arguments_are_refused_and_change_nothing)
 {
     enum { V = 64 };
-    sift_chain *a = small_chain(5);
+    sift_chain *a = tu_small_chain(5, NULL);
     uint64_t d0 = sift__chain_state_digest(a);
     float row[V] = {0};
     const float *rows[2] = {row, row};
@@ -398,7 +379,7 @@ START_TEST(test_bad_arguments_are_refused_and_change_nothing)
     ck_assert_int_eq(err.index, 1);
     steps[0].struct_size = 0;
     ck_assert_int_eq(sift_verifier_plan(v, a, dd, 1, steps, &err), SIFT_E_ARG);
-    sift_chain *other = new_chain(1);
+    sift_chain *other = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_greedy(other, NULL), SIFT_OK);
     steps[0].struct_size = sizeof steps[0];
     ck_assert_int_eq(sift_verifier_plan(v, other, dd, 1, steps, &err), SIFT_E_ARG);
@@ -414,7 +395,7 @@ END_TEST
  * and the plan's dynamic k follows it position by position. */
 START_TEST(test_the_plan_follows_the_penalty_window_through_the_drafts)
 {
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_penalties(c, 4, 1.5f, 0.0f, 0.0f, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 10, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -464,7 +445,7 @@ static void *clone_int(void *user)
 START_TEST(test_a_custom_stage_makes_positions_after_the_first_whole_row)
 {
     for (int with_clone = 0; with_clone < 2; with_clone++) {
-        sift_chain *c = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL);
         static int counter;
         int *user = with_clone ? malloc(sizeof *user) : &counter;
         *user = 0;
@@ -528,7 +509,7 @@ START_TEST(test_a_lazy_grammar_firing_inside_the_drafts_constrains_the_later_pos
     tu_rng r = {11};
     int32_t V = 40;
     sift_vocab *voc = arith_vocab(&r, V);
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_grammar(c, arith_grammar(voc, 1), NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 10, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -578,7 +559,7 @@ START_TEST(test_positions_after_a_draft_the_grammar_rejects_are_unreachable)
     tu_rng r = {12};
     int32_t V = 40;
     sift_vocab *voc = arith_vocab(&r, V);
-    sift_chain *c = new_chain(1);
+    sift_chain *c = tu_chain_new(1, NULL);
     ck_assert_int_eq(sift_chain_add_grammar(c, arith_grammar(voc, 0), NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_top_k(c, 10, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
@@ -617,7 +598,7 @@ START_TEST(test_a_check_grammar_rejection_ends_verification_at_that_position)
     buf[2 * (size_t)V + 7] = 0.0f;
     buf[2 * (size_t)V + 21] = 10.0f;
     for (int with_hook = 0; with_hook < 2; with_hook++) {
-        sift_chain *c = new_chain(1), *b = new_chain(1);
+        sift_chain *c = tu_chain_new(1, NULL), *b = tu_chain_new(1, NULL);
         ck_assert_int_eq(sift_chain_add_top_k(c, 4, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_set_check_grammar(c, arith_grammar(voc, 0), NULL), SIFT_OK);
@@ -799,7 +780,7 @@ START_TEST(test_the_batch_plan_gives_every_slot_its_steps_and_the_largest_k)
     sift_verify_step s0[3], s1[2], s2[4];
     sift_verify_step *steps[3] = {s0, s1, s2};
     for (int j = 0; j < 3; j++) {
-        c[j] = new_chain((uint64_t)j);
+        c[j] = tu_chain_new((uint64_t)j, NULL);
         ck_assert_int_eq(sift_chain_add_penalties(c[j], 8, 1.2f, 0.0f, 0.0f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_top_k(c[j], 10 * (j + 1), NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c[j], NULL), SIFT_OK);
@@ -859,7 +840,7 @@ typedef struct tally {
  * (gmode 1 eager, 2 lazy) or a check grammar (gmode 3), or none. */
 static sift_chain *build(const sp_chain *spec, int gmode, const sift_vocab *voc)
 {
-    sift_chain *c = new_chain(spec->seed);
+    sift_chain *c = tu_chain_new(spec->seed, NULL);
     if (gmode == 1 || gmode == 2)
         ck_assert_int_eq(sift_chain_add_grammar(c, arith_grammar(voc, gmode == 2), NULL), SIFT_OK);
     for (size_t i = 0; i < spec->n; i++) {
@@ -1201,7 +1182,7 @@ START_TEST(test_verify_equals_the_sequential_loop_and_the_oracle_bitwise)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("verify");
     TCase *tc = tcase_create("verify");
@@ -1227,13 +1208,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_verify_equals_the_sequential_loop_and_the_oracle_bitwise);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

@@ -10,11 +10,11 @@
  * tests/data/cl100k_base.tiktoken and encoded through its merges against
  * tiktoken's vectors (tests/data/bpe-vectors-cl100k.txt).
  */
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "testutil.h"
 
 #ifndef SIFT_TEST_DATA_DIR
@@ -502,7 +502,7 @@ START_TEST(test_llama3s_tokenizer_json_starts_with_cl100k_piece_by_piece)
 }
 END_TEST
 
-static Suite *vocab_hf_suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("vocab_hf");
     TCase *tc = tcase_create("synthetic");
@@ -524,13 +524,4 @@ static Suite *vocab_hf_suite(void)
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(vocab_hf_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -24,7 +24,7 @@
  * SIFT_WORKSPACE_CASES (environment) sets the number of property cases
  * (default 120).
  */
-#include <check.h>
+#include "harness.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -927,7 +927,7 @@ START_TEST(test_the_verifier_uses_the_chain_workspace)
 }
 END_TEST
 
-static Suite *suite(void)
+Suite *tu_suite(void)
 {
     Suite *s = suite_create("workspace");
     TCase *tc = tcase_create("exact");
@@ -949,13 +949,4 @@ static Suite *suite(void)
     tcase_add_test(tc, test_the_verifier_uses_the_chain_workspace);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
 }

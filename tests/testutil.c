@@ -3,6 +3,7 @@
  */
 #include "testutil.h"
 
+#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,35 @@ void tu_devicify(tu_device_slice *d, tu_rng *r, const float *row, int32_t V, sif
     s->extras = n_ext ? d->ext : NULL;
     s->n_extras = n_ext;
     s->flags = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Chains                                                              */
+/* ------------------------------------------------------------------ */
+
+sift_chain *tu_chain_new(uint64_t seed, const sift_allocator *al)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.seed = seed;
+    p.allocator = al;
+    sift_chain *c = NULL;
+    sift_error err;
+    ck_assert_msg(sift_chain_new(&c, &p, &err) == SIFT_OK, "sift_chain_new: %s", err.message);
+    ck_assert_ptr_nonnull(c);
+    return c;
+}
+
+sift_chain *tu_small_chain(uint64_t seed, const sift_allocator *al)
+{
+    sift_chain *c = tu_chain_new(seed, al);
+    ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.3f, 0.1f, 0.2f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 8, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp(c, 0.9f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    for (int32_t t = 0; t < 5; t++)
+        ck_assert_int_eq(sift_chain_accept_prompt(c, t * 3, NULL), SIFT_OK);
+    return c;
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,7 +1,7 @@
 /*
  * testutil.h - shared helpers for the Check suites: a test RNG, the row
- * generators (random and adversarial), a device-style slice, and small
- * assertions.
+ * generators (random and adversarial), a device-style slice, the chains
+ * most tests start from, and small assertions.
  */
 #ifndef SIFT_TESTUTIL_H
 #define SIFT_TESTUTIL_H
@@ -67,6 +67,14 @@ void tu_device_free(tu_device_slice *d);
  * Draws from r; counts a change of tied tokens in d->rechosen. */
 void tu_devicify(tu_device_slice *d, tu_rng *r, const float *row, int32_t V, sift_slice *s,
                  const int32_t *ids, size_t ne);
+
+/* A chain with the default parameters but seed and allocator al (NULL:
+ * malloc). Fails the running Check test when sift_chain_new fails. */
+sift_chain *tu_chain_new(uint64_t seed, const sift_allocator *al);
+/* tu_chain_new's chain with penalties (last 16, repeat 1.3, frequency
+ * 0.1, presence 0.2), top_k 8, temp 0.9 and dist, after the five prompt
+ * tokens 0, 3, 6, 9, 12: a short chain of every kind of stage. */
+sift_chain *tu_small_chain(uint64_t seed, const sift_allocator *al);
 
 /* SHA-256 of data[0..n) into out[32] (FIPS 180-4), so tests can check
  * the data files they read without a new dependency. */
