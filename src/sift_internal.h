@@ -624,6 +624,10 @@ struct sift_chain {
      * for a chain given twice, 0 at every other time (the scan clears
      * what it set before it returns or samples anything). */
     size_t batch_mark;
+    /* core/logprobs.c: the set before the selector, kept while the
+     * selector draws, then the raw top n (sized once per need). */
+    sift_candidate *lp_set;
+    size_t lp_cap;
 };
 
 /* What a slice step was before it ran, for the cross-check around it

@@ -148,6 +148,7 @@ void sift_chain_free(sift_chain *c)
     sift__ws_free(&c->ws, &al);
     sift__free(&al, c->row);
     sift__free(&al, c->seen);
+    sift__free(&al, c->lp_set);
     if (check_ops)
         check_ops->destroy(check);
     c->magic = 0xDEADu;
@@ -270,6 +271,8 @@ sift_status sift__chain_clone(const sift_chain *c, sift_chain **out, sift_error 
     d->hook_user = NULL;
     d->row = NULL;
     d->row_cap = 0;
+    d->lp_set = NULL;
+    d->lp_cap = 0;
     d->seen = NULL;
     d->seen_cap = 0;
     d->seen_gen = 0;

@@ -1,0 +1,390 @@
+/*
+ * logprobs.c - sampling with logprobs: sift_chain_sample_logprobs and
+ * sift_chain_sample_slice_logprobs.
+ *
+ * One pass of the chain: the stages before the selector run once (the
+ * row step's full pass, or the certificate walk on a slice), the set
+ * they leave is kept in c->lp_set while the selector draws from it, and
+ * the processed distribution is computed from the kept set as
+ * sift_chain_distribution computes it from its own pass (the same
+ * stages from the same RNG state: the same bits).
+ *
+ * Invariants:
+ * - The token, the RNG and the state are sift_chain_sample's (or
+ *   sift_chain_sample_slice's): the stages and the selector run on the
+ *   same set from the same RNG state, and check mode continues from the
+ *   RNG state the first draw left, as it does there.
+ * - Nothing is written to the caller's sift_logprobs, and nothing of the
+ *   chain changes, until every step that can fail has run.
+ * - No allocation once c->lp_set is sized for the row (or slice) and
+ *   n_top.
+ */
+#include <math.h>
+
+#include "../sift_internal.h"
+#include "step.h"
+
+#define LP_KNOWN (SIFT_LOGPROBS_RAW | SIFT_LOGPROBS_PROCESSED | SIFT_LOGPROBS_ROW_LSE)
+
+static sift_status check_request(const sift_logprobs *lp, const int32_t *token, size_t limit,
+                                 const char *limit_name, sift_error *err)
+{
+    if (!token)
+        return sift__fail(err, SIFT_E_ARG, "token is NULL");
+    if (!lp)
+        return sift__fail(err, SIFT_E_ARG, "lp (the sift_logprobs request) is NULL");
+    if (lp->struct_size != sizeof *lp)
+        return sift__fail(err, SIFT_E_ARG,
+                          "sift_logprobs.struct_size is %u; this library knows %zu",
+                          (unsigned)lp->struct_size, sizeof *lp);
+    if (lp->flags & ~LP_KNOWN)
+        return sift__fail(err, SIFT_E_ARG, "sift_logprobs.flags has unknown bits 0x%x",
+                          (unsigned)(lp->flags & ~LP_KNOWN));
+    if (!(lp->flags & (SIFT_LOGPROBS_RAW | SIFT_LOGPROBS_PROCESSED)))
+        return sift__fail(err, SIFT_E_ARG,
+                          "sift_logprobs.flags asks for no logprobs (set SIFT_LOGPROBS_RAW "
+                          "and/or SIFT_LOGPROBS_PROCESSED)");
+    if (lp->n_top > limit)
+        return sift__fail(err, SIFT_E_ARG, "sift_logprobs.n_top = %zu is above the %s (%zu)",
+                          lp->n_top, limit_name, limit);
+    if (lp->n_top > 0 && (lp->flags & SIFT_LOGPROBS_RAW) && !lp->raw_top)
+        return sift__fail(err, SIFT_E_ARG,
+                          "sift_logprobs.raw_top is NULL with SIFT_LOGPROBS_RAW and n_top = %zu",
+                          lp->n_top);
+    if (lp->n_top > 0 && (lp->flags & SIFT_LOGPROBS_PROCESSED) && !lp->processed_top)
+        return sift__fail(err, SIFT_E_ARG,
+                          "sift_logprobs.processed_top is NULL with SIFT_LOGPROBS_PROCESSED and "
+                          "n_top = %zu",
+                          lp->n_top);
+    return SIFT_OK;
+}
+
+/* c->lp_set holds at least n candidates. */
+static sift_status lp_reserve(sift_chain *c, size_t n, sift_error *err)
+{
+    if (n <= c->lp_cap)
+        return SIFT_OK;
+    sift_candidate *b = sift__malloc(&c->al, n, sizeof *b);
+    if (!b)
+        return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %zu-entry logprob set",
+                          n);
+    sift__free(&c->al, c->lp_set);
+    c->lp_set = b;
+    c->lp_cap = n;
+    return SIFT_OK;
+}
+
+/* ln(sum exp(x_i)) over the finite entries of a valid row (no NaN, no
+ * +inf, at least one finite) whose largest value is m: each term by
+ * sift's double exp of the exact difference, summed in row order. */
+static double row_lse(const float *x, int32_t V, float m)
+{
+    double md = (double)m, sum = 0.0;
+    for (int32_t i = 0; i < V; i++)
+        if (x[i] > -INFINITY)
+            sum += sift__exp((double)x[i] - md);
+    return md + sift__log(sum);
+}
+
+static sift_logprob raw_entry(int32_t id, float logit, double lse)
+{
+    sift_logprob e;
+    e.id = id;
+    e.logit = logit;
+    e.logprob = logit > -INFINITY ? (double)logit - lse : -INFINITY;
+    e.p = sift__exp(e.logprob);
+    return e;
+}
+
+/* What a step found, written to the caller's struct only at the end. */
+typedef struct lp_step {
+    sift__arr keep;               /* the set before the selector (in c->lp_set) */
+    sift__ctx before;             /* the step's context before the selector ran */
+    const sift_candidate *sorted; /* the processed support, canonical (ws.cand2) */
+    size_t n_sorted;
+    float m;
+    double Wd;
+    const sift_candidate *raw_top; /* the raw top n, canonical */
+    double lse;
+    float tok_logit; /* the sampled token's raw logit */
+} lp_step;
+
+static sift_logprob processed_entry(const lp_step *st, const sift_candidate *x)
+{
+    sift_logprob e;
+    e.id = x->id;
+    e.logit = x->logit;
+    e.p = (double)sift__weight(sift__expf(x->logit - st->m)) / st->Wd;
+    e.logprob = e.p > 0.0 ? sift__log(e.p) : -INFINITY;
+    return e;
+}
+
+static void write_result(sift_logprobs *lp, const lp_step *st, int32_t tok)
+{
+    size_t n = lp->n_top;
+    if (lp->flags & SIFT_LOGPROBS_RAW) {
+        for (size_t i = 0; i < n; i++)
+            lp->raw_top[i] = raw_entry(st->raw_top[i].id, st->raw_top[i].logit, st->lse);
+        lp->raw = raw_entry(tok, st->tok_logit, st->lse);
+        lp->n_raw_top = n;
+        lp->lse = st->lse;
+    }
+    if (lp->flags & SIFT_LOGPROBS_PROCESSED) {
+        size_t k = n < st->n_sorted ? n : st->n_sorted;
+        for (size_t i = 0; i < k; i++)
+            lp->processed_top[i] = processed_entry(st, &st->sorted[i]);
+        /* The sampled token's entry: it is in the support unless check
+         * mode made the step resample outside it. */
+        sift_logprob e = {tok, -INFINITY, -INFINITY, 0.0};
+        for (size_t i = 0; i < st->n_sorted; i++)
+            if (st->sorted[i].id == tok) {
+                e = processed_entry(st, &st->sorted[i]);
+                break;
+            }
+        lp->processed = e;
+        lp->n_processed_top = k;
+        lp->n_support = st->n_sorted;
+    }
+}
+
+/* Runs the selector on the set the stages before it left in `a` (ctx at
+ * that point), keeping a copy of the set at `keep` (room for a->n) and
+ * the context in *st for processed_support. *token is the selector's
+ * draw; ctx->rng is advanced past it. */
+static sift_status select_and_keep(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
+                                   sift_candidate *keep, int32_t *token, lp_step *st)
+{
+    st->keep = *a;
+    st->before = *ctx;
+    if (keep) {
+        memcpy(keep, a->c, a->n * sizeof *a->c);
+        st->keep.c = keep;
+    }
+    sift__stage *sel = c->stages[end];
+    ctx->stage = end;
+    sift_status s = sel->ops->apply(sel, ctx, a);
+    if (s)
+        return s;
+    if (a->n == 0)
+        return sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)end,
+                             "stage %zu (%s) removed the last candidate", end,
+                             sift__stage_name(sel));
+    if (ctx->selected < 0 || ctx->selected >= ctx->V)
+        return sift__fail(ctx->err, SIFT_E_STATE, "selector %s did not select a token",
+                          sift__stage_name(sel));
+    *token = ctx->selected;
+    return SIFT_OK;
+}
+
+/* The processed support of the kept set, as sift_chain_distribution
+ * computes it from the same set (the context before the selector drew),
+ * into ws.cand2: after check mode, which may use the workspace. */
+static sift_status processed_support(sift_chain *c, size_t end, lp_step *st)
+{
+    return sift__distribution_sorted(c, &st->before, &st->keep, end, &st->sorted, &st->n_sorted,
+                                     &st->m, &st->Wd);
+}
+
+static void commit(sift_chain *c, sift__rng rng, int32_t V, int32_t tok, int32_t *token)
+{
+    c->rng = rng;
+    c->last_V = V;
+    c->settle_due = 1;
+    *token = tok;
+}
+
+/* The whole-row step (the chain entered; the request checked). */
+static sift_status logprobs_row(sift_chain *c, const float *logits, int32_t V, int32_t *token,
+                                sift_logprobs *lp, sift_error *err)
+{
+    sift_status s;
+    if (!logits)
+        return sift__fail(err, SIFT_E_ARG, "logits is NULL");
+    if ((s = sift__step_check(c, V, 1, err)))
+        return s;
+    size_t need = sift__row_ws_need(c, V), n_top = lp->n_top;
+    if ((s = sift__ws_reserve(&c->ws, &c->al, need, err)) || (s = lp_reserve(c, n_top + need, err)))
+        return s;
+    const int raw = (lp->flags & SIFT_LOGPROBS_RAW) != 0;
+    const int processed = (lp->flags & SIFT_LOGPROBS_PROCESSED) != 0;
+    lp_step st = {0};
+    /* The row's top n first, into c->lp_set[0, n_top) (the kept set goes
+     * after it); it checks the row as loading it does. */
+    if (raw && n_top > 0) {
+        sift__ctx tctx;
+        sift__ctx_init(c, &tctx, V, err);
+        if ((s = sift__row_prefix(&tctx, logits, V, n_top, c->lp_set)))
+            return s;
+    }
+    sift__arr a;
+    if ((s = sift__row_load(c, logits, V, &a, err)))
+        return s;
+    sift__ctx ctx;
+    sift__ctx_init(c, &ctx, V, err);
+    size_t end = c->n_stages - 1;
+    c->n_full_passes++;
+    if ((s = sift__row_run_stages(c, &ctx, &a, end, logits)))
+        return s;
+    int32_t tok = -1;
+    if ((s = select_and_keep(c, &ctx, &a, end, processed ? c->lp_set + n_top : NULL, &tok, &st)))
+        return s;
+    sift__rng rng = ctx.rng;
+    int resampled;
+    if ((s = sift__check_mode(c, logits, NULL, V, &rng, &tok, &resampled, err)) ||
+        (processed && (s = processed_support(c, end, &st))))
+        return s;
+    if (raw) {
+        float m = -INFINITY;
+        for (int32_t i = 0; i < V; i++)
+            m = logits[i] > m ? logits[i] : m;
+        st.raw_top = c->lp_set;
+        st.lse = row_lse(logits, V, m);
+        st.tok_logit = logits[tok];
+    }
+    write_result(lp, &st, tok);
+    commit(c, rng, V, tok, token);
+    return SIFT_OK;
+}
+
+/* The logit a slice gives `id`, or the row's (the hook fetched it for a
+ * check-mode resample) when the slice does not hold it. */
+static float slice_logit(const sift_chain *c, const sift_slice *sl, int32_t id)
+{
+    for (int32_t i = 0; i < sl->n_prefix; i++)
+        if (sl->prefix[i].id == id)
+            return sl->prefix[i].logit;
+    for (int32_t i = 0; i < sl->n_extras; i++)
+        if (sl->extras[i].id == id)
+            return sl->extras[i].logit;
+    return c->row ? c->row[id] : -INFINITY;
+}
+
+static sift_status logprobs_slice(sift_chain *c, const sift_slice *sl, int32_t *token,
+                                  sift_logprobs *lp, sift_error *err)
+{
+    sift_status s;
+    const int raw = (lp->flags & SIFT_LOGPROBS_RAW) != 0;
+    const int processed = (lp->flags & SIFT_LOGPROBS_PROCESSED) != 0;
+    const int has_lse = (lp->flags & SIFT_LOGPROBS_ROW_LSE) != 0;
+    if (has_lse && !(lp->row_lse > -INFINITY && lp->row_lse < INFINITY))
+        return sift__fail(err, SIFT_E_ARG, "sift_logprobs.row_lse is %g; it must be finite",
+                          lp->row_lse);
+    sift__arr a;
+    sift__bound b;
+    if ((s = sift__slice_load(c, sl, 1, &a, &b, err)))
+        return s;
+    int32_t V = sl->n_vocab;
+    const sift_candidate *pre = c->ws.cand;
+    size_t k = (size_t)sl->n_prefix;
+    if (has_lse) {
+        /* ln(sum exp(l_i)) >= the largest logit, and <= it + ln(V). */
+        double m = (double)pre[0].logit;
+        double hi = m + sift__log((double)V) + 1e-6;
+        if (!(lp->row_lse >= m && lp->row_lse <= hi))
+            return sift__fail(err, SIFT_E_ARG,
+                              "sift_logprobs.row_lse is %.17g; the slice's largest logit %.9g "
+                              "puts it in [%.17g, %.17g]",
+                              lp->row_lse, m, m, hi);
+    }
+    if (lp->n_top > k)
+        return sift__fail(err, SIFT_E_ARG,
+                          "sift_logprobs.n_top = %zu is above the slice's n_prefix (%zu)",
+                          lp->n_top, k);
+    sift__ctx ctx;
+    sift__ctx_init(c, &ctx, V, err);
+    /* Raw values need the row's log-sum-exp, and n_top certain ids: a
+     * device set's absent tokens may tie its smallest logit. */
+    int decided = !raw || (has_lse && (lp->n_top == 0 || (sl->flags & SIFT_SLICE_CANONICAL) ||
+                                       pre[lp->n_top - 1].logit > pre[k - 1].logit));
+    size_t n_top = lp->n_top;
+    if ((s = lp_reserve(c, n_top + a.n, err)))
+        return s;
+    /* The raw top n in c->lp_set[0, n_top), the kept set after it. */
+    if (decided && raw && n_top > 0)
+        memcpy(c->lp_set, pre, n_top * sizeof *pre);
+    lp_step st = {0};
+    int32_t tok = -1;
+    size_t end = c->n_stages - 1;
+    if (decided && processed) {
+        /* The set before the selector, exactly (the walk of
+         * sift_chain_distribution_slice), then the selector's draw. */
+        int w = sift__walk(c, &ctx, &a, end, &b, &s);
+        decided = w == SIFT__WALK_DECIDED;
+        if (decided && s)
+            return s;
+        if (w == SIFT__WALK_RAN && c->stages[end]->ops->is_greedy && a.n > 0) {
+            sift__arr_canon(&ctx, &a);
+            if (sift__bound_ahead(&b, &a.c[0])) {
+                a.n = 1;
+                decided = 1;
+            }
+        }
+        if (decided && (s = select_and_keep(c, &ctx, &a, end, c->lp_set + n_top, &tok, &st)))
+            return s;
+    } else if (decided) {
+        /* Raw only: the walk of sift_chain_sample_slice. */
+        decided = sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED;
+        if (decided && s)
+            return s;
+        if (decided && (ctx.selected < 0 || ctx.selected >= V))
+            return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
+                              sift__stage_name(c->stages[end]));
+        tok = ctx.selected;
+    }
+    if (!decided) {
+        if (!c->hook)
+            return sift__slice_need_row(c, sl, &ctx, err);
+        if ((s = sift__slice_fetch_row(c, sl, err)))
+            return s;
+        return logprobs_row(c, c->row, V, token, lp, err);
+    }
+    sift__rng rng = ctx.rng;
+    int resampled;
+    if ((s = sift__check_mode(c, NULL, sl, V, &rng, &tok, &resampled, err)) ||
+        (processed && (s = processed_support(c, end, &st))))
+        return s;
+    if (raw) {
+        st.raw_top = c->lp_set;
+        st.lse = lp->row_lse;
+        st.tok_logit = slice_logit(c, sl, tok);
+    }
+    write_result(lp, &st, tok);
+    if (!resampled)
+        c->n_slice_decided++;
+    commit(c, rng, V, tok, token);
+    return SIFT_OK;
+}
+
+static sift_status sample_logprobs(sift_chain *c, const float *logits, int32_t V, int32_t *token,
+                                   sift_logprobs *lp, sift_error *err)
+{
+    sift_status s = check_request(lp, token, V > 0 ? (size_t)V : 0, "row length", err);
+    return s ? s : logprobs_row(c, logits, V, token, lp, err);
+}
+
+static sift_status sample_slice_logprobs(sift_chain *c, const sift_slice *sl, int32_t *token,
+                                         sift_logprobs *lp, sift_error *err)
+{
+    if (!sl)
+        return sift__fail(err, SIFT_E_ARG, "slice is NULL");
+    sift_status s =
+        check_request(lp, token, sl->n_vocab > 0 ? (size_t)sl->n_vocab : 0, "row length", err);
+    if (s)
+        return s;
+    sift__xc_step before;
+    sift__cross_check_begin(c, token, &before);
+    s = logprobs_slice(c, sl, token, lp, err);
+    return sift__cross_check_end(c, &before, sl, token, s, err);
+}
+
+sift_status sift_chain_sample_logprobs(sift_chain *c, const float *logits, int32_t V,
+                                       int32_t *token, sift_logprobs *lp, sift_error *err)
+{
+    SIFT__CHAIN_CALL(c, err, sample_logprobs(c, logits, V, token, lp, err));
+}
+
+sift_status sift_chain_sample_slice_logprobs(sift_chain *c, const sift_slice *slice, int32_t *token,
+                                             sift_logprobs *lp, sift_error *err)
+{
+    SIFT__CHAIN_CALL(c, err, sample_slice_logprobs(c, slice, token, lp, err));
+}
