@@ -22,6 +22,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "simd.h"
 #include "step.h"
 
 #define LP_KNOWN (SIFT_LOGPROBS_RAW | SIFT_LOGPROBS_PROCESSED | SIFT_LOGPROBS_ROW_LSE)
@@ -74,16 +75,99 @@ static sift_status lp_reserve(sift_chain *c, size_t n, sift_error *err)
     return SIFT_OK;
 }
 
-/* ln(sum exp(x_i)) over the finite entries of a valid row (no NaN, no
- * +inf, at least one finite) whose largest value is m: each term by
- * sift's double exp of the exact difference, summed in row order. */
-static double row_lse(const float *x, int32_t V, float m)
+/* The terms exp(x_i - m) of a block of LSE_BLOCK tokens (0 for -inf), in
+ * double, by one branch-free loop the compiler may vectorize: t = x_i - m
+ * exactly (clamped at -708: exp(-708) < 1e-307 changes no sum of at
+ * least 1 a double holds), t = k ln 2 + r with |r| <= ln(2)/2 + a little,
+ * exp(r) by Taylor to degree 12 (remainder below 3e-16 relative there),
+ * times 2^k built from the bits of the rounding of t log2(e) (1.5 * 2^52
+ * + k holds k in its low bits). About 1e-15 relative, as sift__exp. */
+#define LSE_BLOCK 256
+#define LSE_TERMS_BODY                                            \
+    {                                                             \
+        const double LOG2E = 1.44269504088896338700e+00;          \
+        const double LN2_HI = 6.93147180369123816490e-01;         \
+        const double LN2_LO = 1.90821492927058770002e-10;         \
+        const double MAGIC = 6755399441055744.0; /* 1.5 * 2^52 */ \
+        const double md = (double)m;                              \
+        for (int i = 0; i < LSE_BLOCK; i++) {                     \
+            double t = (double)x[i] - md;                         \
+            t = t > -708.0 ? t : -708.0;                          \
+            double kb = t * LOG2E + MAGIC;                        \
+            double kd = kb - MAGIC;                               \
+            double r = (t - kd * LN2_HI) - kd * LN2_LO;           \
+            double p = 1.0 / 479001600.0;                         \
+            p = p * r + 1.0 / 39916800.0;                         \
+            p = p * r + 1.0 / 3628800.0;                          \
+            p = p * r + 1.0 / 362880.0;                           \
+            p = p * r + 1.0 / 40320.0;                            \
+            p = p * r + 1.0 / 5040.0;                             \
+            p = p * r + 1.0 / 720.0;                              \
+            p = p * r + 1.0 / 120.0;                              \
+            p = p * r + 1.0 / 24.0;                               \
+            p = p * r + 1.0 / 6.0;                                \
+            p = p * r + 0.5;                                      \
+            p = p * r + 1.0;                                      \
+            p = p * r + 1.0;                                      \
+            union {                                               \
+                double d;                                         \
+                uint64_t u;                                       \
+            } sc = {kb};                                          \
+            sc.u = (sc.u + 1023u) << 52;                          \
+            out[i] = x[i] > -INFINITY ? p * sc.d : 0.0;           \
+        }                                                         \
+    }
+/* GCC vectorizes the loop once it may evaluate both sides of the
+ * selects (no trapping math: the same IEEE results; no trap is enabled). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define LSE_VECTORIZE \
+    __attribute__((optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")))
+#else
+#define LSE_VECTORIZE
+#endif
+LSE_VECTORIZE static void lse_terms(const float *x, float m, double *out) LSE_TERMS_BODY
+#if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
+#define LSE_AVX2 1
+    /* The same loop in 256-bit vectors (no FMA: the same bits). */
+    LSE_VECTORIZE
+    __attribute__((target("avx2"))) static void lse_terms_avx2(const float *x, float m,
+                                                               double *out) LSE_TERMS_BODY
+#endif
+
+    /* ln(sum exp(x_i)) over the finite entries of a valid row (no NaN, no
+     * +inf, at least one finite) whose largest value is m: the terms of
+     * lse_terms (the last block padded with -inf), summed in four
+     * interleaved partial sums. */
+    static double row_lse(const float *x, int32_t V, float m)
 {
-    double md = (double)m, sum = 0.0;
-    for (int32_t i = 0; i < V; i++)
-        if (x[i] > -INFINITY)
-            sum += sift__exp((double)x[i] - md);
-    return md + sift__log(sum);
+    float pad[LSE_BLOCK];
+    double w[LSE_BLOCK], s[4] = {0.0, 0.0, 0.0, 0.0};
+#ifdef LSE_AVX2
+    const int avx2 = sift__simd()->level >= SIFT__SIMD_AVX2;
+#endif
+    for (int32_t i = 0; i < V; i += LSE_BLOCK) {
+        const float *blk = x + i;
+        if (V - i < LSE_BLOCK) {
+            int32_t n = V - i;
+            memcpy(pad, blk, (size_t)n * sizeof *pad);
+            for (int j = n; j < LSE_BLOCK; j++)
+                pad[j] = -INFINITY;
+            blk = pad;
+        }
+#ifdef LSE_AVX2
+        if (avx2)
+            lse_terms_avx2(blk, m, w);
+        else
+#endif
+            lse_terms(blk, m, w);
+        for (int j = 0; j < LSE_BLOCK; j += 4) {
+            s[0] += w[j];
+            s[1] += w[j + 1];
+            s[2] += w[j + 2];
+            s[3] += w[j + 3];
+        }
+    }
+    return (double)m + sift__log((s[0] + s[1]) + (s[2] + s[3]));
 }
 
 static sift_logprob raw_entry(int32_t id, float logit, double lse)
@@ -100,8 +184,10 @@ static sift_logprob raw_entry(int32_t id, float logit, double lse)
 typedef struct lp_step {
     sift__arr keep;               /* the set before the selector (in c->lp_set) */
     sift__ctx before;             /* the step's context before the selector ran */
-    const sift_candidate *sorted; /* the processed support, canonical (ws.cand2) */
-    size_t n_sorted;
+    const sift_candidate *sorted; /* its first n_top tokens, canonical (ws.cand2) */
+    size_t n_sorted, n_support;
+    sift_candidate tok_cand; /* the sampled token in the support, if tok_found */
+    int tok_found;
     float m;
     double Wd;
     const sift_candidate *raw_top; /* the raw top n, canonical */
@@ -130,20 +216,17 @@ static void write_result(sift_logprobs *lp, const lp_step *st, int32_t tok)
         lp->lse = st->lse;
     }
     if (lp->flags & SIFT_LOGPROBS_PROCESSED) {
-        size_t k = n < st->n_sorted ? n : st->n_sorted;
+        size_t k = st->n_sorted;
         for (size_t i = 0; i < k; i++)
             lp->processed_top[i] = processed_entry(st, &st->sorted[i]);
         /* The sampled token's entry: it is in the support unless check
          * mode made the step resample outside it. */
         sift_logprob e = {tok, -INFINITY, -INFINITY, 0.0};
-        for (size_t i = 0; i < st->n_sorted; i++)
-            if (st->sorted[i].id == tok) {
-                e = processed_entry(st, &st->sorted[i]);
-                break;
-            }
+        if (st->tok_found)
+            e = processed_entry(st, &st->tok_cand);
         lp->processed = e;
         lp->n_processed_top = k;
-        lp->n_support = st->n_sorted;
+        lp->n_support = st->n_support;
     }
 }
 
@@ -177,12 +260,55 @@ static sift_status select_and_keep(sift_chain *c, sift__ctx *ctx, sift__arr *a, 
 }
 
 /* The processed support of the kept set, as sift_chain_distribution
- * computes it from the same set (the context before the selector drew),
- * into ws.cand2: after check mode, which may use the workspace. */
-static sift_status processed_support(sift_chain *c, size_t end, lp_step *st)
+ * computes it from the same set (the context before the selector drew:
+ * the selector's support, its largest logit and total weight, so the
+ * same p for every token), but only its first `want` tokens in canonical
+ * order (a selection, then a sort of those), into ws.cand2, and the
+ * entry of token `tok`. Runs after check mode, which may use the
+ * workspace. */
+static sift_status processed_support(sift_chain *c, size_t end, lp_step *st, size_t want,
+                                     int32_t tok)
 {
-    return sift__distribution_sorted(c, &st->before, &st->keep, end, &st->sorted, &st->n_sorted,
-                                     &st->m, &st->Wd);
+    sift__ctx *ctx = &st->before;
+    sift__arr *a = &st->keep;
+    sift__stage *sel = c->stages[end];
+    sift_status s;
+    if (sel->ops->support) {
+        ctx->stage = end;
+        if ((s = sel->ops->support(sel, ctx, a)))
+            return s;
+    }
+    float m = sift__max_logit(a->c, a->n);
+    if (!(m > -INFINITY)) {
+        if (ctx->banned_at < end)
+            return sift__no_candidate_left(c, ctx);
+        return sift__fail(ctx->err, SIFT_E_NO_CANDIDATE, "every candidate is -inf after stage %zu",
+                          end ? end - 1 : 0);
+    }
+    if (sel->ops->is_greedy)
+        sift__arr_keep_top(ctx, a, 1);
+    st->m = m;
+    st->Wd = sift__u128_to_double(sift__weights(a->c, a->n, m, c->ws.u64a));
+    st->n_support = a->n;
+    st->tok_found = 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->c[i].id == tok) {
+            st->tok_cand = a->c[i];
+            st->tok_found = 1;
+            break;
+        }
+    size_t n = a->n, k = want < n ? want : n;
+    sift_candidate *out = c->ws.cand2;
+    if (k > 0 && k < n) {
+        uint64_t cut = sift__cut_top(ctx, a->c, n, k);
+        k = sift__keep_ge_into(a->c, n, cut, out);
+    } else if (k > 0) {
+        memcpy(out, a->c, n * sizeof *out);
+    }
+    sift__sort_canon(out, k, a->c);
+    st->sorted = out;
+    st->n_sorted = k;
+    return SIFT_OK;
 }
 
 static void commit(sift_chain *c, sift__rng rng, int32_t V, int32_t tok, int32_t *token)
@@ -231,12 +357,10 @@ static sift_status logprobs_row(sift_chain *c, const float *logits, int32_t V, i
     sift__rng rng = ctx.rng;
     int resampled;
     if ((s = sift__check_mode(c, logits, NULL, V, &rng, &tok, &resampled, err)) ||
-        (processed && (s = processed_support(c, end, &st))))
+        (processed && (s = processed_support(c, end, &st, lp->n_top, tok))))
         return s;
     if (raw) {
-        float m = -INFINITY;
-        for (int32_t i = 0; i < V; i++)
-            m = logits[i] > m ? logits[i] : m;
+        float m = sift__simd()->max_f32(logits, (size_t)V);
         st.raw_top = c->lp_set;
         st.lse = row_lse(logits, V, m);
         st.tok_logit = logits[tok];
@@ -341,7 +465,7 @@ static sift_status logprobs_slice(sift_chain *c, const sift_slice *sl, int32_t *
     sift__rng rng = ctx.rng;
     int resampled;
     if ((s = sift__check_mode(c, NULL, sl, V, &rng, &tok, &resampled, err)) ||
-        (processed && (s = processed_support(c, end, &st))))
+        (processed && (s = processed_support(c, end, &st, lp->n_top, tok))))
         return s;
     if (raw) {
         st.raw_top = c->lp_set;
