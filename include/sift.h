@@ -111,7 +111,7 @@
  * ---
  * Handles are opaque. Every struct the caller allocates and sift reads or
  * writes (the params structs, sift_allocator, sift_dry_params, sift_plan,
- * sift_plan_stage, sift_stats, sift_batch_k) starts with
+ * sift_plan_stage, sift_stats, sift_batch_k, sift_logprobs) starts with
  * `uint32_t struct_size`: the size of the struct as the caller compiled
  * it, set by its _init function or by hand
  * (`plan.struct_size = sizeof plan;`). sift reads and writes only the
@@ -124,9 +124,12 @@
  * instead, which names its layout. Fixed for a major version, never grown:
  * sift_error (every call takes one, NULL allowed: a fixed size needs no
  * setup) and the plain element types of arrays and views (sift_candidate,
- * sift_token_prob, sift_bias, sift_slice), whose size is the stride of
- * arrays callers pass. Structs sift allocates and returns by pointer
- * (sift_diagnostic, sift_config_grammar) may grow at the end. Status
+ * sift_token_prob, sift_bias, sift_slice, sift_logprob), whose size is
+ * the stride of arrays callers pass: a new input of a slice step never
+ * becomes a sift_slice field but comes in the struct of the call that
+ * reads it, as the row's log-sum-exp comes in sift_logprobs. Structs
+ * sift allocates and returns by pointer (sift_diagnostic,
+ * sift_config_grammar) may grow at the end. Status
  * numbers are fixed and never renumbered. Only symbols prefixed `sift_`
  * are exported. SIFT_VERSION_* give the version compiled against;
  * sift_version_number() the version linked at run time. docs/api.md,
@@ -1825,7 +1828,11 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
  * k of its largest logits and the logits of the extra tokens the chain
  * asked for (sift_chain_extras) that are not among them. All arrays are
  * read-only for sift and only during the call. Zero-initialise it
- * (`sift_slice s = {0};`) so that fields added later read as 0.
+ * (`sift_slice s = {0};`) so that flags and tail_mass read as 0. Its size
+ * never changes (see ABI: it is the stride of the slice arrays of
+ * sift_verifier_plan and sift_chains_sample), so new inputs of a slice
+ * step come beside it, in the struct of the call that reads them (the
+ * row's log-sum-exp: sift_logprobs.row_lse).
  *
  * By default (flags = 0) the prefix is what a device top-k returns: the
  * k largest logits as a set, in any order, with any choice among the
