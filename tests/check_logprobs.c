@@ -347,6 +347,56 @@ START_TEST(test_slice_token_is_sample_slices)
 }
 END_TEST
 
+/* A device top-k set whose n_top-th logit ties the prefix's smallest
+ * leaves the raw alternatives' ids uncertain (absent tokens tied there
+ * may rank first): the row decides them, and they are the row's
+ * canonical top n_top. */
+START_TEST(test_slice_raw_top_with_boundary_ties_asks_for_the_row)
+{
+    tu_rng r = {0x7e5};
+    int32_t V = 400, k = 24;
+    sift_slicer *sl = NULL;
+    ck_assert_int_eq(sift_slicer_new(&sl, V, NULL, NULL), SIFT_OK);
+    tu_device_slice dev;
+    ck_assert(tu_device_init(&dev, V));
+    sift_chain *a = make_chain(3, 4), *b = make_chain(3, 4); /* greedy */
+    hook_ctx h = {W.row, 0};
+    ck_assert_int_eq(sift_chain_set_row_hook(a, hook, &h, NULL), SIFT_OK);
+    sift_candidate top[NTOP_MAX];
+    int hooked = 0;
+    for (int step = 0; step < 20; step++) {
+        /* 16 distinct large logits (greedy decides on the slice), then
+         * three values: the prefix ends inside a tie */
+        for (int32_t i = 0; i < V; i++)
+            W.row[i] = (float)tu_range(&r, 0, 2);
+        for (int i = 0; i < 16; i++)
+            W.row[tu_range(&r, 0, V - 1)] = 10.0f + 0.25f * (float)i;
+        sift_slice s;
+        ck_assert_int_eq(sift_slicer_build(sl, W.row, V, k, NULL, 0, &s, NULL), SIFT_OK);
+        tu_devicify(&dev, &r, W.row, V, &s, NULL, 0);
+        sift_logprobs lp = {.struct_size = sizeof lp,
+                            .flags = SIFT_LOGPROBS_RAW | SIFT_LOGPROBS_ROW_LSE,
+                            .n_top = (size_t)k,
+                            .raw_top = W.raw_top,
+                            .row_lse = ref_lse(W.row, V)};
+        int calls = h.calls;
+        int32_t ta, tb;
+        ck_assert_int_eq(sift_chain_sample_slice_logprobs(a, &s, &ta, &lp, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_sample(b, W.row, V, &tb, NULL), SIFT_OK);
+        ck_assert_int_eq(ta, tb);
+        hooked += h.calls > calls;
+        ref_top(W.row, V, W.all, (size_t)k, top);
+        for (int32_t i = 0; i < k; i++)
+            ck_assert_int_eq(W.raw_top[i].id, top[i].id);
+    }
+    ck_assert_int_eq(hooked, 20);
+    sift_chain_free(a);
+    sift_chain_free(b);
+    sift_slicer_free(sl);
+    tu_device_free(&dev);
+}
+END_TEST
+
 /* Raw logprobs on a slice without the row's log-sum-exp need the row:
  * SIFT_E_NEED_ROW without a hook, nothing changed; the hook with one. */
 START_TEST(test_slice_raw_without_lse_asks_for_the_row)
@@ -490,6 +540,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, test_slice_matches_row, 0, 3);
     tcase_add_test(t, test_slice_token_is_sample_slices);
     tcase_add_test(t, test_slice_raw_without_lse_asks_for_the_row);
+    tcase_add_test(t, test_slice_raw_top_with_boundary_ties_asks_for_the_row);
     tcase_add_test(t, test_bad_requests_change_nothing);
     tcase_add_test(t, test_every_kind_on_every_row_shape_with_huge_and_ties);
     suite_add_tcase(s, t);

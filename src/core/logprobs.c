@@ -420,8 +420,9 @@ static sift_status logprobs_slice(sift_chain *c, const sift_slice *sl, int32_t *
      * device set's absent tokens may tie its smallest logit. */
     int decided = !raw || (has_lse && (lp->n_top == 0 || (sl->flags & SIFT_SLICE_CANONICAL) ||
                                        pre[lp->n_top - 1].logit > pre[k - 1].logit));
+    /* The walk keeps its sets in the workspace: at most ws.cap tokens. */
     size_t n_top = lp->n_top;
-    if ((s = lp_reserve(c, n_top + a.n, err)))
+    if ((s = lp_reserve(c, n_top + c->ws.cap, err)))
         return s;
     /* The raw top n in c->lp_set[0, n_top), the kept set after it. */
     if (decided && raw && n_top > 0)
