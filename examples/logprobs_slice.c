@@ -108,12 +108,16 @@ int main(void)
         /* the same token, the same processed values bit for bit, raw ones
          * within the float64 rounding of the two log-sum-exps */
         bad = tok != tok_b || memcmp(&lp.processed, &lb.processed, sizeof lp.processed) != 0 ||
-              memcmp(proc_top, proc_b, sizeof proc_top) != 0 ||
+              lp.n_processed_top != lb.n_processed_top ||
+              memcmp(proc_top, proc_b, lp.n_processed_top * sizeof *proc_top) != 0 ||
               fabs(lp.raw.logprob - lb.raw.logprob) > 1e-9;
-        printf("step %2d: token %5d  raw %8.4f  processed %8.4f  top:", t, (int)tok, lp.raw.logprob,
-               lp.processed.logprob);
+        printf("step %2d: token %5d  raw %7.3f  processed %7.3f  raw top", t, (int)tok,
+               lp.raw.logprob, lp.processed.logprob);
         for (int i = 0; i < NTOP; i++)
-            printf(" %d(%.3f|%.3f)", (int)raw_top[i].id, raw_top[i].logprob, proc_top[i].logprob);
+            printf(" %d:%.3f", (int)raw_top[i].id, raw_top[i].logprob);
+        printf("  processed top");
+        for (size_t i = 0; i < lp.n_processed_top; i++)
+            printf(" %d:%.3f", (int)proc_top[i].id, proc_top[i].logprob);
         printf("\n");
         if (sift_chain_accept(c, tok, &err) || sift_chain_accept(twin, tok_b, &err)) {
             fprintf(stderr, "accept: %s\n", err.message);
