@@ -2055,9 +2055,9 @@ typedef struct sift_logprobs {
  * Since: 0.3.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_logprobs(sift_chain *chain,
-                                                               const float *logits,
-                                                               int32_t n_vocab, int32_t *token,
-                                                               sift_logprobs *lp, sift_error *err);
+                                                               const float *logits, int32_t n_vocab,
+                                                               int32_t *token, sift_logprobs *lp,
+                                                               sift_error *err);
 
 /**
  * sift_chain_sample_slice with logprobs: the same token, RNG and state
@@ -2080,11 +2080,8 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_logprobs(sift_chain *chain
  * a cross-check mismatch (SIFT_E_SLICE_MISMATCH, where the outputs may
  * have been written). Since: 0.3.
  */
-SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice_logprobs(sift_chain *chain,
-                                                                     const sift_slice *slice,
-                                                                     int32_t *token,
-                                                                     sift_logprobs *lp,
-                                                                     sift_error *err);
+SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice_logprobs(
+    sift_chain *chain, const sift_slice *slice, int32_t *token, sift_logprobs *lp, sift_error *err);
 
 /** How far a plan's k can be trusted. */
 typedef enum sift_guarantee {
