@@ -2049,9 +2049,10 @@ typedef struct sift_logprobs {
  * wrong struct_size, unknown flag bits or neither kind, n_top above
  * n_vocab, or a NULL array for a kind asked for with n_top > 0. On
  * failure nothing of the chain changes, RNG included, and `lp` is left
- * as it was. The step always takes the full pass over the row (not the
- * prefix fast path of sift_chain_sample), plus one pass for the raw
- * log-sum-exp and one top-n for the raw alternatives when RAW is asked.
+ * as it was. With PROCESSED the step takes the full pass over the row
+ * (not the prefix fast path of sift_chain_sample); RAW alone takes
+ * sift_chain_sample's own step. RAW adds one pass for the log-sum-exp
+ * and one top-n for the alternatives.
  * Since: 0.3.
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_logprobs(sift_chain *chain,

@@ -342,6 +342,19 @@ static sift_status logprobs_row(sift_chain *c, const float *logits, int32_t V, i
         if ((s = sift__row_prefix(&tctx, logits, V, n_top, c->lp_set)))
             return s;
     }
+    if (!processed) {
+        /* Raw only: the step is sift_chain_sample's own (its prefix fast
+         * path included), and what follows it cannot fail. */
+        int32_t tok = -1;
+        if ((s = sift__sample_row(c, logits, V, &tok, 1, err)))
+            return s;
+        st.raw_top = c->lp_set;
+        st.lse = row_lse(logits, V, sift__simd()->max_f32(logits, (size_t)V));
+        st.tok_logit = logits[tok];
+        write_result(lp, &st, tok);
+        *token = tok;
+        return SIFT_OK;
+    }
     sift__arr a;
     if ((s = sift__row_load(c, logits, V, &a, err)))
         return s;
@@ -352,12 +365,12 @@ static sift_status logprobs_row(sift_chain *c, const float *logits, int32_t V, i
     if ((s = sift__row_run_stages(c, &ctx, &a, end, logits)))
         return s;
     int32_t tok = -1;
-    if ((s = select_and_keep(c, &ctx, &a, end, processed ? c->lp_set + n_top : NULL, &tok, &st)))
+    if ((s = select_and_keep(c, &ctx, &a, end, c->lp_set + n_top, &tok, &st)))
         return s;
     sift__rng rng = ctx.rng;
     int resampled;
     if ((s = sift__check_mode(c, logits, NULL, V, &rng, &tok, &resampled, err)) ||
-        (processed && (s = processed_support(c, end, &st, lp->n_top, tok))))
+        (s = processed_support(c, end, &st, lp->n_top, tok)))
         return s;
     if (raw) {
         float m = sift__simd()->max_f32(logits, (size_t)V);
