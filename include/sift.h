@@ -114,7 +114,7 @@
  * ---
  * Handles are opaque. Every struct the caller allocates and sift reads or
  * writes (the params structs, sift_allocator, sift_dry_params, sift_plan,
- * sift_plan_stage, sift_stats, sift_batch_k) starts with
+ * sift_plan_stage, sift_stats, sift_batch_k, sift_logprobs) starts with
  * `uint32_t struct_size`: the size of the struct as the caller compiled
  * it, set by its _init function or by hand
  * (`plan.struct_size = sizeof plan;`). sift reads and writes only the
@@ -127,9 +127,12 @@
  * instead, which names its layout. Fixed for a major version, never grown:
  * sift_error (every call takes one, NULL allowed: a fixed size needs no
  * setup) and the plain element types of arrays and views (sift_candidate,
- * sift_token_prob, sift_bias, sift_slice), whose size is the stride of
- * arrays callers pass. Structs sift allocates and returns by pointer
- * (sift_diagnostic, sift_config_grammar) may grow at the end. Status
+ * sift_token_prob, sift_bias, sift_slice, sift_logprob), whose size is
+ * the stride of arrays callers pass: a new input of a slice step never
+ * becomes a sift_slice field but comes in the struct of the call that
+ * reads it, as the row's log-sum-exp comes in sift_logprobs. Structs
+ * sift allocates and returns by pointer (sift_diagnostic,
+ * sift_config_grammar) may grow at the end. Status
  * numbers are fixed and never renumbered. Only symbols prefixed `sift_`
  * are exported. SIFT_VERSION_* give the version compiled against;
  * sift_version_number() the version linked at run time. docs/api.md,
@@ -1842,7 +1845,11 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
  * k of its largest logits and the logits of the extra tokens the chain
  * asked for (sift_chain_extras) that are not among them. All arrays are
  * read-only for sift and only during the call. Zero-initialise it
- * (`sift_slice s = {0};`) so that fields added later read as 0.
+ * (`sift_slice s = {0};`) so that flags and tail_mass read as 0. Its size
+ * never changes (see ABI: it is the stride of the slice arrays of
+ * sift_verifier_plan and sift_chains_sample), so new inputs of a slice
+ * step come beside it, in the struct of the call that reads them (the
+ * row's log-sum-exp: sift_logprobs.row_lse).
  *
  * By default (flags = 0) the prefix is what a device top-k returns: the
  * k largest logits as a set, in any order, with any choice among the
@@ -1944,6 +1951,155 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_distribution_slice(sift_chain *ch
                                                                   sift_token_prob *out,
                                                                   size_t capacity, size_t *n_out,
                                                                   sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Logprobs in the sampling call                                       */
+/*                                                                     */
+/* sift_chain_sample_logprobs and sift_chain_sample_slice_logprobs     */
+/* sample as sift_chain_sample / sift_chain_sample_slice do (the same  */
+/* token, RNG and state, bit for bit) and report, in the same call,    */
+/* the sampled token's logprob and the top n alternatives: raw (the    */
+/* log-softmax of the row as the model gave it, what OpenAI and vLLM   */
+/* return by default) and/or processed (the distribution after the     */
+/* chain, as sift_chain_distribution reports it). The chain runs once. */
+/* ------------------------------------------------------------------ */
+
+/** sift_logprobs.flags: report raw logprobs (the row's log-softmax). Since: 0.3. */
+#define SIFT_LOGPROBS_RAW 1u
+/** sift_logprobs.flags: report processed logprobs (after the chain). Since: 0.3. */
+#define SIFT_LOGPROBS_PROCESSED 2u
+/**
+ * sift_logprobs.flags: sift_logprobs.row_lse holds the row's
+ * log-sum-exp (slices; see row_lse). Ignored on a whole row. Since: 0.3.
+ */
+#define SIFT_LOGPROBS_ROW_LSE 4u
+
+/**
+ * One reported token: its id, its logit and its logprob. For raw
+ * entries the logit is the row's and p = exp(logprob); for processed
+ * entries the logit and p are bitwise the ones sift_chain_distribution
+ * reports for that token and logprob = ln(p) by sift's own logarithm
+ * (accurate to about 1e-15, the same bits on every platform), -inf
+ * where p = 0.
+ */
+typedef struct sift_logprob {
+    int32_t id;     /**< Token id. */
+    float logit;    /**< Raw: the row's logit; processed: after the stages before the selector. */
+    double logprob; /**< ln of the probability. */
+    double p;       /**< The probability. */
+} sift_logprob;
+
+/**
+ * The request and the result of a logprobs call. Set struct_size to
+ * sizeof(sift_logprobs) (any other value is SIFT_E_ARG: this is the
+ * struct's first layout; later ones grow at the end, see ABI), the
+ * inputs, and zero the rest (`sift_logprobs lp = {.struct_size = sizeof
+ * lp, ...}`). The output arrays belong to the caller and are written
+ * only during the call.
+ *
+ * Raw values on a whole row are computed from the row in float64:
+ * lse = m + ln(sum_i exp(l_i - m)) over the finite logits (m the
+ * largest, each term by sift's own double exp, summed in row order), and
+ * a token's raw logprob is l_i - lse rounded once. Its error is at most
+ * about V * 2^-53 (the float64 sum) plus a few roundings of the values
+ * involved: below 1e-9 for V <= 2^22 and |logits| < 1e5
+ * (tests/check_logprobs.c compares it with a float64 log-softmax at
+ * that tolerance). A -inf logit has raw logprob -inf.
+ *
+ * On a slice the row is not there: raw logprobs need the row's
+ * log-sum-exp from the device (SIFT_LOGPROBS_ROW_LSE and row_lse, one
+ * more reduction in the pass of its top-k), and without it sift asks
+ * for the row (the row hook, or SIFT_E_NEED_ROW): it does not report an
+ * interval. Processed values never need the LSE.
+ */
+typedef struct sift_logprobs {
+    uint32_t struct_size; /**< sizeof(sift_logprobs). */
+    /** In: SIFT_LOGPROBS_RAW, SIFT_LOGPROBS_PROCESSED (at least one of
+     * them) and SIFT_LOGPROBS_ROW_LSE; other bits are SIFT_E_ARG. */
+    uint32_t flags;
+    /** In: alternatives wanted per kind asked for; 0 reports only the
+     * sampled token. At most the row's length (whole row) or the
+     * slice's n_prefix (slice): more is SIFT_E_ARG. */
+    size_t n_top;
+    /** In: room for n_top entries when RAW is asked and n_top > 0 (else
+     * may be NULL). Out: the row's n_top largest logits in canonical
+     * order (logit descending, id ascending) with their raw logprobs. */
+    sift_logprob *raw_top;
+    /** In: room for n_top entries when PROCESSED is asked and n_top > 0
+     * (else may be NULL). Out: the first n_top entries of
+     * sift_chain_distribution's report (canonical order). */
+    sift_logprob *processed_top;
+    /**
+     * In, read only with SIFT_LOGPROBS_ROW_LSE on a slice: ln(sum_i
+     * exp(l_i)) over the whole row's finite logits. Raw logprobs are then
+     * l_i - row_lse: their error is row_lse's error plus one rounding.
+     * Computed as m + log(sum exp(l_i - m)) in float64 its error is below
+     * V * 2^-52 (about 5e-11 at V = 248,320); a float32 reduction is off
+     * by up to about 1e-7 * log-range and the logprobs with it. NaN,
+     * infinite, below the slice's largest logit or above it by more than
+     * ln(V) + 1e-6 is SIFT_E_ARG.
+     */
+    double row_lse;
+    sift_logprob raw;       /**< Out (RAW): the sampled token's raw entry. */
+    sift_logprob processed; /**< Out (PROCESSED): the sampled token's processed entry. */
+    size_t n_raw_top;       /**< Out: entries written to raw_top (n_top, or 0 without RAW). */
+    /** Out: entries written to processed_top: min(n_top, n_support). */
+    size_t n_processed_top;
+    /** Out (PROCESSED): the size of the processed distribution (its
+     * support), as sift_chain_distribution's *n_out. */
+    size_t n_support;
+    double lse; /**< Out (RAW): the log-sum-exp the raw values used. */
+} sift_logprobs;
+
+/**
+ * sift_chain_sample with logprobs: the same token, RNG and state as
+ * sift_chain_sample on this row, and the logprobs `lp` asks for, from
+ * one pass of the chain over the row.
+ *
+ * Processed values are the distribution the selector draws from, bit
+ * for bit sift_chain_distribution's on this row at this state: with a
+ * check-mode grammar (not a stage) that is the first draw's; a token it
+ * made the step resample gets its p there (0 and -inf outside that
+ * support). Raw values: see sift_logprobs.
+ *
+ * Errors: those of sift_chain_sample, and SIFT_E_ARG for a NULL `lp`, a
+ * wrong struct_size, unknown flag bits or neither kind, n_top above
+ * n_vocab, or a NULL array for a kind asked for with n_top > 0. On
+ * failure nothing of the chain changes, RNG included, and `lp` is left
+ * as it was. With PROCESSED the step takes the full pass over the row
+ * (not the prefix fast path of sift_chain_sample); RAW alone takes
+ * sift_chain_sample's own step. RAW adds one pass for the log-sum-exp
+ * and one top-n for the alternatives.
+ * Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_logprobs(sift_chain *chain,
+                                                               const float *logits, int32_t n_vocab,
+                                                               int32_t *token, sift_logprobs *lp,
+                                                               sift_error *err);
+
+/**
+ * sift_chain_sample_slice with logprobs: the same token, RNG and state
+ * as sift_chain_sample_slice on this slice (so as sift_chain_sample on
+ * the row), and the logprobs `lp` asks for.
+ *
+ * The slice decides the step when it decides sift_chain_distribution_slice
+ * (PROCESSED asked) or sift_chain_sample_slice (RAW only), and, for RAW,
+ * when lp carries SIFT_LOGPROBS_ROW_LSE and the n_top alternatives are
+ * certain: with SIFT_SLICE_CANONICAL always; with a device top-k set when
+ * the n_top-th largest logit is above the prefix's smallest (else absent
+ * tokens tied there could rank before it). Otherwise sift calls the row
+ * hook and answers from the row (raw values then from the row, row_lse
+ * unused), or returns SIFT_E_NEED_ROW with nothing changed.
+ *
+ * Errors: those of sift_chain_sample_slice and of
+ * sift_chain_sample_logprobs (n_top is bounded by the slice's n_prefix),
+ * and SIFT_E_ARG for a bad row_lse (see sift_logprobs). On failure the
+ * chain is unchanged, RNG included; `lp` is left as it was, except after
+ * a cross-check mismatch (SIFT_E_SLICE_MISMATCH, where the outputs may
+ * have been written). Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice_logprobs(
+    sift_chain *chain, const sift_slice *slice, int32_t *token, sift_logprobs *lp, sift_error *err);
 
 /** How far a plan's k can be trusted. */
 typedef enum sift_guarantee {

@@ -654,6 +654,10 @@ struct sift_chain {
      * workspace's, lent for that call (core/workspace.c); between calls
      * they are the chain's own, empty while a workspace is attached. */
     sift_workspace *workspace;
+    /* core/logprobs.c: the set before the selector, kept while the
+     * selector draws, then the raw top n (sized once per need). */
+    sift_candidate *lp_set;
+    size_t lp_cap;
 };
 
 /* The allocator of the scratch the chain uses now: the lent

@@ -444,6 +444,19 @@ static sift_status c_set_workspace(sift_chain *c)
     return sift_chain_set_workspace(c, NULL, NULL);
 }
 
+static sift_status c_sample_logprobs(sift_chain *c)
+{
+    int32_t t;
+    sift_logprobs lp = {.struct_size = sizeof lp, .flags = SIFT_LOGPROBS_PROCESSED};
+    return sift_chain_sample_logprobs(c, R.row, V, &t, &lp, NULL);
+}
+static sift_status c_sample_slice_logprobs(sift_chain *c)
+{
+    int32_t t;
+    sift_logprobs lp = {.struct_size = sizeof lp, .flags = SIFT_LOGPROBS_PROCESSED};
+    return sift_chain_sample_slice_logprobs(c, &R.slice, &t, &lp, NULL);
+}
+
 /* One line per function: its name (as sift.h spells it), what it does
  * to a busy object, and the call. */
 #define REF(fname, fn)                              \
@@ -502,6 +515,8 @@ static const entry TABLE[] = {
     REF(sift_chains_next_k_batch, c_chains_next_k_batch),
     REF(sift_chains_sample, c_chains_sample),
     REF(sift_verifier_new, c_verifier_new),
+    REF(sift_chain_sample_logprobs, c_sample_logprobs),
+    REF(sift_chain_sample_slice_logprobs, c_sample_slice_logprobs),
     {.name = "sift_verifier_plan", .kind = REFUSES, .call = c_verifier_plan, .verifier = 1},
     {.name = "sift_verifiers_plan", .kind = REFUSES, .call = c_verifiers_plan, .verifier = 1},
     {.name = "sift_verifier_distributions",

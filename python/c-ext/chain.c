@@ -1214,6 +1214,97 @@ static PyObject *chain_distribution(SiftPyChain *self, PyObject *args, PyObject 
     return res;
 }
 
+static PyObject *logprob_tuple(const sift_logprob *e)
+{
+    return Py_BuildValue("(iddd)", e->id, (double)e->logit, e->logprob, e->p);
+}
+
+static PyObject *logprob_list(const sift_logprob *e, size_t n)
+{
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; l && i < n; i++) {
+        PyObject *t = logprob_tuple(&e[i]);
+        if (!t) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+    }
+    return l;
+}
+
+/* sample_logprobs(logits, n=0, *, raw=True, processed=True) -> (token, dict) */
+static PyObject *chain_sample_logprobs(SiftPyChain *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"logits", "n", "raw", "processed", NULL};
+    PyObject *logits;
+    Py_ssize_t n_top = 0;
+    int raw = 1, processed = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|n$pp:sample_logprobs", kwlist, &logits, &n_top,
+                                     &raw, &processed))
+        return NULL;
+    if (n_top < 0)
+        return siftpy_raise_msg(SIFT_E_ARG, -1, "n = %zd must be >= 0", n_top);
+    siftpy_view v;
+    if (row_view(&v, logits) < 0)
+        return NULL;
+    sift_logprob *buf = PyMem_Malloc((size_t)(n_top ? 2 * n_top : 1) * sizeof *buf);
+    if (!buf) {
+        siftpy_view_release(&v);
+        return PyErr_NoMemory();
+    }
+    if (siftpy_chain_acquire((PyObject *)self) < 0) {
+        PyMem_Free(buf);
+        siftpy_view_release(&v);
+        return NULL;
+    }
+    sift_logprobs lp = {.struct_size = sizeof lp, .n_top = (size_t)n_top};
+    lp.flags = (raw ? SIFT_LOGPROBS_RAW : 0u) | (processed ? SIFT_LOGPROBS_PROCESSED : 0u);
+    lp.raw_top = buf;
+    lp.processed_top = buf + n_top;
+    int32_t tok = -1;
+    sift_error err;
+    sift_status st;
+    Py_BEGIN_ALLOW_THREADS;
+    st = sift_chain_sample_logprobs(self->chain, v.data, (int32_t)v.shape[0], &tok, &lp, &err);
+    Py_END_ALLOW_THREADS;
+    RELEASE(self);
+    siftpy_view_release(&v);
+    PyObject *res = NULL;
+    if (st != SIFT_OK) {
+        res = siftpy_raise(st, &err);
+    } else {
+        PyObject *d = PyDict_New();
+        int bad = !d;
+        if (!bad && raw) {
+            PyObject *a = logprob_tuple(&lp.raw), *b = logprob_list(lp.raw_top, lp.n_raw_top);
+            PyObject *c = PyFloat_FromDouble(lp.lse);
+            bad = !a || !b || !c || PyDict_SetItemString(d, "raw", a) < 0 ||
+                  PyDict_SetItemString(d, "raw_top", b) < 0 ||
+                  PyDict_SetItemString(d, "lse", c) < 0;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            Py_XDECREF(c);
+        }
+        if (!bad && processed) {
+            PyObject *a = logprob_tuple(&lp.processed);
+            PyObject *b = logprob_list(lp.processed_top, lp.n_processed_top);
+            PyObject *c = PyLong_FromSize_t(lp.n_support);
+            bad = !a || !b || !c || PyDict_SetItemString(d, "processed", a) < 0 ||
+                  PyDict_SetItemString(d, "processed_top", b) < 0 ||
+                  PyDict_SetItemString(d, "n_support", c) < 0;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            Py_XDECREF(c);
+        }
+        if (!bad)
+            res = Py_BuildValue("(iO)", tok, d);
+        Py_XDECREF(d);
+    }
+    PyMem_Free(buf);
+    return res;
+}
+
 static PyObject *chain_distribution_slice(SiftPyChain *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {SLICE_KWLIST, "n", NULL};
@@ -1600,6 +1691,12 @@ static PyMethodDef chain_methods[] = {
      "k largest logits in any order; extras = (ids, logits) of chain.extras()\n"
      "(ids already in the prefix are dropped); tail_mass = the bound of\n"
      "docs/analyzer.md. The token is the whole row's, bit for bit."},
+    {"sample_logprobs", (PyCFunction)(void (*)(void))chain_sample_logprobs,
+     METH_VARARGS | METH_KEYWORDS,
+     "sample_logprobs(logits, n=0, *, raw=True, processed=True) -> (int, dict)\n\n"
+     "sample() that also returns logprobs (sift_chain_sample_logprobs): the same\n"
+     "token and RNG. dict: raw, processed = (id, logit, logprob, p) of the token;\n"
+     "raw_top, processed_top = the first n such entries; lse; n_support."},
     {"distribution", (PyCFunction)(void (*)(void))chain_distribution, METH_VARARGS | METH_KEYWORDS,
      "distribution(logits, n=None) -> list[(id, logit, p)]\n\nThe selector's distribution in "
      "canonical order, the first n entries."},

@@ -151,6 +151,7 @@ void sift_chain_free(sift_chain *c)
     sift_workspace *w = c->workspace;
     c->workspace = NULL;
     sift__workspace_unref(w);
+    sift__free(&al, c->lp_set);
     if (check_ops)
         check_ops->destroy(check);
     c->magic = 0xDEADu;
@@ -273,6 +274,8 @@ sift_status sift__chain_clone(const sift_chain *c, sift_chain **out, sift_error 
     d->hook_user = NULL;
     d->row = NULL;
     d->row_cap = 0;
+    d->lp_set = NULL;
+    d->lp_cap = 0;
     d->seen = NULL;
     d->seen_cap = 0;
     d->seen_gen = 0;

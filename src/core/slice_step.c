@@ -508,3 +508,16 @@ sift_status sift_chain_distribution_slice(sift_chain *c, const sift_slice *slice
 {
     SIFT__CHAIN_SCRATCH_CALL(c, err, sift__distribution_slice(c, slice, out, capacity, n_out, err));
 }
+
+/* For the logprobs call (core/logprobs.c). */
+sift_status sift__slice_load(sift_chain *c, const sift_slice *sl, int need_selector, sift__arr *a,
+                             sift__bound *b, sift_error *err)
+{
+    return load_slice(c, sl, need_selector, a, b, err);
+}
+
+sift_status sift__slice_need_row(sift_chain *c, const sift_slice *sl, const sift__ctx *ctx,
+                                 sift_error *err)
+{
+    return need_row(c, sl, ctx, err);
+}

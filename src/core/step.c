@@ -524,10 +524,13 @@ size_t sift__selector_end(const sift_chain *c)
     return end;
 }
 
-/* The selector's support and the probabilities, from the set the stages
- * before it left in `a`. */
-sift_status sift__finish_distribution(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
-                                      sift_token_prob *out, size_t capacity, size_t *n_out)
+/* The selector's support of the set the stages before it left in `a`,
+ * sorted canonically into ws.cand2 (*sorted, *n), with its largest logit
+ * *m and its total weight *Wd: token i's probability is
+ * sift__weight(sift__expf(logit - m)) / Wd. a->c is scratch. */
+sift_status sift__distribution_sorted(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
+                                      const sift_candidate **sorted, size_t *n, float *m,
+                                      double *Wd)
 {
     sift_status s = SIFT_OK;
     sift__stage *sel = end < c->n_stages ? c->stages[end] : NULL;
@@ -536,8 +539,8 @@ sift_status sift__finish_distribution(sift_chain *c, sift__ctx *ctx, sift__arr *
         if ((s = sel->ops->support(sel, ctx, a)))
             return s;
     }
-    float m = sift__max_logit(a->c, a->n);
-    if (!(m > -INFINITY)) {
+    *m = sift__max_logit(a->c, a->n);
+    if (!(*m > -INFINITY)) {
         if (ctx->banned_at < end)
             return sift__no_candidate_left(c, ctx);
         return sift__fail(ctx->err, SIFT_E_NO_CANDIDATE, "every candidate is -inf after stage %zu",
@@ -545,21 +548,38 @@ sift_status sift__finish_distribution(sift_chain *c, sift__ctx *ctx, sift__arr *
     }
     if (sel && sel->ops->is_greedy)
         sift__arr_keep_top(ctx, a, 1);
-    sift__u128 W = sift__weights(a->c, a->n, m, c->ws.u64a);
-    double Wd = sift__u128_to_double(W);
+    sift__u128 W = sift__weights(a->c, a->n, *m, c->ws.u64a);
+    *Wd = sift__u128_to_double(W);
     /* Report in canonical order. This is a diagnostic call, not the hot
      * path, so it sorts what survived. A weight is a pure function of the
      * logit and m, so it is recomputed after the sort. */
-    sift_candidate *sorted = c->ws.cand2;
-    memcpy(sorted, a->c, a->n * sizeof *sorted);
-    sift__sort_canon(sorted, a->n, a->c);
-    size_t k = a->n < capacity ? a->n : capacity;
+    sift_candidate *out = c->ws.cand2;
+    memcpy(out, a->c, a->n * sizeof *out);
+    sift__sort_canon(out, a->n, a->c);
+    *sorted = out;
+    *n = a->n;
+    return SIFT_OK;
+}
+
+/* The selector's support and the probabilities, from the set the stages
+ * before it left in `a`. */
+sift_status sift__finish_distribution(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
+                                      sift_token_prob *out, size_t capacity, size_t *n_out)
+{
+    const sift_candidate *sorted;
+    size_t n;
+    float m;
+    double Wd;
+    sift_status s = sift__distribution_sorted(c, ctx, a, end, &sorted, &n, &m, &Wd);
+    if (s)
+        return s;
+    size_t k = n < capacity ? n : capacity;
     for (size_t i = 0; i < k; i++) {
         out[i].id = sorted[i].id;
         out[i].logit = sorted[i].logit;
         out[i].p = (double)sift__weight(sift__expf(sorted[i].logit - m)) / Wd;
     }
-    *n_out = a->n;
+    *n_out = n;
     return SIFT_OK;
 }
 
@@ -612,4 +632,22 @@ sift_status sift_chain_distribution(sift_chain *c, const float *logits, int32_t 
 {
     SIFT__CHAIN_SCRATCH_CALL(c, err,
                              sift__distribution_row(c, logits, V, out, capacity, n_out, err));
+}
+
+/* For the logprobs call (core/logprobs.c): the row step's pieces. */
+size_t sift__row_ws_need(const sift_chain *c, int32_t V)
+{
+    return ws_need(c, V);
+}
+
+sift_status sift__row_load(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
+                           sift_error *err)
+{
+    return load_row(c, logits, V, a, err);
+}
+
+sift_status sift__row_run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
+                                 const float *logits)
+{
+    return run_stages(c, ctx, a, end, logits);
 }

@@ -48,5 +48,26 @@ SIFT__HIDDEN size_t sift__selector_end(const sift_chain *c);
 SIFT__HIDDEN sift_status sift__finish_distribution(sift_chain *c, sift__ctx *ctx, sift__arr *a,
                                                    size_t end, sift_token_prob *out,
                                                    size_t capacity, size_t *n_out);
+/* The selector's support of the set in `a`, sorted canonically into
+ * ws.cand2, with its largest logit and total weight (the probabilities
+ * sift__finish_distribution reports); a->c is scratch. */
+SIFT__HIDDEN sift_status sift__distribution_sorted(sift_chain *c, sift__ctx *ctx, sift__arr *a,
+                                                   size_t end, const sift_candidate **sorted,
+                                                   size_t *n, float *m, double *Wd);
+/* The row step's pieces, for the logprobs call (core/logprobs.c): the
+ * workspace a row step reserves, the row loaded into ws.cand, and the
+ * stages [0, end) run over it as every row step runs them. */
+SIFT__HIDDEN size_t sift__row_ws_need(const sift_chain *c, int32_t V);
+SIFT__HIDDEN sift_status sift__row_load(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
+                                        sift_error *err);
+SIFT__HIDDEN sift_status sift__row_run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a,
+                                              size_t end, const float *logits);
+/* The slice step's pieces (slice_step.c): the slice checked and loaded
+ * into ws.cand in canonical order with the bound on absent tokens, and
+ * SIFT_E_NEED_ROW for a slice that cannot decide the step. */
+SIFT__HIDDEN sift_status sift__slice_load(sift_chain *c, const sift_slice *sl, int need_selector,
+                                          sift__arr *a, sift__bound *b, sift_error *err);
+SIFT__HIDDEN sift_status sift__slice_need_row(sift_chain *c, const sift_slice *sl,
+                                              const sift__ctx *ctx, sift_error *err);
 
 #endif /* SIFT_CORE_STEP_H */
