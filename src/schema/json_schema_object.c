@@ -151,6 +151,129 @@ static int names_may_match(sift__js *c, const json_t *pp, const char *const *nam
     return hit;
 }
 
+/* A pattern of one atom (".", \d \D \w \W \s \S, a bracket class, or
+ * a plain character), optionally anchored at either end, repeated by
+ * "+", "*", "{1,}", "{0,}" or once. Such a pattern's key language has
+ * a complement of the same kind (below); bracket classes are taken
+ * as written (no nested "[", no "]" first). */
+typedef struct one_atom {
+    int bol, eol;
+    char q; /* 0 once, '+' or '*' */
+    const char *a;
+    size_t a_len;
+} one_atom;
+
+static int plain_char(int ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '-' || ch == '/' || ch == '@' || ch == ':';
+}
+
+static int parse_one_atom(const char *p, one_atom *o)
+{
+    size_t i = 0;
+    o->bol = p[0] == '^';
+    i += (size_t)o->bol;
+    o->a = p + i;
+    if (p[i] == '.' || plain_char((unsigned char)p[i])) {
+        i++;
+    } else if (p[i] == '\\' && p[i + 1] && strchr("dDwWsS", p[i + 1])) {
+        i += 2;
+    } else if (p[i] == '[') {
+        i++;
+        if (p[i] == '^')
+            i++;
+        if (p[i] == ']')
+            return 0;
+        while (p[i] && p[i] != ']') {
+            if (p[i] == '[')
+                return 0;
+            if (p[i] == '\\') {
+                if (!p[i + 1])
+                    return 0;
+                i++;
+            }
+            i++;
+        }
+        if (p[i] != ']')
+            return 0;
+        i++;
+    } else {
+        return 0;
+    }
+    o->a_len = (size_t)(p + i - o->a);
+    o->q = 0;
+    if (p[i] == '+' || p[i] == '*') {
+        o->q = p[i++];
+    } else if (!strncmp(p + i, "{1,}", 4) || !strncmp(p + i, "{0,}", 4)) {
+        o->q = p[i + 1] == '1' ? '+' : '*';
+        i += 4;
+    }
+    o->eol = p[i] == '$';
+    i += (size_t)o->eol;
+    return p[i] == '\0';
+}
+
+/* Whether pattern p matches every string (e.g. ".*", "^[a-z]*"). */
+static int pat_universal(const char *p)
+{
+    one_atom o;
+    return p[0] == '\0' || (parse_one_atom(p, &o) && o.q == '*' && !(o.bol && o.eol));
+}
+
+/* The ECMA-262 text of a pattern matching exactly the strings that the
+ * one-atom pattern p does not match, into out[cap]; 0 when p is not of
+ * that shape (or is universal, or one character exactly). */
+static int pat_complement(const char *p, char *out, size_t cap)
+{
+    one_atom o;
+    char neg[96];
+    if (!parse_one_atom(p, &o) || o.a_len + 2 >= sizeof neg)
+        return 0;
+    if (o.a[0] == '.')
+        snprintf(neg, sizeof neg, "[\\n\\r\\u2028\\u2029]");
+    else if (o.a[0] == '\\')
+        snprintf(neg, sizeof neg, "\\%c", o.a[1] ^ 0x20);
+    else if (o.a[0] == '[' && o.a[1] == '^')
+        snprintf(neg, sizeof neg, "[%.*s", (int)o.a_len - 2, o.a + 2);
+    else if (o.a[0] == '[')
+        snprintf(neg, sizeof neg, "[^%.*s", (int)o.a_len - 1, o.a + 1);
+    else
+        snprintf(neg, sizeof neg, "[^%c]", o.a[0]);
+    int n;
+    if (o.q == '*')
+        n = o.bol && o.eol ? snprintf(out, cap, "%s", neg) : -1;
+    else if (!o.bol && !o.eol) /* contains an atom */
+        n = snprintf(out, cap, "^%s*$", neg);
+    else if (o.bol && o.eol)
+        n = o.q == '+' ? snprintf(out, cap, "^$|%s", neg) : -1;
+    else if (o.bol)
+        n = snprintf(out, cap, "^$|^%s", neg);
+    else
+        n = snprintf(out, cap, "^$|%s$", neg);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* The single pattern of patternProperties, when it is universal and its
+ * schema constrains values: every key (declared names included) then
+ * takes its schema. NULL otherwise. */
+static const json_t *universal_pp(const json_t *s, const char **pat)
+{
+    const json_t *pp = json_object_get(s, "patternProperties");
+    const char *k;
+    json_t *v;
+    if (!json_is_object(pp) || json_object_size(pp) != 1)
+        return NULL;
+    json_object_foreach((json_t *)pp, k, v)
+    {
+        if (pat_universal(k) && !trivial(v)) {
+            *pat = k;
+            return v;
+        }
+    }
+    return NULL;
+}
+
 /* The extra member X (key ws ":" ws value), or never. */
 static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *names, size_t n_names,
                              sift__js_ref *x)
@@ -167,6 +290,31 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
                              "'patternProperties' must be an object");
     const char *pat;
     json_t *ps;
+    /* one universal pattern: every key takes its schema (declared names
+     * get it merged in by collect), the others are any undeclared key */
+    const char *upat = NULL;
+    if (universal_pp(s, &upat)) {
+        sift__js_ref v, keys;
+        if (!(st = sift__js_push_key(c, "patternProperties")) && !(st = sift__js_push_key(c, upat)))
+            st = sift__js_gen(c, json_object_get(pp, upat), &v);
+        sift__js_pop(c, mark);
+        if (!st && !v.never && !(st = sift__js_not_keys(c, names, n_names, &keys)))
+            st = sift__js_printf(c, &b, "%s %s \":\" %s %s", keys.name, ws, ws, v.name);
+        if (!st && !v.never)
+            st = sift__js_rule(c, x, b.p);
+        sift__js_buf_free(c, &b);
+        return st;
+    }
+    /* one pattern and no declared name: the keys it does not match have
+     * a pattern of their own, for additionalProperties */
+    char comp[160];
+    int open_ap = json_is_true(ap) || (!ap && !c->strict) || json_is_object(ap);
+    int use_comp = json_object_size(pp) == 1 && n_names == 0 && open_ap && pp_strict(pp);
+    json_object_foreach((json_t *)pp, pat, ps)
+    {
+        if (use_comp && !pat_complement(pat, comp, sizeof comp))
+            use_comp = 0;
+    }
     json_object_foreach((json_t *)pp, pat, ps)
     {
         sift__js_ref v;
@@ -204,7 +352,7 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     }
     sift__js_ref av;
     av.never = 1;
-    if (!st && json_object_size(pp) &&
+    if (!st && json_object_size(pp) && !use_comp &&
         ((pp_strict(pp) && (json_object_size(pp) > 1 || (ap ? !json_is_false(ap) : !c->strict))) ||
          (names_may_match(c, pp, names, n_names, &st) && !st)))
         st = sift__js_unsupported(c, "patternProperties",
@@ -220,7 +368,25 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
         st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "additionalProperties",
                            "'additionalProperties' must be a boolean or a schema");
     }
-    if (!st && !av.never) {
+    if (!st && !av.never && use_comp) {
+        char *re = NULL;
+        size_t re_len = 0;
+        sift_error rerr;
+        st = sift__json_regex_to_gbnf(c->al, comp, strlen(comp), c->max_grammar, &re, &re_len,
+                                      &rerr);
+        if (st == SIFT_E_NOMEM)
+            st = nomem(c);
+        else if (st)
+            st = sift__js_unsupported(c, "patternProperties",
+                                      "the keys this pattern does not match: %s", rerr.message);
+        if (!st)
+            st = sift__js_printf(c, &b, "%s\"\\\"\" ", alts++ ? " | " : "");
+        if (!st)
+            st = sift__js_put(c, &b, re, re_len);
+        if (!st)
+            st = sift__js_printf(c, &b, " \"\\\"\" %s \":\" %s %s", ws, ws, av.name);
+        sift__free(c->al, re);
+    } else if (!st && !av.never) {
         sift__js_ref keys;
         st = sift__js_not_keys(c, names, n_names, &keys);
         if (!st)
@@ -298,14 +464,19 @@ static sift_status collect(sift__js *c, const json_t *s, prop **out, size_t *n, 
         return nomem(c);
     }
     size_t k = 0, mark = c->path.n;
-    const char *key;
+    const char *key, *upat;
     json_t *v;
+    /* a universal pattern's schema applies to every declared name too */
+    const json_t *upv = universal_pp(s, &upat);
     json_object_foreach((json_t *)props, key, v)
     {
         p[k].key = key;
         p[k].required = json_object_get(req_set, key) != NULL;
-        if (!(st = sift__js_push_key(c, "properties")) && !(st = sift__js_push_key(c, key)))
-            st = sift__js_gen(c, v, &p[k].value);
+        if (!(st = sift__js_push_key(c, "properties")) && !(st = sift__js_push_key(c, key))) {
+            json_t *both = upv ? json_pack("{s:[OO]}", "allOf", v, upv) : NULL;
+            st = upv && !both ? nomem(c) : sift__js_gen(c, both ? both : v, &p[k].value);
+            json_decref(both);
+        }
         sift__js_pop(c, mark);
         if (st)
             break;
