@@ -1538,6 +1538,52 @@ START_TEST(test_patterns_of_other_shapes_beside_open_keys_stay_refused)
 }
 END_TEST
 
+START_TEST(test_unique_items_over_a_finite_set_admit_each_value_once)
+{
+    static const char *good[] = {"[]", "[\"a\"]", "[\"b\",\"a\"]", "[\"c\",1,\"a\"]",
+                                 "[1,\"b\",\"a\",\"c\"]"};
+    static const char *bad[] = {"[\"a\",\"a\"]", "[\"a\",\"b\",\"a\"]", "[1,1]", "[\"d\"]",
+                                "[1,\"a\",\"b\",\"c\",1]"};
+    CHECK("{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[\"a\",\"b\",\"c\",1,\"a\"]"
+          "}}",
+          good, bad);
+    /* counts, booleans */
+    static const char *good2[] = {"[true]", "[false,true]"};
+    static const char *bad2[] = {"[]", "[true,true]", "[false,false]", "[null]"};
+    CHECK(
+        "{\"type\":\"array\",\"uniqueItems\":true,\"minItems\":1,\"items\":{\"type\":\"boolean\"}}",
+        good2, bad2);
+    static const char *good3[] = {"[\"x\",\"y\"]", "[\"y\",\"z\"]"};
+    static const char *bad3[] = {"[\"x\"]", "[\"x\",\"y\",\"z\"]", "[\"x\",\"x\"]"};
+    CHECK("{\"type\":\"array\",\"uniqueItems\":true,\"minItems\":2,\"maxItems\":2,"
+          "\"items\":{\"type\":\"string\",\"enum\":[\"x\",\"y\",\"z\"]}}",
+          good3, bad3);
+    /* uniqueItems constrains arrays only */
+    static const char *good4[] = {"\"s\"", "[]"};
+    static const char *bad4[] = {"[null,null]"};
+    CHECK("{\"uniqueItems\":true,\"items\":{\"const\":null}}", good4, bad4);
+}
+END_TEST
+
+START_TEST(test_unique_items_over_other_items_stay_refused)
+{
+    sift_error err;
+    static const char *const refused[] = {
+        "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"type\":\"string\"}}",
+        "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[1,2,3,4,5,6,7]}}",
+        "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[[1],2]}}",
+        "{\"type\":\"array\",\"uniqueItems\":true,\"prefixItems\":[{\"const\":1}],"
+        "\"items\":{\"enum\":[1,2]}}",
+        "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[1.5,2]}}",
+        "{\"uniqueItems\":true}",
+    };
+    for (size_t i = 0; i < N(refused); i++) {
+        ck_assert_int_eq(convert_err(refused[i], NULL, &err), SIFT_E_SCHEMA_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(err.message, "#/uniqueItems"));
+    }
+}
+END_TEST
+
 Suite *json_schema_suite(void);
 Suite *json_schema_suite(void)
 {
@@ -1621,6 +1667,10 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_one_pattern_beside_open_additional_properties_splits_the_keys);
     tcase_add_test(tc, test_a_universal_pattern_applies_to_every_key_and_declared_name);
     tcase_add_test(tc, test_patterns_of_other_shapes_beside_open_keys_stay_refused);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("uniqueItems");
+    tcase_add_test(tc, test_unique_items_over_a_finite_set_admit_each_value_once);
+    tcase_add_test(tc, test_unique_items_over_other_items_stay_refused);
     suite_add_tcase(s, tc);
     return s;
 }

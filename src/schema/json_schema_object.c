@@ -734,6 +734,129 @@ static sift_status item_schemas(sift__js *c, const json_t *s, const json_t **pre
     return SIFT_OK;
 }
 
+/* uniqueItems: true over items from a finite set: the items schema is an
+ * enum or const (with at most a type that every value has, and
+ * annotations), or {"type": "boolean"} / {"type": "null"}, of at most
+ * MAX_UNIQUE distinct values, each a string, integer, boolean or null;
+ * no prefixItems. One rule per set S of values already written:
+ *
+ *   u(S) ::= "" (when |S| >= minItems) | "," ws v_i ws u(S+i) (i not in S,
+ *            |S| < maxItems)
+ *
+ * the first element without its comma. *vals is NULL when the shape is
+ * another one. */
+#define MAX_UNIQUE 6
+static int scalar_value(const json_t *v)
+{
+    return json_is_string(v) || json_is_integer(v) || json_is_boolean(v) || json_is_null(v);
+}
+
+static int has_type(const json_t *v, const char *t)
+{
+    return (!strcmp(t, "string") && json_is_string(v)) ||
+           ((!strcmp(t, "integer") || !strcmp(t, "number")) && json_is_integer(v)) ||
+           (!strcmp(t, "boolean") && json_is_boolean(v)) || (!strcmp(t, "null") && json_is_null(v));
+}
+
+static json_t *unique_values(const json_t *s)
+{
+    const json_t *items = json_object_get(s, "items");
+    if (json_object_get(s, "prefixItems") || !json_is_object(items))
+        return NULL;
+    const json_t *e = json_object_get(items, "enum"), *k = json_object_get(items, "const");
+    const json_t *t = json_object_get(items, "type");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)items, key, v)
+    {
+        if (strcmp(key, "enum") && strcmp(key, "const") && strcmp(key, "type") &&
+            !sift__js_is_annotation(key))
+            return NULL;
+    }
+    if ((e && k) || (t && !json_is_string(t)) || (e && !json_is_array(e)))
+        return NULL;
+    json_t *given = k ? json_pack("[O]", k) : e ? json_incref((json_t *)e) : NULL;
+    if (!given && t && !strcmp(json_string_value(t), "boolean"))
+        given = json_pack("[bb]", 0, 1);
+    else if (!given && t && !strcmp(json_string_value(t), "null"))
+        given = json_pack("[n]");
+    json_t *out = given ? json_array() : NULL;
+    for (size_t i = 0; out && i < json_array_size(given); i++) {
+        const json_t *g = json_array_get(given, i);
+        int dup = 0;
+        if (!scalar_value(g) || (t && !has_type(g, json_string_value(t)))) {
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+        for (size_t j = 0; !dup && j < json_array_size(out); j++)
+            dup = json_equal(json_array_get(out, j), (json_t *)g);
+        if (!dup && json_array_append(out, (json_t *)g)) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    json_decref(given);
+    if (out && json_array_size(out) > MAX_UNIQUE) {
+        json_decref(out);
+        out = NULL;
+    }
+    return out;
+}
+
+static sift_status gen_unique(sift__js *c, const json_t *vals, int64_t lo, int64_t hi, int has_hi,
+                              sift__js_ref *r)
+{
+    const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
+    size_t k = json_array_size(vals), n_sets = (size_t)1 << k;
+    if (!has_hi || hi > (int64_t)k)
+        hi = (int64_t)k;
+    if (lo > hi) {
+        r->never = 1;
+        r->name[0] = '\0';
+        return SIFT_OK;
+    }
+    sift__js_ref u[1 << MAX_UNIQUE];
+    sift__js_buf b = {0};
+    sift_status st = sift__js_work(c, (int64_t)(n_sets * k));
+    for (size_t m = 0; !st && m < n_sets; m++)
+        if (__builtin_popcount((unsigned)m) <= hi)
+            st = sift__js_new_rule(c, &u[m]);
+    /* u(S) for S != {}; the empty set's rule is the array's body */
+    for (size_t m = n_sets; !st && m-- > 0;) {
+        int64_t size = __builtin_popcount((unsigned)m);
+        if (size > hi)
+            continue;
+        int alts = 0;
+        b.n = 0;
+        if (size >= lo) {
+            st = sift__js_puts(c, &b, "\"\"");
+            alts++;
+        }
+        for (size_t i = 0; !st && i < k && size < hi; i++) {
+            if (m & ((size_t)1 << i))
+                continue;
+            st = sift__js_printf(c, &b, "%s%s", alts++ ? " | " : "", m ? "\",\" " : "");
+            if (!st && m)
+                st = sift__js_printf(c, &b, "%s ", ws);
+            if (!st)
+                st = sift__js_const_value(c, &b, json_array_get(vals, i));
+            if (!st)
+                st = sift__js_printf(c, &b, " %s %s", ws, u[m | ((size_t)1 << i)].name);
+        }
+        if (!st)
+            st = sift__js_emit(c, &u[m], b.p);
+    }
+    if (!st) {
+        b.n = 0;
+        st = sift__js_printf(c, &b, "\"[\" %s %s \"]\"", ws, u[0].name);
+    }
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
 sift_status sift__js_gen_array(sift__js *c, const json_t *s, sift__js_ref *r)
 {
     const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
@@ -749,6 +872,15 @@ sift_status sift__js_gen_array(sift__js *c, const json_t *s, sift__js_ref *r)
         st = check_count(c, "maxItems", hi);
     if (!st)
         st = item_schemas(c, s, &prefix, &rest);
+    if (!st && json_is_true(json_object_get(s, "uniqueItems"))) {
+        json_t *vals = unique_values(s);
+        if (vals) {
+            st = gen_unique(c, vals, has_lo ? lo : 0, hi, has_hi, r);
+            json_decref(vals);
+            return st;
+        }
+        st = sift__js_unsupported(c, "uniqueItems", "'uniqueItems': true is not supported");
+    }
     if (st)
         return st;
     if (has_hi && hi < lo) {
