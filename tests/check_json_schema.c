@@ -1526,7 +1526,7 @@ START_TEST(test_patterns_of_other_shapes_beside_open_keys_stay_refused)
 {
     sift_error err;
     static const char *const refused[] = {
-        "{\"patternProperties\":{\"^a$\":{\"type\":\"integer\"}}}",
+        "{\"patternProperties\":{\"^(ab)+$\":{\"type\":\"integer\"}}}",
         "{\"patternProperties\":{\"^ab+$\":{\"type\":\"integer\"}}}",
         "{\"properties\":{\"q\":{}},\"patternProperties\":{\"^[a-z]+$\":{\"type\":\"integer\"}}}",
         "{\"patternProperties\":{\"^a\":{\"type\":\"integer\"},\"^b\":{}}}",
@@ -1581,6 +1581,29 @@ START_TEST(test_unique_items_over_other_items_stay_refused)
         ck_assert_int_eq(convert_err(refused[i], NULL, &err), SIFT_E_SCHEMA_UNSUPPORTED);
         ck_assert_ptr_nonnull(strstr(err.message, "#/uniqueItems"));
     }
+}
+END_TEST
+
+START_TEST(test_counted_one_atom_patterns_split_the_keys_too)
+{
+    /* unanchored: a run of two hex digits somewhere */
+    static const char *good[] = {"{\"ag\":\"s\",\"abc\":1}", "{\"a-b\":\"s\"}", "{\"\":\"s\"}"};
+    static const char *bad[] = {"{\"xab\":\"s\"}", "{\"99\":\"s\"}", "{\"g-0f\":null}"};
+    CHECK("{\"patternProperties\":{\"[0-9a-f]{2}\":{\"type\":\"integer\"}}}", good, bad);
+    /* both ends: an exact length */
+    static const char *good2[] = {"{\"ab\":1,\"abc\":\"s\",\"a\":\"s\",\"a1\":\"s\",\"\":\"s\"}"};
+    static const char *bad2[] = {"{\"zz\":\"s\"}", "{\"abc\":\"s\",\"ab\":null}"};
+    CHECK("{\"patternProperties\":{\"^[a-z]{2}$\":{\"type\":\"integer\"}}}", good2, bad2);
+    static const char *good3[] = {"{\"a\":1,\"aa\":\"s\",\"\":\"s\",\"b\":\"s\"}"};
+    static const char *bad3[] = {"{\"a\":\"s\"}"};
+    CHECK("{\"patternProperties\":{\"^a$\":{\"type\":\"integer\"}}}", good3, bad3);
+    /* one end: a leading or trailing run */
+    static const char *good4[] = {"{\"12x\":1,\"1x\":\"s\",\"x123\":\"s\"}"};
+    static const char *bad4[] = {"{\"123\":\"s\"}", "{\"12\":[]}"};
+    CHECK("{\"patternProperties\":{\"^\\\\d{2,3}\":{\"type\":\"integer\"}}}", good4, bad4);
+    static const char *good5[] = {"{\"x12\":1,\"x1\":\"s\",\"12x\":\"s\"}"};
+    static const char *bad5[] = {"{\"a12\":\"s\"}"};
+    CHECK("{\"patternProperties\":{\"\\\\d{2}$\":{\"type\":\"integer\"}}}", good5, bad5);
 }
 END_TEST
 
@@ -1667,6 +1690,7 @@ Suite *json_schema_suite(void)
     tcase_add_test(tc, test_one_pattern_beside_open_additional_properties_splits_the_keys);
     tcase_add_test(tc, test_a_universal_pattern_applies_to_every_key_and_declared_name);
     tcase_add_test(tc, test_patterns_of_other_shapes_beside_open_keys_stay_refused);
+    tcase_add_test(tc, test_counted_one_atom_patterns_split_the_keys_too);
     suite_add_tcase(s, tc);
     tc = tcase_create("uniqueItems");
     tcase_add_test(tc, test_unique_items_over_a_finite_set_admit_each_value_once);

@@ -153,12 +153,13 @@ static int names_may_match(sift__js *c, const json_t *pp, const char *const *nam
 
 /* A pattern of one atom (".", \d \D \w \W \s \S, a bracket class, or
  * a plain character), optionally anchored at either end, repeated by
- * "+", "*", "{1,}", "{0,}" or once. Such a pattern's key language has
- * a complement of the same kind (below); bracket classes are taken
- * as written (no nested "[", no "]" first). */
+ * "+", "*", "{m}", "{m,}", "{m,n}" or once. Such a pattern's key
+ * language has a complement of the same kind (below); bracket classes
+ * are taken as written (no nested "[", no "]" first). */
+#define ATOM_MAX_COUNT 1000
 typedef struct one_atom {
     int bol, eol;
-    char q; /* 0 once, '+' or '*' */
+    long lo, hi; /* hi -1: no bound */
     const char *a;
     size_t a_len;
 } one_atom;
@@ -167,6 +168,45 @@ static int plain_char(int ch)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
            ch == '_' || ch == '-' || ch == '/' || ch == '@' || ch == ':';
+}
+
+/* Reads a count of at most ATOM_MAX_COUNT at p[*i]; -1 when none. */
+static long read_count(const char *p, size_t *i)
+{
+    long v = -1;
+    while (p[*i] >= '0' && p[*i] <= '9') {
+        v = (v < 0 ? 0 : v * 10) + (p[*i] - '0');
+        (*i)++;
+        if (v > ATOM_MAX_COUNT)
+            return -2;
+    }
+    return v;
+}
+
+/* The quantifier at p[*i] into o->lo, o->hi; 0 when malformed. */
+static int parse_quant(const char *p, size_t *i, one_atom *o)
+{
+    o->lo = o->hi = 1;
+    if (p[*i] == '+' || p[*i] == '*') {
+        o->lo = p[*i] == '+';
+        o->hi = -1;
+        (*i)++;
+    } else if (p[*i] == '{') {
+        (*i)++;
+        o->lo = read_count(p, i);
+        if (o->lo < 0)
+            return 0;
+        o->hi = o->lo;
+        if (p[*i] == ',') {
+            (*i)++;
+            o->hi = p[*i] == '}' ? -1 : read_count(p, i);
+            if (o->hi < -1 || (o->hi == -1 && p[*i] != '}') || (o->hi >= 0 && o->hi < o->lo))
+                return 0;
+        }
+        if (p[(*i)++] != '}')
+            return 0;
+    }
+    return 1;
 }
 
 static int parse_one_atom(const char *p, one_atom *o)
@@ -202,13 +242,8 @@ static int parse_one_atom(const char *p, one_atom *o)
         return 0;
     }
     o->a_len = (size_t)(p + i - o->a);
-    o->q = 0;
-    if (p[i] == '+' || p[i] == '*') {
-        o->q = p[i++];
-    } else if (!strncmp(p + i, "{1,}", 4) || !strncmp(p + i, "{0,}", 4)) {
-        o->q = p[i + 1] == '1' ? '+' : '*';
-        i += 4;
-    }
+    if (!parse_quant(p, &i, o))
+        return 0;
     o->eol = p[i] == '$';
     i += (size_t)o->eol;
     return p[i] == '\0';
@@ -218,18 +253,32 @@ static int parse_one_atom(const char *p, one_atom *o)
 static int pat_universal(const char *p)
 {
     one_atom o;
-    return p[0] == '\0' || (parse_one_atom(p, &o) && o.q == '*' && !(o.bol && o.eol));
+    return p[0] == '\0' || (parse_one_atom(p, &o) && o.lo == 0 && !(o.bol && o.eol));
+}
+
+/* "A{0,k}" for atom text a, or nothing when k is 0. */
+static void upto(char *out, size_t cap, const char *a, long k)
+{
+    if (k > 0)
+        snprintf(out, cap, "%s{0,%ld}", a, k);
+    else
+        out[0] = '\0';
 }
 
 /* The ECMA-262 text of a pattern matching exactly the strings that the
  * one-atom pattern p does not match, into out[cap]; 0 when p is not of
- * that shape (or is universal, or one character exactly). */
+ * that shape (or is universal). With A the atom, N its complement and
+ * m..n the count: unanchored, a run of m A's somewhere (every run
+ * shorter: ^N*(A{1,m-1}N+)*A{0,m-1}$); ^...$, an N or a length out of
+ * m..n (N|^A{0,m-1}$|^A{n+1}); ^... a leading run of m
+ * (^A{0,m-1}$|^A{0,m-1}N); ...$ a trailing one. */
 static int pat_complement(const char *p, char *out, size_t cap)
 {
     one_atom o;
-    char neg[96];
+    char a[96], neg[96], u[128];
     if (!parse_one_atom(p, &o) || o.a_len + 2 >= sizeof neg)
         return 0;
+    snprintf(a, sizeof a, "(?:%.*s)", (int)o.a_len, o.a);
     if (o.a[0] == '.')
         snprintf(neg, sizeof neg, "[\\n\\r\\u2028\\u2029]");
     else if (o.a[0] == '\\')
@@ -240,17 +289,27 @@ static int pat_complement(const char *p, char *out, size_t cap)
         snprintf(neg, sizeof neg, "[^%.*s", (int)o.a_len - 1, o.a + 1);
     else
         snprintf(neg, sizeof neg, "[^%c]", o.a[0]);
-    int n;
-    if (o.q == '*')
-        n = o.bol && o.eol ? snprintf(out, cap, "%s", neg) : -1;
-    else if (!o.bol && !o.eol) /* contains an atom */
+    upto(u, sizeof u, a, o.lo - 1);
+    int n = -1;
+    if (o.lo == 0 && !(o.bol && o.eol))
+        return 0; /* universal */
+    if (o.bol && o.eol) {
+        char big[128] = "";
+        if (o.hi >= 0)
+            snprintf(big, sizeof big, "|^%s{%ld}", a, o.hi + 1);
+        if (o.lo == 0)
+            n = snprintf(out, cap, "%s%s", neg, big);
+        else
+            n = snprintf(out, cap, "%s|^%s$%s", neg, u, big);
+    } else if (o.bol) {
+        n = snprintf(out, cap, "^%s$|^%s%s", u, u, neg);
+    } else if (o.eol) {
+        n = snprintf(out, cap, "^%s$|%s%s$", u, neg, u);
+    } else if (o.lo == 1) {
         n = snprintf(out, cap, "^%s*$", neg);
-    else if (o.bol && o.eol)
-        n = o.q == '+' ? snprintf(out, cap, "^$|%s", neg) : -1;
-    else if (o.bol)
-        n = snprintf(out, cap, "^$|^%s", neg);
-    else
-        n = snprintf(out, cap, "^$|%s$", neg);
+    } else {
+        n = snprintf(out, cap, "^%s*(?:%s{1,%ld}%s+)*%s$", neg, a, o.lo - 1, neg, u);
+    }
     return n > 0 && (size_t)n < cap;
 }
 
