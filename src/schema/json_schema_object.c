@@ -18,9 +18,13 @@
  * that matches a patternProperties pattern takes that pattern's schema;
  * as the grammar cannot also check it against additionalProperties, a
  * same-named property or a second pattern, a constraining pattern is
- * supported only alone, with additionalProperties false and no declared
- * property name it matches (tested with PCRE2) (else the unsupported policy; IGNORE keeps the
- * approximation). minProperties and maxProperties are exact on objects without "properties"; with
+ * supported only alone: with additionalProperties false and no declared
+ * property name it matches (tested with PCRE2); or matching every key
+ * (a declared property then takes the allOf of both schemas); or, with
+ * no declared property, as one atom whose complement is written as a
+ * second pattern for additionalProperties (else the unsupported policy;
+ * IGNORE keeps the approximation). uniqueItems over a finite set of
+ * scalar items: one rule per set of values already written. minProperties and maxProperties are exact on objects without "properties"; with
  * properties they are accepted only when the required ones already
  * satisfy them, or for minProperties 1 without a required one (the
  * chain without its empty ends).
