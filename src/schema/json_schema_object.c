@@ -23,15 +23,15 @@
  * (a declared property then takes the allOf of both schemas); or, with
  * no declared property, as one atom whose complement is written as a
  * second pattern for additionalProperties (else the unsupported policy;
- * IGNORE keeps the approximation). uniqueItems over a finite set of
- * scalar items: one rule per set of values already written. minProperties and maxProperties are exact on objects without "properties"; with
- * properties they are accepted only when the required ones already
+ * IGNORE keeps the approximation). minProperties and maxProperties
+ * are exact on objects without "properties"; with properties they are accepted only when the required ones already
  * satisfy them, or for minProperties 1 without a required one (the
  * chain without its empty ends).
  *
  * Arrays. prefixItems (or the array form of items) fix the first
  * elements, items (or additionalItems) the rest; minItems and maxItems
- * bound the count:
+ * bound the count (uniqueItems over a finite set of scalar items: one
+ * rule per set of values already written, gen_unique):
  *
  *   t(i) ::= ("," ws)? p_i ws t(i+1)   -- optional once i >= minItems
  *   t(k) ::= R ws ("," ws R ws){a,b}    -- the rest, counts from min/max
