@@ -24,9 +24,10 @@
  * no declared property, as one atom whose complement is written as a
  * second pattern for additionalProperties (else the unsupported policy;
  * IGNORE keeps the approximation). minProperties and maxProperties
- * are exact on objects without "properties"; with properties they are accepted only when the required ones already
- * satisfy them, or for minProperties 1 without a required one (the
- * chain without its empty ends).
+ * are exact on objects without "properties"; with properties they are
+ * accepted only when the required ones already satisfy them, or for
+ * minProperties 1 without a required one (the chain without its empty
+ * ends).
  *
  * Arrays. prefixItems (or the array form of items) fix the first
  * elements, items (or additionalItems) the rest; minItems and maxItems
