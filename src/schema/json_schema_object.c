@@ -443,11 +443,11 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
         else if (st)
             st = sift__js_unsupported(c, "patternProperties",
                                       "the keys this pattern does not match: %s", rerr.message);
-        if (!st)
+        if (!st && re)
             st = sift__js_printf(c, &b, "%s\"\\\"\" ", alts++ ? " | " : "");
-        if (!st)
+        if (!st && re)
             st = sift__js_put(c, &b, re, re_len);
-        if (!st)
+        if (!st && re)
             st = sift__js_printf(c, &b, " \"\\\"\" %s \":\" %s %s", ws, ws, av.name);
         sift__free(c->al, re);
     } else if (!st && !av.never) {
