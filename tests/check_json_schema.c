@@ -1007,7 +1007,7 @@ START_TEST(test_pattern_properties_that_may_overlap_are_refused)
 {
     /* open additionalProperties, a second pattern, a declared name the
      * pattern matches */
-    check_error("{\"patternProperties\": {\"^x\": {\"type\": \"integer\"}}}",
+    check_error("{\"patternProperties\": {\"^xy\": {\"type\": \"integer\"}}}",
                 SIFT_E_SCHEMA_UNSUPPORTED,
                 "s.json:1:23: #/patternProperties: a key may match both this and a declared "
                 "property, a second pattern or additionalProperties: not supported",
@@ -1109,12 +1109,12 @@ START_TEST(test_the_ignore_policy_approximates_inexact_schemas_with_a_warning)
     sift_grammar_free(g);
     /* a key matching the pattern also passes as an additional property */
     n_warnings = 0;
-    g = compile_with("{\"patternProperties\":{\"^x\":{\"type\":\"integer\"}}}", &sp);
+    g = compile_with("{\"patternProperties\":{\"^xy\":{\"type\":\"integer\"}}}", &sp);
     ck_assert_int_eq(n_warnings, 1);
     ck_assert_str_eq(last_warning,
                      "schema:1:22: #/patternProperties: a key may match both this and a declared "
                      "property, a second pattern or additionalProperties: not supported");
-    ck_assert(accepts(g, "{\"x\":\"s\"}"));
+    ck_assert(accepts(g, "{\"xy\":\"s\"}"));
     sift_grammar_free(g);
 }
 END_TEST
@@ -1485,6 +1485,128 @@ START_TEST(test_a_lazy_tool_call_grammar_rejects_invalid_calls_after_the_trigger
 }
 END_TEST
 
+START_TEST(test_one_pattern_beside_open_additional_properties_splits_the_keys)
+{
+    /* keys matching the pattern take its schema, the others anything */
+    static const char *good[] = {"{\"ab\":1,\"a-b\":\"s\"}", "{\"\":true}", "{}", "{\"X\":[1]}",
+                                 "{\"a1\":null}"};
+    static const char *bad[] = {"{\"ab\":\"s\"}", "{\"a\\u0062\":\"s\"}", "{\"x\":1,\"ab\":2.5}"};
+    CHECK("{\"patternProperties\":{\"^[a-z_]+$\":{\"type\":\"integer\"}}}", good, bad);
+    /* an additionalProperties schema for the keys it does not match */
+    static const char *good2[] = {"{\"a\":1,\"1\":\"s\"}", "{\"b\":2}"};
+    static const char *bad2[] = {"{\"1\":1}", "{\"a\":\"s\"}", "{\"\":1}"};
+    CHECK("{\"patternProperties\":{\"[a-z]\":{\"type\":\"integer\"}},"
+          "\"additionalProperties\":{\"type\":\"string\"}}",
+          good2, bad2);
+    /* "." leaves out line terminators */
+    static const char *good3[] = {"{\"k\":1}", "{\"\\n\":\"s\"}", "{\"\":\"s\"}"};
+    static const char *bad3[] = {"{\"k\":\"s\"}", "{\"\\nk\":\"s\"}"};
+    CHECK("{\"patternProperties\":{\".+\":{\"type\":\"integer\"}}}", good3, bad3);
+}
+END_TEST
+
+START_TEST(test_a_universal_pattern_applies_to_every_key_and_declared_name)
+{
+    /* ".*" matches every key: declared names take both schemas */
+    static const char *good[] = {"{\"a\":\"xy\",\"b\":\"s\"}", "{\"b\":\"s\"}", "{}"};
+    static const char *bad[] = {"{\"a\":\"x\"}", "{\"a\":1}", "{\"b\":1}",
+                                "{\"a\":\"xy\",\"a\":\"s\"}"};
+    CHECK("{\"properties\":{\"a\":{\"minLength\":2}},"
+          "\"patternProperties\":{\".*\":{\"type\":\"string\"}}}",
+          good, bad);
+    static const char *good2[] = {"{\"a\":1,\"zz\":2}"};
+    static const char *bad2[] = {"{\"zz\":\"s\"}", "{\"a\":\"s\"}"};
+    CHECK("{\"properties\":{\"a\":{}},\"patternProperties\":{\"^[a-z]*\":{\"type\":\"integer\"}},"
+          "\"additionalProperties\":false}",
+          good2, bad2);
+}
+END_TEST
+
+START_TEST(test_patterns_of_other_shapes_beside_open_keys_stay_refused)
+{
+    sift_error err;
+    static const char *const refused[] = {
+        "{\"patternProperties\":{\"^(ab)+$\":{\"type\":\"integer\"}}}",
+        "{\"patternProperties\":{\"^ab+$\":{\"type\":\"integer\"}}}",
+        "{\"properties\":{\"q\":{}},\"patternProperties\":{\"^[a-z]+$\":{\"type\":\"integer\"}}}",
+        "{\"patternProperties\":{\"^a\":{\"type\":\"integer\"},\"^b\":{}}}",
+    };
+    for (size_t i = 0; i < N(refused); i++) {
+        ck_assert_int_eq(convert_err(refused[i], NULL, &err), SIFT_E_SCHEMA_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(err.message, "#/patternProperties"));
+    }
+}
+END_TEST
+
+START_TEST(test_unique_items_over_a_finite_set_admit_each_value_once)
+{
+    static const char *good[] = {"[]", "[\"a\"]", "[\"b\",\"a\"]", "[\"c\",1,\"a\"]",
+                                 "[1,\"b\",\"a\",\"c\"]"};
+    static const char *bad[] = {"[\"a\",\"a\"]", "[\"a\",\"b\",\"a\"]", "[1,1]", "[\"d\"]",
+                                "[1,\"a\",\"b\",\"c\",1]"};
+    CHECK("{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[\"a\",\"b\",\"c\",1,\"a\"]"
+          "}}",
+          good, bad);
+    /* counts, booleans */
+    static const char *good2[] = {"[true]", "[false,true]"};
+    static const char *bad2[] = {"[]", "[true,true]", "[false,false]", "[null]"};
+    CHECK(
+        "{\"type\":\"array\",\"uniqueItems\":true,\"minItems\":1,\"items\":{\"type\":\"boolean\"}}",
+        good2, bad2);
+    static const char *good3[] = {"[\"x\",\"y\"]", "[\"y\",\"z\"]"};
+    static const char *bad3[] = {"[\"x\"]", "[\"x\",\"y\",\"z\"]", "[\"x\",\"x\"]"};
+    CHECK("{\"type\":\"array\",\"uniqueItems\":true,\"minItems\":2,\"maxItems\":2,"
+          "\"items\":{\"type\":\"string\",\"enum\":[\"x\",\"y\",\"z\"]}}",
+          good3, bad3);
+    /* uniqueItems constrains arrays only */
+    static const char *good4[] = {"\"s\"", "[]"};
+    static const char *bad4[] = {"[null,null]"};
+    CHECK("{\"uniqueItems\":true,\"items\":{\"const\":null}}", good4, bad4);
+}
+END_TEST
+
+START_TEST(test_unique_items_over_other_items_stay_refused)
+{
+    sift_error err;
+    static const char *const refused[] = {
+        "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"type\":\"string\"}}",
+        "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[1,2,3,4,5,6,7]}}",
+        "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[[1],2]}}",
+        "{\"type\":\"array\",\"uniqueItems\":true,\"prefixItems\":[{\"const\":1}],"
+        "\"items\":{\"enum\":[1,2]}}",
+        "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[1.5,2]}}",
+        "{\"uniqueItems\":true}",
+    };
+    for (size_t i = 0; i < N(refused); i++) {
+        ck_assert_int_eq(convert_err(refused[i], NULL, &err), SIFT_E_SCHEMA_UNSUPPORTED);
+        ck_assert_ptr_nonnull(strstr(err.message, "#/uniqueItems"));
+    }
+}
+END_TEST
+
+START_TEST(test_counted_one_atom_patterns_split_the_keys_too)
+{
+    /* unanchored: a run of two hex digits somewhere */
+    static const char *good[] = {"{\"ag\":\"s\",\"abc\":1}", "{\"a-b\":\"s\"}", "{\"\":\"s\"}"};
+    static const char *bad[] = {"{\"xab\":\"s\"}", "{\"99\":\"s\"}", "{\"g-0f\":null}"};
+    CHECK("{\"patternProperties\":{\"[0-9a-f]{2}\":{\"type\":\"integer\"}}}", good, bad);
+    /* both ends: an exact length */
+    static const char *good2[] = {"{\"ab\":1,\"abc\":\"s\",\"a\":\"s\",\"a1\":\"s\",\"\":\"s\"}"};
+    static const char *bad2[] = {"{\"zz\":\"s\"}", "{\"abc\":\"s\",\"ab\":null}"};
+    CHECK("{\"patternProperties\":{\"^[a-z]{2}$\":{\"type\":\"integer\"}}}", good2, bad2);
+    static const char *good3[] = {"{\"a\":1,\"aa\":\"s\",\"\":\"s\",\"b\":\"s\"}"};
+    static const char *bad3[] = {"{\"a\":\"s\"}"};
+    CHECK("{\"patternProperties\":{\"^a$\":{\"type\":\"integer\"}}}", good3, bad3);
+    /* one end: a leading or trailing run */
+    static const char *good4[] = {"{\"12x\":1,\"1x\":\"s\",\"x123\":\"s\"}"};
+    static const char *bad4[] = {"{\"123\":\"s\"}", "{\"12\":[]}"};
+    CHECK("{\"patternProperties\":{\"^\\\\d{2,3}\":{\"type\":\"integer\"}}}", good4, bad4);
+    static const char *good5[] = {"{\"x12\":1,\"x1\":\"s\",\"12x\":\"s\"}"};
+    static const char *bad5[] = {"{\"a12\":\"s\"}"};
+    CHECK("{\"patternProperties\":{\"\\\\d{2}$\":{\"type\":\"integer\"}}}", good5, bad5);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("json_schema");
@@ -1562,6 +1684,16 @@ Suite *tu_suite(void)
     tc = tcase_create("allocation");
     tcase_add_test(tc, test_failing_the_nth_allocation_of_a_conversion_is_clean_for_every_n);
     tcase_add_test(tc, test_failing_the_nth_allocation_of_a_grammar_from_a_schema_is_clean);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("pattern properties beside other keys");
+    tcase_add_test(tc, test_one_pattern_beside_open_additional_properties_splits_the_keys);
+    tcase_add_test(tc, test_a_universal_pattern_applies_to_every_key_and_declared_name);
+    tcase_add_test(tc, test_patterns_of_other_shapes_beside_open_keys_stay_refused);
+    tcase_add_test(tc, test_counted_one_atom_patterns_split_the_keys_too);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("uniqueItems");
+    tcase_add_test(tc, test_unique_items_over_a_finite_set_admit_each_value_once);
+    tcase_add_test(tc, test_unique_items_over_other_items_stay_refused);
     suite_add_tcase(s, tc);
     return s;
 }

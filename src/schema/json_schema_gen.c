@@ -64,6 +64,7 @@ static const struct {
     {"minItems", T_ARRAY},
     {"maxItems", T_ARRAY},
     {"additionalItems", T_ARRAY},
+    {"uniqueItems", T_ARRAY},
     {"minLength", T_STRING},
     {"maxLength", T_STRING},
     {"pattern", T_STRING},
@@ -1420,10 +1421,7 @@ static sift_status check_unsupported(sift__js *c, const json_t *s)
         if (st)
             return st;
     }
-    const json_t *u = json_object_get(s, "uniqueItems");
-    if (json_is_true(u))
-        return sift__js_unsupported(c, "uniqueItems", "'uniqueItems': true is not supported");
-    return SIFT_OK;
+    return SIFT_OK; /* uniqueItems: json_schema_object.c */
 }
 
 /* ------------------------------------------------------------------ */

@@ -18,16 +18,21 @@
  * that matches a patternProperties pattern takes that pattern's schema;
  * as the grammar cannot also check it against additionalProperties, a
  * same-named property or a second pattern, a constraining pattern is
- * supported only alone, with additionalProperties false and no declared
- * property name it matches (tested with PCRE2) (else the unsupported policy; IGNORE keeps the
- * approximation). minProperties and maxProperties are exact on objects without "properties"; with
- * properties they are accepted only when the required ones already
- * satisfy them, or for minProperties 1 without a required one (the
- * chain without its empty ends).
+ * supported only alone: with additionalProperties false and no declared
+ * property name it matches (tested with PCRE2); or matching every key
+ * (a declared property then takes the allOf of both schemas); or, with
+ * no declared property, as one atom whose complement is written as a
+ * second pattern for additionalProperties (else the unsupported policy;
+ * IGNORE keeps the approximation). minProperties and maxProperties
+ * are exact on objects without "properties"; with properties they are
+ * accepted only when the required ones already satisfy them, or for
+ * minProperties 1 without a required one (the chain without its empty
+ * ends).
  *
  * Arrays. prefixItems (or the array form of items) fix the first
  * elements, items (or additionalItems) the rest; minItems and maxItems
- * bound the count:
+ * bound the count (uniqueItems over a finite set of scalar items: one
+ * rule per set of values already written, gen_unique):
  *
  *   t(i) ::= ("," ws)? p_i ws t(i+1)   -- optional once i >= minItems
  *   t(k) ::= R ws ("," ws R ws){a,b}    -- the rest, counts from min/max
@@ -151,6 +156,188 @@ static int names_may_match(sift__js *c, const json_t *pp, const char *const *nam
     return hit;
 }
 
+/* A pattern of one atom (".", \d \D \w \W \s \S, a bracket class, or
+ * a plain character), optionally anchored at either end, repeated by
+ * "+", "*", "{m}", "{m,}", "{m,n}" or once. Such a pattern's key
+ * language has a complement of the same kind (below); bracket classes
+ * are taken as written (no nested "[", no "]" first). */
+#define ATOM_MAX_COUNT 1000
+typedef struct one_atom {
+    int bol, eol;
+    long lo, hi; /* hi -1: no bound */
+    const char *a;
+    size_t a_len;
+} one_atom;
+
+static int plain_char(int ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '-' || ch == '/' || ch == '@' || ch == ':';
+}
+
+/* Reads a count of at most ATOM_MAX_COUNT at p[*i]; -1 when none. */
+static long read_count(const char *p, size_t *i)
+{
+    long v = -1;
+    while (p[*i] >= '0' && p[*i] <= '9') {
+        v = (v < 0 ? 0 : v * 10) + (p[*i] - '0');
+        (*i)++;
+        if (v > ATOM_MAX_COUNT)
+            return -2;
+    }
+    return v;
+}
+
+/* The quantifier at p[*i] into o->lo, o->hi; 0 when malformed. */
+static int parse_quant(const char *p, size_t *i, one_atom *o)
+{
+    o->lo = o->hi = 1;
+    if (p[*i] == '+' || p[*i] == '*') {
+        o->lo = p[*i] == '+';
+        o->hi = -1;
+        (*i)++;
+    } else if (p[*i] == '{') {
+        (*i)++;
+        o->lo = read_count(p, i);
+        if (o->lo < 0)
+            return 0;
+        o->hi = o->lo;
+        if (p[*i] == ',') {
+            (*i)++;
+            o->hi = p[*i] == '}' ? -1 : read_count(p, i);
+            if (o->hi < -1 || (o->hi == -1 && p[*i] != '}') || (o->hi >= 0 && o->hi < o->lo))
+                return 0;
+        }
+        if (p[(*i)++] != '}')
+            return 0;
+    }
+    return 1;
+}
+
+static int parse_one_atom(const char *p, one_atom *o)
+{
+    size_t i = 0;
+    o->bol = p[0] == '^';
+    i += (size_t)o->bol;
+    o->a = p + i;
+    if (p[i] == '.' || plain_char((unsigned char)p[i])) {
+        i++;
+    } else if (p[i] == '\\' && p[i + 1] && strchr("dDwWsS", p[i + 1])) {
+        i += 2;
+    } else if (p[i] == '[') {
+        i++;
+        if (p[i] == '^')
+            i++;
+        if (p[i] == ']')
+            return 0;
+        while (p[i] && p[i] != ']') {
+            if (p[i] == '[')
+                return 0;
+            if (p[i] == '\\') {
+                if (!p[i + 1])
+                    return 0;
+                i++;
+            }
+            i++;
+        }
+        if (p[i] != ']')
+            return 0;
+        i++;
+    } else {
+        return 0;
+    }
+    o->a_len = (size_t)(p + i - o->a);
+    if (!parse_quant(p, &i, o))
+        return 0;
+    o->eol = p[i] == '$';
+    i += (size_t)o->eol;
+    return p[i] == '\0';
+}
+
+/* Whether pattern p matches every string (e.g. ".*", "^[a-z]*"). */
+static int pat_universal(const char *p)
+{
+    one_atom o;
+    return p[0] == '\0' || (parse_one_atom(p, &o) && o.lo == 0 && !(o.bol && o.eol));
+}
+
+/* "A{0,k}" for atom text a, or nothing when k is 0. */
+static void upto(char *out, size_t cap, const char *a, long k)
+{
+    if (k > 0)
+        snprintf(out, cap, "%s{0,%ld}", a, k);
+    else
+        out[0] = '\0';
+}
+
+/* The ECMA-262 text of a pattern matching exactly the strings that the
+ * one-atom pattern p does not match, into out[cap]; 0 when p is not of
+ * that shape (or is universal). With A the atom, N its complement and
+ * m..n the count: unanchored, a run of m A's somewhere (every run
+ * shorter: ^N*(A{1,m-1}N+)*A{0,m-1}$); ^...$, an N or a length out of
+ * m..n (N|^A{0,m-1}$|^A{n+1}); ^... a leading run of m
+ * (^A{0,m-1}$|^A{0,m-1}N); ...$ a trailing one. */
+static int pat_complement(const char *p, char *out, size_t cap)
+{
+    one_atom o;
+    char a[96], neg[96], u[128];
+    if (!parse_one_atom(p, &o) || o.a_len + 2 >= sizeof neg)
+        return 0;
+    snprintf(a, sizeof a, "(?:%.*s)", (int)o.a_len, o.a);
+    if (o.a[0] == '.')
+        snprintf(neg, sizeof neg, "[\\n\\r\\u2028\\u2029]");
+    else if (o.a[0] == '\\')
+        snprintf(neg, sizeof neg, "\\%c", o.a[1] ^ 0x20);
+    else if (o.a[0] == '[' && o.a[1] == '^')
+        snprintf(neg, sizeof neg, "[%.*s", (int)o.a_len - 2, o.a + 2);
+    else if (o.a[0] == '[')
+        snprintf(neg, sizeof neg, "[^%.*s", (int)o.a_len - 1, o.a + 1);
+    else
+        snprintf(neg, sizeof neg, "[^%c]", o.a[0]);
+    upto(u, sizeof u, a, o.lo - 1);
+    int n = -1;
+    if (o.lo == 0 && !(o.bol && o.eol))
+        return 0; /* universal */
+    if (o.bol && o.eol) {
+        char big[128] = "";
+        if (o.hi >= 0)
+            snprintf(big, sizeof big, "|^%s{%ld}", a, o.hi + 1);
+        if (o.lo == 0)
+            n = snprintf(out, cap, "%s%s", neg, big);
+        else
+            n = snprintf(out, cap, "%s|^%s$%s", neg, u, big);
+    } else if (o.bol) {
+        n = snprintf(out, cap, "^%s$|^%s%s", u, u, neg);
+    } else if (o.eol) {
+        n = snprintf(out, cap, "^%s$|%s%s$", u, neg, u);
+    } else if (o.lo == 1) {
+        n = snprintf(out, cap, "^%s*$", neg);
+    } else {
+        n = snprintf(out, cap, "^%s*(?:%s{1,%ld}%s+)*%s$", neg, a, o.lo - 1, neg, u);
+    }
+    return n > 0 && (size_t)n < cap;
+}
+
+/* The single pattern of patternProperties, when it is universal and its
+ * schema constrains values: every key (declared names included) then
+ * takes its schema. NULL otherwise. */
+static const json_t *universal_pp(const json_t *s, const char **pat)
+{
+    const json_t *pp = json_object_get(s, "patternProperties");
+    const char *k;
+    json_t *v;
+    if (!json_is_object(pp) || json_object_size(pp) != 1)
+        return NULL;
+    json_object_foreach((json_t *)pp, k, v)
+    {
+        if (pat_universal(k) && !trivial(v)) {
+            *pat = k;
+            return v;
+        }
+    }
+    return NULL;
+}
+
 /* The extra member X (key ws ":" ws value), or never. */
 static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *names, size_t n_names,
                              sift__js_ref *x)
@@ -167,6 +354,31 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
                              "'patternProperties' must be an object");
     const char *pat;
     json_t *ps;
+    /* one universal pattern: every key takes its schema (declared names
+     * get it merged in by collect), the others are any undeclared key */
+    const char *upat = NULL;
+    if (universal_pp(s, &upat)) {
+        sift__js_ref v, keys;
+        if (!(st = sift__js_push_key(c, "patternProperties")) && !(st = sift__js_push_key(c, upat)))
+            st = sift__js_gen(c, json_object_get(pp, upat), &v);
+        sift__js_pop(c, mark);
+        if (!st && !v.never && !(st = sift__js_not_keys(c, names, n_names, &keys)))
+            st = sift__js_printf(c, &b, "%s %s \":\" %s %s", keys.name, ws, ws, v.name);
+        if (!st && !v.never)
+            st = sift__js_rule(c, x, b.p);
+        sift__js_buf_free(c, &b);
+        return st;
+    }
+    /* one pattern and no declared name: the keys it does not match have
+     * a pattern of their own, for additionalProperties */
+    char comp[160];
+    int open_ap = json_is_true(ap) || (!ap && !c->strict) || json_is_object(ap);
+    int use_comp = json_object_size(pp) == 1 && n_names == 0 && open_ap && pp_strict(pp);
+    json_object_foreach((json_t *)pp, pat, ps)
+    {
+        if (use_comp && !pat_complement(pat, comp, sizeof comp))
+            use_comp = 0;
+    }
     json_object_foreach((json_t *)pp, pat, ps)
     {
         sift__js_ref v;
@@ -204,7 +416,7 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     }
     sift__js_ref av;
     av.never = 1;
-    if (!st && json_object_size(pp) &&
+    if (!st && json_object_size(pp) && !use_comp &&
         ((pp_strict(pp) && (json_object_size(pp) > 1 || (ap ? !json_is_false(ap) : !c->strict))) ||
          (names_may_match(c, pp, names, n_names, &st) && !st)))
         st = sift__js_unsupported(c, "patternProperties",
@@ -220,7 +432,25 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
         st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "additionalProperties",
                            "'additionalProperties' must be a boolean or a schema");
     }
-    if (!st && !av.never) {
+    if (!st && !av.never && use_comp) {
+        char *re = NULL;
+        size_t re_len = 0;
+        sift_error rerr;
+        st = sift__json_regex_to_gbnf(c->al, comp, strlen(comp), c->max_grammar, &re, &re_len,
+                                      &rerr);
+        if (st == SIFT_E_NOMEM)
+            st = nomem(c);
+        else if (st)
+            st = sift__js_unsupported(c, "patternProperties",
+                                      "the keys this pattern does not match: %s", rerr.message);
+        if (!st && re)
+            st = sift__js_printf(c, &b, "%s\"\\\"\" ", alts++ ? " | " : "");
+        if (!st && re)
+            st = sift__js_put(c, &b, re, re_len);
+        if (!st && re)
+            st = sift__js_printf(c, &b, " \"\\\"\" %s \":\" %s %s", ws, ws, av.name);
+        sift__free(c->al, re);
+    } else if (!st && !av.never) {
         sift__js_ref keys;
         st = sift__js_not_keys(c, names, n_names, &keys);
         if (!st)
@@ -298,14 +528,19 @@ static sift_status collect(sift__js *c, const json_t *s, prop **out, size_t *n, 
         return nomem(c);
     }
     size_t k = 0, mark = c->path.n;
-    const char *key;
+    const char *key, *upat;
     json_t *v;
+    /* a universal pattern's schema applies to every declared name too */
+    const json_t *upv = universal_pp(s, &upat);
     json_object_foreach((json_t *)props, key, v)
     {
         p[k].key = key;
         p[k].required = json_object_get(req_set, key) != NULL;
-        if (!(st = sift__js_push_key(c, "properties")) && !(st = sift__js_push_key(c, key)))
-            st = sift__js_gen(c, v, &p[k].value);
+        if (!(st = sift__js_push_key(c, "properties")) && !(st = sift__js_push_key(c, key))) {
+            json_t *both = upv ? json_pack("{s:[OO]}", "allOf", v, upv) : NULL;
+            st = upv && !both ? nomem(c) : sift__js_gen(c, both ? both : v, &p[k].value);
+            json_decref(both);
+        }
         sift__js_pop(c, mark);
         if (st)
             break;
@@ -563,6 +798,129 @@ static sift_status item_schemas(sift__js *c, const json_t *s, const json_t **pre
     return SIFT_OK;
 }
 
+/* uniqueItems: true over items from a finite set: the items schema is an
+ * enum or const (with at most a type that every value has, and
+ * annotations), or {"type": "boolean"} / {"type": "null"}, of at most
+ * MAX_UNIQUE distinct values, each a string, integer, boolean or null;
+ * no prefixItems. One rule per set S of values already written:
+ *
+ *   u(S) ::= "" (when |S| >= minItems) | "," ws v_i ws u(S+i) (i not in S,
+ *            |S| < maxItems)
+ *
+ * the first element without its comma. *vals is NULL when the shape is
+ * another one. */
+#define MAX_UNIQUE 6
+static int scalar_value(const json_t *v)
+{
+    return json_is_string(v) || json_is_integer(v) || json_is_boolean(v) || json_is_null(v);
+}
+
+static int has_type(const json_t *v, const char *t)
+{
+    return (!strcmp(t, "string") && json_is_string(v)) ||
+           ((!strcmp(t, "integer") || !strcmp(t, "number")) && json_is_integer(v)) ||
+           (!strcmp(t, "boolean") && json_is_boolean(v)) || (!strcmp(t, "null") && json_is_null(v));
+}
+
+static json_t *unique_values(const json_t *s)
+{
+    const json_t *items = json_object_get(s, "items");
+    if (json_object_get(s, "prefixItems") || !json_is_object(items))
+        return NULL;
+    const json_t *e = json_object_get(items, "enum"), *k = json_object_get(items, "const");
+    const json_t *t = json_object_get(items, "type");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)items, key, v)
+    {
+        if (strcmp(key, "enum") && strcmp(key, "const") && strcmp(key, "type") &&
+            !sift__js_is_annotation(key))
+            return NULL;
+    }
+    if ((e && k) || (t && !json_is_string(t)) || (e && !json_is_array(e)))
+        return NULL;
+    json_t *given = k ? json_pack("[O]", k) : e ? json_incref((json_t *)e) : NULL;
+    if (!given && t && !strcmp(json_string_value(t), "boolean"))
+        given = json_pack("[bb]", 0, 1);
+    else if (!given && t && !strcmp(json_string_value(t), "null"))
+        given = json_pack("[n]");
+    json_t *out = given ? json_array() : NULL;
+    for (size_t i = 0; out && i < json_array_size(given); i++) {
+        const json_t *g = json_array_get(given, i);
+        int dup = 0;
+        if (!scalar_value(g) || (t && !has_type(g, json_string_value(t)))) {
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+        for (size_t j = 0; !dup && j < json_array_size(out); j++)
+            dup = json_equal(json_array_get(out, j), (json_t *)g);
+        if (!dup && json_array_append(out, (json_t *)g)) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    json_decref(given);
+    if (out && json_array_size(out) > MAX_UNIQUE) {
+        json_decref(out);
+        out = NULL;
+    }
+    return out;
+}
+
+static sift_status gen_unique(sift__js *c, const json_t *vals, int64_t lo, int64_t hi, int has_hi,
+                              sift__js_ref *r)
+{
+    const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
+    size_t k = json_array_size(vals), n_sets = (size_t)1 << k;
+    if (!has_hi || hi > (int64_t)k)
+        hi = (int64_t)k;
+    if (lo > hi) {
+        r->never = 1;
+        r->name[0] = '\0';
+        return SIFT_OK;
+    }
+    sift__js_ref u[1 << MAX_UNIQUE];
+    sift__js_buf b = {0};
+    sift_status st = sift__js_work(c, (int64_t)(n_sets * k));
+    for (size_t m = 0; !st && m < n_sets; m++)
+        if (__builtin_popcount((unsigned)m) <= hi)
+            st = sift__js_new_rule(c, &u[m]);
+    /* u(S) for S != {}; the empty set's rule is the array's body */
+    for (size_t m = n_sets; !st && m-- > 0;) {
+        int64_t size = __builtin_popcount((unsigned)m);
+        if (size > hi)
+            continue;
+        int alts = 0;
+        b.n = 0;
+        if (size >= lo) {
+            st = sift__js_puts(c, &b, "\"\"");
+            alts++;
+        }
+        for (size_t i = 0; !st && i < k && size < hi; i++) {
+            if (m & ((size_t)1 << i))
+                continue;
+            st = sift__js_printf(c, &b, "%s%s", alts++ ? " | " : "", m ? "\",\" " : "");
+            if (!st && m)
+                st = sift__js_printf(c, &b, "%s ", ws);
+            if (!st)
+                st = sift__js_const_value(c, &b, json_array_get(vals, i));
+            if (!st)
+                st = sift__js_printf(c, &b, " %s %s", ws, u[m | ((size_t)1 << i)].name);
+        }
+        if (!st)
+            st = sift__js_emit(c, &u[m], b.p);
+    }
+    if (!st) {
+        b.n = 0;
+        st = sift__js_printf(c, &b, "\"[\" %s %s \"]\"", ws, u[0].name);
+    }
+    if (!st)
+        st = sift__js_rule(c, r, b.p);
+    sift__js_buf_free(c, &b);
+    return st;
+}
+
 sift_status sift__js_gen_array(sift__js *c, const json_t *s, sift__js_ref *r)
 {
     const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
@@ -578,6 +936,15 @@ sift_status sift__js_gen_array(sift__js *c, const json_t *s, sift__js_ref *r)
         st = check_count(c, "maxItems", hi);
     if (!st)
         st = item_schemas(c, s, &prefix, &rest);
+    if (!st && json_is_true(json_object_get(s, "uniqueItems"))) {
+        json_t *vals = unique_values(s);
+        if (vals) {
+            st = gen_unique(c, vals, has_lo ? lo : 0, hi, has_hi, r);
+            json_decref(vals);
+            return st;
+        }
+        st = sift__js_unsupported(c, "uniqueItems", "'uniqueItems': true is not supported");
+    }
     if (st)
         return st;
     if (has_hi && hi < lo) {
