@@ -57,11 +57,24 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     sift__u128 T = sift__u128_scale_float(W, t->p, 1);
     uint64_t cut;
     size_t len = sift__arr_mass_prefix(ctx, a, w, T, 0, &cut);
-    if (len >= a->n)
+    /* Carry (sift__carry_leave): w[i] is the weight of a->c[i] at m on
+     * every return below. The kept set holds the largest logit (the cut
+     * keeps a canonical prefix of at least one token), so m is its
+     * largest logit too, and the dist after this stage, if nothing runs
+     * in between, draws from these weights instead of computing them
+     * again. */
+    if (len >= a->n) {
+        sift__carry_leave(ctx, a, m, W);
         return SIFT_OK;
+    }
     if (len < keep_min)
         cut = sift__cut_top(ctx, a->c, a->n, keep_min);
-    sift__arr_keep_ge(a, cut);
+    if (ctx->carry_armed) {
+        sift__u128 kept = sift__arr_keep_ge_w(a, cut, w);
+        sift__carry_leave(ctx, a, m, kept);
+    } else {
+        sift__arr_keep_ge(a, cut);
+    }
     return SIFT_OK;
 }
 
