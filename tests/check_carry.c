@@ -11,7 +11,8 @@
  * array, its length or its largest logit (only the rule that the carry
  * goes to the very next stage tells those weights are stale):
  *
- * - [top_p, dist]: the weights are carried (counted in n_carried);
+ * - [top_p, dist]: the weights are carried (counted in n_carried) when
+ *   top_p keeps enough tokens for it to pay;
  * - [top_p, temp, dist] on rows whose largest logit is 0 (temp keeps it);
  * - [top_p, logit_bias, dist] biasing kept tokens below the largest;
  * - [top_p, penalties, dist] and [top_p, min_p, dist].
@@ -100,9 +101,11 @@ static size_t runners_up(const float *row, int32_t V, int32_t *ids, size_t n)
     return k;
 }
 
+/* Every fourth row large: top_p leaves its weights only when it keeps
+ * at least 4096 tokens (CARRY_MIN_KEPT in top_p.c). */
 static int32_t pick_V(tu_rng *r, int i)
 {
-    return i % 16 == 15 ? (int32_t)tu_range(r, 20000, 70000) : tu_rand_V(r, 4096);
+    return i % 4 == 3 ? (int32_t)tu_range(r, 8192, 70000) : tu_rand_V(r, 4096);
 }
 
 START_TEST(test_top_p_dist_carries)
@@ -111,7 +114,7 @@ START_TEST(test_top_p_dist_carries)
     float *row = malloc(70000 * sizeof *row);
     ck_assert_ptr_nonnull(row);
     uint64_t carried = 0;
-    for (int i = 0; i < 160; i++) {
+    for (int i = 0; i < 96; i++) {
         int32_t V = pick_V(&r, i);
         tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
         sp_chain spec;
@@ -136,7 +139,7 @@ START_TEST(test_stage_between_voids_the_carry)
     tu_rng r = {0x5eed0100u + (uint64_t)_i};
     float *row = malloc(70000 * sizeof *row);
     ck_assert_ptr_nonnull(row);
-    for (int i = 0; i < 160; i++) {
+    for (int i = 0; i < 96; i++) {
         int32_t V = pick_V(&r, i);
         tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
         sp_chain spec;

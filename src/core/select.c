@@ -556,14 +556,10 @@ keep_ge_w_avx512(sift_candidate *c, uint64_t *w, size_t n, float cl, uint32_t ci
 sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t *w)
 {
     uint64_t lo = 0, hi = 0;
-    size_t n = a->n;
+    size_t n = a->n, from = 0;
     if (a->order == SIFT__ORDER_CANON) {
         /* The kept ones are a prefix: their weights stay where they are. */
         sift__arr_keep_ge(a, cut);
-        for (size_t i = 0; i < a->n; i++) {
-            lo += w[i] & 0xffffffffu;
-            hi += w[i] >> 32;
-        }
     } else {
         /* sift__keep_ge_into's test, in place, moving w[i] with c[i]. */
         sift_candidate *c = a->c;
@@ -572,28 +568,39 @@ sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t *w)
         float cl;
         memcpy(&cl, &u, sizeof cl);
         uint32_t cid = ~(uint32_t)cut;
-        int by_key = (u & 0x7fffffffu) > 0x7f800000u;
         size_t i = 0, j = 0;
+        if (SIFT__UNLIKELY((u & 0x7fffffffu) > 0x7f800000u)) {
+            for (; i < n; i++) {
+                sift_candidate x = c[i];
+                uint64_t wi = w[i];
+                if (sift__ckey(x.logit, x.id) >= cut) {
+                    c[j] = x;
+                    w[j++] = wi;
+                }
+            }
+        } else {
 #ifdef SIFT__BAND_AVX512
-        if (!by_key && n >= 64 && sift__simd()->level >= SIFT__SIMD_AVX512 &&
-            keep_ge_vec_available())
-            i = keep_ge_w_avx512(c, w, n, cl, cid, &j, &lo, &hi);
+            if (n >= 64 && sift__simd()->level >= SIFT__SIMD_AVX512 && keep_ge_vec_available()) {
+                i = keep_ge_w_avx512(c, w, n, cl, cid, &j, &lo, &hi);
+                from = j; /* the vector loop summed w[0..j) */
+            }
 #endif
-        for (; i < n; i++) {
-            sift_candidate x = c[i];
-            uint64_t wi = w[i];
-            int keep = by_key ? sift__ckey(x.logit, x.id) >= cut
-                              : (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
-            uint64_t mask = 0 - (uint64_t)keep;
-            c[j] = x;
-            w[j] = wi;
-            lo += (wi & 0xffffffffu) & mask;
-            hi += (wi >> 32) & mask;
-            j += (size_t)keep;
+            for (; i < n; i++) {
+                sift_candidate x = c[i];
+                uint64_t wi = w[i];
+                int keep = (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
+                c[j] = x;
+                w[j] = wi;
+                j += (size_t)keep;
+            }
         }
         if (j != n)
             a->dense = 0;
         a->n = j;
+    }
+    for (size_t i = from; i < a->n; i++) {
+        lo += w[i] & 0xffffffffu;
+        hi += w[i] >> 32;
     }
     sift__u128 W = {lo, 0};
     return sift__u128_add(W, (sift__u128){hi << 32, hi >> 32});

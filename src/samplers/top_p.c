@@ -41,6 +41,10 @@ typedef struct top_p_stage {
     int32_t min_keep;
 } top_p_stage;
 
+/* Fewer kept tokens than this: top_p leaves no weights (dist computes
+ * those few itself). */
+#define CARRY_MIN_KEPT 4096
+
 static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     const top_p_stage *t = (const top_p_stage *)st;
@@ -69,7 +73,10 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     }
     if (len < keep_min)
         cut = sift__cut_top(ctx, a->c, a->n, keep_min);
-    if (ctx->carry_armed) {
+    /* Moving the weights costs about a pass over the array; dist's own
+     * pass over a few kept tokens costs less. */
+    size_t n_kept = len < keep_min ? keep_min : len;
+    if (ctx->carry_armed && n_kept >= CARRY_MIN_KEPT) {
         sift__u128 kept = sift__arr_keep_ge_w(a, cut, w);
         sift__carry_leave(ctx, a, m, kept);
     } else {
