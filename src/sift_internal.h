@@ -318,6 +318,18 @@ SIFT__HIDDEN void sift__ws_free(sift__ws *ws, const sift__alloc *al);
 /* Per-sample context                                                  */
 /* ------------------------------------------------------------------ */
 
+/* The record of carried weights: w = ws->u64a holds, for i < n,
+ * w[i] = sift__weight(sift__expf(c[i].logit - m)) of the array c[0..n)
+ * as the stage `stage` left it, with m the largest logit (bits m_bits)
+ * and W the exact sum of w[0..n). stage = SIZE_MAX: none. */
+typedef struct sift__carry {
+    size_t stage;
+    const sift_candidate *c;
+    size_t n;
+    uint32_t m_bits;
+    sift__u128 W;
+} sift__carry;
+
 typedef struct sift__ctx {
     sift__rng rng; /* working copy, committed on success */
     sift__ws *ws;
@@ -334,6 +346,15 @@ typedef struct sift__ctx {
      * depend on them. */
     int mass_path;
     uint32_t band_answered, band_handed_over;
+    /* Weights one stage leaves in ws->u64a for the stage right after it
+     * (sift__carry_leave / sift__carry_take). carry_armed is 1 only while
+     * a stage loop that runs the stages back to back (step.c's
+     * apply_stages, the complete branch of certify.c's walk) is inside a
+     * stage's apply; every other caller of apply leaves it 0, so nothing
+     * is carried there. carry_used counts the takes (for tests). */
+    int carry_armed;
+    uint32_t carry_used;
+    sift__carry carry;
 } sift__ctx;
 
 enum {
@@ -363,6 +384,57 @@ static inline void sift__note_banned(sift__ctx *ctx, size_t i, const sift__arr *
         ctx->banned_at = SIZE_MAX;
     else if (ctx->banned_at == SIZE_MAX)
         ctx->banned_at = i;
+}
+
+/* Carrying weights from one stage to the next.
+ *
+ * The rule: weights are reused only by the stage right after the one
+ * that left them (ctx->stage one more), inside a stage loop that armed
+ * the context, on the same array (pointer and length), at the same
+ * largest logit bit for bit. A stage that changes a logit, the set or
+ * its storage order in between is a stage in between, so it voids the
+ * record by its place alone: a stage need not declare anything for its
+ * changes to void the carry. A producer must leave the record only when
+ * ws->u64a[i] is the weight of a->c[i] at m for every i < a->n on its
+ * return, and the consumer takes it (once) before it writes u64a.
+ * Which SIMD path computed the weights does not matter: every path of
+ * sift__weights gives the same bits. */
+static inline void sift__carry_clear(sift__ctx *ctx)
+{
+    ctx->carry.stage = SIZE_MAX;
+}
+static inline uint32_t sift__carry_bits(float m)
+{
+    uint32_t u;
+    memcpy(&u, &m, sizeof u);
+    return u;
+}
+/* Called by a stage whose apply leaves in ws->u64a the weights of its
+ * output a at m (sum W); a no-op when the context is not armed. */
+static inline void sift__carry_leave(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
+{
+    if (!ctx->carry_armed)
+        return;
+    ctx->carry.stage = ctx->stage;
+    ctx->carry.c = a->c;
+    ctx->carry.n = a->n;
+    ctx->carry.m_bits = sift__carry_bits(m);
+    ctx->carry.W = W;
+}
+/* The weights of a's candidates at m left by the stage just before
+ * this one (ws->u64a, their sum through *W), or NULL when there are none
+ * that match; clears the record either way. */
+static inline const uint64_t *sift__carry_take(sift__ctx *ctx, const sift__arr *a, float m,
+                                               sift__u128 *W)
+{
+    const sift__carry k = ctx->carry;
+    sift__carry_clear(ctx);
+    if (!ctx->carry_armed || k.stage == SIZE_MAX || k.stage + 1 != ctx->stage || k.c != a->c ||
+        k.n != a->n || k.m_bits != sift__carry_bits(m))
+        return NULL;
+    ctx->carry_used++;
+    *W = k.W;
+    return ctx->ws->u64a;
 }
 
 /* SIFT_E_NO_CANDIDATE naming the stage about to run, for stages that
@@ -631,6 +703,9 @@ struct sift_chain {
     /* Work done, for tests that count it: certificate walks (sift__walk)
      * and full passes of the stages over a whole row. */
     uint64_t n_walks, n_full_passes;
+    /* Weights a stage took from the stage before it (sift__carry_take),
+     * counted over the steps that succeeded. */
+    uint64_t n_carried;
     /* The tail route's back-off (core/step.c, run_row): whole-row steps
      * it still skips, and its failed attempts in a row (capped). Only
      * the cost of a step depends on them, never its outcome; clone
@@ -840,6 +915,10 @@ SIFT__HIDDEN void sift__arr_idorder(sift__ctx *ctx, sift__arr *a);
 SIFT__HIDDEN uint64_t sift__cut_top(sift__ctx *ctx, const sift_candidate *c, size_t n, size_t k);
 /* Keeps the elements with ckey >= cut, preserving storage order. */
 SIFT__HIDDEN void sift__arr_keep_ge(sift__arr *a, uint64_t cut);
+/* sift__arr_keep_ge that also moves the weights w (w[i] of a->c[i]) with
+ * their candidates, and returns the exact sum of the kept ones: the same
+ * array as sift__arr_keep_ge, bit for bit. */
+SIFT__HIDDEN sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t *w);
 /* Writes the elements of c[0..n) with ckey >= cut (no NaN logit) to out,
  * in order, and returns how many: out may be c (in place) or a buffer of
  * n elements, every one of which may be written. */

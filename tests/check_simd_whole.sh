@@ -4,7 +4,8 @@
 # core/select.c) under each SIFT_SIMD cap: the cases of check_core,
 # check_select (the mass prefix against a sorted walk on rows of up to
 # 300,000 candidates), check_trunc and check_temp (the oracle comparisons of
-# the whole-distribution samplers over whole rows) and check_tailrow (the
+# the whole-distribution samplers over whole rows, check_carry's weights
+# carried from top_p to dist) and check_tailrow (the
 # row step's tail route, its kernel at the capped level) that go through
 # the library's dispatch and compare with the oracle - those tagged "simd"
 # (CK_INCLUDE_TAGS) - again with the dispatch capped at scalar, sse2 and
@@ -17,7 +18,7 @@
 # "scalar sse2 avx2") names the caps; a suite that runs no case fails.
 fail=0
 caps=${SIFT_SIMD_CAPS:-scalar sse2 avx2}
-for bin in ./tests/check_core ./tests/check_select ./tests/check_trunc ./tests/check_temp ./tests/check_tailrow; do
+for bin in ./tests/check_core ./tests/check_select ./tests/check_trunc ./tests/check_temp ./tests/check_tailrow ./tests/check_carry; do
     [ -x "$bin" ] || { echo "check_simd_whole: $bin not built" >&2; exit 99; }
     for level in $caps; do
         out=$(SIFT_SIMD=$level CK_INCLUDE_TAGS=simd "$bin" 2>&1)

@@ -41,12 +41,18 @@ static int walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__b
                 sift_status *status, sift_error *user_err, sift_error *scratch)
 {
     int complete = a->n == (size_t)a->V;
+    /* Weights carried from stage to stage (sift__carry_leave) only on the
+     * complete set, where the stages run back to back; the certificate
+     * rules of the incomplete set call apply unarmed, and write ws->u64a. */
+    sift__carry_clear(ctx);
     for (size_t i = 0; i < end; i++) {
         sift__stage *st = c->stages[i];
         ctx->stage = i;
         if (complete) {
             ctx->err = user_err;
+            ctx->carry_armed = 1;
             sift_status s = st->ops->apply(st, ctx, a);
+            ctx->carry_armed = 0;
             if (s == SIFT_OK && a->n == 0)
                 s = sift__fail_at(ctx->err, SIFT_E_NO_CANDIDATE, (int64_t)i,
                                   "stage %zu (%s) removed the last candidate", i,

@@ -517,6 +517,95 @@ size_t sift__keep_ge_into(const sift_candidate *c, size_t n, uint64_t cut, sift_
     return j;
 }
 
+#ifdef SIFT__BAND_AVX512
+/* keep_ge_avx512 with the weights: the same mask compresses w (eight
+ * 64-bit lanes) and adds the kept ones' 32-bit halves into *lo and *hi
+ * (each weight is at most 2^62, so neither lane sum overflows below 2^31
+ * tokens). The stores of w reach no weight not yet read, as for c. */
+__attribute__((target("avx512f,bmi2"))) static size_t
+keep_ge_w_avx512(sift_candidate *c, uint64_t *w, size_t n, float cl, uint32_t cid, size_t *jout,
+                 uint64_t *lo, uint64_t *hi)
+{
+    const __m512 clv = _mm512_set1_ps(cl);
+    const __m512i cidv = _mm512_set1_epi32((int32_t)cid);
+    const __m512i low32 = _mm512_set1_epi64(0xffffffffll);
+    __m512i slo = _mm512_setzero_si512(), shi = _mm512_setzero_si512();
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i v = _mm512_loadu_si512((const void *)(c + i));
+        __m512i wv = _mm512_loadu_si512((const void *)(w + i));
+        __m512 f = _mm512_castsi512_ps(v);
+        unsigned gt = _mm512_cmp_ps_mask(f, clv, _CMP_GT_OQ);
+        unsigned eq = _mm512_cmp_ps_mask(f, clv, _CMP_EQ_OQ);
+        unsigned le = _mm512_cmp_epu32_mask(v, cidv, _MM_CMPINT_LE);
+        unsigned k16 = (gt | (eq & (le << 1))) & 0xAAAAu;
+        __mmask8 k = (__mmask8)_pext_u32(k16, 0xAAAAu);
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
+        _mm512_storeu_si512((void *)(w + j), _mm512_maskz_compress_epi64(k, wv));
+        slo = _mm512_mask_add_epi64(slo, k, slo, _mm512_and_si512(wv, low32));
+        shi = _mm512_mask_add_epi64(shi, k, shi, _mm512_srli_epi64(wv, 32));
+        j += (size_t)__builtin_popcount((unsigned)k);
+    }
+    *lo += (uint64_t)_mm512_reduce_add_epi64(slo);
+    *hi += (uint64_t)_mm512_reduce_add_epi64(shi);
+    *jout = j;
+    return i;
+}
+#endif
+
+sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t *w)
+{
+    uint64_t lo = 0, hi = 0;
+    size_t n = a->n, from = 0;
+    if (a->order == SIFT__ORDER_CANON) {
+        /* The kept ones are a prefix: their weights stay where they are. */
+        sift__arr_keep_ge(a, cut);
+    } else {
+        /* sift__keep_ge_into's test, in place, moving w[i] with c[i]. */
+        sift_candidate *c = a->c;
+        uint32_t k = (uint32_t)(cut >> 32);
+        uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+        float cl;
+        memcpy(&cl, &u, sizeof cl);
+        uint32_t cid = ~(uint32_t)cut;
+        size_t i = 0, j = 0;
+        if (SIFT__UNLIKELY((u & 0x7fffffffu) > 0x7f800000u)) {
+            for (; i < n; i++) {
+                sift_candidate x = c[i];
+                uint64_t wi = w[i];
+                if (sift__ckey(x.logit, x.id) >= cut) {
+                    c[j] = x;
+                    w[j++] = wi;
+                }
+            }
+        } else {
+#ifdef SIFT__BAND_AVX512
+            if (n >= 64 && sift__simd()->level >= SIFT__SIMD_AVX512 && keep_ge_vec_available()) {
+                i = keep_ge_w_avx512(c, w, n, cl, cid, &j, &lo, &hi);
+                from = j; /* the vector loop summed w[0..j) */
+            }
+#endif
+            for (; i < n; i++) {
+                sift_candidate x = c[i];
+                uint64_t wi = w[i];
+                int keep = (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
+                c[j] = x;
+                w[j] = wi;
+                j += (size_t)keep;
+            }
+        }
+        if (j != n)
+            a->dense = 0;
+        a->n = j;
+    }
+    for (size_t i = from; i < a->n; i++) {
+        lo += w[i] & 0xffffffffu;
+        hi += w[i] >> 32;
+    }
+    sift__u128 W = {lo, 0};
+    return sift__u128_add(W, (sift__u128){hi << 32, hi >> 32});
+}
+
 void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)
 {
     if (k >= a->n)

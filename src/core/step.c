@@ -129,6 +129,9 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->mass_path = SIFT__MASS_DEFAULT;
     ctx->band_answered = 0;
     ctx->band_handed_over = 0;
+    ctx->carry_armed = 0;
+    ctx->carry_used = 0;
+    sift__carry_clear(ctx);
 }
 
 static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
@@ -144,10 +147,17 @@ static sift_status apply_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, siz
     sift_status s = SIFT_OK;
     size_t i = 0;
     *emptied = 0;
+    /* The stages run back to back on `a`: a stage may leave its weights
+     * to the next one (sift__carry_leave). Nothing between two applies
+     * here touches the array or ws->u64a. */
+    sift__carry_clear(ctx);
     for (; i < end; i++) {
         sift__stage *st = c->stages[i];
         ctx->stage = i;
-        if ((s = st->ops->apply(st, ctx, a)) != SIFT_OK)
+        ctx->carry_armed = 1;
+        s = st->ops->apply(st, ctx, a);
+        ctx->carry_armed = 0;
+        if (s != SIFT_OK)
             break;
         if (a->n == 0) {
             *emptied = 1;
@@ -394,6 +404,7 @@ selected:
     if (ctx.selected < 0 || ctx.selected >= V)
         return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
                           sift__stage_name(c->stages[c->n_stages - 1]));
+    c->n_carried += ctx.carry_used;
     *rng = ctx.rng;
     *token = ctx.selected;
     return SIFT_OK;

@@ -39,10 +39,19 @@ static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         ctx->selected = a->c[0].id;
         return SIFT_OK;
     }
-    uint64_t *w = ctx->ws->u64a;
-    if (d->id_order)
-        sift__arr_idorder(ctx, a);
-    sift__u128 W = sift__weights(a->c, a->n, m, w);
+    /* Carried weights (sift__carry_take): those the stage right before
+     * left for this very array at this m, bit for bit the ones computed
+     * here. The id-order walk reorders the array first, so it computes
+     * its own (and the take voids the record). */
+    sift__u128 W;
+    const uint64_t *w = d->id_order ? NULL : sift__carry_take(ctx, a, m, &W);
+    if (!w) {
+        sift__carry_clear(ctx);
+        if (d->id_order)
+            sift__arr_idorder(ctx, a);
+        w = ctx->ws->u64a;
+        W = sift__weights(a->c, a->n, m, ctx->ws->u64a);
+    }
     sift__u128 T = sift__u128_scale_u64(W, sift__rng_next(&ctx->rng));
     if (d->id_order) {
         sift__u128 run = {0, 0};

@@ -41,6 +41,10 @@ typedef struct top_p_stage {
     int32_t min_keep;
 } top_p_stage;
 
+/* Fewer kept tokens than this: top_p leaves no weights (dist computes
+ * those few itself). */
+#define CARRY_MIN_KEPT 4096
+
 static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     const top_p_stage *t = (const top_p_stage *)st;
@@ -57,11 +61,27 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     sift__u128 T = sift__u128_scale_float(W, t->p, 1);
     uint64_t cut;
     size_t len = sift__arr_mass_prefix(ctx, a, w, T, 0, &cut);
-    if (len >= a->n)
+    /* Carry (sift__carry_leave): w[i] is the weight of a->c[i] at m on
+     * every return below. The kept set holds the largest logit (the cut
+     * keeps a canonical prefix of at least one token), so m is its
+     * largest logit too, and the dist after this stage, if nothing runs
+     * in between, draws from these weights instead of computing them
+     * again. */
+    if (len >= a->n) {
+        sift__carry_leave(ctx, a, m, W);
         return SIFT_OK;
+    }
     if (len < keep_min)
         cut = sift__cut_top(ctx, a->c, a->n, keep_min);
-    sift__arr_keep_ge(a, cut);
+    /* Moving the weights costs about a pass over the array; dist's own
+     * pass over a few kept tokens costs less. */
+    size_t n_kept = len < keep_min ? keep_min : len;
+    if (ctx->carry_armed && n_kept >= CARRY_MIN_KEPT) {
+        sift__u128 kept = sift__arr_keep_ge_w(a, cut, w);
+        sift__carry_leave(ctx, a, m, kept);
+    } else {
+        sift__arr_keep_ge(a, cut);
+    }
     return SIFT_OK;
 }
 

@@ -1,0 +1,198 @@
+/*
+ * check_carry.c - weights carried from one stage to the next.
+ *
+ * top_p leaves the weights of the tokens it keeps to the dist right after
+ * it (sift__carry_leave / sift__carry_take in sift_internal.h), and dist
+ * draws from them instead of computing them again. These cases compare
+ * chains around that pair with the naive oracle, token and RNG state bit
+ * for bit over several steps (accepting each token, so the penalties'
+ * history moves), on random rows of every tu_row shape and on rows built
+ * so that a stage in between changes kept logits without moving the
+ * array, its length or its largest logit (only the rule that the carry
+ * goes to the very next stage tells those weights are stale):
+ *
+ * - [top_p, dist]: the weights are carried (counted in n_carried) when
+ *   top_p keeps enough tokens for it to pay;
+ * - [top_p, temp, dist] on rows whose largest logit is 0 (temp keeps it);
+ * - [top_p, logit_bias, dist] biasing kept tokens below the largest;
+ * - [top_p, penalties, dist] and [top_p, min_p, dist].
+ *
+ * The oracle cases are tagged "simd": check_simd_whole.sh runs them again
+ * under each SIFT_SIMD cap (the weights kernel, the compaction that moves
+ * the weights and the mass prefix at every level).
+ */
+#include "harness.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "oracle/oracle.h"
+#include "testutil.h"
+
+/* Samples `steps` tokens from spec's chain and the oracle on row,
+ * accepting each; every token and RNG state must agree. Returns the
+ * chain's count of carried weights. */
+static uint64_t agree(const sp_chain *spec, const float *row, int32_t V, int steps)
+{
+    sift_chain *c = NULL;
+    sift_error err;
+    ck_assert_msg(sp_build(spec, &c, &err) == SIFT_OK, "build: %s", err.message);
+    or_chain o;
+    or_init(&o, spec);
+    char desc[512];
+    for (int s = 0; s < steps; s++) {
+        int32_t ts = -1, to = -1;
+        sift_status ss = sift_chain_sample(c, row, V, &ts, NULL);
+        sift_status so = or_sample(&o, row, V, &to);
+        ck_assert_int_eq(ss, so);
+        if (ss != SIFT_OK)
+            break;
+        if (ts != to) {
+            sp_describe(spec, desc, sizeof desc);
+            ck_abort_msg("V %d step %d: sift %d, oracle %d (%s)", V, s, ts, to, desc);
+        }
+        uint64_t rs[4];
+        sift__chain_rng_state(c, rs);
+        ck_assert_mem_eq(rs, o.rng.s, sizeof rs);
+        ck_assert_int_eq(sift_chain_accept(c, ts, NULL), SIFT_OK);
+        or_accept(&o, ts);
+    }
+    uint64_t n = c->n_carried;
+    or_free(&o);
+    sift_chain_free(c);
+    return n;
+}
+
+/* top_p with a p that keeps many tokens, or a random one. */
+static sp_stage top_p_stage(tu_rng *r, int32_t V)
+{
+    sp_stage s;
+    memset(&s, 0, sizeof s);
+    gen_stage(r, &s, SP_TOP_P, V);
+    if (tu_unif(r) < 0.6)
+        s.f0 = tu_unif(r) < 0.5 ? 0.95f : (float)(0.5 + 0.5 * tu_unif(r));
+    return s;
+}
+
+static float row_max(const float *row, int32_t V)
+{
+    float m = -INFINITY;
+    for (int32_t i = 0; i < V; i++)
+        m = row[i] > m ? row[i] : m;
+    return m;
+}
+
+/* Ids of up to n of the row's largest logits after the largest (ranks 2
+ * to n + 1 by a selection on a copy), the tokens top_p keeps. */
+static size_t runners_up(const float *row, int32_t V, int32_t *ids, size_t n)
+{
+    size_t k = 0;
+    float above = row_max(row, V);
+    while (k < n) {
+        int32_t best = -1;
+        for (int32_t i = 0; i < V; i++)
+            if (row[i] < above && row[i] > -INFINITY && (best < 0 || row[i] > row[best]))
+                best = i;
+        if (best < 0)
+            break;
+        ids[k++] = best;
+        above = row[best];
+    }
+    return k;
+}
+
+/* Every fourth row large: top_p leaves its weights only when it keeps
+ * at least 4096 tokens (CARRY_MIN_KEPT in top_p.c). */
+static int32_t pick_V(tu_rng *r, int i)
+{
+    return i % 4 == 3 ? (int32_t)tu_range(r, 8192, 70000) : tu_rand_V(r, 4096);
+}
+
+START_TEST(test_top_p_dist_carries)
+{
+    tu_rng r = {0x5eed0001u + (uint64_t)_i};
+    float *row = malloc(70000 * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    uint64_t carried = 0;
+    for (int i = 0; i < 96; i++) {
+        int32_t V = pick_V(&r, i);
+        tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        spec.n = 2;
+        spec.st[0] = top_p_stage(&r, V);
+        spec.st[1].kind = SP_DIST;
+        carried += agree(&spec, row, V, 3);
+    }
+    free(row);
+    /* the pair does carry: the cases above test the carried path */
+    ck_assert_uint_gt(carried, 0);
+}
+END_TEST
+
+/* A stage between top_p and dist that keeps the array, its length and
+ * its largest logit but changes kept logits: dist must not take top_p's
+ * weights (and takes none: only the very next stage may). */
+START_TEST(test_stage_between_voids_the_carry)
+{
+    tu_rng r = {0x5eed0100u + (uint64_t)_i};
+    float *row = malloc(70000 * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    for (int i = 0; i < 96; i++) {
+        int32_t V = pick_V(&r, i);
+        tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        spec.n = 3;
+        spec.st[0] = top_p_stage(&r, V);
+        spec.st[2].kind = SP_DIST;
+        sp_stage *mid = &spec.st[1];
+        switch (i % 4) {
+        case 0: {
+            /* temp on a row whose largest logit is 0: the largest stays 0 */
+            float m = row_max(row, V);
+            for (int32_t j = 0; j < V; j++)
+                row[j] = row[j] > -INFINITY ? row[j] - m : row[j];
+            mid->kind = SP_TEMP;
+            mid->f0 = tu_unif(&r) < 0.5 ? 0.5f : (float)(0.2 + 2.0 * tu_unif(&r));
+            break;
+        }
+        case 1: {
+            /* biases on kept tokens that leave them below the largest */
+            int32_t ids[8];
+            size_t k = runners_up(row, V, ids, 8);
+            mid->kind = SP_LOGIT_BIAS;
+            mid->n_bias = k;
+            for (size_t b = 0; b < k; b++) {
+                mid->bias[b].token = ids[b];
+                mid->bias[b].bias = tu_unif(&r) < 0.2 ? -INFINITY : -(float)(0.1 + 3 * tu_unif(&r));
+            }
+            break;
+        }
+        case 2:
+            gen_stage(&r, mid, SP_PENALTIES, V);
+            mid->i0 = 64;
+            mid->f0 = 1.5f;
+            mid->f1 = 0.5f;
+            break;
+        default: gen_stage(&r, mid, SP_MIN_P, V); break;
+        }
+        ck_assert_uint_eq(agree(&spec, row, V, 4), 0);
+    }
+    free(row);
+}
+END_TEST
+
+Suite *tu_suite(void)
+{
+    Suite *s = suite_create("carry");
+    TCase *tc = tcase_create("oracle");
+    tcase_set_timeout(tc, 600);
+    tcase_set_tags(tc, "simd");
+    tcase_add_loop_test(tc, test_top_p_dist_carries, 0, 2);
+    tcase_add_loop_test(tc, test_stage_between_voids_the_carry, 0, 2);
+    suite_add_tcase(s, tc);
+    return s;
+}
