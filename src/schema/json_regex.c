@@ -295,17 +295,6 @@ static int peek(const rx *r, size_t k)
     return r->i + k < r->n ? r->s[r->i + k] : -1;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The code point at r->i (the pattern is valid UTF-8); advances. */
 static uint32_t next_cp(rx *r)
 {
@@ -320,7 +309,7 @@ static int64_t hex_digits(const rx *r, size_t skip, int digits)
 {
     int64_t v = 0;
     for (int k = 0; k < digits; k++) {
-        int h = hexval(peek(r, skip + (size_t)k));
+        int h = sift__hex_digit(peek(r, skip + (size_t)k));
         if (h < 0)
             return -1;
         v = v * 16 + h;
@@ -336,8 +325,8 @@ static uint32_t parse_u_escape(rx *r)
     if (peek(r, 2) == '{') {
         size_t k = 3;
         uint32_t v = 0;
-        while (hexval(peek(r, k)) >= 0) {
-            v = v * 16 + (uint32_t)hexval(peek(r, k));
+        while (sift__hex_digit(peek(r, k)) >= 0) {
+            v = v * 16 + (uint32_t)sift__hex_digit(peek(r, k));
             if (v > RX_MAX_CP) {
                 fail(r, at, SIFT_E_SCHEMA_SYNTAX, "escape \\u{...} is beyond U+10FFFF");
                 return UINT32_MAX;

@@ -184,14 +184,6 @@ static sift_status join_alternatives(sift__js *c, const sift__js_ref *refs, size
 /* $ref                                                                */
 /* ------------------------------------------------------------------ */
 
-static int hex(char ch)
-{
-    return ch >= '0' && ch <= '9'   ? ch - '0'
-           : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
-                                    : -1;
-}
-
 /* The escaped JSON Pointer of a local $ref (percent-decoded) into *ptr
  * (allocated), or an error. */
 static sift_status ref_pointer(sift__js *c, const char *ref, char **ptr)
@@ -219,8 +211,8 @@ static sift_status ref_pointer(sift__js *c, const char *ref, char **ptr)
         return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (f[i] == '%' && i + 2 < n + 1 && hex(f[i + 1]) >= 0 && hex(f[i + 2]) >= 0) {
-            p[k++] = (char)(hex(f[i + 1]) * 16 + hex(f[i + 2]));
+        if (f[i] == '%' && i + 2 < n + 1 && sift__hex_digit(f[i + 1]) >= 0 && sift__hex_digit(f[i + 2]) >= 0) {
+            p[k++] = (char)(sift__hex_digit(f[i + 1]) * 16 + sift__hex_digit(f[i + 2]));
             i += 2;
         } else {
             p[k++] = f[i];
@@ -272,8 +264,8 @@ const json_t *sift__js_local_target(sift__js *c, const char *ref)
         return NULL;
     size_t k = 0;
     for (const char *f = ref + 1; *f; f++) {
-        if (f[0] == '%' && hex(f[1]) >= 0 && hex(f[2]) >= 0) {
-            p[k++] = (char)(hex(f[1]) * 16 + hex(f[2]));
+        if (f[0] == '%' && sift__hex_digit(f[1]) >= 0 && sift__hex_digit(f[2]) >= 0) {
+            p[k++] = (char)(sift__hex_digit(f[1]) * 16 + sift__hex_digit(f[2]));
             f += 2;
         } else {
             p[k++] = *f;
