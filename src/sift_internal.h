@@ -725,7 +725,7 @@ struct sift_chain {
     size_t batch_mark;
     /* The attached workspace (sift_chain_set_workspace; the chain holds
      * one of its references), NULL = the chain's own scratch. While a
-     * call that needs scratch runs, ws, row and seen are the
+     * call that needs scratch runs, ws, row, seen and lp_set are the
      * workspace's, lent for that call (core/workspace.c); between calls
      * they are the chain's own, empty while a workspace is attached. */
     sift_workspace *workspace;
@@ -752,6 +752,8 @@ typedef struct sift__lent {
     uint32_t *seen;
     size_t seen_cap;
     uint32_t seen_gen;
+    sift_candidate *lp_set;
+    size_t lp_cap;
 } sift__lent;
 
 /* Lends workspace `w` (NULL = none: a no-op that cannot fail) to chain

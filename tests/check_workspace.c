@@ -927,6 +927,54 @@ START_TEST(test_the_verifier_uses_the_chain_workspace)
 }
 END_TEST
 
+/* The logprob call's kept set is scratch too: a chain with a workspace
+ * gives the same tokens and logprobs as one with its own scratch, and
+ * holds none of it between calls. */
+START_TEST(test_logprob_calls_on_a_workspace_match_own_scratch_and_leave_the_chain_idle)
+{
+    counter cc, cw;
+    sift_allocator ac = counting(&cc), aw = counting(&cw);
+    float *row = malloc((size_t)BIG_V * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    tu_rng r = {91};
+    sift_chain *c = server_chain(8, &ac), *own = server_chain(8, NULL);
+    size_t built = cc.live_bytes;
+    sift_workspace *w = new_ws(0, &aw);
+    ck_assert_int_eq(sift_chain_set_workspace(c, w, NULL), SIFT_OK);
+    sift_logprob rt[2][5], pt[2][5];
+    for (int s = 0; s < 4; s++) {
+        tu_row(&r, row, BIG_V, s % 2 ? TU_ROW_NORMAL : TU_ROW_BF16);
+        sift_logprobs lp[2];
+        int32_t t[2];
+        sift_chain *cs[2] = {c, own};
+        for (int i = 0; i < 2; i++) {
+            memset(&lp[i], 0, sizeof lp[i]);
+            lp[i].struct_size = sizeof lp[i];
+            lp[i].flags = SIFT_LOGPROBS_RAW | SIFT_LOGPROBS_PROCESSED;
+            lp[i].n_top = 5;
+            lp[i].raw_top = rt[i];
+            lp[i].processed_top = pt[i];
+            ck_assert_int_eq(sift_chain_sample_logprobs(cs[i], row, BIG_V, &t[i], &lp[i], NULL),
+                             SIFT_OK);
+            ck_assert_int_eq(sift_chain_accept(cs[i], t[i], NULL), SIFT_OK);
+        }
+        ck_assert_int_eq(t[0], t[1]);
+        ck_assert_uint_eq(lp[0].n_processed_top, lp[1].n_processed_top);
+        ck_assert(memcmp(&lp[0].processed, &lp[1].processed, sizeof lp[0].processed) == 0);
+        ck_assert(memcmp(&lp[0].raw, &lp[1].raw, sizeof lp[0].raw) == 0);
+        ck_assert(memcmp(pt[0], pt[1], lp[0].n_processed_top * sizeof pt[0][0]) == 0);
+        ck_assert(memcmp(rt[0], rt[1], lp[0].n_raw_top * sizeof rt[0][0]) == 0);
+        ck_assert_uint_eq(cc.live_bytes, built); /* the kept set is the workspace's */
+    }
+    ck_assert(same(c, own));
+    sift_chain_free(c);
+    sift_chain_free(own);
+    sift_workspace_free(w);
+    ck_assert_uint_eq(cw.live_bytes, 0);
+    free(row);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("workspace");
@@ -939,6 +987,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_an_idle_chain_with_a_workspace_holds_no_scratch);
     tcase_add_test(tc, test_a_workspace_sized_up_front_does_not_allocate_on_the_first_call);
     tcase_add_test(tc, test_a_workspace_too_small_for_the_row_grows_and_changes_no_result);
+    tcase_add_test(tc, test_logprob_calls_on_a_workspace_match_own_scratch_and_leave_the_chain_idle);
     suite_add_tcase(s, tc);
     tc = tcase_create("rules");
     tcase_add_test(tc, test_bad_arguments_are_refused_with_nothing_changed);

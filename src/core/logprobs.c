@@ -65,11 +65,12 @@ static sift_status lp_reserve(sift_chain *c, size_t n, sift_error *err)
 {
     if (n <= c->lp_cap)
         return SIFT_OK;
-    sift_candidate *b = sift__malloc(&c->al, n, sizeof *b);
+    const sift__alloc *al = sift__scratch_alloc(c);
+    sift_candidate *b = sift__malloc(al, n, sizeof *b);
     if (!b)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while sizing a %zu-entry logprob set",
                           n);
-    sift__free(&c->al, c->lp_set);
+    sift__free(al, c->lp_set);
     c->lp_set = b;
     c->lp_cap = n;
     return SIFT_OK;

@@ -44,6 +44,8 @@ struct sift_workspace {
     uint32_t *seen;
     size_t seen_cap;
     uint32_t seen_gen;
+    sift_candidate *lp_set; /* core/logprobs.c's kept set */
+    size_t lp_cap;
     atomic_int busy;    /* 1 while lent to a call */
     atomic_size_t refs; /* the handle + one per attached chain */
 };
@@ -111,6 +113,7 @@ static void workspace_destroy(sift_workspace *w)
     sift__ws_free(&w->ws, &al);
     sift__free(&al, w->row);
     sift__free(&al, w->seen);
+    sift__free(&al, w->lp_set);
     w->magic = 0;
     sift__free(&al, w);
 }
@@ -190,6 +193,9 @@ static sift_status set_workspace(sift_chain *c, sift_workspace *w, sift_error *e
         sift__ws_free(&c->ws, &c->al);
         sift__free(&c->al, c->row);
         sift__free(&c->al, c->seen);
+        sift__free(&c->al, c->lp_set);
+        c->lp_set = NULL;
+        c->lp_cap = 0;
         c->row = NULL;
         c->row_cap = 0;
         c->seen = NULL;
@@ -225,12 +231,16 @@ sift_status sift__ws_lend(sift_chain *c, sift_workspace *w, sift__lent *own, sif
     own->seen = c->seen;
     own->seen_cap = c->seen_cap;
     own->seen_gen = c->seen_gen;
+    own->lp_set = c->lp_set;
+    own->lp_cap = c->lp_cap;
     c->ws = w->ws;
     c->row = w->row;
     c->row_cap = w->row_cap;
     c->seen = w->seen;
     c->seen_cap = w->seen_cap;
     c->seen_gen = w->seen_gen;
+    c->lp_set = w->lp_set;
+    c->lp_cap = w->lp_cap;
     return SIFT_OK;
 }
 
@@ -245,12 +255,16 @@ void sift__ws_return(sift_chain *c, sift__lent *own)
     w->seen = c->seen;
     w->seen_cap = c->seen_cap;
     w->seen_gen = c->seen_gen;
+    w->lp_set = c->lp_set;
+    w->lp_cap = c->lp_cap;
     c->ws = own->ws;
     c->row = own->row;
     c->row_cap = own->row_cap;
     c->seen = own->seen;
     c->seen_cap = own->seen_cap;
     c->seen_gen = own->seen_gen;
+    c->lp_set = own->lp_set;
+    c->lp_cap = own->lp_cap;
     own->w = NULL;
     atomic_store_explicit(&w->busy, 0, memory_order_release);
 }
