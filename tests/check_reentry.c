@@ -588,6 +588,7 @@ static const entry TABLE[] = {
     NO(sift_vocab_set_attr),
     NO(sift_vocab_set_pretokenizer),
     NO(sift_vocab_size),
+    NO(sift_shards_merge),
 };
 
 static const entry *find(const char *name)
