@@ -3158,9 +3158,10 @@ typedef struct sift_shard {
  * logit m (tail_mass_s exp(m_s - m), or the shard's free bound when
  * smaller or not given), every operation rounded upwards. The slice
  * holds no canonical promise (flags has no SIFT_SLICE_CANONICAL).
- * `buf` needs capacity >= sum of the shards' n_prefix + n_extras
- * entries; it is the slice's storage until the caller reuses it.
- * O(N log N) for N = that sum; allocates nothing.
+ * `buf` needs capacity >= 2 N entries, N = the sum of the shards'
+ * n_prefix + n_extras: the slice's storage (its first N) until the
+ * caller reuses it, and the sorts' scratch. O(N log N); allocates
+ * nothing.
  *
  * Errors (*out unchanged; `buf` is scratch, its contents unspecified):
  * - SIFT_E_ARG: NULL shards, out or buf, n_shards 0, n_vocab < 1, k out

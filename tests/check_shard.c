@@ -66,7 +66,7 @@ static long env_long(const char *name, long dflt)
 /* ------------------------------------------------------------------ */
 
 static float row[V_MAX];
-static sift_candidate lists[V_MAX], buf[V_MAX + 64], scratch[V_MAX];
+static sift_candidate lists[V_MAX], buf[2 * V_MAX + 512], scratch[V_MAX];
 static int32_t tied[V_MAX];
 static unsigned char held[V_MAX];
 

@@ -19,8 +19,8 @@
  * become the slice's extras, and the tail bound is each shard's bound
  * rescaled to the row's maximum, rounded upwards.
  *
- * Invariants: reads its inputs only; writes `buf` and, on success only,
- * *out; allocates nothing (the sorts are in place).
+ * Invariants: reads its inputs only; writes `buf` (its second half is
+ * the sorts' scratch) and, on success only, *out; allocates nothing.
  */
 #include <math.h>
 
@@ -37,54 +37,6 @@ static double up(double x)
 static double exp_up(double x)
 {
     return up(sift__exp(up(x)));
-}
-
-/* a before b: by id ascending */
-static int before_id(const sift_candidate *a, const sift_candidate *b)
-{
-    return a->id < b->id;
-}
-
-/* a before b: logit descending, then id ascending (-0 and +0 equal) */
-static int before_canon(const sift_candidate *a, const sift_candidate *b)
-{
-    if (a->logit != b->logit)
-        return a->logit > b->logit;
-    return a->id < b->id;
-}
-
-/* An in-place heap sort of c[0..n) by `before` (nothing allocated). */
-static void sift_down(sift_candidate *c, size_t root, size_t n,
-                      int (*before)(const sift_candidate *, const sift_candidate *))
-{
-    for (;;) {
-        size_t child = 2 * root + 1;
-        if (child >= n)
-            return;
-        if (child + 1 < n && before(&c[child], &c[child + 1]))
-            child++;
-        if (!before(&c[root], &c[child]))
-            return;
-        sift_candidate t = c[root];
-        c[root] = c[child];
-        c[child] = t;
-        root = child;
-    }
-}
-
-static void heap_sort(sift_candidate *c, size_t n,
-                      int (*before)(const sift_candidate *, const sift_candidate *))
-{
-    if (n < 2)
-        return;
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(c, i, n, before);
-    for (size_t end = n - 1; end > 0; end--) {
-        sift_candidate t = c[0];
-        c[0] = c[end];
-        c[end] = t;
-        sift_down(c, 0, end, before);
-    }
 }
 
 /* What the merge keeps of one shard after validation. */
@@ -211,9 +163,10 @@ static float shard_min(const sift_shard *sh)
  * kept extras to x[0..*kept) or fails naming the caller's position. */
 static sift_status merge_extras(const sift_shard *shards, size_t stride, size_t n_shards,
                                 const sift_candidate *u, size_t nu, sift_candidate *x, size_t nx,
-                                const sift_candidate *given, size_t *kept, sift_error *err)
+                                const sift_candidate *given, sift_candidate *tmp, size_t *kept,
+                                sift_error *err)
 {
-    heap_sort(x, nx, before_id);
+    sift__sort_id(x, nx, tmp);
     size_t w = 0, ui = 0;
     for (size_t i = 0; i < nx; i++) {
         sift_candidate c = x[i];
@@ -308,11 +261,12 @@ sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t
                                  "extras[%d]: id %d has logit %g (NaN and +inf are not logits)",
                                  (int)j, (int)c.id, (double)c.logit);
     }
-    if (total + (size_t)n_extras > capacity)
+    size_t need = total + (size_t)n_extras;
+    if (capacity / 2 < need)
         return sift__fail(err, SIFT_E_ARG,
-                          "buf holds %zu candidates; the merge needs %zu (the shards' n_prefix "
-                          "plus n_extras)",
-                          capacity, total + (size_t)n_extras);
+                          "buf holds %zu candidates; the merge needs %zu (twice the shards' "
+                          "n_prefix plus n_extras)",
+                          capacity, 2 * need);
     /* Pass 2: the union into buf, by id: a repeated id is a shard's error. */
     size_t nu = 0;
     for (size_t i = 0; i < n_shards; i++) {
@@ -320,7 +274,8 @@ sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t
         memcpy(buf + nu, sh.prefix, (size_t)sh.n_prefix * sizeof *buf);
         nu += (size_t)sh.n_prefix;
     }
-    heap_sort(buf, nu, before_id);
+    sift_candidate *tmp = buf + need; /* the second half: sort scratch */
+    sift__sort_id(buf, nu, tmp);
     for (size_t j = 1; j < nu; j++)
         if (buf[j].id == buf[j - 1].id)
             return sift__fail_at(err, SIFT_E_SLICE, buf[j].id,
@@ -349,13 +304,14 @@ sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t
     if (n_extras > 0) {
         sift_candidate *x = buf + nu;
         memcpy(x, extras, (size_t)n_extras * sizeof *x);
-        st = merge_extras(shards, stride, n_shards, buf, nu, x, (size_t)n_extras, extras, &nx, err);
+        st = merge_extras(shards, stride, n_shards, buf, nu, x, (size_t)n_extras, extras, tmp, &nx,
+                          err);
         if (st)
             return st;
     }
     /* The union in canonical order; the prefix: its k largest, cut back
      * to the tokens at or above B when fewer than k are. */
-    heap_sort(buf, nu, before_canon);
+    sift__sort_canon(buf, nu, tmp);
     size_t kp = (size_t)k < nu ? (size_t)k : nu;
     while (kp > 1 && buf[kp - 1].logit < B)
         kp--;
