@@ -159,7 +159,7 @@ int main(void)
         /* the extra ids the chain asks for, from the device holding each */
         int32_t ids[8];
         size_t n_ids = 0;
-        sift_slice slice;
+        sift_slice slice = {0};
         int32_t tok, ref;
         if (sift_chain_extras(chain, ids, 8, &n_ids, &err)) {
             fail("extras", &err);

@@ -3157,7 +3157,9 @@ typedef struct sift_shard {
  * sum over shards of each shard's bound rescaled to the row's largest
  * logit m (tail_mass_s exp(m_s - m), or the shard's free bound when
  * smaller or not given), every operation rounded upwards. The slice
- * holds no canonical promise (flags has no SIFT_SLICE_CANONICAL).
+ * holds no canonical promise (flags has no SIFT_SLICE_CANONICAL). Only
+ * the fields named here are written; zero-initialise *out so that fields
+ * a later version adds read as 0.
  * `buf` needs capacity >= 2 N entries, N = the sum of the shards'
  * n_prefix + n_extras: the slice's storage (its first N) until the
  * caller reuses it, and the sorts' scratch. O(N log N); allocates

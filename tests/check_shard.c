@@ -13,7 +13,9 @@
  * tokens it does not hold (in long double, and as sift's integer mass),
  * and sampling it must give the whole row's token and RNG, through the
  * hook when the slice cannot decide, or SIFT_E_NEED_ROW with nothing
- * changed without a hook; never a different token.
+ * changed without a hook; never a different token. Also: bad input
+ * (each error names the shard and the position, nothing changes), the
+ * tail's rescaling, and the plan's device_k.
  *
  * SIFT_SHARD_CASES (environment) is the number of chains (default
  * 3,000, about 12 steps each); SIFT_SHARD_MIN_STEPS the least number of
@@ -23,6 +25,7 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,7 +348,7 @@ static void run_case(tu_rng *r)
         sift_candidate ext[256];
         for (size_t i = 0; i < ne; i++)
             ext[i] = (sift_candidate){ids[i], row[ids[i]]};
-        sift_slice s;
+        sift_slice s = {0};
         sift_error e;
         MUST_MSG(sift_shards_merge(sh, S, V, k, ext, (int32_t)ne, buf, sizeof buf / sizeof *buf, &s,
                                    &e) == SIFT_OK,
@@ -560,12 +563,59 @@ START_TEST(test_the_merged_tail_rescales_each_shards_bound_to_the_row_maximum)
 }
 END_TEST
 
+/* The plan's device_k: k + SIFT_PLAN_DEVICE_MARGIN, at most the chain's
+ * n_vocab, 0 with k = 0, and not written for a caller's older, shorter
+ * sift_plan. */
+START_TEST(test_plan_device_k_is_k_plus_the_margin_capped_at_the_row)
+{
+    ck_assert_int_eq(SIFT_PLAN_DEVICE_MARGIN, 8);
+    sift_chain *c = make_chain(CH_LLAMA, 1, 1000, 40);
+    sift_plan p = {.struct_size = sizeof p};
+    ck_assert_int_eq(sift_chain_plan(c, &p, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(p.k, 40);
+    ck_assert_int_eq(p.device_k, 48);
+    ck_assert_int_eq(sift_chain_next_k(c, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(p.device_k, p.k + 8);
+    /* an older caller's struct ends before device_k: left as it was */
+    sift_plan old;
+    memset(&old, 0x5a, sizeof old);
+    old.struct_size = (uint32_t)offsetof(sift_plan, device_k);
+    ck_assert_int_eq(sift_chain_plan(c, &old, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(old.k, 40);
+    int32_t sentinel;
+    memset(&sentinel, 0x5a, sizeof sentinel);
+    ck_assert_int_eq(old.device_k, sentinel);
+    sift_chain_free(c);
+    /* capped at the chain's n_vocab */
+    sift_chain_params cp;
+    sift_chain_params_init(&cp);
+    cp.n_vocab = 30;
+    ck_assert_int_eq(sift_chain_new(&c, &cp, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_k(c, 25, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_plan(c, &p, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(p.k, 25);
+    ck_assert_int_eq(p.device_k, 30);
+    sift_chain_free(c);
+    /* a chain that needs whole rows: 0 */
+    sift_chain_params_init(&cp);
+    ck_assert_int_eq(sift_chain_new(&c, &cp, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_typical(c, 0.9f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_plan(c, &p, NULL, NULL), SIFT_OK);
+    ck_assert_int_eq(p.k, 0);
+    ck_assert_int_eq(p.device_k, 0);
+    sift_chain_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("shard");
     TCase *t = tcase_create("api");
     tcase_add_test(t, test_bad_shards_name_the_shard_and_the_position_and_change_nothing);
     tcase_add_test(t, test_the_merged_tail_rescales_each_shards_bound_to_the_row_maximum);
+    tcase_add_test(t, test_plan_device_k_is_k_plus_the_margin_capped_at_the_row);
     suite_add_tcase(s, t);
     TCase *p = tcase_create("property");
     tcase_set_timeout(p, 900);

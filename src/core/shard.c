@@ -320,7 +320,8 @@ sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t
     double held = (double)(nu + nx);
     if (tail > (double)n_vocab - held)
         tail = (double)n_vocab - held;
-    memset(out, 0, sizeof *out);
+    /* Field by field: fields a later sift_slice adds stay as the caller
+     * set them (zero-initialised). */
     out->n_vocab = n_vocab;
     out->n_prefix = (int32_t)kp;
     out->prefix = buf;

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
                              .flags = SIFT_SHARD_TAIL_MASS,
                              .tail_mass = (double)tail * (1.0 + 0x1p-40)};
     }
-    sift_slice out;
+    sift_slice out = {0};
     sift_error e;
     for (int i = 0; i < reps + 3; i++) {
         double t0 = now_us();
