@@ -3171,8 +3171,8 @@ typedef struct sift_shard {
  *   element whose struct_size differs from the first (err->index = the
  *   shard), a NULL prefix or extras with entries, capacity too small;
  * - SIFT_E_SLICE, the message naming the shard and the position: a gap
- *   or an overlap between ranges, or ranges that stop short of or run
- *   past n_vocab (err->index = the shard); a shard with n_prefix 0 or
+ *   or an overlap between ranges, ranges that stop short of or run past
+ *   n_vocab (err->index = the shard), more shards than ids; a shard with n_prefix 0 or
  *   above n_ids, unknown flag bits, a NaN, negative or infinite tail
  *   mass (err->index = the shard); an id outside the shard's range
  *   (err->index = the position in its prefix); an id twice (err->index

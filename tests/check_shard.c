@@ -516,6 +516,12 @@ START_TEST(test_bad_shards_name_the_shard_and_the_position_and_change_nothing)
                 "extras[1]: id 6 has logit 5.5, shard 1 gives 6");
     x[1] = (sift_candidate){2, 1.0f};
     expect_fail(sh, 2, 8, 2, x, 2, SIFT_E_SLICE, 1, "extras[1]: id 2 is in the extras twice");
+    /* more shards than ids */
+    sift_shard three[3];
+    for (int i = 0; i < 3; i++)
+        three[i] = (sift_shard){
+            .struct_size = sizeof *three, .offset = i, .n_ids = 1, .n_prefix = 1, .prefix = a};
+    expect_fail(three, 3, 2, 1, NULL, 0, SIFT_E_SLICE, -2, "3 shards for 2 ids");
     /* arguments */
     two_shards(sh, a, b);
     expect_fail(sh, 0, 8, 2, NULL, 0, SIFT_E_ARG, -2, "n_shards is 0");
