@@ -1808,20 +1808,22 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_survivors(sift_chain *chain, cons
 /* Slices, the analyzer and the row hook (docs/analyzer.md)            */
 /*                                                                     */
 /* A runtime that wants to copy less than a whole row off the device:  */
-/*   1. once: sift_chain_plan(chain, &plan) -> plan.k (0 = whole row); */
-/*      optionally sift_chain_set_row_hook(chain, fetch_row, ctx);     */
-/*   2. per step: k = plan.k (or sift_chain_next_k for this state),    */
-/*      ids = sift_chain_extras(...); on the device take a top-k of    */
-/*      (id, logit) pairs (any order, any tie choice) and the logits   */
-/*      of `ids`; build a zeroed sift_slice;                           */
+/*   1. once: sift_chain_plan(chain, &plan) -> plan.device_k (0 =      */
+/*      whole row); optionally sift_chain_set_row_hook(chain, f, u);   */
+/*   2. per step: k = plan.device_k (or sift_chain_next_k's device_k   */
+/*      for this state), ids = sift_chain_extras(...); on the device   */
+/*      take a top-k of (id, logit) pairs (any order, any tie choice)  */
+/*      and the logits of `ids`; build a zeroed sift_slice;            */
 /*      sift_chain_sample_slice(chain, &slice, &tok, &err);            */
 /*      sift_chain_accept(chain, tok, &err).                           */
 /* The token, the RNG state and the state after accept are bitwise the */
 /* ones sift_chain_sample gives on the whole row. When the slice cannot */
 /* decide a step, sift calls the row hook (and continues on the whole  */
 /* row) or, with no hook, returns SIFT_E_NEED_ROW with nothing changed. */
-/* An EXACT plan's k always decides canonical slices (sift_slicer);    */
-/* a device top-k of plan.k may need the hook where ties sit at k.     */
+/* plan.k is for canonical slices (sift_slicer, SIFT_SLICE_CANONICAL): */
+/* an EXACT plan's k always decides them. plan.device_k = k + 8 is for */
+/* device top-k sets, which need the row only when ties span the 8     */
+/* (docs/analyzer.md, "The k a device slice needs").                   */
 /* ------------------------------------------------------------------ */
 
 /**
@@ -2103,13 +2105,16 @@ SIFT_API SIFT_NODISCARD sift_status sift_chain_sample_slice_logprobs(
 
 /** How far a plan's k can be trusted. */
 typedef enum sift_guarantee {
-    /** A canonical slice of k (exactly Prefix(k), as sift_slicer_build
-     * gives it; SIFT_SLICE_CANONICAL), plus the extras, always decides the
-     * step. A device top-k of k (flags = 0: any order, any choice among
-     * the tokens tied at its smallest logit) decides it only when that
-     * tie cannot matter: where k ends at a TOP stage's boundary and
-     * logits tie there (bf16 rows), the step may need the row (the hook
-     * or SIFT_E_NEED_ROW; docs/analyzer.md, "The slice contract"). */
+    /** For canonical slices: a canonical slice of plan.k (exactly
+     * Prefix(k), as sift_slicer_build gives it; SIFT_SLICE_CANONICAL),
+     * plus the extras, always decides the step. Not a promise for device
+     * slices (flags = 0: any order, any choice among the tokens tied at
+     * the smallest logit): a device top-k of exactly plan.k never decides
+     * a step whose k ends at a TOP stage's boundary, and one of
+     * plan.device_k needs the row (the hook or SIFT_E_NEED_ROW) only when
+     * a tie at the boundary runs on to the device_k-th largest logit
+     * (0.2 % of the measured bf16 rows, none of the fp16 or float32 ones;
+     * docs/analyzer.md, "The k a device slice needs"). */
     SIFT_GUARANTEE_EXACT = 0,
     /** No static bound: each step checks its certificate and may need the
      * row (hook); k is the recommended prefix length. */
@@ -2133,11 +2138,33 @@ typedef struct sift_plan {
     uint32_t struct_size;        /**< Set by the caller; sift reads it only. Since: 0.2. */
     int32_t k;                   /**< Prefix length to copy; 0 = the whole row. */
     sift_guarantee guarantee;    /**< What k promises. */
-    int32_t recommended_k;       /**< The k to use: = k (0 for WHOLE_ROW). */
+    int32_t recommended_k;       /**< = k (0 for WHOLE_ROW): the k for canonical slices;
+                                      device top-k sets use device_k. */
     int32_t max_extras;          /**< Most extra ids a step can ask for (0 = none). */
     int32_t decided_at;          /**< Stage whose truncation decides; -1 = none. */
     char why[SIFT_PLAN_WHY_MAX]; /**< The sum in words: "top_k 20 + penalties 64 = 84". */
+    /**
+     * The prefix length to copy when the prefix is a device top-k (flags
+     * without SIFT_SLICE_CANONICAL: any order, any choice among the tokens
+     * tied at its smallest logit): k + SIFT_PLAN_DEVICE_MARGIN, at most
+     * the chain's n_vocab when it knows it; 0 with k = 0 (the whole row).
+     * Why a margin: a device set's bound on an absent token is "logit <=
+     * the smallest present one, any id", so a TOP(K) boundary is decided
+     * only by a set of k' > K tokens whose K-th largest logit is strictly
+     * above its smallest; a device set of exactly k never decides a step
+     * whose k ends at a TOP boundary, and one of k + m needs the row only
+     * when the row's K-th to (K + m)-th largest logits are all equal. No
+     * k' below V always decides (a row of equal logits); the hook rate at
+     * device_k, per chain and per row precision, is measured in
+     * docs/analyzer.md ("The k a device slice needs"). Written only when
+     * struct_size covers it. Since: 0.3.
+     */
+    int32_t device_k;
 } sift_plan;
+
+/** What sift_plan.device_k adds to sift_plan.k (docs/analyzer.md, "The k
+ *  a device slice needs"). Since: 0.3. */
+#define SIFT_PLAN_DEVICE_MARGIN 8
 
 /**
  * One stage's part of a plan. Set struct_size of every element to
@@ -3342,6 +3369,107 @@ SIFT_API void sift_workspace_free(sift_workspace *ws);
  */
 SIFT_API SIFT_NODISCARD sift_status sift_chain_set_workspace(sift_chain *chain, sift_workspace *ws,
                                                              sift_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Vocabulary shards (docs/analyzer.md, "Vocabulary shards")           */
+/*                                                                     */
+/* Under a tensor split of the output head each device holds the       */
+/* logits of a range of ids and takes a top-k of its range only. The   */
+/* host merges the S partial lists into one sift_slice:                */
+/*   sift_shards_merge(shards, S, V, plan.device_k, extras, n_extras,  */
+/*                     buf, capacity, &slice, &err);                   */
+/*   sift_chain_sample_slice(chain, &slice, &tok, &err);               */
+/* ------------------------------------------------------------------ */
+
+/** sift_shard.flags: sift_shard.tail_mass is set. Since: 0.3. */
+#define SIFT_SHARD_TAIL_MASS 1u
+
+/**
+ * One shard of a row whose vocabulary is split into contiguous id
+ * ranges (a tensor-parallel output head): what one device computed for
+ * its range. Set struct_size of every element to sizeof(sift_shard) and
+ * zero the rest (`sift_shard s = {.struct_size = sizeof s};`), so that
+ * fields added later read as 0.
+ */
+typedef struct sift_shard {
+    uint32_t struct_size; /**< sizeof(sift_shard); the first element's is the array's stride. */
+    int32_t offset;       /**< The first id of the shard's range. */
+    int32_t n_ids;        /**< The range's length, >= 1: ids [offset, offset + n_ids). */
+    int32_t n_prefix;     /**< k_s, 1 <= k_s <= n_ids: entries in `prefix`. */
+    /** The k_s largest logits of the range as a set, with the row's
+     *  (global) ids: in any order, with any choice among the tokens tied
+     *  at the smallest of them. */
+    const sift_candidate *prefix;
+    uint32_t flags; /**< SIFT_SHARD_TAIL_MASS or 0; other bits are an error. */
+    /**
+     * Read only with SIFT_SHARD_TAIL_MASS: an upper bound on the sum over
+     * the range's tokens not in `prefix` of exp(l_i - m_s), m_s the
+     * largest logit of `prefix` (the shard's own maximum, not the row's),
+     * as a device computes it in the pass of its top-k, rounded up. NaN,
+     * negative or infinite is SIFT_E_SLICE. Without it the merge uses the
+     * shard's free bound (n_ids - k_s) exp(l_min,s - m).
+     */
+    double tail_mass;
+} sift_shard;
+
+/**
+ * Merges the top-k lists of S vocabulary shards into one slice of the
+ * whole row, valid for sift_chain_sample_slice and
+ * sift_chain_distribution_slice: a step sampled from it gives the token,
+ * RNG and state the whole row gives, or needs the row (the hook, or
+ * SIFT_E_NEED_ROW), never a different token.
+ *
+ * `shards[0..n_shards)` must cover [0, n_vocab) in ascending order
+ * without gaps or overlaps (shard i starts where shard i - 1 ends).
+ * `extras[0..n_extras)` (may be NULL with 0) are the logits of the ids
+ * the chain asked for (sift_chain_extras), gathered from whichever shard
+ * holds them; an extra that a shard's prefix holds too must carry the
+ * same logit. `k` (1 <= k <= n_vocab) is the prefix length wanted,
+ * normally sift_plan.device_k.
+ *
+ * The result, written to *out with its arrays in `buf`: prefix = the k
+ * largest logits of the union of the shard lists, sorted by logit
+ * descending (ids ascending within a run of equal logits), or fewer
+ * when the lists cannot certify k (then every union token at or above
+ * the largest smallest logit of a shard that sent less than its whole
+ * range: the prefix is the row's top n_prefix as a set, proof in
+ * docs/analyzer.md); extras = the rest of the union and the extras not
+ * in it, any order; flags = SIFT_SLICE_TAIL_MASS with tail_mass = the
+ * sum over shards of each shard's bound rescaled to the row's largest
+ * logit m (tail_mass_s exp(m_s - m), or the shard's free bound when
+ * smaller or not given), every operation rounded upwards. The slice
+ * holds no canonical promise (flags has no SIFT_SLICE_CANONICAL). Only
+ * the fields named here are written; zero-initialise *out so that fields
+ * a later version adds read as 0.
+ * `buf` needs capacity >= 2 N entries, N = the sum of the shards'
+ * n_prefix + n_extras: the slice's storage (its first N) until the
+ * caller reuses it, and the sorts' scratch. O(N log N); allocates
+ * nothing.
+ *
+ * Errors (*out unchanged; `buf` is scratch, its contents unspecified):
+ * - SIFT_E_ARG: NULL shards, out or buf, n_shards 0, n_vocab < 1, k out
+ *   of [1, n_vocab], a struct_size 0 or above sizeof(sift_shard) or an
+ *   element whose struct_size differs from the first (err->index = the
+ *   shard), a NULL prefix or extras with entries, capacity too small;
+ * - SIFT_E_SLICE, the message naming the shard and the position: a gap
+ *   or an overlap between ranges, ranges that stop short of or run past
+ *   n_vocab (err->index = the shard), more shards than ids; a shard with n_prefix 0 or
+ *   above n_ids, unknown flag bits, a NaN, negative or infinite tail
+ *   mass (err->index = the shard); an id outside the shard's range
+ *   (err->index = the position in its prefix); an id twice (err->index
+ *   = the id); an extra outside [0, n_vocab), twice, with a logit other
+ *   than its shard's, or above the smallest logit of a shard that does
+ *   not hold it (err->index = the position in extras);
+ * - SIFT_E_ROW_VALUE: NaN or +inf in a prefix or the extras
+ *   (err->index = the id).
+ * Thread-safe: reads its inputs only. Since: 0.3.
+ */
+SIFT_API SIFT_NODISCARD sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards,
+                                                      int32_t n_vocab, int32_t k,
+                                                      const sift_candidate *extras,
+                                                      int32_t n_extras, sift_candidate *buf,
+                                                      size_t capacity, sift_slice *out,
+                                                      sift_error *err);
 
 #ifdef __cplusplus
 }

@@ -27,8 +27,10 @@ out=$($sift plan "$ex/production.yaml")
 expect "plan text" "^k: 84$" "$out"
 expect "plan text" "^guarantee: exact$" "$out"
 expect "plan why" "top_k 20 + penalties 64 = 84" "$out"
+expect "plan device k" "^device k: 92 (a device top-k in any order)$" "$out"
 out=$($sift plan --json "$ex/production.yaml")
 expect "plan json" '"k": 84, "guarantee": "exact", "recommended_k": 84' "$out"
+expect "plan json device_k" '"recommended_k": 84, "device_k": 92, "extras"' "$out"
 expect "plan json stage" '{"name": "top_k", "class": "TOP", "k": 20' "$out"
 out=$($sift plan --json "$ex/min_p.yaml")
 expect "min_p plan" '"guarantee": "certified"' "$out"

@@ -611,6 +611,7 @@ static const entry TABLE[] = {
     NO(sift_workspace_free),
     NO(sift_workspace_new),
     NO(sift_workspace_params_init),
+    NO(sift_shards_merge),
 };
 
 static const entry *find(const char *name)

@@ -6,7 +6,7 @@
  * chain, and prints the plan: k, the guarantee, the recommended k, the
  * extra ids gathered beside the prefix, and each stage's part in words
  * (docs/analyzer.md). --json prints one object:
- * {"k", "guarantee", "recommended_k", "extras", "max_extras", "why",
+ * {"k", "guarantee", "recommended_k", "device_k", "extras", "max_extras", "why",
  *  "stages": [{"name", "class", "k", "why"}]}.
  * Exit status: 0 planned, 1 invalid config, 2 usage or I/O error.
  */
@@ -98,7 +98,8 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
     if (json) {
         fprintf(out, "{\"k\": %d, \"guarantee\": ", (int)plan.k);
         cli_json_str(out, sift_guarantee_str(plan.guarantee));
-        fprintf(out, ", \"recommended_k\": %d, \"extras\": [", (int)plan.recommended_k);
+        fprintf(out, ", \"recommended_k\": %d, \"device_k\": %d, \"extras\": [",
+                (int)plan.recommended_k, (int)plan.device_k);
         for (size_t i = 0; i < n_ids; i++)
             fprintf(out, "%s%d", i ? ", " : "", (int)ids[i]);
         fprintf(out, "], \"max_extras\": %d, \"why\": ", (int)plan.max_extras);
@@ -114,8 +115,11 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
         }
         fprintf(out, "]}\n");
     } else {
-        fprintf(out, "k: %d\nguarantee: %s\nrecommended k: %d\nwhy: %s\n", (int)plan.k,
-                sift_guarantee_str(plan.guarantee), (int)plan.recommended_k, plan.why);
+        fprintf(out,
+                "k: %d\nguarantee: %s\nrecommended k: %d\ndevice k: %d (a device top-k in any "
+                "order)\nwhy: %s\n",
+                (int)plan.k, sift_guarantee_str(plan.guarantee), (int)plan.recommended_k,
+                (int)plan.device_k, plan.why);
         if (plan.max_extras > 0) {
             fprintf(out, "extras (up to %d per step):", (int)plan.max_extras);
             for (size_t i = 0; i < n_ids; i++)

@@ -162,6 +162,16 @@ static void walk(const sift_chain *c, int dynamic, int words, sift_plan *plan,
     /* A chain that knows its row length never asks for more than the row. */
     if (c->n_vocab > 0 && plan->k > c->n_vocab)
         plan->k = plan->recommended_k = c->n_vocab;
+    /* A device set of k' decides a TOP(K) boundary only when its K-th
+     * largest logit is strictly above its smallest (its bound on absent
+     * tokens has no id tie-break): a fixed margin past k, measured in
+     * docs/analyzer.md. */
+    int64_t dk = plan->k > 0 ? (int64_t)plan->k + SIFT_PLAN_DEVICE_MARGIN : 0;
+    if (dk > K_MAX)
+        dk = K_MAX;
+    if (c->n_vocab > 0 && dk > c->n_vocab)
+        dk = c->n_vocab;
+    plan->device_k = (int32_t)dk;
 }
 
 int32_t sift__plan_whole_at(const sift_chain *c)
