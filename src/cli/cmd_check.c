@@ -29,7 +29,7 @@ int cmd_finish(FILE *out, FILE *errout, int status)
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: sift check [--quiet] [--werror] CONFIG...\n"
+    fprintf(f, "usage: sift check [--quiet] [--werror] [--form NAME] [--print] CONFIG...\n"
                "\n"
                "Loads and validates each YAML chain config (docs/config.md) and prints\n"
                "every problem as FILE:LINE:COL: error|warning: MESSAGE.\n"
@@ -37,6 +37,10 @@ static void help(FILE *f)
                "options:\n"
                "  -q, --quiet   print only the diagnostics, no summary lines\n"
                "  --werror      treat warnings as errors (exit 1)\n"
+               "  --form NAME   read each CONFIG as a request of that form: openai or\n"
+               "                llama.cpp (default: the document's `form` key)\n"
+               "  --print       print the chain each valid CONFIG maps to, in the chain\n"
+               "                form (stages and parameters, grammar, logprobs)\n"
                "  -h, --help    print this help\n"
                "\n"
                "exit status: 0 valid (warnings allowed), 1 invalid, 2 usage or I/O error\n");
@@ -44,11 +48,17 @@ static void help(FILE *f)
 
 int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
 {
-    int quiet = 0, werror = 0, n_files = 0, only_files = 0;
+    int quiet = 0, werror = 0, n_files = 0, only_files = 0, print = 0;
+    int32_t form = SIFT_CONFIG_FORM_DOCUMENT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (only_files || a[0] != '-' || !a[1]) {
             n_files++;
+        } else if (!strcmp(a, "--form") && i + 1 < argc) {
+            if (cli_parse_form("sift check", argv[++i], &form, errout) != CMD_OK)
+                return CMD_USAGE;
+        } else if (!strcmp(a, "--print")) {
+            print = 1;
         } else if (!strcmp(a, "--")) {
             only_files = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -73,6 +83,10 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
     only_files = 0;
     for (int i = 1; i < argc; i++) {
         const char *path = argv[i];
+        if (!only_files && !strcmp(path, "--form")) {
+            i++; /* its NAME is no file */
+            continue;
+        }
         if (!only_files && !strcmp(path, "--")) {
             only_files = 1;
             continue;
@@ -81,7 +95,10 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
             continue;
         sift_config *cfg = NULL;
         sift_error err;
-        sift_status st = sift_config_load(&cfg, path, NULL, &err);
+        sift_config_params cp;
+        sift_config_params_init(&cp);
+        cp.form = form;
+        sift_status st = sift_config_load(&cfg, path, &cp, &err);
         if (!cfg) {
             cli_error(errout, NULL, path, &err);
             status = CMD_USAGE;
@@ -126,6 +143,13 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
                 if (vrc == CMD_USAGE)
                     status = CMD_USAGE;
             }
+        }
+        if (print && st == SIFT_OK) {
+            char text[4096];
+            size_t len = sift_config_describe(cfg, text, sizeof text);
+            fputs(text, out);
+            if (len >= sizeof text)
+                fprintf(out, "# ... (%zu bytes in all)\n", len);
         }
         int bad = st != SIFT_OK || (werror && n_warn > 0);
         if (!quiet) {
