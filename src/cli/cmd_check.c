@@ -13,6 +13,7 @@
  * warning here, the same words as an error there (docs/cli.md).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -145,11 +146,16 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
             }
         }
         if (print && st == SIFT_OK) {
-            char text[4096];
-            size_t len = sift_config_describe(cfg, text, sizeof text);
-            fputs(text, out);
-            if (len >= sizeof text)
-                fprintf(out, "# ... (%zu bytes in all)\n", len);
+            size_t len = sift_config_describe(cfg, NULL, 0);
+            char *text = malloc(len + 1);
+            if (text) {
+                sift_config_describe(cfg, text, len + 1);
+                fputs(text, out);
+                free(text);
+            } else {
+                fprintf(errout, "sift check: out of memory\n");
+                status = CMD_USAGE;
+            }
         }
         int bad = st != SIFT_OK || (werror && n_warn > 0);
         if (!quiet) {

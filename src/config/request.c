@@ -70,8 +70,11 @@ static void put_float(out_buf *o, float f)
         put(o, f < 0 ? "-.inf" : ".inf");
     else {
         /* the shortest %g that reads back as the same float */
-        char t[32];
-        for (int prec = 1; prec <= 9; prec++) {
+        char t[48];
+        int digits = 1; /* the integer digits, so 100 is not written 1e+02 */
+        for (double a = fabs((double)f); a >= 10 && digits < 9; a /= 10)
+            digits++;
+        for (int prec = digits; prec <= 9; prec++) {
             snprintf(t, sizeof t, "%.*g", prec, (double)f);
             if ((float)strtod(t, NULL) == f)
                 break;
@@ -171,7 +174,7 @@ size_t sift_config_describe(const sift_config *cfg, char *buf, size_t cap)
         put_stage(&o, &cfg->stages[i]);
     if (cfg->has_grammar) {
         const sift_config_grammar *g = &cfg->grammar;
-        put(&o, "grammar:  # %zu bytes of GBNF\n  mode: %s\n  root: %s\n", g->length,
+        put(&o, "grammar:\n  mode: %s\n  root: %s\n",
             g->mode == SIFT_GRAMMAR_CONSTRAIN ? "constrain" : "check", g->root);
         if (g->lazy) {
             put(&o, "  lazy:\n");
@@ -185,6 +188,19 @@ size_t sift_config_describe(const sift_config *cfg, char *buf, size_t cap)
                 put(&o, "]\n");
             }
         }
+    }
+    if (cfg->has_grammar) {
+        /* the GBNF as a literal block, each line indented */
+        const sift_config_grammar *g = &cfg->grammar;
+        put(&o, "  text: |\n    ");
+        for (size_t i = 0; i < g->length; i++) {
+            char c = g->text[i];
+            if (c == '\n' && i + 1 < g->length)
+                put(&o, "\n    ");
+            else if (c != '\n')
+                put(&o, "%c", c);
+        }
+        put(&o, "\n");
     }
     if (cfg->logprobs.enabled)
         put(&o, "# logprobs: {top_n: %d, post_sampling: %s}\n", (int)cfg->logprobs.top_n,

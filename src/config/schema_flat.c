@@ -914,6 +914,16 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
 {
     flat_values f;
     int32_t mirostat;
+    const cfg_node *rl = sift__cfg_find(v, root, "repeat_last_n");
+    if (!v->n_ctx && rl && sift__cfg_is_plain(rl) && sift__cfg_streq(rl, "-1")) {
+        /* llama-server's -1 is its context size */
+        sift__cfg_warn_at(v, rl,
+                          "repeat_last_n -1 is the context size and n_ctx is not given: %d "
+                          "tokens, llama.cpp's default context size; set n_ctx to the server's "
+                          "context size",
+                          SIFT__FLAT_DEFAULT_N_CTX);
+        v->n_ctx = SIFT__FLAT_DEFAULT_N_CTX;
+    }
     int ok = flat_read_params(v, root, &f);
     ok = flat_dry_window(v, root, &f, ok);
     ok &= flat_mirostat(v, root, &mirostat);

@@ -136,8 +136,15 @@ static int num(cfg_validator *v, const cfg_node *root, const char *k, double lo,
     *out = def;
     if (!n || sift__cfg_is_null(n))
         return 1;
-    if (!sift__cfg_get_float_in(v, n, k, lo, hi, &f))
+    if (isinf(hi)) { /* a finite number >= lo */
+        if (!sift__cfg_get_finite(v, n, k, &f))
+            return 0;
+        if (f < lo)
+            return sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "%s must be >= %g, got %s", k, lo,
+                                    sift__cfg_echo(v, n));
+    } else if (!sift__cfg_get_float_in(v, n, k, lo, hi, &f)) {
         return 0;
+    }
     *out = f;
     return 1;
 }
@@ -774,8 +781,10 @@ void sift__cfg_openai_params(cfg_validator *v, const cfg_node *root)
         const cfg_node *key = NODE(v, ki);
         for (size_t i = 0; !key->bad && i < N_OF(IGNORED_KEYS); i++)
             if (sift__cfg_streq(key, IGNORED_KEYS[i]))
-                sift__cfg_warn_at(v, key, "'%s' does not change sampling; ignored",
-                                  IGNORED_KEYS[i]);
+                sift__cfg_warn_at(
+                    v, key, "'%s' does not change sampling; ignored%s", IGNORED_KEYS[i],
+                    !strncmp(IGNORED_KEYS[i], "max_", 4) ? " (it bounds the penalties' window)"
+                                                         : "");
         for (size_t i = 0; !key->bad && i < N_OF(UNSUPPORTED_KEYS); i++)
             if (sift__cfg_streq(key, UNSUPPORTED_KEYS[i]))
                 sift__cfg_err_at(v, key, SIFT_E_CONFIG_KEY,
@@ -783,22 +792,21 @@ void sift__cfg_openai_params(cfg_validator *v, const cfg_node *root)
                                  UNSUPPORTED_KEYS[i]);
         ki = key->next == CFG_NONE ? CFG_NONE : NODE(v, key->next)->next;
     }
-    float temp, top_p, min_p, freq, pres, rep, top_k_f;
-    int ok = num(v, root, "temperature", 0, 1e30, 1.0f, &temp);
+    float temp, top_p, min_p, freq, pres, rep;
+    int ok = num(v, root, "temperature", 0, INFINITY, 1.0f, &temp);
     ok &= num(v, root, "top_p", 0, 1, 1.0f, &top_p);
     ok &= num(v, root, "min_p", 0, 1, 0.0f, &min_p);
     ok &= num(v, root, "frequency_penalty", -2, 2, 0.0f, &freq);
     ok &= num(v, root, "presence_penalty", -2, 2, 0.0f, &pres);
-    ok &= num(v, root, "repetition_penalty", 0, 1e30, 1.0f, &rep);
+    ok &= num(v, root, "repetition_penalty", 0, INFINITY, 1.0f, &rep);
     const cfg_node *n = sift__cfg_find(v, root, "top_k");
     int32_t top_k = -1;
     if (n && !sift__cfg_is_null(n) && !sift__cfg_get_int_in(v, n, "top_k", -1, INT32_MAX, &top_k))
         ok = 0;
-    (void)top_k_f;
-    if ((n = sift__cfg_find(v, root, "top_p")) && ok && top_p <= 0)
+    if ((n = sift__cfg_find(v, root, "top_p")) && top_p <= 0)
         ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "top_p must be in (0, 1], got %s",
                               sift__cfg_echo(v, n));
-    if ((n = sift__cfg_find(v, root, "repetition_penalty")) && ok && rep <= 0)
+    if ((n = sift__cfg_find(v, root, "repetition_penalty")) && rep <= 0)
         ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE, "repetition_penalty must be > 0, got %s",
                               sift__cfg_echo(v, n));
     ok &= openai_logprobs(v, root);
@@ -808,8 +816,8 @@ void sift__cfg_openai_params(cfg_validator *v, const cfg_node *root)
         sift__cfg_request_bias(v, n, 1);
         ok &= v->cfg->n_errors == before;
     }
-    if (ok && v->st == SIFT_OK)
-        ok = openai_grammar(v, root);
+    if (v->st == SIFT_OK)
+        ok &= openai_grammar(v, root);
     if (!ok || v->st != SIFT_OK || v->cfg->n_errors)
         return;
     cfg_stage st;
