@@ -588,6 +588,9 @@ static const entry TABLE[] = {
     NO(sift_vocab_set_attr),
     NO(sift_vocab_set_pretokenizer),
     NO(sift_vocab_size),
+    NO(sift_config_get_logprobs),
+    NO(sift_config_form_of),
+    NO(sift_config_describe),
 };
 
 static const entry *find(const char *name)

@@ -297,6 +297,8 @@ void sift__cfg_request_bias(cfg_validator *v, const cfg_node *map, int openai)
     } else if (ok) {
         text_bias_rec *r = (text_bias_rec *)(void *)st.rec.b;
         st.desc = &TEXT_BIAS_DESC;
+        st.line = t[0]->line; /* the build's message names the first text */
+        st.col = t[0]->col;
         r->entries = b;
         r->n_entries = nb;
         b = NULL;
