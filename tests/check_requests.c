@@ -388,6 +388,82 @@ START_TEST(test_describe)
 }
 END_TEST
 
+/* An allocator that fails the n-th allocation and every one after. */
+typedef struct failing {
+    long left;
+    long live;
+} failing;
+
+static void *f_alloc(void *user, size_t size)
+{
+    failing *f = user;
+    if (f->left-- <= 0)
+        return NULL;
+    void *p = malloc(size);
+    if (p)
+        f->live++;
+    return p;
+}
+
+static void f_free(void *user, void *p)
+{
+    failing *f = user;
+    if (p)
+        f->live--;
+    free(p);
+}
+
+/* Every allocation of a request's load and build fails in turn: each
+ * failure is SIFT_E_NOMEM (or a config that reports it), never a crash
+ * or a leak, and once enough succeed the request loads and builds. */
+START_TEST(test_requests_out_of_memory)
+{
+    static const char *const bodies[] = {
+        "{\"form\": \"openai\", \"temperature\": 0.5, \"frequency_penalty\": 0.2, "
+        "\"logit_bias\": {\"3\": 1}, \"allowed_token_ids\": [1, 2, 3], "
+        "\"tool_choice\": \"auto\", \"tools\": [{\"type\": \"function\", \"function\": "
+        "{\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}], \"logprobs\": true}",
+        "{\"form\": \"openai\", \"response_format\": {\"type\": \"json_schema\", "
+        "\"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": \"integer\"}}}}",
+        "{\"logit_bias\": [[\"Hello\", 1], [15, 2], [15, 1]], \"grammar\": \"root ::= [a-z]+\", "
+        "\"grammar_lazy\": true, \"grammar_triggers\": [{\"type\": 1, \"value\": \"go\"}, "
+        "{\"type\": 2, \"value\": \"x(y)\"}], \"n_probs\": 2}",
+    };
+    sift_vocab *v = cl100k();
+    for (size_t b = 0; b < sizeof bodies / sizeof bodies[0]; b++) {
+        int done = 0;
+        for (long n = 0; !done && n < 100000; n++) {
+            failing f = {n, 0};
+            sift_allocator al = {sizeof al, f_alloc, f_free, &f, NULL};
+            sift_config_params p;
+            sift_config_params_init(&p);
+            p.allocator = &al;
+            sift_config *cfg = NULL;
+            sift_error err;
+            sift_status st =
+                sift_config_parse(&cfg, "req.yaml", bodies[b], strlen(bodies[b]), &p, &err);
+            if (st == SIFT_OK) {
+                sift_chain *c = NULL;
+                sift_chain_params cp;
+                sift_chain_params_init(&cp);
+                cp.allocator = &al;
+                st = sift_config_build_chain(cfg, &cp, v, &c, &err);
+                ck_assert_msg(st == SIFT_OK || st == SIFT_E_NOMEM, "body %zu, n %ld: %s", b, n,
+                              err.message);
+                done = st == SIFT_OK;
+                sift_chain_free(c);
+            } else {
+                ck_assert_msg(st == SIFT_E_NOMEM, "body %zu, n %ld: status %d", b, n, (int)st);
+            }
+            sift_config_free(cfg);
+            ck_assert_msg(f.live == 0, "body %zu, n %ld: %ld blocks leak", b, n, f.live);
+        }
+        ck_assert(done);
+    }
+    sift_vocab_free(v);
+}
+END_TEST
+
 static Suite *requests_suite(void)
 {
     Suite *s = suite_create("requests");
@@ -403,6 +479,7 @@ static Suite *requests_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_llama_logit_bias_text);
     tcase_add_test(tc, test_llama_grammar_triggers);
+    tcase_add_test(tc, test_requests_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }

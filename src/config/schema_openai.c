@@ -367,9 +367,9 @@ static int set_grammar(cfg_validator *v, jbuf *o, const cfg_node *at, const char
                 v->st = SIFT_E_NOMEM;
                 return 0;
             }
+            cfg->grammar.n_patterns = i + 1; /* sift_config_free frees them */
         }
         cfg->grammar.lazy = 1;
-        cfg->grammar.n_patterns = n_patterns;
         cfg->grammar.patterns = (const char *const *)cfg->g_patterns;
     }
     /* the grammar's places are the schema node's first character */
@@ -757,8 +757,10 @@ static int openai_leading(cfg_validator *v, const cfg_node *root)
         cfg_stage st;
         stage_init(&st, "allowed_tokens", n);
         if (!sift__cfg_string_param(v, sift__param_find(st.desc, "ids"), n, "allowed_token_ids",
-                                    &st.rec))
+                                    &st.rec)) {
+            sift__cfg_stage_free(&v->cfg->al, &st);
             return 0;
+        }
         sift__cfg_push(v, &st);
     }
     if ((n = sift__cfg_find(v, root, "min_tokens")) && !sift__cfg_is_null(n)) {
