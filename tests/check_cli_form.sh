@@ -35,7 +35,7 @@ JSON
 # plan: the OpenAI order with --form openai, llama.cpp's without it
 t 0 "plan --form openai" $sift plan --form openai "$tmp/req.json"
 grep -q '^   0  penalties ' "$tmp/out" && grep -q '^   1  temp ' "$tmp/out" &&
-    grep -q '^   2  min_p ' "$tmp/out" && grep -q '^   3  top_k ' "$tmp/out" ||
+    grep -q '^   2  top_k ' "$tmp/out" && grep -q '^   3  min_p ' "$tmp/out" ||
     { echo "FAIL plan --form openai: not vLLM's order"; cat "$tmp/out"; fail=1; }
 t 0 "plan without --form" $sift plan "$tmp/req.json"
 grep -q '^   1  top_k ' "$tmp/out" ||

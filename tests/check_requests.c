@@ -73,7 +73,7 @@ static void same_tokens(sift_chain *a, sift_chain *b, int32_t V, int steps, tu_r
  * draw. The hand-built chain adds every stage the request names, neutral
  * values included; the config leaves those out, which must not change a
  * token. */
-START_TEST(test_openai_random_requests)
+START_TEST(test_openai_requests_sample_as_the_vllm_order_chain_built_by_hand)
 {
     tu_rng r = {0x0A1u};
     char text[2048], num[64];
@@ -159,8 +159,10 @@ START_TEST(test_openai_random_requests)
 }
 END_TEST
 
-/* The stage order is vLLM's whatever the order of the keys. */
-START_TEST(test_openai_order)
+/* The stage order is vLLM's whatever the order of the keys, but for
+ * min_p after top_k (they commute; the property test checks the tokens
+ * against vLLM's literal order). */
+START_TEST(test_openai_stages_follow_vllms_order_whatever_the_keys_order)
 {
     sift_config *cfg = parse_ok("{\"form\": \"openai\", \"top_p\": 0.9, \"top_k\": 5, \"min_p\": "
                                 "0.1, \"temperature\": 0.5, \"presence_penalty\": 0.2, "
@@ -169,7 +171,7 @@ START_TEST(test_openai_order)
     sift_chain *c = NULL;
     sift_error err;
     ck_assert_int_eq(sift_config_build_chain(cfg, NULL, NULL, &c, &err), SIFT_OK);
-    static const char *const want[] = {"penalties", "temp", "min_p", "top_k", "top_p", "dist"};
+    static const char *const want[] = {"penalties", "temp", "top_k", "min_p", "top_p", "dist"};
     ck_assert_uint_eq(sift_chain_n_stages(c), 6);
     for (size_t i = 0; i < 6; i++)
         ck_assert_str_eq(sift_chain_stage_name(c, i), want[i]);
@@ -181,7 +183,7 @@ END_TEST
 /* The form is the caller's or the document's, never guessed: an OpenAI
  * body without either is llama.cpp's flat form (temperature last, top_k
  * 40 added), and a form key that differs from the caller's is an error. */
-START_TEST(test_form_never_guessed)
+START_TEST(test_the_form_is_the_callers_or_the_documents_never_guessed)
 {
     const char *body = "{\"temperature\": 0.7, \"top_p\": 0.9}";
     sift_config *cfg = parse_ok(body, SIFT_CONFIG_FORM_DOCUMENT);
@@ -216,7 +218,7 @@ START_TEST(test_form_never_guessed)
 }
 END_TEST
 
-START_TEST(test_logprobs_setting)
+START_TEST(test_the_logprob_setting_is_reported_for_both_forms)
 {
     sift_config_logprobs lp = {.struct_size = sizeof lp};
     sift_config *cfg = parse_ok("{\"n_probs\": 4, \"post_sampling_probs\": true}", 0);
@@ -261,7 +263,7 @@ static sift_vocab *cl100k(void)
 /* llama-server tokenizes logit_bias text and adds repeated ids up: the
  * config's chain draws what a chain with the summed biases of the text's
  * tokens draws. Without a vocabulary the build says where the text is. */
-START_TEST(test_llama_logit_bias_text)
+START_TEST(test_llama_logit_bias_text_is_tokenized_and_repeated_ids_add_up)
 {
     const char *body = "{\"seed\": 5, \"top_k\": 8, \"temperature\": 1.5,\n"
                        " \"logit_bias\": [[\"Hello, World!\", 3.5], [15, 1.0], [15, 2.0], "
@@ -339,7 +341,7 @@ END_TEST
 
 /* grammar_lazy and grammar_triggers become the grammar's lazy triggers;
  * the chain builds with the vocabulary. */
-START_TEST(test_llama_grammar_triggers)
+START_TEST(test_llama_grammar_triggers_become_lazy_triggers)
 {
     sift_config *cfg = parse_ok(
         "{\"grammar\": \"root ::= \\\"{\\\" [a-z]* \\\"}\\\"\", \"grammar_lazy\": true,\n"
@@ -368,7 +370,7 @@ START_TEST(test_llama_grammar_triggers)
 END_TEST
 
 /* sift_config_describe keeps snprintf's contract. */
-START_TEST(test_describe)
+START_TEST(test_describe_keeps_snprintfs_contract)
 {
     sift_config *cfg =
         parse_ok("{\"form\": \"openai\", \"temperature\": 0.5, \"logprobs\": true}", 0);
@@ -416,7 +418,7 @@ static void f_free(void *user, void *p)
 /* Every allocation of a request's load and build fails in turn: each
  * failure is SIFT_E_NOMEM (or a config that reports it), never a crash
  * or a leak, and once enough succeed the request loads and builds. */
-START_TEST(test_requests_out_of_memory)
+START_TEST(test_failing_each_allocation_of_a_request_is_clean)
 {
     static const char *const bodies[] = {
         "{\"form\": \"openai\", \"temperature\": 0.5, \"frequency_penalty\": 0.2, "
@@ -468,18 +470,17 @@ static Suite *requests_suite(void)
 {
     Suite *s = suite_create("requests");
     TCase *tc = tcase_create("openai");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_openai_random_requests);
-    tcase_add_test(tc, test_openai_order);
-    tcase_add_test(tc, test_form_never_guessed);
-    tcase_add_test(tc, test_logprobs_setting);
-    tcase_add_test(tc, test_describe);
+    tcase_add_test(tc, test_openai_requests_sample_as_the_vllm_order_chain_built_by_hand);
+    tcase_add_test(tc, test_openai_stages_follow_vllms_order_whatever_the_keys_order);
+    tcase_add_test(tc, test_the_form_is_the_callers_or_the_documents_never_guessed);
+    tcase_add_test(tc, test_the_logprob_setting_is_reported_for_both_forms);
+    tcase_add_test(tc, test_describe_keeps_snprintfs_contract);
     suite_add_tcase(s, tc);
     tc = tcase_create("llama-server");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_llama_logit_bias_text);
-    tcase_add_test(tc, test_llama_grammar_triggers);
-    tcase_add_test(tc, test_requests_out_of_memory);
+    tcase_add_test(tc, test_llama_logit_bias_text_is_tokenized_and_repeated_ids_add_up);
+    tcase_add_test(tc, test_llama_grammar_triggers_become_lazy_triggers);
+    tcase_add_test(tc, test_failing_each_allocation_of_a_request_is_clean);
     suite_add_tcase(s, tc);
     return s;
 }

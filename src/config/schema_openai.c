@@ -6,8 +6,9 @@
  * (vLLM's), and the chain they make, in vLLM's order: allowed_token_ids,
  * min_tokens and logit_bias, then the penalties (repetition, frequency,
  * presence), then greedy when the temperature is below 1e-5, else
- * temperature, min_p, top_k, top_p and the draw. A stage is added only
- * when the request asks for it (a value other than the neutral one).
+ * temperature, min_p, top_k, top_p and the draw (min_p is placed after
+ * top_k, with which it commutes). A stage is added only when the request
+ * asks for it (a value other than the neutral one).
  * response_format and tools + tool_choice become a JSON-Schema grammar
  * applied as a constrain stage (vLLM masks before it samples); logprobs
  * and top_logprobs become the config's log-probability setting. Keys
@@ -845,14 +846,18 @@ void sift__cfg_openai_params(cfg_validator *v, const cfg_node *root)
         set_f(&st, "temp", temp);
         sift__cfg_push(v, &st);
     }
-    if (min_p > 0) {
-        stage_init(&st, "min_p", sift__cfg_find(v, root, "min_p"));
-        set_f(&st, "p", min_p);
-        sift__cfg_push(v, &st);
-    }
     if (top_k > 0) {
         stage_init(&st, "top_k", sift__cfg_find(v, root, "top_k"));
         set_i(&st, "k", top_k);
+        sift__cfg_push(v, &st);
+    }
+    /* vLLM applies min_p before top_k; the two commute (min_p keeps a
+     * prefix of the canonical order, top_k the first k of what it gets),
+     * so top_k goes first: the same tokens, and an exact plan where min_p
+     * first would leave it certified. */
+    if (min_p > 0) {
+        stage_init(&st, "min_p", sift__cfg_find(v, root, "min_p"));
+        set_f(&st, "p", min_p);
         sift__cfg_push(v, &st);
     }
     if (top_p < 1) {
