@@ -853,8 +853,9 @@ void sift__cfg_openai_params(cfg_validator *v, const cfg_node *root)
     }
     /* vLLM applies min_p before top_k; the two commute (min_p keeps a
      * prefix of the canonical order, top_k the first k of what it gets),
-     * so top_k goes first: the same tokens, and an exact plan where min_p
-     * first would leave it certified. */
+     * so top_k goes first: the same tokens, and the plan does not rest on
+     * min_p's certificate (the warning "min_p before top_k leaves the plan
+     * certified"). */
     if (min_p > 0) {
         stage_init(&st, "min_p", sift__cfg_find(v, root, "min_p"));
         set_f(&st, "p", min_p);
