@@ -2644,8 +2644,10 @@ SIFT_API const sift_diagnostic *sift_config_diagnostic(const sift_config *cfg, s
  * fills params->n_vocab when that is 0. An inline grammar's errors name
  * the config file and its line and column. `vocab` (may be NULL;
  * only read during the call) is the vocabulary DRY sequence breakers are
- * matched against and the grammar is compiled with; a config whose DRY
- * stage has breakers, or that has a grammar, needs one. A grammar in
+ * matched against, the grammar is compiled with, and a request's
+ * logit_bias text is tokenized with (sift_vocab_encode, special tokens as
+ * text, as llama-server does); a config whose DRY stage has breakers,
+ * that has a grammar, or whose logit_bias has text needs one. A grammar in
  * check mode becomes the chain's check-mode grammar, one in constrain
  * mode a stage ahead of the configured stages; a lazy section makes it
  * lazy (sift_grammar_set_lazy) with the config's triggers.
