@@ -43,7 +43,8 @@ static const char *const FLAT_KEYS[] = {
 enum { MAX_REG_FLAT = 128, MAX_REG_ALIASES = 8 };
 
 /* The context size a -1 window stands for when the request gives no
- * n_ctx: llama.cpp's default context size (common_params.n_ctx). */
+ * n_ctx: common_params.n_ctx's default until llama.cpp took the model's
+ * training context for it (n_ctx 0), which a request cannot tell. */
 enum { SIFT__FLAT_DEFAULT_N_CTX = 4096 };
 
 /* Every distinct flat key of the registry's parameters, with the first
@@ -572,11 +573,12 @@ static int flat_dry_window(cfg_validator *v, const cfg_node *root, flat_values *
         else
             *last_n = v->n_ctx;
     } else if (dry_on && ok) {
-        sift__cfg_warn_at(v, sift__cfg_find(v, root, "dry_multiplier"),
-                          "dry_penalty_last_n defaults to -1 (the context size) and n_ctx is "
-                          "not given: %d tokens, llama.cpp's default context size; set n_ctx "
-                          "to the server's context size",
-                          SIFT__FLAT_DEFAULT_N_CTX);
+        sift__cfg_warn_at(
+            v, sift__cfg_find(v, root, "dry_multiplier"),
+            "dry_penalty_last_n defaults to -1 (the context size) and n_ctx is "
+            "not given: %d tokens; set n_ctx to the server's context size (by default "
+            "the model's training context)",
+            SIFT__FLAT_DEFAULT_N_CTX);
         *last_n = SIFT__FLAT_DEFAULT_N_CTX;
     }
     if (ok && mult != 0 && base < 1)
@@ -919,8 +921,8 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
         /* llama-server's -1 is its context size */
         sift__cfg_warn_at(v, rl,
                           "repeat_last_n -1 is the context size and n_ctx is not given: %d "
-                          "tokens, llama.cpp's default context size; set n_ctx to the server's "
-                          "context size",
+                          "tokens; set n_ctx to the server's context size (by default the model's "
+                          "training context)",
                           SIFT__FLAT_DEFAULT_N_CTX);
         v->n_ctx = SIFT__FLAT_DEFAULT_N_CTX;
     }
