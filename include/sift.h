@@ -2745,7 +2745,28 @@ typedef struct sift_config_params {
                                   against; NULL = the config file's directory
                                   (sift_config_load) or the current directory
                                   (sift_config_parse). Copied. */
+    /** The form of the document, chosen by the caller (sift_config_form):
+     * SIFT_CONFIG_FORM_DOCUMENT (0, the default) reads the document's own
+     * `form` key; another value requires that form (a `form` key that
+     * names another one is an error). Since: 0.3. */
+    int32_t form;
 } sift_config_params;
+
+/**
+ * The form a configuration document is written in (docs/config.md,
+ * "Request forms"). Which form applies is never guessed from the keys:
+ * it is the document's `form` key or sift_config_params.form.
+ */
+typedef enum sift_config_form {
+    /** The document's `form` key decides; without one, a `chain:` list or
+     * llama.cpp's flat parameters (a llama-server /completion body). */
+    SIFT_CONFIG_FORM_DOCUMENT = 0,
+    /** llama.cpp's flat parameters, a llama-server /completion body. */
+    SIFT_CONFIG_FORM_LLAMA_CPP = 1,
+    /** An OpenAI-compatible request body (chat completions or
+     * completions), with vLLM's sampling semantics and order. */
+    SIFT_CONFIG_FORM_OPENAI = 2
+} sift_config_form;
 
 /** Fills `params` with the defaults; NULL is a no-op. Since: 0.1. */
 SIFT_API void sift_config_params_init(sift_config_params *params);
@@ -2823,8 +2844,10 @@ SIFT_API const sift_diagnostic *sift_config_diagnostic(const sift_config *cfg, s
  * fills params->n_vocab when that is 0. An inline grammar's errors name
  * the config file and its line and column. `vocab` (may be NULL;
  * only read during the call) is the vocabulary DRY sequence breakers are
- * matched against and the grammar is compiled with; a config whose DRY
- * stage has breakers, or that has a grammar, needs one. A grammar in
+ * matched against, the grammar is compiled with, and a request's
+ * logit_bias text is tokenized with (sift_vocab_encode, special tokens as
+ * text, as llama-server does); a config whose DRY stage has breakers,
+ * that has a grammar, or whose logit_bias has text needs one. A grammar in
  * check mode becomes the chain's check-mode grammar, one in constrain
  * mode a stage ahead of the configured stages; a lazy section makes it
  * lazy (sift_grammar_set_lazy) with the config's triggers.
@@ -2917,6 +2940,52 @@ typedef struct sift_config_grammar {
  * Since: 0.1.
  */
 SIFT_API const sift_config_grammar *sift_config_grammar_info(const sift_config *cfg);
+
+/**
+ * The log-probabilities a request asks the runtime to return with each
+ * sampled token (llama-server's `n_probs` and `post_sampling_probs`,
+ * OpenAI's `logprobs` and `top_logprobs`). They change nothing in the
+ * chain: the runtime reads them and computes the values. The caller sets
+ * struct_size; fields added later are left alone when it is smaller.
+ */
+typedef struct sift_config_logprobs {
+    uint32_t struct_size; /**< sizeof(sift_config_logprobs); set by the caller. */
+    int enabled;          /**< 1 if the request asks for log-probabilities. */
+    int32_t top_n;        /**< Most likely tokens to list per step (0: the sampled one only). */
+    /** 1: probabilities after the chain (llama-server's post_sampling_probs,
+     * sift_chain_distribution); 0: the softmax of the raw row, as
+     * OpenAI, vLLM (raw_logprobs) and llama-server by default return. */
+    int post_sampling;
+} sift_config_logprobs;
+
+/**
+ * Fills *out with the log-probability setting of a valid config (all 0
+ * when the request asks for none) and returns 1 if it asks for some, 0 if
+ * not. Returns -1 for NULL `cfg` or `out`, a config with errors, or an
+ * out->struct_size of 0; only the first struct_size bytes are written.
+ * Since: 0.3.
+ */
+SIFT_API int sift_config_get_logprobs(const sift_config *cfg, sift_config_logprobs *out);
+
+/**
+ * Returns the form the config was read in (sift_config_form):
+ * SIFT_CONFIG_FORM_LLAMA_CPP, SIFT_CONFIG_FORM_OPENAI, or
+ * SIFT_CONFIG_FORM_DOCUMENT for a `chain:` list (and for NULL).
+ * Since: 0.3.
+ */
+SIFT_API int32_t sift_config_form_of(const sift_config *cfg);
+
+/**
+ * Writes the chain a valid config builds, in the chain form of
+ * docs/config.md, to buf (at most cap bytes, NUL-terminated when cap >
+ * 0): its seed, the stages with every parameter as the builder receives
+ * it, the grammar's mode, root, size and triggers, and the
+ * log-probability setting. A request in a flat or OpenAI form is thus
+ * shown as what it maps to (`sift check --print`). Returns the length
+ * of the whole text (as snprintf: more than cap - 1 means it was cut),
+ * 0 for NULL `cfg` or a config with errors. Since: 0.3.
+ */
+SIFT_API size_t sift_config_describe(const sift_config *cfg, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------ */
 /* Custom stages                                                       */

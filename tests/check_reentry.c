@@ -612,6 +612,9 @@ static const entry TABLE[] = {
     NO(sift_workspace_new),
     NO(sift_workspace_params_init),
     NO(sift_shards_merge),
+    NO(sift_config_get_logprobs),
+    NO(sift_config_form_of),
+    NO(sift_config_describe),
 };
 
 static const entry *find(const char *name)

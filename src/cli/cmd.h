@@ -80,6 +80,15 @@ void cli_diag(FILE *errout, const char *prog, const char *path, const char *seve
 int cli_config_vocab(const char *prog, const char *path, const sift_config *cfg, sift_vocab **vocab,
                      FILE *errout);
 
+/* The request form every config the CLI loads is read in
+ * (sift_config_params.form; SIFT_CONFIG_FORM_DOCUMENT: the document's
+ * own `form` key). Set by `--form NAME` of check, plan and sample. */
+void cli_set_form(int32_t form);
+int32_t cli_form(void);
+/* Reads the NAME of `--form NAME` ("openai", "llama.cpp" or "document")
+ * into *form; CMD_USAGE with a message for another name. */
+int cli_parse_form(const char *prog, const char *name, int32_t *form, FILE *errout);
+
 /* Flushes `out` and reports a write error (a closed pipe, a full disk)
  * on errout; returns CMD_USAGE in that case, `status` otherwise. */
 int cmd_finish(FILE *out, FILE *errout, int status);

@@ -13,6 +13,7 @@
  * warning here, the same words as an error there (docs/cli.md).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -29,7 +30,7 @@ int cmd_finish(FILE *out, FILE *errout, int status)
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: sift check [--quiet] [--werror] CONFIG...\n"
+    fprintf(f, "usage: sift check [--quiet] [--werror] [--form NAME] [--print] CONFIG...\n"
                "\n"
                "Loads and validates each YAML chain config (docs/config.md) and prints\n"
                "every problem as FILE:LINE:COL: error|warning: MESSAGE.\n"
@@ -37,6 +38,10 @@ static void help(FILE *f)
                "options:\n"
                "  -q, --quiet   print only the diagnostics, no summary lines\n"
                "  --werror      treat warnings as errors (exit 1)\n"
+               "  --form NAME   read each CONFIG as a request of that form: openai or\n"
+               "                llama.cpp (default: the document's `form` key)\n"
+               "  --print       print the chain each valid CONFIG maps to, in the chain\n"
+               "                form (stages and parameters, grammar, logprobs)\n"
                "  -h, --help    print this help\n"
                "\n"
                "exit status: 0 valid (warnings allowed), 1 invalid, 2 usage or I/O error\n");
@@ -44,11 +49,17 @@ static void help(FILE *f)
 
 int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
 {
-    int quiet = 0, werror = 0, n_files = 0, only_files = 0;
+    int quiet = 0, werror = 0, n_files = 0, only_files = 0, print = 0;
+    int32_t form = SIFT_CONFIG_FORM_DOCUMENT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (only_files || a[0] != '-' || !a[1]) {
             n_files++;
+        } else if (!strcmp(a, "--form") && i + 1 < argc) {
+            if (cli_parse_form("sift check", argv[++i], &form, errout) != CMD_OK)
+                return CMD_USAGE;
+        } else if (!strcmp(a, "--print")) {
+            print = 1;
         } else if (!strcmp(a, "--")) {
             only_files = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -73,6 +84,10 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
     only_files = 0;
     for (int i = 1; i < argc; i++) {
         const char *path = argv[i];
+        if (!only_files && !strcmp(path, "--form")) {
+            i++; /* its NAME is no file */
+            continue;
+        }
         if (!only_files && !strcmp(path, "--")) {
             only_files = 1;
             continue;
@@ -81,7 +96,10 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
             continue;
         sift_config *cfg = NULL;
         sift_error err;
-        sift_status st = sift_config_load(&cfg, path, NULL, &err);
+        sift_config_params cp;
+        sift_config_params_init(&cp);
+        cp.form = form;
+        sift_status st = sift_config_load(&cfg, path, &cp, &err);
         if (!cfg) {
             cli_error(errout, NULL, path, &err);
             status = CMD_USAGE;
@@ -125,6 +143,18 @@ int cmd_check(int argc, char **argv, FILE *out, FILE *errout)
                 n_err++;
                 if (vrc == CMD_USAGE)
                     status = CMD_USAGE;
+            }
+        }
+        if (print && st == SIFT_OK) {
+            size_t len = sift_config_describe(cfg, NULL, 0);
+            char *text = malloc(len + 1);
+            if (text) {
+                sift_config_describe(cfg, text, len + 1);
+                fputs(text, out);
+                free(text);
+            } else {
+                fprintf(errout, "sift check: out of memory\n");
+                status = CMD_USAGE;
             }
         }
         int bad = st != SIFT_OK || (werror && n_warn > 0);

@@ -27,6 +27,8 @@ static void help(FILE *f)
                "\n"
                "options:\n"
                "  --json      one JSON object instead of text\n"
+               "  --form NAME read CONFIG as a request of that form: openai or llama.cpp\n"
+               "              (default: the document's `form` key)\n"
                "  -h, --help  print this help\n"
                "\n"
                "exit status: 0 planned, 1 invalid config, 2 usage or I/O error\n");
@@ -49,6 +51,7 @@ static const char *class_upper(sift_class c)
 int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
 {
     int json = 0;
+    int32_t form = SIFT_CONFIG_FORM_DOCUMENT;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -57,6 +60,9 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
             return cmd_finish(out, errout, CMD_OK);
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--form") && i + 1 < argc) {
+            if (cli_parse_form("sift plan", argv[++i], &form, errout) != CMD_OK)
+                return CMD_USAGE;
         } else if (a[0] == '-' && a[1]) {
             fprintf(errout, "sift plan: unknown option '%s'\n", a);
             fprintf(errout, "Run 'sift plan --help' for the options.\n");
@@ -74,6 +80,7 @@ int cmd_plan(int argc, char **argv, FILE *out, FILE *errout)
         return CMD_USAGE;
     }
     sift_chain *chain;
+    cli_set_form(form);
     int rc = cli_load_chain(NULL, path, 0, CLI_LOAD_LIKE_CHECK, &chain, errout);
     if (rc != CMD_OK)
         goto done;

@@ -34,12 +34,43 @@ static const char PRODUCTION_YAML[] =
     "  - temperature: 0.8\n"
     "  - dist\n";
 
+/* The form of the configs loaded (cli_set_form). */
+static int32_t g_form = SIFT_CONFIG_FORM_DOCUMENT;
+
+void cli_set_form(int32_t form)
+{
+    g_form = form;
+}
+
+int32_t cli_form(void)
+{
+    return g_form;
+}
+
+int cli_parse_form(const char *prog, const char *name, int32_t *form, FILE *errout)
+{
+    if (!strcmp(name, "openai"))
+        *form = SIFT_CONFIG_FORM_OPENAI;
+    else if (!strcmp(name, "llama.cpp"))
+        *form = SIFT_CONFIG_FORM_LLAMA_CPP;
+    else if (!strcmp(name, "document"))
+        *form = SIFT_CONFIG_FORM_DOCUMENT;
+    else {
+        fprintf(errout, "%s: --form must be openai, llama.cpp or document, got '%s'\n", prog, name);
+        return CMD_USAGE;
+    }
+    return CMD_OK;
+}
+
 static sift_status load_config(sift_config **cfg, const char *path, sift_error *err)
 {
     if (!path)
         return sift_config_parse(cfg, "<production>", PRODUCTION_YAML, sizeof PRODUCTION_YAML - 1,
                                  NULL, err);
-    return sift_config_load(cfg, path, NULL, err);
+    sift_config_params p;
+    sift_config_params_init(&p);
+    p.form = g_form;
+    return sift_config_load(cfg, path, &p, err);
 }
 
 int32_t cli_config_vocab_size(const char *path)
@@ -234,6 +265,8 @@ static void help(FILE *f)
                "                 decide; prints a summary of the bytes copied on stderr\n"
                "  --history IDS  comma-separated token ids fed as prompt before step 0\n"
                "  --json         print one JSON object (tokens and summary) instead\n"
+               "  --form NAME    read CONFIG as a request of that form: openai or\n"
+               "                 llama.cpp (default: the document's `form` key)\n"
                "  -h, --help     print this help\n"
                "\n"
                "exit status: 0 ok, 1 invalid input or config, 2 usage or I/O error\n");
@@ -255,6 +288,7 @@ typedef struct sample_opts {
     const char *config, *logits, *history;
     long k; /* --slice K, 0 for whole rows */
     int json;
+    int32_t form; /* --form, SIFT_CONFIG_FORM_DOCUMENT by default */
 } sample_opts;
 
 /* One run over the rows: the chain, and for --slice the slicer, the
@@ -280,6 +314,9 @@ static int parse_args(int argc, char **argv, sample_opts *o, FILE *out, FILE *er
             return cmd_finish(out, errout, CMD_OK);
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
+        } else if (!strcmp(a, "--form") && i + 1 < argc) {
+            if (cli_parse_form("sift sample", argv[++i], &o->form, errout) != CMD_OK)
+                return CMD_USAGE;
         } else if ((!strcmp(a, "--logits") || !strcmp(a, "--slice") || !strcmp(a, "--history")) &&
                    i + 1 < argc) {
             const char *v = argv[++i];
@@ -398,11 +435,17 @@ static void sample_report(const sample_run *r, const sample_opts *o, const npy_r
 
 int cmd_sample(int argc, char **argv, FILE *out, FILE *errout)
 {
-    sample_opts o = {.config = NULL, .logits = NULL, .history = NULL, .k = 0, .json = 0};
+    sample_opts o = {.config = NULL,
+                     .logits = NULL,
+                     .history = NULL,
+                     .k = 0,
+                     .json = 0,
+                     .form = SIFT_CONFIG_FORM_DOCUMENT};
     int rc = parse_args(argc, argv, &o, out, errout);
     if (rc >= 0)
         return rc;
     const char *prog = "sift sample";
+    cli_set_form(o.form);
     int32_t *hist = NULL;
     size_t n_hist = 0;
     if (o.history && cli_parse_history(prog, o.history, &hist, &n_hist, errout) != CMD_OK)

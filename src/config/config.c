@@ -74,6 +74,8 @@ static sift_status check_params(const sift_config_params *in, sift_config_params
         return sift__fail(err, SIFT_E_ARG, "max_stages must be in [1, %d]", SIFT_HARD_MAX_STAGES);
     if (p->max_diagnostics < 1)
         return sift__fail(err, SIFT_E_ARG, "max_diagnostics must be >= 1");
+    if (p->form < SIFT_CONFIG_FORM_DOCUMENT || p->form > SIFT_CONFIG_FORM_OPENAI)
+        return sift__fail(err, SIFT_E_ARG, "form must be a sift_config_form, got %d", (int)p->form);
     return SIFT_OK;
 }
 

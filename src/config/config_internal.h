@@ -125,6 +125,12 @@ struct sift_config {
     char **g_patterns;
     char **g_full_patterns;
     int32_t *g_tokens;
+
+    /* Request forms (schema_flat.c, schema_openai.c): the form the
+     * document was read in (sift_config_form) and the log-probabilities
+     * it asks for. */
+    int32_t form;
+    sift_config_logprobs logprobs;
 };
 
 /* Records a diagnostic at a byte offset (line/col computed; off < 0 = no

@@ -26,8 +26,37 @@
  */
 #include "schema.h"
 
-static const char *const BASE_KEYS[] = {"seed", "vocab_size", "vocab", "chain", "grammar", "n_ctx"};
+static const char *const BASE_KEYS[] = {"seed",    "vocab_size", "vocab", "chain",
+                                        "grammar", "n_ctx",      "form"};
 #define N_BASE (sizeof BASE_KEYS / sizeof BASE_KEYS[0])
+/* The OpenAI form's own base keys: no chain, no grammar section. */
+static const char *const OPENAI_BASE_KEYS[] = {"seed", "vocab_size", "vocab", "n_ctx", "form"};
+#define N_OPENAI_BASE (sizeof OPENAI_BASE_KEYS / sizeof OPENAI_BASE_KEYS[0])
+
+/* The form of the document: the caller's (sift_config_params.form), or
+ * the `form` key's; both, and different, is an error at the key. Never
+ * guessed from the other keys. */
+static int32_t document_form(cfg_validator *v, const cfg_node *root)
+{
+    int32_t want = v->cfg->params.form;
+    const cfg_node *n = sift__cfg_find(v, root, "form");
+    int32_t said = SIFT_CONFIG_FORM_DOCUMENT;
+    if (n && sift__cfg_get_str(v, n, "form")) {
+        if (sift__cfg_streq(n, "openai"))
+            said = SIFT_CONFIG_FORM_OPENAI;
+        else if (sift__cfg_streq(n, "llama.cpp"))
+            said = SIFT_CONFIG_FORM_LLAMA_CPP;
+        else
+            sift__cfg_err_at(v, n, SIFT_E_CONFIG_VALUE,
+                             "form must be 'openai' or 'llama.cpp', got '%s'",
+                             sift__cfg_echo(v, n));
+    }
+    if (want != SIFT_CONFIG_FORM_DOCUMENT && said != SIFT_CONFIG_FORM_DOCUMENT && said != want)
+        sift__cfg_err_at(
+            v, n, SIFT_E_CONFIG_VALUE, "form '%s' differs from the form the caller asks for ('%s')",
+            sift__cfg_echo(v, n), want == SIFT_CONFIG_FORM_OPENAI ? "openai" : "llama.cpp");
+    return want != SIFT_CONFIG_FORM_DOCUMENT ? want : said;
+}
 
 /* The first key of the root mapping that belongs to llama.cpp's flat
  * form, NULL when there is none. */
@@ -118,10 +147,11 @@ static void check_vocab_size(cfg_validator *v, const cfg_node *n)
         v->vocab_size = v->cfg->vocab_size = (int32_t)x;
 }
 
-/* The sampler chain: a `chain:` list or llama.cpp's flat parameters,
- * never both, one of them required. */
+/* The sampler chain: the OpenAI form's parameters, a `chain:` list or
+ * llama.cpp's flat parameters (the default chain without any), never
+ * a list and flat parameters both. */
 static void check_chain(cfg_validator *v, const cfg_node *root, const cfg_node *chain,
-                        const cfg_node *first_flat)
+                        const cfg_node *first_flat, int32_t form)
 {
     if (chain && first_flat) {
         const cfg_node *ck = sift__cfg_key_of(v, root, chain);
@@ -130,14 +160,12 @@ static void check_chain(cfg_validator *v, const cfg_node *root, const cfg_node *
             "use either 'chain' or llama.cpp flat parameters, not both ('chain' at %d:%d)",
             (int)(ck ? ck->line : chain->line), (int)(ck ? ck->col : chain->col));
     }
-    if (chain)
+    if (form == SIFT_CONFIG_FORM_OPENAI)
+        sift__cfg_openai_params(v, root);
+    else if (chain)
         sift__cfg_chain_list(v, chain);
-    else if (first_flat)
-        sift__cfg_flat_params(v, root);
     else
-        sift__cfg_err_at(v, root, SIFT_E_CONFIG_KEY,
-                         "no sampler chain: give 'chain' (a list of stages) or llama.cpp sampler "
-                         "parameters");
+        sift__cfg_flat_params(v, root);
 }
 
 sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
@@ -164,16 +192,32 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
         sift__cfg_type_err(&v, root, "configuration", "mapping");
         return v.st;
     }
+    int32_t form = document_form(&v, root);
     const char *top[N_BASE + SIFT__CFG_MAX_FLAT_FORM_KEYS];
     size_t nt = 0;
-    for (size_t i = 0; i < N_BASE; i++)
-        top[nt++] = BASE_KEYS[i];
-    nt += sift__cfg_flat_form_keys(top + nt);
-    sift__cfg_check_keys(&v, root, top, nt, "");
+    if (form == SIFT_CONFIG_FORM_OPENAI) {
+        for (size_t i = 0; i < N_OPENAI_BASE; i++)
+            top[nt++] = OPENAI_BASE_KEYS[i];
+        nt += sift__cfg_openai_keys(top + nt);
+    } else {
+        for (size_t i = 0; i < N_BASE; i++)
+            top[nt++] = BASE_KEYS[i];
+        nt += sift__cfg_flat_form_keys(top + nt);
+    }
+    sift__cfg_check_keys(&v, root, top, nt, form == SIFT_CONFIG_FORM_OPENAI ? "openai form: " : "");
     const cfg_node *n;
     const cfg_node *first_flat = first_flat_key(&v, root);
-    const cfg_node *chain = sift__cfg_find(&v, root, "chain");
-    v.flat = first_flat && !chain;
+    const cfg_node *chain =
+        form == SIFT_CONFIG_FORM_OPENAI ? NULL : sift__cfg_find(&v, root, "chain");
+    /* Without a chain the document is llama.cpp's flat form, keys or
+     * not: llama-server builds its default chain from `{}`. */
+    v.flat = form != SIFT_CONFIG_FORM_OPENAI && !chain;
+    if (form == SIFT_CONFIG_FORM_LLAMA_CPP && chain)
+        sift__cfg_err_at(&v, sift__cfg_key_of(&v, root, chain), SIFT_E_CONFIG_KEY,
+                         "'chain' does not belong in the llama.cpp form");
+    cfg->form = form == SIFT_CONFIG_FORM_OPENAI ? form
+                : v.flat                        ? SIFT_CONFIG_FORM_LLAMA_CPP
+                                                : SIFT_CONFIG_FORM_DOCUMENT;
     if ((n = sift__cfg_find(&v, root, "n_ctx")))
         check_n_ctx(&v, n);
     if ((n = sift__cfg_find(&v, root, "seed")))
@@ -182,8 +226,9 @@ sift_status sift__cfg_validate(sift_config *cfg, const cfg_tree *tree)
         check_vocab_size(&v, n);
     if ((n = sift__cfg_find(&v, root, "vocab")))
         sift__cfg_vocab_key(&v, n);
-    check_chain(&v, root, chain, first_flat);
-    if ((n = sift__cfg_find(&v, root, "grammar")) && v.st == SIFT_OK)
+    check_chain(&v, root, chain, first_flat, form);
+    if (form != SIFT_CONFIG_FORM_OPENAI && (n = sift__cfg_find(&v, root, "grammar")) &&
+        v.st == SIFT_OK)
         sift__cfg_grammar_section(&v, n);
     if (v.flat && !cfg->has_grammar && cfg->n_errors == 0 && v.st == SIFT_OK &&
         (n = sift__cfg_find(&v, root, "json_schema")) && !sift__cfg_is_null(n))

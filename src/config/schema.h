@@ -191,4 +191,23 @@ SIFT__HIDDEN void sift__cfg_vocab_key(cfg_validator *v, const cfg_node *n);
 /* The warnings over a valid chain (run after the trial build). */
 SIFT__HIDDEN void sift__cfg_chain_warnings(cfg_validator *v);
 
+/* ------------------------------------------------------------------ */
+/* schema_bias.c, schema_openai.c: request bodies                      */
+/* ------------------------------------------------------------------ */
+
+/* A request's `logit_bias` (docs/config.md): llama-server's (openai = 0:
+ * a mapping or a list of [token, bias] pairs, tokens as ids or text,
+ * repeated ids summed) or an OpenAI-compatible server's (openai = 1: a
+ * mapping of token ids, biases clamped to [-100, 100]); pushes the stage
+ * when it has entries. */
+SIFT__HIDDEN void sift__cfg_request_bias(cfg_validator *v, const cfg_node *map, int openai);
+/* 1 if `d` is the stage that carries token text to the build. */
+SIFT__HIDDEN int sift__cfg_is_text_bias(const sift__sampler_desc *d);
+/* The top-level keys of the OpenAI form into out[] (room for
+ * SIFT__CFG_MAX_FLAT_FORM_KEYS); returns how many. */
+SIFT__HIDDEN size_t sift__cfg_openai_keys(const char **out);
+/* The OpenAI form at `root`: its keys checked, its chain built in
+ * vLLM's order, its grammar and log-probability setting filled. */
+SIFT__HIDDEN void sift__cfg_openai_params(cfg_validator *v, const cfg_node *root);
+
 #endif

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../grammar/trigger.h"
 #include "schema.h"
 
 /* The sampling keys of llama.cpp's common_params_sampling and of
@@ -34,12 +35,17 @@
  * or ignore. The keys of the samplers' parameters come from their
  * descriptors (flat_key, and flat_alias: llama-server's "temperature"). */
 static const char *const FLAT_KEYS[] = {
-    "mirostat",    "samplers",     "n_probs",          "ignore_eos",
-    "json_schema", "grammar_lazy", "grammar_triggers", "preserved_tokens",
+    "mirostat",     "samplers",         "n_probs",          "ignore_eos",          "json_schema",
+    "grammar_lazy", "grammar_triggers", "preserved_tokens", "post_sampling_probs",
 };
 #define N_FLAT (sizeof FLAT_KEYS / sizeof FLAT_KEYS[0])
 
 enum { MAX_REG_FLAT = 128, MAX_REG_ALIASES = 8 };
+
+/* The context size a -1 window stands for when the request gives no
+ * n_ctx: common_params.n_ctx's default until llama.cpp took the model's
+ * training context for it (n_ctx 0), which a request cannot tell. */
+enum { SIFT__FLAT_DEFAULT_N_CTX = 4096 };
 
 /* Every distinct flat key of the registry's parameters, with the first
  * parameter that names it (registry order). */
@@ -90,7 +96,6 @@ static const char *const IGNORED_KEYS[] = {
     "cache_prompt",
     "return_tokens",
     "timings_per_token",
-    "post_sampling_probs",
     "response_fields",
     "lora",
     "image_data",
@@ -110,6 +115,9 @@ static const char *const IGNORED_KEYS[] = {
     "input_suffix",
     "input_extra",
     "tokens",
+    "n_cache_reuse",
+    "sse_ping_interval",
+    "chat_template_kwargs",
 };
 #define N_IGNORED (sizeof IGNORED_KEYS / sizeof IGNORED_KEYS[0])
 
@@ -565,10 +573,13 @@ static int flat_dry_window(cfg_validator *v, const cfg_node *root, flat_values *
         else
             *last_n = v->n_ctx;
     } else if (dry_on && ok) {
-        ok = sift__cfg_err_at(
-            v, sift__cfg_find(v, root, "dry_multiplier"), SIFT_E_CONFIG_VALUE,
-            "dry_penalty_last_n defaults to -1 (the context size): set n_ctx to the "
-            "context size, or dry_penalty_last_n to a window");
+        sift__cfg_warn_at(
+            v, sift__cfg_find(v, root, "dry_multiplier"),
+            "dry_penalty_last_n defaults to -1 (the context size) and n_ctx is "
+            "not given: %d tokens; set n_ctx to the server's context size (by default "
+            "the model's training context)",
+            SIFT__FLAT_DEFAULT_N_CTX);
+        *last_n = SIFT__FLAT_DEFAULT_N_CTX;
     }
     if (ok && mult != 0 && base < 1)
         sift__cfg_warn_at(v, sift__cfg_find(v, root, "dry_base"), "dry_base < 1 turns DRY off");
@@ -597,11 +608,169 @@ static int flat_mirostat(cfg_validator *v, const cfg_node *root, int32_t *mirost
     }
     if ((n = sift__cfg_find(v, root, "n_probs"))) {
         int32_t np;
-        if (sift__cfg_get_int_in(v, n, "n_probs", 0, INT32_MAX, &np))
-            sift__cfg_warn_at(v, n, "n_probs does not change sampling; ignored");
-        else
+        if (sift__cfg_get_int_in(v, n, "n_probs", 0, INT32_MAX, &np)) {
+            v->cfg->logprobs.enabled = np > 0;
+            v->cfg->logprobs.top_n = np;
+        } else {
             ok = 0;
+        }
     }
+    if ((n = sift__cfg_find(v, root, "post_sampling_probs"))) {
+        int b = 0;
+        if (!sift__cfg_get_bool(v, n, "post_sampling_probs", &b))
+            ok = 0;
+        else if (b && !v->cfg->logprobs.enabled)
+            sift__cfg_warn_at(v, n, "post_sampling_probs without n_probs > 0 returns nothing");
+        else
+            v->cfg->logprobs.post_sampling = b;
+    }
+    return ok;
+}
+
+/* One of llama-server's grammar_triggers ({type, value, token}; type 0
+ * a token, 1 a word, 2 a pattern searched in the text, 3 a pattern of
+ * the whole text) into the config's trigger lists, counted in n[type]. */
+static int flat_trigger(cfg_validator *v, const cfg_node *t, size_t i, size_t *n)
+{
+    static const char *const KEYS[] = {"type", "value", "token"};
+    char what[48];
+    snprintf(what, sizeof what, "grammar_triggers[%zu]", i);
+    if (t->bad)
+        return 0;
+    if (t->type != CFG_MAP)
+        return sift__cfg_type_err(v, t, what, "mapping {type, value, token}");
+    sift__cfg_check_keys(v, t, KEYS, 3, "grammar_triggers: ");
+    const cfg_node *ty = sift__cfg_find(v, t, "type"), *val = sift__cfg_find(v, t, "value"),
+                   *tok = sift__cfg_find(v, t, "token");
+    int32_t type;
+    if (!ty)
+        return sift__cfg_err_at(v, t, SIFT_E_CONFIG_KEY, "%s: missing 'type'", what);
+    if (!sift__cfg_get_int_in(v, ty,
+                              "grammar_triggers type (0 token, 1 word, 2 pattern, 3 "
+                              "pattern_full)",
+                              0, 3, &type))
+        return 0;
+    sift_config *cfg = v->cfg;
+    if (type == 0) {
+        int32_t id;
+        if (!tok)
+            return sift__cfg_err_at(v, t, SIFT_E_CONFIG_KEY, "%s: a token trigger needs 'token'",
+                                    what);
+        if (!sift__cfg_token_id(v, tok, "grammar_triggers token", &id))
+            return 0;
+        v->token_off[n[0]] = tok->off;
+        cfg->g_tokens[n[0]++] = id;
+        return 1;
+    }
+    if (!val)
+        return sift__cfg_err_at(v, t, SIFT_E_CONFIG_KEY, "%s: missing 'value'", what);
+    if (!sift__cfg_get_str(v, val, what))
+        return 0;
+    if (val->len == 0 && type == 1)
+        return sift__cfg_err_at(v, val, SIFT_E_CONFIG_VALUE, "%s: the word is empty", what);
+    if (type >= 2) {
+        size_t eoff = 0;
+        int empty = 0;
+        char msg[256];
+        sift_status st = sift__trigger_check_pattern(val->val, val->len, type == 3, &cfg->al, &eoff,
+                                                     &empty, msg, sizeof msg);
+        if (st == SIFT_E_NOMEM)
+            v->st = st;
+        if (st != SIFT_OK)
+            return st == SIFT_E_NOMEM
+                       ? 0
+                       : sift__cfg_err_off(v, sift__cfg_scalar_offset(cfg, val, eoff), st,
+                                           "%s, offset %zu: %s", what, eoff, msg);
+        if (empty)
+            sift__cfg_warn_at(v, val,
+                              "%s matches the empty string; it fires at the first "
+                              "generated byte",
+                              what);
+    }
+    char *copy = sift__memdup(&cfg->al, val->val, val->len);
+    if (!copy) {
+        v->st = SIFT_E_NOMEM;
+        return 0;
+    }
+    if (type == 1) {
+        cfg->g_word_lengths[n[1]] = val->len;
+        cfg->g_words[n[1]++] = copy;
+    } else if (type == 2) {
+        cfg->g_patterns[n[2]++] = copy;
+    } else {
+        cfg->g_full_patterns[n[3]++] = copy;
+    }
+    return 1;
+}
+
+/* grammar_lazy and grammar_triggers: llama-server's lazy grammar, as the
+ * grammar section's lazy triggers (docs/triggers.md). The triggers are
+ * judged with the grammar (schema_grammar.c compiles them beside it). */
+static int flat_lazy(cfg_validator *v, const cfg_node *root)
+{
+    const cfg_node *n = sift__cfg_find(v, root, "grammar_lazy");
+    const cfg_node *tr = sift__cfg_find(v, root, "grammar_triggers");
+    int lazy = 0;
+    if (n && !sift__cfg_get_bool(v, n, "grammar_lazy", &lazy))
+        return 0;
+    if (tr && !tr->bad && !sift__cfg_is_null(tr) && tr->type != CFG_SEQ)
+        return sift__cfg_type_err(v, tr, "grammar_triggers", "sequence of {type, value, token}");
+    size_t nt = tr && tr->type == CFG_SEQ ? tr->n_children : 0;
+    if (!lazy) {
+        if (nt)
+            sift__cfg_warn_at(v, tr,
+                              "grammar_triggers without grammar_lazy: true are ignored, "
+                              "as in llama-server");
+        return 1;
+    }
+    const cfg_node *g = sift__cfg_find(v, root, "grammar"),
+                   *js = sift__cfg_find(v, root, "json_schema");
+    int has_g = (g && !(g->type == CFG_SCALAR && (sift__cfg_is_null(g) || g->len == 0))) ||
+                (js && !sift__cfg_is_null(js));
+    if (!has_g) {
+        sift__cfg_warn_at(v, n, "grammar_lazy without a grammar does nothing");
+        return 1;
+    }
+    if (g && g->type == CFG_MAP)
+        return sift__cfg_err_at(v, n, SIFT_E_CONFIG_KEY,
+                                "grammar_lazy: give the triggers in grammar.lazy when grammar is "
+                                "a mapping, or grammar as the GBNF text");
+    if (nt == 0)
+        return sift__cfg_err_at(v, tr ? tr : n, SIFT_E_CONFIG_VALUE,
+                                "grammar_lazy needs grammar_triggers (llama-server refuses a lazy "
+                                "grammar without triggers)");
+    if (nt > 1024)
+        return sift__cfg_err_at(v, tr, SIFT_E_CONFIG_LIMIT,
+                                "grammar_triggers has %zu entries; "
+                                "max 1024",
+                                nt);
+    sift_config *cfg = v->cfg;
+    const sift__alloc *al = &cfg->al;
+    cfg->g_tokens = sift__calloc(al, nt, sizeof *cfg->g_tokens);
+    v->token_off = sift__calloc(al, nt, sizeof *v->token_off);
+    cfg->g_words = sift__calloc(al, nt, sizeof *cfg->g_words);
+    cfg->g_word_lengths = sift__calloc(al, nt, sizeof *cfg->g_word_lengths);
+    cfg->g_patterns = sift__calloc(al, nt, sizeof *cfg->g_patterns);
+    cfg->g_full_patterns = sift__calloc(al, nt, sizeof *cfg->g_full_patterns);
+    if (!cfg->g_tokens || !v->token_off || !cfg->g_words || !cfg->g_word_lengths ||
+        !cfg->g_patterns || !cfg->g_full_patterns) {
+        v->st = SIFT_E_NOMEM;
+        return 0;
+    }
+    size_t cnt[4] = {0, 0, 0, 0}, i = 0;
+    int ok = 1;
+    for (uint32_t c = tr->first; c != CFG_NONE && v->st == SIFT_OK; c = NODE(v, c)->next, i++)
+        ok &= flat_trigger(v, NODE(v, c), i, cnt);
+    cfg->grammar.lazy = 1;
+    cfg->grammar.n_tokens = cnt[0];
+    cfg->grammar.n_words = cnt[1];
+    cfg->grammar.n_patterns = cnt[2];
+    cfg->grammar.n_full_patterns = cnt[3];
+    cfg->grammar.words = (const char *const *)cfg->g_words;
+    cfg->grammar.word_lengths = cfg->g_word_lengths;
+    cfg->grammar.patterns = (const char *const *)cfg->g_patterns;
+    cfg->grammar.full_patterns = (const char *const *)cfg->g_full_patterns;
+    cfg->grammar.tokens = cfg->g_tokens;
     return ok;
 }
 
@@ -619,22 +788,7 @@ static int flat_refused_keys(cfg_validator *v, const cfg_node *root)
             ok = sift__cfg_err_at(v, n, SIFT_E_CONFIG_KEY,
                                   "give either json_schema or grammar, not both");
     }
-    if ((n = sift__cfg_find(v, root, "grammar_lazy"))) {
-        int b = 0;
-        if (!sift__cfg_get_bool(v, n, "grammar_lazy", &b))
-            ok = 0;
-        else if (b)
-            ok = sift__cfg_err_at(
-                v, n, SIFT_E_CONFIG_VALUE,
-                "grammar_lazy is not supported in the flat form yet; give grammar as a "
-                "mapping with its lazy triggers (grammar.lazy)");
-    }
-    if ((n = sift__cfg_find(v, root, "grammar_triggers")) && !n->bad && !sift__cfg_is_null(n) &&
-        !(n->type == CFG_SEQ && n->n_children == 0))
-        ok = sift__cfg_err_at(
-            v, n, SIFT_E_CONFIG_VALUE,
-            "grammar_triggers is not supported in the flat form yet; give grammar as a "
-            "mapping with its lazy triggers (grammar.lazy)");
+    ok &= flat_lazy(v, root);
     if ((n = sift__cfg_find(v, root, "preserved_tokens")))
         sift__cfg_warn_at(v, n, "preserved_tokens does not change sampling; ignored");
     for (uint32_t ki = root->first; ki != CFG_NONE;) {
@@ -671,14 +825,8 @@ static int flat_leading_stages(cfg_validator *v, const cfg_node *root, const cfg
 {
     const cfg_node *n;
     if ((n = sift__cfg_find(v, root, "logit_bias"))) {
-        cfg_stage lb;
-        memset(&lb, 0, sizeof lb);
-        lb.desc = sift__cfg_desc_named("logit_bias");
-        lb.line = n->line;
-        lb.col = n->col;
         size_t before = v->cfg->n_errors;
-        if (sift__cfg_bias_param(v, &lb.desc->params[0], n, n, &lb.rec, 1))
-            sift__cfg_push(v, &lb);
+        sift__cfg_request_bias(v, n, 0);
         if (v->cfg->n_errors != before)
             ok = 0;
     }
@@ -768,6 +916,16 @@ void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root)
 {
     flat_values f;
     int32_t mirostat;
+    const cfg_node *rl = sift__cfg_find(v, root, "repeat_last_n");
+    if (!v->n_ctx && rl && sift__cfg_is_plain(rl) && sift__cfg_streq(rl, "-1")) {
+        /* llama-server's -1 is its context size */
+        sift__cfg_warn_at(v, rl,
+                          "repeat_last_n -1 is the context size and n_ctx is not given: %d "
+                          "tokens; set n_ctx to the server's context size (by default the model's "
+                          "training context)",
+                          SIFT__FLAT_DEFAULT_N_CTX);
+        v->n_ctx = SIFT__FLAT_DEFAULT_N_CTX;
+    }
     int ok = flat_read_params(v, root, &f);
     ok = flat_dry_window(v, root, &f, ok);
     ok &= flat_mirostat(v, root, &mirostat);

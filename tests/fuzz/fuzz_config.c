@@ -42,6 +42,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const sift_config_grammar *g = sift_config_grammar_info(cfg);
         if (g && (!g->text || g->length == 0 || !g->root))
             abort();
+        /* the chain it maps to, written out: snprintf's contract */
+        static char text[1 << 16];
+        size_t len = sift_config_describe(cfg, text, sizeof text);
+        if (len == 0 || strlen(text) != (len < sizeof text ? len : sizeof text - 1))
+            abort();
+        sift_config_logprobs lp = {.struct_size = sizeof lp};
+        int want = sift_config_get_logprobs(cfg, &lp);
+        if (want != lp.enabled || lp.top_n < 0)
+            abort();
         int32_t V = sift_config_vocab_size(cfg);
         if (V == 0)
             V = 64;
