@@ -2962,7 +2962,8 @@ typedef struct sift_config_logprobs {
  * Fills *out with the log-probability setting of a valid config (all 0
  * when the request asks for none) and returns 1 if it asks for some, 0 if
  * not. Returns -1 for NULL `cfg` or `out`, a config with errors, or an
- * out->struct_size of 0; only the first struct_size bytes are written.
+ * out->struct_size below 4 (it must hold struct_size itself); only the
+ * first struct_size bytes are written.
  * Since: 0.3.
  */
 SIFT_API int sift_config_get_logprobs(const sift_config *cfg, sift_config_logprobs *out);

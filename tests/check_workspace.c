@@ -987,7 +987,8 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_an_idle_chain_with_a_workspace_holds_no_scratch);
     tcase_add_test(tc, test_a_workspace_sized_up_front_does_not_allocate_on_the_first_call);
     tcase_add_test(tc, test_a_workspace_too_small_for_the_row_grows_and_changes_no_result);
-    tcase_add_test(tc, test_logprob_calls_on_a_workspace_match_own_scratch_and_leave_the_chain_idle);
+    tcase_add_test(tc,
+                   test_logprob_calls_on_a_workspace_match_own_scratch_and_leave_the_chain_idle);
     suite_add_tcase(s, tc);
     tc = tcase_create("rules");
     tcase_add_test(tc, test_bad_arguments_are_refused_with_nothing_changed);

@@ -151,8 +151,8 @@ sift_status sift_config_parse(sift_config **out, const char *name, const char *d
     sift_status st = check_params(params, &p, err);
     if (st != SIFT_OK)
         return st;
-    const char *base =
-        params && params->base_dir && params->struct_size >= sizeof p ? params->base_dir : "";
+    /* p holds what the caller's struct_size covers (check_params). */
+    const char *base = p.base_dir ? p.base_dir : "";
     sift_config *cfg = cfg_new(&p, name ? name : "<config>", base);
     if (!cfg)
         return sift__fail(err, SIFT_E_NOMEM, "out of memory while loading a config");
@@ -204,8 +204,8 @@ sift_status sift_config_load(sift_config **out, const char *path, const sift_con
 
     /* Relative paths inside the file are relative to its directory. */
     char *base = NULL;
-    if (params && params->base_dir) {
-        base = sift__memdup(&al, params->base_dir, strlen(params->base_dir));
+    if (p.base_dir) {
+        base = sift__memdup(&al, p.base_dir, strlen(p.base_dir));
     } else {
         const char *slash = strrchr(path, '/');
         base = slash ? sift__memdup(&al, path, (size_t)(slash - path) + (slash == path))

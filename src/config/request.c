@@ -14,7 +14,7 @@
 
 int sift_config_get_logprobs(const sift_config *cfg, sift_config_logprobs *out)
 {
-    if (!cfg || !out || cfg->n_errors || out->struct_size == 0)
+    if (!cfg || !out || cfg->n_errors || out->struct_size < sizeof out->struct_size)
         return -1;
     sift_config_logprobs lp = cfg->logprobs;
     size_t n = out->struct_size < sizeof lp ? out->struct_size : sizeof lp;

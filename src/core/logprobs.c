@@ -146,10 +146,10 @@ LSE_VECTORIZE static void lse_terms(const float *x, float m, double *out) LSE_TE
 #ifdef LSE_AVX2
     const int avx2 = sift__simd()->level >= SIFT__SIMD_AVX2;
 #endif
-    for (int32_t i = 0; i < V; i += LSE_BLOCK) {
+    for (int64_t i = 0; i < V; i += LSE_BLOCK) {
         const float *blk = x + i;
         if (V - i < LSE_BLOCK) {
-            int32_t n = V - i;
+            int32_t n = (int32_t)(V - i);
             memcpy(pad, blk, (size_t)n * sizeof *pad);
             for (int j = n; j < LSE_BLOCK; j++)
                 pad[j] = -INFINITY;
@@ -343,6 +343,11 @@ static sift_status logprobs_row(sift_chain *c, const float *logits, int32_t V, i
         if ((s = sift__row_prefix(&tctx, logits, V, n_top, c->lp_set)))
             return s;
     }
+    /* The raw log-sum-exp before anything samples: check mode may ban
+     * refused tokens in place when `logits` is the chain's own row
+     * buffer (a slice that fetched the row). */
+    if (raw)
+        st.lse = row_lse(logits, V, sift__simd()->max_f32(logits, (size_t)V));
     if (!processed) {
         /* Raw only: the step is sift_chain_sample's own (its prefix fast
          * path included), and what follows it cannot fail. */
@@ -350,7 +355,6 @@ static sift_status logprobs_row(sift_chain *c, const float *logits, int32_t V, i
         if ((s = sift__sample_row(c, logits, V, &tok, 1, err)))
             return s;
         st.raw_top = c->lp_set;
-        st.lse = row_lse(logits, V, sift__simd()->max_f32(logits, (size_t)V));
         st.tok_logit = logits[tok];
         write_result(lp, &st, tok);
         *token = tok;
@@ -374,9 +378,7 @@ static sift_status logprobs_row(sift_chain *c, const float *logits, int32_t V, i
         (s = processed_support(c, end, &st, lp->n_top, tok)))
         return s;
     if (raw) {
-        float m = sift__simd()->max_f32(logits, (size_t)V);
         st.raw_top = c->lp_set;
-        st.lse = row_lse(logits, V, m);
         st.tok_logit = logits[tok];
     }
     write_result(lp, &st, tok);

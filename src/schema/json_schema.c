@@ -110,7 +110,8 @@ static int key_equals(const char *t, size_t n, size_t i, const char *seg, size_t
             if (e == 'u' && i + 4 < n) {
                 unsigned cp = 0;
                 for (int d = 1; d <= 4; d++)
-                    cp = cp * 16 + (unsigned)(sift__hex_digit(t[i + d]) < 0 ? 0 : sift__hex_digit(t[i + d]));
+                    cp = cp * 16 +
+                         (unsigned)(sift__hex_digit(t[i + d]) < 0 ? 0 : sift__hex_digit(t[i + d]));
                 i += 4;
                 if (cp < 0x80) {
                     buf[0] = (unsigned char)cp;
@@ -449,13 +450,16 @@ static sift_status push_json_key(sift__js *c, const char *t, size_t n)
             if (e == 'u' && i + 4 < n) {
                 cp = 0;
                 for (int d = 1; d <= 4; d++)
-                    cp = cp * 16 + (uint32_t)(sift__hex_digit(t[i + d]) < 0 ? 0 : sift__hex_digit(t[i + d]));
+                    cp = cp * 16 +
+                         (uint32_t)(sift__hex_digit(t[i + d]) < 0 ? 0 : sift__hex_digit(t[i + d]));
                 i += 4;
                 if (cp >= 0xD800 && cp < 0xDC00 && i + 6 < n && t[i + 1] == '\\' &&
                     t[i + 2] == 'u') {
                     uint32_t lo = 0;
                     for (int d = 3; d <= 6; d++)
-                        lo = lo * 16 + (uint32_t)(sift__hex_digit(t[i + d]) < 0 ? 0 : sift__hex_digit(t[i + d]));
+                        lo = lo * 16 + (uint32_t)(sift__hex_digit(t[i + d]) < 0
+                                                      ? 0
+                                                      : sift__hex_digit(t[i + d]));
                     if (lo >= 0xDC00 && lo < 0xE000) {
                         cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                         i += 6;

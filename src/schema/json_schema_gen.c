@@ -211,7 +211,8 @@ static sift_status ref_pointer(sift__js *c, const char *ref, char **ptr)
         return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (f[i] == '%' && i + 2 < n + 1 && sift__hex_digit(f[i + 1]) >= 0 && sift__hex_digit(f[i + 2]) >= 0) {
+        if (f[i] == '%' && i + 2 < n + 1 && sift__hex_digit(f[i + 1]) >= 0 &&
+            sift__hex_digit(f[i + 2]) >= 0) {
             p[k++] = (char)(sift__hex_digit(f[i + 1]) * 16 + sift__hex_digit(f[i + 2]));
             i += 2;
         } else {
