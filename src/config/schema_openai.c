@@ -538,6 +538,99 @@ static void tool_params(cfg_validator *v, jbuf *o, const cfg_node *params)
         jputs(o, "{\"type\":\"object\"}");
 }
 
+/* tool_call_patterns (tool_choice auto only; a warning otherwise): each
+ * a valid PCRE2 pattern, kept in pats[0..*np); none given, the default
+ * pattern (a NULL entry) under auto. pats holds 256. */
+static int call_patterns(cfg_validator *v, const cfg_node *root, int choice, const cfg_node **pats,
+                         size_t *np)
+{
+    *np = 0;
+    const cfg_node *pn = sift__cfg_find(v, root, "tool_call_patterns");
+    if (pn && choice == TC_AUTO) {
+        if (pn->type != CFG_SEQ || pn->n_children == 0 || pn->n_children > 256)
+            return sift__cfg_type_err(v, pn, "tool_call_patterns",
+                                      "sequence of 1 .. 256 PCRE2 patterns");
+        int ok = 1;
+        for (uint32_t c = pn->first; c != CFG_NONE; c = NODE(v, c)->next) {
+            const cfg_node *p = NODE(v, c);
+            size_t eoff = 0;
+            int empty = 0;
+            char msg[256];
+            if (!sift__cfg_get_str(v, p, "tool_call_patterns")) {
+                ok = 0;
+                continue;
+            }
+            sift_status st = sift__trigger_check_pattern(p->val, p->len, 0, &v->cfg->al, &eoff,
+                                                         &empty, msg, sizeof msg);
+            if (st == SIFT_E_NOMEM) {
+                v->st = st;
+                return 0;
+            }
+            if (st != SIFT_OK)
+                ok = sift__cfg_err_off(v, sift__cfg_scalar_offset(v->cfg, p, eoff), st,
+                                       "tool_call_patterns, offset %zu: %s", eoff, msg);
+            pats[(*np)++] = p;
+        }
+        if (!ok)
+            return 0;
+    } else if (pn) {
+        sift__cfg_warn_at(v, pn, "tool_call_patterns apply to tool_choice auto only; ignored");
+    }
+    if (choice == TC_AUTO && *np == 0)
+        pats[(*np)++] = NULL; /* the default pattern */
+    return 1;
+}
+
+/* The tools' JSON schema into o for a choice other than none: auto, one
+ * call {"name", "arguments"} of any tool; required, an array of calls
+ * {"name", "parameters"}; named, that function's parameters (an error
+ * when no tool has that name). *strict is set when a tool asks for it. */
+static int tools_schema(cfg_validator *v, jbuf *o, const cfg_node *tools, int choice,
+                        const cfg_node *named, int *strict)
+{
+    int ok = 1, found = 0;
+    size_t i = 0;
+    if (choice == TC_AUTO)
+        jputs(o, "{\"anyOf\":[");
+    else if (choice == TC_REQUIRED)
+        jputs(o, "{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"object\",\"anyOf\":[");
+    for (uint32_t c = tools->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
+        const cfg_node *name = NULL, *params = NULL;
+        if (!tool_function(v, NODE(v, c), i, &name, &params, strict)) {
+            ok = 0;
+            continue;
+        }
+        if (choice == TC_NAMED) {
+            if (name->len == named->len && !memcmp(name->val, named->val, name->len)) {
+                found = 1;
+                tool_params(v, o, params);
+            }
+            continue;
+        }
+        const char *args = choice == TC_AUTO ? "arguments" : "parameters";
+        jputs(o, i ? ",{" : "{");
+        jmark(o, NODE(v, c));
+        jputs(o, "\"type\":\"object\",\"properties\":{\"name\":{\"const\":");
+        jstr(o, name->val, name->len);
+        jputs(o, "},\"");
+        jputs(o, args);
+        jputs(o, "\":");
+        tool_params(v, o, params);
+        jputs(o, "},\"required\":[\"name\",\"");
+        jputs(o, args);
+        jputs(o, "\"]}");
+    }
+    if (choice == TC_AUTO)
+        jputs(o, "]}");
+    else if (choice == TC_REQUIRED)
+        jputs(o, "]}}");
+    if (ok && choice == TC_NAMED && !found)
+        ok = sift__cfg_err_at(v, named, SIFT_E_CONFIG_VALUE,
+                              "tool_choice names '%s', which is not among the tools",
+                              sift__cfg_echo(v, named));
+    return ok;
+}
+
 /* tools + tool_choice -> the grammar (docs/config.md, "OpenAI form"):
  * auto, a lazy grammar of one call {"name", "arguments"} after the
  * trigger; required, vLLM's array of calls {"name", "parameters"} from
@@ -565,82 +658,13 @@ static int tools_grammar(cfg_validator *v, const cfg_node *root, const cfg_node 
         return 1;
     const cfg_node *pats[256];
     size_t np = 0;
-    const cfg_node *pn = sift__cfg_find(v, root, "tool_call_patterns");
-    if (pn && choice == TC_AUTO) {
-        if (pn->type != CFG_SEQ || pn->n_children == 0 || pn->n_children > 256)
-            return sift__cfg_type_err(v, pn, "tool_call_patterns",
-                                      "sequence of 1 .. 256 PCRE2 patterns");
-        int ok = 1;
-        for (uint32_t c = pn->first; c != CFG_NONE; c = NODE(v, c)->next) {
-            const cfg_node *p = NODE(v, c);
-            size_t eoff = 0;
-            int empty = 0;
-            char msg[256];
-            if (!sift__cfg_get_str(v, p, "tool_call_patterns")) {
-                ok = 0;
-                continue;
-            }
-            sift_status st = sift__trigger_check_pattern(p->val, p->len, 0, &v->cfg->al, &eoff,
-                                                         &empty, msg, sizeof msg);
-            if (st == SIFT_E_NOMEM) {
-                v->st = st;
-                return 0;
-            }
-            if (st != SIFT_OK)
-                ok = sift__cfg_err_off(v, sift__cfg_scalar_offset(v->cfg, p, eoff), st,
-                                       "tool_call_patterns, offset %zu: %s", eoff, msg);
-            pats[np++] = p;
-        }
-        if (!ok)
-            return 0;
-    } else if (pn) {
-        sift__cfg_warn_at(v, pn, "tool_call_patterns apply to tool_choice auto only; ignored");
-    }
-    if (choice == TC_AUTO && np == 0)
-        pats[np++] = NULL; /* the default pattern */
+    if (!call_patterns(v, root, choice, pats, &np))
+        return 0;
     jbuf o;
     memset(&o, 0, sizeof o);
     o.al = &v->cfg->al;
-    int ok = 1, strict = 0, found = 0;
-    size_t i = 0;
-    if (choice == TC_AUTO)
-        jputs(&o, "{\"anyOf\":[");
-    else if (choice == TC_REQUIRED)
-        jputs(&o, "{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"object\",\"anyOf\":[");
-    for (uint32_t c = tools->first; c != CFG_NONE; c = NODE(v, c)->next, i++) {
-        const cfg_node *name = NULL, *params = NULL;
-        if (!tool_function(v, NODE(v, c), i, &name, &params, &strict)) {
-            ok = 0;
-            continue;
-        }
-        if (choice == TC_NAMED) {
-            if (name->len == named->len && !memcmp(name->val, named->val, name->len)) {
-                found = 1;
-                tool_params(v, &o, params);
-            }
-            continue;
-        }
-        const char *args = choice == TC_AUTO ? "arguments" : "parameters";
-        jputs(&o, i ? ",{" : "{");
-        jmark(&o, NODE(v, c));
-        jputs(&o, "\"type\":\"object\",\"properties\":{\"name\":{\"const\":");
-        jstr(&o, name->val, name->len);
-        jputs(&o, "},\"");
-        jputs(&o, args);
-        jputs(&o, "\":");
-        tool_params(v, &o, params);
-        jputs(&o, "},\"required\":[\"name\",\"");
-        jputs(&o, args);
-        jputs(&o, "\"]}");
-    }
-    if (choice == TC_AUTO)
-        jputs(&o, "]}");
-    else if (choice == TC_REQUIRED)
-        jputs(&o, "]}}");
-    if (ok && choice == TC_NAMED && !found)
-        ok = sift__cfg_err_at(v, named, SIFT_E_CONFIG_VALUE,
-                              "tool_choice names '%s', which is not among the tools",
-                              sift__cfg_echo(v, named));
+    int strict = 0;
+    int ok = tools_schema(v, &o, tools, choice, named, &strict);
     if (ok) {
         ok = set_grammar(v, &o, tools, "tools", strict, pats, choice == TC_AUTO ? np : 0);
         *made = ok;

@@ -202,9 +202,11 @@ static sift_status merge_extras(const sift_shard *shards, size_t stride, size_t 
     return SIFT_OK;
 }
 
-sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t n_vocab, int32_t k,
-                              const sift_candidate *extras, int32_t n_extras, sift_candidate *buf,
-                              size_t capacity, sift_slice *out, sift_error *err)
+/* The arguments that need no shard read: pointers, counts, k, and the
+ * element size every shard must share with shards[0]. */
+static sift_status check_args(const sift_shard *shards, size_t n_shards, int32_t n_vocab, int32_t k,
+                              const sift_candidate *extras, int32_t n_extras,
+                              const sift_candidate *buf, const sift_slice *out, sift_error *err)
 {
     if (!shards || !out || !buf)
         return sift__fail(err, SIFT_E_ARG, "%s is NULL", !shards ? "shards" : !out ? "out" : "buf");
@@ -221,15 +223,18 @@ sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t
     if (n_shards > (size_t)n_vocab)
         return sift__fail(err, SIFT_E_SLICE, "%zu shards for %d ids: a shard holds >= 1 id",
                           n_shards, (int)n_vocab);
-    sift_status st =
-        sift__check_struct_size(err, "sift_shard", shards[0].struct_size, sizeof *shards);
-    if (st)
-        return st;
-    size_t stride = shards[0].struct_size;
-    /* Pass 1: ranges, counts, lists, the row's maximum m. */
+    return sift__check_struct_size(err, "sift_shard", shards[0].struct_size, sizeof *shards);
+}
+
+/* Pass 1: every shard's size, range, counts and list, the ranges
+ * covering [0, n_vocab) exactly; gives the lists' total length and the
+ * row's maximum m. */
+static sift_status check_shards(const sift_shard *shards, size_t stride, size_t n_shards,
+                                int32_t n_vocab, size_t *total, float *m, sift_error *err)
+{
     int64_t expect = 0;
-    size_t total = 0;
-    float m = -INFINITY;
+    *total = 0;
+    *m = -INFINITY;
     for (size_t i = 0; i < n_shards; i++) {
         uint32_t si;
         memcpy(&si, (const char *)shards + i * stride, sizeof si);
@@ -240,17 +245,25 @@ sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t
                                  i, (unsigned)si, (unsigned)stride);
         sift_shard sh = shard_at(shards, stride, i);
         shard_info inf = {-INFINITY, INFINITY};
-        if ((st = check_shard(&sh, i, expect, n_vocab, &inf, err)))
+        sift_status st = check_shard(&sh, i, expect, n_vocab, &inf, err);
+        if (st)
             return st;
         expect = (int64_t)sh.offset + sh.n_ids;
-        total += (size_t)sh.n_prefix;
-        m = inf.max > m ? inf.max : m;
+        *total += (size_t)sh.n_prefix;
+        *m = inf.max > *m ? inf.max : *m;
     }
     if (expect != n_vocab)
         return sift__fail_at(err, SIFT_E_SLICE, (int64_t)n_shards - 1,
                              "the last shard (%zu) ends at id %lld: ids %lld..%d are in no shard",
                              n_shards - 1, (long long)(expect - 1), (long long)expect,
                              (int)n_vocab - 1);
+    return SIFT_OK;
+}
+
+/* The caller's extras, each on its own: an id in range, a logit. */
+static sift_status check_extras(const sift_candidate *extras, int32_t n_extras, int32_t n_vocab,
+                                sift_error *err)
+{
     for (int32_t j = 0; j < n_extras; j++) {
         sift_candidate c = extras[j];
         if (c.id < 0 || c.id >= n_vocab)
@@ -261,31 +274,39 @@ sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t
                                  "extras[%d]: id %d has logit %g (NaN and +inf are not logits)",
                                  (int)j, (int)c.id, (double)c.logit);
     }
-    size_t need = total + (size_t)n_extras;
-    if (capacity / 2 < need)
-        return sift__fail(err, SIFT_E_ARG,
-                          "buf holds %zu candidates; the merge needs %zu (twice the shards' "
-                          "n_prefix plus n_extras)",
-                          capacity, 2 * need);
-    /* Pass 2: the union into buf, by id: a repeated id is a shard's error. */
-    size_t nu = 0;
+    return SIFT_OK;
+}
+
+/* Pass 2: the union into buf[0..*nu), by id (tmp is the sort's scratch):
+ * a repeated id is a shard's error. */
+static sift_status merge_union(const sift_shard *shards, size_t stride, size_t n_shards,
+                               sift_candidate *buf, sift_candidate *tmp, size_t *nu,
+                               sift_error *err)
+{
+    size_t n = 0;
     for (size_t i = 0; i < n_shards; i++) {
         sift_shard sh = shard_at(shards, stride, i);
-        memcpy(buf + nu, sh.prefix, (size_t)sh.n_prefix * sizeof *buf);
-        nu += (size_t)sh.n_prefix;
+        memcpy(buf + n, sh.prefix, (size_t)sh.n_prefix * sizeof *buf);
+        n += (size_t)sh.n_prefix;
     }
-    sift_candidate *tmp = buf + need; /* the second half: sort scratch */
-    sift__sort_id(buf, nu, tmp);
-    for (size_t j = 1; j < nu; j++)
+    sift__sort_id(buf, n, tmp);
+    for (size_t j = 1; j < n; j++)
         if (buf[j].id == buf[j - 1].id)
             return sift__fail_at(err, SIFT_E_SLICE, buf[j].id,
                                  "shard %zu: id %d is in its top-k twice",
                                  shard_of(shards, stride, n_shards, buf[j].id), (int)buf[j].id);
-    /* B, the largest smallest entry of a shard that sent less than its
-     * whole range (every token outside the union is <= B), and the tail:
-     * each shard's bound at the row's maximum m, summed upwards. */
-    float B = -INFINITY;
-    double tail = 0.0;
+    *nu = n;
+    return SIFT_OK;
+}
+
+/* B, the largest smallest entry of a shard that sent less than its
+ * whole range (every token outside the union is <= B), and the tail:
+ * each shard's bound at the row's maximum m, summed upwards. */
+static void bound_and_tail(const sift_shard *shards, size_t stride, size_t n_shards, float m,
+                           float *B, double *tail)
+{
+    *B = -INFINITY;
+    *tail = 0.0;
     for (size_t i = 0; i < n_shards; i++) {
         sift_shard sh = shard_at(shards, stride, i);
         shard_info inf = {-INFINITY, INFINITY};
@@ -294,11 +315,40 @@ sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t
             inf.max = l > inf.max ? l : inf.max;
             inf.min = l < inf.min ? l : inf.min;
         }
-        if (sh.n_prefix < sh.n_ids && inf.min > B)
-            B = inf.min;
+        if (sh.n_prefix < sh.n_ids && inf.min > *B)
+            *B = inf.min;
         if (m > -INFINITY)
-            tail = up(tail + shard_tail(&sh, &inf, m));
+            *tail = up(*tail + shard_tail(&sh, &inf, m));
     }
+}
+
+sift_status sift_shards_merge(const sift_shard *shards, size_t n_shards, int32_t n_vocab, int32_t k,
+                              const sift_candidate *extras, int32_t n_extras, sift_candidate *buf,
+                              size_t capacity, sift_slice *out, sift_error *err)
+{
+    sift_status st = check_args(shards, n_shards, n_vocab, k, extras, n_extras, buf, out, err);
+    if (st)
+        return st;
+    size_t stride = shards[0].struct_size;
+    size_t total = 0;
+    float m = -INFINITY;
+    if ((st = check_shards(shards, stride, n_shards, n_vocab, &total, &m, err)))
+        return st;
+    if ((st = check_extras(extras, n_extras, n_vocab, err)))
+        return st;
+    size_t need = total + (size_t)n_extras;
+    if (capacity / 2 < need)
+        return sift__fail(err, SIFT_E_ARG,
+                          "buf holds %zu candidates; the merge needs %zu (twice the shards' "
+                          "n_prefix plus n_extras)",
+                          capacity, 2 * need);
+    sift_candidate *tmp = buf + need; /* the second half: sort scratch */
+    size_t nu = 0;
+    if ((st = merge_union(shards, stride, n_shards, buf, tmp, &nu, err)))
+        return st;
+    float B = -INFINITY;
+    double tail = 0.0;
+    bound_and_tail(shards, stride, n_shards, m, &B, &tail);
     /* The extras, behind the union in buf. */
     size_t nx = 0;
     if (n_extras > 0) {
