@@ -1233,6 +1233,58 @@ static PyObject *logprob_list(const sift_logprob *e, size_t n)
     return l;
 }
 
+/* (token, dict) of a logprobs call: "raw", "raw_top", "lse" with RAW,
+ * "processed", "processed_top", "n_support" with PROCESSED. */
+static PyObject *logprobs_result(int32_t tok, const sift_logprobs *lp)
+{
+    PyObject *d = PyDict_New();
+    int bad = !d;
+    if (!bad && (lp->flags & SIFT_LOGPROBS_RAW)) {
+        PyObject *a = logprob_tuple(&lp->raw), *b = logprob_list(lp->raw_top, lp->n_raw_top);
+        PyObject *c = PyFloat_FromDouble(lp->lse);
+        bad = !a || !b || !c || PyDict_SetItemString(d, "raw", a) < 0 ||
+              PyDict_SetItemString(d, "raw_top", b) < 0 || PyDict_SetItemString(d, "lse", c) < 0;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+    }
+    if (!bad && (lp->flags & SIFT_LOGPROBS_PROCESSED)) {
+        PyObject *a = logprob_tuple(&lp->processed);
+        PyObject *b = logprob_list(lp->processed_top, lp->n_processed_top);
+        PyObject *c = PyLong_FromSize_t(lp->n_support);
+        bad = !a || !b || !c || PyDict_SetItemString(d, "processed", a) < 0 ||
+              PyDict_SetItemString(d, "processed_top", b) < 0 ||
+              PyDict_SetItemString(d, "n_support", c) < 0;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+    }
+    PyObject *res = bad ? NULL : Py_BuildValue("(iO)", tok, d);
+    Py_XDECREF(d);
+    return res;
+}
+
+/* The request of a logprobs call, its arrays in one PyMem buffer (*buf,
+ * freed by the caller); -1 with an exception set. */
+static int logprobs_request(sift_logprobs *lp, sift_logprob **buf, Py_ssize_t n_top, int raw,
+                            int processed)
+{
+    if (n_top < 0) {
+        siftpy_raise_msg(SIFT_E_ARG, -1, "n = %zd must be >= 0", n_top);
+        return -1;
+    }
+    *buf = PyMem_Malloc((size_t)(n_top ? 2 * n_top : 1) * sizeof **buf);
+    if (!*buf) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *lp = (sift_logprobs){.struct_size = sizeof *lp, .n_top = (size_t)n_top};
+    lp->flags = (raw ? SIFT_LOGPROBS_RAW : 0u) | (processed ? SIFT_LOGPROBS_PROCESSED : 0u);
+    lp->raw_top = *buf;
+    lp->processed_top = *buf + n_top;
+    return 0;
+}
+
 /* sample_logprobs(logits, n=0, *, raw=True, processed=True) -> (token, dict) */
 static PyObject *chain_sample_logprobs(SiftPyChain *self, PyObject *args, PyObject *kw)
 {
@@ -1243,25 +1295,20 @@ static PyObject *chain_sample_logprobs(SiftPyChain *self, PyObject *args, PyObje
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|n$pp:sample_logprobs", kwlist, &logits, &n_top,
                                      &raw, &processed))
         return NULL;
-    if (n_top < 0)
-        return siftpy_raise_msg(SIFT_E_ARG, -1, "n = %zd must be >= 0", n_top);
-    siftpy_view v;
-    if (row_view(&v, logits) < 0)
+    sift_logprobs lp;
+    sift_logprob *buf = NULL;
+    if (logprobs_request(&lp, &buf, n_top, raw, processed) < 0)
         return NULL;
-    sift_logprob *buf = PyMem_Malloc((size_t)(n_top ? 2 * n_top : 1) * sizeof *buf);
-    if (!buf) {
-        siftpy_view_release(&v);
-        return PyErr_NoMemory();
+    siftpy_view v;
+    if (row_view(&v, logits) < 0) {
+        PyMem_Free(buf);
+        return NULL;
     }
     if (siftpy_chain_acquire((PyObject *)self) < 0) {
         PyMem_Free(buf);
         siftpy_view_release(&v);
         return NULL;
     }
-    sift_logprobs lp = {.struct_size = sizeof lp, .n_top = (size_t)n_top};
-    lp.flags = (raw ? SIFT_LOGPROBS_RAW : 0u) | (processed ? SIFT_LOGPROBS_PROCESSED : 0u);
-    lp.raw_top = buf;
-    lp.processed_top = buf + n_top;
     int32_t tok = -1;
     sift_error err;
     sift_status st;
@@ -1270,39 +1317,73 @@ static PyObject *chain_sample_logprobs(SiftPyChain *self, PyObject *args, PyObje
     Py_END_ALLOW_THREADS;
     RELEASE(self);
     siftpy_view_release(&v);
-    PyObject *res = NULL;
-    if (st != SIFT_OK) {
-        res = siftpy_raise(st, &err);
-    } else {
-        PyObject *d = PyDict_New();
-        int bad = !d;
-        if (!bad && raw) {
-            PyObject *a = logprob_tuple(&lp.raw), *b = logprob_list(lp.raw_top, lp.n_raw_top);
-            PyObject *c = PyFloat_FromDouble(lp.lse);
-            bad = !a || !b || !c || PyDict_SetItemString(d, "raw", a) < 0 ||
-                  PyDict_SetItemString(d, "raw_top", b) < 0 ||
-                  PyDict_SetItemString(d, "lse", c) < 0;
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            Py_XDECREF(c);
-        }
-        if (!bad && processed) {
-            PyObject *a = logprob_tuple(&lp.processed);
-            PyObject *b = logprob_list(lp.processed_top, lp.n_processed_top);
-            PyObject *c = PyLong_FromSize_t(lp.n_support);
-            bad = !a || !b || !c || PyDict_SetItemString(d, "processed", a) < 0 ||
-                  PyDict_SetItemString(d, "processed_top", b) < 0 ||
-                  PyDict_SetItemString(d, "n_support", c) < 0;
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            Py_XDECREF(c);
-        }
-        if (!bad)
-            res = Py_BuildValue("(iO)", tok, d);
-        Py_XDECREF(d);
-    }
+    PyObject *res = st != SIFT_OK ? siftpy_raise(st, &err) : logprobs_result(tok, &lp);
     PyMem_Free(buf);
     return res;
+}
+
+/* sample_slice_logprobs(ids, logits, n_vocab, *, tail_mass, canonical, extras,
+ * n=0, raw=True, processed=True, row_lse=None) -> (token, dict) */
+static PyObject *chain_sample_slice_logprobs(SiftPyChain *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {SLICE_KWLIST, "n", "raw", "processed", "row_lse", NULL};
+    PyObject *ids, *logits, *tail_mass = NULL, *extras = NULL, *row_lse = NULL;
+    long long n_vocab;
+    int canonical = 0, raw = 1, processed = 1;
+    Py_ssize_t n_top = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOL|$OpOnppO:sample_slice_logprobs", kwlist, &ids,
+                                     &logits, &n_vocab, &tail_mass, &canonical, &extras, &n_top,
+                                     &raw, &processed, &row_lse))
+        return NULL;
+    double lse = 0.0;
+    if (row_lse && row_lse != Py_None) {
+        lse = PyFloat_AsDouble(row_lse);
+        if (lse == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    sift_logprobs lp;
+    sift_logprob *buf = NULL;
+    if (logprobs_request(&lp, &buf, n_top, raw, processed) < 0)
+        return NULL;
+    if (row_lse && row_lse != Py_None) {
+        lp.flags |= SIFT_LOGPROBS_ROW_LSE;
+        lp.row_lse = lse;
+    }
+    if (siftpy_chain_acquire((PyObject *)self) < 0) {
+        PyMem_Free(buf);
+        return NULL;
+    }
+    sift_slice s;
+    if (build_slice(self, &self->cand, &self->cand_cap, ids, logits, n_vocab, tail_mass, canonical,
+                    extras, &s) < 0) {
+        RELEASE(self);
+        PyMem_Free(buf);
+        return NULL;
+    }
+    int32_t tok = -1;
+    sift_error err;
+    sift_status st;
+    Py_BEGIN_ALLOW_THREADS;
+    st = sift_chain_sample_slice_logprobs(self->chain, &s, &tok, &lp, &err);
+    Py_END_ALLOW_THREADS;
+    RELEASE(self);
+    PyObject *res = st != SIFT_OK ? raise_step(self, st, &err) : logprobs_result(tok, &lp);
+    PyMem_Free(buf);
+    return res;
+}
+
+static PyObject *chain_set_workspace(SiftPyChain *self, PyObject *arg)
+{
+    sift_workspace *ws = NULL;
+    if (arg != Py_None && !(ws = siftpy_workspace_ptr(arg)))
+        return NULL;
+    ACQUIRE(self);
+    sift_error err;
+    sift_status st = sift_chain_set_workspace(self->chain, ws, &err);
+    RELEASE(self);
+    if (st != SIFT_OK)
+        return siftpy_raise(st, &err);
+    Py_RETURN_NONE;
 }
 
 static PyObject *chain_distribution_slice(SiftPyChain *self, PyObject *args, PyObject *kw)
@@ -1359,7 +1440,8 @@ static PyObject *make_plan(const sift_plan *p, PyObject *stages)
     PyStructSequence_SET_ITEM(o, 4, PyLong_FromLong(p->max_extras));
     PyStructSequence_SET_ITEM(o, 5, PyLong_FromLong(p->decided_at));
     PyStructSequence_SET_ITEM(o, 6, stages ? stages : PyTuple_New(0));
-    for (int i = 0; i < 7; i++)
+    PyStructSequence_SET_ITEM(o, 7, PyLong_FromLong(p->device_k));
+    for (int i = 0; i < 8; i++)
         if (!PyStructSequence_GET_ITEM(o, i)) {
             Py_DECREF(o);
             return NULL;
@@ -1697,6 +1779,14 @@ static PyMethodDef chain_methods[] = {
      "sample() that also returns logprobs (sift_chain_sample_logprobs): the same\n"
      "token and RNG. dict: raw, processed = (id, logit, logprob, p) of the token;\n"
      "raw_top, processed_top = the first n such entries; lse; n_support."},
+    {"sample_slice_logprobs", (PyCFunction)(void (*)(void))chain_sample_slice_logprobs,
+     METH_VARARGS | METH_KEYWORDS,
+     "sample_slice_logprobs(ids, logits, n_vocab, *, tail_mass=None, canonical=False,\n"
+     "extras=None, n=0, raw=True, processed=True, row_lse=None) -> (int, dict)\n\n"
+     "sample_slice() with logprobs (sift_chain_sample_slice_logprobs); raw values\n"
+     "need row_lse, the whole row's log-sum-exp, or the row (the hook)."},
+    {"set_workspace", (PyCFunction)chain_set_workspace, METH_O,
+     "set_workspace(ws)\n\nAttach a sift.Workspace (None detaches): sift_chain_set_workspace."},
     {"distribution", (PyCFunction)(void (*)(void))chain_distribution, METH_VARARGS | METH_KEYWORDS,
      "distribution(logits, n=None) -> list[(id, logit, p)]\n\nThe selector's distribution in "
      "canonical order, the first n entries."},
@@ -1747,9 +1837,10 @@ static PyStructSequence_Field plan_fields[] = {
     {"max_extras", "Most extra ids a step can ask for."},
     {"decided_at", "Stage whose truncation decides; -1 = none."},
     {"stages", "Per-stage entries (plan() only)."},
+    {"device_k", "Prefix length for a device top-k (any order): k + 8; 0 = the whole row."},
     {NULL, NULL}};
 static PyStructSequence_Desc plan_desc = {"sift.Plan", "The analyzer's plan (sift_plan).",
-                                          plan_fields, 7};
+                                          plan_fields, 8};
 static PyStructSequence_Field stage_fields[] = {{"name", NULL}, {"cls", NULL}, {"n", NULL},
                                                 {"k", NULL},    {"why", NULL}, {NULL, NULL}};
 static PyStructSequence_Desc stage_desc = {"sift.PlanStage", "One stage of a plan.", stage_fields,
