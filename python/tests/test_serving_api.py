@@ -104,3 +104,29 @@ def test_workspace_bad_arguments():
         sift.Workspace(n_vocab=-1)
     with pytest.raises(TypeError):
         sift.Workspace(4000)  # keyword only
+
+
+def test_torch_slices_carry_the_row_lse_and_shards_combine_theirs():
+    torch = pytest.importorskip("torch")
+    import sift.torch as st
+    V, half = 6000, 3000
+    a, b = sift.Chain.from_yaml(YAML), sift.Chain.from_yaml(YAML)
+    k = a.plan().device_k
+    for step in range(6):
+        row = rng_row(200 + step, V)
+        x = torch.from_numpy(row).unsqueeze(0)
+        whole = st.make_slices(x, k)
+        assert abs(whole.row_lse[0] - row_lse(row)) <= 1e-9
+        shards = [st.make_shard_slices(x[:, lo:lo + half], k, lo) for lo in (0, half)]
+        merged = st.merge_shards(shards, k, V)
+        assert abs(merged.row_lse[0] - row_lse(row)) <= 1e-9
+        s = merged[0]
+        tr, lr = a.sample_logprobs(row, 3)
+        ts, ls = b.sample_slice_logprobs(s.ids, s.logits, V, tail_mass=s.tail_mass, n=3,
+                                         row_lse=float(merged.row_lse[0]))
+        assert ts == tr and ls["processed"] == lr["processed"]
+        assert abs(ls["raw"][2] - lr["raw"][2]) <= 1e-9
+        a.accept(tr)
+        b.accept(ts)
+    assert st.combine_lse([np.array([-np.inf]), np.array([-np.inf])])[0] == -np.inf
+    assert st.combine_lse([np.array([0.0]), None]) is None
