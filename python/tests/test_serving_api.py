@@ -1,7 +1,6 @@
 """The serving calls of the 0.3 API: the plan's device_k, shared
 workspaces, and logprobs on slices (sample_slice_logprobs with row_lse),
 each checked against whole rows of the same chain."""
-import math
 
 import numpy as np
 import pytest
