@@ -31,6 +31,7 @@ struct SiftPyChain {
     uint8_t *mark; /* one bit per token id, all clear between calls */
     size_t mark_bits;
     PyObject *weakrefs;
+    PyObject *config; /* dict of the config it was built from, or NULL */
 };
 
 static PyTypeObject *plan_type;
@@ -68,6 +69,7 @@ static int chain_traverse(SiftPyChain *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->hook);
     Py_VISIT(self->hook_exc);
+    Py_VISIT(self->config);
     return 0;
 }
 
@@ -75,6 +77,7 @@ static int chain_clear(SiftPyChain *self)
 {
     Py_CLEAR(self->hook);
     Py_CLEAR(self->hook_exc);
+    Py_CLEAR(self->config);
     return 0;
 }
 
@@ -171,6 +174,37 @@ static PyObject *config_error(sift_status st, const sift_error *err, const sift_
     return NULL;
 }
 
+/* What a config says besides its chain: {"form": "document" | "llama.cpp"
+ * | "openai", "logprobs": None or {"top_n", "post_sampling"},
+ * "description": sift_config_describe's text}. */
+static PyObject *config_dict(const sift_config *cfg)
+{
+    int32_t f = sift_config_form_of(cfg);
+    const char *form = f == SIFT_CONFIG_FORM_OPENAI      ? "openai"
+                       : f == SIFT_CONFIG_FORM_LLAMA_CPP ? "llama.cpp"
+                                                         : "document";
+    sift_config_logprobs lp = {.struct_size = sizeof lp};
+    PyObject *lpo = NULL;
+    if (sift_config_get_logprobs(cfg, &lp) == 1)
+        lpo = Py_BuildValue("{s:i,s:O}", "top_n", (int)lp.top_n, "post_sampling",
+                            lp.post_sampling ? Py_True : Py_False);
+    else
+        lpo = Py_NewRef(Py_None);
+    size_t n = sift_config_describe(cfg, NULL, 0);
+    char *text = PyMem_Malloc(n + 1);
+    PyObject *d = NULL;
+    if (lpo && text) {
+        sift_config_describe(cfg, text, n + 1);
+        d = Py_BuildValue("{s:s,s:O,s:s#}", "form", form, "logprobs", lpo, "description", text,
+                          (Py_ssize_t)n);
+    } else if (!text) {
+        PyErr_NoMemory();
+    }
+    PyMem_Free(text);
+    Py_XDECREF(lpo);
+    return d;
+}
+
 static PyObject *from_config(PyTypeObject *type, sift_config *cfg, PyObject *vocab_obj,
                              PyObject *seed_obj)
 {
@@ -212,25 +246,56 @@ static PyObject *from_config(PyTypeObject *type, sift_config *cfg, PyObject *voc
     st = sift_config_build_chain(cfg, &p, vocab, &ch, &err);
     Py_END_ALLOW_THREADS;
     sift_vocab_free(own);
+    PyObject *info = st == SIFT_OK ? config_dict(cfg) : NULL;
     sift_config_free(cfg);
     if (st != SIFT_OK)
         return siftpy_raise(st, &err);
     (void)have_seed;
-    return (PyObject *)wrap(type, ch);
+    if (!info) {
+        sift_chain_free(ch);
+        return NULL;
+    }
+    SiftPyChain *self = wrap(type, ch);
+    if (self)
+        self->config = info;
+    else
+        Py_DECREF(info);
+    return (PyObject *)self;
+}
+
+/* form=None | "document" | "llama.cpp" | "openai" -> sift_config_form; -1
+ * with ValueError. */
+static int parse_form(const char *form)
+{
+    if (!form || !strcmp(form, "document"))
+        return SIFT_CONFIG_FORM_DOCUMENT;
+    if (!strcmp(form, "openai"))
+        return SIFT_CONFIG_FORM_OPENAI;
+    if (!strcmp(form, "llama.cpp") || !strcmp(form, "llama_cpp"))
+        return SIFT_CONFIG_FORM_LLAMA_CPP;
+    PyErr_Format(PyExc_ValueError, "form = '%s': expected 'document', 'llama.cpp' or 'openai'",
+                 form);
+    return -1;
 }
 
 static PyObject *chain_from_yaml(PyObject *cls, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"text", "vocab", "name", "base_dir", NULL};
+    static char *kwlist[] = {"text", "vocab", "name", "base_dir", "form", NULL};
     Py_buffer text;
     PyObject *vocab = NULL;
-    const char *name = NULL, *base_dir = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s*|O$zz:from_yaml", kwlist, &text, &vocab, &name,
-                                     &base_dir))
+    const char *name = NULL, *base_dir = NULL, *form = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s*|O$zzz:from_yaml", kwlist, &text, &vocab, &name,
+                                     &base_dir, &form))
         return NULL;
+    int f = parse_form(form);
+    if (f < 0) {
+        PyBuffer_Release(&text);
+        return NULL;
+    }
     sift_config_params cp;
     sift_config_params_init(&cp);
     cp.base_dir = base_dir;
+    cp.form = f;
     sift_config *cfg = NULL;
     sift_error err;
     sift_status st;
@@ -248,17 +313,26 @@ static PyObject *chain_from_yaml(PyObject *cls, PyObject *args, PyObject *kw)
 
 static PyObject *chain_from_yaml_file(PyObject *cls, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"path", "vocab", NULL};
+    static char *kwlist[] = {"path", "vocab", "form", NULL};
     PyObject *path = NULL, *vocab = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O:from_yaml_file", kwlist, PyUnicode_FSConverter,
-                                     &path, &vocab))
+    const char *form = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O$z:from_yaml_file", kwlist,
+                                     PyUnicode_FSConverter, &path, &vocab, &form))
         return NULL;
+    int f = parse_form(form);
+    if (f < 0) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    sift_config_params cp;
+    sift_config_params_init(&cp);
+    cp.form = f;
     sift_config *cfg = NULL;
     sift_error err;
     sift_status st;
     const char *p = PyBytes_AS_STRING(path);
     Py_BEGIN_ALLOW_THREADS;
-    st = sift_config_load(&cfg, p, NULL, &err);
+    st = sift_config_load(&cfg, p, &cp, &err);
     Py_END_ALLOW_THREADS;
     Py_DECREF(path);
     if (st != SIFT_OK) {
@@ -1809,7 +1883,17 @@ static PyMethodDef chain_methods[] = {
      "sift.Slice objects."},
     {NULL, NULL, 0, NULL}};
 
+static PyObject *chain_config(SiftPyChain *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(self->config ? self->config : Py_None);
+}
+
 static PyGetSetDef chain_getset[] = {
+    {"config", (getter)chain_config, NULL,
+     "What the config it was built from says besides the chain: {'form', 'logprobs',\n"
+     "'description'} (None for a chain built stage by stage or cloned).",
+     NULL},
     {"stages", (getter)chain_stages, NULL, "The stage names, in order.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 

@@ -129,3 +129,38 @@ def test_torch_slices_carry_the_row_lse_and_shards_combine_theirs():
         b.accept(ts)
     assert st.combine_lse([np.array([-np.inf]), np.array([-np.inf])])[0] == -np.inf
     assert st.combine_lse([np.array([0.0]), None]) is None
+
+
+def test_request_forms_build_the_chain_they_describe():
+    body = {"temperature": 0.7, "top_p": 0.9, "top_k": 50, "min_p": 0.05,
+            "presence_penalty": 0.3, "max_tokens": 64, "seed": 3, "top_logprobs": 4,
+            "logprobs": True}
+    c = sift.Chain.from_request(body)
+    assert c.config["form"] == "openai"
+    assert c.config["logprobs"] == {"top_n": 4, "post_sampling": False}
+    d = sift.Chain.from_yaml(c.config["description"])  # the chain form it maps to
+    assert d.config["form"] == "document" and d.stages == c.stages
+    for step in range(6):
+        row = rng_row(300 + step, 3000)
+        t = c.sample(row)
+        assert t == d.sample(row)
+        c.accept(t)
+        d.accept(t)
+    # the same body as text, the form given by the caller
+    import json
+    e = sift.Chain.from_yaml(json.dumps(body), form="openai")
+    assert e.stages == c.stages and e.config == c.config
+    assert sift.Chain.from_yaml('{"temperature": 0.5}', form="openai").config["logprobs"] is None
+    assert sift.Chain(seed=1).add_dist().config is None
+
+
+def test_request_form_errors_carry_the_c_message():
+    with pytest.raises(ValueError) as e:
+        sift.Chain.from_request({"temperature": 0.5}, form="anthropic")
+    assert "form" in str(e.value)
+    with pytest.raises(sift.SiftError) as e:  # a form key naming another form
+        sift.Chain.from_yaml('{"form": "llama.cpp", "temperature": 0.5}', form="openai")
+    assert "form" in e.value.message
+    with pytest.raises(sift.SiftError) as e:
+        sift.Chain.from_request({"top_p": "high"})
+    assert "top_p" in str(e.value)
