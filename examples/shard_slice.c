@@ -11,6 +11,11 @@
  * chain that samples the whole row. The rows are rounded to bf16, so
  * ties occur and some cross the split; the device k is the plan's
  * device_k (docs/analyzer.md, "The k a device slice needs").
+ *
+ * Logprobs come with each token (sift_chain_sample_slice_logprobs on the
+ * merged slice). Raw ones need the whole row's log-sum-exp: each device
+ * computes its half's in the same pass, and the host combines the two
+ * (the log-sum-exp of the halves' log-sum-exps).
  */
 #include <math.h>
 #include <stdint.h>
@@ -24,6 +29,7 @@
 #define HALF (V / 2)
 #define STEPS 64
 #define MAX_K 256
+#define NTOP 3
 
 static float logits[V];
 
@@ -57,9 +63,10 @@ static void model_row(int t)
 
 /* One device's work on ids [lo, lo + n): the k largest logits as a set
  * (a simple selection stands in for the kernel; it keeps its own order,
- * not sift's), and the rest's mass relative to its own maximum, rounded
- * up. */
-static void device_topk(int32_t lo, int32_t n, int32_t k, sift_candidate *out, double *tail)
+ * not sift's), the rest's mass relative to its own maximum, rounded up,
+ * and its ids' log-sum-exp ln(sum exp(l_i)) in float64. */
+static void device_topk(int32_t lo, int32_t n, int32_t k, sift_candidate *out, double *tail,
+                        double *lse)
 {
     int32_t filled = 0;
     for (int32_t i = lo; i < lo + n; i++) {
@@ -81,13 +88,28 @@ static void device_topk(int32_t lo, int32_t n, int32_t k, sift_candidate *out, d
     static unsigned char in[V];
     for (int32_t j = 0; j < k; j++)
         in[out[j].id] = 1;
-    double sum = 0;
-    for (int32_t i = lo; i < lo + n; i++)
+    double sum = 0, all = 0;
+    for (int32_t i = lo; i < lo + n; i++) {
+        double e = exp((double)logits[i] - (double)m);
+        all += e;
         if (!in[i])
-            sum += exp((double)logits[i] - (double)m);
+            sum += e;
+    }
     for (int32_t j = 0; j < k; j++)
         in[out[j].id] = 0;
     *tail = sum * (1.0 + 1e-9);
+    *lse = (double)m + log(all);
+}
+
+/* On the host: the whole row's log-sum-exp from the shards' own. */
+static double combine_lse(const double *lse, int n)
+{
+    double m = lse[0], sum = 0;
+    for (int d = 1; d < n; d++)
+        m = lse[d] > m ? lse[d] : m;
+    for (int d = 0; d < n; d++)
+        sum += exp(lse[d] - m);
+    return m + log(sum);
 }
 
 /* The row hook: a runtime would gather the whole row from both devices. */
@@ -124,7 +146,7 @@ int main(void)
 {
     sift_error err;
     sift_chain *chain = NULL, *twin = NULL;
-    int rc = 1, hook_calls = 0, same = 0;
+    int rc = 1, hook_calls = 0, same = 0, same_lp = 0;
     static sift_candidate lists[2][MAX_K], buf[2 * (2 * MAX_K + 8)], extras[8];
     if (build(&chain, &err) || build(&twin, &err))
         return fail("build", &err);
@@ -145,9 +167,10 @@ int main(void)
         model_row(t);
         /* on the devices: a top-k and a tail mass per half */
         sift_shard shards[2];
+        double lse[2];
         for (int d = 0; d < 2; d++) {
             double tail;
-            device_topk(d * HALF, HALF, k, lists[d], &tail);
+            device_topk(d * HALF, HALF, k, lists[d], &tail, &lse[d]);
             shards[d] = (sift_shard){.struct_size = sizeof(sift_shard),
                                      .offset = d * HALF,
                                      .n_ids = HALF,
@@ -167,25 +190,42 @@ int main(void)
         }
         for (size_t i = 0; i < n_ids; i++)
             extras[i] = (sift_candidate){ids[i], logits[ids[i]]};
-        /* on the host: one slice, one sample */
+        /* on the host: one slice, one sample with its logprobs */
+        sift_logprob raw_top[NTOP], proc_top[NTOP], raw_ref[NTOP], proc_ref[NTOP];
+        sift_logprobs lp = {.struct_size = sizeof lp,
+                            .flags =
+                                SIFT_LOGPROBS_RAW | SIFT_LOGPROBS_PROCESSED | SIFT_LOGPROBS_ROW_LSE,
+                            .n_top = NTOP,
+                            .raw_top = raw_top,
+                            .processed_top = proc_top,
+                            .row_lse = combine_lse(lse, 2)};
+        sift_logprobs lr = lp; /* the twin's, on the whole row */
+        lr.raw_top = raw_ref;
+        lr.processed_top = proc_ref;
         if (sift_shards_merge(shards, 2, V, k, extras, (int32_t)n_ids, buf,
                               sizeof buf / sizeof *buf, &slice, &err) ||
-            sift_chain_sample_slice(chain, &slice, &tok, &err)) {
-            fail("step", &err);
-            goto done;
-        }
-        /* logprobs of the sampled token and its alternatives: here, from
-         * the same slice, once the logprob call exists. */
-        if (sift_chain_sample(twin, logits, V, &ref, &err) || sift_chain_accept(chain, tok, &err) ||
-            sift_chain_accept(twin, ref, &err)) {
+            sift_chain_sample_slice_logprobs(chain, &slice, &tok, &lp, &err) ||
+            sift_chain_sample_logprobs(twin, logits, V, &ref, &lr, &err) ||
+            sift_chain_accept(chain, tok, &err) || sift_chain_accept(twin, ref, &err)) {
             fail("step", &err);
             goto done;
         }
         same += tok == ref;
+        /* processed values bit for bit; raw ones within the float64
+         * rounding of the two log-sum-exps */
+        int ok = memcmp(&lp.processed, &lr.processed, sizeof lp.processed) == 0 &&
+                 lp.n_processed_top == lr.n_processed_top &&
+                 memcmp(proc_top, proc_ref, lp.n_processed_top * sizeof *proc_top) == 0 &&
+                 lp.raw.id == lr.raw.id && fabs(lp.raw.logprob - lr.raw.logprob) <= 1e-9;
+        for (int i = 0; i < NTOP; i++)
+            ok = ok && raw_top[i].id == raw_ref[i].id &&
+                 fabs(raw_top[i].logprob - raw_ref[i].logprob) <= 1e-9;
+        same_lp += ok;
     }
-    printf("steps %d, exact %d/%d, hook calls %d, candidates copied per step %d of %d\n", STEPS,
-           same, STEPS, hook_calls, (int)(2 * k), V);
-    rc = same == STEPS ? 0 : 1;
+    printf("steps %d, exact %d/%d, logprobs equal %d/%d, hook calls %d, candidates copied per "
+           "step %d of %d\n",
+           STEPS, same, STEPS, same_lp, STEPS, hook_calls, (int)(2 * k), V);
+    rc = same == STEPS && same_lp == STEPS ? 0 : 1;
 done:
     sift_chain_free(twin);
     sift_chain_free(chain);

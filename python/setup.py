@@ -17,7 +17,7 @@ from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = ["c-ext/" + f for f in ("module.c", "errors.c", "buffers.c", "vocab.c",
-                                   "grammar.c", "chain.c", "batch.c")]
+                                   "grammar.c", "chain.c", "batch.c", "workspace.c")]
 
 
 def library_flags():

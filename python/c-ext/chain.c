@@ -31,6 +31,7 @@ struct SiftPyChain {
     uint8_t *mark; /* one bit per token id, all clear between calls */
     size_t mark_bits;
     PyObject *weakrefs;
+    PyObject *config; /* dict of the config it was built from, or NULL */
 };
 
 static PyTypeObject *plan_type;
@@ -68,6 +69,7 @@ static int chain_traverse(SiftPyChain *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->hook);
     Py_VISIT(self->hook_exc);
+    Py_VISIT(self->config);
     return 0;
 }
 
@@ -75,6 +77,7 @@ static int chain_clear(SiftPyChain *self)
 {
     Py_CLEAR(self->hook);
     Py_CLEAR(self->hook_exc);
+    Py_CLEAR(self->config);
     return 0;
 }
 
@@ -171,6 +174,37 @@ static PyObject *config_error(sift_status st, const sift_error *err, const sift_
     return NULL;
 }
 
+/* What a config says besides its chain: {"form": "document" | "llama.cpp"
+ * | "openai", "logprobs": None or {"top_n", "post_sampling"},
+ * "description": sift_config_describe's text}. */
+static PyObject *config_dict(const sift_config *cfg)
+{
+    int32_t f = sift_config_form_of(cfg);
+    const char *form = f == SIFT_CONFIG_FORM_OPENAI      ? "openai"
+                       : f == SIFT_CONFIG_FORM_LLAMA_CPP ? "llama.cpp"
+                                                         : "document";
+    sift_config_logprobs lp = {.struct_size = sizeof lp};
+    PyObject *lpo = NULL;
+    if (sift_config_get_logprobs(cfg, &lp) == 1)
+        lpo = Py_BuildValue("{s:i,s:O}", "top_n", (int)lp.top_n, "post_sampling",
+                            lp.post_sampling ? Py_True : Py_False);
+    else
+        lpo = Py_NewRef(Py_None);
+    size_t n = sift_config_describe(cfg, NULL, 0);
+    char *text = PyMem_Malloc(n + 1);
+    PyObject *d = NULL;
+    if (lpo && text) {
+        sift_config_describe(cfg, text, n + 1);
+        d = Py_BuildValue("{s:s,s:O,s:s#}", "form", form, "logprobs", lpo, "description", text,
+                          (Py_ssize_t)n);
+    } else if (!text) {
+        PyErr_NoMemory();
+    }
+    PyMem_Free(text);
+    Py_XDECREF(lpo);
+    return d;
+}
+
 static PyObject *from_config(PyTypeObject *type, sift_config *cfg, PyObject *vocab_obj,
                              PyObject *seed_obj)
 {
@@ -212,25 +246,56 @@ static PyObject *from_config(PyTypeObject *type, sift_config *cfg, PyObject *voc
     st = sift_config_build_chain(cfg, &p, vocab, &ch, &err);
     Py_END_ALLOW_THREADS;
     sift_vocab_free(own);
+    PyObject *info = st == SIFT_OK ? config_dict(cfg) : NULL;
     sift_config_free(cfg);
     if (st != SIFT_OK)
         return siftpy_raise(st, &err);
     (void)have_seed;
-    return (PyObject *)wrap(type, ch);
+    if (!info) {
+        sift_chain_free(ch);
+        return NULL;
+    }
+    SiftPyChain *self = wrap(type, ch);
+    if (self)
+        self->config = info;
+    else
+        Py_DECREF(info);
+    return (PyObject *)self;
+}
+
+/* form=None | "document" | "llama.cpp" | "openai" -> sift_config_form; -1
+ * with ValueError. */
+static int parse_form(const char *form)
+{
+    if (!form || !strcmp(form, "document"))
+        return SIFT_CONFIG_FORM_DOCUMENT;
+    if (!strcmp(form, "openai"))
+        return SIFT_CONFIG_FORM_OPENAI;
+    if (!strcmp(form, "llama.cpp") || !strcmp(form, "llama_cpp"))
+        return SIFT_CONFIG_FORM_LLAMA_CPP;
+    PyErr_Format(PyExc_ValueError, "form = '%s': expected 'document', 'llama.cpp' or 'openai'",
+                 form);
+    return -1;
 }
 
 static PyObject *chain_from_yaml(PyObject *cls, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"text", "vocab", "name", "base_dir", NULL};
+    static char *kwlist[] = {"text", "vocab", "name", "base_dir", "form", NULL};
     Py_buffer text;
     PyObject *vocab = NULL;
-    const char *name = NULL, *base_dir = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s*|O$zz:from_yaml", kwlist, &text, &vocab, &name,
-                                     &base_dir))
+    const char *name = NULL, *base_dir = NULL, *form = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s*|O$zzz:from_yaml", kwlist, &text, &vocab, &name,
+                                     &base_dir, &form))
         return NULL;
+    int f = parse_form(form);
+    if (f < 0) {
+        PyBuffer_Release(&text);
+        return NULL;
+    }
     sift_config_params cp;
     sift_config_params_init(&cp);
     cp.base_dir = base_dir;
+    cp.form = f;
     sift_config *cfg = NULL;
     sift_error err;
     sift_status st;
@@ -248,17 +313,26 @@ static PyObject *chain_from_yaml(PyObject *cls, PyObject *args, PyObject *kw)
 
 static PyObject *chain_from_yaml_file(PyObject *cls, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"path", "vocab", NULL};
+    static char *kwlist[] = {"path", "vocab", "form", NULL};
     PyObject *path = NULL, *vocab = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O:from_yaml_file", kwlist, PyUnicode_FSConverter,
-                                     &path, &vocab))
+    const char *form = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O$z:from_yaml_file", kwlist,
+                                     PyUnicode_FSConverter, &path, &vocab, &form))
         return NULL;
+    int f = parse_form(form);
+    if (f < 0) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    sift_config_params cp;
+    sift_config_params_init(&cp);
+    cp.form = f;
     sift_config *cfg = NULL;
     sift_error err;
     sift_status st;
     const char *p = PyBytes_AS_STRING(path);
     Py_BEGIN_ALLOW_THREADS;
-    st = sift_config_load(&cfg, p, NULL, &err);
+    st = sift_config_load(&cfg, p, &cp, &err);
     Py_END_ALLOW_THREADS;
     Py_DECREF(path);
     if (st != SIFT_OK) {
@@ -1233,6 +1307,58 @@ static PyObject *logprob_list(const sift_logprob *e, size_t n)
     return l;
 }
 
+/* (token, dict) of a logprobs call: "raw", "raw_top", "lse" with RAW,
+ * "processed", "processed_top", "n_support" with PROCESSED. */
+static PyObject *logprobs_result(int32_t tok, const sift_logprobs *lp)
+{
+    PyObject *d = PyDict_New();
+    int bad = !d;
+    if (!bad && (lp->flags & SIFT_LOGPROBS_RAW)) {
+        PyObject *a = logprob_tuple(&lp->raw), *b = logprob_list(lp->raw_top, lp->n_raw_top);
+        PyObject *c = PyFloat_FromDouble(lp->lse);
+        bad = !a || !b || !c || PyDict_SetItemString(d, "raw", a) < 0 ||
+              PyDict_SetItemString(d, "raw_top", b) < 0 || PyDict_SetItemString(d, "lse", c) < 0;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+    }
+    if (!bad && (lp->flags & SIFT_LOGPROBS_PROCESSED)) {
+        PyObject *a = logprob_tuple(&lp->processed);
+        PyObject *b = logprob_list(lp->processed_top, lp->n_processed_top);
+        PyObject *c = PyLong_FromSize_t(lp->n_support);
+        bad = !a || !b || !c || PyDict_SetItemString(d, "processed", a) < 0 ||
+              PyDict_SetItemString(d, "processed_top", b) < 0 ||
+              PyDict_SetItemString(d, "n_support", c) < 0;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+    }
+    PyObject *res = bad ? NULL : Py_BuildValue("(iO)", tok, d);
+    Py_XDECREF(d);
+    return res;
+}
+
+/* The request of a logprobs call, its arrays in one PyMem buffer (*buf,
+ * freed by the caller); -1 with an exception set. */
+static int logprobs_request(sift_logprobs *lp, sift_logprob **buf, Py_ssize_t n_top, int raw,
+                            int processed)
+{
+    if (n_top < 0) {
+        siftpy_raise_msg(SIFT_E_ARG, -1, "n = %zd must be >= 0", n_top);
+        return -1;
+    }
+    *buf = PyMem_Malloc((size_t)(n_top ? 2 * n_top : 1) * sizeof **buf);
+    if (!*buf) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *lp = (sift_logprobs){.struct_size = sizeof *lp, .n_top = (size_t)n_top};
+    lp->flags = (raw ? SIFT_LOGPROBS_RAW : 0u) | (processed ? SIFT_LOGPROBS_PROCESSED : 0u);
+    lp->raw_top = *buf;
+    lp->processed_top = *buf + n_top;
+    return 0;
+}
+
 /* sample_logprobs(logits, n=0, *, raw=True, processed=True) -> (token, dict) */
 static PyObject *chain_sample_logprobs(SiftPyChain *self, PyObject *args, PyObject *kw)
 {
@@ -1243,25 +1369,20 @@ static PyObject *chain_sample_logprobs(SiftPyChain *self, PyObject *args, PyObje
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|n$pp:sample_logprobs", kwlist, &logits, &n_top,
                                      &raw, &processed))
         return NULL;
-    if (n_top < 0)
-        return siftpy_raise_msg(SIFT_E_ARG, -1, "n = %zd must be >= 0", n_top);
-    siftpy_view v;
-    if (row_view(&v, logits) < 0)
+    sift_logprobs lp;
+    sift_logprob *buf = NULL;
+    if (logprobs_request(&lp, &buf, n_top, raw, processed) < 0)
         return NULL;
-    sift_logprob *buf = PyMem_Malloc((size_t)(n_top ? 2 * n_top : 1) * sizeof *buf);
-    if (!buf) {
-        siftpy_view_release(&v);
-        return PyErr_NoMemory();
+    siftpy_view v;
+    if (row_view(&v, logits) < 0) {
+        PyMem_Free(buf);
+        return NULL;
     }
     if (siftpy_chain_acquire((PyObject *)self) < 0) {
         PyMem_Free(buf);
         siftpy_view_release(&v);
         return NULL;
     }
-    sift_logprobs lp = {.struct_size = sizeof lp, .n_top = (size_t)n_top};
-    lp.flags = (raw ? SIFT_LOGPROBS_RAW : 0u) | (processed ? SIFT_LOGPROBS_PROCESSED : 0u);
-    lp.raw_top = buf;
-    lp.processed_top = buf + n_top;
     int32_t tok = -1;
     sift_error err;
     sift_status st;
@@ -1270,39 +1391,73 @@ static PyObject *chain_sample_logprobs(SiftPyChain *self, PyObject *args, PyObje
     Py_END_ALLOW_THREADS;
     RELEASE(self);
     siftpy_view_release(&v);
-    PyObject *res = NULL;
-    if (st != SIFT_OK) {
-        res = siftpy_raise(st, &err);
-    } else {
-        PyObject *d = PyDict_New();
-        int bad = !d;
-        if (!bad && raw) {
-            PyObject *a = logprob_tuple(&lp.raw), *b = logprob_list(lp.raw_top, lp.n_raw_top);
-            PyObject *c = PyFloat_FromDouble(lp.lse);
-            bad = !a || !b || !c || PyDict_SetItemString(d, "raw", a) < 0 ||
-                  PyDict_SetItemString(d, "raw_top", b) < 0 ||
-                  PyDict_SetItemString(d, "lse", c) < 0;
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            Py_XDECREF(c);
-        }
-        if (!bad && processed) {
-            PyObject *a = logprob_tuple(&lp.processed);
-            PyObject *b = logprob_list(lp.processed_top, lp.n_processed_top);
-            PyObject *c = PyLong_FromSize_t(lp.n_support);
-            bad = !a || !b || !c || PyDict_SetItemString(d, "processed", a) < 0 ||
-                  PyDict_SetItemString(d, "processed_top", b) < 0 ||
-                  PyDict_SetItemString(d, "n_support", c) < 0;
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            Py_XDECREF(c);
-        }
-        if (!bad)
-            res = Py_BuildValue("(iO)", tok, d);
-        Py_XDECREF(d);
-    }
+    PyObject *res = st != SIFT_OK ? siftpy_raise(st, &err) : logprobs_result(tok, &lp);
     PyMem_Free(buf);
     return res;
+}
+
+/* sample_slice_logprobs(ids, logits, n_vocab, *, tail_mass, canonical, extras,
+ * n=0, raw=True, processed=True, row_lse=None) -> (token, dict) */
+static PyObject *chain_sample_slice_logprobs(SiftPyChain *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {SLICE_KWLIST, "n", "raw", "processed", "row_lse", NULL};
+    PyObject *ids, *logits, *tail_mass = NULL, *extras = NULL, *row_lse = NULL;
+    long long n_vocab;
+    int canonical = 0, raw = 1, processed = 1;
+    Py_ssize_t n_top = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOL|$OpOnppO:sample_slice_logprobs", kwlist, &ids,
+                                     &logits, &n_vocab, &tail_mass, &canonical, &extras, &n_top,
+                                     &raw, &processed, &row_lse))
+        return NULL;
+    double lse = 0.0;
+    if (row_lse && row_lse != Py_None) {
+        lse = PyFloat_AsDouble(row_lse);
+        if (lse == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    sift_logprobs lp;
+    sift_logprob *buf = NULL;
+    if (logprobs_request(&lp, &buf, n_top, raw, processed) < 0)
+        return NULL;
+    if (row_lse && row_lse != Py_None) {
+        lp.flags |= SIFT_LOGPROBS_ROW_LSE;
+        lp.row_lse = lse;
+    }
+    if (siftpy_chain_acquire((PyObject *)self) < 0) {
+        PyMem_Free(buf);
+        return NULL;
+    }
+    sift_slice s;
+    if (build_slice(self, &self->cand, &self->cand_cap, ids, logits, n_vocab, tail_mass, canonical,
+                    extras, &s) < 0) {
+        RELEASE(self);
+        PyMem_Free(buf);
+        return NULL;
+    }
+    int32_t tok = -1;
+    sift_error err;
+    sift_status st;
+    Py_BEGIN_ALLOW_THREADS;
+    st = sift_chain_sample_slice_logprobs(self->chain, &s, &tok, &lp, &err);
+    Py_END_ALLOW_THREADS;
+    RELEASE(self);
+    PyObject *res = st != SIFT_OK ? raise_step(self, st, &err) : logprobs_result(tok, &lp);
+    PyMem_Free(buf);
+    return res;
+}
+
+static PyObject *chain_set_workspace(SiftPyChain *self, PyObject *arg)
+{
+    sift_workspace *ws = NULL;
+    if (arg != Py_None && !(ws = siftpy_workspace_ptr(arg)))
+        return NULL;
+    ACQUIRE(self);
+    sift_error err;
+    sift_status st = sift_chain_set_workspace(self->chain, ws, &err);
+    RELEASE(self);
+    if (st != SIFT_OK)
+        return siftpy_raise(st, &err);
+    Py_RETURN_NONE;
 }
 
 static PyObject *chain_distribution_slice(SiftPyChain *self, PyObject *args, PyObject *kw)
@@ -1359,7 +1514,8 @@ static PyObject *make_plan(const sift_plan *p, PyObject *stages)
     PyStructSequence_SET_ITEM(o, 4, PyLong_FromLong(p->max_extras));
     PyStructSequence_SET_ITEM(o, 5, PyLong_FromLong(p->decided_at));
     PyStructSequence_SET_ITEM(o, 6, stages ? stages : PyTuple_New(0));
-    for (int i = 0; i < 7; i++)
+    PyStructSequence_SET_ITEM(o, 7, PyLong_FromLong(p->device_k));
+    for (int i = 0; i < 8; i++)
         if (!PyStructSequence_GET_ITEM(o, i)) {
             Py_DECREF(o);
             return NULL;
@@ -1697,6 +1853,14 @@ static PyMethodDef chain_methods[] = {
      "sample() that also returns logprobs (sift_chain_sample_logprobs): the same\n"
      "token and RNG. dict: raw, processed = (id, logit, logprob, p) of the token;\n"
      "raw_top, processed_top = the first n such entries; lse; n_support."},
+    {"sample_slice_logprobs", (PyCFunction)(void (*)(void))chain_sample_slice_logprobs,
+     METH_VARARGS | METH_KEYWORDS,
+     "sample_slice_logprobs(ids, logits, n_vocab, *, tail_mass=None, canonical=False,\n"
+     "extras=None, n=0, raw=True, processed=True, row_lse=None) -> (int, dict)\n\n"
+     "sample_slice() with logprobs (sift_chain_sample_slice_logprobs); raw values\n"
+     "need row_lse, the whole row's log-sum-exp, or the row (the hook)."},
+    {"set_workspace", (PyCFunction)chain_set_workspace, METH_O,
+     "set_workspace(ws)\n\nAttach a sift.Workspace (None detaches): sift_chain_set_workspace."},
     {"distribution", (PyCFunction)(void (*)(void))chain_distribution, METH_VARARGS | METH_KEYWORDS,
      "distribution(logits, n=None) -> list[(id, logit, p)]\n\nThe selector's distribution in "
      "canonical order, the first n entries."},
@@ -1719,7 +1883,17 @@ static PyMethodDef chain_methods[] = {
      "sift.Slice objects."},
     {NULL, NULL, 0, NULL}};
 
+static PyObject *chain_config(SiftPyChain *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(self->config ? self->config : Py_None);
+}
+
 static PyGetSetDef chain_getset[] = {
+    {"config", (getter)chain_config, NULL,
+     "What the config it was built from says besides the chain: {'form', 'logprobs',\n"
+     "'description'} (None for a chain built stage by stage or cloned).",
+     NULL},
     {"stages", (getter)chain_stages, NULL, "The stage names, in order.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
@@ -1747,9 +1921,10 @@ static PyStructSequence_Field plan_fields[] = {
     {"max_extras", "Most extra ids a step can ask for."},
     {"decided_at", "Stage whose truncation decides; -1 = none."},
     {"stages", "Per-stage entries (plan() only)."},
+    {"device_k", "Prefix length for a device top-k (any order): k + 8; 0 = the whole row."},
     {NULL, NULL}};
 static PyStructSequence_Desc plan_desc = {"sift.Plan", "The analyzer's plan (sift_plan).",
-                                          plan_fields, 7};
+                                          plan_fields, 8};
 static PyStructSequence_Field stage_fields[] = {{"name", NULL}, {"cls", NULL}, {"n", NULL},
                                                 {"k", NULL},    {"why", NULL}, {NULL, NULL}};
 static PyStructSequence_Desc stage_desc = {"sift.PlanStage", "One stage of a plan.", stage_fields,

@@ -33,7 +33,8 @@ PyMODINIT_FUNC PyInit__sift(void)
     if (!m)
         return NULL;
     if (siftpy_errors_init(m) < 0 || siftpy_vocab_init(m) < 0 || siftpy_grammar_init(m) < 0 ||
-        siftpy_chain_init(m) < 0 || PyModule_AddFunctions(m, siftpy_batch_methods) < 0 ||
+        siftpy_chain_init(m) < 0 || siftpy_workspace_init(m) < 0 ||
+        PyModule_AddFunctions(m, siftpy_batch_methods) < 0 ||
         PyModule_AddIntConstant(m, "VERSION_NUMBER", (long)sift_version_number()) < 0 ||
         PyModule_AddIntConstant(m, "TOKEN_EOG", SIFT_TOKEN_EOG) < 0 ||
         PyModule_AddIntConstant(m, "TOKEN_SPECIAL", SIFT_TOKEN_SPECIAL) < 0 ||

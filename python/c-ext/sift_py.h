@@ -90,6 +90,13 @@ int siftpy_chain_acquire(PyObject *obj); /* sets busy; 0 or -1 with SiftError */
 void siftpy_chain_release(PyObject *obj);
 /* Builds a sift_slice for `chain` from Python ids/logits/extras; see chain.c. */
 
+/* workspace.c */
+extern PyTypeObject SiftPyWorkspace_Type;
+int siftpy_workspace_init(PyObject *module);
+/* The workspace of a live sift.Workspace; NULL with TypeError or SiftError
+ * (closed) set. */
+sift_workspace *siftpy_workspace_ptr(PyObject *obj);
+
 /* batch.c */
 extern PyMethodDef siftpy_batch_methods[];
 

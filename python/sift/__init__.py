@@ -18,6 +18,7 @@ from ._sift import (  # noqa: F401
     PlanStage,
     SiftError,
     Vocab,
+    Workspace,
     fill_next_token_bitmasks,
     json_schema_to_gbnf,
     sample_batch,
@@ -42,7 +43,7 @@ from . import status  # noqa: F401
 __version__ = version()
 
 __all__ = [
-    "Chain", "Slice", "Grammar", "Vocab", "Plan", "PlanStage", "SiftError",
+    "Chain", "Slice", "Grammar", "Vocab", "Workspace", "Plan", "PlanStage", "SiftError",
     "sample_batch", "fill_next_token_bitmasks", "json_schema_to_gbnf",
     "allocate_token_bitmask", "apply_token_bitmask_inplace", "get_bitmask_shape",
     "reset_token_bitmask", "bitmask_dtype", "status", "status_str", "version",

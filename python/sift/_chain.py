@@ -1,4 +1,5 @@
 """sift.Chain (the C type plus a few pure-Python helpers) and sift.Slice."""
+import json
 import math
 from typing import NamedTuple, Optional, Any
 
@@ -41,3 +42,14 @@ class Chain(_sift.Chain):
 
     def __repr__(self):
         return "<sift.Chain %s>" % " -> ".join(self.stages)
+
+    @classmethod
+    def from_request(cls, body, *, form="openai", vocab=None, name=None):
+        """A chain from a request body (a dict, or its JSON text) of an
+        OpenAI-compatible server (form="openai", vLLM's semantics) or of
+        llama-server (form="llama.cpp"): from_yaml with that form. What the
+        body asks besides the chain (logprobs, the chain it maps to) is in
+        chain.config."""
+        if not isinstance(body, (str, bytes)):
+            body = json.dumps(body)
+        return cls.from_yaml(body, vocab, name=name, form=form)

@@ -31,6 +31,13 @@ float64, multiplied by 1 + 2^-20 again. tail_s is an upper bound of its
 shard's sum and every other term is computed within a few ulp (k + number
 of shards terms, far below 2^20), so the merged value is an upper bound
 of the row's tail: merged slices are exact inputs for sample_slice.
+
+Logprobs: every slice also carries its row's log-sum-exp (Slices.row_lse,
+float64 [n]): m + log(sum exp(l - m)) over the whole row's finite logits,
+from the same float64 pass as the tail, which
+Chain.sample_slice_logprobs(..., row_lse=...) needs for raw logprobs.
+Shards carry their own (ShardSlices.lse) and merge_shards combines them:
+M + log(sum_s exp(lse_s - M)), M the largest lse_s.
 """
 import numpy as np
 import torch
@@ -38,6 +45,7 @@ import torch
 from ._chain import Slice
 
 __all__ = ["Slices", "make_slices", "ShardSlices", "make_shard_slices", "merge_shards",
+           "combine_lse",
            "allocate_token_bitmask", "apply_token_bitmask_inplace", "get_bitmask_shape",
            "bitmask_dtype", "TAIL_SLACK"]
 
@@ -52,10 +60,13 @@ bitmask_dtype = torch.int32
 
 class Slices:
     """The slices of one step, on the host: ids int64 [n, k], logits
-    float32 [n, k], tail_mass float64 [n] (numpy arrays), n_vocab, and per
-    row the extras (ids, logits) or None. slices[i] is a sift.Slice."""
+    float32 [n, k], tail_mass float64 [n] (numpy arrays), n_vocab, per
+    row the extras (ids, logits) or None, and row_lse float64 [n] (each
+    row's log-sum-exp, for raw logprobs; None when not computed).
+    slices[i] is a sift.Slice."""
 
-    def __init__(self, ids, logits, tail_mass, n_vocab, extras=None):
+    def __init__(self, ids, logits, tail_mass, n_vocab, extras=None, row_lse=None):
+        self.row_lse = row_lse
         self.ids = ids
         self.logits = logits
         self.tail_mass = tail_mass
@@ -108,7 +119,7 @@ def _topk_and_tail(x, k):
     n = x.shape[0]
     m = vals.max(dim=-1).values.double() if k > 0 else torch.full((n,), -np.inf,
                                                                   dtype=torch.float64)
-    tails = []
+    tails, lses = [], []
     for lo in range(0, n, _CHUNK):
         hi = min(n, lo + _CHUNK)
         mm = m[lo:hi]
@@ -116,10 +127,15 @@ def _topk_and_tail(x, k):
         w = torch.exp(x[lo:hi].double() - safe)
         w.scatter_(1, ids[lo:hi], 0.0)
         w = torch.where(torch.isnan(w), torch.zeros_like(w), w)
+        top = torch.exp(vals[lo:hi].double() - safe)
+        top = torch.where(torch.isnan(top), torch.zeros_like(top), top)
+        total = w.sum(dim=-1) + top.sum(dim=-1)
+        lses.append(torch.where(torch.isfinite(mm), mm + torch.log(total), mm))
         s = w.sum(dim=-1) * (1.0 + TAIL_SLACK) + _TINY
         tails.append(torch.where(torch.isfinite(mm), s, torch.zeros_like(s)))
     tail = torch.cat(tails) if tails else torch.zeros(0, dtype=torch.float64)
-    return vals, ids, m, tail
+    lse = torch.cat(lses) if lses else torch.zeros(0, dtype=torch.float64)
+    return vals, ids, m, tail, lse
 
 
 def _gather_extras(x, extras, offset=0):
@@ -147,19 +163,20 @@ def make_slices(logits, k, *, extras=None):
     n, V = x.shape
     k = max(1, min(int(k), V))
     with torch.no_grad():
-        vals, ids, _, tail = _topk_and_tail(x, k)
+        vals, ids, _, tail, lse = _topk_and_tail(x, k)
         ex = _gather_extras(x, extras)
         return Slices(ids.cpu().numpy(), vals.float().cpu().numpy(),
-                      tail.cpu().numpy(), V, ex)
+                      tail.cpu().numpy(), V, ex, lse.cpu().numpy())
 
 
 class ShardSlices:
     """One vocabulary shard's part of a step: ids (int64, already offset to
     the whole row), logits float32 [n, k_s], the shard's maximum m [n] and
-    its tail relative to m [n] (float64), all on the host."""
+    its tail relative to m [n] and its log-sum-exp lse [n] (float64; None
+    when not computed), all on the host."""
 
-    def __init__(self, ids, logits, m, tail):
-        self.ids, self.logits, self.m, self.tail = ids, logits, m, tail
+    def __init__(self, ids, logits, m, tail, lse=None):
+        self.ids, self.logits, self.m, self.tail, self.lse = ids, logits, m, tail, lse
 
 
 def make_shard_slices(shard_logits, k, offset):
@@ -169,9 +186,9 @@ def make_shard_slices(shard_logits, k, offset):
     W = x.shape[1]
     k = max(1, min(int(k), W))
     with torch.no_grad():
-        vals, ids, m, tail = _topk_and_tail(x, k)
+        vals, ids, m, tail, lse = _topk_and_tail(x, k)
         return ShardSlices((ids + offset).cpu().numpy(), vals.float().cpu().numpy(),
-                           m.cpu().numpy(), tail.cpu().numpy())
+                           m.cpu().numpy(), tail.cpu().numpy(), lse.cpu().numpy())
 
 
 def merge_shards(shards, k, n_vocab, *, extras=None):
@@ -202,7 +219,20 @@ def merge_shards(shards, k, n_vocab, *, extras=None):
             s += float(np.sum(np.exp(d - m[i])))
             tails[i] = s * (1.0 + TAIL_SLACK) + _TINY
     return Slices(np.ascontiguousarray(out_ids), np.ascontiguousarray(out_vals), tails,
-                  n_vocab, extras)
+                  n_vocab, extras, combine_lse([s.lse for s in shards]))
+
+
+def combine_lse(lses):
+    """The row's log-sum-exp from its shards' (float64 [n] each, or None):
+    M + log(sum_s exp(lse_s - M)), M the largest; None if any is None."""
+    if any(x is None for x in lses):
+        return None
+    a = np.stack([np.asarray(x, dtype=np.float64) for x in lses], axis=1)
+    top = a.max(axis=1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = safe + np.log(np.exp(a - safe[:, None]).sum(axis=1))
+    return np.where(np.isfinite(top), out, top)
 
 
 # ---------------------------------------------------------------- bitmasks
