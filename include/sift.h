@@ -2039,7 +2039,9 @@ typedef struct sift_logprobs {
      * V * 2^-52 (about 5e-11 at V = 248,320); a float32 reduction is off
      * by up to about 1e-7 * log-range and the logprobs with it. NaN,
      * infinite, below the slice's largest logit or above it by more than
-     * ln(V) + 1e-6 is SIFT_E_ARG.
+     * ln(V) + 1e-6 is SIFT_E_ARG: compute it in the form m + log(sum
+     * exp(l_i - m)), in float32 too, which is never below m (a direct
+     * log(sum exp(l_i)) may round below m on a peaked row).
      */
     double row_lse;
     sift_logprob raw;       /**< Out (RAW): the sampled token's raw entry. */
@@ -2244,9 +2246,12 @@ typedef struct sift_batch_k {
  *   0, ascending, in whole[0 .. batch->n_whole); the rest is untouched;
  * - `batch`: the largest k among the other slots, their count, their
  *   largest max_extras and their weakest guarantee.
- * A slice of any k' >= k_each[i] (at most the row's length) serves slot
- * i too, with the same guarantee, so one device top-k of batch->k for
- * every slice slot is enough; each slot still gathers its own extras
+ * A canonical slice of any k' >= k_each[i] (at most the row's length)
+ * serves slot i too, with the same guarantee, so one top-k of batch->k
+ * for every slice slot is enough when the slices are canonical; a device
+ * top-k in any order with its own tie choices takes batch->k +
+ * SIFT_PLAN_DEVICE_MARGIN (at most the row's length), as sift_plan's
+ * device_k does for one chain; each slot still gathers its own extras
  * (sift_chain_extras). Unlike sift_chains_next_k, one slot that needs the
  * whole row does not send the others to whole rows. Reads the chains
  * only (safe on chains shared between threads; no allocation).
@@ -3414,7 +3419,8 @@ SIFT_API void sift_workspace_free(sift_workspace *ws);
  * when `ws` is NULL. From then on sift_chain_sample,
  * sift_chain_sample_slice, sift_chain_distribution,
  * sift_chain_distribution_slice, sift_chain_survivors, sift_chain_verify,
- * the chain's slots of sift_chains_sample and sift_verifier_distributions
+ * sift_chain_sample_logprobs, sift_chain_sample_slice_logprobs, the
+ * chain's slots of sift_chains_sample and sift_verifier_distributions
  * on the chain use the workspace's buffers for the time of the call
  * instead of the chain's own, and fail with SIFT_E_STATE (nothing
  * changed) when another call is using the workspace at that moment.
