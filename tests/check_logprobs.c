@@ -530,6 +530,65 @@ START_TEST(test_every_kind_on_every_row_shape_with_huge_and_ties)
 }
 END_TEST
 
+/* The hook's row for test_check_mode_resample_keeps_the_rows_raw_values. */
+static int abc_row(void *user, float *row, int32_t n_vocab)
+{
+    memcpy(row, user, (size_t)n_vocab * sizeof *row);
+    return 0;
+}
+
+/* Check mode refuses the first draws and bans them in the row it draws
+ * again from; on a slice that row is the one the hook wrote into the
+ * chain's buffer. Raw values are still the row's as the model gave it. */
+START_TEST(test_check_mode_resample_keeps_the_rows_raw_values)
+{
+    static float row[4] = {0.0f, 5.0f, 4.0f, -1.0f}; /* a, b, c, end */
+    sift_logprobs lp[2];
+    sift_logprob top[2][2];
+    int32_t tok[2];
+    for (int path = 0; path < 2; path++) {
+        const char *pieces[4] = {"a", "b", "c", ""};
+        size_t lens[4] = {1, 1, 1, 0};
+        sift_vocab *v = NULL;
+        ck_assert_int_eq(sift_vocab_new(&v, 4, pieces, lens, NULL, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_vocab_set_attr(v, 3, SIFT_TOKEN_EOG, NULL), SIFT_OK);
+        sift_grammar *g = NULL;
+        const char *text = "root ::= \"a\"+";
+        ck_assert_int_eq(sift_grammar_new(&g, text, strlen(text), v, NULL, NULL), SIFT_OK);
+        sift_vocab_free(v);
+        sift_chain *c = tu_chain_new(1, NULL);
+        ck_assert_int_eq(sift_chain_add_greedy(c, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_set_check_grammar(c, g, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_set_row_hook(c, abc_row, row, NULL), SIFT_OK);
+        memset(&lp[path], 0, sizeof lp[path]);
+        lp[path].struct_size = sizeof lp[path];
+        lp[path].flags = SIFT_LOGPROBS_RAW;
+        lp[path].n_top = 1; /* at most the slice's prefix */
+        lp[path].raw_top = top[path];
+        sift_error err;
+        if (path == 0) {
+            ck_assert_int_eq(sift_chain_sample_logprobs(c, row, 4, &tok[0], &lp[0], &err), SIFT_OK);
+        } else {
+            /* a slice of the refused top token: raw values need the row */
+            sift_candidate pre[1] = {{1, 5.0f}};
+            sift_slice sl = {.n_vocab = 4, .n_prefix = 1, .prefix = pre};
+            ck_assert_int_eq(sift_chain_sample_slice_logprobs(c, &sl, &tok[1], &lp[1], &err),
+                             SIFT_OK);
+        }
+        ck_assert_int_eq(tok[path], 0); /* b and c refused: a */
+        sift_chain_free(c);
+    }
+    double want = log(exp(0.0) + exp(5.0) + exp(4.0) + exp(-1.0));
+    for (int path = 0; path < 2; path++) {
+        ck_assert_msg(fabs(lp[path].lse - want) < 1e-9, "path %d: lse %.17g, want %.17g", path,
+                      lp[path].lse, want);
+        ck_assert_msg(fabs(lp[path].raw.logprob - (0.0 - want)) < 1e-9, "path %d: %.17g", path,
+                      (double)lp[path].raw.logprob);
+    }
+    ck_assert(memcmp(top[0], top[1], sizeof top[0][0]) == 0);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("logprobs");
@@ -542,6 +601,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_slice_raw_without_lse_asks_for_the_row);
     tcase_add_test(t, test_slice_raw_top_with_boundary_ties_asks_for_the_row);
     tcase_add_test(t, test_bad_requests_change_nothing);
+    tcase_add_test(t, test_check_mode_resample_keeps_the_rows_raw_values);
     tcase_add_test(t, test_every_kind_on_every_row_shape_with_huge_and_ties);
     suite_add_tcase(s, t);
     return s;
