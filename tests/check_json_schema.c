@@ -1584,6 +1584,45 @@ START_TEST(test_unique_items_over_other_items_stay_refused)
 }
 END_TEST
 
+START_TEST(test_literal_patterns_are_declared_names)
+{
+    /* ^name$ matches the one key name: beside open keys and a second
+     * pattern it is a declared property with the pattern's schema */
+    static const char *const good[] = {
+        "{\"a.b\":1,\"c\":true,\"zz\":\"x\"}",
+        "{\"c\":false}",
+        "{\"zz\":null}",
+        "{}",
+    };
+    static const char *const bad[] = {
+        "{\"a.b\":\"x\"}",
+        "{\"c\":1}",
+        "{\"a.b\":1,\"a.b\":2}",
+    };
+    CHECK("{\"patternProperties\": {\"^a\\\\.b$\": {\"type\": \"integer\"}, "
+          "\"^c$\": {\"type\": \"boolean\"}}}",
+          good, bad);
+    /* beside a declared property of the same name: both schemas apply */
+    static const char *const good2[] = {"{\"n\":3}", "{\"n\":9,\"m\":1}"};
+    static const char *const bad2[] = {"{\"n\":2}", "{\"n\":10}", "{\"n\":\"x\"}"};
+    CHECK("{\"properties\": {\"n\": {\"type\": \"integer\", \"minimum\": 3}}, "
+          "\"patternProperties\": {\"^n$\": {\"maximum\": 9}}}",
+          good2, bad2);
+    /* a required name held by a literal pattern alone */
+    static const char *const good3[] = {"{\"id\":\"x\"}", "{\"id\":\"x\",\"k\":1}"};
+    static const char *const bad3[] = {"{}", "{\"id\":1}", "{\"k\":1}"};
+    CHECK("{\"required\": [\"id\"], \"patternProperties\": {\"^id$\": {\"type\": \"string\"}}}",
+          good3, bad3);
+    /* a literal pattern a second pattern also matches stays refused */
+    check_error("{\"patternProperties\": {\"^ab$\": {\"type\": \"integer\"}, \"^a\": "
+                "{\"type\": \"string\"}}, \"additionalProperties\": false}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:23: #/patternProperties: a key may match both this and a declared "
+                "property, a second pattern or additionalProperties: not supported",
+                1, 23);
+}
+END_TEST
+
 START_TEST(test_counted_one_atom_patterns_split_the_keys_too)
 {
     /* unanchored: a run of two hex digits somewhere */
@@ -1694,6 +1733,9 @@ Suite *tu_suite(void)
     tc = tcase_create("uniqueItems");
     tcase_add_test(tc, test_unique_items_over_a_finite_set_admit_each_value_once);
     tcase_add_test(tc, test_unique_items_over_other_items_stay_refused);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("literal patterns");
+    tcase_add_test(tc, test_literal_patterns_are_declared_names);
     suite_add_tcase(s, tc);
     return s;
 }
