@@ -1623,6 +1623,39 @@ START_TEST(test_literal_patterns_are_declared_names)
 }
 END_TEST
 
+START_TEST(test_one_of_closed_objects_apart_by_a_required_name_is_exact)
+{
+    /* each branch admits no key the other requires */
+    static const char *const good[] = {"{\"a\":1}", "{\"b\":\"x\"}", "{\"b\":\"x\",\"c\":null}"};
+    static const char *const bad[] = {"{}", "{\"a\":1,\"b\":\"x\"}", "{\"a\":\"x\"}", "{\"c\":1}",
+                                      "1"};
+    CHECK("{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, "
+          "\"required\": [\"a\"], \"additionalProperties\": false}, {\"type\": \"object\", "
+          "\"properties\": {\"b\": {\"type\": \"string\"}, \"c\": {}}, \"required\": [\"b\"], "
+          "\"additionalProperties\": false}]}",
+          good, bad);
+    /* one closed branch suffices when the other requires a name it lacks */
+    static const char *const good2[] = {"{\"a\":1}", "{\"z\":1}", "{\"z\":1,\"a\":2}"};
+    static const char *const bad2[] = {"{}", "{\"a\":1,\"q\":2}"};
+    CHECK("{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"a\": {}}, \"required\": "
+          "[\"a\"], \"additionalProperties\": false}, {\"type\": \"object\", \"required\": "
+          "[\"z\"]}]}",
+          good2, bad2);
+    /* the required name is declared by the closed branch: may overlap */
+    check_error("{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"a\": {}}, "
+                "\"additionalProperties\": false}, {\"type\": \"object\", \"required\": [\"a\"]}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
+    /* a closed branch with patternProperties may admit the name */
+    check_error("{\"oneOf\": [{\"type\": \"object\", \"patternProperties\": {\"^z\": {}}, "
+                "\"additionalProperties\": false}, {\"type\": \"object\", \"required\": [\"z\"]}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
+}
+END_TEST
+
 START_TEST(test_counted_one_atom_patterns_split_the_keys_too)
 {
     /* unanchored: a run of two hex digits somewhere */
@@ -1736,6 +1769,9 @@ Suite *tu_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("literal patterns");
     tcase_add_test(tc, test_literal_patterns_are_declared_names);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("oneOf of closed objects");
+    tcase_add_test(tc, test_one_of_closed_objects_apart_by_a_required_name_is_exact);
     suite_add_tcase(s, tc);
     return s;
 }

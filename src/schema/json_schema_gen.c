@@ -20,8 +20,8 @@
  * does not know (x-..., vendor keys) are ignored, as a validator would; keywords it knows but
  * cannot express (not, if/then/else, dependencies, ...) go through the unsupported policy. oneOf is
  * generated as anyOf when its alternatives are provably disjoint (types, const / enum values, or a
- * required property with disjoint const / enum values); otherwise it
- * goes through the unsupported policy (IGNORE keeps the anyOf).
+ * required property with disjoint const / enum values, or a closed object and a required name
+ * it does not declare); otherwise it goes through the unsupported policy (IGNORE keeps the anyOf).
  */
 #include <math.h>
 #include <stdio.h>
@@ -211,7 +211,8 @@ static sift_status ref_pointer(sift__js *c, const char *ref, char **ptr)
         return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (f[i] == '%' && i + 2 < n + 1 && sift__hex_digit(f[i + 1]) >= 0 && sift__hex_digit(f[i + 2]) >= 0) {
+        if (f[i] == '%' && i + 2 < n + 1 && sift__hex_digit(f[i + 1]) >= 0 &&
+            sift__hex_digit(f[i + 2]) >= 0) {
             p[k++] = (char)(sift__hex_digit(f[i + 1]) * 16 + sift__hex_digit(f[i + 2]));
             i += 2;
         } else {
@@ -934,6 +935,26 @@ static sift_status discriminated(sift__js *c, const json_t *a, const json_t *b, 
     return st;
 }
 
+/* Whether object a admits no key outside its own properties
+ * (additionalProperties false, no patternProperties) and b requires a
+ * name a does not declare: then no object matches both (*d). A unit of
+ * work per required name. */
+static sift_status closed_apart(sift__js *c, const json_t *a, const json_t *b, int *d)
+{
+    const json_t *pa = json_object_get(a, "properties"), *rb = json_object_get(b, "required");
+    const json_t *ppa = json_object_get(a, "patternProperties");
+    *d = 0;
+    if (!json_is_false(json_object_get(a, "additionalProperties")) ||
+        (ppa && (!json_is_object(ppa) || json_object_size(ppa))) || (pa && !json_is_object(pa)))
+        return SIFT_OK;
+    sift_status st = sift__js_work(c, (int64_t)json_array_size(rb));
+    for (size_t j = 0; !st && !*d && j < json_array_size(rb); j++) {
+        const char *name = json_string_value(json_array_get(rb, j));
+        *d = name && !json_object_get(pa, name);
+    }
+    return st;
+}
+
 /* Whether the const / enum values of the branches b[0..n) (their own
  * with prop NULL, else those of their property `prop`) repeat across
  * two branches whose masks m[] share a bit: *conflict is the union of
@@ -1030,6 +1051,10 @@ static sift_status pairwise_disjoint(sift__js *c, const json_t *const *b, const 
             /* "required" holds of non-objects vacuously */
             if (!st && !d && both == T_OBJECT)
                 st = discriminated(c, b[i], b[j], &d);
+            if (!st && !d && both == T_OBJECT)
+                st = closed_apart(c, b[i], b[j], &d);
+            if (!st && !d && both == T_OBJECT)
+                st = closed_apart(c, b[j], b[i], &d);
             *disjoint = d;
         }
     return st;
@@ -1037,7 +1062,8 @@ static sift_status pairwise_disjoint(sift__js *c, const json_t *const *b, const 
 
 /* Whether no value matches two branches of a oneOf (as far as the
  * types, const / enum values or a required discriminating property
- * show; $ref branches are followed). On 0 the oneOf is not exact as an
+ * show, or a closed object beside a name it lacks that the other requires;
+ * $ref branches are followed). On 0 the oneOf is not exact as an
  * anyOf.
  *
  * A pair of branches is disjoint when their types are, or their values
