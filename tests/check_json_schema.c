@@ -1641,6 +1641,17 @@ START_TEST(test_one_of_closed_objects_apart_by_a_required_name_is_exact)
           "[\"a\"], \"additionalProperties\": false}, {\"type\": \"object\", \"required\": "
           "[\"z\"]}]}",
           good2, bad2);
+    /* the type beside the oneOf leaves the branches objects only */
+    static const char *const good3[] = {"{\"a\":1,\"t\":2}", "{\"a\":1}"};
+    static const char *const bad3[] = {"{\"a\":1,\"q\":2}", "\"x\"", "{\"t\":2}"};
+    CHECK("{\"type\": \"object\", \"oneOf\": [{\"properties\": {\"a\": {}}, \"required\": "
+          "[\"a\"], \"additionalProperties\": false}, {\"required\": [\"a\", \"t\"]}]}",
+          good3, bad3);
+    check_error("{\"oneOf\": [{\"properties\": {\"a\": {}}, \"required\": [\"a\"], "
+                "\"additionalProperties\": false}, {\"required\": [\"a\", \"t\"]}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
     /* the required name is declared by the closed branch: may overlap */
     check_error("{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"a\": {}}, "
                 "\"additionalProperties\": false}, {\"type\": \"object\", \"required\": [\"a\"]}]}",

@@ -1063,7 +1063,8 @@ static sift_status pairwise_disjoint(sift__js *c, const json_t *const *b, const 
 /* Whether no value matches two branches of a oneOf (as far as the
  * types, const / enum values or a required discriminating property
  * show, or a closed object beside a name it lacks that the other requires;
- * $ref branches are followed). On 0 the oneOf is not exact as an
+ * $ref branches are followed), within the types `outer` (the type
+ * beside the oneOf). On 0 the oneOf is not exact as an
  * anyOf.
  *
  * A pair of branches is disjoint when their types are, or their values
@@ -1077,7 +1078,7 @@ static sift_status pairwise_disjoint(sift__js *c, const json_t *const *b, const 
  * - the branches that may be objects: a common discriminator (a
  *   tagged union).
  * Only what these leave open goes to the pairwise test. */
-static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoint)
+static sift_status one_of_disjoint(sift__js *c, const json_t *alts, unsigned outer, int *disjoint)
 {
     size_t n = json_array_size(alts);
     const json_t **b = sift__calloc(c->al, n, sizeof *b);
@@ -1101,7 +1102,7 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoin
             *disjoint = 0;
         else if (!(st = sift__js_work(c,
                                       1 + (int64_t)json_array_size(json_object_get(b[i], "enum")))))
-            m[i] = branch_types(b[i]);
+            m[i] = branch_types(b[i]) & outer;
     }
     /* how many branches have each type bit */
     size_t count[32] = {0}, objects = 0;
@@ -1221,8 +1222,11 @@ static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw, "'%s' must be a non-empty array", kw);
     if (!strcmp(kw, "oneOf")) {
+        /* a value outside the sibling type fails the whole schema, so
+         * branches need only be disjoint within it */
         int disjoint = 0;
-        sift_status st0 = one_of_disjoint(c, alts, &disjoint);
+        unsigned outer = json_object_get(s, "type") ? branch_types(s) : ~0u;
+        sift_status st0 = one_of_disjoint(c, alts, outer, &disjoint);
         if (!st0 && !disjoint && (rewritten = one_of_required(alts)) != NULL)
             alts = rewritten; /* disjoint by construction */
         else if (!st0 && !disjoint)
