@@ -1652,6 +1652,14 @@ START_TEST(test_one_of_closed_objects_apart_by_a_required_name_is_exact)
                 SIFT_E_SCHEMA_UNSUPPORTED,
                 "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
                 11);
+    /* a discriminator whose const is behind a $ref */
+    static const char *const good4[] = {"{\"k\":\"a\",\"x\":1}", "{\"k\":\"b\",\"y\":\"s\"}"};
+    static const char *const bad4[] = {"{\"k\":\"a\",\"x\":\"s\"}", "{\"k\":\"c\"}", "{}"};
+    CHECK("{\"$defs\": {\"a\": {\"const\": \"a\"}, \"b\": {\"$ref\": \"#/$defs/b2\"}, \"b2\": "
+          "{\"enum\": [\"b\"]}}, \"type\": \"object\", \"oneOf\": [{\"properties\": {\"k\": "
+          "{\"$ref\": \"#/$defs/a\"}, \"x\": {\"type\": \"integer\"}}, \"required\": [\"k\"]}, "
+          "{\"properties\": {\"k\": {\"$ref\": \"#/$defs/b\"}}, \"required\": [\"k\"]}]}",
+          good4, bad4);
     /* the required name is declared by the closed branch: may overlap */
     check_error("{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"a\": {}}, "
                 "\"additionalProperties\": false}, {\"type\": \"object\", \"required\": [\"a\"]}]}",

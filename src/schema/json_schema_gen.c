@@ -912,6 +912,29 @@ static sift_status values_of_disjoint(sift__js *c, const json_t *a, const json_t
     return st;
 }
 
+/* Property schema x, or the target of its local JSON-Pointer $ref when
+ * it is only that (followed up to 8 hops, a unit of work each), so that
+ * a discriminator's const / enum behind a $ref is seen; x itself when
+ * the $ref is of another form or does not resolve (the generation
+ * reports that). */
+static const json_t *peek_ref(sift__js *c, const json_t *x, sift_status *st)
+{
+    for (int hops = 0; !*st && hops < 8 && only_ref(x); hops++) {
+        const char *ref = json_string_value(json_object_get(x, "$ref"));
+        char *ptr = NULL;
+        if (!ref || ref[0] != '#' || (ref[1] != '\0' && ref[1] != '/'))
+            return x;
+        if ((*st = sift__js_work(c, 1)) || (*st = ref_pointer(c, ref, &ptr)))
+            return x;
+        const json_t *t = walk_pointer(c->root, ptr);
+        sift__free(c->al, ptr);
+        if (!t)
+            return x;
+        x = t;
+    }
+    return x;
+}
+
 /* Whether both objects require a property limited to disjoint values
  * (*d). A unit of work per pair of required names compared. */
 static sift_status discriminated(sift__js *c, const json_t *a, const json_t *b, int *d)
@@ -927,9 +950,9 @@ static sift_status discriminated(sift__js *c, const json_t *a, const json_t *b, 
         for (size_t j = 0; name && j < json_array_size(rb); j++)
             in_b |= json_is_string(json_array_get(rb, j)) &&
                     !strcmp(name, json_string_value(json_array_get(rb, j)));
-        const json_t *xa = name ? json_object_get(pa, name) : NULL;
-        const json_t *xb = name ? json_object_get(pb, name) : NULL;
-        if (in_b && json_is_object(xa) && json_is_object(xb))
+        const json_t *xa = name ? peek_ref(c, json_object_get(pa, name), &st) : NULL;
+        const json_t *xb = name ? peek_ref(c, json_object_get(pb, name), &st) : NULL;
+        if (!st && in_b && json_is_object(xa) && json_is_object(xb))
             st = values_of_disjoint(c, xa, xb, d);
     }
     return st;
@@ -970,7 +993,11 @@ static sift_status value_conflicts(sift__js *c, const json_t *const *b, const un
     sift_status st = seen ? SIFT_OK : nomem(c);
     *conflict = 0;
     for (size_t i = 0; !st && !(*conflict & stop) && i < n; i++) {
-        const json_t *x = prop ? json_object_get(json_object_get(b[i], "properties"), prop) : b[i];
+        const json_t *x =
+            prop ? peek_ref(c, json_object_get(json_object_get(b[i], "properties"), prop), &st)
+                 : b[i];
+        if (st)
+            break;
         json_t *vals = branch_values(x);
         for (size_t k = 0; !st && !(*conflict & stop) && k < json_array_size(vals); k++) {
             char *key;
@@ -1009,16 +1036,19 @@ static sift_status common_discriminator(sift__js *c, const json_t *const *b, con
     sift_status st = SIFT_OK;
     for (size_t r = 0; !st && !*found && r < json_array_size(req0); r++) {
         const char *name = json_string_value(json_array_get(req0, r));
-        json_t *v0 =
-            name ? branch_values(json_object_get(json_object_get(b[0], "properties"), name)) : NULL;
+        json_t *v0 = name ? branch_values(peek_ref(
+                                c, json_object_get(json_object_get(b[0], "properties"), name), &st))
+                          : NULL;
         json_decref(v0);
         if (!v0)
             continue;
         int all = 1;
         for (size_t i = 0; !st && all && i < n; i++) {
             const json_t *req = json_object_get(b[i], "required");
-            const json_t *x = json_object_get(json_object_get(b[i], "properties"), name);
-            st = sift__js_work(c, 1 + (int64_t)json_array_size(req));
+            const json_t *x =
+                peek_ref(c, json_object_get(json_object_get(b[i], "properties"), name), &st);
+            if (!st)
+                st = sift__js_work(c, 1 + (int64_t)json_array_size(req));
             int has = 0;
             for (size_t k = 0; !st && !has && k < json_array_size(req); k++)
                 has = json_is_string(json_array_get(req, k)) &&
