@@ -1584,6 +1584,97 @@ START_TEST(test_unique_items_over_other_items_stay_refused)
 }
 END_TEST
 
+START_TEST(test_literal_patterns_are_declared_names)
+{
+    /* ^name$ matches the one key name: beside open keys and a second
+     * pattern it is a declared property with the pattern's schema */
+    static const char *const good[] = {
+        "{\"a.b\":1,\"c\":true,\"zz\":\"x\"}",
+        "{\"c\":false}",
+        "{\"zz\":null}",
+        "{}",
+    };
+    static const char *const bad[] = {
+        "{\"a.b\":\"x\"}",
+        "{\"c\":1}",
+        "{\"a.b\":1,\"a.b\":2}",
+    };
+    CHECK("{\"patternProperties\": {\"^a\\\\.b$\": {\"type\": \"integer\"}, "
+          "\"^c$\": {\"type\": \"boolean\"}}}",
+          good, bad);
+    /* beside a declared property of the same name: both schemas apply */
+    static const char *const good2[] = {"{\"n\":3}", "{\"n\":9,\"m\":1}"};
+    static const char *const bad2[] = {"{\"n\":2}", "{\"n\":10}", "{\"n\":\"x\"}"};
+    CHECK("{\"properties\": {\"n\": {\"type\": \"integer\", \"minimum\": 3}}, "
+          "\"patternProperties\": {\"^n$\": {\"maximum\": 9}}}",
+          good2, bad2);
+    /* a required name held by a literal pattern alone */
+    static const char *const good3[] = {"{\"id\":\"x\"}", "{\"id\":\"x\",\"k\":1}"};
+    static const char *const bad3[] = {"{}", "{\"id\":1}", "{\"k\":1}"};
+    CHECK("{\"required\": [\"id\"], \"patternProperties\": {\"^id$\": {\"type\": \"string\"}}}",
+          good3, bad3);
+    /* a literal pattern a second pattern also matches stays refused */
+    check_error("{\"patternProperties\": {\"^ab$\": {\"type\": \"integer\"}, \"^a\": "
+                "{\"type\": \"string\"}}, \"additionalProperties\": false}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:23: #/patternProperties: a key may match both this and a declared "
+                "property, a second pattern or additionalProperties: not supported",
+                1, 23);
+}
+END_TEST
+
+START_TEST(test_one_of_closed_objects_apart_by_a_required_name_is_exact)
+{
+    /* each branch admits no key the other requires */
+    static const char *const good[] = {"{\"a\":1}", "{\"b\":\"x\"}", "{\"b\":\"x\",\"c\":null}"};
+    static const char *const bad[] = {"{}", "{\"a\":1,\"b\":\"x\"}", "{\"a\":\"x\"}", "{\"c\":1}",
+                                      "1"};
+    CHECK("{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, "
+          "\"required\": [\"a\"], \"additionalProperties\": false}, {\"type\": \"object\", "
+          "\"properties\": {\"b\": {\"type\": \"string\"}, \"c\": {}}, \"required\": [\"b\"], "
+          "\"additionalProperties\": false}]}",
+          good, bad);
+    /* one closed branch suffices when the other requires a name it lacks */
+    static const char *const good2[] = {"{\"a\":1}", "{\"z\":1}", "{\"z\":1,\"a\":2}"};
+    static const char *const bad2[] = {"{}", "{\"a\":1,\"q\":2}"};
+    CHECK("{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"a\": {}}, \"required\": "
+          "[\"a\"], \"additionalProperties\": false}, {\"type\": \"object\", \"required\": "
+          "[\"z\"]}]}",
+          good2, bad2);
+    /* the type beside the oneOf leaves the branches objects only */
+    static const char *const good3[] = {"{\"a\":1,\"t\":2}", "{\"a\":1}"};
+    static const char *const bad3[] = {"{\"a\":1,\"q\":2}", "\"x\"", "{\"t\":2}"};
+    CHECK("{\"type\": \"object\", \"oneOf\": [{\"properties\": {\"a\": {}}, \"required\": "
+          "[\"a\"], \"additionalProperties\": false}, {\"required\": [\"a\", \"t\"]}]}",
+          good3, bad3);
+    check_error("{\"oneOf\": [{\"properties\": {\"a\": {}}, \"required\": [\"a\"], "
+                "\"additionalProperties\": false}, {\"required\": [\"a\", \"t\"]}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
+    /* a discriminator whose const is behind a $ref */
+    static const char *const good4[] = {"{\"k\":\"a\",\"x\":1}", "{\"k\":\"b\",\"y\":\"s\"}"};
+    static const char *const bad4[] = {"{\"k\":\"a\",\"x\":\"s\"}", "{\"k\":\"c\"}", "{}"};
+    CHECK("{\"$defs\": {\"a\": {\"const\": \"a\"}, \"b\": {\"$ref\": \"#/$defs/b2\"}, \"b2\": "
+          "{\"enum\": [\"b\"]}}, \"type\": \"object\", \"oneOf\": [{\"properties\": {\"k\": "
+          "{\"$ref\": \"#/$defs/a\"}, \"x\": {\"type\": \"integer\"}}, \"required\": [\"k\"]}, "
+          "{\"properties\": {\"k\": {\"$ref\": \"#/$defs/b\"}}, \"required\": [\"k\"]}]}",
+          good4, bad4);
+    /* the required name is declared by the closed branch: may overlap */
+    check_error("{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"a\": {}}, "
+                "\"additionalProperties\": false}, {\"type\": \"object\", \"required\": [\"a\"]}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
+    /* a closed branch with patternProperties may admit the name */
+    check_error("{\"oneOf\": [{\"type\": \"object\", \"patternProperties\": {\"^z\": {}}, "
+                "\"additionalProperties\": false}, {\"type\": \"object\", \"required\": [\"z\"]}]}",
+                SIFT_E_SCHEMA_UNSUPPORTED,
+                "s.json:1:11: #/oneOf: 'oneOf' whose alternatives may overlap is not supported", 1,
+                11);
+}
+END_TEST
+
 START_TEST(test_counted_one_atom_patterns_split_the_keys_too)
 {
     /* unanchored: a run of two hex digits somewhere */
@@ -1694,6 +1785,12 @@ Suite *tu_suite(void)
     tc = tcase_create("uniqueItems");
     tcase_add_test(tc, test_unique_items_over_a_finite_set_admit_each_value_once);
     tcase_add_test(tc, test_unique_items_over_other_items_stay_refused);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("literal patterns");
+    tcase_add_test(tc, test_literal_patterns_are_declared_names);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("oneOf of closed objects");
+    tcase_add_test(tc, test_one_of_closed_objects_apart_by_a_required_name_is_exact);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -20,8 +20,8 @@
  * does not know (x-..., vendor keys) are ignored, as a validator would; keywords it knows but
  * cannot express (not, if/then/else, dependencies, ...) go through the unsupported policy. oneOf is
  * generated as anyOf when its alternatives are provably disjoint (types, const / enum values, or a
- * required property with disjoint const / enum values); otherwise it
- * goes through the unsupported policy (IGNORE keeps the anyOf).
+ * required property with disjoint const / enum values, or a closed object and a required name
+ * it does not declare); otherwise it goes through the unsupported policy (IGNORE keeps the anyOf).
  */
 #include <math.h>
 #include <stdio.h>
@@ -912,6 +912,29 @@ static sift_status values_of_disjoint(sift__js *c, const json_t *a, const json_t
     return st;
 }
 
+/* Property schema x, or the target of its local JSON-Pointer $ref when
+ * it is only that (followed up to 8 hops, a unit of work each), so that
+ * a discriminator's const / enum behind a $ref is seen; x itself when
+ * the $ref is of another form or does not resolve (the generation
+ * reports that). */
+static const json_t *peek_ref(sift__js *c, const json_t *x, sift_status *st)
+{
+    for (int hops = 0; !*st && hops < 8 && only_ref(x); hops++) {
+        const char *ref = json_string_value(json_object_get(x, "$ref"));
+        char *ptr = NULL;
+        if (!ref || ref[0] != '#' || (ref[1] != '\0' && ref[1] != '/'))
+            return x;
+        if ((*st = sift__js_work(c, 1)) || (*st = ref_pointer(c, ref, &ptr)))
+            return x;
+        const json_t *t = walk_pointer(c->root, ptr);
+        sift__free(c->al, ptr);
+        if (!t)
+            return x;
+        x = t;
+    }
+    return x;
+}
+
 /* Whether both objects require a property limited to disjoint values
  * (*d). A unit of work per pair of required names compared. */
 static sift_status discriminated(sift__js *c, const json_t *a, const json_t *b, int *d)
@@ -927,10 +950,30 @@ static sift_status discriminated(sift__js *c, const json_t *a, const json_t *b, 
         for (size_t j = 0; name && j < json_array_size(rb); j++)
             in_b |= json_is_string(json_array_get(rb, j)) &&
                     !strcmp(name, json_string_value(json_array_get(rb, j)));
-        const json_t *xa = name ? json_object_get(pa, name) : NULL;
-        const json_t *xb = name ? json_object_get(pb, name) : NULL;
-        if (in_b && json_is_object(xa) && json_is_object(xb))
+        const json_t *xa = name ? peek_ref(c, json_object_get(pa, name), &st) : NULL;
+        const json_t *xb = name ? peek_ref(c, json_object_get(pb, name), &st) : NULL;
+        if (!st && in_b && json_is_object(xa) && json_is_object(xb))
             st = values_of_disjoint(c, xa, xb, d);
+    }
+    return st;
+}
+
+/* Whether object a admits no key outside its own properties
+ * (additionalProperties false, no patternProperties) and b requires a
+ * name a does not declare: then no object matches both (*d). A unit of
+ * work per required name. */
+static sift_status closed_apart(sift__js *c, const json_t *a, const json_t *b, int *d)
+{
+    const json_t *pa = json_object_get(a, "properties"), *rb = json_object_get(b, "required");
+    const json_t *ppa = json_object_get(a, "patternProperties");
+    *d = 0;
+    if (!json_is_false(json_object_get(a, "additionalProperties")) ||
+        (ppa && (!json_is_object(ppa) || json_object_size(ppa))) || (pa && !json_is_object(pa)))
+        return SIFT_OK;
+    sift_status st = sift__js_work(c, (int64_t)json_array_size(rb));
+    for (size_t j = 0; !st && !*d && j < json_array_size(rb); j++) {
+        const char *name = json_string_value(json_array_get(rb, j));
+        *d = name && !json_object_get(pa, name);
     }
     return st;
 }
@@ -950,7 +993,11 @@ static sift_status value_conflicts(sift__js *c, const json_t *const *b, const un
     sift_status st = seen ? SIFT_OK : nomem(c);
     *conflict = 0;
     for (size_t i = 0; !st && !(*conflict & stop) && i < n; i++) {
-        const json_t *x = prop ? json_object_get(json_object_get(b[i], "properties"), prop) : b[i];
+        const json_t *x =
+            prop ? peek_ref(c, json_object_get(json_object_get(b[i], "properties"), prop), &st)
+                 : b[i];
+        if (st)
+            break;
         json_t *vals = branch_values(x);
         for (size_t k = 0; !st && !(*conflict & stop) && k < json_array_size(vals); k++) {
             char *key;
@@ -989,16 +1036,19 @@ static sift_status common_discriminator(sift__js *c, const json_t *const *b, con
     sift_status st = SIFT_OK;
     for (size_t r = 0; !st && !*found && r < json_array_size(req0); r++) {
         const char *name = json_string_value(json_array_get(req0, r));
-        json_t *v0 =
-            name ? branch_values(json_object_get(json_object_get(b[0], "properties"), name)) : NULL;
+        json_t *v0 = name ? branch_values(peek_ref(
+                                c, json_object_get(json_object_get(b[0], "properties"), name), &st))
+                          : NULL;
         json_decref(v0);
         if (!v0)
             continue;
         int all = 1;
         for (size_t i = 0; !st && all && i < n; i++) {
             const json_t *req = json_object_get(b[i], "required");
-            const json_t *x = json_object_get(json_object_get(b[i], "properties"), name);
-            st = sift__js_work(c, 1 + (int64_t)json_array_size(req));
+            const json_t *x =
+                peek_ref(c, json_object_get(json_object_get(b[i], "properties"), name), &st);
+            if (!st)
+                st = sift__js_work(c, 1 + (int64_t)json_array_size(req));
             int has = 0;
             for (size_t k = 0; !st && !has && k < json_array_size(req); k++)
                 has = json_is_string(json_array_get(req, k)) &&
@@ -1031,6 +1081,10 @@ static sift_status pairwise_disjoint(sift__js *c, const json_t *const *b, const 
             /* "required" holds of non-objects vacuously */
             if (!st && !d && both == T_OBJECT)
                 st = discriminated(c, b[i], b[j], &d);
+            if (!st && !d && both == T_OBJECT)
+                st = closed_apart(c, b[i], b[j], &d);
+            if (!st && !d && both == T_OBJECT)
+                st = closed_apart(c, b[j], b[i], &d);
             *disjoint = d;
         }
     return st;
@@ -1038,7 +1092,9 @@ static sift_status pairwise_disjoint(sift__js *c, const json_t *const *b, const 
 
 /* Whether no value matches two branches of a oneOf (as far as the
  * types, const / enum values or a required discriminating property
- * show; $ref branches are followed). On 0 the oneOf is not exact as an
+ * show, or a closed object beside a name it lacks that the other requires;
+ * $ref branches are followed), within the types `outer` (the type
+ * beside the oneOf). On 0 the oneOf is not exact as an
  * anyOf.
  *
  * A pair of branches is disjoint when their types are, or their values
@@ -1052,7 +1108,7 @@ static sift_status pairwise_disjoint(sift__js *c, const json_t *const *b, const 
  * - the branches that may be objects: a common discriminator (a
  *   tagged union).
  * Only what these leave open goes to the pairwise test. */
-static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoint)
+static sift_status one_of_disjoint(sift__js *c, const json_t *alts, unsigned outer, int *disjoint)
 {
     size_t n = json_array_size(alts);
     const json_t **b = sift__calloc(c->al, n, sizeof *b);
@@ -1076,7 +1132,7 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, int *disjoin
             *disjoint = 0;
         else if (!(st = sift__js_work(c,
                                       1 + (int64_t)json_array_size(json_object_get(b[i], "enum")))))
-            m[i] = branch_types(b[i]);
+            m[i] = branch_types(b[i]) & outer;
     }
     /* how many branches have each type bit */
     size_t count[32] = {0}, objects = 0;
@@ -1196,8 +1252,11 @@ static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw, "'%s' must be a non-empty array", kw);
     if (!strcmp(kw, "oneOf")) {
+        /* a value outside the sibling type fails the whole schema, so
+         * branches need only be disjoint within it */
         int disjoint = 0;
-        sift_status st0 = one_of_disjoint(c, alts, &disjoint);
+        unsigned outer = json_object_get(s, "type") ? branch_types(s) : ~0u;
+        sift_status st0 = one_of_disjoint(c, alts, outer, &disjoint);
         if (!st0 && !disjoint && (rewritten = one_of_required(alts)) != NULL)
             alts = rewritten; /* disjoint by construction */
         else if (!st0 && !disjoint)

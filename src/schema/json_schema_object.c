@@ -42,6 +42,7 @@
 #include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "json_regex.h"
 #include "json_schema.h"
@@ -692,7 +693,7 @@ static sift_status gen_chain(sift__js *c, const prop *p, size_t n, const sift__j
     return st;
 }
 
-sift_status sift__js_gen_object(sift__js *c, const json_t *s, sift__js_ref *r)
+static sift_status gen_object(sift__js *c, const json_t *s, sift__js_ref *r)
 {
     prop *p = NULL;
     size_t n = 0;
@@ -739,6 +740,100 @@ sift_status sift__js_gen_object(sift__js *c, const json_t *s, sift__js_ref *r)
     }
     sift__free(c->al, names);
     sift__free(c->al, p);
+    return st;
+}
+
+/* Whether a patternProperties pattern matches exactly one key, `^name$`
+ * with literal characters only (a syntax character may be escaped with
+ * a backslash); the name goes to name[] (cap bytes), without escapes. */
+static int pat_literal(const char *pat, char *name, size_t cap)
+{
+    static const char syntax[] = "^$\\.*+?()[]{}|/-";
+    size_t len = strlen(pat), k = 0;
+    if (len < 2 || pat[0] != '^' || pat[len - 1] != '$')
+        return 0;
+    for (size_t i = 1; i + 1 < len; i++) {
+        char ch = pat[i];
+        if (ch == '\\') {
+            if (i + 2 >= len || !strchr(syntax, pat[i + 1]))
+                return 0;
+            ch = pat[++i];
+        } else if (strchr("^$\\.*+?()[]{}|", ch)) {
+            return 0;
+        }
+        if (k + 1 >= cap)
+            return 0;
+        name[k++] = ch;
+    }
+    name[k] = '\0';
+    return 1;
+}
+
+/* A schema whose literal patterns (pat_literal) are declared properties:
+ * a key matches `^name$` only when it is `name`, so the pattern's schema
+ * joins properties/name (an allOf with the declared one), exactly as
+ * JSON Schema applies both. *out is a new reference, or NULL when there
+ * is no literal pattern (then `s` is used as it is). */
+static sift_status literal_pp(sift__js *c, const json_t *s, json_t **out)
+{
+    const json_t *pp = json_object_get(s, "patternProperties");
+    const json_t *props = json_object_get(s, "properties");
+    const char *pat;
+    json_t *ps;
+    char name[256];
+    *out = NULL;
+    if (!json_is_object(pp) || (props && !json_is_object(props)))
+        return SIFT_OK;
+    size_t n_lit = 0;
+    json_object_foreach((json_t *)pp, pat, ps)
+    {
+        n_lit += pat_literal(pat, name, sizeof name);
+    }
+    if (!n_lit)
+        return SIFT_OK;
+    sift_status st = sift__js_work(c, (int64_t)(json_object_size(pp) + json_object_size(props)));
+    if (st)
+        return st;
+    json_t *s2 = json_copy((json_t *)s);
+    json_t *props2 = props ? json_copy((json_t *)props) : json_object();
+    json_t *pp2 = json_object();
+    int bad = !s2 || !props2 || !pp2;
+    json_object_foreach((json_t *)pp, pat, ps)
+    {
+        if (bad)
+            break;
+        if (!pat_literal(pat, name, sizeof name)) {
+            bad = json_object_set_nocheck(pp2, pat, ps) != 0;
+            continue;
+        }
+        json_t *had = json_object_get(props2, name);
+        json_t *v = had ? json_pack("{s:[OO]}", "allOf", had, ps) : json_incref(ps);
+        bad = !v || json_object_set_new_nocheck(props2, name, v) != 0;
+    }
+    if (!bad)
+        bad = json_object_set_nocheck(s2, "properties", props2) != 0;
+    if (!bad && json_object_size(pp2))
+        bad = json_object_set_nocheck(s2, "patternProperties", pp2) != 0;
+    else if (!bad)
+        json_object_del(s2, "patternProperties");
+    json_decref(props2);
+    json_decref(pp2);
+    if (bad) {
+        json_decref(s2);
+        return nomem(c);
+    }
+    *out = s2;
+    return SIFT_OK;
+}
+
+sift_status sift__js_gen_object(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    json_t *lit = NULL;
+    sift_status st = literal_pp(c, s, &lit);
+    if (st)
+        return st;
+    st = gen_object(c, lit ? lit : s, r);
+    json_decref(lit);
     return st;
 }
 
