@@ -259,29 +259,57 @@ static size_t normalize(rx *r, size_t start, int neg)
 
 static const uint32_t SET_D[] = {'0', '9'};
 static const uint32_t SET_W[] = {'0', '9', 'A', 'Z', '_', '_', 'a', 'z'};
-/* ECMA-262 WhiteSpace and LineTerminator */
-static const uint32_t SET_S[] = {0x09,   0x0D,   0x20,   0x20,   0xA0,   0xA0,   0x1680,
-                                 0x1680, 0x2000, 0x200A, 0x2028, 0x2029, 0x202F, 0x202F,
-                                 0x205F, 0x205F, 0x3000, 0x3000, 0xFEFF, 0xFEFF};
+/* ECMA-262 WhiteSpace and LineTerminator less U+FEFF: the white space
+ * that ECMA-262 and the Unicode-aware engines validators use (Python's
+ * re: str.isspace) agree on. */
+static const uint32_t SET_S[] = {0x09,   0x0D,   0x20,   0x20,   0xA0,   0xA0,
+                                 0x1680, 0x1680, 0x2000, 0x200A, 0x2028, 0x2029,
+                                 0x202F, 0x202F, 0x205F, 0x205F, 0x3000, 0x3000};
+/* The characters only one of the two calls white space: U+FEFF
+ * (ECMA-262), U+001C..U+001F and U+0085 (Python). */
+static const uint32_t SET_S_EITHER[] = {0x1C, 0x1F, 0x85, 0x85, 0xFEFF, 0xFEFF};
+/* Every code point outside ASCII: Unicode-aware engines count some of
+ * them as digits (\d) or word characters (\w), ECMA-262 none. */
+static const uint32_t SET_NON_ASCII[] = {0x80, 0x10FFFF};
 /* the complement of ".": LineTerminator */
 static const uint32_t SET_NL[] = {0x0A, 0x0A, 0x0D, 0x0D, 0x2028, 0x2029};
 
-/* Appends a predefined set (letter d, w, s or '.'; upper case negated). */
-static int add_class_escape(rx *r, int letter)
+static int add_table(rx *r, const uint32_t *t, size_t n)
 {
-    const uint32_t *t;
-    size_t n;
-    int neg = letter >= 'A' && letter <= 'Z';
-    switch (letter | 0x20) {
-    case 'd': t = SET_D, n = sizeof SET_D / sizeof *SET_D; break;
-    case 'w': t = SET_W, n = sizeof SET_W / sizeof *SET_W; break;
-    case 's': t = SET_S, n = sizeof SET_S / sizeof *SET_S; break;
-    default: t = SET_NL, n = sizeof SET_NL / sizeof *SET_NL, neg = 1; break;
-    }
-    size_t start = r->n_rng;
     for (size_t k = 0; k < n; k += 2)
         if (!add_range(r, t[k], t[k + 1]))
             return 0;
+    return 1;
+}
+
+#define ADD_TABLE(r, t) add_table((r), (t), sizeof(t) / sizeof *(t))
+
+/* Appends a predefined set (letter d, w, s or '.'; upper case negated).
+ * \d, \w and \s differ between ECMA-262, which JSON Schema's patterns
+ * follow, and the Unicode-aware engines many validators use (Python's
+ * re: any Unicode digit, letter or space). So that no validator of
+ * either kind rejects what the grammar accepts, a set stands for what
+ * both engines put in it (`wide` = 0), or, inside a negated class whose
+ * complement is taken afterwards, for what either puts in it (`wide` =
+ * 1). The characters in question are never accepted: U+001C..U+001F,
+ * U+0085 and U+FEFF for \s and \S, every non-ASCII character for \D
+ * and \W (sift has no Unicode tables). */
+static int add_class_escape(rx *r, int letter, int wide)
+{
+    int neg = letter >= 'A' && letter <= 'Z';
+    /* what the set holds before its complement: the narrow form of a
+     * negated set is the complement of the wide form of its letter */
+    int either = neg ? !wide : wide;
+    size_t start = r->n_rng;
+    int ok;
+    switch (letter | 0x20) {
+    case 'd': ok = ADD_TABLE(r, SET_D) && (!either || ADD_TABLE(r, SET_NON_ASCII)); break;
+    case 'w': ok = ADD_TABLE(r, SET_W) && (!either || ADD_TABLE(r, SET_NON_ASCII)); break;
+    case 's': ok = ADD_TABLE(r, SET_S) && (!either || ADD_TABLE(r, SET_S_EITHER)); break;
+    default: ok = ADD_TABLE(r, SET_NL), neg = 1; break;
+    }
+    if (!ok)
+        return 0;
     normalize(r, start, neg);
     return !r->st;
 }
@@ -513,7 +541,7 @@ static uint32_t parse_class(rx *r)
             if (!add_range(r, lo, hi))
                 return UINT32_MAX;
         } else if (kind == 2) {
-            if (!add_class_escape(r, set))
+            if (!add_class_escape(r, set, neg))
                 return UINT32_MAX;
         } else if (!add_range(r, lo, lo)) {
             return UINT32_MAX;
@@ -534,7 +562,7 @@ static uint32_t parse_class(rx *r)
 static uint32_t set_node(rx *r, size_t at, int letter, uint32_t cp)
 {
     size_t start = r->n_rng;
-    if (letter ? !add_class_escape(r, letter) : !add_range(r, cp, cp))
+    if (letter ? !add_class_escape(r, letter, 0) : !add_range(r, cp, cp))
         return UINT32_MAX;
     uint32_t id = new_node(r, N_SET, at);
     if (id != UINT32_MAX) {
