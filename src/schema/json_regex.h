@@ -39,4 +39,77 @@ SIFT__HIDDEN sift_status sift__regex_to_gbnf(const sift__alloc *al, const char *
                                              size_t max_out, char **out, size_t *out_len,
                                              sift_error *err);
 
+/* ------------------------------------------------------------------ */
+/* Shared by json_regex.c (the parser) and json_regex_emit.c (the      */
+/* emitter that writes GBNF); nothing else uses these.                 */
+/* ------------------------------------------------------------------ */
+
+#define RX_MAX_DEPTH 100
+#define RX_MAX_ELEMENTS ((uint64_t)1 << 20)
+#define RX_MAX_CP 0x10FFFFu
+
+enum { N_SET, N_CAT, N_ALT, N_REP, N_BOL, N_EOL };
+
+/* SET: ranges rng[2*first ..) as n (lo, hi) pairs, sorted and merged.
+ * CAT, ALT: children kids[first .. first+n). REP: child `first`,
+ * counts min..max (UINT32_MAX = unbounded). `off`: byte offset. */
+typedef struct rx_node {
+    uint32_t kind;
+    uint32_t first, n;
+    uint32_t min, max;
+    size_t off;
+} rx_node;
+
+typedef struct rx {
+    const sift__alloc *al;
+    const unsigned char *s;
+    size_t n, i;
+    rx_node *nodes;
+    size_t n_nodes, cap_nodes;
+    uint32_t *kids;
+    size_t n_kids, cap_kids;
+    uint32_t *stk; /* children being collected, nested lists stacked */
+    size_t n_stk, cap_stk;
+    uint32_t *rng; /* (lo, hi) pairs; n_rng counts uint32_t */
+    size_t n_rng, cap_rng;
+    char *out;
+    size_t n_out, cap_out, max_out;
+    size_t at;       /* offset of the node being emitted, for limit errors */
+    int raw;         /* raw text (the regex source), not JSON string content */
+    const char *src; /* "pattern" or "regex": the name in messages */
+    /* the string lengths (code points) the output must keep to, with
+     * len_on: lo..hi (hi = UINT64_MAX: no upper bound) */
+    int len_on;
+    uint64_t len_lo, len_hi;
+    sift_status st;
+    sift_error *err;
+} rx;
+
+/* What the parser of the output will build for one item or sequence:
+ * elements in its sequence, elements in all, rules created, and the
+ * nested-repetition factor gbnf_parse.c keeps for it ("prev"). */
+typedef struct rx_cost {
+    uint64_t seq, elems, rules, prev;
+    int atom; /* one GBNF item: a postfix may follow it */
+} rx_cost;
+
+/* Records the first error: `code`, message "SRC:COL: ..." for byte
+ * offset `off` of the pattern; returns r->st. */
+SIFT__HIDDEN sift_status sift__json_regex_fail(rx *r, size_t off, sift_status code, const char *fmt,
+                                               ...) SIFT__PRINTF(4, 5);
+/* Records SIFT_E_NOMEM (unless an error came first); returns r->st. */
+SIFT__HIDDEN sift_status sift__json_regex_nomem(rx *r);
+/* A new node of `kind` at byte offset `off`, or UINT32_MAX (out of memory). */
+SIFT__HIDDEN uint32_t sift__json_regex_new_node(rx *r, uint32_t kind, size_t off);
+/* Appends the pair (lo, hi) to r->rng; 0 when out of memory. */
+SIFT__HIDDEN int sift__json_regex_add_range(rx *r, uint32_t lo, uint32_t hi);
+
+/* Appends s to the output; 0 on an error (recorded in r->st). */
+SIFT__HIDDEN int sift__json_regex_puts(rx *r, const char *s);
+/* Emits one top-level alternative, node `id` (anchors stripped from its
+ * ends, a lone group inside opened), " | "-separated unless *first;
+ * adds its cost to *total. 0 on an error (recorded in r->st). */
+SIFT__HIDDEN int sift__json_regex_emit_branch(rx *r, uint32_t id, int bol, int eol, int *first,
+                                              rx_cost *total, unsigned depth);
+
 #endif

@@ -8,6 +8,8 @@
  *                         (ws, string, number, value), key exclusion
  *   json_schema_gen.c     dispatch on a subschema: type, enum, const,
  *                         anyOf/oneOf/allOf, $ref, nullable, true/false
+ *   json_schema_merge.c   allOf and the siblings of $ref and anyOf:
+ *                         subschemas merged into one
  *   json_schema_object.c  objects and arrays
  *   json_schema_scalar.c  strings (lengths, formats, pattern), integer
  *                         and number ranges
@@ -177,6 +179,38 @@ SIFT__HIDDEN sift_status sift__js_get_count(sift__js *c, const json_t *s, const 
 /* The target of a $ref of the form "#" or "#/json/pointer" (percent
  * escapes decoded), or NULL; sets no error. */
 SIFT__HIDDEN const json_t *sift__js_local_target(sift__js *c, const char *ref);
+
+/* The JSON types as bits, for type masks. */
+enum {
+    T_NULL = 1,
+    T_BOOLEAN = 2,
+    T_OBJECT = 4,
+    T_ARRAY = 8,
+    T_NUMBER = 16,
+    T_STRING = 32,
+    T_INTEGER = 64
+};
+/* The mask of a "type" value (a name or an array of names). */
+SIFT__HIDDEN unsigned sift__js_type_mask(const json_t *t);
+/* The "type" array of mask m (NULL when out of memory). */
+SIFT__HIDDEN json_t *sift__js_mask_to_types(unsigned m);
+/* Is `key` a keyword of the supported or the known-unsupported set? */
+SIFT__HIDDEN int sift__js_is_keyword(const char *key);
+/* Resolves $ref `ref` to its target; a chain of schemas that are only
+ * $refs is followed (a cycle of them is an error). *ptr is the final
+ * target's pointer (allocated). */
+SIFT__HIDDEN sift_status sift__js_resolve(sift__js *c, const char *ref, const json_t **target,
+                                          char **ptr);
+
+/* json_schema_merge.c: allOf and the siblings of $ref and anyOf */
+/* Adds the key of v to `set`; *added says whether it was new. */
+SIFT__HIDDEN sift_status sift__js_set_add(sift__js *c, json_t *set, const json_t *v, int *added);
+/* Whether the key of v is in `set` (*in). */
+SIFT__HIDDEN sift_status sift__js_set_has(sift__js *c, const json_t *set, const json_t *v, int *in);
+/* The rule for schema s with its allOf members and $ref targets merged
+ * in, and `extra` (a schema, or NULL) merged too. */
+SIFT__HIDDEN sift_status sift__js_gen_merged(sift__js *c, const json_t *s, const json_t *extra,
+                                             sift__js_ref *r);
 
 /* json_schema_value.c: whether the value v is valid against schema s:
  * *answer 1 (valid), 0 (invalid) or -1 (not decided there: a keyword it

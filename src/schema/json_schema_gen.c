@@ -1,6 +1,8 @@
 /*
  * json_schema_gen.c - one subschema to a rule: the dispatch on its
  * keywords.
+ * (Merging, for allOf and the siblings of $ref and anyOf, is in
+ * json_schema_merge.c.)
  *
  * The subset (docs/json-schema.md has the keyword table):
  *
@@ -28,16 +30,6 @@
 #include <stdlib.h>
 
 #include "json_schema.h"
-
-enum {
-    T_NULL = 1,
-    T_BOOLEAN = 2,
-    T_OBJECT = 4,
-    T_ARRAY = 8,
-    T_NUMBER = 16,
-    T_STRING = 32,
-    T_INTEGER = 64
-};
 
 static const struct {
     const char *name;
@@ -295,7 +287,7 @@ static int only_ref(const json_t *s)
 /* Resolves $ref `ref` to its target; a chain of schemas that are only
  * $refs is followed here (a cycle of them is an error). *ptr is the
  * final target's pointer (allocated). */
-static sift_status resolve(sift__js *c, const char *ref, const json_t **target, char **ptr)
+sift_status sift__js_resolve(sift__js *c, const char *ref, const json_t **target, char **ptr)
 {
     *ptr = NULL;
     for (int hops = 0;; hops++) {
@@ -336,7 +328,7 @@ static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
 {
     const json_t *target;
     char *ptr;
-    sift_status st = resolve(c, ref, &target, &ptr);
+    sift_status st = sift__js_resolve(c, ref, &target, &ptr);
     if (st)
         return st;
     /* the targets generated so far, by pointer: a hash lookup, so that
@@ -389,10 +381,10 @@ static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
 }
 
 /* ------------------------------------------------------------------ */
-/* allOf, and siblings of $ref and anyOf: merging                      */
+/* Type masks and keywords                                             */
 /* ------------------------------------------------------------------ */
 
-static unsigned type_mask(const json_t *t)
+unsigned sift__js_type_mask(const json_t *t)
 {
     unsigned m = 0;
     if (json_is_string(t)) {
@@ -401,12 +393,12 @@ static unsigned type_mask(const json_t *t)
                 m |= type_names[i].bit;
     } else if (json_is_array(t)) {
         for (size_t k = 0; k < json_array_size(t); k++)
-            m |= type_mask(json_array_get(t, k));
+            m |= sift__js_type_mask(json_array_get(t, k));
     }
     return m;
 }
 
-static json_t *mask_to_types(unsigned m)
+json_t *sift__js_mask_to_types(unsigned m)
 {
     json_t *a = json_array();
     for (size_t i = 0; a && i < sizeof type_names / sizeof type_names[0]; i++)
@@ -420,142 +412,8 @@ static sift_status nomem(sift__js *c)
     return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
 }
 
-static sift_status set_new(sift__js *c, json_t *dst, const char *key, json_t *v)
-{
-    return v && json_object_set_new(dst, key, v) == 0 ? SIFT_OK : nomem(c);
-}
-
-static json_t *all_of2(const json_t *a, const json_t *b)
-{
-    return json_pack("{s:[OO]}", "allOf", a, b);
-}
-
-static sift_status merge_properties(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
-{
-    if (!json_is_object(old) || !json_is_object(add))
-        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "properties",
-                             "'properties' must be an object");
-    /* the copy costs a unit per property, so that a long allOf chain
-     * (each member copying what the ones before gathered) is bounded by
-     * max_work */
-    sift_status st =
-        sift__js_work(c, (int64_t)json_object_size(old) + (int64_t)json_object_size(add));
-    if (st)
-        return st;
-    json_t *m = json_copy((json_t *)old);
-    const char *k;
-    json_t *v;
-    if (!m)
-        return nomem(c);
-    json_object_foreach((json_t *)add, k, v)
-    {
-        const json_t *o = json_object_get(m, k);
-        int bad = o ? (!json_equal((json_t *)o, v) && json_object_set_new(m, k, all_of2(o, v)) != 0)
-                    : json_object_set(m, k, v) != 0;
-        if (bad) {
-            json_decref(m);
-            return nomem(c);
-        }
-    }
-    return set_new(c, dst, "properties", m);
-}
-
-/* Adds the key of v to `set`; *added says whether it was new. */
-static sift_status set_add(sift__js *c, json_t *set, const json_t *v, int *added)
-{
-    char *k;
-    sift_status st = sift__js_value_key(c, v, &k);
-    if (st)
-        return st;
-    *added = json_object_get(set, k) == NULL;
-    if (*added && json_object_set_new_nocheck(set, k, json_null()))
-        st = nomem(c);
-    free(k);
-    return st;
-}
-
-/* Whether the key of v is in `set` (*in). */
-static sift_status set_has(sift__js *c, const json_t *set, const json_t *v, int *in)
-{
-    char *k;
-    sift_status st = sift__js_value_key(c, v, &k);
-    if (st)
-        return st;
-    *in = json_object_get(set, k) != NULL;
-    free(k);
-    return st;
-}
-
-static sift_status merge_required(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
-{
-    /* the copy costs a unit per name (see merge_properties); the union
-     * goes through a hash set, so that it is linear in the names */
-    sift_status st = sift__js_work(c, (int64_t)json_array_size(old));
-    if (st)
-        return st;
-    json_t *m = json_copy((json_t *)old), *seen = json_object();
-    if (!m || !seen || !json_is_array(m) || !json_is_array(add)) {
-        int bad = m && seen;
-        json_decref(m);
-        json_decref(seen);
-        return bad ? sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "required",
-                                   "'required' must be an array")
-                   : nomem(c);
-    }
-    int added;
-    for (size_t i = 0; !st && i < json_array_size(m); i++)
-        st = set_add(c, seen, json_array_get(m, i), &added);
-    for (size_t i = 0; !st && i < json_array_size(add); i++) {
-        json_t *x = json_array_get(add, i);
-        st = set_add(c, seen, x, &added);
-        if (!st && added && json_array_append(m, x))
-            st = nomem(c);
-    }
-    json_decref(seen);
-    if (st) {
-        json_decref(m);
-        return st;
-    }
-    return set_new(c, dst, "required", m);
-}
-
-/* The values of `old` that `add` lists too (numbers by value), in the
- * order of `old`: one hash set of add, a lookup per value of old. */
-static sift_status merge_enum(sift__js *c, json_t *dst, const json_t *old, const json_t *add)
-{
-    json_t *m = json_array(), *in_add = json_object();
-    sift_status st = m && in_add ? SIFT_OK : nomem(c);
-    int flag;
-    for (size_t k = 0; !st && k < json_array_size(add); k++)
-        st = set_add(c, in_add, json_array_get(add, k), &flag);
-    for (size_t i = 0; !st && i < json_array_size(old); i++) {
-        json_t *x = json_array_get(old, i);
-        st = set_has(c, in_add, x, &flag);
-        if (!st && flag && json_array_append(m, x))
-            st = nomem(c);
-    }
-    json_decref(in_add);
-    if (st) {
-        json_decref(m);
-        return st;
-    }
-    return set_new(c, dst, "enum", m);
-}
-
-static int is_min_key(const char *k)
-{
-    return !strcmp(k, "minimum") || !strcmp(k, "minLength") || !strcmp(k, "minItems") ||
-           !strcmp(k, "minProperties");
-}
-
-static int is_max_key(const char *k)
-{
-    return !strcmp(k, "maximum") || !strcmp(k, "maxLength") || !strcmp(k, "maxItems") ||
-           !strcmp(k, "maxProperties");
-}
-
 /* Is `key` a keyword of the supported or the known-unsupported set? */
-static int is_keyword(const char *key)
+int sift__js_is_keyword(const char *key)
 {
     static const char *const known[] = {
         "type",
@@ -596,241 +454,6 @@ static int is_keyword(const char *key)
 }
 
 /* dst[key] and v together (both present and different). */
-static sift_status combine(sift__js *c, json_t *dst, const char *key, const json_t *old,
-                           const json_t *v)
-{
-    if (!strcmp(key, "properties"))
-        return merge_properties(c, dst, old, v);
-    if (!strcmp(key, "required"))
-        return merge_required(c, dst, old, v);
-    if (!strcmp(key, "enum") && json_is_array(old) && json_is_array(v))
-        return merge_enum(c, dst, old, v);
-    if (!strcmp(key, "type")) {
-        unsigned a = type_mask(old), b = type_mask(v);
-        unsigned m = (a & b) | ((a & T_NUMBER) && (b & T_INTEGER) ? T_INTEGER : 0) |
-                     ((b & T_NUMBER) && (a & T_INTEGER) ? T_INTEGER : 0);
-        return set_new(c, dst, "type", mask_to_types(m));
-    }
-    if (json_is_number(old) && json_is_number(v) && (is_min_key(key) || is_max_key(key))) {
-        double x = json_number_value(old), y = json_number_value(v);
-        int take_new = is_min_key(key) ? y > x : y < x;
-        return take_new && json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
-    }
-    if (!strcmp(key, "not")) /* neither a nor b: not anyOf [a, b] */
-        return set_new(c, dst, "not", json_pack("{s:[O,O]}", "anyOf", old, v));
-    if (!strcmp(key, "additionalProperties") || !strcmp(key, "items")) {
-        if (json_is_false(old))
-            return SIFT_OK;
-        if (json_is_false(v) || json_is_true(old))
-            return json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
-        if (json_is_true(v))
-            return SIFT_OK;
-        if (json_is_object(old) && json_is_object(v))
-            return set_new(c, dst, key, all_of2(old, v));
-    }
-    if (!is_keyword(key))
-        return SIFT_OK; /* an unknown key: an annotation, the first value stays */
-    return sift__js_unsupported(c, key, "allOf members (or $ref siblings) give '%s' two values",
-                                key);
-}
-
-static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int depth, int *never,
-                              json_t *own);
-
-static sift_status merge_member(sift__js *c, json_t *dst, const json_t *m, int depth, int *never,
-                                json_t *own)
-{
-    if (json_is_true(m))
-        return SIFT_OK;
-    if (json_is_false(m)) {
-        *never = 1;
-        return SIFT_OK;
-    }
-    if (!json_is_object(m))
-        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, NULL,
-                             "a schema must be an object or a boolean");
-    return merge_into(c, dst, m, depth + 1, never, own);
-}
-
-/* Whether member s constrains what its own properties / prefix leave
- * over (additionalProperties, items after prefixItems, ...). */
-static int constrains_rest(const json_t *s)
-{
-    const json_t *ap = json_object_get(s, "additionalProperties");
-    const json_t *it = json_object_get(s, "items");
-    const json_t *ai = json_object_get(s, "additionalItems");
-    return (ap && !json_is_true(ap)) || (it && !json_is_true(it)) || (ai && !json_is_true(ai));
-}
-
-static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int depth, int *never,
-                              json_t *own)
-{
-    const char *key;
-    json_t *v;
-    if (constrains_rest(src) && json_array_append(own, (json_t *)src))
-        return nomem(c);
-    /* a unit per key visited: a $ref target with many keys may be
-     * merged once per $ref */
-    sift_status st = sift__js_work(c, 1 + (int64_t)json_object_size(src));
-    if (!st && depth > 32)
-        st = sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
-                           "allOf and $ref merge over 32 levels (a $ref cycle inside allOf?)");
-    json_object_foreach((json_t *)src, key, v)
-    {
-        if (st)
-            break;
-        if (sift__js_is_annotation(key))
-            continue;
-        if (!strcmp(key, "allOf")) {
-            if (!json_is_array(v))
-                return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, key, "'allOf' must be an array");
-            for (size_t i = 0; !st && i < json_array_size(v); i++)
-                st = merge_member(c, dst, json_array_get(v, i), depth, never, own);
-        } else if (!strcmp(key, "$ref") && json_is_string(v)) {
-            const json_t *t;
-            char *ptr;
-            if ((st = resolve(c, json_string_value(v), &t, &ptr)))
-                return st;
-            sift__free(c->al, ptr);
-            st = merge_member(c, dst, t, depth, never, own);
-        } else {
-            const json_t *old = json_object_get(dst, key);
-            if (!old)
-                st = json_object_set(dst, key, v) ? nomem(c) : SIFT_OK;
-            else if (!json_equal((json_t *)old, v))
-                st = combine(c, dst, key, old, v);
-        }
-    }
-    return st;
-}
-
-/* The schema s with its allOf members and $ref targets merged in, and
- * `extra` (may be NULL) too; then generated. */
-/* The merged schema m with the entries of `key` (an object of
- * properties or an array of prefix items) replaced: those that member
- * rest-schema `rest` applies to (want(i, name)) take allOf(entry, rest),
- * or false when rest is false. */
-static sift_status restrict_entries(sift__js *c, json_t *m, const char *key, const json_t *keep,
-                                    size_t keep_n, const json_t *rest)
-{
-    json_t *all = json_object_get(m, key);
-    json_t *copy = json_copy(all);
-    sift_status st =
-        copy ? sift__js_work(c, 1 + (int64_t)json_object_size(all) + (int64_t)json_array_size(all))
-             : nomem(c);
-    if (!st && json_is_object(all)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(all, k, v)
-        {
-            if (st || json_object_get(keep, k))
-                continue;
-            json_t *nv = json_is_false(rest) ? json_false() : all_of2(v, rest);
-            if (json_object_set_new(copy, k, nv))
-                st = nomem(c);
-        }
-    }
-    for (size_t i = keep_n; !st && json_is_array(all) && i < json_array_size(all); i++) {
-        json_t *v = json_array_get(all, i);
-        json_t *nv = json_is_false(rest) ? json_false() : all_of2(v, rest);
-        if (json_array_set_new(copy, i, nv))
-            st = nomem(c);
-    }
-    if (st) {
-        json_decref(copy);
-        return st;
-    }
-    return set_new(c, m, key, copy);
-}
-
-/* JSON Schema evaluates additionalProperties against the properties and
- * patternProperties of its own schema object, and items against its own
- * prefixItems (additionalItems against its own array items); after a
- * merge, a property or prefix position another member declares is
- * "additional" to each member `own` lists that does not declare it. So
- * such a property (position) takes that member's rest schema too; false
- * makes it absent (never, if required). A member's patternProperties
- * differing from the merged ones would need a key-by-key decision, and
- * is refused. */
-static sift_status restrict_merged(sift__js *c, json_t *m, const json_t *own)
-{
-    const json_t *mpp = json_object_get(m, "patternProperties");
-    sift_status st = SIFT_OK;
-    for (size_t i = 0; !st && i < json_array_size(own); i++) {
-        const json_t *s = json_array_get(own, i);
-        const json_t *ap = json_object_get(s, "additionalProperties");
-        if (ap && !json_is_true(ap) && (json_is_object(ap) || json_is_false(ap))) {
-            const json_t *pp = json_object_get(s, "patternProperties");
-            const json_t *props = json_object_get(s, "properties");
-            int others = 0;
-            const char *k;
-            json_t *v;
-            /* a unit per merged property looked up */
-            if ((st = sift__js_work(
-                     c, 1 + (int64_t)json_object_size(json_object_get(m, "properties")))))
-                return st;
-            json_object_foreach(json_object_get(m, "properties"), k, v)
-            {
-                if (!json_object_get(props, k))
-                    others = 1;
-            }
-            if ((mpp && !json_equal((json_t *)mpp, (json_t *)pp)) || (pp && others))
-                return sift__js_unsupported(
-                    c, "additionalProperties",
-                    "'additionalProperties' beside 'patternProperties' in a merged schema "
-                    "(allOf, $ref) whose members declare other properties or patterns");
-            if (others)
-                st = restrict_entries(c, m, "properties", props, 0, ap);
-        }
-        const json_t *pre = json_object_get(s, "prefixItems");
-        const json_t *items = json_object_get(s, "items");
-        const json_t *rest = items;
-        size_t n = 0;
-        if (json_is_array(pre)) {
-            n = json_array_size(pre);
-        } else if (json_is_array(items)) {
-            n = json_array_size(items);
-            rest = json_object_get(s, "additionalItems");
-        }
-        if (st || !rest || json_is_true(rest) || !(json_is_object(rest) || json_is_false(rest)))
-            continue;
-        const json_t *mpre = json_object_get(m, "prefixItems");
-        const char *pk = "prefixItems";
-        if (!json_is_array(mpre)) {
-            mpre = json_object_get(m, "items");
-            pk = "items";
-        }
-        if (json_is_array(mpre) && json_array_size(mpre) > n)
-            st = restrict_entries(c, m, pk, NULL, n, rest);
-    }
-    return st;
-}
-
-static sift_status gen_merged(sift__js *c, const json_t *s, const json_t *extra, sift__js_ref *r)
-{
-    json_t *m = json_object(), *own = json_array();
-    int never = 0;
-    if (!m || !own) {
-        json_decref(m);
-        json_decref(own);
-        return nomem(c);
-    }
-    sift_status st = merge_into(c, m, s, 0, &never, own);
-    if (!st && extra)
-        st = merge_member(c, m, extra, 0, &never, own);
-    if (!st && !never)
-        st = restrict_merged(c, m, own);
-    json_decref(own);
-    if (!st && never) {
-        r->never = 1;
-        r->name[0] = '\0';
-    } else if (!st) {
-        st = sift__js_gen(c, m, r);
-    }
-    json_decref(m);
-    return st;
-}
-
 /* ------------------------------------------------------------------ */
 /* anyOf / oneOf                                                       */
 /* ------------------------------------------------------------------ */
@@ -857,7 +480,7 @@ static unsigned branch_types(const json_t *b)
     const json_t *t = json_object_get(b, "type"), *k = json_object_get(b, "const");
     const json_t *e = json_object_get(b, "enum");
     if (t)
-        m = type_mask(t);
+        m = sift__js_type_mask(t);
     else if (k)
         m = value_type(k);
     else if (json_is_array(e))
@@ -894,10 +517,10 @@ static sift_status values_disjoint(sift__js *c, const json_t *a, const json_t *b
     sift_status st = set ? SIFT_OK : nomem(c);
     int flag = 0;
     for (size_t i = 0; !st && i < json_array_size(a); i++)
-        st = set_add(c, set, json_array_get(a, i), &flag);
+        st = sift__js_set_add(c, set, json_array_get(a, i), &flag);
     flag = 0;
     for (size_t j = 0; !st && !flag && j < json_array_size(b); j++)
-        st = set_has(c, set, json_array_get(b, j), &flag);
+        st = sift__js_set_has(c, set, json_array_get(b, j), &flag);
     json_decref(set);
     *d = !st && !flag;
     return st;
@@ -1125,7 +748,7 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, unsigned out
         if (json_is_object(b[i]) && only_ref(b[i]) &&
             json_is_string(json_object_get(b[i], "$ref"))) {
             char *ptr = NULL;
-            st = resolve(c, json_string_value(json_object_get(b[i], "$ref")), &b[i], &ptr);
+            st = sift__js_resolve(c, json_string_value(json_object_get(b[i], "$ref")), &b[i], &ptr);
             sift__free(c->al, ptr);
         }
         if (!json_is_object(b[i]))
@@ -1282,7 +905,8 @@ static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift
     for (size_t i = 0; !st && i < n; i++) {
         const json_t *a = json_array_get(alts, i);
         if (!(st = sift__js_push_key(c, kw)) && !(st = sift__js_push_index(c, i)))
-            st = siblings ? gen_merged(c, siblings, a, &refs[i]) : sift__js_gen(c, a, &refs[i]);
+            st = siblings ? sift__js_gen_merged(c, siblings, a, &refs[i])
+                          : sift__js_gen(c, a, &refs[i]);
         sift__js_pop(c, mark);
     }
     if (!st)
@@ -1410,11 +1034,11 @@ static sift_status schema_types(sift__js *c, const json_t *s, unsigned *mask)
     if (t) {
         int ok = json_is_string(t) || json_is_array(t);
         for (size_t i = 0; ok && json_is_array(t) && i < json_array_size(t); i++)
-            ok = json_is_string(json_array_get(t, i)) && type_mask(json_array_get(t, i));
-        if (!ok || (json_is_string(t) && !type_mask(t)))
+            ok = json_is_string(json_array_get(t, i)) && sift__js_type_mask(json_array_get(t, i));
+        if (!ok || (json_is_string(t) && !sift__js_type_mask(t)))
             return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "type",
                                  "'type' must be a type name or an array of them");
-        *mask = type_mask(t);
+        *mask = sift__js_type_mask(t);
         if (*mask == 0) /* an empty list: no value */
             return SIFT_OK;
     } else {
@@ -1562,9 +1186,9 @@ static sift_status gen_dependencies(sift__js *c, const json_t *s, sift__js_ref *
     if (!st && (!without || !with))
         st = nomem(c);
     if (!st)
-        st = gen_merged(c, rest, without, &alt[0]);
+        st = sift__js_gen_merged(c, rest, without, &alt[0]);
     if (!st)
-        st = gen_merged(c, rest, with, &alt[1]);
+        st = sift__js_gen_merged(c, rest, with, &alt[1]);
     if (!st)
         st = join_alternatives(c, alt, 2, r);
     json_decref(req);
@@ -1631,13 +1255,13 @@ static json_t *negate(const json_t *s, int depth)
     if (!strcmp(k, "not"))
         return json_is_boolean(v) || json_is_object(v) ? json_incref(v) : NULL;
     if (!strcmp(k, "type")) {
-        unsigned m = type_mask(v);
+        unsigned m = sift__js_type_mask(v);
         if (!m || ((m & T_INTEGER) && !(m & T_NUMBER)))
             return NULL; /* not integer: the numbers with a fraction */
         m = ~m & (T_NULL | T_BOOLEAN | T_OBJECT | T_ARRAY | T_NUMBER | T_STRING);
         if (!m)
             return json_false();
-        json_t *types = mask_to_types(m);
+        json_t *types = sift__js_mask_to_types(m);
         return types ? json_pack("{s:o}", "type", types) : NULL;
     }
     if (!strcmp(k, "anyOf") || !strcmp(k, "allOf")) {
@@ -1718,7 +1342,7 @@ static sift_status gen_not(sift__js *c, const json_t *s, sift__js_ref *r)
     json_t *rest = json_copy((json_t *)s);
     sift_status st = rest && !json_object_del(rest, "not") ? SIFT_OK : nomem(c);
     if (!st)
-        st = gen_merged(c, rest, neg, r);
+        st = sift__js_gen_merged(c, rest, neg, r);
     json_decref(rest);
     json_decref(neg);
     return st;
@@ -1751,7 +1375,7 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
     if (ref && !has_constraints(s, "$ref"))
         return gen_ref(c, json_string_value(ref), r);
     if (ref || json_object_get(s, "allOf"))
-        return gen_merged(c, s, NULL, r);
+        return sift__js_gen_merged(c, s, NULL, r);
     int any = json_object_get(s, "anyOf") != NULL, one = json_object_get(s, "oneOf") != NULL;
     if (any && one)
         return sift__js_unsupported(c, "oneOf", "anyOf and oneOf in one schema")
