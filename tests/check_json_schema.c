@@ -1572,8 +1572,8 @@ START_TEST(test_unique_items_over_other_items_stay_refused)
         "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"type\":\"string\"}}",
         "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[1,2,3,4,5,6,7]}}",
         "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[[1],2]}}",
-        "{\"type\":\"array\",\"uniqueItems\":true,\"prefixItems\":[{\"const\":1}],"
-        "\"items\":{\"enum\":[1,2]}}",
+        ("{\"type\":\"array\",\"uniqueItems\":true,\"prefixItems\":[{\"const\":1}],"
+         "\"items\":{\"enum\":[1,2]}}"),
         "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[1.5,2]}}",
         "{\"uniqueItems\":true}",
     };

@@ -123,6 +123,33 @@ static int pcre_matches(pcre2_code *re, const char *s, size_t n)
     return rc > 0;
 }
 
+/* 1 when ECMA-262 (PCRE2 here) and Unicode-aware engines (Python's re)
+ * may disagree on text s under regex rx: a non-ASCII character under
+ * \d, \D, \w or \W, or U+001C..U+001F, U+0085 or U+FEFF under \s or \S.
+ * There sift takes what both accept (json_regex.c), so it may reject
+ * what PCRE2 matches but never match what PCRE2 rejects. */
+static int disputed(const char *rx, const char *s, size_t n)
+{
+    int sp = 0, dw = 0;
+    for (size_t i = 0; rx[i]; i++)
+        if (rx[i] == '\\' && rx[i + 1]) {
+            char e = rx[++i];
+            sp |= e == 's' || e == 'S';
+            dw |= e == 'd' || e == 'D' || e == 'w' || e == 'W';
+        }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (dw && c >= 0x80)
+            return 1;
+        if (sp && ((c >= 0x1C && c <= 0x1F) ||
+                   (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] == 0x85) ||
+                   (c == 0xEF && i + 2 < n && (unsigned char)s[i + 1] == 0xBB &&
+                    (unsigned char)s[i + 2] == 0xBF)))
+            return 1;
+    }
+    return 0;
+}
+
 START_TEST(test_a_regex_accepts_exactly_the_whole_texts_pcre2_matches)
 {
     /* PCRE2 spells \u0062 as \x{62}; the rest is common syntax */
@@ -147,8 +174,12 @@ START_TEST(test_a_regex_accepts_exactly_the_whole_texts_pcre2_matches)
         while (strings_next(&w)) {
             int want = pcre_matches(re, w.buf, w.n);
             int got = accepts(g, w.buf, w.n);
-            ck_assert_msg(got == want, "regex %s on \"%s\": sift %d, PCRE2 %d", rx, w.buf, got,
-                          want);
+            if (disputed(rx, w.buf, w.n))
+                ck_assert_msg(!got || want, "regex %s on \"%s\": sift %d, PCRE2 %d", rx, w.buf, got,
+                              want);
+            else
+                ck_assert_msg(got == want, "regex %s on \"%s\": sift %d, PCRE2 %d", rx, w.buf, got,
+                              want);
             n++;
             yes += want;
         }
