@@ -111,24 +111,6 @@ static sift_workspace *new_ws(int32_t n_vocab, const sift_allocator *al)
     return w;
 }
 
-/* penalties -> top_k 8 -> temp -> dist, a short prompt. */
-static sift_chain *small_chain(uint64_t seed, const sift_allocator *al)
-{
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = seed;
-    p.allocator = al;
-    sift_chain *c = NULL;
-    ck_assert_int_eq(sift_chain_new(&c, &p, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_penalties(c, 16, 1.3f, 0.1f, 0.2f, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_top_k(c, 8, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_temp(c, 0.9f, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
-    for (int32_t t = 0; t < 5; t++)
-        ck_assert_int_eq(sift_chain_accept_prompt(c, t * 3, NULL), SIFT_OK);
-    return c;
-}
-
 /* Everything of a chain a call may change, for bitwise comparison. */
 typedef struct snap {
     uint64_t rng[4];
@@ -537,7 +519,7 @@ START_TEST(test_a_workspace_sized_up_front_does_not_allocate_on_the_first_call)
     sift_allocator aw = counting(&cw);
     sift_workspace *w = new_ws(V, &aw);
     long made = cw.n_allocs;
-    sift_chain *c = small_chain(9, NULL);
+    sift_chain *c = tu_small_chain(9, NULL);
     ck_assert_int_eq(sift_chain_set_workspace(c, w, NULL), SIFT_OK);
     float row[V];
     tu_rng r = {8};
@@ -561,7 +543,7 @@ START_TEST(test_a_workspace_too_small_for_the_row_grows_and_changes_no_result)
     sift_allocator aw = counting(&cw);
     sift_workspace *w = new_ws(8, &aw);
     size_t small = cw.live_bytes;
-    sift_chain *a = small_chain(3, NULL), *b = small_chain(3, NULL);
+    sift_chain *a = tu_small_chain(3, NULL), *b = tu_small_chain(3, NULL);
     ck_assert_int_eq(sift_chain_set_workspace(b, w, NULL), SIFT_OK);
     tu_rng r = {4};
     float row[V];
@@ -618,7 +600,7 @@ START_TEST(test_bad_arguments_are_refused_with_nothing_changed)
     sift_workspace_free(NULL);
     /* a NULL chain; something that is not a workspace */
     ck_assert_int_eq(sift_chain_set_workspace(NULL, w, &err), SIFT_E_ARG);
-    sift_chain *c = small_chain(1, NULL);
+    sift_chain *c = tu_small_chain(1, NULL);
     snap before;
     take(c, &before);
     uint64_t junk[32] = {0};
@@ -644,7 +626,8 @@ START_TEST(test_a_freed_workspace_lives_until_its_last_chain_lets_go)
     counter cw;
     sift_allocator aw = counting(&cw);
     sift_workspace *w = new_ws(V, &aw);
-    sift_chain *a = small_chain(2, NULL), *b = small_chain(2, NULL), *ref = small_chain(2, NULL);
+    sift_chain *a = tu_small_chain(2, NULL), *b = tu_small_chain(2, NULL),
+               *ref = tu_small_chain(2, NULL);
     ck_assert_int_eq(sift_chain_set_workspace(a, w, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_set_workspace(b, w, NULL), SIFT_OK);
     sift_workspace_free(w); /* the handle goes; a and b still use it */
@@ -683,7 +666,7 @@ END_TEST
 START_TEST(test_a_clone_does_not_inherit_the_workspace)
 {
     sift_workspace *w = new_ws(0, NULL);
-    sift_chain *c = small_chain(4, NULL);
+    sift_chain *c = tu_small_chain(4, NULL);
     ck_assert_int_eq(sift_chain_set_workspace(c, w, NULL), SIFT_OK);
     sift_chain *d = NULL;
     ck_assert_int_eq(sift_chain_clone(c, &d, NULL), SIFT_OK);
@@ -757,8 +740,8 @@ START_TEST(test_a_second_call_on_a_workspace_in_use_is_refused_and_changes_nothi
     tu_row(&r, row, RV, TU_ROW_NORMAL);
     tu_row(&r, other_row, RV, TU_ROW_NORMAL);
     sift_workspace *w = new_ws(0, NULL), *w2 = new_ws(0, NULL);
-    sift_chain *a = small_chain(6, NULL), *ref = small_chain(6, NULL);
-    sift_chain *other = small_chain(7, NULL), *free_chain = small_chain(8, NULL);
+    sift_chain *a = tu_small_chain(6, NULL), *ref = tu_small_chain(6, NULL);
+    sift_chain *other = tu_small_chain(7, NULL), *free_chain = tu_small_chain(8, NULL);
     ck_assert_int_eq(sift_chain_set_workspace(a, w, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_set_workspace(other, w, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_set_workspace(free_chain, w2, NULL), SIFT_OK);
@@ -814,7 +797,7 @@ START_TEST(test_failing_the_nth_workspace_allocation_is_clean_for_every_n)
     tu_rng r = {12};
     float row[V];
     tu_row(&r, row, V, TU_ROW_NORMAL);
-    sift_chain *ref = small_chain(13, NULL);
+    sift_chain *ref = tu_small_chain(13, NULL);
     row_hook hr = {row, 0, NULL, NULL};
     ck_assert_int_eq(sift_chain_set_row_hook(ref, hook_one, &hr, NULL), SIFT_OK);
     sift_slicer *sl;
@@ -829,7 +812,7 @@ START_TEST(test_failing_the_nth_workspace_allocation_is_clean_for_every_n)
         sift_allocator aw = counting(&cw);
         sift_workspace *w = new_ws(0, &aw);
         cw.fail_at = cw.n_allocs + nth;
-        sift_chain *c = small_chain(13, NULL);
+        sift_chain *c = tu_small_chain(13, NULL);
         row_hook h = {row, 0, NULL, NULL};
         ck_assert_int_eq(sift_chain_set_row_hook(c, hook_one, &h, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_set_workspace(c, w, NULL), SIFT_OK);
@@ -884,7 +867,7 @@ START_TEST(test_the_verifier_uses_the_chain_workspace)
     int32_t drafts[D] = {1, 2, 3};
     counter cb;
     sift_allocator ab = counting(&cb);
-    sift_chain *a = small_chain(15, NULL), *b = small_chain(15, &ab);
+    sift_chain *a = tu_small_chain(15, NULL), *b = tu_small_chain(15, &ab);
     sift_workspace *w = new_ws(V, NULL);
     ck_assert_int_eq(sift_chain_set_workspace(b, w, NULL), SIFT_OK);
     sift_verifier *va, *vb;

@@ -182,6 +182,33 @@ SIFT__HIDDEN void sift__cfg_flat_params(cfg_validator *v, const cfg_node *root);
 
 /* The `grammar:` section (docs/config.md). */
 SIFT__HIDDEN void sift__cfg_grammar_section(cfg_validator *v, const cfg_node *g);
+
+/* JSON text written from YAML nodes (an inline json_schema, an OpenAI
+ * request's schemas), and for each value written the offset of its YAML
+ * node: a converter error at a JSON offset is shown at the node whose
+ * text starts last at or before it. Zero it and set `al`; `bad` is set
+ * on the first failed allocation (or a tree deeper than 256), after
+ * which writing does nothing. */
+typedef struct cfg_json {
+    const sift__alloc *al;
+    char *p;
+    size_t n, cap;
+    int64_t (*at)[2]; /* (json offset, yaml offset) */
+    size_t n_at, cap_at;
+    int bad;
+} cfg_json;
+
+/* Appends s[0..n) (kept NUL-terminated). */
+SIFT__HIDDEN void sift__cfg_json_put(cfg_json *o, const char *s, size_t n);
+/* Appends s[0..n) as a JSON string (quotes, '"', '\\' and controls
+ * escaped). */
+SIFT__HIDDEN void sift__cfg_json_string(cfg_json *o, const char *s, size_t n);
+/* Records that what is written next comes from node n. */
+SIFT__HIDDEN void sift__cfg_json_mark(cfg_json *o, const cfg_node *n);
+/* Appends node n as JSON: plain null, true, false and JSON numbers as
+ * themselves, other scalars as strings, mappings as objects, sequences
+ * as arrays (marked node by node). */
+SIFT__HIDDEN void sift__cfg_json_value(cfg_validator *v, cfg_json *o, const cfg_node *n, int depth);
 /* The flat form's json_schema (a mapping, or a schema file's name): a
  * check-mode grammar, as llama.cpp's. */
 SIFT__HIDDEN void sift__cfg_flat_json_schema(cfg_validator *v, const cfg_node *js);

@@ -111,19 +111,7 @@ static int string_list(cfg_validator *v, const cfg_node *seq, const char *what, 
 /* json_schema: a file or an inline mapping, to GBNF                   */
 /* ------------------------------------------------------------------ */
 
-/* The JSON text of an inline schema, and for each value written the
- * offset of its YAML node: a converter error at a JSON offset is shown
- * at the node whose text starts last at or before it. */
-typedef struct json_out {
-    sift__alloc *al;
-    char *p;
-    size_t n, cap;
-    int64_t (*at)[2]; /* (json offset, yaml offset) */
-    size_t n_at, cap_at;
-    int bad;
-} json_out;
-
-static void jput(json_out *o, const char *s, size_t n)
+void sift__cfg_json_put(cfg_json *o, const char *s, size_t n)
 {
     if (o->bad || sift__reserve(o->al, &o->p, &o->cap, o->n, o->n + n + 1, 1, 256)) {
         o->bad = 1;
@@ -134,24 +122,24 @@ static void jput(json_out *o, const char *s, size_t n)
     o->p[o->n] = '\0';
 }
 
-static void jstring(json_out *o, const char *s, size_t n)
+void sift__cfg_json_string(cfg_json *o, const char *s, size_t n)
 {
-    jput(o, "\"", 1);
+    sift__cfg_json_put(o, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         char esc[8];
         if (c == '"' || c == '\\') {
             esc[0] = '\\';
             esc[1] = (char)c;
-            jput(o, esc, 2);
+            sift__cfg_json_put(o, esc, 2);
         } else if (c < 0x20) {
             snprintf(esc, sizeof esc, "\\u%04x", c);
-            jput(o, esc, 6);
+            sift__cfg_json_put(o, esc, 6);
         } else {
-            jput(o, (const char *)&c, 1);
+            sift__cfg_json_put(o, (const char *)&c, 1);
         }
     }
-    jput(o, "\"", 1);
+    sift__cfg_json_put(o, "\"", 1);
 }
 
 /* A plain scalar that is a JSON number as it is written. */
@@ -182,56 +170,63 @@ static int json_number_syntax(const char *s, size_t n)
     return i == n;
 }
 
-static void jvalue(cfg_validator *v, json_out *o, const cfg_node *n, int depth)
+void sift__cfg_json_mark(cfg_json *o, const cfg_node *n)
+{
+    if (o->bad ||
+        sift__reserve(o->al, &o->at, &o->cap_at, o->n_at, o->n_at + 1, sizeof *o->at, 32)) {
+        o->bad = 1;
+        return;
+    }
+    o->at[o->n_at][0] = (int64_t)o->n;
+    o->at[o->n_at++][1] = n->off;
+}
+
+void sift__cfg_json_value(cfg_validator *v, cfg_json *o, const cfg_node *n, int depth)
 {
     if (o->bad || depth > 256) {
         o->bad = 1;
         return;
     }
-    if (!sift__reserve(o->al, &o->at, &o->cap_at, o->n_at, o->n_at + 1, sizeof *o->at, 32)) {
-        o->at[o->n_at][0] = (int64_t)o->n;
-        o->at[o->n_at++][1] = n->off;
-    } else {
-        o->bad = 1;
+    sift__cfg_json_mark(o, n);
+    if (o->bad)
         return;
-    }
     if (n->type == CFG_SCALAR) {
         int plain = sift__cfg_is_plain(n);
         if (plain && sift__cfg_is_null(n))
-            jput(o, "null", 4);
+            sift__cfg_json_put(o, "null", 4);
         else if (plain && (sift__cfg_streq(n, "true") || sift__cfg_streq(n, "false")))
-            jput(o, n->val, n->len);
+            sift__cfg_json_put(o, n->val, n->len);
         else if (plain && json_number_syntax(n->val, n->len))
-            jput(o, n->val, n->len);
+            sift__cfg_json_put(o, n->val, n->len);
         else
-            jstring(o, n->val, n->len);
+            sift__cfg_json_string(o, n->val, n->len);
         return;
     }
     int map = n->type == CFG_MAP;
-    jput(o, map ? "{" : "[", 1);
+    sift__cfg_json_put(o, map ? "{" : "[", 1);
     int first = 1;
     for (uint32_t c = n->first; c != CFG_NONE; c = NODE(v, c)->next) {
         if (!first)
-            jput(o, ",", 1);
+            sift__cfg_json_put(o, ",", 1);
         first = 0;
         const cfg_node *k = NODE(v, c);
         if (map) {
-            jstring(o, k->val, k->len);
-            jput(o, ":", 1);
+            sift__cfg_json_string(o, k->val, k->len);
+            sift__cfg_json_put(o, ":", 1);
             c = k->next;
             if (c == CFG_NONE)
                 break;
         }
-        jvalue(v, o, NODE(v, c), depth + 1);
+        sift__cfg_json_value(v, o, NODE(v, c), depth + 1);
     }
-    jput(o, map ? "}" : "]", 1);
+    sift__cfg_json_put(o, map ? "}" : "]", 1);
 }
 
 /* Converts the schema text to GBNF into cfg->g_text; on failure reports
  * at the YAML place (the file node, or the inline node that holds the
  * JSON offset of the error). */
 static int schema_to_gbnf(cfg_validator *v, const char *json, size_t len, const char *name,
-                          const cfg_node *file_node, const json_out *inl)
+                          const cfg_node *file_node, const cfg_json *inl)
 {
     sift_config *cfg = v->cfg;
     sift_json_schema_params sp;
@@ -297,10 +292,10 @@ static int json_schema_source(cfg_validator *v, const cfg_node *js)
         cfg->grammar.column = 1;
         return 1;
     }
-    json_out o;
+    cfg_json o;
     memset(&o, 0, sizeof o);
     o.al = &cfg->al;
-    jvalue(v, &o, js, 0);
+    sift__cfg_json_value(v, &o, js, 0);
     int ok = 0;
     if (o.bad && o.p && o.n >= cfg->params.max_bytes)
         ok = sift__cfg_err_at(v, js, SIFT_E_CONFIG_LIMIT, "grammar.json_schema is too large");

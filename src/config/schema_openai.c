@@ -174,136 +174,9 @@ static void set_i(cfg_stage *st, const char *param, int32_t x)
 /* JSON text of YAML nodes (for the schemas)                           */
 /* ------------------------------------------------------------------ */
 
-/* JSON text under construction; at[] maps a JSON offset to the YAML
- * offset of the node written there, to place a converter error. */
-typedef struct jbuf {
-    const sift__alloc *al;
-    char *p;
-    size_t n, cap;
-    int64_t (*at)[2];
-    size_t n_at, cap_at;
-    int bad;
-} jbuf;
-
-static void jput(jbuf *o, const char *s, size_t n)
+static void jputs(cfg_json *o, const char *s)
 {
-    if (o->bad || sift__reserve(o->al, &o->p, &o->cap, o->n, o->n + n + 1, 1, 256)) {
-        o->bad = 1;
-        return;
-    }
-    memcpy(o->p + o->n, s, n);
-    o->n += n;
-    o->p[o->n] = '\0';
-}
-
-static void jputs(jbuf *o, const char *s)
-{
-    jput(o, s, strlen(s));
-}
-
-static void jstr(jbuf *o, const char *s, size_t n)
-{
-    jput(o, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[8];
-        if (c == '"' || c == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)c;
-            jput(o, esc, 2);
-        } else if (c < 0x20) {
-            snprintf(esc, sizeof esc, "\\u%04x", c);
-            jput(o, esc, 6);
-        } else {
-            jput(o, (const char *)&c, 1);
-        }
-    }
-    jput(o, "\"", 1);
-}
-
-static void jmark(jbuf *o, const cfg_node *n)
-{
-    if (o->bad ||
-        sift__reserve(o->al, &o->at, &o->cap_at, o->n_at, o->n_at + 1, sizeof *o->at, 32)) {
-        o->bad = 1;
-        return;
-    }
-    o->at[o->n_at][0] = (int64_t)o->n;
-    o->at[o->n_at++][1] = n->off;
-}
-
-/* A plain scalar written as JSON writes it: null, true, false, a number. */
-static int json_literal(const cfg_node *n)
-{
-    if (!sift__cfg_is_plain(n))
-        return 0;
-    if (sift__cfg_streq(n, "null") || sift__cfg_streq(n, "true") || sift__cfg_streq(n, "false"))
-        return 1;
-    const char *s = n->val;
-    size_t i = 0, len = n->len;
-    if (i < len && s[i] == '-')
-        i++;
-    size_t d = i;
-    while (i < len && s[i] >= '0' && s[i] <= '9')
-        i++;
-    if (i == d || (s[d] == '0' && i - d > 1))
-        return 0;
-    if (i < len && s[i] == '.') {
-        size_t f = ++i;
-        while (i < len && s[i] >= '0' && s[i] <= '9')
-            i++;
-        if (i == f)
-            return 0;
-    }
-    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        if (i < len && (s[i] == '+' || s[i] == '-'))
-            i++;
-        size_t e = i;
-        while (i < len && s[i] >= '0' && s[i] <= '9')
-            i++;
-        if (i == e)
-            return 0;
-    }
-    return i == len;
-}
-
-/* The node as JSON; the tree's depth is bounded by the loader, so the
- * recursion is too. */
-static void jnode(cfg_validator *v, jbuf *o, const cfg_node *n, int depth)
-{
-    if (o->bad || depth > 256) {
-        o->bad = 1;
-        return;
-    }
-    jmark(o, n);
-    if (n->type == CFG_SCALAR) {
-        if (sift__cfg_is_plain(n) && sift__cfg_is_null(n))
-            jputs(o, "null");
-        else if (json_literal(n))
-            jput(o, n->val, n->len);
-        else
-            jstr(o, n->val, n->len);
-        return;
-    }
-    int map = n->type == CFG_MAP;
-    jput(o, map ? "{" : "[", 1);
-    int first = 1;
-    for (uint32_t c = n->first; c != CFG_NONE; c = NODE(v, c)->next) {
-        if (!first)
-            jput(o, ",", 1);
-        first = 0;
-        const cfg_node *k = NODE(v, c);
-        if (map) {
-            jstr(o, k->val, k->len);
-            jput(o, ":", 1);
-            c = k->next;
-            if (c == CFG_NONE)
-                break;
-        }
-        jnode(v, o, NODE(v, c), depth + 1);
-    }
-    jput(o, map ? "}" : "]", 1);
+    sift__cfg_json_put(o, s, strlen(s));
 }
 
 /* ------------------------------------------------------------------ */
@@ -313,8 +186,8 @@ static void jnode(cfg_validator *v, jbuf *o, const cfg_node *n, int depth)
 /* Converts the schema in `o` to GBNF and makes it the config's grammar
  * (constrain mode, lazy with the patterns if any); errors at the YAML
  * node nearest the converter's JSON offset, prefixed with `what`. */
-static int set_grammar(cfg_validator *v, jbuf *o, const cfg_node *at, const char *what, int strict,
-                       const cfg_node *const *patterns, size_t n_patterns)
+static int set_grammar(cfg_validator *v, cfg_json *o, const cfg_node *at, const char *what,
+                       int strict, const cfg_node *const *patterns, size_t n_patterns)
 {
     sift_config *cfg = v->cfg;
     if (o->bad) {
@@ -530,10 +403,10 @@ static int tool_choice(cfg_validator *v, const cfg_node *tc, int *choice, const 
 }
 
 /* The parameters of a tool as JSON (any object when it has none). */
-static void tool_params(cfg_validator *v, jbuf *o, const cfg_node *params)
+static void tool_params(cfg_validator *v, cfg_json *o, const cfg_node *params)
 {
     if (params)
-        jnode(v, o, params, 0);
+        sift__cfg_json_value(v, o, params, 0);
     else
         jputs(o, "{\"type\":\"object\"}");
 }
@@ -585,7 +458,7 @@ static int call_patterns(cfg_validator *v, const cfg_node *root, int choice, con
  * call {"name", "arguments"} of any tool; required, an array of calls
  * {"name", "parameters"}; named, that function's parameters (an error
  * when no tool has that name). *strict is set when a tool asks for it. */
-static int tools_schema(cfg_validator *v, jbuf *o, const cfg_node *tools, int choice,
+static int tools_schema(cfg_validator *v, cfg_json *o, const cfg_node *tools, int choice,
                         const cfg_node *named, int *strict)
 {
     int ok = 1, found = 0;
@@ -609,9 +482,9 @@ static int tools_schema(cfg_validator *v, jbuf *o, const cfg_node *tools, int ch
         }
         const char *args = choice == TC_AUTO ? "arguments" : "parameters";
         jputs(o, i ? ",{" : "{");
-        jmark(o, NODE(v, c));
+        sift__cfg_json_mark(o, NODE(v, c));
         jputs(o, "\"type\":\"object\",\"properties\":{\"name\":{\"const\":");
-        jstr(o, name->val, name->len);
+        sift__cfg_json_string(o, name->val, name->len);
         jputs(o, "},\"");
         jputs(o, args);
         jputs(o, "\":");
@@ -660,7 +533,7 @@ static int tools_grammar(cfg_validator *v, const cfg_node *root, const cfg_node 
     size_t np = 0;
     if (!call_patterns(v, root, choice, pats, &np))
         return 0;
-    jbuf o;
+    cfg_json o;
     memset(&o, 0, sizeof o);
     o.al = &v->cfg->al;
     int strict = 0;
@@ -694,11 +567,11 @@ static int openai_grammar(cfg_validator *v, const cfg_node *root)
     if (made)
         return sift__cfg_err_at(v, rf, SIFT_E_CONFIG_KEY,
                                 "response_format and tools both constrain the output; give one");
-    jbuf o;
+    cfg_json o;
     memset(&o, 0, sizeof o);
     o.al = &v->cfg->al;
     if (js)
-        jnode(v, &o, js, 0);
+        sift__cfg_json_value(v, &o, js, 0);
     else
         jputs(&o, "{\"type\":\"object\"}");
     int ok = set_grammar(v, &o, js ? js : rf, "response_format", strict, NULL, 0);
