@@ -15,6 +15,8 @@
  *                         and number ranges
  *   json_schema_value.c   one value against a schema (enum / const
  *                         values against the keywords beside them)
+ *   json_schema_uneval.c  unevaluatedProperties / unevaluatedItems as
+ *                         members over what the merged schema evaluates
  *
  * Every subschema becomes at most a few rules named sN (N counts up), so
  * the grammar grows linearly with the schema: alternatives are rules
@@ -211,6 +213,30 @@ SIFT__HIDDEN sift_status sift__js_set_has(sift__js *c, const json_t *set, const 
  * in, and `extra` (a schema, or NULL) merged too. */
 SIFT__HIDDEN sift_status sift__js_gen_merged(sift__js *c, const json_t *s, const json_t *extra,
                                              sift__js_ref *r);
+
+/* The schema s with its allOf members and $ref targets merged in, and
+ * `extra` (a schema, or NULL) too, as a new object in *out (NULL on
+ * error); *never when a member admits no value. */
+SIFT__HIDDEN sift_status sift__js_merge(sift__js *c, const json_t *s, const json_t *extra,
+                                        json_t **out, int *never);
+/* json_schema_gen.c: whether no value of the types of s matches two of
+ * the alternatives s[kw] (anyOf or oneOf), as far as types, const /
+ * enum values or a discriminating property show (*disjoint). */
+SIFT__HIDDEN sift_status sift__js_alternatives_disjoint(sift__js *c, const json_t *s,
+                                                        const char *kw, int *disjoint);
+
+/* json_schema_uneval.c: unevaluatedProperties and unevaluatedItems */
+/* Whether s (an object) has unevaluatedProperties or unevaluatedItems. */
+SIFT__HIDDEN int sift__js_has_uneval(const json_t *s);
+/* s rewritten without them (a new reference in *out): s with its allOf
+ * members and $ref targets merged, and a member that applies their
+ * schemas to the properties (items) the merged schema leaves
+ * unevaluated; distributed over anyOf / oneOf alternatives when they
+ * evaluate different ones and are disjoint. What is not statically
+ * known goes through the unsupported policy (ignored: dropped). */
+SIFT__HIDDEN sift_status sift__js_uneval_rewrite(sift__js *c, const json_t *s, json_t **out);
+/* The rule of s with unevaluatedProperties / unevaluatedItems. */
+SIFT__HIDDEN sift_status sift__js_gen_uneval(sift__js *c, const json_t *s, sift__js_ref *r);
 
 /* json_schema_value.c: whether the value v is valid against schema s:
  * *answer 1 (valid), 0 (invalid) or -1 (not decided there: a keyword it

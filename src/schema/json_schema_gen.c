@@ -806,6 +806,13 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, unsigned out
     return st;
 }
 
+sift_status sift__js_alternatives_disjoint(sift__js *c, const json_t *s, const char *kw,
+                                          int *disjoint)
+{
+    unsigned outer = json_object_get(s, "type") ? branch_types(s) : ~0u;
+    return one_of_disjoint(c, json_object_get(s, kw), outer, disjoint);
+}
+
 /* oneOf whose branches are each {"required": [names]} alone: exactly
  * one of the name sets is complete. Branch i becomes an object with R_i
  * required and, for each other branch j, the one name of R_j \ R_i
@@ -1350,6 +1357,8 @@ static sift_status gen_not(sift__js *c, const json_t *s, sift__js_ref *r)
 
 static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref *r)
 {
+    if (sift__js_has_uneval(s))
+        return sift__js_gen_uneval(c, s, r);
     for (size_t i = 0; i < sizeof dep_keys / sizeof dep_keys[0]; i++)
         if (json_object_get(s, dep_keys[i]))
             return gen_dependencies(c, s, r);

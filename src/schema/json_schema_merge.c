@@ -50,8 +50,12 @@ static sift_status merge_properties(sift__js *c, json_t *dst, const json_t *old,
     json_object_foreach((json_t *)add, k, v)
     {
         const json_t *o = json_object_get(m, k);
-        int bad = o ? (!json_equal((json_t *)o, v) && json_object_set_new(m, k, all_of2(o, v)) != 0)
-                    : json_object_set(m, k, v) != 0;
+        /* true beside a schema adds nothing (and a wrapper around a
+         * $ref would merge its target in place) */
+        int bad = o && (json_equal((json_t *)o, v) || json_is_true(v))
+                      ? 0
+                  : o && !json_is_true(o) ? json_object_set_new(m, k, all_of2(o, v)) != 0
+                                          : json_object_set(m, k, v) != 0;
         if (bad) {
             json_decref(m);
             return nomem(c);
@@ -142,6 +146,34 @@ static sift_status merge_enum(sift__js *c, json_t *dst, const json_t *old, const
     return set_new(c, dst, "enum", m);
 }
 
+/* Two prefixes (prefixItems, or items in its array form): position by
+ * position both schemas, then the rest of the longer one. What each
+ * member says of the positions past its own prefix is added by
+ * restrict_merged. A unit of work per position. */
+static sift_status merge_prefix(sift__js *c, json_t *dst, const char *key, const json_t *old,
+                                const json_t *add)
+{
+    size_t na = json_array_size(old), nb = json_array_size(add), n = na > nb ? na : nb;
+    sift_status st = sift__js_work(c, 1 + (int64_t)n);
+    json_t *m = st ? NULL : json_array();
+    if (!st && !m)
+        st = nomem(c);
+    for (size_t i = 0; !st && i < n; i++) {
+        json_t *a = json_array_get(old, i), *b = json_array_get(add, i);
+        json_t *x = !a ? json_incref(b)
+                    : !b || json_is_true(b) || json_equal(a, b) ? json_incref(a)
+                    : json_is_true(a)                          ? json_incref(b)
+                                                               : all_of2(a, b);
+        if (!x || json_array_append_new(m, x))
+            st = nomem(c);
+    }
+    if (st) {
+        json_decref(m);
+        return st;
+    }
+    return set_new(c, dst, key, m);
+}
+
 static int is_min_key(const char *k)
 {
     return !strcmp(k, "minimum") || !strcmp(k, "minLength") || !strcmp(k, "minItems") ||
@@ -174,6 +206,9 @@ static sift_status combine(sift__js *c, json_t *dst, const char *key, const json
         int take_new = is_min_key(key) ? y > x : y < x;
         return take_new && json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
     }
+    if ((!strcmp(key, "prefixItems") || !strcmp(key, "items")) && json_is_array(old) &&
+        json_is_array(v))
+        return merge_prefix(c, dst, key, old, v);
     if (!strcmp(key, "not")) /* neither a nor b: not anyOf [a, b] */
         return set_new(c, dst, "not", json_pack("{s:[O,O]}", "anyOf", old, v));
     if (!strcmp(key, "additionalProperties") || !strcmp(key, "items")) {
@@ -225,6 +260,15 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
 {
     const char *key;
     json_t *v;
+    if (sift__js_has_uneval(src)) {
+        /* evaluated in its own scope first: a member without them */
+        json_t *plain;
+        sift_status st0 = sift__js_uneval_rewrite(c, src, &plain);
+        if (!st0)
+            st0 = merge_member(c, dst, plain, depth, never, own);
+        json_decref(plain);
+        return st0;
+    }
     if (constrains_rest(src) && json_array_append(own, (json_t *)src))
         return nomem(c);
     /* a unit per key visited: a $ref target with many keys may be
@@ -364,21 +408,35 @@ static sift_status restrict_merged(sift__js *c, json_t *m, const json_t *own)
     return st;
 }
 
-sift_status sift__js_gen_merged(sift__js *c, const json_t *s, const json_t *extra, sift__js_ref *r)
+sift_status sift__js_merge(sift__js *c, const json_t *s, const json_t *extra, json_t **out,
+                           int *never)
 {
     json_t *m = json_object(), *own = json_array();
-    int never = 0;
+    *out = NULL;
+    *never = 0;
     if (!m || !own) {
         json_decref(m);
         json_decref(own);
         return nomem(c);
     }
-    sift_status st = merge_into(c, m, s, 0, &never, own);
+    sift_status st = merge_into(c, m, s, 0, never, own);
     if (!st && extra)
-        st = merge_member(c, m, extra, 0, &never, own);
-    if (!st && !never)
+        st = merge_member(c, m, extra, 0, never, own);
+    if (!st && !*never)
         st = restrict_merged(c, m, own);
     json_decref(own);
+    if (st)
+        json_decref(m);
+    else
+        *out = m;
+    return st;
+}
+
+sift_status sift__js_gen_merged(sift__js *c, const json_t *s, const json_t *extra, sift__js_ref *r)
+{
+    json_t *m;
+    int never;
+    sift_status st = sift__js_merge(c, s, extra, &m, &never);
     if (!st && never) {
         r->never = 1;
         r->name[0] = '\0';
