@@ -629,6 +629,8 @@ static sift_status parse(sift__js *c)
 static sift_status convert(sift__js *c, char **out, size_t *out_len)
 {
     sift_status st = parse(c);
+    if (!st)
+        st = sift__js_ref_index(c);
     if (st)
         return st;
     sift__js_ref r;
@@ -653,6 +655,8 @@ static void cleanup(sift__js *c)
 {
     json_decref(c->root);
     json_decref(c->ref_map);
+    json_decref(c->ref_ids);
+    json_decref(c->ref_nodes);
     sift__js_buf_free(c, &c->out);
     sift__js_buf_free(c, &c->path);
     for (size_t i = 0; i < c->n_refs; i++)

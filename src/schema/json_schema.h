@@ -15,6 +15,7 @@
  *                         and number ranges
  *   json_schema_value.c   one value against a schema (enum / const
  *                         values against the keywords beside them)
+ *   json_schema_ref.c     $ref by URI: $id, $anchor, base URIs
  *   json_schema_uneval.c  unevaluatedProperties / unevaluatedItems as
  *                         members over what the merged schema evaluates
  *
@@ -106,6 +107,11 @@ typedef struct sift__js {
     sift__js_refent *refs;
     size_t n_refs, cap_refs;
     json_t *ref_map; /* pointer -> index in refs */
+    /* identifiers ($id, $anchor; json_schema_ref.c), when the schema has
+     * any: URI or URI#anchor -> node address; node address -> [JSON
+     * Pointer, base URI]; the base URI of the subschema being generated */
+    json_t *ref_ids, *ref_nodes;
+    const char *ref_base;
     /* the rules of formats, made once per conversion */
     sift__js_ref formats[16];
     /* the rule of any non-empty key rest (a trie leaf), made once */
@@ -179,8 +185,8 @@ SIFT__HIDDEN sift_status sift__js_get_count(sift__js *c, const json_t *s, const 
                                             int64_t *v, int *has);
 
 /* The target of a $ref of the form "#" or "#/json/pointer" (percent
- * escapes decoded), or NULL; sets no error. */
-SIFT__HIDDEN const json_t *sift__js_local_target(sift__js *c, const char *ref);
+ * escapes decoded) in schema object `from`, or NULL; sets no error. */
+SIFT__HIDDEN const json_t *sift__js_local_target(sift__js *c, const json_t *from, const char *ref);
 
 /* The JSON types as bits, for type masks. */
 enum {
@@ -198,11 +204,24 @@ SIFT__HIDDEN unsigned sift__js_type_mask(const json_t *t);
 SIFT__HIDDEN json_t *sift__js_mask_to_types(unsigned m);
 /* Is `key` a keyword of the supported or the known-unsupported set? */
 SIFT__HIDDEN int sift__js_is_keyword(const char *key);
-/* Resolves $ref `ref` to its target; a chain of schemas that are only
- * $refs is followed (a cycle of them is an error). *ptr is the final
- * target's pointer (allocated). */
-SIFT__HIDDEN sift_status sift__js_resolve(sift__js *c, const char *ref, const json_t **target,
-                                          char **ptr);
+/* Resolves $ref `ref` of schema object `from` (NULL: the one being
+ * generated) to its target; a chain of schemas that are only $refs is
+ * followed (a cycle of them is an error). *ptr is the final target's
+ * pointer (allocated). */
+SIFT__HIDDEN sift_status sift__js_resolve(sift__js *c, const json_t *from, const char *ref,
+                                          const json_t **target, char **ptr);
+
+/* json_schema_ref.c: $id and anchors */
+/* Indexes the identifiers of c->root, when its text names any. */
+SIFT__HIDDEN sift_status sift__js_ref_index(sift__js *c);
+/* Makes the base URI of s (when indexed) the current one; the caller
+ * saves and restores c->ref_base. */
+SIFT__HIDDEN void sift__js_ref_enter(sift__js *c, const json_t *s);
+/* The JSON Pointer from the root (allocated, escaped) of the target of
+ * $ref `ref` in schema object `from` (NULL or not indexed: the current
+ * base URI), through the index. */
+SIFT__HIDDEN sift_status sift__js_ref_pointer(sift__js *c, const json_t *from, const char *ref,
+                                              char **ptr);
 
 /* json_schema_merge.c: allOf and the siblings of $ref and anyOf */
 /* Adds the key of v to `set`; *added says whether it was new. */

@@ -176,10 +176,12 @@ static sift_status join_alternatives(sift__js *c, const sift__js_ref *refs, size
 /* $ref                                                                */
 /* ------------------------------------------------------------------ */
 
-/* The escaped JSON Pointer of a local $ref (percent-decoded) into *ptr
- * (allocated), or an error. */
-static sift_status ref_pointer(sift__js *c, const char *ref, char **ptr)
+/* The escaped JSON Pointer of a local $ref (percent-decoded) of schema
+ * object `from` into *ptr (allocated), or an error. */
+static sift_status ref_pointer(sift__js *c, const json_t *from, const char *ref, char **ptr)
 {
+    if (c->ref_nodes) /* identifiers: resolved by URI */
+        return sift__js_ref_pointer(c, from, ref, ptr);
     const char *hash = strchr(ref, '#');
     if (hash != ref) {
         const json_t *id = json_is_object(c->root) ? json_object_get(c->root, "$id") : NULL;
@@ -247,10 +249,20 @@ static const json_t *walk_pointer(const json_t *root, const char *p)
     return at;
 }
 
-const json_t *sift__js_local_target(sift__js *c, const char *ref)
+const json_t *sift__js_local_target(sift__js *c, const json_t *from, const char *ref)
 {
     if (ref[0] != '#' || (ref[1] && ref[1] != '/'))
         return NULL;
+    if (c->ref_nodes) { /* identifiers: "#" is of the resource around from */
+        char *ptr = NULL;
+        sift_error *keep = c->err;
+        c->err = NULL; /* sets no error */
+        sift_status st = sift__js_ref_pointer(c, from, ref, &ptr);
+        c->err = keep;
+        const json_t *t = st ? NULL : walk_pointer(c->root, ptr);
+        sift__free(c->al, ptr);
+        return t;
+    }
     size_t n = strlen(ref + 1);
     char *p = sift__malloc(c->al, n + 1, 1);
     if (!p)
@@ -287,11 +299,12 @@ static int only_ref(const json_t *s)
 /* Resolves $ref `ref` to its target; a chain of schemas that are only
  * $refs is followed here (a cycle of them is an error). *ptr is the
  * final target's pointer (allocated). */
-sift_status sift__js_resolve(sift__js *c, const char *ref, const json_t **target, char **ptr)
+sift_status sift__js_resolve(sift__js *c, const json_t *from, const char *ref,
+                             const json_t **target, char **ptr)
 {
     *ptr = NULL;
     for (int hops = 0;; hops++) {
-        sift_status st = ref_pointer(c, ref, ptr);
+        sift_status st = ref_pointer(c, from, ref, ptr);
         if (st)
             return st;
         const json_t *t = walk_pointer(c->root, *ptr);
@@ -321,14 +334,15 @@ sift_status sift__js_resolve(sift__js *c, const char *ref, const json_t **target
         sift__free(c->al, *ptr);
         *ptr = NULL;
         ref = json_string_value(json_object_get(t, "$ref"));
+        from = t;
     }
 }
 
-static sift_status gen_ref(sift__js *c, const char *ref, sift__js_ref *r)
+static sift_status gen_ref(sift__js *c, const json_t *s, const char *ref, sift__js_ref *r)
 {
     const json_t *target;
     char *ptr;
-    sift_status st = sift__js_resolve(c, ref, &target, &ptr);
+    sift_status st = sift__js_resolve(c, s, ref, &target, &ptr);
     if (st)
         return st;
     /* the targets generated so far, by pointer: a hash lookup, so that
@@ -547,7 +561,7 @@ static const json_t *peek_ref(sift__js *c, const json_t *x, sift_status *st)
         char *ptr = NULL;
         if (!ref || ref[0] != '#' || (ref[1] != '\0' && ref[1] != '/'))
             return x;
-        if ((*st = sift__js_work(c, 1)) || (*st = ref_pointer(c, ref, &ptr)))
+        if ((*st = sift__js_work(c, 1)) || (*st = ref_pointer(c, x, ref, &ptr)))
             return x;
         const json_t *t = walk_pointer(c->root, ptr);
         sift__free(c->al, ptr);
@@ -748,7 +762,8 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, unsigned out
         if (json_is_object(b[i]) && only_ref(b[i]) &&
             json_is_string(json_object_get(b[i], "$ref"))) {
             char *ptr = NULL;
-            st = sift__js_resolve(c, json_string_value(json_object_get(b[i], "$ref")), &b[i], &ptr);
+            st = sift__js_resolve(c, b[i], json_string_value(json_object_get(b[i], "$ref")), &b[i],
+                                  &ptr);
             sift__free(c->al, ptr);
         }
         if (!json_is_object(b[i]))
@@ -1382,7 +1397,7 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
     if (ref && !json_is_string(ref))
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$ref", "'$ref' must be a string");
     if (ref && !has_constraints(s, "$ref"))
-        return gen_ref(c, json_string_value(ref), r);
+        return gen_ref(c, s, json_string_value(ref), r);
     if (ref || json_object_get(s, "allOf"))
         return sift__js_gen_merged(c, s, NULL, r);
     int any = json_object_get(s, "anyOf") != NULL, one = json_object_get(s, "oneOf") != NULL;
@@ -1436,7 +1451,10 @@ sift_status sift__js_gen(sift__js *c, const json_t *s, sift__js_ref *r)
         return sift__js_fail(c, SIFT_E_SCHEMA_LIMIT, NULL, "subschemas nest over %d levels",
                              SIFT__JS_MAX_DEPTH);
     }
+    const char *base = c->ref_base;
+    sift__js_ref_enter(c, s);
     st = gen_object_schema(c, s, r);
+    c->ref_base = base;
     c->depth--;
     return st;
 }

@@ -291,7 +291,7 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
         } else if (!strcmp(key, "$ref") && json_is_string(v)) {
             const json_t *t;
             char *ptr;
-            if ((st = sift__js_resolve(c, json_string_value(v), &t, &ptr)))
+            if ((st = sift__js_resolve(c, src, json_string_value(v), &t, &ptr)))
                 return st;
             sift__free(c->al, ptr);
             st = merge_member(c, dst, t, depth, never, own);

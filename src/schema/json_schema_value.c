@@ -320,7 +320,7 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
     const json_t *ref = json_object_get(s, "$ref");
     if (ref && x->c->ref_alone) { /* drafts 3 to 7: the siblings are ignored */
         const json_t *target =
-            json_is_string(ref) ? sift__js_local_target(x->c, json_string_value(ref)) : NULL;
+            json_is_string(ref) ? sift__js_local_target(x->c, s, json_string_value(ref)) : NULL;
         return target ? valid(x, target, v, depth + 1) : -1;
     }
     int r = 1;
@@ -409,7 +409,7 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
     }
     if (ref) {
         const json_t *target =
-            json_is_string(ref) ? sift__js_local_target(x->c, json_string_value(ref)) : NULL;
+            json_is_string(ref) ? sift__js_local_target(x->c, s, json_string_value(ref)) : NULL;
         AND(r, target ? valid(x, target, v, depth + 1) : -1);
     }
     return r;
