@@ -242,6 +242,32 @@ START_TEST(test_refs_that_name_no_schema_here_are_refused)
 }
 END_TEST
 
+START_TEST(test_dynamic_refs_that_resolve_statically_are_refs)
+{
+    /* one schema declares the dynamic anchor: the $ref's target */
+    static const char *good[] = {"[]", "[\"a\"]"};
+    static const char *bad[] = {"[1]"};
+    CHECK("{\"$id\":\"https://e.example/root\",\"type\":\"array\",\"items\":{\"$dynamicRef\":"
+          "\"#items\"},\"$defs\":{\"foo\":{\"$dynamicAnchor\":\"items\",\"type\":\"string\"}}}",
+          good, bad);
+    /* a JSON Pointer fragment names no anchor */
+    static const char *good2[] = {"{\"t\":1}"};
+    static const char *bad2[] = {"{\"f\":1}"};
+    CHECK("{\"$defs\":{\"t\":true,\"f\":false},\"properties\":{\"t\":{\"$dynamicRef\":\"#/"
+          "$defs/t\"},\"f\":{\"$dynamicRef\":\"#/$defs/f\"}}}",
+          good2, bad2);
+    /* two schemas declare it: the dynamic scope decides, refused */
+    check_refused("{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":"
+                  "\"https://e.example/root\",\"$ref\":\"list\",\"$defs\":{\"foo\":{"
+                  "\"$dynamicAnchor\":\"items\",\"type\":\"string\"},\"list\":{\"$id\":\"list\","
+                  "\"type\":\"array\",\"items\":{\"$dynamicRef\":\"#items\"},\"$defs\":{\"items\":{"
+                  "\"$dynamicAnchor\":\"items\"}}}}}",
+                  "s.json:1:221: #/$defs/list/items/$dynamicRef: '$dynamicRef' to the "
+                  "$dynamicAnchor \"items\" that several schemas declare (resolved by the dynamic "
+                  "scope)");
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("schema_scopes");
@@ -257,6 +283,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_refs_resolve_anchors_and_embedded_ids);
     tcase_add_test(tc, test_refs_by_urn_and_escaped_pointers);
     tcase_add_test(tc, test_refs_that_name_no_schema_here_are_refused);
+    tcase_add_test(tc, test_dynamic_refs_that_resolve_statically_are_refs);
     suite_add_tcase(s, tc);
     return s;
 }

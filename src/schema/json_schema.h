@@ -244,6 +244,12 @@ SIFT__HIDDEN sift_status sift__js_merge(sift__js *c, const json_t *s, const json
 SIFT__HIDDEN sift_status sift__js_alternatives_disjoint(sift__js *c, const json_t *s,
                                                         const char *kw, int *disjoint);
 
+/* The value of s's $dynamicRef (*ref), when it resolves as a $ref does:
+ * its fragment names no anchor, or a $dynamicAnchor that one schema of
+ * the document declares at most, or the $ref's target does not declare
+ * it. Otherwise (the dynamic scope decides) the unsupported policy. */
+SIFT__HIDDEN sift_status sift__js_dynamic_ref(sift__js *c, const json_t *s, const char **ref);
+
 /* json_schema_uneval.c: unevaluatedProperties and unevaluatedItems */
 /* Whether s (an object) has unevaluatedProperties or unevaluatedItems. */
 SIFT__HIDDEN int sift__js_has_uneval(const json_t *s);

@@ -1370,10 +1370,40 @@ static sift_status gen_not(sift__js *c, const json_t *s, sift__js_ref *r)
     return st;
 }
 
+/* s with a $dynamicRef that resolves as a $ref: s with that $ref (an
+ * allOf member when s has a $ref of its own). */
+static sift_status gen_dynamic_ref(sift__js *c, const json_t *s, sift__js_ref *r)
+{
+    const char *ref;
+    sift_status st = sift__js_dynamic_ref(c, s, &ref);
+    if (st)
+        return st;
+    json_t *s2 = json_copy((json_t *)s);
+    if (!s2 || json_object_del(s2, "$dynamicRef"))
+        return json_decref(s2), nomem(c);
+    int bad;
+    if (!json_object_get(s2, "$ref")) { /* alone, it takes the $ref's rule */
+        bad = json_object_set_new(s2, "$ref", json_string(ref));
+    } else {
+        json_t *all = json_object_get(s2, "allOf");
+        json_t *member = json_pack("{s:s}", "$ref", ref);
+        all = json_is_array(all) ? json_copy(all) : json_array();
+        bad = !member || !all || json_array_append(all, member) ||
+              json_object_set(s2, "allOf", all);
+        json_decref(member);
+        json_decref(all);
+    }
+    st = bad ? nomem(c) : sift__js_gen(c, s2, r);
+    json_decref(s2);
+    return st;
+}
+
 static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref *r)
 {
     if (sift__js_has_uneval(s))
         return sift__js_gen_uneval(c, s, r);
+    if (json_object_get(s, "$dynamicRef"))
+        return gen_dynamic_ref(c, s, r);
     for (size_t i = 0; i < sizeof dep_keys / sizeof dep_keys[0]; i++)
         if (json_object_get(s, dep_keys[i]))
             return gen_dependencies(c, s, r);

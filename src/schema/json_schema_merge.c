@@ -288,10 +288,12 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
                 return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, key, "'allOf' must be an array");
             for (size_t i = 0; !st && i < json_array_size(v); i++)
                 st = merge_member(c, dst, json_array_get(v, i), depth, never, own);
-        } else if (!strcmp(key, "$ref") && json_is_string(v)) {
+        } else if ((!strcmp(key, "$ref") || !strcmp(key, "$dynamicRef")) && json_is_string(v)) {
             const json_t *t;
             char *ptr;
-            if ((st = sift__js_resolve(c, src, json_string_value(v), &t, &ptr)))
+            const char *ref = json_string_value(v);
+            if ((key[1] == 'd' && (st = sift__js_dynamic_ref(c, src, &ref))) ||
+                (st = sift__js_resolve(c, src, ref, &t, &ptr)))
                 return st;
             sift__free(c->al, ptr);
             st = merge_member(c, dst, t, depth, never, own);

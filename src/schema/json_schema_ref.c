@@ -260,6 +260,14 @@ static sift_status name_anchors(walk *w, const json_t *n, const char *base)
         if (i == 2 && w->c->ref_alone && json_object_get(n, "$ref"))
             continue;
         sift__js_buf k = {0};
+        if (i == 1) { /* how many schemas declare this dynamic anchor */
+            st = sift__js_printf(w->c, &k, "\001%s", a);
+            const json_t *was = st ? NULL : json_object_get(w->c->ref_ids, k.p);
+            json_t *n1 = st ? NULL : json_integer(json_integer_value(was) + 1);
+            if (!st && (!n1 || json_object_set_new(w->c->ref_ids, k.p, n1)))
+                st = nomem(w->c);
+            k.n = 0;
+        }
         st = sift__js_printf(w->c, &k, "%s#%s", base, a + (i == 2));
         if (!st)
             st = name_node(w, k.p, n);
@@ -441,4 +449,51 @@ sift_status sift__js_ref_pointer(sift__js *c, const json_t *from, const char *re
         return st;
     *ptr = out.p;
     return SIFT_OK;
+}
+
+sift_status sift__js_dynamic_ref(sift__js *c, const json_t *s, const char **ref)
+{
+    const json_t *v = json_object_get(s, "$dynamicRef");
+    *ref = json_string_value(v);
+    if (!*ref)
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$dynamicRef", "'$dynamicRef' must be a string");
+    const char *name = strchr(*ref, '#');
+    if (!name || !name[1] || name[1] == '/' || !c->ref_ids)
+        return SIFT_OK; /* no anchor named: a $ref */
+    name++;
+    sift__js_buf k = {0};
+    sift_status st = sift__js_printf(c, &k, "\001%s", name);
+    json_int_t n = st ? 0 : json_integer_value(json_object_get(c->ref_ids, k.p));
+    sift__js_buf_free(c, &k);
+    if (st || n <= 1)
+        return st; /* the one schema declaring it is where the $ref leads */
+    char *ptr = NULL;
+    const json_t *t = NULL;
+    if ((st = sift__js_ref_pointer(c, s, *ref, &ptr)))
+        return st;
+    t = c->root; /* the target: the pointer walked from the root */
+    for (const char *p = ptr; t && *p == '/';) {
+        const char *q = p + 1;
+        sift__js_buf seg = {0};
+        for (; !st && *q && *q != '/'; q++) {
+            char ch = *q;
+            if (ch == '~' && (q[1] == '0' || q[1] == '1'))
+                ch = *++q == '0' ? '~' : '/';
+            st = sift__js_put(c, &seg, &ch, 1);
+        }
+        t = st || !seg.p ? NULL
+            : json_is_object(t) ? json_object_get(t, seg.p)
+            : json_is_array(t)  ? json_array_get(t, strtoul(seg.p, NULL, 10))
+                                : NULL;
+        sift__js_buf_free(c, &seg);
+        p = q;
+    }
+    sift__free(c->al, ptr);
+    const char *da = json_string_value(json_object_get(t, "$dynamicAnchor"));
+    if (!st && da && !strcmp(da, name))
+        st = sift__js_unsupported(c, "$dynamicRef",
+                                  "'$dynamicRef' to the $dynamicAnchor \"%.60s\" that several "
+                                  "schemas declare (resolved by the dynamic scope)",
+                                  name);
+    return st;
 }
