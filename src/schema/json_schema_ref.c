@@ -16,8 +16,9 @@
  * places) stays pointer-based. A URI that names no schema in this
  * document (a remote reference) is refused.
  *
- * Work: a unit per object indexed and per $ref resolved (plus the
- * lengths of the URIs, a unit per 64 bytes).
+ * Work: a unit per object indexed and per $ref resolved, plus a unit
+ * per 64 bytes of the schema text (the scan for identifiers), of a $ref
+ * and per 16 of its target's JSON Pointer (walked from the root).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,6 +399,38 @@ static sift_status put_fragment(sift__js *c, sift__js_buf *b, const char *f)
     return st;
 }
 
+/* The value at escaped pointer ptr from the root (*t, NULL if none) and
+ * the base URI of the innermost indexed schema on the way (*base). */
+static sift_status target_of(sift__js *c, const char *ptr, const json_t **t, const char **base)
+{
+    const json_t *rec = record(c, c->root);
+    sift_status st = SIFT_OK;
+    *t = c->root;
+    *base = json_string_value(json_array_get(rec, 1));
+    for (const char *p = ptr; !st && *t && *p == '/';) {
+        const char *q = p + 1;
+        sift__js_buf seg = {0};
+        st = sift__js_puts(c, &seg, "");
+        for (; !st && *q && *q != '/'; q++) {
+            char ch = *q;
+            if (ch == '~' && (q[1] == '0' || q[1] == '1'))
+                ch = *++q == '0' ? '~' : '/';
+            st = sift__js_put(c, &seg, &ch, 1);
+        }
+        char *end = NULL;
+        unsigned long idx = seg.p && json_is_array(*t) ? strtoul(seg.p, &end, 10) : 0;
+        *t = st                     ? NULL
+             : json_is_object(*t)   ? json_object_get(*t, seg.p)
+             : end && !*end && seg.n ? json_array_get(*t, idx)
+                                     : NULL;
+        sift__js_buf_free(c, &seg);
+        if (*t && (rec = record(c, *t)) != NULL)
+            *base = json_string_value(json_array_get(rec, 1));
+        p = q;
+    }
+    return st;
+}
+
 sift_status sift__js_ref_pointer(sift__js *c, const json_t *from, const char *ref, char **ptr)
 {
     const json_t *rec = from ? record(c, from) : NULL;
@@ -447,6 +480,24 @@ sift_status sift__js_ref_pointer(sift__js *c, const json_t *from, const char *re
     }
     if (!out.p && (st = sift__js_puts(c, &out, "")))
         return st;
+    /* a target outside the subschema positions indexed (inside an
+     * unknown keyword, say) takes the base URI around it */
+    const json_t *t;
+    const char *tbase;
+    st = sift__js_work(c, 1 + (int64_t)(out.n >> 4)); /* the walk */
+    if (!st)
+        st = target_of(c, out.p, &t, &tbase);
+    if (!st && t && !record(c, t)) {
+        char k[40];
+        node_key(t, k, sizeof k);
+        json_t *rec2 = json_pack("[s,s,b]", out.p, tbase ? tbase : "", 0);
+        if (!rec2 || json_object_set_new(c->ref_nodes, k, rec2))
+            st = nomem(c);
+    }
+    if (st) {
+        sift__js_buf_free(c, &out);
+        return st;
+    }
     *ptr = out.p;
     return SIFT_OK;
 }
@@ -471,23 +522,8 @@ sift_status sift__js_dynamic_ref(sift__js *c, const json_t *s, const char **ref)
     const json_t *t = NULL;
     if ((st = sift__js_ref_pointer(c, s, *ref, &ptr)))
         return st;
-    t = c->root; /* the target: the pointer walked from the root */
-    for (const char *p = ptr; t && *p == '/';) {
-        const char *q = p + 1;
-        sift__js_buf seg = {0};
-        for (; !st && *q && *q != '/'; q++) {
-            char ch = *q;
-            if (ch == '~' && (q[1] == '0' || q[1] == '1'))
-                ch = *++q == '0' ? '~' : '/';
-            st = sift__js_put(c, &seg, &ch, 1);
-        }
-        t = st || !seg.p ? NULL
-            : json_is_object(t) ? json_object_get(t, seg.p)
-            : json_is_array(t)  ? json_array_get(t, strtoul(seg.p, NULL, 10))
-                                : NULL;
-        sift__js_buf_free(c, &seg);
-        p = q;
-    }
+    const char *base;
+    st = target_of(c, ptr, &t, &base);
     sift__free(c->al, ptr);
     const char *da = json_string_value(json_object_get(t, "$dynamicAnchor"));
     if (!st && da && !strcmp(da, name))
