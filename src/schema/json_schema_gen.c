@@ -8,6 +8,8 @@
  *
  *   schema   ::= true | false | {}            -- any value / none / any
  *              | { "$ref": "#/json/pointer" }  -- local, recursive via rules
+ *                                             (or a URI of $id / $anchor:
+ *                                             json_schema_ref.c)
  *              | { "allOf": [...] , ... }      -- merged (simple cases)
  *              | { "anyOf" | "oneOf": [...], ... } -- alternatives, each
  *                                             merged with the siblings
