@@ -242,6 +242,19 @@ START_TEST(test_refs_that_name_no_schema_here_are_refused)
 }
 END_TEST
 
+START_TEST(test_copies_of_a_schema_with_id_beside_ref_keep_its_refusal)
+{
+    /* the anyOf's siblings (a copy holding the $ref) are merged into
+     * each alternative: the copy is refused as the schema is */
+    check_refused("{\"$id\":\"http://x.example/a/\",\"$defs\":{\"f\":{\"$id\":\"f.json\",\"type\":"
+                  "\"string\"}},\"properties\":{\"a\":{\"$id\":\"http://x.example/b/\",\"$ref\":"
+                  "\"f.json\",\"anyOf\":[{\"minLength\":2},{\"maxLength\":0}]}}}",
+                  "s.json:1:131: #/properties/a/$ref: $ref beside $id: drafts 6 and 7 resolve it "
+                  "against the base URI around, 2019-09 on against the $id (name the draft in "
+                  "$schema)");
+}
+END_TEST
+
 START_TEST(test_dynamic_refs_that_resolve_statically_are_refs)
 {
     /* one schema declares the dynamic anchor: the $ref's target */
@@ -283,6 +296,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_refs_resolve_anchors_and_embedded_ids);
     tcase_add_test(tc, test_refs_by_urn_and_escaped_pointers);
     tcase_add_test(tc, test_refs_that_name_no_schema_here_are_refused);
+    tcase_add_test(tc, test_copies_of_a_schema_with_id_beside_ref_keep_its_refusal);
     tcase_add_test(tc, test_dynamic_refs_that_resolve_statically_are_refs);
     suite_add_tcase(s, tc);
     return s;

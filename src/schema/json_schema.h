@@ -112,6 +112,7 @@ typedef struct sift__js {
      * Pointer, base URI]; the base URI of the subschema being generated */
     json_t *ref_ids, *ref_nodes;
     const char *ref_base;
+    int ref_both; /* ref_base is of a schema with $id beside $ref (below) */
     /* the rules of formats, made once per conversion */
     sift__js_ref formats[16];
     /* the rule of any non-empty key rest (a trie leaf), made once */

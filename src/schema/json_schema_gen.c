@@ -1484,9 +1484,11 @@ sift_status sift__js_gen(sift__js *c, const json_t *s, sift__js_ref *r)
                              SIFT__JS_MAX_DEPTH);
     }
     const char *base = c->ref_base;
+    int both = c->ref_both;
     sift__js_ref_enter(c, s);
     st = gen_object_schema(c, s, r);
     c->ref_base = base;
+    c->ref_both = both;
     c->depth--;
     return st;
 }

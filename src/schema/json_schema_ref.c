@@ -378,8 +378,10 @@ static const json_t *record(const sift__js *c, const json_t *n)
 void sift__js_ref_enter(sift__js *c, const json_t *s)
 {
     const json_t *rec = c->ref_nodes ? record(c, s) : NULL;
-    if (rec)
+    if (rec) {
         c->ref_base = json_string_value(json_array_get(rec, 1));
+        c->ref_both = json_is_true(json_array_get(rec, 2));
+    }
 }
 
 /* Appends the fragment f (a JSON Pointer, percent escapes decoded) to
@@ -434,7 +436,8 @@ static sift_status target_of(sift__js *c, const char *ptr, const json_t **t, con
 sift_status sift__js_ref_pointer(sift__js *c, const json_t *from, const char *ref, char **ptr)
 {
     const json_t *rec = from ? record(c, from) : NULL;
-    if (json_is_true(json_array_get(rec, 2)))
+    /* a copy of the schema being generated (no record) is that schema */
+    if (rec ? json_is_true(json_array_get(rec, 2)) : c->ref_both)
         return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, "$ref",
                              "$ref beside $id: drafts 6 and 7 resolve it against the base URI "
                              "around, 2019-09 on against the $id (name the draft in $schema)");

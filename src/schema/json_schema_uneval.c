@@ -79,7 +79,9 @@ static sift_status evaluated(sift__js *c, const json_t *m, seen *e)
     const json_t *props = json_object_get(m, "properties");
     const json_t *pre = json_object_get(m, "prefixItems"), *it = json_object_get(m, "items");
     memset(e, 0, sizeof *e);
-    e->all_props = json_object_get(m, "additionalProperties") != NULL;
+    /* strict: an object without additionalProperties admits no other
+     * property, so none is left for the keyword */
+    e->all_props = json_object_get(m, "additionalProperties") != NULL || c->strict;
     e->pp = json_object_get(m, "patternProperties");
     if (!json_is_object(e->pp) || !json_object_size(e->pp))
         e->pp = NULL;
@@ -433,6 +435,10 @@ sift_status sift__js_uneval_rewrite(sift__js *c, const json_t *s, json_t **out)
     }
     json_t *rest = json_copy((json_t *)s), *m = NULL;
     int never = 0;
+    /* the copy resolves its $ref against s's base URI */
+    const char *base = c->ref_base;
+    int both = c->ref_both;
+    sift__js_ref_enter(c, s);
     sift_status st = rest ? SIFT_OK : nomem(c);
     if (rest) {
         json_object_del(rest, "unevaluatedProperties");
@@ -446,6 +452,8 @@ sift_status sift__js_uneval_rewrite(sift__js *c, const json_t *s, json_t **out)
         st = rewrite_merged(c, m, up, ui, out);
     json_decref(m);
     json_decref(rest);
+    c->ref_base = base;
+    c->ref_both = both;
     c->depth--;
     return st;
 }
