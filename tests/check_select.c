@@ -464,6 +464,46 @@ START_TEST(test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_ro
 }
 END_TEST
 
+/* sift__max_logit (its vector form at the level SIFT_SIMD allows) is bit
+ * for bit the sequential scan m = l > m ? l : m from -inf: NaN logits
+ * skipped, -0 and +0 as the scan meets them, -inf rows. */
+START_TEST(test_max_logit_matches_the_sequential_scan)
+{
+    static const size_t sizes[] = {1, 255, 256, 257, 1000, 4099, 65536};
+    tu_rng r = {9100 + (uint64_t)_i};
+    sift_candidate *c = malloc(65536 * sizeof *c);
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        for (int kind = 0; kind < 6; kind++) {
+            size_t n = sizes[si];
+            for (size_t i = 0; i < n; i++) {
+                float x;
+                switch (kind) {
+                case 0: x = (float)(3.0 * tu_normal(&r)); break;
+                case 1: x = tu_range(&r, 0, 9) ? -INFINITY : (float)tu_normal(&r); break;
+                case 2: x = tu_range(&r, 0, 1) ? 0.0f : -0.0f; break;
+                case 3: x = tu_range(&r, 0, 7) ? (float)-tu_unif(&r) : NAN; break;
+                case 4: x = -INFINITY; break;
+                default: x = tu_range(&r, 0, 3) ? -0.0f : -1.0f; break;
+                }
+                c[i].id = (int32_t)i;
+                c[i].logit = x;
+            }
+            if (kind == 3 && n > 1)
+                c[n - 1].logit = NAN;
+            float want = -INFINITY;
+            for (size_t i = 0; i < n; i++)
+                want = c[i].logit > want ? c[i].logit : want;
+            float got = sift__max_logit(c, n);
+            uint32_t a, b;
+            memcpy(&a, &want, sizeof a);
+            memcpy(&b, &got, sizeof b);
+            ck_assert_msg(a == b, "n %zu kind %d: %08x, want %08x", n, kind, b, a);
+        }
+    }
+    free(c);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("select");
@@ -481,6 +521,7 @@ Suite *tu_suite(void)
     tcase_add_loop_test(tc, test_cut_top_counting_path_keeps_exactly_the_canonical_first_k, 0, 2);
     tcase_add_loop_test(tc, test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_rows,
                         0, 3);
+    tcase_add_loop_test(tc, test_max_logit_matches_the_sequential_scan, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -27,7 +27,7 @@
 #include "simd.h"
 
 /* The AVX-512 forms of this file (max_logit_avx512, keep_ge_avx512,
- * keep_ge_w_avx512), chosen at run time. */
+ * keep_ge_w_avx512) and max_logit_avx2, chosen at run time. */
 #if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
 #define SIFT__BAND_AVX512 1
 #include <immintrin.h>
@@ -666,6 +666,30 @@ __attribute__((target("avx512f"))) static float max_logit_avx512(const sift_cand
     float t = block_max(c, i, n);
     return t > m ? t : m;
 }
+
+/* max_logit_avx512 with four AVX2 accumulators: the logits (odd floats)
+ * blended over -inf, vmaxps keeping the accumulator where a logit is a
+ * NaN, as the scalar compare skips it. */
+__attribute__((target("avx2"))) static float max_logit_avx2(const sift_candidate *c, size_t n)
+{
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 a0 = ninf, a1 = ninf, a2 = ninf, a3 = ninf;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const float *f = (const float *)(const void *)(c + i);
+        a0 = _mm256_max_ps(_mm256_blend_ps(ninf, _mm256_loadu_ps(f), 0xAA), a0);
+        a1 = _mm256_max_ps(_mm256_blend_ps(ninf, _mm256_loadu_ps(f + 8), 0xAA), a1);
+        a2 = _mm256_max_ps(_mm256_blend_ps(ninf, _mm256_loadu_ps(f + 16), 0xAA), a2);
+        a3 = _mm256_max_ps(_mm256_blend_ps(ninf, _mm256_loadu_ps(f + 24), 0xAA), a3);
+    }
+    __m256 a = _mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3));
+    float t[8];
+    _mm256_storeu_ps(t, a);
+    float m = block_max(c, i, n);
+    for (int l = 1; l < 8; l += 2)
+        m = t[l] > m ? t[l] : m;
+    return m;
+}
 #endif
 
 float sift__max_logit(const sift_candidate *c, size_t n)
@@ -674,11 +698,13 @@ float sift__max_logit(const sift_candidate *c, size_t n)
      * is the same value as one left-to-right scan, except that the sign
      * of a zero maximum could differ (-0 == +0): then rescan plainly, so
      * the result is bit-identical to the sequential definition. The
-     * AVX-512 form (through sift__simd()) is the same value. */
+     * AVX-512 and AVX2 forms (through sift__simd()) are the same value. */
     float m;
 #ifdef SIFT__BAND_AVX512
     if (n >= 256 && sift__simd()->level >= SIFT__SIMD_AVX512)
         m = max_logit_avx512(c, n);
+    else if (n >= 256 && sift__simd()->level >= SIFT__SIMD_AVX2 && __builtin_cpu_supports("avx2"))
+        m = max_logit_avx2(c, n);
     else
 #endif
         m = block_max(c, 0, n);
