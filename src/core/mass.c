@@ -249,9 +249,10 @@ static const int32_t compress4[16][8] = {
  * are moved to the front by a permutation from compress4 and all four
  * stored (a later store overwrites the rest; m <= i, so the stores stay
  * inside band[0..n) and bw[0..n)). */
-__attribute__((target("avx2,popcnt"))) static void
-band_pass_avx2(const uint64_t *w, size_t n, uint64_t A, uint64_t B, band_out *o, uint64_t *band,
-               uint64_t *bw)
+__attribute__((target("avx2,popcnt"))) static void band_pass_avx2(const uint64_t *w, size_t n,
+                                                                  uint64_t A, uint64_t B,
+                                                                  band_out *o, uint64_t *band,
+                                                                  uint64_t *bw)
 {
     const __m256i am1 = _mm256_set1_epi64x((int64_t)A - 1);
     const __m256i bm1 = _mm256_set1_epi64x((int64_t)B - 1);
@@ -289,9 +290,10 @@ band_pass_avx2(const uint64_t *w, size_t n, uint64_t A, uint64_t B, band_out *o,
 /* band_pass_scalar eight lanes at a time (AVX-512F): the band's lanes
  * (indices and weights) compressed into registers and all eight stored,
  * as in band_pass_avx2. */
-__attribute__((target("avx512f,popcnt"))) static void
-band_pass_avx512(const uint64_t *w, size_t n, uint64_t A, uint64_t B, band_out *o, uint64_t *band,
-                 uint64_t *bw)
+__attribute__((target("avx512f,popcnt"))) static void band_pass_avx512(const uint64_t *w, size_t n,
+                                                                       uint64_t A, uint64_t B,
+                                                                       band_out *o, uint64_t *band,
+                                                                       uint64_t *bw)
 {
     const __m512i va = _mm512_set1_epi64((int64_t)A), vb = _mm512_set1_epi64((int64_t)B);
     const __m512i lo32 = _mm512_set1_epi64(0xffffffff), eight = _mm512_set1_epi64(8);
@@ -669,8 +671,8 @@ static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint6
     } else {
         /* the histogram in u64c (hm is no longer needed), whose first
          * entries K then overwrites */
-        ok = band_hist_select(c, band, bw, m, Tb, strict, (uint32_t)b_lo, (uint32_t)b_hi, K, n,
-                              vec, K, cut, &l);
+        ok = band_hist_select(c, band, bw, m, Tb, strict, (uint32_t)b_lo, (uint32_t)b_hi, K, n, vec,
+                              K, cut, &l);
     }
     if (!ok)
         return 0; /* below the band, or nowhere */
@@ -755,7 +757,7 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
          * the full histogram does. */
         int mode = ctx->mass_path;
         int bvec = mode == SIFT__MASS_BAND_VEC || mode == SIFT__MASS_DEFAULT ? band_vec_level()
-                                                                              : BAND_VEC_NONE;
+                                                                             : BAND_VEC_NONE;
         if (bvec || mode == SIFT__MASS_BAND_VEC || mode == SIFT__MASS_BAND_SCALAR) {
             if (mass_prefix_band(ctx, c, w, n, T, strict, bvec, cut, &len)) {
                 ctx->band_answered++;
