@@ -358,9 +358,10 @@ typedef struct sift__ctx {
 } sift__ctx;
 
 enum {
-    SIFT__MASS_DEFAULT = 0,     /* the band path with its AVX-512 pass where sift__simd()
-                                   allows it, else the full histogram */
-    SIFT__MASS_BAND_VEC = 1,    /* the band path, AVX-512 pass (scalar if absent) */
+    SIFT__MASS_DEFAULT = 0,     /* the band path with its AVX2 or AVX-512 pass where
+                                   sift__simd() allows one, else the full histogram */
+    SIFT__MASS_BAND_VEC = 1,    /* the band path, the widest vector pass sift__simd()
+                                   allows (scalar if none) */
     SIFT__MASS_BAND_SCALAR = 2, /* the band path, scalar pass */
     SIFT__MASS_HIST = 3         /* the full histogram only */
 };
@@ -966,8 +967,8 @@ SIFT__HIDDEN double sift__entropy_sum(const sift_candidate *c, const uint64_t *w
 SIFT__HIDDEN double sift__entropy_path(int path, const sift_candidate *c, const uint64_t *w,
                                        size_t n, float m, double LS, double inv);
 
-/* The shortest canonical prefix of c[0..n) whose mass (sum of w over the
- * prefix) is >= T (strict = 0) or > T (strict = 1). Returns its length
+/* (core/mass.c) The shortest canonical prefix of c[0..n) whose mass
+ * (sum of w over the prefix) is >= T (strict = 0) or > T (strict = 1). Returns its length
  * (n if no prefix qualifies) and its last element's canonical key through
  * *cut. Does not reorder c; uses scratch from ctx. */
 SIFT__HIDDEN size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w,

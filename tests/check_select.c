@@ -336,7 +336,10 @@ END_TEST
  * 2 a heavy head placed only at indices the estimate's sample skips
  * (i mod 16 != 0); 3 few distinct logits (ties), a third of them -inf;
  * 4 every logit equal (all heavy: the estimate gives up); 5 bf16-rounded
- * peaked; 6 two tiers, a million times apart. Ids are a permutation. */
+ * peaked; 6 two tiers, a million times apart; 7 forty distinct logits
+ * in [-1, 0] (every weight bucket one tie group of thousands, searched by
+ * id); 8 +0, -0 (equal: one tie group), -0.25 and -inf. Ids are a
+ * permutation. */
 static void band_row(tu_rng *r, sift_candidate *c, size_t n, int kind)
 {
     for (size_t i = 0; i < n; i++) {
@@ -350,6 +353,12 @@ static void band_row(tu_rng *r, sift_candidate *c, size_t n, int kind)
         }
         case 4: x = 1.5f; break;
         case 6: x = tu_unif(r) < 0.01 ? 14.0f : (float)tu_unif(r); break;
+        case 7: x = -(float)tu_range(r, 0, 39) / 39.0f; break;
+        case 8: {
+            static const float v8[4] = {0.0f, -0.0f, -0.25f, -INFINITY};
+            x = v8[tu_range(r, 0, 3)];
+            break;
+        }
         default: x = (float)(2.0 * tu_normal(r)); break;
         }
         c[i].id = (int32_t)i;
@@ -387,7 +396,8 @@ START_TEST(test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_ro
     sift_candidate *c = malloc(300000 * sizeof *c), *d = malloc(300000 * sizeof *d);
     uint64_t *w = malloc(300000 * sizeof *w), *wd = malloc(300000 * sizeof *wd);
     unsigned long long answered = 0, handed_over = 0;
-    for (int kind = 0; kind < 7; kind++) {
+    size_t tie_cuts = 0;
+    for (int kind = 0; kind < 9; kind++) {
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             size_t n = sizes[si];
             if (n == 262144 && (kind + _i) % 3 != 0)
@@ -422,6 +432,8 @@ START_TEST(test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_ro
                     T = sift__u128_scale_u64(W, tu_next(&r));
                 }
                 size_t want = or_walk(wd, n, T, strict);
+                /* the cut inside a tie group: only the id decides it */
+                tie_cuts += want > 0 && want < n && d[want].logit == d[want - 1].logit;
                 for (int mode = SIFT__MASS_DEFAULT; mode <= SIFT__MASS_HIST; mode++) {
                     sift__ctx ctx = make_ctx();
                     ctx.mass_path = mode;
@@ -444,10 +456,51 @@ START_TEST(test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_ro
     /* both outcomes of the band path were exercised */
     ck_assert_uint_gt(answered, 100);
     ck_assert_uint_gt(handed_over, 0);
+    ck_assert_uint_gt(tie_cuts, 50);
     free(c);
     free(d);
     free(w);
     free(wd);
+}
+END_TEST
+
+/* sift__max_logit (its vector form at the level SIFT_SIMD allows) is bit
+ * for bit the sequential scan m = l > m ? l : m from -inf: NaN logits
+ * skipped, -0 and +0 as the scan meets them, -inf rows. */
+START_TEST(test_max_logit_matches_the_sequential_scan)
+{
+    static const size_t sizes[] = {1, 255, 256, 257, 1000, 4099, 65536};
+    tu_rng r = {9100 + (uint64_t)_i};
+    sift_candidate *c = malloc(65536 * sizeof *c);
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        for (int kind = 0; kind < 6; kind++) {
+            size_t n = sizes[si];
+            for (size_t i = 0; i < n; i++) {
+                float x;
+                switch (kind) {
+                case 0: x = (float)(3.0 * tu_normal(&r)); break;
+                case 1: x = tu_range(&r, 0, 9) ? -INFINITY : (float)tu_normal(&r); break;
+                case 2: x = tu_range(&r, 0, 1) ? 0.0f : -0.0f; break;
+                case 3: x = tu_range(&r, 0, 7) ? (float)-tu_unif(&r) : NAN; break;
+                case 4: x = -INFINITY; break;
+                default: x = tu_range(&r, 0, 3) ? -0.0f : -1.0f; break;
+                }
+                c[i].id = (int32_t)i;
+                c[i].logit = x;
+            }
+            if (kind == 3 && n > 1)
+                c[n - 1].logit = NAN;
+            float want = -INFINITY;
+            for (size_t i = 0; i < n; i++)
+                want = c[i].logit > want ? c[i].logit : want;
+            float got = sift__max_logit(c, n);
+            uint32_t a, b;
+            memcpy(&a, &want, sizeof a);
+            memcpy(&b, &got, sizeof b);
+            ck_assert_msg(a == b, "n %zu kind %d: %08x, want %08x", n, kind, b, a);
+        }
+    }
+    free(c);
 }
 END_TEST
 
@@ -468,6 +521,7 @@ Suite *tu_suite(void)
     tcase_add_loop_test(tc, test_cut_top_counting_path_keeps_exactly_the_canonical_first_k, 0, 2);
     tcase_add_loop_test(tc, test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_rows,
                         0, 3);
+    tcase_add_loop_test(tc, test_max_logit_matches_the_sequential_scan, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_simd_whole.sh - the whole-row step's kernels (core/kernels.c: the
 # row load and top_n_sigma's lane sums; the mass prefix's vector count in
-# core/select.c) under each SIFT_SIMD cap: the cases of check_core,
+# core/mass.c) under each SIFT_SIMD cap: the cases of check_core,
 # check_select (the mass prefix against a sorted walk on rows of up to
 # 300,000 candidates), check_trunc and check_temp (the oracle comparisons of
 # the whole-distribution samplers over whole rows, check_carry's weights
@@ -12,7 +12,7 @@
 # avx2, so the scalar twins and each vector level below the machine's best
 # (which the plain runs use: AVX-512 where present) judge bitwise against
 # the oracle. The weights kernel follows the cap too (scalar: the
-# definition), and below AVX-512 the mass prefix takes its full histogram.
+# definition), and below AVX2 the mass prefix takes its full histogram.
 # The cases that compare every level directly (check_core's row kernels)
 # or test no row run once, in the plain runs. SIFT_SIMD_CAPS (default
 # "scalar sse2 avx2") names the caps; a suite that runs no case fails.

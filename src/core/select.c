@@ -1,9 +1,9 @@
 /*
  * select.c - canonical order without sorting the row.
  *
- * Owns the sorts (canonical and by id), the top-k cut, the largest logit
- * and the weighted prefix search (the softmax weights themselves are in
- * core/weights.c). Every function here computes a
+ * Owns the sorts (canonical and by id), the top-k cut and the largest
+ * logit (the weighted prefix search is in core/mass.c, the softmax
+ * weights themselves in core/weights.c). Every function here computes a
  * property of the *set* of candidates it is given, defined on canonical
  * order (logit descending, id ascending), and never depends on the order
  * the array is stored in. That is what lets a whole row be processed in
@@ -15,8 +15,8 @@
  * Speed (numbers: tests/bench, `make bench`). The whole-row loops are the
  * cost of every step, so they are written to be fast while computing
  * exactly the definitions: the weights (core/weights.c) use a fast expf
- * that is proven to round like sift__expf, the mass prefix sums
- * weights per logit bucket and searches one bucket, and small top-k cuts
+ * that is proven to round like sift__expf, the mass prefix (core/mass.c)
+ * sums weights per weight bucket and searches one bucket, and small top-k cuts
  * read only the 64-element blocks that can hold a survivor. Each of these
  * is checked bit for bit against the plain definition in check_num and
  * check_select; results never depend on which path ran.
@@ -26,8 +26,8 @@
 #include "../sift_internal.h"
 #include "simd.h"
 
-/* The AVX-512 forms of this file (max_logit_avx512, band_pass_avx512,
- * heavy_scan_avx512), chosen at run time. */
+/* The AVX-512 forms of this file (max_logit_avx512, keep_ge_avx512,
+ * keep_ge_w_avx512) and max_logit_avx2, chosen at run time. */
 #if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
 #define SIFT__BAND_AVX512 1
 #include <immintrin.h>
@@ -666,6 +666,30 @@ __attribute__((target("avx512f"))) static float max_logit_avx512(const sift_cand
     float t = block_max(c, i, n);
     return t > m ? t : m;
 }
+
+/* max_logit_avx512 with four AVX2 accumulators: the logits (odd floats)
+ * blended over -inf, vmaxps keeping the accumulator where a logit is a
+ * NaN, as the scalar compare skips it. */
+__attribute__((target("avx2"))) static float max_logit_avx2(const sift_candidate *c, size_t n)
+{
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 a0 = ninf, a1 = ninf, a2 = ninf, a3 = ninf;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const float *f = (const float *)(const void *)(c + i);
+        a0 = _mm256_max_ps(_mm256_blend_ps(ninf, _mm256_loadu_ps(f), 0xAA), a0);
+        a1 = _mm256_max_ps(_mm256_blend_ps(ninf, _mm256_loadu_ps(f + 8), 0xAA), a1);
+        a2 = _mm256_max_ps(_mm256_blend_ps(ninf, _mm256_loadu_ps(f + 16), 0xAA), a2);
+        a3 = _mm256_max_ps(_mm256_blend_ps(ninf, _mm256_loadu_ps(f + 24), 0xAA), a3);
+    }
+    __m256 a = _mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3));
+    float t[8];
+    _mm256_storeu_ps(t, a);
+    float m = block_max(c, i, n);
+    for (int l = 1; l < 8; l += 2)
+        m = t[l] > m ? t[l] : m;
+    return m;
+}
 #endif
 
 float sift__max_logit(const sift_candidate *c, size_t n)
@@ -674,11 +698,13 @@ float sift__max_logit(const sift_candidate *c, size_t n)
      * is the same value as one left-to-right scan, except that the sign
      * of a zero maximum could differ (-0 == +0): then rescan plainly, so
      * the result is bit-identical to the sequential definition. The
-     * AVX-512 form (through sift__simd()) is the same value. */
+     * AVX-512 and AVX2 forms (through sift__simd()) are the same value. */
     float m;
 #ifdef SIFT__BAND_AVX512
     if (n >= 256 && sift__simd()->level >= SIFT__SIMD_AVX512)
         m = max_logit_avx512(c, n);
+    else if (n >= 256 && sift__simd()->level >= SIFT__SIMD_AVX2 && __builtin_cpu_supports("avx2"))
+        m = max_logit_avx2(c, n);
     else
 #endif
         m = block_max(c, 0, n);
@@ -698,682 +724,4 @@ float sift__arr_max_logit(const sift__arr *a)
     if (a->order == SIFT__ORDER_CANON && a->n > 0)
         return a->c[0].logit;
     return sift__max_logit(a->c, a->n);
-}
-
-/* ------------------------------------------------------------------ */
-/* Weighted prefix                                                     */
-/* ------------------------------------------------------------------ */
-
-static int reaches(sift__u128 mass, sift__u128 T, int strict)
-{
-    int c = sift__u128_cmp(mass, T);
-    return strict ? c > 0 : c >= 0;
-}
-
-/* The fallback of weighted_select when its pivots stall: bisection on
- * the key value, 64 passes of O(n). mass{K >= x} only shrinks as x
- * grows, so the largest x that still reaches T is a key. */
-static int weighted_bisection(const uint64_t *K, const uint64_t *Wt, size_t n, sift__u128 T,
-                              int strict, size_t above, uint64_t *cut, size_t *len)
-{
-    sift__u128 total = {0, 0};
-    for (size_t i = 0; i < n; i++)
-        total = sift__u128_add64(total, Wt[i]);
-    if (!reaches(total, T, strict))
-        return 0;
-    uint64_t lo = 0, hi = UINT64_MAX;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2 + 1;
-        sift__u128 mass = {0, 0};
-        for (size_t i = 0; i < n; i++)
-            if (K[i] >= mid)
-                mass = sift__u128_add64(mass, Wt[i]);
-        if (reaches(mass, T, strict))
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    size_t cnt = 0;
-    uint64_t kmax = 0;
-    for (size_t i = 0; i < n; i++) {
-        cnt += K[i] >= lo;
-        kmax = K[i] > kmax ? K[i] : kmax;
-    }
-    if (cnt == 0) { /* T == 0: the prefix still holds one token */
-        lo = kmax;
-        cnt = 1;
-    }
-    *cut = lo;
-    *len = above + cnt;
-    return 1;
-}
-
-/* On K[0..n) (unique keys) with weights Wt: the largest key x such that
- * the mass of {K >= x} reaches T; *len = |{K >= x}|. Reorders K and Wt.
- * Returns 0 if even the whole set does not reach T. */
-static int weighted_select(uint64_t *K, uint64_t *Wt, size_t n, sift__u128 T, int strict,
-                           uint64_t *cut, size_t *len)
-{
-    size_t lo = 0, hi = n, above = 0;
-    uint64_t seed = 0x9E3779B97F4A7C15ull ^ n;
-    int rounds = 0;
-    while (hi > lo) {
-        size_t m = hi - lo;
-        if (++rounds > 64)
-            return weighted_bisection(K + lo, Wt + lo, m, T, strict, above, cut, len);
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        uint64_t p;
-        if (m <= 2) {
-            p = K[lo];
-            if (m == 2 && K[lo + 1] > p)
-                p = K[lo + 1];
-        } else {
-            uint64_t a = K[lo + (seed >> 33) % m];
-            uint64_t b = K[lo + (seed >> 13) % m];
-            uint64_t c = K[lo + seed % m];
-            p = a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
-        }
-        /* partition [> p] [== p] [< p]; keys are unique so == is one */
-        size_t i = lo, lt = lo, gt = hi;
-        sift__u128 mass_gt = {0, 0};
-        uint64_t w_eq = 0;
-        while (i < gt) {
-            if (K[i] > p) {
-                mass_gt = sift__u128_add64(mass_gt, Wt[i]);
-                swap64(&K[i], &K[lt]);
-                swap64(&Wt[i], &Wt[lt]);
-                lt++;
-                i++;
-            } else if (K[i] < p) {
-                gt--;
-                swap64(&K[i], &K[gt]);
-                swap64(&Wt[i], &Wt[gt]);
-            } else {
-                w_eq = Wt[i];
-                i++;
-            }
-        }
-        if (lt > lo && reaches(mass_gt, T, strict)) {
-            hi = lt;
-            continue;
-        }
-        sift__u128 with_p = sift__u128_add64(mass_gt, w_eq);
-        if (reaches(with_p, T, strict)) {
-            *cut = p;
-            *len = above + (lt - lo) + 1;
-            return 1;
-        }
-        T = sift__u128_sub(T, with_p);
-        above += (lt - lo) + 1;
-        lo = gt;
-    }
-    return 0;
-}
-
-/* Histogram buckets of the weighted prefix: 2^HB of them, a monotone
- * function of the weight (mass_bucket). */
-enum { HB = 12, HBUCKETS = 1 << HB };
-
-/* The bucket of a weight w <= 2^62: the exponent of (double)w and the top
- * 6 bits of its mantissa, 64 buckets per binade of weight, 0 for w <= 1
- * (at most 62 * 64 + 63 < HBUCKETS). The conversion rounds, but is
- * non-decreasing, so a larger weight never has a smaller bucket; a
- * larger logit has a weight at least as large, so buckets never increase
- * along canonical order. Tokens of equal weight share a bucket, which is
- * searched exactly. On a flat row (every weight within a few binades of
- * the largest) this still gives about 64 buckets per binade, where the
- * top 11 bits of the logit's key gave 4. */
-static inline uint32_t mass_bucket(uint64_t w)
-{
-    double d = (double)(int64_t)w;
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    uint32_t e = (uint32_t)(u >> 46), one = 1023u << 6;
-    return e > one ? e - one : 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* The band path of sift__mass_prefix                                  */
-/* ------------------------------------------------------------------ */
-
-/* The top 18 bits of (double)w (w <= 2^62): mass_bucket(w) is e - (1023
- * << 6) when e exceeds that, else 0, so bucket > b <=> e > b + (1023 <<
- * 6) for every b >= 0, and bucket >= b <=> e >= b + (1023 << 6) for
- * b >= 1. */
-static inline uint32_t mass_e(uint64_t w)
-{
-    double d = (double)(int64_t)w;
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    return (uint32_t)(u >> 46);
-}
-
-/* One pass over w[0..n) for the band [e_lo, e_hi] of mass_e: the exact
- * mass of the elements above it (e > e_hi) in 32-bit halves added to
- * *lo and *hi, their count added to *above, and the indices of the
- * elements in it (e_lo <= e <= e_hi) written ascending to band[];
- * returns how many. The definition; band_pass_avx512 gives the same
- * results. */
-static size_t band_pass_scalar(const uint64_t *w, size_t i, size_t n, uint32_t e_lo, uint32_t e_hi,
-                               uint64_t *lo, uint64_t *hi, size_t *above, uint64_t *band, size_t m)
-{
-    uint64_t sl = 0, sh = 0;
-    size_t na = 0;
-    for (; i < n; i++) {
-        uint32_t e = mass_e(w[i]);
-        uint64_t a = e > e_hi;
-        sl += (w[i] & 0xffffffffu) & -a;
-        sh += (w[i] >> 32) & -a;
-        na += (size_t)a;
-        band[m] = i;
-        m += (size_t)((e >= e_lo) & (e <= e_hi));
-    }
-    *lo += sl;
-    *hi += sh;
-    *above += na;
-    return m;
-}
-
-#ifdef SIFT__BAND_AVX512
-
-/* band_pass_scalar eight lanes at a time (AVX-512F and DQ, for the
- * conversion to double, which rounds as C's does). Branch-free: every
- * block compresses its band lanes into a register and stores all eight,
- * advancing by their count (a later block overwrites the rest; m <= i,
- * so the store stays inside band[0..n)). The same sums, count and
- * indices as the scalar form: integer additions in another order. */
-__attribute__((target("avx512f,avx512dq"))) static size_t
-band_pass_avx512(const uint64_t *w, size_t n, uint32_t e_lo, uint32_t e_hi, uint64_t *lo,
-                 uint64_t *hi, size_t *above, uint64_t *band)
-{
-    const __m512i vhi = _mm512_set1_epi64(e_hi), vlo = _mm512_set1_epi64(e_lo);
-    const __m512i lo32 = _mm512_set1_epi64(0xffffffff), eight = _mm512_set1_epi64(8);
-    __m512i acc_lo = _mm512_setzero_si512(), acc_hi = acc_lo, cnt = acc_lo;
-    __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-    const __m512i one = _mm512_set1_epi64(1);
-    size_t m = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m512i wv = _mm512_loadu_si512((const void *)(w + i));
-        __m512i e = _mm512_srli_epi64(_mm512_castpd_si512(_mm512_cvtepi64_pd(wv)), 46);
-        __mmask8 ka = _mm512_cmpgt_epu64_mask(e, vhi);
-        __mmask8 kb = _mm512_mask_cmpge_epu64_mask((__mmask8)~ka, e, vlo);
-        acc_lo = _mm512_mask_add_epi64(acc_lo, ka, acc_lo, _mm512_and_si512(wv, lo32));
-        acc_hi = _mm512_mask_add_epi64(acc_hi, ka, acc_hi, _mm512_srli_epi64(wv, 32));
-        cnt = _mm512_mask_add_epi64(cnt, ka, cnt, one);
-        _mm512_storeu_si512((void *)(band + m), _mm512_maskz_compress_epi64(kb, iota));
-        m += (size_t)__builtin_popcount((unsigned)kb);
-        iota = _mm512_add_epi64(iota, eight);
-    }
-    *lo += (uint64_t)_mm512_reduce_add_epi64(acc_lo);
-    *hi += (uint64_t)_mm512_reduce_add_epi64(acc_hi);
-    *above += (size_t)_mm512_reduce_add_epi64(cnt);
-    return band_pass_scalar(w, i, n, e_lo, e_hi, lo, hi, above, band, m);
-}
-#endif
-
-/* The band pass through the level of sift__simd() (1 when the AVX-512
- * form runs; tests compare it with the scalar one). */
-static size_t band_pass(int vec, const uint64_t *w, size_t n, uint32_t e_lo, uint32_t e_hi,
-                        sift__u128 *mass, size_t *above, uint64_t *band)
-{
-    uint64_t lo = 0, hi = 0;
-    size_t m;
-    *above = 0;
-#ifdef SIFT__BAND_AVX512
-    if (vec)
-        m = band_pass_avx512(w, n, e_lo, e_hi, &lo, &hi, above, band);
-    else
-#endif
-        m = band_pass_scalar(w, 0, n, e_lo, e_hi, &lo, &hi, above, band, 0);
-    (void)vec;
-    sift__u128 M = {lo, 0};
-    *mass = sift__u128_add(M, (sift__u128){hi << 32, hi >> 32});
-    return m;
-}
-
-static int band_vec_available(void)
-{
-#ifdef SIFT__BAND_AVX512
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-#else
-    return 0;
-#endif
-}
-
-/* Appends to heavy[] the indices i in [i0, n) with w[i] >= theta,
- * ascending, while fewer than cap are stored; returns the new count, or
- * cap + 1 when there were more. */
-static size_t heavy_scan_scalar(const uint64_t *w, size_t i, size_t n, uint64_t theta,
-                                uint64_t *heavy, size_t h, size_t cap)
-{
-    for (; i < n; i++) {
-        if (w[i] >= theta) {
-            if (h == cap)
-                return cap + 1;
-            heavy[h++] = i;
-        }
-    }
-    return h;
-}
-
-#ifdef SIFT__BAND_AVX512
-__attribute__((target("avx512f"))) static size_t
-heavy_scan_avx512(const uint64_t *w, size_t n, uint64_t theta, uint64_t *heavy, size_t cap)
-{
-    const __m512i t = _mm512_set1_epi64((int64_t)theta);
-    size_t h = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __mmask8 k = _mm512_cmpge_epu64_mask(_mm512_loadu_si512((const void *)(w + i)), t);
-        if (SIFT__UNLIKELY(k)) {
-            for (unsigned b = k; b; b &= b - 1) {
-                if (h == cap)
-                    return cap + 1;
-                heavy[h++] = i + (size_t)__builtin_ctz(b);
-            }
-        }
-    }
-    return heavy_scan_scalar(w, i, n, theta, heavy, h, cap);
-}
-#endif
-
-static size_t heavy_scan(int vec, const uint64_t *w, size_t n, uint64_t theta, uint64_t *heavy,
-                         size_t cap)
-{
-#ifdef SIFT__BAND_AVX512
-    if (vec)
-        return heavy_scan_avx512(w, n, theta, heavy, cap);
-#endif
-    (void)vec;
-    return heavy_scan_scalar(w, 0, n, theta, heavy, 0, cap);
-}
-
-/* The estimate takes every weight of at least 1/HEAVY_PART of the
- * estimated total exactly (at most HEAVY_CAP of them) and every
- * SAMPLE_S-th of the others. */
-#define HEAVY_PART 4096
-#define HEAVY_CAP 8192
-
-/* Every SAMPLE_S-th weight goes into the estimate of the band path. */
-enum { SAMPLE_S = 16 };
-/* Bands of at most this many elements are searched by weighted_select
- * directly; larger ones get a histogram of their own first. */
-#define BAND_DIRECT_MAX 2048
-
-/* On the band's elements (indices band[0..m) into c, weights Wt[0..m),
- * every weight with mass_bucket in [b_lo, b_hi]) and T, with the whole
- * band reaching T: the same answer as weighted_select on their keys,
- * after an exact histogram of the weights (h: 2 * HBUCKETS entries of
- * scratch) narrows the search to one bucket; only that bucket's keys are
- * formed (in K, its weights moved to the front of Wt). */
-static int band_hist_select(const sift_candidate *c, const uint64_t *band, uint64_t *K,
-                            uint64_t *Wt, size_t m, sift__u128 T, int strict, uint32_t b_lo,
-                            uint32_t b_hi, uint64_t *h, uint64_t *cut, size_t *len)
-{
-    memset(h + 2 * (size_t)b_lo, 0, 2 * (size_t)(b_hi - b_lo + 1) * sizeof *h);
-    for (size_t i = 0; i < m; i++) {
-        uint32_t b = mass_bucket(Wt[i]);
-        h[2 * b] += Wt[i] & 0xffffffffu;
-        h[2 * b + 1] += Wt[i] >> 32;
-    }
-    sift__u128 above = {0, 0};
-    int64_t bstar = -1;
-    for (int64_t b = b_hi; b >= (int64_t)b_lo; b--) {
-        uint64_t lo = h[2 * b], hi = h[2 * b + 1];
-        sift__u128 mb = sift__u128_add((sift__u128){lo, 0}, (sift__u128){hi << 32, hi >> 32});
-        sift__u128 with = sift__u128_add(above, mb);
-        if (reaches(with, T, strict)) {
-            bstar = b;
-            break;
-        }
-        above = with;
-    }
-    if (bstar < 0)
-        return 0;
-    size_t k = 0, n_above = 0;
-    for (size_t i = 0; i < m; i++) {
-        uint32_t b = mass_bucket(Wt[i]);
-        n_above += b > (uint32_t)bstar;
-        if (b == (uint32_t)bstar) {
-            const sift_candidate *x = &c[band[i]];
-            K[k] = sift__ckey(x->logit, x->id);
-            Wt[k] = Wt[i];
-            k++;
-        }
-    }
-    size_t l = 0;
-    if (!weighted_select(K, Wt, k, sift__u128_sub(T, above), strict, cut, &l))
-        return 0;
-    *len = n_above + l;
-    return 1;
-}
-
-/* The band path: an estimate of the mass above each weight bucket from
- * every SAMPLE_S-th weight picks a band of buckets that should hold the
- * answer (with a margin of four standard deviations of the estimate;
- * the weights of at least 1/HEAVY_PART of the estimated total, found by
- * a vector scan, enter it exactly);
- * one vector pass finds the exact mass and count above the band and the
- * band's elements, and the answer is searched among those. The estimate
- * only chooses where to look: when the exact sums show that the answer
- * lies outside the band, this returns 0 and the caller takes the full
- * histogram. Needs n >= 4 * HBUCKETS; uses u64b, u64c and u64d. */
-static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
-                            sift__u128 T, int strict, int vec, uint64_t *cut, size_t *len)
-{
-    double *hm = (double *)(void *)ctx->ws->u64c, *hq = hm + HBUCKETS;
-    uint64_t *heavy = ctx->ws->u64d;
-    /* One strided pass: the sample's histogram and its total. */
-    memset(hm, 0, 2 * HBUCKETS * sizeof *hm);
-    double total = 0;
-    for (size_t i = 0; i < n; i += SAMPLE_S) {
-        uint32_t b = mass_bucket(w[i]);
-        double d = (double)(int64_t)w[i] * SAMPLE_S;
-        total += d;
-        hm[b] += d;
-        hq[b] += d * d;
-    }
-    /* The heavy weights (1 <= theta): none can reach a theta above 2^62,
-     * the largest weight there is, and then the scan is skipped. Each one
-     * found enters exactly, and a sampled one leaves the sample's part
-     * (an estimate: the rounding of the subtraction does not matter). */
-    double td = total / HEAVY_PART;
-    uint64_t theta = td < 1.0 ? 1 : td > 0x1p62 ? ((uint64_t)1 << 62) + 1 : (uint64_t)td;
-    size_t nh = theta > (uint64_t)1 << 62 ? 0 : heavy_scan(vec, w, n, theta, heavy, HEAVY_CAP);
-    if (nh > HEAVY_CAP)
-        return 0;
-    for (size_t j = 0; j < nh; j++) {
-        uint64_t x = w[heavy[j]];
-        uint32_t b = mass_bucket(x);
-        hm[b] += (double)(int64_t)x;
-        if (heavy[j] % SAMPLE_S == 0) {
-            double d = (double)(int64_t)x * SAMPLE_S;
-            hm[b] -= d;
-            hq[b] -= d * d;
-        }
-    }
-    double Td = sift__u128_to_double(T);
-    double cm = 0, cq = 0;
-    int bhat = 0;
-    for (int b = HBUCKETS - 1; b >= 0; b--) {
-        cm += hm[b];
-        cq += hq[b];
-        if (cm >= Td) {
-            bhat = b;
-            break;
-        }
-    }
-    /* the estimate of the mass at or above a bucket: the heavy weights
-     * there and SAMPLE_S times the sampled light ones, whose variance is
-     * about SAMPLE_S^2 times their squares (hq holds the scaled ones) */
-    double delta = 4.0 * sqrt(cq > 0 ? cq : 0) + (double)theta;
-    int b_hi = -1, b_lo = 0;
-    cm = 0;
-    for (int b = HBUCKETS - 1; b >= 0; b--) {
-        cm += hm[b];
-        if (b_hi < 0 && cm > Td - delta)
-            b_hi = b;
-        if (cm >= Td + delta) {
-            b_lo = b;
-            break;
-        }
-    }
-    if (b_hi < 0)
-        b_hi = bhat;
-    if (b_lo > b_hi)
-        b_lo = b_hi;
-    const uint32_t one = 1023u << 6;
-    uint32_t e_hi = (uint32_t)b_hi + one, e_lo = b_lo ? (uint32_t)b_lo + one : 0;
-    uint64_t *band = ctx->ws->u64b;
-    sift__u128 above;
-    size_t n_above;
-    size_t m = band_pass(vec, w, n, e_lo, e_hi, &above, &n_above, band);
-    if (reaches(above, T, strict))
-        return 0; /* the answer lies above the band */
-    uint64_t *K = ctx->ws->u64c, *Wt = ctx->ws->u64d;
-    uint64_t sl = 0, sh = 0;
-    for (size_t j = 0; j < m; j++) {
-        uint64_t x = w[band[j]];
-        Wt[j] = x;
-        sl += x & 0xffffffffu;
-        sh += x >> 32;
-    }
-    sift__u128 with = sift__u128_add(
-        above, sift__u128_add((sift__u128){sl, 0}, (sift__u128){sh << 32, sh >> 32}));
-    if (!reaches(with, T, strict))
-        return 0; /* below the band, or nowhere */
-    sift__u128 Tb = sift__u128_sub(T, above);
-    size_t l = 0;
-    int ok;
-    if (m <= BAND_DIRECT_MAX) {
-        for (size_t j = 0; j < m; j++)
-            K[j] = sift__ckey(c[band[j]].logit, c[band[j]].id);
-        ok = weighted_select(K, Wt, m, Tb, strict, cut, &l);
-    } else {
-        /* the histogram goes past the band's indices in u64b; a band too
-         * large to leave room for it is handed over */
-        if (m + 2 * HBUCKETS > n)
-            return 0;
-        ok = band_hist_select(c, band, K, Wt, m, Tb, strict, (uint32_t)b_lo, (uint32_t)b_hi,
-                              band + m, cut, &l);
-    }
-    if (!ok)
-        return 0; /* unreachable: the band reaches what is left of T */
-    *len = n_above + l;
-    return 1;
-}
-
-/* Below this many candidates, sift__mass_prefix sorts and walks. */
-#define SMALL_MASS_N 48
-
-size_t sift__arr_mass_prefix(sift__ctx *ctx, const sift__arr *a, const uint64_t *w, sift__u128 T,
-                             int strict, uint64_t *cut)
-{
-    if (a->order != SIFT__ORDER_CANON)
-        return sift__mass_prefix(ctx, a->c, w, a->n, T, strict, cut);
-    /* Stored in canonical order: the definition itself, a walk that
-     * stops where the prefix mass reaches T. */
-    sift__u128 run = {0, 0};
-    for (size_t i = 0; i < a->n; i++) {
-        run = sift__u128_add64(run, w[i]);
-        if (reaches(run, T, strict)) {
-            *cut = sift__ckey(a->c[i].logit, a->c[i].id);
-            return i + 1;
-        }
-    }
-    *cut = a->n ? sift__ckey(a->c[a->n - 1].logit, a->c[a->n - 1].id) : UINT64_MAX;
-    return a->n;
-}
-
-size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
-                         sift__u128 T, int strict, uint64_t *cut)
-{
-    uint64_t *K = ctx->ws->u64c;
-    uint64_t *Wt = ctx->ws->u64d;
-    size_t len = 0;
-    if (n <= SMALL_MASS_N) {
-        /* Few candidates (a slice after a truncation): sort the keys with
-         * their weights by insertion and walk them; the same definition,
-         * less machinery. */
-        for (size_t i = 0; i < n; i++) {
-            uint64_t k = sift__ckey(c[i].logit, c[i].id), wi = w[i];
-            size_t j = i;
-            for (; j > 0 && K[j - 1] < k; j--) {
-                K[j] = K[j - 1];
-                Wt[j] = Wt[j - 1];
-            }
-            K[j] = k;
-            Wt[j] = wi;
-        }
-        sift__u128 run = {0, 0};
-        for (size_t i = 0; i < n; i++) {
-            run = sift__u128_add64(run, Wt[i]);
-            if (reaches(run, T, strict)) {
-                *cut = K[i];
-                return i + 1;
-            }
-        }
-        *cut = n ? K[n - 1] : UINT64_MAX;
-        return n;
-    }
-    if (n >= 4 * HBUCKETS) {
-        /* One pass sums the weights per weight bucket (mass_bucket) and
-         * stores each element's bucket; walking the buckets from the top
-         * finds the one where the prefix mass reaches T, and only that
-         * bucket's elements need an exact search. Each weight is split
-         * into 32-bit halves summed in separate 64-bit counters, which
-         * cannot overflow for n < 2^32, so no carries are tracked in the
-         * loop. */
-        if (!strict && T.hi == 0 && T.lo == 0) {
-            /* Every prefix reaches 0; the shortest one still holds the
-             * canonical first token. */
-            uint64_t mx = 0;
-            for (size_t i = 0; i < n; i++) {
-                uint64_t k = sift__ckey(c[i].logit, c[i].id);
-                mx = k > mx ? k : mx;
-            }
-            *cut = mx;
-            return 1;
-        }
-        /* By default the band path runs only with its AVX-512 pass: the
-         * scalar pass (which the tests run) costs more than the full
-         * histogram does. */
-        int mode = ctx->mass_path;
-        int bvec = band_vec_available() &&
-                   (mode == SIFT__MASS_BAND_VEC ||
-                    (mode == SIFT__MASS_DEFAULT && sift__simd()->level >= SIFT__SIMD_AVX512));
-        if (bvec || mode == SIFT__MASS_BAND_VEC || mode == SIFT__MASS_BAND_SCALAR) {
-            if (mass_prefix_band(ctx, c, w, n, T, strict, bvec, cut, &len)) {
-                ctx->band_answered++;
-                return len;
-            }
-            ctx->band_handed_over++;
-        }
-        uint64_t *h = ctx->ws->u64c; /* h[2b] low halves, h[2b + 1] high */
-        /* Each element's bucket, 16 bits, in u64b (n / 4 of its n
-         * entries). */
-        uint16_t *bk = (uint16_t *)(void *)ctx->ws->u64b;
-        /* Four histograms, element i going to copy i mod 4, merged after:
-         * neighbours often share a bucket (weights crowd a few binades),
-         * and with one copy every add waited for the previous store to
-         * the same counter. The copies fill u64c and u64d (2 * 2 *
-         * HBUCKETS entries each, which n >= 4 * HBUCKETS guarantees); K
-         * and Wt reuse them only after the merge. Integer sums, so the
-         * merge order does not matter. */
-        uint64_t *hc[4] = {h, h + 2 * HBUCKETS, ctx->ws->u64d, ctx->ws->u64d + 2 * HBUCKETS};
-        for (int q = 0; q < 4; q++)
-            memset(hc[q], 0, 2 * HBUCKETS * sizeof *h);
-        uint64_t *h0 = hc[0], *h1 = hc[1], *h2 = hc[2], *h3 = hc[3];
-        size_t i = 0;
-        for (; i + 4 <= n; i += 4) {
-            uint64_t w0 = w[i], w1 = w[i + 1], w2 = w[i + 2], w3 = w[i + 3];
-            uint32_t b0 = mass_bucket(w0), b1 = mass_bucket(w1);
-            uint32_t b2 = mass_bucket(w2), b3 = mass_bucket(w3);
-            bk[i] = (uint16_t)b0;
-            bk[i + 1] = (uint16_t)b1;
-            bk[i + 2] = (uint16_t)b2;
-            bk[i + 3] = (uint16_t)b3;
-            h0[2 * b0] += w0 & 0xffffffffu;
-            h0[2 * b0 + 1] += w0 >> 32;
-            h1[2 * b1] += w1 & 0xffffffffu;
-            h1[2 * b1 + 1] += w1 >> 32;
-            h2[2 * b2] += w2 & 0xffffffffu;
-            h2[2 * b2 + 1] += w2 >> 32;
-            h3[2 * b3] += w3 & 0xffffffffu;
-            h3[2 * b3 + 1] += w3 >> 32;
-        }
-        for (; i < n; i++) {
-            uint32_t b = mass_bucket(w[i]);
-            bk[i] = (uint16_t)b;
-            h[2 * b] += w[i] & 0xffffffffu;
-            h[2 * b + 1] += w[i] >> 32;
-        }
-        for (size_t b = 0; b < 2 * HBUCKETS; b++)
-            h[b] += hc[1][b] + hc[2][b] + hc[3][b];
-        sift__u128 above = {0, 0};
-        int bstar = -1;
-        for (int b = HBUCKETS - 1; b >= 0; b--) {
-            uint64_t lo = h[2 * b], hi = h[2 * b + 1];
-            sift__u128 mb = {lo + (hi << 32), hi >> 32};
-            if (mb.lo < lo)
-                mb.hi++;
-            sift__u128 with = sift__u128_add(above, mb);
-            if (reaches(with, T, strict)) {
-                bstar = b;
-                break;
-            }
-            above = with;
-        }
-        if (bstar >= 0) {
-            /* Gather the bucket (K and Wt overwrite the histogram, which
-             * is no longer needed) and count what lies above it. */
-            size_t m = 0, n_above = 0;
-            uint16_t bs = (uint16_t)bstar;
-            const int vec = sift__simd()->level > SIFT__SIMD_SCALAR;
-            (void)vec;
-            /* Blocks of 64: a branch-free count (it vectorizes) and a
-             * look at the elements only in a block that holds the bucket. */
-            for (size_t s0 = 0; s0 < n; s0 += 64) {
-                size_t e0 = n - s0 > 64 ? s0 + 64 : n;
-                uint32_t cnt = 0, eq = 0;
-                size_t j = s0;
-#if defined(__GNUC__) || defined(__clang__)
-                /* Eight buckets at a time with the compiler's generic
-                 * vectors (SSE2, NEON); the same count as the scalar
-                 * loop below, which SIFT_SIMD=scalar selects (so the
-                 * tests run both). */
-                typedef uint16_t v8u __attribute__((vector_size(16)));
-                typedef int16_t v8s __attribute__((vector_size(16)));
-                if (e0 - s0 == 64 && vec) {
-                    v8u bv = {bs, bs, bs, bs, bs, bs, bs, bs};
-                    v8s gt = {0, 0, 0, 0, 0, 0, 0, 0}, q = gt;
-                    for (; j < e0; j += 8) {
-                        v8u x;
-                        memcpy(&x, bk + j, sizeof x);
-                        gt -= (v8s)(x > bv); /* a true lane is -1 */
-                        q |= (v8s)(x == bv);
-                    }
-                    for (int l = 0; l < 8; l++) {
-                        cnt += (uint32_t)gt[l];
-                        eq |= (uint32_t)(q[l] != 0);
-                    }
-                }
-#endif
-                for (; j < e0; j++) {
-                    cnt += bk[j] > bs;
-                    eq |= bk[j] == bs;
-                }
-                n_above += cnt;
-                if (!eq)
-                    continue;
-                for (j = s0; j < e0; j++) {
-                    if (bk[j] == bs) {
-                        K[m] = sift__ckey(c[j].logit, c[j].id);
-                        Wt[m] = w[j];
-                        m++;
-                    }
-                }
-            }
-            if (weighted_select(K, Wt, m, sift__u128_sub(T, above), strict, cut, &len))
-                return n_above + len;
-            /* unreachable: the bucket's mass reaches what is left of T;
-             * the general path below would still answer correctly */
-        } else {
-            goto none; /* no bucket reaches T, so no prefix does */
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        K[i] = sift__ckey(c[i].logit, c[i].id);
-        Wt[i] = w[i];
-    }
-    if (weighted_select(K, Wt, n, T, strict, cut, &len))
-        return len;
-none:;
-    /* No prefix reaches T: everything, cut at the smallest key. */
-    uint64_t mn = UINT64_MAX;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k = sift__ckey(c[i].logit, c[i].id);
-        mn = k < mn ? k : mn;
-    }
-    *cut = mn;
-    return n;
 }
