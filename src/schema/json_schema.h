@@ -227,4 +227,30 @@ SIFT__HIDDEN sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift_
 SIFT__HIDDEN sift_status sift__js_gen_number(sift__js *c, const json_t *s, int integer,
                                              sift__js_ref *r);
 
+/* json_schema_gen.c: a schema admitting exactly the values s rejects
+ * (a new reference), or NULL when not expressible here. */
+SIFT__HIDDEN json_t *sift__js_negate(const json_t *s, int depth);
+
+/* json_schema_cond.c: if / then / else, propertyNames, more negations */
+/* The negation of the shapes negate does not know, or NULL. */
+SIFT__HIDDEN json_t *sift__js_negate_more(const json_t *s, int depth);
+/* Is key "if", "then" or "else"? */
+SIFT__HIDDEN int sift__js_is_cond_key(const char *key);
+/* Merges src's if / then / else into dst as one unit (when they take
+ * effect); a second unit is unsupported. */
+SIFT__HIDDEN sift_status sift__js_merge_cond(sift__js *c, json_t *dst, const json_t *src);
+/* s with if / then / else. */
+SIFT__HIDDEN sift_status sift__js_gen_cond(sift__js *c, const json_t *s, sift__js_ref *r);
+/* Whether s's propertyNames is generated as the rule of its undeclared
+ * keys (sift__js_key_names), by json_schema_object.c. */
+SIFT__HIDDEN int sift__js_names_by_key_rule(sift__js *c, const json_t *s);
+/* The rule of a key s's propertyNames admits (the JSON string text). */
+SIFT__HIDDEN sift_status sift__js_key_names(sift__js *c, const json_t *s, sift__js_ref *r);
+/* s with propertyNames, rewritten without it (or unsupported). */
+SIFT__HIDDEN sift_status sift__js_gen_names(sift__js *c, const json_t *s, sift__js_ref *r);
+
+/* json_schema_contains.c: the array part of s with contains /
+ * minContains / maxContains. */
+SIFT__HIDDEN sift_status sift__js_gen_contains(sift__js *c, const json_t *s, sift__js_ref *r);
+
 #endif

@@ -233,11 +233,13 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
     if (!st && depth > 32)
         st = sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
                            "allOf and $ref merge over 32 levels (a $ref cycle inside allOf?)");
+    if (!st) /* if / then / else: one unit per schema object */
+        st = sift__js_merge_cond(c, dst, src);
     json_object_foreach((json_t *)src, key, v)
     {
         if (st)
             break;
-        if (sift__js_is_annotation(key))
+        if (sift__js_is_annotation(key) || sift__js_is_cond_key(key))
             continue;
         if (!strcmp(key, "allOf")) {
             if (!json_is_array(v))
