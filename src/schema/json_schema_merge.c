@@ -174,6 +174,20 @@ static sift_status combine(sift__js *c, json_t *dst, const char *key, const json
         int take_new = is_min_key(key) ? y > x : y < x;
         return take_new && json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
     }
+    int64_t x, y;
+    if (!strcmp(key, "multipleOf") && json_is_number(old) && json_is_number(v) &&
+        sift__js_integral(json_number_value(old), &x) &&
+        sift__js_integral(json_number_value(v), &y) && x > 0 && y > 0) {
+        /* multiples of both: of their least common multiple */
+        int64_t a = x, b = y;
+        while (b) {
+            int64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        if (x / a <= INT64_C(1000000000000000) / y)
+            return set_new(c, dst, key, json_integer((json_int_t)(x / a * y)));
+    }
     if (!strcmp(key, "not")) /* neither a nor b: not anyOf [a, b] */
         return set_new(c, dst, "not", json_pack("{s:[O,O]}", "anyOf", old, v));
     if (!strcmp(key, "additionalProperties") || !strcmp(key, "items")) {

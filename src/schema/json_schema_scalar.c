@@ -719,8 +719,29 @@ static sift_status gen_frac_bound(sift__js *c, const bounds *bd, sift__js_ref *r
     return st;
 }
 
-static sift_status gen_real(sift__js *c, const bounds *bd, sift__js_ref *r)
+/* An exclusive fractional bound as the inclusive bound of the next
+ * double inward: every decimal at or past that double's shortest
+ * spelling is past the bound both exactly and read as a double; the
+ * decimals between the two doubles are left out (rejected, never
+ * wrongly accepted). */
+static bounds inclusive(const bounds *bd)
 {
+    bounds b = *bd;
+    if (b.has_lo && b.lo_excl && !integral(b.lo)) {
+        b.lo = nextafter(b.lo, INFINITY);
+        b.lo_excl = 0;
+    }
+    if (b.has_hi && b.hi_excl && !integral(b.hi)) {
+        b.hi = nextafter(b.hi, -INFINITY);
+        b.hi_excl = 0;
+    }
+    return b;
+}
+
+static sift_status gen_real(sift__js *c, const bounds *bd0, sift__js_ref *r)
+{
+    bounds inc = inclusive(bd0);
+    const bounds *bd = &inc;
     int done = 0;
     sift_status st0 = SIFT_OK;
     if (((bd->has_lo && !integral(bd->lo)) || (bd->has_hi && !integral(bd->hi))) &&
