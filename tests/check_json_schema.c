@@ -664,10 +664,12 @@ START_TEST(test_a_fractional_bound_compares_the_fraction_digit_by_digit)
     check_frac_range("{\"type\":\"number\",\"minimum\":1.375,\"maximum\":4}", 1.375, 4);
     check_frac_range("{\"type\":\"number\",\"minimum\":1,\"maximum\":3.5}", 1, 3.5);
     check_frac_range("{\"type\":\"number\",\"minimum\":0,\"maximum\":0.125}", 0, 0.125);
-    /* exclusive, negative or two fractional bounds: refused */
+    /* exclusive: from the next double up (0.5000000000000001) */
+    check_frac_range("{\"type\":\"number\",\"exclusiveMinimum\":0.5}", 0.5005, 1e9);
+    /* negative or two fractional bounds: refused */
     sift_json_schema_params sp = compact();
     sift_error err;
-    ck_assert_int_eq(convert_err("{\"type\":\"number\",\"exclusiveMinimum\":0.5}", &sp, &err),
+    ck_assert_int_eq(convert_err("{\"type\":\"number\",\"minimum\":-0.5}", &sp, &err),
                      SIFT_E_SCHEMA_UNSUPPORTED);
     ck_assert_int_eq(
         convert_err("{\"type\":\"number\",\"minimum\":0.5,\"maximum\":1.5}", &sp, &err),

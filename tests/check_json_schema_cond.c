@@ -107,7 +107,7 @@ START_TEST(test_if_that_cannot_be_negated_stays_refused)
 {
     check_refused("{\"if\":{\"pattern\":\"^a\"},\"then\":{\"maxLength\":3}}",
                   "s.json:1:7: #/if: an 'if' whose negation is not supported");
-    check_refused("{\"if\":{\"const\":\"a\"},\"else\":{\"maxLength\":3}}",
+    check_refused("{\"if\":{\"const\":[1]},\"else\":{\"maxLength\":3}}",
                   "s.json:1:7: #/if: an 'if' whose negation is not supported");
     check_refused("{\"allOf\":[{\"if\":{\"const\":1},\"then\":{\"minimum\":0}},"
                   "{\"if\":{\"const\":2},\"then\":{\"minimum\":1}}]}",
@@ -211,6 +211,16 @@ START_TEST(test_not_of_values_properties_and_several_keywords)
     static const char *const g4[] = {"\"a\"", "null", "\"\""};
     static const char *const b4[] = {"\"ab\"", "\"abc\""};
     CHECK("{\"type\":[\"string\",\"null\"],\"not\":{\"type\":\"string\",\"minLength\":2}}", g4, b4);
+    /* strings outside a set, by their decoded value */
+    static const char *const g5[] = {"\"f\"", "\"fooo\"", "\"ba\"", "\"\"", ("\"\xc3\xa9" "e\""),
+                                     "\"x\"", "1", "null"};
+    static const char *const b5[] = {"\"foo\"",     "\"fo\"",        "\"bar\"",
+                                     "\"a\\\"b\"",   "\"a\\u0022b\"", "\"\\u00e9\"",
+                                     "\"\xc3\xa9\"", "\"\\u0066oo\""};
+    CHECK("{\"not\":{\"enum\":[\"foo\",\"fo\",\"bar\",\"a\\\"b\",\"\xc3\xa9\"]}}", g5, b5);
+    static const char *const g6[] = {"\"a\"", "\"\"", "2"};
+    static const char *const b6[] = {"\"\\\"\"", "\"\\u0022\"", "1"};
+    CHECK("{\"not\":{\"enum\":[\"\\\"\",1]}}", g6, b6);
 }
 END_TEST
 
@@ -219,7 +229,10 @@ START_TEST(test_negations_that_stay_refused)
     /* nullable changes what "type" admits: not negated */
     check_refused("{\"not\":{\"type\":\"string\",\"nullable\":true}}",
                   "s.json:1:8: #/not: 'not' is not supported");
-    check_refused("{\"not\":{\"const\":\"a\"}}", "s.json:1:8: #/not: 'not' is not supported");
+    check_refused("{\"not\":{\"const\":{\"a\":1}}}", "s.json:1:8: #/not: 'not' is not supported");
+    /* a code point outside the BMP in a negated string */
+    check_refused("{\"not\":{\"const\":\"\xf0\x9f\x98\x80\"}}",
+                  "s.json:1:8: #/not: 'not' is not supported");
     check_refused("{\"not\":{\"properties\":{\"a\":{}},\"additionalProperties\":false}}",
                   "s.json:1:8: #/not: 'not' is not supported");
     check_refused("{\"not\":{\"const\":1.5}}", "s.json:1:8: #/not: 'not' is not supported");

@@ -28,8 +28,10 @@
  * contains, if, ...) are not split.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "json_schema.h"
 
@@ -94,15 +96,142 @@ static json_t *any_of(json_t *alts)
     return json_pack("{s:o}", "anyOf", alts);
 }
 
-/* The values other than those of vals (scalars, no string), or NULL. */
+/* ------------------------------------------------------------------ */
+/* Strings other than a finite set: a pattern over the set's trie      */
+/* ------------------------------------------------------------------ */
+
+#define NEG_MAX_STRINGS 32
+#define NEG_MAX_CPS 64
+#define NEG_PATTERN_CAP 32768
+
+typedef struct {
+    uint32_t cp[NEG_MAX_STRINGS][NEG_MAX_CPS];
+    size_t len[NEG_MAX_STRINGS];
+    size_t n;
+    char *out;
+    size_t at;
+} strset;
+
+static int put(strset *t, const char *s)
+{
+    size_t k = strlen(s);
+    if (t->at + k + 1 > NEG_PATTERN_CAP)
+        return -1;
+    memcpy(t->out + t->at, s, k + 1);
+    t->at += k;
+    return 0;
+}
+
+/* A code point as a pattern atom: letters and digits as they are,
+ * others (BMP only) as \uXXXX. */
+static int put_cp(strset *t, uint32_t cp)
+{
+    char e[8];
+    if ((cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z'))
+        snprintf(e, sizeof e, "%c", (char)cp);
+    else
+        snprintf(e, sizeof e, "\\u%04X", (unsigned)cp);
+    return put(t, e);
+}
+
+/* The rest, after the d code points strings idx[lo..hi) share, of a
+ * string outside the set: empty unless one of them ends there, another
+ * next code point then anything, or a next code point of theirs and the
+ * rest of its group. idx is sorted by code points from d on. */
+static int trie_node(strset *t, const size_t *idx, size_t lo, size_t hi, size_t d)
+{
+    int ends = 0, alts = 0;
+    size_t first = lo;
+    for (size_t i = lo; i < hi; i++)
+        ends |= t->len[idx[i]] == d;
+    while (first < hi && t->len[idx[first]] == d)
+        first++;
+    if (!ends && put(t, ""))
+        return -1;
+    alts = !ends;
+    if (first == hi) /* no longer string: any non-empty rest */
+        return put(t, alts ? "|[\\s\\S]+" : "[\\s\\S]+");
+    if (put(t, alts ? "|[^" : "[^"))
+        return -1;
+    for (size_t i = first; i < hi; i++)
+        if ((i == first || t->cp[idx[i]][d] != t->cp[idx[i - 1]][d]) &&
+            put_cp(t, t->cp[idx[i]][d]))
+            return -1;
+    if (put(t, "][\\s\\S]*"))
+        return -1;
+    for (size_t i = first; i < hi;) {
+        size_t j = i;
+        while (j < hi && t->cp[idx[j]][d] == t->cp[idx[i]][d])
+            j++;
+        if (put(t, "|") || put_cp(t, t->cp[idx[i]][d]) || put(t, "(?:") ||
+            trie_node(t, idx, i, j, d + 1) || put(t, ")"))
+            return -1;
+        i = j;
+    }
+    return 0;
+}
+
+static int cmp_strings(const strset *t, size_t x, size_t y)
+{
+    for (size_t i = 0; i < t->len[x] && i < t->len[y]; i++)
+        if (t->cp[x][i] != t->cp[y][i])
+            return t->cp[x][i] < t->cp[y][i] ? -1 : 1;
+    return t->len[x] < t->len[y] ? -1 : t->len[x] > t->len[y];
+}
+
+/* {"type": "string", "pattern": P} with P matching the strings that
+ * strs (a JSON array of strings) does not hold, or NULL (too many or
+ * too long strings, a code point outside the BMP). */
+static json_t *negate_strings(const json_t *strs)
+{
+    strset *t = calloc(1, sizeof *t);
+    if (!t || json_array_size(strs) > NEG_MAX_STRINGS) {
+        free(t);
+        return NULL;
+    }
+    for (size_t i = 0; i < json_array_size(strs); i++) {
+        const unsigned char *p = (const unsigned char *)json_string_value(json_array_get(strs, i));
+        size_t n = json_string_length(json_array_get(strs, i)), k = 0, at = 0;
+        while (at < n) {
+            uint32_t cp;
+            size_t step = sift__utf8_decode(p + at, n - at, &cp);
+            if (!step || cp > 0xFFFF || cp == 0 || k >= NEG_MAX_CPS) {
+                free(t);
+                return NULL;
+            }
+            t->cp[t->n][k++] = cp;
+            at += step;
+        }
+        t->len[t->n++] = k;
+    }
+    size_t idx[NEG_MAX_STRINGS];
+    for (size_t i = 0; i < t->n; i++) { /* insertion sort: at most 32 */
+        size_t j = i;
+        for (; j > 0 && cmp_strings(t, idx[j - 1], i) > 0; j--)
+            idx[j] = idx[j - 1];
+        idx[j] = i;
+    }
+    t->out = malloc(NEG_PATTERN_CAP);
+    json_t *r = NULL;
+    if (t->out && !put(t, "^(?:") && !trie_node(t, idx, 0, t->n, 0) && !put(t, ")$"))
+        r = json_pack("{s:s,s:s}", "type", "string", "pattern", t->out);
+    free(t->out);
+    free(t);
+    return r;
+}
+
+/* The values other than those of vals (scalars), or NULL. */
 static json_t *negate_values(const json_t *vals)
 {
     double x[NEG_MAX_NUMBERS];
     size_t n = 0;
+    json_t *strs = json_array();
+    if (!strs)
+        return NULL;
     unsigned seen = 0;
     int has_true = 0, has_false = 0;
     if (!json_is_array(vals))
-        return NULL;
+        return drop(strs);
     for (size_t i = 0; i < json_array_size(vals); i++) {
         const json_t *v = json_array_get(vals, i);
         int64_t k;
@@ -116,8 +245,12 @@ static json_t *negate_values(const json_t *vals)
                    llabs(k) < 4503599627370496LL && n < NEG_MAX_NUMBERS) {
             seen |= T_NUMBER;
             x[n++] = (double)k;
+        } else if (json_is_string(v)) {
+            seen |= T_STRING;
+            if (json_array_append((json_t *)strs, (json_t *)v))
+                return drop(strs);
         } else {
-            return NULL; /* strings, containers, fractions, too many numbers */
+            return drop(strs); /* containers, fractions, too many numbers */
         }
     }
     qsort(x, n, sizeof x[0], cmp_double);
@@ -137,6 +270,12 @@ static json_t *negate_values(const json_t *vals)
         alts = drop(alts);
     if (alts && u && number_gaps(alts, x, u))
         alts = drop(alts);
+    if (alts && json_array_size(strs)) {
+        json_t *ns = negate_strings(strs);
+        if (!ns || json_array_append_new(alts, ns))
+            alts = drop(alts);
+    }
+    json_decref(strs);
     return any_of(alts);
 }
 
