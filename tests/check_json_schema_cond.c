@@ -224,6 +224,21 @@ START_TEST(test_not_of_values_properties_and_several_keywords)
 }
 END_TEST
 
+START_TEST(test_not_integer_is_the_numbers_with_a_fraction)
+{
+    static const char *const g1[] = {"1.5", "-0.25", "10.10", "\"x\"", "null", "[]"};
+    static const char *const b1[] = {"1", "1.0", "-0.0", "true", "false", "1e5"};
+    CHECK("{\"not\":{\"type\":[\"integer\",\"boolean\"]}}", g1, b1);
+    static const char *const g2[] = {"0.5", "\"ab\""};
+    static const char *const b2[] = {"2", "\"a\"", "{}"};
+    CHECK("{\"type\":[\"number\",\"string\"],\"minLength\":2,\"not\":{\"type\":\"integer\"}}",
+          g2, b2);
+    /* number bounds beside it: refused */
+    check_refused("{\"minimum\":1,\"not\":{\"type\":\"integer\"}}",
+                  "s.json:1:20: #/not: 'not' is not supported");
+}
+END_TEST
+
 START_TEST(test_negations_that_stay_refused)
 {
     /* nullable changes what "type" admits: not negated */
@@ -280,6 +295,7 @@ Suite *tu_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("not");
     tcase_add_test(tc, test_not_of_values_properties_and_several_keywords);
+    tcase_add_test(tc, test_not_integer_is_the_numbers_with_a_fraction);
     tcase_add_test(tc, test_negations_that_stay_refused);
     suite_add_tcase(s, tc);
     tc = tcase_create("merges and bounds");

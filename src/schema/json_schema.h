@@ -246,6 +246,11 @@ SIFT__HIDDEN sift_status sift__js_gen_cond(sift__js *c, const json_t *s, sift__j
 SIFT__HIDDEN int sift__js_names_by_key_rule(sift__js *c, const json_t *s);
 /* The rule of a key s's propertyNames admits (the JSON string text). */
 SIFT__HIDDEN sift_status sift__js_key_names(sift__js *c, const json_t *s, sift__js_ref *r);
+/* s with "not": {"type": [...]} naming integer but not number: the
+ * other types and the numbers with a fraction (*done; 0 when s has
+ * another shape, e.g. number bounds beside it). */
+SIFT__HIDDEN sift_status sift__js_gen_not_integer(sift__js *c, const json_t *s, sift__js_ref *r,
+                                                  int *done);
 /* s with propertyNames, rewritten without it (or unsupported). */
 SIFT__HIDDEN sift_status sift__js_gen_names(sift__js *c, const json_t *s, sift__js_ref *r);
 

@@ -652,3 +652,83 @@ sift_status sift__js_gen_names(sift__js *c, const json_t *s, sift__js_ref *r)
     json_decref(rest);
     return st;
 }
+
+/* ------------------------------------------------------------------ */
+/* not {"type": [... "integer" ...]}: the numbers with a fraction       */
+/* ------------------------------------------------------------------ */
+
+/* Whether s has keywords beside "type" (annotations aside). */
+static int beyond_type(const json_t *s)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        if (strcmp(key, "type") && !sift__js_is_annotation(key))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether s has keywords that may constrain numbers: any but "type" and
+ * the keywords of strings, objects and arrays. */
+static int constrains_numbers(const json_t *s)
+{
+    static const char *const other[] = {
+        "type",          "minLength",         "maxLength",     "pattern",
+        "format",        "properties",        "required",      "additionalProperties",
+        "minProperties", "maxProperties",     "items",         "prefixItems",
+        "additionalItems", "minItems",        "maxItems",      "uniqueItems",
+        "contains",      "minContains",       "maxContains",   "propertyNames",
+        "dependentRequired", "dependentSchemas", "dependencies", "patternProperties",
+    };
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        int known = sift__js_is_annotation(key);
+        for (size_t i = 0; !known && i < sizeof other / sizeof other[0]; i++)
+            known = !strcmp(key, other[i]);
+        if (!known)
+            return 1;
+    }
+    return 0;
+}
+
+sift_status sift__js_gen_not_integer(sift__js *c, const json_t *s, sift__js_ref *r, int *done)
+{
+    const json_t *n = json_object_get(s, "not");
+    *done = 0;
+    if (!json_is_object(n) || beyond_type(n) || json_object_get(n, "nullable") ||
+        json_object_get(s, "nullable"))
+        return SIFT_OK;
+    unsigned m = sift__js_type_mask(json_object_get(n, "type"));
+    if (!(m & T_INTEGER) || (m & T_NUMBER))
+        return SIFT_OK;
+    json_t *rest = json_copy((json_t *)s);
+    if (!rest)
+        return nomem(c);
+    json_object_del(rest, "not");
+    const json_t *rt = json_object_get(rest, "type");
+    int numbers = !rt || (sift__js_type_mask(rt) & T_NUMBER);
+    if (numbers && constrains_numbers(rest)) { /* bounds or combinators: refused */
+        json_decref(rest);
+        return SIFT_OK;
+    }
+    unsigned others = (T_NULL | T_BOOLEAN | T_OBJECT | T_ARRAY | T_STRING) & ~m;
+    json_t *types = sift__js_mask_to_types(others);
+    json_t *t = types ? json_pack("{s:o}", "type", types) : NULL;
+    sift__js_ref alt[2];
+    alt[1].never = !numbers;
+    alt[1].name[0] = '\0';
+    sift_status st = t ? sift__js_gen_merged(c, rest, t, &alt[0]) : nomem(c);
+    /* written without exponent: 1.5e1 (an integer) never passes */
+    if (!st && numbers)
+        st = sift__js_rule(c, &alt[1], "\"-\"? (\"0\" | [1-9] [0-9]*) \".\" [0-9]* [1-9] [0-9]*");
+    if (!st)
+        st = join2(c, alt, r);
+    json_decref(t);
+    json_decref(rest);
+    *done = !st;
+    return st;
+}

@@ -1355,6 +1355,10 @@ json_t *sift__js_negate(const json_t *s, int depth)
 static sift_status gen_not(sift__js *c, const json_t *s, sift__js_ref *r)
 {
     json_t *neg = negate(json_object_get(s, "not"), 0);
+    int done = 0;
+    sift_status st0 = neg ? SIFT_OK : sift__js_gen_not_integer(c, s, r, &done);
+    if (st0 || done)
+        return st0;
     if (!neg)
         return sift__js_unsupported(c, "not", "'not' is not supported");
     json_t *rest = json_copy((json_t *)s);
