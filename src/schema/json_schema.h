@@ -10,6 +10,10 @@
  *                         anyOf/oneOf/allOf, $ref, nullable, true/false
  *   json_schema_merge.c   allOf and the siblings of $ref and anyOf:
  *                         subschemas merged into one
+ *   json_schema_cond.c    if / then / else, propertyNames and more
+ *                         negations, rewritten into the subset
+ *   json_schema_contains.c  arrays with contains / minContains /
+ *                         maxContains
  *   json_schema_object.c  objects and arrays
  *   json_schema_scalar.c  strings (lengths, formats, pattern), integer
  *                         and number ranges

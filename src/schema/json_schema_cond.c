@@ -722,9 +722,14 @@ sift_status sift__js_gen_not_integer(sift__js *c, const json_t *s, sift__js_ref 
     alt[1].never = !numbers;
     alt[1].name[0] = '\0';
     sift_status st = t ? sift__js_gen_merged(c, rest, t, &alt[0]) : nomem(c);
-    /* written without exponent: 1.5e1 (an integer) never passes */
+    /* Written without exponent (1.5e1 is an integer), below 10^9 with at
+     * most 6 fraction digits before trailing zeros: then the value is
+     * 10^-6 or more from every integer, over 8 times the spacing of
+     * doubles there, so a validator that reads it as a double agrees
+     * (9007199254740993.5 reads as an integer). */
     if (!st && numbers)
-        st = sift__js_rule(c, &alt[1], "\"-\"? (\"0\" | [1-9] [0-9]*) \".\" [0-9]* [1-9] [0-9]*");
+        st = sift__js_rule(c, &alt[1],
+                           "\"-\"? (\"0\" | [1-9] [0-9]{0,8}) \".\" [0-9]{0,5} [1-9] \"0\"*");
     if (!st)
         st = join2(c, alt, r);
     json_decref(t);
