@@ -38,7 +38,8 @@ static void check_texts(const char *schema, const char *const *good, size_t ng,
     sift_json_schema_params sp = compact();
     sift_grammar *g = NULL;
     sift_error err;
-    sift_status st = sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
+    sift_status st =
+        sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
     ck_assert_msg(st == SIFT_OK, "schema %s: %s", schema, st ? err.message : "");
     for (size_t i = 0; i < ng; i++)
         ck_assert_msg(accepts(g, good[i]), "%s should accept %s", schema, good[i]);
@@ -212,9 +213,16 @@ START_TEST(test_not_of_values_properties_and_several_keywords)
     static const char *const b4[] = {"\"ab\"", "\"abc\""};
     CHECK("{\"type\":[\"string\",\"null\"],\"not\":{\"type\":\"string\",\"minLength\":2}}", g4, b4);
     /* strings outside a set, by their decoded value */
-    static const char *const g5[] = {"\"f\"", "\"fooo\"", "\"ba\"", "\"\"", ("\"\xc3\xa9" "e\""),
-                                     "\"x\"", "1", "null"};
-    static const char *const b5[] = {"\"foo\"",     "\"fo\"",        "\"bar\"",
+    static const char *const g5[] = {"\"f\"",
+                                     "\"fooo\"",
+                                     "\"ba\"",
+                                     "\"\"",
+                                     ("\"\xc3\xa9"
+                                      "e\""),
+                                     "\"x\"",
+                                     "1",
+                                     "null"};
+    static const char *const b5[] = {"\"foo\"",      "\"fo\"",        "\"bar\"",
                                      "\"a\\\"b\"",   "\"a\\u0022b\"", "\"\\u00e9\"",
                                      "\"\xc3\xa9\"", "\"\\u0066oo\""};
     CHECK("{\"not\":{\"enum\":[\"foo\",\"fo\",\"bar\",\"a\\\"b\",\"\xc3\xa9\"]}}", g5, b5);
@@ -231,8 +239,8 @@ START_TEST(test_not_integer_is_the_numbers_with_a_fraction)
     CHECK("{\"not\":{\"type\":[\"integer\",\"boolean\"]}}", g1, b1);
     static const char *const g2[] = {"0.5", "\"ab\""};
     static const char *const b2[] = {"2", "\"a\"", "{}"};
-    CHECK("{\"type\":[\"number\",\"string\"],\"minLength\":2,\"not\":{\"type\":\"integer\"}}",
-          g2, b2);
+    CHECK("{\"type\":[\"number\",\"string\"],\"minLength\":2,\"not\":{\"type\":\"integer\"}}", g2,
+          b2);
     /* number bounds beside it: refused */
     check_refused("{\"minimum\":1,\"not\":{\"type\":\"integer\"}}",
                   "s.json:1:20: #/not: 'not' is not supported");

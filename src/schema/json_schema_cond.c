@@ -65,7 +65,8 @@ static int number_gaps(json_t *alts, const double *x, size_t n)
             return -1;
         if (i > 0 && json_object_set_new(r, "exclusiveMinimum", json_integer((json_int_t)x[i - 1])))
             r = drop(r);
-        if (r && i < n && json_object_set_new(r, "exclusiveMaximum", json_integer((json_int_t)x[i])))
+        if (r && i < n &&
+            json_object_set_new(r, "exclusiveMaximum", json_integer((json_int_t)x[i])))
             r = drop(r);
         if (!r || json_array_append_new(alts, r))
             return -1;
@@ -154,8 +155,7 @@ static int trie_node(strset *t, const size_t *idx, size_t lo, size_t hi, size_t 
     if (put(t, alts ? "|[^" : "[^"))
         return -1;
     for (size_t i = first; i < hi; i++)
-        if ((i == first || t->cp[idx[i]][d] != t->cp[idx[i - 1]][d]) &&
-            put_cp(t, t->cp[idx[i]][d]))
+        if ((i == first || t->cp[idx[i]][d] != t->cp[idx[i - 1]][d]) && put_cp(t, t->cp[idx[i]][d]))
             return -1;
     if (put(t, "][\\s\\S]*"))
         return -1;
@@ -310,10 +310,10 @@ static json_t *negate_properties(const json_t *props, int depth)
 static int independent(const char *k)
 {
     static const char *const keys[] = {
-        "type",      "enum",      "const",         "required",         "properties",
-        "minLength", "maxLength", "minItems",      "maxItems",         "minProperties",
-        "maxProperties", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-        "not",       "anyOf",     "allOf",         "multipleOf",       "pattern",
+        "type",          "enum",      "const",    "required",         "properties",
+        "minLength",     "maxLength", "minItems", "maxItems",         "minProperties",
+        "maxProperties", "minimum",   "maximum",  "exclusiveMinimum", "exclusiveMaximum",
+        "not",           "anyOf",     "allOf",    "multipleOf",       "pattern",
         "format",
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -459,11 +459,11 @@ sift_status sift__js_gen_cond(sift__js *c, const json_t *s, sift__js_ref *r)
     const json_t *then = json_object_get(s, "then"), *els = json_object_get(s, "else");
     json_t *yes = json_true(), *no = json_true();
     json_t *part[2] = {NULL, NULL};
-    part[0] = json_is_false(ifs) ? json_false()
-                                 : json_pack("{s:[OO]}", "allOf", ifs, then ? then : yes);
-    part[1] = json_is_true(ifs) ? json_false()
-                                : json_pack("{s:[OO]}", "allOf", neg ? neg : json_true(),
-                                            els ? els : no);
+    part[0] =
+        json_is_false(ifs) ? json_false() : json_pack("{s:[OO]}", "allOf", ifs, then ? then : yes);
+    part[1] = json_is_true(ifs)
+                  ? json_false()
+                  : json_pack("{s:[OO]}", "allOf", neg ? neg : json_true(), els ? els : no);
     sift__js_ref alt[2];
     if (!part[0] || !part[1])
         st = nomem(c);
@@ -675,12 +675,30 @@ static int beyond_type(const json_t *s)
 static int constrains_numbers(const json_t *s)
 {
     static const char *const other[] = {
-        "type",          "minLength",         "maxLength",     "pattern",
-        "format",        "properties",        "required",      "additionalProperties",
-        "minProperties", "maxProperties",     "items",         "prefixItems",
-        "additionalItems", "minItems",        "maxItems",      "uniqueItems",
-        "contains",      "minContains",       "maxContains",   "propertyNames",
-        "dependentRequired", "dependentSchemas", "dependencies", "patternProperties",
+        "type",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "properties",
+        "required",
+        "additionalProperties",
+        "minProperties",
+        "maxProperties",
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "propertyNames",
+        "dependentRequired",
+        "dependentSchemas",
+        "dependencies",
+        "patternProperties",
     };
     const char *key;
     json_t *v;

@@ -92,8 +92,8 @@ static sift_status gen_at_least(sift__js *c, const sift__js_ref *item, const sif
 }
 
 /* Between m and M elements Y, the others N (either may be never). */
-static sift_status gen_between(sift__js *c, const sift__js_ref *y, const sift__js_ref *n,
-                               int64_t m, int64_t mx, sift__js_ref *r)
+static sift_status gen_between(sift__js *c, const sift__js_ref *y, const sift__js_ref *n, int64_t m,
+                               int64_t mx, sift__js_ref *r)
 {
     const char *ws = sift__js_shared(c, SIFT__JS_R_WS);
     sift__js_ref s[MAX_CONTAINS + 1], nrun;

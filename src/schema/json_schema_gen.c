@@ -20,7 +20,9 @@
  * of its own type only ({"minLength": 2} admits 5, as JSON Schema says). Keywords with no effect on
  * validation (title, description, default, examples, $comment, ...) and keywords this converter
  * does not know (x-..., vendor keys) are ignored, as a validator would; keywords it knows but
- * cannot express (not, if/then/else, dependencies, ...) go through the unsupported policy. oneOf is
+ * cannot express (shapes of not / if that have no negation here, unevaluated*, ...) go through the
+ * unsupported policy; if / then / else and propertyNames are rewritten by json_schema_cond.c,
+ * contains by json_schema_contains.c. oneOf is
  * generated as anyOf when its alternatives are provably disjoint (types, const / enum values, or a
  * required property with disjoint const / enum values, or a closed object and a required name
  * it does not declare); otherwise it goes through the unsupported policy (IGNORE keeps the anyOf).
@@ -1379,8 +1381,8 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
      * (admitted_values), which refuses what it cannot test */
     int values = json_object_get(s, "enum") || json_object_get(s, "const");
     /* beside values, json_schema_value.c decides these keywords exactly */
-    if (!values && (json_object_get(s, "if") || json_object_get(s, "then") ||
-                    json_object_get(s, "else")))
+    if (!values &&
+        (json_object_get(s, "if") || json_object_get(s, "then") || json_object_get(s, "else")))
         return sift__js_gen_cond(c, s, r);
     if (!values && json_object_get(s, "propertyNames") && !sift__js_names_by_key_rule(c, s))
         return sift__js_gen_names(c, s, r);

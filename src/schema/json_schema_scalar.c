@@ -589,7 +589,7 @@ static int frac_room(uint64_t a, int high)
 {
     double x = (double)a, ulp = nextafter(x + 1, INFINITY) - (x + 1);
     if (a == 0 && !high)
-        ulp = nextafter(0.0, 1.0); /* the smallest subnormal */
+        ulp = nextafter(0.0, 1.0);                  /* the smallest subnormal */
     double z = floor(-log10(ulp) + log10(2.0)) - 2; /* -log10(ulp / 2), ulp / 2 may be 0 */
     return z < 0 ? -1 : z > 400 ? 400 : (int)z;
 }
