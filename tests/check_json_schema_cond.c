@@ -268,6 +268,17 @@ START_TEST(test_merged_keywords_are_not_dropped)
     static const char *const g1[] = {"12", "0", "-24"};
     static const char *const b1[] = {"4", "6", "8", "18"};
     CHECK("{\"allOf\":[{\"multipleOf\":4},{\"multipleOf\":6}]}", g1, b1);
+    /* two prefixes: position by position; each member's rest past its own */
+    static const char *const g2[] = {"[1]", "[]"};
+    static const char *const b2[] = {"[1,\"a\"]", "[1,true]", "[1,\"a\",true]", "[\"a\"]"};
+    CHECK("{\"allOf\":[{\"items\":[{\"type\":\"integer\"},{\"type\":\"string\"}]}],"
+          "\"items\":[{\"type\":\"integer\"}],\"additionalItems\":{\"type\":\"boolean\"}}",
+          g2, b2);
+    static const char *const g3[] = {"[1,\"a\"]", "[5]"};
+    static const char *const b3[] = {"[6]", "[1,\"a\",true]", "[1,true]"};
+    CHECK("{\"allOf\":[{\"prefixItems\":[{\"type\":\"integer\"}],\"items\":{\"type\":\"string\"}},"
+          "{\"prefixItems\":[{\"maximum\":5},{\"minLength\":1}],\"items\":false}]}",
+          g3, b3);
     check_refused("{\"allOf\":[{\"dependentRequired\":{\"a\":[\"b\"]}},"
                   "{\"dependentRequired\":{\"c\":[\"d\"]}}]}",
                   "s.json:1:1: #/dependentRequired: allOf members (or $ref siblings) give "

@@ -154,6 +154,30 @@ static int is_max_key(const char *k)
            !strcmp(k, "maxProperties");
 }
 
+/* Two prefix arrays (prefixItems, or draft-4 array items): position by
+ * position the allOf of both; past the shorter one the longer one's
+ * entries (the shorter member's rest schema is applied to them by
+ * restrict_merged, as that member is in `own`). */
+static sift_status merge_prefix(sift__js *c, json_t *dst, const char *key, const json_t *old,
+                                const json_t *v)
+{
+    size_t n =
+        json_array_size(old) > json_array_size(v) ? json_array_size(old) : json_array_size(v);
+    json_t *m = json_array();
+    sift_status st = m ? sift__js_work(c, 1 + (int64_t)n) : nomem(c);
+    for (size_t i = 0; !st && i < n; i++) {
+        json_t *a = json_array_get(old, i), *b = json_array_get(v, i);
+        json_t *x = a && b && !json_equal(a, b) ? all_of2(a, b) : json_incref(a ? a : b);
+        if (!x || json_array_append_new(m, x))
+            st = nomem(c);
+    }
+    if (st) {
+        json_decref(m);
+        return st;
+    }
+    return set_new(c, dst, key, m);
+}
+
 static sift_status combine(sift__js *c, json_t *dst, const char *key, const json_t *old,
                            const json_t *v)
 {
@@ -174,6 +198,9 @@ static sift_status combine(sift__js *c, json_t *dst, const char *key, const json
         int take_new = is_min_key(key) ? y > x : y < x;
         return take_new && json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
     }
+    if ((!strcmp(key, "items") || !strcmp(key, "prefixItems")) && json_is_array(old) &&
+        json_is_array(v))
+        return merge_prefix(c, dst, key, old, v);
     int64_t x, y;
     if (!strcmp(key, "multipleOf") && json_is_number(old) && json_is_number(v) &&
         sift__js_integral(json_number_value(old), &x) &&
