@@ -8,6 +8,7 @@
  * that stay unsupported, with their located messages.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -297,6 +298,72 @@ START_TEST(test_exclusive_fractional_bound)
 }
 END_TEST
 
+/* An allocator that fails its nth call, counting live blocks. */
+typedef struct {
+    long calls, fail_at, live;
+} fa;
+
+static void *fa_alloc(void *user, size_t size)
+{
+    fa *f = user;
+    if (++f->calls == f->fail_at)
+        return NULL;
+    void *p = malloc(size);
+    f->live += p != NULL;
+    return p;
+}
+
+static void fa_free(void *user, void *p)
+{
+    fa *f = user;
+    f->live -= p != NULL;
+    free(p);
+}
+
+static const char cond_schema[] =
+    "{\"type\":\"array\",\"items\":{\"anyOf\":["
+    "{\"if\":{\"const\":1},\"then\":{\"type\":\"integer\"},\"else\":{\"maxLength\":2}},"
+    "{\"type\":\"array\",\"contains\":{\"enum\":[\"a\",\"bc\"]},\"maxContains\":2},"
+    "{\"type\":\"array\",\"contains\":{\"minimum\":3},\"minContains\":2},"
+    "{\"type\":\"object\",\"propertyNames\":{\"maxLength\":2}},"
+    "{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"x\"]},\"properties\":{\"y\":{}}},"
+    "{\"not\":{\"type\":[\"integer\",\"boolean\"]}}]}}";
+
+START_TEST(test_failing_the_nth_allocation_is_clean)
+{
+    sift_json_schema_params sp = compact();
+    char *want;
+    size_t want_len;
+    sift_error err;
+    ck_assert_int_eq(
+        sift_json_schema_to_gbnf(&want, &want_len, cond_schema, strlen(cond_schema), &sp, &err),
+        SIFT_OK);
+    long nth;
+    for (nth = 1;; nth++) {
+        fa f = {0, nth, 0};
+        sift_allocator al = {sizeof al, fa_alloc, fa_free, &f, NULL};
+        sp.allocator = &al;
+        char *out = NULL;
+        size_t len = 0;
+        sift_status st =
+            sift_json_schema_to_gbnf(&out, &len, cond_schema, strlen(cond_schema), &sp, &err);
+        if (st == SIFT_OK) {
+            ck_assert_str_eq(out, want);
+            sift_json_schema_free_gbnf(out, &sp);
+            ck_assert_int_eq(f.live, 0);
+            break;
+        }
+        ck_assert_msg(st == SIFT_E_NOMEM, "allocation %ld: %s", nth, err.message);
+        ck_assert_ptr_null(out);
+        ck_assert_int_eq(f.live, 0);
+        ck_assert_int_lt(nth, 100000);
+    }
+    ck_assert_int_gt(nth, 20);
+    sp.allocator = NULL;
+    sift_json_schema_free_gbnf(want, &sp);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("json_schema_cond");
@@ -320,6 +387,9 @@ Suite *tu_suite(void)
     tc = tcase_create("merges and bounds");
     tcase_add_test(tc, test_merged_keywords_are_not_dropped);
     tcase_add_test(tc, test_exclusive_fractional_bound);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("allocation");
+    tcase_add_test(tc, test_failing_the_nth_allocation_is_clean);
     suite_add_tcase(s, tc);
     return s;
 }
