@@ -105,6 +105,18 @@ START_TEST(test_if_then_else_is_if_and_then_or_not_if_and_else)
 }
 END_TEST
 
+START_TEST(test_else_beside_an_any_of)
+{
+    /* not if is an anyOf: each of its alternatives meets the else's own
+     * anyOf (from its not) on its own */
+    static const char *const g1[] = {"\"x\"", "4", "-2"};
+    static const char *const b1[] = {"3", "\"y\"", "1.5", "null"};
+    CHECK("{\"if\":{\"const\":\"x\"},\"then\":{\"const\":\"x\"},"
+          "\"else\":{\"type\":\"integer\",\"not\":{\"const\":3}}}",
+          g1, b1);
+}
+END_TEST
+
 START_TEST(test_if_that_cannot_be_negated_stays_refused)
 {
     check_refused("{\"if\":{\"pattern\":\"^a\"},\"then\":{\"maxLength\":3}}",
@@ -369,6 +381,7 @@ Suite *tu_suite(void)
     Suite *s = suite_create("json_schema_cond");
     TCase *tc = tcase_create("if then else");
     tcase_add_test(tc, test_if_then_else_is_if_and_then_or_not_if_and_else);
+    tcase_add_test(tc, test_else_beside_an_any_of);
     tcase_add_test(tc, test_if_that_cannot_be_negated_stays_refused);
     suite_add_tcase(s, tc);
     tc = tcase_create("contains");

@@ -457,28 +457,40 @@ sift_status sift__js_gen_cond(sift__js *c, const json_t *s, sift__js_ref *r)
         return st;
     }
     const json_t *then = json_object_get(s, "then"), *els = json_object_get(s, "else");
-    json_t *yes = json_true(), *no = json_true();
-    json_t *part[2] = {NULL, NULL};
-    part[0] =
+    json_t *yes = json_true();
+    /* not if: each alternative of an anyOf negation on its own, so that it
+     * merges with an anyOf of the rest (overlapping alternatives are
+     * still exact) */
+    json_t *negs = json_is_true(ifs)    ? json_array()
+                   : json_is_false(ifs) ? json_pack("[b]", 1)
+                   : json_is_array(json_object_get(neg, "anyOf")) && json_object_size(neg) == 1
+                       ? json_incref(json_object_get(neg, "anyOf"))
+                       : json_pack("[O]", neg);
+    json_t *part =
         json_is_false(ifs) ? json_false() : json_pack("{s:[OO]}", "allOf", ifs, then ? then : yes);
-    part[1] = json_is_true(ifs)
-                  ? json_false()
-                  : json_pack("{s:[OO]}", "allOf", neg ? neg : json_true(), els ? els : no);
     sift__js_ref alt[2];
-    if (!part[0] || !part[1])
+    if (!part || !negs)
         st = nomem(c);
     size_t mark = c->path.n;
-    for (int i = 0; !st && i < 2; i++) {
-        if (!(st = sift__js_push_key(c, i ? "else" : "then")))
-            st = sift__js_gen_merged(c, rest, part[i], &alt[i]);
+    if (!st && !(st = sift__js_push_key(c, "then")))
+        st = sift__js_gen_merged(c, rest, part, &alt[0]);
+    sift__js_pop(c, mark);
+    for (size_t i = 0; !st && i < json_array_size(negs); i++) {
+        json_t *p = json_pack("{s:[OO]}", "allOf", json_array_get(negs, i), els ? els : yes);
+        if (!p)
+            st = nomem(c);
+        else if (!(st = sift__js_push_key(c, "else")))
+            st = sift__js_gen_merged(c, rest, p, &alt[1]);
         sift__js_pop(c, mark);
+        json_decref(p);
+        if (!st)
+            st = join2(c, alt, &alt[0]);
     }
     if (!st)
-        st = join2(c, alt, r);
-    json_decref(part[0]);
-    json_decref(part[1]);
+        *r = alt[0];
+    json_decref(part);
+    json_decref(negs);
     json_decref(yes);
-    json_decref(no);
     json_decref(neg);
     json_decref(rest);
     return st;
