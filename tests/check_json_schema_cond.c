@@ -114,6 +114,12 @@ START_TEST(test_else_beside_an_any_of)
     CHECK("{\"if\":{\"const\":\"x\"},\"then\":{\"const\":\"x\"},"
           "\"else\":{\"type\":\"integer\",\"not\":{\"const\":3}}}",
           g1, b1);
+    /* likewise not beside an anyOf */
+    static const char *const g2[] = {"3", "0", "\"a\"", "\"abc\""};
+    static const char *const b2[] = {"1", "2", "-1", "\"ab\"", "null", "1.5"};
+    CHECK("{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0},{\"type\":\"string\"}],"
+          "\"not\":{\"enum\":[1,\"ab\",2]}}",
+          g2, b2);
 }
 END_TEST
 

@@ -238,6 +238,10 @@ SIFT__HIDDEN json_t *sift__js_negate(const json_t *s, int depth);
 /* json_schema_cond.c: if / then / else, propertyNames, more negations */
 /* The negation of the shapes negate does not know, or NULL. */
 SIFT__HIDDEN json_t *sift__js_negate_more(const json_t *s, int depth);
+/* sift__js_gen_merged(s, neg), where neg (a negation) that is an anyOf
+ * alone, beside an anyOf of s, is merged one alternative at a time. */
+SIFT__HIDDEN sift_status sift__js_gen_merged_any(sift__js *c, const json_t *s, const json_t *neg,
+                                                 sift__js_ref *r);
 /* Is key "if", "then" or "else"? */
 SIFT__HIDDEN int sift__js_is_cond_key(const char *key);
 /* Merges src's if / then / else into dst as one unit (when they take

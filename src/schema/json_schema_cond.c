@@ -428,6 +428,26 @@ static sift_status join2(sift__js *c, const sift__js_ref *a, sift__js_ref *r)
     return sift__js_rule(c, r, body);
 }
 
+sift_status sift__js_gen_merged_any(sift__js *c, const json_t *s, const json_t *neg,
+                                    sift__js_ref *r)
+{
+    const json_t *alts = json_object_get(neg, "anyOf");
+    if (!json_is_array(alts) || json_object_size(neg) != 1 || !json_object_get(s, "anyOf"))
+        return sift__js_gen_merged(c, s, neg, r);
+    sift__js_ref acc[2];
+    acc[0].never = 1;
+    acc[0].name[0] = '\0';
+    sift_status st = SIFT_OK;
+    for (size_t i = 0; !st && i < json_array_size(alts); i++) {
+        st = sift__js_gen_merged(c, s, json_array_get(alts, i), &acc[1]);
+        if (!st)
+            st = join2(c, acc, &acc[0]);
+    }
+    if (!st)
+        *r = acc[0];
+    return st;
+}
+
 sift_status sift__js_gen_cond(sift__js *c, const json_t *s, sift__js_ref *r)
 {
     const json_t *ifs = json_object_get(s, "if");

@@ -1366,7 +1366,7 @@ static sift_status gen_not(sift__js *c, const json_t *s, sift__js_ref *r)
     json_t *rest = json_copy((json_t *)s);
     sift_status st = rest && !json_object_del(rest, "not") ? SIFT_OK : nomem(c);
     if (!st)
-        st = sift__js_gen_merged(c, rest, neg, r);
+        st = sift__js_gen_merged_any(c, rest, neg, r);
     json_decref(rest);
     json_decref(neg);
     return st;
