@@ -326,7 +326,7 @@ def test_source_errors_name_the_place(vocab):
     assert "tags[1].begin" in e.value.message
     with pytest.raises(sift.SiftError) as e:
         sift.Grammar.from_structural_tags(
-            [{"begin": "<a>", "schema": {"not": {"enum": [1]}}, "end": ""}], ["<a"], vocab)
+            [{"begin": "<a>", "schema": {"not": {"pattern": "1"}}, "end": ""}], ["<a"], vocab)
     assert e.value.status == Status.SCHEMA_UNSUPPORTED and e.value.source == "tags[0].schema"
     with pytest.raises(sift.SiftError) as e:
         sift.Grammar.from_structural_tags([{"begin": "<a>", "grammar": "root ::= (",

@@ -10,6 +10,10 @@
  *                         anyOf/oneOf/allOf, $ref, nullable, true/false
  *   json_schema_merge.c   allOf and the siblings of $ref and anyOf:
  *                         subschemas merged into one
+ *   json_schema_cond.c    if / then / else, propertyNames and more
+ *                         negations, rewritten into the subset
+ *   json_schema_contains.c  arrays with contains / minContains /
+ *                         maxContains
  *   json_schema_object.c  objects and arrays
  *   json_schema_scalar.c  strings (lengths, formats, pattern), integer
  *                         and number ranges
@@ -278,5 +282,40 @@ SIFT__HIDDEN sift_status sift__js_gen_array(sift__js *c, const json_t *s, sift__
 SIFT__HIDDEN sift_status sift__js_gen_string(sift__js *c, const json_t *s, sift__js_ref *r);
 SIFT__HIDDEN sift_status sift__js_gen_number(sift__js *c, const json_t *s, int integer,
                                              sift__js_ref *r);
+
+/* json_schema_gen.c: a schema admitting exactly the values s rejects
+ * (a new reference), or NULL when not expressible here. */
+SIFT__HIDDEN json_t *sift__js_negate(const json_t *s, int depth);
+
+/* json_schema_cond.c: if / then / else, propertyNames, more negations */
+/* The negation of the shapes negate does not know, or NULL. */
+SIFT__HIDDEN json_t *sift__js_negate_more(const json_t *s, int depth);
+/* sift__js_gen_merged(s, neg), where neg (a negation) that is an anyOf
+ * alone, beside an anyOf of s, is merged one alternative at a time. */
+SIFT__HIDDEN sift_status sift__js_gen_merged_any(sift__js *c, const json_t *s, const json_t *neg,
+                                                 sift__js_ref *r);
+/* Is key "if", "then" or "else"? */
+SIFT__HIDDEN int sift__js_is_cond_key(const char *key);
+/* Merges src's if / then / else into dst as one unit (when they take
+ * effect); a second unit is unsupported. */
+SIFT__HIDDEN sift_status sift__js_merge_cond(sift__js *c, json_t *dst, const json_t *src);
+/* s with if / then / else. */
+SIFT__HIDDEN sift_status sift__js_gen_cond(sift__js *c, const json_t *s, sift__js_ref *r);
+/* Whether s's propertyNames is generated as the rule of its undeclared
+ * keys (sift__js_key_names), by json_schema_object.c. */
+SIFT__HIDDEN int sift__js_names_by_key_rule(sift__js *c, const json_t *s);
+/* The rule of a key s's propertyNames admits (the JSON string text). */
+SIFT__HIDDEN sift_status sift__js_key_names(sift__js *c, const json_t *s, sift__js_ref *r);
+/* s with "not": {"type": [...]} naming integer but not number: the
+ * other types and the numbers with a fraction (*done; 0 when s has
+ * another shape, e.g. number bounds beside it). */
+SIFT__HIDDEN sift_status sift__js_gen_not_integer(sift__js *c, const json_t *s, sift__js_ref *r,
+                                                  int *done);
+/* s with propertyNames, rewritten without it (or unsupported). */
+SIFT__HIDDEN sift_status sift__js_gen_names(sift__js *c, const json_t *s, sift__js_ref *r);
+
+/* json_schema_contains.c: the array part of s with contains /
+ * minContains / maxContains. */
+SIFT__HIDDEN sift_status sift__js_gen_contains(sift__js *c, const json_t *s, sift__js_ref *r);
 
 #endif

@@ -22,7 +22,9 @@
  * of its own type only ({"minLength": 2} admits 5, as JSON Schema says). Keywords with no effect on
  * validation (title, description, default, examples, $comment, ...) and keywords this converter
  * does not know (x-..., vendor keys) are ignored, as a validator would; keywords it knows but
- * cannot express (not, if/then/else, dependencies, ...) go through the unsupported policy. oneOf is
+ * cannot express (shapes of not / if that have no negation here, unevaluated*, ...) go through the
+ * unsupported policy; if / then / else and propertyNames are rewritten by json_schema_cond.c,
+ * contains by json_schema_contains.c. oneOf is
  * generated as anyOf when its alternatives are provably disjoint (types, const / enum values, or a
  * required property with disjoint const / enum values, or a closed object and a required name
  * it does not declare); otherwise it goes through the unsupported policy (IGNORE keeps the anyOf).
@@ -68,6 +70,10 @@ static const struct {
     {"exclusiveMinimum", T_NUMBER},
     {"exclusiveMaximum", T_NUMBER},
     {"multipleOf", T_NUMBER},
+    {"contains", T_ARRAY},
+    {"minContains", T_ARRAY},
+    {"maxContains", T_ARRAY},
+    {"propertyNames", T_OBJECT},
 };
 
 static const char *const annotations[] = {
@@ -99,13 +105,6 @@ static const char *const annotations[] = {
 
 /* Known keywords outside the subset. */
 static const char *const unsupported[] = {
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-    "contains",
-    "minContains",
-    "maxContains",
     "unevaluatedProperties",
     "unevaluatedItems",
     "$dynamicRef",
@@ -459,6 +458,18 @@ int sift__js_is_keyword(const char *key)
         "allOf",
         "$ref",
         "uniqueItems",
+        "multipleOf",
+        "not",
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+        "if",
+        "then",
+        "else",
+        "propertyNames",
+        "contains",
+        "minContains",
+        "maxContains",
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(key, known[i]))
@@ -1038,7 +1049,11 @@ static sift_status gen_typed(sift__js *c, const json_t *s, unsigned t, sift__js_
     r->never = 0;
     switch (t) {
     case T_OBJECT: return sift__js_gen_object(c, s, r);
-    case T_ARRAY: return sift__js_gen_array(c, s, r);
+    case T_ARRAY:
+        return json_object_get(s, "contains") || json_object_get(s, "minContains") ||
+                       json_object_get(s, "maxContains")
+                   ? sift__js_gen_contains(c, s, r)
+                   : sift__js_gen_array(c, s, r);
     case T_STRING: return sift__js_gen_string(c, s, r);
     case T_INTEGER: return sift__js_gen_number(c, s, 1, r);
     case T_NUMBER: return sift__js_gen_number(c, s, 0, r);
@@ -1261,7 +1276,7 @@ static json_t *negate(const json_t *s, int depth)
 {
     if (json_is_boolean(s))
         return json_boolean(!json_is_true(s));
-    if (!json_is_object(s) || depth > 16)
+    if (!json_is_object(s) || depth > 16 || json_object_get(s, "nullable"))
         return NULL;
     const char *k = sole_key(s);
     int has_other = 0;
@@ -1274,7 +1289,7 @@ static json_t *negate(const json_t *s, int depth)
     if (!has_other)
         return json_false();
     if (!k)
-        return NULL;
+        return sift__js_negate_more(s, depth); /* several keywords */
     v = json_object_get(s, k);
     if (!strcmp(k, "not"))
         return json_is_boolean(v) || json_is_object(v) ? json_incref(v) : NULL;
@@ -1354,19 +1369,28 @@ static json_t *negate(const json_t *s, int depth)
         return typed_bound(bounds[i].type, bounds[i].other,
                            json_integer((json_int_t)(n + bounds[i].step)));
     }
-    return NULL;
+    return sift__js_negate_more(s, depth);
+}
+
+json_t *sift__js_negate(const json_t *s, int depth)
+{
+    return negate(s, depth);
 }
 
 /* s with "not": the rest of s merged with the negation (negate). */
 static sift_status gen_not(sift__js *c, const json_t *s, sift__js_ref *r)
 {
     json_t *neg = negate(json_object_get(s, "not"), 0);
+    int done = 0;
+    sift_status st0 = neg ? SIFT_OK : sift__js_gen_not_integer(c, s, r, &done);
+    if (st0 || done)
+        return st0;
     if (!neg)
         return sift__js_unsupported(c, "not", "'not' is not supported");
     json_t *rest = json_copy((json_t *)s);
     sift_status st = rest && !json_object_del(rest, "not") ? SIFT_OK : nomem(c);
     if (!st)
-        st = sift__js_gen_merged(c, rest, neg, r);
+        st = sift__js_gen_merged_any(c, rest, neg, r);
     json_decref(rest);
     json_decref(neg);
     return st;
@@ -1412,6 +1436,12 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
     /* beside enum / const, each value is tested against the keywords
      * (admitted_values), which refuses what it cannot test */
     int values = json_object_get(s, "enum") || json_object_get(s, "const");
+    /* beside values, json_schema_value.c decides these keywords exactly */
+    if (!values &&
+        (json_object_get(s, "if") || json_object_get(s, "then") || json_object_get(s, "else")))
+        return sift__js_gen_cond(c, s, r);
+    if (!values && json_object_get(s, "propertyNames") && !sift__js_names_by_key_rule(c, s))
+        return sift__js_gen_names(c, s, r);
     if (!values && json_object_get(s, "not")) {
         sift_status st0 = gen_not(c, s, r);
         if (st0 || r->name[0] || r->never)

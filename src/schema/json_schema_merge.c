@@ -206,9 +206,23 @@ static sift_status combine(sift__js *c, json_t *dst, const char *key, const json
         int take_new = is_min_key(key) ? y > x : y < x;
         return take_new && json_object_set(dst, key, (json_t *)v) ? nomem(c) : SIFT_OK;
     }
-    if ((!strcmp(key, "prefixItems") || !strcmp(key, "items")) && json_is_array(old) &&
+    if ((!strcmp(key, "items") || !strcmp(key, "prefixItems")) && json_is_array(old) &&
         json_is_array(v))
         return merge_prefix(c, dst, key, old, v);
+    int64_t x, y;
+    if (!strcmp(key, "multipleOf") && json_is_number(old) && json_is_number(v) &&
+        sift__js_integral(json_number_value(old), &x) &&
+        sift__js_integral(json_number_value(v), &y) && x > 0 && y > 0) {
+        /* multiples of both: of their least common multiple */
+        int64_t a = x, b = y;
+        while (b) {
+            int64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        if (x / a <= INT64_C(1000000000000000) / y)
+            return set_new(c, dst, key, json_integer((json_int_t)(x / a * y)));
+    }
     if (!strcmp(key, "not")) /* neither a nor b: not anyOf [a, b] */
         return set_new(c, dst, "not", json_pack("{s:[O,O]}", "anyOf", old, v));
     if (!strcmp(key, "additionalProperties") || !strcmp(key, "items")) {
@@ -277,11 +291,13 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
     if (!st && depth > 32)
         st = sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, NULL,
                            "allOf and $ref merge over 32 levels (a $ref cycle inside allOf?)");
+    if (!st) /* if / then / else: one unit per schema object */
+        st = sift__js_merge_cond(c, dst, src);
     json_object_foreach((json_t *)src, key, v)
     {
         if (st)
             break;
-        if (sift__js_is_annotation(key))
+        if (sift__js_is_annotation(key) || sift__js_is_cond_key(key))
             continue;
         if (!strcmp(key, "allOf")) {
             if (!json_is_array(v))

@@ -453,8 +453,12 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
         sift__free(c->al, re);
     } else if (!st && !av.never) {
         sift__js_ref keys;
-        st = sift__js_not_keys(c, names, n_names, &keys);
-        if (!st)
+        /* propertyNames (json_schema_cond.c): only without declared names */
+        if (json_object_get(s, "propertyNames") && sift__js_names_by_key_rule(c, s))
+            st = sift__js_key_names(c, s, &keys);
+        else
+            st = sift__js_not_keys(c, names, n_names, &keys);
+        if (!st && !keys.never)
             st = sift__js_printf(c, &b, "%s%s %s \":\" %s %s", alts++ ? " | " : "", keys.name, ws,
                                  ws, av.name);
     }

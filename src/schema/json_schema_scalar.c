@@ -580,13 +580,58 @@ static sift_status gen_integer(sift__js *c, const bounds *bd, sift__js_ref *r)
     return st;
 }
 
+/* The most leading zeros (or nines) a fraction after integer part a
+ * may have and still read, as a double, apart from a (or from a + 1):
+ * it is then 10^-(z+1) or more from them, over half the spacing of
+ * doubles there (high: near a + 1 too). -1 when no fraction is that far
+ * (from 2^52 on). */
+static int frac_room(uint64_t a, int high)
+{
+    double x = (double)a, ulp = nextafter(x + 1, INFINITY) - (x + 1);
+    if (a == 0 && !high)
+        ulp = nextafter(0.0, 1.0);                  /* the smallest subnormal */
+    double z = floor(-log10(ulp) + log10(2.0)) - 2; /* -log10(ulp / 2), ulp / 2 may be 0 */
+    return z < 0 ? -1 : z > 400 ? 400 : (int)z;
+}
+
+/* The fraction after an integer part k of a real: any (with none), or
+ * one that keeps the value above k (low: exclusive lower bound k) and /
+ * or below k + 1 (high: exclusive upper bound k + 1) when read as a
+ * double: leading zeros (nines) at most frac_room. *none: no fraction
+ * (and, under low, no k) can be written. */
+static sift_status frac_part(sift__js *c, sift__js_buf *b, uint64_t k, int low, int high, int *none)
+{
+    int z = frac_room(k, high);
+    *none = 0;
+    if (!low && !high)
+        return sift__js_puts(c, b, " (\".\" [0-9]+)?");
+    if (z < 0) { /* the integer alone, or nothing */
+        *none = low;
+        return low ? SIFT_OK : sift__js_puts(c, b, " (\".\" \"0\"+)?");
+    }
+    sift_status st = sift__js_puts(c, b, " (\".\" ([1-8] [0-9]*");
+    if (!st && !low)
+        st = sift__js_puts(c, b, " | \"0\" [0-9]*");
+    else if (!st && z >= 1)
+        st = sift__js_printf(c, b, " | \"0\"{1,%d} [1-9] [0-9]*", z);
+    if (!st && !high)
+        st = sift__js_puts(c, b, " | \"9\" [0-9]*");
+    else if (!st && z >= 1)
+        st = sift__js_printf(c, b, " | \"9\"{1,%d} ([0-8] [0-9]*)?", z);
+    if (!st)
+        st = sift__js_puts(c, b, low ? "))" : "))?");
+    return st;
+}
+
 /* Non-negative reals y with integer bounds: A (lower, excl_a) <= y and
- * y <= B (upper, excl_b; has_b), written without exponent. */
+ * y <= B (upper, excl_b; has_b), written without exponent. Next to an
+ * exclusive bound a fraction keeps clear of it (frac_part), so that a
+ * validator reading the number as a double agrees: 1.0000000000000000001
+ * reads as 1. */
 static sift_status pos_real(sift__js *c, sift__js_buf *b, uint64_t A, int excl_a, int has_b,
                             uint64_t B, int excl_b, int *alts)
 {
-    static const char any[] = " (\".\" [0-9]+)?", zero[] = " (\".\" \"0\"+)?",
-                      pos[] = " \".\" \"0\"* [1-9] [0-9]*";
+    static const char zero[] = " (\".\" \"0\"+)?";
     sift_status st = SIFT_OK;
     if (has_b && B < A)
         return SIFT_OK;
@@ -598,16 +643,28 @@ static sift_status pos_real(sift__js *c, sift__js_buf *b, uint64_t A, int excl_a
         return st;
     }
     /* intpart = A */
-    st = sift__js_printf(c, b, "%s\"%llu\"%s", (*alts)++ ? " | " : "", (unsigned long long)A,
-                         excl_a ? pos : any);
-    /* A < intpart < B */
-    if (!st && (!has_b || A + 1 <= B - 1)) {
+    sift__js_buf f = {0};
+    int none = 0;
+    st = frac_part(c, &f, A, excl_a, has_b && excl_b && A + 1 == B, &none);
+    if (!st && !none)
+        st = sift__js_printf(c, b, "%s\"%llu\"%s", (*alts)++ ? " | " : "", (unsigned long long)A,
+                             f.p);
+    /* A < intpart < B (the last one apart when B is exclusive) */
+    uint64_t top = has_b && excl_b ? B - 2 : B - 1;
+    if (!st && (!has_b || (B >= 2 && A + 1 <= top))) {
         st = sift__js_puts(c, b, " | ");
         if (!st)
-            st = pos_range(c, b, A + 1, has_b ? B - 1 : 0, has_b);
+            st = pos_range(c, b, A + 1, has_b ? top : 0, has_b);
         if (!st)
-            st = sift__js_puts(c, b, any);
+            st = sift__js_puts(c, b, " (\".\" [0-9]+)?");
     }
+    if (!st && has_b && excl_b && B >= 1 && B - 1 > A) {
+        f.n = 0;
+        st = frac_part(c, &f, B - 1, 0, 1, &none);
+        if (!st)
+            st = sift__js_printf(c, b, " | \"%llu\"%s", (unsigned long long)(B - 1), f.p);
+    }
+    sift__js_buf_free(c, &f);
     /* intpart = B */
     if (!st && has_b && !excl_b)
         st = sift__js_printf(c, b, " | \"%llu\"%s", (unsigned long long)B, zero);
@@ -719,8 +776,29 @@ static sift_status gen_frac_bound(sift__js *c, const bounds *bd, sift__js_ref *r
     return st;
 }
 
-static sift_status gen_real(sift__js *c, const bounds *bd, sift__js_ref *r)
+/* An exclusive fractional bound as the inclusive bound of the next
+ * double inward: every decimal at or past that double's shortest
+ * spelling is past the bound both exactly and read as a double; the
+ * decimals between the two doubles are left out (rejected, never
+ * wrongly accepted). */
+static bounds inclusive(const bounds *bd)
 {
+    bounds b = *bd;
+    if (b.has_lo && b.lo_excl && !integral(b.lo)) {
+        b.lo = nextafter(b.lo, INFINITY);
+        b.lo_excl = 0;
+    }
+    if (b.has_hi && b.hi_excl && !integral(b.hi)) {
+        b.hi = nextafter(b.hi, -INFINITY);
+        b.hi_excl = 0;
+    }
+    return b;
+}
+
+static sift_status gen_real(sift__js *c, const bounds *bd0, sift__js_ref *r)
+{
+    bounds inc = inclusive(bd0);
+    const bounds *bd = &inc;
     int done = 0;
     sift_status st0 = SIFT_OK;
     if (((bd->has_lo && !integral(bd->lo)) || (bd->has_hi && !integral(bd->hi))) &&
