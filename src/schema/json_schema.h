@@ -212,6 +212,15 @@ SIFT__HIDDEN sift_status sift__js_set_has(sift__js *c, const json_t *set, const 
 SIFT__HIDDEN sift_status sift__js_gen_merged(sift__js *c, const json_t *s, const json_t *extra,
                                              sift__js_ref *r);
 
+/* json_schema_oneof.c: whether oneOf `alts` of schema s (the types
+ * `outer` beside it) is exact as an anyOf (*exact), after the types in
+ * *narrow are taken out of s (no value of them passes: two branches
+ * admit them whole) and the branches replaced by *rewritten (owned; NULL
+ * when they stay). */
+SIFT__HIDDEN sift_status sift__js_one_of_exact(sift__js *c, const json_t *s, const json_t *alts,
+                                               unsigned outer, int *exact, unsigned *narrow,
+                                               json_t **rewritten);
+
 /* json_schema_value.c: whether the value v is valid against schema s:
  * *answer 1 (valid), 0 (invalid) or -1 (not decided there: a keyword it
  * does not test). Fails only when max_work is reached. */

@@ -868,10 +868,28 @@ static json_t *one_of_required(const json_t *alts)
     return out;
 }
 
+/* Takes the types of `narrow` (number counting integer) out of schema
+ * s's "type" (all types when it has none); -1 when out of memory. */
+static int narrow_types(json_t *s, unsigned narrow)
+{
+    if (!narrow)
+        return 0;
+    const json_t *t = json_object_get(s, "type");
+    unsigned m = t ? sift__js_type_mask(t)
+                   : T_NULL | T_BOOLEAN | T_OBJECT | T_ARRAY | T_NUMBER | T_STRING | T_INTEGER;
+    m &= ~narrow;
+    if (narrow & T_NUMBER)
+        m &= ~(unsigned)T_INTEGER;
+    if (narrow & T_NULL)
+        json_object_del(s, "nullable");
+    return json_object_set_new(s, "type", sift__js_mask_to_types(m));
+}
+
 static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift__js_ref *r)
 {
     const json_t *alts = json_object_get(s, kw);
     json_t *rewritten = NULL;
+    unsigned narrow = 0;
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw, "'%s' must be a non-empty array", kw);
     if (!strcmp(kw, "oneOf")) {
@@ -880,6 +898,10 @@ static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift
         int disjoint = 0;
         unsigned outer = json_object_get(s, "type") ? branch_types(s) : ~0u;
         sift_status st0 = one_of_disjoint(c, alts, outer, &disjoint);
+        if (!st0 && !disjoint)
+            st0 = sift__js_one_of_exact(c, s, alts, outer, &disjoint, &narrow, &rewritten);
+        if (rewritten)
+            alts = rewritten;
         if (!st0 && !disjoint && (rewritten = one_of_required(alts)) != NULL)
             alts = rewritten; /* disjoint by construction */
         else if (!st0 && !disjoint)
@@ -893,10 +915,10 @@ static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift
         }
     }
     json_t *siblings = NULL;
-    if (has_constraints(s, kw)) {
+    if (has_constraints(s, kw) || narrow) {
         siblings = json_copy((json_t *)s);
-        if (!siblings || json_object_del(siblings, kw))
-            return json_decref(siblings), nomem(c);
+        if (!siblings || json_object_del(siblings, kw) || narrow_types(siblings, narrow))
+            return json_decref(siblings), json_decref(rewritten), nomem(c);
     }
     size_t n = json_array_size(alts);
     sift__js_ref *refs = sift__calloc(c->al, n, sizeof *refs);
