@@ -11,6 +11,9 @@
  *   json_schema_merge.c   allOf and the siblings of $ref and anyOf:
  *                         subschemas merged into one
  *   json_schema_object.c  objects and arrays
+ *   json_schema_oneof.c   oneOf that the linear tests leave open: types
+ *                         two branches admit whole, the pairwise test,
+ *                         overlapping object branches rewritten
  *   json_schema_scalar.c  strings (lengths, formats, pattern), integer
  *                         and number ranges
  *   json_schema_value.c   one value against a schema (enum / const
