@@ -180,8 +180,27 @@ START_TEST(test_one_of_the_empty_string_and_a_minimum_length)
 }
 END_TEST
 
+START_TEST(test_one_of_anchored_literal_patterns)
+{
+    /* a required name whose patterns are ^lit$ of different strings; a literal against an enum */
+    static const char *const good[] = {"{\"s\":\"success\"}", "{\"s\":\"a.b\"}", "\"ab\"", "\"c\"",
+                                       "\"abc\""};
+    static const char *const bad[] = {"{\"s\":\"x\"}", "{\"s\":\"axb\"}", "\"x\"", "{}"};
+    CHECK("{\"oneOf\": [{\"type\": \"object\", \"required\": [\"s\"], "
+          "\"properties\": {\"s\": {\"type\": \"string\", "
+          "\"pattern\": \"^success$\"}}}, {\"type\": \"object\", "
+          "\"required\": [\"s\"], \"properties\": {\"s\": {\"type\": \"string\", "
+          "\"pattern\": \"^a\\\\.b$\"}}}, {\"type\": \"string\", \"pattern\": \"^ab$\"}, "
+          "{\"enum\": [\"abc\", \"c\"]}]}",
+          good, bad);
+}
+END_TEST
+
 START_TEST(test_one_of_overlaps_left_stay_refused)
 {
+    /* an unescaped dot is not a literal */
+    check_refused("{\"oneOf\": [{\"type\": \"string\", \"pattern\": \"^a\\\\.b$\"}, "
+                  "{\"type\": \"string\", \"pattern\": \"^a.b$\"}]}");
     /* integer beside number */
     check_refused("{\"oneOf\": [{\"type\": \"integer\"}, {\"type\": \"number\"}]}");
     /* an open object beside a closed one that declares other names */
@@ -219,6 +238,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_one_of_number_ranges_apart);
     tcase_add_test(tc, test_one_of_a_discriminator_in_allof_members);
     tcase_add_test(tc, test_one_of_the_empty_string_and_a_minimum_length);
+    tcase_add_test(tc, test_one_of_anchored_literal_patterns);
     tcase_add_test(tc, test_one_of_overlaps_left_stay_refused);
     suite_add_tcase(s, tc);
     return s;

@@ -18,7 +18,8 @@
  *   other forbids (a false property, or additionalProperties false
  *   without it), a name both require whose schemas are disjoint (the
  *   same test, one level down), number ranges or string lengths apart,
- *   a string of length 0 the other rejects; a branch that is an anyOf /
+ *   a string of length 0 the other rejects, "^literal$" patterns of
+ *   different strings (or one whose string the other rejects); a branch that is an anyOf /
  *   oneOf alone is disjoint when all its alternatives are;
  * - object branches of the form {"type": "object", "required": [...],
  *   "properties": {...}} that overlap are rewritten: branch i becomes
@@ -331,6 +332,54 @@ static int lengths_apart(const json_t *x, const json_t *y)
            json_integer_value(hx) < json_integer_value(ly);
 }
 
+/* The one string that pattern "^lit$" matches (ECMA-262: without the
+ * m flag, ^ and $ match only at the ends) into buf, when lit is letters,
+ * digits and the punctuation below, or punctuation escaped with \;
+ * else 0. */
+static int literal_pattern(const json_t *s, char *buf, size_t cap)
+{
+    const char *p = json_string_value(json_object_get(s, "pattern"));
+    size_t n = p ? strlen(p) : 0, k = 0;
+    if (n < 2 || p[0] != '^' || p[n - 1] != '$' || (n >= 3 && p[n - 2] == '\\'))
+        return 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch == '\\' && i + 2 < n && strchr(".-/\\+*?()[]{}|^$:_ ", p[i + 1]))
+            ch = (unsigned char)p[++i];
+        else if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                   (ch >= '0' && ch <= '9') || strchr("_-:/ @#%&=,;<>'\"!~`", ch)) ||
+                 ch == '\0')
+            return 0;
+        if (k + 1 >= cap)
+            return 0;
+        buf[k++] = (char)ch;
+    }
+    buf[k] = '\0';
+    return 1;
+}
+
+/* Strings: both parts are "^lit$" patterns of different strings, or one
+ * is and its string fails the other (*d). */
+static sift_status literals_apart(sift__js *c, const json_t *x, const json_t *y, int *d)
+{
+    char a[256], b[256];
+    *d = 0;
+    if (!literal_pattern(x, a, sizeof a))
+        return SIFT_OK;
+    if (literal_pattern(y, b, sizeof b)) {
+        *d = strcmp(a, b) != 0;
+        return SIFT_OK;
+    }
+    json_t *v = json_string(a);
+    int answer = -1;
+    sift_status st = v ? sift__js_work(c, 1) : nomem(c);
+    if (!st && !json_object_get(y, "pattern"))
+        st = sift__js_value_valid(c, y, v, &answer);
+    json_decref(v);
+    *d = answer == 0;
+    return st;
+}
+
 /* Whether parts x and y (of two schemas that both admit type `bit`)
  * share no value of that type (*d). */
 static sift_status apart_on(sift__js *c, const json_t *x, const json_t *y, unsigned bit, int *d)
@@ -347,6 +396,10 @@ static sift_status apart_on(sift__js *c, const json_t *x, const json_t *y, unsig
         *d = ranges_apart(x, y) || ranges_apart(y, x);
     if (bit == T_STRING) {
         *d = lengths_apart(x, y) || lengths_apart(y, x);
+        if (!*d)
+            st = literals_apart(c, x, y, d);
+        if (!st && !*d)
+            st = literals_apart(c, y, x, d);
         for (int side = 0; !st && !*d && side < 2; side++) {
             const json_t *e = side ? y : x, *o = side ? x : y;
             const json_t *h = json_object_get(e, "maxLength");
