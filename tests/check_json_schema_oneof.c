@@ -196,6 +196,20 @@ START_TEST(test_one_of_anchored_literal_patterns)
 }
 END_TEST
 
+START_TEST(test_one_of_every_type_taken_out)
+{
+    /* the type beside the oneOf is the one two branches admit whole: no value passes, an enum
+     * branch none either (as type [] beside an enum) */
+    static const char *const good[] = {"{}"};
+    static const char *const bad[] = {"{\"p\":\"x\"}", "{\"p\":{}}", "{\"p\":1}", "{\"q\":\"x\"}",
+                                      "{\"q\":1}"};
+    CHECK("{\"properties\": {\"p\": {\"type\": \"object\", "
+          "\"oneOf\": [{\"type\": \"object\"}, {\"enum\": [\"x\", \"y\", 1]}, "
+          "{\"type\": \"object\"}]}, \"q\": {\"type\": [], \"enum\": [\"x\", 1]}}}",
+          good, bad);
+}
+END_TEST
+
 START_TEST(test_one_of_overlaps_left_stay_refused)
 {
     /* an unescaped dot is not a literal */
@@ -239,6 +253,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_one_of_a_discriminator_in_allof_members);
     tcase_add_test(tc, test_one_of_the_empty_string_and_a_minimum_length);
     tcase_add_test(tc, test_one_of_anchored_literal_patterns);
+    tcase_add_test(tc, test_one_of_every_type_taken_out);
     tcase_add_test(tc, test_one_of_overlaps_left_stay_refused);
     suite_add_tcase(s, tc);
     return s;

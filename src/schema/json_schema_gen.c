@@ -1417,7 +1417,9 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
             return nomem(c);
         st = admitted_values(c, s, given, k ? "const" : "enum", &vals);
         json_decref(given);
-        if (!st)
+        if (!st && mask == 0) /* "type": []: no value (0 below means no filter) */
+            r->never = 1;
+        else if (!st)
             st =
                 gen_enum(c, s, vals, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
         json_decref(vals);
