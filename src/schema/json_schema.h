@@ -15,6 +15,9 @@
  *   json_schema_contains.c  arrays with contains / minContains /
  *                         maxContains
  *   json_schema_object.c  objects and arrays
+ *   json_schema_oneof.c   oneOf that the linear tests leave open: types
+ *                         two branches admit whole, the pairwise test,
+ *                         overlapping object branches rewritten
  *   json_schema_scalar.c  strings (lengths, formats, pattern), integer
  *                         and number ranges
  *   json_schema_value.c   one value against a schema (enum / const
@@ -189,6 +192,8 @@ SIFT__HIDDEN int sift__js_is_annotation(const char *key);
 SIFT__HIDDEN sift_status sift__js_get_count(sift__js *c, const json_t *s, const char *key,
                                             int64_t *v, int *has);
 
+/* Whether s is an object holding a $ref and annotations only. */
+SIFT__HIDDEN int sift__js_only_ref(const json_t *s);
 /* The target of a $ref of the form "#" or "#/json/pointer" (percent
  * escapes decoded) in schema object `from`, or NULL; sets no error. */
 SIFT__HIDDEN const json_t *sift__js_local_target(sift__js *c, const json_t *from, const char *ref);
@@ -267,6 +272,14 @@ SIFT__HIDDEN int sift__js_has_uneval(const json_t *s);
 SIFT__HIDDEN sift_status sift__js_uneval_rewrite(sift__js *c, const json_t *s, json_t **out);
 /* The rule of s with unevaluatedProperties / unevaluatedItems. */
 SIFT__HIDDEN sift_status sift__js_gen_uneval(sift__js *c, const json_t *s, sift__js_ref *r);
+/* json_schema_oneof.c: whether oneOf `alts` of schema s (the types
+ * `outer` beside it) is exact as an anyOf (*exact), after the types in
+ * *narrow are taken out of s (no value of them passes: two branches
+ * admit them whole) and the branches replaced by *rewritten (owned; NULL
+ * when they stay). */
+SIFT__HIDDEN sift_status sift__js_one_of_exact(sift__js *c, const json_t *s, const json_t *alts,
+                                               unsigned outer, int *exact, unsigned *narrow,
+                                               json_t **rewritten);
 
 /* json_schema_value.c: whether the value v is valid against schema s:
  * *answer 1 (valid), 0 (invalid) or -1 (not decided there: a keyword it

@@ -177,168 +177,6 @@ static sift_status join_alternatives(sift__js *c, const sift__js_ref *refs, size
 /* $ref                                                                */
 /* ------------------------------------------------------------------ */
 
-/* The escaped JSON Pointer of a local $ref (percent-decoded) of schema
- * object `from` into *ptr (allocated), or an error. */
-static sift_status ref_pointer(sift__js *c, const json_t *from, const char *ref, char **ptr)
-{
-    if (c->ref_nodes) /* identifiers: resolved by URI */
-        return sift__js_ref_pointer(c, from, ref, ptr);
-    const char *hash = strchr(ref, '#');
-    if (hash != ref) {
-        const json_t *id = json_is_object(c->root) ? json_object_get(c->root, "$id") : NULL;
-        size_t pre = hash ? (size_t)(hash - ref) : strlen(ref);
-        if (!id)
-            id = json_is_object(c->root) ? json_object_get(c->root, "id") : NULL;
-        const char *ids = json_string_value(id);
-        if (!hash || !ids || strlen(ids) < pre || strncmp(ids, ref, pre) ||
-            (ids[pre] != '\0' && ids[pre] != '#'))
-            return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, "$ref",
-                                 "$ref \"%.80s\" is not local to this schema", ref);
-    }
-    const char *f = hash + 1;
-    if (*f && *f != '/')
-        return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, "$ref",
-                             "$ref \"%.80s\" names an anchor (only JSON Pointers are supported)",
-                             ref);
-    size_t n = strlen(f);
-    char *p = sift__malloc(c->al, n + 1, 1);
-    if (!p)
-        return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (f[i] == '%' && i + 2 < n + 1 && sift__hex_digit(f[i + 1]) >= 0 &&
-            sift__hex_digit(f[i + 2]) >= 0) {
-            p[k++] = (char)(sift__hex_digit(f[i + 1]) * 16 + sift__hex_digit(f[i + 2]));
-            i += 2;
-        } else {
-            p[k++] = f[i];
-        }
-    }
-    p[k] = '\0';
-    *ptr = p;
-    return SIFT_OK;
-}
-
-/* The value the escaped pointer names, or NULL. */
-static const json_t *walk_pointer(const json_t *root, const char *p)
-{
-    const json_t *at = root;
-    char seg[512];
-    while (at && *p == '/') {
-        const char *q = p + 1;
-        size_t k = 0;
-        for (; *q && *q != '/'; q++) {
-            char ch = *q;
-            if (ch == '~' && (q[1] == '0' || q[1] == '1'))
-                ch = *++q == '0' ? '~' : '/';
-            if (k + 1 >= sizeof seg)
-                return NULL;
-            seg[k++] = ch;
-        }
-        seg[k] = '\0';
-        if (json_is_object(at)) {
-            at = json_object_get(at, seg);
-        } else if (json_is_array(at)) {
-            char *end;
-            unsigned long idx = strtoul(seg, &end, 10);
-            at = *end || !k ? NULL : json_array_get(at, idx);
-        } else {
-            at = NULL;
-        }
-        p = q;
-    }
-    return at;
-}
-
-const json_t *sift__js_local_target(sift__js *c, const json_t *from, const char *ref)
-{
-    if (ref[0] != '#' || (ref[1] && ref[1] != '/'))
-        return NULL;
-    if (c->ref_nodes) { /* identifiers: "#" is of the resource around from */
-        char *ptr = NULL;
-        sift_error *keep = c->err;
-        c->err = NULL; /* sets no error */
-        sift_status st = sift__js_ref_pointer(c, from, ref, &ptr);
-        c->err = keep;
-        const json_t *t = st ? NULL : walk_pointer(c->root, ptr);
-        sift__free(c->al, ptr);
-        return t;
-    }
-    size_t n = strlen(ref + 1);
-    char *p = sift__malloc(c->al, n + 1, 1);
-    if (!p)
-        return NULL;
-    size_t k = 0;
-    for (const char *f = ref + 1; *f; f++) {
-        if (f[0] == '%' && sift__hex_digit(f[1]) >= 0 && sift__hex_digit(f[2]) >= 0) {
-            p[k++] = (char)(sift__hex_digit(f[1]) * 16 + sift__hex_digit(f[2]));
-            f += 2;
-        } else {
-            p[k++] = *f;
-        }
-    }
-    p[k] = '\0';
-    const json_t *t = walk_pointer(c->root, p);
-    sift__free(c->al, p);
-    return t;
-}
-
-static int only_ref(const json_t *s)
-{
-    const char *key;
-    json_t *v;
-    if (!json_is_object(s) || !json_object_get(s, "$ref"))
-        return 0;
-    json_object_foreach((json_t *)s, key, v)
-    {
-        if (strcmp(key, "$ref") && !sift__js_is_annotation(key))
-            return 0;
-    }
-    return 1;
-}
-
-/* Resolves $ref `ref` to its target; a chain of schemas that are only
- * $refs is followed here (a cycle of them is an error). *ptr is the
- * final target's pointer (allocated). */
-sift_status sift__js_resolve(sift__js *c, const json_t *from, const char *ref,
-                             const json_t **target, char **ptr)
-{
-    *ptr = NULL;
-    for (int hops = 0;; hops++) {
-        sift_status st = ref_pointer(c, from, ref, ptr);
-        if (st)
-            return st;
-        const json_t *t = walk_pointer(c->root, *ptr);
-        /* only_ref below visits the target's keys, once per $ref */
-        if (t && (st = sift__js_work(c, 1 + (int64_t)json_object_size(t) / 8))) {
-            sift__free(c->al, *ptr);
-            *ptr = NULL;
-            return st;
-        }
-        if (!t) {
-            st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$ref", "$ref \"%.80s\" does not resolve",
-                               ref);
-            sift__free(c->al, *ptr);
-            *ptr = NULL;
-            return st;
-        }
-        if (!only_ref(t) || !json_is_string(json_object_get(t, "$ref"))) {
-            *target = t;
-            return SIFT_OK;
-        }
-        if (hops >= 64) {
-            sift__free(c->al, *ptr);
-            *ptr = NULL;
-            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$ref",
-                                 "$ref \"%.80s\" loops through $refs alone", ref);
-        }
-        sift__free(c->al, *ptr);
-        *ptr = NULL;
-        ref = json_string_value(json_object_get(t, "$ref"));
-        from = t;
-    }
-}
-
 static sift_status gen_ref(sift__js *c, const json_t *s, const char *ref, sift__js_ref *r)
 {
     const json_t *target;
@@ -569,15 +407,10 @@ static sift_status values_of_disjoint(sift__js *c, const json_t *a, const json_t
  * reports that). */
 static const json_t *peek_ref(sift__js *c, const json_t *x, sift_status *st)
 {
-    for (int hops = 0; !*st && hops < 8 && only_ref(x); hops++) {
+    for (int hops = 0; !*st && hops < 8 && sift__js_only_ref(x); hops++) {
         const char *ref = json_string_value(json_object_get(x, "$ref"));
-        char *ptr = NULL;
-        if (!ref || ref[0] != '#' || (ref[1] != '\0' && ref[1] != '/'))
-            return x;
-        if ((*st = sift__js_work(c, 1)) || (*st = ref_pointer(c, x, ref, &ptr)))
-            return x;
-        const json_t *t = walk_pointer(c->root, ptr);
-        sift__free(c->al, ptr);
+        const json_t *t = ref && !(*st = sift__js_work(c, 1)) ? sift__js_local_target(c, x, ref)
+                                                              : NULL;
         if (!t)
             return x;
         x = t;
@@ -772,7 +605,7 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, unsigned out
     *disjoint = 1;
     for (size_t i = 0; !st && i < n; i++) {
         b[i] = json_array_get(alts, i);
-        if (json_is_object(b[i]) && only_ref(b[i]) &&
+        if (json_is_object(b[i]) && sift__js_only_ref(b[i]) &&
             json_is_string(json_object_get(b[i], "$ref"))) {
             char *ptr = NULL;
             st = sift__js_resolve(c, b[i], json_string_value(json_object_get(b[i], "$ref")), &b[i],
@@ -903,10 +736,28 @@ static json_t *one_of_required(const json_t *alts)
     return out;
 }
 
+/* Takes the types of `narrow` (number counting integer) out of schema
+ * s's "type" (all types when it has none); -1 when out of memory. */
+static int narrow_types(json_t *s, unsigned narrow)
+{
+    if (!narrow)
+        return 0;
+    const json_t *t = json_object_get(s, "type");
+    unsigned m = t ? sift__js_type_mask(t)
+                   : T_NULL | T_BOOLEAN | T_OBJECT | T_ARRAY | T_NUMBER | T_STRING | T_INTEGER;
+    m &= ~narrow;
+    if (narrow & T_NUMBER)
+        m &= ~(unsigned)T_INTEGER;
+    if (narrow & T_NULL)
+        json_object_del(s, "nullable");
+    return json_object_set_new(s, "type", sift__js_mask_to_types(m));
+}
+
 static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift__js_ref *r)
 {
     const json_t *alts = json_object_get(s, kw);
     json_t *rewritten = NULL;
+    unsigned narrow = 0;
     if (!json_is_array(alts) || json_array_size(alts) == 0)
         return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, kw, "'%s' must be a non-empty array", kw);
     if (!strcmp(kw, "oneOf")) {
@@ -915,6 +766,10 @@ static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift
         int disjoint = 0;
         unsigned outer = json_object_get(s, "type") ? branch_types(s) : ~0u;
         sift_status st0 = one_of_disjoint(c, alts, outer, &disjoint);
+        if (!st0 && !disjoint)
+            st0 = sift__js_one_of_exact(c, s, alts, outer, &disjoint, &narrow, &rewritten);
+        if (rewritten)
+            alts = rewritten;
         if (!st0 && !disjoint && (rewritten = one_of_required(alts)) != NULL)
             alts = rewritten; /* disjoint by construction */
         else if (!st0 && !disjoint)
@@ -928,10 +783,10 @@ static sift_status gen_any_of(sift__js *c, const json_t *s, const char *kw, sift
         }
     }
     json_t *siblings = NULL;
-    if (has_constraints(s, kw)) {
+    if (has_constraints(s, kw) || narrow) {
         siblings = json_copy((json_t *)s);
-        if (!siblings || json_object_del(siblings, kw))
-            return json_decref(siblings), nomem(c);
+        if (!siblings || json_object_del(siblings, kw) || narrow_types(siblings, narrow))
+            return json_decref(siblings), json_decref(rewritten), nomem(c);
     }
     size_t n = json_array_size(alts);
     sift__js_ref *refs = sift__calloc(c->al, n, sizeof *refs);
@@ -1481,7 +1336,9 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
             return nomem(c);
         st = admitted_values(c, s, given, k ? "const" : "enum", &vals);
         json_decref(given);
-        if (!st)
+        if (!st && mask == 0) /* "type": []: no value (0 below means no filter) */
+            r->never = 1;
+        else if (!st)
             st =
                 gen_enum(c, s, vals, mask == ~0u ? 0 : mask | (mask & T_NUMBER ? T_INTEGER : 0), r);
         json_decref(vals);

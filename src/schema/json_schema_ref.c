@@ -14,7 +14,10 @@
  * sift__js_ref_pointer) to the JSON Pointer of its target, from the
  * root, so that the rest of the converter (the rule per target, error
  * places) stays pointer-based. A URI that names no schema in this
- * document (a remote reference) is refused.
+ * document (a remote reference) is refused. The end of the file holds
+ * what every $ref goes through: the pointer of a local reference, the
+ * walk from the root (sift__js_local_target) and the resolution of a
+ * chain of schemas that are only $refs (sift__js_resolve).
  *
  * Work: a unit per object indexed and per $ref resolved, plus a unit
  * per 64 bytes of the schema text (the scan for identifiers), of a $ref
@@ -535,4 +538,170 @@ sift_status sift__js_dynamic_ref(sift__js *c, const json_t *s, const char **ref)
                                   "schemas declare (resolved by the dynamic scope)",
                                   name);
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Local references: JSON Pointers, and resolution of a $ref        */
+/* ------------------------------------------------------------------ */
+
+/* The escaped JSON Pointer of a local $ref (percent-decoded) of schema
+ * object `from` into *ptr (allocated), or an error. */
+static sift_status ref_pointer(sift__js *c, const json_t *from, const char *ref, char **ptr)
+{
+    if (c->ref_nodes) /* identifiers: resolved by URI */
+        return sift__js_ref_pointer(c, from, ref, ptr);
+    const char *hash = strchr(ref, '#');
+    if (hash != ref) {
+        const json_t *id = json_is_object(c->root) ? json_object_get(c->root, "$id") : NULL;
+        size_t pre = hash ? (size_t)(hash - ref) : strlen(ref);
+        if (!id)
+            id = json_is_object(c->root) ? json_object_get(c->root, "id") : NULL;
+        const char *ids = json_string_value(id);
+        if (!hash || !ids || strlen(ids) < pre || strncmp(ids, ref, pre) ||
+            (ids[pre] != '\0' && ids[pre] != '#'))
+            return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, "$ref",
+                                 "$ref \"%.80s\" is not local to this schema", ref);
+    }
+    const char *f = hash + 1;
+    if (*f && *f != '/')
+        return sift__js_fail(c, SIFT_E_SCHEMA_UNSUPPORTED, "$ref",
+                             "$ref \"%.80s\" names an anchor (only JSON Pointers are supported)",
+                             ref);
+    size_t n = strlen(f);
+    char *p = sift__malloc(c->al, n + 1, 1);
+    if (!p)
+        return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i] == '%' && i + 2 < n + 1 && sift__hex_digit(f[i + 1]) >= 0 &&
+            sift__hex_digit(f[i + 2]) >= 0) {
+            p[k++] = (char)(sift__hex_digit(f[i + 1]) * 16 + sift__hex_digit(f[i + 2]));
+            i += 2;
+        } else {
+            p[k++] = f[i];
+        }
+    }
+    p[k] = '\0';
+    *ptr = p;
+    return SIFT_OK;
+}
+
+/* The value the escaped pointer names, or NULL. */
+static const json_t *walk_pointer(const json_t *root, const char *p)
+{
+    const json_t *at = root;
+    char seg[512];
+    while (at && *p == '/') {
+        const char *q = p + 1;
+        size_t k = 0;
+        for (; *q && *q != '/'; q++) {
+            char ch = *q;
+            if (ch == '~' && (q[1] == '0' || q[1] == '1'))
+                ch = *++q == '0' ? '~' : '/';
+            if (k + 1 >= sizeof seg)
+                return NULL;
+            seg[k++] = ch;
+        }
+        seg[k] = '\0';
+        if (json_is_object(at)) {
+            at = json_object_get(at, seg);
+        } else if (json_is_array(at)) {
+            char *end;
+            unsigned long idx = strtoul(seg, &end, 10);
+            at = *end || !k ? NULL : json_array_get(at, idx);
+        } else {
+            at = NULL;
+        }
+        p = q;
+    }
+    return at;
+}
+
+const json_t *sift__js_local_target(sift__js *c, const json_t *from, const char *ref)
+{
+    if (ref[0] != '#' || (ref[1] && ref[1] != '/'))
+        return NULL;
+    if (c->ref_nodes) { /* identifiers: "#" is of the resource around from */
+        char *ptr = NULL;
+        sift_error *keep = c->err;
+        c->err = NULL; /* sets no error */
+        sift_status st = sift__js_ref_pointer(c, from, ref, &ptr);
+        c->err = keep;
+        const json_t *t = st ? NULL : walk_pointer(c->root, ptr);
+        sift__free(c->al, ptr);
+        return t;
+    }
+    size_t n = strlen(ref + 1);
+    char *p = sift__malloc(c->al, n + 1, 1);
+    if (!p)
+        return NULL;
+    size_t k = 0;
+    for (const char *f = ref + 1; *f; f++) {
+        if (f[0] == '%' && sift__hex_digit(f[1]) >= 0 && sift__hex_digit(f[2]) >= 0) {
+            p[k++] = (char)(sift__hex_digit(f[1]) * 16 + sift__hex_digit(f[2]));
+            f += 2;
+        } else {
+            p[k++] = *f;
+        }
+    }
+    p[k] = '\0';
+    const json_t *t = walk_pointer(c->root, p);
+    sift__free(c->al, p);
+    return t;
+}
+
+int sift__js_only_ref(const json_t *s)
+{
+    const char *key;
+    json_t *v;
+    if (!json_is_object(s) || !json_object_get(s, "$ref"))
+        return 0;
+    json_object_foreach((json_t *)s, key, v)
+    {
+        if (strcmp(key, "$ref") && !sift__js_is_annotation(key))
+            return 0;
+    }
+    return 1;
+}
+
+/* Resolves $ref `ref` to its target; a chain of schemas that are only
+ * $refs is followed here (a cycle of them is an error). *ptr is the
+ * final target's pointer (allocated). */
+sift_status sift__js_resolve(sift__js *c, const json_t *from, const char *ref,
+                             const json_t **target, char **ptr)
+{
+    *ptr = NULL;
+    for (int hops = 0;; hops++) {
+        sift_status st = ref_pointer(c, from, ref, ptr);
+        if (st)
+            return st;
+        const json_t *t = walk_pointer(c->root, *ptr);
+        /* sift__js_only_ref below visits the target's keys, once per $ref */
+        if (t && (st = sift__js_work(c, 1 + (int64_t)json_object_size(t) / 8))) {
+            sift__free(c->al, *ptr);
+            *ptr = NULL;
+            return st;
+        }
+        if (!t) {
+            st = sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$ref", "$ref \"%.80s\" does not resolve",
+                               ref);
+            sift__free(c->al, *ptr);
+            *ptr = NULL;
+            return st;
+        }
+        if (!sift__js_only_ref(t) || !json_is_string(json_object_get(t, "$ref"))) {
+            *target = t;
+            return SIFT_OK;
+        }
+        if (hops >= 64) {
+            sift__free(c->al, *ptr);
+            *ptr = NULL;
+            return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$ref",
+                                 "$ref \"%.80s\" loops through $refs alone", ref);
+        }
+        sift__free(c->al, *ptr);
+        *ptr = NULL;
+        ref = json_string_value(json_object_get(t, "$ref"));
+        from = t;
+    }
 }
