@@ -1,8 +1,8 @@
 /*
  * check_carry.c - weights carried from one stage to the next.
  *
- * top_p leaves the weights of the tokens it keeps to the dist right after
- * it (sift__carry_leave / sift__carry_take in sift_internal.h), and dist
+ * top_p leaves the weights of the tokens it keeps (xtc those of an array
+ * it did not change) to the dist right after it (sift__carry_leave / sift__carry_take in sift_internal.h), and dist
  * draws from them instead of computing them again. These cases compare
  * chains around that pair with the naive oracle, token and RNG state bit
  * for bit over several steps (accepting each token, so the penalties'
@@ -15,7 +15,9 @@
  *   top_p keeps enough tokens for it to pay;
  * - [top_p, temp, dist] on rows whose largest logit is 0 (temp keeps it);
  * - [top_p, logit_bias, dist] biasing kept tokens below the largest;
- * - [top_p, penalties, dist] and [top_p, min_p, dist].
+ * - [top_p, penalties, dist] and [top_p, min_p, dist];
+ * - [xtc, dist], which carries when xtc removes nothing, on rows that
+ *   include ties at the largest logit (a removal that keeps it).
  *
  * The oracle cases are tagged "simd": check_simd_whole.sh runs them again
  * under each SIFT_SIMD cap (the weights kernel, the compaction that moves
@@ -185,6 +187,54 @@ START_TEST(test_stage_between_voids_the_carry)
 }
 END_TEST
 
+/* xtc with probability 1 (it always draws and computes the weights) or a
+ * random one, a threshold in [0, 0.5] and now and then a min_keep that
+ * stops the removal. */
+static sp_stage xtc_stage(tu_rng *r, int32_t V)
+{
+    sp_stage s;
+    memset(&s, 0, sizeof s);
+    s.kind = SP_XTC;
+    s.f0 = tu_unif(r) < 0.7 ? 1.0f : (float)tu_unif(r);
+    s.f1 = tu_unif(r) < 0.2 ? 0.0f : (float)(0.5 * tu_unif(r));
+    s.i0 = tu_unif(r) < 0.25 ? V : (int32_t)tu_range(r, 0, 3);
+    return s;
+}
+
+/* [xtc, dist]: xtc leaves its weights when it computed them and removed
+ * nothing, and dist draws from them; when it removes, it leaves none.
+ * Every third row gets two to four tokens at its largest logit, so that
+ * a removal keeps the largest logit bit for bit (A's members tie) and
+ * only shortens the array: weights left on that path would be stale.
+ * Token and RNG state must agree with the oracle either way. */
+START_TEST(test_xtc_dist_carries)
+{
+    tu_rng r = {0x5eed0200u + (uint64_t)_i};
+    float *row = malloc(70000 * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    uint64_t carried = 0;
+    for (int i = 0; i < 96; i++) {
+        int32_t V = pick_V(&r, i);
+        tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+        if (i % 3 == 0) {
+            float m = row_max(row, V);
+            int k = (int)tu_range(&r, 2, 4);
+            for (int t = 0; t < k && m > -INFINITY; t++)
+                row[tu_range(&r, 0, V - 1)] = m;
+        }
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        spec.n = 2;
+        spec.st[0] = xtc_stage(&r, V);
+        spec.st[1].kind = SP_DIST;
+        carried += agree(&spec, row, V, 3);
+    }
+    free(row);
+    ck_assert_uint_gt(carried, 0);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("carry");
@@ -193,6 +243,7 @@ Suite *tu_suite(void)
     tcase_set_tags(tc, "simd");
     tcase_add_loop_test(tc, test_top_p_dist_carries, 0, 2);
     tcase_add_loop_test(tc, test_stage_between_voids_the_carry, 0, 2);
+    tcase_add_loop_test(tc, test_xtc_dist_carries, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

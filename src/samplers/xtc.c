@@ -87,8 +87,19 @@ static sift_status xtc_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
             n_above++;
         }
     }
-    if (n_above < 2 || a->n - (n_above - 1) < (size_t)x->min_keep)
+    /* Carry (sift__carry_leave), only where nothing is removed: then the
+     * array, its length and its largest logit m are those w was computed
+     * for, and the dist right after this stage draws from w and W instead
+     * of computing them again. A removal takes away A's largest member,
+     * the maximum, so the kept set's largest logit is below m (bit for
+     * bit equal only when A's members tie at m) and trunc(expf(l - m')
+     * 2^62) does not follow exactly from the weights at m: nothing is
+     * left on that path, and the record of an earlier stage is stale by
+     * sift__carry_take's rule (only the stage right before may leave). */
+    if (n_above < 2 || a->n - (n_above - 1) < (size_t)x->min_keep) {
+        sift__carry_leave(ctx, a, m, W);
         return SIFT_OK;
+    }
     /* Drop A but its last, keeping the storage order; nothing before A's
      * first member moves. The store is unconditional and the count
      * decides, so no branch is mispredicted. */
