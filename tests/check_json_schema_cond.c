@@ -334,6 +334,20 @@ START_TEST(test_merged_alternatives_multiply_out)
     CHECK("{\"allOf\":[{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}]},"
           "{\"oneOf\":[{\"const\":1},{\"const\":\"a\"},{\"type\":\"null\"}]}]}",
           g4, b4);
+    /* two const values: the pair admits nothing; anyOf beside oneOf */
+    static const char *const g5[] = {"{\"t\":\"a\",\"x\":1}", "{\"t\":\"b\",\"y\":\"s\"}"};
+    static const char *const b5[] = {"{\"t\":\"a\",\"y\":\"s\"}", "{\"t\":\"b\",\"x\":1}",
+                                     "{\"t\":\"c\"}", "{\"x\":1}"};
+    CHECK("{\"type\":\"object\",\"required\":[\"t\"],\"anyOf\":[{\"properties\":{\"t\":{\"const\":\"a\"}},"
+          "\"required\":[\"x\"]},{\"properties\":{\"t\":{\"const\":\"b\"}},\"required\":[\"y\"]}],"
+          "\"oneOf\":[{\"properties\":{\"t\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}}},"
+          "{\"properties\":{\"t\":{\"const\":\"b\"},\"y\":{\"type\":\"string\"}}}]}",
+          g5, b5);
+    static const char *const g6[] = {"1", "1.0"};
+    static const char *const b6[] = {"2", "\"a\""};
+    CHECK("{\"allOf\":[{\"anyOf\":[{\"const\":1},{\"const\":\"a\"}]},"
+          "{\"anyOf\":[{\"const\":1.0},{\"const\":2}]}]}",
+          g6, b6);
 }
 END_TEST
 

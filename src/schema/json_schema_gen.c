@@ -1318,10 +1318,8 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
     if (ref || json_object_get(s, "allOf"))
         return sift__js_gen_merged(c, s, NULL, r);
     int any = json_object_get(s, "anyOf") != NULL, one = json_object_get(s, "oneOf") != NULL;
-    if (any && one)
-        return sift__js_unsupported(c, "oneOf", "anyOf and oneOf in one schema")
-                   ? SIFT_E_SCHEMA_UNSUPPORTED
-                   : gen_any_of(c, s, "anyOf", r);
+    /* anyOf and oneOf: each anyOf alternative merged with the rest,
+     * oneOf included */
     if (any || one)
         return gen_any_of(c, s, any ? "anyOf" : "oneOf", r);
     unsigned mask;

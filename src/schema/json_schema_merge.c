@@ -248,6 +248,21 @@ static sift_status merge_one_of(sift__js *c, json_t *dst, const json_t *old, con
     return st;
 }
 
+/* Two const values: *never unless they are one value (by value: 1 and
+ * 1.0 are one). */
+static sift_status merge_const(sift__js *c, const json_t *old, const json_t *v, int *never)
+{
+    json_t *seen = json_object();
+    int flag = 0;
+    sift_status st = seen ? sift__js_set_add(c, seen, old, &flag) : nomem(c);
+    if (!st)
+        st = sift__js_set_has(c, seen, v, &flag);
+    json_decref(seen);
+    if (!st && !flag)
+        *never = 1;
+    return st;
+}
+
 static sift_status combine(sift__js *c, json_t *dst, const char *key, const json_t *old,
                            const json_t *v)
 {
@@ -388,6 +403,8 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
             const json_t *old = json_object_get(dst, key);
             if (!old)
                 st = json_object_set(dst, key, v) ? nomem(c) : SIFT_OK;
+            else if (!strcmp(key, "const"))
+                st = merge_const(c, old, v, never);
             else if (!json_equal((json_t *)old, v))
                 st = combine(c, dst, key, old, v);
         }
