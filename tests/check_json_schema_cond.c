@@ -204,6 +204,11 @@ START_TEST(test_property_names_constrain_every_key)
     static const char *const b6[] = {"{\"abc\":1}", "{\"ab\":\"x\"}"};
     CHECK("{\"propertyNames\":{\"maxLength\":2},\"additionalProperties\":{\"type\":\"number\"}}",
           g6, b6);
+    /* const beside an enum: the value must be in both */
+    static const char *const g7[] = {"1"};
+    static const char *const b7[] = {"\"a\"", "2"};
+    CHECK("{\"anyOf\":[{\"allOf\":[{\"const\":\"a\"},{\"enum\":[1]}]},{\"const\":1,\"enum\":[1,2]}]}",
+          g7, b7);
 }
 END_TEST
 

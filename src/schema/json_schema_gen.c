@@ -874,7 +874,7 @@ static sift_status admitted_values(sift__js *c, const json_t *s, const json_t *v
     json_t *x;
     json_object_foreach(rest, key, x)
     {
-        any |= !sift__js_is_annotation(key) && strcmp(key, "enum") && strcmp(key, "const");
+        any |= !sift__js_is_annotation(key); /* an enum beside const too */
     }
     json_t *a = any ? json_array() : json_incref((json_t *)vals);
     sift_status st = rest && a ? SIFT_OK : nomem(c);
