@@ -130,7 +130,7 @@ START_TEST(test_if_that_cannot_be_negated_stays_refused)
     check_refused("{\"if\":{\"const\":[1]},\"else\":{\"maxLength\":3}}",
                   "s.json:1:7: #/if: an 'if' whose negation is not supported");
     check_refused("{\"allOf\":[{\"if\":{\"const\":1},\"then\":{\"minimum\":0}},"
-                  "{\"if\":{\"const\":2},\"then\":{\"minimum\":1}}]}",
+                  "{\"if\":{\"pattern\":\"^a\"},\"then\":{\"maxLength\":3}}]}",
                   "s.json:1:1: #/if: two if / then / else in one merged schema (allOf, $ref)");
 }
 END_TEST
@@ -204,6 +204,11 @@ START_TEST(test_property_names_constrain_every_key)
     static const char *const b6[] = {"{\"abc\":1}", "{\"ab\":\"x\"}"};
     CHECK("{\"propertyNames\":{\"maxLength\":2},\"additionalProperties\":{\"type\":\"number\"}}",
           g6, b6);
+    /* const beside an enum: the value must be in both */
+    static const char *const g7[] = {"1"};
+    static const char *const b7[] = {"\"a\"", "2"};
+    CHECK("{\"anyOf\":[{\"allOf\":[{\"const\":\"a\"},{\"enum\":[1]}]},{\"const\":1,\"enum\":[1,2]}]}",
+          g7, b7);
 }
 END_TEST
 
@@ -302,6 +307,68 @@ START_TEST(test_merged_keywords_are_not_dropped)
                   "{\"dependentRequired\":{\"c\":[\"d\"]}}]}",
                   "s.json:1:1: #/dependentRequired: allOf members (or $ref siblings) give "
                   "'dependentRequired' two values");
+}
+END_TEST
+
+/* Two anyOf (two if / then / else, two disjoint oneOf) in one merge:
+ * (A1 | A2) & (B1 | B2) is the anyOf of the pairs Ai & Bj. */
+START_TEST(test_merged_alternatives_multiply_out)
+{
+    static const char *const g1[] = {"5", "7", "\"a\"", "\"ab\""};
+    static const char *const b1[] = {"4", "\"\"", "\"abc\"", "null", "5.5"};
+    CHECK("{\"allOf\":[{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":2}]},"
+          "{\"anyOf\":[{\"type\":\"integer\",\"minimum\":5},{\"type\":\"string\",\"minLength\":1}]}]}",
+          g1, b1);
+    /* three if / then / else units */
+    static const char *const g2[] = {"0", "5", "-7"};
+    static const char *const b2[] = {"1", "2", "3", "4", "\"x\"", "1.5", "null"};
+    CHECK("{\"allOf\":[{\"if\":{\"const\":1},\"then\":false},"
+          "{\"if\":{\"enum\":[2,3]},\"then\":false,\"else\":{\"type\":\"integer\"}},"
+          "{\"if\":{\"const\":4},\"then\":false}]}",
+          g2, b2);
+    /* one beside a $ref, one in its target */
+    static const char *const g3[] = {"1", "5", "10"};
+    static const char *const b3[] = {"7", "2", "11", "\"x\"", "0", "5.5"};
+    CHECK("{\"$ref\":\"#/$defs/u\",\"if\":{\"const\":7},\"then\":false,"
+          "\"else\":{\"maximum\":10},\"$defs\":{\"u\":{\"type\":\"integer\","
+          "\"if\":{\"const\":1},\"then\":true,\"else\":{\"minimum\":5}}}}",
+          g3, b3);
+    /* two oneOf whose alternatives are each disjoint */
+    static const char *const g4[] = {"1", "\"a\""};
+    static const char *const b4[] = {"2", "\"b\"", "null", "1.5"};
+    CHECK("{\"allOf\":[{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}]},"
+          "{\"oneOf\":[{\"const\":1},{\"const\":\"a\"},{\"type\":\"null\"}]}]}",
+          g4, b4);
+    /* two const values: the pair admits nothing; anyOf beside oneOf */
+    static const char *const g5[] = {"{\"t\":\"a\",\"x\":1}", "{\"t\":\"b\",\"y\":\"s\"}"};
+    static const char *const b5[] = {"{\"t\":\"a\",\"y\":\"s\"}", "{\"t\":\"b\",\"x\":1}",
+                                     "{\"t\":\"c\"}", "{\"x\":1}"};
+    CHECK("{\"type\":\"object\",\"required\":[\"t\"],\"anyOf\":[{\"properties\":{\"t\":{\"const\":\"a\"}},"
+          "\"required\":[\"x\"]},{\"properties\":{\"t\":{\"const\":\"b\"}},\"required\":[\"y\"]}],"
+          "\"oneOf\":[{\"properties\":{\"t\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}}},"
+          "{\"properties\":{\"t\":{\"const\":\"b\"},\"y\":{\"type\":\"string\"}}}]}",
+          g5, b5);
+    static const char *const g6[] = {"1", "1.0"};
+    static const char *const b6[] = {"2", "\"a\""};
+    CHECK("{\"allOf\":[{\"anyOf\":[{\"const\":1},{\"const\":\"a\"}]},"
+          "{\"anyOf\":[{\"const\":1.0},{\"const\":2}]}]}",
+          g6, b6);
+}
+END_TEST
+
+START_TEST(test_merged_alternatives_that_stay_refused)
+{
+    /* a oneOf whose alternatives overlap: not an anyOf */
+    check_refused("{\"allOf\":[{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":0}]},"
+                  "{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}]}",
+                  "s.json:1:1: #/oneOf: allOf members (or $ref siblings) give 'oneOf' two values");
+    /* 9 x 8 alternatives: over 64 */
+    check_refused("{\"allOf\":[{\"anyOf\":[{\"const\":1},{\"const\":2},{\"const\":3},{\"const\":4},"
+                  "{\"const\":5},{\"const\":6},{\"const\":7},{\"const\":8},{\"const\":9}]},"
+                  "{\"anyOf\":[{\"const\":1},{\"const\":2},{\"const\":3},{\"const\":4},"
+                  "{\"const\":5},{\"const\":6},{\"const\":7},{\"const\":8}]}]}",
+                  "s.json:1:1: #/anyOf: allOf members (or $ref siblings) give 'anyOf' two values "
+                  "(over 64 alternatives together)");
 }
 END_TEST
 
@@ -405,6 +472,8 @@ Suite *tu_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("merges and bounds");
     tcase_add_test(tc, test_merged_keywords_are_not_dropped);
+    tcase_add_test(tc, test_merged_alternatives_multiply_out);
+    tcase_add_test(tc, test_merged_alternatives_that_stay_refused);
     tcase_add_test(tc, test_exclusive_fractional_bound);
     suite_add_tcase(s, tc);
     tc = tcase_create("allocation");

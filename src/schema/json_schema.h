@@ -248,6 +248,10 @@ SIFT__HIDDEN sift_status sift__js_gen_merged(sift__js *c, const json_t *s, const
  * error); *never when a member admits no value. */
 SIFT__HIDDEN sift_status sift__js_merge(sift__js *c, const json_t *s, const json_t *extra,
                                         json_t **out, int *never);
+/* dst's anyOf and the alternatives `alts` both hold: alts becomes dst's
+ * anyOf, or the two are multiplied out (Ai & Bj for each pair), at most
+ * 64 alternatives (beyond: the unsupported policy). */
+SIFT__HIDDEN sift_status sift__js_merge_any(sift__js *c, json_t *dst, const json_t *alts);
 /* json_schema_gen.c: whether no value of the types of s matches two of
  * the alternatives s[kw] (anyOf or oneOf), as far as types, const /
  * enum values or a discriminating property show (*disjoint). */

@@ -400,14 +400,32 @@ static int cond_active(const json_t *s)
     return json_object_get(s, "if") && (json_object_get(s, "then") || json_object_get(s, "else"));
 }
 
+/* A second if / then / else unit in a merge: (if & then) | (not if &
+ * else), conjoined with dst's anyOf. */
+static sift_status merge_cond_any(sift__js *c, json_t *dst, const json_t *src)
+{
+    const json_t *ifs = json_object_get(src, "if");
+    const json_t *then = json_object_get(src, "then"), *els = json_object_get(src, "else");
+    json_t *yes = json_true();
+    json_t *neg = json_is_boolean(ifs) ? json_incref((json_t *)ifs) : sift__js_negate(ifs, 0);
+    if (!neg)
+        return sift__js_unsupported(c, "if",
+                                    "two if / then / else in one merged schema (allOf, $ref)");
+    json_t *alts = json_pack("[{s:[OO]},{s:[OO]}]", "allOf", ifs, then ? then : yes, "allOf", neg,
+                             els ? els : yes);
+    json_decref(neg);
+    sift_status st = alts ? sift__js_merge_any(c, dst, alts) : nomem(c);
+    json_decref(alts);
+    return st;
+}
+
 sift_status sift__js_merge_cond(sift__js *c, json_t *dst, const json_t *src)
 {
     if (!cond_active(src))
         return SIFT_OK;
     for (size_t i = 0; i < 3; i++)
         if (json_object_get(dst, cond_keys[i]))
-            return sift__js_unsupported(c, "if",
-                                        "two if / then / else in one merged schema (allOf, $ref)");
+            return merge_cond_any(c, dst, src);
     for (size_t i = 0; i < 3; i++) {
         json_t *v = json_object_get(src, cond_keys[i]);
         if (v && json_object_set(dst, cond_keys[i], v))

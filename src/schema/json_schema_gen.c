@@ -874,7 +874,7 @@ static sift_status admitted_values(sift__js *c, const json_t *s, const json_t *v
     json_t *x;
     json_object_foreach(rest, key, x)
     {
-        any |= !sift__js_is_annotation(key) && strcmp(key, "enum") && strcmp(key, "const");
+        any |= !sift__js_is_annotation(key); /* an enum beside const too */
     }
     json_t *a = any ? json_array() : json_incref((json_t *)vals);
     sift_status st = rest && a ? SIFT_OK : nomem(c);
@@ -1318,10 +1318,8 @@ static sift_status gen_object_schema(sift__js *c, const json_t *s, sift__js_ref 
     if (ref || json_object_get(s, "allOf"))
         return sift__js_gen_merged(c, s, NULL, r);
     int any = json_object_get(s, "anyOf") != NULL, one = json_object_get(s, "oneOf") != NULL;
-    if (any && one)
-        return sift__js_unsupported(c, "oneOf", "anyOf and oneOf in one schema")
-                   ? SIFT_E_SCHEMA_UNSUPPORTED
-                   : gen_any_of(c, s, "anyOf", r);
+    /* anyOf and oneOf: each anyOf alternative merged with the rest,
+     * oneOf included */
     if (any || one)
         return gen_any_of(c, s, any ? "anyOf" : "oneOf", r);
     unsigned mask;

@@ -177,13 +177,90 @@ static sift_status merge_prefix(sift__js *c, json_t *dst, const char *key, const
 static int is_min_key(const char *k)
 {
     return !strcmp(k, "minimum") || !strcmp(k, "minLength") || !strcmp(k, "minItems") ||
-           !strcmp(k, "minProperties");
+           !strcmp(k, "minProperties") || !strcmp(k, "exclusiveMinimum");
 }
 
 static int is_max_key(const char *k)
 {
     return !strcmp(k, "maximum") || !strcmp(k, "maxLength") || !strcmp(k, "maxItems") ||
-           !strcmp(k, "maxProperties");
+           !strcmp(k, "maxProperties") || !strcmp(k, "exclusiveMaximum");
+}
+
+/* The alternatives of (A1 | ... | An) & (B1 | ... | Bm): Ai & Bj for
+ * each pair, a true side left out; NULL when out of memory. */
+static json_t *any_product(const json_t *a, const json_t *b)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < json_array_size(a); i++)
+        for (size_t j = 0; out && j < json_array_size(b); j++) {
+            const json_t *x = json_array_get(a, i), *y = json_array_get(b, j);
+            json_t *p = json_is_true(x) ? json_incref((json_t *)y)
+                        : json_is_true(y) ? json_incref((json_t *)x)
+                                          : all_of2(x, y);
+            if (!p || json_array_append_new(out, p)) {
+                json_decref(out);
+                out = NULL;
+            }
+        }
+    return out;
+}
+
+sift_status sift__js_merge_any(sift__js *c, json_t *dst, const json_t *alts)
+{
+    const json_t *old = json_object_get(dst, "anyOf");
+    if (!old)
+        return json_object_set(dst, "anyOf", (json_t *)alts) ? nomem(c) : SIFT_OK;
+    size_t n = json_array_size(old), m = json_array_size(alts);
+    if (!json_is_array(old) || !json_is_array(alts) || !n || !m || n * m > 64)
+        return sift__js_unsupported(c, "anyOf",
+                                    "allOf members (or $ref siblings) give 'anyOf' two values "
+                                    "(over 64 alternatives together)");
+    sift_status st = sift__js_work(c, (int64_t)(n * m));
+    return st ? st : set_new(c, dst, "anyOf", any_product(old, alts));
+}
+
+/* Two oneOf values, each with alternatives no value matches two of: both
+ * are anyOf's, and so is their product. */
+static sift_status merge_one_of(sift__js *c, json_t *dst, const json_t *old, const json_t *v,
+                                int *done)
+{
+    int d[2] = {0, 0};
+    const json_t *vals[2] = {old, v};
+    sift_status st = SIFT_OK;
+    *done = 0;
+    for (int i = 0; !st && i < 2; i++) {
+        json_t *t = json_is_array(vals[i]) && json_array_size(vals[i])
+                        ? json_pack("{s:O}", "oneOf", vals[i])
+                        : NULL;
+        if (t)
+            st = sift__js_alternatives_disjoint(c, t, "oneOf", &d[i]);
+        json_decref(t);
+    }
+    if (st || !d[0] || !d[1])
+        return st;
+    json_t *keep = json_incref((json_t *)old);
+    json_object_del(dst, "oneOf");
+    st = sift__js_merge_any(c, dst, keep);
+    if (!st)
+        st = sift__js_merge_any(c, dst, v);
+    json_decref(keep);
+    *done = 1;
+    return st;
+}
+
+/* Two const values: *never unless they are one value (by value: 1 and
+ * 1.0 are one). */
+static sift_status merge_const(sift__js *c, const json_t *old, const json_t *v, int *never)
+{
+    json_t *seen = json_object();
+    int flag = 0;
+    sift_status st = seen ? sift__js_set_add(c, seen, old, &flag) : nomem(c);
+    if (!st)
+        st = sift__js_set_has(c, seen, v, &flag);
+    json_decref(seen);
+    if (!st && !flag)
+        *never = 1;
+    return st;
 }
 
 static sift_status combine(sift__js *c, json_t *dst, const char *key, const json_t *old,
@@ -234,6 +311,15 @@ static sift_status combine(sift__js *c, json_t *dst, const char *key, const json
             return SIFT_OK;
         if (json_is_object(old) && json_is_object(v))
             return set_new(c, dst, key, all_of2(old, v));
+    }
+    if (!strcmp(key, "anyOf") && json_is_array(old) && json_is_array(v) && json_array_size(old) &&
+        json_array_size(v))
+        return sift__js_merge_any(c, dst, v);
+    if (!strcmp(key, "oneOf")) {
+        int done;
+        sift_status st = merge_one_of(c, dst, old, v, &done);
+        if (st || done)
+            return st;
     }
     if (!sift__js_is_keyword(key))
         return SIFT_OK; /* an unknown key: an annotation, the first value stays */
@@ -317,6 +403,8 @@ static sift_status merge_into(sift__js *c, json_t *dst, const json_t *src, int d
             const json_t *old = json_object_get(dst, key);
             if (!old)
                 st = json_object_set(dst, key, v) ? nomem(c) : SIFT_OK;
+            else if (!strcmp(key, "const"))
+                st = merge_const(c, old, v, never);
             else if (!json_equal((json_t *)old, v))
                 st = combine(c, dst, key, old, v);
         }
