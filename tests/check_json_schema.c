@@ -521,6 +521,11 @@ START_TEST(test_enum_values_meet_patterns_and_fractional_multiples)
     static const char *good3[] = {"4.5", "3"};
     static const char *bad3[] = {"4", "0.75"};
     CHECK("{\"enum\":[4.5,4,0.75,3],\"multipleOf\":1.5}", good3, bad3);
+    /* a format name outside the standard ones is an annotation */
+    static const char *good4[] = {"\"bb\""};
+    static const char *bad4[] = {"\"a\""};
+    CHECK("{\"type\":\"string\",\"format\":\"url\",\"enum\":[\"a\",\"bb\"],\"minLength\":2}", good4,
+          bad4);
     /* undecided: the readings disagree (0.3 / 0.1), a key with a quote,
      * a pattern outside the subset beside additionalProperties */
     sift_json_schema_params sp = compact();
@@ -528,8 +533,9 @@ START_TEST(test_enum_values_meet_patterns_and_fractional_multiples)
     static const char *const refused[] = {
         "{\"enum\":[0.3],\"multipleOf\":0.1}",
         "{\"enum\":[{\"a\\\"\":1}],\"patternProperties\":{\"a\":{\"type\":\"string\"}}}",
-        "{\"enum\":[{\"aa\":1}],\"patternProperties\":{\"(a)\\\\1\":{}},"
-        "\"additionalProperties\":false}",
+        ("{\"enum\":[{\"aa\":1}],\"patternProperties\":{\"(a)\\\\1\":{}},"
+         "\"additionalProperties\":false}"),
+        "{\"enum\":[\"a@b.c\"],\"format\":\"email\",\"minLength\":2}",
     };
     for (size_t i = 0; i < N(refused); i++) {
         ck_assert_int_eq(convert_err(refused[i], &sp, &err), SIFT_E_SCHEMA_UNSUPPORTED);

@@ -22,7 +22,7 @@
  *   additionalProperties, propertyNames, dependentRequired, dependencies,
  *   dependentSchemas, not, allOf, anyOf, oneOf, if / then / else, $ref
  *   (local; alone under drafts 3 to 7, whose $ref ignores its siblings),
- *   format (as an annotation, or a name sift does not know).
+ *   format (as an annotation, or a name outside the standard ones).
  *
  * Work: a unit per (schema, value) pair visited, charged to max_work.
  */
@@ -252,15 +252,16 @@ static int string_ok(const json_t *s, const json_t *v, vctx *x)
     for (size_t i = 0; i < len; i++)
         n += (p[i] & 0xC0) != 0x80;
     const json_t *f = json_object_get(s, "format");
-    if (f && !x->c->format_annotation)
-        return -1;
+    if (f && !x->c->format_annotation &&
+        (!json_is_string(f) || sift__js_format_known(json_string_value(f))))
+        return -1; /* a custom name is an annotation */
     int r = count_ok(s, "minLength", "maxLength", n);
     const json_t *pat = json_object_get(s, "pattern");
     if (pat && r != 0) {
         if (!json_is_string(pat))
             return -1;
-        AND(r, pattern_hit(x, json_string_value(pat), json_string_length(pat),
-                           json_string_value(v), len));
+        AND(r, pattern_hit(x, json_string_value(pat), json_string_length(pat), json_string_value(v),
+                           len));
     }
     return r;
 }
