@@ -188,6 +188,10 @@ SIFT__HIDDEN sift_status sift__js_const_value(sift__js *c, sift__js_buf *b, cons
 SIFT__HIDDEN sift_status sift__js_gen(sift__js *c, const json_t *schema, sift__js_ref *r);
 /* Is `key` a keyword with no effect on validation (title, ...)? */
 SIFT__HIDDEN int sift__js_is_annotation(const char *key);
+
+/* Whether `format` name f is one this converter checks or refuses (the
+ * standard names); any other name is an annotation (json_schema_scalar.c). */
+SIFT__HIDDEN int sift__js_format_known(const char *f);
 /* Reads a non-negative integer keyword (absent: *v unchanged, *has 0). */
 SIFT__HIDDEN sift_status sift__js_get_count(sift__js *c, const json_t *s, const char *key,
                                             int64_t *v, int *has);

@@ -151,6 +151,17 @@ static const char *const standard_formats[] = {
     "json-pointer", "relative-json-pointer", "regex", "duration",
 };
 
+int sift__js_format_known(const char *f)
+{
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (!strcmp(f, formats[i].name))
+            return 1;
+    for (size_t i = 0; i < sizeof standard_formats / sizeof standard_formats[0]; i++)
+        if (!strcmp(f, standard_formats[i]))
+            return 1;
+    return 0;
+}
+
 /* The rule of format `f` (index i), made on first use. ipv6 uses "ls"
  * (ls32: two groups or an IPv4 address), written in its place. */
 static sift_status format_rule(sift__js *c, size_t i, sift__js_ref *r)

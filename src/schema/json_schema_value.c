@@ -5,28 +5,31 @@
  * can be filtered where the grammar could not express the keyword.
  *
  * The answer is 1 (valid), 0 (invalid) or -1 (not decided here: a
- * keyword outside the ones below, a pattern, an asserted format, a
- * multipleOf that is not a ratio of integers, a $ref that is not a local
+ * keyword outside the ones below, a pattern outside the subset sift
+ * translates or tested on a string with a quote, a backslash or a control
+ * character, an asserted format, a fractional multipleOf whose decimal
+ * and binary readings disagree (0.3 of 0.1), a $ref that is not a local
  * JSON Pointer, or nesting over 64 levels); the caller refuses a value
  * with -1. Decided keywords follow JSON Schema exactly, numbers by
  * value (1 and 1.0 are equal):
  *
  *   type, enum, const, minimum, maximum, exclusiveMinimum,
- *   exclusiveMaximum (numbers, and draft 4's booleans), multipleOf
- *   (integers), minLength, maxLength (code points), minItems, maxItems,
+ *   exclusiveMaximum (numbers, and draft 4's booleans), multipleOf,
+ *   minLength, maxLength (code points), pattern, minItems, maxItems,
  *   items (schema or draft-4 array), prefixItems, additionalItems,
  *   uniqueItems, contains / minContains / maxContains, minProperties,
- *   maxProperties, required, properties, additionalProperties (without
- *   patternProperties), propertyNames, dependentRequired, dependencies,
+ *   maxProperties, required, properties, patternProperties,
+ *   additionalProperties, propertyNames, dependentRequired, dependencies,
  *   dependentSchemas, not, allOf, anyOf, oneOf, if / then / else, $ref
  *   (local; alone under drafts 3 to 7, whose $ref ignores its siblings),
- *   format (as an annotation, or a name sift does not know).
+ *   format (as an annotation, or a name outside the standard ones).
  *
  * Work: a unit per (schema, value) pair visited, charged to max_work.
  */
 #include <math.h>
 #include <stdlib.h>
 
+#include "json_regex.h"
 #include "json_schema.h"
 
 #define VALUE_MAX_DEPTH 64
@@ -128,6 +131,8 @@ static const char *const decided[] = {
     "$ref",
     "format",
     "nullable",
+    "pattern",
+    "patternProperties",
 };
 
 typedef struct vctx {
@@ -146,6 +151,59 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth);
         if (e_ < 0)   \
             r = -1;   \
     } while (0)
+
+/* Whether the string str[0..n) (decoded) has a match of the pattern
+ * pat[0..pn): the pattern's grammar (the one the schema's grammars use)
+ * run over the string's JSON content. -1 for a pattern outside the
+ * subset, and for strings with a quote, a backslash or a control
+ * character (whose JSON spellings are left to the grammar). */
+static int pattern_hit(vctx *x, const char *pat, size_t pn, const char *str, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)str[i] < 0x20 || str[i] == '"' || str[i] == '\\')
+            return -1;
+    if (memchr(pat, 0, pn) || (x->st = sift__js_work(x->c, 1 + (pn + n) / 64)))
+        return -1;
+    char *re = NULL;
+    size_t re_len = 0;
+    sift_error err;
+    if (sift__json_regex_to_gbnf(x->c->al, pat, pn, x->c->max_grammar, &re, &re_len, &err))
+        return -1;
+    int r = -1;
+    size_t tn = re_len + 16;
+    char *text = sift__malloc(x->c->al, tn, 1);
+    sift_grammar *g = NULL;
+    if (text) {
+        memcpy(text, "root ::= ", 9);
+        memcpy(text + 9, re, re_len);
+        if (!sift_grammar_new(&g, text, 9 + re_len, NULL, NULL, &err))
+            r = !sift_grammar_accept_bytes(g, str, n, &err) && sift_grammar_is_complete(g);
+        sift_grammar_free(g);
+        sift__free(x->c->al, text);
+    }
+    sift__free(x->c->al, re);
+    return r;
+}
+
+/* Whether d is a multiple of m (m > 0, not an integer): decided only
+ * where the decimal reading (both numbers with at most 9 decimals, as
+ * the schema writes them) and the binary quotient agree. */
+static int fraction_multiple(double d, double m)
+{
+    double q = d / m;
+    if (!isfinite(q) || fabs(d) > 1e6 || m < 1e-9)
+        return -1;
+    int binary = q == floor(q);
+    double scale = 1;
+    for (int p = 0; p <= 9; p++, scale *= 10) {
+        double a = round(d * scale), b = round(m * scale);
+        if (a / scale == d && b / scale == m && b > 0) {
+            int decimal = fmod(a, b) == 0;
+            return decimal == binary ? decimal : -1;
+        }
+    }
+    return -1;
+}
 
 static int count_ok(const json_t *s, const char *lo_key, const char *hi_key, size_t n)
 {
@@ -176,8 +234,10 @@ static int number_ok(const json_t *s, double d)
         return 0;
     if (mo) {
         int64_t a, b;
-        if (!sift__js_integral(json_number_value(mo), &b) || b <= 0)
+        if (json_number_value(mo) <= 0)
             return -1;
+        if (!sift__js_integral(json_number_value(mo), &b))
+            return fraction_multiple(d, json_number_value(mo));
         if (d != floor(d))
             return 0; /* a fraction: no multiple of an integer */
         return sift__js_integral(d, &a) ? a % b == 0 : -1;
@@ -185,18 +245,25 @@ static int number_ok(const json_t *s, double d)
     return 1;
 }
 
-static int string_ok(const json_t *s, const json_t *v, const vctx *x)
+static int string_ok(const json_t *s, const json_t *v, vctx *x)
 {
     size_t n = 0, len = json_string_length(v);
     const unsigned char *p = (const unsigned char *)json_string_value(v);
     for (size_t i = 0; i < len; i++)
         n += (p[i] & 0xC0) != 0x80;
-    if (json_object_get(s, "pattern"))
-        return -1;
     const json_t *f = json_object_get(s, "format");
-    if (f && !x->c->format_annotation)
-        return -1;
-    return count_ok(s, "minLength", "maxLength", n);
+    if (f && !x->c->format_annotation &&
+        (!json_is_string(f) || sift__js_format_known(json_string_value(f))))
+        return -1; /* a custom name is an annotation */
+    int r = count_ok(s, "minLength", "maxLength", n);
+    const json_t *pat = json_object_get(s, "pattern");
+    if (pat && r != 0) {
+        if (!json_is_string(pat))
+            return -1;
+        AND(r, pattern_hit(x, json_string_value(pat), json_string_length(pat), json_string_value(v),
+                           len));
+    }
+    return r;
 }
 
 static int array_ok(vctx *x, const json_t *s, const json_t *v, int depth)
@@ -245,6 +312,35 @@ static int array_ok(vctx *x, const json_t *s, const json_t *v, int depth)
     return r;
 }
 
+/* The patternProperties pp (may be NULL) on the member k[0..kn) = m:
+ * 0 when a matched pattern's schema rejects m, else 1 when no pattern
+ * matches k, 3 when one does, 2 when a match is undecided; undecided
+ * schemas make *r -1. */
+static int patterns_ok(vctx *x, const json_t *pp, const char *k, size_t kn, const json_t *m,
+                       int depth, int *r)
+{
+    int none = 1, unknown = 0;
+    const char *pat;
+    size_t pn;
+    json_t *ps;
+    json_object_keylen_foreach((json_t *)pp, pat, pn, ps)
+    {
+        int h = pattern_hit(x, pat, pn, k, kn);
+        if (h < 0) {
+            unknown = 1;
+            *r = -1;
+        } else if (h) {
+            none = 0;
+            int ok = valid(x, ps, m, depth + 1);
+            if (ok == 0)
+                return 0;
+            if (ok < 0)
+                *r = -1;
+        }
+    }
+    return !none ? 3 : unknown ? 2 : 1;
+}
+
 static int object_ok(vctx *x, const json_t *s, const json_t *v, int depth)
 {
     int r = count_ok(s, "minProperties", "maxProperties", json_object_size(v));
@@ -261,7 +357,8 @@ static int object_ok(vctx *x, const json_t *s, const json_t *v, int depth)
     const json_t *props = json_object_get(s, "properties");
     const json_t *ap = json_object_get(s, "additionalProperties");
     const json_t *names = json_object_get(s, "propertyNames");
-    if (json_object_get(s, "patternProperties"))
+    const json_t *pp = json_object_get(s, "patternProperties");
+    if (pp && !json_is_object(pp))
         return -1;
     const char *k;
     size_t kn;
@@ -269,9 +366,14 @@ static int object_ok(vctx *x, const json_t *s, const json_t *v, int depth)
     json_object_keylen_foreach((json_t *)v, k, kn, m)
     {
         const json_t *ps = json_is_object(props) ? json_object_getn(props, k, kn) : NULL;
+        int hit = patterns_ok(x, pp, k, kn, m, depth, &r);
+        if (hit == 0)
+            return 0;
         if (ps)
             AND(r, valid(x, ps, m, depth + 1));
-        else if (ap)
+        else if (ap && hit == 2)
+            AND(r, -1); /* whether it applies is not known */
+        else if (ap && hit == 1)
             AND(r, valid(x, ap, m, depth + 1));
         if (names) {
             json_t *key = json_stringn(k, kn);
