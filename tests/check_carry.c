@@ -2,8 +2,8 @@
  * check_carry.c - weights carried from one stage to the next.
  *
  * top_p leaves the weights of the tokens it keeps (xtc those of an array
- * it did not change) to the dist right after it (sift__carry_leave / sift__carry_take in sift_internal.h), and dist
- * draws from them instead of computing them again. These cases compare
+ * it did not change) to the dist right after it (sift__carry_leave / sift__carry_take in
+ * sift_internal.h), and dist draws from them instead of computing them again. These cases compare
  * chains around that pair with the naive oracle, token and RNG state bit
  * for bit over several steps (accepting each token, so the penalties'
  * history moves), on random rows of every tu_row shape and on rows built

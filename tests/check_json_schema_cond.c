@@ -207,8 +207,9 @@ START_TEST(test_property_names_constrain_every_key)
     /* const beside an enum: the value must be in both */
     static const char *const g7[] = {"1"};
     static const char *const b7[] = {"\"a\"", "2"};
-    CHECK("{\"anyOf\":[{\"allOf\":[{\"const\":\"a\"},{\"enum\":[1]}]},{\"const\":1,\"enum\":[1,2]}]}",
-          g7, b7);
+    CHECK(
+        "{\"anyOf\":[{\"allOf\":[{\"const\":\"a\"},{\"enum\":[1]}]},{\"const\":1,\"enum\":[1,2]}]}",
+        g7, b7);
 }
 END_TEST
 
@@ -317,7 +318,8 @@ START_TEST(test_merged_alternatives_multiply_out)
     static const char *const g1[] = {"5", "7", "\"a\"", "\"ab\""};
     static const char *const b1[] = {"4", "\"\"", "\"abc\"", "null", "5.5"};
     CHECK("{\"allOf\":[{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":2}]},"
-          "{\"anyOf\":[{\"type\":\"integer\",\"minimum\":5},{\"type\":\"string\",\"minLength\":1}]}]}",
+          "{\"anyOf\":[{\"type\":\"integer\",\"minimum\":5},{\"type\":\"string\",\"minLength\":1}]}"
+          "]}",
           g1, b1);
     /* three if / then / else units */
     static const char *const g2[] = {"0", "5", "-7"};
@@ -343,7 +345,8 @@ START_TEST(test_merged_alternatives_multiply_out)
     static const char *const g5[] = {"{\"t\":\"a\",\"x\":1}", "{\"t\":\"b\",\"y\":\"s\"}"};
     static const char *const b5[] = {"{\"t\":\"a\",\"y\":\"s\"}", "{\"t\":\"b\",\"x\":1}",
                                      "{\"t\":\"c\"}", "{\"x\":1}"};
-    CHECK("{\"type\":\"object\",\"required\":[\"t\"],\"anyOf\":[{\"properties\":{\"t\":{\"const\":\"a\"}},"
+    CHECK("{\"type\":\"object\",\"required\":[\"t\"],\"anyOf\":[{\"properties\":{\"t\":{\"const\":"
+          "\"a\"}},"
           "\"required\":[\"x\"]},{\"properties\":{\"t\":{\"const\":\"b\"}},\"required\":[\"y\"]}],"
           "\"oneOf\":[{\"properties\":{\"t\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}}},"
           "{\"properties\":{\"t\":{\"const\":\"b\"},\"y\":{\"type\":\"string\"}}}]}",

@@ -213,20 +213,22 @@ START_TEST(test_refs_by_urn_and_escaped_pointers)
           good, bad);
     static const char *good2[] = {"{\"p\":\"s\",\"q\":1}"};
     static const char *bad2[] = {"{\"p\":1}", "{\"q\":\"s\"}"};
-    CHECK("{\"$id\":\"http://x.example/y.json\",\"$defs\":{\"a%b\":{\"type\":\"string\"},\"c/d\":{"
-          "\"type\":\"integer\"}},\"properties\":{\"p\":{\"$ref\":\"#/$defs/a%25b\"},\"q\":{\"$ref\":"
-          "\"http://x.example/y.json#/$defs/c~1d\"}}}",
-          good2, bad2);
+    CHECK(
+        "{\"$id\":\"http://x.example/y.json\",\"$defs\":{\"a%b\":{\"type\":\"string\"},\"c/d\":{"
+        "\"type\":\"integer\"}},\"properties\":{\"p\":{\"$ref\":\"#/$defs/a%25b\"},\"q\":{\"$ref\":"
+        "\"http://x.example/y.json#/$defs/c~1d\"}}}",
+        good2, bad2);
 }
 END_TEST
 
 START_TEST(test_refs_that_name_no_schema_here_are_refused)
 {
     /* a remote document */
-    check_refused("{\"$id\":\"http://x.example/y.json\",\"properties\":{\"a\":{\"$ref\":"
-                  "\"other.json\"}}}",
-                  "s.json:1:60: #/properties/a/$ref: $ref \"other.json\" names no schema in this document "
-                  "(remote references are not supported)");
+    check_refused(
+        "{\"$id\":\"http://x.example/y.json\",\"properties\":{\"a\":{\"$ref\":"
+        "\"other.json\"}}}",
+        "s.json:1:60: #/properties/a/$ref: $ref \"other.json\" names no schema in this document "
+        "(remote references are not supported)");
     /* an $id inside an enum value names nothing */
     check_refused("{\"$defs\":{\"e\":{\"enum\":[{\"$id\":\"http://x.example/z.json\"}]}},\"$ref\":"
                   "\"http://x.example/z.json\"}",

@@ -409,8 +409,8 @@ static const json_t *peek_ref(sift__js *c, const json_t *x, sift_status *st)
 {
     for (int hops = 0; !*st && hops < 8 && sift__js_only_ref(x); hops++) {
         const char *ref = json_string_value(json_object_get(x, "$ref"));
-        const json_t *t = ref && !(*st = sift__js_work(c, 1)) ? sift__js_local_target(c, x, ref)
-                                                              : NULL;
+        const json_t *t =
+            ref && !(*st = sift__js_work(c, 1)) ? sift__js_local_target(c, x, ref) : NULL;
         if (!t)
             return x;
         x = t;
@@ -668,7 +668,7 @@ static sift_status one_of_disjoint(sift__js *c, const json_t *alts, unsigned out
 }
 
 sift_status sift__js_alternatives_disjoint(sift__js *c, const json_t *s, const char *kw,
-                                          int *disjoint)
+                                           int *disjoint)
 {
     unsigned outer = json_object_get(s, "type") ? branch_types(s) : ~0u;
     return one_of_disjoint(c, json_object_get(s, kw), outer, disjoint);
@@ -1269,8 +1269,8 @@ static sift_status gen_dynamic_ref(sift__js *c, const json_t *s, sift__js_ref *r
         json_t *all = json_object_get(s2, "allOf");
         json_t *member = json_pack("{s:s}", "$ref", ref);
         all = json_is_array(all) ? json_copy(all) : json_array();
-        bad = !member || !all || json_array_append(all, member) ||
-              json_object_set(s2, "allOf", all);
+        bad =
+            !member || !all || json_array_append(all, member) || json_object_set(s2, "allOf", all);
         json_decref(member);
         json_decref(all);
     }

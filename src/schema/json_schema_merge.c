@@ -52,8 +52,7 @@ static sift_status merge_properties(sift__js *c, json_t *dst, const json_t *old,
         const json_t *o = json_object_get(m, k);
         /* true beside a schema adds nothing (and a wrapper around a
          * $ref would merge its target in place) */
-        int bad = o && (json_equal((json_t *)o, v) || json_is_true(v))
-                      ? 0
+        int bad = o && (json_equal((json_t *)o, v) || json_is_true(v)) ? 0
                   : o && !json_is_true(o) ? json_object_set_new(m, k, all_of2(o, v)) != 0
                                           : json_object_set(m, k, v) != 0;
         if (bad) {
@@ -160,10 +159,10 @@ static sift_status merge_prefix(sift__js *c, json_t *dst, const char *key, const
         st = nomem(c);
     for (size_t i = 0; !st && i < n; i++) {
         json_t *a = json_array_get(old, i), *b = json_array_get(add, i);
-        json_t *x = !a ? json_incref(b)
+        json_t *x = !a                                          ? json_incref(b)
                     : !b || json_is_true(b) || json_equal(a, b) ? json_incref(a)
-                    : json_is_true(a)                          ? json_incref(b)
-                                                               : all_of2(a, b);
+                    : json_is_true(a)                           ? json_incref(b)
+                                                                : all_of2(a, b);
         if (!x || json_array_append_new(m, x))
             st = nomem(c);
     }
@@ -194,7 +193,7 @@ static json_t *any_product(const json_t *a, const json_t *b)
     for (size_t i = 0; out && i < json_array_size(a); i++)
         for (size_t j = 0; out && j < json_array_size(b); j++) {
             const json_t *x = json_array_get(a, i), *y = json_array_get(b, j);
-            json_t *p = json_is_true(x) ? json_incref((json_t *)y)
+            json_t *p = json_is_true(x)   ? json_incref((json_t *)y)
                         : json_is_true(y) ? json_incref((json_t *)x)
                                           : all_of2(x, y);
             if (!p || json_array_append_new(out, p)) {

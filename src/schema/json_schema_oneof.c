@@ -212,7 +212,8 @@ static void add_facets(sift__js *c, const json_t *s, facets *out, int depth, sif
     const json_t *all = json_object_get(s, "allOf");
     for (size_t i = 0; !*st && json_is_array(all) && i < json_array_size(all); i++)
         add_facets(c, json_array_get(all, i), out, depth + 1, st);
-    const json_t *t = json_is_string(ref) ? sift__js_local_target(c, s, json_string_value(ref)) : NULL;
+    const json_t *t =
+        json_is_string(ref) ? sift__js_local_target(c, s, json_string_value(ref)) : NULL;
     if (t && !*st)
         add_facets(c, t, out, depth + 1, st);
 }

@@ -166,8 +166,18 @@ static void node_key(const json_t *n, char *k, size_t cap)
 /* Keywords whose value is a subschema, an array of them, or an object
  * of them. */
 static const char *const one_schema[] = {
-    "additionalProperties", "additionalItems", "unevaluatedProperties", "unevaluatedItems",
-    "not", "if", "then", "else", "contains", "propertyNames", "contentSchema", "items",
+    "additionalProperties",
+    "additionalItems",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "contentSchema",
+    "items",
 };
 static const char *const schema_array[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items"};
 static const char *const schema_map[] = {
@@ -424,8 +434,8 @@ static sift_status target_of(sift__js *c, const char *ptr, const json_t **t, con
         }
         char *end = NULL;
         unsigned long idx = seg.p && json_is_array(*t) ? strtoul(seg.p, &end, 10) : 0;
-        *t = st                     ? NULL
-             : json_is_object(*t)   ? json_object_get(*t, seg.p)
+        *t = st                      ? NULL
+             : json_is_object(*t)    ? json_object_get(*t, seg.p)
              : end && !*end && seg.n ? json_array_get(*t, idx)
                                      : NULL;
         sift__js_buf_free(c, &seg);
@@ -513,7 +523,8 @@ sift_status sift__js_dynamic_ref(sift__js *c, const json_t *s, const char **ref)
     const json_t *v = json_object_get(s, "$dynamicRef");
     *ref = json_string_value(v);
     if (!*ref)
-        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$dynamicRef", "'$dynamicRef' must be a string");
+        return sift__js_fail(c, SIFT_E_SCHEMA_SYNTAX, "$dynamicRef",
+                             "'$dynamicRef' must be a string");
     const char *name = strchr(*ref, '#');
     if (!name || !name[1] || name[1] == '/' || !c->ref_ids)
         return SIFT_OK; /* no anchor named: a $ref */

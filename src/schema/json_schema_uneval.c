@@ -47,12 +47,12 @@ static const char *const dynamic_keys[] = {
 
 /* What a merged schema evaluates. */
 typedef struct seen {
-    int all_props;       /* every property (additionalProperties) */
-    json_t *names;       /* the names of properties, as a set (owned) */
-    const json_t *pp;    /* patternProperties (borrowed), or NULL */
-    int all_items;       /* every item (items after the prefix) */
-    size_t n_items;      /* the prefix length */
-    int tuple;           /* items in its array form (with additionalItems) */
+    int all_props;    /* every property (additionalProperties) */
+    json_t *names;    /* the names of properties, as a set (owned) */
+    const json_t *pp; /* patternProperties (borrowed), or NULL */
+    int all_items;    /* every item (items after the prefix) */
+    size_t n_items;   /* the prefix length */
+    int tuple;        /* items in its array form (with additionalItems) */
 } seen;
 
 static sift_status nomem(sift__js *c)
@@ -62,8 +62,8 @@ static sift_status nomem(sift__js *c)
 
 int sift__js_has_uneval(const json_t *s)
 {
-    return json_is_object(s) && (json_object_get(s, "unevaluatedProperties") ||
-                                 json_object_get(s, "unevaluatedItems"));
+    return json_is_object(s) &&
+           (json_object_get(s, "unevaluatedProperties") || json_object_get(s, "unevaluatedItems"));
 }
 
 static void seen_free(seen *e)
@@ -148,8 +148,8 @@ static sift_status seen_within(sift__js *c, const seen *e, const seen *base, int
     sift_status st = SIFT_OK;
     *in = 1;
     if (props && !base->all_props) {
-        if (e->all_props || (e->pp && !(base->pp && json_equal((json_t *)e->pp,
-                                                               (json_t *)base->pp))))
+        if (e->all_props ||
+            (e->pp && !(base->pp && json_equal((json_t *)e->pp, (json_t *)base->pp))))
             *in = 0;
         else
             st = names_in(c, e->names, base->names, in);
