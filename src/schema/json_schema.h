@@ -196,6 +196,9 @@ SIFT__HIDDEN int sift__js_format_known(const char *f);
 SIFT__HIDDEN sift_status sift__js_get_count(sift__js *c, const json_t *s, const char *key,
                                             int64_t *v, int *has);
 
+/* The one type a keyword constrains (T_OBJECT, T_ARRAY, T_STRING or
+ * T_NUMBER; integers count as numbers), 0 for the others. */
+SIFT__HIDDEN unsigned sift__js_key_type(const char *key);
 /* Whether s is an object holding a $ref and annotations only. */
 SIFT__HIDDEN int sift__js_only_ref(const json_t *s);
 /* The target of a $ref of the form "#" or "#/json/pointer" (percent

@@ -76,6 +76,14 @@ static const struct {
     {"propertyNames", T_OBJECT},
 };
 
+unsigned sift__js_key_type(const char *key)
+{
+    for (size_t i = 0; i < sizeof typed_keys / sizeof typed_keys[0]; i++)
+        if (!strcmp(key, typed_keys[i].key))
+            return typed_keys[i].bit;
+    return 0;
+}
+
 static const char *const annotations[] = {
     "$schema",
     "$id",

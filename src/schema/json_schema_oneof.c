@@ -50,34 +50,6 @@
 #define MAX_FACETS 16
 #define MAX_ALTS 64
 
-/* Keywords that constrain one type (integer counted as number). */
-static const struct {
-    const char *key;
-    unsigned bit;
-} own_type[] = {
-    {"properties", T_OBJECT},
-    {"required", T_OBJECT},
-    {"additionalProperties", T_OBJECT},
-    {"patternProperties", T_OBJECT},
-    {"minProperties", T_OBJECT},
-    {"maxProperties", T_OBJECT},
-    {"items", T_ARRAY},
-    {"prefixItems", T_ARRAY},
-    {"minItems", T_ARRAY},
-    {"maxItems", T_ARRAY},
-    {"additionalItems", T_ARRAY},
-    {"uniqueItems", T_ARRAY},
-    {"minLength", T_STRING},
-    {"maxLength", T_STRING},
-    {"pattern", T_STRING},
-    {"format", T_STRING},
-    {"minimum", T_NUMBER},
-    {"maximum", T_NUMBER},
-    {"exclusiveMinimum", T_NUMBER},
-    {"exclusiveMaximum", T_NUMBER},
-    {"multipleOf", T_NUMBER},
-};
-
 static sift_status nomem(sift__js *c)
 {
     return sift__js_fail(c, SIFT_E_NOMEM, NULL, "out of memory");
@@ -182,11 +154,8 @@ static int vacuous(const json_t *s, unsigned bit)
     {
         if (sift__js_is_annotation(key) || !strcmp(key, "type"))
             continue;
-        int other = 0;
-        for (size_t i = 0; i < sizeof own_type / sizeof own_type[0]; i++)
-            if (!strcmp(key, own_type[i].key))
-                other = own_type[i].bit != bit;
-        if (!other)
+        unsigned own = sift__js_key_type(key);
+        if (!own || own == bit)
             return 0;
     }
     return 1;
