@@ -249,6 +249,42 @@ START_TEST(test_probability_cutoffs_agree_with_the_oracle_bitwise)
 }
 END_TEST
 
+/* The oracle's sort (a radix sort over canonical keys for long arrays)
+ * gives the order its comparator defines: logit descending, +0 and -0
+ * tied, ties by id; on rows of few distinct values (ties everywhere),
+ * signed zeros, -inf and the float extremes. */
+static int canon_before(sift_candidate a, sift_candidate b)
+{
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+START_TEST(test_the_oracle_sort_is_the_canonical_order)
+{
+    static const float odd[] = {0.0f,           -0.0f,  -INFINITY, 3.4028235e38f,
+                                -3.4028235e38f, 1e-45f, -1e-45f,   1.0f};
+    tu_rng r = {77};
+    for (int trial = 0; trial < 40; trial++) {
+        size_t n = (size_t)tu_range(&r, 1, 6000);
+        or_arr a = {malloc(n * sizeof(sift_candidate)), n, (int32_t)n};
+        ck_assert_ptr_nonnull(a.c);
+        int values = (int)tu_range(&r, 1, 40);
+        for (size_t i = 0; i < n; i++) {
+            float x = trial % 3 == 0   ? odd[tu_range(&r, 0, 7)]
+                      : trial % 3 == 1 ? (float)tu_range(&r, 0, values) - 20.0f
+                                       : (float)tu_normal(&r) * 8.0f;
+            a.c[i] = (sift_candidate){(int32_t)((i * 7919u) % n), x};
+        }
+        or_sort(&a);
+        for (size_t i = 1; i < n; i++)
+            ck_assert_msg(canon_before(a.c[i - 1], a.c[i]),
+                          "trial %d, n %zu: (%d, %a) before (%d, %a) at %zu", trial, n,
+                          (int)a.c[i - 1].id, (double)a.c[i - 1].logit, (int)a.c[i].id,
+                          (double)a.c[i].logit, i);
+        free(a.c);
+    }
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("exact");
@@ -263,6 +299,7 @@ Suite *tu_suite(void)
         {"all", test_random_chains_of_every_sampler_agree_with_the_oracle_bitwise},
         {"prefix", test_chains_decided_from_a_prefix_agree_with_the_oracle_bitwise},
         {"cutoff", test_probability_cutoffs_agree_with_the_oracle_bitwise},
+        {"oracle_sort", test_the_oracle_sort_is_the_canonical_order},
     };
     for (size_t i = 0; i < N(cases); i++) {
         TCase *tc = tcase_create(cases[i].name);

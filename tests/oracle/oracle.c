@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ */
 /* Spec -> sift chain                                                  */
@@ -115,9 +116,76 @@ static int cmp_id(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
+/* The canonical order as one unsigned key, smallest first: the logit
+ * descending (+0 and -0 equal) in the high half, the id ascending in the
+ * low half. */
+static uint64_t canon_key(sift_candidate c)
+{
+    uint32_t u;
+    memcpy(&u, &c.logit, sizeof u);
+    if (u == 0x80000000u)
+        u = 0;                                                /* -0 ties with +0 */
+    uint32_t up = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* ascending */
+    return ((uint64_t)~up << 32) | ((uint32_t)c.id ^ 0x80000000u);
+}
+
+typedef struct keyed {
+    uint64_t key;
+    sift_candidate c;
+} keyed;
+
+/* The radix sort's two buffers, kept from one sort to the next (the
+ * suites sort rows of the same length thousands of times; fresh buffers
+ * each time cost more in page faults than the sort). The oracle runs on
+ * one thread. */
+static keyed *scratch;
+static size_t scratch_cap;
+
+/* A least-significant-digit radix sort of the keys, a byte at a time
+ * (stable, so it is the order cmp_canon defines whatever qsort would do
+ * with equal elements, which canonical keys never are unless an id
+ * repeats). 0 when the buffers cannot be had. */
+static int radix_canon(sift_candidate *c, size_t n)
+{
+    if (n > scratch_cap) {
+        keyed *grown = realloc(scratch, 2 * n * sizeof *grown);
+        if (grown == NULL)
+            return 0;
+        scratch = grown;
+        scratch_cap = n;
+    }
+    keyed *a = scratch, *b = scratch + n;
+    for (size_t i = 0; i < n; i++)
+        a[i] = (keyed){canon_key(c[i]), c[i]};
+    for (int shift = 0; shift < 64; shift += 8) {
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[((a[i].key >> shift) & 0xff) + 1]++;
+        if (count[((a[0].key >> shift) & 0xff) + 1] == n)
+            continue; /* one digit throughout: the pass would not move anything */
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (size_t i = 0; i < n; i++)
+            b[count[(a[i].key >> shift) & 0xff]++] = a[i];
+        keyed *t = a;
+        a = b;
+        b = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        c[i] = a[i].c;
+    return 1;
+}
+
+/* qsort with cmp_canon for short arrays and rows holding a NaN (which
+ * cmp_canon orders only by id); the radix sort, which gives the same
+ * order, for the whole rows the suites sort thousands of times. */
 void or_sort(or_arr *a)
 {
-    qsort(a->c, a->n, sizeof *a->c, cmp_canon);
+    int nan = 0;
+    for (size_t i = 0; i < a->n; i++)
+        nan |= isnan(a->c[i].logit);
+    if (a->n < 512 || nan || !radix_canon(a->c, a->n))
+        qsort(a->c, a->n, sizeof *a->c, cmp_canon);
 }
 
 void or_sort_by_id(sift_candidate *c, size_t n)

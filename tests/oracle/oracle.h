@@ -4,7 +4,9 @@
  * the oracle.
  *
  * The oracle is deliberately simple: after every stage the array is fully
- * sorted into canonical order with qsort, every sum is a plain loop in
+ * sorted into canonical order (a byte-wise radix sort over one key per
+ * candidate for long arrays, qsort for short ones; check_exact tests that
+ * it is the comparator's order), every sum is a plain loop in
  * the order the definition names, every walk is a plain loop. It shares
  * with the library only the numeric primitives that *define* the
  * arithmetic (sift__expf, sift__logf, sift__log, sift__exp, sift__pow,
@@ -155,7 +157,7 @@ void or_accept_prompt(or_chain *o, int32_t token);
 sift_status or_run_stages(or_chain *o, const float *row, int32_t V, size_t n_stages, or_arr *out);
 
 /* Helpers for the per-family files. */
-void or_sort(or_arr *a); /* canonical qsort */
+void or_sort(or_arr *a); /* canonical order (logit descending, id ascending) */
 void or_sort_by_id(sift_candidate *c, size_t n);
 float or_max(const or_arr *a); /* a->c[0].logit once sorted */
 /* Weights of the (sorted) array into w, returns W. */
