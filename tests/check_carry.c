@@ -18,11 +18,6 @@
  * - [top_p, penalties, dist] and [top_p, min_p, dist];
  * - [xtc, dist], which carries when xtc removes nothing, on rows that
  *   include ties at the largest logit (a removal that keeps it).
- * - [typical, dist] on rows of at least 16,384 tokens (typical's
- *   histogram path, the one that moves the weights with the kept
- *   tokens): carried when the cut keeps the largest logit, not taken
- *   when it removes it (peaked rows, whose head lies far from the
- *   entropy); every third row ties two to four tokens at the largest.
  *
  * The oracle cases are tagged "simd": check_simd_whole.sh runs them again
  * under each SIFT_SIMD cap (the weights kernel, the compaction that moves
@@ -240,38 +235,6 @@ START_TEST(test_xtc_dist_carries)
 }
 END_TEST
 
-/* [typical, dist]: typical leaves the weights of what it keeps, and
- * dist takes them only at the same largest logit. */
-START_TEST(test_typical_dist_carries)
-{
-    tu_rng r = {0x5eed0300u + (uint64_t)_i};
-    float *row = malloc(70000 * sizeof *row);
-    ck_assert_ptr_nonnull(row);
-    uint64_t carried = 0;
-    for (int i = 0; i < 24; i++) {
-        int32_t V = (int32_t)tu_range(&r, 16384, 70000);
-        tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
-        if (i % 3 == 0) {
-            float m = row_max(row, V);
-            int k = (int)tu_range(&r, 2, 4);
-            for (int t = 0; t < k && m > -INFINITY; t++)
-                row[tu_range(&r, 0, V - 1)] = m;
-        }
-        sp_chain spec;
-        memset(&spec, 0, sizeof spec);
-        spec.seed = tu_next(&r);
-        spec.n = 2;
-        gen_stage(&r, &spec.st[0], SP_TYPICAL, V);
-        if (tu_unif(&r) < 0.6)
-            spec.st[0].f0 = tu_unif(&r) < 0.5 ? 0.9f : (float)(0.3 + 0.7 * tu_unif(&r));
-        spec.st[1].kind = SP_DIST;
-        carried += agree(&spec, row, V, 2);
-    }
-    free(row);
-    ck_assert_uint_gt(carried, 0);
-}
-END_TEST
-
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("carry");
@@ -281,7 +244,6 @@ Suite *tu_suite(void)
     tcase_add_loop_test(tc, test_top_p_dist_carries, 0, 2);
     tcase_add_loop_test(tc, test_stage_between_voids_the_carry, 0, 2);
     tcase_add_loop_test(tc, test_xtc_dist_carries, 0, 2);
-    tcase_add_loop_test(tc, test_typical_dist_carries, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

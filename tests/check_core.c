@@ -438,53 +438,6 @@ START_TEST(test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level)
 }
 END_TEST
 
-/* The compaction that moves weights (typical's carry to dist) keeps the
- * same candidates as the one without, at every level, its weights those
- * of the kept candidates in order, and their sum exact: weights up to
- * 2^62 (the sum's halves carry), lengths around multiples of 8. */
-START_TEST(test_the_keep_below_compaction_moves_the_weights_at_every_level)
-{
-    static sift_candidate orig[300], want[300], got[300];
-    static uint32_t bk[300];
-    static uint64_t w0[300], wg[300];
-    uint64_t r = 4242;
-    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 23)) {
-        typ_cands(orig, n, &r, 0);
-        for (size_t i = 0; i < n; i++) {
-            r = r * 6364136223846793005ull + 1442695040888963407ull;
-            bk[i] = (uint32_t)((r >> 33) % 6);
-            w0[i] = i % 5 == 0 ? (uint64_t)1 << 62 : (r >> 2) & (((uint64_t)1 << 62) - 1);
-        }
-        for (uint32_t cut = 0; cut < 7; cut += 2) {
-            keep_probe pw = {0, 0, 0};
-            memcpy(want, orig, n * sizeof *orig);
-            size_t kw = sift__keep_below_at(SIFT__SIMD_SCALAR, want, bk, n, cut, keep_third, &pw);
-            /* the weights of the kept ones, by id (orig[i].id is unique) */
-            sift__u128 sum = {0, 0};
-            for (size_t i = 0, k = 0; i < n && k < kw; i++)
-                if (orig[i].id == want[k].id)
-                    sum = sift__u128_add64(sum, w0[i]), k++;
-            for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
-                keep_probe pg = {0, 0, 0};
-                memcpy(got, orig, n * sizeof *orig);
-                memcpy(wg, w0, n * sizeof *w0);
-                sift__u128 kept;
-                size_t kg =
-                    sift__keep_below_w_at(l, got, bk, n, cut, keep_third, &pg, wg, &kept);
-                ck_assert_uint_eq(kg, kw);
-                ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
-                for (size_t k = 0, i = 0; k < kg; k++) {
-                    while (orig[i].id != got[k].id)
-                        i++;
-                    ck_assert_uint_eq(wg[k], w0[i]);
-                }
-                ck_assert(kept.lo == sum.lo && kept.hi == sum.hi);
-            }
-        }
-    }
-}
-END_TEST
-
 /* top_n_sigma's cut keeps the scalar twin's candidates in its order at
  * every level: thresholds at a logit (ties, a float's exact double),
  * between two, beyond all, NaN; -inf and -0/+0 logits. */
@@ -811,7 +764,6 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_score_buckets_give_the_scalar_buckets_at_every_level);
     tcase_add_test(t, test_the_bucket_search_finds_the_scalar_index_at_every_level);
     tcase_add_test(t, test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level);
-    tcase_add_test(t, test_the_keep_below_compaction_moves_the_weights_at_every_level);
     tcase_add_test(t, test_the_logit_cut_keeps_the_scalar_set_at_every_level);
     tcase_add_test(t, test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level);
     tcase_add_test(t, test_the_id_search_finds_the_first_match_at_every_level);

@@ -270,17 +270,9 @@ static size_t find_eq_scalar(const uint32_t *bk, size_t i, size_t n, uint32_t b)
     return i;
 }
 
-/* The weights that move with the candidates (sift__keep_below_w): w,
- * NULL when none move, and the kept ones' sum in 32-bit halves. */
-typedef struct keep_w {
-    uint64_t *w;
-    uint64_t lo, hi;
-} keep_w;
-
 static size_t keep_below_scalar(sift_candidate *c, const uint32_t *bk, size_t i, size_t n, size_t j,
-                                uint32_t bstar, sift__keep_fn keep_eq, void *arg, keep_w *kw)
+                                uint32_t bstar, sift__keep_fn keep_eq, void *arg)
 {
-    uint64_t *w = kw ? kw->w : NULL, lo = 0, hi = 0;
     for (; i < n; i++) {
         sift_candidate x = c[i];
         uint32_t b = bk[i];
@@ -288,17 +280,7 @@ static size_t keep_below_scalar(sift_candidate *c, const uint32_t *bk, size_t i,
         if (b == bstar)
             keep = keep_eq(&x, arg);
         c[j] = x;
-        if (w) {
-            uint64_t wi = w[i], mask = -(uint64_t)keep;
-            w[j] = wi;
-            lo += (wi & 0xffffffffu) & mask;
-            hi += (wi >> 32) & mask;
-        }
         j += (size_t)keep;
-    }
-    if (kw) {
-        kw->lo += lo;
-        kw->hi += hi;
     }
     return j;
 }
@@ -354,13 +336,9 @@ __attribute__((target("avx512f"))) static size_t find_eq_avx512(const uint32_t *
 __attribute__((target("avx512f"))) static size_t keep_below_avx512(sift_candidate *c,
                                                                    const uint32_t *bk, size_t n,
                                                                    uint32_t bstar,
-                                                                   sift__keep_fn keep_eq, void *arg,
-                                                                   keep_w *kw)
+                                                                   sift__keep_fn keep_eq, void *arg)
 {
     const __m256i bv = _mm256_set1_epi32((int32_t)bstar);
-    const __m512i lo32 = _mm512_set1_epi64(0xffffffff);
-    __m512i acc_lo = _mm512_setzero_si512(), acc_hi = acc_lo;
-    uint64_t *w = kw ? kw->w : NULL;
     size_t i = 0, j = 0;
     for (; i + 8 <= n; i += 8) {
         __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(bk + i));
@@ -375,21 +353,9 @@ __attribute__((target("avx512f"))) static size_t keep_below_avx512(sift_candidat
                 keep |= 1u << l;
         }
         _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64((__mmask8)keep, v));
-        if (w) {
-            /* the weights move as the candidates do (j <= i again) */
-            __m512i wv = _mm512_loadu_si512((const void *)(w + i));
-            __mmask8 k = (__mmask8)keep;
-            acc_lo = _mm512_mask_add_epi64(acc_lo, k, acc_lo, _mm512_and_si512(wv, lo32));
-            acc_hi = _mm512_mask_add_epi64(acc_hi, k, acc_hi, _mm512_srli_epi64(wv, 32));
-            _mm512_storeu_si512((void *)(w + j), _mm512_maskz_compress_epi64(k, wv));
-        }
         j += (size_t)__builtin_popcount(keep);
     }
-    if (kw) {
-        kw->lo += (uint64_t)_mm512_reduce_add_epi64(acc_lo);
-        kw->hi += (uint64_t)_mm512_reduce_add_epi64(acc_hi);
-    }
-    return keep_below_scalar(c, bk, i, n, j, bstar, keep_eq, arg, kw);
+    return keep_below_scalar(c, bk, i, n, j, bstar, keep_eq, arg);
 }
 #endif
 
@@ -429,45 +395,22 @@ size_t sift__find_eq_u32(const uint32_t *bk, size_t i, size_t n, uint32_t b)
     return sift__find_eq_u32_at(sift__simd()->level, bk, i, n, b);
 }
 
-static size_t keep_below_level(int level, sift_candidate *c, const uint32_t *bk, size_t n,
-                               uint32_t bstar, sift__keep_fn keep_eq, void *arg, keep_w *kw)
+size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,
+                           uint32_t bstar, sift__keep_fn keep_eq, void *arg)
 {
     level = sift__simd_ops_at(level)->level;
 #ifdef SIFT__KX86
     if (level >= SIFT__SIMD_AVX512)
-        return keep_below_avx512(c, bk, n, bstar, keep_eq, arg, kw);
+        return keep_below_avx512(c, bk, n, bstar, keep_eq, arg);
 #endif
     (void)level;
-    return keep_below_scalar(c, bk, 0, n, 0, bstar, keep_eq, arg, kw);
-}
-
-size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,
-                           uint32_t bstar, sift__keep_fn keep_eq, void *arg)
-{
-    return keep_below_level(level, c, bk, n, bstar, keep_eq, arg, NULL);
+    return keep_below_scalar(c, bk, 0, n, 0, bstar, keep_eq, arg);
 }
 
 size_t sift__keep_below(sift_candidate *c, const uint32_t *bk, size_t n, uint32_t bstar,
                         sift__keep_fn keep_eq, void *arg)
 {
     return sift__keep_below_at(sift__simd()->level, c, bk, n, bstar, keep_eq, arg);
-}
-
-size_t sift__keep_below_w_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,
-                             uint32_t bstar, sift__keep_fn keep_eq, void *arg, uint64_t *w,
-                             sift__u128 *kept)
-{
-    keep_w kw = {w, 0, 0};
-    size_t j = keep_below_level(level, c, bk, n, bstar, keep_eq, arg, &kw);
-    /* halves below 2^32 each, n < 2^31: no sum overflows */
-    *kept = sift__u128_add((sift__u128){kw.lo, 0}, (sift__u128){kw.hi << 32, kw.hi >> 32});
-    return j;
-}
-
-size_t sift__keep_below_w(sift_candidate *c, const uint32_t *bk, size_t n, uint32_t bstar,
-                          sift__keep_fn keep_eq, void *arg, uint64_t *w, sift__u128 *kept)
-{
-    return sift__keep_below_w_at(sift__simd()->level, c, bk, n, bstar, keep_eq, arg, w, kept);
 }
 
 /* ------------------------------------------------------------------ */

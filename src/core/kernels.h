@@ -55,15 +55,6 @@ SIFT__HIDDEN size_t sift__keep_below(sift_candidate *c, const uint32_t *bk, size
                                      uint32_t bstar, sift__keep_fn keep_eq, void *arg);
 SIFT__HIDDEN size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,
                                         uint32_t bstar, sift__keep_fn keep_eq, void *arg);
-/* sift__keep_below moving w[i] with c[i] (every w[i] <= 2^62, n < 2^31):
- * the same candidates kept, w[0..kept count) their weights in order, and
- * their exact sum in *kept. */
-SIFT__HIDDEN size_t sift__keep_below_w(sift_candidate *c, const uint32_t *bk, size_t n,
-                                       uint32_t bstar, sift__keep_fn keep_eq, void *arg,
-                                       uint64_t *w, sift__u128 *kept);
-SIFT__HIDDEN size_t sift__keep_below_w_at(int level, sift_candidate *c, const uint32_t *bk,
-                                          size_t n, uint32_t bstar, sift__keep_fn keep_eq,
-                                          void *arg, uint64_t *w, sift__u128 *kept);
 
 /* Keeps, in place and in order, the candidates with (double)logit >= thr
  * (top_n_sigma's cut; a NaN logit or thr keeps none); returns how many. */

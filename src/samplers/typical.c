@@ -346,30 +346,12 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     size_t j = 0;
     if (n >= TYP_BIG) {
         uint32_t *bk = ctx->ws->u32, bstar;
-        /* Carry (sift__carry_leave): on both returns below w[i] is the
-         * weight of c[i] at m for every i < a->n (nothing kept moves
-         * without its weight), so a dist right after this stage may draw
-         * from them. Its take also checks that m is still the largest
-         * logit: the cut can remove the largest token (a peaked row's
-         * head is far from the entropy), and then the weights at m are
-         * not the ones dist needs. */
-        if (!typ_cut_hist(ctx, c, w, n, m, LS, H, T, kmin, bk, &bstar, &cut1, &cut2)) {
-            sift__carry_leave(ctx, a, m, W);
+        if (!typ_cut_hist(ctx, c, w, n, m, LS, H, T, kmin, bk, &bstar, &cut1, &cut2))
             return SIFT_OK;
-        }
         /* Keep the buckets before the cut's and, in it, the keys up to
          * the cut (core/kernels.c compacts without a branch on the
-         * verdict), the weights moving along when a stage may take them. */
+         * verdict). */
         typ_cut_arg arg = {m, LS, H, cut1, cut2};
-        if (ctx->carry_armed) {
-            sift__u128 kept;
-            j = sift__keep_below_w(c, bk, n, bstar, typ_keep_in_cut_bucket, &arg, w, &kept);
-            if (j != n)
-                a->dense = 0;
-            a->n = j;
-            sift__carry_leave(ctx, a, m, kept);
-            return SIFT_OK;
-        }
         j = sift__keep_below(c, bk, n, bstar, typ_keep_in_cut_bucket, &arg);
     } else {
         uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
