@@ -104,14 +104,11 @@ static void divide_logits(sift_candidate *c, size_t n, float t)
         c[i].logit = c[i].logit / t;
 }
 
-/* temp(t) on the current set; the semantics of the file comment. */
-static sift_status apply_temp(sift__ctx *ctx, sift__arr *a, float t, const char *name)
+/* temp(t) on the current set, whose largest logit is m (t > 0, t != 1);
+ * the semantics of the file comment. m only decides whether the largest
+ * quotient overflows, so the sign of a zero maximum does not matter. */
+static sift_status apply_temp_m(sift__ctx *ctx, sift__arr *a, float t, const char *name, float m)
 {
-    if (t == 1.0f)
-        return SIFT_OK;
-    if (!(t > 0.0f))
-        return keep_first(ctx, a, name);
-    float m = sift__arr_max_logit(a);
     if (m > -INFINITY) {
         float q = m / t;
         if (q == INFINITY || q == -INFINITY)
@@ -130,6 +127,16 @@ static sift_status apply_temp(sift__ctx *ctx, sift__arr *a, float t, const char 
             }
     }
     return SIFT_OK;
+}
+
+/* temp(t) on the current set; the semantics of the file comment. */
+static sift_status apply_temp(sift__ctx *ctx, sift__arr *a, float t, const char *name)
+{
+    if (t == 1.0f)
+        return SIFT_OK;
+    if (!(t > 0.0f))
+        return keep_first(ctx, a, name);
+    return apply_temp_m(ctx, a, t, name, sift__arr_max_logit(a));
 }
 
 static sift_status temp_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
@@ -172,7 +179,13 @@ static sift_status temp_ext_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     double dyn = min_t + (max_t - min_t) * sift__pow(H / Hmax, (double)s->exponent);
     /* t + delta can exceed the float range; FLT_MAX keeps -inf / t = -inf. */
     float ft = dyn > (double)FLT_MAX ? FLT_MAX : (float)dyn;
-    return apply_temp(ctx, a, ft, st->ops->name);
+    /* entropy() only reorders the set: its largest logit is still m, so
+     * the division does not look for it again. */
+    if (ft == 1.0f)
+        return SIFT_OK;
+    if (!(ft > 0.0f))
+        return keep_first(ctx, a, st->ops->name);
+    return apply_temp_m(ctx, a, ft, st->ops->name, m);
 }
 
 /* The class of temp(t). */
