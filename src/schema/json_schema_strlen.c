@@ -28,6 +28,8 @@
 #define JS_LEN_MAX_PAIRS 400000
 /* a set written longer than this becomes a rule of its own */
 #define JS_LEN_INLINE 40
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 typedef struct u32v {
     uint32_t *p;
@@ -91,7 +93,7 @@ static int position(glu *g, uint32_t set, frag *f)
 {
     memset(f, 0, sizeof *f);
     if (g->pos_set.n >= JS_LEN_MAX_POS) {
-        too_large(g, "states");
+        too_large(g, "more than " STR(JS_LEN_MAX_POS) " automaton states");
         return 0;
     }
     uint32_t p = (uint32_t)g->pos_set.n;
@@ -102,7 +104,7 @@ static int position(glu *g, uint32_t set, frag *f)
 static int link(glu *g, const u32v *from, const u32v *to)
 {
     if (g->edges.n / 2 + (uint64_t)from->n * to->n > JS_LEN_MAX_EDGES) {
-        too_large(g, "transitions");
+        too_large(g, "more than " STR(JS_LEN_MAX_EDGES) " transitions");
         return 0;
     }
     for (size_t i = 0; i < from->n; i++)
@@ -186,7 +188,7 @@ static int build(glu *g, uint32_t id, frag *f, unsigned depth)
     if (g->st)
         return 0;
     if (depth > 4 * RX_MAX_DEPTH) {
-        too_large(g, "nested groups");
+        too_large(g, "groups nested too deep");
         return 0;
     }
     switch (nd->kind) {
@@ -205,7 +207,7 @@ static int build(glu *g, uint32_t id, frag *f, unsigned depth)
     case N_REP: return build_rep(g, nd, f, depth);
     default:
         /* an anchor inside: not this construction's */
-        too_large(g, "anchors inside");
+        too_large(g, "an anchor inside the pattern");
         return 0;
     }
 }
@@ -374,7 +376,7 @@ static sift_status emit_pairs(glu *g, prod *p, sift__js_ref *out)
         return SIFT_OK;
     }
     if (n_live > JS_LEN_MAX_RULES) {
-        too_large(g, "rules");
+        too_large(g, "more than " STR(JS_LEN_MAX_RULES) " grammar rules");
         return g->st;
     }
     char **text = NULL;
@@ -457,7 +459,7 @@ static sift_status product(glu *g, const frag *whole, uint64_t lo, uint64_t hi, 
     p.lo = lo;
     dedup_edges(g);
     if (p.k_top >= JS_LEN_MAX_PAIRS || p.n_st * (p.k_top + 1) > JS_LEN_MAX_PAIRS) {
-        too_large(g, "rules");
+        too_large(g, "more than " STR(JS_LEN_MAX_RULES) " grammar rules");
         return g->st;
     }
     size_t n_e = g->edges.n / 2 + whole->first.n;
@@ -542,8 +544,8 @@ sift_status sift__js_pattern_lengths(sift__js *c, const char *pat, size_t len, u
             st = g.st;
         if (st == SIFT_E_SCHEMA_UNSUPPORTED)
             snprintf(why, why_size,
-                     "minLength / maxLength beside this pattern need more %s than the limit",
-                     g.why ? g.why : "grammar");
+                     "minLength / maxLength beside this pattern: %s",
+                     g.why ? g.why : "not supported");
         else if (st && r.st) {
             /* the pattern's own translation failed here (a limit) */
             snprintf(why, why_size, "minLength / maxLength beside this pattern: %s",
