@@ -270,12 +270,14 @@ fail:
 /* ------------------------------------------------------------------ */
 
 typedef struct prod {
-    size_t n_st;       /* states: the positions, then the start */
+    size_t n_st;       /* states (NFA: the positions, then the start) */
+    size_t start;      /* the state before the first code point */
     uint64_t k_top;    /* counts 0..k_top */
     int sat;           /* k_top means "k_top or more" */
     uint64_t lo;       /* the fewest code points */
     uint32_t *off;     /* transitions of state s: to[off[s] .. off[s + 1]) */
     uint32_t *to;
+    uint32_t *lab;      /* the set node each transition reads */
     unsigned char *fin; /* state may end the string */
     unsigned char *ok;  /* per pair: 1 reached, 2 reached and live */
 } prod;
@@ -295,7 +297,7 @@ static uint64_t next_k(const prod *p, uint64_t k)
  * saturated top, where the level is repeated to a fixpoint. */
 static void mark_pairs(prod *p)
 {
-    p->ok[pair(p, p->n_st - 1, 0)] = 1;
+    p->ok[pair(p, p->start, 0)] = 1;
     for (uint64_t k = 0; k <= p->k_top; k++) {
         uint64_t nk = next_k(p, k);
         for (int changed = 1; changed && nk != UINT64_MAX;) {
@@ -327,50 +329,53 @@ static void mark_pairs(prod *p)
     }
 }
 
-/* The GBNF item of each position's set (a rule's name when long). */
-static sift_status set_texts(glu *g, char ***text)
+/* The GBNF item of each set node a transition reads (a rule's name when
+ * long), by node: text[node]. */
+static sift_status set_texts(glu *g, const prod *p, char ***text)
 {
     sift__js *c = g->c;
     rx *r = g->r;
-    size_t n = g->pos_set.n;
-    *text = sift__calloc(c->al, n ? n : 1, sizeof **text);
+    size_t n_nodes = r->n_nodes;
+    *text = sift__calloc(c->al, n_nodes ? n_nodes : 1, sizeof **text);
     if (!*text)
         return SIFT_E_NOMEM;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t set = g->pos_set.p[i] == UINT32_MAX ? g->any_node : g->pos_set.p[i];
-        size_t j = 0;
-        while (j < i && (g->pos_set.p[j] == UINT32_MAX ? g->any_node : g->pos_set.p[j]) != set)
-            j++;
-        const char *t = j < i ? (*text)[j] : NULL;
-        if (!t) {
-            r->n_out = 0;
-            if (!sift__json_regex_emit_item(r, set))
-                return r->st;
-            t = r->out;
-        }
+    for (uint32_t e = 0; e < p->off[p->n_st]; e++) {
+        uint32_t set = p->lab[e];
+        if ((*text)[set])
+            continue;
+        r->n_out = 0;
+        if (!sift__json_regex_emit_item(r, set))
+            return r->st;
         sift__js_ref ref;
         sift_status st = SIFT_OK;
-        if (j == i && r->n_out > JS_LEN_INLINE) {
+        const char *t = r->out;
+        if (r->n_out > JS_LEN_INLINE) {
             st = sift__js_rule(c, &ref, r->out);
             t = ref.name;
         }
-        if (!st && !((*text)[i] = sift__calloc(c->al, strlen(t) + 1, 1)))
+        if (!st && !((*text)[set] = sift__calloc(c->al, strlen(t) + 1, 1)))
             st = SIFT_E_NOMEM;
         if (st)
             return st;
-        memcpy((*text)[i], t, strlen(t));
+        memcpy((*text)[set], t, strlen(t));
     }
     return SIFT_OK;
+}
+
+static size_t count_live(const prod *p)
+{
+    size_t n_pairs = p->n_st * (size_t)(p->k_top + 1), n_live = 0;
+    for (size_t i = 0; i < n_pairs; i++)
+        n_live += p->ok[i] == 2;
+    return n_live;
 }
 
 /* Emits a rule per live pair; the string's rule in *out. */
 static sift_status emit_pairs(glu *g, prod *p, sift__js_ref *out)
 {
     sift__js *c = g->c;
-    size_t n_pairs = p->n_st * (size_t)(p->k_top + 1), n_live = 0;
-    for (size_t i = 0; i < n_pairs; i++)
-        n_live += p->ok[i] == 2;
-    size_t start = pair(p, p->n_st - 1, 0);
+    size_t n_pairs = p->n_st * (size_t)(p->k_top + 1), n_live = count_live(p);
+    size_t start = pair(p, p->start, 0);
     if (p->ok[start] != 2) {
         out->never = 1;
         return SIFT_OK;
@@ -381,7 +386,7 @@ static sift_status emit_pairs(glu *g, prod *p, sift__js_ref *out)
     }
     char **text = NULL;
     sift__js_ref *names = sift__calloc(c->al, n_pairs, sizeof *names);
-    sift_status st = names ? set_texts(g, &text) : SIFT_E_NOMEM;
+    sift_status st = names ? set_texts(g, p, &text) : SIFT_E_NOMEM;
     for (size_t i = 0; !st && i < n_pairs; i++)
         if (p->ok[i] == 2)
             st = sift__js_new_rule(c, &names[i]);
@@ -400,7 +405,7 @@ static sift_status emit_pairs(glu *g, prod *p, sift__js_ref *out)
                 size_t j = pair(p, p->to[e], nk);
                 if (p->ok[j] != 2)
                     continue;
-                st = sift__js_printf(c, &b, "%s%s %s", sep, text[p->to[e]], names[j].name);
+                st = sift__js_printf(c, &b, "%s%s %s", sep, text[p->lab[e]], names[j].name);
                 sep = " | ";
             }
             if (!st && p->fin[s] && k >= p->lo)
@@ -415,7 +420,7 @@ static sift_status emit_pairs(glu *g, prod *p, sift__js_ref *out)
     if (!st)
         st = sift__js_rule(c, out, b.p);
     sift__js_buf_free(c, &b);
-    for (size_t i = 0; text && i < g->pos_set.n; i++)
+    for (size_t i = 0; text && i < g->r->n_nodes; i++)
         sift__free(c->al, text[i]);
     sift__free(c->al, text);
     sift__free(c->al, names);
@@ -445,62 +450,99 @@ static void dedup_edges(glu *g)
     g->edges.n = 2 * w;
 }
 
+static void prod_free(glu *g, prod *p)
+{
+    sift__free(g->c->al, p->off);
+    sift__free(g->c->al, p->to);
+    sift__free(g->c->al, p->lab);
+    sift__free(g->c->al, p->fin);
+    sift__free(g->c->al, p->ok);
+    memset(p, 0, sizeof *p);
+}
+
+/* The position automaton as a prod (no counter yet): states the
+ * positions, then the start; each transition reads its target's set. */
+static sift_status nfa_of(glu *g, const frag *whole, prod *p)
+{
+    sift__js *c = g->c;
+    dedup_edges(g);
+    p->n_st = g->pos_set.n + 1;
+    p->start = p->n_st - 1;
+    size_t n_e = g->edges.n / 2 + whole->first.n;
+    p->off = sift__calloc(c->al, p->n_st + 1, sizeof *p->off);
+    p->to = sift__calloc(c->al, n_e ? n_e : 1, sizeof *p->to);
+    p->lab = sift__calloc(c->al, n_e ? n_e : 1, sizeof *p->lab);
+    p->fin = sift__calloc(c->al, p->n_st, 1);
+    uint32_t *fill = sift__calloc(c->al, p->n_st, sizeof *fill);
+    if (!p->off || !p->to || !p->lab || !p->fin || !fill) {
+        sift__free(c->al, fill);
+        return SIFT_E_NOMEM;
+    }
+    for (size_t e = 0; e < g->edges.n; e += 2)
+        p->off[g->edges.p[e] + 1]++;
+    p->off[p->start + 1] = (uint32_t)whole->first.n;
+    for (size_t s = 0; s < p->n_st; s++)
+        p->off[s + 1] += p->off[s];
+    for (size_t e = 0; e < g->edges.n; e += 2) {
+        uint32_t s = g->edges.p[e];
+        p->to[p->off[s] + fill[s]++] = g->edges.p[e + 1];
+    }
+    for (size_t k = 0; k < whole->first.n; k++)
+        p->to[p->off[p->start] + k] = whole->first.p[k];
+    for (uint32_t e = 0; e < p->off[p->n_st]; e++)
+        p->lab[e] = g->pos_set.p[p->to[e]] == UINT32_MAX ? g->any_node : g->pos_set.p[p->to[e]];
+    for (size_t k = 0; k < whole->last.n; k++)
+        p->fin[whole->last.p[k]] = 1;
+    p->fin[p->start] = (unsigned char)whole->nullable;
+    sift__free(c->al, fill);
+    return SIFT_OK;
+}
+
 /* The product of the automaton (whole: first and last of the pattern)
- * with the counter, emitted. */
+ * with the counter, emitted. The automaton is made deterministic first
+ * when that stays small (json_schema_dfa.c), so that one pair is live at a time. */
 static sift_status product(glu *g, const frag *whole, uint64_t lo, uint64_t hi, int has_hi,
                            sift__js_ref *out)
 {
     sift__js *c = g->c;
-    prod p;
-    memset(&p, 0, sizeof p);
-    p.n_st = g->pos_set.n + 1;
-    p.k_top = has_hi ? hi : lo;
-    p.sat = !has_hi;
-    p.lo = lo;
-    dedup_edges(g);
-    if (p.k_top >= JS_LEN_MAX_PAIRS || p.n_st * (p.k_top + 1) > JS_LEN_MAX_PAIRS) {
-        too_large(g, "more than " STR(JS_LEN_MAX_RULES) " grammar rules");
-        return g->st;
+    prod nfa, dfa, *p = &nfa;
+    memset(&nfa, 0, sizeof nfa);
+    memset(&dfa, 0, sizeof dfa);
+    sift_status st = nfa_of(g, whole, &nfa);
+    if (!st) {
+        st = sift__js_work(c, (int64_t)(nfa.n_st + nfa.off[nfa.n_st]));
+        if (!st && (st = sift__js_dfa(g->r, nfa.n_st, nfa.start, nfa.off, nfa.to, nfa.lab,
+                                      nfa.fin, &dfa.n_st, &dfa.off, &dfa.to, &dfa.lab,
+                                      &dfa.fin)) == SIFT_OK)
+            p = &dfa;
+        else if (st == SIFT_E_SCHEMA_LIMIT)
+            st = SIFT_OK; /* too large to determinize: the automaton as it is */
     }
-    size_t n_e = g->edges.n / 2 + whole->first.n;
-    sift_status st = sift__js_work(c, (int64_t)(p.n_st * (p.k_top + 1) + n_e));
-    if (st)
-        return st;
-    p.off = sift__calloc(c->al, p.n_st + 1, sizeof *p.off);
-    p.to = sift__calloc(c->al, n_e ? n_e : 1, sizeof *p.to);
-    p.fin = sift__calloc(c->al, p.n_st, 1);
-    p.ok = sift__calloc(c->al, p.n_st * (size_t)(p.k_top + 1), 1);
-    if (!p.off || !p.to || !p.fin || !p.ok) {
-        st = SIFT_E_NOMEM;
-    } else {
-        size_t start = p.n_st - 1;
-        for (size_t e = 0; e < g->edges.n; e += 2)
-            p.off[g->edges.p[e] + 1]++;
-        p.off[start + 1] = (uint32_t)whole->first.n;
-        for (size_t s = 0; s < p.n_st; s++)
-            p.off[s + 1] += p.off[s];
-        uint32_t *fill = sift__calloc(c->al, p.n_st, sizeof *fill);
-        if (!fill) {
+    /* the deterministic product when it is small enough, else the other */
+    for (int last = p == &nfa; !st; p = &nfa, last = 1) {
+        p->k_top = has_hi ? hi : lo;
+        p->sat = !has_hi;
+        p->lo = lo;
+        if (p->k_top >= JS_LEN_MAX_PAIRS || p->n_st * (p->k_top + 1) > JS_LEN_MAX_PAIRS) {
+            if (!last)
+                continue;
+            too_large(g, "more than " STR(JS_LEN_MAX_RULES) " grammar rules");
+            st = g->st;
+            break;
+        }
+        st = sift__js_work(c, (int64_t)(p->n_st * (p->k_top + 1)));
+        if (!st && !(p->ok = sift__calloc(c->al, p->n_st * (size_t)(p->k_top + 1), 1)))
             st = SIFT_E_NOMEM;
-        } else {
-            for (size_t e = 0; e < g->edges.n; e += 2) {
-                uint32_t s = g->edges.p[e];
-                p.to[p.off[s] + fill[s]++] = g->edges.p[e + 1];
-            }
-            for (size_t k = 0; k < whole->first.n; k++)
-                p.to[p.off[start] + k] = whole->first.p[k];
-            for (size_t k = 0; k < whole->last.n; k++)
-                p.fin[whole->last.p[k]] = 1;
-            p.fin[start] = (unsigned char)whole->nullable;
-            sift__free(c->al, fill);
-            mark_pairs(&p);
-            st = emit_pairs(g, &p, out);
+        if (st)
+            break;
+        mark_pairs(p);
+        if (last || count_live(p) <= JS_LEN_MAX_RULES) {
+            st = emit_pairs(g, p, out);
+            break;
         }
     }
-    sift__free(c->al, p.off);
-    sift__free(c->al, p.to);
-    sift__free(c->al, p.fin);
-    sift__free(c->al, p.ok);
+    prod_free(g, &nfa);
+    prod_free(g, &dfa);
     return st;
 }
 
