@@ -27,7 +27,8 @@ static sift_grammar *compile(const char *schema)
     sp.whitespace = SIFT_JSON_WS_COMPACT;
     sift_grammar *g = NULL;
     sift_error err;
-    sift_status st = sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
+    sift_status st =
+        sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
     ck_assert_msg(st == SIFT_OK, "%s: %s", schema, err.message);
     return g;
 }
@@ -82,8 +83,11 @@ END_TEST
 START_TEST(test_an_unanchored_pattern_matches_anywhere_within_the_lengths)
 {
     /* "a+" matches any string holding an "a" */
-    static const char *const good[] = {"xax", "aaa", "bba", "abbb", "\xc3\xa9\xc3\xa9" "a"};
-    static const char *const bad[] = {"aa", "xa", "bbb", "abbbb", "aaaaa", "\xc3\xa9\xc3\xa9\xc3\xa9"};
+    static const char *const good[] = {"xax", "aaa", "bba", "abbb",
+                                       "\xc3\xa9\xc3\xa9"
+                                       "a"};
+    static const char *const bad[] = {"aa",    "xa",    "bbb",
+                                      "abbbb", "aaaaa", "\xc3\xa9\xc3\xa9\xc3\xa9"};
     check("{\"type\":\"string\",\"pattern\":\"a+\",\"minLength\":3,\"maxLength\":4}", good, N(good),
           bad, N(bad));
     /* anchored at one end only; no maxLength */
@@ -176,9 +180,9 @@ START_TEST(test_every_short_string_is_judged_as_pcre2_and_the_lengths_judge_it)
         sift_grammar *g = compile(schema);
         int ec;
         PCRE2_SIZE eo;
-        pcre2_code *re = pcre2_compile((PCRE2_SPTR)DIFF[d].pat, PCRE2_ZERO_TERMINATED,
-                                       PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY, &ec, &eo,
-                                       NULL);
+        pcre2_code *re =
+            pcre2_compile((PCRE2_SPTR)DIFF[d].pat, PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY, &ec, &eo, NULL);
         ck_assert_ptr_nonnull(re);
         pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
         /* every string of 0..7 symbols */

@@ -20,14 +20,14 @@
 typedef struct dfa_b {
     const sift__alloc *al;
     rx *r;
-    size_t n_st, w;          /* NFA states, 64-bit words per subset */
-    uint64_t *sub;           /* subsets, w words each */
-    size_t n_sub, cap_sub;   /* in subsets; cap in words */
-    uint32_t *cut;           /* interval starts */
+    size_t n_st, w;        /* NFA states, 64-bit words per subset */
+    uint64_t *sub;         /* subsets, w words each */
+    size_t n_sub, cap_sub; /* in subsets; cap in words */
+    uint32_t *cut;         /* interval starts */
     size_t n_cut, cap_cut;
-    uint32_t *e_to, *e_lab;  /* the new transitions */
+    uint32_t *e_to, *e_lab; /* the new transitions */
     size_t n_e, cap_to, cap_lab;
-    uint32_t *off;           /* per subset: its first transition */
+    uint32_t *off; /* per subset: its first transition */
     size_t cap_off;
     int64_t steps;
     uint32_t *labs; /* the set nodes made so far */
@@ -197,7 +197,8 @@ static sift_status moves(dfa_b *d, size_t s, const uint32_t *off, const uint32_t
         for (b = a; b < n_pairs && pairs[2 * b] == pairs[2 * a]; b++)
             ;
         uint32_t lab = label_node(d, pairs, a, b);
-        st = lab == UINT32_MAX ? (d->r->st ? d->r->st : SIFT_E_NOMEM) : add_edge(d, pairs[2 * a], lab);
+        st = lab == UINT32_MAX ? (d->r->st ? d->r->st : SIFT_E_NOMEM)
+                               : add_edge(d, pairs[2 * a], lab);
     }
     return st;
 }
@@ -242,10 +243,9 @@ out:
     return st;
 }
 
-sift_status sift__js_dfa(rx *r, size_t n_st, size_t start, const uint32_t *off,
-                         const uint32_t *to, const uint32_t *lab, const unsigned char *fin,
-                         size_t *d_n, uint32_t **d_off, uint32_t **d_to, uint32_t **d_lab,
-                         unsigned char **d_fin)
+sift_status sift__js_dfa(rx *r, size_t n_st, size_t start, const uint32_t *off, const uint32_t *to,
+                         const uint32_t *lab, const unsigned char *fin, size_t *d_n,
+                         uint32_t **d_off, uint32_t **d_to, uint32_t **d_lab, unsigned char **d_fin)
 {
     dfa_b d;
     memset(&d, 0, sizeof d);

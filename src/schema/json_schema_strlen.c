@@ -270,12 +270,12 @@ fail:
 /* ------------------------------------------------------------------ */
 
 typedef struct prod {
-    size_t n_st;       /* states (NFA: the positions, then the start) */
-    size_t start;      /* the state before the first code point */
-    uint64_t k_top;    /* counts 0..k_top */
-    int sat;           /* k_top means "k_top or more" */
-    uint64_t lo;       /* the fewest code points */
-    uint32_t *off;     /* transitions of state s: to[off[s] .. off[s + 1]) */
+    size_t n_st;    /* states (NFA: the positions, then the start) */
+    size_t start;   /* the state before the first code point */
+    uint64_t k_top; /* counts 0..k_top */
+    int sat;        /* k_top means "k_top or more" */
+    uint64_t lo;    /* the fewest code points */
+    uint32_t *off;  /* transitions of state s: to[off[s] .. off[s + 1]) */
     uint32_t *to;
     uint32_t *lab;      /* the set node each transition reads */
     unsigned char *fin; /* state may end the string */
@@ -511,9 +511,8 @@ static sift_status product(glu *g, const frag *whole, uint64_t lo, uint64_t hi, 
     sift_status st = nfa_of(g, whole, &nfa);
     if (!st) {
         st = sift__js_work(c, (int64_t)(nfa.n_st + nfa.off[nfa.n_st]));
-        if (!st && (st = sift__js_dfa(g->r, nfa.n_st, nfa.start, nfa.off, nfa.to, nfa.lab,
-                                      nfa.fin, &dfa.n_st, &dfa.off, &dfa.to, &dfa.lab,
-                                      &dfa.fin)) == SIFT_OK)
+        if (!st && (st = sift__js_dfa(g->r, nfa.n_st, nfa.start, nfa.off, nfa.to, nfa.lab, nfa.fin,
+                                      &dfa.n_st, &dfa.off, &dfa.to, &dfa.lab, &dfa.fin)) == SIFT_OK)
             p = &dfa;
         else if (st == SIFT_E_SCHEMA_LIMIT)
             st = SIFT_OK; /* too large to determinize: the automaton as it is */
@@ -585,13 +584,11 @@ sift_status sift__js_pattern_lengths(sift__js *c, const char *pat, size_t len, u
         if (!st)
             st = g.st;
         if (st == SIFT_E_SCHEMA_UNSUPPORTED)
-            snprintf(why, why_size,
-                     "minLength / maxLength beside this pattern: %s",
+            snprintf(why, why_size, "minLength / maxLength beside this pattern: %s",
                      g.why ? g.why : "not supported");
         else if (st && r.st) {
             /* the pattern's own translation failed here (a limit) */
-            snprintf(why, why_size, "minLength / maxLength beside this pattern: %s",
-                     rerr.message);
+            snprintf(why, why_size, "minLength / maxLength beside this pattern: %s", rerr.message);
             st = SIFT_E_SCHEMA_UNSUPPORTED;
         }
         frag_free(&g, &whole);
