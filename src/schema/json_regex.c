@@ -741,7 +741,7 @@ static uint32_t parse_alt(rx *r, unsigned depth)
     return list_node(r, N_ALT, base, at);
 }
 
-static void rx_free(rx *r)
+void sift__json_regex_free(rx *r)
 {
     sift__free(r->al, r->nodes);
     sift__free(r->al, r->kids);
@@ -778,7 +778,7 @@ static sift_status translate(const sift__alloc *al, const char *pattern, size_t 
     size_t bad = 0;
     if (!sift__utf8_valid(r.s, r.n, &bad)) {
         sift_status st = sift__json_regex_fail(&r, bad, SIFT_E_SCHEMA_SYNTAX, "invalid UTF-8");
-        rx_free(&r);
+        sift__json_regex_free(&r);
         return st;
     }
     uint32_t root = parse_alt(&r, 0);
@@ -799,8 +799,27 @@ static sift_status translate(const sift__alloc *al, const char *pattern, size_t 
         *out = r.out;
         *out_len = r.n_out;
     }
-    rx_free(&r);
+    sift__json_regex_free(&r);
     return st;
+}
+
+sift_status sift__json_regex_parse(rx *r, const sift__alloc *al, const char *pattern, size_t len,
+                                   size_t max_out, sift_error *err, uint32_t *root)
+{
+    memset(r, 0, sizeof *r);
+    r->al = al;
+    r->s = (const unsigned char *)(pattern ? pattern : "");
+    r->n = pattern ? len : 0;
+    r->max_out = max_out;
+    r->err = err;
+    r->src = "pattern";
+    size_t bad = 0;
+    if (!sift__utf8_valid(r->s, r->n, &bad))
+        return sift__json_regex_fail(r, bad, SIFT_E_SCHEMA_SYNTAX, "invalid UTF-8");
+    *root = parse_alt(r, 0);
+    if (*root != UINT32_MAX && r->i < r->n)
+        sift__json_regex_fail(r, r->i, SIFT_E_SCHEMA_SYNTAX, "unmatched ')'");
+    return r->st;
 }
 
 sift_status sift__json_regex_to_gbnf(const sift__alloc *al, const char *pattern, size_t len,

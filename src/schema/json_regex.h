@@ -104,6 +104,18 @@ SIFT__HIDDEN uint32_t sift__json_regex_new_node(rx *r, uint32_t kind, size_t off
 /* Appends the pair (lo, hi) to r->rng; 0 when out of memory. */
 SIFT__HIDDEN int sift__json_regex_add_range(rx *r, uint32_t lo, uint32_t hi);
 
+/* Parses the JSON Schema pattern[0..len) into r (initialised here; free it with
+ * sift__json_regex_free even on failure): the root node in *root. SIFT_OK, or the error the
+ * translation would report (err filled). */
+SIFT__HIDDEN sift_status sift__json_regex_parse(rx *r, const sift__alloc *al, const char *pattern,
+                                                size_t len, size_t max_out, sift_error *err,
+                                                uint32_t *root);
+/* Frees what r holds (not r itself). */
+SIFT__HIDDEN void sift__json_regex_free(rx *r);
+/* Writes node `id` (any kind but an anchor) as one GBNF item (a group when it has several forms)
+ * at the end of r->out. 0 on an error (recorded in r->st). */
+SIFT__HIDDEN int sift__json_regex_emit_item(rx *r, uint32_t id);
+
 /* Appends s to the output; 0 on an error (recorded in r->st). */
 SIFT__HIDDEN int sift__json_regex_puts(rx *r, const char *s);
 /* Emits one top-level alternative, node `id` (anchors stripped from its

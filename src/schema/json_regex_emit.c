@@ -530,6 +530,12 @@ static int emit(rx *r, uint32_t id, rx_cost *c, unsigned depth)
     }
 }
 
+int sift__json_regex_emit_item(rx *r, uint32_t id)
+{
+    rx_cost c;
+    return emit_item(r, id, &c, 0);
+}
+
 /* "Any JSON string character", repeated: the unanchored sides. */
 static int emit_any_star(rx *r, rx_cost *c)
 {

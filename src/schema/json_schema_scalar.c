@@ -34,6 +34,7 @@
 
 #include "json_regex.h"
 #include "json_schema.h"
+#include "json_schema_strlen.h"
 
 #define BOUND_MAX 9e15
 
@@ -223,7 +224,13 @@ static sift_status gen_pattern(sift__js *c, const char *pat, size_t len, const i
                                             c->max_grammar, &re, &n, &rerr)
              : sift__json_regex_to_gbnf(c->al, pat, len, c->max_grammar, &re, &n, &rerr);
     if (st == SIFT_E_SCHEMA_UNSUPPORTED && lens && strstr(rerr.message, "minLength / maxLength")) {
-        /* under the ignore policy the pattern alone */
+        /* the general construction (json_schema_strlen.c); beyond its
+         * bounds, under the ignore policy the pattern alone */
+        st = sift__js_pattern_lengths(c, pat, len, (uint64_t)lens[0], (uint64_t)lens[1],
+                                      (int)lens[2], r, rerr.message, sizeof rerr.message);
+        *done = !st;
+        if (st != SIFT_E_SCHEMA_UNSUPPORTED)
+            return st == SIFT_E_NOMEM ? sift__js_fail(c, st, NULL, "out of memory") : st;
         st = sift__js_unsupported(c, lens[0] ? "minLength" : "maxLength", "%s", rerr.message);
         return st ? st : gen_pattern(c, pat, len, NULL, r, done);
     }
