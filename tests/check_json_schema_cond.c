@@ -13,48 +13,12 @@
 
 #include "harness.h"
 #include "sift.h"
-
-#define N(a) (sizeof(a) / sizeof((a)[0]))
-
-static sift_json_schema_params compact(void)
-{
-    sift_json_schema_params sp;
-    sift_json_schema_params_init(&sp);
-    sp.whitespace = SIFT_JSON_WS_COMPACT;
-    return sp;
-}
-
-static int accepts(sift_grammar *g, const char *text)
-{
-    sift_grammar_reset(g);
-    sift_error err;
-    if (sift_grammar_accept_bytes(g, text, strlen(text), &err) != SIFT_OK)
-        return 0;
-    return sift_grammar_is_complete(g);
-}
-
-static void check_texts(const char *schema, const char *const *good, size_t ng,
-                        const char *const *bad, size_t nb)
-{
-    sift_json_schema_params sp = compact();
-    sift_grammar *g = NULL;
-    sift_error err;
-    sift_status st =
-        sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
-    ck_assert_msg(st == SIFT_OK, "schema %s: %s", schema, st ? err.message : "");
-    for (size_t i = 0; i < ng; i++)
-        ck_assert_msg(accepts(g, good[i]), "%s should accept %s", schema, good[i]);
-    for (size_t i = 0; i < nb; i++)
-        ck_assert_msg(!accepts(g, bad[i]), "%s should reject %s", schema, bad[i]);
-    sift_grammar_free(g);
-}
-
-#define CHECK(schema, good, bad) check_texts(schema, good, N(good), bad, N(bad))
+#include "testutil.h"
 
 /* The schema is refused as unsupported with exactly `msg`. */
 static void check_refused(const char *schema, const char *msg)
 {
-    sift_json_schema_params sp = compact();
+    sift_json_schema_params sp = tu_schema_compact();
     sp.source_name = "s.json";
     char *out = NULL;
     size_t n = 0;
@@ -69,39 +33,41 @@ START_TEST(test_if_then_else_is_if_and_then_or_not_if_and_else)
 {
     static const char *const g1[] = {"-1", "-10", "0", "2", "\"x\"", "null"};
     static const char *const b1[] = {"-11", "1", "3", "0.5"};
-    CHECK("{\"if\":{\"exclusiveMaximum\":0},\"then\":{\"minimum\":-10},"
-          "\"else\":{\"multipleOf\":2}}",
-          g1, b1);
+    TU_SCHEMA_CHECK("{\"if\":{\"exclusiveMaximum\":0},\"then\":{\"minimum\":-10},"
+                    "\"else\":{\"multipleOf\":2}}",
+                    g1, b1);
     /* not if of a const: every other value */
     static const char *const g2[] = {"2", "0", "-1", "1.5", "\"1\"", "true", "[1]"};
     static const char *const b2[] = {"1", "1.0"};
-    CHECK("{\"if\":{\"const\":1},\"then\":false}", g2, b2);
+    TU_SCHEMA_CHECK("{\"if\":{\"const\":1},\"then\":false}", g2, b2);
     static const char *const g3[] = {"1", "1.0"};
     static const char *const b3[] = {"2", "0.5", "\"a\"", "null"};
-    CHECK("{\"if\":{\"const\":1},\"else\":false}", g3, b3);
+    TU_SCHEMA_CHECK("{\"if\":{\"const\":1},\"else\":false}", g3, b3);
     static const char *const g4[] = {"\"yes\"", "\"other\""};
     static const char *const b4[] = {"\"no\"", "\"others\"", "\"oth\""};
-    CHECK("{\"type\":\"string\",\"then\":{\"const\":\"yes\"},\"else\":{\"const\":\"other\"},"
-          "\"if\":{\"maxLength\":4}}",
-          g4, b4);
+    TU_SCHEMA_CHECK(
+        "{\"type\":\"string\",\"then\":{\"const\":\"yes\"},\"else\":{\"const\":\"other\"},"
+        "\"if\":{\"maxLength\":4}}",
+        g4, b4);
     /* if true / false pick one branch; then / else alone have no effect */
     static const char *const g5[] = {"\"then\""};
     static const char *const b5[] = {"\"else\"", "1"};
-    CHECK("{\"if\":true,\"then\":{\"const\":\"then\"},\"else\":{\"const\":\"else\"}}", g5, b5);
+    TU_SCHEMA_CHECK("{\"if\":true,\"then\":{\"const\":\"then\"},\"else\":{\"const\":\"else\"}}", g5,
+                    b5);
     static const char *const g6[] = {"1", "\"a\"", "-20"};
     static const char *const b6[] = {"tru"};
-    CHECK("{\"allOf\":[{\"if\":{\"exclusiveMaximum\":0}},{\"then\":{\"minimum\":-10}},"
-          "{\"else\":{\"multipleOf\":2}}]}",
-          g6, b6);
+    TU_SCHEMA_CHECK("{\"allOf\":[{\"if\":{\"exclusiveMaximum\":0}},{\"then\":{\"minimum\":-10}},"
+                    "{\"else\":{\"multipleOf\":2}}]}",
+                    g6, b6);
     /* an object condition on a property */
     static const char *const g7[] = {"{\"k\":1,\"v\":true}", "{\"k\":2,\"v\":null}",
                                      "{\"v\":false}", "{\"k\":2}"};
     static const char *const b7[] = {"{}", "{\"v\":null}", "{\"k\":1}", "{\"k\":1,\"v\":null}",
                                      "{\"k\":2,\"v\":true}"};
-    CHECK("{\"type\":\"object\",\"if\":{\"properties\":{\"k\":{\"const\":1}}},"
-          "\"then\":{\"required\":[\"v\"],\"properties\":{\"v\":{\"type\":\"boolean\"}}},"
-          "\"else\":{\"properties\":{\"v\":{\"type\":\"null\"}}}}",
-          g7, b7);
+    TU_SCHEMA_CHECK("{\"type\":\"object\",\"if\":{\"properties\":{\"k\":{\"const\":1}}},"
+                    "\"then\":{\"required\":[\"v\"],\"properties\":{\"v\":{\"type\":\"boolean\"}}},"
+                    "\"else\":{\"properties\":{\"v\":{\"type\":\"null\"}}}}",
+                    g7, b7);
 }
 END_TEST
 
@@ -111,15 +77,15 @@ START_TEST(test_else_beside_an_any_of)
      * anyOf (from its not) on its own */
     static const char *const g1[] = {"\"x\"", "4", "-2"};
     static const char *const b1[] = {"3", "\"y\"", "1.5", "null"};
-    CHECK("{\"if\":{\"const\":\"x\"},\"then\":{\"const\":\"x\"},"
-          "\"else\":{\"type\":\"integer\",\"not\":{\"const\":3}}}",
-          g1, b1);
+    TU_SCHEMA_CHECK("{\"if\":{\"const\":\"x\"},\"then\":{\"const\":\"x\"},"
+                    "\"else\":{\"type\":\"integer\",\"not\":{\"const\":3}}}",
+                    g1, b1);
     /* likewise not beside an anyOf */
     static const char *const g2[] = {"3", "0", "\"a\"", "\"abc\""};
     static const char *const b2[] = {"1", "2", "-1", "\"ab\"", "null", "1.5"};
-    CHECK("{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0},{\"type\":\"string\"}],"
-          "\"not\":{\"enum\":[1,\"ab\",2]}}",
-          g2, b2);
+    TU_SCHEMA_CHECK("{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0},{\"type\":\"string\"}],"
+                    "\"not\":{\"enum\":[1,\"ab\",2]}}",
+                    g2, b2);
 }
 END_TEST
 
@@ -139,26 +105,26 @@ START_TEST(test_contains_counts_the_elements_that_match)
 {
     static const char *const g1[] = {"[5]", "[3,4,5]", "[9,1]", "{}", "\"s\""};
     static const char *const b1[] = {"[]", "[2,3,4]", "[1,4.5]"};
-    CHECK("{\"contains\":{\"minimum\":5}}", g1, b1);
+    TU_SCHEMA_CHECK("{\"contains\":{\"minimum\":5}}", g1, b1);
     static const char *const g2[] = {"[6,12]", "[6]", "[2,6]"};
     static const char *const b2[] = {"[2,4,8]", "[3,6,9]", "[1,5]", "[]"};
-    CHECK("{\"items\":{\"multipleOf\":2},\"contains\":{\"multipleOf\":3}}", g2, b2);
+    TU_SCHEMA_CHECK("{\"items\":{\"multipleOf\":2},\"contains\":{\"multipleOf\":3}}", g2, b2);
     static const char *const g3[] = {"[1,1]", "[0,1,2,1]", "[1,1,1]", "[1,0,1,0,1]"};
     static const char *const b3[] = {"[1]", "[1,1,1,1]", "[0,2]", "[]", "[1,3,1]"};
-    CHECK("{\"contains\":{\"const\":1},\"minContains\":2,\"maxContains\":3,"
-          "\"items\":{\"enum\":[0,1,2]}}",
-          g3, b3);
+    TU_SCHEMA_CHECK("{\"contains\":{\"const\":1},\"minContains\":2,\"maxContains\":3,"
+                    "\"items\":{\"enum\":[0,1,2]}}",
+                    g3, b3);
     static const char *const g4[] = {"[]", "[2]", "[1,2]", "[\"a\",2]"};
     static const char *const b4[] = {"[1,1]", "[1,2,1]"};
-    CHECK("{\"contains\":{\"const\":1},\"minContains\":0,\"maxContains\":1}", g4, b4);
+    TU_SCHEMA_CHECK("{\"contains\":{\"const\":1},\"minContains\":0,\"maxContains\":1}", g4, b4);
     static const char *const g5[] = {"[]", "[1,1]", "\"x\""};
     static const char *const b5[] = {"[1,\"a\"]", "[null]"};
-    CHECK("{\"contains\":{\"type\":\"string\"},\"maxContains\":0,"
-          "\"items\":{\"type\":[\"string\",\"integer\"]},\"minContains\":0}",
-          g5, b5);
+    TU_SCHEMA_CHECK("{\"contains\":{\"type\":\"string\"},\"maxContains\":0,"
+                    "\"items\":{\"type\":[\"string\",\"integer\"]},\"minContains\":0}",
+                    g5, b5);
     static const char *const g6[] = {"\"x\"", "{}"};
     static const char *const b6[] = {"[]", "[1]"};
-    CHECK("{\"contains\":false}", g6, b6);
+    TU_SCHEMA_CHECK("{\"contains\":false}", g6, b6);
 }
 END_TEST
 
@@ -180,34 +146,36 @@ START_TEST(test_property_names_constrain_every_key)
     static const char *const g1[] = {"{\"f\":{},\"foo\":{}}", "{}", "{\"\\u0066oo\":1}", "12",
                                      "[1,2]"};
     static const char *const b1[] = {"{\"foo\":{},\"foobar\":{}}", "{\"\\u0066oob\":1}"};
-    CHECK("{\"propertyNames\":{\"maxLength\":3}}", g1, b1);
+    TU_SCHEMA_CHECK("{\"propertyNames\":{\"maxLength\":3}}", g1, b1);
     static const char *const g2[] = {"{\"a\":{},\"aa\":{}}", "{}"};
     static const char *const b2[] = {"{\"aaA\":{}}", "{\"\":1}"};
-    CHECK("{\"propertyNames\":{\"pattern\":\"^a+$\"}}", g2, b2);
+    TU_SCHEMA_CHECK("{\"propertyNames\":{\"pattern\":\"^a+$\"}}", g2, b2);
     static const char *const g3[] = {"{}", "1"};
     static const char *const b3[] = {"{\"foo\":1}"};
-    CHECK("{\"propertyNames\":false}", g3, b3);
+    TU_SCHEMA_CHECK("{\"propertyNames\":false}", g3, b3);
     /* a finite set: the names become properties, the object closes */
     static const char *const g4[] = {"{\"x\":true,\"y\":\"s\"}", "{\"y\":\"t\"}", "{}"};
     static const char *const b4[] = {"{\"z\":1}", "{\"x\":1}", "{\"y\":\"st\"}", "{\"w\":\"s\"}"};
-    CHECK("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"x\",\"y\",3]},"
-          "\"properties\":{\"x\":{\"type\":\"boolean\"},\"z\":{}},"
-          "\"additionalProperties\":{\"type\":\"string\",\"maxLength\":1}}",
-          g4, b4);
+    TU_SCHEMA_CHECK("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"x\",\"y\",3]},"
+                    "\"properties\":{\"x\":{\"type\":\"boolean\"},\"z\":{}},"
+                    "\"additionalProperties\":{\"type\":\"string\",\"maxLength\":1}}",
+                    g4, b4);
     /* closed: declared names the schema rejects are absent */
     static const char *const g5[] = {"{\"bb\":1}", "{}"};
     static const char *const b5[] = {"{\"a\":1}", "{\"bb\":\"x\"}", "{\"cc\":1}"};
-    CHECK("{\"type\":\"object\",\"propertyNames\":{\"minLength\":2},"
-          "\"properties\":{\"a\":{},\"bb\":{\"type\":\"integer\"}},\"additionalProperties\":false}",
-          g5, b5);
+    TU_SCHEMA_CHECK(
+        "{\"type\":\"object\",\"propertyNames\":{\"minLength\":2},"
+        "\"properties\":{\"a\":{},\"bb\":{\"type\":\"integer\"}},\"additionalProperties\":false}",
+        g5, b5);
     static const char *const g6[] = {"{\"ab\":1}"};
     static const char *const b6[] = {"{\"abc\":1}", "{\"ab\":\"x\"}"};
-    CHECK("{\"propertyNames\":{\"maxLength\":2},\"additionalProperties\":{\"type\":\"number\"}}",
-          g6, b6);
+    TU_SCHEMA_CHECK(
+        "{\"propertyNames\":{\"maxLength\":2},\"additionalProperties\":{\"type\":\"number\"}}", g6,
+        b6);
     /* const beside an enum: the value must be in both */
     static const char *const g7[] = {"1"};
     static const char *const b7[] = {"\"a\"", "2"};
-    CHECK(
+    TU_SCHEMA_CHECK(
         "{\"anyOf\":[{\"allOf\":[{\"const\":\"a\"},{\"enum\":[1]}]},{\"const\":1,\"enum\":[1,2]}]}",
         g7, b7);
 }
@@ -227,16 +195,18 @@ START_TEST(test_not_of_values_properties_and_several_keywords)
 {
     static const char *const g1[] = {"0", "2", "0.5", "-1", "\"1\"", "null", "{}"};
     static const char *const b1[] = {"1", "1.0", "1.00"};
-    CHECK("{\"not\":{\"const\":1}}", g1, b1);
+    TU_SCHEMA_CHECK("{\"not\":{\"const\":1}}", g1, b1);
     static const char *const g2[] = {"false", "1", "-3", "1.5", "[]"};
     static const char *const b2[] = {"0", "2", "true", "null"};
-    CHECK("{\"not\":{\"enum\":[0,2,true,null]}}", g2, b2);
+    TU_SCHEMA_CHECK("{\"not\":{\"enum\":[0,2,true,null]}}", g2, b2);
     static const char *const g3[] = {"1", "{\"foo\":1}", "\"x\""};
     static const char *const b3[] = {"{\"foo\":\"bar\"}", "{}", "{\"bar\":1}"};
-    CHECK("{\"not\":{\"type\":\"object\",\"properties\":{\"foo\":{\"type\":\"string\"}}}}", g3, b3);
+    TU_SCHEMA_CHECK(
+        "{\"not\":{\"type\":\"object\",\"properties\":{\"foo\":{\"type\":\"string\"}}}}", g3, b3);
     static const char *const g4[] = {"\"a\"", "null", "\"\""};
     static const char *const b4[] = {"\"ab\"", "\"abc\""};
-    CHECK("{\"type\":[\"string\",\"null\"],\"not\":{\"type\":\"string\",\"minLength\":2}}", g4, b4);
+    TU_SCHEMA_CHECK(
+        "{\"type\":[\"string\",\"null\"],\"not\":{\"type\":\"string\",\"minLength\":2}}", g4, b4);
     /* strings outside a set, by their decoded value */
     static const char *const g5[] = {"\"f\"",
                                      "\"fooo\"",
@@ -250,10 +220,11 @@ START_TEST(test_not_of_values_properties_and_several_keywords)
     static const char *const b5[] = {"\"foo\"",      "\"fo\"",        "\"bar\"",
                                      "\"a\\\"b\"",   "\"a\\u0022b\"", "\"\\u00e9\"",
                                      "\"\xc3\xa9\"", "\"\\u0066oo\""};
-    CHECK("{\"not\":{\"enum\":[\"foo\",\"fo\",\"bar\",\"a\\\"b\",\"\xc3\xa9\"]}}", g5, b5);
+    TU_SCHEMA_CHECK("{\"not\":{\"enum\":[\"foo\",\"fo\",\"bar\",\"a\\\"b\",\"\xc3\xa9\"]}}", g5,
+                    b5);
     static const char *const g6[] = {"\"a\"", "\"\"", "2"};
     static const char *const b6[] = {"\"\\\"\"", "\"\\u0022\"", "1"};
-    CHECK("{\"not\":{\"enum\":[\"\\\"\",1]}}", g6, b6);
+    TU_SCHEMA_CHECK("{\"not\":{\"enum\":[\"\\\"\",1]}}", g6, b6);
 }
 END_TEST
 
@@ -261,11 +232,12 @@ START_TEST(test_not_integer_is_the_numbers_with_a_fraction)
 {
     static const char *const g1[] = {"1.5", "-0.25", "10.10", "\"x\"", "null", "[]"};
     static const char *const b1[] = {"1", "1.0", "-0.0", "true", "false", "1e5"};
-    CHECK("{\"not\":{\"type\":[\"integer\",\"boolean\"]}}", g1, b1);
+    TU_SCHEMA_CHECK("{\"not\":{\"type\":[\"integer\",\"boolean\"]}}", g1, b1);
     static const char *const g2[] = {"0.5", "\"ab\""};
     static const char *const b2[] = {"2", "\"a\"", "{}"};
-    CHECK("{\"type\":[\"number\",\"string\"],\"minLength\":2,\"not\":{\"type\":\"integer\"}}", g2,
-          b2);
+    TU_SCHEMA_CHECK(
+        "{\"type\":[\"number\",\"string\"],\"minLength\":2,\"not\":{\"type\":\"integer\"}}", g2,
+        b2);
     /* number bounds beside it: refused */
     check_refused("{\"minimum\":1,\"not\":{\"type\":\"integer\"}}",
                   "s.json:1:20: #/not: 'not' is not supported");
@@ -292,18 +264,20 @@ START_TEST(test_merged_keywords_are_not_dropped)
     /* two multipleOf: multiples of both */
     static const char *const g1[] = {"12", "0", "-24"};
     static const char *const b1[] = {"4", "6", "8", "18"};
-    CHECK("{\"allOf\":[{\"multipleOf\":4},{\"multipleOf\":6}]}", g1, b1);
+    TU_SCHEMA_CHECK("{\"allOf\":[{\"multipleOf\":4},{\"multipleOf\":6}]}", g1, b1);
     /* two prefixes: position by position; each member's rest past its own */
     static const char *const g2[] = {"[1]", "[]"};
     static const char *const b2[] = {"[1,\"a\"]", "[1,true]", "[1,\"a\",true]", "[\"a\"]"};
-    CHECK("{\"allOf\":[{\"items\":[{\"type\":\"integer\"},{\"type\":\"string\"}]}],"
-          "\"items\":[{\"type\":\"integer\"}],\"additionalItems\":{\"type\":\"boolean\"}}",
-          g2, b2);
+    TU_SCHEMA_CHECK(
+        "{\"allOf\":[{\"items\":[{\"type\":\"integer\"},{\"type\":\"string\"}]}],"
+        "\"items\":[{\"type\":\"integer\"}],\"additionalItems\":{\"type\":\"boolean\"}}",
+        g2, b2);
     static const char *const g3[] = {"[1,\"a\"]", "[5]"};
     static const char *const b3[] = {"[6]", "[1,\"a\",true]", "[1,true]"};
-    CHECK("{\"allOf\":[{\"prefixItems\":[{\"type\":\"integer\"}],\"items\":{\"type\":\"string\"}},"
-          "{\"prefixItems\":[{\"maximum\":5},{\"minLength\":1}],\"items\":false}]}",
-          g3, b3);
+    TU_SCHEMA_CHECK(
+        "{\"allOf\":[{\"prefixItems\":[{\"type\":\"integer\"}],\"items\":{\"type\":\"string\"}},"
+        "{\"prefixItems\":[{\"maximum\":5},{\"minLength\":1}],\"items\":false}]}",
+        g3, b3);
     check_refused("{\"allOf\":[{\"dependentRequired\":{\"a\":[\"b\"]}},"
                   "{\"dependentRequired\":{\"c\":[\"d\"]}}]}",
                   "s.json:1:1: #/dependentRequired: allOf members (or $ref siblings) give "
@@ -317,45 +291,47 @@ START_TEST(test_merged_alternatives_multiply_out)
 {
     static const char *const g1[] = {"5", "7", "\"a\"", "\"ab\""};
     static const char *const b1[] = {"4", "\"\"", "\"abc\"", "null", "5.5"};
-    CHECK("{\"allOf\":[{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":2}]},"
-          "{\"anyOf\":[{\"type\":\"integer\",\"minimum\":5},{\"type\":\"string\",\"minLength\":1}]}"
-          "]}",
-          g1, b1);
+    TU_SCHEMA_CHECK(
+        "{\"allOf\":[{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":2}]},"
+        "{\"anyOf\":[{\"type\":\"integer\",\"minimum\":5},{\"type\":\"string\",\"minLength\":1}]}"
+        "]}",
+        g1, b1);
     /* three if / then / else units */
     static const char *const g2[] = {"0", "5", "-7"};
     static const char *const b2[] = {"1", "2", "3", "4", "\"x\"", "1.5", "null"};
-    CHECK("{\"allOf\":[{\"if\":{\"const\":1},\"then\":false},"
-          "{\"if\":{\"enum\":[2,3]},\"then\":false,\"else\":{\"type\":\"integer\"}},"
-          "{\"if\":{\"const\":4},\"then\":false}]}",
-          g2, b2);
+    TU_SCHEMA_CHECK("{\"allOf\":[{\"if\":{\"const\":1},\"then\":false},"
+                    "{\"if\":{\"enum\":[2,3]},\"then\":false,\"else\":{\"type\":\"integer\"}},"
+                    "{\"if\":{\"const\":4},\"then\":false}]}",
+                    g2, b2);
     /* one beside a $ref, one in its target */
     static const char *const g3[] = {"1", "5", "10"};
     static const char *const b3[] = {"7", "2", "11", "\"x\"", "0", "5.5"};
-    CHECK("{\"$ref\":\"#/$defs/u\",\"if\":{\"const\":7},\"then\":false,"
-          "\"else\":{\"maximum\":10},\"$defs\":{\"u\":{\"type\":\"integer\","
-          "\"if\":{\"const\":1},\"then\":true,\"else\":{\"minimum\":5}}}}",
-          g3, b3);
+    TU_SCHEMA_CHECK("{\"$ref\":\"#/$defs/u\",\"if\":{\"const\":7},\"then\":false,"
+                    "\"else\":{\"maximum\":10},\"$defs\":{\"u\":{\"type\":\"integer\","
+                    "\"if\":{\"const\":1},\"then\":true,\"else\":{\"minimum\":5}}}}",
+                    g3, b3);
     /* two oneOf whose alternatives are each disjoint */
     static const char *const g4[] = {"1", "\"a\""};
     static const char *const b4[] = {"2", "\"b\"", "null", "1.5"};
-    CHECK("{\"allOf\":[{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}]},"
-          "{\"oneOf\":[{\"const\":1},{\"const\":\"a\"},{\"type\":\"null\"}]}]}",
-          g4, b4);
+    TU_SCHEMA_CHECK("{\"allOf\":[{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}]},"
+                    "{\"oneOf\":[{\"const\":1},{\"const\":\"a\"},{\"type\":\"null\"}]}]}",
+                    g4, b4);
     /* two const values: the pair admits nothing; anyOf beside oneOf */
     static const char *const g5[] = {"{\"t\":\"a\",\"x\":1}", "{\"t\":\"b\",\"y\":\"s\"}"};
     static const char *const b5[] = {"{\"t\":\"a\",\"y\":\"s\"}", "{\"t\":\"b\",\"x\":1}",
                                      "{\"t\":\"c\"}", "{\"x\":1}"};
-    CHECK("{\"type\":\"object\",\"required\":[\"t\"],\"anyOf\":[{\"properties\":{\"t\":{\"const\":"
-          "\"a\"}},"
-          "\"required\":[\"x\"]},{\"properties\":{\"t\":{\"const\":\"b\"}},\"required\":[\"y\"]}],"
-          "\"oneOf\":[{\"properties\":{\"t\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}}},"
-          "{\"properties\":{\"t\":{\"const\":\"b\"},\"y\":{\"type\":\"string\"}}}]}",
-          g5, b5);
+    TU_SCHEMA_CHECK(
+        "{\"type\":\"object\",\"required\":[\"t\"],\"anyOf\":[{\"properties\":{\"t\":{\"const\":"
+        "\"a\"}},"
+        "\"required\":[\"x\"]},{\"properties\":{\"t\":{\"const\":\"b\"}},\"required\":[\"y\"]}],"
+        "\"oneOf\":[{\"properties\":{\"t\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}}},"
+        "{\"properties\":{\"t\":{\"const\":\"b\"},\"y\":{\"type\":\"string\"}}}]}",
+        g5, b5);
     static const char *const g6[] = {"1", "1.0"};
     static const char *const b6[] = {"2", "\"a\""};
-    CHECK("{\"allOf\":[{\"anyOf\":[{\"const\":1},{\"const\":\"a\"}]},"
-          "{\"anyOf\":[{\"const\":1.0},{\"const\":2}]}]}",
-          g6, b6);
+    TU_SCHEMA_CHECK("{\"allOf\":[{\"anyOf\":[{\"const\":1},{\"const\":\"a\"}]},"
+                    "{\"anyOf\":[{\"const\":1.0},{\"const\":2}]}]}",
+                    g6, b6);
 }
 END_TEST
 
@@ -379,10 +355,10 @@ START_TEST(test_exclusive_fractional_bound)
 {
     static const char *const g1[] = {"1.2", "2", "1.1000000000000003", "\"x\""};
     static const char *const b1[] = {"1.1", "0.6", "1", "1.10000000000000001"};
-    CHECK("{\"exclusiveMinimum\":1.1}", g1, b1);
+    TU_SCHEMA_CHECK("{\"exclusiveMinimum\":1.1}", g1, b1);
     static const char *const g2[] = {"0", "3", "3.2499", "3.2499999999999996"};
     static const char *const b2[] = {"3.25", "3.3", "-1"};
-    CHECK("{\"minimum\":0,\"exclusiveMaximum\":3.25}", g2, b2);
+    TU_SCHEMA_CHECK("{\"minimum\":0,\"exclusiveMaximum\":3.25}", g2, b2);
 }
 END_TEST
 
@@ -419,7 +395,7 @@ static const char cond_schema[] =
 
 START_TEST(test_failing_the_nth_allocation_is_clean)
 {
-    sift_json_schema_params sp = compact();
+    sift_json_schema_params sp = tu_schema_compact();
     char *want;
     size_t want_len;
     sift_error err;

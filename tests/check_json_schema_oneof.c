@@ -11,49 +11,12 @@
 
 #include "harness.h"
 #include "sift.h"
-
-#define N(a) (sizeof(a) / sizeof((a)[0]))
-
-static sift_json_schema_params compact(void)
-{
-    sift_json_schema_params sp;
-    sift_json_schema_params_init(&sp);
-    sp.whitespace = SIFT_JSON_WS_COMPACT;
-    return sp;
-}
-
-/* 1 if g accepts the whole text and is complete at its end. */
-static int accepts(sift_grammar *g, const char *text)
-{
-    sift_grammar_reset(g);
-    sift_error err;
-    if (sift_grammar_accept_bytes(g, text, strlen(text), &err) != SIFT_OK)
-        return 0;
-    return sift_grammar_is_complete(g);
-}
-
-static void check_texts(const char *schema, const char *const *good, size_t ng,
-                        const char *const *bad, size_t nb)
-{
-    sift_json_schema_params sp = compact();
-    sift_grammar *g = NULL;
-    sift_error err;
-    sift_status st =
-        sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
-    ck_assert_msg(st == SIFT_OK, "schema %s: %s", schema, st ? err.message : "");
-    for (size_t i = 0; i < ng; i++)
-        ck_assert_msg(accepts(g, good[i]), "%s should accept %s", schema, good[i]);
-    for (size_t i = 0; i < nb; i++)
-        ck_assert_msg(!accepts(g, bad[i]), "%s should reject %s", schema, bad[i]);
-    sift_grammar_free(g);
-}
-
-#define CHECK(schema, good, bad) check_texts(schema, good, N(good), bad, N(bad))
+#include "testutil.h"
 
 /* The schema is refused at #/oneOf, as overlapping. */
 static void check_refused(const char *schema)
 {
-    sift_json_schema_params sp = compact();
+    sift_json_schema_params sp = tu_schema_compact();
     sp.source_name = "s.json";
     char *out = NULL;
     size_t n = 0;
@@ -73,9 +36,9 @@ START_TEST(test_one_of_types_two_branches_admit_whole_are_taken_out)
                                        "{\"w\":1,\"x\":2}"};
     static const char *const bad[] = {
         "\"x\"", "1", "null", "[]", "{}", "{\"r\":1,\"s\":2,\"w\":3,\"x\":4}", "{\"r\":1}"};
-    CHECK("{\"oneOf\": [{\"required\": [\"r\", \"s\"]}, {\"required\": [\"w\", "
-          "\"x\"]}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"oneOf\": [{\"required\": [\"r\", \"s\"]}, {\"required\": [\"w\", "
+                    "\"x\"]}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -87,10 +50,10 @@ START_TEST(test_one_of_required_sets_beside_declared_properties)
                                        "{\"r\":1,\"w\":2}"};
     static const char *const bad[] = {"{}", "{\"r\":1,\"l\":2,\"w\":3}", "{\"l\":1}",
                                       "{\"r\":\"x\"}"};
-    CHECK("{\"type\": \"object\", \"properties\": {\"r\": {\"type\": \"number\"}, "
-          "\"l\": {\"type\": \"number\"}, \"w\": {\"type\": \"number\"}}, "
-          "\"oneOf\": [{\"required\": [\"r\"]}, {\"required\": [\"l\", \"w\"]}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"type\": \"object\", \"properties\": {\"r\": {\"type\": \"number\"}, "
+                    "\"l\": {\"type\": \"number\"}, \"w\": {\"type\": \"number\"}}, "
+                    "\"oneOf\": [{\"required\": [\"r\"]}, {\"required\": [\"l\", \"w\"]}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -100,10 +63,10 @@ START_TEST(test_one_of_a_property_of_the_other_branch_that_fails)
     static const char *const good[] = {"{\"a\":\"x\"}", "{\"b\":1}", "{\"a\":\"x\",\"b\":1}",
                                        "{\"a\":3,\"b\":1}"};
     static const char *const bad[] = {"{\"a\":\"xy\",\"b\":1}", "{\"a\":1}", "{}", "\"s\""};
-    CHECK("{\"oneOf\": [{\"required\": [\"a\"], "
-          "\"properties\": {\"a\": {\"type\": \"string\"}}}, {\"required\": [\"b\"], "
-          "\"properties\": {\"a\": {\"minLength\": 2}}}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"oneOf\": [{\"required\": [\"a\"], "
+                    "\"properties\": {\"a\": {\"type\": \"string\"}}}, {\"required\": [\"b\"], "
+                    "\"properties\": {\"a\": {\"minLength\": 2}}}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -112,9 +75,9 @@ START_TEST(test_one_of_optional_discriminators)
     /* not required: an object without k matches both */
     static const char *const good[] = {"{\"k\":1}", "{\"k\":2}"};
     static const char *const bad[] = {"{}", "{\"k\":3}", "\"x\"", "{\"j\":1}"};
-    CHECK("{\"oneOf\": [{\"properties\": {\"k\": {\"const\": 1}}}, "
-          "{\"properties\": {\"k\": {\"const\": 2}}}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"oneOf\": [{\"properties\": {\"k\": {\"const\": 1}}}, "
+                    "{\"properties\": {\"k\": {\"const\": 2}}}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -125,12 +88,12 @@ START_TEST(test_one_of_closed_branches_with_optional_names)
                                        "{\"s\":true}", "{\"d\":\"s\",\"s\":true}"};
     static const char *const bad[] = {"{}", "{\"d\":\"s\",\"f\":true}", "{\"f\":true,\"s\":true}",
                                       "{\"x\":1}", "1"};
-    CHECK("{\"oneOf\": [{\"type\": \"object\", "
-          "\"properties\": {\"d\": {\"const\": \"f\"}, \"f\": {\"type\": \"boolean\"}}, "
-          "\"additionalProperties\": false}, {\"type\": \"object\", "
-          "\"properties\": {\"d\": {\"const\": \"s\"}, \"s\": {\"type\": \"boolean\"}}, "
-          "\"additionalProperties\": false}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"oneOf\": [{\"type\": \"object\", "
+                    "\"properties\": {\"d\": {\"const\": \"f\"}, \"f\": {\"type\": \"boolean\"}}, "
+                    "\"additionalProperties\": false}, {\"type\": \"object\", "
+                    "\"properties\": {\"d\": {\"const\": \"s\"}, \"s\": {\"type\": \"boolean\"}}, "
+                    "\"additionalProperties\": false}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -139,10 +102,10 @@ START_TEST(test_one_of_required_properties_of_disjoint_types)
     /* a name both require, string in one and integer in the other */
     static const char *const good[] = {"{\"k\":\"s\"}", "{\"k\":1}"};
     static const char *const bad[] = {"{\"k\":null}", "{}", "{\"k\":1.5}"};
-    CHECK("{\"oneOf\": [{\"type\": \"object\", \"required\": [\"k\"], "
-          "\"properties\": {\"k\": {\"type\": \"string\"}}}, {\"type\": \"object\", "
-          "\"required\": [\"k\"], \"properties\": {\"k\": {\"type\": \"integer\"}}}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"oneOf\": [{\"type\": \"object\", \"required\": [\"k\"], "
+                    "\"properties\": {\"k\": {\"type\": \"string\"}}}, {\"type\": \"object\", "
+                    "\"required\": [\"k\"], \"properties\": {\"k\": {\"type\": \"integer\"}}}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -150,9 +113,9 @@ START_TEST(test_one_of_number_ranges_apart)
 {
     static const char *const good[] = {"-1.5", "0", "3"};
     static const char *const bad[] = {"0.5", "\"x\""};
-    CHECK("{\"oneOf\": [{\"type\": \"number\", \"maximum\": 0}, "
-          "{\"type\": \"integer\", \"minimum\": 1}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"oneOf\": [{\"type\": \"number\", \"maximum\": 0}, "
+                    "{\"type\": \"integer\", \"minimum\": 1}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -161,12 +124,12 @@ START_TEST(test_one_of_a_discriminator_in_allof_members)
     /* the name required by a $ref member, its const in another member */
     static const char *const good[] = {"{\"kind\":\"a\"}", "{\"kind\":\"b\"}"};
     static const char *const bad[] = {"{\"kind\":\"c\"}", "{}", "1"};
-    CHECK("{\"$defs\": {\"base\": {\"type\": \"object\", \"required\": [\"kind\"]}}, "
-          "\"oneOf\": [{\"allOf\": [{\"$ref\": \"#/$defs/base\"}, "
-          "{\"properties\": {\"kind\": {\"const\": \"a\"}}}]}, "
-          "{\"allOf\": [{\"$ref\": \"#/$defs/base\"}, "
-          "{\"properties\": {\"kind\": {\"const\": \"b\"}}}]}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"$defs\": {\"base\": {\"type\": \"object\", \"required\": [\"kind\"]}}, "
+                    "\"oneOf\": [{\"allOf\": [{\"$ref\": \"#/$defs/base\"}, "
+                    "{\"properties\": {\"kind\": {\"const\": \"a\"}}}]}, "
+                    "{\"allOf\": [{\"$ref\": \"#/$defs/base\"}, "
+                    "{\"properties\": {\"kind\": {\"const\": \"b\"}}}]}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -174,9 +137,9 @@ START_TEST(test_one_of_the_empty_string_and_a_minimum_length)
 {
     static const char *const good[] = {"\"\"", "\"abc\""};
     static const char *const bad[] = {"\"abcd\"", "1"};
-    CHECK("{\"type\": \"string\", \"oneOf\": [{\"maxLength\": 0}, {\"minLength\": 1, "
-          "\"maxLength\": 3}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"type\": \"string\", \"oneOf\": [{\"maxLength\": 0}, {\"minLength\": 1, "
+                    "\"maxLength\": 3}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -186,13 +149,13 @@ START_TEST(test_one_of_anchored_literal_patterns)
     static const char *const good[] = {"{\"s\":\"success\"}", "{\"s\":\"a.b\"}", "\"ab\"", "\"c\"",
                                        "\"abc\""};
     static const char *const bad[] = {"{\"s\":\"x\"}", "{\"s\":\"axb\"}", "\"x\"", "{}"};
-    CHECK("{\"oneOf\": [{\"type\": \"object\", \"required\": [\"s\"], "
-          "\"properties\": {\"s\": {\"type\": \"string\", "
-          "\"pattern\": \"^success$\"}}}, {\"type\": \"object\", "
-          "\"required\": [\"s\"], \"properties\": {\"s\": {\"type\": \"string\", "
-          "\"pattern\": \"^a\\\\.b$\"}}}, {\"type\": \"string\", \"pattern\": \"^ab$\"}, "
-          "{\"enum\": [\"abc\", \"c\"]}]}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"oneOf\": [{\"type\": \"object\", \"required\": [\"s\"], "
+                    "\"properties\": {\"s\": {\"type\": \"string\", "
+                    "\"pattern\": \"^success$\"}}}, {\"type\": \"object\", "
+                    "\"required\": [\"s\"], \"properties\": {\"s\": {\"type\": \"string\", "
+                    "\"pattern\": \"^a\\\\.b$\"}}}, {\"type\": \"string\", \"pattern\": \"^ab$\"}, "
+                    "{\"enum\": [\"abc\", \"c\"]}]}",
+                    good, bad);
 }
 END_TEST
 
@@ -203,10 +166,10 @@ START_TEST(test_one_of_every_type_taken_out)
     static const char *const good[] = {"{}"};
     static const char *const bad[] = {"{\"p\":\"x\"}", "{\"p\":{}}", "{\"p\":1}", "{\"q\":\"x\"}",
                                       "{\"q\":1}"};
-    CHECK("{\"properties\": {\"p\": {\"type\": \"object\", "
-          "\"oneOf\": [{\"type\": \"object\"}, {\"enum\": [\"x\", \"y\", 1]}, "
-          "{\"type\": \"object\"}]}, \"q\": {\"type\": [], \"enum\": [\"x\", 1]}}}",
-          good, bad);
+    TU_SCHEMA_CHECK("{\"properties\": {\"p\": {\"type\": \"object\", "
+                    "\"oneOf\": [{\"type\": \"object\"}, {\"enum\": [\"x\", \"y\", 1]}, "
+                    "{\"type\": \"object\"}]}, \"q\": {\"type\": [], \"enum\": [\"x\", 1]}}}",
+                    good, bad);
 }
 END_TEST
 

@@ -11,43 +11,7 @@
 
 #include "harness.h"
 #include "sift.h"
-
-#define N(a) (sizeof(a) / sizeof((a)[0]))
-
-static sift_grammar *compile(const char *schema)
-{
-    sift_json_schema_params sp;
-    sift_json_schema_params_init(&sp);
-    sp.whitespace = SIFT_JSON_WS_COMPACT;
-    sift_grammar *g = NULL;
-    sift_error err;
-    sift_status st =
-        sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
-    ck_assert_msg(st == SIFT_OK, "schema %s: %s", schema, st ? err.message : "");
-    return g;
-}
-
-static int accepts(sift_grammar *g, const char *text)
-{
-    sift_grammar_reset(g);
-    sift_error err;
-    if (sift_grammar_accept_bytes(g, text, strlen(text), &err) != SIFT_OK)
-        return 0;
-    return sift_grammar_is_complete(g);
-}
-
-static void check_texts(const char *schema, const char *const *good, size_t ng,
-                        const char *const *bad, size_t nb)
-{
-    sift_grammar *g = compile(schema);
-    for (size_t i = 0; i < ng; i++)
-        ck_assert_msg(accepts(g, good[i]), "%s should accept %s", schema, good[i]);
-    for (size_t i = 0; i < nb; i++)
-        ck_assert_msg(!accepts(g, bad[i]), "%s should reject %s", schema, bad[i]);
-    sift_grammar_free(g);
-}
-
-#define CHECK(schema, good, bad) check_texts(schema, good, N(good), bad, N(bad))
+#include "testutil.h"
 
 /* The schema is refused with exactly this message. */
 static void check_refused(const char *schema, const char *msg)
@@ -70,26 +34,30 @@ START_TEST(test_unevaluated_properties_see_adjacent_and_merged_members)
     static const char *good[] = {"{}", "{\"foo\":\"a\"}", "{\"foo\":\"a\",\"bar\":\"b\"}", "5",
                                  "[1]"};
     static const char *bad[] = {"{\"foo\":\"a\",\"baz\":1}", "{\"baz\":1}", "{\"bar\":1}"};
-    CHECK("{\"properties\":{\"foo\":{\"type\":\"string\"}},\"allOf\":[{\"properties\":{\"bar\":{"
-          "\"type\":\"string\"}}}],\"unevaluatedProperties\":false}",
-          good, bad);
+    TU_SCHEMA_CHECK(
+        "{\"properties\":{\"foo\":{\"type\":\"string\"}},\"allOf\":[{\"properties\":{\"bar\":{"
+        "\"type\":\"string\"}}}],\"unevaluatedProperties\":false}",
+        good, bad);
     static const char *good2[] = {"{\"a\":\"x\"}", "{\"n\":1,\"b\":\"y\"}"};
     static const char *bad2[] = {"{\"a\":1}", "{\"n\":\"1\"}"};
-    CHECK("{\"properties\":{\"n\":{\"type\":\"integer\"}},\"unevaluatedProperties\":{\"type\":"
-          "\"string\"}}",
-          good2, bad2);
+    TU_SCHEMA_CHECK(
+        "{\"properties\":{\"n\":{\"type\":\"integer\"}},\"unevaluatedProperties\":{\"type\":"
+        "\"string\"}}",
+        good2, bad2);
     /* $ref beside them: its target's properties are evaluated */
     static const char *good3[] = {"{\"bar\":\"b\",\"foo\":\"a\"}"};
     static const char *bad3[] = {"{\"bar\":\"b\",\"foo\":\"a\",\"baz\":1}"};
-    CHECK("{\"$ref\":\"#/$defs/bar\",\"properties\":{\"foo\":{\"type\":\"string\"}},"
-          "\"unevaluatedProperties\":false,\"$defs\":{\"bar\":{\"properties\":{\"bar\":{\"type\":"
-          "\"string\"}}}}}",
-          good3, bad3);
+    TU_SCHEMA_CHECK(
+        "{\"$ref\":\"#/$defs/bar\",\"properties\":{\"foo\":{\"type\":\"string\"}},"
+        "\"unevaluatedProperties\":false,\"$defs\":{\"bar\":{\"properties\":{\"bar\":{\"type\":"
+        "\"string\"}}}}}",
+        good3, bad3);
     /* patternProperties evaluate the names they match */
     static const char *good4[] = {"{\"x1\":1,\"x2\":2}"};
     static const char *bad4[] = {"{\"y\":1}"};
-    CHECK("{\"patternProperties\":{\"^x\":{\"type\":\"integer\"}},\"unevaluatedProperties\":false}",
-          good4, bad4);
+    TU_SCHEMA_CHECK(
+        "{\"patternProperties\":{\"^x\":{\"type\":\"integer\"}},\"unevaluatedProperties\":false}",
+        good4, bad4);
 }
 END_TEST
 
@@ -98,20 +66,23 @@ START_TEST(test_nested_unevaluated_properties_have_their_own_scope)
     /* cousins do not see each other's properties */
     static const char *good[] = {"{}", "3"};
     static const char *bad[] = {"{\"foo\":1}"};
-    CHECK("{\"allOf\":[{\"properties\":{\"foo\":true}},{\"unevaluatedProperties\":false}]}", good,
-          bad);
+    TU_SCHEMA_CHECK(
+        "{\"allOf\":[{\"properties\":{\"foo\":true}},{\"unevaluatedProperties\":false}]}", good,
+        bad);
     /* an inner one evaluates every property of the outer one */
     static const char *good2[] = {"{\"foo\":\"a\",\"bar\":\"long\"}"};
     static const char *bad2[] = {"{\"foo\":1}"};
-    CHECK("{\"properties\":{\"foo\":{\"type\":\"string\"}},\"allOf\":[{\"unevaluatedProperties\":"
-          "true}],\"unevaluatedProperties\":{\"maxLength\":2}}",
-          good2, bad2);
+    TU_SCHEMA_CHECK(
+        "{\"properties\":{\"foo\":{\"type\":\"string\"}},\"allOf\":[{\"unevaluatedProperties\":"
+        "true}],\"unevaluatedProperties\":{\"maxLength\":2}}",
+        good2, bad2);
     /* an inner false forbids what it does not see itself */
     static const char *good3[] = {"{\"foo\":\"a\"}"};
     static const char *bad3[] = {"{\"foo\":\"a\",\"bar\":\"b\"}"};
-    CHECK("{\"properties\":{\"foo\":{\"type\":\"string\"},\"bar\":true},\"allOf\":[{\"properties\":"
-          "{\"foo\":true},\"unevaluatedProperties\":false}]}",
-          good3, bad3);
+    TU_SCHEMA_CHECK(
+        "{\"properties\":{\"foo\":{\"type\":\"string\"},\"bar\":true},\"allOf\":[{\"properties\":"
+        "{\"foo\":true},\"unevaluatedProperties\":false}]}",
+        good3, bad3);
 }
 END_TEST
 
@@ -121,11 +92,12 @@ START_TEST(test_unevaluated_properties_are_distributed_over_disjoint_alternative
                                  "{\"id\":\"q\",\"kind\":\"a\",\"x\":1}"};
     static const char *bad[] = {"{\"kind\":\"a\",\"y\":1}", "{\"kind\":\"b\",\"x\":1}",
                                 "{\"kind\":\"a\",\"z\":1}"};
-    CHECK("{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"oneOf\":[{"
-          "\"properties\":{\"kind\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}},\"required\":"
-          "[\"kind\"]},{\"properties\":{\"kind\":{\"const\":\"b\"},\"y\":{\"type\":\"integer\"}},"
-          "\"required\":[\"kind\"]}],\"unevaluatedProperties\":false}",
-          good, bad);
+    TU_SCHEMA_CHECK(
+        "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},\"oneOf\":[{"
+        "\"properties\":{\"kind\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}},\"required\":"
+        "[\"kind\"]},{\"properties\":{\"kind\":{\"const\":\"b\"},\"y\":{\"type\":\"integer\"}},"
+        "\"required\":[\"kind\"]}],\"unevaluatedProperties\":false}",
+        good, bad);
 }
 END_TEST
 
@@ -133,17 +105,19 @@ START_TEST(test_unevaluated_items_follow_the_longest_prefix)
 {
     static const char *good[] = {"[]", "[\"a\"]", "[\"a\",1]", "{}"};
     static const char *bad[] = {"[\"a\",1,2]", "[1]", "[\"a\",\"b\"]"};
-    CHECK("{\"prefixItems\":[{\"type\":\"string\"}],\"allOf\":[{\"prefixItems\":[true,{\"type\":"
-          "\"integer\"}]}],\"unevaluatedItems\":false}",
-          good, bad);
+    TU_SCHEMA_CHECK(
+        "{\"prefixItems\":[{\"type\":\"string\"}],\"allOf\":[{\"prefixItems\":[true,{\"type\":"
+        "\"integer\"}]}],\"unevaluatedItems\":false}",
+        good, bad);
     static const char *good2[] = {"[1,\"x\",\"y\"]"};
     static const char *bad2[] = {"[1,2]"};
-    CHECK("{\"prefixItems\":[{\"type\":\"integer\"}],\"unevaluatedItems\":{\"type\":\"string\"}}",
-          good2, bad2);
+    TU_SCHEMA_CHECK(
+        "{\"prefixItems\":[{\"type\":\"integer\"}],\"unevaluatedItems\":{\"type\":\"string\"}}",
+        good2, bad2);
     /* items evaluates every item after the prefix: nothing left */
     static const char *good3[] = {"[1,2,3]"};
     static const char *bad3[] = {"[\"a\"]"};
-    CHECK("{\"items\":{\"type\":\"integer\"},\"unevaluatedItems\":false}", good3, bad3);
+    TU_SCHEMA_CHECK("{\"items\":{\"type\":\"integer\"},\"unevaluatedItems\":false}", good3, bad3);
 }
 END_TEST
 
@@ -151,9 +125,10 @@ START_TEST(test_merged_prefixes_combine_position_by_position)
 {
     static const char *good[] = {"[\"a\",1]", "[\"a\"]"};
     static const char *bad[] = {"[\"a\",1,2]", "[1,1]", "[\"a\",\"b\"]"};
-    CHECK("{\"allOf\":[{\"prefixItems\":[{\"type\":\"string\"}]},{\"prefixItems\":[true,{\"type\":"
-          "\"integer\"}],\"items\":false}]}",
-          good, bad);
+    TU_SCHEMA_CHECK(
+        "{\"allOf\":[{\"prefixItems\":[{\"type\":\"string\"}]},{\"prefixItems\":[true,{\"type\":"
+        "\"integer\"}],\"items\":false}]}",
+        good, bad);
 }
 END_TEST
 
@@ -179,28 +154,32 @@ START_TEST(test_refs_resolve_anchors_and_embedded_ids)
 {
     static const char *good[] = {"1", "-3"};
     static const char *bad[] = {"\"x\"", "1.5"};
-    CHECK("{\"$ref\":\"#foo\",\"$defs\":{\"A\":{\"$anchor\":\"foo\",\"type\":\"integer\"}}}", good,
-          bad);
+    TU_SCHEMA_CHECK(
+        "{\"$ref\":\"#foo\",\"$defs\":{\"A\":{\"$anchor\":\"foo\",\"type\":\"integer\"}}}", good,
+        bad);
     /* draft 6/7: an $id "#name" is an anchor */
-    CHECK("{\"allOf\":[{\"$ref\":\"#foo\"}],\"definitions\":{\"A\":{\"$id\":\"#foo\",\"type\":"
-          "\"integer\"}}}",
-          good, bad);
+    TU_SCHEMA_CHECK(
+        "{\"allOf\":[{\"$ref\":\"#foo\"}],\"definitions\":{\"A\":{\"$id\":\"#foo\",\"type\":"
+        "\"integer\"}}}",
+        good, bad);
     /* $id relative to the base around it; $ref relative to its own */
     static const char *good2[] = {"5", "2.5"};
     static const char *bad2[] = {"\"a\""};
-    CHECK("{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://"
-          "example.com/a/base.json\",\"$ref\":\"nested/foo.json\",\"$defs\":{\"foo\":{\"$id\":"
-          "\"nested/foo.json\",\"$ref\":\"./bar.json\"},\"bar\":{\"$id\":\"nested/bar.json\","
-          "\"type\":\"number\"}}}",
-          good2, bad2);
+    TU_SCHEMA_CHECK(
+        "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://"
+        "example.com/a/base.json\",\"$ref\":\"nested/foo.json\",\"$defs\":{\"foo\":{\"$id\":"
+        "\"nested/foo.json\",\"$ref\":\"./bar.json\"},\"bar\":{\"$id\":\"nested/bar.json\","
+        "\"type\":\"number\"}}}",
+        good2, bad2);
     /* an absolute-path reference */
     static const char *good3[] = {"\"s\""};
     static const char *bad3[] = {"1"};
-    CHECK("{\"$id\":\"http://example.com/ref/absref.json\",\"$defs\":{\"a\":{\"$id\":\"http://"
-          "example.com/ref/absref/foobar.json\",\"type\":\"number\"},\"b\":{\"$id\":\"http://"
-          "example.com/absref/foobar.json\",\"type\":\"string\"}},\"allOf\":[{\"$ref\":\"/absref/"
-          "foobar.json\"}]}",
-          good3, bad3);
+    TU_SCHEMA_CHECK(
+        "{\"$id\":\"http://example.com/ref/absref.json\",\"$defs\":{\"a\":{\"$id\":\"http://"
+        "example.com/ref/absref/foobar.json\",\"type\":\"number\"},\"b\":{\"$id\":\"http://"
+        "example.com/absref/foobar.json\",\"type\":\"string\"}},\"allOf\":[{\"$ref\":\"/absref/"
+        "foobar.json\"}]}",
+        good3, bad3);
 }
 END_TEST
 
@@ -208,12 +187,13 @@ START_TEST(test_refs_by_urn_and_escaped_pointers)
 {
     static const char *good[] = {"{\"foo\":37}", "{\"foo\":{\"foo\":40}}"};
     static const char *bad[] = {"{\"foo\":12}", "12"};
-    CHECK("{\"$id\":\"urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed\",\"minimum\":30,"
-          "\"properties\":{\"foo\":{\"$ref\":\"urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed\"}}}",
-          good, bad);
+    TU_SCHEMA_CHECK(
+        "{\"$id\":\"urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed\",\"minimum\":30,"
+        "\"properties\":{\"foo\":{\"$ref\":\"urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed\"}}}",
+        good, bad);
     static const char *good2[] = {"{\"p\":\"s\",\"q\":1}"};
     static const char *bad2[] = {"{\"p\":1}", "{\"q\":\"s\"}"};
-    CHECK(
+    TU_SCHEMA_CHECK(
         "{\"$id\":\"http://x.example/y.json\",\"$defs\":{\"a%b\":{\"type\":\"string\"},\"c/d\":{"
         "\"type\":\"integer\"}},\"properties\":{\"p\":{\"$ref\":\"#/$defs/a%25b\"},\"q\":{\"$ref\":"
         "\"http://x.example/y.json#/$defs/c~1d\"}}}",
@@ -262,15 +242,17 @@ START_TEST(test_dynamic_refs_that_resolve_statically_are_refs)
     /* one schema declares the dynamic anchor: the $ref's target */
     static const char *good[] = {"[]", "[\"a\"]"};
     static const char *bad[] = {"[1]"};
-    CHECK("{\"$id\":\"https://e.example/root\",\"type\":\"array\",\"items\":{\"$dynamicRef\":"
-          "\"#items\"},\"$defs\":{\"foo\":{\"$dynamicAnchor\":\"items\",\"type\":\"string\"}}}",
-          good, bad);
+    TU_SCHEMA_CHECK(
+        "{\"$id\":\"https://e.example/root\",\"type\":\"array\",\"items\":{\"$dynamicRef\":"
+        "\"#items\"},\"$defs\":{\"foo\":{\"$dynamicAnchor\":\"items\",\"type\":\"string\"}}}",
+        good, bad);
     /* a JSON Pointer fragment names no anchor */
     static const char *good2[] = {"{\"t\":1}"};
     static const char *bad2[] = {"{\"f\":1}"};
-    CHECK("{\"$defs\":{\"t\":true,\"f\":false},\"properties\":{\"t\":{\"$dynamicRef\":\"#/"
-          "$defs/t\"},\"f\":{\"$dynamicRef\":\"#/$defs/f\"}}}",
-          good2, bad2);
+    TU_SCHEMA_CHECK(
+        "{\"$defs\":{\"t\":true,\"f\":false},\"properties\":{\"t\":{\"$dynamicRef\":\"#/"
+        "$defs/t\"},\"f\":{\"$dynamicRef\":\"#/$defs/f\"}}}",
+        good2, bad2);
     /* two schemas declare it: the dynamic scope decides, refused */
     check_refused("{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":"
                   "\"https://e.example/root\",\"$ref\":\"list\",\"$defs\":{\"foo\":{"

@@ -14,41 +14,25 @@
 
 #include "harness.h"
 #include "sift.h"
+#include "testutil.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static sift_grammar *compile(const char *schema)
-{
-    sift_json_schema_params sp;
-    sift_json_schema_params_init(&sp);
-    sp.whitespace = SIFT_JSON_WS_COMPACT;
-    sift_grammar *g = NULL;
-    sift_error err;
-    sift_status st =
-        sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
-    ck_assert_msg(st == SIFT_OK, "%s: %s", schema, err.message);
-    return g;
-}
-
 /* Whether g accepts the JSON string whose content is `s`. */
 static int accepts(sift_grammar *g, const char *s)
 {
     char text[256];
     snprintf(text, sizeof text, "\"%s\"", s);
-    sift_grammar_reset(g);
-    sift_error err;
-    if (sift_grammar_accept_bytes(g, text, strlen(text), &err) != SIFT_OK)
-        return 0;
-    return sift_grammar_is_complete(g);
+    return tu_accepts(g, text);
 }
 
 static void check(const char *schema, const char *const *good, size_t ng, const char *const *bad,
                   size_t nb)
 {
-    sift_grammar *g = compile(schema);
+    sift_grammar *g = tu_schema_compile(schema);
     for (size_t k = 0; k < ng; k++)
         ck_assert_msg(accepts(g, good[k]), "%s rejects \"%s\"", schema, good[k]);
     for (size_t k = 0; k < nb; k++)
@@ -98,15 +82,15 @@ END_TEST
 
 START_TEST(test_lengths_that_no_match_has_admit_no_string)
 {
-    sift_grammar *g = compile("{\"type\":\"array\",\"items\":{\"type\":\"string\","
-                              "\"pattern\":\"^a+b+$\",\"minLength\":3,\"maxLength\":1}}");
+    sift_grammar *g = tu_schema_compile("{\"type\":\"array\",\"items\":{\"type\":\"string\","
+                                        "\"pattern\":\"^a+b+$\",\"minLength\":3,\"maxLength\":1}}");
     sift_grammar_reset(g);
     sift_error err;
     ck_assert_int_eq(sift_grammar_accept_bytes(g, "[]", 2, &err), SIFT_OK);
     ck_assert(sift_grammar_is_complete(g));
     sift_grammar_free(g);
-    g = compile("{\"type\":\"array\",\"items\":{\"type\":\"string\","
-                "\"pattern\":\"^(ab|c)+(xy)+$\",\"minLength\":3,\"maxLength\":3}}");
+    g = tu_schema_compile("{\"type\":\"array\",\"items\":{\"type\":\"string\","
+                          "\"pattern\":\"^(ab|c)+(xy)+$\",\"minLength\":3,\"maxLength\":3}}");
     sift_grammar_reset(g);
     /* "cxy" alone has three characters: a string opening with "a" cannot end */
     ck_assert_int_eq(sift_grammar_accept_bytes(g, "[\"c", 3, &err), SIFT_OK);
@@ -186,7 +170,7 @@ START_TEST(test_every_short_string_is_judged_as_pcre2_and_the_lengths_judge_it)
         else
             snprintf(schema, sizeof schema,
                      "{\"type\":\"string\",\"pattern\":\"%s\",\"minLength\":%d}", pat, DIFF[d].lo);
-        sift_grammar *g = compile(schema);
+        sift_grammar *g = tu_schema_compile(schema);
         int ec;
         PCRE2_SIZE eo;
         pcre2_code *re =

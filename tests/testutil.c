@@ -227,6 +227,45 @@ void tu_devicify(tu_device_slice *d, tu_rng *r, const float *row, int32_t V, sif
 /* Chains                                                              */
 /* ------------------------------------------------------------------ */
 
+sift_json_schema_params tu_schema_compact(void)
+{
+    sift_json_schema_params sp;
+    sift_json_schema_params_init(&sp);
+    sp.whitespace = SIFT_JSON_WS_COMPACT;
+    return sp;
+}
+
+sift_grammar *tu_schema_compile(const char *schema)
+{
+    sift_json_schema_params sp = tu_schema_compact();
+    sift_grammar *g = NULL;
+    sift_error err;
+    sift_status st =
+        sift_grammar_from_json_schema(&g, schema, strlen(schema), NULL, &sp, NULL, &err);
+    ck_assert_msg(st == SIFT_OK, "schema %s: %s", schema, st ? err.message : "");
+    return g;
+}
+
+int tu_accepts(sift_grammar *g, const char *text)
+{
+    sift_grammar_reset(g);
+    sift_error err;
+    if (sift_grammar_accept_bytes(g, text, strlen(text), &err) != SIFT_OK)
+        return 0;
+    return sift_grammar_is_complete(g);
+}
+
+void tu_schema_check(const char *schema, const char *const *good, size_t ng, const char *const *bad,
+                     size_t nb)
+{
+    sift_grammar *g = tu_schema_compile(schema);
+    for (size_t i = 0; i < ng; i++)
+        ck_assert_msg(tu_accepts(g, good[i]), "%s should accept %s", schema, good[i]);
+    for (size_t i = 0; i < nb; i++)
+        ck_assert_msg(!tu_accepts(g, bad[i]), "%s should reject %s", schema, bad[i]);
+    sift_grammar_free(g);
+}
+
 sift_chain *tu_chain_new(uint64_t seed, const sift_allocator *al)
 {
     sift_chain_params p;

@@ -1,7 +1,8 @@
 /*
  * testutil.h - shared helpers for the Check suites: a test RNG, the row
  * generators (random and adversarial), a device-style slice, the chains
- * most tests start from, and small assertions.
+ * most tests start from, the JSON Schema suites' compile-and-match
+ * helpers, and small assertions.
  */
 #ifndef SIFT_TESTUTIL_H
 #define SIFT_TESTUTIL_H
@@ -75,6 +76,24 @@ sift_chain *tu_chain_new(uint64_t seed, const sift_allocator *al);
  * 0.1, presence 0.2), top_k 8, temp 0.9 and dist, after the five prompt
  * tokens 0, 3, 6, 9, 12: a short chain of every kind of stage. */
 sift_chain *tu_small_chain(uint64_t seed, const sift_allocator *al);
+
+/* The parameters the JSON Schema suites compile with: the defaults with
+ * compact whitespace. */
+sift_json_schema_params tu_schema_compact(void);
+/* The grammar of `schema` under tu_schema_compact(); fails the running
+ * Check test (naming the schema and the message) when it does not
+ * compile. */
+sift_grammar *tu_schema_compile(const char *schema);
+/* 1 when g, reset, takes the whole of text and is complete at its end. */
+int tu_accepts(sift_grammar *g, const char *text);
+/* Fails the running test unless the grammar of `schema` accepts every
+ * good[i] and rejects every bad[i] (whole JSON texts). */
+void tu_schema_check(const char *schema, const char *const *good, size_t ng, const char *const *bad,
+                     size_t nb);
+/* tu_schema_check over two arrays. */
+#define TU_SCHEMA_CHECK(schema, good, bad)                                     \
+    tu_schema_check((schema), (good), sizeof(good) / sizeof((good)[0]), (bad), \
+                    sizeof(bad) / sizeof((bad)[0]))
 
 /* SHA-256 of data[0..n) into out[32] (FIPS 180-4), so tests can check
  * the data files they read without a new dependency. */
