@@ -339,6 +339,10 @@ static const json_t *universal_pp(const json_t *s, const char **pat)
     return NULL;
 }
 
+/* The most bytes of a complement pattern (pat_complement and
+ * sift__js_pat_complement_seq). */
+#define COMP_CAP 4096
+
 /* The extra member X (key ws ":" ws value), or never. */
 static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *names, size_t n_names,
                              sift__js_ref *x)
@@ -372,24 +376,29 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     }
     /* one pattern and no declared name: the keys it does not match have
      * a pattern of their own, for additionalProperties */
-    char comp[160];
     int open_ap = json_is_true(ap) || (!ap && !c->strict) || json_is_object(ap);
     /* names the pattern covers (json_schema_ppcover.c) need no care */
     const char **rest = sift__calloc(c->al, n_names ? n_names : 1, sizeof *rest);
+    char *comp = sift__calloc(c->al, COMP_CAP, 1);
     size_t n_rest = 0;
-    if (!rest)
+    if (!rest || !comp) {
+        sift__free(c->al, rest);
+        sift__free(c->al, comp);
         return nomem(c);
+    }
     for (size_t i = 0; !st && i < n_names; i++)
         if (!sift__js_pp_cover(c, s, names[i], &st) && !sift__js_pp_claims(s, names[i]))
             rest[n_rest++] = names[i];
     if (st) {
         sift__free(c->al, rest);
+        sift__free(c->al, comp);
         return st;
     }
     int use_comp = json_object_size(pp) == 1 && n_rest == 0 && open_ap && pp_strict(pp);
     json_object_foreach((json_t *)pp, pat, ps)
     {
-        if (use_comp && !pat_complement(pat, comp, sizeof comp))
+        if (use_comp && !pat_complement(pat, comp, COMP_CAP) &&
+            !sift__js_pat_complement_seq(pat, comp, COMP_CAP))
             use_comp = 0;
     }
     json_object_foreach((json_t *)pp, pat, ps)
@@ -486,6 +495,7 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
         st = sift__js_rule(c, x, b.p);
     sift__js_buf_free(c, &b);
     sift__free(c->al, rest);
+    sift__free(c->al, comp);
     return st;
 }
 

@@ -17,6 +17,8 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json_schema.h"
@@ -321,4 +323,160 @@ sift_status sift__js_pp_keys_but(sift__js *c, const json_t *s, const char *const
     sift__js_buf_free(c, &b);
     sift__free(c->al, in);
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* the complement of a fixed run of atoms, with an optional tail       */
+/* ------------------------------------------------------------------ */
+
+#define SEQ_MAX_ATOMS 40
+#define SEQ_ATOM_MAX 64
+
+/* One atom of a pattern: its text and its negation's, as ECMA-262. */
+typedef struct seq_atom {
+    char a[SEQ_ATOM_MAX], neg[SEQ_ATOM_MAX + 4];
+} seq_atom;
+
+static int seq_plain(int ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch && strchr("_-:@#%&=,;<>'!~ /", ch));
+}
+
+/* Reads one atom at p[*i] (a plain character, an escaped punctuation
+ * character, \d \D \w \W \s \S, ".", or a bracket class without nested
+ * brackets) into *o; 0 when none. */
+static int seq_read_atom(const char *p, size_t *i, seq_atom *o)
+{
+    size_t s = *i;
+    char ch = p[s];
+    if (ch == '.') {
+        snprintf(o->a, sizeof o->a, ".");
+        snprintf(o->neg, sizeof o->neg, "[\\n\\r\\u2028\\u2029]");
+        *i = s + 1;
+        return 1;
+    }
+    if (ch == '\\' && p[s + 1] && strchr("dDwWsS", p[s + 1])) {
+        snprintf(o->a, sizeof o->a, "\\%c", p[s + 1]);
+        snprintf(o->neg, sizeof o->neg, "\\%c", p[s + 1] ^ 0x20);
+        *i = s + 2;
+        return 1;
+    }
+    if (ch == '\\' && p[s + 1] && strchr(".-/\\+*?()[]{}|^$:_", p[s + 1])) {
+        snprintf(o->a, sizeof o->a, "\\%c", p[s + 1]);
+        snprintf(o->neg, sizeof o->neg, "[^\\%c]", p[s + 1]);
+        *i = s + 2;
+        return 1;
+    }
+    if (seq_plain((unsigned char)ch)) {
+        snprintf(o->a, sizeof o->a, "%c", ch);
+        snprintf(o->neg, sizeof o->neg, "[^%s%c]", ch == '-' ? "\\" : "", ch);
+        *i = s + 1;
+        return 1;
+    }
+    if (ch != '[')
+        return 0;
+    size_t e = s + 1;
+    int negated = p[e] == '^';
+    e += (size_t)negated;
+    if (p[e] == ']')
+        return 0;
+    while (p[e] && p[e] != ']') {
+        if (p[e] == '[')
+            return 0;
+        if (p[e] == '\\') {
+            if (!p[e + 1])
+                return 0;
+            e++;
+        }
+        e++;
+    }
+    size_t inner = e - s - 1 - (size_t)negated; /* between [ or [^ and ] */
+    if (p[e] != ']' || inner + 4 >= SEQ_ATOM_MAX)
+        return 0;
+    const char *body = p + s + 1 + negated;
+    snprintf(o->a, sizeof o->a, "%.*s", (int)(e + 1 - s), p + s);
+    snprintf(o->neg, sizeof o->neg, "[%s%.*s]", negated ? "" : "^", (int)inner, body);
+    *i = e + 1;
+    return 1;
+}
+
+/* Appends to out (cap) at *n; 0 when it does not fit. */
+static int seq_put(char *out, size_t cap, size_t *n, const char *s)
+{
+    size_t len = strlen(s);
+    if (*n + len + 1 > cap)
+        return 0;
+    memcpy(out + *n, s, len + 1);
+    *n += len;
+    return 1;
+}
+
+/* "^A1..Ai" into out. */
+static int seq_prefix(char *out, size_t cap, size_t *n, const seq_atom *at, size_t i, int bar)
+{
+    if ((bar && !seq_put(out, cap, n, "|")) || !seq_put(out, cap, n, "^"))
+        return 0;
+    for (size_t j = 0; j < i; j++)
+        if (!seq_put(out, cap, n, at[j].a))
+            return 0;
+    return 1;
+}
+
+int sift__js_pat_complement_seq(const char *p, char *out, size_t cap)
+{
+    seq_atom at[SEQ_MAX_ATOMS], tail;
+    size_t k = 0, i = 1, n = 0, len = strlen(p);
+    int tail_q = 0, eol = len > 1 && p[len - 1] == '$' && p[len - 2] != '\\';
+    if (p[0] != '^')
+        return 0;
+    size_t end = len - (size_t)eol;
+    while (i < end) {
+        seq_atom o;
+        if (!seq_read_atom(p, &i, &o))
+            return 0;
+        long count = 1;
+        if (p[i] == '{') { /* {n}: n copies */
+            char *stop;
+            count = strtol(p + i + 1, &stop, 10);
+            if (stop == p + i + 1 || *stop != '}' || count < 1)
+                return 0;
+            i = (size_t)(stop - p) + 1;
+        } else if (p[i] == '*' || p[i] == '+') {
+            if (i + 1 != end)
+                return 0; /* only the last atom repeats */
+            tail = o;
+            tail_q = p[i];
+            i++;
+            break;
+        } else if (p[i] && strchr("?{", p[i])) {
+            return 0;
+        }
+        if (k + (size_t)count > SEQ_MAX_ATOMS)
+            return 0;
+        for (long r = 0; r < count; r++)
+            at[k++] = o;
+    }
+    if (i != end || (k == 0 && !tail_q))
+        return 0;
+    /* a fixed atom missing (the end, or another character) */
+    for (size_t j = 0; j < k; j++) {
+        if (!seq_prefix(out, cap, &n, at, j, j > 0) || !seq_put(out, cap, &n, "$") ||
+            !seq_prefix(out, cap, &n, at, j, 1) || !seq_put(out, cap, &n, at[j].neg))
+            return 0;
+    }
+    if (tail_q == '+' && (!seq_prefix(out, cap, &n, at, k, k > 0) || !seq_put(out, cap, &n, "$")))
+        return 0;
+    if (tail_q && eol) { /* a character the tail does not take */
+        if (!seq_prefix(out, cap, &n, at, k, n > 0) || !seq_put(out, cap, &n, tail.a) ||
+            !seq_put(out, cap, &n, "*") || !seq_put(out, cap, &n, tail.neg))
+            return 0;
+    } else if (tail_q == '+') { /* unanchored: the first one after the run */
+        if (!seq_prefix(out, cap, &n, at, k, 1) || !seq_put(out, cap, &n, tail.neg))
+            return 0;
+    } else if (!tail_q && eol) { /* anything after the run */
+        if (!seq_prefix(out, cap, &n, at, k, n > 0) || !seq_put(out, cap, &n, "[\\s\\S]"))
+            return 0;
+    }
+    return n > 0;
 }
