@@ -428,6 +428,11 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
             sift__js_ref keys;
             if (sift__js_pp_class(s)) /* the declared names left out */
                 st = sift__js_pp_keys_but(c, s, names, n_names, &keys);
+            if (!st && sift__js_pp_class(s) && keys.never) {
+                sift__free(c->al, re); /* no key is left to the pattern */
+                sift__js_pop(c, mark);
+                continue;
+            }
             if (!st && sift__js_pp_class(s))
                 st = sift__js_printf(c, &b, "%s%s", alts++ ? " | " : "", keys.name);
             else if (!st)

@@ -133,7 +133,8 @@ const json_t *sift__js_pp_cover(sift__js *c, const json_t *s, const char *name, 
  * the punctuation below, ranges between them, no negation. */
 typedef struct key_class {
     unsigned char in[128];
-    int lo; /* 0 for "*", 1 for "+" */
+    int lo;  /* 0 for "*", 1 for "+", m of {m,n} */
+    long hi; /* -1: no bound; n of {m,n} */
 } key_class;
 
 static int class_char(int ch)
@@ -173,6 +174,17 @@ static int class_pattern(const char *p, key_class *k)
         return 0;
     if (group && p[i++] != ')')
         return 0;
+    k->hi = -1;
+    if (p[i] == '{') { /* {0,n} or {1,n} */
+        char *stop;
+        if ((p[i + 1] != '0' && p[i + 1] != '1') || p[i + 2] != ',')
+            return 0;
+        k->lo = p[i + 1] - '0';
+        k->hi = strtol(p + i + 3, &stop, 10);
+        if (stop == p + i + 3 || *stop != '}' || k->hi < 1 || k->hi > 4096)
+            return 0;
+        return stop + 2 == p + n; /* the "}$" */
+    }
     if (p[i] != '*' && p[i] != '+')
         return 0;
     k->lo = p[i++] == '+';
@@ -202,7 +214,7 @@ static int class_matches(const key_class *k, const char *name)
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)name[i] >= 128 || !k->in[(unsigned char)name[i]])
             return 0;
-    return n >= (size_t)k->lo;
+    return n >= (size_t)k->lo && (k->hi < 0 || n <= (size_t)k->hi);
 }
 
 const json_t *sift__js_pp_claims(const json_t *s, const char *name)
@@ -261,9 +273,21 @@ static sift_status trie_rule(sift__js *c, const key_class *k, const char *const 
     }
     sift__js_buf b = {0};
     int any = 0;
-    if (!st)
+    sift__js_ref bounded;
+    if (!st && k->hi >= 0 && len + 1 < (size_t)k->hi) { /* the run left after one more */
+        sift__js_buf f = {0};
+        int some = 0;
+        st = put_class(c, &f, k, NULL, &some);
+        if (!st)
+            st = sift__js_printf(c, &f, "{0,%ld}", k->hi - (long)len - 1);
+        if (!st)
+            st = sift__js_rule(c, &bounded, f.p);
+        sift__js_buf_free(c, &f);
+        free_run = &bounded;
+    }
+    if (!st && (k->hi < 0 || len < (size_t)k->hi))
         st = put_class(c, &b, k, used, &any);
-    if (!st && any)
+    if (!st && any && (k->hi < 0 || len + 1 < (size_t)k->hi))
         st = sift__js_printf(c, &b, " %s", free_run->name);
     for (int ch = 0; !st && ch < 128; ch++) {
         if (!used[ch])
@@ -274,13 +298,15 @@ static sift_status trie_rule(sift__js *c, const key_class *k, const char *const 
         next[len] = (char)ch;
         next[len + 1] = '\0';
         st = trie_rule(c, k, names, n, next, len + 1, free_run, &child);
-        if (!st)
-            st = sift__js_printf(c, &b, "%s[\\x%02X] %s", any ? " | " : "", ch, child.name);
+        if (st || child.never)
+            continue;
+        st = sift__js_printf(c, &b, "%s[\\x%02X] %s", any ? " | " : "", ch, child.name);
         any = 1;
     }
     if (!st && !is_name && len >= (size_t)k->lo)
         st = sift__js_printf(c, &b, "%s\"\"", any ? " | " : "");
-    if (!st)
+    r->never = !st && !any && !(!is_name && len >= (size_t)k->lo);
+    if (!st && !r->never)
         st = sift__js_rule(c, r, b.p);
     sift__js_buf_free(c, &b);
     return st;
@@ -316,9 +342,10 @@ sift_status sift__js_pp_keys_but(sift__js *c, const json_t *s, const char *const
         st = trie_rule(c, &k, in, m, "", 0, &free_run, &root);
     sift__js_buf_free(c, &b);
     b = (sift__js_buf){0};
-    if (!st)
+    r->never = !st && root.never;
+    if (!st && !root.never)
         st = sift__js_printf(c, &b, "\"\\\"\" %s \"\\\"\"", root.name);
-    if (!st)
+    if (!st && !root.never)
         st = sift__js_rule(c, r, b.p);
     sift__js_buf_free(c, &b);
     sift__free(c->al, in);
