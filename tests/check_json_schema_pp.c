@@ -166,6 +166,21 @@ START_TEST(test_pp_complement_counted_atoms)
 }
 END_TEST
 
+START_TEST(test_pp_complement_counted_tail)
+{
+    /* a last atom under {m,n}: too few, another character within n, or more than n under "$" */
+    static const char *const good[] = {"{\"/\":\"s\"}", "{\"/ab\":\"s\"}", "{\"/abc\":1}",
+                                       "{\"/x\":1}",    "{\"x\":1}",       "{\"/a.\":\"s\"}",
+                                       "{\"\":1}"};
+    static const char *const bad[] = {"{\"/\":1}", "{\"/a\":1}", "{\"/.b\":null}"};
+    CHECK("{\"patternProperties\":{\"^/[a-c.]{0,2}$\":{\"type\":\"string\"}}}", good, bad);
+    static const char *const good2[] = {"{\"ab\":1}", "{\"abx\":1}", "{\"abb\":\"s\"}",
+                                        "{\"abbbbb\":\"s\"}", "{\"a\":1}"};
+    static const char *const bad2[] = {"{\"abb\":1}", "{\"abbbb\":1}", "{\"abbx\":[]}"};
+    CHECK("{\"patternProperties\":{\"^ab{2,3}\":{\"type\":\"string\"}}}", good2, bad2);
+}
+END_TEST
+
 START_TEST(test_pp_near_misses_stay_refused)
 {
     static const char *const both = "a key may match both";
@@ -199,6 +214,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_pp_complement_unanchored_literal);
     tcase_add_test(tc, test_pp_complement_dot_tail);
     tcase_add_test(tc, test_pp_complement_counted_atoms);
+    tcase_add_test(tc, test_pp_complement_counted_tail);
     tcase_add_test(tc, test_pp_near_misses_stay_refused);
     suite_add_tcase(s, tc);
     return s;

@@ -230,7 +230,7 @@ SIFT__HIDDEN sift_status sift__js_pp_keys_but(sift__js *c, const json_t *s,
 /* The ECMA-262 text of a pattern matching exactly the strings that
  * pattern p does not match, into out[cap], when p is "^" then a run of
  * single atoms (a character, an escape, a class; "{n}" repeats one),
- * the last one optionally under "*" or "+", then "$" or nothing; else
+ * the last one optionally under "*", "+" or "{m,n}", then "$" or nothing; else
  * 0. Alternatives: the run cut short (the end, or a character the next
  * atom rejects), and past it what the tail or the "$" forbids. */
 SIFT__HIDDEN int sift__js_pat_complement_seq(const char *p, char *out, size_t cap);

@@ -358,6 +358,7 @@ sift_status sift__js_pp_keys_but(sift__js *c, const json_t *s, const char *const
 
 #define SEQ_MAX_ATOMS 40
 #define SEQ_ATOM_MAX 64
+#define SEQ_MAX_COUNT 1000
 
 /* One atom of a pattern: its text and its negation's, as ECMA-262. */
 typedef struct seq_atom {
@@ -450,10 +451,38 @@ static int seq_prefix(char *out, size_t cap, size_t *n, const seq_atom *at, size
     return 1;
 }
 
+/* After the run, a tail B{lo,hi}: too few B's (the end or another
+ * character first) and, under "$", a character other than B within
+ * the first hi or anything after hi B's. */
+static int seq_counted_tail(char *out, size_t cap, size_t *n, const seq_atom *at, size_t k,
+                            const seq_atom *b, long lo, long hi, int eol)
+{
+    char q[64];
+    if (lo > 0) {
+        snprintf(q, sizeof q, "{0,%ld}", lo - 1);
+        if (!seq_prefix(out, cap, n, at, k, *n > 0) || !seq_put(out, cap, n, b->a) ||
+            !seq_put(out, cap, n, q) || !seq_put(out, cap, n, "$"))
+            return 0;
+        if (!eol && (!seq_prefix(out, cap, n, at, k, 1) || !seq_put(out, cap, n, b->a) ||
+                     !seq_put(out, cap, n, q) || !seq_put(out, cap, n, b->neg)))
+            return 0;
+    }
+    if (!eol)
+        return *n > 0;
+    snprintf(q, sizeof q, "{0,%ld}", hi - 1);
+    if (!seq_prefix(out, cap, n, at, k, *n > 0) || !seq_put(out, cap, n, b->a) ||
+        !seq_put(out, cap, n, q) || !seq_put(out, cap, n, b->neg))
+        return 0;
+    snprintf(q, sizeof q, "{%ld}[\\s\\S]", hi);
+    return seq_prefix(out, cap, n, at, k, 1) && seq_put(out, cap, n, b->a) &&
+           seq_put(out, cap, n, q);
+}
+
 int sift__js_pat_complement_seq(const char *p, char *out, size_t cap)
 {
     seq_atom at[SEQ_MAX_ATOMS], tail;
     size_t k = 0, i = 1, n = 0, len = strlen(p);
+    long tlo = 0, thi = 0;
     int tail_q = 0, eol = len > 1 && p[len - 1] == '$' && p[len - 2] != '\\';
     if (p[0] != '^')
         return 0;
@@ -463,10 +492,25 @@ int sift__js_pat_complement_seq(const char *p, char *out, size_t cap)
         if (!seq_read_atom(p, &i, &o))
             return 0;
         long count = 1;
-        if (p[i] == '{') { /* {n}: n copies */
+        if (p[i] == '{') { /* {n}: n copies; {m,n} last: the tail */
             char *stop;
             count = strtol(p + i + 1, &stop, 10);
-            if (stop == p + i + 1 || *stop != '}' || count < 1)
+            if (stop == p + i + 1 || (*stop != '}' && *stop != ',') || count < 0 ||
+                count > SEQ_MAX_COUNT)
+                return 0;
+            if (*stop == ',') {
+                char *stop2;
+                tlo = count;
+                thi = strtol(stop + 1, &stop2, 10);
+                if (stop2 == stop + 1 || *stop2 != '}' || thi < tlo || thi < 1 ||
+                    thi > SEQ_MAX_COUNT || (size_t)(stop2 - p) + 1 != end)
+                    return 0;
+                tail = o;
+                tail_q = 'r';
+                i = end;
+                break;
+            }
+            if (count < 1)
                 return 0;
             i = (size_t)(stop - p) + 1;
         } else if (p[i] == '*' || p[i] == '+') {
@@ -492,6 +536,8 @@ int sift__js_pat_complement_seq(const char *p, char *out, size_t cap)
             !seq_prefix(out, cap, &n, at, j, 1) || !seq_put(out, cap, &n, at[j].neg))
             return 0;
     }
+    if (tail_q == 'r')
+        return seq_counted_tail(out, cap, &n, at, k, &tail, tlo, thi, eol);
     if (tail_q == '+' && (!seq_prefix(out, cap, &n, at, k, k > 0) || !seq_put(out, cap, &n, "$")))
         return 0;
     if (tail_q && eol) { /* a character the tail does not take */
