@@ -205,6 +205,36 @@ SIFT__HIDDEN int sift__js_only_ref(const json_t *s);
  * escapes decoded) in schema object `from`, or NULL; sets no error. */
 SIFT__HIDDEN const json_t *sift__js_local_target(sift__js *c, const json_t *from, const char *ref);
 
+/* json_schema_ppcover.c: the schema of the one patternProperties
+ * pattern of s when declared property `name` matches it and that
+ * schema implies the declared one (their allOf is then that schema:
+ * the name is "covered"), else NULL; *st set when work runs out. */
+SIFT__HIDDEN const json_t *sift__js_pp_cover(sift__js *c, const json_t *s, const char *name,
+                                             sift_status *st);
+
+/* The schema of the one patternProperties pattern of s when it is ^C*$
+ * or ^C+$ (C a class of plain ASCII characters) and declared property
+ * `name` matches it, else NULL: the pattern's member then leaves the
+ * declared names out (sift__js_pp_keys_but) and the declared member
+ * takes both schemas. */
+SIFT__HIDDEN const json_t *sift__js_pp_claims(const json_t *s, const char *name);
+/* Whether s's patternProperties is one such class pattern. */
+SIFT__HIDDEN int sift__js_pp_class(const json_t *s);
+/* Whether schema s admits every value (true, or annotations only). */
+SIFT__HIDDEN int sift__js_pp_admits_all(const json_t *s);
+/* The key rule (quotes included) for the keys the one class pattern of
+ * s matches, but names[0..n). */
+SIFT__HIDDEN sift_status sift__js_pp_keys_but(sift__js *c, const json_t *s,
+                                              const char *const *names, size_t n, sift__js_ref *r);
+
+/* The ECMA-262 text of a pattern matching exactly the strings that
+ * pattern p does not match, into out[cap], when p is "^" then a run of
+ * single atoms (a character, an escape, a class; "{n}" repeats one),
+ * the last one optionally under "*", "+" or "{m,n}", then "$" or nothing; else
+ * 0. Alternatives: the run cut short (the end, or a character the next
+ * atom rejects), and past it what the tail or the "$" forbids. */
+SIFT__HIDDEN int sift__js_pat_complement_seq(const char *p, char *out, size_t cap);
+
 /* The JSON types as bits, for type masks. */
 enum {
     T_NULL = 1,

@@ -339,6 +339,10 @@ static const json_t *universal_pp(const json_t *s, const char **pat)
     return NULL;
 }
 
+/* The most bytes of a complement pattern (pat_complement and
+ * sift__js_pat_complement_seq). */
+#define COMP_CAP 4096
+
 /* The extra member X (key ws ":" ws value), or never. */
 static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *names, size_t n_names,
                              sift__js_ref *x)
@@ -372,12 +376,29 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     }
     /* one pattern and no declared name: the keys it does not match have
      * a pattern of their own, for additionalProperties */
-    char comp[160];
     int open_ap = json_is_true(ap) || (!ap && !c->strict) || json_is_object(ap);
-    int use_comp = json_object_size(pp) == 1 && n_names == 0 && open_ap && pp_strict(pp);
+    /* names the pattern covers (json_schema_ppcover.c) need no care */
+    const char **rest = sift__calloc(c->al, n_names ? n_names : 1, sizeof *rest);
+    char *comp = sift__calloc(c->al, COMP_CAP, 1);
+    size_t n_rest = 0;
+    if (!rest || !comp) {
+        sift__free(c->al, rest);
+        sift__free(c->al, comp);
+        return nomem(c);
+    }
+    for (size_t i = 0; !st && i < n_names; i++)
+        if (!sift__js_pp_cover(c, s, names[i], &st) && !sift__js_pp_claims(s, names[i]))
+            rest[n_rest++] = names[i];
+    if (st) {
+        sift__free(c->al, rest);
+        sift__free(c->al, comp);
+        return st;
+    }
+    int use_comp = json_object_size(pp) == 1 && n_rest == 0 && open_ap && pp_strict(pp);
     json_object_foreach((json_t *)pp, pat, ps)
     {
-        if (use_comp && !pat_complement(pat, comp, sizeof comp))
+        if (use_comp && !pat_complement(pat, comp, COMP_CAP) &&
+            !sift__js_pat_complement_seq(pat, comp, COMP_CAP))
             use_comp = 0;
     }
     json_object_foreach((json_t *)pp, pat, ps)
@@ -404,11 +425,24 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
                     break;
                 continue;
             }
-            st = sift__js_printf(c, &b, "%s\"\\\"\" ", alts++ ? " | " : "");
-            if (!st)
+            sift__js_ref keys;
+            if (sift__js_pp_class(s)) /* the declared names left out */
+                st = sift__js_pp_keys_but(c, s, names, n_names, &keys);
+            if (!st && sift__js_pp_class(s) && keys.never) {
+                sift__free(c->al, re); /* no key is left to the pattern */
+                sift__js_pop(c, mark);
+                continue;
+            }
+            if (!st && sift__js_pp_class(s))
+                st = sift__js_printf(c, &b, "%s%s", alts++ ? " | " : "", keys.name);
+            else if (!st)
+                st = sift__js_printf(c, &b, "%s\"\\\"\" ", alts++ ? " | " : "");
+            if (!st && !sift__js_pp_class(s))
                 st = sift__js_put(c, &b, re, re_len);
+            if (!st && !sift__js_pp_class(s))
+                st = sift__js_puts(c, &b, " \"\\\"\"");
             if (!st)
-                st = sift__js_printf(c, &b, " \"\\\"\" %s \":\" %s %s", ws, ws, v.name);
+                st = sift__js_printf(c, &b, " %s \":\" %s %s", ws, ws, v.name);
             sift__free(c->al, re);
         }
         sift__js_pop(c, mark);
@@ -419,7 +453,7 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     av.never = 1;
     if (!st && json_object_size(pp) && !use_comp &&
         ((pp_strict(pp) && (json_object_size(pp) > 1 || (ap ? !json_is_false(ap) : !c->strict))) ||
-         (names_may_match(c, pp, names, n_names, &st) && !st)))
+         (names_may_match(c, pp, rest, n_rest, &st) && !st)))
         st = sift__js_unsupported(c, "patternProperties",
                                   "a key may match both this and a declared property, a "
                                   "second pattern or additionalProperties: not supported");
@@ -465,6 +499,8 @@ static sift_status gen_extra(sift__js *c, const json_t *s, const char *const *na
     if (!st && alts)
         st = sift__js_rule(c, x, b.p);
     sift__js_buf_free(c, &b);
+    sift__free(c->al, rest);
+    sift__free(c->al, comp);
     return st;
 }
 
@@ -542,8 +578,20 @@ static sift_status collect(sift__js *c, const json_t *s, prop **out, size_t *n, 
         p[k].key = key;
         p[k].required = json_object_get(req_set, key) != NULL;
         if (!(st = sift__js_push_key(c, "properties")) && !(st = sift__js_push_key(c, key))) {
-            json_t *both = upv ? json_pack("{s:[OO]}", "allOf", v, upv) : NULL;
-            st = upv && !both ? nomem(c) : sift__js_gen(c, both ? both : v, &p[k].value);
+            /* a class pattern claiming the name (json_schema_ppcover.c) */
+            const json_t *cover = upv ? NULL : sift__js_pp_cover(c, s, key, &st);
+            const json_t *claim = upv || cover ? NULL : sift__js_pp_claims(s, key);
+            if (claim && sift__js_pp_admits_all(claim))
+                claim = NULL;
+            json_t *both =
+                upv || claim ? json_pack("{s:[OO]}", "allOf", v, upv ? upv : claim) : NULL;
+            if (!st)
+                st = (upv || claim) && !both ? nomem(c)
+                                             : sift__js_gen(c,
+                                                            both    ? both
+                                                            : cover ? cover
+                                                                    : v,
+                                                            &p[k].value);
             json_decref(both);
         }
         sift__js_pop(c, mark);
