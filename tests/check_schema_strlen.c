@@ -117,6 +117,38 @@ START_TEST(test_past_the_bound_the_length_keyword_is_refused_where_it_stands)
 }
 END_TEST
 
+/* The length keyword of `schema` is refused with `msg` (after the
+ * "schema:1:COL: #/maxLength: " prefix). */
+static void check_refused_with(const char *schema, const char *msg)
+{
+    char *out = NULL;
+    size_t n = 0;
+    sift_error err;
+    sift_json_schema_params sp;
+    sift_json_schema_params_init(&sp);
+    sift_status st = sift_json_schema_to_gbnf(&out, &n, schema, strlen(schema), &sp, &err);
+    ck_assert_msg(st == SIFT_E_SCHEMA_UNSUPPORTED, "%s: status %d", schema, (int)st);
+    ck_assert_ptr_null(out);
+    ck_assert_msg(strstr(err.message, msg) != NULL, "%s: %s", schema, err.message);
+}
+
+/* Repetitions of a piece that adds no state (an empty group, x{0}) still
+ * count: nested 1000 times over they are refused at once, not unrolled
+ * 10^12 times; a counter past its bound names the pairs. */
+START_TEST(test_unrolling_and_the_counter_are_bounded)
+{
+    check_refused_with(
+        "{\"type\":\"string\",\"pattern\":\"a+b+(?:(?:(?:(?:){1000}){1000}){1000}){1000}\","
+        "\"maxLength\":4}",
+        "minLength / maxLength beside this pattern: repetitions unroll into more than "
+        "65536 pieces");
+    check_refused_with(
+        "{\"type\":\"string\",\"pattern\":\"a+b+\",\"minLength\":1000000}",
+        "minLength / maxLength beside this pattern: more than 400000 (state, length) "
+        "pairs");
+}
+END_TEST
+
 START_TEST(test_an_automaton_too_large_to_determinize_is_kept_as_it_is)
 {
     /* "an a, then 9 more": 2^10 subsets, over the subset bound */
@@ -208,6 +240,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_an_unanchored_pattern_matches_anywhere_within_the_lengths);
     tcase_add_test(tc, test_lengths_that_no_match_has_admit_no_string);
     tcase_add_test(tc, test_past_the_bound_the_length_keyword_is_refused_where_it_stands);
+    tcase_add_test(tc, test_unrolling_and_the_counter_are_bounded);
     tcase_add_test(tc, test_an_automaton_too_large_to_determinize_is_kept_as_it_is);
     tcase_add_test(tc, test_every_short_string_is_judged_as_pcre2_and_the_lengths_judge_it);
     suite_add_tcase(s, tc);

@@ -11,8 +11,9 @@
  * them) and moves to the next pair. Exact: the rules match the JSON
  * content of the strings the pattern matches whose length, in code
  * points, lies in [minLength, maxLength]. Bounded: more than
- * JS_LEN_MAX_POS states, JS_LEN_MAX_EDGES transitions or JS_LEN_MAX_RULES
- * rules is refused (SIFT_E_SCHEMA_UNSUPPORTED, message for the caller).
+ * JS_LEN_MAX_POS states, JS_LEN_MAX_EDGES transitions, JS_LEN_MAX_PIECES
+ * pieces unrolled, JS_LEN_MAX_PAIRS pairs or JS_LEN_MAX_RULES rules is
+ * refused (SIFT_E_SCHEMA_UNSUPPORTED, message for the caller).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@
 #define JS_LEN_MAX_POS 1024
 #define JS_LEN_MAX_EDGES 32768
 #define JS_LEN_MAX_RULES 4096
+/* pieces built while unrolling repetitions: a repeated piece that adds
+ * no position (an empty group, x{0}) must still cost something */
+#define JS_LEN_MAX_PIECES 65536
 /* pairs (state, count) looked at before pruning */
 #define JS_LEN_MAX_PAIRS 400000
 /* a set written longer than this becomes a rule of its own */
@@ -51,6 +55,7 @@ typedef struct glu {
     sift_status st;
     const char *why; /* what was too large, for the message */
     uint32_t any_node;
+    uint32_t pieces; /* build() calls so far */
 } glu;
 
 static int vpush(glu *g, u32v *v, uint32_t x)
@@ -189,6 +194,10 @@ static int build(glu *g, uint32_t id, frag *f, unsigned depth)
         return 0;
     if (depth > 4 * RX_MAX_DEPTH) {
         too_large(g, "groups nested too deep");
+        return 0;
+    }
+    if (++g->pieces > JS_LEN_MAX_PIECES) {
+        too_large(g, "repetitions unroll into more than " STR(JS_LEN_MAX_PIECES) " pieces");
         return 0;
     }
     switch (nd->kind) {
@@ -525,7 +534,7 @@ static sift_status product(glu *g, const frag *whole, uint64_t lo, uint64_t hi, 
         if (p->k_top >= JS_LEN_MAX_PAIRS || p->n_st * (p->k_top + 1) > JS_LEN_MAX_PAIRS) {
             if (!last)
                 continue;
-            too_large(g, "more than " STR(JS_LEN_MAX_RULES) " grammar rules");
+            too_large(g, "more than " STR(JS_LEN_MAX_PAIRS) " (state, length) pairs");
             st = g->st;
             break;
         }
@@ -573,7 +582,11 @@ sift_status sift__js_pattern_lengths(sift__js *c, const char *pat, size_t len, u
     g.r = &r;
     sift_status st = sift__json_regex_parse(&r, c->al, pat, len, c->max_grammar, &rerr, &root);
     if (st) {
-        snprintf(why, why_size, "%s", rerr.message);
+        /* the plain translation parsed the same pattern; a limit here is
+         * reported as this construction's refusal */
+        snprintf(why, why_size, "minLength / maxLength beside this pattern: %s", rerr.message);
+        if (st != SIFT_E_NOMEM)
+            st = SIFT_E_SCHEMA_UNSUPPORTED;
     } else {
         frag whole;
         memset(&whole, 0, sizeof whole);
@@ -586,7 +599,7 @@ sift_status sift__js_pattern_lengths(sift__js *c, const char *pat, size_t len, u
         if (st == SIFT_E_SCHEMA_UNSUPPORTED)
             snprintf(why, why_size, "minLength / maxLength beside this pattern: %s",
                      g.why ? g.why : "not supported");
-        else if (st && r.st) {
+        else if (st && r.st && r.st != SIFT_E_NOMEM) {
             /* the pattern's own translation failed here (a limit) */
             snprintf(why, why_size, "minLength / maxLength beside this pattern: %s", rerr.message);
             st = SIFT_E_SCHEMA_UNSUPPORTED;
