@@ -106,7 +106,7 @@ static int position(glu *g, uint32_t set, frag *f)
 }
 
 /* Transitions from every last position of a to every first one of b. */
-static int link(glu *g, const u32v *from, const u32v *to)
+static int link_pieces(glu *g, const u32v *from, const u32v *to)
 {
     if (g->edges.n / 2 + (uint64_t)from->n * to->n > JS_LEN_MAX_EDGES) {
         too_large(g, "more than " STR(JS_LEN_MAX_EDGES) " transitions");
@@ -122,7 +122,7 @@ static int link(glu *g, const u32v *from, const u32v *to)
 /* a becomes a then b; b is freed. */
 static int concat(glu *g, frag *a, frag *b)
 {
-    int ok = link(g, &a->last, &b->first);
+    int ok = link_pieces(g, &a->last, &b->first);
     if (ok && a->nullable)
         ok = vappend(g, &a->first, &b->first);
     if (ok && b->nullable)
@@ -164,7 +164,7 @@ static int build_rep(glu *g, const rx_node *nd, frag *f, unsigned depth)
         if (!build(g, child, &k, depth + 1) || !concat(g, f, &k))
             return 0;
     if (unbounded) {
-        if (!build(g, child, &k, depth + 1) || !link(g, &k.last, &k.first)) {
+        if (!build(g, child, &k, depth + 1) || !link_pieces(g, &k.last, &k.first)) {
             frag_free(g, &k);
             return 0;
         }
@@ -224,7 +224,7 @@ static int build(glu *g, uint32_t id, frag *f, unsigned depth)
 /* "Any character", repeated: an unanchored side. */
 static int any_star(glu *g, frag *f)
 {
-    if (!position(g, UINT32_MAX, f) || !link(g, &f->last, &f->first)) {
+    if (!position(g, UINT32_MAX, f) || !link_pieces(g, &f->last, &f->first)) {
         frag_free(g, f);
         return 0;
     }
