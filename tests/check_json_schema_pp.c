@@ -172,6 +172,39 @@ START_TEST(test_pp_near_misses_stay_refused)
 }
 END_TEST
 
+/* Found by review, each once accepting an object the schema forbids: a
+ * negated class whose first character is ^ ([^^a]: its complement is
+ * {^, a}); counts with a space or a sign ({0, 3}, {0,+3}: literal text
+ * in ECMA-262); a declared name PCRE2's "." matches and ECMA-262's does
+ * not ("a\r"); a declared schema under its own $id, equal in text to
+ * the pattern's. */
+START_TEST(test_pp_review_shapes)
+{
+    static const char *const g1[] = {"{\"xa\":\"s\"}", "{\"x^\":\"s\"}", "{\"xb\":1}",
+                                     "{\"y\":\"s\"}"};
+    static const char *const b1[] = {"{\"xb\":\"s\"}", "{\"xq\":\"s\"}"};
+    TU_SCHEMA_CHECK(
+        "{\"type\":\"object\",\"patternProperties\":{\"^x[^^a]\":{\"type\":\"integer\"}}}", g1, b1);
+    static const char *const g2[] = {"{\"^\":\"s\"}", "{\"a\":\"s\"}", "{\"b\":1}"};
+    static const char *const b2[] = {"{\"b\":\"s\"}"};
+    TU_SCHEMA_CHECK("{\"patternProperties\":{\"^[^^a]\":{\"type\":\"integer\"}}}", g2, b2);
+    static const char *const g3[] = {"{}"};
+    static const char *const b3[] = {"{\"abc\":1}", "{\"a\":1}"};
+    TU_SCHEMA_CHECK("{\"type\":\"object\",\"patternProperties\":{\"^[a-z]{0,+3}$\":{\"type\":"
+                    "\"integer\"}},\"additionalProperties\":false}",
+                    g3, b3);
+    check_refused("{\"type\":\"object\",\"properties\":{\"a\\r\":{\"type\":\"integer\"}},"
+                  "\"patternProperties\":{\"^a.$\":{\"type\":\"integer\"}}}",
+                  "#/patternProperties", "a key may match both");
+    check_refused("{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":"
+                  "\"http://e.com/root\",\"type\":\"object\",\"$defs\":{\"A\":{\"type\":"
+                  "\"integer\"}},\"properties\":{\"abc\":{\"$id\":\"http://e.com/d\",\"$defs\":{"
+                  "\"A\":{\"type\":\"string\"}},\"$ref\":\"#/$defs/A\"}},\"patternProperties\":{"
+                  "\"^a\":{\"$ref\":\"#/$defs/A\"}}}",
+                  "#/patternProperties", "a key may match both");
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("json_schema_pp");
@@ -186,6 +219,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_pp_complement_counted_atoms);
     tcase_add_test(tc, test_pp_complement_counted_tail);
     tcase_add_test(tc, test_pp_near_misses_stay_refused);
+    tcase_add_test(tc, test_pp_review_shapes);
     suite_add_tcase(s, tc);
     return s;
 }

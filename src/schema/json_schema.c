@@ -358,6 +358,14 @@ sift_status sift__js_work(sift__js *c, int64_t units)
     return SIFT_OK;
 }
 
+int sift__js_plain_ascii(const char *name)
+{
+    for (; *name; name++)
+        if ((unsigned char)*name < 0x20 || (unsigned char)*name > 0x7e)
+            return 0;
+    return 1;
+}
+
 int sift__js_integral(double d, int64_t *out)
 {
     /* the range test comes first: converting a double outside int64's

@@ -201,6 +201,11 @@ SIFT__HIDDEN sift_status sift__js_get_count(sift__js *c, const json_t *s, const 
 SIFT__HIDDEN unsigned sift__js_key_type(const char *key);
 /* Whether s is an object holding a $ref and annotations only. */
 SIFT__HIDDEN int sift__js_only_ref(const json_t *s);
+/* 1 when every byte of name is printable ASCII (0x20..0x7E): where
+ * PCRE2 and ECMA-262 read the converter's patterns alike ("." and \s
+ * differ on line terminators and Unicode spaces), so a PCRE2 verdict on
+ * such a name holds for JSON Schema. */
+SIFT__HIDDEN int sift__js_plain_ascii(const char *name);
 /* The target of a $ref of the form "#" or "#/json/pointer" (percent
  * escapes decoded) in schema object `from`, or NULL; sets no error. */
 SIFT__HIDDEN const json_t *sift__js_local_target(sift__js *c, const json_t *from, const char *ref);

@@ -143,11 +143,13 @@ static int names_may_match(sift__js *c, const json_t *pp, const char *const *nam
         int ec;
         PCRE2_SIZE eo;
         pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, strlen(pat),
-                                       PCRE2_UTF | PCRE2_DOLLAR_ENDONLY, &ec, &eo, NULL);
+                                       PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALLOW_EMPTY_CLASS,
+                                       &ec, &eo, NULL);
         pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
         for (size_t i = 0; !hit && i < n_names; i++)
-            hit = !md || pcre2_match(re, (PCRE2_SPTR)names[i], strlen(names[i]), 0, 0, md, mc) !=
-                             PCRE2_ERROR_NOMATCH;
+            hit = !md || !sift__js_plain_ascii(names[i]) ||
+                  pcre2_match(re, (PCRE2_SPTR)names[i], strlen(names[i]), 0, 0, md, mc) !=
+                      PCRE2_ERROR_NOMATCH;
         pcre2_match_data_free(md);
         pcre2_code_free(re);
         if (hit)
@@ -289,8 +291,8 @@ static int pat_complement(const char *p, char *out, size_t cap)
         snprintf(neg, sizeof neg, "[\\n\\r\\u2028\\u2029]");
     else if (o.a[0] == '\\')
         snprintf(neg, sizeof neg, "\\%c", o.a[1] ^ 0x20);
-    else if (o.a[0] == '[' && o.a[1] == '^')
-        snprintf(neg, sizeof neg, "[%.*s", (int)o.a_len - 2, o.a + 2);
+    else if (o.a[0] == '[' && o.a[1] == '^') /* a leading ^ of the rest is a character */
+        snprintf(neg, sizeof neg, "[%s%.*s", o.a[2] == '^' ? "\\" : "", (int)o.a_len - 2, o.a + 2);
     else if (o.a[0] == '[')
         snprintf(neg, sizeof neg, "[^%.*s", (int)o.a_len - 1, o.a + 1);
     else

@@ -77,12 +77,66 @@ static const json_t *through_ref(sift__js *c, const json_t *s)
     return t ? t : s;
 }
 
-/* Whether every value valid against ps is valid against d. */
+/* Whether v holds, at any depth, a keyword that moves the base URI or
+ * names a scope ($id, $anchor, ...), or (refs) a $ref: then equal text
+ * need not mean equal schemas. Deeper than 32 levels counts as holding one. */
+static int holds_scope(const json_t *v, int refs, int depth)
+{
+    static const char *const scope[] = {
+        "$id",          "id", "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveAnchor",
+        "$recursiveRef"};
+    const char *key;
+    json_t *x;
+    size_t i;
+    if (depth > 32)
+        return 1;
+    if (json_is_array(v)) {
+        json_array_foreach((json_t *)v, i, x) if (holds_scope(x, refs, depth + 1)) return 1;
+        return 0;
+    }
+    if (!json_is_object(v))
+        return 0;
+    json_object_foreach((json_t *)v, key, x)
+    {
+        for (i = 0; i < sizeof scope / sizeof *scope; i++)
+            if (!strcmp(key, scope[i]))
+                return 1;
+        if ((refs && !strcmp(key, "$ref")) || holds_scope(x, refs, depth + 1))
+            return 1;
+    }
+    return 0;
+}
+
+/* A count of ECMA-262's {n} / {m,n}: decimal digits only (no sign, no
+ * space, which make the braces literal text); *stop after them, at p
+ * when there are none. Past 10^6 the value is 10^6 + 1. */
+static long count_digits(const char *p, char **stop)
+{
+    long v = 0;
+    const char *q = p;
+    for (; *q >= '0' && *q <= '9'; q++)
+        v = v > 1000000 ? v : v * 10 + (*q - '0');
+    *stop = (char *)q;
+    return v > 1000000 ? 1000001 : v;
+}
+
+/* Whether every value valid against ps is valid against d: d admits
+ * everything, or the two are equal but for annotations, directly or one
+ * $ref hop each (the targets then holding no $ref of their own, since a
+ * target elsewhere may resolve it against another base). Neither may
+ * hold a scope keyword: equal text under another $id is another schema. */
 static int implies(sift__js *c, const json_t *ps, const json_t *d)
 {
-    if (admits_all(d) || equal_but_annotations(ps, d))
+    if (admits_all(d))
         return 1;
-    return equal_but_annotations(through_ref(c, ps), through_ref(c, d));
+    if (holds_scope(ps, 0, 0) || holds_scope(d, 0, 0))
+        return 0;
+    if (equal_but_annotations(ps, d))
+        return 1;
+    const json_t *a = through_ref(c, ps), *b = through_ref(c, d);
+    if (holds_scope(a, 1, 0) || holds_scope(b, 1, 0))
+        return 0;
+    return equal_but_annotations(a, b);
 }
 
 /* Whether pattern pat matches name: 1 yes, 0 no, -1 undecided. */
@@ -90,9 +144,12 @@ static int pattern_matches(const char *pat, const char *name)
 {
     int ec, r = -1;
     PCRE2_SIZE eo;
+    if (!sift__js_plain_ascii(name))
+        return -1;
     pcre2_match_context *mc = pcre2_match_context_create(NULL);
     pcre2_code *re = mc ? pcre2_compile((PCRE2_SPTR)pat, strlen(pat),
-                                        PCRE2_UTF | PCRE2_DOLLAR_ENDONLY, &ec, &eo, NULL)
+                                        PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALLOW_EMPTY_CLASS,
+                                        &ec, &eo, NULL)
                         : NULL;
     pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
     if (md) {
@@ -180,7 +237,7 @@ static int class_pattern(const char *p, key_class *k)
         if ((p[i + 1] != '0' && p[i + 1] != '1') || p[i + 2] != ',')
             return 0;
         k->lo = p[i + 1] - '0';
-        k->hi = strtol(p + i + 3, &stop, 10);
+        k->hi = count_digits(p + i + 3, &stop);
         if (stop == p + i + 3 || *stop != '}' || k->hi < 1 || k->hi > 4096)
             return 0;
         return stop + 2 == p + n; /* the "}$" */
@@ -424,7 +481,9 @@ static int seq_read_atom(const char *p, size_t *i, seq_atom *o)
         return 0;
     const char *body = p + s + 1 + negated;
     snprintf(o->a, sizeof o->a, "%.*s", (int)(e + 1 - s), p + s);
-    snprintf(o->neg, sizeof o->neg, "[%s%.*s]", negated ? "" : "^", (int)inner, body);
+    /* [^X] becomes [X]; a leading ^ of X is then escaped, being a character */
+    snprintf(o->neg, sizeof o->neg, "[%s%.*s]", negated ? (body[0] == '^' ? "\\" : "") : "^",
+             (int)inner, body);
     *i = e + 1;
     return 1;
 }
@@ -494,14 +553,14 @@ int sift__js_pat_complement_seq(const char *p, char *out, size_t cap)
         long count = 1;
         if (p[i] == '{') { /* {n}: n copies; {m,n} last: the tail */
             char *stop;
-            count = strtol(p + i + 1, &stop, 10);
+            count = count_digits(p + i + 1, &stop);
             if (stop == p + i + 1 || (*stop != '}' && *stop != ',') || count < 0 ||
                 count > SEQ_MAX_COUNT)
                 return 0;
             if (*stop == ',') {
                 char *stop2;
                 tlo = count;
-                thi = strtol(stop + 1, &stop2, 10);
+                thi = count_digits(stop + 1, &stop2);
                 if (stop2 == stop + 1 || *stop2 != '}' || thi < tlo || thi < 1 ||
                     thi > SEQ_MAX_COUNT || (size_t)(stop2 - p) + 1 != end)
                     return 0;
