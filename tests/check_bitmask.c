@@ -332,19 +332,40 @@ END_TEST
 static const struct {
     const char *grammar;
     int bytewise;
+    size_t len; /* characters in the string; 0: as reps_text picks */
+    const char *word;
 } REPS[] = {
-    {"root ::= \"\\\"\" [a-z ]{0,140} \"\\\"\" \".\"\n", 1},
+    {"root ::= \"\\\"\" [a-z ]{0,140} \"\\\"\" \".\"\n", 1, 0, NULL},
     {"root ::= \"{\\\"k\\\": \" str \"}\"\n"
      "str ::= \"\\\"\" ( [^\"\\\\] | \"\\\\\" [\"\\\\/bfnrt] ){0,132} \"\\\"\"\n",
-     1},
-    {"root ::= \"\\\"\" [a-z ]{0,131} \"\\\"\" \".\"\n", 1},
-    {"root ::= \"\\\"\" [a-z ]{3,260} \"\\\"\" \".\"\n", 0},
+     1, 0, NULL},
+    {"root ::= \"\\\"\" [a-z ]{0,131} \"\\\"\" \".\"\n", 1, 0, NULL},
+    {"root ::= \"\\\"\" [a-z ]{3,260} \"\\\"\" \".\"\n", 0, 0, NULL},
     /* S can match nothing: no counter is capped */
-    {"root ::= \"\\\"\" ( [a-z ]? ){0,150} \"\\\"\" \".\"\n", 1},
+    {"root ::= \"\\\"\" ( [a-z ]? ){0,150} \"\\\"\" \".\"\n", 1, 0, NULL},
     /* short counts, nested (words of at most 6 letters, at most 40 of
      * them), and multi-byte characters: the walk's shifted loops */
-    {"root ::= \"\\\"\" ( [a-z]{1,6} \" \" ){0,40} \"\\\"\" \".\"\n", 0},
-    {"root ::= \"\\\"\" [^\"]{0,60} \"\\\"\" \".\"\n", 1},
+    {"root ::= \"\\\"\" ( [a-z]{1,6} \" \" ){0,40} \"\\\"\" \".\"\n", 0, 0, NULL},
+    {"root ::= \"\\\"\" [^\"]{0,60} \"\\\"\" \".\"\n", 1, 0, NULL},
+    /* the inline copies of S{m,n} (m of them written in place): a run of
+     * equal elements whose positions are capped and erased like the
+     * helpers' (move_runs); exactly 140, 133 to 137, a rule's copies */
+    {"root ::= \"\\\"\" [a-z ]{140} \"\\\"\" \".\"\n", 1, 140, NULL},
+    {"root ::= \"\\\"\" [a-z ]{133,137} \"\\\"\" \".\"\n", 0, 135, NULL},
+    {"root ::= \"\\\"\" w{140} \"\\\"\" \".\"\n"
+     "w ::= [a-z] | \" \"\n",
+     1, 140, NULL},
+    /* a literal's characters are a run too */
+    {"root ::= \"\\\"\" \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\" "
+     "\"\\\"\" \".\"\n",
+     1, 140, "a"},
+    /* the JSON Schema compiler's long maxLength (blocks of copies, each
+     * a run of one rule's copies), crossing from one block to the next */
+    {"root ::= \"\\\"\" s1{3} ( s2{0,2} s1{0,149} | s2{3} s1{0,20} ) \"\\\"\" \".\"\n"
+     "s1 ::= [a-z ]\n"
+     "s2 ::= s1{150}\n",
+     0, 200, NULL},
 };
 
 /* A text for REPS[i]: a string of about 130 characters, spaces in runs. */
@@ -356,11 +377,12 @@ static void reps_text(int i, char *buf, size_t cap)
         k = 6;
     }
     buf[k++] = '"';
-    const char *word = i == 1   ? "ab\\n c\\\"d  "
-                       : i == 5 ? "abc de fghijk l "
-                       : i == 6 ? "caf\xc3\xa9 \xe4\xb8\xad  x"
-                                : "abc de  fgh    ij ";
-    size_t target = i == 3 ? 200 : i == 5 ? 160 : i == 6 ? 57 : 128;
+    const char *word = REPS[i].word ? REPS[i].word
+                       : i == 1     ? "ab\\n c\\\"d  "
+                       : i == 5     ? "abc de fghijk l "
+                       : i == 6     ? "caf\xc3\xa9 \xe4\xb8\xad  x"
+                                    : "abc de  fgh    ij ";
+    size_t target = REPS[i].len ? REPS[i].len : i == 3 ? 200 : i == 5 ? 160 : i == 6 ? 57 : 128;
     for (size_t n = 0; n < target; n++)
         buf[k++] = word[n % strlen(word)];
     if (i == 3)
@@ -397,8 +419,11 @@ END_TEST
 START_TEST(test_states_with_more_copies_left_than_a_token_share_one_mask)
 {
     ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
-    /* 400 copies: the first 270 characters are all past the bound */
-    static const char G[] = "root ::= \"\\\"\" [a-z ]{0,400} \"\\\"\"\n";
+    /* 400 copies: the first 270 characters are all past the bound,
+     * whether the copies are optional (helpers) or written in place */
+    static const char *const GS[] = {"root ::= \"\\\"\" [a-z ]{0,400} \"\\\"\"\n",
+                                     "root ::= \"\\\"\" [a-z ]{400} \"\\\"\"\n"};
+    const char *G = GS[_i];
     sift_grammar *g = grammar(G, strlen(G));
     uint32_t *a = malloc(NW * sizeof *a);
     sift_error err;
@@ -504,6 +529,9 @@ START_TEST(test_multibyte_characters_in_bounded_repetitions_keep_masks_exact)
         "root ::= \"\\\"\" [^\"\\\\\\x00-\\x1f]{0,14} \"\\\"\"\n",
         "root ::= \"\\\"\" [^\"\\u4e2d]{0,14} \"\\\"\"\n",
         "root ::= \"\\\"\" ( [ab] | [^\\x00-\\x7f] \"b\" ){0,14} \"\\\"\"\n",
+        /* copies written in place (a run; move_runs): 15 exactly, 9 to 15 */
+        "root ::= \"\\\"\" [^\"\\\\\\x00-\\x1f]{15} \"\\\"\"\n",
+        "root ::= \"\\\"\" [^\"\\u4e2d]{9,15} \"\\\"\"\n",
     };
     size_t n = N(U8_PIECES);
     size_t lens[N(U8_PIECES)];
@@ -1056,7 +1084,7 @@ Suite *tu_suite(void)
     tcase_set_timeout(tc, 120); /* property runs: every token at every step */
     tcase_add_loop_test(tc, test_bitmask_equals_the_token_check_in_long_bounded_repetitions, 0,
                         (int)N(REPS));
-    tcase_add_test(tc, test_states_with_more_copies_left_than_a_token_share_one_mask);
+    tcase_add_loop_test(tc, test_states_with_more_copies_left_than_a_token_share_one_mask, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("cache");
     tcase_add_unchecked_fixture(tc, setup, teardown);

@@ -481,13 +481,72 @@ static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul, 
     }
 }
 
+/* Whether element e needs a byte of the output to match: a character,
+ * a class, any code point, or a rule that is not nullable. */
+static int needs_byte(const sift__gelem *e, const uint8_t *nul)
+{
+    switch (e->type) {
+    case SIFT__G_CHAR:
+    case SIFT__G_CLASS:
+    case SIFT__G_ANY: return 1;
+    case SIFT__G_REF: return !nul[e->v];
+    default: return 0;
+    }
+}
+
+/* The inline copies of a repetition (S{m,n} writes m copies of S in
+ * place): a run [a, b) of equal elements inside one alternative, each
+ * needing a byte, outside the helpers move_positions handled. Position
+ * q of a run has r = b - q copies still to match, all of them before
+ * anything after the run can; that is the helpers' argument with a
+ * mandatory count in place of an optional one (sift__gm_canon): two
+ * stacks with r, r' >= M copies left read the same strings of at most
+ * M - 2 bytes, pairing one to one, for neither reaches the run's end
+ * within them. So q gets pcnt r, erase_pos b - 2 when r > 2 and
+ * canon_pos b - cap when r > cap. */
+static void move_runs(gm_core *c, const uint8_t *nul, uint64_t cap, int *moved, int *erased)
+{
+    const sift__gbnf *g = &c->g;
+    for (uint32_t r = 0; r < g->n_rules; r++) {
+        for (uint32_t a = c->alt_off[r]; a < c->alt_off[r + 1]; a++) {
+            uint32_t p = c->alt[a];
+            while (!sift__gm_is_end(g->el[p].type)) {
+                uint32_t q = p + 1;
+                int ok = needs_byte(&g->el[p], nul) && c->pcnt[p] == UINT16_MAX;
+                while (!sift__gm_is_end(g->el[q].type) && g->el[q].type == g->el[p].type &&
+                       g->el[q].v == g->el[p].v) {
+                    ok &= c->pcnt[q] == UINT16_MAX;
+                    q++;
+                }
+                if (ok && q - p > 2) {
+                    for (uint32_t j = p; j < q; j++) {
+                        uint32_t left = q - j;
+                        c->pcnt[j] = (uint16_t)(left < UINT16_MAX ? left : UINT16_MAX - 1);
+                        if (left > 2) {
+                            c->erase_pos[j] = q - 2;
+                            *erased = 1;
+                        }
+                        if (left > cap) {
+                            c->canon_pos[j] = (uint32_t)(q - cap);
+                            *moved = 1;
+                        }
+                    }
+                }
+                p = q;
+            }
+        }
+    }
+}
+
 /* gm_core.canon_pos: finds the helper chains a bounded repetition S{m,n}
  * is rewritten to (R_k ::= S R_(k-1) | and R_1 ::= S |, S the same
  * elements in every helper, S never matching without a byte), counts the
  * copies cnt(R) each helper can still match, and moves every position of
  * a helper with cnt >= cap = longest piece + 2 to the same offset in its
  * chain's helper with cnt = cap (sift__gm_canon says why that keeps the
- * allowed set). Leaves canon_pos NULL when nothing moves. */
+ * allowed set); the inline copies the same way (move_runs). Leaves
+ * canon_pos NULL when nothing moves, erase_pos and pcnt NULL when nothing
+ * is erased. */
 static sift_status build_canon(gm_core *c, const sift__alloc *al)
 {
     const sift__gbnf *g = &c->g;
@@ -504,8 +563,7 @@ static sift_status build_canon(gm_core *c, const sift__alloc *al)
     if (!nxt || !cnt || !path || !st)
         goto out;
     s = SIFT_OK;
-    if (!chain_links(c, nxt, st) || !chain_counts(nxt, nr, cnt, st, path))
-        goto out;
+    int chains = chain_links(c, nxt, st) && chain_counts(nxt, nr, cnt, st, path);
     uint8_t *nul = st; /* reused: only nullability from here */
     if (!nullable_rules(c, nul))
         goto out;
@@ -522,10 +580,13 @@ static sift_status build_canon(gm_core *c, const sift__alloc *al)
         c->canon_pos[p] = c->erase_pos[p] = (uint32_t)p;
         c->pcnt[p] = UINT16_MAX;
     }
-    chain_reps(nxt, cnt, nr, cap, rep_cap, path);
-    chain_reps(nxt, cnt, nr, 2, rep_two, path);
     int moved = 0, erased = 0;
-    move_positions(c, cnt, nul, cap, rep_cap, rep_two, &moved, &erased);
+    if (chains) {
+        chain_reps(nxt, cnt, nr, cap, rep_cap, path);
+        chain_reps(nxt, cnt, nr, 2, rep_two, path);
+        move_positions(c, cnt, nul, cap, rep_cap, rep_two, &moved, &erased);
+    }
+    move_runs(c, nul, cap, &moved, &erased);
     if (!moved) {
         sift__free(al, c->canon_pos);
         c->canon_pos = NULL;

@@ -114,13 +114,15 @@ typedef struct gm_core {
     const uint8_t *height;
     /* Repetition counters the masks cannot see (sift__gm_canon): per
      * element position, the position the mask cache keys it as; NULL
-     * when no position moves (no vocabulary, or no helper chain of a
-     * bounded repetition longer than the longest token + 2). */
+     * when no position moves (no vocabulary, or no bounded repetition,
+     * helper chain or copies written in place, longer than the longest
+     * token + 2). */
     uint32_t *canon_pos;
     /* The same with every helper that can still match two copies or more
-     * moved to its chain's helper with two (NULL when canon_pos is), and
-     * per position the copies its helper can still match (UINT16_MAX
-     * outside those helpers): the walk's shifted loops (gm_state.sl). */
+     * moved to its chain's helper with two, and every inline copy with
+     * more than two left to the one with two (NULL when none moves), and
+     * per position the copies its helper or run can still match
+     * (UINT16_MAX outside them): the walk's shifted loops (gm_state.sl). */
     uint32_t *erase_pos;
     uint16_t *pcnt;
 } gm_core;
