@@ -30,6 +30,15 @@ static void default_free(void *user, void *ptr)
     free(ptr);
 }
 
+/* The C library's realloc: a large block (a grammar's transition table)
+ * is moved by remapping its pages, not copied and touched again. */
+static void *default_realloc(void *user, void *ptr, size_t old_size, size_t new_size)
+{
+    (void)user;
+    (void)old_size;
+    return realloc(ptr, new_size);
+}
+
 sift_status sift__alloc_init(sift__alloc *al, const sift_allocator *user, sift_error *err)
 {
     memset(&al->a, 0, sizeof al->a);
@@ -38,6 +47,7 @@ sift_status sift__alloc_init(sift__alloc *al, const sift_allocator *user, sift_e
     if (!user) {
         al->a.alloc = default_alloc;
         al->a.free = default_free;
+        al->a.realloc = default_realloc;
         return SIFT_OK;
     }
     sift_status s = sift__check_struct_size(err, "sift_allocator", user->struct_size, sizeof *user);
@@ -53,6 +63,7 @@ sift_status sift__alloc_init(sift__alloc *al, const sift_allocator *user, sift_e
         /* Neither: the defaults (a realloc alone is ignored with them). */
         al->a.alloc = default_alloc;
         al->a.free = default_free;
+        al->a.realloc = default_realloc;
         return SIFT_OK;
     }
     al->a = in;
