@@ -1298,7 +1298,8 @@ typedef struct sift_json_schema_params {
     size_t max_schema_bytes;  /**< Largest schema text (default 4 MiB). */
     size_t max_grammar_bytes; /**< Largest GBNF text produced (default 1 MiB). */
     /** Units of conversion work, >= 1 (default 10^6): one per subschema
-     * visited, per rule and per enum value or digit range emitted. */
+     * visited, per rule and per enum value or digit range emitted, and
+     * more for the larger steps (docs/json-schema.md lists them). */
     int64_t max_work;
     /** Default SIFT_JSON_FORMAT_ASSERT. Since: 0.3. */
     sift_json_format format;

@@ -278,6 +278,29 @@ START_TEST(test_matching_declared_names_against_a_pattern_is_charged)
 }
 END_TEST
 
+START_TEST(test_a_patterns_subset_construction_is_charged)
+{
+    /* "an a, then 9 more" beside lengths: the subset construction meets
+     * its bound of 512 subsets after about 270,000 steps (mostly words
+     * of subsets compared; a unit per 64), and the automaton is kept as
+     * it is; the rest of the conversion charges under 300 units. So
+     * max_work bounds the construction's time: below its charge the
+     * conversion is a limit error. */
+    text t = {0};
+    put(&t, "{\"type\":\"string\",\"pattern\":\"a[ab]{9}\",\"minLength\":10,"
+            "\"maxLength\":12}");
+    sift_json_schema_params sp = compact();
+    int64_t work;
+    sift_error err;
+    ck_assert_int_eq(convert(&t, &sp, &work, &err), SIFT_OK);
+    ck_assert_int_ge(work, 4000);
+    sp.max_work = 2000;
+    ck_assert_int_eq(convert(&t, &sp, &work, &err), SIFT_E_SCHEMA_LIMIT);
+    ck_assert_ptr_nonnull(strstr(err.message, "max_work"));
+    free(t.p);
+}
+END_TEST
+
 START_TEST(test_a_schema_at_the_size_limit_converts_or_fails_within_linear_work)
 {
     /* each shape filled up to max_schema_bytes: it converts or fails
@@ -423,6 +446,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_a_one_of_of_many_consts_is_decided_by_charged_linear_work);
     tcase_add_test(tc, test_a_tagged_union_one_of_is_decided_by_charged_linear_work);
     tcase_add_test(tc, test_many_required_names_are_charged_and_linear);
+    tcase_add_test(tc, test_a_patterns_subset_construction_is_charged);
     tcase_add_test(tc, test_many_refs_are_looked_up_in_linear_work);
     tcase_add_test(tc, test_placing_warnings_is_charged_per_scan_of_the_text);
     tcase_add_test(tc, test_matching_declared_names_against_a_pattern_is_charged);

@@ -6,7 +6,11 @@
  * are computed per interval, and the intervals that lead to the same
  * subset become one transition reading their union (a new set node).
  * Bounded: more subsets, intervals or steps than the limits below give
- * SIFT_E_SCHEMA_LIMIT, and the caller keeps the automaton as it is.
+ * SIFT_E_SCHEMA_LIMIT, and the caller keeps the automaton as it is; and
+ * every elementary step (a range tested, a transition read for an
+ * interval, a word of a subset compared) is charged to the conversion's
+ * work, a unit per DFA_STEPS_PER_UNIT, so that max_work bounds the time
+ * too (past it, the error is recorded in the conversion).
  */
 #include <stdlib.h>
 
@@ -16,9 +20,12 @@
 #define DFA_MAX_STATES 512
 #define DFA_MAX_INTERVALS 1024
 #define DFA_MAX_STEPS 8000000
+#define DFA_STEPS_PER_UNIT 64
 
 typedef struct dfa_b {
     const sift__alloc *al;
+    sift__js *c;           /* charged for the work */
+    int64_t work, charged; /* elementary steps; units charged for them */
     rx *r;
     size_t n_st, w;        /* NFA states, 64-bit words per subset */
     uint64_t *sub;         /* subsets, w words each */
@@ -89,6 +96,16 @@ static sift_status cut_intervals(dfa_b *d, const uint32_t *lab, size_t n_e)
     return w > DFA_MAX_INTERVALS ? SIFT_E_SCHEMA_LIMIT : SIFT_OK;
 }
 
+/* Charges the steps counted in d->work since the last charge. */
+static sift_status charge(dfa_b *d)
+{
+    int64_t units = d->work / DFA_STEPS_PER_UNIT - d->charged;
+    if (units <= 0)
+        return SIFT_OK;
+    d->charged += units;
+    return sift__js_work(d->c, units);
+}
+
 static int node_has(const rx *r, uint32_t id, uint32_t c)
 {
     const rx_node *nd = &r->nodes[id];
@@ -102,6 +119,7 @@ static int node_has(const rx *r, uint32_t id, uint32_t c)
  * bound or out of memory (*st). */
 static size_t subset_id(dfa_b *d, const uint64_t *t, sift_status *st)
 {
+    d->work += (int64_t)(d->n_sub * d->w);
     for (size_t i = 0; i < d->n_sub; i++)
         if (!memcmp(d->sub + i * d->w, t, d->w * sizeof *t))
             return i;
@@ -172,6 +190,7 @@ static sift_status moves(dfa_b *d, size_t s, const uint32_t *off, const uint32_t
         if (!(d->sub[s * w + q / 64] >> (q % 64) & 1))
             continue;
         d->steps += (int64_t)(off[q + 1] - off[q]) * (int64_t)n_cut;
+        d->work += (int64_t)(off[q + 1] - off[q]) * (int64_t)n_cut;
         if (d->steps > DFA_MAX_STEPS)
             return SIFT_E_SCHEMA_LIMIT;
         for (uint32_t e = off[q]; e < off[q + 1]; e++)
@@ -188,6 +207,8 @@ static sift_status moves(dfa_b *d, size_t s, const uint32_t *off, const uint32_t
             continue;
         size_t id = subset_id(d, t + i * w, &st);
         if (id == SIZE_MAX)
+            return st;
+        if ((st = charge(d)))
             return st;
         pairs[2 * n_pairs] = (uint32_t)id;
         pairs[2 * n_pairs++ + 1] = (uint32_t)i;
@@ -221,9 +242,14 @@ static sift_status build_dfa(dfa_b *d, size_t start, const uint32_t *off, const 
         st = SIFT_E_NOMEM;
         goto out;
     }
-    for (size_t e = 0; e < n_e; e++)
+    for (size_t e = 0; !st && e < n_e; e++) {
+        d->work += (int64_t)n_cut * (1 + (int64_t)d->r->nodes[lab[e]].n);
         for (size_t i = 0; i < n_cut; i++)
             in[e * n_cut + i] = (unsigned char)node_has(d->r, lab[e], d->cut[i]);
+        st = charge(d);
+    }
+    if (st)
+        goto out;
     first[start / 64] |= (uint64_t)1 << (start % 64);
     subset_id(d, first, &st);
     for (size_t s = 0; !st && s < d->n_sub; s++) {
@@ -243,13 +269,15 @@ out:
     return st;
 }
 
-sift_status sift__js_dfa(rx *r, size_t n_st, size_t start, const uint32_t *off, const uint32_t *to,
-                         const uint32_t *lab, const unsigned char *fin, size_t *d_n,
-                         uint32_t **d_off, uint32_t **d_to, uint32_t **d_lab, unsigned char **d_fin)
+sift_status sift__js_dfa(sift__js *c, rx *r, size_t n_st, size_t start, const uint32_t *off,
+                         const uint32_t *to, const uint32_t *lab, const unsigned char *fin,
+                         size_t *d_n, uint32_t **d_off, uint32_t **d_to, uint32_t **d_lab,
+                         unsigned char **d_fin)
 {
     dfa_b d;
     memset(&d, 0, sizeof d);
     d.al = r->al;
+    d.c = c;
     d.r = r;
     d.n_st = n_st;
     d.w = (n_st + 63) / 64;

@@ -520,10 +520,11 @@ static sift_status product(glu *g, const frag *whole, uint64_t lo, uint64_t hi, 
     sift_status st = nfa_of(g, whole, &nfa);
     if (!st) {
         st = sift__js_work(c, (int64_t)(nfa.n_st + nfa.off[nfa.n_st]));
-        if (!st && (st = sift__js_dfa(g->r, nfa.n_st, nfa.start, nfa.off, nfa.to, nfa.lab, nfa.fin,
-                                      &dfa.n_st, &dfa.off, &dfa.to, &dfa.lab, &dfa.fin)) == SIFT_OK)
+        if (!st &&
+            (st = sift__js_dfa(c, g->r, nfa.n_st, nfa.start, nfa.off, nfa.to, nfa.lab, nfa.fin,
+                               &dfa.n_st, &dfa.off, &dfa.to, &dfa.lab, &dfa.fin)) == SIFT_OK)
             p = &dfa;
-        else if (st == SIFT_E_SCHEMA_LIMIT)
+        else if (st == SIFT_E_SCHEMA_LIMIT && c->work <= c->max_work)
             st = SIFT_OK; /* too large to determinize: the automaton as it is */
     }
     /* the deterministic product when it is small enough, else the other */

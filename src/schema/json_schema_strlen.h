@@ -25,11 +25,13 @@ SIFT__HIDDEN sift_status sift__js_pattern_lengths(sift__js *c, const char *pat, 
  * lab[e] of r; fin: the states a string may end in) made deterministic:
  * *d_n states, state 0 the subset {start}, its transitions and finals in
  * new arrays (*d_off has *d_n + 1 entries; free them with r->al), the
- * set nodes of the new transitions added to r. SIFT_E_SCHEMA_LIMIT when
- * the construction exceeds its bounds (nothing is returned then),
- * SIFT_E_NOMEM, or r's error status. */
-SIFT__HIDDEN sift_status sift__js_dfa(rx *r, size_t n_st, size_t start, const uint32_t *off,
-                                      const uint32_t *to, const uint32_t *lab,
+ * set nodes of the new transitions added to r; the steps are charged to
+ * c's work. SIFT_E_SCHEMA_LIMIT when the construction exceeds its bounds
+ * (nothing is returned then) or c's work passes max_work (recorded in
+ * c: c->work > c->max_work tells the two apart), SIFT_E_NOMEM, or r's
+ * error status. */
+SIFT__HIDDEN sift_status sift__js_dfa(sift__js *c, rx *r, size_t n_st, size_t start,
+                                      const uint32_t *off, const uint32_t *to, const uint32_t *lab,
                                       const unsigned char *fin, size_t *d_n, uint32_t **d_off,
                                       uint32_t **d_to, uint32_t **d_lab, unsigned char **d_fin);
 
