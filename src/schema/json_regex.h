@@ -118,6 +118,14 @@ SIFT__HIDDEN int sift__json_regex_emit_item(rx *r, uint32_t id);
 
 /* Appends s to the output; 0 on an error (recorded in r->st). */
 SIFT__HIDDEN int sift__json_regex_puts(rx *r, const char *s);
+/* The items of top-level alternative *id (a concatenation's children,
+ * else *id itself, so id must outlive *ids) in (*ids)[0 .. *n), with its
+ * leading ^ and trailing $ taken off (*bol, *eol set when there were
+ * any). Returns the group to open instead when what is left is one
+ * alternation or concatenation and depth allows, else UINT32_MAX. */
+SIFT__HIDDEN uint32_t sift__json_regex_branch_items(const rx *r, const uint32_t *id, int *bol,
+                                                    int *eol, const uint32_t **ids, size_t *n,
+                                                    unsigned depth);
 /* Emits one top-level alternative, node `id` (anchors stripped from its
  * ends, a lone group inside opened), " | "-separated unless *first;
  * adds its cost to *total. 0 on an error (recorded in r->st). */

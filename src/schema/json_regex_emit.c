@@ -693,25 +693,39 @@ static int emit_any_rep(rx *r, uint32_t k0, uint32_t k1, rx_cost *c, unsigned de
 
 /* One top-level alternative: anchors stripped from its ends; a lone
  * group inside is opened so that its own alternatives are top level. */
+uint32_t sift__json_regex_branch_items(const rx *r, const uint32_t *id, int *bol, int *eol,
+                                       const uint32_t **ids, size_t *n, unsigned depth)
+{
+    const rx_node *nd = &r->nodes[*id];
+    const uint32_t *v = id;
+    size_t k = 1;
+    if (nd->kind == N_CAT) {
+        v = nd->n ? r->kids + nd->first : NULL;
+        k = nd->n;
+    }
+    while (k > 0 && r->nodes[v[0]].kind == N_BOL)
+        v++, k--, *bol = 1;
+    while (k > 0 && r->nodes[v[k - 1]].kind == N_EOL)
+        k--, *eol = 1;
+    *ids = v;
+    *n = k;
+    if (k == 1 && (r->nodes[v[0]].kind == N_ALT || r->nodes[v[0]].kind == N_CAT) &&
+        depth < RX_MAX_DEPTH + 2)
+        return v[0];
+    return UINT32_MAX;
+}
+
 int sift__json_regex_emit_branch(rx *r, uint32_t id, int bol, int eol, int *first, rx_cost *total,
                                  unsigned depth)
 {
     const rx_node *nd = &r->nodes[id];
-    const uint32_t *ids = &id;
-    size_t n = 1;
-    if (nd->kind == N_CAT) {
-        ids = nd->n ? r->kids + nd->first : NULL;
-        n = nd->n;
-    }
-    while (n > 0 && r->nodes[ids[0]].kind == N_BOL)
-        ids++, n--, bol = 1;
-    while (n > 0 && r->nodes[ids[n - 1]].kind == N_EOL)
-        n--, eol = 1;
-    if (n == 1 && (r->nodes[ids[0]].kind == N_ALT || r->nodes[ids[0]].kind == N_CAT) &&
-        depth < RX_MAX_DEPTH + 2) {
-        const rx_node *g = &r->nodes[ids[0]];
+    const uint32_t *ids;
+    size_t n;
+    uint32_t grp = sift__json_regex_branch_items(r, &id, &bol, &eol, &ids, &n, depth);
+    if (grp != UINT32_MAX) {
+        const rx_node *g = &r->nodes[grp];
         if (g->kind == N_CAT)
-            return sift__json_regex_emit_branch(r, ids[0], bol, eol, first, total, depth + 1);
+            return sift__json_regex_emit_branch(r, grp, bol, eol, first, total, depth + 1);
         for (uint32_t k = 0; k < g->n; k++)
             if (!sift__json_regex_emit_branch(r, r->kids[g->first + k], bol, eol, first, total,
                                               depth + 1))

@@ -237,22 +237,13 @@ static int any_star(glu *g, frag *f)
 static int branch(glu *g, uint32_t id, int bol, int eol, frag *acc, unsigned depth)
 {
     const rx *r = g->r;
-    const rx_node *nd = &r->nodes[id];
-    const uint32_t *ids = &id;
-    size_t n = 1;
-    if (nd->kind == N_CAT) {
-        ids = nd->n ? r->kids + nd->first : NULL;
-        n = nd->n;
-    }
-    while (n > 0 && r->nodes[ids[0]].kind == N_BOL)
-        ids++, n--, bol = 1;
-    while (n > 0 && r->nodes[ids[n - 1]].kind == N_EOL)
-        n--, eol = 1;
-    if (n == 1 && (r->nodes[ids[0]].kind == N_ALT || r->nodes[ids[0]].kind == N_CAT) &&
-        depth < RX_MAX_DEPTH + 2) {
-        const rx_node *gr = &r->nodes[ids[0]];
+    const uint32_t *ids;
+    size_t n;
+    uint32_t grp = sift__json_regex_branch_items(r, &id, &bol, &eol, &ids, &n, depth);
+    if (grp != UINT32_MAX) {
+        const rx_node *gr = &r->nodes[grp];
         if (gr->kind == N_CAT)
-            return branch(g, ids[0], bol, eol, acc, depth + 1);
+            return branch(g, grp, bol, eol, acc, depth + 1);
         for (uint32_t k = 0; k < gr->n; k++)
             if (!branch(g, r->kids[gr->first + k], bol, eol, acc, depth + 1))
                 return 0;
