@@ -8,22 +8,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 target=${2:-fuzz_config}
 out=${1:-$top/_build/fuzz/$target}
-mkdir -p "$(dirname "$out")/include"
 inc=$(dirname "$out")/include
-# The version is written once in configure.ac, as m4_define([sift_major], [N])
-# and its minor and patch twins.
-part() { sed -n "s/^m4_define(\[sift_$1\], \[\([0-9]*\)\])/\1/p" "$top/configure.ac"; }
-major=$(part major)
-minor=$(part minor)
-patch=$(part patch)
-[ -n "$major" ] && [ -n "$minor" ] && [ -n "$patch" ] || {
-    echo "build_config.sh: no version in configure.ac" >&2
-    exit 1
-}
-ver=$major.$minor.$patch
-sed -e "s/@SIFT_VERSION_MAJOR@/$major/" -e "s/@SIFT_VERSION_MINOR@/$minor/" \
-    -e "s/@SIFT_VERSION_PATCH@/$patch/" -e "s/@PACKAGE_VERSION@/$ver/" \
-    "$top/include/sift_version.h.in" > "$inc/sift_version.h"
+bash "$top/tests/fuzz/version_h.sh" "$inc"
 srcs=$(ls "$top"/src/*/*.c | grep -v /src/cli/)
 clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -ffp-contract=off -fno-math-errno -DSIFT_BUILDING \
