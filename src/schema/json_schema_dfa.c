@@ -96,10 +96,12 @@ static sift_status cut_intervals(dfa_b *d, const uint32_t *lab, size_t n_e)
     return w > DFA_MAX_INTERVALS ? SIFT_E_SCHEMA_LIMIT : SIFT_OK;
 }
 
-/* Charges the steps counted in d->work since the last charge. */
-static sift_status charge(dfa_b *d)
+/* Charges the steps counted in d->work since the last charge (whole
+ * units; all of them, rounded up, at the end of the construction). */
+static sift_status charge(dfa_b *d, int end)
 {
-    int64_t units = d->work / DFA_STEPS_PER_UNIT - d->charged;
+    int64_t units =
+        (d->work + (end ? DFA_STEPS_PER_UNIT - 1 : 0)) / DFA_STEPS_PER_UNIT - d->charged;
     if (units <= 0)
         return SIFT_OK;
     d->charged += units;
@@ -193,6 +195,9 @@ static sift_status moves(dfa_b *d, size_t s, const uint32_t *off, const uint32_t
         d->work += (int64_t)(off[q + 1] - off[q]) * (int64_t)n_cut;
         if (d->steps > DFA_MAX_STEPS)
             return SIFT_E_SCHEMA_LIMIT;
+        sift_status cs = charge(d, 0);
+        if (cs)
+            return cs;
         for (uint32_t e = off[q]; e < off[q + 1]; e++)
             for (size_t i = 0; i < n_cut; i++)
                 if (in[(size_t)e * n_cut + i])
@@ -208,7 +213,7 @@ static sift_status moves(dfa_b *d, size_t s, const uint32_t *off, const uint32_t
         size_t id = subset_id(d, t + i * w, &st);
         if (id == SIZE_MAX)
             return st;
-        if ((st = charge(d)))
+        if ((st = charge(d, 0)))
             return st;
         pairs[2 * n_pairs] = (uint32_t)id;
         pairs[2 * n_pairs++ + 1] = (uint32_t)i;
@@ -246,7 +251,7 @@ static sift_status build_dfa(dfa_b *d, size_t start, const uint32_t *off, const 
         d->work += (int64_t)n_cut * (1 + (int64_t)d->r->nodes[lab[e]].n);
         for (size_t i = 0; i < n_cut; i++)
             in[e * n_cut + i] = (unsigned char)node_has(d->r, lab[e], d->cut[i]);
-        st = charge(d);
+        st = charge(d, 0);
     }
     if (st)
         goto out;
@@ -266,6 +271,11 @@ out:
     sift__free(d->al, t);
     sift__free(d->al, pairs);
     sift__free(d->al, first);
+    if (st == SIFT_OK || (st == SIFT_E_SCHEMA_LIMIT && d->c->work <= d->c->max_work)) {
+        /* the rest, whether the construction finished or gave up */
+        sift_status cs = charge(d, 1);
+        st = cs ? cs : st;
+    }
     return st;
 }
 
