@@ -538,6 +538,21 @@ static void move_runs(gm_core *c, const uint8_t *nul, uint64_t cap, int *moved, 
     }
 }
 
+/* Whether some alternative holds three equal elements in a row (the
+ * only runs move_runs moves). */
+static int any_run(const gm_core *c)
+{
+    const sift__gbnf *g = &c->g;
+    for (uint32_t r = 0; r < g->n_rules; r++)
+        for (uint32_t a = c->alt_off[r]; a < c->alt_off[r + 1]; a++)
+            for (uint32_t p = c->alt[a]; !sift__gm_is_end(g->el[p].type); p++)
+                if (!sift__gm_is_end(g->el[p + 1].type) && !sift__gm_is_end(g->el[p + 2].type) &&
+                    g->el[p + 1].type == g->el[p].type && g->el[p + 1].v == g->el[p].v &&
+                    g->el[p + 2].type == g->el[p].type && g->el[p + 2].v == g->el[p].v)
+                    return 1;
+    return 0;
+}
+
 /* gm_core.canon_pos: finds the helper chains a bounded repetition S{m,n}
  * is rewritten to (R_k ::= S R_(k-1) | and R_1 ::= S |, S the same
  * elements in every helper, S never matching without a byte), counts the
@@ -564,6 +579,8 @@ static sift_status build_canon(gm_core *c, const sift__alloc *al)
         goto out;
     s = SIFT_OK;
     int chains = chain_links(c, nxt, st) && chain_counts(nxt, nr, cnt, st, path);
+    if (!chains && !any_run(c))
+        goto out;      /* nothing to move */
     uint8_t *nul = st; /* reused: only nullability from here */
     if (!nullable_rules(c, nul))
         goto out;
