@@ -252,6 +252,35 @@ static void walk_checked(const char *gtext, size_t glen, const int32_t *tok, siz
     sift_grammar_free(k);
 }
 
+/* Walks the tokens through g and h (the mask caches off, h also without
+ * the loop-signature and counted paths: its walk is the plain one), every
+ * step's masks bitwise equal and g's against the one-token check; g must
+ * end complete. */
+static void lockstep_without_sig(sift_grammar *g, sift_grammar *h, const int32_t *tok, size_t n,
+                                 const char *what)
+{
+    sift__grammar_set_mask_cache(g, 0);
+    sift__grammar_set_mask_cache(h, 0);
+    sift__grammar_set_sig(h, 0);
+    uint32_t *a = malloc((NW + 1) * sizeof *a), *b = malloc((NW + 1) * sizeof *b);
+    sift_error err;
+    for (size_t i = 0; i <= n; i++) {
+        a[NW] = b[NW] = 0;
+        ck_assert_int_eq(sift_grammar_fill_bitmask(g, a, NW + 1, &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_fill_bitmask(h, b, NW + 1, &err), SIFT_OK);
+        ck_assert_msg(memcmp(a, b, NW * sizeof *a) == 0, "%s step %zu: mask differs from the plain walk",
+                      what, i);
+        check_mask(g, a, what, i);
+        if (i == n)
+            break;
+        ck_assert_int_eq(sift_grammar_accept_token(g, tok[i], &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_accept_token(h, tok[i], &err), SIFT_OK);
+    }
+    ck_assert(sift_grammar_is_complete(g));
+    free(a);
+    free(b);
+}
+
 /* ------------------------------------------------------------------ */
 /* Equal to the one-token check                                        */
 /* ------------------------------------------------------------------ */
@@ -438,6 +467,100 @@ START_TEST(test_states_with_more_copies_left_than_a_token_share_one_mask)
     /* the start and the first state inside the string */
     ck_assert_uint_eq(misses, 2);
     ck_assert_uint_eq(hits, n - 2);
+    free(a);
+    sift_grammar_free(g);
+}
+END_TEST
+
+/* Strings whose characters run out within a few (the mask's counted
+ * path: a chain of states, one per character left, and depth masks of
+ * the trie's paths inside the string); each walked to its bound, token
+ * by token and byte by byte (tokens ending inside a character or an
+ * escape), every step against the one-token check and a twin without the
+ * path. `counted`: the fewest masks the path must have computed, or 0
+ * for none (a continuation that also admits the string's characters
+ * keeps it off). */
+#define JCHAR "( [^\"\\\\\\x00-\\x1f] | \"\\\\\" [\"\\\\/bfnrt] )"
+static const struct {
+    const char *grammar, *text;
+    int counted;
+} CNTS[] = {
+    {"root ::= \"{\\\"k\\\": \" str \"}\"\nstr ::= \"\\\"\" " JCHAR "{0,20} \"\\\"\"\n",
+     "{\"k\": \"ab\\nc\xc3\xa9\xe4\xb8\xad d\\\"e fghijklmn\"}", 8},
+    /* a minLength: 8 copies written in place, then 12 optional */
+    {"root ::= \"{\\\"k\\\": \" str \"}\"\nstr ::= \"\\\"\" " JCHAR "{8,20} \"\\\"\"\n",
+     "{\"k\": \"ab\\nc\xc3\xa9\xe4\xb8\xad d\\\"e fghijklmn\"}", 8},
+    /* strings in a bounded list: an outer counter on the stacks */
+    {"root ::= \"[\" ( str \",\" ){0,3} \"]\"\nstr ::= \"\\\"\" " JCHAR "{0,6} \"\\\"\"\n",
+     "[\"abcdef\",\"xy\",\"\xc3\xa9\xe4\xb8\xad" "abcd\",]", 4},
+    /* blocks of blocks (the copies counted in bytes: a block of 4, one
+     * of 12), 35 characters at most; then the same over [a-z ], too few
+     * characters for the counted path */
+    {"root ::= \"\\\"\" s3{0,2} s2{0,2} s1{0,3} \"\\\"\" \".\"\ns1 ::= " JCHAR
+     "\ns2 ::= s1{4}\ns3 ::= s2{3}\n",
+     "\"a\\nbc\xc3\xa9\xe4\xb8\xad d\\\"e fghijklmnopqrstuvwxyz01\".", 1},
+    {"root ::= \"\\\"\" s3{0,2} s2{0,2} s1{0,3} \"\\\"\" \".\"\ns1 ::= [a-z ]\n"
+     "s2 ::= s1{4}\ns3 ::= s2{3}\n",
+     "\"the quick brown fox jumps over a do\".", 0},
+    /* the characters stay alive past the count: never counted */
+    {"root ::= \"\\\"\" [^\"\\\\\\x00-\\x1f]{0,12} [^\"\\\\\\x00-\\x1f]* \"\\\"\"\n",
+     "\"abcd\xc3\xa9\xe4\xb8\xad fghijklmnopq\"", 0},
+};
+
+START_TEST(test_counted_strings_near_their_bound_keep_masks_exact)
+{
+    ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    const char *G = CNTS[_i / 2].grammar;
+    int32_t tok[128];
+    size_t n = split(CNTS[_i / 2].text, _i & 1, tok, N(tok));
+    sift_grammar *g = grammar(G, strlen(G)), *h = grammar(G, strlen(G));
+    lockstep_without_sig(g, h, tok, n, "counted");
+    uint64_t masks, builds;
+    sift__grammar_cnt_stats(g, &masks, &builds);
+    if (CNTS[_i / 2].counted) {
+        ck_assert_uint_ge(masks, (uint64_t)CNTS[_i / 2].counted);
+        ck_assert_uint_eq(builds, 1);
+    } else {
+        ck_assert_uint_eq(masks, 0);
+    }
+    sift__grammar_cnt_stats(h, &masks, &builds);
+    ck_assert_uint_eq(masks + builds, 0);
+    sift_grammar_free(g);
+    sift_grammar_free(h);
+}
+END_TEST
+
+/* The copies of a repetition of repetitions count in bytes: the JSON
+ * Schema compiler's maxLength of 4096 (blocks of 1000 characters, three
+ * of them optional) leaves every counter of the string's first state
+ * thousands of bytes from its end, so the walk takes most subtrees whole
+ * there (before, a block's copies counted 1 each and the walk visited
+ * about every trie node). Masks against the one-token check. */
+START_TEST(test_a_repetition_of_long_blocks_counts_its_copies_in_bytes)
+{
+    ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    const char *G = "root ::= \"\\\"\" s2{0} s1{0} ( s2{0,3} s1{0,999} | s2{4} s1{0,96} ) "
+                    "\"\\\"\" \".\"\n"
+                    "s1 ::= " JCHAR "\n"
+                    "s2 ::= s1{1000}\n";
+    const char *text = "\"http://example.com/a?b=c&d=\\\"\xc3\xa9\\\" e\".";
+    int32_t tok[64];
+    size_t n = split(text, 0, tok, N(tok));
+    sift_grammar *g = grammar(G, strlen(G));
+    sift__grammar_set_mask_cache(g, 0);
+    uint32_t *a = malloc((NW + 1) * sizeof *a);
+    sift_error err;
+    for (size_t i = 0; i <= n; i++) {
+        a[NW] = 0;
+        ck_assert_int_eq(sift_grammar_fill_bitmask(g, a, NW + 1, &err), SIFT_OK);
+        if (i == 1)
+            ck_assert_int_lt(sift__grammar_last_work(g), 250000); /* 313,490 when copies count 1 */
+        check_mask(g, a, "blocks", i);
+        if (i == n)
+            break;
+        ck_assert_int_eq(sift_grammar_accept_token(g, tok[i], &err), SIFT_OK);
+    }
+    ck_assert(sift_grammar_is_complete(g));
     free(a);
     sift_grammar_free(g);
 }
@@ -776,31 +899,13 @@ START_TEST(test_loop_signatures_past_the_cache_slots_keep_masks_exact)
     int32_t tok[256];
     size_t n = split(text, 0, tok, N(tok));
     sift_grammar *g = grammar(G, strlen(G)), *h = grammar(G, strlen(G));
-    sift__grammar_set_mask_cache(g, 0);
-    sift__grammar_set_mask_cache(h, 0);
-    sift__grammar_set_sig(h, 0);
-    uint32_t *a = malloc((NW + 1) * sizeof *a), *b = malloc((NW + 1) * sizeof *b);
-    sift_error err;
-    for (size_t i = 0; i <= n; i++) {
-        a[NW] = b[NW] = 0;
-        ck_assert_int_eq(sift_grammar_fill_bitmask(g, a, NW + 1, &err), SIFT_OK);
-        ck_assert_int_eq(sift_grammar_fill_bitmask(h, b, NW + 1, &err), SIFT_OK);
-        ck_assert_msg(memcmp(a, b, NW * sizeof *a) == 0, "step %zu: signature mask differs", i);
-        check_mask(g, a, "signatures", i);
-        if (i == n)
-            break;
-        ck_assert_int_eq(sift_grammar_accept_token(g, tok[i], &err), SIFT_OK);
-        ck_assert_int_eq(sift_grammar_accept_token(h, tok[i], &err), SIFT_OK);
-    }
-    ck_assert(sift_grammar_is_complete(g));
+    lockstep_without_sig(g, h, tok, n, "signatures");
     uint64_t hits, builds;
     sift__grammar_sig_stats(g, &hits, &builds);
     ck_assert_uint_gt(builds, 20); /* evicted and built again */
     ck_assert_uint_gt(hits, 0);
     sift__grammar_sig_stats(h, &hits, &builds);
     ck_assert_uint_eq(builds, 0);
-    free(a);
-    free(b);
     sift_grammar_free(g);
     sift_grammar_free(h);
 }
@@ -1085,6 +1190,9 @@ Suite *tu_suite(void)
     tcase_add_loop_test(tc, test_bitmask_equals_the_token_check_in_long_bounded_repetitions, 0,
                         (int)N(REPS));
     tcase_add_loop_test(tc, test_states_with_more_copies_left_than_a_token_share_one_mask, 0, 2);
+    tcase_add_loop_test(tc, test_counted_strings_near_their_bound_keep_masks_exact, 0,
+                        2 * (int)N(CNTS));
+    tcase_add_test(tc, test_a_repetition_of_long_blocks_counts_its_copies_in_bytes);
     suite_add_tcase(s, tc);
     tc = tcase_create("cache");
     tcase_add_unchecked_fixture(tc, setup, teardown);

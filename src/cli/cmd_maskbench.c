@@ -108,6 +108,9 @@ static double quantile(const double *v, size_t n, double q)
 typedef struct {
     size_t schemas, passing, compile_errors, validation_errors, invalidation_errors, timeouts,
         tokens, tests;
+    /* the mask calls' cache misses and work units (deterministic: what
+     * an A/B on a noisy machine compares beside the times) */
+    uint64_t misses, work;
     times mask, compile;
 } mb_stats;
 
@@ -200,6 +203,8 @@ static int walk(mb_ctx *cx, sift_grammar *g, const char *text, size_t len, mb_st
         sift_status s = sift_grammar_fill_bitmask(g, cx->mask, cx->n_words, &err);
         double t1 = now_us();
         sift__grammar_mask_stats(g, &h1, &m1);
+        st->misses += m1 - m0;
+        st->work += (uint64_t)sift__grammar_last_work(g);
         slow_note(cx, (mb_step){t1 - t0, cx->file, cx->test, i, m1 != m0});
         if (s == SIFT_E_GRAMMAR_LIMIT)
             return WALK_TIMEOUT;
@@ -456,7 +461,8 @@ static void print_report(mb_stats *st, int json, FILE *out)
                 st->invalidation_errors, st->timeouts, st->tests, st->tokens);
         print_times(out, "mask", &st->mask, 1);
         print_times(out, "compile", &st->compile, 1);
-        fprintf(out, "}\n");
+        fprintf(out, ", \"mask_misses\": %llu, \"mask_work\": %llu}\n",
+                (unsigned long long)st->misses, (unsigned long long)st->work);
         return;
     }
     fprintf(out, "schemas             %zu\n", st->schemas);
@@ -470,6 +476,8 @@ static void print_report(mb_stats *st, int json, FILE *out)
     fprintf(out, "tokens              %zu\n", st->tokens);
     print_times(out, "mask", &st->mask, 0);
     print_times(out, "compile", &st->compile, 0);
+    fprintf(out, "mask     cache misses %llu, work units %llu\n", (unsigned long long)st->misses,
+            (unsigned long long)st->work);
 }
 
 int cmd_maskbench(int argc, char **argv, FILE *out, FILE *errout)

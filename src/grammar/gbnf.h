@@ -158,11 +158,15 @@ SIFT__HIDDEN void sift__grammar_set_soft_limits(sift_grammar *g, uint32_t nodes,
 SIFT__HIDDEN void sift__grammar_set_mask_cache(sift_grammar *g, size_t bytes);
 /* The mask cache's hits and misses since the grammar was made. */
 SIFT__HIDDEN void sift__grammar_mask_stats(const sift_grammar *g, uint64_t *hits, uint64_t *misses);
-/* Turns the loop-signature path of the mask (gbnf_mask.c) on or off
- * (on by default; tests compare both), and its builds and reuses since
- * the grammar was made. */
+/* Turns the loop-signature and counted paths of the mask (gbnf_mask.c)
+ * on or off (on by default; tests compare both), and the signatures'
+ * builds and reuses since the grammar was made. */
 SIFT__HIDDEN void sift__grammar_set_sig(sift_grammar *g, int on);
 SIFT__HIDDEN void sift__grammar_sig_stats(const sift_grammar *g, uint64_t *hits, uint64_t *builds);
+/* The masks the counted path computed, and its builds of depth masks,
+ * since the grammar was made. */
+SIFT__HIDDEN void sift__grammar_cnt_stats(const sift_grammar *g, uint64_t *masks,
+                                          uint64_t *builds);
 /* Default byte budget of a grammar's mask cache: 2 MiB, about 160 states
  * of cl100k (12.5 KiB a mask), 80 of o200k. */
 #define SIFT__MASK_CACHE_BYTES ((size_t)2 << 20)

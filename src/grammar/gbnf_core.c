@@ -340,6 +340,51 @@ static int nullable_rules(const gm_core *c, uint8_t *nul)
     return 0;
 }
 
+/* A lower bound on the bytes an element takes: a character, a class or
+ * any code point 1, a token element 0, a reference its rule's minb. */
+static uint32_t elem_min(const sift__gelem *e, const uint32_t *minb)
+{
+    switch (e->type) {
+    case SIFT__G_CHAR:
+    case SIFT__G_CLASS:
+    case SIFT__G_ANY: return 1;
+    case SIFT__G_REF: return minb[e->v];
+    default: return 0;
+    }
+}
+
+/* minb[r]: a lower bound on the bytes of any match of rule r, by passes
+ * from 0, each taking per rule the least over its alternatives of the
+ * sum of their elements' bounds from the pass before (elem_min;
+ * saturating at UINT16_MAX). The passes rise towards the least fixed
+ * point, the true least length (0 is below it and a pass is monotone),
+ * so every pass gives a lower bound: they stop when nothing changes or
+ * after 16, enough for the nesting of a repetition of repetitions. */
+static void min_bytes(const gm_core *c, uint32_t *minb)
+{
+    const sift__gbnf *g = &c->g;
+    memset(minb, 0, g->n_rules * sizeof *minb);
+    for (int pass = 0; pass < 16; pass++) {
+        int changed = 0;
+        for (uint32_t r = 0; r < g->n_rules; r++) {
+            uint32_t best = UINT16_MAX;
+            for (uint32_t a = c->alt_off[r]; a < c->alt_off[r + 1]; a++) {
+                uint32_t sum = 0;
+                for (uint32_t p = c->alt[a]; !sift__gm_is_end(g->el[p].type) && sum < best; p++)
+                    sum += elem_min(&g->el[p], minb);
+                if (sum < best)
+                    best = sum;
+            }
+            if (best != minb[r]) {
+                minb[r] = best;
+                changed = 1;
+            }
+        }
+        if (!changed)
+            return;
+    }
+}
+
 /* The length of rule r's first alternative if r is `X | ` (two
  * alternatives, the second empty), else UINT32_MAX. */
 static uint32_t opt_len(const gm_core *c, uint32_t r)
@@ -453,9 +498,9 @@ static int chain_counts(const uint32_t *nxt, uint32_t nr, uint32_t *cnt, uint8_t
  * (pcnt), and their images in the chain's representative helper at 2
  * (erase_pos) and at cap (canon_pos) left. *moved and *erased say whether
  * any canon_pos or erase_pos differs from its own position. */
-static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul, uint64_t cap,
-                           const uint32_t *rep_cap, const uint32_t *rep_two, int *moved,
-                           int *erased)
+static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul,
+                           const uint32_t *minb, uint64_t cap, const uint32_t *rep_cap,
+                           const uint32_t *rep_two, int *moved, int *erased)
 {
     const sift__gbnf *g = &c->g;
     for (uint32_t r = 0; r < g->n_rules; r++) {
@@ -468,9 +513,19 @@ static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul, 
             bytes = !sift__gm_is_tok(e[k].type) && !(e[k].type == SIFT__G_REF && nul[e[k].v]);
         if (!bytes)
             continue;
+        uint64_t b = 0; /* the bytes a copy of S takes, at least */
+        for (uint32_t k = 0; k < L; k++)
+            b += elem_min(&e[k], minb);
+        b = b > 1 ? b : 1;
+        uint64_t rem = b; /* what the copy's elements from o on take */
         for (uint32_t o = 0; o < L + 3; o++) {
             uint32_t p = g->rule_start[r] + o;
-            c->pcnt[p] = (uint16_t)(cnt[r] < UINT16_MAX ? cnt[r] : UINT16_MAX - 1);
+            uint64_t need = (uint64_t)(cnt[r] - 1) * b + rem + 1;
+            if (need > (uint64_t)cnt[r] * b)
+                need = (uint64_t)cnt[r] * b;
+            if (o < L)
+                rem -= rem < elem_min(&e[o], minb) ? rem : elem_min(&e[o], minb);
+            c->pcnt[p] = (uint16_t)(need < UINT16_MAX ? need : UINT16_MAX - 1);
             if (cnt[r] > 2)
                 c->erase_pos[p] = g->rule_start[rep_two[r]] + o;
             if (cnt[r] > cap)
@@ -504,7 +559,8 @@ static int needs_byte(const sift__gelem *e, const uint8_t *nul)
  * M - 2 bytes, pairing one to one, for neither reaches the run's end
  * within them. So q gets pcnt r, erase_pos b - 2 when r > 2 and
  * canon_pos b - cap when r > cap. */
-static void move_runs(gm_core *c, const uint8_t *nul, uint64_t cap, int *moved, int *erased)
+static void move_runs(gm_core *c, const uint8_t *nul, const uint32_t *minb, uint64_t cap,
+                      int *moved, int *erased)
 {
     const sift__gbnf *g = &c->g;
     for (uint32_t r = 0; r < g->n_rules; r++) {
@@ -519,9 +575,11 @@ static void move_runs(gm_core *c, const uint8_t *nul, uint64_t cap, int *moved, 
                     q++;
                 }
                 if (ok && q - p > 2) {
+                    uint64_t b = elem_min(&g->el[p], minb);
                     for (uint32_t j = p; j < q; j++) {
                         uint32_t left = q - j;
-                        c->pcnt[j] = (uint16_t)(left < UINT16_MAX ? left : UINT16_MAX - 1);
+                        uint64_t need = (uint64_t)left * (b > 1 ? b : 1); /* bytes, at least */
+                        c->pcnt[j] = (uint16_t)(need < UINT16_MAX ? need : UINT16_MAX - 1);
                         if (left > 2) {
                             c->erase_pos[j] = q - 2;
                             *erased = 1;
@@ -573,7 +631,7 @@ static sift_status build_canon(gm_core *c, const sift__alloc *al)
     uint32_t *cnt = sift__calloc(al, nr, sizeof *cnt);
     uint32_t *path = sift__malloc(al, nr, sizeof *path);
     uint8_t *st = sift__calloc(al, nr, 1);
-    uint32_t *rep_cap = NULL, *rep_two = NULL;
+    uint32_t *rep_cap = NULL, *rep_two = NULL, *minb = NULL;
     sift_status s = SIFT_E_NOMEM;
     if (!nxt || !cnt || !path || !st)
         goto out;
@@ -585,6 +643,10 @@ static sift_status build_canon(gm_core *c, const sift__alloc *al)
     if (!nullable_rules(c, nul))
         goto out;
     s = SIFT_E_NOMEM;
+    minb = sift__malloc(al, nr, sizeof *minb);
+    if (!minb)
+        goto out;
+    min_bytes(c, minb);
     c->canon_pos = sift__malloc(al, g->n_el, sizeof *c->canon_pos);
     c->erase_pos = sift__malloc(al, g->n_el, sizeof *c->erase_pos);
     c->pcnt = sift__malloc(al, g->n_el, sizeof *c->pcnt);
@@ -601,9 +663,9 @@ static sift_status build_canon(gm_core *c, const sift__alloc *al)
     if (chains) {
         chain_reps(nxt, cnt, nr, cap, rep_cap, path);
         chain_reps(nxt, cnt, nr, 2, rep_two, path);
-        move_positions(c, cnt, nul, cap, rep_cap, rep_two, &moved, &erased);
+        move_positions(c, cnt, nul, minb, cap, rep_cap, rep_two, &moved, &erased);
     }
-    move_runs(c, nul, cap, &moved, &erased);
+    move_runs(c, nul, minb, cap, &moved, &erased);
     if (!moved) {
         sift__free(al, c->canon_pos);
         c->canon_pos = NULL;
@@ -624,6 +686,7 @@ out:
     }
     sift__free(al, rep_cap);
     sift__free(al, rep_two);
+    sift__free(al, minb);
     sift__free(al, nxt);
     sift__free(al, cnt);
     sift__free(al, path);

@@ -106,6 +106,7 @@ void sift_grammar_free(sift_grammar *g)
     for (int k = 0; k < SIG_SLOTS; k++) {
         sift__free(&al, g->sig[k].onp);
         sift__free(&al, g->sig[k].rg);
+        sift__free(&al, g->sig[k].dm);
     }
     sift__trigger_free(g->trig);
     sift__gm_core_unref(g->core);

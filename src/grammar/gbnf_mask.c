@@ -35,6 +35,17 @@ static inline int32_t trie_edge(sift_grammar *g, const uint32_t *ds, const gm_tn
 /* Trie walks charge their nodes in chunks of this many (one unit each). */
 #define WALK_CHUNK 1024u
 
+/* Counts one node of a trie walk, charging each full chunk: 0 (g->fail
+ * set) past the budget. The walk charges what is left of *walked at its
+ * end. */
+static inline int walk_tick(sift_grammar *g, uint32_t *walked)
+{
+    if (SIFT__LIKELY(++*walked < WALK_CHUNK))
+        return 1;
+    *walked = 0;
+    return sift__gm_budget(g, WALK_CHUNK);
+}
+
 /* ------------------------------------------------------------------ */
 /* Loop signatures                                                     */
 /* ------------------------------------------------------------------ */
@@ -74,6 +85,28 @@ static int rr_add(sift_grammar *g, uint32_t a, uint32_t b)
     return 1;
 }
 
+/* Whether a byte of group k starts a character of the loop groups L (a
+ * multi-byte one when u8). */
+static inline int in_loop(unsigned k, uint64_t L0, uint64_t L1, int u8)
+{
+    return k == 1 ? u8 : (int)(((k < 64 ? L0 : L1) >> (k & 63)) & 1);
+}
+
+/* Makes *p (of *cap elements of esz bytes) hold n, its contents not
+ * kept: 0 (g->fail set) when out of memory. */
+static int fit(sift_grammar *g, void **p, size_t *cap, size_t n, size_t esz)
+{
+    if (n <= *cap)
+        return 1;
+    void *q = sift__malloc(&g->al, n, esz);
+    if (!q)
+        return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache"), 0;
+    sift__free(&g->al, *p);
+    *p = q;
+    *cap = n;
+    return 1;
+}
+
 /* Builds entry e for the loop groups L (e->loop). Why it is exact: in a
  * state y whose every byte of a group in L leads back to y (and, when
  * group 1 is in L, every multi-byte character through live partial
@@ -95,18 +128,13 @@ static sift_status sig_build(sift_grammar *g, gm_sigent *e)
     uint64_t L0 = e->loop[0], L1 = e->loop[1];
     int u8 = (L0 >> 1) & 1;
     uint8_t *dec = g->sig_dec; /* the decoder state per depth (dstk is the walk's) */
+    uint8_t *cd = g->sig_dec + c->tmaxd + 1; /* characters from the anchor per depth */
     uint32_t from = e->anchor < c->tn ? e->anchor + 1 : 0;
     uint32_t to = e->anchor < c->tn ? tr[e->anchor].end : c->tn;
     uint32_t base = e->anchor < c->tn ? e->anchor : 0;
     size_t words = ((size_t)(to - base) + 63) / 64;
-    if (words > e->cap_onp) {
-        uint64_t *o = sift__malloc(&g->al, words, sizeof *o);
-        if (!o)
-            return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
-        sift__free(&g->al, e->onp);
-        e->onp = o;
-        e->cap_onp = words;
-    }
+    if (!fit(g, (void **)&e->onp, &e->cap_onp, words, sizeof *e->onp))
+        return g->fail;
     if (!sift__gm_budget(g, (int64_t)words))
         return g->fail;
     memset(e->onp, 0, words * sizeof *e->onp);
@@ -114,35 +142,30 @@ static sift_status sig_build(sift_grammar *g, gm_sigent *e)
     e->end = to;
     e->n_rg = 0;
     dec[e->anchor < c->tn ? tr[e->anchor].db >> 8 : 0] = 0;
+    cd[e->anchor < c->tn ? tr[e->anchor].db >> 8 : 0] = 0;
     if (e->anchor < c->tn)
         e->onp[0] |= 1; /* the anchor, a boundary by definition */
     uint32_t i = from, walked = 0;
     while (i < to) {
         const gm_tnode *nd = &tr[i];
-        if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
-            walked = 0;
-            if (!sift__gm_budget(g, WALK_CHUNK))
-                return g->fail;
-        }
+        if (!walk_tick(g, &walked))
+            return g->fail;
         uint32_t d = nd->db >> 8, b = nd->db & 0xff;
         unsigned pd = dec[d - 1];
         int dn = sift__gm_u8_next(pd, b);
         uint32_t kind = SIG_DEAD;
-        if (dn >= 0 && pd == 0) {
-            unsigned k = sift__gm_group(b);
-            int in = k == 1 ? u8 : (int)(((k < 64 ? L0 : L1) >> (k & 63)) & 1);
-            if (!in)
-                kind = i; /* an exit */
-        }
+        if (dn >= 0 && pd == 0 && !in_loop(sift__gm_group(b), L0, L1, u8))
+            kind = i; /* an exit */
         if (dn < 0 || kind != SIG_DEAD) {
-            if (SIFT__UNLIKELY(e->n_rg * 3 + 3 > e->cap_rg) &&
-                !sift__gm_grow(&g->al, &e->rg, &e->cap_rg, e->n_rg * 3, e->n_rg * 3 + 3,
+            if (SIFT__UNLIKELY(e->n_rg * 4 + 4 > e->cap_rg) &&
+                !sift__gm_grow(&g->al, &e->rg, &e->cap_rg, e->n_rg * 4, e->n_rg * 4 + 4,
                                sizeof *e->rg))
                 return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
-            uint32_t *r = e->rg + 3 * e->n_rg++;
+            uint32_t *r = e->rg + 4 * e->n_rg++;
             r[0] = nd->slot;
             r[1] = nd->slot_end;
             r[2] = kind;
+            r[3] = cd[d - 1];
             i = nd->end;
             continue;
         }
@@ -155,6 +178,7 @@ static sift_status sig_build(sift_grammar *g, gm_sigent *e)
             e->onp[(i - base) >> 6] |= 1ull << ((i - base) & 63);
         }
         dec[d] = (uint8_t)dn;
+        cd[d] = (uint8_t)(cd[d - 1] + (pd == 0 && cd[d - 1] < 255));
         i++;
     }
     if (!sift__gm_budget(g, walked))
@@ -205,12 +229,13 @@ static gm_sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
         k = (int)g->sig_next;
         g->sig_next = (g->sig_next + 1) % SIG_SLOTS;
     }
-    if (!g->sig_dec && !(g->sig_dec = sift__malloc(&g->al, (size_t)c->tmaxd + 1, 1))) {
+    if (!g->sig_dec && !(g->sig_dec = sift__malloc(&g->al, 2 * ((size_t)c->tmaxd + 1), 1))) {
         sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache");
         return NULL;
     }
     gm_sigent *e = &g->sig[k];
     e->used = 0;
+    e->dm_ok = 0;
     e->loop[0] = L0;
     e->loop[1] = L1;
     e->anchor = i;
@@ -314,15 +339,15 @@ static sift_status sig_apply(sift_grammar *g, const gm_sigent *e, uint32_t i, ui
     size_t a = 0, b = e->n_rg;
     while (a < b) {
         size_t mid = a + (b - a) / 2;
-        if (e->rg[3 * mid] < lo)
+        if (e->rg[4 * mid] < lo)
             a = mid + 1;
         else
             b = mid;
     }
     if (!sift__gm_budget(g, 16))
         return g->fail;
-    for (size_t k = a; k < e->n_rg && e->rg[3 * k] < hi; k++) {
-        const uint32_t *r = e->rg + 3 * k;
+    for (size_t k = a; k < e->n_rg && e->rg[4 * k] < hi; k++) {
+        const uint32_t *r = e->rg + 4 * k;
         if (!sift__gm_budget(g, 1))
             return g->fail;
         if (r[2] != SIG_DEAD) {
@@ -360,11 +385,8 @@ static sift_status walk_range(sift_grammar *g, uint32_t from, uint32_t to, int u
     uint32_t i = from, walked = 0;
     while (i < to) {
         const gm_tnode *nd = &tr[i];
-        if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
-            walked = 0;
-            if (!sift__gm_budget(g, WALK_CHUNK))
-                return g->fail;
-        }
+        if (!walk_tick(g, &walked))
+            return g->fail;
         int32_t y = trie_edge(g, ds, nd, &trans);
         if (y < 0)
             return g->fail;
@@ -537,11 +559,8 @@ static size_t small_walk(sift_grammar *g)
         uint32_t i = 0, tn = c->tn, walked = 0;
         while (i < tn) {
             const gm_tnode *nd = &tr[i];
-            if (SIFT__UNLIKELY(++walked == WALK_CHUNK)) {
-                walked = 0;
-                if (!sift__gm_budget(g, WALK_CHUNK))
-                    return SIZE_MAX - 1;
-            }
+            if (!walk_tick(g, &walked))
+                return SIZE_MAX - 1;
             int32_t y = trie_edge(g, ds, nd, &trans);
             if (y < 0)
                 return SIZE_MAX - 1;
@@ -835,6 +854,246 @@ sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err
 #define WSET(w, t) ((w)[(uint32_t)(t) >> 5] |= 1u << ((uint32_t)(t)&31))
 #define WCLR(w, t) ((w)[(uint32_t)(t) >> 5] &= ~(1u << ((uint32_t)(t)&31)))
 
+/* ------------------------------------------------------------------ */
+/* Counted strings                                                     */
+/* ------------------------------------------------------------------ */
+
+/* The counted path takes a state whose characters of L all lead, one
+ * character at a time, through one chain of states that rejects them
+ * all within this many characters (a string with a maxLength, or a
+ * minLength, near its end). */
+#define CNT_DMAX 24
+
+/* Builds e->dm (gm_sigent) for the L of e, a root entry: one pass over
+ * the trie's paths made of L characters (the decoder as in sig_build),
+ * cut below CNT_DMAX characters, then each mask OR-ed into the next. One
+ * unit per node visited and two per mask word. */
+static sift_status dm_build(sift_grammar *g, gm_sigent *e)
+{
+    const gm_core *c = g->core;
+    const gm_tnode *tr = c->tr;
+    size_t nw = g->mc_words, words = CNT_DMAX * nw;
+    uint64_t L0 = e->loop[0], L1 = e->loop[1];
+    int u8 = (L0 >> 1) & 1;
+    if (!fit(g, (void **)&e->dm, &e->cap_dm, words, sizeof *e->dm))
+        return g->fail;
+    if (!sift__gm_budget(g, 2 * (int64_t)words))
+        return g->fail;
+    memset(e->dm, 0, words * sizeof *e->dm);
+    uint8_t *dec = g->sig_dec, *cd = g->sig_dec + c->tmaxd + 1;
+    dec[0] = 0;
+    cd[0] = 0;
+    uint32_t i = 0, walked = 0;
+    while (i < c->tn) {
+        const gm_tnode *nd = &tr[i];
+        if (!walk_tick(g, &walked))
+            return g->fail;
+        uint32_t d = nd->db >> 8, b = nd->db & 0xff;
+        unsigned pd = dec[d - 1], ch = cd[d - 1] + (pd == 0);
+        int dn = sift__gm_u8_next(pd, b);
+        if (dn < 0 || (pd == 0 && !in_loop(sift__gm_group(b), L0, L1, u8)) || ch > CNT_DMAX) {
+            i = nd->end; /* broken UTF-8, an exit, or too many characters */
+            continue;
+        }
+        /* the tokens ending here come before the children's */
+        uint32_t stop = i + 1 < nd->end ? tr[i + 1].slot : nd->slot_end;
+        uint32_t *m = e->dm + (size_t)(ch - 1) * nw;
+        for (uint32_t t = nd->slot; t < stop; t++)
+            WSET(m, c->stok[t]);
+        dec[d] = (uint8_t)dn;
+        cd[d] = (uint8_t)ch;
+        i++;
+    }
+    if (!sift__gm_budget(g, walked))
+        return g->fail;
+    for (size_t dd = 1; dd < CNT_DMAX; dd++) {
+        uint32_t *m = e->dm + dd * nw;
+        const uint32_t *pv = m - nw;
+        for (size_t j = 0; j < nw; j++)
+            m[j] |= pv[j];
+    }
+    e->dm_ok = 1;
+    g->cnt_builds++;
+    return SIFT_OK;
+}
+
+/* Whether every byte of L0 / L1 (ASCII groups other than 0) and, with
+ * group 1 in L0, every multi-byte character leads from y to z (0: is
+ * rejected; a character then at its lead byte): 1 yes, 0 no, -1 on
+ * failure. */
+static int cnt_all_to(sift_grammar *g, uint32_t y, uint64_t L0, uint64_t L1, int32_t z)
+{
+    for (unsigned b = 3; b < 128; b++) {
+        if (!(((b < 64 ? L0 : L1) >> (b & 63)) & 1))
+            continue;
+        int32_t t = sift__gm_step(g, y, b);
+        if (t != z)
+            return t < 0 ? -1 : 0;
+    }
+    if (!((L0 >> 1) & 1))
+        return 1;
+    if (z > 0) {
+        int32_t t = sift__gm_u8_target(g, y);
+        return t < 0 ? -1 : t == z;
+    }
+    for (unsigned b = 0xC2; b <= 0xF4; b++) {
+        int32_t t = sift__gm_step(g, y, b);
+        if (t != 0)
+            return t < 0 ? -1 : 0;
+    }
+    return 1;
+}
+
+/* The counted path's chain from state x (no pending sequence): L, the
+ * ASCII groups but 0 whose byte leads from x to one state ys[1], and
+ * group 1 when every multi-byte character does (sift__gm_u8_target);
+ * then ys[k + 1] the state every character of L leads to from ys[k],
+ * until a state ys[n] that rejects every one (1 <= n <= CNT_DMAX). A
+ * path of L characters from x is then in ys[k] after k of them (inside
+ * a character, in a live partial state while k < n) and rejected at
+ * character n + 1. Returns n with L in *L0, *L1; 0 when x does not
+ * qualify (kept in F_CNTNO); -1 on failure. The states come from the
+ * cached transitions (each row filled once), one unit per byte asked. */
+static int cnt_chain(sift_grammar *g, uint32_t x, uint32_t *ys, uint64_t *L0, uint64_t *L1)
+{
+    gm_state *sx = &g->m.st[x];
+    if (!g->core->erase_pos || x == 0 || sx->set_len == 0 || sx->rem != 0 ||
+        (sx->flags & F_CNTNO))
+        return 0;
+    if (sift__gm_row_fill(g, x) < 0)
+        return -1;
+    sx = &g->m.st[x];
+    /* a shifted loop on many groups, few copies left (a counter with c
+     * copies left has mincnt <= c + 1) */
+    uint64_t s0 = sx->sl[0] & ~7ull, s1 = sx->sl[1];
+    if (popcount64(s0) + popcount64(s1) + 1 < SIG_MIN_GROUPS || sx->mincnt > CNT_DMAX + 1) {
+        sx->flags |= F_CNTNO;
+        return 0;
+    }
+    unsigned bs = s0 ? (unsigned)__builtin_ctzll(s0) : 64 + (unsigned)__builtin_ctzll(s1);
+    if (!sift__gm_budget(g, 160 * (int64_t)(CNT_DMAX + 1)))
+        return -1;
+    int32_t y1 = sift__gm_step(g, x, bs);
+    if (y1 < 0)
+        return -1;
+    uint64_t l0 = 0, l1 = 0;
+    for (unsigned b = 3; b < 128 && y1 > 0; b++) {
+        if (sift__gm_group(b) != b)
+            continue; /* group 0 */
+        int32_t t = sift__gm_step(g, x, b);
+        if (t < 0)
+            return -1;
+        if (t == y1)
+            *(b < 64 ? &l0 : &l1) |= 1ull << (b & 63);
+    }
+    int32_t z = y1 > 0 ? sift__gm_u8_target(g, x) : 0;
+    if (z < 0)
+        return -1;
+    if (z > 0 && z == y1)
+        l0 |= 2;
+    if (y1 <= 0 || popcount64(l0) + popcount64(l1) < SIG_MIN_GROUPS) {
+        g->m.st[x].flags |= F_CNTNO;
+        return 0;
+    }
+    ys[0] = x;
+    ys[1] = (uint32_t)y1;
+    for (int k = 1;; k++) {
+        uint32_t y = ys[k];
+        if (g->m.st[y].rem != 0)
+            break;
+        if (sift__gm_row_fill(g, y) < 0)
+            return -1;
+        int32_t nx = sift__gm_step(g, y, bs);
+        if (nx < 0)
+            return -1;
+        if (nx == 0 || k == CNT_DMAX) {
+            int ok = nx == 0 ? cnt_all_to(g, y, l0, l1, 0) : 0;
+            if (ok < 0)
+                return -1;
+            if (!ok)
+                break;
+            *L0 = l0;
+            *L1 = l1;
+            return k;
+        }
+        int ok = cnt_all_to(g, y, l0, l1, nx);
+        if (ok < 0)
+            return -1;
+        if (!ok)
+            break;
+        ys[k + 1] = (uint32_t)nx;
+    }
+    g->m.st[x].flags |= F_CNTNO;
+    return 0;
+}
+
+/* The mask of the current state through the counted path: 1 when w
+ * holds the tokens of the trie it accepts (the other tokens and the EOG
+ * rule are the caller's), 0 when the state does not qualify, -1 on
+ * failure; w is written only once nothing can fail. With the chain ys of
+ * n states (cnt_chain) and the root entry of L (sig_build, with dm): a
+ * token whose path is made of L characters is accepted exactly when it
+ * starts at most n of them (dm's mask n); one that breaks UTF-8 on such
+ * a path never is; one that leaves L at an exit after j characters is
+ * judged by the exit's subtree walked from ys[j] when j <= n, and is
+ * rejected at character n + 1 < j + 1 otherwise. */
+static int cnt_mask(sift_grammar *g, uint32_t *w)
+{
+    const gm_core *c = g->core;
+    uint32_t ys[CNT_DMAX + 1];
+    uint64_t L0 = 0, L1 = 0;
+    if (!g->sig_on)
+        return 0;
+    int n = cnt_chain(g, g->cur, ys, &L0, &L1);
+    if (n <= 0)
+        return n;
+    gm_sigent *e = sig_get(g, c->tn, L0, L1);
+    if (!e)
+        return g->fail ? -1 : 0;
+    if (!e->dm_ok && dm_build(g, e))
+        return -1;
+    /* the exits within reach, walked: their rejected ranges in g->rr */
+    size_t nw = g->mc_words;
+    uint32_t rej = 0;
+    int64_t acc = 0;
+    g->n_rr = 0;
+    if (!sift__gm_budget(g, (int64_t)e->n_rg))
+        return -1;
+    for (size_t k = 0; k < e->n_rg; k++) {
+        const uint32_t *r = e->rg + 4 * k;
+        if (r[2] == SIG_DEAD || r[3] > (uint32_t)n)
+            continue;
+        const gm_tnode *nd = &c->tr[r[2]];
+        g->dstk[(nd->db >> 8) - 1] = ys[r[3]];
+        if (walk_range(g, r[2], nd->end, 0, &rej))
+            return -1;
+        acc += r[1] - r[0];
+    }
+    if (!sift__gm_budget(g, (int64_t)nw + acc))
+        return -1;
+    memcpy(w, e->dm + (size_t)(n - 1) * nw, nw * sizeof *w);
+    size_t q = 0;
+    for (size_t k = 0; k < e->n_rg; k++) {
+        const uint32_t *r = e->rg + 4 * k;
+        if (r[2] == SIG_DEAD || r[3] > (uint32_t)n)
+            continue;
+        uint32_t t = r[0];
+        while (t < r[1]) {
+            while (q < g->n_rr && g->rr[2 * q + 1] <= t)
+                q++;
+            if (q < g->n_rr && g->rr[2 * q] <= t) {
+                t = g->rr[2 * q + 1]; /* a rejected range */
+                continue;
+            }
+            uint32_t stop = q < g->n_rr && g->rr[2 * q] < r[1] ? g->rr[2 * q] : r[1];
+            for (; t < stop; t++)
+                WSET(w, c->stok[t]);
+        }
+    }
+    g->cnt_hits++;
+    return 1;
+}
+
 /* Computes the allowed set of the current state into w[0 .. mc_words):
  * bit t % 32 of word t / 32 for token t, the bits past V zero. The same
  * set as sift_grammar_ban's (walk's ranges, the other tokens banned but
@@ -861,12 +1120,21 @@ static sift_status mask_compute(sift_grammar *g, uint32_t *w)
         }
         return SIFT_OK;
     }
+    int complete = (g->m.st[g->cur].flags & F_COMPLETE) != 0;
+    int cm = cnt_mask(g, w);
+    if (cm < 0)
+        return g->fail;
+    if (cm) {
+        if (complete)
+            for (int32_t i = 0; i < c->n_eog; i++)
+                WSET(w, c->eog[i]);
+        return SIFT_OK;
+    }
     uint32_t rej;
     sift_status s = walk(g, &rej);
     if (s)
         return s;
     uint32_t acc = c->n_slots - rej;
-    int complete = (g->m.st[g->cur].flags & F_COMPLETE) != 0;
     /* write the smaller side: the accepted slots onto zeros, or the
      * rejected ones (and the other tokens) off ones */
     int64_t cost = (int64_t)nw + (acc < rej ? acc : rej) + c->n_other + c->n_eog;
@@ -1150,4 +1418,10 @@ void sift__grammar_sig_stats(const sift_grammar *g, uint64_t *hits, uint64_t *bu
 {
     *hits = g->sig_hits;
     *builds = g->sig_builds;
+}
+
+void sift__grammar_cnt_stats(const sift_grammar *g, uint64_t *masks, uint64_t *builds)
+{
+    *masks = g->cnt_hits;
+    *builds = g->cnt_builds;
 }

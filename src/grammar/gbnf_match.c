@@ -991,15 +991,11 @@ int32_t sift__gm_canon(sift_grammar *g, uint32_t x)
  * last byte advances every stack of K (advance with `all`), so every
  * character ends in one state z, the one after C2 80 (U+0080). The
  * state loops over them when z is x. */
-int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
+int32_t sift__gm_u8_target(sift_grammar *g, uint32_t x)
 {
     gm_caches *m = &g->m;
-    if (m->st[x].flags & F_U8TRIED)
-        return (m->st[x].loop[0] >> 1) & 1;
-    if (m->st[x].rem != 0 || x == 0) {
-        m->st[x].flags |= F_U8TRIED;
+    if (m->st[x].rem != 0 || x == 0)
         return 0;
-    }
     uint32_t so = m->st[x].set_off, sl = m->st[x].set_len;
     if (!sift__gm_budget(g, 4 * (int64_t)sl))
         return -1;
@@ -1015,22 +1011,29 @@ int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
         ok = top_covers(g, e, 0x80, 0xD7FF) && top_covers(g, e, 0xE000, 0x10FFFF);
         any = 1;
     }
-    int32_t z = 0;
-    if (ok && any) {
-        int32_t p = sift__gm_step(g, x, 0xC2);
-        if (p > 0)
-            p = sift__gm_step(g, (uint32_t)p, 0x80);
-        if (p < 0)
-            return -1;
-        z = p;
-    }
+    if (!ok || !any)
+        return 0;
+    int32_t p = sift__gm_step(g, x, 0xC2);
+    if (p > 0)
+        p = sift__gm_step(g, (uint32_t)p, 0x80);
+    return p;
+}
+
+int sift__gm_u8_loop(sift_grammar *g, uint32_t x)
+{
+    gm_caches *m = &g->m;
+    if (m->st[x].flags & F_U8TRIED)
+        return (m->st[x].loop[0] >> 1) & 1;
+    int32_t z = sift__gm_u8_target(g, x);
+    if (z < 0)
+        return -1;
     gm_state *sx = &g->m.st[x]; /* the steps may move the states */
     sx->flags |= F_U8TRIED;
-    if (ok && any && z == (int32_t)x) {
+    if (z > 0 && z == (int32_t)x) {
         sx->loop[0] |= 2;
         return 1;
     }
-    if (ok && any && z > 0 && g->core->erase_pos) {
+    if (z > 0 && g->core->erase_pos) {
         /* every character leads to z: a shifted loop of group 1 when z
          * is x with fewer copies left (note_trans's rule, a character
          * taken as one byte: it takes at most one copy per byte) */

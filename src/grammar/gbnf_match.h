@@ -33,8 +33,18 @@
  * group 1); F_ROWFULL: sift__gm_row_fill has run (every ASCII transition
  * is known when the state has at most 64 stacks and no pending sequence,
  * so loop[] is complete for the ASCII groups); F_SIGYES / F_SIGNO: the
- * mask's loop signatures take / skip the state (gbnf_mask.c, sig_for). */
-enum { F_COMPLETE = 1, F_HASTOK = 2, F_U8TRIED = 4, F_ROWFULL = 8, F_SIGYES = 16, F_SIGNO = 32 };
+ * mask's loop signatures take / skip the state (gbnf_mask.c, sig_for);
+ * F_CNTNO: the mask's counted path does not take the state (gbnf_mask.c,
+ * cnt_chain). */
+enum {
+    F_COMPLETE = 1,
+    F_HASTOK = 2,
+    F_U8TRIED = 4,
+    F_ROWFULL = 8,
+    F_SIGYES = 16,
+    F_SIGNO = 32,
+    F_CNTNO = 64
+};
 
 /* Soft cache sizes: past these the caches are rebuilt at the next accept. */
 #define SOFT_NODES (1u << 20)
@@ -194,9 +204,10 @@ typedef struct gm_caches {
  * set L of loop groups and an anchor node (the root: tn), its subtree
  * read from a state looping on L: onp (a bit per trie node from base to
  * end) marks the character-boundary nodes of the paths made of L bytes
- * from the anchor, rg[0 .. 3 n_rg) the ranges of slots below them that
+ * from the anchor, rg[0 .. 4 n_rg) the ranges of slots below them that
  * are not accepted by the loop alone: (slot_lo, slot_hi, the exit node
- * to walk, or SIG_DEAD). They depend on the trie, L and the anchor,
+ * to walk, or SIG_DEAD, the characters on the path from the anchor to
+ * the exit's parent, at most 255). They depend on the trie, L and the anchor,
  * never on a state, so nothing invalidates them. */
 typedef struct gm_sigent {
     uint64_t loop[2];
@@ -206,6 +217,13 @@ typedef struct gm_sigent {
     uint32_t *rg;
     size_t n_rg, cap_rg;
     int used;
+    /* Root entries read by the counted path (gbnf_mask.c, cnt_mask): dm
+     * holds CNT_DMAX masks of mc_words words, mask d - 1 the tokens whose
+     * path is made of L characters (a partial one counted) and starts at
+     * most d characters; dm_ok once built for this entry's L. */
+    uint32_t *dm;
+    size_t cap_dm;
+    int dm_ok;
 } gm_sigent;
 
 #define SIG_SLOTS 16
@@ -272,10 +290,11 @@ struct sift_grammar {
     /* the loop-signature cache, taken in turn once full; sig_on = 0
      * turns it off (tests) */
     gm_sigent sig[SIG_SLOTS];
-    uint8_t *sig_dec; /* sig_build's scratch: tmaxd + 1 bytes */
+    uint8_t *sig_dec; /* sig_build's scratch: 2 (tmaxd + 1) bytes */
     uint32_t sig_next;
     int sig_on;
     uint64_t sig_hits, sig_builds;
+    uint64_t cnt_hits, cnt_builds; /* the counted path's masks and dm builds */
     /* 1 while a chain owns the grammar (a stage's or its check grammar):
      * a second transfer is refused. Clones start unowned. */
     int owned;
@@ -335,6 +354,11 @@ SIFT__HIDDEN int32_t sift__gm_canon(sift_grammar *g, uint32_t x);
  * state with x's erase id instead, group 1 goes to x's shifted loops
  * (sl, slev). 1 yes (an exact loop), 0 no, -1 on failure. */
 SIFT__HIDDEN int sift__gm_u8_loop(sift_grammar *g, uint32_t x);
+/* The state z > 0 that every valid multi-byte UTF-8 character leads to
+ * from state x (no pending sequence), every prefix of one to a live
+ * state; 0 when they do not all lead to one live state that way (or x is
+ * dead, or inside a sequence), -1 on failure. */
+SIFT__HIDDEN int32_t sift__gm_u8_target(sift_grammar *g, uint32_t x);
 /* Computes every ASCII transition of state x (no pending sequence, at
  * most 64 stacks; otherwise only marks it), one advance per distinct set
  * of stacks admitting a byte. 0, or -1 on failure. */
