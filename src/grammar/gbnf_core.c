@@ -340,49 +340,50 @@ static int nullable_rules(const gm_core *c, uint8_t *nul)
     return 0;
 }
 
-/* A lower bound on the bytes an element takes: a character, a class or
- * any code point 1, a token element 0, a reference its rule's minb. */
-static uint32_t elem_min(const sift__gelem *e, const uint32_t *minb)
+/* minb: per rule, a lower bound on the bytes of any match, computed on
+ * demand (MINB_NONE: not yet, MINB_OPEN: being computed). */
+#define MINB_NONE UINT32_MAX
+#define MINB_OPEN (UINT32_MAX - 1)
+
+static uint32_t rule_min(const gm_core *c, uint32_t *minb, uint32_t r, int depth);
+
+/* A lower bound on the bytes element e takes: a character, a class or
+ * any code point 1, a token element 0, a reference its rule's. */
+static uint32_t elem_min(const gm_core *c, uint32_t *minb, const sift__gelem *e, int depth)
 {
     switch (e->type) {
     case SIFT__G_CHAR:
     case SIFT__G_CLASS:
     case SIFT__G_ANY: return 1;
-    case SIFT__G_REF: return minb[e->v];
+    case SIFT__G_REF: return rule_min(c, minb, e->v, depth + 1);
     default: return 0;
     }
 }
 
-/* minb[r]: a lower bound on the bytes of any match of rule r, by passes
- * from 0, each taking per rule the least over its alternatives of the
- * sum of their elements' bounds from the pass before (elem_min;
- * saturating at UINT16_MAX). The passes rise towards the least fixed
- * point, the true least length (0 is below it and a pass is monotone),
- * so every pass gives a lower bound: they stop when nothing changes or
- * after 16, enough for the nesting of a repetition of repetitions. */
-static void min_bytes(const gm_core *c, uint32_t *minb)
+/* The bound of rule r: the least over its alternatives of the sum of
+ * their elements' bounds (saturating at UINT16_MAX), depth first with
+ * each rule's bound kept. A reference back to a rule being computed, or
+ * one 32 levels deep, counts 0: every match is finite, so a bound that
+ * takes a part of one as empty is still a lower bound, and so is every
+ * bound computed from such bounds. Each rule's elements are read once. */
+static uint32_t rule_min(const gm_core *c, uint32_t *minb, uint32_t r, int depth)
 {
+    if (minb[r] < MINB_OPEN)
+        return minb[r];
+    if (minb[r] == MINB_OPEN || depth >= 32)
+        return 0;
+    minb[r] = MINB_OPEN;
     const sift__gbnf *g = &c->g;
-    memset(minb, 0, g->n_rules * sizeof *minb);
-    for (int pass = 0; pass < 16; pass++) {
-        int changed = 0;
-        for (uint32_t r = 0; r < g->n_rules; r++) {
-            uint32_t best = UINT16_MAX;
-            for (uint32_t a = c->alt_off[r]; a < c->alt_off[r + 1]; a++) {
-                uint32_t sum = 0;
-                for (uint32_t p = c->alt[a]; !sift__gm_is_end(g->el[p].type) && sum < best; p++)
-                    sum += elem_min(&g->el[p], minb);
-                if (sum < best)
-                    best = sum;
-            }
-            if (best != minb[r]) {
-                minb[r] = best;
-                changed = 1;
-            }
-        }
-        if (!changed)
-            return;
+    uint32_t best = UINT16_MAX;
+    for (uint32_t a = c->alt_off[r]; a < c->alt_off[r + 1]; a++) {
+        uint32_t sum = 0;
+        for (uint32_t p = c->alt[a]; !sift__gm_is_end(g->el[p].type) && sum < best; p++)
+            sum += elem_min(c, minb, &g->el[p], depth);
+        if (sum < best)
+            best = sum;
     }
+    minb[r] = best;
+    return best;
 }
 
 /* The length of rule r's first alternative if r is `X | ` (two
@@ -498,8 +499,8 @@ static int chain_counts(const uint32_t *nxt, uint32_t nr, uint32_t *cnt, uint8_t
  * (pcnt), and their images in the chain's representative helper at 2
  * (erase_pos) and at cap (canon_pos) left. *moved and *erased say whether
  * any canon_pos or erase_pos differs from its own position. */
-static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul,
-                           const uint32_t *minb, uint64_t cap, const uint32_t *rep_cap,
+static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul, uint32_t *minb,
+                           uint64_t cap, const uint32_t *rep_cap,
                            const uint32_t *rep_two, int *moved, int *erased)
 {
     const sift__gbnf *g = &c->g;
@@ -515,7 +516,7 @@ static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul,
             continue;
         uint64_t b = 0; /* the bytes a copy of S takes, at least */
         for (uint32_t k = 0; k < L; k++)
-            b += elem_min(&e[k], minb);
+            b += elem_min(c, minb, &e[k], 0);
         b = b > 1 ? b : 1;
         uint64_t rem = b; /* what the copy's elements from o on take */
         for (uint32_t o = 0; o < L + 3; o++) {
@@ -523,8 +524,8 @@ static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul,
             uint64_t need = (uint64_t)(cnt[r] - 1) * b + rem + 1;
             if (need > (uint64_t)cnt[r] * b)
                 need = (uint64_t)cnt[r] * b;
-            if (o < L)
-                rem -= rem < elem_min(&e[o], minb) ? rem : elem_min(&e[o], minb);
+            uint32_t eo = o < L ? elem_min(c, minb, &e[o], 0) : 0;
+            rem -= rem < eo ? rem : eo;
             c->pcnt[p] = (uint16_t)(need < UINT16_MAX ? need : UINT16_MAX - 1);
             if (cnt[r] > 2)
                 c->erase_pos[p] = g->rule_start[rep_two[r]] + o;
@@ -559,7 +560,7 @@ static int needs_byte(const sift__gelem *e, const uint8_t *nul)
  * M - 2 bytes, pairing one to one, for neither reaches the run's end
  * within them. So q gets pcnt r, erase_pos b - 2 when r > 2 and
  * canon_pos b - cap when r > cap. */
-static void move_runs(gm_core *c, const uint8_t *nul, const uint32_t *minb, uint64_t cap,
+static void move_runs(gm_core *c, const uint8_t *nul, uint32_t *minb, uint64_t cap,
                       int *moved, int *erased)
 {
     const sift__gbnf *g = &c->g;
@@ -575,7 +576,7 @@ static void move_runs(gm_core *c, const uint8_t *nul, const uint32_t *minb, uint
                     q++;
                 }
                 if (ok && q - p > 2) {
-                    uint64_t b = elem_min(&g->el[p], minb);
+                    uint64_t b = elem_min(c, minb, &g->el[p], 0);
                     for (uint32_t j = p; j < q; j++) {
                         uint32_t left = q - j;
                         uint64_t need = (uint64_t)left * (b > 1 ? b : 1); /* bytes, at least */
@@ -646,7 +647,7 @@ static sift_status build_canon(gm_core *c, const sift__alloc *al)
     minb = sift__malloc(al, nr, sizeof *minb);
     if (!minb)
         goto out;
-    min_bytes(c, minb);
+    memset(minb, 0xff, nr * sizeof *minb); /* MINB_NONE */
     c->canon_pos = sift__malloc(al, g->n_el, sizeof *c->canon_pos);
     c->erase_pos = sift__malloc(al, g->n_el, sizeof *c->erase_pos);
     c->pcnt = sift__malloc(al, g->n_el, sizeof *c->pcnt);
