@@ -993,6 +993,41 @@ START_TEST(test_fill_bitmask_over_budget_fails_and_leaves_the_grammar_usable)
 }
 END_TEST
 
+/* The counted path's first use builds the root entry and its masks
+ * (400,000 to 500,000 units on cl100k, found by review): with a budget
+ * the plain walk fits in (300,000) and those builds do not, every mask
+ * of a short string must still come out, by the walk, equal to a twin's
+ * with the default budget. */
+START_TEST(test_the_counted_path_stands_aside_when_the_budget_is_short)
+{
+    ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    const char *G = "root ::= \"\\\"\" s1{0,20} \"\\\"\"\ns1 ::= " JCHAR "\n";
+    sift_grammar_params p;
+    sift_grammar_params_init(&p);
+    p.max_step_work = 300000;
+    sift_grammar *g = NULL, *h = grammar(G, strlen(G));
+    sift_error err;
+    ck_assert_int_eq(sift_grammar_new(&g, G, strlen(G), cl, &p, &err), SIFT_OK);
+    uint32_t *a = malloc(NW * sizeof *a), *b = malloc(NW * sizeof *b);
+    const char *text = "\"abcdefghij klmnopqr\"";
+    for (size_t k = 0; text[k]; k++) {
+        ck_assert_msg(sift_grammar_fill_bitmask(g, a, NW, &err) == SIFT_OK, "step %zu: %s", k,
+                      err.message);
+        ck_assert_int_eq(sift_grammar_fill_bitmask(h, b, NW, &err), SIFT_OK);
+        ck_assert_msg(memcmp(a, b, NW * sizeof *a) == 0, "step %zu: masks differ", k);
+        ck_assert_int_eq(sift_grammar_accept_token(g, find(text + k, 1), &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_accept_token(h, find(text + k, 1), &err), SIFT_OK);
+    }
+    uint64_t masks, builds;
+    sift__grammar_cnt_stats(h, &masks, &builds);
+    ck_assert_uint_gt(masks, 0); /* the twin took the path */
+    free(a);
+    free(b);
+    sift_grammar_free(g);
+    sift_grammar_free(h);
+}
+END_TEST
+
 START_TEST(test_batched_bitmasks_equal_one_fill_per_grammar)
 {
     ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
@@ -1204,6 +1239,7 @@ Suite *tu_suite(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_fill_bitmask_refuses_a_short_mask_and_leaves_it_unchanged);
     tcase_add_test(tc, test_fill_bitmask_over_budget_fails_and_leaves_the_grammar_usable);
+    tcase_add_test(tc, test_the_counted_path_stands_aside_when_the_budget_is_short);
     tcase_add_test(tc, test_batched_bitmasks_equal_one_fill_per_grammar);
     tcase_add_test(tc, test_batched_bitmasks_name_the_failing_grammar);
     suite_add_tcase(s, tc);

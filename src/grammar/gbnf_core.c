@@ -495,10 +495,15 @@ static int chain_counts(const uint32_t *nxt, uint32_t nr, uint32_t *cnt, uint8_t
     return big;
 }
 
-/* For each helper of a chain whose S needs a byte: its positions' counter
- * (pcnt), and their images in the chain's representative helper at 2
- * (erase_pos) and at cap (canon_pos) left. *moved and *erased say whether
- * any canon_pos or erase_pos differs from its own position. */
+/* For each helper of a chain whose S needs a byte: its positions' pcnt,
+ * and their images in the chain's representative helper at 2
+ * (erase_pos) and at cap (canon_pos) left. With c copies left (the
+ * helper's own among them) and b the least bytes of a copy (elem_min),
+ * position o of S gets min(c b, (c - 1) b + rem(o) + 1), rem(o) what
+ * S's elements from o on take at least: the bytes still needed, or one
+ * more once o is past an element S needed (with b = 1, c everywhere, as
+ * the copies were counted before). *moved and *erased say whether any
+ * canon_pos or erase_pos differs from its own position. */
 static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul, uint32_t *minb,
                            uint64_t cap, const uint32_t *rep_cap,
                            const uint32_t *rep_two, int *moved, int *erased)
@@ -558,7 +563,9 @@ static int needs_byte(const sift__gelem *e, const uint8_t *nul)
  * mandatory count in place of an optional one (sift__gm_canon): two
  * stacks with r, r' >= M copies left read the same strings of at most
  * M - 2 bytes, pairing one to one, for neither reaches the run's end
- * within them. So q gets pcnt r, erase_pos b - 2 when r > 2 and
+ * within them; in bytes, when a copy takes at least w of them, r w >= M
+ * is enough. So q gets pcnt r w (the bytes the copies left need: copy q
+ * has not started), erase_pos b - 2 when r > 2 and
  * canon_pos b - cap when r > cap. */
 static void move_runs(gm_core *c, const uint8_t *nul, uint32_t *minb, uint64_t cap,
                       int *moved, int *erased)

@@ -186,6 +186,16 @@ static sift_status sig_build(sift_grammar *g, gm_sigent *e)
     return SIFT_OK;
 }
 
+/* The root's entry for the loop groups L, or NULL. */
+static gm_sigent *sig_root(sift_grammar *g, uint64_t L0, uint64_t L1)
+{
+    for (int k = 0; k < SIG_SLOTS; k++)
+        if (g->sig[k].used && g->sig[k].loop[0] == L0 && g->sig[k].loop[1] == L1 &&
+            g->sig[k].anchor == g->core->tn)
+            return &g->sig[k];
+    return NULL;
+}
+
 /* The entry for node i (tn: the root) and loop groups L: one whose paths
  * hold i, or one built now anchored at i when i has enough tokens below
  * it (the oldest entry is replaced once all slots are used); NULL when
@@ -207,11 +217,7 @@ static gm_sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
     if (i < c->tn) {
         /* the root's entry first: it holds every node whose path is
          * made of L bytes (most nodes a looping state is met at) */
-        int has_root = 0;
-        for (int k = 0; k < SIG_SLOTS && !has_root; k++)
-            has_root = g->sig[k].used && g->sig[k].loop[0] == L0 && g->sig[k].loop[1] == L1 &&
-                       g->sig[k].anchor == c->tn;
-        if (!has_root) {
+        if (!sig_root(g, L0, L1)) {
             gm_sigent *r = sig_get(g, c->tn, L0, L1);
             if (!r)
                 return NULL;
@@ -236,6 +242,9 @@ static gm_sigent *sig_get(sift_grammar *g, uint32_t i, uint64_t L0, uint64_t L1)
     gm_sigent *e = &g->sig[k];
     e->used = 0;
     e->dm_ok = 0;
+    sift__free(&g->al, e->dm); /* masks of another L */
+    e->dm = NULL;
+    e->cap_dm = 0;
     e->loop[0] = L0;
     e->loop[1] = L1;
     e->anchor = i;
@@ -863,6 +872,9 @@ sift_status sift__grammar_ban_arr(sift_grammar *g, sift__arr *a, sift_error *err
  * all within this many characters (a string with a maxLength, or a
  * minLength, near its end). */
 #define CNT_DMAX 24
+/* At most this many root entries keep their masks at a time (2 x 300 KB
+ * on cl100k). */
+#define CNT_DM_HELD 2
 
 /* Builds e->dm (gm_sigent) for the L of e, a root entry: one pass over
  * the trie's paths made of L characters (the decoder as in sig_build),
@@ -875,6 +887,18 @@ static sift_status dm_build(sift_grammar *g, gm_sigent *e)
     size_t nw = g->mc_words, words = CNT_DMAX * nw;
     uint64_t L0 = e->loop[0], L1 = e->loop[1];
     int u8 = (L0 >> 1) & 1;
+    int held = 0; /* at most CNT_DM_HELD entries keep masks */
+    for (int k = 0; k < SIG_SLOTS; k++) {
+        gm_sigent *o = &g->sig[k];
+        if (o == e || !o->dm)
+            continue;
+        if (++held >= CNT_DM_HELD) {
+            sift__free(&g->al, o->dm);
+            o->dm = NULL;
+            o->cap_dm = 0;
+            o->dm_ok = 0;
+        }
+    }
     if (!fit(g, (void **)&e->dm, &e->cap_dm, words, sizeof *e->dm))
         return g->fail;
     if (!sift__gm_budget(g, 2 * (int64_t)words))
@@ -963,8 +987,9 @@ static int cnt_chain(sift_grammar *g, uint32_t x, uint32_t *ys, uint64_t *L0, ui
     if (sift__gm_row_fill(g, x) < 0)
         return -1;
     sx = &g->m.st[x];
-    /* a shifted loop on many groups, few copies left (a counter with c
-     * copies left has mincnt <= c + 1) */
+    /* a shifted loop on many groups and few bytes left: a counter of
+     * one-byte copies with c of them left has mincnt <= c + 1 (a state
+     * whose copies take more bytes each is left to the walk) */
     uint64_t s0 = sx->sl[0] & ~7ull, s1 = sx->sl[1];
     if (popcount64(s0) + popcount64(s1) + 1 < SIG_MIN_GROUPS || sx->mincnt > CNT_DMAX + 1) {
         sx->flags |= F_CNTNO;
@@ -1047,7 +1072,17 @@ static int cnt_mask(sift_grammar *g, uint32_t *w)
     int n = cnt_chain(g, g->cur, ys, &L0, &L1);
     if (n <= 0)
         return n;
-    gm_sigent *e = sig_get(g, c->tn, L0, L1);
+    /* taken only when the budget left covers building the root entry
+     * and its masks, if they are not there, and a walk of every node */
+    gm_sigent *e = sig_root(g, L0, L1);
+    int64_t cost = (int64_t)c->tn;
+    if (!e)
+        cost += (int64_t)c->tn + c->tn / 64 + 1;
+    if (!e || !e->dm_ok)
+        cost += (int64_t)c->tn + 2 * CNT_DMAX * (int64_t)g->mc_words;
+    if (g->max_work - g->work < cost)
+        return 0;
+    e = sig_get(g, c->tn, L0, L1);
     if (!e)
         return g->fail ? -1 : 0;
     if (!e->dm_ok && dm_build(g, e))

@@ -131,8 +131,10 @@ typedef struct gm_core {
     /* The same with every helper that can still match two copies or more
      * moved to its chain's helper with two, and every inline copy with
      * more than two left to the one with two (NULL when none moves), and
-     * per position the copies its helper or run can still match
-     * (UINT16_MAX outside them): the walk's shifted loops (gm_state.sl). */
+     * per position a lower bound on the bytes the copies its helper or
+     * run can still match need, to within one byte (gbnf_core.c,
+     * move_positions; UINT16_MAX outside them): the walk's shifted loops
+     * (gm_state.sl). */
     uint32_t *erase_pos;
     uint16_t *pcnt;
 } gm_core;
@@ -163,12 +165,13 @@ typedef struct gm_state {
     uint64_t loop[2];
     uint32_t canon; /* sift__gm_canon of the state; UINT32_MAX unknown */
     /* Shifted loops: eid is the state through erase_pos (UINT32_MAX
-     * unknown), mincnt the fewest copies of its stacks' nodes. sl[] holds
-     * the ASCII groups but 0 whose byte has a computed transition to a
-     * state y with the same eid (and group 1 when every multi-byte
-     * character does, sift__gm_u8_loop), and slev the least min(mincnt) of those
-     * pairs: two states with the same eid whose nodes all have M copies
-     * left or more keep the same strings of at most M - 2 bytes alive
+     * unknown), mincnt the least pcnt of its stacks' nodes (bytes their
+     * copies still need). sl[] holds the ASCII groups but 0 whose byte
+     * has a computed transition to a state y with the same eid (and group
+     * 1 when every multi-byte character does, sift__gm_u8_loop), and slev
+     * the least min(mincnt) of those pairs: two states with the same eid
+     * whose nodes' copies all need M bytes or more (one byte of slack in
+     * pcnt aside) keep the same strings of at most M - 2 bytes alive
      * (sift__gm_canon's argument with cap M), so a trie subtree of height
      * h <= slev - 1 whose bytes are all in loop[] or sl[] is accepted
      * whole (by induction on the length, every byte of it leading to a
