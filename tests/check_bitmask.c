@@ -268,8 +268,8 @@ static void lockstep_without_sig(sift_grammar *g, sift_grammar *h, const int32_t
         a[NW] = b[NW] = 0;
         ck_assert_int_eq(sift_grammar_fill_bitmask(g, a, NW + 1, &err), SIFT_OK);
         ck_assert_int_eq(sift_grammar_fill_bitmask(h, b, NW + 1, &err), SIFT_OK);
-        ck_assert_msg(memcmp(a, b, NW * sizeof *a) == 0, "%s step %zu: mask differs from the plain walk",
-                      what, i);
+        ck_assert_msg(memcmp(a, b, NW * sizeof *a) == 0,
+                      "%s step %zu: mask differs from the plain walk", what, i);
         check_mask(g, a, what, i);
         if (i == n)
             break;
@@ -492,7 +492,9 @@ static const struct {
      "{\"k\": \"ab\\nc\xc3\xa9\xe4\xb8\xad d\\\"e fghijklmn\"}", 8},
     /* strings in a bounded list: an outer counter on the stacks */
     {"root ::= \"[\" ( str \",\" ){0,3} \"]\"\nstr ::= \"\\\"\" " JCHAR "{0,6} \"\\\"\"\n",
-     "[\"abcdef\",\"xy\",\"\xc3\xa9\xe4\xb8\xad" "abcd\",]", 4},
+     "[\"abcdef\",\"xy\",\"\xc3\xa9\xe4\xb8\xad"
+     "abcd\",]",
+     4},
     /* blocks of blocks (the copies counted in bytes: a block of 4, one
      * of 12), 35 characters at most; then the same over [a-z ], too few
      * characters for the counted path */

@@ -165,8 +165,7 @@ SIFT__HIDDEN void sift__grammar_set_sig(sift_grammar *g, int on);
 SIFT__HIDDEN void sift__grammar_sig_stats(const sift_grammar *g, uint64_t *hits, uint64_t *builds);
 /* The masks the counted path computed, and its builds of depth masks,
  * since the grammar was made. */
-SIFT__HIDDEN void sift__grammar_cnt_stats(const sift_grammar *g, uint64_t *masks,
-                                          uint64_t *builds);
+SIFT__HIDDEN void sift__grammar_cnt_stats(const sift_grammar *g, uint64_t *masks, uint64_t *builds);
 /* Default byte budget of a grammar's mask cache: 2 MiB, about 160 states
  * of cl100k (12.5 KiB a mask), 80 of o200k. */
 #define SIFT__MASK_CACHE_BYTES ((size_t)2 << 20)

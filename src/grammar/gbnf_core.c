@@ -505,8 +505,8 @@ static int chain_counts(const uint32_t *nxt, uint32_t nr, uint32_t *cnt, uint8_t
  * the copies were counted before). *moved and *erased say whether any
  * canon_pos or erase_pos differs from its own position. */
 static void move_positions(gm_core *c, const uint32_t *cnt, const uint8_t *nul, uint32_t *minb,
-                           uint64_t cap, const uint32_t *rep_cap,
-                           const uint32_t *rep_two, int *moved, int *erased)
+                           uint64_t cap, const uint32_t *rep_cap, const uint32_t *rep_two,
+                           int *moved, int *erased)
 {
     const sift__gbnf *g = &c->g;
     for (uint32_t r = 0; r < g->n_rules; r++) {
@@ -567,8 +567,8 @@ static int needs_byte(const sift__gelem *e, const uint8_t *nul)
  * is enough. So q gets pcnt r w (the bytes the copies left need: copy q
  * has not started), erase_pos b - 2 when r > 2 and
  * canon_pos b - cap when r > cap. */
-static void move_runs(gm_core *c, const uint8_t *nul, uint32_t *minb, uint64_t cap,
-                      int *moved, int *erased)
+static void move_runs(gm_core *c, const uint8_t *nul, uint32_t *minb, uint64_t cap, int *moved,
+                      int *erased)
 {
     const sift__gbnf *g = &c->g;
     for (uint32_t r = 0; r < g->n_rules; r++) {

@@ -127,7 +127,7 @@ static sift_status sig_build(sift_grammar *g, gm_sigent *e)
     const gm_tnode *tr = c->tr;
     uint64_t L0 = e->loop[0], L1 = e->loop[1];
     int u8 = (L0 >> 1) & 1;
-    uint8_t *dec = g->sig_dec; /* the decoder state per depth (dstk is the walk's) */
+    uint8_t *dec = g->sig_dec;               /* the decoder state per depth (dstk is the walk's) */
     uint8_t *cd = g->sig_dec + c->tmaxd + 1; /* characters from the anchor per depth */
     uint32_t from = e->anchor < c->tn ? e->anchor + 1 : 0;
     uint32_t to = e->anchor < c->tn ? tr[e->anchor].end : c->tn;
@@ -981,8 +981,7 @@ static int cnt_all_to(sift_grammar *g, uint32_t y, uint64_t L0, uint64_t L1, int
 static int cnt_chain(sift_grammar *g, uint32_t x, uint32_t *ys, uint64_t *L0, uint64_t *L1)
 {
     gm_state *sx = &g->m.st[x];
-    if (!g->core->erase_pos || x == 0 || sx->set_len == 0 || sx->rem != 0 ||
-        (sx->flags & F_CNTNO))
+    if (!g->core->erase_pos || x == 0 || sx->set_len == 0 || sx->rem != 0 || (sx->flags & F_CNTNO))
         return 0;
     if (sift__gm_row_fill(g, x) < 0)
         return -1;
