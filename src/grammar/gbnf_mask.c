@@ -92,17 +92,19 @@ static inline int in_loop(unsigned k, uint64_t L0, uint64_t L1, int u8)
     return k == 1 ? u8 : (int)(((k < 64 ? L0 : L1) >> (k & 63)) & 1);
 }
 
-/* Makes *p (of *cap elements of esz bytes) hold n, its contents not
- * kept: 0 (g->fail set) when out of memory. */
-static int fit(sift_grammar *g, void **p, size_t *cap, size_t n, size_t esz)
+/* Makes the array *arr (a T ** passed as void *, as sift__reserve takes
+ * it; *cap elements of esz bytes) hold n, its contents not kept: 0
+ * (g->fail set) when out of memory. */
+static int fit(sift_grammar *g, void *arr, size_t *cap, size_t n, size_t esz)
 {
     if (n <= *cap)
         return 1;
-    void *q = sift__malloc(&g->al, n, esz);
+    void *q = sift__malloc(&g->al, n, esz), *old;
     if (!q)
         return sift__gm_fail(g, SIFT_E_NOMEM, "out of memory in the grammar's mask cache"), 0;
-    sift__free(&g->al, *p);
-    *p = q;
+    memcpy(&old, arr, sizeof old);
+    sift__free(&g->al, old);
+    memcpy(arr, &q, sizeof q);
     *cap = n;
     return 1;
 }
@@ -133,7 +135,7 @@ static sift_status sig_build(sift_grammar *g, gm_sigent *e)
     uint32_t to = e->anchor < c->tn ? tr[e->anchor].end : c->tn;
     uint32_t base = e->anchor < c->tn ? e->anchor : 0;
     size_t words = ((size_t)(to - base) + 63) / 64;
-    if (!fit(g, (void **)&e->onp, &e->cap_onp, words, sizeof *e->onp))
+    if (!fit(g, &e->onp, &e->cap_onp, words, sizeof *e->onp))
         return g->fail;
     if (!sift__gm_budget(g, (int64_t)words))
         return g->fail;
@@ -899,7 +901,7 @@ static sift_status dm_build(sift_grammar *g, gm_sigent *e)
             o->dm_ok = 0;
         }
     }
-    if (!fit(g, (void **)&e->dm, &e->cap_dm, words, sizeof *e->dm))
+    if (!fit(g, &e->dm, &e->cap_dm, words, sizeof *e->dm))
         return g->fail;
     if (!sift__gm_budget(g, 2 * (int64_t)words))
         return g->fail;
