@@ -43,11 +43,39 @@ sift_status sift__js_puts(sift__js *c, sift__js_buf *b, const char *s)
     return sift__js_put(c, b, s, strlen(s));
 }
 
+/* Whether fmt's only conversions are %s (most of the grammar's text:
+ * names and keywords), which sift__js_printf then writes itself. */
+static int only_s(const char *fmt)
+{
+    for (const char *p = strchr(fmt, '%'); p; p = strchr(p + 2, '%'))
+        if (p[1] != 's')
+            return 0;
+    return 1;
+}
+
 sift_status sift__js_printf(sift__js *c, sift__js_buf *b, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap, ap2;
     va_start(ap, fmt);
+    if (only_s(fmt)) {
+        sift_status st = SIFT_OK;
+        for (const char *p = fmt; !st && *p;) {
+            const char *q = strchr(p, '%');
+            if (!q) {
+                st = sift__js_puts(c, b, p);
+                break;
+            }
+            if (q > p)
+                st = sift__js_put(c, b, p, (size_t)(q - p));
+            const char *a = va_arg(ap, const char *);
+            if (!st)
+                st = sift__js_puts(c, b, a ? a : "(null)");
+            p = q + 2;
+        }
+        va_end(ap);
+        return st;
+    }
     va_copy(ap2, ap);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
@@ -73,16 +101,22 @@ sift_status sift__js_printf(sift__js *c, sift__js_buf *b, const char *fmt, ...)
 sift_status sift__js_lit(sift__js *c, sift__js_buf *b, const char *s, size_t n)
 {
     sift_status st = sift__js_put(c, b, "\"", 1);
-    for (size_t i = 0; !st && i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
+    for (size_t i = 0; !st && i < n;) {
+        size_t j = i; /* a run written as it is */
+        while (j < n && s[j] != '"' && s[j] != '\\' && (unsigned char)s[j] >= 0x20 && s[j] != 0x7F)
+            j++;
+        if (j > i) {
+            st = sift__js_put(c, b, s + i, j - i);
+            i = j;
+            continue;
+        }
+        unsigned char ch = (unsigned char)s[i++];
         if (ch == '"')
             st = sift__js_put(c, b, "\\\"", 2);
         else if (ch == '\\')
             st = sift__js_put(c, b, "\\\\", 2);
-        else if (ch < 0x20 || ch == 0x7F)
-            st = sift__js_printf(c, b, "\\x%02X", ch);
         else
-            st = sift__js_put(c, b, (const char *)&ch, 1);
+            st = sift__js_printf(c, b, "\\x%02X", ch);
     }
     return st ? st : sift__js_put(c, b, "\"", 1);
 }
