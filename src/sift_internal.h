@@ -34,11 +34,13 @@
 #define SIFT__LIKELY(x) __builtin_expect(!!(x), 1)
 #define SIFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SIFT__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define SIFT__NOINLINE __attribute__((noinline))
 #else
 #define SIFT__HIDDEN
 #define SIFT__LIKELY(x) (x)
 #define SIFT__UNLIKELY(x) (x)
 #define SIFT__PRINTF(f, a)
+#define SIFT__NOINLINE
 #endif
 
 /* ------------------------------------------------------------------ */

@@ -204,8 +204,10 @@ static size_t check_mask(sift_grammar *g, const uint32_t *mask, const char *what
 }
 
 /* Walks the tokens through g (default cache), checking every step with
- * the oracle, and through two twins, one without a mask cache and one
- * whose cache holds a single state: their masks must be bitwise equal.
+ * the oracle, and through three twins, one without a mask cache, one
+ * whose cache holds a single state and one whose cache holds 20 (a
+ * block of 16 and part of a second, reused in turn once full): their
+ * masks must be bitwise equal.
  * The EOG token is tried at the end when the grammar is complete. */
 static void walk_checked(const char *gtext, size_t glen, const int32_t *tok, size_t n,
                          const char *what)
@@ -213,16 +215,21 @@ static void walk_checked(const char *gtext, size_t glen, const int32_t *tok, siz
     sift_grammar *g = grammar(gtext, glen);
     sift_grammar *h = grammar(gtext, glen);
     sift_grammar *k = grammar(gtext, glen);
+    sift_grammar *q = grammar(gtext, glen);
     sift__grammar_set_mask_cache(h, 0);
     sift__grammar_set_mask_cache(k, NW * sizeof(uint32_t));
+    sift__grammar_set_mask_cache(q, 20 * NW * sizeof(uint32_t));
     uint32_t *mg = malloc((NW + 1) * sizeof *mg), *mh = malloc((NW + 1) * sizeof *mh),
-             *mk = malloc((NW + 1) * sizeof *mk);
+             *mk = malloc((NW + 1) * sizeof *mk), *mq = malloc((NW + 1) * sizeof *mq);
     sift_error err;
     for (size_t i = 0; i <= n; i++) {
         memset(mg, 0xa5, (NW + 1) * sizeof *mg);
         ck_assert_msg(sift_grammar_fill_bitmask(g, mg, NW + 1, &err) == SIFT_OK, "%s", err.message);
         ck_assert_int_eq(sift_grammar_fill_bitmask(h, mh, NW + 1, &err), SIFT_OK);
         ck_assert_int_eq(sift_grammar_fill_bitmask(k, mk, NW + 1, &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_fill_bitmask(q, mq, NW + 1, &err), SIFT_OK);
+        ck_assert_msg(memcmp(mg, mq, (NW + 1) * sizeof *mg) == 0,
+                      "%s step %zu: 20-state cache differs", what, i);
         ck_assert_msg(memcmp(mg, mh, (NW + 1) * sizeof *mg) == 0,
                       "%s step %zu: cached mask "
                       "differs from the computed one",
@@ -243,13 +250,16 @@ static void walk_checked(const char *gtext, size_t glen, const int32_t *tok, siz
         ck_assert_msg(sift_grammar_accept_token(g, t, &err) == SIFT_OK, "%s", err.message);
         ck_assert_int_eq(sift_grammar_accept_token(h, t, &err), SIFT_OK);
         ck_assert_int_eq(sift_grammar_accept_token(k, t, &err), SIFT_OK);
+        ck_assert_int_eq(sift_grammar_accept_token(q, t, &err), SIFT_OK);
     }
     free(mg);
     free(mh);
     free(mk);
+    free(mq);
     sift_grammar_free(g);
     sift_grammar_free(h);
     sift_grammar_free(k);
+    sift_grammar_free(q);
 }
 
 /* Walks the tokens through g and h (the mask caches off, h also without
@@ -876,6 +886,40 @@ START_TEST(test_a_state_met_again_takes_its_mask_from_the_cache)
 }
 END_TEST
 
+/* A cycle of 18 states through a cache of 20 masks: the slots fill a
+ * block of 16 and part of the next, and from the second round on every
+ * state hits; each mask must equal the uncached one. */
+START_TEST(test_a_cache_across_blocks_returns_each_state_its_own_mask)
+{
+    ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
+    static const char gtext[] = "root ::= ( \"abcdefghijklmnopqr\" )* \".\"\n";
+    sift_grammar *g = grammar(gtext, strlen(gtext)), *h = grammar(gtext, strlen(gtext));
+    sift__grammar_set_mask_cache(g, 20 * NW * sizeof(uint32_t));
+    sift__grammar_set_mask_cache(h, 0);
+    uint32_t *a = malloc(NW * sizeof *a), *b = malloc(NW * sizeof *b);
+    sift_error err;
+    for (int round = 0; round < 3; round++) {
+        for (char ch = 'a'; ch <= 'r'; ch++) {
+            int32_t t = find(&ch, 1);
+            ck_assert(t >= 0);
+            ck_assert_int_eq(sift_grammar_fill_bitmask(g, a, NW, &err), SIFT_OK);
+            ck_assert_int_eq(sift_grammar_fill_bitmask(h, b, NW, &err), SIFT_OK);
+            ck_assert_msg(memcmp(a, b, NW * sizeof *a) == 0, "round %d before %c", round, ch);
+            ck_assert_int_eq(sift_grammar_accept_token(g, t, &err), SIFT_OK);
+            ck_assert_int_eq(sift_grammar_accept_token(h, t, &err), SIFT_OK);
+        }
+    }
+    uint64_t hits, misses;
+    sift__grammar_mask_stats(g, &hits, &misses);
+    ck_assert_uint_eq(misses, 18);
+    ck_assert_uint_eq(hits, 2 * 18);
+    free(a);
+    free(b);
+    sift_grammar_free(g);
+    sift_grammar_free(h);
+}
+END_TEST
+
 START_TEST(test_loop_signatures_past_the_cache_slots_keep_masks_exact)
 {
     ck_assert_msg(cl != NULL, "tests/data/cl100k_base.tiktoken did not load");
@@ -1234,6 +1278,7 @@ Suite *tu_suite(void)
     tc = tcase_create("cache");
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_a_state_met_again_takes_its_mask_from_the_cache);
+    tcase_add_test(tc, test_a_cache_across_blocks_returns_each_state_its_own_mask);
     tcase_add_test(tc, test_masks_stay_exact_when_the_matcher_caches_are_rebuilt);
     tcase_add_test(tc, test_loop_signatures_past_the_cache_slots_keep_masks_exact);
     suite_add_tcase(s, tc);

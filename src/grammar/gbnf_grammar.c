@@ -97,8 +97,7 @@ void sift_grammar_free(sift_grammar *g)
     sift__free(&al, g->rr);
     sift__free(&al, g->imp_ids);
     sift__free(&al, g->imp_path);
-    sift__free(&al, g->mc_mask);
-    sift__free(&al, g->mc_state);
+    sift__gm_mc_free(g);
     sift__free(&al, g->mc_of);
     sift__free(&al, g->sig_dec);
     sift__free(&al, g->hist);

@@ -68,16 +68,21 @@ static int popcount64(uint64_t v)
     return n;
 }
 
+/* rr_add's growth, out of the walk's loop; 0 when out of memory. */
+static SIFT__NOINLINE int rr_grow(sift_grammar *g)
+{
+    return sift__gm_grow(&g->al, &g->rr, &g->cap_rr, 2 * g->n_rr, 2 * g->n_rr + 2, sizeof *g->rr);
+}
+
 /* Appends the rejected slots [a, b) to g->rr (merging with the last
  * range); 0 when out of memory. */
-static int rr_add(sift_grammar *g, uint32_t a, uint32_t b)
+static inline int rr_add(sift_grammar *g, uint32_t a, uint32_t b)
 {
     if (g->n_rr && g->rr[2 * g->n_rr - 1] == a) {
         g->rr[2 * g->n_rr - 1] = b;
         return 1;
     }
-    if (SIFT__UNLIKELY(2 * g->n_rr + 2 > g->cap_rr) &&
-        !sift__gm_grow(&g->al, &g->rr, &g->cap_rr, 2 * g->n_rr, 2 * g->n_rr + 2, sizeof *g->rr))
+    if (SIFT__UNLIKELY(2 * g->n_rr + 2 > g->cap_rr) && !rr_grow(g))
         return 0;
     g->rr[2 * g->n_rr] = a;
     g->rr[2 * g->n_rr + 1] = b;
@@ -1214,13 +1219,19 @@ static void mc_sync_epoch(sift_grammar *g)
     g->mc_epoch = g->epoch;
 }
 
+/* Slot k's mask. */
+static inline uint32_t *mc_at(const sift_grammar *g, uint32_t k)
+{
+    return g->mc_blk[k / SIFT__GM_MC_BLOCK] + (size_t)(k % SIFT__GM_MC_BLOCK) * g->mc_words;
+}
+
 /* The cached mask of state x (the current one's key), or NULL. */
 static const uint32_t *mc_find(sift_grammar *g, uint32_t x)
 {
     mc_sync_epoch(g);
     if (x >= g->cap_of || !g->mc_of[x])
         return NULL;
-    return g->mc_mask + (size_t)(g->mc_of[x] - 1) * g->mc_words;
+    return mc_at(g, g->mc_of[x] - 1);
 }
 
 /* A slot for the mask of state x (evicting the oldest when the
@@ -1247,24 +1258,32 @@ static uint32_t *mc_slot(sift_grammar *g, uint32_t x, uint32_t *slot, int *fail)
         g->cap_of = cap;
     }
     if (g->mc_n < max_slots && g->mc_n == g->mc_cap) {
-        /* grow by doubling, up to the budget */
-        size_t want = g->mc_cap ? (size_t)g->mc_cap * 2 : 4;
+        /* one more block, up to the budget; the blocks never move */
+        size_t nb = (max_slots + SIFT__GM_MC_BLOCK - 1) / SIFT__GM_MC_BLOCK;
+        if (!g->mc_blk) {
+            g->mc_blk = sift__calloc(&g->al, nb, sizeof *g->mc_blk);
+            if (!g->mc_blk) {
+                *fail = 1;
+                return NULL;
+            }
+            g->n_blk = nb;
+        }
+        size_t want = (size_t)g->mc_cap + SIFT__GM_MC_BLOCK;
         if (want > max_slots)
             want = max_slots;
-        uint32_t *mk = sift__grow(&g->al, g->mc_mask, (size_t)g->mc_n * g->mc_words,
-                                  (size_t)g->mc_cap * g->mc_words, want * g->mc_words, sizeof *mk);
-        if (!mk) {
-            *fail = 1;
-            return NULL;
-        }
-        g->mc_mask = mk;
         uint32_t *ms = sift__grow(&g->al, g->mc_state, g->mc_n, g->mc_cap, want, sizeof *ms);
         if (!ms) {
-            /* the masks grew but the slot count stays (harmless) */
             *fail = 1;
             return NULL;
         }
         g->mc_state = ms;
+        uint32_t *blk = sift__malloc(&g->al, (want - g->mc_cap) * g->mc_words, sizeof *blk);
+        if (!blk) {
+            /* mc_state grew but the slot count stays (harmless) */
+            *fail = 1;
+            return NULL;
+        }
+        g->mc_blk[g->mc_cap / SIFT__GM_MC_BLOCK] = blk;
         g->mc_cap = (uint32_t)want;
     }
     uint32_t k;
@@ -1276,7 +1295,7 @@ static uint32_t *mc_slot(sift_grammar *g, uint32_t x, uint32_t *slot, int *fail)
         g->mc_of[g->mc_state[k]] = 0; /* evicted */
     }
     *slot = k;
-    return g->mc_mask + (size_t)k * g->mc_words;
+    return mc_at(g, k);
 }
 
 static void mc_bind(sift_grammar *g, uint32_t x, uint32_t k)
@@ -1427,14 +1446,22 @@ sift_status sift_grammars_fill_bitmask_rows(sift_grammar *const *grammars, size_
     return fill_rows(grammars, n, rows, masks, n_rows, words_per_row, err);
 }
 
+void sift__gm_mc_free(sift_grammar *g)
+{
+    for (size_t i = 0; i < g->n_blk; i++)
+        sift__free(&g->al, g->mc_blk[i]);
+    sift__free(&g->al, g->mc_blk);
+    sift__free(&g->al, g->mc_state);
+    g->mc_blk = NULL;
+    g->n_blk = 0;
+    g->mc_state = NULL;
+    g->mc_cap = g->mc_n = g->mc_next = 0;
+}
+
 void sift__grammar_set_mask_cache(sift_grammar *g, size_t bytes)
 {
     g->mc_limit = bytes;
-    sift__free(&g->al, g->mc_mask);
-    sift__free(&g->al, g->mc_state);
-    g->mc_mask = NULL;
-    g->mc_state = NULL;
-    g->mc_cap = g->mc_n = g->mc_next = 0;
+    sift__gm_mc_free(g);
     if (g->mc_of)
         memset(g->mc_of, 0, g->cap_of * sizeof *g->mc_of);
 }

@@ -230,6 +230,8 @@ typedef struct gm_sigent {
 } gm_sigent;
 
 #define SIG_SLOTS 16
+/* The mask cache's slots per block (sift_grammar.mc_blk). */
+#define SIFT__GM_MC_BLOCK 16u
 
 /* One entry of the rollback history (gbnf_serve.c): the state a grammar
  * had before one accept (a token, or a sift_grammar_accept_bytes call).
@@ -279,12 +281,15 @@ struct sift_grammar {
     int32_t ss_ids[SIFT__GRAMMAR_SMALL];
     /* The mask cache (sift_grammar_fill_bitmask): the bitmask of a state
      * is a function of the state, so the masks of up to mc_cap states of
-     * epoch mc_epoch are kept, mc_words words each, in mc_mask (slot k
-     * at mc_mask + k * mc_words, holding state mc_state[k]); mc_of[x]
-     * is state x's slot + 1 (0 = none) for x < cap_of. Slots are taken
-     * in turn once all are used (the oldest entry is evicted). mc_limit
-     * bounds the bytes of mc_mask (0 = no cache). */
-    uint32_t *mc_mask;
+     * epoch mc_epoch are kept, mc_words words each, in blocks of
+     * SIFT__GM_MC_BLOCK slots allocated as the cache fills, never moved
+     * (slot k at mc_blk[k / SIFT__GM_MC_BLOCK] + k % SIFT__GM_MC_BLOCK *
+     * mc_words, holding state mc_state[k]); mc_of[x] is state x's slot
+     * + 1 (0 = none) for x < cap_of. Slots are taken in turn once all
+     * are used (the oldest entry is evicted). mc_limit bounds the bytes
+     * of the masks (0 = no cache). */
+    uint32_t **mc_blk;
+    size_t n_blk;
     uint32_t *mc_state;
     uint32_t *mc_of;
     size_t cap_of, mc_words, mc_limit;
@@ -414,6 +419,9 @@ SIFT__HIDDEN void sift__gm_hist_swap(sift_grammar *a, sift_grammar *b);
  * (n_words >= the grammar's words), as sift_grammar_fill_bitmask. */
 SIFT__HIDDEN sift_status sift__gm_fill(sift_grammar *g, uint32_t *w, size_t n_words,
                                        sift_error *err);
+/* gbnf_mask.c: frees the mask cache's blocks and slots (the cache is
+ * empty after it; mc_of is the caller's). */
+SIFT__HIDDEN void sift__gm_mc_free(sift_grammar *g);
 
 /* gbnf_match.c: state x of `from` (a grammar over the same core) interned
  * in g's caches; -1 on failure (g->fail). */
