@@ -117,19 +117,40 @@ START_TEST(test_past_the_bound_the_length_keyword_is_refused_where_it_stands)
 }
 END_TEST
 
+/* Blocks allocated and not yet freed, through count_alloc / count_free. */
+static long live_blocks;
+static void *count_alloc(void *u, size_t n)
+{
+    (void)u;
+    void *p = malloc(n);
+    live_blocks += p != NULL;
+    return p;
+}
+static void count_free(void *u, void *p)
+{
+    (void)u;
+    live_blocks -= p != NULL;
+    free(p);
+}
+
 /* The length keyword of `schema` is refused with `msg` (after the
- * "schema:1:COL: #/maxLength: " prefix). */
+ * "schema:1:COL: #/maxLength: " prefix), and the refusal frees every
+ * block it allocated. */
 static void check_refused_with(const char *schema, const char *msg)
 {
     char *out = NULL;
     size_t n = 0;
     sift_error err;
+    sift_allocator al = {sizeof al, count_alloc, count_free, NULL, NULL};
     sift_json_schema_params sp;
     sift_json_schema_params_init(&sp);
+    sp.allocator = &al;
+    live_blocks = 0;
     sift_status st = sift_json_schema_to_gbnf(&out, &n, schema, strlen(schema), &sp, &err);
     ck_assert_msg(st == SIFT_E_SCHEMA_UNSUPPORTED, "%s: status %d", schema, (int)st);
     ck_assert_ptr_null(out);
     ck_assert_msg(strstr(err.message, msg) != NULL, "%s: %s", schema, err.message);
+    ck_assert_msg(live_blocks == 0, "%s: %ld blocks left allocated", schema, live_blocks);
 }
 
 /* Repetitions of a piece that adds no state (an empty group, x{0}) still
@@ -146,6 +167,31 @@ START_TEST(test_unrolling_and_the_counter_are_bounded)
         "{\"type\":\"string\",\"pattern\":\"a+b+\",\"minLength\":1000000}",
         "minLength / maxLength beside this pattern: more than 400000 (state, length) "
         "pairs");
+}
+END_TEST
+
+/* A refusal met partway through a piece (a bound reached after a
+ * character in a group, in a repetition or in an alternative) frees
+ * the part built so far: the fuzzer found the first of these leaking. */
+START_TEST(test_a_refusal_partway_through_a_piece_frees_what_was_built)
+{
+    static const struct {
+        const char *pat, *why;
+    } cases[] = {
+        {"a+(b|(?:(?:(?:(?:){1000}){1000}){1000}){1000})", "more than 65536 pieces"},
+        {"a+(?:b(?:(?:(?:){1000}){1000}){1000}){1000}", "more than 65536 pieces"},
+        {"a+(?:b|(?:(?:(?:){1000}){1000}){1000}){9}", "more than 65536 pieces"},
+        {"(?:ab[c-e]{1100})+z", "more than 1024 automaton states"},
+        {"x(a[b-z]{2,1100})y", "more than 1024 automaton states"},
+        {"x(a(b|c[d-f]{1100}))*", "more than 1024 automaton states"},
+        {"(a|b[c-e]{1100})z", "more than 1024 automaton states"},
+    };
+    char schema[200];
+    for (size_t i = 0; i < N(cases); i++) {
+        snprintf(schema, sizeof schema, "{\"type\":\"string\",\"pattern\":\"%s\",\"maxLength\":5}",
+                 cases[i].pat);
+        check_refused_with(schema, cases[i].why);
+    }
 }
 END_TEST
 
@@ -241,6 +287,7 @@ Suite *tu_suite(void)
     tcase_add_test(tc, test_lengths_that_no_match_has_admit_no_string);
     tcase_add_test(tc, test_past_the_bound_the_length_keyword_is_refused_where_it_stands);
     tcase_add_test(tc, test_unrolling_and_the_counter_are_bounded);
+    tcase_add_test(tc, test_a_refusal_partway_through_a_piece_frees_what_was_built);
     tcase_add_test(tc, test_an_automaton_too_large_to_determinize_is_kept_as_it_is);
     tcase_add_test(tc, test_every_short_string_is_judged_as_pcre2_and_the_lengths_judge_it);
     suite_add_tcase(s, tc);

@@ -186,7 +186,7 @@ static int build_rep(glu *g, const rx_node *nd, frag *f, unsigned depth)
     return concat(g, f, &opt);
 }
 
-static int build(glu *g, uint32_t id, frag *f, unsigned depth)
+static int build_node(glu *g, uint32_t id, frag *f, unsigned depth)
 {
     const rx_node *nd = &g->r->nodes[id];
     memset(f, 0, sizeof *f);
@@ -219,6 +219,16 @@ static int build(glu *g, uint32_t id, frag *f, unsigned depth)
         too_large(g, "an anchor inside the pattern");
         return 0;
     }
+}
+
+/* The piece of node id in f. On failure f is left empty: the partial
+ * piece built so far is freed here, so no caller frees it. */
+static int build(glu *g, uint32_t id, frag *f, unsigned depth)
+{
+    if (build_node(g, id, f, depth))
+        return 1;
+    frag_free(g, f);
+    return 0;
 }
 
 /* "Any character", repeated: an unanchored side. */
