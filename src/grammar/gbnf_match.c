@@ -742,13 +742,59 @@ static int erase_state(sift_grammar *g, uint32_t x)
 
 static int32_t note_trans(sift_grammar *g, uint32_t x, unsigned b, int32_t y);
 
+/* The ASCII code points element e (a stack's top) admits, as top_matches
+ * answers them: a bit per code point below 128. */
+static void top_ascii(const sift_grammar *g, const sift__gelem *e, uint64_t a[2])
+{
+    switch (e->type) {
+    case SIFT__G_CHAR:
+        if (e->v < 128)
+            a[e->v >> 6] |= 1ull << (e->v & 63);
+        break;
+    case SIFT__G_ANY: a[0] = a[1] = ~0ull; break;
+    case SIFT__G_CLASS:
+        a[0] |= g->core->g.cls[e->v].ascii[0];
+        a[1] |= g->core->g.cls[e->v].ascii[1];
+        break;
+    default: break;
+    }
+}
+
+/* Whether some stack of state x (no pending sequence) admits the ASCII
+ * byte b: advance(x, b) is the dead state exactly when none does, for it
+ * unions the successors of the stacks whose top admits b and the empty
+ * union is state 0. The set is gathered once per state (one unit per
+ * stack), then each byte costs one. -1 past the budget. */
+static int ascii_admitted(sift_grammar *g, uint32_t x, unsigned b)
+{
+    gm_caches *m = &g->m;
+    gm_state *s = &m->st[x];
+    if (!(s->flags & F_ADM)) {
+        if (!sift__gm_budget(g, (int64_t)s->set_len))
+            return -1;
+        uint64_t a[2] = {0, 0};
+        for (uint32_t k = 0; k < s->set_len; k++) {
+            uint32_t n = m->arena[s->set_off + k];
+            if (n)
+                top_ascii(g, sift__gm_el(g, m->node[n].pos), a);
+        }
+        s->adm[0] = a[0];
+        s->adm[1] = a[1];
+        s->flags |= F_ADM;
+    }
+    if (!sift__gm_budget(g, 1))
+        return -1;
+    return (int)((s->adm[b >> 6] >> (b & 63)) & 1);
+}
+
 int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
 {
     const gm_state *s = &g->m.st[x];
     int32_t y;
     if (s->rem == 0) {
         if (b < 0x80) {
-            y = advance(g, x, b);
+            int a = ascii_admitted(g, x, b);
+            y = a < 0 ? -1 : a ? advance(g, x, b) : 0;
         } else {
             uint32_t rem, lo = 0x80, hi = 0xBF, acc;
             if (b >= 0xC2 && b <= 0xDF) {
@@ -861,10 +907,11 @@ int sift__gm_row_fill(sift_grammar *g, uint32_t x)
         uint32_t s = m->arena[so + k];
         if (!s)
             continue;
-        const sift__gelem *e = sift__gm_el(g, m->node[s].pos);
-        for (unsigned b = 0; b < 128; b++)
-            if (top_matches(g, e, b))
-                adm[b] |= 1ull << k;
+        uint64_t a[2] = {0, 0};
+        top_ascii(g, sift__gm_el(g, m->node[s].pos), a);
+        for (unsigned h = 0; h < 2; h++)
+            for (uint64_t v = a[h]; v; v &= v - 1)
+                adm[64 * h + (unsigned)__builtin_ctzll(v)] |= 1ull << k;
     }
     /* rep[j]: a byte with a known transition per distinct stack set */
     unsigned rep[128], n_rep = 0;

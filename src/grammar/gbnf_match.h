@@ -35,7 +35,7 @@
  * so loop[] is complete for the ASCII groups); F_SIGYES / F_SIGNO: the
  * mask's loop signatures take / skip the state (gbnf_mask.c, sig_for);
  * F_CNTNO: the mask's counted path does not take the state (gbnf_mask.c,
- * cnt_chain). */
+ * cnt_chain); F_ADM: gm_state.adm is known. */
 enum {
     F_COMPLETE = 1,
     F_HASTOK = 2,
@@ -43,7 +43,8 @@ enum {
     F_ROWFULL = 8,
     F_SIGYES = 16,
     F_SIGNO = 32,
-    F_CNTNO = 64
+    F_CNTNO = 64,
+    F_ADM = 128
 };
 
 /* Soft cache sizes: past these the caches are rebuilt at the next accept. */
@@ -178,6 +179,10 @@ typedef struct gm_state {
      * state equivalent for the bytes that remain). */
     uint32_t eid, mincnt, slev;
     uint64_t sl[2];
+    /* adm[]: the ASCII bytes some stack's top admits (F_ADM once known;
+     * sift__gm_trans_compute): every other ASCII byte of a state without
+     * a pending sequence leads to the dead state. */
+    uint64_t adm[2];
 } gm_state;
 
 typedef struct gm_caches {
