@@ -508,6 +508,7 @@ static int32_t state_get(sift_grammar *g, const uint32_t *v, size_t n, uint32_t 
     s->mincnt = 0;
     s->slev = UINT32_MAX;
     s->sl[0] = s->sl[1] = 0;
+    s->n_via = 0;
     const uint32_t *set = m->arena + off;
     if (set[0] == 0)
         s->flags |= F_COMPLETE;
@@ -787,6 +788,38 @@ static int ascii_admitted(sift_grammar *g, uint32_t x, unsigned b)
     return (int)((s->adm[b >> 6] >> (b & 63)) & 1);
 }
 
+/* advance(x, b) for an ASCII byte b, through the state's memo of the
+ * last transitions by the set of stacks admitting their byte (advance
+ * depends on nothing else): one unit per stack tested. */
+static int32_t advance_ascii(sift_grammar *g, uint32_t x, unsigned b)
+{
+    gm_caches *m = &g->m;
+    gm_state *s = &m->st[x];
+    uint32_t sl = s->set_len;
+    if (sl > 64)
+        return advance(g, x, b);
+    if (!sift__gm_budget(g, sl))
+        return -1;
+    uint64_t via = 0;
+    for (uint32_t k = 0; k < sl; k++) {
+        uint32_t n = m->arena[s->set_off + k];
+        if (n && top_matches(g, sift__gm_el(g, m->node[n].pos), b))
+            via |= 1ull << k;
+    }
+    uint32_t nv = s->n_via < SIFT__GM_VIA ? s->n_via : SIFT__GM_VIA;
+    for (uint32_t j = 0; j < nv; j++)
+        if (s->via[j] == via)
+            return s->via_to[j];
+    int32_t y = advance(g, x, b);
+    if (y >= 0) {
+        s = &m->st[x];
+        s->via[s->n_via % SIFT__GM_VIA] = via;
+        s->via_to[s->n_via % SIFT__GM_VIA] = y;
+        s->n_via++;
+    }
+    return y;
+}
+
 int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
 {
     const gm_state *s = &g->m.st[x];
@@ -794,7 +827,7 @@ int32_t sift__gm_trans_compute(sift_grammar *g, uint32_t x, unsigned b)
     if (s->rem == 0) {
         if (b < 0x80) {
             int a = ascii_admitted(g, x, b);
-            y = a < 0 ? -1 : a ? advance(g, x, b) : 0;
+            y = a < 0 ? -1 : a ? advance_ascii(g, x, b) : 0;
         } else {
             uint32_t rem, lo = 0x80, hi = 0xBF, acc;
             if (b >= 0xC2 && b <= 0xDF) {

@@ -152,6 +152,8 @@ typedef struct gm_node {
     uint32_t mincnt;             /* the fewest copies (pcnt) of its nodes */
 } gm_node;
 
+#define SIFT__GM_VIA 2
+
 typedef struct gm_state {
     uint32_t set_off, set_len;
     uint32_t acc;
@@ -183,6 +185,12 @@ typedef struct gm_state {
      * sift__gm_trans_compute): every other ASCII byte of a state without
      * a pending sequence leads to the dead state. */
     uint64_t adm[2];
+    /* The last ASCII transitions computed through advance, by the stacks
+     * that admitted the byte (a bit per stack; states of at most 64
+     * stacks): a byte the same stacks admit leads to the same state. */
+    uint64_t via[SIFT__GM_VIA];
+    int32_t via_to[SIFT__GM_VIA];
+    uint32_t n_via;
 } gm_state;
 
 typedef struct gm_caches {
