@@ -123,8 +123,10 @@ int sift__js_is_annotation(const char *key)
 {
     if (key[0] == 'x' && key[1] == '-')
         return 1;
+    /* the first byte before the rest: asked of every key of every
+     * schema object, mostly keywords that are no annotation */
     for (size_t i = 0; i < sizeof annotations / sizeof annotations[0]; i++)
-        if (!strcmp(key, annotations[i]))
+        if (key[0] == annotations[i][0] && !strcmp(key, annotations[i]))
             return 1;
     return 0;
 }
