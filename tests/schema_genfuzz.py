@@ -8,6 +8,15 @@ format checks: the library's, and, for the formats it leaves unchecked
 without optional packages, checks written here from RFC 3339, RFC 1123,
 RFC 3986 and RFC 4648). Exit 1, printing the first failing samples, if any
 is not; 0 otherwise. Run with /usr/bin/python3 (Debian's jsonschema).
+
+The schema's `pattern` and `patternProperties` regexes are ECMA-262 (JSON
+Schema's dialect), which the library hands to Python's `re` as they are.
+They are rewritten first (ecma_to_python) where the two differ: `$`
+matches before a final newline in Python only, `.` excludes only `\n`
+there (ECMA-262: every line terminator), and `\d`, `\w`, `\s` are
+Unicode-aware there (ECMA-262: ASCII digits and word characters, its own
+list of white space). Without this, a key such as "a\n" under
+`patternProperties` `^\S+$` is judged against the wrong subschema.
 """
 
 import base64
@@ -50,6 +59,77 @@ _URI = re.compile(rf"^[A-Za-z][A-Za-z0-9+.\-]*:{_HIER}{_QF}$")
 _URIREF = re.compile(rf"^(?:[A-Za-z][A-Za-z0-9+.\-]*:{_HIER}|{_REL}){_QF}$")
 
 checker = jsonschema.FormatChecker()
+
+# ECMA-262 white space and line terminators, as a class body.
+_ECMA_WS = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+_OUT = {"d": "[0-9]", "D": "[^0-9]", "w": "[0-9A-Za-z_]", "W": "[^0-9A-Za-z_]",
+        "s": f"[{_ECMA_WS}]", "S": f"[^{_ECMA_WS}]"}
+_IN = {"d": "0-9", "w": "0-9A-Za-z_", "s": _ECMA_WS}
+
+
+def ecma_to_python(p):
+    """The ECMA-262 regex p (no flags) as a Python `re` pattern with the
+    same meaning for the escapes and anchors above. `\\D`, `\\W`, `\\S`
+    inside a class keep Python's meaning (none in the corpus)."""
+    out = []
+    i, in_class = 0, False
+    while i < len(p):
+        c = p[i]
+        if c == "\\" and i + 1 < len(p):
+            e = p[i + 1]
+            table = _IN if in_class else _OUT
+            out.append(table.get(e, c + e))
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            out.append(c)
+        elif p.startswith("[]", i):
+            out.append("(?!)")  # ECMA-262: the empty class
+            i += 2
+            continue
+        elif p.startswith("[^]", i):
+            out.append(r"[\s\S]")  # ECMA-262: any character
+            i += 3
+            continue
+        elif c == "[":
+            in_class = True
+            out.append(c)
+            if p[i + 1:i + 2] == "^":  # a leading `^` negates, never ends it
+                out.append("^")
+                i += 1
+        elif c == "$":
+            out.append(r"\Z")
+        elif c == ".":
+            out.append(r"[^\n\r\u2028\u2029]")
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def ecma_schema(s):
+    """The schema s with every pattern rewritten by ecma_to_python (values
+    of const, enum, default and examples left as they are)."""
+    if isinstance(s, list):
+        return [ecma_schema(x) for x in s]
+    if not isinstance(s, dict):
+        return s
+    r = {}
+    for k, v in s.items():
+        if k == "pattern" and isinstance(v, str):
+            r[k] = ecma_to_python(v)
+        elif k == "patternProperties" and isinstance(v, dict):
+            r[k] = {ecma_to_python(pk): ecma_schema(pv) for pk, pv in v.items()}
+        elif k in ("const", "enum", "default", "examples"):
+            r[k] = v
+        elif k in ("properties", "$defs", "definitions", "dependentSchemas"):
+            r[k] = ({pk: ecma_schema(pv) for pk, pv in v.items()}
+                    if isinstance(v, dict) else v)
+        else:
+            r[k] = ecma_schema(v)
+    return r
 
 
 def _leap(y):
@@ -126,7 +206,7 @@ def _is_byte(s):
 
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
-        schema = json.load(f)
+        schema = ecma_schema(json.load(f))
     cls = jsonschema.validators.validator_for(
         schema, default=jsonschema.Draft202012Validator)
     validator = cls(schema, format_checker=checker)
