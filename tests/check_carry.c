@@ -1,13 +1,12 @@
 /*
  * check_carry.c - weights carried from one stage to the next.
  *
- * top_p leaves the weights of the tokens it keeps (xtc those of an array
- * it did not change) to the dist right after it (sift__carry_leave / sift__carry_take in
- * sift_internal.h), and dist draws from them instead of computing them again. These cases compare
- * chains around that pair with the naive oracle, token and RNG state bit
- * for bit over several steps (accepting each token, so the penalties'
- * history moves), on random rows of every tu_row shape and on rows built
- * so that a stage in between changes kept logits without moving the
+ * top_p and typical leave the weights of the tokens they keep (xtc those
+ * of an array it did not change) to the dist right after them (sift__carry_leave / sift__carry_take
+ * in sift_internal.h), and dist draws from them instead of computing them again. These cases
+ * compare chains around that pair with the naive oracle, token and RNG state bit for bit over
+ * several steps (accepting each token, so the penalties' history moves), on random rows of every
+ * tu_row shape and on rows built so that a stage in between changes kept logits without moving the
  * array, its length or its largest logit (only the rule that the carry
  * goes to the very next stage tells those weights are stale):
  *
@@ -17,7 +16,9 @@
  * - [top_p, logit_bias, dist] biasing kept tokens below the largest;
  * - [top_p, penalties, dist] and [top_p, min_p, dist];
  * - [xtc, dist], which carries when xtc removes nothing, on rows that
- *   include ties at the largest logit (a removal that keeps it).
+ *   include ties at the largest logit (a removal that keeps it);
+ * - [typical, dist] on rows where typical keeps the largest logit and
+ *   where it drops it, and [typical, X, dist] with the stages above.
  *
  * The oracle cases are tagged "simd": check_simd_whole.sh runs them again
  * under each SIFT_SIMD cap (the weights kernel, the compaction that moves
@@ -73,6 +74,17 @@ static sp_stage top_p_stage(tu_rng *r, int32_t V)
     gen_stage(r, &s, SP_TOP_P, V);
     if (tu_unif(r) < 0.6)
         s.f0 = tu_unif(r) < 0.5 ? 0.95f : (float)(0.5 + 0.5 * tu_unif(r));
+    return s;
+}
+
+/* typical with p = 0.9 or a random p and a min_keep of 0 to 3. */
+static sp_stage typical_stage(tu_rng *r)
+{
+    sp_stage s;
+    memset(&s, 0, sizeof s);
+    s.kind = SP_TYPICAL;
+    s.f0 = tu_unif(r) < 0.5 ? 0.9f : (float)(0.2 + 0.8 * tu_unif(r));
+    s.i0 = (int32_t)tu_range(r, 0, 3);
     return s;
 }
 
@@ -133,9 +145,10 @@ START_TEST(test_top_p_dist_carries)
 }
 END_TEST
 
-/* A stage between top_p and dist that keeps the array, its length and
- * its largest logit but changes kept logits: dist must not take top_p's
- * weights (and takes none: only the very next stage may). */
+/* A stage between top_p (or typical) and dist that keeps the array, its
+ * length and its largest logit but changes kept logits: dist must not
+ * take the first stage's weights (and takes none: only the very next
+ * stage may). */
 START_TEST(test_stage_between_voids_the_carry)
 {
     tu_rng r = {0x5eed0100u + (uint64_t)_i};
@@ -148,7 +161,7 @@ START_TEST(test_stage_between_voids_the_carry)
         memset(&spec, 0, sizeof spec);
         spec.seed = tu_next(&r);
         spec.n = 3;
-        spec.st[0] = top_p_stage(&r, V);
+        spec.st[0] = (i / 4) % 2 ? typical_stage(&r) : top_p_stage(&r, V);
         spec.st[2].kind = SP_DIST;
         sp_stage *mid = &spec.st[1];
         switch (i % 4) {
@@ -235,6 +248,53 @@ START_TEST(test_xtc_dist_carries)
 }
 END_TEST
 
+/* [typical, dist]: typical leaves the weights of the tokens it keeps,
+ * moved with them by its compaction, and dist takes them when the kept
+ * set's largest logit is the row's. Every fourth row is large (typical's
+ * histogram path, which leaves weights only with 4096 tokens known kept)
+ * and uniform on [-1, 1], where typical keeps most tokens and the
+ * largest; other rows are of every tu_row shape (the small path). Every
+ * third row gets one token 2.5 above its largest logit, which typical
+ * drops (the kept set's largest logit is another: the weights left must
+ * not be taken), and every third after that two to four tokens at its
+ * largest logit (the cut may fall among them: ranked by id). */
+START_TEST(test_typical_dist_carries)
+{
+    tu_rng r = {0x5eed0300u + (uint64_t)_i};
+    float *row = malloc(70000 * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    uint64_t carried = 0;
+    for (int i = 0; i < 96; i++) {
+        int32_t V;
+        if (i % 4 == 3) {
+            V = (int32_t)tu_range(&r, 16384, 70000);
+            for (int32_t j = 0; j < V; j++)
+                row[j] = (float)(2.0 * tu_unif(&r) - 1.0);
+        } else {
+            V = tu_rand_V(&r, 4096);
+            tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
+        }
+        float m = row_max(row, V);
+        if (i % 3 == 1 && m > -INFINITY && m < 1e30f) {
+            row[tu_range(&r, 0, V - 1)] = m + 2.5f;
+        } else if (i % 3 == 2) {
+            int k = (int)tu_range(&r, 2, 4);
+            for (int t = 0; t < k && m > -INFINITY; t++)
+                row[tu_range(&r, 0, V - 1)] = m;
+        }
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = tu_next(&r);
+        spec.n = 2;
+        spec.st[0] = typical_stage(&r);
+        spec.st[1].kind = SP_DIST;
+        carried += agree(&spec, row, V, 3);
+    }
+    free(row);
+    ck_assert_uint_gt(carried, 0);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("carry");
@@ -244,6 +304,7 @@ Suite *tu_suite(void)
     tcase_add_loop_test(tc, test_top_p_dist_carries, 0, 2);
     tcase_add_loop_test(tc, test_stage_between_voids_the_carry, 0, 2);
     tcase_add_loop_test(tc, test_xtc_dist_carries, 0, 2);
+    tcase_add_loop_test(tc, test_typical_dist_carries, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -438,6 +438,55 @@ START_TEST(test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level)
 }
 END_TEST
 
+/* The same compaction moving weights: at every level the candidates
+ * are those sift__keep_below keeps, each with its own weight (typ_cands
+ * gives c[i] the id n - i), and the sum is the kept weights' exact sum, on
+ * weights up to 2^62 (the 32-bit halves carry into each other). */
+START_TEST(test_the_keep_below_compaction_moves_the_weights_at_every_level)
+{
+    static sift_candidate orig[300], want[300], got[300];
+    static uint32_t bk[300];
+    static uint64_t wo[300], wg[300];
+    uint64_t r = 4242;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 17)) {
+        for (int variant = 0; variant < 3; variant++) {
+            typ_cands(orig, n, &r, 0);
+            for (size_t i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                bk[i] = variant == 0 ? (uint32_t)((r >> 33) % 6) : variant == 1 ? 3u : 2u + (i % 3);
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                wo[i] = variant == 2 ? (1ull << 62) - (i & 1) : r >> 2;
+            }
+            for (uint32_t cut = 0; cut < 7; cut++) {
+                keep_probe pw = {0, 0, 0};
+                memcpy(want, orig, n * sizeof *orig);
+                size_t kw =
+                    sift__keep_below_at(SIFT__SIMD_SCALAR, want, bk, n, cut, keep_third, &pw);
+                sift__u128 sum = {0, 0};
+                for (size_t i = 0; i < kw; i++)
+                    sum = sift__u128_add64(sum, wo[n - (size_t)want[i].id]);
+                for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+                    keep_probe pg = {0, 0, 0};
+                    sift__u128 kept = {1, 1};
+                    memcpy(got, orig, n * sizeof *orig);
+                    memcpy(wg, wo, n * sizeof *wo);
+                    size_t kg =
+                        sift__keep_below_w_at(l, got, wg, bk, n, cut, keep_third, &pg, &kept);
+                    ck_assert_uint_eq(kg, kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                    for (size_t i = 0; i < kg; i++)
+                        ck_assert_uint_eq(wg[i], wo[n - (size_t)got[i].id]);
+                    ck_assert_uint_eq(kept.lo, sum.lo);
+                    ck_assert_uint_eq(kept.hi, sum.hi);
+                    ck_assert_int_eq(pg.calls, pw.calls);
+                    ck_assert_int_eq(pg.out_of_order, 0);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 /* top_n_sigma's cut keeps the scalar twin's candidates in its order at
  * every level: thresholds at a logit (ties, a float's exact double),
  * between two, beyond all, NaN; -inf and -0/+0 logits. */
@@ -764,6 +813,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_score_buckets_give_the_scalar_buckets_at_every_level);
     tcase_add_test(t, test_the_bucket_search_finds_the_scalar_index_at_every_level);
     tcase_add_test(t, test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level);
+    tcase_add_test(t, test_the_keep_below_compaction_moves_the_weights_at_every_level);
     tcase_add_test(t, test_the_logit_cut_keeps_the_scalar_set_at_every_level);
     tcase_add_test(t, test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level);
     tcase_add_test(t, test_the_id_search_finds_the_first_match_at_every_level);

@@ -1,11 +1,12 @@
 /*
  * kernels.c - row kernels of the whole-row step (core/kernels.h): the
  * load of a row into the working array, top_n_sigma's lane sums and cut,
- * typical's score buckets and cut, and mirostat's cut by weight and its
+ * typical's score buckets and cut (moving the weights with it, for the
+ * dist after typical), and mirostat's cut by weight and its
  * searches.
  *
  * Owns sift__load_cand(_at), sift__lane_sums(_at), sift__score_buckets,
- * sift__find_eq_u32, sift__keep_below, sift__keep_logit_ge,
+ * sift__find_eq_u32, sift__keep_below, sift__keep_below_w, sift__keep_logit_ge,
  * sift__keep_w_ge, sift__find_id, sift__find_logit_eq (each with _at)
  * and sift__canon_first. The load writes
  * cd[i] = {i, row[i]} for every i and reports whether the row holds a
@@ -285,6 +286,33 @@ static size_t keep_below_scalar(sift_candidate *c, const uint32_t *bk, size_t i,
     return j;
 }
 
+/* keep_below_scalar moving w[i] with c[i]; the kept weights' 32-bit
+ * halves are added to *lo and *hi (each weight is below 2^63 and n below
+ * 2^31, so neither sum overflows). */
+static size_t keep_below_w_scalar(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t i,
+                                  size_t n, size_t j, uint32_t bstar, sift__keep_fn keep_eq,
+                                  void *arg, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t sl = 0, sh = 0;
+    for (; i < n; i++) {
+        sift_candidate x = c[i];
+        uint64_t wi = w[i];
+        uint32_t b = bk[i];
+        int keep = b < bstar;
+        if (b == bstar)
+            keep = keep_eq(&x, arg) != 0;
+        uint64_t wk = wi & (0 - (uint64_t)keep);
+        sl += wk & 0xffffffffu;
+        sh += wk >> 32;
+        c[j] = x;
+        w[j] = wi;
+        j += (size_t)keep;
+    }
+    *lo += sl;
+    *hi += sh;
+    return j;
+}
+
 #ifdef SIFT__KX86
 /* The same operations on eight doubles a vector, in the same order
  * (-ffp-contract=off: nothing fuses); vminpd returns its second operand
@@ -357,6 +385,41 @@ __attribute__((target("avx512f"))) static size_t keep_below_avx512(sift_candidat
     }
     return keep_below_scalar(c, bk, i, n, j, bstar, keep_eq, arg);
 }
+
+/* keep_below_avx512 moving the weights: the same mask compresses w[i..i+8)
+ * (stored at j <= i: only read weights are overwritten) and adds the kept
+ * ones' 32-bit halves into two lane sums. */
+__attribute__((target("avx512f"))) static size_t
+keep_below_w_avx512(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n, uint32_t bstar,
+                    sift__keep_fn keep_eq, void *arg, uint64_t *lo, uint64_t *hi)
+{
+    const __m512i bv8 = _mm512_set1_epi64((long long)bstar);
+    const __m512i low32 = _mm512_set1_epi64(0xffffffffll);
+    __m512i slo = _mm512_setzero_si512(), shi = _mm512_setzero_si512();
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(bk + i));
+        __m512i v = _mm512_loadu_si512((const void *)(c + i));
+        __m512i wv = _mm512_loadu_si512((const void *)(w + i));
+        __m512i bw = _mm512_cvtepu32_epi64(b);
+        unsigned keep = _mm512_cmplt_epu64_mask(bw, bv8);
+        unsigned eq = _mm512_cmpeq_epu64_mask(bw, bv8);
+        for (; eq; eq &= eq - 1) {
+            unsigned l = (unsigned)__builtin_ctz(eq);
+            if (keep_eq(&c[i + l], arg))
+                keep |= 1u << l;
+        }
+        __mmask8 k = (__mmask8)keep;
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
+        _mm512_storeu_si512((void *)(w + j), _mm512_maskz_compress_epi64(k, wv));
+        slo = _mm512_mask_add_epi64(slo, k, slo, _mm512_and_si512(wv, low32));
+        shi = _mm512_mask_add_epi64(shi, k, shi, _mm512_srli_epi64(wv, 32));
+        j += (size_t)__builtin_popcount(keep);
+    }
+    *lo += (uint64_t)_mm512_reduce_add_epi64(slo);
+    *hi += (uint64_t)_mm512_reduce_add_epi64(shi);
+    return keep_below_w_scalar(c, w, bk, i, n, j, bstar, keep_eq, arg, lo, hi);
+}
 #endif
 
 void sift__score_buckets_at(int level, const sift_candidate *c, size_t n, float m, double LS,
@@ -411,6 +474,32 @@ size_t sift__keep_below(sift_candidate *c, const uint32_t *bk, size_t n, uint32_
                         sift__keep_fn keep_eq, void *arg)
 {
     return sift__keep_below_at(sift__simd()->level, c, bk, n, bstar, keep_eq, arg);
+}
+
+size_t sift__keep_below_w_at(int level, sift_candidate *c, uint64_t *w, const uint32_t *bk,
+                             size_t n, uint32_t bstar, sift__keep_fn keep_eq, void *arg,
+                             sift__u128 *kept)
+{
+    uint64_t lo = 0, hi = 0;
+    size_t j;
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        j = keep_below_w_avx512(c, w, bk, n, bstar, keep_eq, arg, &lo, &hi);
+    else
+#endif
+        j = keep_below_w_scalar(c, w, bk, 0, n, 0, bstar, keep_eq, arg, &lo, &hi);
+    (void)level;
+    /* lo + hi * 2^32, hi below 2^62 */
+    sift__u128 sum = {hi << 32, hi >> 32};
+    *kept = sift__u128_add64(sum, lo);
+    return j;
+}
+
+size_t sift__keep_below_w(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n,
+                          uint32_t bstar, sift__keep_fn keep_eq, void *arg, sift__u128 *kept)
+{
+    return sift__keep_below_w_at(sift__simd()->level, c, w, bk, n, bstar, keep_eq, arg, kept);
 }
 
 /* ------------------------------------------------------------------ */

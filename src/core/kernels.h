@@ -55,6 +55,15 @@ SIFT__HIDDEN size_t sift__keep_below(sift_candidate *c, const uint32_t *bk, size
                                      uint32_t bstar, sift__keep_fn keep_eq, void *arg);
 SIFT__HIDDEN size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,
                                         uint32_t bstar, sift__keep_fn keep_eq, void *arg);
+/* sift__keep_below that moves w[i] with c[i] (both arrays compacted
+ * alike) and sets *kept to the sum of the kept weights (n below 2^31,
+ * each weight below 2^63); returns how many were kept. */
+SIFT__HIDDEN size_t sift__keep_below_w(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n,
+                                       uint32_t bstar, sift__keep_fn keep_eq, void *arg,
+                                       sift__u128 *kept);
+SIFT__HIDDEN size_t sift__keep_below_w_at(int level, sift_candidate *c, uint64_t *w,
+                                          const uint32_t *bk, size_t n, uint32_t bstar,
+                                          sift__keep_fn keep_eq, void *arg, sift__u128 *kept);
 
 /* Keeps, in place and in order, the candidates with (double)logit >= thr
  * (top_n_sigma's cut; a NaN logit or thr keeps none); returns how many. */

@@ -38,6 +38,11 @@
  * on the verdict. Both paths compute the same cut, so the result does
  * not depend on which ran.
  *
+ * The weights of the kept tokens go to a dist right after this stage
+ * (sift__carry_leave in sift_internal.h): the compaction moves them with
+ * the candidates, and dist takes them only when the kept set's largest
+ * logit is m bit for bit (then each is the weight dist would compute).
+ *
  * Reference behaviour: llama.cpp computes a float softmax, a float entropy
  * -sum p log p in sorted order, float scores, sorts by score with an
  * unstable sort and walks a float running sum with `cum > p`, then leaves
@@ -75,6 +80,10 @@ typedef struct typical_stage {
  * of TYP_NB score buckets, TYP_SCALE buckets per unit of score. */
 enum { TYP_BIG = 16384, TYP_NB = 4096 };
 #define TYP_SCALE 64.0
+
+/* Rows of TYP_BIG or more: when fewer tokens than this are known kept,
+ * typical leaves no weights (dist computes those few itself). */
+#define TYP_CARRY_MIN 4096
 
 /* ln 2 as a double; 62 * LN2 is one rounded product. */
 #define TYP_LN2 0.6931471805599453
@@ -247,12 +256,13 @@ static inline double typ_score(float l, float m, double LS, double H)
  * which score_bits folds to +0 anyway, and on NaN); the clamp is rarely hit. */
 
 /* The cut (cut1, cut2) of the ranking on a large row, through a
- * histogram of the scores; bk receives every element's bucket and
- * *bstar the bucket the cut lies in. Returns 0 if the whole set does not
+ * histogram of the scores; bk receives every element's bucket, *bstar
+ * the bucket the cut lies in and *n_below how many elements the buckets
+ * before it hold (all kept). Returns 0 if the whole set does not
  * qualify. */
 static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
                         float m, double LS, double H, sift__u128 T, size_t kmin, uint32_t *bk,
-                        uint32_t *bstar, uint64_t *cut1, uint64_t *cut2)
+                        uint32_t *bstar, size_t *n_below, uint64_t *cut1, uint64_t *cut2)
 {
     /* every element's bucket (core/kernels.c, vector and scalar twins) */
     sift__score_buckets(c, n, m, LS, H, TYP_SCALE, (double)(TYP_NB - 1), bk);
@@ -297,6 +307,7 @@ static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t 
         k++;
     }
     *bstar = b;
+    *n_below = cnt_below;
     /* Always 1: the prefix through this bucket qualifies. */
     return rank_select(K1, K2, Wt, k, T, kmin, below, cnt_below, cut1, cut2);
 }
@@ -314,6 +325,16 @@ static int typ_keep_in_cut_bucket(const sift_candidate *x, void *p)
     const typ_cut_arg *a = p;
     return !key_lt(a->cut1, a->cut2, score_bits(typ_score(x->logit, a->m, a->LS, a->H)),
                    ~sift__ckey(x->logit, x->id));
+}
+
+/* 1 unless the tokens at the largest logit m all rank after the cut:
+ * their score's bits (the ranking's first key) exceed cut1. A kept set
+ * without one has another largest logit, and its weights at m are not
+ * the dist's; sift__carry_take checks m again, so this only spares a
+ * compaction of weights that could not be taken. */
+static int typ_max_may_stay(float m, double LS, double H, uint64_t cut1)
+{
+    return score_bits(typ_score(m, m, LS, H)) <= cut1;
 }
 
 static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
@@ -344,15 +365,31 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     sift__u128 T = sift__u128_scale_float(W, t->p, 0);
     uint64_t cut1, cut2;
     size_t j = 0;
+    /* Carry (sift__carry_leave): where `carried` is set, w[i] is the
+     * weight of c[i] at m for every i < j (the compaction moved the
+     * weights with the candidates; the logits are unchanged) and `kept`
+     * their sum. The dist right after this stage takes them when the
+     * kept set's largest logit is still m, bit for bit. */
+    int carried = 0;
+    sift__u128 kept = {0, 0};
     if (n >= TYP_BIG) {
         uint32_t *bk = ctx->ws->u32, bstar;
-        if (!typ_cut_hist(ctx, c, w, n, m, LS, H, T, kmin, bk, &bstar, &cut1, &cut2))
+        size_t n_below;
+        if (!typ_cut_hist(ctx, c, w, n, m, LS, H, T, kmin, bk, &bstar, &n_below, &cut1, &cut2)) {
+            sift__carry_leave(ctx, a, m, W);
             return SIFT_OK;
+        }
         /* Keep the buckets before the cut's and, in it, the keys up to
          * the cut (core/kernels.c compacts without a branch on the
-         * verdict). */
+         * verdict). Moving the weights costs a share of that pass; for a
+         * few kept tokens dist's own weights cost less. */
         typ_cut_arg arg = {m, LS, H, cut1, cut2};
-        j = sift__keep_below(c, bk, n, bstar, typ_keep_in_cut_bucket, &arg);
+        if (ctx->carry_armed && n_below >= TYP_CARRY_MIN && typ_max_may_stay(m, LS, H, cut1)) {
+            j = sift__keep_below_w(c, w, bk, n, bstar, typ_keep_in_cut_bucket, &arg, &kept);
+            carried = 1;
+        } else {
+            j = sift__keep_below(c, bk, n, bstar, typ_keep_in_cut_bucket, &arg);
+        }
     } else {
         uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
         for (size_t i = 0; i < n; i++) {
@@ -362,18 +399,29 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
             Wt[i] = w[i];
         }
         sift__u128 zero = {0, 0};
-        if (!rank_select(K1, K2, Wt, n, T, kmin, zero, 0, &cut1, &cut2))
+        if (!rank_select(K1, K2, Wt, n, T, kmin, zero, 0, &cut1, &cut2)) {
+            sift__carry_leave(ctx, a, m, W);
             return SIFT_OK;
+        }
+        /* the weights move with the candidates in the same pass */
+        carried = ctx->carry_armed && typ_max_may_stay(m, LS, H, cut1);
         for (size_t i = 0; i < n; i++) {
             sift_candidate x = c[i];
             uint64_t k1 = score_bits(f[i]), k2 = ~sift__ckey(x.logit, x.id);
-            if (!key_lt(cut1, cut2, k1, k2))
+            if (!key_lt(cut1, cut2, k1, k2)) {
+                if (carried) {
+                    w[j] = w[i];
+                    kept = sift__u128_add64(kept, w[i]);
+                }
                 c[j++] = x;
+            }
         }
     }
     if (j != n)
         a->dense = 0;
     a->n = j;
+    if (carried)
+        sift__carry_leave(ctx, a, m, kept);
     return SIFT_OK;
 }
 
