@@ -42,6 +42,16 @@
  * compares every level with a plain loop. docs/samplers.md
  * ("Performance") has what they saved.
  *
+ * typical's kernels (sift__score_buckets, sift__find_eq_u32,
+ * sift__keep_below and sift__keep_below_w) have AVX2 and AVX-512F forms.
+ * The score buckets are the scalar operations in the same order on four
+ * (eight) doubles, so the same bits. The compaction by bucket moves the
+ * kept candidates (and weights) of eight a step to the front: one
+ * compress per vector at AVX-512F, one permute per four 64-bit entries
+ * from a table of 16 at AVX2; the kept set and its order are the scalar
+ * loop's, and keep_eq is asked about the cut bucket's candidates in the
+ * same order. tests/check_core compares every level with the scalar one.
+ *
  * The vector loads interleave eight (four) ids with eight (four) logits
  * by two unpacks and, for AVX2, a cross-lane permute: about one
  * instruction per token where the element-by-element form took ten.
@@ -357,6 +367,159 @@ __attribute__((target("avx512f"))) static size_t find_eq_avx512(const uint32_t *
     return find_eq_scalar(bk, i, n, b);
 }
 
+/* AVX2 forms of typical's kernels: the same operations on four doubles
+ * a vector as score_buckets_avx512 on eight (the same bits), eight
+ * buckets a compare for the search, and the compaction by bucket eight
+ * candidates a step, each half of four 64-bit entries moved to the
+ * front by one permute (compress4_lut[k]: the 32-bit lanes of the kept
+ * entries of nibble k first, in order, then the others). */
+__attribute__((target("avx2"))) static void score_buckets_avx2(const sift_candidate *c, size_t n,
+                                                               float m, double LS, double H,
+                                                               double scale, double top,
+                                                               uint32_t *bk)
+{
+    const __m256 mv = _mm256_set1_ps(m);
+    const __m256d LSv = _mm256_set1_pd(LS), Hv = _mm256_set1_pd(H);
+    const __m256d sv = _mm256_set1_pd(scale), tv = _mm256_set1_pd(top);
+    const __m256d nosign = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        /* (id, logit) x 4 twice: the odd floats are the logits */
+        __m256 a = _mm256_loadu_ps((const float *)(const void *)(c + i));
+        __m256 b = _mm256_loadu_ps((const float *)(const void *)(c + i + 4));
+        __m256 l = _mm256_shuffle_ps(a, b, 0xDD); /* 0 1 4 5 | 2 3 6 7 */
+        l = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(l), 0xD8));
+        __m256 d = _mm256_sub_ps(l, mv);
+        for (int h = 0; h < 2; h++) {
+            __m128 dh = h ? _mm256_extractf128_ps(d, 1) : _mm256_castps256_ps128(d);
+            __m256d x = _mm256_sub_pd(_mm256_sub_pd(LSv, _mm256_cvtps_pd(dh)), Hv);
+            x = _mm256_and_pd(x, nosign);
+            __m256d y = _mm256_min_pd(_mm256_mul_pd(x, sv), tv);
+            _mm_storeu_si128((__m128i *)(void *)(bk + i + 4 * (size_t)h), _mm256_cvttpd_epi32(y));
+        }
+    }
+    score_buckets_scalar(c, i, n, m, LS, H, scale, top, bk);
+}
+
+__attribute__((target("avx2"))) static size_t find_eq_avx2(const uint32_t *bk, size_t i, size_t n,
+                                                           uint32_t b)
+{
+    const __m256i bv = _mm256_set1_epi32((int32_t)b);
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(bk + i));
+        unsigned k = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, bv)));
+        if (k)
+            return i + (size_t)__builtin_ctz(k);
+    }
+    return find_eq_scalar(bk, i, n, b);
+}
+
+static const int32_t compress4_lut[16][8] = {
+    {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {2, 3, 0, 1, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7}, {4, 5, 0, 1, 2, 3, 6, 7}, {0, 1, 4, 5, 2, 3, 6, 7},
+    {2, 3, 4, 5, 0, 1, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {6, 7, 0, 1, 2, 3, 4, 5},
+    {0, 1, 6, 7, 2, 3, 4, 5}, {2, 3, 6, 7, 0, 1, 4, 5}, {0, 1, 2, 3, 6, 7, 4, 5},
+    {4, 5, 6, 7, 0, 1, 2, 3}, {0, 1, 4, 5, 6, 7, 2, 3}, {2, 3, 4, 5, 6, 7, 0, 1},
+    {0, 1, 2, 3, 4, 5, 6, 7}};
+
+/* The keep mask of bk[i..i+8) (bit l: bk[i + l] < bstar, or in bstar
+ * and keep_eq says so, asked in order), by one unsigned compare (the
+ * sign bits flipped) and one equality. */
+__attribute__((target("avx2"))) static inline unsigned
+keep_mask8_avx2(const sift_candidate *c, const uint32_t *bk, size_t i, __m256i bsf, __m256i bv,
+                sift__keep_fn keep_eq, void *arg)
+{
+    const __m256i flip = _mm256_set1_epi32((int32_t)0x80000000u);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(bk + i));
+    unsigned keep = (unsigned)_mm256_movemask_ps(
+        _mm256_castsi256_ps(_mm256_cmpgt_epi32(bsf, _mm256_xor_si256(b, flip))));
+    unsigned eq = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(b, bv)));
+    for (; eq; eq &= eq - 1) {
+        unsigned l = (unsigned)__builtin_ctz(eq);
+        if (keep_eq(&c[i + l], arg))
+            keep |= 1u << l;
+    }
+    return keep;
+}
+
+/* Moves the 64-bit entries of v whose bits are set in the nibble k to
+ * p (the other lanes follow them there: p[popcount(k)..4) is scratch). */
+__attribute__((target("avx2"))) static inline void compress4_store(void *p, __m256i v, unsigned k)
+{
+    __m256i idx = _mm256_loadu_si256((const __m256i *)(const void *)compress4_lut[k]);
+    _mm256_storeu_si256((__m256i *)p, _mm256_permutevar8x32_epi32(v, idx));
+}
+
+/* Both halves of eight candidates are loaded before either store, and
+ * the stores land at j <= i: only read entries are overwritten. */
+__attribute__((target("avx2"))) static size_t keep_below_avx2(sift_candidate *c, const uint32_t *bk,
+                                                              size_t n, uint32_t bstar,
+                                                              sift__keep_fn keep_eq, void *arg)
+{
+    const __m256i bv = _mm256_set1_epi32((int32_t)bstar);
+    const __m256i bsf = _mm256_set1_epi32((int32_t)(bstar ^ 0x80000000u));
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        unsigned keep = keep_mask8_avx2(c, bk, i, bsf, bv, keep_eq, arg);
+        if (!keep)
+            continue;
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
+        compress4_store(c + j, v0, keep & 15u);
+        j += (size_t)__builtin_popcount(keep & 15u);
+        compress4_store(c + j, v1, keep >> 4);
+        j += (size_t)__builtin_popcount(keep >> 4);
+    }
+    return keep_below_scalar(c, bk, i, n, j, bstar, keep_eq, arg);
+}
+
+/* The lanes of a 64-bit mask vector from the nibble k. */
+__attribute__((target("avx2"))) static inline __m256i mask4_avx2(unsigned k)
+{
+    const __m256i bits = _mm256_set_epi64x(8, 4, 2, 1);
+    return _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x((long long)k), bits), bits);
+}
+
+/* keep_below_avx2 moving the weights with the same permutes; the kept
+ * weights' 32-bit halves go to two lane sums (masked by the keep bits). */
+__attribute__((target("avx2"))) static size_t
+keep_below_w_avx2(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n, uint32_t bstar,
+                  sift__keep_fn keep_eq, void *arg, uint64_t *lo, uint64_t *hi)
+{
+    const __m256i bv = _mm256_set1_epi32((int32_t)bstar);
+    const __m256i bsf = _mm256_set1_epi32((int32_t)(bstar ^ 0x80000000u));
+    const __m256i low32 = _mm256_set1_epi64x(0xffffffffll);
+    __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        unsigned keep = keep_mask8_avx2(c, bk, i, bsf, bv, keep_eq, arg);
+        if (!keep)
+            continue;
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i + 4));
+        unsigned k0 = keep & 15u, k1 = keep >> 4;
+        __m256i wk = _mm256_add_epi64(_mm256_and_si256(w0, mask4_avx2(k0)),
+                                      _mm256_and_si256(w1, mask4_avx2(k1)));
+        /* two weights of at most 2^62 each: no wrap */
+        slo = _mm256_add_epi64(slo, _mm256_and_si256(wk, low32));
+        shi = _mm256_add_epi64(shi, _mm256_srli_epi64(wk, 32));
+        compress4_store(c + j, v0, k0);
+        compress4_store(w + j, w0, k0);
+        j += (size_t)__builtin_popcount(k0);
+        compress4_store(c + j, v1, k1);
+        compress4_store(w + j, w1, k1);
+        j += (size_t)__builtin_popcount(k1);
+    }
+    uint64_t s[4];
+    _mm256_storeu_si256((__m256i *)(void *)s, slo);
+    *lo += s[0] + s[1] + s[2] + s[3];
+    _mm256_storeu_si256((__m256i *)(void *)s, shi);
+    *hi += s[0] + s[1] + s[2] + s[3];
+    return keep_below_w_scalar(c, w, bk, i, n, j, bstar, keep_eq, arg, lo, hi);
+}
+
 /* Eight candidates a vector: kept when their bucket is below bstar; in
  * bstar, keep_eq decides (lane by lane, in order). The kept ones are
  * compressed and stored whole at j (j <= i: only read candidates are
@@ -431,6 +594,10 @@ void sift__score_buckets_at(int level, const sift_candidate *c, size_t n, float 
         score_buckets_avx512(c, n, m, LS, H, scale, top, bk);
         return;
     }
+    if (level >= SIFT__SIMD_AVX2) {
+        score_buckets_avx2(c, n, m, LS, H, scale, top, bk);
+        return;
+    }
 #endif
     (void)level;
     score_buckets_scalar(c, 0, n, m, LS, H, scale, top, bk);
@@ -448,6 +615,8 @@ size_t sift__find_eq_u32_at(int level, const uint32_t *bk, size_t i, size_t n, u
 #ifdef SIFT__KX86
     if (level >= SIFT__SIMD_AVX512)
         return find_eq_avx512(bk, i, n, b);
+    if (level >= SIFT__SIMD_AVX2)
+        return find_eq_avx2(bk, i, n, b);
 #endif
     (void)level;
     return find_eq_scalar(bk, i, n, b);
@@ -465,6 +634,8 @@ size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, siz
 #ifdef SIFT__KX86
     if (level >= SIFT__SIMD_AVX512)
         return keep_below_avx512(c, bk, n, bstar, keep_eq, arg);
+    if (level >= SIFT__SIMD_AVX2)
+        return keep_below_avx2(c, bk, n, bstar, keep_eq, arg);
 #endif
     (void)level;
     return keep_below_scalar(c, bk, 0, n, 0, bstar, keep_eq, arg);
@@ -486,6 +657,8 @@ size_t sift__keep_below_w_at(int level, sift_candidate *c, uint64_t *w, const ui
 #ifdef SIFT__KX86
     if (level >= SIFT__SIMD_AVX512)
         j = keep_below_w_avx512(c, w, bk, n, bstar, keep_eq, arg, &lo, &hi);
+    else if (level >= SIFT__SIMD_AVX2)
+        j = keep_below_w_avx2(c, w, bk, n, bstar, keep_eq, arg, &lo, &hi);
     else
 #endif
         j = keep_below_w_scalar(c, w, bk, 0, n, 0, bstar, keep_eq, arg, &lo, &hi);

@@ -33,7 +33,7 @@ SIFT__HIDDEN void sift__lane_sums_at(int level, const sift_candidate *cd, size_t
 
 /* Whole-distribution kernels (typical.c), each with a scalar twin that
  * gives the same bits; _at runs the kernel of `level` (tests compare the
- * levels: scalar, AVX-512F).
+ * levels: scalar, AVX2, AVX-512F).
  *
  * bk[i] = the score bucket of c[i]: x = (LS - (double)(c[i].logit - m))
  * - H, its sign cleared, times scale, clamped above at top (NaN too),
