@@ -924,11 +924,18 @@ SIFT__HIDDEN void sift__arr_keep_ge(sift__arr *a, uint64_t cut);
  * their candidates, and returns the exact sum of the kept ones: the same
  * array as sift__arr_keep_ge, bit for bit. */
 SIFT__HIDDEN sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t *w);
+/* sift__arr_keep_ge_w by the kernels of `level` (or the best level
+ * below it this build and machine have); tests compare the levels. */
+SIFT__HIDDEN sift__u128 sift__arr_keep_ge_w_at(int level, sift__arr *a, uint64_t cut, uint64_t *w);
 /* Writes the elements of c[0..n) with ckey >= cut (no NaN logit) to out,
  * in order, and returns how many: out may be c (in place) or a buffer of
  * n elements, every one of which may be written. */
 SIFT__HIDDEN size_t sift__keep_ge_into(const sift_candidate *c, size_t n, uint64_t cut,
                                        sift_candidate *out);
+/* sift__keep_ge_into by the kernels of `level` (tests compare the
+ * levels). */
+SIFT__HIDDEN size_t sift__keep_ge_into_at(int level, const sift_candidate *c, size_t n,
+                                          uint64_t cut, sift_candidate *out);
 /* Keeps the canonical first k elements (k >= 1), preserving storage
  * order; k >= n is a no-op. */
 SIFT__HIDDEN void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k);

@@ -618,7 +618,8 @@ END_TEST
 
 /* The copy of the candidates at or above a canonical key (mirostat v1's,
  * and in place top_p's and top_k's), at the level this process runs
- * (check_simd_env.sh runs it capped to scalar), equals a plain loop over
+ * (check_simd_env.sh runs it capped to scalar) and at every level by
+ * sift__keep_ge_into_at, equals a plain loop over
  * sift__ckey, into another buffer and in place: keys of present
  * candidates (ties by logit decided by id), -0 and +0, -inf, 0, the
  * largest key, and a block of 64 alternating -0 and +0 logits (the
@@ -650,6 +651,63 @@ START_TEST(test_the_key_cut_copies_the_plain_set_in_and_out_of_place)
                 memcpy(got, cd, n * sizeof *cd);
                 ck_assert_uint_eq(sift__keep_ge_into(got, n, cuts[q], got), kw);
                 ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+                    ck_assert_uint_eq(sift__keep_ge_into_at(l, cd, n, cuts[q], got), kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                    memcpy(got, cd, n * sizeof *cd);
+                    ck_assert_uint_eq(sift__keep_ge_into_at(l, got, n, cuts[q], got), kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* The cut that moves the weights (top_p's, for the dist after it) keeps
+ * the plain loop's candidates in order, each with its own weight, and
+ * sums the kept weights exactly, at every level: the cases of the test
+ * above on an array in id order (the compaction path), weights up to
+ * 2^62. */
+START_TEST(test_the_key_cut_moves_the_weights_at_every_level)
+{
+    static sift_candidate cd[300], want[300], got[300];
+    static uint64_t wo[300], wg[300];
+    uint64_t r = 7717;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
+        for (int variant = 0; variant < 5; variant++) {
+            typ_cands(cd, n, &r, variant < 4 ? variant : 0);
+            for (size_t i = 0; i < n; i++) {
+                if (variant == 4)
+                    cd[i].logit = i % 2 ? -0.0f : 0.0f;
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                wo[i] = variant == 2 ? (1ull << 62) - (i & 1) : r >> 2;
+            }
+            uint64_t cuts[5] = {0, UINT64_MAX, 0, 0, sift__ckey(0.0f, 31)};
+            if (n) {
+                cuts[2] = sift__ckey(cd[n / 2].logit, cd[n / 2].id);
+                cuts[3] = sift__ckey(cd[n / 5].logit, cd[n / 5].id);
+            }
+            for (int q = 0; q < 5; q++) {
+                size_t kw = 0;
+                sift__u128 sum = {0, 0};
+                for (size_t i = 0; i < n; i++)
+                    if (sift__ckey(cd[i].logit, cd[i].id) >= cuts[q]) {
+                        want[kw++] = cd[i];
+                        sum = sift__u128_add64(sum, wo[i]);
+                    }
+                for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+                    memcpy(got, cd, n * sizeof *cd);
+                    memcpy(wg, wo, n * sizeof *wo);
+                    sift__arr a = {got, n, (int32_t)n + 1, SIFT__ORDER_NONE, 0};
+                    sift__u128 kept = sift__arr_keep_ge_w_at(l, &a, cuts[q], wg);
+                    ck_assert_uint_eq(a.n, kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                    for (size_t i = 0; i < kw; i++)
+                        ck_assert_uint_eq(wg[i], wo[n - (size_t)got[i].id]);
+                    ck_assert_uint_eq(kept.lo, sum.lo);
+                    ck_assert_uint_eq(kept.hi, sum.hi);
+                }
             }
         }
     }
@@ -819,6 +877,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_id_search_finds_the_first_match_at_every_level);
     tcase_add_test(t, test_the_logit_search_finds_the_first_equal_logit_at_every_level);
     tcase_add_test(t, test_the_key_cut_copies_the_plain_set_in_and_out_of_place);
+    tcase_add_test(t, test_the_key_cut_moves_the_weights_at_every_level);
     tcase_add_test(t, test_the_canonical_first_is_the_largest_key);
     suite_add_tcase(s, t);
     return s;

@@ -64,6 +64,8 @@
 #if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
 #define SIFT__KX86 1
 #include <immintrin.h>
+
+#include "compress_avx2.h"
 #endif
 
 /* The definition, and the tail of every vector form. */
@@ -371,8 +373,7 @@ __attribute__((target("avx512f"))) static size_t find_eq_avx512(const uint32_t *
  * a vector as score_buckets_avx512 on eight (the same bits), eight
  * buckets a compare for the search, and the compaction by bucket eight
  * candidates a step, each half of four 64-bit entries moved to the
- * front by one permute (compress4_lut[k]: the 32-bit lanes of the kept
- * entries of nibble k first, in order, then the others). */
+ * front by one permute (compress_avx2.h). */
 __attribute__((target("avx2"))) static void score_buckets_avx2(const sift_candidate *c, size_t n,
                                                                float m, double LS, double H,
                                                                double scale, double top,
@@ -414,14 +415,6 @@ __attribute__((target("avx2"))) static size_t find_eq_avx2(const uint32_t *bk, s
     return find_eq_scalar(bk, i, n, b);
 }
 
-static const int32_t compress4_lut[16][8] = {
-    {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {2, 3, 0, 1, 4, 5, 6, 7},
-    {0, 1, 2, 3, 4, 5, 6, 7}, {4, 5, 0, 1, 2, 3, 6, 7}, {0, 1, 4, 5, 2, 3, 6, 7},
-    {2, 3, 4, 5, 0, 1, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {6, 7, 0, 1, 2, 3, 4, 5},
-    {0, 1, 6, 7, 2, 3, 4, 5}, {2, 3, 6, 7, 0, 1, 4, 5}, {0, 1, 2, 3, 6, 7, 4, 5},
-    {4, 5, 6, 7, 0, 1, 2, 3}, {0, 1, 4, 5, 6, 7, 2, 3}, {2, 3, 4, 5, 6, 7, 0, 1},
-    {0, 1, 2, 3, 4, 5, 6, 7}};
-
 /* The keep mask of bk[i..i+8) (bit l: bk[i + l] < bstar, or in bstar
  * and keep_eq says so, asked in order), by one unsigned compare (the
  * sign bits flipped) and one equality. */
@@ -442,14 +435,6 @@ keep_mask8_avx2(const sift_candidate *c, const uint32_t *bk, size_t i, __m256i b
     return keep;
 }
 
-/* Moves the 64-bit entries of v whose bits are set in the nibble k to
- * p (the other lanes follow them there: p[popcount(k)..4) is scratch). */
-__attribute__((target("avx2"))) static inline void compress4_store(void *p, __m256i v, unsigned k)
-{
-    __m256i idx = _mm256_loadu_si256((const __m256i *)(const void *)compress4_lut[k]);
-    _mm256_storeu_si256((__m256i *)p, _mm256_permutevar8x32_epi32(v, idx));
-}
-
 /* Both halves of eight candidates are loaded before either store, and
  * the stores land at j <= i: only read entries are overwritten. */
 __attribute__((target("avx2"))) static size_t keep_below_avx2(sift_candidate *c, const uint32_t *bk,
@@ -465,19 +450,12 @@ __attribute__((target("avx2"))) static size_t keep_below_avx2(sift_candidate *c,
             continue;
         __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
-        compress4_store(c + j, v0, keep & 15u);
+        sift__compress4_store(c + j, v0, keep & 15u);
         j += (size_t)__builtin_popcount(keep & 15u);
-        compress4_store(c + j, v1, keep >> 4);
+        sift__compress4_store(c + j, v1, keep >> 4);
         j += (size_t)__builtin_popcount(keep >> 4);
     }
     return keep_below_scalar(c, bk, i, n, j, bstar, keep_eq, arg);
-}
-
-/* The lanes of a 64-bit mask vector from the nibble k. */
-__attribute__((target("avx2"))) static inline __m256i mask4_avx2(unsigned k)
-{
-    const __m256i bits = _mm256_set_epi64x(8, 4, 2, 1);
-    return _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x((long long)k), bits), bits);
 }
 
 /* keep_below_avx2 moving the weights with the same permutes; the kept
@@ -500,16 +478,16 @@ keep_below_w_avx2(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n, 
         __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
         __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i + 4));
         unsigned k0 = keep & 15u, k1 = keep >> 4;
-        __m256i wk = _mm256_add_epi64(_mm256_and_si256(w0, mask4_avx2(k0)),
-                                      _mm256_and_si256(w1, mask4_avx2(k1)));
+        __m256i wk = _mm256_add_epi64(_mm256_and_si256(w0, sift__mask4_avx2(k0)),
+                                      _mm256_and_si256(w1, sift__mask4_avx2(k1)));
         /* two weights of at most 2^62 each: no wrap */
         slo = _mm256_add_epi64(slo, _mm256_and_si256(wk, low32));
         shi = _mm256_add_epi64(shi, _mm256_srli_epi64(wk, 32));
-        compress4_store(c + j, v0, k0);
-        compress4_store(w + j, w0, k0);
+        sift__compress4_store(c + j, v0, k0);
+        sift__compress4_store(w + j, w0, k0);
         j += (size_t)__builtin_popcount(k0);
-        compress4_store(c + j, v1, k1);
-        compress4_store(w + j, w1, k1);
+        sift__compress4_store(c + j, v1, k1);
+        sift__compress4_store(w + j, w1, k1);
         j += (size_t)__builtin_popcount(k1);
     }
     uint64_t s[4];

@@ -27,10 +27,13 @@
 #include "simd.h"
 
 /* The AVX-512 forms of this file (max_logit_avx512, keep_ge_avx512,
- * keep_ge_w_avx512) and max_logit_avx2, chosen at run time. */
+ * keep_ge_w_avx512) and the AVX2 ones (max_logit_avx2, keep_ge_avx2,
+ * keep_ge_w_avx2), chosen at run time. */
 #if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
 #define SIFT__BAND_AVX512 1
 #include <immintrin.h>
+
+#include "compress_avx2.h"
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -458,6 +461,91 @@ keep_ge_avx512(const sift_candidate *c, size_t n, float cl, uint32_t cid, sift_c
 }
 #endif
 
+#ifdef SIFT__BAND_AVX512
+/* The keep bits of the four candidates in v (bit l: candidate l): the
+ * test of keep_ge_avx512 on the odd (logit) and even (id) 32-bit lanes,
+ * the id compared unsigned by flipping the sign bits (cidf = cid with
+ * its sign bit flipped); the pair's verdicts folded into one bit. */
+__attribute__((target("avx2"))) static inline unsigned keep4_ge_avx2(__m256i v, __m256 clv,
+                                                                     __m256i cidf)
+{
+    const __m256i flip = _mm256_set1_epi32((int32_t)0x80000000u);
+    __m256 f = _mm256_castsi256_ps(v);
+    unsigned gt = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(f, clv, _CMP_GT_OQ));
+    unsigned eq = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(f, clv, _CMP_EQ_OQ));
+    unsigned idgt = (unsigned)_mm256_movemask_ps(
+        _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_xor_si256(v, flip), cidf)));
+    unsigned k8 = (gt | (eq & ~(idgt << 1))) & 0xAAu;
+    return ((k8 >> 1) & 1u) | ((k8 >> 2) & 2u) | ((k8 >> 3) & 4u) | ((k8 >> 4) & 8u);
+}
+
+/* keep_ge_avx512 at AVX2: eight candidates a step, both halves loaded
+ * before either is stored (at j <= i, or into a buffer of n), each moved
+ * to the front by one permute (compress_avx2.h). */
+__attribute__((target("avx2"))) static size_t keep_ge_avx2(const sift_candidate *c, size_t n,
+                                                           float cl, uint32_t cid,
+                                                           sift_candidate *out, size_t *jout)
+{
+    const __m256 clv = _mm256_set1_ps(cl);
+    const __m256i cidf = _mm256_set1_epi32((int32_t)(cid ^ 0x80000000u));
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
+        unsigned k0 = keep4_ge_avx2(v0, clv, cidf), k1 = keep4_ge_avx2(v1, clv, cidf);
+        if (!(k0 | k1))
+            continue;
+        sift__compress4_store(out + j, v0, k0);
+        j += (size_t)__builtin_popcount(k0);
+        sift__compress4_store(out + j, v1, k1);
+        j += (size_t)__builtin_popcount(k1);
+    }
+    *jout = j;
+    return i;
+}
+
+/* keep_ge_avx2 moving the weights too, their kept 32-bit halves summed
+ * into *lo and *hi (as keep_ge_w_avx512). */
+__attribute__((target("avx2"))) static size_t keep_ge_w_avx2(sift_candidate *c, uint64_t *w,
+                                                             size_t n, float cl, uint32_t cid,
+                                                             size_t *jout, uint64_t *lo,
+                                                             uint64_t *hi)
+{
+    const __m256 clv = _mm256_set1_ps(cl);
+    const __m256i cidf = _mm256_set1_epi32((int32_t)(cid ^ 0x80000000u));
+    const __m256i low32 = _mm256_set1_epi64x(0xffffffffll);
+    __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
+        unsigned k0 = keep4_ge_avx2(v0, clv, cidf), k1 = keep4_ge_avx2(v1, clv, cidf);
+        if (!(k0 | k1))
+            continue;
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i + 4));
+        /* two weights of at most 2^62 each per lane: no wrap */
+        __m256i wk = _mm256_add_epi64(_mm256_and_si256(w0, sift__mask4_avx2(k0)),
+                                      _mm256_and_si256(w1, sift__mask4_avx2(k1)));
+        slo = _mm256_add_epi64(slo, _mm256_and_si256(wk, low32));
+        shi = _mm256_add_epi64(shi, _mm256_srli_epi64(wk, 32));
+        sift__compress4_store(c + j, v0, k0);
+        sift__compress4_store(w + j, w0, k0);
+        j += (size_t)__builtin_popcount(k0);
+        sift__compress4_store(c + j, v1, k1);
+        sift__compress4_store(w + j, w1, k1);
+        j += (size_t)__builtin_popcount(k1);
+    }
+    uint64_t t[4];
+    _mm256_storeu_si256((__m256i *)(void *)t, slo);
+    *lo += t[0] + t[1] + t[2] + t[3];
+    _mm256_storeu_si256((__m256i *)(void *)t, shi);
+    *hi += t[0] + t[1] + t[2] + t[3];
+    *jout = j;
+    return i;
+}
+#endif
+
 void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
 {
     if (a->order == SIFT__ORDER_CANON) {
@@ -484,6 +572,13 @@ void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
 
 size_t sift__keep_ge_into(const sift_candidate *c, size_t n, uint64_t cut, sift_candidate *out)
 {
+    return sift__keep_ge_into_at(sift__simd()->level, c, n, cut, out);
+}
+
+size_t sift__keep_ge_into_at(int level, const sift_candidate *c, size_t n, uint64_t cut,
+                             sift_candidate *out)
+{
+    level = sift__simd_ops_at(level)->level;
     /* ckey(x) >= cut, with the cut as a logit and an id: a larger logit,
      * or an equal one (-0 and +0 are equal both ways) and an id no larger.
      * Float compares on the row instead of a key per element; written
@@ -505,8 +600,10 @@ size_t sift__keep_ge_into(const sift_candidate *c, size_t n, uint64_t cut, sift_
     }
     size_t i = 0;
 #ifdef SIFT__BAND_AVX512
-    if (n >= 64 && sift__simd()->level >= SIFT__SIMD_AVX512 && keep_ge_vec_available())
+    if (n >= 64 && level >= SIFT__SIMD_AVX512 && keep_ge_vec_available())
         i = keep_ge_avx512(c, n, cl, cid, out, &j);
+    else if (n >= 64 && level >= SIFT__SIMD_AVX2)
+        i = keep_ge_avx2(c, n, cl, cid, out, &j);
 #endif
     for (; i < n; i++) {
         sift_candidate x = c[i];
@@ -555,6 +652,12 @@ keep_ge_w_avx512(sift_candidate *c, uint64_t *w, size_t n, float cl, uint32_t ci
 
 sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t *w)
 {
+    return sift__arr_keep_ge_w_at(sift__simd()->level, a, cut, w);
+}
+
+sift__u128 sift__arr_keep_ge_w_at(int level, sift__arr *a, uint64_t cut, uint64_t *w)
+{
+    level = sift__simd_ops_at(level)->level;
     uint64_t lo = 0, hi = 0;
     size_t n = a->n, from = 0;
     if (a->order == SIFT__ORDER_CANON) {
@@ -580,9 +683,12 @@ sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t *w)
             }
         } else {
 #ifdef SIFT__BAND_AVX512
-            if (n >= 64 && sift__simd()->level >= SIFT__SIMD_AVX512 && keep_ge_vec_available()) {
+            if (n >= 64 && level >= SIFT__SIMD_AVX512 && keep_ge_vec_available()) {
                 i = keep_ge_w_avx512(c, w, n, cl, cid, &j, &lo, &hi);
                 from = j; /* the vector loop summed w[0..j) */
+            } else if (n >= 64 && level >= SIFT__SIMD_AVX2) {
+                i = keep_ge_w_avx2(c, w, n, cl, cid, &j, &lo, &hi);
+                from = j;
             }
 #endif
             for (; i < n; i++) {
