@@ -517,8 +517,8 @@ END_TEST
 /* mirostat v2's cut by weight (core/kernels.c) keeps, at every level, the
  * candidates with w >= ws in order with their weights, and their sum: the
  * same as a plain loop, for thresholds at a weight (ties), between two,
- * 0, 2^62 (the largest weight) and above every weight, on lengths around
- * multiples of 4 and 8. */
+ * 0, 2^62 (the largest weight), above every weight and above 2^63 (an
+ * unsigned order), on lengths around multiples of 4 and 8. */
 START_TEST(test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level)
 {
     static sift_candidate orig[300], want[300], got[300];
@@ -533,10 +533,11 @@ START_TEST(test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level)
                 if (i == n / 3)
                     wo[i] = (uint64_t)1 << 62;
             }
-            uint64_t wss[6] = {0, 1, (uint64_t)1 << 62, ((uint64_t)1 << 62) + 1, 1u << 23, 0};
+            uint64_t wss[7] = {0,        1, (uint64_t)1 << 62, ((uint64_t)1 << 62) + 1,
+                               1u << 23, 0, UINT64_MAX - 5};
             if (n)
                 wss[5] = wo[n / 2];
-            for (int t = 0; t < 6; t++) {
+            for (int t = 0; t < 7; t++) {
                 size_t kw = 0;
                 sift__u128 sw = {0, 0};
                 for (size_t i = 0; i < n; i++)

@@ -688,12 +688,44 @@ __attribute__((target("avx512f"))) static size_t keep_ge_d_avx512(sift_candidate
 }
 #endif
 
+#ifdef SIFT__KX86
+/* AVX2: four candidates a vector, the logits widened and compared as in
+ * keep_ge_d_avx512, the kept ones moved by a permute (compress_avx2.h);
+ * eight a step, both halves loaded before either is stored at j <= i. */
+__attribute__((target("avx2"))) static inline unsigned keep4_ge_d_avx2(__m256i v, __m256d t)
+{
+    /* the odd floats of four candidates: lanes 1, 3 | 5, 7 */
+    __m256 f = _mm256_castsi256_ps(v);
+    __m128 l = _mm_shuffle_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps(f, 1), 0xDD);
+    return (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_cvtps_pd(l), t, _CMP_GE_OQ));
+}
+
+__attribute__((target("avx2"))) static size_t keep_ge_d_avx2(sift_candidate *c, size_t n,
+                                                             double thr)
+{
+    const __m256d t = _mm256_set1_pd(thr);
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
+        unsigned k0 = keep4_ge_d_avx2(v0, t), k1 = keep4_ge_d_avx2(v1, t);
+        sift__compress4_store(c + j, v0, k0);
+        j += (size_t)__builtin_popcount(k0);
+        sift__compress4_store(c + j, v1, k1);
+        j += (size_t)__builtin_popcount(k1);
+    }
+    return keep_ge_d_scalar(c, i, n, j, thr);
+}
+#endif
+
 size_t sift__keep_logit_ge_at(int level, sift_candidate *c, size_t n, double thr)
 {
     level = sift__simd_ops_at(level)->level;
 #ifdef SIFT__KX86
     if (level >= SIFT__SIMD_AVX512)
         return keep_ge_d_avx512(c, n, thr);
+    if (level >= SIFT__SIMD_AVX2)
+        return keep_ge_d_avx2(c, n, thr);
 #endif
     (void)level;
     return keep_ge_d_scalar(c, 0, n, 0, thr);
@@ -744,19 +776,38 @@ static size_t find_logit_eq_scalar(const sift_candidate *c, size_t i, size_t n, 
 }
 
 #ifdef SIFT__KX86
-/* AVX2: four weights (or candidates) a step, looked at one by one only
- * when one of them is kept; the weights are below 2^63, so a signed
- * compare orders them. */
+/* AVX2: four weights (or candidates) a step, skipped when none is kept;
+ * unsigned order by a signed compare with the sign bits flipped. */
 __attribute__((target("avx2"))) static size_t
 keep_w_ge_avx2(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws, uint64_t *lo, uint64_t *hi)
 {
-    const __m256i wv = _mm256_set1_epi64x((long long)ws);
+    const __m256i flip = _mm256_set1_epi64x(INT64_MIN);
+    const __m256i wv = _mm256_set1_epi64x((long long)(ws ^ 0x8000000000000000ull));
     size_t i = 0, j = 0;
+    const __m256i low32 = _mm256_set1_epi64x(0xffffffffll);
+    __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
     for (; i + 4 <= n; i += 4) {
         __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
-        if (_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(wv, x))) != 0xf)
-            j = keep_w_ge_scalar(c, w, i, i + 4, j, ws, lo, hi);
+        unsigned k = 0xfu & ~(unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(
+                                _mm256_cmpgt_epi64(wv, _mm256_xor_si256(x, flip))));
+        if (!k)
+            continue;
+        /* the kept ones moved to the front by one permute each for the
+         * candidates and the weights (compress_avx2.h), their halves
+         * summed in the lanes */
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
+        __m256i xk = _mm256_and_si256(x, sift__mask4_avx2(k));
+        slo = _mm256_add_epi64(slo, _mm256_and_si256(xk, low32));
+        shi = _mm256_add_epi64(shi, _mm256_srli_epi64(xk, 32));
+        sift__compress4_store(c + j, v, k);
+        sift__compress4_store(w + j, x, k);
+        j += (size_t)__builtin_popcount(k);
     }
+    uint64_t t[4];
+    _mm256_storeu_si256((__m256i *)(void *)t, slo);
+    *lo += t[0] + t[1] + t[2] + t[3];
+    _mm256_storeu_si256((__m256i *)(void *)t, shi);
+    *hi += t[0] + t[1] + t[2] + t[3];
     return keep_w_ge_scalar(c, w, i, n, j, ws, lo, hi);
 }
 
