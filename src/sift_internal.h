@@ -353,9 +353,16 @@ typedef struct sift__ctx {
      * a stage loop that runs the stages back to back (step.c's
      * apply_stages, the complete branch of certify.c's walk) is inside a
      * stage's apply; every other caller of apply leaves it 0, so nothing
-     * is carried there. carry_used counts the takes (for tests). */
+     * is carried there. carry_used counts the takes (for tests).
+     * carry_next is 1 while the stage being applied is followed, in that
+     * loop, by a stage that takes weights (ops->takes_carry): only then
+     * is leaving them worth a producer's extra work. carry_bad, for
+     * tests (NULL otherwise), makes every take recompute the weights and
+     * compare; a mismatch is counted there and the take refused. */
     int carry_armed;
+    int carry_next;
     uint32_t carry_used;
+    uint64_t *carry_bad;
     sift__carry carry;
 } sift__ctx;
 
@@ -401,7 +408,13 @@ static inline void sift__note_banned(sift__ctx *ctx, size_t i, const sift__arr *
  * ws->u64a[i] is the weight of a->c[i] at m for every i < a->n on its
  * return, and the consumer takes it (once) before it writes u64a.
  * Which SIMD path computed the weights does not matter: every path of
- * sift__weights gives the same bits. */
+ * sift__weights gives the same bits. A record is left only when the
+ * next stage of the loop takes weights (ops->takes_carry, ctx->carry_next:
+ * sift__carry_wanted), so no producer moves weights nobody takes. */
+/* For tests (ctx->carry_bad set): 1 when ws->u64a holds the weights of
+ * a's candidates at m and W is their sum, recomputed into ws->u64b (free
+ * while a take is being decided). */
+SIFT__HIDDEN int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W);
 static inline void sift__carry_clear(sift__ctx *ctx)
 {
     ctx->carry.stage = SIZE_MAX;
@@ -412,11 +425,18 @@ static inline uint32_t sift__carry_bits(float m)
     memcpy(&u, &m, sizeof u);
     return u;
 }
+/* 1 when a stage's weights would be taken if it left them: the loop is
+ * armed and the next stage takes weights. A producer asks before doing
+ * work only a taker needs (moving the weights with a compaction). */
+static inline int sift__carry_wanted(const sift__ctx *ctx)
+{
+    return ctx->carry_armed && ctx->carry_next;
+}
 /* Called by a stage whose apply leaves in ws->u64a the weights of its
- * output a at m (sum W); a no-op when the context is not armed. */
+ * output a at m (sum W); a no-op unless sift__carry_wanted. */
 static inline void sift__carry_leave(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
 {
-    if (!ctx->carry_armed)
+    if (!sift__carry_wanted(ctx))
         return;
     ctx->carry.stage = ctx->stage;
     ctx->carry.c = a->c;
@@ -435,6 +455,10 @@ static inline const uint64_t *sift__carry_take(sift__ctx *ctx, const sift__arr *
     if (!ctx->carry_armed || k.stage == SIZE_MAX || k.stage + 1 != ctx->stage || k.c != a->c ||
         k.n != a->n || k.m_bits != sift__carry_bits(m))
         return NULL;
+    if (SIFT__UNLIKELY(ctx->carry_bad != NULL) && !sift__carry_check(ctx, a, m, k.W)) {
+        ++*ctx->carry_bad;
+        return NULL;
+    }
     ctx->carry_used++;
     *W = k.W;
     return ctx->ws->u64a;
@@ -482,6 +506,10 @@ typedef struct sift__stage_ops {
     uint8_t is_selector;
     /* 1: the selector is greedy (the chain special-cases it). */
     uint8_t is_greedy;
+    /* 1: apply takes the weights the stage right before it left
+     * (sift__carry_take; dist). A stage loop lets a stage leave weights
+     * only when the next stage has this. */
+    uint8_t takes_carry;
 
     /* -- Class and plan: what the analyzer and the slice path may assume
      * about apply, and the bounds they size a step with. --------------- */
@@ -709,6 +737,11 @@ struct sift_chain {
     /* Weights a stage took from the stage before it (sift__carry_take),
      * counted over the steps that succeeded. */
     uint64_t n_carried;
+    /* For tests (0 otherwise): every take of carried weights is checked
+     * against weights computed afresh (sift__carry_check), a mismatch
+     * counted in n_carry_bad (and the take refused). */
+    uint8_t carry_verify;
+    uint64_t n_carry_bad;
     /* The tail route's back-off (core/step.c, run_row): whole-row steps
      * it still skips, and its failed attempts in a row (capped). Only
      * the cost of a step depends on them, never its outcome; clone

@@ -18,7 +18,12 @@
  * - [xtc, dist], which carries when xtc removes nothing, on rows that
  *   include ties at the largest logit (a removal that keeps it);
  * - [typical, dist] on rows where typical keeps the largest logit and
- *   where it drops it, and [typical, X, dist] with the stages above.
+ *   where it drops it, and [typical, X, dist] with the stages above;
+ * - the take's rule on a context set up by hand.
+ *
+ * Every chain here checks each take against weights computed afresh
+ * (carry_verify): a carried weight or sum that is off fails even when
+ * the token happens to agree.
  *
  * The oracle cases are tagged "simd": check_simd_whole.sh runs them again
  * under each SIFT_SIMD cap (the weights kernel, the compaction that moves
@@ -33,13 +38,17 @@
 #include "testutil.h"
 
 /* Samples `steps` tokens from spec's chain and the oracle on row,
- * accepting each; every token and RNG state must agree. Returns the
- * chain's count of carried weights. */
+ * accepting each; every token and RNG state must agree, and every take
+ * of carried weights must find them equal, weight for weight and in
+ * sum, to those computed afresh (carry_verify). Returns the chain's
+ * count of carried weights. */
 static uint64_t agree(const sp_chain *spec, const float *row, int32_t V, int steps)
 {
     sift_chain *c = NULL;
     sift_error err;
     ck_assert_msg(sp_build(spec, &c, &err) == SIFT_OK, "build: %s", err.message);
+    /* every take is checked against weights computed afresh */
+    c->carry_verify = 1;
     or_chain o;
     or_init(&o, spec);
     char desc[512];
@@ -61,6 +70,7 @@ static uint64_t agree(const sp_chain *spec, const float *row, int32_t V, int ste
         or_accept(&o, ts);
     }
     uint64_t n = c->n_carried;
+    ck_assert_uint_eq(c->n_carry_bad, 0);
     or_free(&o);
     sift_chain_free(c);
     return n;
@@ -251,25 +261,30 @@ END_TEST
 /* [typical, dist]: typical leaves the weights of the tokens it keeps,
  * moved with them by its compaction, and dist takes them when the kept
  * set's largest logit is the row's. Every fourth row is large (typical's
- * histogram path, which leaves weights only with 4096 tokens known kept)
- * and uniform on [-1, 1], where typical keeps most tokens and the
- * largest; other rows are of every tu_row shape (the small path). Every
- * third row gets one token 2.5 above its largest logit, which typical
- * drops (the kept set's largest logit is another: the weights left must
- * not be taken), and every third after that two to four tokens at its
- * largest logit (the cut may fall among them: ranked by id). */
+ * histogram path, which leaves weights only with 4096 tokens known
+ * kept), uniform on [-1, 1] (at p = 0.9 typical keeps about three
+ * quarters and the largest) or, every other time, on [-12, 0] with p =
+ * 0.99 or 0.999 (weights that are not multiples of 2^32, kept and
+ * dropped: the low halves of the sums count); other rows are of every
+ * tu_row shape (the small path). Every third row gets one token 2.5
+ * above its largest logit, which typical keeps (then it may carry) or
+ * drops (then it leaves nothing, and no stale weights reach dist), and
+ * every third after that two to four tokens at its largest logit (the
+ * cut may fall among them: ranked by id). Both paths must carry. */
 START_TEST(test_typical_dist_carries)
 {
     tu_rng r = {0x5eed0300u + (uint64_t)_i};
     float *row = malloc(70000 * sizeof *row);
     ck_assert_ptr_nonnull(row);
-    uint64_t carried = 0;
+    uint64_t carried_big = 0, carried_small = 0;
     for (int i = 0; i < 96; i++) {
         int32_t V;
+        int wide = 0;
         if (i % 4 == 3) {
             V = (int32_t)tu_range(&r, 16384, 70000);
+            wide = i % 8 == 7;
             for (int32_t j = 0; j < V; j++)
-                row[j] = (float)(2.0 * tu_unif(&r) - 1.0);
+                row[j] = wide ? (float)(-12.0 * tu_unif(&r)) : (float)(2.0 * tu_unif(&r) - 1.0);
         } else {
             V = tu_rand_V(&r, 4096);
             tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
@@ -287,11 +302,65 @@ START_TEST(test_typical_dist_carries)
         spec.seed = tu_next(&r);
         spec.n = 2;
         spec.st[0] = typical_stage(&r);
+        if (wide)
+            spec.st[0].f0 = tu_unif(&r) < 0.5 ? 0.99f : 0.999f;
         spec.st[1].kind = SP_DIST;
-        carried += agree(&spec, row, V, 3);
+        uint64_t n = agree(&spec, row, V, 3);
+        if (V >= 16384)
+            carried_big += n;
+        else
+            carried_small += n;
     }
     free(row);
-    ck_assert_uint_gt(carried, 0);
+    ck_assert_uint_gt(carried_big, 0);
+    ck_assert_uint_gt(carried_small, 0);
+}
+END_TEST
+
+/* The take's own rule, on a context set up by hand: the weights go
+ * only to the stage right after the one that left them, in a loop whose
+ * next stage takes them, on the same array and length, at the same
+ * largest logit bit for bit (+0 and -0 differ), and once. */
+START_TEST(test_the_take_checks_stage_array_and_largest_logit)
+{
+    static sift_candidate cd[4];
+    static uint64_t wa[4];
+    sift__ws ws;
+    memset(&ws, 0, sizeof ws);
+    ws.u64a = wa;
+    sift__ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.ws = &ws;
+    sift__arr a = {cd, 4, 4, SIFT__ORDER_ID, 1};
+    sift__u128 W = {12345, 0}, got;
+    for (int v = 0; v < 9; v++) {
+        float m = v >= 5 ? -0.0f : 0.0f;
+        sift__carry_clear(&ctx);
+        ctx.carry_armed = 1;
+        ctx.carry_next = v != 1;
+        ctx.stage = 3;
+        a.n = 4;
+        sift__carry_leave(&ctx, &a, m, W);
+        ctx.stage = v == 2 ? 5 : 4;
+        sift__arr b = a;
+        if (v == 3)
+            b.n = 3;
+        if (v == 4)
+            b.c = cd + 1;
+        float mt = v == 5 ? -m : v == 6 ? 1.0f : m;
+        ctx.carry_next = 0;
+        ctx.carry_armed = v != 7;
+        got.lo = got.hi = 0;
+        const uint64_t *w = sift__carry_take(&ctx, &b, mt, &got);
+        if (v == 0 || v == 8) {
+            /* the leave's own record: taken once */
+            ck_assert_ptr_eq(w, wa);
+            ck_assert_uint_eq(got.lo, 12345);
+            ck_assert_ptr_null(sift__carry_take(&ctx, &b, mt, &got));
+        } else {
+            ck_assert_ptr_null(w);
+        }
+    }
 }
 END_TEST
 
@@ -305,6 +374,7 @@ Suite *tu_suite(void)
     tcase_add_loop_test(tc, test_stage_between_voids_the_carry, 0, 2);
     tcase_add_loop_test(tc, test_xtc_dist_carries, 0, 2);
     tcase_add_loop_test(tc, test_typical_dist_carries, 0, 2);
+    tcase_add_test(tc, test_the_take_checks_stage_array_and_largest_logit);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,7 +5,7 @@
 # check_select (the mass prefix against a sorted walk on rows of up to
 # 300,000 candidates), check_trunc and check_temp (the oracle comparisons of
 # the whole-distribution samplers over whole rows, check_carry's weights
-# carried from top_p to dist) and check_tailrow (the
+# carried from top_p, xtc and typical to dist) and check_tailrow (the
 # row step's tail route, its kernel at the capped level) that go through
 # the library's dispatch and compare with the oracle - those tagged "simd"
 # (CK_INCLUDE_TAGS) - again with the dispatch capped at scalar, sse2 and

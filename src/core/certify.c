@@ -30,6 +30,7 @@
  * where errors go.
  */
 #include "../sift_internal.h"
+#include "step.h"
 
 /* The walk proper. Errors of the stages on an incomplete set go to
  * `scratch` (failures there are left to the whole-row path, which names
@@ -51,6 +52,7 @@ static int walk(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, sift__b
         if (complete) {
             ctx->err = user_err;
             ctx->carry_armed = 1;
+            ctx->carry_next = sift__carry_next(c, i, end);
             sift_status s = st->ops->apply(st, ctx, a);
             ctx->carry_armed = 0;
             if (s == SIFT_OK && a->n == 0)

@@ -56,8 +56,10 @@ SIFT__HIDDEN size_t sift__keep_below(sift_candidate *c, const uint32_t *bk, size
 SIFT__HIDDEN size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,
                                         uint32_t bstar, sift__keep_fn keep_eq, void *arg);
 /* sift__keep_below that moves w[i] with c[i] (both arrays compacted
- * alike) and sets *kept to the sum of the kept weights (n below 2^31,
- * each weight below 2^63); returns how many were kept. */
+ * alike: c[0..k) and w[0..k) the kept ones in order, c[k..n) and
+ * w[k..n) unspecified after) and sets *kept to the exact 128-bit sum of
+ * the kept weights (n below 2^31, each weight below 2^63); returns k,
+ * how many were kept. */
 SIFT__HIDDEN size_t sift__keep_below_w(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n,
                                        uint32_t bstar, sift__keep_fn keep_eq, void *arg,
                                        sift__u128 *kept);

@@ -130,8 +130,24 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->band_answered = 0;
     ctx->band_handed_over = 0;
     ctx->carry_armed = 0;
+    ctx->carry_next = 0;
     ctx->carry_used = 0;
+    ctx->carry_bad = c->carry_verify ? &c->n_carry_bad : NULL;
     sift__carry_clear(ctx);
+}
+
+int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
+{
+    sift__u128 W2 = sift__weights(a->c, a->n, m, ctx->ws->u64b);
+    return W2.lo == W.lo && W2.hi == W.hi &&
+           memcmp(ctx->ws->u64a, ctx->ws->u64b, a->n * sizeof *ctx->ws->u64a) == 0;
+}
+
+/* 1 when stage i + 1 runs in a loop of stages [0, end) and takes the
+ * weights stage i may leave (sift__carry_wanted). */
+int sift__carry_next(const sift_chain *c, size_t i, size_t end)
+{
+    return i + 1 < end && c->stages[i + 1]->ops->takes_carry;
 }
 
 static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
@@ -155,6 +171,7 @@ static sift_status apply_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, siz
         sift__stage *st = c->stages[i];
         ctx->stage = i;
         ctx->carry_armed = 1;
+        ctx->carry_next = sift__carry_next(c, i, end);
         s = st->ops->apply(st, ctx, a);
         ctx->carry_armed = 0;
         if (s != SIFT_OK)

@@ -13,6 +13,10 @@ SIFT__HIDDEN sift_status sift__step_check(sift_chain *c, int32_t V, int need_sel
                                           sift_error *err);
 /* A fresh per-step context over the chain's RNG and workspace. */
 SIFT__HIDDEN void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err);
+/* 1 when stage i + 1 runs in a loop of stages [0, end) and takes the
+ * weights stage i may leave (ops->takes_carry): a stage loop sets
+ * ctx->carry_next from it around each apply. */
+SIFT__HIDDEN int sift__carry_next(const sift_chain *c, size_t i, size_t end);
 /* The row buffer (for the hook and for check-mode bans), sized once. */
 SIFT__HIDDEN sift_status sift__row_buffer(sift_chain *c, int32_t V, sift_error *err);
 /* Check mode, written once for the row and the slice step: if the

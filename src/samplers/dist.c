@@ -117,6 +117,7 @@ static const sift__stage_ops dist_ops = {
     .name = "dist",
     .apply = dist_apply,
     .is_selector = 1,
+    .takes_carry = 1,
     .cls = dist_cls,
     .certify_mass = dist_certify_mass,
 };

@@ -76,7 +76,7 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     /* Moving the weights costs about a pass over the array; dist's own
      * pass over a few kept tokens costs less. */
     size_t n_kept = len < keep_min ? keep_min : len;
-    if (ctx->carry_armed && n_kept >= CARRY_MIN_KEPT) {
+    if (sift__carry_wanted(ctx) && n_kept >= CARRY_MIN_KEPT) {
         sift__u128 kept = sift__arr_keep_ge_w(a, cut, w);
         sift__carry_leave(ctx, a, m, kept);
     } else {

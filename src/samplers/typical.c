@@ -327,11 +327,14 @@ static int typ_keep_in_cut_bucket(const sift_candidate *x, void *p)
                    ~sift__ckey(x->logit, x->id));
 }
 
-/* 1 unless the tokens at the largest logit m all rank after the cut:
- * their score's bits (the ranking's first key) exceed cut1. A kept set
- * without one has another largest logit, and its weights at m are not
- * the dist's; sift__carry_take checks m again, so this only spares a
- * compaction of weights that could not be taken. */
+/* 1 when the kept set holds a token at the largest logit m: their
+ * score's bits (the ranking's first key) are at most cut1. Exact: when
+ * they equal cut1, the first token at m (the smallest id) is the
+ * smallest key of that score and the cut, which keeps a whole prefix of
+ * the ranking from the smallest key up, keeps it. A kept set without
+ * such a token has another largest logit and its weights at m are not
+ * the dist's; typical then leaves none (and sift__carry_take's check of
+ * m would refuse them). */
 static int typ_max_may_stay(float m, double LS, double H, uint64_t cut1)
 {
     return score_bits(typ_score(m, m, LS, H)) <= cut1;
@@ -376,6 +379,8 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         uint32_t *bk = ctx->ws->u32, bstar;
         size_t n_below;
         if (!typ_cut_hist(ctx, c, w, n, m, LS, H, T, kmin, bk, &bstar, &n_below, &cut1, &cut2)) {
+            /* not reached (W >= 2^62 > T = floor(p W) for p < 1, and
+             * kmin < n): everything kept, weights and sum as computed */
             sift__carry_leave(ctx, a, m, W);
             return SIFT_OK;
         }
@@ -384,7 +389,8 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
          * verdict). Moving the weights costs a share of that pass; for a
          * few kept tokens dist's own weights cost less. */
         typ_cut_arg arg = {m, LS, H, cut1, cut2};
-        if (ctx->carry_armed && n_below >= TYP_CARRY_MIN && typ_max_may_stay(m, LS, H, cut1)) {
+        if (sift__carry_wanted(ctx) && n_below >= TYP_CARRY_MIN &&
+            typ_max_may_stay(m, LS, H, cut1)) {
             j = sift__keep_below_w(c, w, bk, n, bstar, typ_keep_in_cut_bucket, &arg, &kept);
             carried = 1;
         } else {
@@ -400,11 +406,12 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         }
         sift__u128 zero = {0, 0};
         if (!rank_select(K1, K2, Wt, n, T, kmin, zero, 0, &cut1, &cut2)) {
+            /* not reached either (as above) */
             sift__carry_leave(ctx, a, m, W);
             return SIFT_OK;
         }
         /* the weights move with the candidates in the same pass */
-        carried = ctx->carry_armed && typ_max_may_stay(m, LS, H, cut1);
+        carried = sift__carry_wanted(ctx) && typ_max_may_stay(m, LS, H, cut1);
         for (size_t i = 0; i < n; i++) {
             sift_candidate x = c[i];
             uint64_t k1 = score_bits(f[i]), k2 = ~sift__ckey(x.logit, x.id);
