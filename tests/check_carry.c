@@ -106,6 +106,16 @@ static float row_max(const float *row, int32_t V)
     return m;
 }
 
+/* Sets two to four random tokens to the row's largest logit (a tie at
+ * the top: a cut may fall among them, ranked by id). */
+static void tie_at_max(tu_rng *r, float *row, int32_t V)
+{
+    float m = row_max(row, V);
+    int k = (int)tu_range(r, 2, 4);
+    for (int t = 0; t < k && m > -INFINITY; t++)
+        row[tu_range(r, 0, V - 1)] = m;
+}
+
 /* Ids of up to n of the row's largest logits after the largest (ranks 2
  * to n + 1 by a selection on a copy), the tokens top_p keeps. */
 static size_t runners_up(const float *row, int32_t V, int32_t *ids, size_t n)
@@ -239,12 +249,8 @@ START_TEST(test_xtc_dist_carries)
     for (int i = 0; i < 96; i++) {
         int32_t V = pick_V(&r, i);
         tu_row(&r, row, V, (int)tu_range(&r, 0, TU_ROW__COUNT - 1));
-        if (i % 3 == 0) {
-            float m = row_max(row, V);
-            int k = (int)tu_range(&r, 2, 4);
-            for (int t = 0; t < k && m > -INFINITY; t++)
-                row[tu_range(&r, 0, V - 1)] = m;
-        }
+        if (i % 3 == 0)
+            tie_at_max(&r, row, V);
         sp_chain spec;
         memset(&spec, 0, sizeof spec);
         spec.seed = tu_next(&r);
@@ -293,9 +299,7 @@ START_TEST(test_typical_dist_carries)
         if (i % 3 == 1 && m > -INFINITY && m < 1e30f) {
             row[tu_range(&r, 0, V - 1)] = m + 2.5f;
         } else if (i % 3 == 2) {
-            int k = (int)tu_range(&r, 2, 4);
-            for (int t = 0; t < k && m > -INFINITY; t++)
-                row[tu_range(&r, 0, V - 1)] = m;
+            tie_at_max(&r, row, V);
         }
         sp_chain spec;
         memset(&spec, 0, sizeof spec);

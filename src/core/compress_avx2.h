@@ -1,15 +1,18 @@
 /*
  * compress_avx2.h - the AVX2 compaction step shared by the keep kernels
- * of core/kernels.c (typical's cut) and core/select.c (the cut by
- * canonical key): AVX2 has no compress, so four 64-bit entries (a
- * candidate, or a weight) are moved to the front of a vector by one
- * permute of their 32-bit halves, chosen by the nibble of kept entries.
- * Only for x86-64 builds with dispatch (the includer checks).
+ * of core/kernels.c (typical's, top_n_sigma's and mirostat's cuts),
+ * core/select.c (the cut by canonical key) and core/mass.c (the band
+ * pass): AVX2 has no compress, so four 64-bit entries (a candidate, a
+ * weight, an index) are moved to the front of a vector by one permute of
+ * their 32-bit halves, chosen by the nibble of kept entries; and the
+ * lane sums of kept weights that go with it. Only for x86-64 builds
+ * with dispatch (the includer checks).
  */
 #ifndef SIFT_CORE_COMPRESS_AVX2_H
 #define SIFT_CORE_COMPRESS_AVX2_H
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Row k: the 32-bit lanes of the entries whose bits are set in k, in
@@ -37,6 +40,45 @@ __attribute__((target("avx2"))) static inline __m256i sift__mask4_avx2(unsigned 
 {
     const __m256i bits = _mm256_set_epi64x(8, 4, 2, 1);
     return _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x((long long)k), bits), bits);
+}
+
+/* Moves the 64-bit entries of p[0..8) whose bits are set in keep (eight
+ * bits) to q, in order; both halves are read before either is stored,
+ * so q may be p or below it (the stores reach q[0..8) at most). Returns
+ * how many were kept. */
+__attribute__((target("avx2"))) static inline size_t sift__compress8_store(void *q, const void *p,
+                                                                           unsigned keep)
+{
+    const __m256i *s = (const __m256i *)p;
+    __m256i v0 = _mm256_loadu_si256(s), v1 = _mm256_loadu_si256(s + 1);
+    size_t k0 = (size_t)__builtin_popcount(keep & 15u);
+    sift__compress4_store(q, v0, keep & 15u);
+    sift__compress4_store((char *)q + 8 * k0, v1, keep >> 4);
+    return k0 + (size_t)__builtin_popcount(keep >> 4);
+}
+
+/* Adds the 32-bit halves of the weights w[0..8) whose bits are set in
+ * keep to the lane sums *lo and *hi (two weights of at most 2^62 per
+ * lane before the split: no wrap; each lane sum stays below 2^63 for
+ * fewer than 2^31 weights). */
+__attribute__((target("avx2"))) static inline void
+sift__sum8_halves(const uint64_t *w, unsigned keep, __m256i *lo, __m256i *hi)
+{
+    const __m256i low32 = _mm256_set1_epi64x(0xffffffffll);
+    __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)w);
+    __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 4));
+    __m256i wk = _mm256_add_epi64(_mm256_and_si256(w0, sift__mask4_avx2(keep & 15u)),
+                                  _mm256_and_si256(w1, sift__mask4_avx2(keep >> 4)));
+    *lo = _mm256_add_epi64(*lo, _mm256_and_si256(wk, low32));
+    *hi = _mm256_add_epi64(*hi, _mm256_srli_epi64(wk, 32));
+}
+
+/* The sum of the four 64-bit lanes of v (mod 2^64). */
+__attribute__((target("avx2"))) static inline uint64_t sift__lanes4_sum(__m256i v)
+{
+    uint64_t t[4];
+    _mm256_storeu_si256((__m256i *)(void *)t, v);
+    return t[0] + t[1] + t[2] + t[3];
 }
 
 #endif

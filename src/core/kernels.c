@@ -446,14 +446,8 @@ __attribute__((target("avx2"))) static size_t keep_below_avx2(sift_candidate *c,
     size_t i = 0, j = 0;
     for (; i + 8 <= n; i += 8) {
         unsigned keep = keep_mask8_avx2(c, bk, i, bsf, bv, keep_eq, arg);
-        if (!keep)
-            continue;
-        __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
-        __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
-        sift__compress4_store(c + j, v0, keep & 15u);
-        j += (size_t)__builtin_popcount(keep & 15u);
-        sift__compress4_store(c + j, v1, keep >> 4);
-        j += (size_t)__builtin_popcount(keep >> 4);
+        if (keep)
+            j += sift__compress8_store(c + j, c + i, keep);
     }
     return keep_below_scalar(c, bk, i, n, j, bstar, keep_eq, arg);
 }
@@ -466,36 +460,37 @@ keep_below_w_avx2(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n, 
 {
     const __m256i bv = _mm256_set1_epi32((int32_t)bstar);
     const __m256i bsf = _mm256_set1_epi32((int32_t)(bstar ^ 0x80000000u));
-    const __m256i low32 = _mm256_set1_epi64x(0xffffffffll);
     __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
     size_t i = 0, j = 0;
     for (; i + 8 <= n; i += 8) {
         unsigned keep = keep_mask8_avx2(c, bk, i, bsf, bv, keep_eq, arg);
         if (!keep)
             continue;
-        __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
-        __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
-        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
-        __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i + 4));
-        unsigned k0 = keep & 15u, k1 = keep >> 4;
-        __m256i wk = _mm256_add_epi64(_mm256_and_si256(w0, sift__mask4_avx2(k0)),
-                                      _mm256_and_si256(w1, sift__mask4_avx2(k1)));
-        /* two weights of at most 2^62 each: no wrap */
-        slo = _mm256_add_epi64(slo, _mm256_and_si256(wk, low32));
-        shi = _mm256_add_epi64(shi, _mm256_srli_epi64(wk, 32));
-        sift__compress4_store(c + j, v0, k0);
-        sift__compress4_store(w + j, w0, k0);
-        j += (size_t)__builtin_popcount(k0);
-        sift__compress4_store(c + j, v1, k1);
-        sift__compress4_store(w + j, w1, k1);
-        j += (size_t)__builtin_popcount(k1);
+        sift__sum8_halves(w + i, keep, &slo, &shi);
+        sift__compress8_store(w + j, w + i, keep);
+        j += sift__compress8_store(c + j, c + i, keep);
     }
-    uint64_t s[4];
-    _mm256_storeu_si256((__m256i *)(void *)s, slo);
-    *lo += s[0] + s[1] + s[2] + s[3];
-    _mm256_storeu_si256((__m256i *)(void *)s, shi);
-    *hi += s[0] + s[1] + s[2] + s[3];
+    *lo += sift__lanes4_sum(slo);
+    *hi += sift__lanes4_sum(shi);
     return keep_below_w_scalar(c, w, bk, i, n, j, bstar, keep_eq, arg, lo, hi);
+}
+
+/* The keep mask of bk[i..i+8) at AVX-512F: bit l when bk[i + l] < bstar,
+ * or in bstar and keep_eq says so (asked in order); bv8 holds bstar in
+ * eight 64-bit lanes. */
+__attribute__((target("avx512f"))) static inline unsigned
+keep_mask8_avx512(const sift_candidate *c, const uint32_t *bk, size_t i, __m512i bv8,
+                  sift__keep_fn keep_eq, void *arg)
+{
+    __m512i bw = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(bk + i)));
+    unsigned keep = _mm512_cmplt_epu64_mask(bw, bv8);
+    unsigned eq = _mm512_cmpeq_epu64_mask(bw, bv8);
+    for (; eq; eq &= eq - 1) {
+        unsigned l = (unsigned)__builtin_ctz(eq);
+        if (keep_eq(&c[i + l], arg))
+            keep |= 1u << l;
+    }
+    return keep;
 }
 
 /* Eight candidates a vector: kept when their bucket is below bstar; in
@@ -507,22 +502,13 @@ __attribute__((target("avx512f"))) static size_t keep_below_avx512(sift_candidat
                                                                    uint32_t bstar,
                                                                    sift__keep_fn keep_eq, void *arg)
 {
-    const __m256i bv = _mm256_set1_epi32((int32_t)bstar);
+    const __m512i bv8 = _mm512_set1_epi64((long long)bstar);
     size_t i = 0, j = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(bk + i));
         __m512i v = _mm512_loadu_si512((const void *)(c + i));
-        __m512i bw = _mm512_cvtepu32_epi64(b);
-        __m512i bv8 = _mm512_cvtepu32_epi64(bv);
-        unsigned keep = _mm512_cmplt_epu64_mask(bw, bv8);
-        unsigned eq = _mm512_cmpeq_epu64_mask(bw, bv8);
-        for (; eq; eq &= eq - 1) {
-            unsigned l = (unsigned)__builtin_ctz(eq);
-            if (keep_eq(&c[i + l], arg))
-                keep |= 1u << l;
-        }
-        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64((__mmask8)keep, v));
-        j += (size_t)__builtin_popcount(keep);
+        __mmask8 k = (__mmask8)keep_mask8_avx512(c, bk, i, bv8, keep_eq, arg);
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
+        j += (size_t)__builtin_popcount((unsigned)k);
     }
     return keep_below_scalar(c, bk, i, n, j, bstar, keep_eq, arg);
 }
@@ -539,23 +525,14 @@ keep_below_w_avx512(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n
     __m512i slo = _mm512_setzero_si512(), shi = _mm512_setzero_si512();
     size_t i = 0, j = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(bk + i));
         __m512i v = _mm512_loadu_si512((const void *)(c + i));
         __m512i wv = _mm512_loadu_si512((const void *)(w + i));
-        __m512i bw = _mm512_cvtepu32_epi64(b);
-        unsigned keep = _mm512_cmplt_epu64_mask(bw, bv8);
-        unsigned eq = _mm512_cmpeq_epu64_mask(bw, bv8);
-        for (; eq; eq &= eq - 1) {
-            unsigned l = (unsigned)__builtin_ctz(eq);
-            if (keep_eq(&c[i + l], arg))
-                keep |= 1u << l;
-        }
-        __mmask8 k = (__mmask8)keep;
+        __mmask8 k = (__mmask8)keep_mask8_avx512(c, bk, i, bv8, keep_eq, arg);
         _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
         _mm512_storeu_si512((void *)(w + j), _mm512_maskz_compress_epi64(k, wv));
         slo = _mm512_mask_add_epi64(slo, k, slo, _mm512_and_si512(wv, low32));
         shi = _mm512_mask_add_epi64(shi, k, shi, _mm512_srli_epi64(wv, 32));
-        j += (size_t)__builtin_popcount(keep);
+        j += (size_t)__builtin_popcount((unsigned)k);
     }
     *lo += (uint64_t)_mm512_reduce_add_epi64(slo);
     *hi += (uint64_t)_mm512_reduce_add_epi64(shi);
@@ -708,11 +685,9 @@ __attribute__((target("avx2"))) static size_t keep_ge_d_avx2(sift_candidate *c, 
     for (; i + 8 <= n; i += 8) {
         __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
-        unsigned k0 = keep4_ge_d_avx2(v0, t), k1 = keep4_ge_d_avx2(v1, t);
-        sift__compress4_store(c + j, v0, k0);
-        j += (size_t)__builtin_popcount(k0);
-        sift__compress4_store(c + j, v1, k1);
-        j += (size_t)__builtin_popcount(k1);
+        unsigned keep = keep4_ge_d_avx2(v0, t) | keep4_ge_d_avx2(v1, t) << 4;
+        if (keep)
+            j += sift__compress8_store(c + j, c + i, keep);
     }
     return keep_ge_d_scalar(c, i, n, j, thr);
 }
@@ -803,11 +778,8 @@ keep_w_ge_avx2(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws, uint64_t *
         sift__compress4_store(w + j, x, k);
         j += (size_t)__builtin_popcount(k);
     }
-    uint64_t t[4];
-    _mm256_storeu_si256((__m256i *)(void *)t, slo);
-    *lo += t[0] + t[1] + t[2] + t[3];
-    _mm256_storeu_si256((__m256i *)(void *)t, shi);
-    *hi += t[0] + t[1] + t[2] + t[3];
+    *lo += sift__lanes4_sum(slo);
+    *hi += sift__lanes4_sum(shi);
     return keep_w_ge_scalar(c, w, i, n, j, ws, lo, hi);
 }
 

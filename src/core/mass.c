@@ -23,6 +23,8 @@
 #if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
 #define SIFT__BAND_AVX512 1
 #include <immintrin.h>
+
+#include "compress_avx2.h"
 #endif
 
 static inline void swap64(uint64_t *a, uint64_t *b)
@@ -234,19 +236,9 @@ static void band_pass_scalar(const uint64_t *w, size_t i, size_t n, uint64_t A, 
 #ifdef SIFT__BAND_AVX512
 #define SIFT__BAND_AVX2 1
 
-/* For each 4-bit mask, the 32-bit lane indices that move its set 64-bit
- * lanes to the front (a compress for AVX2, which has none). */
-static const int32_t compress4[16][8] = {
-    {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {2, 3, 0, 1, 4, 5, 6, 7},
-    {0, 1, 2, 3, 4, 5, 6, 7}, {4, 5, 0, 1, 2, 3, 6, 7}, {0, 1, 4, 5, 2, 3, 6, 7},
-    {2, 3, 4, 5, 0, 1, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {6, 7, 0, 1, 2, 3, 4, 5},
-    {0, 1, 6, 7, 2, 3, 4, 5}, {2, 3, 6, 7, 0, 1, 4, 5}, {0, 1, 2, 3, 6, 7, 4, 5},
-    {4, 5, 6, 7, 0, 1, 2, 3}, {0, 1, 4, 5, 6, 7, 2, 3}, {2, 3, 4, 5, 6, 7, 0, 1},
-    {0, 1, 2, 3, 4, 5, 6, 7}};
-
 /* band_pass_scalar four lanes at a time. Weights are at most 2^62 and
  * A, B at most 2^62 + 1, so signed compares order them; the band's lanes
- * are moved to the front by a permutation from compress4 and all four
+ * are moved to the front by a permutation (compress_avx2.h) and all four
  * stored (a later store overwrites the rest; m <= i, so the stores stay
  * inside band[0..n) and bw[0..n)). */
 __attribute__((target("avx2,popcnt"))) static void band_pass_avx2(const uint64_t *w, size_t n,
@@ -268,19 +260,14 @@ __attribute__((target("avx2,popcnt"))) static void band_pass_avx2(const uint64_t
         acc_hi = _mm256_add_epi64(acc_hi, _mm256_and_si256(ga, _mm256_srli_epi64(wv, 32)));
         cnt = _mm256_sub_epi64(cnt, ga);
         unsigned k = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(ga, gb)));
-        __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)compress4[k]);
-        _mm256_storeu_si256((__m256i *)(void *)(band + m), _mm256_permutevar8x32_epi32(iota, p));
-        _mm256_storeu_si256((__m256i *)(void *)(bw + m), _mm256_permutevar8x32_epi32(wv, p));
+        sift__compress4_store(band + m, iota, k);
+        sift__compress4_store(bw + m, wv, k);
         m += (size_t)__builtin_popcount(k);
         iota = _mm256_add_epi64(iota, four);
     }
-    uint64_t t[4];
-    _mm256_storeu_si256((__m256i *)(void *)t, acc_lo);
-    o->lo += t[0] + t[1] + t[2] + t[3];
-    _mm256_storeu_si256((__m256i *)(void *)t, acc_hi);
-    o->hi += t[0] + t[1] + t[2] + t[3];
-    _mm256_storeu_si256((__m256i *)(void *)t, cnt);
-    o->above += (size_t)(t[0] + t[1] + t[2] + t[3]);
+    o->lo += sift__lanes4_sum(acc_lo);
+    o->hi += sift__lanes4_sum(acc_hi);
+    o->above += (size_t)sift__lanes4_sum(cnt);
     o->m = m;
     band_pass_scalar(w, i, n, A, B, o, band, bw);
 }

@@ -492,13 +492,9 @@ __attribute__((target("avx2"))) static size_t keep_ge_avx2(const sift_candidate 
     for (; i + 8 <= n; i += 8) {
         __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
-        unsigned k0 = keep4_ge_avx2(v0, clv, cidf), k1 = keep4_ge_avx2(v1, clv, cidf);
-        if (!(k0 | k1))
-            continue;
-        sift__compress4_store(out + j, v0, k0);
-        j += (size_t)__builtin_popcount(k0);
-        sift__compress4_store(out + j, v1, k1);
-        j += (size_t)__builtin_popcount(k1);
+        unsigned keep = keep4_ge_avx2(v0, clv, cidf) | keep4_ge_avx2(v1, clv, cidf) << 4;
+        if (keep)
+            j += sift__compress8_store(out + j, c + i, keep);
     }
     *jout = j;
     return i;
@@ -513,34 +509,20 @@ __attribute__((target("avx2"))) static size_t keep_ge_w_avx2(sift_candidate *c, 
 {
     const __m256 clv = _mm256_set1_ps(cl);
     const __m256i cidf = _mm256_set1_epi32((int32_t)(cid ^ 0x80000000u));
-    const __m256i low32 = _mm256_set1_epi64x(0xffffffffll);
     __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
     size_t i = 0, j = 0;
     for (; i + 8 <= n; i += 8) {
         __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
-        unsigned k0 = keep4_ge_avx2(v0, clv, cidf), k1 = keep4_ge_avx2(v1, clv, cidf);
-        if (!(k0 | k1))
+        unsigned keep = keep4_ge_avx2(v0, clv, cidf) | keep4_ge_avx2(v1, clv, cidf) << 4;
+        if (!keep)
             continue;
-        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
-        __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + i + 4));
-        /* two weights of at most 2^62 each per lane: no wrap */
-        __m256i wk = _mm256_add_epi64(_mm256_and_si256(w0, sift__mask4_avx2(k0)),
-                                      _mm256_and_si256(w1, sift__mask4_avx2(k1)));
-        slo = _mm256_add_epi64(slo, _mm256_and_si256(wk, low32));
-        shi = _mm256_add_epi64(shi, _mm256_srli_epi64(wk, 32));
-        sift__compress4_store(c + j, v0, k0);
-        sift__compress4_store(w + j, w0, k0);
-        j += (size_t)__builtin_popcount(k0);
-        sift__compress4_store(c + j, v1, k1);
-        sift__compress4_store(w + j, w1, k1);
-        j += (size_t)__builtin_popcount(k1);
+        sift__sum8_halves(w + i, keep, &slo, &shi);
+        sift__compress8_store(w + j, w + i, keep);
+        j += sift__compress8_store(c + j, c + i, keep);
     }
-    uint64_t t[4];
-    _mm256_storeu_si256((__m256i *)(void *)t, slo);
-    *lo += t[0] + t[1] + t[2] + t[3];
-    _mm256_storeu_si256((__m256i *)(void *)t, shi);
-    *hi += t[0] + t[1] + t[2] + t[3];
+    *lo += sift__lanes4_sum(slo);
+    *hi += sift__lanes4_sum(shi);
     *jout = j;
     return i;
 }
