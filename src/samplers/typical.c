@@ -335,7 +335,7 @@ static int typ_keep_in_cut_bucket(const sift_candidate *x, void *p)
  * such a token has another largest logit and its weights at m are not
  * the dist's; typical then leaves none (and sift__carry_take's check of
  * m would refuse them). */
-static int typ_max_may_stay(float m, double LS, double H, uint64_t cut1)
+static int typ_max_kept(float m, double LS, double H, uint64_t cut1)
 {
     return score_bits(typ_score(m, m, LS, H)) <= cut1;
 }
@@ -379,8 +379,9 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         uint32_t *bk = ctx->ws->u32, bstar;
         size_t n_below;
         if (!typ_cut_hist(ctx, c, w, n, m, LS, H, T, kmin, bk, &bstar, &n_below, &cut1, &cut2)) {
-            /* not reached (W >= 2^62 > T = floor(p W) for p < 1, and
-             * kmin < n): everything kept, weights and sum as computed */
+            /* not reached (W >= 2^62 and p < 1, so T = floor(p W) < W
+             * and the whole set qualifies; kmin < n): everything kept,
+             * weights and sum as computed */
             sift__carry_leave(ctx, a, m, W);
             return SIFT_OK;
         }
@@ -389,8 +390,7 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
          * verdict). Moving the weights costs a share of that pass; for a
          * few kept tokens dist's own weights cost less. */
         typ_cut_arg arg = {m, LS, H, cut1, cut2};
-        if (sift__carry_wanted(ctx) && n_below >= TYP_CARRY_MIN &&
-            typ_max_may_stay(m, LS, H, cut1)) {
+        if (sift__carry_wanted(ctx) && n_below >= TYP_CARRY_MIN && typ_max_kept(m, LS, H, cut1)) {
             j = sift__keep_below_w(c, w, bk, n, bstar, typ_keep_in_cut_bucket, &arg, &kept);
             carried = 1;
         } else {
@@ -411,7 +411,7 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
             return SIFT_OK;
         }
         /* the weights move with the candidates in the same pass */
-        carried = sift__carry_wanted(ctx) && typ_max_may_stay(m, LS, H, cut1);
+        carried = sift__carry_wanted(ctx) && typ_max_kept(m, LS, H, cut1);
         for (size_t i = 0; i < n; i++) {
             sift_candidate x = c[i];
             uint64_t k1 = score_bits(f[i]), k2 = ~sift__ckey(x.logit, x.id);
