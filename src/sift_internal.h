@@ -204,6 +204,14 @@ static inline sift__u128 sift__u128_add64(sift__u128 a, uint64_t b)
     r.hi = a.hi + (r.lo < b);
     return r;
 }
+/* lo + hi * 2^32 exactly: the sum of weights kept as two 64-bit sums of
+ * their 32-bit halves (each weight at most 2^62, so over fewer than
+ * 2^31 of them neither sum overflows). */
+static inline sift__u128 sift__u128_halves(uint64_t lo, uint64_t hi)
+{
+    sift__u128 r = {hi << 32, hi >> 32};
+    return sift__u128_add64(r, lo);
+}
 static inline sift__u128 sift__u128_sub(sift__u128 a, sift__u128 b)
 {
     sift__u128 r;

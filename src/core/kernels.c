@@ -618,9 +618,7 @@ size_t sift__keep_below_w_at(int level, sift_candidate *c, uint64_t *w, const ui
 #endif
         j = keep_below_w_scalar(c, w, bk, 0, n, 0, bstar, keep_eq, arg, &lo, &hi);
     (void)level;
-    /* lo + hi * 2^32, hi below 2^62 */
-    sift__u128 sum = {hi << 32, hi >> 32};
-    *kept = sift__u128_add64(sum, lo);
+    *kept = sift__u128_halves(lo, hi);
     return j;
 }
 
@@ -880,7 +878,7 @@ size_t sift__keep_w_ge_at(int level, sift_candidate *c, uint64_t *w, size_t n, u
 #endif
         j = keep_w_ge_scalar(c, w, 0, n, 0, ws, &lo, &hi);
     (void)level;
-    *kept = sift__u128_add((sift__u128){lo, 0}, (sift__u128){hi << 32, hi >> 32});
+    *kept = sift__u128_halves(lo, hi);
     return j;
 }
 

@@ -348,8 +348,7 @@ static size_t band_pass(int vec, const uint64_t *w, size_t n, uint64_t A, uint64
         band_pass_scalar(w, 0, n, A, B, &o, band, bw);
     (void)vec;
     *above = o.above;
-    sift__u128 M = {o.lo, 0};
-    *mass = sift__u128_add(M, (sift__u128){o.hi << 32, o.hi >> 32});
+    *mass = sift__u128_halves(o.lo, o.hi);
     return o.m;
 }
 
@@ -512,7 +511,7 @@ static int band_hist_select(const sift_candidate *c, uint64_t *band, uint64_t *b
     int64_t bstar = -1;
     for (int64_t b = b_hi; b >= (int64_t)b_lo; b--) {
         uint64_t lo = h[2 * (b - b_lo)], hi = h[2 * (b - b_lo) + 1];
-        sift__u128 mb = sift__u128_add((sift__u128){lo, 0}, (sift__u128){hi << 32, hi >> 32});
+        sift__u128 mb = sift__u128_halves(lo, hi);
         sift__u128 with = sift__u128_add(above, mb);
         if (reaches(with, T, strict)) {
             bstar = b;
@@ -797,9 +796,7 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
         int bstar = -1;
         for (int b = HBUCKETS - 1; b >= 0; b--) {
             uint64_t lo = h[2 * b], hi = h[2 * b + 1];
-            sift__u128 mb = {lo + (hi << 32), hi >> 32};
-            if (mb.lo < lo)
-                mb.hi++;
+            sift__u128 mb = sift__u128_halves(lo, hi);
             sift__u128 with = sift__u128_add(above, mb);
             if (reaches(with, T, strict)) {
                 bstar = b;

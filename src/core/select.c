@@ -690,8 +690,7 @@ sift__u128 sift__arr_keep_ge_w_at(int level, sift__arr *a, uint64_t cut, uint64_
         lo += w[i] & 0xffffffffu;
         hi += w[i] >> 32;
     }
-    sift__u128 W = {lo, 0};
-    return sift__u128_add(W, (sift__u128){hi << 32, hi >> 32});
+    return sift__u128_halves(lo, hi);
 }
 
 void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)

@@ -143,8 +143,6 @@ int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
            memcmp(ctx->ws->u64a, ctx->ws->u64b, a->n * sizeof *ctx->ws->u64a) == 0;
 }
 
-/* 1 when stage i + 1 runs in a loop of stages [0, end) and takes the
- * weights stage i may leave (sift__carry_wanted). */
 int sift__carry_next(const sift_chain *c, size_t i, size_t end)
 {
     return i + 1 < end && c->stages[i + 1]->ops->takes_carry;

@@ -221,14 +221,6 @@ __attribute__((noinline, cold)) static void fix_weights(const sift_candidate *c,
             w[j] = sift__weight(sift__expf(c[j].logit - m));
 }
 
-/* The exact sum from two 64-bit sums of 32-bit halves (each weight is at
- * most 2^62, so over fewer than 2^31 tokens neither sum overflows). */
-static sift__u128 halves_to_u128(uint64_t lo, uint64_t hi)
-{
-    sift__u128 W = {lo, 0};
-    return sift__u128_add(W, (sift__u128){hi << 32, hi >> 32});
-}
-
 /* A block that the definition computed, folded into the two halves. */
 static void add_halves(sift__u128 Wb, uint64_t *lo, uint64_t *hi)
 {
@@ -312,7 +304,8 @@ static sift__u128 weights_portable(const sift_candidate *c, size_t n, float m, u
             sum_hi += w[i + j] >> 32;
         }
     }
-    return sift__u128_add(halves_to_u128(sum_lo, sum_hi), weights_scalar(c + i, n - i, m, w + i));
+    return sift__u128_add(sift__u128_halves(sum_lo, sum_hi),
+                          weights_scalar(c + i, n - i, m, w + i));
 }
 
 static size_t expf_portable(const float *x, float *e, size_t n)
@@ -492,7 +485,8 @@ __attribute__((target("avx2"))) static sift__u128 weights_avx2(const sift_candid
     _mm256_storeu_si256((__m256i *)(void *)ah, acc_hi);
     sum_lo += al[0] + al[1] + al[2] + al[3];
     sum_hi += ah[0] + ah[1] + ah[2] + ah[3];
-    return sift__u128_add(halves_to_u128(sum_lo, sum_hi), weights_scalar(c + i, n - i, m, w + i));
+    return sift__u128_add(sift__u128_halves(sum_lo, sum_hi),
+                          weights_scalar(c + i, n - i, m, w + i));
 }
 
 /* (double)w for four w < 2^63, exactly as the C conversion rounds: the
@@ -687,7 +681,8 @@ __attribute__((target(FX8_TARGET))) static sift__u128 weights_avx512(const sift_
     }
     sum_lo += (uint64_t)_mm512_reduce_add_epi64(acc_lo);
     sum_hi += (uint64_t)_mm512_reduce_add_epi64(acc_hi);
-    return sift__u128_add(halves_to_u128(sum_lo, sum_hi), weights_scalar(c + i, n - i, m, w + i));
+    return sift__u128_add(sift__u128_halves(sum_lo, sum_hi),
+                          weights_scalar(c + i, n - i, m, w + i));
 }
 
 /* The fast expf alone, eight at a time, for sift__expf_path: the float

@@ -287,9 +287,7 @@ static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t 
         if (b == TYP_NB)
             return 0;
         uint64_t lo = h[3 * b], hi = h[3 * b + 1];
-        sift__u128 mb = {lo + (hi << 32), hi >> 32};
-        if (mb.lo < lo)
-            mb.hi++;
+        sift__u128 mb = sift__u128_halves(lo, hi);
         sift__u128 with = sift__u128_add(below, mb);
         size_t cnt = cnt_below + (size_t)h[3 * b + 2];
         if (reaches(with, cnt, T, kmin))
