@@ -372,6 +372,14 @@ typedef struct sift__ctx {
     uint32_t carry_used;
     uint64_t *carry_bad;
     sift__carry carry;
+    /* On an incomplete set only: a lower bound on the integer mass of the
+     * absent tokens (sift__tail_absent_mass_lo) that a certify_mass rule
+     * used and that the apply right after it adds to the present mass
+     * where its outcome is a monotone function of the total (mirostat
+     * 2.0's cut, XTC's threshold), so that it computes the outcome the
+     * rule certified for every total from there up. The walk sets it back
+     * to 0 after that apply; 0 everywhere else. */
+    sift__u128 absent_lo;
 } sift__ctx;
 
 enum {
@@ -674,9 +682,15 @@ typedef struct sift__bound {
      * token whose current logit z_i is >= -lam has z_i <= y_i + delta.
      * has_tail = 0 (a zeroed struct) = no such bound: only the free bound
      * n_absent * w(logit) is used. n_absent is the count of tokens that
-     * are neither present nor removed (set by sift__walk). */
+     * are neither present nor removed (set by sift__walk).
+     * tail_lo, with has_tail: sum over the absent tokens of exp(z_i - ref)
+     * >= tail_lo (real arithmetic, z_i their current logits). Only the
+     * row step's tail route sets it (sift__tail_set_lower); every stage
+     * that may change an absent logit sets it back to 0 (no lower bound),
+     * IDENTITY stages and XTC's removal of present tokens keep it. */
     int has_tail;
     double tail, ref, delta, lam;
+    double tail_lo;
     uint64_t n_absent;
 } sift__bound;
 
@@ -1120,6 +1134,18 @@ SIFT__HIDDEN void sift__tail_divide(sift__bound *b, float before, float t, float
  * (present, finite, >= b->logit): the smaller of the free bound
  * n_absent * w(b->logit) and the tail bound. */
 SIFT__HIDDEN sift__u128 sift__tail_absent_mass(const sift__bound *b, float m);
+/* A lower bound of sum over x[i] <= lk of exp(x[i] - m) (real
+ * arithmetic) from S, what sift__simd_ops.tail_mass returned for the n
+ * tokens of that row at that m and lk; 0 when S is not finite. */
+SIFT__HIDDEN double sift__tail_mass_lower(double S, size_t n);
+/* Gives the tail bound started by sift__tail_start(b, m, S) its lower
+ * end: `lower` bounds from below the mass sum exp(l - m) of every token
+ * at or below lk (sift__tail_mass_lower), n_present of which are present
+ * (in the prefix or extras, all <= lk). Sets b->tail_lo. */
+SIFT__HIDDEN void sift__tail_set_lower(sift__bound *b, double lower, uint64_t n_present, float lk);
+/* A lower bound on the exact integer mass of the absent tokens, as
+ * sift__tail_absent_mass bounds it from above: 0 without b->tail_lo. */
+SIFT__HIDDEN sift__u128 sift__tail_absent_mass_lo(const sift__bound *b, float m);
 /* a * b exactly, for 64-bit a and b. */
 SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
 

@@ -586,6 +586,91 @@ START_TEST(test_the_tail_bound_covers_the_exact_integer_mass_through_temperature
 }
 END_TEST
 
+/* The lower end (sift__tail_absent_mass_lo): random absent sets whose
+ * exact real mass sum exp(z - ref) is given (rounded down, as the route's
+ * kernel bound is below it), at a present maximum m at or below ref (XTC
+ * removes the largest present tokens): the exact integer mass at m must
+ * never be below it, and on sets of ordinary tokens it is within 10^-5 of
+ * it, less one unit a token. Tokens of weight about 1 (x near -43, where
+ * the truncation loses up to half) and at -44, -inf and ties are among
+ * them; and sift__tail_set_lower takes the present tokens' share off. */
+START_TEST(test_the_tail_lower_end_stays_below_the_exact_integer_mass)
+{
+    tu_rng r = {314};
+    enum { NMAX = 3000 };
+    static float z[NMAX];
+    long checked = 0, tight = 0;
+    double worst = 2.0;
+    for (int it = 0; it < 4000; it++) {
+        int32_t n = (int32_t)tu_range(&r, 1, NMAX);
+        int shape = (int)tu_range(&r, 0, 5);
+        float ref = (float)(40.0 * tu_unif(&r) - 20.0);
+        if (shape == 4)
+            ref = (float)(2000.0 * tu_unif(&r) - 1000.0);
+        /* the present maximum: the row's, or below it by up to 3, and
+         * every absent token at or below it */
+        float m = tu_unif(&r) < 0.5 ? ref : (float)((double)ref - 3.0 * tu_unif(&r));
+        for (int32_t i = 0; i < n; i++) {
+            double d = shape == 0   ? -30.0 * tu_unif(&r)
+                       : shape == 1 ? -0.5 * tu_unif(&r)
+                       : shape == 2 ? (tu_unif(&r) < 0.1 ? -INFINITY : -2.0)
+                       : shape == 5 ? -42.0 - 2.5 * tu_unif(&r) /* weights near 1 */
+                                    : -200.0 * tu_unif(&r);
+            z[i] = (float)((double)m + d);
+            if (z[i] > m)
+                z[i] = m;
+        }
+        long double S = 0;
+        for (int32_t i = 0; i < n; i++)
+            S += expl((long double)z[i] - (long double)ref);
+        sift__bound b;
+        memset(&b, 0, sizeof b);
+        b.logit = m;
+        b.n_absent = (uint64_t)n;
+        sift__tail_start(&b, ref, (double)S * (1.0 + 0x1p-40));
+        ck_assert(b.has_tail && b.tail_lo == 0.0);
+        ck_assert(sift__tail_absent_mass_lo(&b, m).lo == 0);
+        /* no present token below lk: the lower end is S itself */
+        sift__tail_set_lower(&b, (double)(S * (1.0L - 0x1p-40L)), 0, m);
+        sift__u128 W = {0, 0};
+        for (int32_t i = 0; i < n; i++)
+            W = sift__u128_add64(W, sift__weight(sift__expf(z[i] - m)));
+        sift__u128 L = sift__tail_absent_mass_lo(&b, m);
+        ck_assert_msg(sift__u128_cmp(L, W) <= 0,
+                      "it %d: n %d shape %d ref %g m %g: mass %.17g below the lower end %.17g", it,
+                      (int)n, shape, (double)ref, (double)m, sift__u128_to_double(W),
+                      sift__u128_to_double(L));
+        checked++;
+        double Wd = sift__u128_to_double(W), Ld = sift__u128_to_double(L);
+        tight += shape != 5 && Wd > 1e15 && Ld >= Wd * (1.0 - 1e-5) - n;
+        worst = Wd > 1e15 && Ld / Wd < worst ? Ld / Wd : worst;
+        /* the present tokens' share: n_present tokens at lk */
+        float lk = z[0];
+        uint64_t np = (uint64_t)tu_range(&r, 1, 5);
+        sift__tail_set_lower(&b, (double)(S * (1.0L - 0x1p-40L)), np, lk);
+        long double cut = S - (long double)np * expl((long double)lk - (long double)ref);
+        ck_assert_msg((long double)b.tail_lo <= (cut > 0 ? cut : 0),
+                      "it %d: lower end %.17g above the absent share %.17Lg", it, b.tail_lo, cut);
+    }
+    ck_assert_int_eq(checked, 4000);
+    ck_assert_int_gt(tight, 1000);
+    fprintf(stderr, "tail lower end: %ld sets, %ld within 1e-5 of the mass, least ratio %.7f\n",
+            checked, tight, worst);
+    /* a division (temperature) takes the lower end away */
+    sift__bound b;
+    memset(&b, 0, sizeof b);
+    b.logit = 0.0f;
+    b.n_absent = 10;
+    sift__tail_start(&b, 0.0f, 5.0);
+    sift__tail_set_lower(&b, 4.0, 0, 0.0f);
+    ck_assert(b.tail_lo > 3.99 && b.tail_lo <= 4.0);
+    ck_assert(sift__tail_absent_mass_lo(&b, 0.0f).hi == 0 &&
+              sift__tail_absent_mass_lo(&b, 0.0f).lo > ((uint64_t)1 << 63));
+    sift__tail_divide(&b, 0.0f, 0.5f, 0.0f);
+    ck_assert(b.tail_lo == 0.0 && sift__tail_absent_mass_lo(&b, 0.0f).lo == 0);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("tail");
@@ -594,6 +679,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_plan_of_temperature_then_top_p_is_certified_with_a_tail_mass_bound);
     tcase_add_test(t, test_the_tight_bound_decides_where_the_free_bound_asks_for_the_row);
     tcase_add_test(t, test_the_tail_bound_covers_the_exact_integer_mass_through_temperatures);
+    tcase_add_test(t, test_the_tail_lower_end_stays_below_the_exact_integer_mass);
     suite_add_tcase(s, t);
     TCase *p = tcase_create("property");
     tcase_set_timeout(p, 900); /* the property runs; the rest: Check's default */

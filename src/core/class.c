@@ -174,9 +174,12 @@ static int cert_whole(sift__stage *st, int64_t n, sift__ctx *ctx, sift__arr *a, 
     if (!st->ops->certify_mass)
         return SIFT__CERT_ROW;
     sift__arr_canon(ctx, a);
-    if (!st->ops->certify_mass(st, ctx, a, b))
-        return SIFT__CERT_ROW;
-    if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n == 0)
+    /* The rule may leave a lower bound of the absent mass in
+     * ctx->absent_lo for this apply only. */
+    int ok =
+        st->ops->certify_mass(st, ctx, a, b) && st->ops->apply(st, ctx, a) == SIFT_OK && a->n != 0;
+    ctx->absent_lo = sift__u128_from(0);
+    if (!ok)
         return SIFT__CERT_ROW;
     if (st->ops->is_selector)
         return SIFT__CERT_SELECTED;
@@ -240,11 +243,14 @@ static void plan_lowers_raises(sift__plan_acc *p, int raises)
 /* Absent tokens can only go down (a raising stage raises only extras,
  * which are present), so the bound still holds. A raising stage that
  * cannot name its extras (a custom stage) might raise an absent token:
- * the analyzer gives such a chain the whole row, and so does the walk. */
+ * the analyzer gives such a chain the whole row, and so does the walk.
+ * A lowered absent token takes mass away, so the tail mass's lower end
+ * goes. */
 static int cert_lowers_raises(sift__stage *st, sift__ctx *ctx, sift__arr *a, sift__bound *b,
                               int raises)
 {
     size_t before = a->n;
+    b->tail_lo = 0.0;
     if (raises && !st->ops->extras)
         return SIFT__CERT_ROW;
     if (st->ops->apply(st, ctx, a) != SIFT_OK || a->n != before)
@@ -350,8 +356,10 @@ static int cert_monotone(sift__stage *st, int64_t n, sift__ctx *ctx, sift__arr *
     float t = st->ops->tail_divisor ? st->ops->tail_divisor(st) : NAN;
     if (t == t)
         sift__tail_divide(b, old, t, sift__arr_max_logit(a));
-    else
+    else {
         b->has_tail = 0;
+        b->tail_lo = 0.0;
+    }
     return SIFT__CERT_KEEP;
 }
 

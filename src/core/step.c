@@ -134,6 +134,7 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->carry_used = 0;
     ctx->carry_bad = c->carry_verify ? &c->n_carry_bad : NULL;
     sift__carry_clear(ctx);
+    ctx->absent_lo = sift__u128_from(0);
 }
 
 int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
@@ -333,6 +334,22 @@ static void tail_route_done(sift_chain *c, int decided)
     c->tail_skip = (c->tail_fails >= 7 ? SIFT__TAIL_SKIP_MAX : 1u << (c->tail_fails - 1)) - 1;
 }
 
+/* The tail route's bound on the tokens outside the row's top k (a->c[0..k),
+ * followed by the extras, all at or below the k-th logit lk): the kernel's
+ * S from above and, from the same S, the absent tokens' mass from below
+ * (the present tokens at or below lk, which the kernel counted, taken
+ * out). */
+static void tail_bound(sift__bound *b, const sift__arr *a, const float *logits, size_t k)
+{
+    float m = a->c[0].logit, lk = a->c[k - 1].logit;
+    double S = sift__simd()->tail_mass(logits, (size_t)a->V, m, lk);
+    sift__tail_start(b, m, S);
+    uint64_t n_present = 0;
+    for (size_t i = 0; i < a->n; i++)
+        n_present += a->c[i].logit <= lk;
+    sift__tail_set_lower(b, sift__tail_mass_lower(S, (size_t)a->V), n_present, lk);
+}
+
 /* One pass of the chain over a whole row, starting from RNG state *rng:
  * the token, and *rng advanced past the draws. Commits nothing. The
  * caller has checked the chain and sized the buffers. try_prefix = 0
@@ -387,16 +404,15 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
         a.order = SIFT__ORDER_CANON;
         a.dense = 0;
         sift__bound b = sift__bound_of(&a.c[k - 1]);
+        int decided = add_row_extras(c, &a, logits, &b);
         /* The row is valid (sift__row_prefix checked it) and a.c[0] is
          * its largest logit; the bound counts every token at or below the
          * prefix's last logit: the absent ones, and perhaps extras and
-         * tied prefix tokens (a larger bound is allowed). */
-        if (tail)
-            sift__tail_start(
-                &b, a.c[0].logit,
-                sift__simd()->tail_mass(logits, (size_t)V, a.c[0].logit, a.c[k - 1].logit));
-        int decided = add_row_extras(c, &a, logits, &b) &&
-                      sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED;
+         * tied prefix tokens (a larger bound is allowed; the lower end
+         * takes those present ones out). */
+        if (tail && decided)
+            tail_bound(&b, &a, logits, k);
+        decided = decided && sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED;
         if (tail)
             tail_route_done(c, decided);
         if (decided) {

@@ -2,8 +2,9 @@
  * tail.c - the tail-mass bound: what the tokens a slice does not hold can
  * weigh, as an upper bound on sift's exact integer mass.
  *
- * Owns sift__tail_start, sift__tail_divide, sift__tail_absent_mass and
- * sift__u128_mul64.
+ * Owns sift__tail_start, sift__tail_divide, sift__tail_absent_mass, the
+ * lower end (sift__tail_mass_lower, sift__tail_set_lower,
+ * sift__tail_absent_mass_lo) and sift__u128_mul64.
  *
  * The bound (sift__bound, has_tail) says: there are reals y_i, one per
  * absent token, with sum exp(y_i - ref) <= tail, and every absent token
@@ -14,8 +15,11 @@
  * the closed forms below; any other monotone map drops it. At a decision
  * it gives an upper bound on the integer mass W_A of the absent tokens,
  * which sift__tail_absent_mass returns together with the free bound
- * n_absent * w(b->logit). docs/analyzer.md, "Tail mass", has the proofs;
- * the comments here name the steps.
+ * n_absent * w(b->logit). The row step's tail route also knows the mass
+ * from below (tail_lo: the kernel's terms are within 6.2 % of their
+ * exponentials); that lower end holds only while no stage has changed an
+ * absent logit, and gives sift__tail_absent_mass_lo. docs/analyzer.md,
+ * "Tail mass", has the proofs; the comments here name the steps.
  *
  * Every double computation below is rounded outwards with up(): a few
  * correctly rounded operations and sift's own exp/log (relative error
@@ -45,6 +49,18 @@ static double exp_up(double x)
     return up(sift__exp(up(x)));
 }
 
+/* A lower bound of the real value that a double computation of a few
+ * correctly rounded operations gave as x, and of exp. */
+static double down(double x)
+{
+    return x - fabs(x) * 0x1p-40 - 0x1p-1000;
+}
+
+static double exp_down(double x)
+{
+    return down(sift__exp(down(x)));
+}
+
 /* An upper bound of log(x), x > 0 (an absolute margin too: near x = 1
  * the error of sift__log is absolute). */
 static double log_up(double x)
@@ -71,6 +87,7 @@ void sift__tail_start(sift__bound *b, float m, double S)
         return;
     b->has_tail = 1;
     b->tail = S;
+    b->tail_lo = 0.0;
     b->ref = (double)m;
     b->delta = 0.0;
     b->lam = INFINITY;
@@ -89,6 +106,9 @@ void sift__tail_start(sift__bound *b, float m, double S)
  * 2^-24 |z'| + 2^-149 with |z'| <= max(lam', |b'|). */
 void sift__tail_divide(sift__bound *b, float before, float t, float m_after)
 {
+    /* The lower end is not carried through a division (docs/analyzer.md,
+     * "Tail mass": what it would take). */
+    b->tail_lo = 0.0;
     if (!b->has_tail)
         return;
     if (!(t > 0.0f && t < INFINITY) || !(m_after > -INFINITY && m_after < INFINITY) ||
@@ -197,4 +217,95 @@ sift__u128 sift__tail_absent_mass(const sift__bound *b, float m)
     if (tail_mass(b, m, &T) && sift__u128_cmp(T, W) < 0)
         W = T;
     return W;
+}
+
+/* The kernel's terms from below (core/cpu.c, "Tail mass", gives the
+ * kernel and its upper bound). With t = x - m, the term T of a token
+ * whose q was not raised to TAIL_LO is 2^e (1 + f) with i = 2^23 (e + f)
+ * = trunc(q) < q + 1 and q = fl(fl(t) C) <= t C (1 - 2^-24)^2 (t <= 0;
+ * both roundings can only shrink a magnitude by 2^-24), C / (2^23 log2 e)
+ * >= 1 - 2^-26.1: so i / 2^23 <= t log2 e (1 - 2^-22.8) + 2^-23, and as
+ * q > -126 * 2^23 bounds |t log2 e| by 126.1, 2^(i / 2^23) <= e^t
+ * 2^(2^-15.8), at most e^t (1 + 2^-16.3). (1 + f) / 2^f is at most
+ * 1.061476 (at f = 1 / ln 2 - 1), so T <= 1.061489 e^t < 1.0616 e^t. A
+ * raised term is 2^-126 exactly. Summed: sum T <= 1.0616 sum e^t +
+ * n 2^-126.
+ * The computed sums. A lane's float sum is at most (1 + g) times its
+ * true sum of terms, 1 + g <= 1 / (1 - 2 nl u) (u = 2^-24, nl = ceil(n /
+ * 64), nl u <= 1/4); the double sum of the lanes, `sum`, at most (1 +
+ * 2^-46) times theirs; S = sum (1 + 2^-16) / (1 - 2 nl u) (1 + 2^-40)
+ * with three roundings, so sum >= S (1 - 2 nl u) / ((1 + 2^-16) (1 +
+ * 2^-40) (1 + 2^-51)). Together:
+ *   sum e^t >= (S (1 - 2 nl u)^2 / ((1 + 2^-16)(1 + 2^-39)) - n 2^-126)
+ *              / 1.0616,
+ * which is evaluated below with every operation rounded down. The bound
+ * is within about 6 % of the sum (the kernel's own spread), plus the
+ * n 2^-126 that can matter only for sums near the float floor. */
+double sift__tail_mass_lower(double S, size_t n)
+{
+    if (!(S >= 0.0 && S < INFINITY) || n >= ((size_t)1 << 28))
+        return 0.0;
+    double nl = (double)((n + 63) / 64);
+    double shrink = up(2.0 * nl * 0x1p-24); /* 2 nl u, exact or above */
+    double f = down(down(1.0 - shrink) * down(1.0 - shrink));
+    double v = down(down(S * f) / up((1.0 + 0x1p-16) * (1.0 + 0x1p-39)));
+    v = down(v - up((double)n * 0x1p-126));
+    v = down(v / 1.0616);
+    return v > 0.0 ? v : 0.0;
+}
+
+/* The tokens at or below lk are the absent ones and n_present present
+ * ones, each of mass exp(l - m) <= exp(lk - m) (l <= lk): the absent ones
+ * hold at least lower - n_present exp(lk - m). */
+void sift__tail_set_lower(sift__bound *b, double lower, uint64_t n_present, float lk)
+{
+    b->tail_lo = 0.0;
+    if (!b->has_tail || !(lower > 0.0) || !(lk > -INFINITY))
+        return;
+    double present = up((double)n_present * exp_up(up((double)lk - b->ref)));
+    double lo = down(lower - present);
+    if (lo > 0.0 && lo <= b->tail)
+        b->tail_lo = lo;
+}
+
+/* floor(X) for 0 <= X < 2^126: hi = floor(X / 2^64) is exact, the
+ * remainder X - hi 2^64 too, and its conversion truncates. */
+static sift__u128 u128_below(double X)
+{
+    sift__u128 r;
+    r.hi = (uint64_t)(X * 0x1p-64);
+    double rem = X - (double)r.hi * 0x1p64;
+    r.lo = (uint64_t)rem;
+    return r;
+}
+
+/* Every absent token with current logit z (unchanged since tail_lo was
+ * set: z_i are the logits the bound was built from) has
+ *   w = trunc(2^62 expf(fl(z - m))) >= 2^62 c e^(z - m) - 1,
+ *   c = (1 - 2^-23) e^(-44 * 2^-24) >= 1 - 2^-18.
+ * If x = fl(z - m) >= -44: expf(x) >= e^x (1 - 2^-23) (2^-51 before its
+ * one rounding to a normal float, 2^-24), the truncation loses less than
+ * 1, and x >= (z - m) - 44 * 2^-24 (the float subtraction's rounding,
+ * at most 2^-24 |x|). If x < -44: z - m <= x (1 - 2^-24) < -43.99, so
+ * 2^62 c e^(z - m) < 0.37 and the right side is negative; -inf gives -1.
+ * Summed over the N absent tokens, with sum e^(z - ref) >= tail_lo:
+ *   W_A >= 2^62 c e^(ref - m) tail_lo - N,
+ * evaluated rounded down, and 0 when it is not positive or the double
+ * product leaves the range where it is exact enough to use (2^120). */
+sift__u128 sift__tail_absent_mass_lo(const sift__bound *b, float m)
+{
+    sift__u128 none = {0, 0};
+    if (!b->has_tail || !(b->tail_lo > 0.0) || b->n_absent == 0 || !(m > -INFINITY && m < INFINITY))
+        return none;
+    double gap = down(b->ref - (double)m);
+    if (!(gap < 80.0))
+        return none;
+    double X = down(down(b->tail_lo * exp_down(gap)) * 0x1p62);
+    X = down(X * (1.0 - 0x1p-18));
+    if (!(X >= 1.0 && X < 0x1p120))
+        return none;
+    sift__u128 W = u128_below(X);
+    if (W.hi == 0 && W.lo <= b->n_absent)
+        return none;
+    return sift__u128_sub(W, sift__u128_from(b->n_absent));
 }

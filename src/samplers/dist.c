@@ -52,7 +52,10 @@ static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         w = ctx->ws->u64a;
         W = sift__weights(a->c, a->n, m, ctx->ws->u64a);
     }
-    sift__u128 T = sift__u128_scale_u64(W, sift__rng_next(&ctx->rng));
+    /* On a slice, the target at the present mass plus the absent mass's
+     * lower end that the certificate used (0 elsewhere). */
+    sift__u128 T =
+        sift__u128_scale_u64(sift__u128_add(W, ctx->absent_lo), sift__rng_next(&ctx->rng));
     if (d->id_order) {
         sift__u128 run = {0, 0};
         for (size_t i = 0; i < a->n; i++) {
@@ -80,14 +83,16 @@ static sift_class dist_cls(const sift__stage *st, int64_t *n)
 }
 
 /* On a slice (present tokens canonical, absent ones bounded by b, their
- * integer mass at most W_A): the row's mass W lies in [W_lo, W_lo + W_A],
- * W_lo the present mass, and the target T = floor(W U / 2^64) is
- * non-decreasing in W, so it lies in [T_lo, T_hi]. The present tokens
- * ahead of the bound are the row's first ones in canonical order, with
- * the row's weights (the row's largest logit is present). If the first
- * of them whose prefix mass exceeds T_lo also exceeds T_hi, every T in
- * between selects it: that is the row's token, and apply on the present
- * tokens (which uses T_lo) draws it with the same one RNG output. Fewer
+ * integer mass between A_lo and W_A): the row's mass W lies in [W_lo,
+ * W_hi], W_lo the present mass plus A_lo (sift__tail_absent_mass_lo, 0
+ * without a lower end), W_hi the present mass plus W_A, and the target T
+ * = floor(W U / 2^64) is non-decreasing in W, so it lies in [T_lo, T_hi].
+ * The present tokens ahead of the bound are the row's first ones in
+ * canonical order, with the row's weights (the row's largest logit is
+ * present). If the first of them whose prefix mass exceeds T_lo also
+ * exceeds T_hi, every T in between selects it: that is the row's token,
+ * and apply on the present tokens (which uses T_lo: ctx->absent_lo) draws
+ * it with the same one RNG output. Fewer
  * than two present tokens would select without a draw, while the row
  * draws: not certified. The id-order walk interleaves absent tokens: not
  * certified. */
@@ -99,16 +104,24 @@ static int dist_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__
         return 0;
     float m = a->c[0].logit;
     uint64_t *w = ctx->ws->u64a;
-    sift__u128 W_lo = sift__weights(a->c, a->n, m, w);
-    sift__u128 W_hi = sift__u128_add(W_lo, sift__tail_absent_mass(b, m));
+    sift__u128 W_in = sift__weights(a->c, a->n, m, w);
+    sift__u128 A_lo = sift__tail_absent_mass_lo(b, m);
+    sift__u128 W_lo = sift__u128_add(W_in, A_lo);
+    sift__u128 W_hi = sift__u128_add(W_in, sift__tail_absent_mass(b, m));
+    if (sift__u128_cmp(W_lo, W_hi) > 0)
+        return 0; /* the two ends disagree: no decision on them */
     sift__rng r = ctx->rng;
     uint64_t u = sift__rng_next(&r);
     sift__u128 T_lo = sift__u128_scale_u64(W_lo, u), T_hi = sift__u128_scale_u64(W_hi, u);
     sift__u128 run = {0, 0};
     for (size_t i = 0; i < a->n && sift__bound_ahead(b, &a->c[i]); i++) {
         run = sift__u128_add64(run, w[i]);
-        if (sift__u128_cmp(run, T_lo) > 0)
-            return sift__u128_cmp(run, T_hi) > 0;
+        if (sift__u128_cmp(run, T_lo) > 0) {
+            if (sift__u128_cmp(run, T_hi) <= 0)
+                return 0;
+            ctx->absent_lo = A_lo;
+            return 1;
+        }
     }
     return 0;
 }

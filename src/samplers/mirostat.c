@@ -159,7 +159,9 @@ static sift_status miro_truncate(miro_stage *s, sift__ctx *ctx, sift__arr *a, si
         return SIFT_OK;
     }
     sift__u128 all = sift__weights(a->c, a->n, m, w);
-    double Wd = sift__u128_to_double(all);
+    /* On a slice, plus the absent mass's lower end that the certificate
+     * used (0 elsewhere): the cut it certified. */
+    double Wd = sift__u128_to_double(sift__u128_add(all, ctx->absent_lo));
     double thr = sift__exp(-s->mu * LN2);
     /* The test (double)w / Wd >= thr is monotone in w (the conversion and
      * the correctly rounded division by Wd > 0 never decrease), so it
@@ -274,13 +276,16 @@ static sift_class miro_cls(const sift__stage *st, int64_t *n)
  * tokens ahead of the bound: the row keeps the same k, and no mass is
  * needed. v2: (double)w / (double)W is non-increasing in W (both
  * conversions and the division round monotonically), so with W in
- * [W_lo, W_lo + W_A] a present token passing at W_hi passes everywhere;
- * equal counts at both ends fix the kept set, and the bound's weight (the
+ * [W_lo, W_hi] a present token passing at W_hi passes everywhere; equal
+ * counts at both ends fix the kept set, and the bound's weight (the
  * largest absent one) failing at W_lo keeps every absent token out; the
  * passing tokens outweigh every absent one, so they are ahead of it. If
  * none passes, the row keeps its canonical first token, which must be
  * ahead. The kept set is then complete, and the draw, the selection and
- * the surprise over it are the row's. */
+ * the surprise over it are the row's. W_lo is the present mass plus the
+ * absent mass's lower end (sift__tail_absent_mass_lo, 0 without one),
+ * W_hi the present mass plus its upper end; the apply cuts at W_lo too
+ * (ctx->absent_lo), where the certified cut is. */
 static int miro_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
                              const sift__bound *b)
 {
@@ -297,8 +302,12 @@ static int miro_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__
     }
     float m = a->c[0].logit;
     uint64_t *w = ctx->ws->u64a;
-    sift__u128 W_lo = sift__weights(a->c, a->n, m, w);
-    sift__u128 W_hi = sift__u128_add(W_lo, sift__tail_absent_mass(b, m));
+    sift__u128 W_in = sift__weights(a->c, a->n, m, w);
+    sift__u128 A_lo = sift__tail_absent_mass_lo(b, m);
+    sift__u128 W_lo = sift__u128_add(W_in, A_lo);
+    sift__u128 W_hi = sift__u128_add(W_in, sift__tail_absent_mass(b, m));
+    if (sift__u128_cmp(W_lo, W_hi) > 0)
+        return 0; /* the two ends disagree: no decision on them */
     double Wd_lo = sift__u128_to_double(W_lo), Wd_hi = sift__u128_to_double(W_hi);
     double thr = sift__exp(-s->mu * LN2);
     double wb = (double)sift__weight(sift__expf(b->logit - m));
@@ -309,9 +318,10 @@ static int miro_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__
         pass_lo += (double)w[i] / Wd_lo >= thr;
         pass_hi += (double)w[i] / Wd_hi >= thr;
     }
-    if (pass_lo != pass_hi)
+    if (pass_lo != pass_hi || !(pass_lo > 0 || sift__bound_ahead(b, &a->c[0])))
         return 0;
-    return pass_lo > 0 || sift__bound_ahead(b, &a->c[0]);
+    ctx->absent_lo = A_lo;
+    return 1;
 }
 
 static const sift__stage_ops miro_v1_ops = {

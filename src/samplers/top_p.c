@@ -58,7 +58,9 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         return SIFT_OK;
     uint64_t *w = ctx->ws->u64a;
     sift__u128 W = sift__weights(a->c, a->n, m, w);
-    sift__u128 T = sift__u128_scale_float(W, t->p, 1);
+    /* On a slice, the threshold at the present mass plus the absent
+     * mass's lower end that the certificate used (0 elsewhere). */
+    sift__u128 T = sift__u128_scale_float(sift__u128_add(W, ctx->absent_lo), t->p, 1);
     uint64_t cut;
     size_t len = sift__arr_mass_prefix(ctx, a, w, T, 0, &cut);
     /* Carry (sift__carry_leave): w[i] is the weight of a->c[i] at m on
@@ -93,14 +95,16 @@ static sift_class top_p_cls(const sift__stage *st, int64_t *n)
 }
 
 /* On a slice (present tokens canonical, absent ones bounded by b, their
- * integer mass at most W_A): the row's mass lies in [W_lo, W_lo + W_A]
- * and T = ceil(p W) in [T_lo, T_hi] (non-decreasing in W). Over the
+ * integer mass between A_lo and W_A): the row's mass lies in [W_lo, W_hi]
+ * (the present mass plus A_lo, sift__tail_absent_mass_lo, 0 without a
+ * lower end; plus W_A) and T = ceil(p W) in [T_lo, T_hi] (non-decreasing
+ * in W). Over the
  * present tokens ahead of the bound (the row's first ones, with the
  * row's weights), the cut is the first prefix whose mass reaches T; if
  * the prefix that reaches T_lo reaches T_hi too, the cut is the same for
  * every T in between. With the min_keep extension the kept tokens must
  * all be ahead of the bound. Applying the stage to the present tokens
- * uses T_lo and then keeps exactly the row's kept set. */
+ * uses T_lo (ctx->absent_lo) and then keeps exactly the row's kept set. */
 static int top_p_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
                               const sift__bound *b)
 {
@@ -111,8 +115,12 @@ static int top_p_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift_
     size_t keep_min = t->min_keep > 1 ? (size_t)t->min_keep : 1;
     float m = a->c[0].logit;
     uint64_t *w = ctx->ws->u64a;
-    sift__u128 W_lo = sift__weights(a->c, a->n, m, w);
-    sift__u128 W_hi = sift__u128_add(W_lo, sift__tail_absent_mass(b, m));
+    sift__u128 W_in = sift__weights(a->c, a->n, m, w);
+    sift__u128 A_lo = sift__tail_absent_mass_lo(b, m);
+    sift__u128 W_lo = sift__u128_add(W_in, A_lo);
+    sift__u128 W_hi = sift__u128_add(W_in, sift__tail_absent_mass(b, m));
+    if (sift__u128_cmp(W_lo, W_hi) > 0)
+        return 0; /* the two ends disagree: no decision on them */
     sift__u128 T_lo = sift__u128_scale_float(W_lo, t->p, 1);
     sift__u128 T_hi = sift__u128_scale_float(W_hi, t->p, 1);
     sift__u128 run = {0, 0};
@@ -126,11 +134,11 @@ static int top_p_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift_
             break;
         }
     }
-    if (len == 0)
+    if (len == 0 ||
+        (len < keep_min && !(keep_min <= a->n && sift__bound_ahead(b, &a->c[keep_min - 1]))))
         return 0;
-    if (len >= keep_min)
-        return 1;
-    return keep_min <= a->n && sift__bound_ahead(b, &a->c[keep_min - 1]);
+    ctx->absent_lo = A_lo;
+    return 1;
 }
 
 static const sift__stage_ops top_p_ops = {

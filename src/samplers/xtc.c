@@ -64,7 +64,9 @@ static sift_status xtc_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         return sift__no_candidate(ctx, st->ops->name);
     uint64_t *w = ctx->ws->u64a;
     sift__u128 W = sift__weights(a->c, a->n, m, w);
-    sift__u128 T = sift__u128_scale_float(W, x->threshold, 1);
+    /* On a slice, the threshold at the present mass plus the absent
+     * mass's lower end that the certificate used (0 elsewhere). */
+    sift__u128 T = sift__u128_scale_float(sift__u128_add(W, ctx->absent_lo), x->threshold, 1);
     /* A zero-weight token (-inf, or below 2^-62 of the top) is never
      * above the threshold, even when the threshold is 0. */
     if (T.lo == 0 && T.hi == 0)
@@ -125,7 +127,10 @@ static sift_class xtc_cls(const sift__stage *st, int64_t *n)
  * peeks it from a copy of the RNG, and the slice must draw too (two
  * present tokens). If u > probability, nothing changes on either side.
  * Else T = max(ceil(threshold W), 1) lies in [T_lo, T_hi] for W in
- * [W_lo, W_lo + W_A]; no absent token is in A when the bound's weight
+ * [W_lo, W_hi] (the present mass plus the absent mass's lower end,
+ * sift__tail_absent_mass_lo, 0 without one; plus its upper end); the
+ * apply then uses T_lo (ctx->absent_lo). No absent token is in A when
+ * the bound's weight
  * (the largest an absent token can have) is below T_lo, and A is the
  * same for every T when as many present tokens pass T_hi as T_lo. The
  * removal condition counts the candidates, the row's (present + absent)
@@ -144,8 +149,12 @@ static int xtc_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__a
         return 1;
     float m = a->c[0].logit;
     uint64_t *w = ctx->ws->u64a;
-    sift__u128 W_lo = sift__weights(a->c, a->n, m, w);
-    sift__u128 W_hi = sift__u128_add(W_lo, sift__tail_absent_mass(b, m));
+    sift__u128 W_in = sift__weights(a->c, a->n, m, w);
+    sift__u128 A_lo = sift__tail_absent_mass_lo(b, m);
+    sift__u128 W_lo = sift__u128_add(W_in, A_lo);
+    sift__u128 W_hi = sift__u128_add(W_in, sift__tail_absent_mass(b, m));
+    if (sift__u128_cmp(W_lo, W_hi) > 0)
+        return 0; /* the two ends disagree: no decision on them */
     sift__u128 T_lo = sift__u128_scale_float(W_lo, x->threshold, 1);
     sift__u128 T_hi = sift__u128_scale_float(W_hi, x->threshold, 1);
     if (T_lo.lo == 0 && T_lo.hi == 0)
@@ -162,12 +171,15 @@ static int xtc_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__a
     }
     if (pass_lo != pass_hi)
         return 0;
-    if (pass_lo < 2)
-        return 1;
-    uint64_t whole = (uint64_t)a->n + b->n_absent;
-    int row_removes = whole - (pass_lo - 1) >= (uint64_t)x->min_keep;
-    int slice_removes = a->n - (pass_lo - 1) >= (size_t)x->min_keep;
-    return row_removes == slice_removes;
+    if (pass_lo >= 2) {
+        uint64_t whole = (uint64_t)a->n + b->n_absent;
+        int row_removes = whole - (pass_lo - 1) >= (uint64_t)x->min_keep;
+        int slice_removes = a->n - (pass_lo - 1) >= (size_t)x->min_keep;
+        if (row_removes != slice_removes)
+            return 0;
+    }
+    ctx->absent_lo = A_lo;
+    return 1;
 }
 
 /* At most floor(1 / threshold) tokens reach the threshold, all but one
