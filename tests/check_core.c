@@ -386,6 +386,35 @@ START_TEST(test_the_bucket_search_finds_the_scalar_index_at_every_level)
 }
 END_TEST
 
+/* XTC's search: weights of every size (above 2^63 too, where a signed
+ * compare would go wrong), thresholds at 0, at a weight, between two and
+ * at UINT64_MAX, from every start. */
+START_TEST(test_the_weight_search_finds_the_scalar_index_at_every_level)
+{
+    static uint64_t w[300];
+    static const uint64_t big[] = {
+        0,         1, (uint64_t)1 << 62, ((uint64_t)1 << 63) - 1, (uint64_t)1 << 63, UINT64_MAX - 1,
+        UINT64_MAX};
+    uint64_t r = 7;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 29)) {
+        for (size_t i = 0; i < n; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            w[i] = (r >> 60) < 3 ? big[(r >> 8) % 7] : (r >> 40) % 1000;
+        }
+        for (int ti = 0; ti < 16; ti++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t t = ti < 7 ? big[ti] : n && ti < 11 ? w[(r >> 33) % n] : (r >> 40) % 1100;
+            for (size_t s = 0; s <= n; s++) {
+                size_t want = sift__find_w_ge_at(SIFT__SIMD_SCALAR, w, s, n, t);
+                ck_assert(want == n || (want >= s && w[want] >= t));
+                for (int l = SIFT__SIMD_SSE2; l < SIFT__SIMD_LEVELS; l++)
+                    ck_assert_uint_eq(sift__find_w_ge_at(l, w, s, n, t), want);
+            }
+        }
+    }
+}
+END_TEST
+
 /* keep_eq for the test below: keeps the ids divisible by 3, and checks
  * that it is called in index order (ids fall along the array). */
 typedef struct keep_probe {
@@ -871,6 +900,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_lane_sums_give_the_scalar_lanes_at_every_level);
     tcase_add_test(t, test_the_score_buckets_give_the_scalar_buckets_at_every_level);
     tcase_add_test(t, test_the_bucket_search_finds_the_scalar_index_at_every_level);
+    tcase_add_test(t, test_the_weight_search_finds_the_scalar_index_at_every_level);
     tcase_add_test(t, test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level);
     tcase_add_test(t, test_the_keep_below_compaction_moves_the_weights_at_every_level);
     tcase_add_test(t, test_the_logit_cut_keeps_the_scalar_set_at_every_level);

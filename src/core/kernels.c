@@ -7,8 +7,8 @@
  *
  * Owns sift__load_cand(_at), sift__lane_sums(_at), sift__score_buckets,
  * sift__find_eq_u32, sift__keep_below, sift__keep_below_w, sift__keep_logit_ge,
- * sift__keep_w_ge, sift__find_id, sift__find_logit_eq (each with _at)
- * and sift__canon_first. The load writes
+ * sift__keep_w_ge, sift__find_id, sift__find_logit_eq, sift__find_w_ge
+ * (each with _at) and sift__canon_first. The load writes
  * cd[i] = {i, row[i]} for every i and reports whether the row holds a
  * NaN or +inf (*bad) and whether it holds a value above -inf (*any): the
  * checks of the row step's validation, in the same pass as the copy.
@@ -283,6 +283,13 @@ static size_t find_eq_scalar(const uint32_t *bk, size_t i, size_t n, uint32_t b)
     return i;
 }
 
+static size_t find_w_ge_scalar(const uint64_t *w, size_t i, size_t n, uint64_t t)
+{
+    while (i < n && w[i] < t)
+        i++;
+    return i;
+}
+
 static size_t keep_below_scalar(sift_candidate *c, const uint32_t *bk, size_t i, size_t n, size_t j,
                                 uint32_t bstar, sift__keep_fn keep_eq, void *arg)
 {
@@ -369,6 +376,21 @@ __attribute__((target("avx512f"))) static size_t find_eq_avx512(const uint32_t *
     return find_eq_scalar(bk, i, n, b);
 }
 
+__attribute__((target("avx512f"))) static size_t find_w_ge_avx512(const uint64_t *w, size_t i,
+                                                                  size_t n, uint64_t t)
+{
+    const __m512i tv = _mm512_set1_epi64((long long)t);
+    for (; i + 16 <= n; i += 16) {
+        __m512i a = _mm512_loadu_si512((const void *)(w + i));
+        __m512i b = _mm512_loadu_si512((const void *)(w + i + 8));
+        unsigned k = (unsigned)_mm512_cmpge_epu64_mask(a, tv) |
+                     ((unsigned)_mm512_cmpge_epu64_mask(b, tv) << 8);
+        if (k)
+            return i + (size_t)__builtin_ctz(k);
+    }
+    return find_w_ge_scalar(w, i, n, t);
+}
+
 /* AVX2 forms of typical's kernels: the same operations on four doubles
  * a vector as score_buckets_avx512 on eight (the same bits), eight
  * buckets a compare for the search, and the compaction by bucket eight
@@ -413,6 +435,28 @@ __attribute__((target("avx2"))) static size_t find_eq_avx2(const uint32_t *bk, s
             return i + (size_t)__builtin_ctz(k);
     }
     return find_eq_scalar(bk, i, n, b);
+}
+
+/* Unsigned w >= t as signed compares with the sign bits flipped: a lane
+ * is below t when t > w; eight weights a step, any lane not below ends
+ * the search. */
+__attribute__((target("avx2"))) static size_t find_w_ge_avx2(const uint64_t *w, size_t i, size_t n,
+                                                             uint64_t t)
+{
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i tv = _mm256_xor_si256(_mm256_set1_epi64x((long long)t), sign);
+    for (; i + 8 <= n; i += 8) {
+        __m256i a =
+            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(w + i)), sign);
+        __m256i b =
+            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(w + i + 4)), sign);
+        unsigned below =
+            (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(tv, a))) |
+            ((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(tv, b))) << 4);
+        if (below != 0xffu)
+            return i + (size_t)__builtin_ctz(~below);
+    }
+    return find_w_ge_scalar(w, i, n, t);
 }
 
 /* The keep mask of bk[i..i+8) (bit l: bk[i + l] < bstar, or in bstar
@@ -580,6 +624,24 @@ size_t sift__find_eq_u32_at(int level, const uint32_t *bk, size_t i, size_t n, u
 size_t sift__find_eq_u32(const uint32_t *bk, size_t i, size_t n, uint32_t b)
 {
     return sift__find_eq_u32_at(sift__simd()->level, bk, i, n, b);
+}
+
+size_t sift__find_w_ge_at(int level, const uint64_t *w, size_t i, size_t n, uint64_t t)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512)
+        return find_w_ge_avx512(w, i, n, t);
+    if (level >= SIFT__SIMD_AVX2)
+        return find_w_ge_avx2(w, i, n, t);
+#endif
+    (void)level;
+    return find_w_ge_scalar(w, i, n, t);
+}
+
+size_t sift__find_w_ge(const uint64_t *w, size_t i, size_t n, uint64_t t)
+{
+    return sift__find_w_ge_at(sift__simd()->level, w, i, n, t);
 }
 
 size_t sift__keep_below_at(int level, sift_candidate *c, const uint32_t *bk, size_t n,

@@ -47,6 +47,11 @@ SIFT__HIDDEN void sift__score_buckets_at(int level, const sift_candidate *c, siz
 SIFT__HIDDEN size_t sift__find_eq_u32(const uint32_t *bk, size_t i, size_t n, uint32_t b);
 SIFT__HIDDEN size_t sift__find_eq_u32_at(int level, const uint32_t *bk, size_t i, size_t n,
                                          uint32_t b);
+/* The first index in [i, n) with w[index] >= t (unsigned), or n: XTC's
+ * search for the few tokens at or above its threshold. */
+SIFT__HIDDEN size_t sift__find_w_ge(const uint64_t *w, size_t i, size_t n, uint64_t t);
+SIFT__HIDDEN size_t sift__find_w_ge_at(int level, const uint64_t *w, size_t i, size_t n,
+                                       uint64_t t);
 /* Keeps, in place and in order, the candidates c[i] with bk[i] < bstar
  * and those with bk[i] == bstar for which keep_eq(&c[i], arg) is nonzero
  * (called in index order); returns how many were kept. */

@@ -33,6 +33,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "../core/kernels.h"
 #include "registry.h"
 
 /* The descriptor (end of the file): the constructor checks its arguments
@@ -75,19 +76,17 @@ static sift_status xtc_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
      * every weight (at most 2^62), and so is UINT64_MAX. */
     uint64_t t = T.hi ? UINT64_MAX : T.lo;
     /* |A| and where A's smallest canonical key (its canonical last) is;
-     * A is a handful of tokens, so the branch is almost never taken. */
-    size_t n_above = 0, i_last = 0, i_first = a->n;
+     * A is a handful of tokens, found by a vector search (core/kernels.h)
+     * that passes over the rest. */
+    size_t n_above = 0, i_last = 0, i_first = sift__find_w_ge(w, 0, a->n, t);
     uint64_t last = UINT64_MAX;
-    for (size_t i = 0; i < a->n; i++) {
-        if (SIFT__UNLIKELY(w[i] >= t)) {
-            i_first = i < i_first ? i : i_first;
-            uint64_t k = sift__ckey(a->c[i].logit, a->c[i].id);
-            if (k < last) {
-                last = k;
-                i_last = i;
-            }
-            n_above++;
+    for (size_t i = i_first; i < a->n; i = sift__find_w_ge(w, i + 1, a->n, t)) {
+        uint64_t k = sift__ckey(a->c[i].logit, a->c[i].id);
+        if (k < last) {
+            last = k;
+            i_last = i;
         }
+        n_above++;
     }
     /* Carry (sift__carry_leave), only where nothing is removed: then the
      * array, its length and its largest logit m are those w was computed
