@@ -37,7 +37,7 @@
  * never be slower than that.
  *
  * Usage: bench [--quick] [--v N] [--rows K[,K]] [--case S[,S]]
- *              [--rounds N] [--json]
+ *              [--rounds N] [--json] [--route]
  *   --quick   3 rounds of 8 steps (a smoke run)
  *   --v N     only rows of length N (default: 151936 248320)
  *   --rows    only the named row shapes (peaked, bf16, flat)
@@ -45,6 +45,11 @@
  *             (=NAME: the case named NAME exactly)
  *   --rounds  rounds per case (default 7)
  *   --json    one JSON object per line instead of the table
+ *   --route   after each case, how many of its steps the row's prefix
+ *             decided (the prefix path, or the tail route: docs/analyzer.md,
+ *             "Tail mass") and how many tried it; every other step ran
+ *             the full pass (sift_chain_stats; the two warm-up steps
+ *             included)
  * The same filters are read from SIFT_BENCH_V, SIFT_BENCH_ROWS,
  * SIFT_BENCH_CASE and SIFT_BENCH_ROUNDS when the option is not given.
  * A chain whose construction fails prints "n/a".
@@ -69,6 +74,7 @@
 typedef struct opts {
     int quick;
     int json;
+    int route;
     int rounds;
     int steps;
     int32_t only_v;
@@ -462,6 +468,23 @@ static void print_line(const opts *o, const char *name, int32_t V, const char *k
     fflush(stdout);
 }
 
+/* --route: the prefix's decisions over a case's `steps` steps. */
+static void print_route(const opts *o, const char *name, int32_t V, const char *kind,
+                        const sift_stats *rs, int steps)
+{
+    unsigned long long d = rs->row_prefix_decided, f = rs->row_prefix_fallback;
+    if (o->json)
+        printf("{\"name\":\"%s\",\"V\":%d,\"rows\":\"%s\",\"steps\":%d,"
+               "\"prefix_decided\":%llu,\"prefix_attempts\":%llu}\n",
+               name, (int)V, kind, steps, d, d + f);
+    else
+        printf("  route: %llu of %d steps decided on the prefix (%llu attempts), %.1f %% full "
+               "passes\n",
+               d, steps, d + f,
+               steps > 0 ? 100.0 * (double)((unsigned long long)steps - d) / steps : 0.0);
+    fflush(stdout);
+}
+
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n);
@@ -513,6 +536,9 @@ static void run_v(const opts *o, int32_t V, int kind)
             xf[r] = f > 0 ? x / f : 0;
             xm[r] = m > 0 ? x / m : 0;
         }
+        sift_stats rs;
+        rs.struct_size = sizeof rs;
+        int have_route = o->route && sift_chain_stats(c, &rs, NULL) == SIFT_OK;
         sift_chain_free(c);
         if (failed) {
             print_line(o, bc->name, V, row_names[kind], none, 0, 0, why);
@@ -521,6 +547,8 @@ static void run_v(const opts *o, int32_t V, int kind)
         stats st = summarize(t, R);
         print_line(o, bc->name, V, row_names[kind], st, summarize(xf, R).med, summarize(xm, R).med,
                    NULL);
+        if (have_route)
+            print_route(o, bc->name, V, row_names[kind], &rs, next);
     }
     if (n_fl) {
         stats f = summarize(fl_all, (int)n_fl), m = summarize(mc_all, (int)n_fl);
@@ -544,7 +572,7 @@ static const char *arg_or_env(const char *arg, const char *env)
 static void usage(void)
 {
     fprintf(stderr, "usage: bench [--quick] [--v N] [--rows peaked,bf16,flat] "
-                    "[--case SUBSTR[,SUBSTR]] [--rounds N] [--json]\n");
+                    "[--case SUBSTR[,SUBSTR]] [--rounds N] [--json] [--route]\n");
     exit(2);
 }
 
@@ -557,6 +585,8 @@ int main(int argc, char **argv)
             o.quick = 1;
         else if (!strcmp(argv[i], "--json"))
             o.json = 1;
+        else if (!strcmp(argv[i], "--route"))
+            o.route = 1;
         else if (!strcmp(argv[i], "--v") && i + 1 < argc)
             v_arg = argv[++i];
         else if (!strcmp(argv[i], "--rows") && i + 1 < argc)
