@@ -12,7 +12,12 @@
  * level the machine has. The route must give, step after step, the
  * token, RNG and state digest of a twin chain forced to the full pass and
  * the oracle's token and RNG; the counters must show it deciding on
- * peaked rows and backing off on flat ones.
+ * peaked rows and backing off on flat ones. The lower end of the absent
+ * mass (core/tail.c) is checked against the long double sum on the
+ * kernel's rows and on rows built where it is tightest, a stage that
+ * lowers the absent tokens must drop it, and random chains of the route
+ * run against the full pass (SIFT_TAILROW_MIN_STEPS steps; make
+ * check-long takes 1,000,000).
  */
 #include <float.h>
 #include <math.h>
@@ -324,10 +329,11 @@ typedef void (*row_fn)(tu_rng *r, float *row, int32_t V, int kind);
 
 /* `steps` steps of the chain `spec` on rows that `make` builds of
  * `kind`: the chain's step (which may take the route), a twin forced to
- * the full pass and the oracle must agree on the token and the RNG, and
- * the two chains on the state digest, after every accept. */
+ * the full pass and (with `oracle`) the oracle must agree on the token
+ * and the RNG, and the two chains on the state digest, after every
+ * accept. With `oracle`, one line of counts goes to stderr. */
 static route_tally run_spec(const sp_chain *spec, row_fn make, int kind, const char *rows,
-                            int32_t V, int steps, uint64_t seed)
+                            int32_t V, int steps, uint64_t seed, int oracle)
 {
     char desc[1024];
     sp_describe(spec, desc, sizeof desc);
@@ -354,16 +360,21 @@ static route_tally run_spec(const sp_chain *spec, row_fn make, int kind, const c
         int32_t t = -1, tf = -1, to = -1;
         ck_assert_int_eq(sift_chain_sample(c, row, V, &t, &err), SIFT_OK);
         ck_assert_int_eq(sift__sample_row(full, row, V, &tf, 0, &err), SIFT_OK);
-        ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
+        if (oracle)
+            ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
+        else
+            to = tf;
         ck_assert_msg(t == tf && t == to, "%s, %s row, step %d: route %d, full pass %d, oracle %d",
                       desc, rows, s, (int)t, (int)tf, (int)to);
         ck_assert_int_eq(sift_chain_accept(c, t, &err), SIFT_OK);
         ck_assert_int_eq(sift_chain_accept(full, tf, &err), SIFT_OK);
-        or_accept(&o, to);
+        if (oracle)
+            or_accept(&o, to);
         uint64_t a[4], b[4];
         sift__chain_rng_state(c, a);
         sift__chain_rng_state(full, b);
-        ck_assert_msg(memcmp(a, b, sizeof a) == 0 && memcmp(a, o.rng.s, sizeof a) == 0 &&
+        ck_assert_msg(memcmp(a, b, sizeof a) == 0 &&
+                          (!oracle || memcmp(a, o.rng.s, sizeof a) == 0) &&
                           sift__chain_state_digest(c) == sift__chain_state_digest(full),
                       "%s, %s row, step %d: state after accept", desc, rows, s);
     }
@@ -373,8 +384,10 @@ static route_tally run_spec(const sp_chain *spec, row_fn make, int kind, const c
     uint64_t fd, ff;
     stats_of(full, &fd, &ff);
     ck_assert(fd == 0 && ff == 0); /* the twin never tried */
-    fprintf(stderr, "tail route: %-60s %-6s V %d: %d steps, decided %llu, fell back %llu\n", desc,
-            rows, (int)V, steps, (unsigned long long)ty.decided, (unsigned long long)ty.fallback);
+    if (oracle)
+        fprintf(stderr, "tail route: %-60s %-6s V %d: %d steps, decided %llu, fell back %llu\n",
+                desc, rows, (int)V, steps, (unsigned long long)ty.decided,
+                (unsigned long long)ty.fallback);
     free(row);
     or_free(&o);
     sift_chain_free(c);
@@ -388,7 +401,7 @@ static route_tally run_route(int which, int kind, int32_t V, int steps)
     sp_chain spec;
     route_chain(&spec, which, V);
     return run_spec(&spec, route_row, kind, row_name[kind], V, steps,
-                    1000u * (uint64_t)which + (uint64_t)kind);
+                    1000u * (uint64_t)which + (uint64_t)kind, 1);
 }
 
 /* One chain on the three kinds of row: bitwise agreement throughout; on
@@ -521,12 +534,119 @@ START_TEST(test_a_stage_that_lowers_absent_tokens_takes_the_lower_end_away)
         for (int kind = 0; kind < 2; kind++) {
             route_tally ty =
                 run_spec(&spec, lowered_row, kind, kind ? "lowered, 1 %" : "lowered, 0.1 %", V, 60,
-                         500u + (uint64_t)(which * 2 + kind));
+                         500u + (uint64_t)(which * 2 + kind), 1);
             decided += ty.decided;
         }
         ck_assert_msg(decided >= 5, "chain %d: the route decided %llu steps", which,
                       (unsigned long long)decided);
     }
+}
+END_TEST
+
+/* The property's rows: issue 12's three (kinds 0-2), the test library's
+ * adversarial shapes (3), and rows where the lower end is tightest (4):
+ * every token below a head of 50 sits at x - m = (f - j) ln 2, f = 1 /
+ * ln 2 - 1, where the kernel's term is 1.0615 times its exponential. */
+enum { P_LIB = R__COUNT, P_EDGE, P__COUNT };
+static void prop_row(tu_rng *r, float *row, int32_t V, int kind)
+{
+    if (kind < R__COUNT) {
+        route_row(r, row, V, kind);
+        return;
+    }
+    if (kind == P_LIB) {
+        tu_row(r, row, V, (int)tu_range(r, 0, TU_ROW__COUNT - 1));
+        return;
+    }
+    double fs = 1.0 / 0.6931471805599453 - 1.0;
+    float m = (float)(10.0 * tu_normal(r));
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)((double)m + (fs - (double)tu_range(r, 4, 14)) * 0.6931471805599453);
+    for (int h = 0; h < 50; h++)
+        row[tu_range(r, 0, V - 1)] = m - (float)(3.0 * tu_unif(r));
+    row[tu_range(r, 0, V - 1)] = m;
+}
+
+/* A random chain the route may take: a negative logit bias and a
+ * temperature sometimes (each drops the lower end), then dist, top_p ->
+ * dist, xtc -> dist, mirostat 2.0 or xtc -> top_p -> dist. */
+static void prop_chain(tu_rng *r, sp_chain *c, int32_t V)
+{
+    memset(c, 0, sizeof *c);
+    c->seed = tu_next(r);
+    if (tu_unif(r) < 0.2) {
+        sp_stage *lb = &c->st[c->n++];
+        memset(lb, 0, sizeof *lb);
+        lb->kind = SP_LOGIT_BIAS;
+        lb->n_bias = (size_t)tu_range(r, 1, 8);
+        for (size_t i = 0; i < lb->n_bias; i++) {
+            lb->bias[i].token = (int32_t)tu_range(r, 0, V - 1);
+            lb->bias[i].bias = -(float)(5.0 * tu_unif(r)) - 0.01f;
+        }
+    }
+    if (tu_unif(r) < 0.2)
+        add(c, SP_TEMP, (float)(0.5 + tu_unif(r)), 0, 0, 0);
+    float p = (float)(0.5 + 0.49 * tu_unif(r));
+    float xp = tu_unif(r) < 0.5 ? 1.0f : 0.5f, xt = (float)(0.02 + 0.28 * tu_unif(r));
+    int32_t mk = (int32_t)tu_range(r, 1, 3);
+    switch (tu_range(r, 0, 4)) {
+    case 0: break;
+    case 1: add(c, SP_TOP_P, p, 0, mk, 0); break;
+    case 2: add(c, SP_XTC, xp, xt, mk, 0); break;
+    case 3:
+        add(c, SP_MIROSTAT_V2, (float)(1.0 + 7.0 * tu_unif(r)), (float)(0.3 * tu_unif(r)), 0, 0);
+        return;
+    default:
+        add(c, SP_XTC, xp, xt, mk, 0);
+        add(c, SP_TOP_P, p, 0, mk, 0);
+        break;
+    }
+    add(c, SP_DIST, 0, 0, 0, 0);
+}
+
+/* SIFT_TAILROW_MIN_STEPS (environment): the property's least number of
+ * steps (default 4,000; make check-long sets 1,000,000); SIFT_TAILROW_SEED
+ * another stream of chains. */
+static long prop_min_steps(void)
+{
+    const char *e = getenv("SIFT_TAILROW_MIN_STEPS");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    return n > 0 ? n : 4000;
+}
+
+/* Random chains of the route on random rows (V = 70,000: the route's
+ * prefix of 256 plus a bias's tokens passes the cost model) for 40 steps
+ * each: every step's token, RNG and state digest must be the full pass's
+ * (the full pass is compared with the oracle throughout check_exact and
+ * above). The route must decide a share of them. */
+START_TEST(test_random_chains_on_the_route_equal_the_full_pass_bitwise)
+{
+    const char *e = getenv("SIFT_TAILROW_SEED");
+    tu_rng r = {e && *e ? strtoull(e, NULL, 10) : 2027};
+    const int32_t V = 70000;
+    long steps = 0, chains = 0;
+    uint64_t decided = 0, tried = 0;
+    while (steps < prop_min_steps()) {
+        sp_chain spec;
+        prop_chain(&r, &spec, V);
+        sift_chain *c;
+        sift_error err;
+        ck_assert_int_eq(sp_build(&spec, &c, &err), SIFT_OK);
+        int route = sift__plan_row_k(c) == 0 && sift__plan_row_tail_k(c) > 0;
+        sift_chain_free(c);
+        if (!route)
+            continue;
+        int kind = (int)tu_range(&r, 0, P__COUNT - 1);
+        route_tally ty = run_spec(&spec, prop_row, kind, "random", V, 40, tu_next(&r), 0);
+        steps += ty.steps;
+        decided += ty.decided;
+        tried += ty.decided + ty.fallback;
+        chains++;
+    }
+    fprintf(stderr, "tail route property: %ld chains, %ld steps, route tried %llu, decided %llu\n",
+            chains, steps, (unsigned long long)tried, (unsigned long long)decided);
+    ck_assert_msg(decided * 4 >= (uint64_t)steps, "decided %llu of %ld steps",
+                  (unsigned long long)decided, steps);
 }
 END_TEST
 
@@ -677,6 +797,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_tail_route_of_mirostat_equals_the_full_pass_bitwise);
     tcase_add_test(t, test_the_tail_route_of_mirostat_v2_equals_the_full_pass_bitwise);
     tcase_add_test(t, test_a_stage_that_lowers_absent_tokens_takes_the_lower_end_away);
+    tcase_add_test(t, test_random_chains_on_the_route_equal_the_full_pass_bitwise);
     tcase_add_test(t, test_the_back_off_is_cleared_by_reset_and_copied_by_clone);
     tcase_add_test(t, test_a_slice_without_a_tail_mass_that_needs_the_row_tries_the_tail_route);
     tcase_add_test(t, test_a_chain_the_prefix_decides_exactly_does_not_take_the_tail_route);
