@@ -372,6 +372,9 @@ typedef struct sift__ctx {
     uint32_t carry_used;
     uint64_t *carry_bad;
     sift__carry carry;
+    /* top_n_sigma applies in this step that ran the definition's sums
+     * (for tests: added to the chain's n_tns_exact). */
+    uint32_t tns_exact;
     /* On an incomplete set only: a lower bound on the integer mass of the
      * absent tokens (sift__tail_absent_mass_lo) that a certify_mass rule
      * used and that the apply right after it adds to the present mass
@@ -759,6 +762,10 @@ struct sift_chain {
     /* Weights a stage took from the stage before it (sift__carry_take),
      * counted over the steps that succeeded. */
     uint64_t n_carried;
+    /* top_n_sigma applies whose certified threshold could not tell and
+     * ran the definition's sums (sift__tns_threshold), counted over the
+     * steps that succeeded. */
+    uint64_t n_tns_exact;
     /* For tests (0 otherwise): every take of carried weights is checked
      * against weights computed afresh (sift__carry_check), a mismatch
      * counted in n_carry_bad (and the take refused). */

@@ -9,6 +9,7 @@
  * slice fallback's work (one walk and one full pass).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -318,6 +319,161 @@ START_TEST(test_the_lane_sums_give_the_scalar_lanes_at_every_level)
             }
         }
     }
+}
+END_TEST
+
+/* The definition's threshold (docs/samplers.md, "top_n_sigma"): the
+ * finite logits in id order (the arrays below are), eight-lane sums. */
+static double tns_definition(const sift_candidate *cd, size_t n, float nn, double *x, size_t *cnt,
+                             double *s2)
+{
+    size_t c = 0;
+    float m = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        m = cd[i].logit > m ? cd[i].logit : m;
+        if (cd[i].logit > -INFINITY)
+            x[c++] = (double)cd[i].logit;
+    }
+    *cnt = c;
+    double mean = sift__dsum_idorder(x, c) / (double)c;
+    for (size_t i = 0; i < c; i++)
+        x[i] = (x[i] - mean) * (x[i] - mean);
+    *s2 = sift__dsum_idorder(x, c);
+    double var = *s2 / (double)c;
+    return (double)m - (double)nn * sift__sqrt(var);
+}
+
+/* top_n_sigma's certified threshold (samplers/top_n_sigma.c) from every
+ * level's moments: whenever it decides, every candidate's verdict
+ * (double)l >= thr is the definition's. Rows: random scales and offsets,
+ * -inf mixed in, ties, all equal, huge and tiny magnitudes, and two
+ * families built onto the boundary: dyadic rows whose threshold is a
+ * float that tokens hold ({B, B + 1, B + 2} with counts k, 6k, k and
+ * n = 2: thr = B + 1 exactly; exact sums for B = 0, rounded ones for B =
+ * 2^20), and rows whose token t is moved onto the float at or above the
+ * definition's threshold until it stays there. The fallback must be
+ * taken on some of those and the certificate must decide most others. */
+START_TEST(test_the_certified_top_n_sigma_threshold_gives_the_definitions_verdicts)
+{
+    enum { NMAX = 4096 };
+    static sift_candidate cd[NMAX];
+    static double x[NMAX];
+    uint64_t r = 4242;
+    long decided = 0, fell = 0, cases = 0, fell_by[7] = {0};
+    static const float ns[] = {1.0f, 2.0f, 0.5f, 3.0f, 1e-6f, 1e6f, 0.1f};
+    for (int it = 0; it < 3000; it++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        size_t n = 2 + (size_t)((r >> 33) % (it < 2000 ? 300 : NMAX - 2));
+        int shape = (int)((r >> 20) % 7);
+        float nn = ns[(r >> 12) % 7];
+        double scale = ldexp(1.0, (int)((r >> 40) % 40) - 20), off = 0.0;
+        if (shape == 5)
+            off = ldexp(1.0, (int)((r >> 44) % 30));
+        for (size_t i = 0; i < n; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            double v = ((double)(r >> 11) * 0x1p-53 - 0.5) * scale + off;
+            cd[i].id = (int32_t)i;
+            cd[i].logit = shape == 1 && (r >> 8) % 5 == 0 ? -INFINITY
+                          : shape == 2                    ? (float)((r >> 13) % 4)
+                          : shape == 3                    ? 7.25f
+                          : shape == 4                    ? (float)(v * 1e30)
+                                                          : (float)v;
+        }
+        if (shape == 6) {
+            /* {B, B + 1, B + 2} x (k, 6k, k), n = 2 */
+            size_t k = n / 8 > 0 ? n / 8 : 1;
+            float B = (r >> 5) & 1 ? 1048576.0f : 0.0f;
+            n = 8 * k;
+            for (size_t i = 0; i < n; i++) {
+                cd[i].id = (int32_t)i;
+                cd[i].logit = i < k ? B : i < 7 * k ? B + 1.0f : B + 2.0f;
+            }
+            nn = 2.0f;
+        }
+        size_t c;
+        double s2;
+        if (shape == 0 && n > 2) {
+            /* token 0 onto the float at or above the threshold */
+            for (int round = 0; round < 8; round++) {
+                double t = tns_definition(cd, n, nn, x, &c, &s2);
+                float f = (float)t;
+                cd[0].logit = (double)f < t ? nextafterf(f, INFINITY) : f;
+            }
+        }
+        double want = tns_definition(cd, n, nn, x, &c, &s2);
+        if (c < 2)
+            continue;
+        for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+            sift__moments mo;
+            sift__moments_of_at(l, cd, n, &mo);
+            ck_assert_uint_eq(mo.count, c);
+            /* the interval holds the definition's sum, and is not wide
+             * on ordinary rows */
+            double lo, hi;
+            ck_assert(sift__tns_bounds(&mo, n, &lo, &hi));
+            ck_assert_msg(lo <= s2 && s2 <= hi, "it %d shape %d n %zu level %d: %a not in [%a, %a]",
+                          it, shape, n, l, s2, lo, hi);
+            if (s2 > 0 && (shape == 0 || shape == 1 || shape == 4))
+                ck_assert_msg(hi - lo <= s2 * 1e-9, "it %d: [%a, %a] around %a", it, lo, hi, s2);
+            double got;
+            cases++;
+            if (!sift__tns_threshold(&mo, n, nn, &got)) {
+                fell++;
+                fell_by[shape]++;
+                continue;
+            }
+            decided++;
+            for (size_t i = 0; i < n; i++)
+                ck_assert_msg(((double)cd[i].logit >= got) == ((double)cd[i].logit >= want),
+                              "it %d shape %d n %zu level %d: token %zu (%a): thr %a, want %a", it,
+                              shape, n, l, i, (double)cd[i].logit, got, want);
+        }
+    }
+    fprintf(stderr,
+            "top_n_sigma threshold: %ld cases, %ld decided, %ld fell back (all equal %ld, large "
+            "offsets %ld, on the boundary %ld)\n",
+            cases, decided, fell, fell_by[3], fell_by[5], fell_by[6]);
+    /* the rows on a float boundary fall back; ordinary rows almost never */
+    ck_assert_int_gt(fell_by[6], 100);
+    ck_assert_int_lt(fell_by[0] + fell_by[1] + fell_by[2] + fell_by[4], cases / 100);
+}
+END_TEST
+
+/* The stage takes the certified threshold on an ordinary row and the
+ * definition's sums on a row of one value (whose interval is as wide as
+ * its spread is small): n_tns_exact counts the second step only (the
+ * chain's sample; sift_chain_survivors shows the kept set), and both
+ * keep the definition's set (every token of the one-value row). */
+START_TEST(test_top_n_sigma_falls_back_to_the_definition_only_where_the_bound_cannot_tell)
+{
+    enum { NV = 5000 };
+    static float row[NV];
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    sift_chain *c = NULL;
+    sift_error err;
+    ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_top_n_sigma(c, 1.0f, &err), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(c, &err), SIFT_OK);
+    int32_t tok;
+    uint64_t r = 5;
+    for (int i = 0; i < NV; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        row[i] = (float)((double)(r >> 11) * 0x1p-53 * 4.0);
+    }
+    static sift_candidate out[NV];
+    size_t n = 0;
+    ck_assert_int_eq(sift_chain_survivors(c, row, NV, 1, out, NV, &n, &err), SIFT_OK);
+    ck_assert(n > 0 && n < NV);
+    ck_assert_int_eq(sift_chain_sample(c, row, NV, &tok, &err), SIFT_OK);
+    ck_assert_uint_eq(c->n_tns_exact, 0);
+    for (int i = 0; i < NV; i++)
+        row[i] = 1.5f;
+    ck_assert_int_eq(sift_chain_survivors(c, row, NV, 1, out, NV, &n, &err), SIFT_OK);
+    ck_assert_uint_eq(n, NV);
+    ck_assert_int_eq(sift_chain_sample(c, row, NV, &tok, &err), SIFT_OK);
+    ck_assert_uint_eq(c->n_tns_exact, 1);
+    sift_chain_free(c);
 }
 END_TEST
 
@@ -898,6 +1054,9 @@ Suite *tu_suite(void)
     t = tcase_create("row kernels");
     tcase_add_test(t, test_the_row_load_gives_the_scalar_bytes_and_flags_at_every_level);
     tcase_add_test(t, test_the_lane_sums_give_the_scalar_lanes_at_every_level);
+    tcase_add_test(t, test_the_certified_top_n_sigma_threshold_gives_the_definitions_verdicts);
+    tcase_add_test(t,
+                   test_top_n_sigma_falls_back_to_the_definition_only_where_the_bound_cannot_tell);
     tcase_add_test(t, test_the_score_buckets_give_the_scalar_buckets_at_every_level);
     tcase_add_test(t, test_the_bucket_search_finds_the_scalar_index_at_every_level);
     tcase_add_test(t, test_the_weight_search_finds_the_scalar_index_at_every_level);

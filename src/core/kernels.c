@@ -7,8 +7,8 @@
  *
  * Owns sift__load_cand(_at), sift__lane_sums(_at), sift__score_buckets,
  * sift__find_eq_u32, sift__keep_below, sift__keep_below_w, sift__keep_logit_ge,
- * sift__keep_w_ge, sift__find_id, sift__find_logit_eq, sift__find_w_ge
- * (each with _at) and sift__canon_first. The load writes
+ * sift__keep_w_ge, sift__find_id, sift__find_logit_eq, sift__find_w_ge,
+ * sift__moments_of (each with _at) and sift__canon_first. The load writes
  * cd[i] = {i, row[i]} for every i and reports whether the row holds a
  * NaN or +inf (*bad) and whether it holds a value above -inf (*any): the
  * checks of the row step's validation, in the same pass as the copy.
@@ -283,6 +283,28 @@ static size_t find_eq_scalar(const uint32_t *bk, size_t i, size_t n, uint32_t b)
     return i;
 }
 
+/* Candidates [i, n) into mo, four running sums each. */
+static void moments_scalar(const sift_candidate *cd, size_t i, size_t n, sift__moments *mo)
+{
+    double s[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
+    size_t c = 0;
+    float mx = mo->max;
+    for (; i < n; i++) {
+        float l = cd[i].logit;
+        mx = l > mx ? l : mx;
+        if (l > -INFINITY) {
+            double x = (double)l;
+            s[c & 3] += x;
+            q[c & 3] += x * x;
+            c++;
+        }
+    }
+    mo->count += c;
+    mo->max = mx;
+    mo->sum += (s[0] + s[1]) + (s[2] + s[3]);
+    mo->sumsq += (q[0] + q[1]) + (q[2] + q[3]);
+}
+
 static size_t find_w_ge_scalar(const uint64_t *w, size_t i, size_t n, uint64_t t)
 {
     while (i < n && w[i] < t)
@@ -376,6 +398,48 @@ __attribute__((target("avx512f"))) static size_t find_eq_avx512(const uint32_t *
     return find_eq_scalar(bk, i, n, b);
 }
 
+/* Thirty-two candidates a step, four accumulators a sum (eight doubles
+ * each): a -inf lane is left out by the mask. */
+__attribute__((target("avx512f"))) static void moments_avx512(const sift_candidate *cd, size_t n,
+                                                              sift__moments *mo)
+{
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, q0 = s0, q1 = s0, q2 = s0, q3 = s0;
+    __m512 vmx = ninf;
+    size_t c = 0, i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const float *p = (const float *)(const void *)(cd + i);
+        __m512 l0 = _mm512_permutex2var_ps(_mm512_loadu_ps(p), odd, _mm512_loadu_ps(p + 16));
+        __m512 l1 = _mm512_permutex2var_ps(_mm512_loadu_ps(p + 32), odd, _mm512_loadu_ps(p + 48));
+        __mmask16 k0 = _mm512_cmp_ps_mask(l0, ninf, _CMP_GT_OQ);
+        __mmask16 k1 = _mm512_cmp_ps_mask(l1, ninf, _CMP_GT_OQ);
+        c += (size_t)__builtin_popcount((unsigned)k0) + (size_t)__builtin_popcount((unsigned)k1);
+        vmx = _mm512_max_ps(vmx, _mm512_max_ps(l0, l1));
+        __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(l0));
+        __m512d b =
+            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l0), 1)));
+        __m512d d = _mm512_cvtps_pd(_mm512_castps512_ps256(l1));
+        __m512d e =
+            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l1), 1)));
+        __mmask8 ka = (__mmask8)k0, kb = (__mmask8)(k0 >> 8);
+        __mmask8 kd = (__mmask8)k1, ke = (__mmask8)(k1 >> 8);
+        s0 = _mm512_mask_add_pd(s0, ka, s0, a);
+        q0 = _mm512_mask_add_pd(q0, ka, q0, _mm512_mul_pd(a, a));
+        s1 = _mm512_mask_add_pd(s1, kb, s1, b);
+        q1 = _mm512_mask_add_pd(q1, kb, q1, _mm512_mul_pd(b, b));
+        s2 = _mm512_mask_add_pd(s2, kd, s2, d);
+        q2 = _mm512_mask_add_pd(q2, kd, q2, _mm512_mul_pd(d, d));
+        s3 = _mm512_mask_add_pd(s3, ke, s3, e);
+        q3 = _mm512_mask_add_pd(q3, ke, q3, _mm512_mul_pd(e, e));
+    }
+    mo->count = c;
+    mo->max = _mm512_reduce_max_ps(vmx);
+    mo->sum = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)));
+    mo->sumsq = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(q0, q1), _mm512_add_pd(q2, q3)));
+    moments_scalar(cd, i, n, mo);
+}
+
 __attribute__((target("avx512f"))) static size_t find_w_ge_avx512(const uint64_t *w, size_t i,
                                                                   size_t n, uint64_t t)
 {
@@ -435,6 +499,50 @@ __attribute__((target("avx2"))) static size_t find_eq_avx2(const uint32_t *bk, s
             return i + (size_t)__builtin_ctz(k);
     }
     return find_eq_scalar(bk, i, n, b);
+}
+
+/* moments_avx512 on four doubles a vector: sixteen candidates a step,
+ * each -inf lane zeroed by a compare. */
+__attribute__((target("avx2"))) static void moments_avx2(const sift_candidate *cd, size_t n,
+                                                         sift__moments *mo)
+{
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    const __m256d ninfd = _mm256_set1_pd(-INFINITY);
+    __m256d s[4], q[4];
+    for (int j = 0; j < 4; j++)
+        s[j] = q[j] = _mm256_setzero_pd();
+    __m256 vmx = ninf;
+    size_t c = 0, i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int h = 0; h < 2; h++) {
+            const float *p = (const float *)(const void *)(cd + i + 8 * (size_t)h);
+            __m256 l = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), 0xDD);
+            c += (size_t)__builtin_popcount(
+                (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(l, ninf, _CMP_GT_OQ)));
+            vmx = _mm256_max_ps(vmx, l);
+            for (int g = 0; g < 2; g++) {
+                __m256d x =
+                    _mm256_cvtps_pd(g ? _mm256_extractf128_ps(l, 1) : _mm256_castps256_ps128(l));
+                __m256d k = _mm256_cmp_pd(x, ninfd, _CMP_GT_OQ);
+                int j = 2 * h + g;
+                s[j] = _mm256_add_pd(s[j], _mm256_and_pd(x, k));
+                q[j] = _mm256_add_pd(q[j], _mm256_and_pd(_mm256_mul_pd(x, x), k));
+            }
+        }
+    }
+    double vs[4], vq[4];
+    float vm[8];
+    _mm256_storeu_pd(vs, _mm256_add_pd(_mm256_add_pd(s[0], s[1]), _mm256_add_pd(s[2], s[3])));
+    _mm256_storeu_pd(vq, _mm256_add_pd(_mm256_add_pd(q[0], q[1]), _mm256_add_pd(q[2], q[3])));
+    _mm256_storeu_ps(vm, vmx);
+    float mx = -INFINITY;
+    for (int j = 0; j < 8; j++)
+        mx = vm[j] > mx ? vm[j] : mx;
+    mo->count = c;
+    mo->max = mx;
+    mo->sum = (vs[0] + vs[1]) + (vs[2] + vs[3]);
+    mo->sumsq = (vq[0] + vq[1]) + (vq[2] + vq[3]);
+    moments_scalar(cd, i, n, mo);
 }
 
 /* Unsigned w >= t as signed compares with the sign bits flipped: a lane
@@ -624,6 +732,31 @@ size_t sift__find_eq_u32_at(int level, const uint32_t *bk, size_t i, size_t n, u
 size_t sift__find_eq_u32(const uint32_t *bk, size_t i, size_t n, uint32_t b)
 {
     return sift__find_eq_u32_at(sift__simd()->level, bk, i, n, b);
+}
+
+void sift__moments_of_at(int level, const sift_candidate *cd, size_t n, sift__moments *mo)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512) {
+        moments_avx512(cd, n, mo);
+        return;
+    }
+    if (level >= SIFT__SIMD_AVX2) {
+        moments_avx2(cd, n, mo);
+        return;
+    }
+#endif
+    (void)level;
+    mo->count = 0;
+    mo->max = -INFINITY;
+    mo->sum = mo->sumsq = 0.0;
+    moments_scalar(cd, 0, n, mo);
+}
+
+void sift__moments_of(const sift_candidate *cd, size_t n, sift__moments *mo)
+{
+    sift__moments_of_at(sift__simd()->level, cd, n, mo);
 }
 
 size_t sift__find_w_ge_at(int level, const uint64_t *w, size_t i, size_t n, uint64_t t)

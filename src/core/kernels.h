@@ -47,6 +47,33 @@ SIFT__HIDDEN void sift__score_buckets_at(int level, const sift_candidate *c, siz
 SIFT__HIDDEN size_t sift__find_eq_u32(const uint32_t *bk, size_t i, size_t n, uint32_t b);
 SIFT__HIDDEN size_t sift__find_eq_u32_at(int level, const uint32_t *bk, size_t i, size_t n,
                                          uint32_t b);
+/* top_n_sigma's moments for its certified threshold (docs/samplers.md,
+ * "top_n_sigma's certified threshold"): over the finite candidates of
+ * cd[0..n) (logit > -inf), their count and largest logit (exact), and
+ * the sum of (double)l and of the rounded squares fl((double)l *
+ * (double)l), each summed in some order of the kernel's own in which no
+ * term passes through more than n + 8 additions: no bits are promised
+ * across levels, only that bound. */
+typedef struct sift__moments {
+    size_t count;
+    float max;
+    double sum, sumsq;
+} sift__moments;
+SIFT__HIDDEN void sift__moments_of(const sift_candidate *cd, size_t n, sift__moments *mo);
+SIFT__HIDDEN void sift__moments_of_at(int level, const sift_candidate *cd, size_t n,
+                                      sift__moments *mo);
+/* top_n_sigma's threshold from moments (samplers/top_n_sigma.c): for
+ * moments of an array of n_terms candidates (count >= 2) and the stage's
+ * n > 0, returns 1 and sets *thr when every float logit gets the same
+ * verdict (double)l >= t from *thr as from the definition's threshold
+ * (docs/samplers.md, "top_n_sigma"), whatever order the definition's
+ * sums round in; 0 when the bound cannot tell. */
+SIFT__HIDDEN int sift__tns_threshold(const sift__moments *mo, size_t n_terms, float n, double *thr);
+/* The interval [*s2_lo, *s2_hi] that holds the definition's sum of
+ * squared deviations (before its division by the count) for those
+ * moments; 0 when none can be given (count < 2, n_terms too large). */
+SIFT__HIDDEN int sift__tns_bounds(const sift__moments *mo, size_t n_terms, double *s2_lo,
+                                  double *s2_hi);
 /* The first index in [i, n) with w[index] >= t (unsigned), or n: XTC's
  * search for the few tokens at or above its threshold. */
 SIFT__HIDDEN size_t sift__find_w_ge(const uint64_t *w, size_t i, size_t n, uint64_t t);

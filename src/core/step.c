@@ -135,6 +135,7 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->carry_bad = c->carry_verify ? &c->n_carry_bad : NULL;
     sift__carry_clear(ctx);
     ctx->absent_lo = sift__u128_from(0);
+    ctx->tns_exact = 0;
 }
 
 int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
@@ -436,6 +437,7 @@ selected:
         return sift__fail(err, SIFT_E_STATE, "selector %s did not select a token",
                           sift__stage_name(c->stages[c->n_stages - 1]));
     c->n_carried += ctx.carry_used;
+    c->n_tns_exact += ctx.tns_exact;
     *rng = ctx.rng;
     *token = ctx.selected;
     return SIFT_OK;

@@ -24,6 +24,7 @@
  * finite logit).
  */
 #include <math.h>
+#include <string.h>
 
 #include "../core/kernels.h"
 #include "../sift_internal.h"
@@ -45,11 +46,106 @@ static double lanes_sum(const double s[8])
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+/* Outward roundings: a bound of the real value that a double
+ * computation of a few correctly rounded operations gave as x. */
+static double up(double x)
+{
+    return x + fabs(x) * 0x1p-50 + 0x1p-1060;
+}
+
+static double dn(double x)
+{
+    return x - fabs(x) * 0x1p-50 - 0x1p-1060;
+}
+
+/* The smallest float f with (double)f >= t: the verdict (double)l >= t of
+ * every float l is l >= ceil_float(t). */
+static float ceil_float(double t)
+{
+    float f = (float)t;
+    return (double)f < t ? nextafterf(f, INFINITY) : f;
+}
+
+/* The certified threshold (docs/samplers.md, "top_n_sigma's certified
+ * threshold"). sift__tns_bounds gives the interval of the definition's
+ * sum of squared deviations, sift__tns_threshold the decision. u = 2^-53, c the finite count, N =
+ * n_terms + 8 the most additions a term passes through in the kernel's sums and in the definition's
+ * (eight lanes of at most ceil(c / 8) terms, three levels to combine them), g = N u / (1 - N u).
+ * With P = sum x^2 and S = sum x (real), A = sum |x| <= sqrt(c P):
+ *  - the kernel: sumsq in P [(1 - u)(1 - g), (1 + u)(1 + g)] (positive
+ *    terms, each square rounded once), |sum - S| <= g A;
+ *  - Q = sum (x - xbar)^2 = P - S^2 / c exactly, bounded from those;
+ *  - the definition's mean is S1 / c rounded, |S1 - S| <= g A, so it is
+ *    within D = (g + 2u) A / c of xbar, and sum (x - mean)^2 = Q +
+ *    c (xbar - mean)^2 lies in [Q, Q + c D^2]; each of its terms rounds
+ *    twice and is squared ((1 +- u)^3) and their sum is within g of it;
+ *  - var = fl(S2 / c), sigma = sqrt(var) and thr = fl(m - fl(n sigma))
+ *    are monotone in S2, so the definition's thr lies between the same
+ *    expressions evaluated at the two ends of S2's interval.
+ * If those two thresholds have the same ceil_float, every float logit
+ * gets the same verdict from each threshold between them. */
+int sift__tns_bounds(const sift__moments *mo, size_t n_terms, double *s2_lo, double *s2_hi)
+{
+    const double u = 0x1p-53;
+    double c = (double)mo->count, N = (double)n_terms + 8.0;
+    if (mo->count < 2 || !(mo->max > -INFINITY) || N * u > 0x1p-20)
+        return 0;
+    double g = up(N * u / (1.0 - N * u));
+    double P_lo = dn(mo->sumsq / ((1.0 + u) * (1.0 + g)));
+    double P_hi = up(mo->sumsq / ((1.0 - u) * (1.0 - g)));
+    double A = up(sqrt(up(c * P_hi)));
+    double gA = up(g * A);
+    double S_lo = dn(mo->sum - gA), S_hi = up(mo->sum + gA);
+    double sq_lo = dn(S_lo * S_lo), sq_hi = up(S_hi * S_hi);
+    double S2_max = up(sq_lo > sq_hi ? sq_lo : sq_hi);
+    double S2_min = S_lo <= 0.0 && S_hi >= 0.0 ? 0.0 : dn(sq_lo < sq_hi ? sq_lo : sq_hi);
+    double Q_lo = dn(P_lo - up(S2_max / c)), Q_hi = up(P_hi - dn(S2_min / c));
+    if (Q_lo < 0.0)
+        Q_lo = 0.0;
+    double D = up(up((g + 2.0 * u) * A) / c);
+    double V_lo = dn(Q_lo * ((1.0 - 3.0 * u) * (1.0 - g)));
+    double V_hi = up(up(Q_hi + up(c * up(D * D))) * ((1.0 + 4.0 * u) * (1.0 + g)));
+    if (!(V_hi < INFINITY))
+        return 0;
+    *s2_lo = V_lo;
+    *s2_hi = V_hi;
+    return 1;
+}
+
+int sift__tns_threshold(const sift__moments *mo, size_t n_terms, float n, double *thr)
+{
+    double V_lo, V_hi, c = (double)mo->count;
+    if (!(n > 0.0f) || !sift__tns_bounds(mo, n_terms, &V_lo, &V_hi))
+        return 0;
+    /* the definition's own operations, at both ends */
+    double t_lo = (double)mo->max - (double)n * sift__sqrt(V_hi / c);
+    double t_hi = (double)mo->max - (double)n * sift__sqrt(V_lo / c);
+    float f_lo = ceil_float(t_lo), f_hi = ceil_float(t_hi);
+    if (memcmp(&f_lo, &f_hi, sizeof f_lo) != 0)
+        return 0;
+    *thr = t_hi;
+    return 1;
+}
+
 static sift_status tns_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     const tns_stage *s = (const tns_stage *)st;
     if (!(s->n > 0.0f) || a->n <= 1)
         return SIFT_OK;
+    /* The certified threshold from one pass of moments in any order;
+     * the definition's sums (two passes of eight dependent chains) only
+     * when it cannot tell. Either way the kept set is the definition's. */
+    sift__moments mo;
+    sift__moments_of(a->c, a->n, &mo);
+    double thr;
+    if (sift__tns_threshold(&mo, a->n, s->n, &thr)) {
+        size_t j = sift__keep_logit_ge(a->c, a->n, thr);
+        if (j != a->n)
+            a->dense = 0;
+        a->n = j;
+        return SIFT_OK;
+    }
+    ctx->tns_exact++;
     sift__arr_idorder(ctx, a);
     /* dsum over the finite logits, then over the squared deviations, each
      * summed straight into the eight lanes of sift__dsum_idorder while
@@ -65,7 +161,7 @@ static sift_status tns_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     double mean = lanes_sum(s1) / (double)c;
     sift__lane_sums(a->c, a->n, &mean, s2, &c2, &m2);
     double var = lanes_sum(s2) / (double)c;
-    double thr = (double)m - (double)s->n * sift__sqrt(var);
+    thr = (double)m - (double)s->n * sift__sqrt(var);
     /* keep (double)logit >= thr, in place (core/kernels.c) */
     size_t j = sift__keep_logit_ge(a->c, a->n, thr);
     if (j != a->n)
