@@ -16,6 +16,15 @@
  * Doubles hold every float square and sum without overflow, so no row of
  * finite logits can give NaN here.
  *
+ * How: the definition's sums are eight chains of dependent adds, bound by
+ * their latency. The apply first takes one pass of moments in any order
+ * (core/kernels.c) and an interval that provably holds the definition's
+ * sum of squared deviations (sift__tns_bounds); when the thresholds at
+ * its two ends give every float logit the same verdict, that is the
+ * definition's kept set. Otherwise (a row of one value, a mean far above
+ * the spread, a threshold within rounding of a float) the definition's
+ * sums run as written.
+ *
  * Reference behaviour: llama.cpp computes the mean and the variance in
  * float (squares through double pow) in array order and masks the
  * removed tokens to -inf keeping the size; sift sums in double in id
