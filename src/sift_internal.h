@@ -1153,6 +1153,12 @@ SIFT__HIDDEN void sift__tail_set_lower(sift__bound *b, double lower, uint64_t n_
 /* A lower bound on the exact integer mass of the absent tokens, as
  * sift__tail_absent_mass bounds it from above: 0 without b->tail_lo. */
 SIFT__HIDDEN sift__u128 sift__tail_absent_mass_lo(const sift__bound *b, float m);
+/* The row's mass W in [*W_lo, *W_hi] for a certificate at present
+ * maximum m: the present mass plus the absent mass's lower end (*A_lo,
+ * which the apply after a decision adds: ctx->absent_lo) and plus its
+ * upper end. 0 when the ends disagree (no decision then). */
+SIFT__HIDDEN int sift__tail_mass_range(const sift__bound *b, float m, sift__u128 present,
+                                       sift__u128 *A_lo, sift__u128 *W_lo, sift__u128 *W_hi);
 /* a * b exactly, for 64-bit a and b. */
 SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
 

@@ -518,6 +518,26 @@ END_TEST
  * mass at the final maximum must cover sum trunc(expf(z - m) 2^62). The
  * free bound is made useless (the bound logit is the maximum) so that
  * the tail bound is what is checked. */
+/* n absent logits at or below top, of shape 0 (spread over 30), 1 (all
+ * near top), 2 (ties, and -inf), 5 (weights near 1 at top) or other
+ * (spread over 200); returns their sum of exp(z - ref) in long double. */
+static long double absent_set(tu_rng *r, float *z, int32_t n, int shape, float top, float ref)
+{
+    long double S = 0;
+    for (int32_t i = 0; i < n; i++) {
+        double d = shape == 0   ? -30.0 * tu_unif(r)
+                   : shape == 1 ? -0.5 * tu_unif(r)
+                   : shape == 2 ? (tu_unif(r) < 0.1 ? -INFINITY : -2.0)
+                   : shape == 5 ? -42.0 - 2.5 * tu_unif(r)
+                                : -200.0 * tu_unif(r);
+        z[i] = (float)((double)top + d);
+        if (z[i] > top)
+            z[i] = top;
+        S += expl((long double)z[i] - (long double)ref);
+    }
+    return S;
+}
+
 START_TEST(test_the_tail_bound_covers_the_exact_integer_mass_through_temperatures)
 {
     tu_rng r = {99};
@@ -530,18 +550,7 @@ START_TEST(test_the_tail_bound_covers_the_exact_integer_mass_through_temperature
         float m = (float)(40.0 * tu_unif(&r) - 20.0);
         if (shape == 4)
             m = (float)(2000.0 * tu_unif(&r) - 1000.0);
-        for (int32_t i = 0; i < n; i++) {
-            double d = shape == 0   ? -30.0 * tu_unif(&r)
-                       : shape == 1 ? -0.5 * tu_unif(&r) /* all near the maximum */
-                       : shape == 2 ? (tu_unif(&r) < 0.1 ? -INFINITY : -2.0) /* ties */
-                                    : -200.0 * tu_unif(&r);
-            z[i] = (float)((double)m + d);
-            if (z[i] > m)
-                z[i] = m;
-        }
-        long double S = 0;
-        for (int32_t i = 0; i < n; i++)
-            S += expl((long double)z[i] - (long double)m);
+        long double S = absent_set(&r, z, n, shape, m, m);
         sift__bound b;
         memset(&b, 0, sizeof b);
         b.logit = m;
@@ -610,19 +619,7 @@ START_TEST(test_the_tail_lower_end_stays_below_the_exact_integer_mass)
         /* the present maximum: the row's, or below it by up to 3, and
          * every absent token at or below it */
         float m = tu_unif(&r) < 0.5 ? ref : (float)((double)ref - 3.0 * tu_unif(&r));
-        for (int32_t i = 0; i < n; i++) {
-            double d = shape == 0   ? -30.0 * tu_unif(&r)
-                       : shape == 1 ? -0.5 * tu_unif(&r)
-                       : shape == 2 ? (tu_unif(&r) < 0.1 ? -INFINITY : -2.0)
-                       : shape == 5 ? -42.0 - 2.5 * tu_unif(&r) /* weights near 1 */
-                                    : -200.0 * tu_unif(&r);
-            z[i] = (float)((double)m + d);
-            if (z[i] > m)
-                z[i] = m;
-        }
-        long double S = 0;
-        for (int32_t i = 0; i < n; i++)
-            S += expl((long double)z[i] - (long double)ref);
+        long double S = absent_set(&r, z, n, shape, m, ref);
         sift__bound b;
         memset(&b, 0, sizeof b);
         b.logit = m;

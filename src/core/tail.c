@@ -4,7 +4,8 @@
  *
  * Owns sift__tail_start, sift__tail_divide, sift__tail_absent_mass, the
  * lower end (sift__tail_mass_lower, sift__tail_set_lower,
- * sift__tail_absent_mass_lo) and sift__u128_mul64.
+ * sift__tail_absent_mass_lo), the interval of both
+ * (sift__tail_mass_range) and sift__u128_mul64.
  *
  * The bound (sift__bound, has_tail) says: there are reals y_i, one per
  * absent token, with sum exp(y_i - ref) <= tail, and every absent token
@@ -163,15 +164,21 @@ void sift__tail_divide(sift__bound *b, float before, float t, float m_after)
     b->lam = lam2;
 }
 
-/* ceil(X) for 0 <= X < 2^126, plus one (so truncation errors need no
- * care): hi = floor(X / 2^64) is exact, the remainder X - hi 2^64 too. */
-static sift__u128 u128_above(double X)
+/* floor(X) for 0 <= X < 2^126: hi = floor(X / 2^64) is exact, the
+ * remainder X - hi 2^64 too, and its conversion truncates. */
+static sift__u128 u128_below(double X)
 {
     sift__u128 r;
     r.hi = (uint64_t)(X * 0x1p-64);
     double rem = X - (double)r.hi * 0x1p64;
     r.lo = (uint64_t)rem;
-    return sift__u128_add64(r, 1);
+    return r;
+}
+
+/* floor(X) + 1, above X (so truncation errors need no care). */
+static sift__u128 u128_above(double X)
+{
+    return sift__u128_add64(u128_below(X), 1);
 }
 
 /* For an absent token with a positive weight, fl(z - m) >= -CONTRIB, so
@@ -268,17 +275,6 @@ void sift__tail_set_lower(sift__bound *b, double lower, uint64_t n_present, floa
         b->tail_lo = lo;
 }
 
-/* floor(X) for 0 <= X < 2^126: hi = floor(X / 2^64) is exact, the
- * remainder X - hi 2^64 too, and its conversion truncates. */
-static sift__u128 u128_below(double X)
-{
-    sift__u128 r;
-    r.hi = (uint64_t)(X * 0x1p-64);
-    double rem = X - (double)r.hi * 0x1p64;
-    r.lo = (uint64_t)rem;
-    return r;
-}
-
 /* Every absent token with current logit z (unchanged since tail_lo was
  * set: z_i are the logits the bound was built from) has
  *   w = trunc(2^62 expf(fl(z - m))) >= 2^62 c e^(z - m) - 1,
@@ -308,4 +304,15 @@ sift__u128 sift__tail_absent_mass_lo(const sift__bound *b, float m)
     if (W.hi == 0 && W.lo <= b->n_absent)
         return none;
     return sift__u128_sub(W, sift__u128_from(b->n_absent));
+}
+
+int sift__tail_mass_range(const sift__bound *b, float m, sift__u128 present, sift__u128 *A_lo,
+                          sift__u128 *W_lo, sift__u128 *W_hi)
+{
+    *A_lo = sift__tail_absent_mass_lo(b, m);
+    *W_lo = sift__u128_add(present, *A_lo);
+    *W_hi = sift__u128_add(present, sift__tail_absent_mass(b, m));
+    /* the two ends cannot disagree when the bounds hold; no decision on
+     * them if they do */
+    return sift__u128_cmp(*W_lo, *W_hi) <= 0;
 }

@@ -302,12 +302,9 @@ static int miro_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__
     }
     float m = a->c[0].logit;
     uint64_t *w = ctx->ws->u64a;
-    sift__u128 W_in = sift__weights(a->c, a->n, m, w);
-    sift__u128 A_lo = sift__tail_absent_mass_lo(b, m);
-    sift__u128 W_lo = sift__u128_add(W_in, A_lo);
-    sift__u128 W_hi = sift__u128_add(W_in, sift__tail_absent_mass(b, m));
-    if (sift__u128_cmp(W_lo, W_hi) > 0)
-        return 0; /* the two ends disagree: no decision on them */
+    sift__u128 A_lo, W_lo, W_hi;
+    if (!sift__tail_mass_range(b, m, sift__weights(a->c, a->n, m, w), &A_lo, &W_lo, &W_hi))
+        return 0;
     double Wd_lo = sift__u128_to_double(W_lo), Wd_hi = sift__u128_to_double(W_hi);
     double thr = sift__exp(-s->mu * LN2);
     double wb = (double)sift__weight(sift__expf(b->logit - m));

@@ -115,12 +115,9 @@ static int top_p_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift_
     size_t keep_min = t->min_keep > 1 ? (size_t)t->min_keep : 1;
     float m = a->c[0].logit;
     uint64_t *w = ctx->ws->u64a;
-    sift__u128 W_in = sift__weights(a->c, a->n, m, w);
-    sift__u128 A_lo = sift__tail_absent_mass_lo(b, m);
-    sift__u128 W_lo = sift__u128_add(W_in, A_lo);
-    sift__u128 W_hi = sift__u128_add(W_in, sift__tail_absent_mass(b, m));
-    if (sift__u128_cmp(W_lo, W_hi) > 0)
-        return 0; /* the two ends disagree: no decision on them */
+    sift__u128 A_lo, W_lo, W_hi;
+    if (!sift__tail_mass_range(b, m, sift__weights(a->c, a->n, m, w), &A_lo, &W_lo, &W_hi))
+        return 0;
     sift__u128 T_lo = sift__u128_scale_float(W_lo, t->p, 1);
     sift__u128 T_hi = sift__u128_scale_float(W_hi, t->p, 1);
     sift__u128 run = {0, 0};
