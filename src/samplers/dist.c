@@ -92,10 +92,9 @@ static sift_class dist_cls(const sift__stage *st, int64_t *n)
  * present). If the first of them whose prefix mass exceeds T_lo also
  * exceeds T_hi, every T in between selects it: that is the row's token,
  * and apply on the present tokens (which uses T_lo: ctx->absent_lo) draws
- * it with the same one RNG output. Fewer
- * than two present tokens would select without a draw, while the row
- * draws: not certified. The id-order walk interleaves absent tokens: not
- * certified. */
+ * it with the same one RNG output. Fewer than two present tokens would
+ * select without a draw, while the row draws: not certified. The id-order walk interleaves absent
+ * tokens: not certified. */
 static int dist_certify_mass(const sift__stage *st, sift__ctx *ctx, const sift__arr *a,
                              const sift__bound *b)
 {

@@ -77,10 +77,12 @@ static float ceil_float(double t)
 
 /* The certified threshold (docs/samplers.md, "top_n_sigma's certified
  * threshold"). sift__tns_bounds gives the interval of the definition's
- * sum of squared deviations, sift__tns_threshold the decision. u = 2^-53, c the finite count, N =
- * n_terms + 8 the most additions a term passes through in the kernel's sums and in the definition's
- * (eight lanes of at most ceil(c / 8) terms, three levels to combine them), g = N u / (1 - N u).
- * With P = sum x^2 and S = sum x (real), A = sum |x| <= sqrt(c P):
+ * sum of squared deviations, sift__tns_threshold the decision. u =
+ * 2^-53, c the finite count, N = n_terms + 8 the most additions a term
+ * passes through in the kernel's sums and in the definition's (eight
+ * lanes of at most ceil(c / 8) terms, three levels to combine them), g =
+ * N u / (1 - N u). With P = sum x^2 and S = sum x (real), A = sum |x| <=
+ * sqrt(c P):
  *  - the kernel: sumsq in P [(1 - u)(1 - g), (1 + u)(1 + g)] (positive
  *    terms, each square rounded once), |sum - S| <= g A;
  *  - Q = sum (x - xbar)^2 = P - S^2 / c exactly, bounded from those;

@@ -129,8 +129,8 @@ static sift_class xtc_cls(const sift__stage *st, int64_t *n)
  * [W_lo, W_hi] (the present mass plus the absent mass's lower end,
  * sift__tail_absent_mass_lo, 0 without one; plus its upper end); the
  * apply then uses T_lo (ctx->absent_lo). No absent token is in A when
- * the bound's weight
- * (the largest an absent token can have) is below T_lo, and A is the
+ * the bound's weight (the largest an absent token can have) is below
+ * T_lo, and A is the
  * same for every T when as many present tokens pass T_hi as T_lo. The
  * removal condition counts the candidates, the row's (present + absent)
  * and the slice's (present): both must agree. The members of A weigh
