@@ -383,6 +383,17 @@ typedef struct sift__ctx {
      * rule certified for every total from there up. The walk sets it back
      * to 0 after that apply; 0 everywhere else. */
     sift__u128 absent_lo;
+    /* The row step's tail route (core/step.c) sets tail_want before it
+     * builds the row's prefix; the one-pass top-k (core/topk.c) then
+     * sums the tail kernel's terms of the row in the same pass where it
+     * can, and sets tail_ok with tail_S and tail_lower: an upper and a
+     * lower bound of the sum over every token at or below the prefix's
+     * last logit lk of exp(l - m), m the row's largest logit
+     * (sift__tail_join), the bounds the route would otherwise get from
+     * a second pass. tail_ok = 0 (no fused sum): the route reads the row
+     * again. */
+    int tail_want, tail_ok;
+    double tail_S, tail_lower;
 } sift__ctx;
 
 enum {
@@ -1159,6 +1170,16 @@ SIFT__HIDDEN sift__u128 sift__tail_absent_mass_lo(const sift__bound *b, float m)
  * upper end. 0 when the ends disagree (no decision then). */
 SIFT__HIDDEN int sift__tail_mass_range(const sift__bound *b, float m, sift__u128 present,
                                        sift__u128 *A_lo, sift__u128 *W_lo, sift__u128 *W_hi);
+/* The tail route's bounds from one pass (core/topk.c): S_t is
+ * sift__tail_finish over the n tokens of a row read with the tail
+ * kernel at reference t and cut-off t (the tokens at or below t), S_c
+ * sift__simd_ops.tail_mass over the n_c tokens above t (the candidates)
+ * at m, the row's largest logit, and cut-off lk > t. Sets *S and *lower
+ * to an upper and a lower bound of the sum over the row's tokens at or
+ * below lk of exp(l - m); 0 when it cannot (then the route reads the row
+ * again). */
+SIFT__HIDDEN int sift__tail_join(double S_t, size_t n, float t, double S_c, size_t n_c, float m,
+                                 double *S, double *lower);
 /* a * b exactly, for 64-bit a and b. */
 SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
 

@@ -250,11 +250,238 @@ START_TEST(test_the_tail_kernel_counts_only_the_tokens_at_or_below_lk)
 }
 END_TEST
 
+enum { R_PEAKED, R_BF16, R_FLAT, R__COUNT };
+static const char *const row_name[R__COUNT];
+static void route_row(tu_rng *r, float *row, int32_t V, int kind);
+
+/* The fused kernel (sift__simd_ops.scan_tail_gt) on x[i..e) at t with
+ * room for `room` indices, at level l, against the definition: the
+ * indices of every x[j] > t or NaN before the place it stopped, in order,
+ * and the scalar tail kernel's lanes over the same tokens, bit for bit.
+ * The lanes start at `seed` (a fused call continues earlier ones).
+ * Returns where it stopped. */
+static size_t check_fused(int l, const float *x, size_t i, size_t e, float t, size_t room,
+                          const float *seed, uint32_t *idx)
+{
+    const sift__simd_ops *ops = sift__simd_ops_at(l);
+    float lanes[64], want[64];
+    memcpy(lanes, seed, sizeof lanes);
+    memcpy(want, seed, sizeof want);
+    size_t m = 0;
+    size_t r = ops->scan_tail_gt(x, i, e, t, idx, &m, room, lanes);
+    ck_assert_msg(r >= i && r <= e, "%s: stopped at %zu outside [%zu, %zu]", ops->name, r, i, e);
+    ck_assert_msg(r == e || m + SIFT__SCAN_BLOCK > room,
+                  "%s: stopped at %zu of [%zu, %zu) with room", ops->name, r, i, e);
+    ck_assert_msg(m <= room, "%s: %zu indices for room %zu", ops->name, m, room);
+    size_t c = 0;
+    for (size_t j = i; j < r; j++)
+        if (!(x[j] <= t)) {
+            ck_assert_msg(c < m && idx[c] == (uint32_t)j,
+                          "%s: index %zu of [%zu, %zu) at t %a missing", ops->name, j, i, r,
+                          (double)t);
+            c++;
+        }
+    ck_assert_msg(c == m, "%s: %zu indices, the definition has %zu", ops->name, m, c);
+    sift__simd_ops_at(SIFT__SIMD_SCALAR)->tail_add(x, i, r, t, t, want);
+    ck_assert_msg(memcmp(lanes, want, sizeof lanes) == 0,
+                  "%s: lanes of [%zu, %zu) at t %a differ from the tail kernel's", ops->name, i, r,
+                  (double)t);
+    return r;
+}
+
+START_TEST(test_the_fused_scan_gives_the_scans_indices_and_the_tail_kernels_lanes)
+{
+    tu_rng r = {2027};
+    size_t cap = 20000;
+    float *x = malloc(cap * sizeof *x);
+    uint32_t *idx = malloc((cap + SIFT__SCAN_BLOCK) * sizeof *idx);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(idx);
+    long stops = 0, calls = 0;
+    for (int it = 0; it < 2500; it++) {
+        size_t n = it < 1000 ? (size_t)(it % 300) + 1 : (size_t)tu_range(&r, 300, (int64_t)cap);
+        kernel_row(&r, x, n, (int)tu_range(&r, 0, K__COUNT - 1));
+        /* some NaN and +inf: candidates, whatever the block's maximum */
+        int bad = (int)tu_range(&r, 0, 3);
+        for (int b = 0; b < bad; b++)
+            x[tu_range(&r, 0, (int64_t)n - 1)] = tu_range(&r, 0, 1) ? NAN : INFINITY;
+        /* t: a value of the row (ties at t), one ulp off one, or a
+         * threshold above or below all of it */
+        float pick = x[tu_range(&r, 0, (int64_t)n - 1)];
+        if (!(pick > -INFINITY && pick < INFINITY))
+            pick = 0.0f;
+        int64_t w = tu_range(&r, 0, 4);
+        float t = w == 0   ? pick
+                  : w == 1 ? nextafterf(pick, INFINITY)
+                  : w == 2 ? nextafterf(pick, -INFINITY)
+                  : w == 3 ? 3.0e38f
+                           : -3.0e38f;
+        /* a start at 0, at a multiple of 64 or anywhere; an end before n */
+        int64_t s = tu_range(&r, 0, 2);
+        size_t i = s == 0   ? 0
+                   : s == 1 ? (size_t)tu_range(&r, 0, (int64_t)n / 64) * 64
+                            : (size_t)tu_range(&r, 0, (int64_t)n);
+        i = i < n ? i : n;
+        size_t e = tu_range(&r, 0, 3) ? n : (size_t)tu_range(&r, (int64_t)i, (int64_t)n);
+        /* room for all of them, or little */
+        size_t room = tu_range(&r, 0, 2) ? n + SIFT__SCAN_BLOCK
+                                         : SIFT__SCAN_BLOCK + (size_t)tu_range(&r, 0, 100);
+        float seed[64];
+        for (int j = 0; j < 64; j++)
+            seed[j] = j % 3 ? (float)tu_unif(&r) : 0.0f;
+        for (int l = SIFT__SIMD_SCALAR; l <= sift__simd_detect(); l++) {
+            size_t stop = check_fused(l, x, i, e, t, room, seed, idx);
+            stops += stop < e;
+            calls++;
+        }
+    }
+    /* the route's use: the whole row in chunks of 4,096 from 0, each call
+     * going on from the lanes the last left, equals one tail kernel */
+    size_t n = 19000;
+    tu_rng g = {8};
+    for (size_t j = 0; j < n; j++)
+        x[j] = (float)(2.0 * tu_normal(&g));
+    float t = 3.0f;
+    for (int l = SIFT__SIMD_SCALAR; l <= sift__simd_detect(); l++) {
+        const sift__simd_ops *ops = sift__simd_ops_at(l);
+        float lanes[64] = {0};
+        size_t m = 0;
+        for (size_t i = 0; i < n;) {
+            size_t e = n - i > 4096 ? i + 4096 : n, c = 0;
+            i = ops->scan_tail_gt(x, i, e, t, idx + m, &c, n + SIFT__SCAN_BLOCK, lanes);
+            m += c;
+        }
+        double S = sift__tail_finish(lanes, n);
+        double want = sift__simd_ops_at(SIFT__SIMD_SCALAR)->tail_mass(x, n, t, t);
+        ck_assert_msg(memcmp(&S, &want, sizeof S) == 0, "%s: chunked %a, tail_mass %a", ops->name,
+                      S, want);
+        size_t above = 0;
+        for (size_t j = 0; j < n; j++)
+            above += x[j] > t;
+        ck_assert_uint_eq(m, above);
+    }
+    fprintf(stderr, "fused scan: %ld calls, %ld stopped for room\n", calls, stops);
+    ck_assert(stops > 100);
+    free(idx);
+    free(x);
+}
+END_TEST
+
+/* The top-k pass of the tail route (ctx.tail_want) on row x of V tokens:
+ * when it sums the bound (tail_ok), its two ends must hold the exact sum
+ * over the tokens at or below the k-th logit of exp(l - m) between them,
+ * within the kernel's spread, and every level must give the same bits.
+ * Returns tail_ok. */
+static int check_top_k_tail(const float *x, int32_t V, size_t k, sift__ws *ws, const char *what,
+                            double *lo_ratio)
+{
+    sift_candidate *out = malloc(k * sizeof *out);
+    ck_assert_ptr_nonnull(out);
+    double S0 = 0.0, lo0 = 0.0;
+    int ok0 = -1;
+    for (int l = SIFT__SIMD_SCALAR; l <= sift__simd_detect(); l++) {
+        sift__ctx ctx;
+        memset(&ctx, 0, sizeof ctx);
+        ctx.ws = ws;
+        ctx.V = V;
+        ctx.selected = -1;
+        ctx.tail_want = 1;
+        ck_assert_int_eq(sift__topk_row_at(l, &ctx, x, V, k, out), SIFT_OK);
+        if (ok0 < 0) {
+            ok0 = ctx.tail_ok;
+            S0 = ctx.tail_S;
+            lo0 = ctx.tail_lower;
+        } else {
+            ck_assert_msg(ctx.tail_ok == ok0 && memcmp(&ctx.tail_S, &S0, sizeof S0) == 0 &&
+                              memcmp(&ctx.tail_lower, &lo0, sizeof lo0) == 0,
+                          "%s: level %d gives %d %a %a, scalar %d %a %a", what, l, ctx.tail_ok,
+                          ctx.tail_S, ctx.tail_lower, ok0, S0, lo0);
+        }
+    }
+    if (ok0) {
+        float m = out[0].logit, lk = out[k - 1].logit;
+        size_t count;
+        long double e = exact_tail(x, (size_t)V, m, lk, &count);
+        ck_assert_msg((long double)S0 >= e * (1.0L - 0x1p-40L),
+                      "%s: V %d, k %zu: S %.17g below the exact sum %.17Lg", what, (int)V, k, S0,
+                      e);
+        ck_assert_msg((long double)lo0 <= e * (1.0L + 0x1p-40L),
+                      "%s: V %d, k %zu: lower end %.17g above the exact sum %.17Lg", what, (int)V,
+                      k, lo0, e);
+        ck_assert_msg((long double)S0 <= e * 1.07L + (long double)V * 0x1p-126L,
+                      "%s: S %.17g far above the exact sum %.17Lg", what, S0, e);
+        ck_assert_msg((long double)lo0 >= e / 1.07L - (long double)V * 0x1p-125L,
+                      "%s: lower end %.17g far below the exact sum %.17Lg", what, lo0, e);
+        if (lo_ratio)
+            *lo_ratio = e > 0 ? (double)((long double)lo0 / e) : 0.0;
+    }
+    free(out);
+    return ok0;
+}
+
+START_TEST(test_the_top_k_pass_sums_a_tail_bound_that_holds_the_exact_sum)
+{
+    sift__alloc al;
+    sift__ws ws;
+    ck_assert_int_eq(sift__alloc_init(&al, NULL, NULL), SIFT_OK);
+    memset(&ws, 0, sizeof ws);
+    int32_t cap = 70000;
+    ck_assert_int_eq(sift__ws_reserve(&ws, &al, (size_t)cap, NULL), SIFT_OK);
+    float *x = malloc((size_t)cap * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    tu_rng r = {2028};
+    static const size_t ks[] = {16, 40, 256};
+    long tried = 0, fused = 0, ordinary = 0, ordinary_fused = 0;
+    for (int it = 0; it < 240; it++) {
+        /* k and V where the pass samples its threshold (V >= 256 k) */
+        size_t k = ks[tu_range(&r, 0, 2)];
+        int32_t V = (int32_t)tu_range(&r, k * 256 > 4100 ? (int64_t)k * 256 : 4100, cap);
+        int kind = (int)tu_range(&r, 0, R__COUNT + K__COUNT - 1), plain = kind < R__COUNT;
+        if (plain)
+            route_row(&r, x, V, kind);
+        else
+            kernel_row(&r, x, (size_t)V, kind - R__COUNT);
+        if (!(row_max(x, (size_t)V) > -INFINITY))
+            x[0] = 0.0f;
+        int ok = check_top_k_tail(x, V, k, &ws, plain ? row_name[kind] : "kernel row", NULL);
+        tried++;
+        fused += ok;
+        ordinary += plain;
+        ordinary_fused += plain && ok;
+    }
+    /* a maximum far above the threshold (e^(t - m) underflows) and ties
+     * at the threshold */
+    for (int32_t i = 0; i < cap; i++)
+        x[i] = (float)(i % 7) - 3.0f;
+    x[123] = 900.0f;
+    check_top_k_tail(x, cap, 256, &ws, "ties, and a maximum 900 above them", NULL);
+    /* The lower end where it is tightest: 600 tokens above the sampled
+     * threshold at their terms' largest ratio to the exponential (x - m =
+     * (f - j) ln 2, f = 1 / ln 2 - 1), the rest 60 below, where their
+     * part is negligible: the join must keep the candidates' lower end
+     * as it is (within 0.02 %, its divisor's margin). */
+    double fs = 1.0 / 0.6931471805599453 - 1.0, ratio = 0.0;
+    tu_rng h = {9};
+    for (int32_t i = 0; i < cap; i++)
+        x[i] = -60.0f - (float)tu_unif(&h);
+    for (int j = 0; j < 600; j++)
+        x[tu_range(&h, 0, cap - 1)] = (float)((fs - (double)(j % 9 + 1)) * 0.6931471805599453);
+    x[77] = 0.0f;
+    ck_assert(check_top_k_tail(x, cap, 256, &ws, "candidates at their largest ratio", &ratio));
+    ck_assert_msg(ratio > 0.9997 && ratio < 1.0, "lower end / exact sum %.7f", ratio);
+    fprintf(stderr, "top-k tail: %ld of %ld passes summed the bound (%ld of %ld ordinary rows)\n",
+            fused, tried, ordinary_fused, ordinary);
+    /* the sampled pass holds on about all ordinary rows */
+    ck_assert(ordinary_fused * 10 >= ordinary * 9);
+    free(x);
+    sift__ws_free(&ws, &al);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* The route                                                           */
 /* ------------------------------------------------------------------ */
 
-enum { R_PEAKED, R_BF16, R_FLAT, R__COUNT };
 static const char *const row_name[R__COUNT] = {"peaked", "bf16", "flat"};
 
 /* issue 12's rows: N(0, 2) plus a head of 50 ids raised by U(5, 15),
@@ -784,6 +1011,8 @@ Suite *tu_suite(void)
     TCase *k = tcase_create("kernel");
     tcase_add_test(k, test_the_tail_kernel_bounds_the_exact_sum_at_every_level_with_the_same_bits);
     tcase_add_test(k, test_the_tail_kernel_counts_only_the_tokens_at_or_below_lk);
+    tcase_add_test(k, test_the_fused_scan_gives_the_scans_indices_and_the_tail_kernels_lanes);
+    tcase_add_test(k, test_the_top_k_pass_sums_a_tail_bound_that_holds_the_exact_sum);
     suite_add_tcase(s, k);
     TCase *t = tcase_create("route");
     tcase_set_timeout(t, 300); /* whole rows against the oracle's sort */

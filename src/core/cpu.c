@@ -4,8 +4,10 @@
  * Owns the detection of the vector level (SSE2 baseline, AVX2, AVX-512F
  * on x86-64 with GCC or Clang; scalar elsewhere), its cap by the SIFT_SIMD
  * environment variable, and one table of kernels per level: the
- * max-reduction every benchmark reports as its floor, and the threshold
- * scan of the one-pass top-k (core/topk.c).
+ * max-reduction every benchmark reports as its floor, the threshold
+ * scan of the one-pass top-k (core/topk.c), the tail route's bound on
+ * the mass below a logit (tail_mass, tail_add) and the scan fused with
+ * it (scan_tail_gt).
  *
  * Invariants: one build holds every level (function-level target
  * attributes, no -march); a level is used only when the CPU reports it;
@@ -412,7 +414,7 @@ static inline float tail_term(float x, float m)
 }
 
 /* Adds tokens [i, n) to their lanes: the whole scalar kernel, and the
- * tail of every vector one. */
+ * head and tail of every vector one. */
 static void tail_rest(const float *x, size_t i, size_t n, float m, float lk, float *lanes)
 {
     for (; i < n; i++)
@@ -420,7 +422,7 @@ static void tail_rest(const float *x, size_t i, size_t n, float m, float lk, flo
             lanes[i % TAIL_LANES] += tail_term(x[i], m);
 }
 
-static double tail_finish(const float *lanes, size_t n)
+double sift__tail_finish(const float *lanes, size_t n)
 {
     double nl = (double)((n + TAIL_LANES - 1) / TAIL_LANES);
     if (n >= TAIL_MAX_N)
@@ -431,11 +433,66 @@ static double tail_finish(const float *lanes, size_t n)
     return sum * (1.0 + 0x1p-16) / (1.0 - 2.0 * nl * 0x1p-24) * (1.0 + 0x1p-40);
 }
 
-static double tail_mass_scalar(const float *x, size_t n, float m, float lk)
+/* The vector forms add the tokens before the first multiple of 64 at or
+ * after i one by one, so that a block always starts at a multiple of 64
+ * and token j always goes to lane j mod 64, whatever the calls: the bits
+ * of every level, and of any split of [0, n) into calls, are the scalar
+ * twin's over the whole range. */
+static size_t tail_head(const float *x, size_t i, size_t n, float m, float lk, float *lanes)
+{
+    size_t e = (i + TAIL_LANES - 1) / TAIL_LANES * TAIL_LANES;
+    e = e < n ? e : n;
+    tail_rest(x, i, e, m, lk, lanes);
+    return e;
+}
+
+/* The whole kernel from one of its parts: zeroed lanes, every token. */
+typedef void tail_add_fn(const float *x, size_t i, size_t n, float m, float lk, float *lanes);
+
+static double tail_mass_by(tail_add_fn *add, const float *x, size_t n, float m, float lk)
 {
     float lanes[TAIL_LANES] = {0};
-    tail_rest(x, 0, n, m, lk, lanes);
-    return tail_finish(lanes, n);
+    add(x, 0, n, m, lk, lanes);
+    return sift__tail_finish(lanes, n);
+}
+
+static void tail_add_scalar(const float *x, size_t i, size_t n, float m, float lk, float *lanes)
+{
+    tail_rest(x, i, n, m, lk, lanes);
+}
+
+static double tail_mass_scalar(const float *x, size_t n, float m, float lk)
+{
+    return tail_mass_by(tail_add_scalar, x, n, m, lk);
+}
+
+/* The scan and the tail kernel in one read (sift__simd_ops.scan_tail_gt):
+ * x[j] <= t adds its term at reference t to lanes[j mod 64], any other
+ * x[j] (above t, NaN) is a candidate. The scalar twin, in blocks of
+ * SIFT__SCAN_BLOCK as the vector kernels stop, and their head and
+ * tail. */
+static size_t scan_tail_rest(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
+                             float *lanes)
+{
+    size_t c = *m;
+    for (; i < n; i++) {
+        if (x[i] <= t)
+            lanes[i % TAIL_LANES] += tail_term(x[i], t);
+        else
+            idx[c++] = (uint32_t)i;
+    }
+    *m = c;
+    return n;
+}
+
+static size_t scan_tail_gt_scalar(const float *x, size_t i, size_t n, float t, uint32_t *idx,
+                                  size_t *m, size_t cap, float *lanes)
+{
+    while (i < n && *m + SIFT__SCAN_BLOCK <= cap) {
+        size_t e = n - i > SIFT__SCAN_BLOCK ? i + SIFT__SCAN_BLOCK : n;
+        i = scan_tail_rest(x, i, e, t, idx, m, lanes);
+    }
+    return i;
 }
 
 #ifdef SIFT__X86
@@ -450,23 +507,26 @@ static double tail_mass_scalar(const float *x, size_t n, float m, float lk)
         (acc) = _mm_add_ps((acc), _mm_and_ps(t_, _mm_cmple_ps(v_, vk)));       \
     } while (0)
 
-static double tail_mass_sse2(const float *x, size_t n, float m, float lk)
+static void tail_add_sse2(const float *x, size_t i, size_t n, float m, float lk, float *lanes)
 {
     const __m128 vm = _mm_set1_ps(m), vc = _mm_set1_ps(TAIL_C), vlo = _mm_set1_ps(TAIL_LO),
                  vk = _mm_set1_ps(lk);
     const __m128i vb = _mm_set1_epi32((int)TAIL_BIAS);
     __m128 a[16];
+    i = tail_head(x, i, n, m, lk, lanes);
     for (int j = 0; j < 16; j++)
-        a[j] = _mm_setzero_ps();
-    size_t i = 0;
+        a[j] = _mm_loadu_ps(lanes + 4 * j);
     for (; i + TAIL_LANES <= n; i += TAIL_LANES)
         for (int j = 0; j < 16; j++)
             TAIL_SSE2(a[j], x + i + 4 * j);
-    float lanes[TAIL_LANES];
     for (int j = 0; j < 16; j++)
         _mm_storeu_ps(lanes + 4 * j, a[j]);
     tail_rest(x, i, n, m, lk, lanes);
-    return tail_finish(lanes, n);
+}
+
+static double tail_mass_sse2(const float *x, size_t n, float m, float lk)
+{
+    return tail_mass_by(tail_add_sse2, x, n, m, lk);
 }
 
 #define TAIL_AVX2(acc, p)                                                                   \
@@ -477,14 +537,17 @@ static double tail_mass_sse2(const float *x, size_t n, float m, float lk)
         (acc) = _mm256_add_ps((acc), _mm256_and_ps(t_, _mm256_cmp_ps(v_, vk, _CMP_LE_OQ))); \
     } while (0)
 
-__attribute__((target("avx2"))) static double tail_mass_avx2(const float *x, size_t n, float m,
-                                                             float lk)
+__attribute__((target("avx2"))) static void tail_add_avx2(const float *x, size_t i, size_t n,
+                                                          float m, float lk, float *lanes)
 {
     const __m256 vm = _mm256_set1_ps(m), vc = _mm256_set1_ps(TAIL_C), vlo = _mm256_set1_ps(TAIL_LO),
                  vk = _mm256_set1_ps(lk);
     const __m256i vb = _mm256_set1_epi32((int)TAIL_BIAS);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    size_t i = 0;
+    i = tail_head(x, i, n, m, lk, lanes);
+    __m256 a0 = _mm256_loadu_ps(lanes), a1 = _mm256_loadu_ps(lanes + 8);
+    __m256 a2 = _mm256_loadu_ps(lanes + 16), a3 = _mm256_loadu_ps(lanes + 24);
+    __m256 a4 = _mm256_loadu_ps(lanes + 32), a5 = _mm256_loadu_ps(lanes + 40);
+    __m256 a6 = _mm256_loadu_ps(lanes + 48), a7 = _mm256_loadu_ps(lanes + 56);
     for (; i + TAIL_LANES <= n; i += TAIL_LANES) {
         TAIL_AVX2(a0, x + i);
         TAIL_AVX2(a1, x + i + 8);
@@ -495,7 +558,6 @@ __attribute__((target("avx2"))) static double tail_mass_avx2(const float *x, siz
         TAIL_AVX2(a6, x + i + 48);
         TAIL_AVX2(a7, x + i + 56);
     }
-    float lanes[TAIL_LANES];
     _mm256_storeu_ps(lanes, a0);
     _mm256_storeu_ps(lanes + 8, a1);
     _mm256_storeu_ps(lanes + 16, a2);
@@ -505,7 +567,115 @@ __attribute__((target("avx2"))) static double tail_mass_avx2(const float *x, siz
     _mm256_storeu_ps(lanes + 48, a6);
     _mm256_storeu_ps(lanes + 56, a7);
     tail_rest(x, i, n, m, lk, lanes);
-    return tail_finish(lanes, n);
+}
+
+static double tail_mass_avx2(const float *x, size_t n, float m, float lk)
+{
+    return tail_mass_by(tail_add_avx2, x, n, m, lk);
+}
+
+/* The fused vector kernels: blocks of 64 tokens that start at a multiple
+ * of 64 (a head before the first is done by the scalar twin), so that
+ * token j goes to lane j mod 64 as in tail_add. One compare per vector,
+ * x <= t, both masks the tail term and finds the candidates: a block
+ * with a lane not <= t (above t, NaN, +inf) is looked at lane by lane.
+ * No running sums: every NaN and +inf is a candidate. Room is checked
+ * before each block that could add candidates, as in the plain scans. */
+/* The head of a fused vector kernel: the tokens of [*i, n) before the
+ * next multiple of 64, by the scalar twin. 0 when there is no room for
+ * them (the kernel stops at *i). */
+static int fused_head(const float *x, size_t *i, size_t n, float t, uint32_t *idx, size_t *m,
+                      size_t cap, float *lanes)
+{
+    size_t h = (*i + TAIL_LANES - 1) / TAIL_LANES * TAIL_LANES;
+    h = h < n ? h : n;
+    if (h == *i)
+        return 1;
+    if (*m + SIFT__SCAN_BLOCK > cap)
+        return 0;
+    *i = scan_tail_rest(x, *i, h, t, idx, m, lanes);
+    return 1;
+}
+
+static size_t scan_tail_gt_sse2(const float *x, size_t i, size_t n, float t, uint32_t *idx,
+                                size_t *m, size_t cap, float *lanes)
+{
+    if (!fused_head(x, &i, n, t, idx, m, cap, lanes))
+        return i;
+    const __m128 vm = _mm_set1_ps(t), vc = _mm_set1_ps(TAIL_C), vlo = _mm_set1_ps(TAIL_LO);
+    const __m128i vb = _mm_set1_epi32((int)TAIL_BIAS);
+    __m128 a[16];
+    for (int j = 0; j < 16; j++)
+        a[j] = _mm_loadu_ps(lanes + 4 * j);
+    size_t c = *m;
+    size_t iend = n - i >= TAIL_LANES ? n - (n - i) % TAIL_LANES : i;
+    if (c + SIFT__SCAN_BLOCK > cap)
+        iend = i;
+    while (i < iend) {
+        uint64_t out = 0; /* bit j: token i + j is not <= t */
+        for (int j = 0; j < 16; j++) {
+            __m128 v = _mm_loadu_ps(x + i + 4 * j);
+            __m128 le = _mm_cmple_ps(v, vm);
+            __m128 q = _mm_max_ps(_mm_mul_ps(_mm_sub_ps(v, vm), vc), vlo);
+            __m128 tv = _mm_castsi128_ps(_mm_add_epi32(_mm_cvttps_epi32(q), vb));
+            a[j] = _mm_add_ps(a[j], _mm_and_ps(tv, le));
+            out |= (uint64_t)(~(uint32_t)_mm_movemask_ps(le) & 0xfu) << (4 * j);
+        }
+        if (SIFT__UNLIKELY(out != 0)) {
+            c = push_bits(idx, c, (uint32_t)out, i);
+            c = push_bits(idx, c, (uint32_t)(out >> 32), i + 32);
+            if (c + SIFT__SCAN_BLOCK > cap)
+                iend = i + TAIL_LANES;
+        }
+        i += TAIL_LANES;
+    }
+    for (int j = 0; j < 16; j++)
+        _mm_storeu_ps(lanes + 4 * j, a[j]);
+    *m = c;
+    if (n - i < TAIL_LANES && c + SIFT__SCAN_BLOCK <= cap)
+        return scan_tail_rest(x, i, n, t, idx, m, lanes);
+    return i;
+}
+
+__attribute__((target("avx2"))) static size_t scan_tail_gt_avx2(const float *x, size_t i, size_t n,
+                                                                float t, uint32_t *idx, size_t *m,
+                                                                size_t cap, float *lanes)
+{
+    if (!fused_head(x, &i, n, t, idx, m, cap, lanes))
+        return i;
+    const __m256 vm = _mm256_set1_ps(t), vc = _mm256_set1_ps(TAIL_C), vlo = _mm256_set1_ps(TAIL_LO);
+    const __m256i vb = _mm256_set1_epi32((int)TAIL_BIAS);
+    __m256 a[8];
+    for (int j = 0; j < 8; j++)
+        a[j] = _mm256_loadu_ps(lanes + 8 * j);
+    size_t c = *m;
+    size_t iend = n - i >= TAIL_LANES ? n - (n - i) % TAIL_LANES : i;
+    if (c + SIFT__SCAN_BLOCK > cap)
+        iend = i;
+    while (i < iend) {
+        uint64_t out = 0; /* bit j: token i + j is not <= t */
+        for (int j = 0; j < 8; j++) {
+            __m256 v = _mm256_loadu_ps(x + i + 8 * j);
+            __m256 le = _mm256_cmp_ps(v, vm, _CMP_LE_OQ);
+            __m256 q = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(v, vm), vc), vlo);
+            __m256 tv = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_cvttps_epi32(q), vb));
+            a[j] = _mm256_add_ps(a[j], _mm256_and_ps(tv, le));
+            out |= (uint64_t)(~(uint32_t)_mm256_movemask_ps(le) & 0xffu) << (8 * j);
+        }
+        if (SIFT__UNLIKELY(out != 0)) {
+            c = push_bits(idx, c, (uint32_t)out, i);
+            c = push_bits(idx, c, (uint32_t)(out >> 32), i + 32);
+            if (c + SIFT__SCAN_BLOCK > cap)
+                iend = i + TAIL_LANES;
+        }
+        i += TAIL_LANES;
+    }
+    for (int j = 0; j < 8; j++)
+        _mm256_storeu_ps(lanes + 8 * j, a[j]);
+    *m = c;
+    if (n - i < TAIL_LANES && c + SIFT__SCAN_BLOCK <= cap)
+        return scan_tail_rest(x, i, n, t, idx, m, lanes);
+    return i;
 }
 
 #define TAIL_AVX512(acc, p)                                                                   \
@@ -516,27 +686,87 @@ __attribute__((target("avx2"))) static double tail_mass_avx2(const float *x, siz
         (acc) = _mm512_mask_add_ps((acc), _mm512_cmp_ps_mask(v_, vk, _CMP_LE_OQ), (acc), t_); \
     } while (0)
 
-__attribute__((target("avx512f"))) static double tail_mass_avx512(const float *x, size_t n, float m,
-                                                                  float lk)
+__attribute__((target("avx512f"))) static void tail_add_avx512(const float *x, size_t i, size_t n,
+                                                               float m, float lk, float *lanes)
 {
     const __m512 vm = _mm512_set1_ps(m), vc = _mm512_set1_ps(TAIL_C), vlo = _mm512_set1_ps(TAIL_LO),
                  vk = _mm512_set1_ps(lk);
     const __m512i vb = _mm512_set1_epi32((int)TAIL_BIAS);
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
+    i = tail_head(x, i, n, m, lk, lanes);
+    __m512 a0 = _mm512_loadu_ps(lanes), a1 = _mm512_loadu_ps(lanes + 16);
+    __m512 a2 = _mm512_loadu_ps(lanes + 32), a3 = _mm512_loadu_ps(lanes + 48);
     for (; i + TAIL_LANES <= n; i += TAIL_LANES) {
         TAIL_AVX512(a0, x + i);
         TAIL_AVX512(a1, x + i + 16);
         TAIL_AVX512(a2, x + i + 32);
         TAIL_AVX512(a3, x + i + 48);
     }
-    float lanes[TAIL_LANES];
     _mm512_storeu_ps(lanes, a0);
     _mm512_storeu_ps(lanes + 16, a1);
     _mm512_storeu_ps(lanes + 32, a2);
     _mm512_storeu_ps(lanes + 48, a3);
     tail_rest(x, i, n, m, lk, lanes);
-    return tail_finish(lanes, n);
+}
+
+static double tail_mass_avx512(const float *x, size_t n, float m, float lk)
+{
+    return tail_mass_by(tail_add_avx512, x, n, m, lk);
+}
+
+#define FUSED_AVX512(acc, p, le)                                                        \
+    do {                                                                                \
+        __m512 v_ = _mm512_loadu_ps(p);                                                 \
+        (le) = _mm512_cmp_ps_mask(v_, vm, _CMP_LE_OQ);                                  \
+        __m512 q_ = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(v_, vm), vc), vlo);       \
+        __m512 t_ = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_cvttps_epi32(q_), vb)); \
+        (acc) = _mm512_mask_add_ps((acc), (le), (acc), t_);                             \
+    } while (0)
+
+__attribute__((target("avx512f"))) static size_t scan_tail_gt_avx512(const float *x, size_t i,
+                                                                     size_t n, float t,
+                                                                     uint32_t *idx, size_t *m,
+                                                                     size_t cap, float *lanes)
+{
+    if (!fused_head(x, &i, n, t, idx, m, cap, lanes))
+        return i;
+    const __m512 vm = _mm512_set1_ps(t), vc = _mm512_set1_ps(TAIL_C), vlo = _mm512_set1_ps(TAIL_LO);
+    const __m512i vb = _mm512_set1_epi32((int)TAIL_BIAS);
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    __m512 a0 = _mm512_loadu_ps(lanes), a1 = _mm512_loadu_ps(lanes + 16);
+    __m512 a2 = _mm512_loadu_ps(lanes + 32), a3 = _mm512_loadu_ps(lanes + 48);
+    size_t c = *m;
+    size_t iend = n - i >= TAIL_LANES ? n - (n - i) % TAIL_LANES : i;
+    if (c + SIFT__SCAN_BLOCK > cap)
+        iend = i;
+    while (i < iend) {
+        __mmask16 k0, k1, k2, k3;
+        FUSED_AVX512(a0, x + i, k0);
+        FUSED_AVX512(a1, x + i + 16, k1);
+        FUSED_AVX512(a2, x + i + 32, k2);
+        FUSED_AVX512(a3, x + i + 48, k3);
+        if (SIFT__UNLIKELY((__mmask16)(k0 & k1 & k2 & k3) != (__mmask16)0xffff)) {
+            __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
+            c = push16(idx, c, (__mmask16)~k0, ids);
+            ids = _mm512_add_epi32(ids, sixteen);
+            c = push16(idx, c, (__mmask16)~k1, ids);
+            ids = _mm512_add_epi32(ids, sixteen);
+            c = push16(idx, c, (__mmask16)~k2, ids);
+            ids = _mm512_add_epi32(ids, sixteen);
+            c = push16(idx, c, (__mmask16)~k3, ids);
+            if (c + SIFT__SCAN_BLOCK > cap)
+                iend = i + TAIL_LANES;
+        }
+        i += TAIL_LANES;
+    }
+    _mm512_storeu_ps(lanes, a0);
+    _mm512_storeu_ps(lanes + 16, a1);
+    _mm512_storeu_ps(lanes + 32, a2);
+    _mm512_storeu_ps(lanes + 48, a3);
+    *m = c;
+    if (n - i < TAIL_LANES && c + SIFT__SCAN_BLOCK <= cap)
+        return scan_tail_rest(x, i, n, t, idx, m, lanes);
+    return i;
 }
 
 #endif /* SIFT__X86 */
@@ -551,26 +781,34 @@ static const sift__simd_ops OPS[SIFT__SIMD_LEVELS] = {
                            .max_f32 = max_scalar,
                            .runs_max = runs_max_scalar,
                            .scan_gt = scan_scalar,
-                           .tail_mass = tail_mass_scalar},
+                           .tail_mass = tail_mass_scalar,
+                           .tail_add = tail_add_scalar,
+                           .scan_tail_gt = scan_tail_gt_scalar},
 #ifdef SIFT__X86
     [SIFT__SIMD_SSE2] = {.level = SIFT__SIMD_SSE2,
                          .name = "sse2",
                          .max_f32 = max_sse2,
                          .runs_max = runs_max_sse2,
                          .scan_gt = scan_sse2,
-                         .tail_mass = tail_mass_sse2},
+                         .tail_mass = tail_mass_sse2,
+                         .tail_add = tail_add_sse2,
+                         .scan_tail_gt = scan_tail_gt_sse2},
     [SIFT__SIMD_AVX2] = {.level = SIFT__SIMD_AVX2,
                          .name = "avx2",
                          .max_f32 = max_avx2,
                          .runs_max = runs_max_avx2,
                          .scan_gt = scan_avx2,
-                         .tail_mass = tail_mass_avx2},
+                         .tail_mass = tail_mass_avx2,
+                         .tail_add = tail_add_avx2,
+                         .scan_tail_gt = scan_tail_gt_avx2},
     [SIFT__SIMD_AVX512] = {.level = SIFT__SIMD_AVX512,
                            .name = "avx512",
                            .max_f32 = max_avx512,
                            .runs_max = runs_max_avx512,
                            .scan_gt = scan_avx512,
-                           .tail_mass = tail_mass_avx512},
+                           .tail_mass = tail_mass_avx512,
+                           .tail_add = tail_add_avx512,
+                           .scan_tail_gt = scan_tail_gt_avx512},
 #endif
 };
 

@@ -61,7 +61,27 @@ typedef struct sift__simd_ops {
      * valid bound can be given (n >= 2^28). Every level returns the same
      * bits (core/cpu.c has the method and its proof). */
     double (*tail_mass)(const float *x, size_t n, float m, float lk);
+    /* The same kernel in parts: adds the terms of x[i..n) to lanes[0..64)
+     * (token j to lane j mod 64). tail_mass(x, n, m, lk) is
+     * sift__tail_finish(lanes, n) after one call over [0, n) on zeroed
+     * lanes, and any split of [0, n) into calls in ascending order gives
+     * the same lanes, bit for bit, at every level. */
+    void (*tail_add)(const float *x, size_t i, size_t n, float m, float lk, float *lanes);
+    /* scan_gt and tail_add at reference and cut-off t in one read of x:
+     * appends the index of every x[j] > t or NaN, j in [i, returned), as
+     * scan_gt does, and adds the tail term of every other x[j] in that
+     * range to lanes as tail_add(x, i, returned, t, t, lanes) would, bit
+     * for bit (t finite). Stops as scan_gt does (it may stop elsewhere:
+     * levels' blocks differ, and a range that does not start at a
+     * multiple of 64 first takes a scalar head). No bad flag: every NaN
+     * and +inf of the range is among the indices appended. */
+    size_t (*scan_tail_gt)(const float *x, size_t i, size_t n, float t, uint32_t *idx, size_t *m,
+                           size_t cap, float *lanes);
 } sift__simd_ops;
+
+/* The bound S of the tail kernel from its 64 lanes of the n tokens it
+ * read (sift__simd_ops.tail_add); +inf when n >= 2^28. */
+SIFT__HIDDEN double sift__tail_finish(const float *lanes, size_t n);
 
 /* The kernels of `level`, or of the best level below it that this build
  * and machine have. Never NULL. */

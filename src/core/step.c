@@ -136,6 +136,8 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     sift__carry_clear(ctx);
     ctx->absent_lo = sift__u128_from(0);
     ctx->tns_exact = 0;
+    ctx->tail_want = ctx->tail_ok = 0;
+    ctx->tail_S = ctx->tail_lower = 0.0;
 }
 
 int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
@@ -340,15 +342,24 @@ static void tail_route_done(sift_chain *c, int decided)
  * S from above and, from the same S, the absent tokens' mass from below
  * (the present tokens at or below lk, which the kernel counted, taken
  * out). */
-static void tail_bound(sift__bound *b, const sift__arr *a, const float *logits, size_t k)
+static void tail_bound(sift__bound *b, const sift__ctx *ctx, const sift__arr *a,
+                       const float *logits, size_t k)
 {
     float m = a->c[0].logit, lk = a->c[k - 1].logit;
-    double S = sift__simd()->tail_mass(logits, (size_t)a->V, m, lk);
+    double S, lower;
+    if (ctx->tail_ok) {
+        /* the top-k pass summed them (sift__tail_join) */
+        S = ctx->tail_S;
+        lower = ctx->tail_lower;
+    } else {
+        S = sift__simd()->tail_mass(logits, (size_t)a->V, m, lk);
+        lower = sift__tail_mass_lower(S, (size_t)a->V);
+    }
     sift__tail_start(b, m, S);
     uint64_t n_present = 0;
     for (size_t i = 0; i < a->n; i++)
         n_present += a->c[i].logit <= lk;
-    sift__tail_set_lower(b, sift__tail_mass_lower(S, (size_t)a->V), n_present, lk);
+    sift__tail_set_lower(b, lower, n_present, lk);
 }
 
 /* One pass of the chain over a whole row, starting from RNG state *rng:
@@ -397,6 +408,7 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
     if (prefix && ps == SIFT_OK) {
         sift__ctx_init(c, &ctx, V, err);
         ctx.rng = *rng;
+        ctx.tail_want = tail;
         if ((s = sift__row_prefix(&ctx, logits, V, k, c->ws.cand)))
             return s;
         a.c = c->ws.cand;
@@ -412,7 +424,7 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
          * tied prefix tokens (a larger bound is allowed; the lower end
          * takes those present ones out). */
         if (tail && decided)
-            tail_bound(&b, &a, logits, k);
+            tail_bound(&b, &ctx, &a, logits, k);
         decided = decided && sift__walk(c, &ctx, &a, c->n_stages, &b, &s) == SIFT__WALK_DECIDED;
         if (tail)
             tail_route_done(c, decided);

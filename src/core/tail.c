@@ -306,6 +306,34 @@ sift__u128 sift__tail_absent_mass_lo(const sift__bound *b, float m)
     return sift__u128_sub(W, sift__u128_from(b->n_absent));
 }
 
+/* The row's tokens at or below lk (lk > t) are those at or below t, the
+ * n_t <= n tokens the lanes of S_t hold, and those in (t, lk], which
+ * S_c's kernel counted among the n_c above t. So
+ *   sum_{l <= lk} e^(l - m) = e^(t - m) sum_{l <= t} e^(l - t)
+ *                             + sum_{t < l <= lk} e^(l - m),
+ * and each sum lies between its S and its sift__tail_mass_lower: the
+ * kernel's proof (core/cpu.c) asks only that every term's l - ref be
+ * <= 0 (l <= t for the first, l <= lk <= m for the second), that the
+ * lanes hold at most ceil(n / 64) terms each (token j in lane j mod 64)
+ * and that the row hold no NaN or +inf. Both ends are evaluated rounded
+ * outwards. */
+int sift__tail_join(double S_t, size_t n, float t, double S_c, size_t n_c, float m, double *S,
+                    double *lower)
+{
+    if (!(S_t >= 0.0 && S_t < INFINITY) || !(S_c >= 0.0 && S_c < INFINITY) ||
+        !(t > -INFINITY && t < m && m < INFINITY))
+        return 0;
+    double gap = (double)t - (double)m; /* < 0; up() and down() cover its rounding */
+    double hi = up(up(S_t * exp_up(gap)) + S_c);
+    double lo_t = sift__tail_mass_lower(S_t, n), lo_c = sift__tail_mass_lower(S_c, n_c);
+    double lo = down(down(lo_t * exp_down(gap)) + lo_c);
+    if (!(hi < INFINITY))
+        return 0;
+    *S = hi;
+    *lower = lo > 0.0 ? lo : 0.0;
+    return 1;
+}
+
 int sift__tail_mass_range(const sift__bound *b, float m, sift__u128 present, sift__u128 *A_lo,
                           sift__u128 *W_lo, sift__u128 *W_hi)
 {

@@ -61,6 +61,20 @@
  * none, the pass goes on (a row without NaN loses nothing to a max). A
  * row of -inf only ends with a -inf first key: the same error.
  *
+ * The tail route's bound (ctx->tail_want: core/step.c; docs/analyzer.md,
+ * "Tail mass"). The route needs, beside the first k, a bound on the mass
+ * of every token at or below the k-th logit lk, which a second pass of
+ * the tail kernel over the row gave at about 1.8 times the floor. The
+ * sampled pass gives it in the same read: its scan is the fused kernel
+ * (scan_tail_gt), which adds each token at or below the threshold t to
+ * the tail kernel's lanes at reference t and keeps each candidate's
+ * logit. When the pass held without a cut, those are every token of the
+ * row, once; the candidates at or below lk go through the tail kernel at
+ * the row's maximum once the sort has found lk, and sift__tail_join
+ * (core/tail.c) puts the two sums at one reference with their bounds
+ * rounded outwards. A cut or the exact pass leaves ctx->tail_ok at 0 and
+ * the route reads the row again.
+ *
  * Invariants: the result is a function of the row and k alone (the
  * canonical Prefix(k)), whichever level ran and wherever the reductions
  * fell and whether the sample held; work is at most two passes (the
@@ -409,16 +423,29 @@ static uint64_t min_key(const uint64_t *v, size_t n)
 #define SIFT__TOPK_CHUNK 4096
 #endif
 
+/* The tail route's sum in the same pass (ctx->tail_want): the tail
+ * kernel's lanes of the tokens at or below the threshold, at reference
+ * the threshold, from the fused scan (sift__simd_ops.scan_tail_gt, the
+ * same read of the row), and the logits of the tokens above it (the
+ * candidates), in the order of their keys. */
+typedef struct fused {
+    float lanes[64];
+    float *cand; /* n_cand logits */
+} fused;
+
 /* Adds to key[*pm..) the canonical key of every x[j] > t, j in [i, n),
  * cutting the buffer back to its k largest keys (and raising *pt, the
  * threshold, to the smallest of them, and setting *cut: the keys are then
  * in no particular order) whenever the kernel stops for room below cap. On a
  * raised bad flag: when check is set, the row x[0..n) is checked (its
  * error is returned through err, which may be NULL, or the pass goes on
- * when it has none); otherwise SIFT_E_ROW_VALUE is returned at once. */
+ * when it has none); otherwise SIFT_E_ROW_VALUE is returned at once.
+ * With fu (not NULL), each token at or below t adds its tail term to
+ * fu->lanes and each candidate's logit goes to fu->cand[*pm..), until a
+ * cut (then both mean nothing). */
 static sift_status pass(const sift__simd_ops *ops, const float *x, size_t i, size_t n, float *pt,
                         size_t k, size_t cap, uint64_t *key, size_t *pm, int *cut, span *sp,
-                        sift__ctx *ctx, int check, sift_error *err)
+                        fused *fu, sift__ctx *ctx, int check, sift_error *err)
 {
     float t = *pt;
     uint32_t *idx = ctx->ws->u32;
@@ -427,7 +454,14 @@ static sift_status pass(const sift__simd_ops *ops, const float *x, size_t i, siz
     int bad = 0, checked = 0; /* checked: the row was found valid despite a raised flag */
     while (i < n) {
         size_t c = 0, e = n - i > SIFT__TOPK_CHUNK ? i + SIFT__TOPK_CHUNK : n;
-        i = ops->scan_gt(x, i, e, t, idx, &c, cap - m, &bad);
+        if (fu) {
+            /* Every NaN and +inf is a candidate: amax below sees it. */
+            i = ops->scan_tail_gt(x, i, e, t, idx, &c, cap - m, fu->lanes);
+            for (size_t j = 0; j < c; j++)
+                fu->cand[m + j] = x[idx[j]];
+        } else {
+            i = ops->scan_gt(x, i, e, t, idx, &c, cap - m, &bad);
+        }
         uint32_t amax = 0; /* the largest |candidate|'s bits */
         for (size_t j = 0; j < c; j++) {
             float v = x[idx[j]];
@@ -457,6 +491,7 @@ static sift_status pass(const sift__simd_ops *ops, const float *x, size_t i, siz
             select_top(key, m, k);
             m = k;
             *cut = 1;
+            fu = NULL;
             t = x[sift__ckey_id(min_key(key, k))];
         }
     }
@@ -506,7 +541,7 @@ static sift_status exact_pass(const sift__simd_ops *ops, sift__ctx *ctx, const f
     *pm = k;
     float t = x[sift__ckey_id(min_key(key, k))];
     int cut = 0;
-    return pass(ops, x, k, n, &t, k, cap_for(k, n), key, pm, &cut, NULL, ctx, check, err);
+    return pass(ops, x, k, n, &t, k, cap_for(k, n), key, pm, &cut, NULL, NULL, ctx, check, err);
 }
 
 int sift__topk_sample_plan(int32_t V, size_t k, size_t *segs, size_t *stride, size_t *r)
@@ -577,15 +612,24 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
     size_t m = 0, segs, stride, r;
     int cut = 0;
     span sp = {0, 0, 0};
-    float t;
+    float t, t0 = 0.0f;
     sift_status st;
+    fused fu, *pf = NULL;
+    ctx->tail_ok = 0;
     /* A sampled threshold first: few tokens beat it, so the pass seldom
      * stops to cut the buffer. It is exact when k tokens beat it (they
      * are all taken, and every token of the true k beats it); otherwise
      * the exact pass runs instead. */
     if (sift__topk_sample_plan(V, k, &segs, &stride, &r) &&
         sample_threshold(ops, row, segs, stride, r, (float *)(void *)ctx->ws->u32, &t)) {
-        st = pass(ops, row, 0, n, &t, k, sampled_cap(k, r, segs, n), key, &m, &cut, &sp, ctx, 1,
+        if (ctx->tail_want) {
+            /* ws->f64 holds n doubles, room for the cap <= n floats */
+            memset(fu.lanes, 0, sizeof fu.lanes);
+            fu.cand = (float *)(void *)ctx->ws->f64;
+            pf = &fu;
+            t0 = t;
+        }
+        st = pass(ops, row, 0, n, &t, k, sampled_cap(k, r, segs, n), key, &m, &cut, &sp, pf, ctx, 1,
                   ctx->err);
         if (st)
             return st;
@@ -612,6 +656,15 @@ static sift_status topk(const sift__simd_ops *ops, sift__ctx *ctx, const float *
         int32_t id = sift__ckey_id(key[j]);
         out[j].id = id;
         out[j].logit = row[id];
+    }
+    /* The sampled pass ran without a cut: its lanes hold every token at
+     * or below t0 and fu.cand the m tokens above it (the row is valid by
+     * now, and its k-th logit is above t0: k tokens beat it). */
+    if (pf && !cut && m >= k && out[k - 1].logit > t0) {
+        float mx = out[0].logit, lk = out[k - 1].logit;
+        double S_c = ops->tail_mass(fu.cand, m, mx, lk);
+        ctx->tail_ok = sift__tail_join(sift__tail_finish(fu.lanes, n), n, t0, S_c, m, mx,
+                                       &ctx->tail_S, &ctx->tail_lower);
     }
     return SIFT_OK;
 }
