@@ -637,6 +637,30 @@ static size_t scan_tail_gt_sse2(const float *x, size_t i, size_t n, float t, uin
     return i;
 }
 
+/* One vector of the fused AVX2 kernel: its terms into acc, its x <= t
+ * into all (an AND over the block). */
+#define FUSED_AVX2(acc, p)                                                              \
+    do {                                                                                \
+        __m256 v_ = _mm256_loadu_ps(p);                                                 \
+        __m256 le_ = _mm256_cmp_ps(v_, vm, _CMP_LE_OQ);                                 \
+        __m256 q_ = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(v_, vm), vc), vlo);       \
+        __m256 t_ = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_cvttps_epi32(q_), vb)); \
+        (acc) = _mm256_add_ps((acc), _mm256_and_ps(t_, le_));                           \
+        all = _mm256_and_ps(all, le_);                                                  \
+    } while (0)
+
+/* The lanes of the 64 tokens at x that are not <= t, as bits (the rare
+ * block that has one: compared again from memory). */
+__attribute__((target("avx2"))) static uint64_t fused_out_avx2(const float *x, __m256 vm)
+{
+    uint64_t out = 0;
+    for (int j = 0; j < 8; j++) {
+        __m256 le = _mm256_cmp_ps(_mm256_loadu_ps(x + 8 * j), vm, _CMP_LE_OQ);
+        out |= (uint64_t)(~(uint32_t)_mm256_movemask_ps(le) & 0xffu) << (8 * j);
+    }
+    return out;
+}
+
 __attribute__((target("avx2"))) static size_t scan_tail_gt_avx2(const float *x, size_t i, size_t n,
                                                                 float t, uint32_t *idx, size_t *m,
                                                                 size_t cap, float *lanes)
@@ -645,24 +669,26 @@ __attribute__((target("avx2"))) static size_t scan_tail_gt_avx2(const float *x, 
         return i;
     const __m256 vm = _mm256_set1_ps(t), vc = _mm256_set1_ps(TAIL_C), vlo = _mm256_set1_ps(TAIL_LO);
     const __m256i vb = _mm256_set1_epi32((int)TAIL_BIAS);
-    __m256 a[8];
-    for (int j = 0; j < 8; j++)
-        a[j] = _mm256_loadu_ps(lanes + 8 * j);
+    __m256 a0 = _mm256_loadu_ps(lanes), a1 = _mm256_loadu_ps(lanes + 8);
+    __m256 a2 = _mm256_loadu_ps(lanes + 16), a3 = _mm256_loadu_ps(lanes + 24);
+    __m256 a4 = _mm256_loadu_ps(lanes + 32), a5 = _mm256_loadu_ps(lanes + 40);
+    __m256 a6 = _mm256_loadu_ps(lanes + 48), a7 = _mm256_loadu_ps(lanes + 56);
     size_t c = *m;
     size_t iend = n - i >= TAIL_LANES ? n - (n - i) % TAIL_LANES : i;
     if (c + SIFT__SCAN_BLOCK > cap)
         iend = i;
     while (i < iend) {
-        uint64_t out = 0; /* bit j: token i + j is not <= t */
-        for (int j = 0; j < 8; j++) {
-            __m256 v = _mm256_loadu_ps(x + i + 8 * j);
-            __m256 le = _mm256_cmp_ps(v, vm, _CMP_LE_OQ);
-            __m256 q = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(v, vm), vc), vlo);
-            __m256 tv = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_cvttps_epi32(q), vb));
-            a[j] = _mm256_add_ps(a[j], _mm256_and_ps(tv, le));
-            out |= (uint64_t)(~(uint32_t)_mm256_movemask_ps(le) & 0xffu) << (8 * j);
-        }
-        if (SIFT__UNLIKELY(out != 0)) {
+        __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        FUSED_AVX2(a0, x + i);
+        FUSED_AVX2(a1, x + i + 8);
+        FUSED_AVX2(a2, x + i + 16);
+        FUSED_AVX2(a3, x + i + 24);
+        FUSED_AVX2(a4, x + i + 32);
+        FUSED_AVX2(a5, x + i + 40);
+        FUSED_AVX2(a6, x + i + 48);
+        FUSED_AVX2(a7, x + i + 56);
+        if (SIFT__UNLIKELY(_mm256_movemask_ps(all) != 0xff)) {
+            uint64_t out = fused_out_avx2(x + i, vm);
             c = push_bits(idx, c, (uint32_t)out, i);
             c = push_bits(idx, c, (uint32_t)(out >> 32), i + 32);
             if (c + SIFT__SCAN_BLOCK > cap)
@@ -670,8 +696,14 @@ __attribute__((target("avx2"))) static size_t scan_tail_gt_avx2(const float *x, 
         }
         i += TAIL_LANES;
     }
-    for (int j = 0; j < 8; j++)
-        _mm256_storeu_ps(lanes + 8 * j, a[j]);
+    _mm256_storeu_ps(lanes, a0);
+    _mm256_storeu_ps(lanes + 8, a1);
+    _mm256_storeu_ps(lanes + 16, a2);
+    _mm256_storeu_ps(lanes + 24, a3);
+    _mm256_storeu_ps(lanes + 32, a4);
+    _mm256_storeu_ps(lanes + 40, a5);
+    _mm256_storeu_ps(lanes + 48, a6);
+    _mm256_storeu_ps(lanes + 56, a7);
     *m = c;
     if (n - i < TAIL_LANES && c + SIFT__SCAN_BLOCK <= cap)
         return scan_tail_rest(x, i, n, t, idx, m, lanes);
