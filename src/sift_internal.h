@@ -528,6 +528,15 @@ typedef struct sift__stage_ops {
      * Must not change stage state (that is accept's job) except the
      * selector's pending record (see mirostat). */
     sift_status (*apply)(sift__stage *st, sift__ctx *ctx, sift__arr *a);
+    /* Optional, for a stage that comes first in a whole-row step's full
+     * pass: builds in `a` (ctx->ws->cand) the array that loading the row
+     * (every token, in id order, ORDER_ID, dense) and applying the stage
+     * would leave, bit for bit, without loading every token, and returns
+     * 1; returns 0 to decline (nothing written that the step reads: it
+     * loads the row and applies the stage as usual, and any error of the
+     * row or the stage comes from there). May use ctx->ws; must not use
+     * the RNG. NULL = never. */
+    int (*apply_row)(sift__stage *st, sift__ctx *ctx, const float *row, int32_t V, sift__arr *a);
     /* For selectors: reduces `a` to the support of the final draw (for
      * sift_chain_distribution). NULL = the whole array is the support.
      * Greedy is special-cased by the chain. */

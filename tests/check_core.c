@@ -403,9 +403,16 @@ START_TEST(test_the_certified_top_n_sigma_threshold_gives_the_definitions_verdic
         double want = tns_definition(cd, n, nn, x, &c, &s2);
         if (c < 2)
             continue;
-        for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+        static float rowf[NMAX];
+        for (size_t i = 0; i < n; i++)
+            rowf[i] = cd[i].logit;
+        for (int l = SIFT__SIMD_SCALAR; l < 2 * SIFT__SIMD_LEVELS; l++) {
+            /* the candidates' moments, then the row's (sift__moments_row) */
             sift__moments mo;
-            sift__moments_of_at(l, cd, n, &mo);
+            if (l < SIFT__SIMD_LEVELS)
+                sift__moments_of_at(l, cd, n, &mo);
+            else
+                sift__moments_row_at(l - SIFT__SIMD_LEVELS, rowf, n, &mo);
             ck_assert_uint_eq(mo.count, c);
             /* the interval holds the definition's sum, and is not wide
              * on ordinary rows */
@@ -474,6 +481,117 @@ START_TEST(test_top_n_sigma_falls_back_to_the_definition_only_where_the_bound_ca
     ck_assert_int_eq(sift_chain_sample(c, row, NV, &tok, &err), SIFT_OK);
     ck_assert_uint_eq(c->n_tns_exact, 1);
     sift_chain_free(c);
+}
+END_TEST
+
+/* top_n_sigma first in a full pass builds its array from the row
+ * (tns_apply_row): where it does not decline, the array is the one that
+ * loading the row and applying the stage leaves (sift__chain_run_stages),
+ * bit for bit: ids, logits, length, order, dense. Rows: the bench's
+ * shapes (peaked, bf16, flat), -inf mixed in, -0 and +0 at the
+ * threshold, tokens moved onto the float at or above the definition's
+ * threshold, rows of one value, and rows it must decline: a NaN or +inf
+ * (the load names it), fewer than two finite logits. Run
+ * under every SIFT_SIMD cap by check_simd_whole. */
+START_TEST(test_top_n_sigma_first_builds_from_the_row_what_the_load_and_its_apply_leave)
+{
+    enum { NV = 40000 };
+    static float row[NV];
+    static sift_candidate got[NV];
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    static const float ns[] = {1.0f, 0.5f, 3.0f, 0.01f};
+    uint64_t r = 99;
+    long built = 0, declined = 0, must_decline = 0, ordinary = 0, ordinary_declined = 0;
+    for (int it = 0; it < 400; it++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        int32_t nv = 2 + (int32_t)((r >> 33) % (it < 200 ? 3000 : NV - 2));
+        int shape = (int)((r >> 20) % 8);
+        float nn = ns[(r >> 12) % 4];
+        for (int32_t i = 0; i < nv; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            double u = (double)(r >> 11) * 0x1p-53;
+            float v = (float)(4.0 * (u - 0.5));
+            if (shape == 1 && (r >> 7) % 97 == 0)
+                v += 12.0f; /* peaked */
+            if (shape == 2)
+                v = (float)(int)(v * 8.0f) / 8.0f; /* coarse: ties, dyadic */
+            if (shape == 3 && (r >> 9) % 4 == 0)
+                v = -INFINITY;
+            if (shape == 4 && (r >> 9) % 3 == 0)
+                v = (r >> 10) % 2 ? -0.0f : 0.0f;
+            row[i] = v;
+        }
+        int decline = 0;
+        if (shape == 5) {
+            /* one value: the bound is as wide as the spread is small, and
+             * decides only where n times it stays within an ulp */
+            for (int32_t i = 0; i < nv; i++)
+                row[i] = 2.5f;
+        } else if (shape == 6) {
+            row[(r >> 3) % (uint64_t)nv] = (r >> 2) % 2 ? NAN : INFINITY;
+            decline = 1;
+        } else if (shape == 7) {
+            for (int32_t i = 1; i < nv; i++)
+                row[i] = -INFINITY;
+            decline = 1;
+        }
+        if (shape == 0) {
+            /* token 0 onto the float at or above the threshold */
+            static sift_candidate cd[NV];
+            static double x[NV];
+            for (int round = 0; round < 8; round++) {
+                for (int32_t i = 0; i < nv; i++) {
+                    cd[i].id = i;
+                    cd[i].logit = row[i];
+                }
+                size_t c;
+                double s2, t = tns_definition(cd, (size_t)nv, nn, x, &c, &s2);
+                float f = (float)t;
+                row[0] = (double)f < t ? nextafterf(f, INFINITY) : f;
+            }
+        }
+        sift_chain *c = NULL;
+        sift_error err;
+        ck_assert_int_eq(sift_chain_new(&c, &p, &err), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_n_sigma(c, nn, &err), SIFT_OK);
+        ck_assert_int_eq(sift__ws_reserve(&c->ws, &c->al, (size_t)nv, &err), SIFT_OK);
+        const sift__stage_ops *ops = c->stages[0]->ops;
+        ck_assert_ptr_nonnull(ops->apply_row);
+        sift__ctx ctx;
+        sift__ctx_init(c, &ctx, nv, &err);
+        sift__arr a;
+        int took = ops->apply_row(c->stages[0], &ctx, row, nv, &a);
+        must_decline += decline;
+        int plain = shape == 1 || shape == 3 || shape == 4; /* no boundary built */
+        ordinary += plain;
+        ordinary_declined += plain && !took;
+        if (decline)
+            ck_assert_msg(!took, "it %d shape %d: built an array it must decline", it, shape);
+        if (!took) {
+            declined++;
+            sift_chain_free(c);
+            continue;
+        }
+        built++;
+        size_t n = a.n;
+        int order = a.order, dense = a.dense;
+        memcpy(got, a.c, n * sizeof *got);
+        sift__arr b;
+        ck_assert_int_eq(sift__chain_run_stages(c, row, nv, 1, &b, &err), SIFT_OK);
+        ck_assert_msg(b.n == n && b.order == order && b.dense == dense && b.V == nv,
+                      "it %d shape %d nv %d: n %zu/%zu order %d/%d dense %d/%d", it, shape, (int)nv,
+                      n, b.n, order, (int)b.order, dense, (int)b.dense);
+        ck_assert_msg(memcmp(got, b.c, n * sizeof *got) == 0, "it %d shape %d: arrays differ", it,
+                      shape);
+        sift_chain_free(c);
+    }
+    fprintf(stderr,
+            "top_n_sigma from the row: %ld built, %ld declined (%ld had to; %ld of %ld ordinary "
+            "rows)\n",
+            built, declined, must_decline, ordinary_declined, ordinary);
+    ck_assert_int_gt(built, 200);
+    ck_assert_int_lt(ordinary_declined * 50, ordinary);
 }
 END_TEST
 
@@ -1069,6 +1187,12 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_key_cut_copies_the_plain_set_in_and_out_of_place);
     tcase_add_test(t, test_the_key_cut_moves_the_weights_at_every_level);
     tcase_add_test(t, test_the_canonical_first_is_the_largest_key);
+    suite_add_tcase(s, t);
+    t = tcase_create("row first");
+    /* check_simd_whole.sh runs it again under each SIFT_SIMD cap */
+    tcase_set_tags(t, "simd");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, test_top_n_sigma_first_builds_from_the_row_what_the_load_and_its_apply_leave);
     suite_add_tcase(s, t);
     return s;
 }

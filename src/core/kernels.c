@@ -8,7 +8,8 @@
  * Owns sift__load_cand(_at), sift__lane_sums(_at), sift__score_buckets,
  * sift__find_eq_u32, sift__keep_below, sift__keep_below_w, sift__keep_logit_ge,
  * sift__keep_w_ge, sift__find_id, sift__find_logit_eq, sift__find_w_ge,
- * sift__moments_of (each with _at) and sift__canon_first. The load writes
+ * sift__moments_of, sift__moments_row (each with _at) and
+ * sift__canon_first. The load writes
  * cd[i] = {i, row[i]} for every i and reports whether the row holds a
  * NaN or +inf (*bad) and whether it holds a value above -inf (*any): the
  * checks of the row step's validation, in the same pass as the copy.
@@ -305,6 +306,28 @@ static void moments_scalar(const sift_candidate *cd, size_t i, size_t n, sift__m
     mo->sumsq += (q[0] + q[1]) + (q[2] + q[3]);
 }
 
+/* moments_scalar over a row of floats: x[i, n). */
+static void moments_row_scalar(const float *x, size_t i, size_t n, sift__moments *mo)
+{
+    double s[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
+    size_t c = 0;
+    float mx = mo->max;
+    for (; i < n; i++) {
+        float l = x[i];
+        mx = l > mx ? l : mx;
+        if (l > -INFINITY) {
+            double d = (double)l;
+            s[c & 3] += d;
+            q[c & 3] += d * d;
+            c++;
+        }
+    }
+    mo->count += c;
+    mo->max = mx;
+    mo->sum += (s[0] + s[1]) + (s[2] + s[3]);
+    mo->sumsq += (q[0] + q[1]) + (q[2] + q[3]);
+}
+
 static size_t find_w_ge_scalar(const uint64_t *w, size_t i, size_t n, uint64_t t)
 {
     while (i < n && w[i] < t)
@@ -398,46 +421,86 @@ __attribute__((target("avx512f"))) static size_t find_eq_avx512(const uint32_t *
     return find_eq_scalar(bk, i, n, b);
 }
 
-/* Thirty-two candidates a step, four accumulators a sum (eight doubles
- * each): a -inf lane is left out by the mask. */
+/* The moments' accumulators at AVX-512: four a sum (eight doubles
+ * each), the running maximum and the count. */
+typedef struct mom512 {
+    __m512d s0, s1, s2, s3, q0, q1, q2, q3;
+    __m512 mx;
+    size_t c;
+} mom512;
+
+/* Thirty-two logits, l0 and l1, into the accumulators: a -inf lane is
+ * left out by the mask. */
+__attribute__((target("avx512f"))) static inline void mom512_add(mom512 *a, __m512 l0, __m512 l1)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __mmask16 k0 = _mm512_cmp_ps_mask(l0, ninf, _CMP_GT_OQ);
+    __mmask16 k1 = _mm512_cmp_ps_mask(l1, ninf, _CMP_GT_OQ);
+    a->c += (size_t)__builtin_popcount((unsigned)k0) + (size_t)__builtin_popcount((unsigned)k1);
+    a->mx = _mm512_max_ps(a->mx, _mm512_max_ps(l0, l1));
+    __m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(l0));
+    __m512d x1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l0), 1)));
+    __m512d x2 = _mm512_cvtps_pd(_mm512_castps512_ps256(l1));
+    __m512d x3 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l1), 1)));
+    __mmask8 k0a = (__mmask8)k0, k0b = (__mmask8)(k0 >> 8);
+    __mmask8 k1a = (__mmask8)k1, k1b = (__mmask8)(k1 >> 8);
+    a->s0 = _mm512_mask_add_pd(a->s0, k0a, a->s0, x0);
+    a->q0 = _mm512_mask_add_pd(a->q0, k0a, a->q0, _mm512_mul_pd(x0, x0));
+    a->s1 = _mm512_mask_add_pd(a->s1, k0b, a->s1, x1);
+    a->q1 = _mm512_mask_add_pd(a->q1, k0b, a->q1, _mm512_mul_pd(x1, x1));
+    a->s2 = _mm512_mask_add_pd(a->s2, k1a, a->s2, x2);
+    a->q2 = _mm512_mask_add_pd(a->q2, k1a, a->q2, _mm512_mul_pd(x2, x2));
+    a->s3 = _mm512_mask_add_pd(a->s3, k1b, a->s3, x3);
+    a->q3 = _mm512_mask_add_pd(a->q3, k1b, a->q3, _mm512_mul_pd(x3, x3));
+}
+
+__attribute__((target("avx512f"))) static inline void mom512_init(mom512 *a)
+{
+    a->s0 = a->s1 = a->s2 = a->s3 = _mm512_setzero_pd();
+    a->q0 = a->q1 = a->q2 = a->q3 = _mm512_setzero_pd();
+    a->mx = _mm512_set1_ps(-INFINITY);
+    a->c = 0;
+}
+
+__attribute__((target("avx512f"))) static inline void mom512_end(const mom512 *a, sift__moments *mo)
+{
+    mo->count = a->c;
+    mo->max = _mm512_reduce_max_ps(a->mx);
+    mo->sum = _mm512_reduce_add_pd(
+        _mm512_add_pd(_mm512_add_pd(a->s0, a->s1), _mm512_add_pd(a->s2, a->s3)));
+    mo->sumsq = _mm512_reduce_add_pd(
+        _mm512_add_pd(_mm512_add_pd(a->q0, a->q1), _mm512_add_pd(a->q2, a->q3)));
+}
+
+/* Thirty-two candidates a step: their logits gathered from the
+ * candidates' odd words. */
 __attribute__((target("avx512f"))) static void moments_avx512(const sift_candidate *cd, size_t n,
                                                               sift__moments *mo)
 {
     const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, q0 = s0, q1 = s0, q2 = s0, q3 = s0;
-    __m512 vmx = ninf;
-    size_t c = 0, i = 0;
+    mom512 a;
+    mom512_init(&a);
+    size_t i = 0;
     for (; i + 32 <= n; i += 32) {
         const float *p = (const float *)(const void *)(cd + i);
-        __m512 l0 = _mm512_permutex2var_ps(_mm512_loadu_ps(p), odd, _mm512_loadu_ps(p + 16));
-        __m512 l1 = _mm512_permutex2var_ps(_mm512_loadu_ps(p + 32), odd, _mm512_loadu_ps(p + 48));
-        __mmask16 k0 = _mm512_cmp_ps_mask(l0, ninf, _CMP_GT_OQ);
-        __mmask16 k1 = _mm512_cmp_ps_mask(l1, ninf, _CMP_GT_OQ);
-        c += (size_t)__builtin_popcount((unsigned)k0) + (size_t)__builtin_popcount((unsigned)k1);
-        vmx = _mm512_max_ps(vmx, _mm512_max_ps(l0, l1));
-        __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(l0));
-        __m512d b =
-            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l0), 1)));
-        __m512d d = _mm512_cvtps_pd(_mm512_castps512_ps256(l1));
-        __m512d e =
-            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l1), 1)));
-        __mmask8 ka = (__mmask8)k0, kb = (__mmask8)(k0 >> 8);
-        __mmask8 kd = (__mmask8)k1, ke = (__mmask8)(k1 >> 8);
-        s0 = _mm512_mask_add_pd(s0, ka, s0, a);
-        q0 = _mm512_mask_add_pd(q0, ka, q0, _mm512_mul_pd(a, a));
-        s1 = _mm512_mask_add_pd(s1, kb, s1, b);
-        q1 = _mm512_mask_add_pd(q1, kb, q1, _mm512_mul_pd(b, b));
-        s2 = _mm512_mask_add_pd(s2, kd, s2, d);
-        q2 = _mm512_mask_add_pd(q2, kd, q2, _mm512_mul_pd(d, d));
-        s3 = _mm512_mask_add_pd(s3, ke, s3, e);
-        q3 = _mm512_mask_add_pd(q3, ke, q3, _mm512_mul_pd(e, e));
+        mom512_add(&a, _mm512_permutex2var_ps(_mm512_loadu_ps(p), odd, _mm512_loadu_ps(p + 16)),
+                   _mm512_permutex2var_ps(_mm512_loadu_ps(p + 32), odd, _mm512_loadu_ps(p + 48)));
     }
-    mo->count = c;
-    mo->max = _mm512_reduce_max_ps(vmx);
-    mo->sum = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)));
-    mo->sumsq = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(q0, q1), _mm512_add_pd(q2, q3)));
+    mom512_end(&a, mo);
     moments_scalar(cd, i, n, mo);
+}
+
+/* The same over a row of floats: thirty-two a step. */
+__attribute__((target("avx512f"))) static void moments_row_avx512(const float *x, size_t n,
+                                                                  sift__moments *mo)
+{
+    mom512 a;
+    mom512_init(&a);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        mom512_add(&a, _mm512_loadu_ps(x + i), _mm512_loadu_ps(x + i + 16));
+    mom512_end(&a, mo);
+    moments_row_scalar(x, i, n, mo);
 }
 
 __attribute__((target("avx512f"))) static size_t find_w_ge_avx512(const uint64_t *w, size_t i,
@@ -543,6 +606,50 @@ __attribute__((target("avx2"))) static void moments_avx2(const sift_candidate *c
     mo->sum = (vs[0] + vs[1]) + (vs[2] + vs[3]);
     mo->sumsq = (vq[0] + vq[1]) + (vq[2] + vq[3]);
     moments_scalar(cd, i, n, mo);
+}
+
+/* moments_avx2 over a row of floats: sixteen a step, in two vectors of
+ * eight, each -inf lane zeroed by a compare. */
+__attribute__((target("avx2"))) static void moments_row_avx2(const float *x, size_t n,
+                                                             sift__moments *mo)
+{
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    const __m256d ninfd = _mm256_set1_pd(-INFINITY);
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, q0 = s0, q1 = s0, q2 = s0, q3 = s0;
+    __m256 vmx = ninf;
+    size_t c = 0, i = 0;
+#define MOM_AVX2(s, q, v)                                                     \
+    do {                                                                      \
+        __m256d k_ = _mm256_cmp_pd((v), ninfd, _CMP_GT_OQ);                   \
+        (s) = _mm256_add_pd((s), _mm256_and_pd((v), k_));                     \
+        (q) = _mm256_add_pd((q), _mm256_and_pd(_mm256_mul_pd((v), (v)), k_)); \
+    } while (0)
+    for (; i + 16 <= n; i += 16) {
+        __m256 l0 = _mm256_loadu_ps(x + i), l1 = _mm256_loadu_ps(x + i + 8);
+        c += (size_t)__builtin_popcount(
+                 (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(l0, ninf, _CMP_GT_OQ))) +
+             (size_t)__builtin_popcount(
+                 (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(l1, ninf, _CMP_GT_OQ)));
+        vmx = _mm256_max_ps(vmx, _mm256_max_ps(l0, l1));
+        MOM_AVX2(s0, q0, _mm256_cvtps_pd(_mm256_castps256_ps128(l0)));
+        MOM_AVX2(s1, q1, _mm256_cvtps_pd(_mm256_extractf128_ps(l0, 1)));
+        MOM_AVX2(s2, q2, _mm256_cvtps_pd(_mm256_castps256_ps128(l1)));
+        MOM_AVX2(s3, q3, _mm256_cvtps_pd(_mm256_extractf128_ps(l1, 1)));
+    }
+#undef MOM_AVX2
+    double vs[4], vq[4];
+    float vm[8];
+    _mm256_storeu_pd(vs, _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+    _mm256_storeu_pd(vq, _mm256_add_pd(_mm256_add_pd(q0, q1), _mm256_add_pd(q2, q3)));
+    _mm256_storeu_ps(vm, vmx);
+    float mx = -INFINITY;
+    for (int j = 0; j < 8; j++)
+        mx = vm[j] > mx ? vm[j] : mx;
+    mo->count = c;
+    mo->max = mx;
+    mo->sum = (vs[0] + vs[1]) + (vs[2] + vs[3]);
+    mo->sumsq = (vq[0] + vq[1]) + (vq[2] + vq[3]);
+    moments_row_scalar(x, i, n, mo);
 }
 
 /* Unsigned w >= t as signed compares with the sign bits flipped: a lane
@@ -757,6 +864,31 @@ void sift__moments_of_at(int level, const sift_candidate *cd, size_t n, sift__mo
 void sift__moments_of(const sift_candidate *cd, size_t n, sift__moments *mo)
 {
     sift__moments_of_at(sift__simd()->level, cd, n, mo);
+}
+
+void sift__moments_row_at(int level, const float *x, size_t n, sift__moments *mo)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512) {
+        moments_row_avx512(x, n, mo);
+        return;
+    }
+    if (level >= SIFT__SIMD_AVX2) {
+        moments_row_avx2(x, n, mo);
+        return;
+    }
+#endif
+    (void)level;
+    mo->count = 0;
+    mo->max = -INFINITY;
+    mo->sum = mo->sumsq = 0.0;
+    moments_row_scalar(x, 0, n, mo);
+}
+
+void sift__moments_row(const float *x, size_t n, sift__moments *mo)
+{
+    sift__moments_row_at(sift__simd()->level, x, n, mo);
 }
 
 size_t sift__find_w_ge_at(int level, const uint64_t *w, size_t i, size_t n, uint64_t t)

@@ -62,6 +62,11 @@ typedef struct sift__moments {
 SIFT__HIDDEN void sift__moments_of(const sift_candidate *cd, size_t n, sift__moments *mo);
 SIFT__HIDDEN void sift__moments_of_at(int level, const sift_candidate *cd, size_t n,
                                       sift__moments *mo);
+/* The same moments over a row of floats x[0..n) (NaN-free; a NaN is
+ * neither counted nor promised anything): what sift__moments_of gives
+ * for the row loaded as candidates, up to the order of the sums. */
+SIFT__HIDDEN void sift__moments_row(const float *x, size_t n, sift__moments *mo);
+SIFT__HIDDEN void sift__moments_row_at(int level, const float *x, size_t n, sift__moments *mo);
 /* top_n_sigma's threshold from moments (samplers/top_n_sigma.c): for
  * moments of an array of n_terms candidates (count >= 2) and the stage's
  * n > 0, returns 1 and sets *thr when every float logit gets the same

@@ -155,15 +155,16 @@ int sift__carry_next(const sift_chain *c, size_t i, size_t end)
 static sift_status load_row(sift_chain *c, const float *logits, int32_t V, sift__arr *a,
                             sift_error *err);
 
-/* The stage loop of every row step: applies stages [0, end) to `a` in
- * order. Returns SIFT_OK with *at = end, or the first failure with *at =
- * the stage that failed; *emptied = 1 when that stage left no candidate
- * at all (SIFT_E_NO_CANDIDATE naming it). */
-static sift_status apply_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end, size_t *at,
-                                int *emptied)
+/* The stage loop of every row step: applies stages [from, end) to `a` in
+ * order (from = 1 when the first stage's apply_row built `a`). Returns
+ * SIFT_OK with *at = end, or the first failure with *at = the stage that
+ * failed; *emptied = 1 when that stage left no candidate at all
+ * (SIFT_E_NO_CANDIDATE naming it). */
+static sift_status apply_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t from,
+                                size_t end, size_t *at, int *emptied)
 {
     sift_status s = SIFT_OK;
-    size_t i = 0;
+    size_t i = from;
     *emptied = 0;
     /* The stages run back to back on `a`: a stage may leave its weights
      * to the next one (sift__carry_leave). Nothing between two applies
@@ -199,7 +200,7 @@ sift_status sift__chain_run_stages(sift_chain *c, const float *row, int32_t V, s
     sift__ctx_init(c, &ctx, V, err);
     size_t at;
     int emptied;
-    return apply_stages(c, &ctx, a, end, &at, &emptied);
+    return apply_stages(c, &ctx, a, 0, end, &at, &emptied);
 }
 
 /* Applies stages [0, end) to the row `logits` loaded into `a`.
@@ -214,13 +215,13 @@ sift_status sift__chain_run_stages(sift_chain *c, const float *row, int32_t V, s
  * raise a -inf logit again). The same holds when the stages before a
  * distribution's selector leave nothing finite (SIFT_OK with every
  * candidate at -inf; ctx->banned_at is then set). */
-static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
+static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t from, size_t end,
                               const float *logits)
 {
     sift__ctx start = *ctx;
     size_t i;
     int emptied;
-    sift_status s = apply_stages(c, ctx, a, end, &i, &emptied);
+    sift_status s = apply_stages(c, ctx, a, from, end, &i, &emptied);
     if (emptied)
         return s;
     int selected = end > 0 && c->stages[end - 1]->ops->is_selector;
@@ -436,12 +437,18 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
         }
         c->n_prefix_fallback++;
     }
-    if ((s = load_row(c, logits, V, &a, err)))
-        return s;
     sift__ctx_init(c, &ctx, V, err);
     ctx.rng = *rng;
+    /* The first stage may build its result from the row itself
+     * (apply_row: top_n_sigma); else the row is loaded whole. */
+    size_t from = 0;
+    const sift__stage_ops *first = c->n_stages ? c->stages[0]->ops : NULL;
+    if (first && first->apply_row && first->apply_row(c->stages[0], &ctx, logits, V, &a))
+        from = 1;
+    else if ((s = load_row(c, logits, V, &a, err)))
+        return s;
     c->n_full_passes++;
-    s = run_stages(c, &ctx, &a, c->n_stages, logits);
+    s = run_stages(c, &ctx, &a, from, c->n_stages, logits);
     if (s)
         return s;
 selected:
@@ -657,7 +664,7 @@ sift_status sift__distribution_row(sift_chain *c, const float *logits, int32_t V
     sift__ctx ctx;
     sift__ctx_init(c, &ctx, V, err);
     size_t end = sift__selector_end(c);
-    s = run_stages(c, &ctx, &a, end, logits);
+    s = run_stages(c, &ctx, &a, 0, end, logits);
     if (s)
         return s;
     return sift__finish_distribution(c, &ctx, &a, end, out, capacity, n_out);
@@ -705,5 +712,5 @@ sift_status sift__row_load(sift_chain *c, const float *logits, int32_t V, sift__
 sift_status sift__row_run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_t end,
                                  const float *logits)
 {
-    return run_stages(c, ctx, a, end, logits);
+    return run_stages(c, ctx, a, 0, end, logits);
 }

@@ -23,7 +23,9 @@
  * its two ends give every float logit the same verdict, that is the
  * definition's kept set. Otherwise (a row of one value, a mean far above
  * the spread, a threshold within rounding of a float) the definition's
- * sums run as written.
+ * sums run as written. First in a full pass, the stage does not wait for
+ * the row to be loaded whole (tns_apply_row): the moments come from the
+ * row itself and the kept tokens from one threshold scan.
  *
  * Reference behaviour: llama.cpp computes the mean and the variance in
  * float (squares through double pow) in array order and masks the
@@ -36,6 +38,7 @@
 #include <string.h>
 
 #include "../core/kernels.h"
+#include "../core/simd.h"
 #include "../sift_internal.h"
 #include "registry.h"
 
@@ -181,6 +184,65 @@ static sift_status tns_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     return SIFT_OK;
 }
 
+/* The indices of every row[i] > t (or NaN), ascending, into idx (room
+ * for n): the top-k's threshold scan, finished one by one where it stops
+ * for room. *bad as the scan sets it (a NaN or +inf, or sums that
+ * overflowed). */
+static size_t row_above(const float *row, size_t n, float t, uint32_t *idx, int *bad)
+{
+    const sift__simd_ops *ops = sift__simd();
+    size_t m = 0, i = 0;
+    while (i < n) {
+        i = ops->scan_gt(row, i, n, t, idx, &m, n, bad);
+        for (; i < n && m + SIFT__SCAN_BLOCK > n; i++) {
+            *bad |= !(row[i] < INFINITY);
+            if (!(row[i] <= t))
+                idx[m++] = (uint32_t)i;
+        }
+    }
+    return m;
+}
+
+/* The stage first in a full pass (sift__stage_ops.apply_row): the
+ * moments of the row itself (the loaded candidates' values, in another
+ * order: the certified threshold does not depend on it), and, when they
+ * certify the threshold, the kept tokens gathered by one threshold scan
+ * of the row in id order. (double)l >= thr holds exactly for the floats
+ * l >= f = ceil_float(thr), that is l > the float below f (-0 and +0
+ * alike; f = -FLT_MAX makes it l > -inf), so the array is the one tns_apply
+ * leaves on the loaded row: the same tokens, id order, dense when it
+ * kept them all. Declines on a row the threshold cannot decide, a NaN or
+ * +inf (the load names it) and a row of fewer than two finite logits. */
+static int tns_apply_row(sift__stage *st, sift__ctx *ctx, const float *row, int32_t V, sift__arr *a)
+{
+    const tns_stage *s = (const tns_stage *)st;
+    size_t n = (size_t)V;
+    if (!(s->n > 0.0f) || V < 2)
+        return 0;
+    sift__moments mo;
+    sift__moments_row(row, n, &mo);
+    double thr;
+    if (!sift__tns_threshold(&mo, n, s->n, &thr))
+        return 0;
+    float t = nextafterf(ceil_float(thr), -INFINITY);
+    uint32_t *idx = ctx->ws->u32;
+    int bad = 0;
+    size_t m = row_above(row, n, t, idx, &bad);
+    if (bad || m == 0)
+        return 0;
+    sift_candidate *c = ctx->ws->cand;
+    for (size_t j = 0; j < m; j++) {
+        c[j].id = (int32_t)idx[j];
+        c[j].logit = row[idx[j]];
+    }
+    a->c = c;
+    a->n = m;
+    a->V = V;
+    a->order = SIFT__ORDER_ID;
+    a->dense = m == n;
+    return 1;
+}
+
 static sift_class tns_cls(const sift__stage *st, int64_t *n)
 {
     *n = 0;
@@ -190,6 +252,7 @@ static sift_class tns_cls(const sift__stage *st, int64_t *n)
 static const sift__stage_ops tns_ops = {
     .name = "top_n_sigma",
     .apply = tns_apply,
+    .apply_row = tns_apply_row,
     .cls = tns_cls,
 };
 
