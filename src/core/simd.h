@@ -106,8 +106,10 @@ SIFT__HIDDEN int sift__topk_fits(int32_t V, size_t k);
  * and message; writes its canonical first k tokens to out[0..k) in
  * canonical order) in one pass over the row with a running threshold,
  * through the kernels of sift__simd(); when !sift__topk_fits(V, k) it
- * calls sift__row_prefix. Uses ws->u32, ws->u64b and ws->u64c; out may be
- * ws->cand but not those. */
+ * calls sift__row_prefix. Uses ws->u32, ws->u64b and ws->u64c, and
+ * ws->f64 when ctx->tail_want is set (it then sets ctx->tail_ok and, with
+ * it, ctx->tail_S and ctx->tail_lower: core/topk.c); out may be ws->cand
+ * but not those. */
 SIFT__HIDDEN sift_status sift__topk_row(sift__ctx *ctx, const float *row, int32_t V, size_t k,
                                         sift_candidate *out);
 /* sift__topk_row through the kernels of `level` (tests compare them);
