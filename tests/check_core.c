@@ -487,11 +487,14 @@ END_TEST
 /* top_n_sigma first in a full pass builds its array from the row
  * (tns_apply_row): where it does not decline, the array is the one that
  * loading the row and applying the stage leaves (sift__chain_run_stages),
- * bit for bit: ids, logits, length, order, dense. Rows: the bench's
- * shapes (peaked, bf16, flat), -inf mixed in, -0 and +0 at the
- * threshold, tokens moved onto the float at or above the definition's
- * threshold, rows of one value, and rows it must decline: a NaN or +inf
- * (the load names it), fewer than two finite logits. Run
+ * bit for bit: ids, logits, length, order, dense. Rows: peaked, coarse
+ * (ties), -inf mixed in, -0 and +0 mixed in, a fence at the threshold
+ * (one token on the float f at or above it, one on the float below f,
+ * so that moving the scan's threshold one float either way fails),
+ * rows of one value, and rows it must decline: a NaN or +inf (the load
+ * names it), fewer than two finite logits. (A threshold that rounds up
+ * to a zero lies within the smallest subnormal of 0, closer than the
+ * bound can tell: those rows fall back.) Run
  * under every SIFT_SIMD cap by check_simd_whole. */
 START_TEST(test_top_n_sigma_first_builds_from_the_row_what_the_load_and_its_apply_leave)
 {
@@ -503,6 +506,7 @@ START_TEST(test_top_n_sigma_first_builds_from_the_row_what_the_load_and_its_appl
     static const float ns[] = {1.0f, 0.5f, 3.0f, 0.01f};
     uint64_t r = 99;
     long built = 0, declined = 0, must_decline = 0, ordinary = 0, ordinary_declined = 0;
+    long fenced = 0, fenced_built = 0;
     for (int it = 0; it < 400; it++) {
         r = r * 6364136223846793005ull + 1442695040888963407ull;
         int32_t nv = 2 + (int32_t)((r >> 33) % (it < 200 ? 3000 : NV - 2));
@@ -536,20 +540,29 @@ START_TEST(test_top_n_sigma_first_builds_from_the_row_what_the_load_and_its_appl
                 row[i] = -INFINITY;
             decline = 1;
         }
-        if (shape == 0) {
-            /* token 0 onto the float at or above the threshold */
-            static sift_candidate cd[NV];
-            static double x[NV];
+        static sift_candidate cd[NV];
+        static double x[NV];
+        size_t cnt;
+        double s2;
+        if (shape == 0 && nv > 2) {
+            /* the fence: token 0 onto the float f at or above the
+             * threshold (kept), token 1 onto the float below f (dropped) */
+            float f = 0.0f;
             for (int round = 0; round < 8; round++) {
                 for (int32_t i = 0; i < nv; i++) {
                     cd[i].id = i;
                     cd[i].logit = row[i];
                 }
-                size_t c;
-                double s2, t = tns_definition(cd, (size_t)nv, nn, x, &c, &s2);
-                float f = (float)t;
-                row[0] = (double)f < t ? nextafterf(f, INFINITY) : f;
+                double t = tns_definition(cd, (size_t)nv, nn, x, &cnt, &s2);
+                f = (float)t;
+                f = (double)f < t ? nextafterf(f, INFINITY) : f;
+                row[0] = f;
+                row[1] = nextafterf(f, -INFINITY);
             }
+            for (int32_t i = 0; i < nv; i++)
+                cd[i].logit = row[i];
+            double t = tns_definition(cd, (size_t)nv, nn, x, &cnt, &s2);
+            fenced += (double)row[0] >= t && !((double)row[1] >= t);
         }
         sift_chain *c = NULL;
         sift_error err;
@@ -574,6 +587,8 @@ START_TEST(test_top_n_sigma_first_builds_from_the_row_what_the_load_and_its_appl
             continue;
         }
         built++;
+        fenced_built += shape == 0;
+        ck_assert_int_eq(a.V, nv);
         size_t n = a.n;
         int order = a.order, dense = a.dense;
         memcpy(got, a.c, n * sizeof *got);
@@ -588,9 +603,10 @@ START_TEST(test_top_n_sigma_first_builds_from_the_row_what_the_load_and_its_appl
     }
     fprintf(stderr,
             "top_n_sigma from the row: %ld built, %ld declined (%ld had to; %ld of %ld ordinary "
-            "rows)\n",
-            built, declined, must_decline, ordinary_declined, ordinary);
+            "rows); %ld rows fenced at the threshold (%ld built)\n",
+            built, declined, must_decline, ordinary_declined, ordinary, fenced, fenced_built);
     ck_assert_int_gt(built, 200);
+    ck_assert_int_gt(fenced_built, 20);
     ck_assert_int_lt(ordinary_declined * 50, ordinary);
 }
 END_TEST
