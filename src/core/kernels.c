@@ -490,16 +490,51 @@ __attribute__((target("avx512f"))) static void moments_avx512(const sift_candida
     moments_scalar(cd, i, n, mo);
 }
 
-/* The same over a row of floats: thirty-two a step. */
+/* The same over a row of floats: thirty-two a step. A row seldom holds
+ * -inf, so a first pass assumes none: no masks and no count (every value
+ * counts), the squares added by fused multiply-adds (each term is then
+ * added exactly and rounded once with the sum, within the bound of a sum
+ * of rounded squares), and a running minimum that shows a -inf; a row
+ * that has one is summed again with the masks. */
 __attribute__((target("avx512f"))) static void moments_row_avx512(const float *x, size_t n,
                                                                   sift__moments *mo)
 {
-    mom512 a;
-    mom512_init(&a);
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, q0 = s0, q1 = s0, q2 = s0, q3 = s0;
+    __m512 vmx = _mm512_set1_ps(-INFINITY), vmn = _mm512_set1_ps(INFINITY);
     size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        mom512_add(&a, _mm512_loadu_ps(x + i), _mm512_loadu_ps(x + i + 16));
-    mom512_end(&a, mo);
+    for (; i + 32 <= n; i += 32) {
+        __m512 l0 = _mm512_loadu_ps(x + i), l1 = _mm512_loadu_ps(x + i + 16);
+        vmx = _mm512_max_ps(vmx, _mm512_max_ps(l0, l1));
+        vmn = _mm512_min_ps(vmn, _mm512_min_ps(l0, l1));
+        __m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(l0));
+        __m512d x1 =
+            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l0), 1)));
+        __m512d x2 = _mm512_cvtps_pd(_mm512_castps512_ps256(l1));
+        __m512d x3 =
+            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(l1), 1)));
+        s0 = _mm512_add_pd(s0, x0);
+        q0 = _mm512_fmadd_pd(x0, x0, q0);
+        s1 = _mm512_add_pd(s1, x1);
+        q1 = _mm512_fmadd_pd(x1, x1, q1);
+        s2 = _mm512_add_pd(s2, x2);
+        q2 = _mm512_fmadd_pd(x2, x2, q2);
+        s3 = _mm512_add_pd(s3, x3);
+        q3 = _mm512_fmadd_pd(x3, x3, q3);
+    }
+    if (SIFT__UNLIKELY(!(_mm512_reduce_min_ps(vmn) > -INFINITY))) {
+        /* a -inf (or a NaN, which promises nothing): with the masks */
+        mom512 a;
+        mom512_init(&a);
+        for (i = 0; i + 32 <= n; i += 32)
+            mom512_add(&a, _mm512_loadu_ps(x + i), _mm512_loadu_ps(x + i + 16));
+        mom512_end(&a, mo);
+        moments_row_scalar(x, i, n, mo);
+        return;
+    }
+    mo->count = i;
+    mo->max = _mm512_reduce_max_ps(vmx);
+    mo->sum = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)));
+    mo->sumsq = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(q0, q1), _mm512_add_pd(q2, q3)));
     moments_row_scalar(x, i, n, mo);
 }
 

@@ -50,10 +50,10 @@ SIFT__HIDDEN size_t sift__find_eq_u32_at(int level, const uint32_t *bk, size_t i
 /* top_n_sigma's moments for its certified threshold (docs/samplers.md,
  * "top_n_sigma's certified threshold"): over the finite candidates of
  * cd[0..n) (logit > -inf), their count and largest logit (exact), and
- * the sum of (double)l and of the rounded squares fl((double)l *
- * (double)l), each summed in some order of the kernel's own in which no
- * term passes through more than n + 8 additions: no bits are promised
- * across levels, only that bound. */
+ * the sum of (double)l and of the squares (double)l * (double)l, each
+ * square rounded once or added by a fused multiply-add, each sum in some
+ * order of the kernel's own in which no term passes through more than
+ * n + 8 additions: no bits are promised across levels, only that bound. */
 typedef struct sift__moments {
     size_t count;
     float max;

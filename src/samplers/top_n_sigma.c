@@ -87,7 +87,8 @@ static float ceil_float(double t)
  * N u / (1 - N u). With P = sum x^2 and S = sum x (real), A = sum |x| <=
  * sqrt(c P):
  *  - the kernel: sumsq in P [(1 - u)(1 - g), (1 + u)(1 + g)] (positive
- *    terms, each square rounded once), |sum - S| <= g A;
+ *    terms, each square rounded once, or added exactly by a fused
+ *    multiply-add, which leaves only the g), |sum - S| <= g A;
  *  - Q = sum (x - xbar)^2 = P - S^2 / c exactly, bounded from those;
  *  - the definition's mean is S1 / c rounded, |S1 - S| <= g A, so it is
  *    within D = (g + 2u) A / c of xbar, and sum (x - mean)^2 = Q +
