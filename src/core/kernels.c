@@ -769,16 +769,17 @@ keep_below_w_avx2(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n, 
     return keep_below_w_scalar(c, w, bk, i, n, j, bstar, keep_eq, arg, lo, hi);
 }
 
-/* The keep mask of bk[i..i+8) at AVX-512F: bit l when bk[i + l] < bstar,
- * or in bstar and keep_eq says so (asked in order); bv8 holds bstar in
- * eight 64-bit lanes. */
-__attribute__((target("avx512f"))) static inline unsigned
-keep_mask8_avx512(const sift_candidate *c, const uint32_t *bk, size_t i, __m512i bv8,
-                  sift__keep_fn keep_eq, void *arg)
+/* Eight candidates a vector: kept when their bucket is below bstar; in
+ * bstar, keep_eq decides (lane by lane, in order). The kept ones are
+ * compressed and stored whole at j (j <= i: only read candidates are
+ * overwritten). */
+/* The lanes of c[i..i+16) in bstar that keep_eq keeps (asked in order):
+ * out of the loop's line, so that the loop keeps its vectors in
+ * registers (a call clobbers them all). */
+__attribute__((noinline)) static unsigned
+keep_eq_lanes(const sift_candidate *c, size_t i, unsigned eq, sift__keep_fn keep_eq, void *arg)
 {
-    __m512i bw = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(bk + i)));
-    unsigned keep = _mm512_cmplt_epu64_mask(bw, bv8);
-    unsigned eq = _mm512_cmpeq_epu64_mask(bw, bv8);
+    unsigned keep = 0;
     for (; eq; eq &= eq - 1) {
         unsigned l = (unsigned)__builtin_ctz(eq);
         if (keep_eq(&c[i + l], arg))
@@ -787,22 +788,32 @@ keep_mask8_avx512(const sift_candidate *c, const uint32_t *bk, size_t i, __m512i
     return keep;
 }
 
-/* Eight candidates a vector: kept when their bucket is below bstar; in
- * bstar, keep_eq decides (lane by lane, in order). The kept ones are
- * compressed and stored whole at j (j <= i: only read candidates are
- * overwritten). */
+/* Sixteen candidates a step, their buckets compared in one vector; the
+ * kept ones of each eight are compressed and stored whole at j (j <= i:
+ * only read candidates are overwritten), and nothing is stored for eight
+ * that keep none (the usual case when few are kept). */
 __attribute__((target("avx512f"))) static size_t keep_below_avx512(sift_candidate *c,
                                                                    const uint32_t *bk, size_t n,
                                                                    uint32_t bstar,
                                                                    sift__keep_fn keep_eq, void *arg)
 {
-    const __m512i bv8 = _mm512_set1_epi64((long long)bstar);
     size_t i = 0, j = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m512i v = _mm512_loadu_si512((const void *)(c + i));
-        __mmask8 k = (__mmask8)keep_mask8_avx512(c, bk, i, bv8, keep_eq, arg);
-        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
-        j += (size_t)__builtin_popcount((unsigned)k);
+    for (; i + 16 <= n; i += 16) {
+        __m512i b = _mm512_loadu_si512((const void *)(bk + i));
+        __m512i bv = _mm512_set1_epi32((int)bstar);
+        unsigned keep = _mm512_cmplt_epu32_mask(b, bv);
+        unsigned eq = _mm512_cmpeq_epu32_mask(b, bv);
+        if (SIFT__UNLIKELY(eq))
+            keep |= keep_eq_lanes(c, i, eq, keep_eq, arg);
+        if (!keep)
+            continue;
+        __mmask8 k0 = (__mmask8)keep, k1 = (__mmask8)(keep >> 8);
+        __m512i v0 = _mm512_loadu_si512((const void *)(c + i));
+        __m512i v1 = _mm512_loadu_si512((const void *)(c + i + 8));
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k0, v0));
+        j += (size_t)__builtin_popcount((unsigned)k0);
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k1, v1));
+        j += (size_t)__builtin_popcount((unsigned)k1);
     }
     return keep_below_scalar(c, bk, i, n, j, bstar, keep_eq, arg);
 }
@@ -814,14 +825,23 @@ __attribute__((target("avx512f"))) static size_t
 keep_below_w_avx512(sift_candidate *c, uint64_t *w, const uint32_t *bk, size_t n, uint32_t bstar,
                     sift__keep_fn keep_eq, void *arg, uint64_t *lo, uint64_t *hi)
 {
-    const __m512i bv8 = _mm512_set1_epi64((long long)bstar);
     const __m512i low32 = _mm512_set1_epi64(0xffffffffll);
     __m512i slo = _mm512_setzero_si512(), shi = _mm512_setzero_si512();
     size_t i = 0, j = 0;
     for (; i + 8 <= n; i += 8) {
+        /* the buckets' compares as in keep_below_avx512, eight at a time */
+        __m512i b =
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)(bk + i)));
+        __m512i bv = _mm512_set1_epi32((int)bstar);
+        unsigned keep = _mm512_cmplt_epu32_mask(b, bv) & 0xffu; /* the upper lanes are not read */
+        unsigned eq = _mm512_cmpeq_epu32_mask(b, bv) & 0xffu;
+        if (SIFT__UNLIKELY(eq))
+            keep |= keep_eq_lanes(c, i, eq, keep_eq, arg);
+        if (!keep)
+            continue;
+        __mmask8 k = (__mmask8)keep;
         __m512i v = _mm512_loadu_si512((const void *)(c + i));
         __m512i wv = _mm512_loadu_si512((const void *)(w + i));
-        __mmask8 k = (__mmask8)keep_mask8_avx512(c, bk, i, bv8, keep_eq, arg);
         _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
         _mm512_storeu_si512((void *)(w + j), _mm512_maskz_compress_epi64(k, wv));
         slo = _mm512_mask_add_epi64(slo, k, slo, _mm512_and_si512(wv, low32));
