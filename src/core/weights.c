@@ -709,6 +709,38 @@ __attribute__((target(FX8_TARGET))) static size_t expf_avx512(const float *x, fl
         fell += expf_avx2(x + i, e + i, n - i);
     return fell;
 }
+
+/* entropy_scalar with its eight lanes in one register: lane j of the
+ * scalar form is lane j here, so every lane adds the same terms in the
+ * same order. The weights (< 2^63) become doubles by vcvtuqq2pd, which
+ * rounds as the C conversion does; the two products stay separate (the
+ * build has -ffp-contract=off). Latency-bound on the one chain of adds
+ * the definition's lanes allow; it saves entropy_avx2's two-step
+ * conversions and halves its instructions. */
+__attribute__((target(FX8_TARGET))) static double
+entropy_avx512(const sift_candidate *c, const uint64_t *w, size_t n, float m, double LS, double inv)
+{
+    const __m256 mv = _mm256_set1_ps(m);
+    const __m512d LSv = _mm512_set1_pd(LS), invv = _mm512_set1_pd(inv);
+    __m512d acc = _mm512_setzero_pd();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        /* a candidate is {id, logit}: the logit is each 64-bit lane's
+         * high half */
+        __m512i cv = _mm512_loadu_si512((const void *)(c + i));
+        __m256 l = _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_srli_epi64(cv, 32)));
+        __m512i wv = _mm512_loadu_si512((const void *)(w + i));
+        __m512d s = _mm512_sub_pd(LSv, _mm512_cvtps_pd(_mm256_sub_ps(l, mv)));
+        __m512d v = _mm512_mul_pd(_mm512_mul_pd(_mm512_cvtepu64_pd(wv), invv), s);
+        /* a zero weight is the term +0 (its s may be inf: -inf logits) */
+        acc = _mm512_add_pd(acc, _mm512_maskz_mov_pd(_mm512_test_epi64_mask(wv, wv), v));
+    }
+    double s[8];
+    _mm512_storeu_pd(s, acc);
+    for (int j = 0; i < n; i++, j++)
+        s[j] += ent_term(c[i].logit, w[i], m, LS, inv);
+    return lanes_combine(s);
+}
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -794,7 +826,11 @@ double sift__entropy_path(int path, const sift_candidate *c, const uint64_t *w, 
     if (!sift__weights_path_available(path))
         path = 0;
 #ifdef SIFT__FX_AVX2
-    if (path >= 2) /* AVX-512 has no entropy kernel of its own */
+#ifdef SIFT__FX_AVX512
+    if (path == 3)
+        return entropy_avx512(c, w, n, m, LS, inv);
+#endif
+    if (path == 2)
         return entropy_avx2(c, w, n, m, LS, inv);
 #endif
 #ifdef SIFT__FX_VEC
