@@ -266,16 +266,19 @@ static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t 
 {
     /* every element's bucket (core/kernels.c, vector and scalar twins) */
     sift__score_buckets(c, n, m, LS, H, TYP_SCALE, (double)(TYP_NB - 1), bk);
-    /* Per bucket: the low and the high 32-bit halves of the weights
-     * summed separately (neither sum can overflow for n < 2^31, so no
-     * carries are tracked) and the count. */
-    uint64_t *h = ctx->ws->u64b; /* 3 * TYP_NB <= TYP_BIG <= n <= its capacity */
-    memset(h, 0, 3 * TYP_NB * sizeof *h);
+    /* Per bucket two words: h[2 b] the mass modulo 2^64, and h[2 b + 1]
+     * the count in its high 32 bits and the number of times the first
+     * word wrapped in its low 32 (each add wraps at most once, so that
+     * number is at most the count, below 2^31 for n < 2^31, and never
+     * reaches the count's bits). Two read-modify-writes a token: the
+     * loop is bound by its stores. */
+    uint64_t *h = ctx->ws->u64b; /* 2 * TYP_NB <= TYP_BIG <= n <= its capacity */
+    memset(h, 0, 2 * TYP_NB * sizeof *h);
     for (size_t i = 0; i < n; i++) {
-        uint64_t *hb = h + 3 * (size_t)bk[i];
-        hb[0] += w[i] & 0xffffffffu;
-        hb[1] += w[i] >> 32;
-        hb[2] += 1;
+        uint64_t *hb = h + 2 * (size_t)bk[i];
+        uint64_t x = w[i], s = hb[0] + x;
+        hb[1] += ((uint64_t)1 << 32) + (s < x);
+        hb[0] = s;
     }
     /* The first bucket whose inclusive prefix qualifies: every element
      * in the buckets before it ranks before the cut, every one after it
@@ -286,10 +289,9 @@ static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t 
     for (;; b++) {
         if (b == TYP_NB)
             return 0;
-        uint64_t lo = h[3 * b], hi = h[3 * b + 1];
-        sift__u128 mb = sift__u128_halves(lo, hi);
+        sift__u128 mb = {h[2 * b], h[2 * b + 1] & 0xffffffffu};
         sift__u128 with = sift__u128_add(below, mb);
-        size_t cnt = cnt_below + (size_t)h[3 * b + 2];
+        size_t cnt = cnt_below + (size_t)(h[2 * b + 1] >> 32);
         if (reaches(with, cnt, T, kmin))
             break;
         below = with;
