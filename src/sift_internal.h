@@ -394,6 +394,11 @@ typedef struct sift__ctx {
      * again. */
     int tail_want, tail_ok;
     double tail_S, tail_lower;
+    /* The tail route inside a full pass (sift__arr_top_select): arr_top
+     * counts its decisions in this step (for tests: added to the chain's
+     * n_arr_top); arr_top_off, for tests (0 otherwise), turns it off. */
+    uint32_t arr_top;
+    int arr_top_off;
 } sift__ctx;
 
 enum {
@@ -786,6 +791,11 @@ struct sift_chain {
      * ran the definition's sums (sift__tns_threshold), counted over the
      * steps that succeeded. */
     uint64_t n_tns_exact;
+    /* Decisions of the tail route inside a full pass
+     * (sift__arr_top_select), counted over the steps that succeeded; and,
+     * for tests (0 otherwise), a switch that turns that route off. */
+    uint64_t n_arr_top;
+    uint8_t arr_top_off;
     /* For tests (0 otherwise): every take of carried weights is checked
      * against weights computed afresh (sift__carry_check), a mismatch
      * counted in n_carry_bad (and the take refused). */
@@ -1228,6 +1238,21 @@ SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
  * "Performance", has the measurements that chose it). */
 #ifndef SIFT__ROW_TAIL_K
 #define SIFT__ROW_TAIL_K 256
+
+/* The tail route inside a full pass, for a WHOLE selector `st` with a
+ * certificate on the absent mass (certify_mass) about to run on `a`, an
+ * array of at least SIFT__ARR_TOP_MIN candidates in id order: takes its
+ * canonical first SIFT__ROW_TAIL_K tokens by the top-k pass (with the
+ * fused tail sum) and certifies `st` on them with the bound on the rest,
+ * as the row step's tail route does on a row (docs/analyzer.md, "Tail
+ * mass"). Returns 1 when the certificate holds; the stage has then run on
+ * those tokens and selected the token (and advanced the RNG) that its
+ * apply on `a` would have. Returns 0 otherwise, with `a`, the RNG and
+ * ctx->err untouched; ws->u64a, ws->cand2 and the top-k pass's scratch
+ * are overwritten. Not on a slice's present tokens (ctx->absent_lo must
+ * be 0). */
+#define SIFT__ARR_TOP_MIN 16384
+SIFT__HIDDEN int sift__arr_top_select(sift__stage *st, sift__ctx *ctx, const sift__arr *a);
 #endif
 #define SIFT__PLAN_UNBOUNDED_SLACK 64
 #define SIFT__PLAN_K_MAX ((int64_t)1 << 30)

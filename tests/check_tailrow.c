@@ -894,6 +894,122 @@ static int step_tried(sift_chain *c, const float *row, int32_t V)
     return attempts(c) > before;
 }
 
+/* The tail route inside a full pass (sift__arr_top_select): a dist
+ * after a stage that reads every token runs on a large array in id order
+ * and first tries that array's top tokens with a bound on the rest.
+ * Chains whose full pass reaches dist that way (temp_ext, top_n_sigma;
+ * penalties, top_k or xtc before them, the last two leaving an array
+ * whose ids are not its indices), on issue 12's rows and on coarse rows
+ * (ties everywhere, a third of the tokens -inf): the token, the RNG and
+ * the state must be
+ * the oracle's and a twin's with that route off at every step, and on
+ * peaked and bf16 rows the route must decide most temp_ext steps. */
+static void coarse_row(tu_rng *r, float *row, int32_t V, int kind)
+{
+    route_row(r, row, V, kind);
+    for (int32_t i = 0; i < V; i++)
+        row[i] = tu_range(r, 0, 2) ? floorf(row[i] * 2.0f) * 0.5f : -INFINITY;
+    row[tu_range(r, 0, V - 1)] = 12.0f;
+}
+
+/* Between the two: a head of 50 ids raised by U(2, 5) only, so that
+ * the draw leaves the top tokens on some steps and the route falls back
+ * there. */
+static void mid_row(tu_rng *r, float *row, int32_t V, int kind)
+{
+    for (int32_t i = 0; i < V; i++)
+        row[i] = (float)(2.0 * tu_normal(r));
+    for (int h = 0; h < 50; h++)
+        row[tu_range(r, 0, V - 1)] += (float)(4.0 + 4.0 * tu_unif(r));
+    if (kind == R_BF16)
+        for (int32_t i = 0; i < V; i++)
+            row[i] = tu_bf16(row[i]);
+}
+
+START_TEST(test_the_route_inside_the_full_pass_gives_the_oracles_token)
+{
+    uint64_t mixed = 0; /* runs that both decided and fell back */
+    enum { STEPS = 20 };
+    const int32_t V = 24000;
+    sift_error err;
+    for (int which = 0; which < 6; which++) {
+        sp_chain spec;
+        memset(&spec, 0, sizeof spec);
+        spec.seed = 500 + (uint64_t)which;
+        switch (which) {
+        case 0: add(&spec, SP_TEMP_EXT, 0.8f, 0.5f, 0, 0); break;
+        case 1: add(&spec, SP_TEMP_EXT, 1.3f, 0.4f, 0, 0); break;
+        case 2:
+            add(&spec, SP_PENALTIES, 1.1f, 0, 64, 0);
+            add(&spec, SP_TEMP_EXT, 0.7f, 0.6f, 0, 0);
+            break;
+        case 3: /* the array is not dense: ids are not indices */
+            add(&spec, SP_TOP_K, 0, 0, 30000, 0);
+            add(&spec, SP_TEMP_EXT, 0.9f, 0.5f, 0, 0);
+            break;
+        case 4:
+            add(&spec, SP_XTC, 1.0f, 0.1f, 1, 0);
+            add(&spec, SP_TEMP_EXT, 1.0f, 0.5f, 0, 0);
+            break;
+        default: add(&spec, SP_TOP_N_SIGMA, 3.0f, 0, 0, 0); break;
+        }
+        if (spec.st[spec.n - 1].kind == SP_TEMP_EXT)
+            spec.st[spec.n - 1].f2 = which == 1 ? 2.0f : 1.0f;
+        add(&spec, SP_DIST, 0, 0, 0, 0);
+        char desc[512];
+        sp_describe(&spec, desc, sizeof desc);
+        for (int kind = 0; kind < 3 * R__COUNT; kind++) {
+            row_fn make = kind < R__COUNT ? route_row : kind < 2 * R__COUNT ? coarse_row : mid_row;
+            sift_chain *c, *off;
+            ck_assert_int_eq(sp_build(&spec, &c, &err), SIFT_OK);
+            ck_assert_int_eq(sp_build(&spec, &off, &err), SIFT_OK);
+            off->arr_top_off = 1;
+            or_chain o;
+            or_init(&o, &spec);
+            tu_rng r = {9000 + 16 * (uint64_t)which + (uint64_t)kind};
+            for (int i = 0; i < 40; i++) {
+                int32_t t = (int32_t)tu_range(&r, 0, V - 1);
+                ck_assert_int_eq(sift_chain_accept_prompt(c, t, &err), SIFT_OK);
+                ck_assert_int_eq(sift_chain_accept_prompt(off, t, &err), SIFT_OK);
+                or_accept_prompt(&o, t);
+            }
+            float *row = malloc((size_t)V * sizeof *row);
+            for (int s = 0; s < STEPS; s++) {
+                make(&r, row, V, kind % R__COUNT);
+                int32_t t = -1, tf = -1, to = -1;
+                ck_assert_int_eq(sift_chain_sample(c, row, V, &t, &err), SIFT_OK);
+                ck_assert_int_eq(sift_chain_sample(off, row, V, &tf, &err), SIFT_OK);
+                ck_assert_int_eq(or_sample(&o, row, V, &to), SIFT_OK);
+                ck_assert_msg(t == tf && t == to, "%s, rows %d, step %d: %d, off %d, oracle %d",
+                              desc, kind, s, (int)t, (int)tf, (int)to);
+                ck_assert_int_eq(sift_chain_accept(c, t, &err), SIFT_OK);
+                ck_assert_int_eq(sift_chain_accept(off, tf, &err), SIFT_OK);
+                or_accept(&o, to);
+                uint64_t a[4], b[4];
+                sift__chain_rng_state(c, a);
+                sift__chain_rng_state(off, b);
+                ck_assert_msg(memcmp(a, b, sizeof a) == 0 && memcmp(a, o.rng.s, sizeof a) == 0 &&
+                                  sift__chain_state_digest(c) == sift__chain_state_digest(off),
+                              "%s, rows %d, step %d: state after accept", desc, kind, s);
+            }
+            ck_assert_uint_eq(off->n_arr_top, 0);
+            mixed += c->n_arr_top > 0 && c->n_arr_top < STEPS;
+            fprintf(stderr, "route in the full pass: %-48s rows %d V %d: %d steps, decided %llu\n",
+                    desc, kind, (int)V, STEPS, (unsigned long long)c->n_arr_top);
+            if (which < 5 && (kind == R_PEAKED || kind == R_BF16))
+                ck_assert_msg(c->n_arr_top >= STEPS / 2, "%s, rows %d: decided %llu of %d", desc,
+                              kind, (unsigned long long)c->n_arr_top, STEPS);
+            free(row);
+            or_free(&o);
+            sift_chain_free(c);
+            sift_chain_free(off);
+        }
+    }
+    ck_assert_msg(mixed >= 3, "only %llu runs both decided and fell back",
+                  (unsigned long long)mixed);
+}
+END_TEST
+
 START_TEST(test_the_back_off_is_cleared_by_reset_and_copied_by_clone)
 {
     int32_t V = 60000;
@@ -1027,6 +1143,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_tail_route_of_mirostat_v2_equals_the_full_pass_bitwise);
     tcase_add_test(t, test_a_stage_that_lowers_absent_tokens_takes_the_lower_end_away);
     tcase_add_test(t, test_random_chains_on_the_route_equal_the_full_pass_bitwise);
+    tcase_add_test(t, test_the_route_inside_the_full_pass_gives_the_oracles_token);
     tcase_add_test(t, test_the_back_off_is_cleared_by_reset_and_copied_by_clone);
     tcase_add_test(t, test_a_slice_without_a_tail_mass_that_needs_the_row_tries_the_tail_route);
     tcase_add_test(t, test_a_chain_the_prefix_decides_exactly_does_not_take_the_tail_route);

@@ -138,6 +138,8 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->tns_exact = 0;
     ctx->tail_want = ctx->tail_ok = 0;
     ctx->tail_S = ctx->tail_lower = 0.0;
+    ctx->arr_top = 0;
+    ctx->arr_top_off = c->arr_top_off;
 }
 
 int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
@@ -363,6 +365,51 @@ static void tail_bound(sift__bound *b, const sift__ctx *ctx, const sift__arr *a,
     sift__tail_set_lower(b, lower, n_present, lk);
 }
 
+/* The tail route inside a full pass (sift__arr_top_select in
+ * sift_internal.h). The array's logits are copied to a float row in the
+ * weights buffer (free until the exact pass computes weights there), in
+ * the array's order, which is ascending id: an index then ranks ties as
+ * the id does, and the top-k pass's canonical first k, mapped back to
+ * ids, are the set's canonical first k. The bound is tail_bound's on
+ * that row, and the certificate the walk's (cert_whole). */
+int sift__arr_top_select(sift__stage *st, sift__ctx *ctx, const sift__arr *a)
+{
+    size_t n = a->n, k = SIFT__ROW_TAIL_K;
+    if (ctx->arr_top_off || !st->ops->certify_mass || a->order != SIFT__ORDER_ID ||
+        n > (size_t)INT32_MAX || !sift__step_takes_prefix((int32_t)n, k) ||
+        !sift__topk_fits((int32_t)n, k) || ctx->absent_lo.lo || ctx->absent_lo.hi)
+        return 0;
+    float *row = (float *)(void *)ctx->ws->u64a;
+    for (size_t i = 0; i < n; i++)
+        row[i] = a->c[i].logit;
+    sift_candidate *p = ctx->ws->cand2;
+    /* A row the top-k pass refuses (NaN, +inf: not in a loaded array;
+     * all -inf) goes to the exact pass, which reports what it must; the
+     * pass's message is not kept. */
+    sift_error scratch;
+    sift_error *user_err = ctx->err;
+    ctx->err = &scratch;
+    ctx->tail_want = 1;
+    sift_status s = sift__topk_row(ctx, row, (int32_t)n, k, p);
+    ctx->tail_want = 0;
+    ctx->err = user_err;
+    if (s) {
+        ctx->tail_ok = 0;
+        return 0;
+    }
+    for (size_t j = 0; j < k; j++)
+        p[j].id = a->c[p[j].id].id;
+    sift__arr pa = {p, k, (int32_t)n, SIFT__ORDER_CANON, 0};
+    sift__bound b = sift__bound_of(&p[k - 1]);
+    tail_bound(&b, ctx, &pa, row, k);
+    ctx->tail_ok = 0;
+    b.n_absent = (uint64_t)(n - k);
+    int ok = st->ops->certify_mass(st, ctx, &pa, &b) && st->ops->apply(st, ctx, &pa) == SIFT_OK;
+    ctx->absent_lo = sift__u128_from(0);
+    ctx->arr_top += (uint32_t)ok;
+    return ok;
+}
+
 /* One pass of the chain over a whole row, starting from RNG state *rng:
  * the token, and *rng advanced past the draws. Commits nothing. The
  * caller has checked the chain and sized the buffers. try_prefix = 0
@@ -398,6 +445,10 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
         k = sift__plan_row_tail_k(c);
         tail = prefix = sift__step_takes_prefix(V, k) && tail_route_due(c);
     }
+    /* A chain the tail route serves has tried (or backed off from) the
+     * same certificate on the row: its full pass does not try it again
+     * on the array (sift__arr_top_select). */
+    int arr_top_off = sift__plan_row_k(c) == 0 && sift__plan_row_tail_k(c) > 0;
     /* The prefix needs the extras of this step; a grammar that cannot
      * list its allowed tokens within its work budget sends the step to
      * the whole row, which does not need them (out of memory is the
@@ -439,6 +490,7 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
     }
     sift__ctx_init(c, &ctx, V, err);
     ctx.rng = *rng;
+    ctx.arr_top_off |= arr_top_off;
     /* The first stage may build its result from the row itself
      * (apply_row: top_n_sigma); else the row is loaded whole. */
     size_t from = 0;
@@ -457,6 +509,7 @@ selected:
                           sift__stage_name(c->stages[c->n_stages - 1]));
     c->n_carried += ctx.carry_used;
     c->n_tns_exact += ctx.tns_exact;
+    c->n_arr_top += ctx.arr_top;
     *rng = ctx.rng;
     *token = ctx.selected;
     return SIFT_OK;
