@@ -395,10 +395,13 @@ typedef struct sift__ctx {
     int tail_want, tail_ok;
     double tail_S, tail_lower;
     /* The tail route inside a full pass (sift__arr_top_select): arr_top
-     * counts its decisions in this step (for tests: added to the chain's
-     * n_arr_top); arr_top_off, for tests (0 otherwise), turns it off. */
+     * counts its decisions in this step (added to the chain's n_arr_top);
+     * arr_top_off turns it off (the chain's switch, a chain the row's
+     * tail route serves, a cross-check's reference step); arr_skip and
+     * arr_fails point to the chain's back-off. */
     uint32_t arr_top;
     int arr_top_off;
+    uint32_t *arr_skip, *arr_fails;
 } sift__ctx;
 
 enum {
@@ -792,8 +795,9 @@ struct sift_chain {
      * steps that succeeded. */
     uint64_t n_tns_exact;
     /* Decisions of the tail route inside a full pass
-     * (sift__arr_top_select), counted over the steps that succeeded; and,
-     * for tests (0 otherwise), a switch that turns that route off. */
+     * (sift__arr_top_select), counted over the steps that succeeded; and
+     * a switch that turns that route off (tests; a cross-check's
+     * reference step), 0 otherwise. */
     uint64_t n_arr_top;
     uint8_t arr_top_off;
     /* For tests (0 otherwise): every take of carried weights is checked
@@ -806,6 +810,10 @@ struct sift_chain {
      * the cost of a step depends on them, never its outcome; clone
      * copies them, sift_chain_reset clears them. */
     uint32_t tail_skip, tail_fails;
+    /* The same back-off for the tail route inside a full pass
+     * (sift__arr_top_select): large arrays it still skips, and its failed
+     * attempts in a row. Clone copies them, reset clears them. */
+    uint32_t arr_skip, arr_fails;
     /* Cross-check mode (core/crosscheck.c): the setting, the schedule
      * (successful slice steps since it was set, and its own RNG) and the
      * counters sift_chain_stats reports. */
@@ -1249,8 +1257,12 @@ SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
  * those tokens and selected the token (and advanced the RNG) that its
  * apply on `a` would have. Returns 0 otherwise, with `a`, the RNG and
  * ctx->err untouched; ws->u64a, ws->cand2 and the top-k pass's scratch
- * are overwritten. Not on a slice's present tokens (ctx->absent_lo must
- * be 0). */
+ * are overwritten. Returns 0 at once when ctx->arr_top_off is set or the
+ * chain's back-off skips this array (as the row route's: after the f-th
+ * failure in a row, the next min(2^(f-1), 64) - 1 arrays). `a` must be
+ * the whole set the stage draws from; an array in id order is that in
+ * the full pass (a walk's present tokens are put in canonical order
+ * first, and ctx->absent_lo must be 0). */
 #define SIFT__ARR_TOP_MIN 16384
 SIFT__HIDDEN int sift__arr_top_select(sift__stage *st, sift__ctx *ctx, const sift__arr *a);
 #endif

@@ -994,6 +994,18 @@ START_TEST(test_the_route_inside_the_full_pass_gives_the_oracles_token)
             }
             ck_assert_uint_eq(off->n_arr_top, 0);
             mixed += c->n_arr_top > 0 && c->n_arr_top < STEPS;
+            if (which == 0 && kind == R_FLAT) {
+                /* the back-off: set by the failures, copied by clone,
+                 * cleared by reset */
+                ck_assert_uint_eq(c->n_arr_top, 0);
+                ck_assert_uint_gt(c->arr_fails, 0);
+                sift_chain *cl;
+                ck_assert_int_eq(sift_chain_clone(c, &cl, &err), SIFT_OK);
+                ck_assert(cl->arr_fails == c->arr_fails && cl->arr_skip == c->arr_skip);
+                sift_chain_free(cl);
+                sift_chain_reset(c);
+                ck_assert(c->arr_fails == 0 && c->arr_skip == 0);
+            }
             fprintf(stderr, "route in the full pass: %-48s rows %d V %d: %d steps, decided %llu\n",
                     desc, kind, (int)V, STEPS, (unsigned long long)c->n_arr_top);
             if (which < 5 && (kind == R_PEAKED || kind == R_BF16))

@@ -140,6 +140,8 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->tail_S = ctx->tail_lower = 0.0;
     ctx->arr_top = 0;
     ctx->arr_top_off = c->arr_top_off;
+    ctx->arr_skip = &c->arr_skip;
+    ctx->arr_fails = &c->arr_fails;
 }
 
 int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
@@ -372,13 +374,37 @@ static void tail_bound(sift__bound *b, const sift__ctx *ctx, const sift__arr *a,
  * the id does, and the top-k pass's canonical first k, mapped back to
  * ids, are the set's canonical first k. The bound is tail_bound's on
  * that row, and the certificate the walk's (cert_whole). */
+static int arr_top_try(sift__stage *st, sift__ctx *ctx, const sift__arr *a, size_t k);
+
 int sift__arr_top_select(sift__stage *st, sift__ctx *ctx, const sift__arr *a)
 {
     size_t n = a->n, k = SIFT__ROW_TAIL_K;
-    if (ctx->arr_top_off || !st->ops->certify_mass || a->order != SIFT__ORDER_ID ||
-        n > (size_t)INT32_MAX || !sift__step_takes_prefix((int32_t)n, k) ||
-        !sift__topk_fits((int32_t)n, k) || ctx->absent_lo.lo || ctx->absent_lo.hi)
+    if (ctx->arr_top_off || !ctx->arr_skip || !st->ops->certify_mass ||
+        a->order != SIFT__ORDER_ID || n < SIFT__ARR_TOP_MIN || n > (size_t)INT32_MAX ||
+        !sift__step_takes_prefix((int32_t)n, k) || !sift__topk_fits((int32_t)n, k) ||
+        ctx->absent_lo.lo || ctx->absent_lo.hi)
         return 0;
+    /* the row route's back-off (tail_route_due, tail_route_done) */
+    uint32_t *skip = ctx->arr_skip, *fails = ctx->arr_fails;
+    if (*skip) {
+        --*skip;
+        return 0;
+    }
+    int ok = arr_top_try(st, ctx, a, k);
+    if (ok) {
+        *fails = 0;
+        ctx->arr_top++;
+    } else {
+        if (*fails < 7)
+            ++*fails;
+        *skip = (*fails >= 7 ? SIFT__TAIL_SKIP_MAX : 1u << (*fails - 1)) - 1;
+    }
+    return ok;
+}
+
+static int arr_top_try(sift__stage *st, sift__ctx *ctx, const sift__arr *a, size_t k)
+{
+    size_t n = a->n;
     float *row = (float *)(void *)ctx->ws->u64a;
     for (size_t i = 0; i < n; i++)
         row[i] = a->c[i].logit;
@@ -406,7 +432,6 @@ int sift__arr_top_select(sift__stage *st, sift__ctx *ctx, const sift__arr *a)
     b.n_absent = (uint64_t)(n - k);
     int ok = st->ops->certify_mass(st, ctx, &pa, &b) && st->ops->apply(st, ctx, &pa) == SIFT_OK;
     ctx->absent_lo = sift__u128_from(0);
-    ctx->arr_top += (uint32_t)ok;
     return ok;
 }
 

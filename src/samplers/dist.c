@@ -27,35 +27,11 @@
 typedef struct dist_stage {
     sift__stage base;
     int id_order;
-    /* The back-off of the in-array tail route (dist_try_top): failed
-     * attempts in a row, and full passes left to skip. Only the cost
-     * depends on them: both paths select the same token. */
-    uint32_t top_fails, top_skip;
 } dist_stage;
-
-/* The in-array tail route's back-off, as the row step's (core/step.c,
- * tail_route_due): after the f-th failure in a row skip the next
- * min(2^(f-1), 64) - 1 large arrays; a decided attempt clears it. */
-static int dist_try_top(dist_stage *d, sift__ctx *ctx, sift__arr *a)
-{
-    if (d->top_skip) {
-        d->top_skip--;
-        return 0;
-    }
-    int ok = sift__arr_top_select(&d->base, ctx, a);
-    if (ok) {
-        d->top_fails = 0;
-    } else {
-        if (d->top_fails < 7)
-            d->top_fails++;
-        d->top_skip = (d->top_fails >= 7 ? 64u : 1u << (d->top_fails - 1)) - 1;
-    }
-    return ok;
-}
 
 static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
-    dist_stage *d = (dist_stage *)st;
+    const dist_stage *d = (const dist_stage *)st;
     float m = sift__arr_max_logit(a);
     if (!(m > -INFINITY))
         return sift__no_candidate(ctx, st->ops->name);
@@ -74,7 +50,7 @@ static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         /* A large array in id order (the full pass after a stage that
          * reads every token, such as temp_ext) first tries the tail
          * route on itself: its top tokens with a bound on the rest. */
-        if (!d->id_order && a->n >= SIFT__ARR_TOP_MIN && dist_try_top(d, ctx, a))
+        if (!d->id_order && sift__arr_top_select(st, ctx, a))
             return SIFT_OK;
         if (d->id_order)
             sift__arr_idorder(ctx, a);
@@ -102,13 +78,6 @@ static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     sift__arr_mass_prefix(ctx, a, w, T, 1, &cut);
     ctx->selected = sift__ckey_id(cut);
     return SIFT_OK;
-}
-
-/* Reset starts the back-off afresh, as it does the row step's. */
-static void dist_reset(sift__stage *st)
-{
-    dist_stage *d = (dist_stage *)st;
-    d->top_fails = d->top_skip = 0;
 }
 
 static sift_class dist_cls(const sift__stage *st, int64_t *n)
@@ -163,7 +132,6 @@ static const sift__stage_ops dist_ops = {
     .apply = dist_apply,
     .is_selector = 1,
     .takes_carry = 1,
-    .reset = dist_reset,
     .cls = dist_cls,
     .certify_mass = dist_certify_mass,
 };
