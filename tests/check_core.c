@@ -908,6 +908,37 @@ START_TEST(test_the_id_search_finds_the_first_match_at_every_level)
 }
 END_TEST
 
+/* The logits' copy gives the candidates' logit bits at every level:
+ * NaN payloads, -0, infinities, lengths around the vector widths. */
+START_TEST(test_the_logits_copy_gives_the_logit_bits_at_every_level)
+{
+    static sift_candidate cd[300];
+    static float got[300], want[300];
+    uint64_t r = 9190;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 23)) {
+        for (size_t i = 0; i < n; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            uint32_t b = (uint32_t)(r >> 32);
+            cd[i].id = (int32_t)(r >> 7);
+            memcpy(&cd[i].logit, &b, sizeof b); /* any bits: NaNs, -0, infinities */
+            if (i % 7 == 3)
+                cd[i].logit = -0.0f;
+            memcpy(&want[i], &cd[i].logit, sizeof want[i]);
+        }
+        for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+            memset(got, 0x5a, sizeof got);
+            sift__cand_logits_at(l, cd, n, got);
+            ck_assert_msg(memcmp(got, want, n * sizeof *got) == 0, "level %d, n %zu", l, n);
+            if (n < 300) { /* nothing written past n */
+                uint32_t after;
+                memcpy(&after, &got[n], sizeof after);
+                ck_assert_uint_eq(after, 0x5a5a5a5au);
+            }
+        }
+    }
+}
+END_TEST
+
 /* The search for the largest logit's first place agrees with a plain
  * loop at every level from every start: ties, -0 equal to +0, -inf,
  * and an id whose bits equal the logit's (logits only are compared). */
@@ -1199,6 +1230,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_logit_cut_keeps_the_scalar_set_at_every_level);
     tcase_add_test(t, test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level);
     tcase_add_test(t, test_the_id_search_finds_the_first_match_at_every_level);
+    tcase_add_test(t, test_the_logits_copy_gives_the_logit_bits_at_every_level);
     tcase_add_test(t, test_the_logit_search_finds_the_first_equal_logit_at_every_level);
     tcase_add_test(t, test_the_key_cut_copies_the_plain_set_in_and_out_of_place);
     tcase_add_test(t, test_the_key_cut_moves_the_weights_at_every_level);

@@ -1269,6 +1269,65 @@ size_t sift__keep_w_ge(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws, si
     return sift__keep_w_ge_at(sift__simd()->level, c, w, n, ws, kept);
 }
 
+/* The logits of c[0..n) to out[0..n): the odd floats of the candidates,
+ * bits unchanged (NaN payloads and -0 included). */
+static void cand_logits_scalar(const sift_candidate *c, size_t i, size_t n, float *out)
+{
+    for (; i < n; i++)
+        out[i] = c[i].logit;
+}
+
+#ifdef SIFT__KX86
+__attribute__((target("avx2"))) static void cand_logits_avx2(const sift_candidate *c, size_t n,
+                                                             float *out)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 a = _mm256_loadu_ps((const float *)(const void *)(c + i));
+        __m256 b = _mm256_loadu_ps((const float *)(const void *)(c + i + 4));
+        __m256 l = _mm256_shuffle_ps(a, b, 0xDD); /* 0 1 4 5 | 2 3 6 7 */
+        l = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(l), 0xD8));
+        _mm256_storeu_ps(out + i, l);
+    }
+    cand_logits_scalar(c, i, n, out);
+}
+
+__attribute__((target("avx512f"))) static void cand_logits_avx512(const sift_candidate *c, size_t n,
+                                                                  float *out)
+{
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i a = _mm512_loadu_si512((const void *)(c + i));
+        __m512i b = _mm512_loadu_si512((const void *)(c + i + 8));
+        _mm512_storeu_si512((void *)(out + i), _mm512_permutex2var_epi32(a, odd, b));
+    }
+    cand_logits_scalar(c, i, n, out);
+}
+#endif
+
+void sift__cand_logits_at(int level, const sift_candidate *c, size_t n, float *out)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512) {
+        cand_logits_avx512(c, n, out);
+        return;
+    }
+    if (level >= SIFT__SIMD_AVX2) {
+        cand_logits_avx2(c, n, out);
+        return;
+    }
+#endif
+    (void)level;
+    cand_logits_scalar(c, 0, n, out);
+}
+
+void sift__cand_logits(const sift_candidate *c, size_t n, float *out)
+{
+    sift__cand_logits_at(sift__simd()->level, c, n, out);
+}
+
 size_t sift__find_id_at(int level, const sift_candidate *c, size_t n, int32_t id)
 {
     level = sift__simd_ops_at(level)->level;

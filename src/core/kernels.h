@@ -121,6 +121,10 @@ SIFT__HIDDEN size_t sift__keep_w_ge(sift_candidate *c, uint64_t *w, size_t n, ui
                                     sift__u128 *kept);
 SIFT__HIDDEN size_t sift__keep_w_ge_at(int level, sift_candidate *c, uint64_t *w, size_t n,
                                        uint64_t ws, sift__u128 *kept);
+/* out[i] = c[i].logit for i < n, bit for bit (the tail route inside a
+ * full pass copies an array's logits to a row with it). */
+SIFT__HIDDEN void sift__cand_logits(const sift_candidate *c, size_t n, float *out);
+SIFT__HIDDEN void sift__cand_logits_at(int level, const sift_candidate *c, size_t n, float *out);
 /* The first index i with c[i].id == id, or n. */
 SIFT__HIDDEN size_t sift__find_id(const sift_candidate *c, size_t n, int32_t id);
 SIFT__HIDDEN size_t sift__find_id_at(int level, const sift_candidate *c, size_t n, int32_t id);

@@ -406,8 +406,7 @@ static int arr_top_try(sift__stage *st, sift__ctx *ctx, const sift__arr *a, size
 {
     size_t n = a->n;
     float *row = (float *)(void *)ctx->ws->u64a;
-    for (size_t i = 0; i < n; i++)
-        row[i] = a->c[i].logit;
+    sift__cand_logits(a->c, n, row);
     sift_candidate *p = ctx->ws->cand2;
     /* A row the top-k pass refuses (NaN, +inf: not in a loaded array;
      * all -inf) goes to the exact pass, which reports what it must; the
