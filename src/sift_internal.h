@@ -485,6 +485,15 @@ static inline void sift__carry_leave(sift__ctx *ctx, const sift__arr *a, float m
 /* The weights of a's candidates at m left by the stage just before
  * this one (ws->u64a, their sum through *W), or NULL when there are none
  * that match; clears the record either way. */
+/* 1 when the stage right before this one left weights for this very
+ * array (whatever their m): sift__carry_take may then give them. */
+static inline int sift__carry_pending(const sift__ctx *ctx, const sift__arr *a)
+{
+    const sift__carry *k = &ctx->carry;
+    return ctx->carry_armed && k->stage != SIZE_MAX && k->stage + 1 == ctx->stage && k->c == a->c &&
+           k->n == a->n;
+}
+
 static inline const uint64_t *sift__carry_take(sift__ctx *ctx, const sift__arr *a, float m,
                                                sift__u128 *W)
 {

@@ -32,6 +32,13 @@ typedef struct dist_stage {
 static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     const dist_stage *d = (const dist_stage *)st;
+    /* A large array in id order with no weights left for it (the full
+     * pass after a stage that reads every token, such as temp_ext) first
+     * tries the tail route on itself: its top tokens with a bound on the
+     * rest. The route finds the largest logit itself; an array without a
+     * finite one fails it and is reported below. */
+    if (!d->id_order && !sift__carry_pending(ctx, a) && sift__arr_top_select(st, ctx, a))
+        return SIFT_OK;
     float m = sift__arr_max_logit(a);
     if (!(m > -INFINITY))
         return sift__no_candidate(ctx, st->ops->name);
@@ -47,11 +54,6 @@ static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     const uint64_t *w = d->id_order ? NULL : sift__carry_take(ctx, a, m, &W);
     if (!w) {
         sift__carry_clear(ctx);
-        /* A large array in id order (the full pass after a stage that
-         * reads every token, such as temp_ext) first tries the tail
-         * route on itself: its top tokens with a bound on the rest. */
-        if (!d->id_order && sift__arr_top_select(st, ctx, a))
-            return SIFT_OK;
         if (d->id_order)
             sift__arr_idorder(ctx, a);
         w = ctx->ws->u64a;
