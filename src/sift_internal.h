@@ -402,6 +402,11 @@ typedef struct sift__ctx {
     uint32_t arr_top;
     int arr_top_off;
     uint32_t *arr_skip, *arr_fails;
+    /* 1 while the stages run over a loaded whole row (step.c's
+     * run_stages): the array a stage sees is then the whole set, which
+     * the route inside the full pass needs. 0 everywhere else (a walk's
+     * present tokens, a slice). */
+    int arr_whole;
 } sift__ctx;
 
 enum {
@@ -1255,6 +1260,7 @@ SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
  * "Performance", has the measurements that chose it). */
 #ifndef SIFT__ROW_TAIL_K
 #define SIFT__ROW_TAIL_K 256
+#endif
 
 /* The tail route inside a full pass, for a WHOLE selector `st` with a
  * certificate on the absent mass (certify_mass) about to run on `a`, an
@@ -1266,15 +1272,15 @@ SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
  * those tokens and selected the token (and advanced the RNG) that its
  * apply on `a` would have. Returns 0 otherwise, with `a`, the RNG and
  * ctx->err untouched; ws->u64a, ws->cand2 and the top-k pass's scratch
- * are overwritten. Returns 0 at once when ctx->arr_top_off is set or the
- * chain's back-off skips this array (as the row route's: after the f-th
- * failure in a row, the next min(2^(f-1), 64) - 1 arrays). `a` must be
- * the whole set the stage draws from; an array in id order is that in
- * the full pass (a walk's present tokens are put in canonical order
- * first, and ctx->absent_lo must be 0). */
+ * are overwritten, and ctx's tail_want, tail_ok, tail_S, tail_lower and
+ * absent_lo are left at 0 after an attempt. Returns 0 at once unless
+ * ctx->arr_whole says that `a` is the whole set the stage draws from
+ * (the full pass over a loaded row), when ctx->arr_top_off is set, or
+ * when the chain's back-off skips this array (as the row route's: after
+ * the f-th failure in a row, the next min(2^(f-1), 64) - 1 arrays). */
 #define SIFT__ARR_TOP_MIN 16384
 SIFT__HIDDEN int sift__arr_top_select(sift__stage *st, sift__ctx *ctx, const sift__arr *a);
-#endif
+
 #define SIFT__PLAN_UNBOUNDED_SLACK 64
 #define SIFT__PLAN_K_MAX ((int64_t)1 << 30)
 

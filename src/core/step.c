@@ -142,6 +142,7 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->arr_top_off = c->arr_top_off;
     ctx->arr_skip = &c->arr_skip;
     ctx->arr_fails = &c->arr_fails;
+    ctx->arr_whole = 0;
 }
 
 int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
@@ -225,7 +226,9 @@ static sift_status run_stages(sift_chain *c, sift__ctx *ctx, sift__arr *a, size_
     sift__ctx start = *ctx;
     size_t i;
     int emptied;
+    ctx->arr_whole = 1; /* every caller loaded the whole row */
     sift_status s = apply_stages(c, ctx, a, from, end, &i, &emptied);
+    ctx->arr_whole = 0;
     if (emptied)
         return s;
     int selected = end > 0 && c->stages[end - 1]->ops->is_selector;
@@ -367,6 +370,8 @@ static void tail_bound(sift__bound *b, const sift__ctx *ctx, const sift__arr *a,
     sift__tail_set_lower(b, lower, n_present, lk);
 }
 
+static int arr_top_try(sift__stage *st, sift__ctx *ctx, const sift__arr *a, size_t k);
+
 /* The tail route inside a full pass (sift__arr_top_select in
  * sift_internal.h). The array's logits are copied to a float row in the
  * weights buffer (free until the exact pass computes weights there), in
@@ -374,12 +379,10 @@ static void tail_bound(sift__bound *b, const sift__ctx *ctx, const sift__arr *a,
  * the id does, and the top-k pass's canonical first k, mapped back to
  * ids, are the set's canonical first k. The bound is tail_bound's on
  * that row, and the certificate the walk's (cert_whole). */
-static int arr_top_try(sift__stage *st, sift__ctx *ctx, const sift__arr *a, size_t k);
-
 int sift__arr_top_select(sift__stage *st, sift__ctx *ctx, const sift__arr *a)
 {
     size_t n = a->n, k = SIFT__ROW_TAIL_K;
-    if (ctx->arr_top_off || !ctx->arr_skip || !st->ops->certify_mass ||
+    if (!ctx->arr_whole || ctx->arr_top_off || !ctx->arr_skip || !st->ops->certify_mass ||
         a->order != SIFT__ORDER_ID || n < SIFT__ARR_TOP_MIN || n > (size_t)INT32_MAX ||
         !sift__step_takes_prefix((int32_t)n, k) || !sift__topk_fits((int32_t)n, k) ||
         ctx->absent_lo.lo || ctx->absent_lo.hi)
@@ -469,9 +472,10 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
         k = sift__plan_row_tail_k(c);
         tail = prefix = sift__step_takes_prefix(V, k) && tail_route_due(c);
     }
-    /* A chain the tail route serves has tried (or backed off from) the
-     * same certificate on the row: its full pass does not try it again
-     * on the array (sift__arr_top_select). */
+    /* A chain the row's tail route serves certifies its stages on the
+     * row's top tokens there (or backs off); its full pass does not try
+     * the route again on the array (sift__arr_top_select), which would
+     * mostly repeat that work. */
     int arr_top_off = sift__plan_row_k(c) == 0 && sift__plan_row_tail_k(c) > 0;
     /* The prefix needs the extras of this step; a grammar that cannot
      * list its allowed tokens within its work budget sends the step to
