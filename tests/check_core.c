@@ -8,6 +8,7 @@
  * its readers, the static plan and the run-time certificate, and the
  * slice fallback's work (one walk and one full pass).
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -908,6 +909,54 @@ START_TEST(test_the_id_search_finds_the_first_match_at_every_level)
 }
 END_TEST
 
+/* The filtering load keeps, at every level, the tokens the definition
+ * keeps (not <= t: above it, NaN, +inf), in id order with their bits,
+ * and flags exactly the rows where one of them is a NaN or +inf: ties
+ * at t, -0 and +0 around a zero t, -inf, t = -inf and t = -FLT_MAX,
+ * lengths around the vector widths, kept shares from none to all. */
+START_TEST(test_the_filtering_load_keeps_the_definitions_tokens_at_every_level)
+{
+    static float row[700];
+    static sift_candidate got[700], want[700];
+    uint64_t r = 9310;
+    for (size_t n = 0; n <= 700; n += (n < 70 ? 1 : 37)) {
+        for (int variant = 0; variant < 6; variant++) {
+            float t = variant == 4 ? -INFINITY : variant == 5 ? -FLT_MAX : 0.0f;
+            for (size_t i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                unsigned u = (unsigned)(r >> 40) % 16;
+                float v = (float)((int)((r >> 20) % 9) - 4) * 0.5f; /* ties, on t too */
+                row[i] = u == 0                   ? -INFINITY
+                         : u == 1                 ? -0.0f
+                         : u == 2 && variant == 1 ? NAN
+                         : u == 3 && variant == 2 ? INFINITY
+                         : variant == 3           ? v - 3.0f
+                                                  : v;
+            }
+            size_t wm = 0;
+            int wbad = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (!(row[i] <= t)) {
+                    want[wm].id = (int32_t)i;
+                    want[wm].logit = row[i];
+                    wm++;
+                    wbad |= !(row[i] < INFINITY);
+                }
+            }
+            for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+                int bad = -1;
+                size_t m = sift__load_above_at(l, row, n, t, got, &bad);
+                ck_assert_msg(m == wm && bad == wbad,
+                              "level %d, n %zu, variant %d: %zu/%d vs %zu/%d", l, n, variant, m,
+                              bad, wm, wbad);
+                ck_assert_msg(memcmp(got, want, m * sizeof *got) == 0,
+                              "level %d, n %zu, variant %d", l, n, variant);
+            }
+        }
+    }
+}
+END_TEST
+
 /* The logits' copy gives the candidates' logit bits at every level:
  * NaN payloads, -0, infinities, lengths around the vector widths. */
 START_TEST(test_the_logits_copy_gives_the_logit_bits_at_every_level)
@@ -1231,6 +1280,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level);
     tcase_add_test(t, test_the_id_search_finds_the_first_match_at_every_level);
     tcase_add_test(t, test_the_logits_copy_gives_the_logit_bits_at_every_level);
+    tcase_add_test(t, test_the_filtering_load_keeps_the_definitions_tokens_at_every_level);
     tcase_add_test(t, test_the_logit_search_finds_the_first_equal_logit_at_every_level);
     tcase_add_test(t, test_the_key_cut_copies_the_plain_set_in_and_out_of_place);
     tcase_add_test(t, test_the_key_cut_moves_the_weights_at_every_level);

@@ -1019,8 +1019,9 @@ START_TEST(test_the_route_inside_the_full_pass_gives_the_oracles_token)
             fprintf(stderr, "route in the full pass: %-48s rows %d V %d: %d steps, decided %llu\n",
                     desc, kind, (int)V, STEPS, (unsigned long long)c->n_arr_top);
             if (kind == R_PEAKED || kind == R_BF16)
-                ck_assert_msg(c->n_arr_top >= (uint64_t)STEPS / 2, "%s, rows %d: decided %llu of %d", desc,
-                              kind, (unsigned long long)c->n_arr_top, STEPS);
+                ck_assert_msg(c->n_arr_top >= (uint64_t)STEPS / 2,
+                              "%s, rows %d: decided %llu of %d", desc, kind,
+                              (unsigned long long)c->n_arr_top, STEPS);
             free(row);
             or_free(&o);
             sift_chain_free(c);

@@ -121,6 +121,13 @@ SIFT__HIDDEN size_t sift__keep_w_ge(sift_candidate *c, uint64_t *w, size_t n, ui
                                     sift__u128 *kept);
 SIFT__HIDDEN size_t sift__keep_w_ge_at(int level, sift_candidate *c, uint64_t *w, size_t n,
                                        uint64_t ws, sift__u128 *kept);
+/* The tokens of row[0..n) that are not <= t (above t, and NaN or +inf,
+ * which set *bad), in id order, to cd[0..m) as (id, logit) candidates;
+ * returns m. cd must hold n candidates (all of it may be written). */
+SIFT__HIDDEN size_t sift__load_above(const float *row, size_t n, float t, sift_candidate *cd,
+                                     int *bad);
+SIFT__HIDDEN size_t sift__load_above_at(int level, const float *row, size_t n, float t,
+                                        sift_candidate *cd, int *bad);
 /* out[i] = c[i].logit for i < n, bit for bit (the tail route inside a
  * full pass copies an array's logits to a row with it). */
 SIFT__HIDDEN void sift__cand_logits(const sift_candidate *c, size_t n, float *out);

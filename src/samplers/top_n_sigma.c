@@ -25,7 +25,8 @@
  * the spread, a threshold within rounding of a float) the definition's
  * sums run as written. First in a full pass, the stage does not wait for
  * the row to be loaded whole (tns_apply_row): the moments come from the
- * row itself and the kept tokens from one threshold scan.
+ * row itself and the kept tokens from one filtering load of it
+ * (sift__load_above).
  *
  * Reference behaviour: llama.cpp computes the mean and the variance in
  * float (squares through double pow) in array order and masks the
@@ -185,30 +186,11 @@ static sift_status tns_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     return SIFT_OK;
 }
 
-/* The indices of every row[i] > t (or NaN), ascending, into idx (room
- * for n): the top-k's threshold scan, finished one by one where it stops
- * for room. *bad as the scan sets it (a NaN or +inf, or sums that
- * overflowed). */
-static size_t row_above(const float *row, size_t n, float t, uint32_t *idx, int *bad)
-{
-    const sift__simd_ops *ops = sift__simd();
-    size_t m = 0, i = 0;
-    while (i < n) {
-        i = ops->scan_gt(row, i, n, t, idx, &m, n, bad);
-        for (; i < n && m + SIFT__SCAN_BLOCK > n; i++) {
-            *bad |= !(row[i] < INFINITY);
-            if (!(row[i] <= t))
-                idx[m++] = (uint32_t)i;
-        }
-    }
-    return m;
-}
-
 /* The stage first in a full pass (sift__stage_ops.apply_row): the
  * moments of the row itself (the loaded candidates' values, in another
  * order: the certified threshold does not depend on it), and, when they
- * certify the threshold, the kept tokens gathered by one threshold scan
- * of the row in id order. (double)l >= thr holds exactly for the floats
+ * certify the threshold, the kept tokens loaded by one filtering pass
+ * over the row in id order (sift__load_above). (double)l >= thr holds exactly for the floats
  * l >= f = ceil_float(thr), that is l > the float below f (-0 and +0
  * alike; f = -FLT_MAX makes it l > -inf), so the array is the one tns_apply
  * leaves on the loaded row: the same tokens, id order, dense when it
@@ -226,16 +208,11 @@ static int tns_apply_row(sift__stage *st, sift__ctx *ctx, const float *row, int3
     if (!sift__tns_threshold(&mo, n, s->n, &thr))
         return 0;
     float t = nextafterf(ceil_float(thr), -INFINITY);
-    uint32_t *idx = ctx->ws->u32;
-    int bad = 0;
-    size_t m = row_above(row, n, t, idx, &bad);
+    sift_candidate *c = ctx->ws->cand;
+    int bad;
+    size_t m = sift__load_above(row, n, t, c, &bad);
     if (bad || m == 0)
         return 0;
-    sift_candidate *c = ctx->ws->cand;
-    for (size_t j = 0; j < m; j++) {
-        c[j].id = (int32_t)idx[j];
-        c[j].logit = row[idx[j]];
-    }
     a->c = c;
     a->n = m;
     a->V = V;
