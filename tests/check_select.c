@@ -464,6 +464,72 @@ START_TEST(test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_ro
 }
 END_TEST
 
+/* Targets a weight can reach: the canonical first token answers exactly
+ * when its own weight reaches T (mass.c takes it without the band path
+ * then). Weights computed at a reference above the row's maximum make
+ * that weight less than 2^62, and T is put on both sides of it, on
+ * 2^62 and around both, strict and not, at every mass path; ties at the
+ * maximum (kinds with a raised head, a coarse row) and shuffled ids make
+ * the first token the least id among them. */
+START_TEST(test_mass_prefix_takes_the_first_token_only_where_its_weight_reaches_t)
+{
+    static const size_t sizes[] = {16384, 40000};
+    tu_rng r = {7300 + (uint64_t)_i};
+    sift_candidate *c = malloc(40000 * sizeof *c), *d = malloc(40000 * sizeof *d);
+    uint64_t *w = malloc(40000 * sizeof *w), *wd = malloc(40000 * sizeof *wd);
+    unsigned long long first = 0, other = 0;
+    for (int kind = 0; kind < 9; kind++) {
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            size_t n = sizes[si];
+            band_row(&r, c, n, kind);
+            if (kind == 8) /* ten tokens tied at the maximum */
+                for (int h = 0; h < 10; h++)
+                    c[tu_range(&r, 0, (int64_t)n - 1)].logit = 40.0f;
+            memcpy(d, c, n * sizeof *c);
+            or_arr oa = {d, n, 0};
+            or_sort(&oa);
+            static const float above[] = {0.0f, 0.25f, 3.0f};
+            for (size_t ai = 0; ai < 3; ai++) {
+                float m = d[0].logit + above[ai];
+                sift__weights(c, n, m, w);
+                sift__weights(d, n, m, wd);
+                uint64_t w0 = wd[0], one = (uint64_t)1 << 62;
+                const uint64_t ts[] = {0, 1, w0 - 1, w0, w0 + 1, one - 1, one, one + 1};
+                for (size_t ti = 0; ti < 2 * sizeof ts / sizeof ts[0]; ti++) {
+                    int strict = (int)(ti & 1);
+                    sift__u128 T = sift__u128_from(ts[ti / 2]);
+                    size_t want = or_walk(wd, n, T, strict);
+                    first += want == 0;
+                    other += want > 0 && want < n;
+                    for (int mode = SIFT__MASS_DEFAULT; mode <= SIFT__MASS_HIST; mode++) {
+                        sift__ctx ctx = make_ctx();
+                        ctx.mass_path = mode;
+                        uint64_t cut;
+                        size_t len = sift__mass_prefix(&ctx, c, w, n, T, strict, &cut);
+                        if (want == n) { /* the whole row does not reach T */
+                            ck_assert_uint_eq(len, n);
+                            continue;
+                        }
+                        ck_assert_msg(len == want + 1 &&
+                                          cut == sift__ckey(d[want].logit, d[want].id),
+                                      "kind %d n %zu above %g T %llu strict %d mode %d: len %zu, "
+                                      "want %zu",
+                                      kind, n, (double)above[ai], (unsigned long long)T.lo, strict,
+                                      mode, len, want + 1);
+                    }
+                }
+            }
+        }
+    }
+    ck_assert_uint_gt(first, 100);
+    ck_assert_uint_gt(other, 100);
+    free(c);
+    free(d);
+    free(w);
+    free(wd);
+}
+END_TEST
+
 /* sift__max_logit (its vector form at the level SIFT_SIMD allows) is bit
  * for bit the sequential scan m = l > m ? l : m from -inf: NaN logits
  * skipped, -0 and +0 as the scan meets them, -inf rows. */
@@ -521,6 +587,8 @@ Suite *tu_suite(void)
     tcase_add_loop_test(tc, test_cut_top_counting_path_keeps_exactly_the_canonical_first_k, 0, 2);
     tcase_add_loop_test(tc, test_mass_prefix_band_path_matches_a_canonical_walk_on_adversarial_rows,
                         0, 3);
+    tcase_add_loop_test(tc, test_mass_prefix_takes_the_first_token_only_where_its_weight_reaches_t,
+                        0, 2);
     tcase_add_loop_test(tc, test_max_logit_matches_the_sequential_scan, 0, 3);
     suite_add_tcase(s, tc);
     return s;

@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "../sift_internal.h"
+#include "kernels.h"
 #include "simd.h"
 
 /* The AVX-512 and AVX2 forms of this file (the band pass, the heavy
@@ -666,6 +667,9 @@ static int mass_prefix_band(sift__ctx *ctx, const sift_candidate *c, const uint6
     return 1;
 }
 
+/* The largest weight there is, trunc(2^62 expf(0)). */
+#define W_ONE ((uint64_t)1 << 62)
+
 /* Below this many candidates, sift__mass_prefix sorts and walks. */
 #define SMALL_MASS_N 48
 
@@ -727,16 +731,18 @@ size_t sift__mass_prefix(sift__ctx *ctx, const sift_candidate *c, const uint64_t
          * into 32-bit halves summed in separate 64-bit counters, which
          * cannot overflow for n < 2^32, so no carries are tracked in the
          * loop. */
-        if (!strict && T.hi == 0 && T.lo == 0) {
-            /* Every prefix reaches 0; the shortest one still holds the
-             * canonical first token. */
-            uint64_t mx = 0;
-            for (size_t i = 0; i < n; i++) {
-                uint64_t k = sift__ckey(c[i].logit, c[i].id);
-                mx = k > mx ? k : mx;
+        if (T.hi == 0 && (strict ? T.lo < W_ONE : T.lo <= W_ONE)) {
+            /* A target a weight can reach (every weight is at most 2^62):
+             * when the canonical first token's own weight reaches it,
+             * the shortest prefix is that token (T = 0 without strict:
+             * every prefix reaches it). On peaked rows most draws land
+             * there, and two vector passes find it where the band path
+             * reads every weight. */
+            size_t i0 = sift__canon_first(c, n, sift__max_logit(c, n), 0);
+            if (reaches(sift__u128_from(w[i0]), T, strict)) {
+                *cut = sift__ckey(c[i0].logit, c[i0].id);
+                return 1;
             }
-            *cut = mx;
-            return 1;
         }
         /* By default the band path runs only with a vector pass (AVX2 or
          * AVX-512): the scalar pass (which the tests run) costs more than
