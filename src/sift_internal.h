@@ -1090,6 +1090,12 @@ SIFT__HIDDEN double sift__entropy_sum(const sift_candidate *c, const uint64_t *w
 SIFT__HIDDEN double sift__entropy_path(int path, const sift_candidate *c, const uint64_t *w,
                                        size_t n, float m, double LS, double inv);
 
+/* The indices i of w[0..n) (weights of at most 2^62) with w[i] >= theta,
+ * ascending, to heavy[0..), while at most cap are found; returns their
+ * count, or cap + 1 when there are more (core/mass.c, its vector forms
+ * at the level sift__simd() allows). */
+SIFT__HIDDEN size_t sift__heavy_scan(const uint64_t *w, size_t n, uint64_t theta, uint64_t *heavy,
+                                     size_t cap);
 /* (core/mass.c) The shortest canonical prefix of c[0..n) whose mass
  * (sum of w over the prefix) is >= T (strict = 0) or > T (strict = 1). Returns its length
  * (n if no prefix qualifies) and its last element's canonical key through

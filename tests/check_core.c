@@ -957,6 +957,52 @@ START_TEST(test_the_filtering_load_keeps_the_definitions_tokens_at_every_level)
 }
 END_TEST
 
+/* typical's band pass gives the definition's sums, count and list at
+ * every level: buckets below, inside and above the band (lo = 0, lo = hi,
+ * the last bucket), weights up to 2^62, lengths around the widths. */
+START_TEST(test_the_bucket_band_gives_the_definitions_sums_and_list_at_every_level)
+{
+    static uint32_t bk[600];
+    static uint64_t w[600], bidx[600], bw[600];
+    uint64_t r = 9410;
+    for (size_t n = 0; n <= 600; n += (n < 40 ? 1 : 29)) {
+        for (int variant = 0; variant < 4; variant++) {
+            uint32_t lo = variant == 0 ? 0 : variant == 1 ? 7 : variant == 2 ? 9 : 4090;
+            uint32_t hi = variant == 1 ? 7 : variant == 3 ? 4095 : lo + 5;
+            for (size_t i = 0; i < n; i++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                bk[i] = variant == 3 ? 4080 + (uint32_t)(r >> 60) : (uint32_t)(r >> 59) % 20;
+                w[i] = (r >> 33) % 3 == 0 ? (uint64_t)1 << 62 : (r ^ (r << 17)) >> 2;
+            }
+            sift__u128 mass = {0, 0};
+            size_t below = 0, m = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (bk[i] < lo) {
+                    mass = sift__u128_add64(mass, w[i]);
+                    below++;
+                }
+                m += bk[i] >= lo && bk[i] <= hi;
+            }
+            for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+                sift__band_sums o;
+                sift__bucket_band_at(l, bk, w, n, lo, hi, &o, bidx, bw);
+                sift__u128 got = sift__u128_halves(o.lo, o.hi);
+                ck_assert_msg(sift__u128_cmp(got, mass) == 0 && o.below == below && o.m == m,
+                              "level %d, n %zu, variant %d", l, n, variant);
+                size_t j = 0;
+                for (size_t i = 0; i < n; i++) {
+                    if (bk[i] >= lo && bk[i] <= hi) {
+                        ck_assert_msg(bidx[j] == i && bw[j] == w[i], "level %d, n %zu, entry %zu",
+                                      l, n, j);
+                        j++;
+                    }
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 /* The logits' copy gives the candidates' logit bits at every level:
  * NaN payloads, -0, infinities, lengths around the vector widths. */
 START_TEST(test_the_logits_copy_gives_the_logit_bits_at_every_level)
@@ -1280,6 +1326,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level);
     tcase_add_test(t, test_the_id_search_finds_the_first_match_at_every_level);
     tcase_add_test(t, test_the_logits_copy_gives_the_logit_bits_at_every_level);
+    tcase_add_test(t, test_the_bucket_band_gives_the_definitions_sums_and_list_at_every_level);
     tcase_add_test(t, test_the_filtering_load_keeps_the_definitions_tokens_at_every_level);
     tcase_add_test(t, test_the_logit_search_finds_the_first_equal_logit_at_every_level);
     tcase_add_test(t, test_the_key_cut_copies_the_plain_set_in_and_out_of_place);

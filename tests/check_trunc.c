@@ -967,10 +967,32 @@ START_TEST(test_large_rows_agree_with_the_oracle)
 }
 END_TEST
 
+/* sift's distribution of [s, dist] (s a typical stage) on `row` equals
+ * the oracle's survivors id by id, logit and probability bit for bit;
+ * `what` names the row in a failure. */
+static void typical_agrees(const float *row, int32_t V, const sp_stage *s, uint64_t seed,
+                           sift_token_prob *out, sift_candidate *oc, uint64_t *w, const char *what)
+{
+    size_t n = sift_keep(s, row, V, seed, out);
+    sift_status st;
+    size_t on = oracle_keep(s, row, V, seed, oc, &st);
+    ck_assert_int_eq(st, SIFT_OK);
+    ck_assert_msg(n == on, "V=%d %s p=%g mk=%d: sift %zu oracle %zu", (int)V, what, (double)s->f0,
+                  (int)s->i0, n, on);
+    or_arr a = {oc, on, V};
+    sift__u128 W = or_weights(&a, w);
+    double Wd = sift__u128_to_double(W);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(out[i].id == oc[i].id &&
+                          memcmp(&out[i].logit, &oc[i].logit, sizeof(float)) == 0 &&
+                          out[i].p == (double)w[i] / Wd,
+                      "V=%d %s p=%g mk=%d entry %zu: sift (%d, %a, %a) oracle (%d, %a)", (int)V,
+                      what, (double)s->f0, (int)s->i0, i, (int)out[i].id, (double)out[i].logit,
+                      out[i].p, (int)oc[i].id, (double)oc[i].logit);
+}
+
 /* typical on rows long enough for its bucket path (16384 and up): every
- * shape, several p and min_keep; sift's distribution of [typical, dist]
- * equals the oracle's survivors id by id, logit and probability bit for
- * bit. */
+ * shape, several p and min_keep, against the oracle (typical_agrees). */
 START_TEST(test_typical_large_rows_agree_with_the_oracle_bitwise)
 {
     tu_rng r = {5150 + (uint64_t)_i};
@@ -986,28 +1008,52 @@ START_TEST(test_typical_large_rows_agree_with_the_oracle_bitwise)
     for (int shape = 0; shape < TU_ROW__COUNT; shape++) {
         for (int rep = 0; rep < reps; rep++) {
             tu_row(&r, row, V, shape);
+            char what[32];
+            snprintf(what, sizeof what, "shape %d", shape);
             for (size_t pi = 0; pi < N(ps); pi++) {
                 sp_stage s = mk(SP_TYPICAL, ps[pi], 0, mks[(pi + (size_t)rep) % N(mks)]);
-                uint64_t seed = tu_next(&r);
-                size_t n = sift_keep(&s, row, V, seed, out);
-                sift_status st;
-                size_t on = oracle_keep(&s, row, V, seed, oc, &st);
-                ck_assert_int_eq(st, SIFT_OK);
-                ck_assert_msg(n == on, "V=%d shape %d p=%g mk=%d: sift %zu oracle %zu", (int)V,
-                              shape, (double)s.f0, (int)s.i0, n, on);
-                or_arr a = {oc, on, V};
-                sift__u128 W = or_weights(&a, w);
-                double Wd = sift__u128_to_double(W);
-                for (size_t i = 0; i < n; i++)
-                    ck_assert_msg(out[i].id == oc[i].id &&
-                                      memcmp(&out[i].logit, &oc[i].logit, sizeof(float)) == 0 &&
-                                      out[i].p == (double)w[i] / Wd,
-                                  "V=%d shape %d p=%g mk=%d entry %zu: sift (%d, %a, %a) "
-                                  "oracle (%d, %a)",
-                                  (int)V, shape, (double)s.f0, (int)s.i0, i, (int)out[i].id,
-                                  (double)out[i].logit, out[i].p, (int)oc[i].id,
-                                  (double)oc[i].logit);
+                typical_agrees(row, V, &s, tu_next(&r), out, oc, w, what);
             }
+        }
+    }
+    free(row);
+    free(out);
+    free(oc);
+    free(w);
+}
+END_TEST
+
+/* typical where a few heavy tokens hold most of the mass (its band path,
+ * typical.c's typ_cut_band, answers there): N(0, 2) rows with a head of
+ * 3 to 60 ids raised by U(4, 15), some heads tied (equal raised logits,
+ * so buckets hold ties), some rounded to bf16, at several p and min_keep,
+ * against the oracle bit for bit. */
+START_TEST(test_typical_on_heavy_headed_rows_agrees_with_the_oracle_bitwise)
+{
+    tu_rng r = {5170 + (uint64_t)_i};
+    const int32_t V = _i ? 40000 : 20000;
+    static const float ps[] = {0.1f, 0.5f, 0.8f, 0.9f, 0.95f, 0.99f};
+    static const int32_t mks[] = {0, 1, 2, 5};
+    float *row = malloc((size_t)V * sizeof *row);
+    sift_token_prob *out = malloc((size_t)V * sizeof *out);
+    sift_candidate *oc = malloc((size_t)V * sizeof *oc);
+    uint64_t *w = malloc((size_t)V * sizeof *w);
+    for (int rep = 0; rep < 24; rep++) {
+        for (int32_t i = 0; i < V; i++)
+            row[i] = (float)(2.0 * tu_normal(&r));
+        int heads = (int)tu_range(&r, 3, 60);
+        float tie = (float)(4.0 + 11.0 * tu_unif(&r));
+        for (int h = 0; h < heads; h++)
+            row[tu_range(&r, 0, V - 1)] =
+                rep % 3 == 1 && h % 2 ? tie : (float)(4.0 + 11.0 * tu_unif(&r));
+        if (rep % 4 == 3)
+            for (int32_t i = 0; i < V; i++)
+                row[i] = tu_bf16(row[i]);
+        char what[32];
+        snprintf(what, sizeof what, "heavy rep %d", rep);
+        for (size_t pi = 0; pi < N(ps); pi++) {
+            sp_stage s = mk(SP_TYPICAL, ps[pi], 0, mks[(pi + (size_t)rep) % N(mks)]);
+            typical_agrees(row, V, &s, tu_next(&r), out, oc, w, what);
         }
     }
     free(row);
@@ -1127,6 +1173,7 @@ Suite *tu_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_set_tags(tc, "simd");
     tcase_add_loop_test(tc, test_typical_large_rows_agree_with_the_oracle_bitwise, 0, 3);
+    tcase_add_loop_test(tc, test_typical_on_heavy_headed_rows_agrees_with_the_oracle_bitwise, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

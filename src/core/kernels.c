@@ -1269,6 +1269,131 @@ size_t sift__keep_w_ge(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws, si
     return sift__keep_w_ge_at(sift__simd()->level, c, w, n, ws, kept);
 }
 
+/* typical's band pass (sift__bucket_band): the tokens with a bucket
+ * below lo summed (32-bit halves, so no carries for n < 2^32) and
+ * counted, those in [lo, lo + span] listed with their weights. Branch-
+ * free: every token is written at the list's end, which moves only for
+ * a listed one (m <= i keeps it inside the n entries). Continues at i. */
+static void bucket_band_scalar(const uint32_t *bk, const uint64_t *w, size_t i, size_t n,
+                               uint32_t lo, uint32_t span, sift__band_sums *o, uint64_t *bidx,
+                               uint64_t *bw)
+{
+    uint64_t sl = 0, sh = 0;
+    size_t na = 0, m = o->m;
+    for (; i < n; i++) {
+        uint32_t b = bk[i];
+        uint64_t x = w[i], a = b < lo;
+        sl += (x & 0xffffffffu) & (0 - a);
+        sh += (x >> 32) & (0 - a);
+        na += (size_t)a;
+        bidx[m] = i;
+        bw[m] = x;
+        m += (size_t)((uint32_t)(b - lo) <= span);
+    }
+    o->lo += sl;
+    o->hi += sh;
+    o->below += na;
+    o->m = m;
+}
+
+#ifdef SIFT__KX86
+/* Four at a time: buckets widened to 64-bit lanes (values below 2^31,
+ * so signed compares order them), the listed lanes moved to the front
+ * by compress_avx2.h's permute and all four stored. */
+__attribute__((target("avx2,popcnt"))) static void
+bucket_band_avx2(const uint32_t *bk, const uint64_t *w, size_t n, uint32_t lo, uint32_t span,
+                 sift__band_sums *o, uint64_t *bidx, uint64_t *bw)
+{
+    const __m256i lov = _mm256_set1_epi64x((int64_t)lo);
+    const __m256i lom1 = _mm256_set1_epi64x((int64_t)lo - 1);
+    const __m256i hip1 = _mm256_set1_epi64x((int64_t)lo + (int64_t)span + 1);
+    const __m256i lo32 = _mm256_set1_epi64x(0xffffffff), four = _mm256_set1_epi64x(4);
+    __m256i acc_lo = _mm256_setzero_si256(), acc_hi = acc_lo, cnt = acc_lo;
+    __m256i iota = _mm256_set_epi64x(3, 2, 1, 0);
+    size_t m = o->m, i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i b = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(bk + i)));
+        __m256i wv = _mm256_loadu_si256((const __m256i *)(const void *)(w + i));
+        __m256i ga = _mm256_cmpgt_epi64(lov, b); /* below */
+        __m256i gb = _mm256_and_si256(_mm256_cmpgt_epi64(b, lom1), _mm256_cmpgt_epi64(hip1, b));
+        acc_lo = _mm256_add_epi64(acc_lo, _mm256_and_si256(ga, _mm256_and_si256(wv, lo32)));
+        acc_hi = _mm256_add_epi64(acc_hi, _mm256_and_si256(ga, _mm256_srli_epi64(wv, 32)));
+        cnt = _mm256_sub_epi64(cnt, ga);
+        unsigned k = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(gb));
+        if (k) {
+            sift__compress4_store(bidx + m, iota, k);
+            sift__compress4_store(bw + m, wv, k);
+            m += (size_t)__builtin_popcount(k);
+        }
+        iota = _mm256_add_epi64(iota, four);
+    }
+    o->lo += sift__lanes4_sum(acc_lo);
+    o->hi += sift__lanes4_sum(acc_hi);
+    o->below += (size_t)sift__lanes4_sum(cnt);
+    o->m = m;
+    bucket_band_scalar(bk, w, i, n, lo, span, o, bidx, bw);
+}
+
+/* Eight at a time: the listed lanes compressed and all eight stored. */
+__attribute__((target("avx512f,popcnt"))) static void
+bucket_band_avx512(const uint32_t *bk, const uint64_t *w, size_t n, uint32_t lo, uint32_t span,
+                   sift__band_sums *o, uint64_t *bidx, uint64_t *bw)
+{
+    const __m512i lov = _mm512_set1_epi64((int64_t)lo), spv = _mm512_set1_epi64((int64_t)span);
+    const __m512i lo32 = _mm512_set1_epi64(0xffffffff), eight = _mm512_set1_epi64(8);
+    __m512i acc_lo = _mm512_setzero_si512(), acc_hi = acc_lo;
+    __m512i iota = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    size_t m = o->m, na = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512i b =
+            _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(bk + i)));
+        __m512i wv = _mm512_loadu_si512((const void *)(w + i));
+        __mmask8 ka = _mm512_cmplt_epu64_mask(b, lov);
+        __mmask8 kb = _mm512_cmple_epu64_mask(_mm512_sub_epi64(b, lov), spv);
+        acc_lo = _mm512_mask_add_epi64(acc_lo, ka, acc_lo, _mm512_and_si512(wv, lo32));
+        acc_hi = _mm512_mask_add_epi64(acc_hi, ka, acc_hi, _mm512_srli_epi64(wv, 32));
+        na += (size_t)__builtin_popcount((unsigned)ka);
+        if (kb) {
+            _mm512_storeu_si512((void *)(bidx + m), _mm512_maskz_compress_epi64(kb, iota));
+            _mm512_storeu_si512((void *)(bw + m), _mm512_maskz_compress_epi64(kb, wv));
+            m += (size_t)__builtin_popcount((unsigned)kb);
+        }
+        iota = _mm512_add_epi64(iota, eight);
+    }
+    o->lo += (uint64_t)_mm512_reduce_add_epi64(acc_lo);
+    o->hi += (uint64_t)_mm512_reduce_add_epi64(acc_hi);
+    o->below += na;
+    o->m = m;
+    bucket_band_scalar(bk, w, i, n, lo, span, o, bidx, bw);
+}
+#endif
+
+void sift__bucket_band_at(int level, const uint32_t *bk, const uint64_t *w, size_t n, uint32_t lo,
+                          uint32_t hi, sift__band_sums *o, uint64_t *bidx, uint64_t *bw)
+{
+    o->lo = o->hi = 0;
+    o->below = o->m = 0;
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512 && __builtin_cpu_supports("popcnt")) {
+        bucket_band_avx512(bk, w, n, lo, hi - lo, o, bidx, bw);
+        return;
+    }
+    if (level >= SIFT__SIMD_AVX2 && __builtin_cpu_supports("popcnt")) {
+        bucket_band_avx2(bk, w, n, lo, hi - lo, o, bidx, bw);
+        return;
+    }
+#endif
+    (void)level;
+    bucket_band_scalar(bk, w, 0, n, lo, hi - lo, o, bidx, bw);
+}
+
+void sift__bucket_band(const uint32_t *bk, const uint64_t *w, size_t n, uint32_t lo, uint32_t hi,
+                       sift__band_sums *o, uint64_t *bidx, uint64_t *bw)
+{
+    sift__bucket_band_at(sift__simd()->level, bk, w, n, lo, hi, o, bidx, bw);
+}
+
 size_t sift__find_id_at(int level, const sift_candidate *c, size_t n, int32_t id)
 {
     level = sift__simd_ops_at(level)->level;

@@ -45,6 +45,21 @@ SIFT__HIDDEN void sift__score_buckets_at(int level, const sift_candidate *c, siz
                                          uint32_t *bk);
 /* The first index in [i, n) with bk[index] == b, or n. */
 SIFT__HIDDEN size_t sift__find_eq_u32(const uint32_t *bk, size_t i, size_t n, uint32_t b);
+/* typical's band pass over the buckets bk[0..n) with weights w (each at
+ * most 2^62) and a band [lo, hi] (lo <= hi < 2^31): below = the tokens
+ * with bk < lo, their weights summed in 32-bit halves (mass = lo + hi *
+ * 2^32: sift__u128_halves) and counted; the m tokens with lo <= bk <= hi
+ * listed in id order, their indices to bidx[0..m) and weights to
+ * bw[0..m) (both must hold n entries: every one may be written). */
+typedef struct sift__band_sums {
+    uint64_t lo, hi;
+    size_t below, m;
+} sift__band_sums;
+SIFT__HIDDEN void sift__bucket_band(const uint32_t *bk, const uint64_t *w, size_t n, uint32_t lo,
+                                    uint32_t hi, sift__band_sums *o, uint64_t *bidx, uint64_t *bw);
+SIFT__HIDDEN void sift__bucket_band_at(int level, const uint32_t *bk, const uint64_t *w, size_t n,
+                                       uint32_t lo, uint32_t hi, sift__band_sums *o, uint64_t *bidx,
+                                       uint64_t *bw);
 SIFT__HIDDEN size_t sift__find_eq_u32_at(int level, const uint32_t *bk, size_t i, size_t n,
                                          uint32_t b);
 /* top_n_sigma's moments for its certified threshold (docs/samplers.md,

@@ -427,6 +427,11 @@ static size_t heavy_scan(int vec, const uint64_t *w, size_t n, uint64_t theta, u
     return heavy_scan_scalar(w, 0, n, theta, heavy, 0, cap);
 }
 
+size_t sift__heavy_scan(const uint64_t *w, size_t n, uint64_t theta, uint64_t *heavy, size_t cap)
+{
+    return heavy_scan(band_vec_level(), w, n, theta, heavy, cap);
+}
+
 /* The estimate takes every weight of at least 1/HEAVY_PART of the
  * estimated total exactly (at most HEAVY_CAP of them) and every
  * SAMPLE_S-th of the others. */

@@ -255,17 +255,131 @@ static inline double typ_score(float l, float m, double LS, double H)
  * taken by clearing the sign bit, not by typ_score's unpredictable test (the two differ only on -0,
  * which score_bits folds to +0 anyway, and on NaN); the clamp is rarely hit. */
 
+/* The band path's heavy tokens: those with a weight of at least W /
+ * TYP_HEAVY_PART, at most TYP_HEAVY_MAX of them. */
+enum { TYP_HEAVY_PART = 4096, TYP_HEAVY_MAX = 64 };
+
+/* The cut of typ_cut_hist without the histogram of every token, where
+ * most of the mass lies in a few heavy tokens (peaked rows). With L the
+ * exact mass of the light tokens (W less the heavy ones) and HP(b) the
+ * exact heavy mass in the buckets up to b, the mass P(b) of the buckets
+ * up to b lies in [HP(b), HP(b) + L]: so the first bucket whose prefix
+ * exceeds T lies in [b_lo, b_hi], b_lo the first with HP(b) + L > T,
+ * b_hi the first with HP(b) > T (the last bucket if none). One vector
+ * pass (sift__bucket_band) sums the mass and count below b_lo exactly and
+ * lists the band's tokens; their histogram finds the bucket as the full
+ * one would, from the same exact sums, and the bucket's tokens come from
+ * that list. The bounds only choose where to look: a band that does not
+ * hold the answer (a min_keep not met in it) returns -1, as does a row
+ * whose light tokens hold an eighth of W or more, and the full histogram
+ * runs. Otherwise returns what typ_cut_hist returns, with the same
+ * outputs. Uses u64b, u64c and u64d. */
+static int typ_cut_band(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
+                        float m, double LS, double H, sift__u128 W, sift__u128 T, size_t kmin,
+                        const uint32_t *bk, uint32_t *bstar, size_t *n_below, uint64_t *cut1,
+                        uint64_t *cut2)
+{
+    double td = sift__u128_to_double(W) / TYP_HEAVY_PART;
+    if (!(td >= 1.0 && td <= 0x1p62))
+        return -1; /* no weight reaches it: the light tokens are everything */
+    uint64_t *heavy = ctx->ws->u64c;
+    size_t nh = sift__heavy_scan(w, n, (uint64_t)td, heavy, TYP_HEAVY_MAX);
+    if (nh > TYP_HEAVY_MAX)
+        return -1;
+    sift__u128 L = W;
+    for (size_t j = 0; j < nh; j++) { /* by bucket (insertion: few of them) */
+        uint64_t x = heavy[j];
+        size_t i = j;
+        for (; i > 0 && bk[heavy[i - 1]] > bk[x]; i--)
+            heavy[i] = heavy[i - 1];
+        heavy[i] = x;
+        L = sift__u128_sub(L, sift__u128_from(w[x]));
+    }
+    sift__u128 L8 = {L.lo << 3, (L.hi << 3) | (L.lo >> 61)};
+    if (L.hi >> 61 || sift__u128_cmp(L8, W) >= 0)
+        return -1;
+    uint32_t b_lo = UINT32_MAX, b_hi = TYP_NB - 1;
+    sift__u128 hp = {0, 0};
+    if (sift__u128_cmp(L, T) > 0)
+        b_lo = 0;
+    for (size_t j = 0; j < nh; j++) {
+        hp = sift__u128_add64(hp, w[heavy[j]]);
+        uint32_t b = bk[heavy[j]];
+        if (j + 1 < nh && bk[heavy[j + 1]] == b)
+            continue; /* the bucket's last heavy token closes it */
+        if (b_lo == UINT32_MAX && sift__u128_cmp(sift__u128_add(hp, L), T) > 0)
+            b_lo = b;
+        if (sift__u128_cmp(hp, T) > 0) {
+            b_hi = b;
+            break;
+        }
+    }
+    if (b_lo == UINT32_MAX)
+        return -1; /* not reached (T < W makes it impossible) */
+    uint64_t *bidx = ctx->ws->u64c, *bw = ctx->ws->u64d;
+    sift__band_sums o;
+    sift__bucket_band(bk, w, n, b_lo, b_hi, &o, bidx, bw);
+    sift__u128 below = sift__u128_halves(o.lo, o.hi);
+    size_t cnt_below = o.below;
+    if (reaches(below, cnt_below, T, kmin))
+        return -1; /* the bound says it cannot; the full histogram decides */
+    /* The band's histogram, two words a bucket as typ_hist's. */
+    size_t nb = (size_t)(b_hi - b_lo) + 1;
+    uint64_t *h = ctx->ws->u64b; /* 2 nb <= 2 TYP_NB <= n */
+    memset(h, 0, 2 * nb * sizeof *h);
+    for (size_t j = 0; j < o.m; j++) {
+        uint64_t *hb = h + 2 * (size_t)(bk[bidx[j]] - b_lo);
+        uint64_t x = bw[j], s = hb[0] + x;
+        hb[1] += ((uint64_t)1 << 32) + (s < x);
+        hb[0] = s;
+    }
+    size_t b = 0;
+    for (;; b++) {
+        if (b == nb)
+            return -1; /* not reached in the band (min_keep) */
+        sift__u128 mb = {h[2 * b], h[2 * b + 1] & 0xffffffffu};
+        sift__u128 with = sift__u128_add(below, mb);
+        size_t cnt = cnt_below + (size_t)(h[2 * b + 1] >> 32);
+        if (reaches(with, cnt, T, kmin))
+            break;
+        below = with;
+        cnt_below = cnt;
+    }
+    uint32_t bs = b_lo + (uint32_t)b;
+    /* That bucket's tokens from the list (K2 and Wt overwrite the list
+     * behind the reads: k <= j; K1 the histogram). */
+    uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
+    size_t k = 0;
+    for (size_t j = 0; j < o.m; j++) {
+        size_t i = (size_t)bidx[j];
+        if (bk[i] != bs)
+            continue;
+        uint64_t x = bw[j];
+        K1[k] = score_bits(typ_score(c[i].logit, m, LS, H));
+        K2[k] = ~sift__ckey(c[i].logit, c[i].id);
+        Wt[k] = x;
+        k++;
+    }
+    *bstar = bs;
+    *n_below = cnt_below;
+    return rank_select(K1, K2, Wt, k, T, kmin, below, cnt_below, cut1, cut2);
+}
+
 /* The cut (cut1, cut2) of the ranking on a large row, through a
  * histogram of the scores; bk receives every element's bucket, *bstar
  * the bucket the cut lies in and *n_below how many elements the buckets
  * before it hold (all kept). Returns 0 if the whole set does not
  * qualify. */
 static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t *w, size_t n,
-                        float m, double LS, double H, sift__u128 T, size_t kmin, uint32_t *bk,
-                        uint32_t *bstar, size_t *n_below, uint64_t *cut1, uint64_t *cut2)
+                        float m, double LS, double H, sift__u128 W, sift__u128 T, size_t kmin,
+                        uint32_t *bk, uint32_t *bstar, size_t *n_below, uint64_t *cut1,
+                        uint64_t *cut2)
 {
     /* every element's bucket (core/kernels.c, vector and scalar twins) */
     sift__score_buckets(c, n, m, LS, H, TYP_SCALE, (double)(TYP_NB - 1), bk);
+    int r = typ_cut_band(ctx, c, w, n, m, LS, H, W, T, kmin, bk, bstar, n_below, cut1, cut2);
+    if (r >= 0)
+        return r;
     /* Per bucket two words: h[2 b] the mass modulo 2^64, and h[2 b + 1]
      * the count in its high 32 bits and the number of times the first
      * word wrapped in its low 32 (each add wraps at most once, so that
@@ -378,7 +492,7 @@ static sift_status typical_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     if (n >= TYP_BIG) {
         uint32_t *bk = ctx->ws->u32, bstar;
         size_t n_below;
-        if (!typ_cut_hist(ctx, c, w, n, m, LS, H, T, kmin, bk, &bstar, &n_below, &cut1, &cut2)) {
+        if (!typ_cut_hist(ctx, c, w, n, m, LS, H, W, T, kmin, bk, &bstar, &n_below, &cut1, &cut2)) {
             /* not reached (W >= 2^62 and p < 1, so T = floor(p W) < W
              * and the whole set qualifies; kmin < n): everything kept,
              * weights and sum as computed */
