@@ -30,7 +30,10 @@
  * (4096) buckets of the score (a monotone function of it: 64 buckets per
  * unit, the last one open-ended), in passes without unpredictable
  * branches; walking the buckets in ascending order finds the first one
- * whose inclusive prefix qualifies. Everything in earlier buckets ranks
+ * whose inclusive prefix qualifies. Where a few heavy tokens hold most
+ * of the mass, exact bounds on each bucket's prefix narrow that bucket
+ * to a band first, and only the band's tokens are histogrammed
+ * (typ_cut_band); the sums it walks are exact all the same. Everything in earlier buckets ranks
  * before the cut and is kept, everything in later ones is dropped, and
  * the selection runs only on that bucket's elements, starting from the
  * mass and count of the earlier buckets. Only those elements ever get a
