@@ -258,6 +258,37 @@ static inline double typ_score(float l, float m, double LS, double H)
  * taken by clearing the sign bit, not by typ_score's unpredictable test (the two differ only on -0,
  * which score_bits folds to +0 anyway, and on NaN); the clamp is rarely hit. */
 
+/* typ_cut_hist's histogram, two words a bucket: hb[0] the mass modulo
+ * 2^64, hb[1] the count in its high 32 bits and the number of times the
+ * first word wrapped in its low 32 (each add wraps at most once, so that
+ * number is at most the count, below 2^31 for n < 2^31, and never
+ * reaches the count's bits). Two read-modify-writes a token: the loops
+ * are bound by their stores. */
+static inline void typ_hist_add(uint64_t *hb, uint64_t x)
+{
+    uint64_t s = hb[0] + x;
+    hb[1] += ((uint64_t)1 << 32) + (s < x);
+    hb[0] = s;
+}
+
+/* The first of the nb buckets of h whose inclusive prefix, from *below
+ * and *cnt_below (the mass and count before h[0]), qualifies; nb when
+ * none does. *below and *cnt_below end as the prefix before it. */
+static size_t typ_hist_walk(const uint64_t *h, size_t nb, sift__u128 T, size_t kmin,
+                            sift__u128 *below, size_t *cnt_below)
+{
+    for (size_t b = 0; b < nb; b++) {
+        sift__u128 mb = {h[2 * b], h[2 * b + 1] & 0xffffffffu};
+        sift__u128 with = sift__u128_add(*below, mb);
+        size_t cnt = *cnt_below + (size_t)(h[2 * b + 1] >> 32);
+        if (reaches(with, cnt, T, kmin))
+            return b;
+        *below = with;
+        *cnt_below = cnt;
+    }
+    return nb;
+}
+
 /* The band path's heavy tokens: those with a weight of at least W /
  * TYP_HEAVY_PART, at most TYP_HEAVY_MAX of them. */
 enum { TYP_HEAVY_PART = 4096, TYP_HEAVY_MAX = 64 };
@@ -326,28 +357,15 @@ static int typ_cut_band(sift__ctx *ctx, const sift_candidate *c, const uint64_t 
     size_t cnt_below = o.below;
     if (reaches(below, cnt_below, T, kmin))
         return -1; /* the bound says it cannot; the full histogram decides */
-    /* The band's histogram, two words a bucket as typ_hist's. */
+    /* The band's histogram (typ_hist_add) and its walk. */
     size_t nb = (size_t)(b_hi - b_lo) + 1;
     uint64_t *h = ctx->ws->u64b; /* 2 nb <= 2 TYP_NB <= n */
     memset(h, 0, 2 * nb * sizeof *h);
-    for (size_t j = 0; j < o.m; j++) {
-        uint64_t *hb = h + 2 * (size_t)(bk[bidx[j]] - b_lo);
-        uint64_t x = bw[j], s = hb[0] + x;
-        hb[1] += ((uint64_t)1 << 32) + (s < x);
-        hb[0] = s;
-    }
-    size_t b = 0;
-    for (;; b++) {
-        if (b == nb)
-            return -1; /* not reached in the band (min_keep) */
-        sift__u128 mb = {h[2 * b], h[2 * b + 1] & 0xffffffffu};
-        sift__u128 with = sift__u128_add(below, mb);
-        size_t cnt = cnt_below + (size_t)(h[2 * b + 1] >> 32);
-        if (reaches(with, cnt, T, kmin))
-            break;
-        below = with;
-        cnt_below = cnt;
-    }
+    for (size_t j = 0; j < o.m; j++)
+        typ_hist_add(h + 2 * (size_t)(bk[bidx[j]] - b_lo), bw[j]);
+    size_t b = typ_hist_walk(h, nb, T, kmin, &below, &cnt_below);
+    if (b == nb)
+        return -1; /* not reached in the band (min_keep) */
     uint32_t bs = b_lo + (uint32_t)b;
     /* That bucket's tokens from the list (K2 and Wt overwrite the list
      * behind the reads: k <= j; K1 the histogram). */
@@ -383,37 +401,19 @@ static int typ_cut_hist(sift__ctx *ctx, const sift_candidate *c, const uint64_t 
     int r = typ_cut_band(ctx, c, w, n, m, LS, H, W, T, kmin, bk, bstar, n_below, cut1, cut2);
     if (r >= 0)
         return r;
-    /* Per bucket two words: h[2 b] the mass modulo 2^64, and h[2 b + 1]
-     * the count in its high 32 bits and the number of times the first
-     * word wrapped in its low 32 (each add wraps at most once, so that
-     * number is at most the count, below 2^31 for n < 2^31, and never
-     * reaches the count's bits). Two read-modify-writes a token: the
-     * loop is bound by its stores. */
+    /* Per bucket two words (typ_hist_add); the first bucket whose
+     * inclusive prefix qualifies: every element in the buckets before it
+     * ranks before the cut, every one after it after the cut. */
     uint64_t *h = ctx->ws->u64b; /* 2 * TYP_NB <= TYP_BIG <= n <= its capacity */
     memset(h, 0, 2 * TYP_NB * sizeof *h);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t *hb = h + 2 * (size_t)bk[i];
-        uint64_t x = w[i], s = hb[0] + x;
-        hb[1] += ((uint64_t)1 << 32) + (s < x);
-        hb[0] = s;
-    }
-    /* The first bucket whose inclusive prefix qualifies: every element
-     * in the buckets before it ranks before the cut, every one after it
-     * after the cut. */
+    for (size_t i = 0; i < n; i++)
+        typ_hist_add(h + 2 * (size_t)bk[i], w[i]);
     sift__u128 below = {0, 0};
     size_t cnt_below = 0;
-    uint32_t b = 0;
-    for (;; b++) {
-        if (b == TYP_NB)
-            return 0;
-        sift__u128 mb = {h[2 * b], h[2 * b + 1] & 0xffffffffu};
-        sift__u128 with = sift__u128_add(below, mb);
-        size_t cnt = cnt_below + (size_t)(h[2 * b + 1] >> 32);
-        if (reaches(with, cnt, T, kmin))
-            break;
-        below = with;
-        cnt_below = cnt;
-    }
+    size_t bb = typ_hist_walk(h, TYP_NB, T, kmin, &below, &cnt_below);
+    if (bb == TYP_NB)
+        return 0;
+    uint32_t b = (uint32_t)bb;
     /* Resolve that bucket exactly (K1 overwrites the histogram). */
     uint64_t *K1 = ctx->ws->u64b, *K2 = ctx->ws->u64c, *Wt = ctx->ws->u64d;
     size_t k = 0;
