@@ -199,6 +199,7 @@ __attribute__((target("avx2"))) static float max_avx2(const float *x, size_t n)
     a0 = _mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3));
     float l[8];
     _mm256_storeu_ps(l, a0);
+    sift__vzeroupper();
     float m = max_scalar(x + i, n - i);
     for (int j = 0; j < 8; j++)
         m = l[j] > m ? l[j] : m;
@@ -276,6 +277,7 @@ __attribute__((target("avx512f"))) static float max_avx512(const float *x, size_
     a0 = _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3));
     float l[16];
     _mm512_storeu_ps(l, a0);
+    sift__vzeroupper();
     float m = max_scalar(x + i, n - i);
     for (int j = 0; j < 16; j++)
         m = l[j] > m ? l[j] : m;
@@ -705,6 +707,7 @@ __attribute__((target("avx2"))) static size_t scan_tail_gt_avx2(const float *x, 
     _mm256_storeu_ps(lanes + 48, a6);
     _mm256_storeu_ps(lanes + 56, a7);
     *m = c;
+    sift__vzeroupper();
     if (n - i < TAIL_LANES && c + SIFT__SCAN_BLOCK <= cap)
         return scan_tail_rest(x, i, n, t, idx, m, lanes);
     return i;
@@ -796,6 +799,7 @@ __attribute__((target("avx512f"))) static size_t scan_tail_gt_avx512(const float
     _mm512_storeu_ps(lanes + 32, a2);
     _mm512_storeu_ps(lanes + 48, a3);
     *m = c;
+    sift__vzeroupper();
     if (n - i < TAIL_LANES && c + SIFT__SCAN_BLOCK <= cap)
         return scan_tail_rest(x, i, n, t, idx, m, lanes);
     return i;

@@ -487,6 +487,7 @@ __attribute__((target("avx512f"))) static void moments_avx512(const sift_candida
                    _mm512_permutex2var_ps(_mm512_loadu_ps(p + 32), odd, _mm512_loadu_ps(p + 48)));
     }
     mom512_end(&a, mo);
+    sift__vzeroupper();
     moments_scalar(cd, i, n, mo);
 }
 
@@ -528,6 +529,7 @@ __attribute__((target("avx512f"))) static void moments_row_avx512(const float *x
         for (i = 0; i + 32 <= n; i += 32)
             mom512_add(&a, _mm512_loadu_ps(x + i), _mm512_loadu_ps(x + i + 16));
         mom512_end(&a, mo);
+        sift__vzeroupper();
         moments_row_scalar(x, i, n, mo);
         return;
     }
@@ -535,6 +537,7 @@ __attribute__((target("avx512f"))) static void moments_row_avx512(const float *x
     mo->max = _mm512_reduce_max_ps(vmx);
     mo->sum = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)));
     mo->sumsq = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(q0, q1), _mm512_add_pd(q2, q3)));
+    sift__vzeroupper();
     moments_row_scalar(x, i, n, mo);
 }
 
@@ -640,6 +643,7 @@ __attribute__((target("avx2"))) static void moments_avx2(const sift_candidate *c
     mo->max = mx;
     mo->sum = (vs[0] + vs[1]) + (vs[2] + vs[3]);
     mo->sumsq = (vq[0] + vq[1]) + (vq[2] + vq[3]);
+    sift__vzeroupper();
     moments_scalar(cd, i, n, mo);
 }
 
@@ -684,6 +688,7 @@ __attribute__((target("avx2"))) static void moments_row_avx2(const float *x, siz
     mo->max = mx;
     mo->sum = (vs[0] + vs[1]) + (vs[2] + vs[3]);
     mo->sumsq = (vq[0] + vq[1]) + (vq[2] + vq[3]);
+    sift__vzeroupper();
     moments_row_scalar(x, i, n, mo);
 }
 
@@ -1160,6 +1165,7 @@ keep_w_ge_avx2(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws, uint64_t *
     }
     *lo += sift__lanes4_sum(slo);
     *hi += sift__lanes4_sum(shi);
+    sift__vzeroupper();
     return keep_w_ge_scalar(c, w, i, n, j, ws, lo, hi);
 }
 
@@ -1214,6 +1220,7 @@ keep_w_ge_avx512(sift_candidate *c, uint64_t *w, size_t n, uint64_t ws, uint64_t
     }
     *lo += (uint64_t)_mm512_reduce_add_epi64(al);
     *hi += (uint64_t)_mm512_reduce_add_epi64(ah);
+    sift__vzeroupper();
     return keep_w_ge_scalar(c, w, i, n, j, ws, lo, hi);
 }
 
@@ -1331,6 +1338,7 @@ bucket_band_avx2(const uint32_t *bk, const uint64_t *w, size_t n, uint32_t lo, u
     o->hi += sift__lanes4_sum(acc_hi);
     o->below += (size_t)sift__lanes4_sum(cnt);
     o->m = m;
+    sift__vzeroupper();
     bucket_band_scalar(bk, w, i, n, lo, span, o, bidx, bw);
 }
 
@@ -1364,6 +1372,7 @@ bucket_band_avx512(const uint32_t *bk, const uint64_t *w, size_t n, uint32_t lo,
     o->hi += (uint64_t)_mm512_reduce_add_epi64(acc_hi);
     o->below += na;
     o->m = m;
+    sift__vzeroupper();
     bucket_band_scalar(bk, w, i, n, lo, span, o, bidx, bw);
 }
 #endif

@@ -270,6 +270,7 @@ __attribute__((target("avx2,popcnt"))) static void band_pass_avx2(const uint64_t
     o->hi += sift__lanes4_sum(acc_hi);
     o->above += (size_t)sift__lanes4_sum(cnt);
     o->m = m;
+    sift__vzeroupper();
     band_pass_scalar(w, i, n, A, B, o, band, bw);
 }
 #endif
@@ -304,6 +305,7 @@ __attribute__((target("avx512f,popcnt"))) static void band_pass_avx512(const uin
     o->hi += (uint64_t)_mm512_reduce_add_epi64(acc_hi);
     o->above += na;
     o->m = m;
+    sift__vzeroupper();
     band_pass_scalar(w, i, n, A, B, o, band, bw);
 }
 #endif

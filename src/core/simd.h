@@ -16,6 +16,16 @@
 
 #include "../sift_internal.h"
 
+/* Clears the upper halves of the vector registers. A kernel built for
+ * AVX2 or AVX-512 calls it after its last wide operation and before it
+ * calls or returns to code built without AVX (its scalar tail): GCC
+ * leaves out the vzeroupper it owes there when the kernel ends in a call,
+ * and on this project's AMD EPYC host every SSE instruction after a wide
+ * kernel then waited on the stale upper halves (a scalar histogram loop
+ * ran 4 times slower). Only for use inside a function built with an AVX
+ * target, in a file that includes <immintrin.h>. */
+#define sift__vzeroupper() _mm256_zeroupper()
+
 /* Dispatch levels, in increasing order; a level implies those below it. */
 enum {
     SIFT__SIMD_SCALAR = 0, /* plain C, every machine */
