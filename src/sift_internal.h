@@ -401,6 +401,11 @@ typedef struct sift__ctx {
      * arr_fails point to the chain's back-off. */
     uint32_t arr_top;
     int arr_top_off;
+    /* The float-certified draw (sift__fdraw): its attempts and decisions
+     * in this step (added to the chain's n_fdraw_tries, n_fdraw), and
+     * its switch (the chain's fdraw_off; a cross-check's reference). */
+    uint32_t fdraw_tries, fdraw_done;
+    int fdraw_off;
     uint32_t *arr_skip, *arr_fails;
     /* 1 while the stages run over a loaded whole row (step.c's
      * run_stages): the array a stage sees is then the whole set, which
@@ -814,6 +819,11 @@ struct sift_chain {
      * reference step), 0 otherwise. */
     uint64_t n_arr_top;
     uint8_t arr_top_off;
+    /* The float-certified draw (sift__fdraw): attempts and decisions,
+     * counted over the steps that succeeded; and a switch that turns it
+     * off (tests; a cross-check's reference step), 0 otherwise. */
+    uint64_t n_fdraw_tries, n_fdraw;
+    uint8_t fdraw_off;
     /* For tests (0 otherwise): every take of carried weights is checked
      * against weights computed afresh (sift__carry_check), a mismatch
      * counted in n_carry_bad (and the take refused). */
@@ -1286,6 +1296,40 @@ SIFT__HIDDEN sift__u128 sift__u128_mul64(uint64_t a, uint64_t b);
  * the f-th failure in a row, the next min(2^(f-1), 64) - 1 arrays). */
 #define SIFT__ARR_TOP_MIN 16384
 SIFT__HIDDEN int sift__arr_top_select(sift__stage *st, sift__ctx *ctx, const sift__arr *a);
+
+/* The float-certified draw (core/fdraw.c; docs/analyzer.md,
+ * "Float-certified draw"). F(x), sift__fexp: a float exponential with
+ * relative error at most 1.125 * 2^-24 on [-44, 0] (clamped below -44).
+ * Kernel levels: SIFT__FDRAW_SCALAR (the definition, fmaf) and
+ * SIFT__FDRAW_AVX512, which give the same bits. */
+enum { SIFT__FDRAW_SCALAR = 0, SIFT__FDRAW_AVX512 = 1 };
+/* Arrays below this many candidates take dist's exact pass directly. */
+#define SIFT__FDRAW_MIN 16384
+SIFT__HIDDEN float sift__fexp(float x);
+/* The widest kernel level this machine and sift__simd() allow. */
+SIFT__HIDDEN int sift__fdraw_level(void);
+/* vf[i] = sift__fexp(c[i].logit - m), i < n, at `level`; returns their
+ * sum in double (lanes, then a tree: at most n additions per term), NaN
+ * when a difference is NaN; *xlow = the smallest max(c[i].logit - m, -44). */
+SIFT__HIDDEN double sift__fexp_pass(int level, const sift_candidate *c, size_t n, float m,
+                                    float *vf, float *xlow);
+/* The kappa of Lemma 2 for F: (eps + rho) / (1 - eps), rounded up. */
+SIFT__HIDDEN double sift__fdraw_kappa(void);
+/* dist's draw on a (n >= 2, largest logit m, finite) with the RNG output
+ * u, decided from float weights at `level` with the bound kappa: 1 with
+ * *id = the token dist's exact pass selects with u (when kappa bounds F,
+ * as sift__fdraw_kappa does), 0 when the tests (a) and (b) do not hold
+ * or a logit is NaN. Uses ws->u64a..u64d, f64 and u32 as scratch; reads
+ * nothing else of ctx. Tests pass a smaller kappa to see it fail. */
+SIFT__HIDDEN int sift__fdraw_at(sift__ctx *ctx, const sift__arr *a, float m, uint64_t u, int level,
+                                double kappa, int32_t *id);
+/* dist's entry: sift__fdraw_at with the next RNG output (peeked, not
+ * taken) on an array of at least SIFT__FDRAW_MIN candidates at the
+ * AVX-512 level, unless ctx->fdraw_off or an absent mass is pending
+ * (ctx->absent_lo); counts its attempts and decisions in ctx. On 1 the
+ * caller selects *id and takes the one RNG output; on 0 it runs the
+ * exact pass, from the same state. */
+SIFT__HIDDEN int sift__fdraw(sift__ctx *ctx, const sift__arr *a, float m, int32_t *id);
 
 #define SIFT__PLAN_UNBOUNDED_SLACK 64
 #define SIFT__PLAN_K_MAX ((int64_t)1 << 30)

@@ -170,15 +170,19 @@ static sift_status check_token(sift_chain *c, const sift__xc_step *b, const sift
      * those walk the same certificate as the slice step being checked,
      * and a fault in it would agree with itself. */
     uint64_t pd = c->n_prefix_decided, pf = c->n_prefix_fallback, gr = c->n_grammar_resamples;
-    uint64_t fp = c->n_full_passes, at = c->n_arr_top;
-    uint8_t at_off = c->arr_top_off;
+    uint64_t fp = c->n_full_passes, at = c->n_arr_top, ft = c->n_fdraw_tries, fd = c->n_fdraw;
+    uint8_t at_off = c->arr_top_off, fd_off = c->fdraw_off;
     c->rng = b->rng;
     int32_t rt = -1;
     sift_error re;
     c->arr_top_off = 1; /* nor the tail route inside the full pass */
+    c->fdraw_off = 1;   /* nor the float-certified draw */
     sift_status rs = sift__sample_row(c, c->row, sl->n_vocab, &rt, 0, &re);
     c->arr_top_off = at_off;
+    c->fdraw_off = fd_off;
     c->n_arr_top = at;
+    c->n_fdraw_tries = ft;
+    c->n_fdraw = fd;
     int same_rng = rs == SIFT_OK && memcmp(&c->rng, after, sizeof *after) == 0;
     c->rng = *after;
     c->n_prefix_decided = pd;

@@ -143,6 +143,8 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->arr_skip = &c->arr_skip;
     ctx->arr_fails = &c->arr_fails;
     ctx->arr_whole = 0;
+    ctx->fdraw_tries = ctx->fdraw_done = 0;
+    ctx->fdraw_off = c->fdraw_off;
 }
 
 int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
@@ -538,6 +540,8 @@ selected:
     c->n_carried += ctx.carry_used;
     c->n_tns_exact += ctx.tns_exact;
     c->n_arr_top += ctx.arr_top;
+    c->n_fdraw_tries += ctx.fdraw_tries;
+    c->n_fdraw += ctx.fdraw_done;
     *rng = ctx.rng;
     *token = ctx.selected;
     return SIFT_OK;

@@ -10,7 +10,9 @@
  *
  * The walk is found by weighted selection (sift__mass_prefix), not by
  * sorting: exact integer prefix sums make the answer independent of the
- * array's storage order.
+ * array's storage order. On a large array the float-certified draw
+ * (core/fdraw.c) is tried first; it returns this definition's token or
+ * nothing.
  *
  * Reference behaviour: llama.cpp walks a float/double cumulative sum in the
  * array's current order with libstdc++'s generate_canonical; sift differs
@@ -54,6 +56,14 @@ static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     const uint64_t *w = d->id_order ? NULL : sift__carry_take(ctx, a, m, &W);
     if (!w) {
         sift__carry_clear(ctx);
+        /* A large array first tries the float-certified draw: a decided
+         * step is this pass's token, and takes the same one RNG output. */
+        int32_t id;
+        if (!d->id_order && sift__fdraw(ctx, a, m, &id)) {
+            (void)sift__rng_next(&ctx->rng);
+            ctx->selected = id;
+            return SIFT_OK;
+        }
         if (d->id_order)
             sift__arr_idorder(ctx, a);
         w = ctx->ws->u64a;

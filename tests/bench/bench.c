@@ -470,18 +470,20 @@ static void print_line(const opts *o, const char *name, int32_t V, const char *k
 
 /* --route: the prefix's decisions over a case's `steps` steps. */
 static void print_route(const opts *o, const char *name, int32_t V, const char *kind,
-                        const sift_stats *rs, int steps)
+                        const sift_stats *rs, const unsigned long long *fd_n, int steps)
 {
     unsigned long long d = rs->row_prefix_decided, f = rs->row_prefix_fallback;
+    unsigned long long ft = fd_n[0], fd = fd_n[1];
     if (o->json)
         printf("{\"name\":\"%s\",\"V\":%d,\"rows\":\"%s\",\"steps\":%d,"
-               "\"prefix_decided\":%llu,\"prefix_attempts\":%llu}\n",
-               name, (int)V, kind, steps, d, d + f);
+               "\"prefix_decided\":%llu,\"prefix_attempts\":%llu,"
+               "\"fdraw_decided\":%llu,\"fdraw_attempts\":%llu}\n",
+               name, (int)V, kind, steps, d, d + f, fd, ft);
     else
         printf("  route: %llu of %d steps decided on the prefix (%llu attempts), %.1f %% full "
-               "passes\n",
+               "passes; float-certified draw: %llu of %llu attempts decided\n",
                d, steps, d + f,
-               steps > 0 ? 100.0 * (double)((unsigned long long)steps - d) / steps : 0.0);
+               steps > 0 ? 100.0 * (double)((unsigned long long)steps - d) / steps : 0.0, fd, ft);
     fflush(stdout);
 }
 
@@ -539,6 +541,7 @@ static void run_v(const opts *o, int32_t V, int kind)
         sift_stats rs;
         rs.struct_size = sizeof rs;
         int have_route = o->route && sift_chain_stats(c, &rs, NULL) == SIFT_OK;
+        unsigned long long fd_n[2] = {c->n_fdraw_tries, c->n_fdraw};
         sift_chain_free(c);
         if (failed) {
             print_line(o, bc->name, V, row_names[kind], none, 0, 0, why);
@@ -548,7 +551,7 @@ static void run_v(const opts *o, int32_t V, int kind)
         print_line(o, bc->name, V, row_names[kind], st, summarize(xf, R).med, summarize(xm, R).med,
                    NULL);
         if (have_route)
-            print_route(o, bc->name, V, row_names[kind], &rs, next);
+            print_route(o, bc->name, V, row_names[kind], &rs, fd_n, next);
     }
     if (n_fl) {
         stats f = summarize(fl_all, (int)n_fl), m = summarize(mc_all, (int)n_fl);

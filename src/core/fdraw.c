@@ -1,0 +1,703 @@
+/*
+ * fdraw.c - the float-certified draw (docs/analyzer.md, "Float-certified
+ * draw"): dist's token on a large array decided from float weights.
+ *
+ * dist's definition weighs every token exactly (w = trunc(2^62 E(x)),
+ * E = sift__expf) and walks canonical order to the first inclusive prefix
+ * above T = floor(W U / 2^64). Here every token gets a float weight
+ * F(x) instead (about a third of the exact kernel's cost), the draw is
+ * located in the float sums, and the theorem's two tests (a) and (b)
+ * decide whether every set of exact weights within the proven bounds
+ * selects the same token. When they do, that token is the exact pass's,
+ * bit for bit, and the caller advances the RNG by the one output dist
+ * uses; when they do not (or any precondition fails), nothing has
+ * changed but scratch and the caller runs the exact pass: a fallback is
+ * today's step.
+ *
+ * F, for a float x (the same x = fl(l - m) the exact path feeds to E):
+ *   x  = max(x, -44)                     (NaN: the pass reports it)
+ *   k  = the integer nearest x * L32, L32 = fl(32/ln2), by adding and
+ *        subtracting 1.5 * 2^23 in float
+ *   r  = fma(-k, C2, fma(-k, C1, x)),    C1 + C2 = ln2/32 to 2^-58
+ *   q  = fma(fma(fma(r, 1/24, 1/6), r, 1/2) * r, r, r)   (e^r - 1)
+ *   F  = (TH[j] + fma(TH[j], q, TL[j])) * 2^e,  k = 32 e + j
+ * with TH[j] + TL[j] = 2^(j/32) to 2^-47. Every operation is a correctly
+ * rounded float operation, so the scalar form (fmaf) and the AVX-512
+ * form give the same bits; check_fdraw compares them. The relative error
+ * against e^x is at most EPS_F = 1.125 * 2^-24 for every float x in
+ * [-44, 0] (analyzer.md has the derivation; make check-fexp checks every
+ * one of those floats against expl, and check_fdraw a dense sweep).
+ * Below -44 both weights are below 1 (Lemma 2's slack).
+ *
+ * The location: the float weights are stored; a sample of every 16th
+ * token and every heavy one (at least 1/4096 of the float total) puts
+ * the target in a band of logit buckets (bucket = min(floor((m - l) s),
+ * HB - 1), s a power of two; non-increasing along canonical order, so
+ * every token of a lower bucket is ahead of every token of a higher
+ * one); one vector pass sums the float weights above the band and
+ * gathers the band; a weighted quickselect finds the token c whose float
+ * prefix crosses the target. Only the certification is trusted: the sums
+ * it tests are formed in a fixed bracketing whose error Lemma 3 bounds.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../sift_internal.h"
+#include "simd.h"
+
+#if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
+#define SIFT__FD_AVX512 1
+#include <immintrin.h>
+#define FD_TARGET "avx512f,avx512dq,fma,popcnt"
+#endif
+
+/* 2^(j/32) = FD_TH[j] + FD_TL[j], FD_TH[j] the float nearest to it and
+ * FD_TL[j] the float nearest to the rest (generated with 80-digit
+ * decimal arithmetic; |FD_TH + FD_TL - 2^(j/32)| <= 2^-47). */
+static const float FD_TH[32] = {
+    0x1p+0f,       0x1.059b0ep+0f, 0x1.0b5586p+0f, 0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f,
+    0x1.2387a6p+0f, 0x1.29e9ep+0f,  0x1.306fep+0f,  0x1.371a74p+0f, 0x1.3dea64p+0f, 0x1.44e086p+0f,
+    0x1.4bfdaep+0f, 0x1.5342b6p+0f, 0x1.5ab07ep+0f, 0x1.6247ecp+0f, 0x1.6a09e6p+0f, 0x1.71f75ep+0f,
+    0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f, 0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f,
+    0x1.ae89fap+0f, 0x1.b7f77p+0f,  0x1.c199bep+0f, 0x1.cb720ep+0f, 0x1.d5818ep+0f, 0x1.dfc974p+0f,
+    0x1.ea4afap+0f, 0x1.f50766p+0f};
+static const float FD_TL[32] = {
+    0.0f,           -0x1.9d4f52p-25f, 0x1.9f3122p-25f,  -0x1.fdb496p-25f, -0x1.c15742p-27f,
+    -0x1.d2e8cap-25f, 0x1.ceac48p-25f, -0x1.5c0424p-25f, 0x1.4636e2p-25f,  -0x1.18aac6p-25f,
+    0x1.824684p-25f,  0x1.8624b4p-30f, -0x1.593abcp-25f, -0x1.2c561p-25f,  -0x1.5bd5ecp-27f,
+    -0x1.f8b55p-25f,  0x1.9fcef4p-26f, 0x1.1d8beep-25f,  -0x1.829fdp-25f,  -0x1.accc7cp-26f,
+    0x1.15506ep-27f,  -0x1.e64744p-25f, 0x1.51f848p-27f, -0x1.b83b54p-25f, -0x1.a94b14p-26f,
+    -0x1.a09438p-25f, -0x1.3d56b2p-27f, -0x1.8837ccp-27f, -0x1.822dbcp-27f, -0x1.908c94p-25f,
+    0x1.52486cp-27f,  -0x1.246ebp-26f};
+
+#define FD_L32 0x1.715476p+5f    /* fl(32/ln2) */
+#define FD_C1 0x1.62e43p-6f      /* fl(ln2/32) */
+#define FD_C2 (-0x1.05c61p-34f)  /* fl(ln2/32 - C1) */
+#define FD_C6 0x1.555556p-3f     /* fl(1/6) */
+#define FD_C24 0x1.555556p-5f    /* fl(1/24) */
+#define FD_SHIFT 0x1.8p23f       /* 1.5 * 2^23: adding it rounds to an integer */
+#define FD_LOW (-44.0f)
+
+float sift__fexp(float x)
+{
+    x = x > FD_LOW ? x : FD_LOW;
+    float t = x * FD_L32;
+    float kf = (t + FD_SHIFT) - FD_SHIFT;
+    int32_t k = (int32_t)kf;
+    float r = fmaf(-kf, FD_C1, x);
+    r = fmaf(-kf, FD_C2, r);
+    float p = fmaf(r, FD_C24, FD_C6);
+    p = fmaf(p, r, 0.5f);
+    p = p * r;
+    float q = fmaf(p, r, r);
+    int32_t j = k & 31, e = k >> 5; /* arithmetic shift: floor(k / 32) */
+    float z = FD_TH[j] + fmaf(FD_TH[j], q, FD_TL[j]);
+    uint32_t u;
+    memcpy(&u, &z, sizeof u);
+    u += (uint32_t)e << 23; /* z in [0.99, 2), e >= -64: stays normal */
+    memcpy(&z, &u, sizeof z);
+    return z;
+}
+
+/* ------------------------------------------------------------------ */
+/* The float pass                                                      */
+/* ------------------------------------------------------------------ */
+
+/* vf[i] = F(c[i].logit - m) for i < n; returns their sum in double
+ * (sequential), NaN when a difference is NaN; *xlow = the smallest
+ * max(x, -44). */
+static double fexp_pass_scalar(const sift_candidate *c, size_t n, float m, float *vf, float *xlow)
+{
+    double s = 0.0;
+    float lo = 0.0f;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float x = c[i].logit - m;
+        bad |= x != x;
+        float v = sift__fexp(x);
+        lo = x < lo ? (x > FD_LOW ? x : FD_LOW) : lo;
+        vf[i] = v;
+        s += (double)v;
+    }
+    *xlow = lo;
+    return bad ? NAN : s;
+}
+
+#ifdef SIFT__FD_AVX512
+__attribute__((target(FD_TARGET), always_inline)) static inline __m512
+fd_load_logits16(const sift_candidate *c)
+{
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512 a = _mm512_loadu_ps((const float *)(const void *)c);
+    __m512 b = _mm512_loadu_ps((const float *)(const void *)(c + 8));
+    return _mm512_permutex2var_ps(a, odd, b);
+}
+
+/* sift__fexp sixteen lanes at a time, the same operations in the same
+ * order (x already clamped). */
+__attribute__((target(FD_TARGET), always_inline)) static inline __m512 fexp16(__m512 x, __m512 th0,
+                                                                             __m512 th1, __m512 tl0,
+                                                                             __m512 tl1)
+{
+    const __m512 shift = _mm512_set1_ps(FD_SHIFT);
+    __m512 kf = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(FD_L32)), shift), shift);
+    __m512i k = _mm512_cvttps_epi32(kf);
+    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(FD_C1), x);
+    r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(FD_C2), r);
+    __m512 p = _mm512_fmadd_ps(r, _mm512_set1_ps(FD_C24), _mm512_set1_ps(FD_C6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_mul_ps(p, r);
+    __m512 q = _mm512_fmadd_ps(p, r, r);
+    __m512i j = _mm512_and_si512(k, _mm512_set1_epi32(31));
+    __m512 th = _mm512_permutex2var_ps(th0, j, th1);
+    __m512 tl = _mm512_permutex2var_ps(tl0, j, tl1);
+    __m512 z = _mm512_add_ps(th, _mm512_fmadd_ps(th, q, tl));
+    __m512i e = _mm512_slli_epi32(_mm512_srai_epi32(k, 5), 23);
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(z), e));
+}
+
+/* The scalar tail (the last n mod 16 tokens) runs first, before any
+ * wide operation, so that no SSE code runs after the vector loop. */
+__attribute__((target(FD_TARGET))) static double
+fexp_pass_avx512(const sift_candidate *c, size_t n, float m, float *vf, float *xlow)
+{
+    size_t nv = n - n % 16;
+    float tlo;
+    double tail = fexp_pass_scalar(c + nv, n - nv, m, vf + nv, &tlo);
+    const __m512 th0 = _mm512_loadu_ps(FD_TH), th1 = _mm512_loadu_ps(FD_TH + 16);
+    const __m512 tl0 = _mm512_loadu_ps(FD_TL), tl1 = _mm512_loadu_ps(FD_TL + 16);
+    const __m512 mv = _mm512_set1_ps(m), low = _mm512_set1_ps(FD_LOW);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    __m512 lo = _mm512_set1_ps(tlo);
+    __mmask16 nan = 0;
+    for (size_t i = 0; i < nv; i += 16) {
+        __m512 x = _mm512_sub_ps(fd_load_logits16(c + i), mv);
+        nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+        x = _mm512_max_ps(x, low); /* a NaN lane gives -44 (reported above) */
+        lo = _mm512_min_ps(lo, x);
+        __m512 v = fexp16(x, th0, th1, tl0, tl1);
+        _mm512_storeu_ps(vf + i, v);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        s1 = _mm512_add_pd(
+            s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    }
+    *xlow = _mm512_reduce_min_ps(lo);
+    double sum = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1)) + tail;
+    sift__vzeroupper();
+    return nan || tail != tail ? NAN : sum;
+}
+#endif
+
+int sift__fdraw_level(void)
+{
+#ifdef SIFT__FD_AVX512
+    if (sift__simd()->level >= SIFT__SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("popcnt"))
+        return SIFT__FDRAW_AVX512;
+#endif
+    return SIFT__FDRAW_SCALAR;
+}
+
+double sift__fexp_pass(int level, const sift_candidate *c, size_t n, float m, float *vf,
+                       float *xlow)
+{
+#ifdef SIFT__FD_AVX512
+    if (level == SIFT__FDRAW_AVX512)
+        return fexp_pass_avx512(c, n, m, vf, xlow);
+#endif
+    (void)level;
+    return fexp_pass_scalar(c, n, m, vf, xlow);
+}
+
+/* ------------------------------------------------------------------ */
+/* Buckets, the sample and the band pass                               */
+/* ------------------------------------------------------------------ */
+
+/* Logit buckets: bucket(l) = min(floor((m - l) s), FD_HB - 1). m - l,
+ * the product by a power of two, the clamp and the truncation are each
+ * monotone, so a larger logit never has a larger bucket. */
+#define FD_HB 2048
+
+static inline uint32_t fd_bucket(float l, float m, float s)
+{
+    float y = (m - l) * s;
+    y = y < (float)(FD_HB - 1) ? y : (float)(FD_HB - 1);
+    return (uint32_t)(int32_t)y;
+}
+
+/* What a band pass finds: the float mass of the tokens above the band
+ * (bucket < b_lo), summed in double (Lemma 3's bracketing: lanes, then a
+ * tree), their count, and the band (b_lo <= bucket <= b_hi): its
+ * indices, logits and float weights in idx, bl and bv, ascending, m of
+ * them. */
+typedef struct fd_band_out {
+    double above;
+    size_t n_above, m;
+    uint32_t *idx;
+    float *bl, *bv;
+} fd_band_out;
+
+static void band_pass_scalar(const sift_candidate *c, const float *vf, size_t i, size_t n, float m,
+                             float s, uint32_t b_lo, uint32_t b_hi, fd_band_out *o)
+{
+    double sum = 0.0;
+    size_t na = 0, k = o->m;
+    for (; i < n; i++) {
+        uint32_t b = fd_bucket(c[i].logit, m, s);
+        int a = b < b_lo;
+        sum += a ? (double)vf[i] : 0.0;
+        na += (size_t)a;
+        o->idx[k] = (uint32_t)i;
+        o->bl[k] = c[i].logit;
+        o->bv[k] = vf[i];
+        k += (size_t)(b - b_lo <= b_hi - b_lo);
+    }
+    o->above += sum;
+    o->n_above += na;
+    o->m = k;
+}
+
+#ifdef SIFT__FD_AVX512
+/* band_pass_scalar sixteen lanes at a time; the band's lanes are
+ * compressed into registers and all sixteen stored (m <= i, so the
+ * stores stay inside the first n entries). */
+__attribute__((target(FD_TARGET))) static void band_pass_avx512(const sift_candidate *c,
+                                                                const float *vf, size_t n, float m,
+                                                                float s, uint32_t b_lo,
+                                                                uint32_t b_hi, fd_band_out *o)
+{
+    const __m512 mv = _mm512_set1_ps(m), sv = _mm512_set1_ps(s);
+    const __m512 top = _mm512_set1_ps((float)(FD_HB - 1));
+    const __m512i lov = _mm512_set1_epi32((int32_t)b_lo), wid = _mm512_set1_epi32((int32_t)(b_hi - b_lo));
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    size_t i = 0, k = 0, na = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 l = fd_load_logits16(c + i);
+        __m512 y = _mm512_min_ps(_mm512_mul_ps(_mm512_sub_ps(mv, l), sv), top);
+        __m512i b = _mm512_cvttps_epi32(y);
+        __mmask16 ab = _mm512_cmplt_epi32_mask(b, lov);
+        __mmask16 in = _mm512_cmple_epu32_mask(_mm512_sub_epi32(b, lov), wid);
+        __m512 v = _mm512_loadu_ps(vf + i);
+        s0 = _mm512_mask_add_pd(s0, (__mmask8)ab, s0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        s1 = _mm512_mask_add_pd(
+            s1, (__mmask8)(ab >> 8), s1,
+            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+        na += (size_t)__builtin_popcount((unsigned)ab);
+        _mm512_storeu_si512((void *)(o->idx + k), _mm512_maskz_compress_epi32(in, iota));
+        _mm512_storeu_ps(o->bl + k, _mm512_maskz_compress_ps(in, l));
+        _mm512_storeu_ps(o->bv + k, _mm512_maskz_compress_ps(in, v));
+        k += (size_t)__builtin_popcount((unsigned)in);
+        iota = _mm512_add_epi32(iota, sixteen);
+    }
+    double above = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    sift__vzeroupper();
+    o->above = 0.0;
+    o->n_above = 0;
+    o->m = k;
+    band_pass_scalar(c, vf, i, n, m, s, b_lo, b_hi, o);
+    o->above += above;
+    o->n_above += na;
+}
+#endif
+
+static void band_pass(int level, const sift_candidate *c, const float *vf, size_t n, float m,
+                      float s, uint32_t b_lo, uint32_t b_hi, fd_band_out *o)
+{
+    o->above = 0.0;
+    o->n_above = 0;
+    o->m = 0;
+#ifdef SIFT__FD_AVX512
+    if (level == SIFT__FDRAW_AVX512) {
+        band_pass_avx512(c, vf, n, m, s, b_lo, b_hi, o);
+        return;
+    }
+#endif
+    (void)level;
+    band_pass_scalar(c, vf, 0, n, m, s, b_lo, b_hi, o);
+}
+
+/* The indices i with vf[i] >= theta, ascending, while at most cap;
+ * returns their count, or cap + 1 when there are more. */
+static size_t heavy_scalar(const float *vf, size_t i, size_t n, float theta, uint32_t *h, size_t k,
+                           size_t cap)
+{
+    for (; i < n; i++) {
+        if (vf[i] >= theta) {
+            if (k == cap)
+                return cap + 1;
+            h[k++] = (uint32_t)i;
+        }
+    }
+    return k;
+}
+
+#ifdef SIFT__FD_AVX512
+/* h has room for cap + 16 entries. */
+__attribute__((target(FD_TARGET))) static size_t heavy_avx512(const float *vf, size_t n, float theta,
+                                                              uint32_t *h, size_t cap)
+{
+    const __m512 tv = _mm512_set1_ps(theta);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    size_t i = 0, k = 0;
+    for (; i + 16 <= n; i += 16) {
+        __mmask16 hv = _mm512_cmp_ps_mask(_mm512_loadu_ps(vf + i), tv, _CMP_GE_OQ);
+        if (hv) {
+            _mm512_storeu_si512((void *)(h + k), _mm512_maskz_compress_epi32(hv, iota));
+            k += (size_t)__builtin_popcount((unsigned)hv);
+            if (k > cap)
+                return cap + 1;
+        }
+        iota = _mm512_add_epi32(iota, sixteen);
+    }
+    sift__vzeroupper();
+    return heavy_scalar(vf, i, n, theta, h, k, cap);
+}
+#endif
+
+static size_t heavy_scan(int level, const float *vf, size_t n, float theta, uint32_t *h, size_t cap)
+{
+#ifdef SIFT__FD_AVX512
+    if (level == SIFT__FDRAW_AVX512)
+        return heavy_avx512(vf, n, theta, h, cap);
+#endif
+    (void)level;
+    return heavy_scalar(vf, 0, n, theta, h, 0, cap);
+}
+
+/* ------------------------------------------------------------------ */
+/* The search in the band                                              */
+/* ------------------------------------------------------------------ */
+
+static inline void fd_swap(uint64_t *K, double *D, size_t a, size_t b)
+{
+    uint64_t k = K[a];
+    K[a] = K[b];
+    K[b] = k;
+    double d = D[a];
+    D[a] = D[b];
+    D[b] = d;
+}
+
+/* The key (canonical: a larger key comes first) of the element whose
+ * float prefix in key order first exceeds t, or of the last one when
+ * none does. Reorders K and D; an estimate (the certificate decides). */
+static uint64_t fd_select(uint64_t *K, double *D, size_t n, double t)
+{
+    size_t lo = 0, hi = n;
+    double acc = 0.0;
+    while (hi - lo > 16) {
+        /* median of three as the pivot, moved to lo */
+        size_t mid = lo + (hi - lo) / 2;
+        if (K[mid] > K[lo])
+            fd_swap(K, D, mid, lo);
+        if (K[hi - 1] > K[lo])
+            fd_swap(K, D, hi - 1, lo);
+        if (K[mid] > K[hi - 1])
+            fd_swap(K, D, mid, hi - 1);
+        fd_swap(K, D, lo, hi - 1); /* the median to lo */
+        uint64_t P = K[lo];
+        size_t g = lo + 1;
+        double sg = 0.0;
+        for (size_t i = lo + 1; i < hi; i++) {
+            if (K[i] > P) {
+                sg += D[i];
+                fd_swap(K, D, i, g++);
+            }
+        }
+        /* [lo+1, g): ahead of the pivot; [g, hi): behind it */
+        if (acc + sg > t) {
+            fd_swap(K, D, lo, g - 1); /* the pivot leaves the range */
+            hi = g - 1;
+            continue;
+        }
+        acc += sg;
+        if (acc + D[lo] > t)
+            return P;
+        acc += D[lo];
+        lo = g;
+    }
+    /* insertion sort of the rest, largest key first, then the walk */
+    for (size_t i = lo + 1; i < hi; i++)
+        for (size_t j = i; j > lo && K[j] > K[j - 1]; j--)
+            fd_swap(K, D, j, j - 1);
+    for (size_t i = lo; i < hi; i++) {
+        acc += D[i];
+        if (acc > t)
+            return K[i];
+    }
+    return hi > lo ? K[hi - 1] : (lo ? K[lo - 1] : 0);
+}
+
+/* Sub-buckets of the band: floor(min((m - l) s2, top) ) - base, s2 = s
+ * 2^q, top = (b_hi + 1) 2^q - 1, base = b_lo 2^q. (m - l) s2 is (m - l)
+ * s scaled by 2^q exactly, so a band token of bucket b falls in one of
+ * b's 2^q sub-buckets; monotone as the buckets are. */
+#define FD_NSB 2048
+
+typedef struct fd_sub {
+    float m, s2, top;
+    uint32_t base;
+} fd_sub;
+
+static inline uint32_t fd_sub_of(const fd_sub *u, float l)
+{
+    float y = (u->m - l) * u->s2;
+    y = y < u->top ? y : u->top;
+    return (uint32_t)(int32_t)y - u->base;
+}
+
+/* H[j] = the band's float mass in sub-bucket j < nsb: four interleaved
+ * copies (element i in copy i mod 4), added as ((H0 + H1) + H2) + H3.
+ * The copies lie FD_NSB + 24 doubles apart, so that the same entry of
+ * two copies never shares its address's low 12 bits (4K aliasing made
+ * every add wait). H has room for 4 (FD_NSB + 24) doubles. */
+static void fd_sub_hist(const fd_sub *u, const fd_band_out *o, double *H, uint32_t nsb)
+{
+    double *H1 = H + FD_NSB + 24, *H2 = H1 + FD_NSB + 24, *H3 = H2 + FD_NSB + 24;
+    memset(H, 0, (size_t)nsb * sizeof *H);
+    memset(H1, 0, (size_t)nsb * sizeof *H);
+    memset(H2, 0, (size_t)nsb * sizeof *H);
+    memset(H3, 0, (size_t)nsb * sizeof *H);
+    size_t j = 0;
+    for (; j + 4 <= o->m; j += 4) {
+        H[fd_sub_of(u, o->bl[j])] += (double)o->bv[j];
+        H1[fd_sub_of(u, o->bl[j + 1])] += (double)o->bv[j + 1];
+        H2[fd_sub_of(u, o->bl[j + 2])] += (double)o->bv[j + 2];
+        H3[fd_sub_of(u, o->bl[j + 3])] += (double)o->bv[j + 3];
+    }
+    for (; j < o->m; j++)
+        H[fd_sub_of(u, o->bl[j])] += (double)o->bv[j];
+    for (uint32_t b = 0; b < nsb; b++)
+        H[b] = ((H[b] + H1[b]) + H2[b]) + H3[b];
+}
+
+/* ------------------------------------------------------------------ */
+/* The certificate                                                     */
+/* ------------------------------------------------------------------ */
+
+/* floor(d) (up = 0) or ceil(d) (up = 1) as an integer, for a finite
+ * d in [0, 2^127). Doubles of 2^53 and more are integers. */
+static sift__u128 u128_of_double(double d, int up)
+{
+    if (d < 0x1p64) {
+        uint64_t t = (uint64_t)d;
+        t += (uint64_t)(up && (double)t < d);
+        return sift__u128_from(t);
+    }
+    int e;
+    double f = frexp(d, &e); /* d = f 2^e, e in [65, 127] */
+    uint64_t mnt = (uint64_t)ldexp(f, 53);
+    int sh = e - 53;
+    sift__u128 r;
+    r.lo = sh < 64 ? mnt << sh : 0;
+    r.hi = sh < 64 ? mnt >> (64 - sh) : mnt << (sh - 64);
+    return r;
+}
+
+/* The bounds of Lemmas 2 and 3 for sums of at most n terms (N = 2n +
+ * 8192 additions per term at most, as sift__fdraw_at brackets them), in the units of
+ * F (the exact weights divided by 2^62): for a computed sum S,
+ * hi(S) >= S + Delta(S, n) and lo(S) <= S - Delta(S, n), each rounding
+ * of their evaluation absorbed by a factor (1 +- 2^-50). */
+typedef struct fd_cert {
+    double c_hi, c_lo, nu; /* fl(1 + cD), fl(1 - cD), n 2^-62 */
+} fd_cert;
+
+static fd_cert fd_cert_of(size_t n, double kappa)
+{
+    double N = 2.0 * (double)n + 8192.0;
+    double g = N * 0x1p-53 / (1.0 - N * 0x1p-53);
+    double cD = (g + kappa * (1.0 + g)) / (1.0 - g) * (1.0 + 0x1p-40);
+    fd_cert k = {1.0 + cD, 1.0 - cD, ldexp((double)n, -62)};
+    return k;
+}
+
+static double fd_hi(const fd_cert *k, double S)
+{
+    return (S * k->c_hi + k->nu) * (1.0 + 0x1p-50);
+}
+
+static double fd_lo(const fd_cert *k, double S)
+{
+    return (S * k->c_lo * (1.0 - 0x1p-50) - k->nu) * (1.0 - 0x1p-50);
+}
+
+/* The default kappa: (EPS_F + rho) / (1 - EPS_F), rounded up. */
+#define FD_EPS 0x1.2p-24 /* 1.125 * 2^-24, F's proven relative error */
+#define FD_RHO (0x1p-24 + 0x1p-50)
+
+double sift__fdraw_kappa(void)
+{
+    return (FD_EPS + FD_RHO) / (1.0 - FD_EPS) * (1.0 + 0x1p-40);
+}
+
+/* ------------------------------------------------------------------ */
+/* The draw                                                            */
+/* ------------------------------------------------------------------ */
+
+/* The estimate takes every float weight of at least 1/FD_HEAVY_PART of
+ * the total exactly (at most FD_HEAVY_CAP of them) and every
+ * FD_SAMPLE-th of the others. */
+#define FD_HEAVY_PART 4096
+#define FD_HEAVY_CAP 8192
+#define FD_SAMPLE 16
+
+/* Picks the band [*b_lo, *b_hi] of buckets that should hold the float
+ * target t, from the sample and the heavy weights (hm, hq: 2 FD_HB
+ * doubles of scratch; heavy: FD_HEAVY_CAP + 16 entries). 0 when the
+ * heavy weights are too many. */
+static int fd_band_of(int level, const sift_candidate *c, const float *vf, size_t n, float m,
+                      float s, double Sh, double t, double *hm, uint32_t *heavy, uint32_t *b_lo,
+                      uint32_t *b_hi)
+{
+    double *hq = hm + FD_HB;
+    memset(hm, 0, 2 * FD_HB * sizeof *hm);
+    for (size_t i = 0; i < n; i += FD_SAMPLE) {
+        uint32_t b = fd_bucket(c[i].logit, m, s);
+        double d = (double)vf[i] * FD_SAMPLE;
+        hm[b] += d;
+        hq[b] += d * d;
+    }
+    float theta = (float)(Sh / FD_HEAVY_PART);
+    size_t nh = heavy_scan(level, vf, n, theta, heavy, FD_HEAVY_CAP);
+    if (nh > FD_HEAVY_CAP)
+        return 0;
+    for (size_t j = 0; j < nh; j++) {
+        size_t i = heavy[j];
+        uint32_t b = fd_bucket(c[i].logit, m, s);
+        hm[b] += (double)vf[i];
+        if (i % FD_SAMPLE == 0) {
+            double d = (double)vf[i] * FD_SAMPLE;
+            hm[b] -= d;
+            hq[b] -= d * d;
+        }
+    }
+    /* the mass at or above each bucket, walking from the largest logits;
+     * its estimate's variance is about the sampled squares (hq) */
+    double cm = 0.0, cq = 0.0;
+    for (uint32_t b = 0; b < FD_HB; b++) {
+        cm += hm[b];
+        cq += hq[b];
+        if (cm > t)
+            break;
+    }
+    double delta = 4.0 * sqrt(cq > 0.0 ? cq : 0.0) + (double)theta;
+    uint32_t lo = FD_HB, hi = FD_HB - 1;
+    cm = 0.0;
+    for (uint32_t b = 0; b < FD_HB; b++) {
+        cm += hm[b];
+        if (lo == FD_HB && cm > t - delta)
+            lo = b;
+        if (cm > t + delta) {
+            hi = b;
+            break;
+        }
+    }
+    *b_lo = lo < FD_HB ? lo : FD_HB - 1;
+    *b_hi = hi;
+    return 1;
+}
+
+int sift__fdraw_at(sift__ctx *ctx, const sift__arr *a, float m, uint64_t u, int level,
+                   double kappa, int32_t *id)
+{
+    const sift_candidate *c = a->c;
+    size_t n = a->n;
+    sift__ws *ws = ctx->ws;
+    float *vf = (float *)(void *)ws->u64a;
+    float xlow;
+    double Sh = sift__fexp_pass(level, c, n, m, vf, &xlow);
+    if (!(Sh >= 1.0 && Sh < 0x1p60))
+        return 0; /* a NaN logit (or no finite maximum) */
+    /* the bucket scale: the largest power of two that puts the lowest
+     * clamped difference into the last bucket or before */
+    float s = 0x1p20f;
+    while (s > 1.0f && -xlow * s > (float)(FD_HB - 1))
+        s *= 0.5f;
+    double frac = ldexp((double)u, -64); /* U / 2^64, exact to 2^-53 */
+    double t = Sh * frac;
+    uint32_t b_lo, b_hi;
+    uint32_t *heavy = (uint32_t *)(void *)ws->u64c;
+    if (!fd_band_of(level, c, vf, n, m, s, Sh, t, (double *)(void *)ws->u64d, heavy, &b_lo, &b_hi))
+        return 0;
+    float *bl = (float *)(void *)ws->u64b;
+    fd_band_out bo = {0.0, 0, 0, ws->u32, bl, bl + n};
+    band_pass(level, c, vf, n, m, s, b_lo, b_hi, &bo);
+    double tb = t - bo.above;
+    if (!(tb >= 0.0) || bo.m == 0)
+        return 0; /* the target lies above the band */
+    /* the band's sub-buckets: bucket b splits into 2^q of them */
+    float s2 = s;
+    uint32_t span = b_hi - b_lo + 1, nsb = span;
+    while (2 * nsb <= FD_NSB && s2 < 0x1p40f) {
+        nsb *= 2;
+        s2 *= 2.0f;
+    }
+    fd_sub sub = {m, s2, (float)(nsb / span * (b_hi + 1) - 1), nsb / span * b_lo};
+    double *H = ws->f64;
+    fd_sub_hist(&sub, &bo, H, nsb);
+    /* the sub-bucket j whose float prefix crosses the target; cum = the
+     * band's mass ahead of it, summed sub-bucket by sub-bucket */
+    double cum = 0.0;
+    uint32_t js = 0;
+    for (; js < nsb; js++) {
+        if (cum + H[js] > tb)
+            break;
+        cum += H[js];
+    }
+    if (js == nsb)
+        return 0; /* the target lies below the band */
+    uint64_t *K = ws->u64c;
+    double *D = (double *)(void *)ws->u64d;
+    size_t k = 0;
+    for (size_t j = 0; j < bo.m; j++) {
+        if (fd_sub_of(&sub, bo.bl[j]) == js) {
+            K[k] = sift__ckey(bo.bl[j], c[bo.idx[j]].id);
+            D[k++] = (double)bo.bv[j];
+        }
+    }
+    uint64_t kc = fd_select(K, D, k, tb - cum);
+    /* The certificate's sums, in a fixed bracketing: S_A = above + (cum
+     * + the sub-bucket's tokens ahead of c), S_B = above + ((cum + that)
+     * + c's weight). No term passes through more than 2n + 8192
+     * additions (fd_cert_of). */
+    double ahead = 0.0, vc = -1.0;
+    for (size_t j = 0; j < k; j++) {
+        ahead += K[j] > kc ? D[j] : 0.0;
+        vc = K[j] == kc ? D[j] : vc;
+    }
+    if (!(vc > 0.0))
+        return 0;
+    double SA = bo.above + (cum + ahead), SB = bo.above + ((cum + ahead) + vc);
+    fd_cert ce = fd_cert_of(n, kappa);
+    double Wlo = fd_lo(&ce, Sh), Whi = fd_hi(&ce, Sh);
+    if (!(Wlo > 0.0))
+        return 0;
+    sift__u128 Tlo = sift__u128_scale_u64(u128_of_double(ldexp(Wlo, 62), 0), u);
+    sift__u128 Thi = sift__u128_scale_u64(u128_of_double(ldexp(Whi, 62), 1), u);
+    double tlo = ldexp(sift__u128_to_double(Tlo) * (1.0 - 0x1p-52), -62);
+    double thi = ldexp(sift__u128_to_double(Thi) * (1.0 + 0x1p-52), -62);
+    if (!(fd_hi(&ce, SA) <= tlo && fd_lo(&ce, SB) > thi))
+        return 0;
+    *id = (int32_t) ~(uint32_t)kc;
+    return 1;
+}
+
+int sift__fdraw(sift__ctx *ctx, const sift__arr *a, float m, int32_t *id)
+{
+    if (ctx->fdraw_off || a->n < SIFT__FDRAW_MIN || a->n > (size_t)INT32_MAX || ctx->absent_lo.lo ||
+        ctx->absent_lo.hi)
+        return 0;
+    int level = sift__fdraw_level();
+    if (level != SIFT__FDRAW_AVX512)
+        return 0; /* the scalar form is the definition, slower than the exact pass */
+    sift__rng r = ctx->rng;
+    int ok = sift__fdraw_at(ctx, a, m, sift__rng_next(&r), level, sift__fdraw_kappa(), id);
+    ctx->fdraw_tries++;
+    ctx->fdraw_done += (uint32_t)ok;
+    return ok;
+}
