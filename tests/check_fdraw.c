@@ -12,6 +12,15 @@
  * x86-64, error far below the lemma's slack); it checks accuracy, never
  * bits. The sweep is strided over every float in [-104, 0], with the
  * values around the point where the weight becomes 0 taken one by one.
+ *
+ * Then the draw built on it (core/fdraw.c): its float exponential F
+ * against its scalar definition (bits) and e^x (the bound of Lemma 4);
+ * the draw against a sorted walk over exact weights on random and
+ * adversarial rows at every kernel level, where it must give the walk's
+ * token or none; rows built so that the float prefix sits on the wrong
+ * side of the target, which a certificate with half the proven kappa
+ * lets through and the real one must not; and whole chains with and
+ * without the draw, which must agree bit for bit (token and RNG).
  */
 #include "harness.h"
 #include <math.h>
@@ -20,6 +29,7 @@
 #include <string.h>
 
 #include "sift_internal.h"
+#include "testutil.h"
 
 /* The lemma's rho. */
 #define LEMMA_RHO (0x1p-24L + 0x1p-50L)
@@ -99,12 +109,406 @@ START_TEST(test_exact_weight_is_within_rho_of_e_to_the_x)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The float exponential F                                             */
+/* ------------------------------------------------------------------ */
+
+#define F_EPS (0x1.2p-24L) /* Lemma 4 */
+
+/* The kernel levels this machine runs. */
+static int n_levels(void)
+{
+    return sift__fdraw_level() + 1;
+}
+
+static void check_fexp_block(const float *x, size_t n, long double *worst, int *bad)
+{
+    sift_candidate c[64];
+    float v[64];
+    for (size_t i = 0; i < n; i++) {
+        c[i].id = (int32_t)i;
+        c[i].logit = x[i];
+    }
+    for (int level = 0; level < n_levels(); level++) {
+        float xlow;
+        double S = sift__fexp_pass(level, c, n, 0.0f, v, &xlow);
+        double want_S = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            float f = sift__fexp(x[i]);
+            want_S += (double)f;
+            if (fbits(f) != fbits(v[i]) && (*bad)++ < 5)
+                printf("check_fdraw: level %d, x = %a: kernel %a, definition %a\n", level,
+                       (double)x[i], (double)v[i], (double)f);
+            if (x[i] >= -44.0f) {
+                long double e = expl((long double)x[i]);
+                long double r = fabsl((long double)f - e) / e;
+                *worst = r > *worst ? r : *worst;
+            }
+        }
+        /* sums in another order: equal to a few ulps */
+        ck_assert(fabs(S - want_S) <= 1e-12 * want_S);
+    }
+}
+
+START_TEST(test_float_exponential_kernels_match_the_definition_within_the_bound)
+{
+    long double worst = 0;
+    int bad = 0;
+    float x[64];
+    size_t n = 0;
+    uint32_t end = fbits(-50.0f);
+    for (uint32_t u = 0x80000000u; u <= end; u += 1021) {
+        x[n++] = bfloat(u);
+        if (n == 64 || u + 1021 > end) {
+            check_fexp_block(x, n, &worst, &bad);
+            n = 0;
+        }
+    }
+    /* around the table's seams (x 32/ln2 near k + 1/2), the clamp at -44,
+     * zeros, -inf, and every block length (the kernels' tails) */
+    const float seams[] = {-0.0108304f, -0.0216608f, -0.34657359f, -0.6931472f, -1.0f,
+                           -43.99999f,  -44.0f,      -44.00001f,   -0.0f,       0.0f};
+    for (size_t k = 0; k < sizeof seams / sizeof seams[0]; k++) {
+        uint32_t b = fbits(seams[k]);
+        for (uint32_t d = 0; d < 4096; d += 64) {
+            for (size_t i = 0; i < 64; i++)
+                x[i] =
+                    seams[k] == 0.0f ? -bfloat(b + d + (uint32_t)i) : bfloat(b + d + (uint32_t)i);
+            check_fexp_block(x, 1 + d / 64 % 64, &worst, &bad);
+        }
+    }
+    x[0] = -INFINITY;
+    x[1] = 0.0f;
+    x[2] = -0.0f;
+    check_fexp_block(x, 3, &worst, &bad);
+    ck_assert(sift__fexp(-INFINITY) == sift__fexp(-44.0f));
+    ck_assert(sift__fexp(0.0f) == 1.0f && sift__fexp(-0.0f) == 1.0f);
+    printf("check_fdraw: F at %d level(s): largest relative error %.4Lg = 2^%.3Lf (bound "
+           "2^%.3Lf)\n",
+           n_levels(), worst, log2l(worst), log2l(F_EPS));
+    ck_assert_msg(bad == 0, "%d values where a kernel's F differs from the definition", bad);
+    ck_assert(worst <= F_EPS);
+}
+END_TEST
+
+START_TEST(test_the_float_pass_reports_a_nan)
+{
+    sift_candidate c[40];
+    float v[40];
+    for (int i = 0; i < 40; i++) {
+        c[i].id = i;
+        c[i].logit = -0.01f * (float)i;
+    }
+    for (int where = 0; where < 40; where += 13) {
+        c[where].logit = NAN;
+        for (int level = 0; level < n_levels(); level++) {
+            float xlow;
+            ck_assert(isnan(sift__fexp_pass(level, c, 40, 0.0f, v, &xlow)));
+        }
+        c[where].logit = 0.0f;
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The draw against a sorted walk over exact weights                   */
+/* ------------------------------------------------------------------ */
+
+static sift__ws ws;
+static sift__alloc al;
+#define MAX_N 60000
+
+static void setup(void)
+{
+    ck_assert_int_eq(sift__alloc_init(&al, NULL, NULL), SIFT_OK);
+    memset(&ws, 0, sizeof ws);
+    ck_assert_int_eq(sift__ws_reserve(&ws, &al, MAX_N, NULL), SIFT_OK);
+}
+
+static void teardown(void)
+{
+    sift__ws_free(&ws, &al);
+}
+
+static int canon_cmp(const void *a, const void *b)
+{
+    const sift_candidate *x = a, *y = b;
+    return sift__canon_before(x, y) ? -1 : sift__canon_before(y, x) ? 1 : 0;
+}
+
+/* The oracle: dist's definition, a walk in sorted order over exact
+ * weights, for the RNG output u. Also gives the canonical position. */
+static int32_t oracle_draw(const sift_candidate *c, size_t n, uint64_t u, size_t *pos)
+{
+    sift_candidate *s = malloc(n * sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    memcpy(s, c, n * sizeof *s);
+    qsort(s, n, sizeof *s, canon_cmp);
+    float m = s[0].logit;
+    sift__u128 W = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        W = sift__u128_add64(W, sift__weight(sift__expf(s[i].logit - m)));
+    sift__u128 T = sift__u128_scale_u64(W, u), run = {0, 0};
+    size_t i = 0;
+    for (; i < n; i++) {
+        run = sift__u128_add64(run, sift__weight(sift__expf(s[i].logit - m)));
+        if (sift__u128_cmp(run, T) > 0)
+            break;
+    }
+    i = i < n ? i : n - 1;
+    int32_t id = s[i].id;
+    if (pos)
+        *pos = i;
+    free(s);
+    return id;
+}
+
+static float max_logit(const sift_candidate *c, size_t n)
+{
+    float m = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        m = c[i].logit > m ? c[i].logit : m;
+    return m;
+}
+
+/* Row shapes: the bench's three (peaked: N(0, 2) with 50 ids raised by
+ * U(5, 15); bf16: the same rounded; flat: U[-1, 1]) and the test
+ * utilities' adversarial ones. */
+enum { SH_PEAKED, SH_BF16, SH_FLAT, SH_TU, SH__COUNT };
+
+static void make_row(tu_rng *r, int shape, sift_candidate *c, size_t n)
+{
+    float *row = malloc(n * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    if (shape == SH_TU) {
+        tu_row(r, row, (int32_t)n, (int)tu_range(r, 0, TU_ROW__COUNT - 1));
+    } else {
+        for (size_t i = 0; i < n; i++)
+            row[i] =
+                shape == SH_FLAT ? (float)(2.0 * tu_unif(r) - 1.0) : (float)(2.0 * tu_normal(r));
+        if (shape != SH_FLAT)
+            for (int k = 0; k < 50; k++)
+                row[tu_range(r, 0, (int64_t)n - 1)] += (float)(5.0 + 10.0 * tu_unif(r));
+        if (shape == SH_BF16)
+            for (size_t i = 0; i < n; i++)
+                row[i] = tu_bf16(row[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        c[i].id = (int32_t)i;
+        c[i].logit = row[i];
+    }
+    free(row);
+    /* half the arrays in a random storage order */
+    if (tu_unif(r) < 0.5)
+        for (size_t i = n; i > 1; i--) {
+            size_t j = (size_t)tu_range(r, 0, (int64_t)i - 1);
+            sift_candidate t = c[i - 1];
+            c[i - 1] = c[j];
+            c[j] = t;
+        }
+}
+
+START_TEST(test_the_float_draw_gives_the_walks_token_or_none)
+{
+    static const char *names[SH__COUNT] = {"peaked", "bf16", "flat", "adversarial"};
+    tu_rng r = {0x5eed0f0d12a3ull};
+    sift_candidate *c = malloc(MAX_N * sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    int steps = 24;
+    for (int level = 0; level < n_levels(); level++) {
+        for (int shape = 0; shape < SH__COUNT; shape++) {
+            int decided = 0, tried = 0;
+            for (int k = 0; k < steps; k++) {
+                size_t n = (size_t)tu_range(&r, 16384, 40000);
+                make_row(&r, shape, c, n);
+                float m = max_logit(c, n);
+                if (!(m > -INFINITY && m < INFINITY))
+                    continue;
+                uint64_t u = tu_next(&r);
+                sift__ctx ctx;
+                memset(&ctx, 0, sizeof ctx);
+                ctx.ws = &ws;
+                sift__arr a = {c, n, (int32_t)n, SIFT__ORDER_NONE, 0};
+                int32_t id = -1;
+                tried++;
+                if (sift__fdraw_at(&ctx, &a, m, u, level, sift__fdraw_kappa(), &id)) {
+                    decided++;
+                    ck_assert_msg(id == oracle_draw(c, n, u, NULL),
+                                  "level %d, %s row, n %zu: the float draw gave %d", level,
+                                  names[shape], n, (int)id);
+                }
+            }
+            printf("check_fdraw: level %d, %s rows: %d of %d draws decided\n", level, names[shape],
+                   decided, tried);
+            /* the three model-like shapes decide most draws: a path that
+             * never decides would pass the check above */
+            if (shape != SH_TU)
+                ck_assert_int_ge(decided, tried * 2 / 3);
+        }
+    }
+    free(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Rows on the bound's edge                                            */
+/* ------------------------------------------------------------------ */
+
+/* A float x in [lo, hi] where F(x) and E(x) = sift__expf(x) differ by
+ * one ulp in the direction `up` (F above E when up), searched upward. */
+static float find_split(float lo, float hi, int up)
+{
+    for (uint32_t u = fbits(hi); u <= fbits(lo); u++) {
+        float x = bfloat(u), f = sift__fexp(x), e = sift__expf(x);
+        if (up ? f > e : f < e)
+            return x;
+    }
+    return NAN;
+}
+
+/* A row whose first group (at xa, where F misses the exact weight by an
+ * ulp, about 2^-23 relative) sits ahead of a large second group (at xb,
+ * where F misses it by an ulp the other way): the float prefix through
+ * the first group runs ahead of the exact one (ahead = 1) or lags
+ * behind it (ahead = 0) by about 2^-22 of itself. A target chosen
+ * between the two makes the float walk stop one token early (ahead) or
+ * late (behind): test (b) must refuse the first, test (a) the second.
+ * The certificate allows kappa (about 2^-22.9) on every weight in either
+ * direction, so it refuses; with kappa / 2 it lets the wrong token
+ * through, which shows that the test can fail. */
+static void edge_rows(int ahead, int *wrong_half, int *wrong_real, int *decided_real)
+{
+    float xa = find_split(-0.69f, -0.6f, ahead), xb = find_split(-1.38f, -1.3f, !ahead);
+    ck_assert(xa == xa && xb == xb);
+    size_t na = 1000, n = 1 + na + 40000;
+    sift_candidate *c = malloc(n * sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    c[0].id = 0;
+    c[0].logit = 0.0f;
+    for (size_t i = 1; i < n; i++) {
+        c[i].id = (int32_t)i;
+        c[i].logit = i <= na ? xa : xb;
+    }
+    /* the exact prefix through canonical position j (the max, then the
+     * first group by id, then the second) */
+    uint64_t wa = sift__weight(sift__expf(xa)), wb = sift__weight(sift__expf(xb));
+    sift__u128 W = sift__u128_from((uint64_t)1 << 62);
+    for (size_t i = 1; i < n; i++)
+        W = sift__u128_add64(W, i <= na ? wa : wb);
+    for (size_t j = 50; j < na; j += 50) {
+        sift__u128 Pj = sift__u128_from((uint64_t)1 << 62);
+        for (size_t i = 1; i <= j; i++)
+            Pj = sift__u128_add64(Pj, wa);
+        /* the smallest u with T(u) >= P_j: from there up the walk passes
+         * position j, below it the walk stops there */
+        uint64_t lo = 0, hi = UINT64_MAX;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (sift__u128_cmp(sift__u128_scale_u64(W, mid), Pj) >= 0)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        for (int d = 0; d < 4; d++) {
+            uint64_t step = (uint64_t)1 << (28 + 2 * d);
+            uint64_t u = ahead ? lo + step : lo - step;
+            size_t pos;
+            int32_t want = oracle_draw(c, n, u, &pos);
+            ck_assert_uint_eq(pos, ahead ? j + 1 : j);
+            for (int level = 0; level < n_levels(); level++) {
+                sift__ctx ctx;
+                memset(&ctx, 0, sizeof ctx);
+                ctx.ws = &ws;
+                sift__arr a = {c, n, (int32_t)n, SIFT__ORDER_ID, 0};
+                int32_t id = -1;
+                if (sift__fdraw_at(&ctx, &a, 0.0f, u, level, sift__fdraw_kappa(), &id)) {
+                    ++*decided_real;
+                    *wrong_real += id != want;
+                }
+                if (sift__fdraw_at(&ctx, &a, 0.0f, u, level, sift__fdraw_kappa() / 2, &id))
+                    *wrong_half += id != want;
+            }
+        }
+    }
+    printf("check_fdraw: edge rows, float prefix %s (xa = %a, xb = %a): with kappa %d decided, "
+           "%d wrong; with kappa / 2, %d wrong\n",
+           ahead ? "ahead" : "behind", (double)xa, (double)xb, *decided_real, *wrong_real,
+           *wrong_half);
+    free(c);
+}
+
+START_TEST(test_rows_on_the_bounds_edge_never_pass_a_wrong_token)
+{
+    for (int ahead = 0; ahead < 2; ahead++) {
+        int wrong_half = 0, wrong_real = 0, decided_real = 0;
+        edge_rows(ahead, &wrong_half, &wrong_real, &decided_real);
+        ck_assert_int_eq(wrong_real, 0);
+        ck_assert_int_gt(wrong_half, 0);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Whole chains                                                        */
+/* ------------------------------------------------------------------ */
+
+/* dist over whole flat and peaked rows, with the draw and without it
+ * (the chain's switch): the same tokens and the same RNG, step by step.
+ * At the AVX-512 level the draw must have decided most flat steps. */
+START_TEST(test_chains_with_and_without_the_float_draw_agree)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.seed = 77;
+    sift_chain *on, *off;
+    ck_assert_int_eq(sift_chain_new(&on, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(on, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_new(&off, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(off, NULL), SIFT_OK);
+    off->fdraw_off = 1;
+    tu_rng r = {0xd157};
+    int32_t V = 30011;
+    float *row = malloc((size_t)V * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    int steps = 120;
+    for (int k = 0; k < steps; k++) {
+        int flat = k % 4 != 3;
+        for (int32_t i = 0; i < V; i++)
+            row[i] = flat ? (float)(2.0 * tu_unif(&r) - 1.0) : (float)(2.0 * tu_normal(&r));
+        int32_t a = -1, b = -1;
+        ck_assert_int_eq(sift_chain_sample(on, row, V, &a, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_sample(off, row, V, &b, NULL), SIFT_OK);
+        ck_assert_int_eq(a, b);
+        ck_assert(memcmp(&on->rng, &off->rng, sizeof on->rng) == 0);
+    }
+    printf("check_fdraw: chains: the float draw decided %llu of %llu attempts in %d steps\n",
+           (unsigned long long)on->n_fdraw, (unsigned long long)on->n_fdraw_tries, steps);
+    ck_assert_uint_eq(off->n_fdraw_tries, 0);
+    if (sift__fdraw_level() == SIFT__FDRAW_AVX512)
+        ck_assert_uint_ge(on->n_fdraw, (uint64_t)steps / 2);
+    else
+        ck_assert_uint_eq(on->n_fdraw_tries, 0);
+    free(row);
+    sift_chain_free(on);
+    sift_chain_free(off);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("fdraw");
     TCase *tc = tcase_create("lemma");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_exact_weight_is_within_rho_of_e_to_the_x);
+    tcase_add_test(tc, test_float_exponential_kernels_match_the_definition_within_the_bound);
+    tcase_add_test(tc, test_the_float_pass_reports_a_nan);
     suite_add_tcase(s, tc);
+    TCase *td = tcase_create("draw");
+    tcase_set_timeout(td, 300);
+    tcase_add_checked_fixture(td, setup, teardown);
+    tcase_add_test(td, test_the_float_draw_gives_the_walks_token_or_none);
+    tcase_add_test(td, test_rows_on_the_bounds_edge_never_pass_a_wrong_token);
+    tcase_add_test(td, test_chains_with_and_without_the_float_draw_agree);
+    suite_add_tcase(s, td);
     return s;
 }
