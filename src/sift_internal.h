@@ -564,6 +564,13 @@ typedef struct sift__stage_ops {
      * row or the stage comes from there). May use ctx->ws; must not use
      * the RNG. NULL = never. */
     int (*apply_row)(sift__stage *st, sift__ctx *ctx, const float *row, int32_t V, sift__arr *a);
+    /* Optional, for a selector that is the chain's only stage: selects
+     * from the whole row without loading it and returns 1, with
+     * ctx->selected and ctx->rng bit for bit what loading the row and
+     * apply would leave; or returns 0 with nothing changed that the step
+     * reads (it then loads the row as usual, and any error of the row
+     * comes from there). May use ctx->ws. NULL = never. */
+    int (*select_row)(sift__stage *st, sift__ctx *ctx, const float *row, int32_t V);
     /* For selectors: reduces `a` to the support of the final draw (for
      * sift_chain_distribution). NULL = the whole array is the support.
      * Greedy is special-cased by the chain. */
@@ -1330,6 +1337,13 @@ SIFT__HIDDEN int sift__fdraw_at(sift__ctx *ctx, const sift__arr *a, float m, uin
  * caller selects *id and takes the one RNG output; on 0 it runs the
  * exact pass, from the same state. */
 SIFT__HIDDEN int sift__fdraw(sift__ctx *ctx, const sift__arr *a, float m, int32_t *id);
+/* The same two on a whole row (token i has id i and logit row[i]):
+ * sift__fdraw_row_at with the row's largest logit m given, and
+ * sift__fdraw_row, which finds m (declining a row whose largest value is
+ * not finite: the loaded path reports it). */
+SIFT__HIDDEN int sift__fdraw_row_at(sift__ctx *ctx, const float *row, int32_t V, float m,
+                                    uint64_t u, int level, double kappa, int32_t *id);
+SIFT__HIDDEN int sift__fdraw_row(sift__ctx *ctx, const float *row, int32_t V, int32_t *id);
 
 #define SIFT__PLAN_UNBOUNDED_SLACK 64
 #define SIFT__PLAN_K_MAX ((int64_t)1 << 30)

@@ -55,27 +55,51 @@
  * FD_TL[j] the float nearest to the rest (generated with 80-digit
  * decimal arithmetic; |FD_TH + FD_TL - 2^(j/32)| <= 2^-47). */
 static const float FD_TH[32] = {
-    0x1p+0f,       0x1.059b0ep+0f, 0x1.0b5586p+0f, 0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f,
+    0x1p+0f,        0x1.059b0ep+0f, 0x1.0b5586p+0f, 0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f,
     0x1.2387a6p+0f, 0x1.29e9ep+0f,  0x1.306fep+0f,  0x1.371a74p+0f, 0x1.3dea64p+0f, 0x1.44e086p+0f,
     0x1.4bfdaep+0f, 0x1.5342b6p+0f, 0x1.5ab07ep+0f, 0x1.6247ecp+0f, 0x1.6a09e6p+0f, 0x1.71f75ep+0f,
     0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f, 0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f,
     0x1.ae89fap+0f, 0x1.b7f77p+0f,  0x1.c199bep+0f, 0x1.cb720ep+0f, 0x1.d5818ep+0f, 0x1.dfc974p+0f,
     0x1.ea4afap+0f, 0x1.f50766p+0f};
-static const float FD_TL[32] = {
-    0.0f,           -0x1.9d4f52p-25f, 0x1.9f3122p-25f,  -0x1.fdb496p-25f, -0x1.c15742p-27f,
-    -0x1.d2e8cap-25f, 0x1.ceac48p-25f, -0x1.5c0424p-25f, 0x1.4636e2p-25f,  -0x1.18aac6p-25f,
-    0x1.824684p-25f,  0x1.8624b4p-30f, -0x1.593abcp-25f, -0x1.2c561p-25f,  -0x1.5bd5ecp-27f,
-    -0x1.f8b55p-25f,  0x1.9fcef4p-26f, 0x1.1d8beep-25f,  -0x1.829fdp-25f,  -0x1.accc7cp-26f,
-    0x1.15506ep-27f,  -0x1.e64744p-25f, 0x1.51f848p-27f, -0x1.b83b54p-25f, -0x1.a94b14p-26f,
-    -0x1.a09438p-25f, -0x1.3d56b2p-27f, -0x1.8837ccp-27f, -0x1.822dbcp-27f, -0x1.908c94p-25f,
-    0x1.52486cp-27f,  -0x1.246ebp-26f};
+static const float FD_TL[32] = {0.0f,
+                                -0x1.9d4f52p-25f,
+                                0x1.9f3122p-25f,
+                                -0x1.fdb496p-25f,
+                                -0x1.c15742p-27f,
+                                -0x1.d2e8cap-25f,
+                                0x1.ceac48p-25f,
+                                -0x1.5c0424p-25f,
+                                0x1.4636e2p-25f,
+                                -0x1.18aac6p-25f,
+                                0x1.824684p-25f,
+                                0x1.8624b4p-30f,
+                                -0x1.593abcp-25f,
+                                -0x1.2c561p-25f,
+                                -0x1.5bd5ecp-27f,
+                                -0x1.f8b55p-25f,
+                                0x1.9fcef4p-26f,
+                                0x1.1d8beep-25f,
+                                -0x1.829fdp-25f,
+                                -0x1.accc7cp-26f,
+                                0x1.15506ep-27f,
+                                -0x1.e64744p-25f,
+                                0x1.51f848p-27f,
+                                -0x1.b83b54p-25f,
+                                -0x1.a94b14p-26f,
+                                -0x1.a09438p-25f,
+                                -0x1.3d56b2p-27f,
+                                -0x1.8837ccp-27f,
+                                -0x1.822dbcp-27f,
+                                -0x1.908c94p-25f,
+                                0x1.52486cp-27f,
+                                -0x1.246ebp-26f};
 
-#define FD_L32 0x1.715476p+5f    /* fl(32/ln2) */
-#define FD_C1 0x1.62e43p-6f      /* fl(ln2/32) */
-#define FD_C2 (-0x1.05c61p-34f)  /* fl(ln2/32 - C1) */
-#define FD_C6 0x1.555556p-3f     /* fl(1/6) */
-#define FD_C24 0x1.555556p-5f    /* fl(1/24) */
-#define FD_SHIFT 0x1.8p23f       /* 1.5 * 2^23: adding it rounds to an integer */
+#define FD_L32 0x1.715476p+5f   /* fl(32/ln2) */
+#define FD_C1 0x1.62e43p-6f     /* fl(ln2/32) */
+#define FD_C2 (-0x1.05c61p-34f) /* fl(ln2/32 - C1) */
+#define FD_C6 0x1.555556p-3f    /* fl(1/6) */
+#define FD_C24 0x1.555556p-5f   /* fl(1/24) */
+#define FD_SHIFT 0x1.8p23f      /* 1.5 * 2^23: adding it rounds to an integer */
 #define FD_LOW (-44.0f)
 
 float sift__fexp(float x)
@@ -103,16 +127,34 @@ float sift__fexp(float x)
 /* The float pass                                                      */
 /* ------------------------------------------------------------------ */
 
-/* vf[i] = F(c[i].logit - m) for i < n; returns their sum in double
+/* Where the logits come from: an array of candidates, or a whole row
+ * (row != NULL; token i has id i). */
+typedef struct fd_src {
+    const sift_candidate *c;
+    const float *row;
+} fd_src;
+
+static inline float fd_logit(const fd_src *src, size_t i)
+{
+    return src->row ? src->row[i] : src->c[i].logit;
+}
+
+static inline int32_t fd_id(const fd_src *src, size_t i)
+{
+    return src->row ? (int32_t)i : src->c[i].id;
+}
+
+/* vf[i] = F(logit i - m) for i in [i0, n); returns their sum in double
  * (sequential), NaN when a difference is NaN; *xlow = the smallest
  * max(x, -44). */
-static double fexp_pass_scalar(const sift_candidate *c, size_t n, float m, float *vf, float *xlow)
+static double fexp_pass_scalar(const fd_src *src, size_t i0, size_t n, float m, float *vf,
+                               float *xlow)
 {
     double s = 0.0;
     float lo = 0.0f;
     int bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        float x = c[i].logit - m;
+    for (size_t i = i0; i < n; i++) {
+        float x = fd_logit(src, i) - m;
         bad |= x != x;
         float v = sift__fexp(x);
         lo = x < lo ? (x > FD_LOW ? x : FD_LOW) : lo;
@@ -133,14 +175,21 @@ fd_load_logits16(const sift_candidate *c)
     return _mm512_permutex2var_ps(a, odd, b);
 }
 
+/* Logits i .. i + 15 of src. */
+__attribute__((target(FD_TARGET), always_inline)) static inline __m512 fd_load16(const fd_src *src,
+                                                                                 size_t i)
+{
+    return src->row ? _mm512_loadu_ps(src->row + i) : fd_load_logits16(src->c + i);
+}
+
 /* sift__fexp sixteen lanes at a time, the same operations in the same
  * order (x already clamped). */
-__attribute__((target(FD_TARGET), always_inline)) static inline __m512 fexp16(__m512 x, __m512 th0,
-                                                                             __m512 th1, __m512 tl0,
-                                                                             __m512 tl1)
+__attribute__((target(FD_TARGET), always_inline)) static inline __m512
+fexp16(__m512 x, __m512 th0, __m512 th1, __m512 tl0, __m512 tl1)
 {
     const __m512 shift = _mm512_set1_ps(FD_SHIFT);
-    __m512 kf = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(FD_L32)), shift), shift);
+    __m512 kf =
+        _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(FD_L32)), shift), shift);
     __m512i k = _mm512_cvttps_epi32(kf);
     __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(FD_C1), x);
     r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(FD_C2), r);
@@ -158,12 +207,12 @@ __attribute__((target(FD_TARGET), always_inline)) static inline __m512 fexp16(__
 
 /* The scalar tail (the last n mod 16 tokens) runs first, before any
  * wide operation, so that no SSE code runs after the vector loop. */
-__attribute__((target(FD_TARGET))) static double
-fexp_pass_avx512(const sift_candidate *c, size_t n, float m, float *vf, float *xlow)
+__attribute__((target(FD_TARGET))) static double fexp_pass_avx512(const fd_src *src, size_t n,
+                                                                  float m, float *vf, float *xlow)
 {
     size_t nv = n - n % 16;
     float tlo;
-    double tail = fexp_pass_scalar(c + nv, n - nv, m, vf + nv, &tlo);
+    double tail = fexp_pass_scalar(src, nv, n, m, vf, &tlo);
     const __m512 th0 = _mm512_loadu_ps(FD_TH), th1 = _mm512_loadu_ps(FD_TH + 16);
     const __m512 tl0 = _mm512_loadu_ps(FD_TL), tl1 = _mm512_loadu_ps(FD_TL + 16);
     const __m512 mv = _mm512_set1_ps(m), low = _mm512_set1_ps(FD_LOW);
@@ -171,7 +220,7 @@ fexp_pass_avx512(const sift_candidate *c, size_t n, float m, float *vf, float *x
     __m512 lo = _mm512_set1_ps(tlo);
     __mmask16 nan = 0;
     for (size_t i = 0; i < nv; i += 16) {
-        __m512 x = _mm512_sub_ps(fd_load_logits16(c + i), mv);
+        __m512 x = _mm512_sub_ps(fd_load16(src, i), mv);
         nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
         x = _mm512_max_ps(x, low); /* a NaN lane gives -44 (reported above) */
         lo = _mm512_min_ps(lo, x);
@@ -199,15 +248,21 @@ int sift__fdraw_level(void)
     return SIFT__FDRAW_SCALAR;
 }
 
-double sift__fexp_pass(int level, const sift_candidate *c, size_t n, float m, float *vf,
-                       float *xlow)
+static double fexp_pass(int level, const fd_src *src, size_t n, float m, float *vf, float *xlow)
 {
 #ifdef SIFT__FD_AVX512
     if (level == SIFT__FDRAW_AVX512)
-        return fexp_pass_avx512(c, n, m, vf, xlow);
+        return fexp_pass_avx512(src, n, m, vf, xlow);
 #endif
     (void)level;
-    return fexp_pass_scalar(c, n, m, vf, xlow);
+    return fexp_pass_scalar(src, 0, n, m, vf, xlow);
+}
+
+double sift__fexp_pass(int level, const sift_candidate *c, size_t n, float m, float *vf,
+                       float *xlow)
+{
+    fd_src src = {c, NULL};
+    return fexp_pass(level, &src, n, m, vf, xlow);
 }
 
 /* ------------------------------------------------------------------ */
@@ -238,18 +293,19 @@ typedef struct fd_band_out {
     float *bl, *bv;
 } fd_band_out;
 
-static void band_pass_scalar(const sift_candidate *c, const float *vf, size_t i, size_t n, float m,
+static void band_pass_scalar(const fd_src *src, const float *vf, size_t i, size_t n, float m,
                              float s, uint32_t b_lo, uint32_t b_hi, fd_band_out *o)
 {
     double sum = 0.0;
     size_t na = 0, k = o->m;
     for (; i < n; i++) {
-        uint32_t b = fd_bucket(c[i].logit, m, s);
+        float l = fd_logit(src, i);
+        uint32_t b = fd_bucket(l, m, s);
         int a = b < b_lo;
         sum += a ? (double)vf[i] : 0.0;
         na += (size_t)a;
         o->idx[k] = (uint32_t)i;
-        o->bl[k] = c[i].logit;
+        o->bl[k] = l;
         o->bv[k] = vf[i];
         k += (size_t)(b - b_lo <= b_hi - b_lo);
     }
@@ -262,20 +318,21 @@ static void band_pass_scalar(const sift_candidate *c, const float *vf, size_t i,
 /* band_pass_scalar sixteen lanes at a time; the band's lanes are
  * compressed into registers and all sixteen stored (m <= i, so the
  * stores stay inside the first n entries). */
-__attribute__((target(FD_TARGET))) static void band_pass_avx512(const sift_candidate *c,
-                                                                const float *vf, size_t n, float m,
-                                                                float s, uint32_t b_lo,
-                                                                uint32_t b_hi, fd_band_out *o)
+__attribute__((target(FD_TARGET))) static void band_pass_avx512(const fd_src *src, const float *vf,
+                                                                size_t n, float m, float s,
+                                                                uint32_t b_lo, uint32_t b_hi,
+                                                                fd_band_out *o)
 {
     const __m512 mv = _mm512_set1_ps(m), sv = _mm512_set1_ps(s);
     const __m512 top = _mm512_set1_ps((float)(FD_HB - 1));
-    const __m512i lov = _mm512_set1_epi32((int32_t)b_lo), wid = _mm512_set1_epi32((int32_t)(b_hi - b_lo));
+    const __m512i lov = _mm512_set1_epi32((int32_t)b_lo),
+                  wid = _mm512_set1_epi32((int32_t)(b_hi - b_lo));
     const __m512i sixteen = _mm512_set1_epi32(16);
     __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
     size_t i = 0, k = 0, na = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 l = fd_load_logits16(c + i);
+        __m512 l = fd_load16(src, i);
         __m512 y = _mm512_min_ps(_mm512_mul_ps(_mm512_sub_ps(mv, l), sv), top);
         __m512i b = _mm512_cvttps_epi32(y);
         __mmask16 ab = _mm512_cmplt_epi32_mask(b, lov);
@@ -297,26 +354,26 @@ __attribute__((target(FD_TARGET))) static void band_pass_avx512(const sift_candi
     o->above = 0.0;
     o->n_above = 0;
     o->m = k;
-    band_pass_scalar(c, vf, i, n, m, s, b_lo, b_hi, o);
+    band_pass_scalar(src, vf, i, n, m, s, b_lo, b_hi, o);
     o->above += above;
     o->n_above += na;
 }
 #endif
 
-static void band_pass(int level, const sift_candidate *c, const float *vf, size_t n, float m,
-                      float s, uint32_t b_lo, uint32_t b_hi, fd_band_out *o)
+static void band_pass(int level, const fd_src *src, const float *vf, size_t n, float m, float s,
+                      uint32_t b_lo, uint32_t b_hi, fd_band_out *o)
 {
     o->above = 0.0;
     o->n_above = 0;
     o->m = 0;
 #ifdef SIFT__FD_AVX512
     if (level == SIFT__FDRAW_AVX512) {
-        band_pass_avx512(c, vf, n, m, s, b_lo, b_hi, o);
+        band_pass_avx512(src, vf, n, m, s, b_lo, b_hi, o);
         return;
     }
 #endif
     (void)level;
-    band_pass_scalar(c, vf, 0, n, m, s, b_lo, b_hi, o);
+    band_pass_scalar(src, vf, 0, n, m, s, b_lo, b_hi, o);
 }
 
 /* The indices i with vf[i] >= theta, ascending, while at most cap;
@@ -336,8 +393,8 @@ static size_t heavy_scalar(const float *vf, size_t i, size_t n, float theta, uin
 
 #ifdef SIFT__FD_AVX512
 /* h has room for cap + 16 entries. */
-__attribute__((target(FD_TARGET))) static size_t heavy_avx512(const float *vf, size_t n, float theta,
-                                                              uint32_t *h, size_t cap)
+__attribute__((target(FD_TARGET))) static size_t heavy_avx512(const float *vf, size_t n,
+                                                              float theta, uint32_t *h, size_t cap)
 {
     const __m512 tv = _mm512_set1_ps(theta);
     const __m512i sixteen = _mm512_set1_epi32(16);
@@ -550,25 +607,26 @@ double sift__fdraw_kappa(void)
  * target t, from the sample and the heavy weights (hm, hq: 2 FD_HB
  * doubles of scratch; heavy: FD_HEAVY_CAP + 16 entries). 0 when the
  * heavy weights are too many. */
-static int fd_band_of(int level, const sift_candidate *c, const float *vf, size_t n, float m,
-                      float s, double Sh, double t, double *hm, uint32_t *heavy, uint32_t *b_lo,
+static int fd_band_of(int level, const fd_src *src, const float *vf, size_t n, float m, float s,
+                      double Sh, double t, double *hm, uint32_t *heavy, uint32_t *b_lo,
                       uint32_t *b_hi)
 {
     double *hq = hm + FD_HB;
     memset(hm, 0, 2 * FD_HB * sizeof *hm);
     for (size_t i = 0; i < n; i += FD_SAMPLE) {
-        uint32_t b = fd_bucket(c[i].logit, m, s);
+        uint32_t b = fd_bucket(fd_logit(src, i), m, s);
         double d = (double)vf[i] * FD_SAMPLE;
         hm[b] += d;
         hq[b] += d * d;
     }
+    /* no float weight exceeds F(0) = 1: above that, nothing is heavy */
     float theta = (float)(Sh / FD_HEAVY_PART);
-    size_t nh = heavy_scan(level, vf, n, theta, heavy, FD_HEAVY_CAP);
+    size_t nh = theta > 1.0f ? 0 : heavy_scan(level, vf, n, theta, heavy, FD_HEAVY_CAP);
     if (nh > FD_HEAVY_CAP)
         return 0;
     for (size_t j = 0; j < nh; j++) {
         size_t i = heavy[j];
-        uint32_t b = fd_bucket(c[i].logit, m, s);
+        uint32_t b = fd_bucket(fd_logit(src, i), m, s);
         hm[b] += (double)vf[i];
         if (i % FD_SAMPLE == 0) {
             double d = (double)vf[i] * FD_SAMPLE;
@@ -602,15 +660,14 @@ static int fd_band_of(int level, const sift_candidate *c, const float *vf, size_
     return 1;
 }
 
-int sift__fdraw_at(sift__ctx *ctx, const sift__arr *a, float m, uint64_t u, int level,
+/* The draw over the n logits of src (sift__fdraw_at). */
+static int fd_draw(sift__ctx *ctx, const fd_src *src, size_t n, float m, uint64_t u, int level,
                    double kappa, int32_t *id)
 {
-    const sift_candidate *c = a->c;
-    size_t n = a->n;
     sift__ws *ws = ctx->ws;
     float *vf = (float *)(void *)ws->u64a;
     float xlow;
-    double Sh = sift__fexp_pass(level, c, n, m, vf, &xlow);
+    double Sh = fexp_pass(level, src, n, m, vf, &xlow);
     if (!(Sh >= 1.0 && Sh < 0x1p60))
         return 0; /* a NaN logit (or no finite maximum) */
     /* the bucket scale: the largest power of two that puts the lowest
@@ -622,11 +679,12 @@ int sift__fdraw_at(sift__ctx *ctx, const sift__arr *a, float m, uint64_t u, int 
     double t = Sh * frac;
     uint32_t b_lo, b_hi;
     uint32_t *heavy = (uint32_t *)(void *)ws->u64c;
-    if (!fd_band_of(level, c, vf, n, m, s, Sh, t, (double *)(void *)ws->u64d, heavy, &b_lo, &b_hi))
+    if (!fd_band_of(level, src, vf, n, m, s, Sh, t, (double *)(void *)ws->u64d, heavy, &b_lo,
+                    &b_hi))
         return 0;
     float *bl = (float *)(void *)ws->u64b;
     fd_band_out bo = {0.0, 0, 0, ws->u32, bl, bl + n};
-    band_pass(level, c, vf, n, m, s, b_lo, b_hi, &bo);
+    band_pass(level, src, vf, n, m, s, b_lo, b_hi, &bo);
     double tb = t - bo.above;
     if (!(tb >= 0.0) || bo.m == 0)
         return 0; /* the target lies above the band */
@@ -656,7 +714,7 @@ int sift__fdraw_at(sift__ctx *ctx, const sift__arr *a, float m, uint64_t u, int 
     size_t k = 0;
     for (size_t j = 0; j < bo.m; j++) {
         if (fd_sub_of(&sub, bo.bl[j]) == js) {
-            K[k] = sift__ckey(bo.bl[j], c[bo.idx[j]].id);
+            K[k] = sift__ckey(bo.bl[j], fd_id(src, bo.idx[j]));
             D[k++] = (double)bo.bv[j];
         }
     }
@@ -687,17 +745,49 @@ int sift__fdraw_at(sift__ctx *ctx, const sift__arr *a, float m, uint64_t u, int 
     return 1;
 }
 
-int sift__fdraw(sift__ctx *ctx, const sift__arr *a, float m, int32_t *id)
+int sift__fdraw_at(sift__ctx *ctx, const sift__arr *a, float m, uint64_t u, int level, double kappa,
+                   int32_t *id)
 {
-    if (ctx->fdraw_off || a->n < SIFT__FDRAW_MIN || a->n > (size_t)INT32_MAX || ctx->absent_lo.lo ||
+    fd_src src = {a->c, NULL};
+    return fd_draw(ctx, &src, a->n, m, u, level, kappa, id);
+}
+
+int sift__fdraw_row_at(sift__ctx *ctx, const float *row, int32_t V, float m, uint64_t u, int level,
+                       double kappa, int32_t *id)
+{
+    fd_src src = {NULL, row};
+    return fd_draw(ctx, &src, (size_t)V, m, u, level, kappa, id);
+}
+
+/* The common entry: the preconditions, the peeked RNG output, the
+ * counts. m is computed here when row is given. */
+static int fd_entry(sift__ctx *ctx, const fd_src *src, size_t n, float m, int32_t *id)
+{
+    if (ctx->fdraw_off || n < SIFT__FDRAW_MIN || n > (size_t)INT32_MAX || ctx->absent_lo.lo ||
         ctx->absent_lo.hi)
         return 0;
     int level = sift__fdraw_level();
     if (level != SIFT__FDRAW_AVX512)
         return 0; /* the scalar form is the definition, slower than the exact pass */
+    if (src->row)
+        m = sift__simd()->max_f32(src->row, n);
+    if (!(m > -INFINITY && m < INFINITY))
+        return 0;
     sift__rng r = ctx->rng;
-    int ok = sift__fdraw_at(ctx, a, m, sift__rng_next(&r), level, sift__fdraw_kappa(), id);
+    int ok = fd_draw(ctx, src, n, m, sift__rng_next(&r), level, sift__fdraw_kappa(), id);
     ctx->fdraw_tries++;
     ctx->fdraw_done += (uint32_t)ok;
     return ok;
+}
+
+int sift__fdraw(sift__ctx *ctx, const sift__arr *a, float m, int32_t *id)
+{
+    fd_src src = {a->c, NULL};
+    return fd_entry(ctx, &src, a->n, m, id);
+}
+
+int sift__fdraw_row(sift__ctx *ctx, const float *row, int32_t V, int32_t *id)
+{
+    fd_src src = {NULL, row};
+    return V > 0 && fd_entry(ctx, &src, (size_t)V, 0.0f, id);
 }

@@ -525,6 +525,12 @@ static sift_status run_row(sift_chain *c, const float *logits, int32_t V, sift__
      * (apply_row: top_n_sigma); else the row is loaded whole. */
     size_t from = 0;
     const sift__stage_ops *first = c->n_stages ? c->stages[0]->ops : NULL;
+    /* A selector alone may draw from the row itself (select_row: dist's
+     * float-certified draw). */
+    if (c->n_stages == 1 && first->select_row && first->select_row(c->stages[0], &ctx, logits, V)) {
+        c->n_full_passes++;
+        goto selected;
+    }
     if (first && first->apply_row && first->apply_row(c->stages[0], &ctx, logits, V, &a))
         from = 1;
     else if ((s = load_row(c, logits, V, &a, err)))

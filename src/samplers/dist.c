@@ -92,6 +92,25 @@ static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     return SIFT_OK;
 }
 
+/* dist alone on a whole row: the float-certified draw on the row
+ * itself, which selects exactly what loading the row and dist_apply
+ * would (dist_apply then tries the same draw on the loaded array, and a
+ * decided draw there is this one). */
+static int dist_select_row(sift__stage *st, sift__ctx *ctx, const float *row, int32_t V)
+{
+    (void)st;
+    int32_t id;
+    if (!sift__fdraw_row(ctx, row, V, &id)) {
+        /* the loaded array holds the same logits in id order: the draw
+         * would decline there too */
+        ctx->fdraw_off = 1;
+        return 0;
+    }
+    (void)sift__rng_next(&ctx->rng);
+    ctx->selected = id;
+    return 1;
+}
+
 static sift_class dist_cls(const sift__stage *st, int64_t *n)
 {
     (void)st;
@@ -146,6 +165,7 @@ static const sift__stage_ops dist_ops = {
     .takes_carry = 1,
     .cls = dist_cls,
     .certify_mass = dist_certify_mass,
+    .select_row = dist_select_row,
 };
 
 static const sift__stage_ops dist_id_ops = {
