@@ -454,23 +454,29 @@ END_TEST
 
 /* dist over whole flat and peaked rows, with the draw and without it
  * (the chain's switch): the same tokens and the same RNG, step by step.
- * At the AVX-512 level the draw must have decided most flat steps. */
-START_TEST(test_chains_with_and_without_the_float_draw_agree)
+ * dist alone draws from the row (select_row); after a temperature it
+ * draws from the loaded array (dist_apply). At the AVX-512 level the
+ * draw must have decided most steps. */
+static void chains_agree(int with_temp)
 {
     sift_chain_params p;
     sift_chain_params_init(&p);
     p.seed = 77;
     sift_chain *on, *off;
     ck_assert_int_eq(sift_chain_new(&on, &p, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(on, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_new(&off, &p, NULL), SIFT_OK);
+    if (with_temp) {
+        ck_assert_int_eq(sift_chain_add_temp(on, 0.7f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_temp(off, 0.7f, NULL), SIFT_OK);
+    }
+    ck_assert_int_eq(sift_chain_add_dist(on, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(off, NULL), SIFT_OK);
     off->fdraw_off = 1;
     tu_rng r = {0xd157};
     int32_t V = 30011;
     float *row = malloc((size_t)V * sizeof *row);
     ck_assert_ptr_nonnull(row);
-    int steps = 120;
+    int steps = 80;
     for (int k = 0; k < steps; k++) {
         int flat = k % 4 != 3;
         for (int32_t i = 0; i < V; i++)
@@ -481,8 +487,9 @@ START_TEST(test_chains_with_and_without_the_float_draw_agree)
         ck_assert_int_eq(a, b);
         ck_assert(memcmp(&on->rng, &off->rng, sizeof on->rng) == 0);
     }
-    printf("check_fdraw: chains: the float draw decided %llu of %llu attempts in %d steps\n",
-           (unsigned long long)on->n_fdraw, (unsigned long long)on->n_fdraw_tries, steps);
+    printf("check_fdraw: chain %s: the float draw decided %llu of %llu attempts in %d steps\n",
+           with_temp ? "temp + dist" : "dist", (unsigned long long)on->n_fdraw,
+           (unsigned long long)on->n_fdraw_tries, steps);
     ck_assert_uint_eq(off->n_fdraw_tries, 0);
     if (sift__fdraw_level() == SIFT__FDRAW_AVX512)
         ck_assert_uint_ge(on->n_fdraw, (uint64_t)steps / 2);
@@ -491,6 +498,12 @@ START_TEST(test_chains_with_and_without_the_float_draw_agree)
     free(row);
     sift_chain_free(on);
     sift_chain_free(off);
+}
+
+START_TEST(test_chains_with_and_without_the_float_draw_agree)
+{
+    chains_agree(0);
+    chains_agree(1);
 }
 END_TEST
 
