@@ -1344,6 +1344,16 @@ SIFT__HIDDEN int sift__fdraw(sift__ctx *ctx, const sift__arr *a, float m, int32_
 SIFT__HIDDEN int sift__fdraw_row_at(sift__ctx *ctx, const float *row, int32_t V, float m,
                                     uint64_t u, int level, double kappa, int32_t *id);
 SIFT__HIDDEN int sift__fdraw_row(sift__ctx *ctx, const float *row, int32_t V, int32_t *id);
+/* top_p's cut decided the same way (docs/analyzer.md, (a') and (b')):
+ * for 0 < p < 1, 1 with *key the canonical key of the last token of the
+ * shortest canonical prefix whose exact mass reaches ceil(p W) and *len
+ * its length, as sift__arr_mass_prefix gives them (when kappa bounds
+ * F); 0 otherwise, with only scratch changed. sift__fcut is the stage's
+ * entry, with the preconditions and counts of sift__fdraw. */
+SIFT__HIDDEN int sift__fcut_at(sift__ctx *ctx, const sift__arr *a, float m, float p, int level,
+                               double kappa, uint64_t *key, size_t *len);
+SIFT__HIDDEN int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *key,
+                            size_t *len);
 
 #define SIFT__PLAN_UNBOUNDED_SLACK 64
 #define SIFT__PLAN_K_MAX ((int64_t)1 << 30)

@@ -449,6 +449,156 @@ START_TEST(test_rows_on_the_bounds_edge_never_pass_a_wrong_token)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* top_p's cut                                                         */
+/* ------------------------------------------------------------------ */
+
+/* The oracle: the shortest canonical prefix whose exact mass reaches
+ * ceil(p W): its length and its last token's key. */
+static size_t oracle_cut(const sift_candidate *c, size_t n, float p, uint64_t *key)
+{
+    sift_candidate *s = malloc(n * sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    memcpy(s, c, n * sizeof *s);
+    qsort(s, n, sizeof *s, canon_cmp);
+    float m = s[0].logit;
+    sift__u128 W = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        W = sift__u128_add64(W, sift__weight(sift__expf(s[i].logit - m)));
+    sift__u128 T = sift__u128_scale_float(W, p, 1), run = {0, 0};
+    size_t i = 0;
+    for (; i < n; i++) {
+        run = sift__u128_add64(run, sift__weight(sift__expf(s[i].logit - m)));
+        if (sift__u128_cmp(run, T) >= 0)
+            break;
+    }
+    i = i < n ? i : n - 1;
+    *key = sift__ckey(s[i].logit, s[i].id);
+    free(s);
+    return i + 1;
+}
+
+START_TEST(test_the_float_cut_gives_the_walks_prefix_or_none)
+{
+    static const char *names[SH__COUNT] = {"peaked", "bf16", "flat", "adversarial"};
+    tu_rng r = {0xc07c07ull};
+    sift_candidate *c = malloc(MAX_N * sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    for (int level = 0; level < n_levels(); level++) {
+        for (int shape = 0; shape < SH__COUNT; shape++) {
+            int decided = 0, tried = 0;
+            for (int k = 0; k < 16; k++) {
+                size_t n = (size_t)tu_range(&r, 16384, 40000);
+                make_row(&r, shape, c, n);
+                float m = max_logit(c, n);
+                if (!(m > -INFINITY && m < INFINITY))
+                    continue;
+                float p = k % 4 == 0 ? 0.95f : (float)tu_unif(&r);
+                sift__ctx ctx;
+                memset(&ctx, 0, sizeof ctx);
+                ctx.ws = &ws;
+                sift__arr a = {c, n, (int32_t)n, SIFT__ORDER_NONE, 0};
+                uint64_t key = 0, want_key;
+                size_t len = 0;
+                tried++;
+                if (sift__fcut_at(&ctx, &a, m, p, level, sift__fdraw_kappa(), &key, &len)) {
+                    decided++;
+                    size_t want = oracle_cut(c, n, p, &want_key);
+                    ck_assert_msg(len == want && key == want_key,
+                                  "level %d, %s row, n %zu, p %a: the float cut gave %zu, the "
+                                  "walk %zu",
+                                  level, names[shape], n, (double)p, len, want);
+                }
+            }
+            printf("check_fdraw: level %d, %s rows: %d of %d cuts decided\n", level, names[shape],
+                   decided, tried);
+            if (shape != SH_TU)
+                ck_assert_int_ge(decided, tried * 2 / 3);
+        }
+    }
+    free(c);
+}
+END_TEST
+
+static float fnext(float p, int up)
+{
+    return nextafterf(p, up ? 1.0f : 0.0f);
+}
+
+/* The edge rows of test_rows_on_the_bounds_edge_never_pass_a_wrong_token
+ * for the cut: p is chosen so that T = ceil(p W) lies just above the
+ * exact prefix through position j (ahead: the float prefix reaches it a
+ * token early) or at most that prefix (behind: a token late). */
+static void edge_cuts(int ahead, int *wrong_half, int *wrong_real, int *decided_real)
+{
+    float xa = find_split(-0.69f, -0.6f, ahead), xb = find_split(-1.38f, -1.3f, !ahead);
+    ck_assert(xa == xa && xb == xb);
+    size_t na = 1000, n = 1 + na + 40000;
+    sift_candidate *c = malloc(n * sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    c[0].id = 0;
+    c[0].logit = 0.0f;
+    for (size_t i = 1; i < n; i++) {
+        c[i].id = (int32_t)i;
+        c[i].logit = i <= na ? xa : xb;
+    }
+    uint64_t wa = sift__weight(sift__expf(xa)), wb = sift__weight(sift__expf(xb));
+    sift__u128 W = sift__u128_from((uint64_t)1 << 62);
+    for (size_t i = 1; i < n; i++)
+        W = sift__u128_add64(W, i <= na ? wa : wb);
+    for (size_t j = 50; j < na; j += 50) {
+        sift__u128 Pj = sift__u128_from((uint64_t)1 << 62);
+        for (size_t i = 1; i <= j; i++)
+            Pj = sift__u128_add64(Pj, wa);
+        /* the smallest float p with ceil(p W) > P_j, by its bits */
+        uint32_t lo = fbits(0.0f), hi = fbits(1.0f);
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (sift__u128_cmp(sift__u128_scale_float(W, bfloat(mid), 1), Pj) > 0)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        float p = bfloat(lo);
+        for (int d = 0; d < 3; d++) {
+            /* ahead: p and above (the cut passes j); behind: below it */
+            p = ahead ? (d ? fnext(p, 1) : p) : fnext(p, 0);
+            uint64_t want_key;
+            size_t want = oracle_cut(c, n, p, &want_key);
+            ck_assert_uint_eq(want, ahead ? j + 2 : j + 1);
+            for (int level = 0; level < n_levels(); level++) {
+                sift__ctx ctx;
+                memset(&ctx, 0, sizeof ctx);
+                ctx.ws = &ws;
+                sift__arr a = {c, n, (int32_t)n, SIFT__ORDER_ID, 0};
+                uint64_t key;
+                size_t len;
+                if (sift__fcut_at(&ctx, &a, 0.0f, p, level, sift__fdraw_kappa(), &key, &len)) {
+                    ++*decided_real;
+                    *wrong_real += len != want || key != want_key;
+                }
+                if (sift__fcut_at(&ctx, &a, 0.0f, p, level, sift__fdraw_kappa() / 2, &key, &len))
+                    *wrong_half += len != want || key != want_key;
+            }
+        }
+    }
+    printf("check_fdraw: edge rows for the cut, float prefix %s: with kappa %d decided, %d wrong; "
+           "with kappa / 2, %d wrong\n",
+           ahead ? "ahead" : "behind", *decided_real, *wrong_real, *wrong_half);
+    free(c);
+}
+
+START_TEST(test_cuts_on_the_bounds_edge_never_pass_a_wrong_prefix)
+{
+    for (int ahead = 0; ahead < 2; ahead++) {
+        int wrong_half = 0, wrong_real = 0, decided_real = 0;
+        edge_cuts(ahead, &wrong_half, &wrong_real, &decided_real);
+        ck_assert_int_eq(wrong_real, 0);
+        ck_assert_int_gt(wrong_half, 0);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Whole chains                                                        */
 /* ------------------------------------------------------------------ */
 
@@ -457,7 +607,7 @@ END_TEST
  * dist alone draws from the row (select_row); after a temperature it
  * draws from the loaded array (dist_apply). At the AVX-512 level the
  * draw must have decided most steps. */
-static void chains_agree(int with_temp)
+static void chains_agree(int with_temp, float top_p)
 {
     sift_chain_params p;
     sift_chain_params_init(&p);
@@ -468,6 +618,10 @@ static void chains_agree(int with_temp)
     if (with_temp) {
         ck_assert_int_eq(sift_chain_add_temp(on, 0.7f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_temp(off, 0.7f, NULL), SIFT_OK);
+    }
+    if (top_p < 1.0f) {
+        ck_assert_int_eq(sift_chain_add_top_p(on, top_p, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_p(off, top_p, 1, NULL), SIFT_OK);
     }
     ck_assert_int_eq(sift_chain_add_dist(on, NULL), SIFT_OK);
     ck_assert_int_eq(sift_chain_add_dist(off, NULL), SIFT_OK);
@@ -487,9 +641,10 @@ static void chains_agree(int with_temp)
         ck_assert_int_eq(a, b);
         ck_assert(memcmp(&on->rng, &off->rng, sizeof on->rng) == 0);
     }
-    printf("check_fdraw: chain %s: the float draw decided %llu of %llu attempts in %d steps\n",
-           with_temp ? "temp + dist" : "dist", (unsigned long long)on->n_fdraw,
-           (unsigned long long)on->n_fdraw_tries, steps);
+    printf("check_fdraw: chain %s%s: the float draw and cut decided %llu of %llu attempts in %d "
+           "steps\n",
+           with_temp ? "temp + " : "", top_p < 1.0f ? "top_p + dist" : "dist",
+           (unsigned long long)on->n_fdraw, (unsigned long long)on->n_fdraw_tries, steps);
     ck_assert_uint_eq(off->n_fdraw_tries, 0);
     if (sift__fdraw_level() == SIFT__FDRAW_AVX512)
         ck_assert_uint_ge(on->n_fdraw, (uint64_t)steps / 2);
@@ -502,8 +657,10 @@ static void chains_agree(int with_temp)
 
 START_TEST(test_chains_with_and_without_the_float_draw_agree)
 {
-    chains_agree(0);
-    chains_agree(1);
+    chains_agree(0, 1.0f);
+    chains_agree(1, 1.0f);
+    chains_agree(0, 0.9f);
+    chains_agree(1, 0.5f);
 }
 END_TEST
 
@@ -521,6 +678,8 @@ Suite *tu_suite(void)
     tcase_add_checked_fixture(td, setup, teardown);
     tcase_add_test(td, test_the_float_draw_gives_the_walks_token_or_none);
     tcase_add_test(td, test_rows_on_the_bounds_edge_never_pass_a_wrong_token);
+    tcase_add_test(td, test_the_float_cut_gives_the_walks_prefix_or_none);
+    tcase_add_test(td, test_cuts_on_the_bounds_edge_never_pass_a_wrong_prefix);
     tcase_add_test(td, test_chains_with_and_without_the_float_draw_agree);
     suite_add_tcase(s, td);
     return s;

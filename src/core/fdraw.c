@@ -660,9 +660,46 @@ static int fd_band_of(int level, const fd_src *src, const float *vf, size_t n, f
     return 1;
 }
 
-/* The draw over the n logits of src (sift__fdraw_at). */
-static int fd_draw(sift__ctx *ctx, const fd_src *src, size_t n, float m, uint64_t u, int level,
-                   double kappa, int32_t *id)
+/* What is decided: dist's draw (cut = 0: T = floor(W u / 2^64), the
+ * first canonical prefix above T) or top_p's cut (cut = 1: T = ceil(p W),
+ * the first prefix that reaches T). */
+typedef struct fd_goal {
+    int cut;
+    uint64_t u;
+    float p;
+} fd_goal;
+
+/* The token the float sums put at the target: its canonical key, the
+ * number of tokens ahead of it, the float total and the certificate's
+ * sums S_A and S_B. */
+typedef struct fd_found {
+    uint64_t key;
+    size_t n_ahead;
+    double Sh, SA, SB;
+} fd_found;
+
+/* The sub-bucket whose float prefix crosses tb (cum = the band's mass
+ * ahead of it, summed sub-bucket by sub-bucket), nsb when none does. */
+static uint32_t fd_crossing(const double *H, uint32_t nsb, double tb, double *cum)
+{
+    double acc = 0.0;
+    uint32_t js = 0;
+    for (; js < nsb; js++) {
+        if (acc + H[js] > tb)
+            break;
+        acc += H[js];
+    }
+    *cum = acc;
+    return js;
+}
+
+/* Locates the token (an estimate: only fd_certify is trusted) and forms
+ * the sums the certificate tests, in a fixed bracketing: S_A = above +
+ * (cum + the sub-bucket's tokens ahead of it), S_B = above + ((cum +
+ * that) + its weight). No term passes through more than 2n + 8192
+ * additions (fd_cert_of). 0 when the target falls outside the band. */
+static int fd_locate(sift__ctx *ctx, const fd_src *src, size_t n, float m, const fd_goal *g,
+                     int level, fd_found *f)
 {
     sift__ws *ws = ctx->ws;
     float *vf = (float *)(void *)ws->u64a;
@@ -675,8 +712,7 @@ static int fd_draw(sift__ctx *ctx, const fd_src *src, size_t n, float m, uint64_
     float s = 0x1p20f;
     while (s > 1.0f && -xlow * s > (float)(FD_HB - 1))
         s *= 0.5f;
-    double frac = ldexp((double)u, -64); /* U / 2^64, exact to 2^-53 */
-    double t = Sh * frac;
+    double t = Sh * (g->cut ? (double)g->p : ldexp((double)g->u, -64));
     uint32_t b_lo, b_hi;
     uint32_t *heavy = (uint32_t *)(void *)ws->u64c;
     if (!fd_band_of(level, src, vf, n, m, s, Sh, t, (double *)(void *)ws->u64d, heavy, &b_lo,
@@ -696,52 +732,67 @@ static int fd_draw(sift__ctx *ctx, const fd_src *src, size_t n, float m, uint64_
         s2 *= 2.0f;
     }
     fd_sub sub = {m, s2, (float)(nsb / span * (b_hi + 1) - 1), nsb / span * b_lo};
-    double *H = ws->f64;
+    double *H = ws->f64, cum;
     fd_sub_hist(&sub, &bo, H, nsb);
-    /* the sub-bucket j whose float prefix crosses the target; cum = the
-     * band's mass ahead of it, summed sub-bucket by sub-bucket */
-    double cum = 0.0;
-    uint32_t js = 0;
-    for (; js < nsb; js++) {
-        if (cum + H[js] > tb)
-            break;
-        cum += H[js];
-    }
+    uint32_t js = fd_crossing(H, nsb, tb, &cum);
     if (js == nsb)
         return 0; /* the target lies below the band */
     uint64_t *K = ws->u64c;
     double *D = (double *)(void *)ws->u64d;
-    size_t k = 0;
+    size_t k = 0, before = 0;
     for (size_t j = 0; j < bo.m; j++) {
-        if (fd_sub_of(&sub, bo.bl[j]) == js) {
+        uint32_t sj = fd_sub_of(&sub, bo.bl[j]);
+        before += sj < js;
+        if (sj == js) {
             K[k] = sift__ckey(bo.bl[j], fd_id(src, bo.idx[j]));
             D[k++] = (double)bo.bv[j];
         }
     }
     uint64_t kc = fd_select(K, D, k, tb - cum);
-    /* The certificate's sums, in a fixed bracketing: S_A = above + (cum
-     * + the sub-bucket's tokens ahead of c), S_B = above + ((cum + that)
-     * + c's weight). No term passes through more than 2n + 8192
-     * additions (fd_cert_of). */
     double ahead = 0.0, vc = -1.0;
+    size_t n_in = 0;
     for (size_t j = 0; j < k; j++) {
         ahead += K[j] > kc ? D[j] : 0.0;
+        n_in += K[j] > kc;
         vc = K[j] == kc ? D[j] : vc;
     }
     if (!(vc > 0.0))
         return 0;
-    double SA = bo.above + (cum + ahead), SB = bo.above + ((cum + ahead) + vc);
+    f->key = kc;
+    f->n_ahead = bo.n_above + before + n_in;
+    f->Sh = Sh;
+    f->SA = bo.above + (cum + ahead);
+    f->SB = bo.above + ((cum + ahead) + vc);
+    return 1;
+}
+
+/* The theorem's tests for the goal, evaluated as docs/analyzer.md
+ * ("Evaluating the tests in double") describes: (a) and (b) for the
+ * draw, (a') and (b') for the cut. */
+static int fd_certify(const fd_goal *g, size_t n, double kappa, const fd_found *f)
+{
     fd_cert ce = fd_cert_of(n, kappa);
-    double Wlo = fd_lo(&ce, Sh), Whi = fd_hi(&ce, Sh);
+    double Wlo = fd_lo(&ce, f->Sh), Whi = fd_hi(&ce, f->Sh);
     if (!(Wlo > 0.0))
         return 0;
-    sift__u128 Tlo = sift__u128_scale_u64(u128_of_double(ldexp(Wlo, 62), 0), u);
-    sift__u128 Thi = sift__u128_scale_u64(u128_of_double(ldexp(Whi, 62), 1), u);
+    sift__u128 W0 = u128_of_double(ldexp(Wlo, 62), 0), W1 = u128_of_double(ldexp(Whi, 62), 1);
+    sift__u128 Tlo = g->cut ? sift__u128_scale_float(W0, g->p, 1) : sift__u128_scale_u64(W0, g->u);
+    sift__u128 Thi = g->cut ? sift__u128_scale_float(W1, g->p, 1) : sift__u128_scale_u64(W1, g->u);
     double tlo = ldexp(sift__u128_to_double(Tlo) * (1.0 - 0x1p-52), -62);
     double thi = ldexp(sift__u128_to_double(Thi) * (1.0 + 0x1p-52), -62);
-    if (!(fd_hi(&ce, SA) <= tlo && fd_lo(&ce, SB) > thi))
+    double a = fd_hi(&ce, f->SA), b = fd_lo(&ce, f->SB);
+    return g->cut ? a < tlo && b >= thi : a <= tlo && b > thi;
+}
+
+/* The draw over the n logits of src (sift__fdraw_at). */
+static int fd_draw(sift__ctx *ctx, const fd_src *src, size_t n, float m, uint64_t u, int level,
+                   double kappa, int32_t *id)
+{
+    fd_goal g = {0, u, 0.0f};
+    fd_found f;
+    if (!fd_locate(ctx, src, n, m, &g, level, &f) || !fd_certify(&g, n, kappa, &f))
         return 0;
-    *id = (int32_t) ~(uint32_t)kc;
+    *id = (int32_t) ~(uint32_t)f.key;
     return 1;
 }
 
@@ -790,4 +841,32 @@ int sift__fdraw_row(sift__ctx *ctx, const float *row, int32_t V, int32_t *id)
 {
     fd_src src = {NULL, row};
     return V > 0 && fd_entry(ctx, &src, (size_t)V, 0.0f, id);
+}
+
+int sift__fcut_at(sift__ctx *ctx, const sift__arr *a, float m, float p, int level, double kappa,
+                  uint64_t *key, size_t *len)
+{
+    fd_src src = {a->c, NULL};
+    fd_goal g = {1, 0, p};
+    fd_found f;
+    if (!(p > 0.0f && p < 1.0f) || !fd_locate(ctx, &src, a->n, m, &g, level, &f) ||
+        !fd_certify(&g, a->n, kappa, &f))
+        return 0;
+    *key = f.key;
+    *len = f.n_ahead + 1;
+    return 1;
+}
+
+int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *key, size_t *len)
+{
+    if (ctx->fdraw_off || a->n < SIFT__FDRAW_MIN || a->n > (size_t)INT32_MAX || ctx->absent_lo.lo ||
+        ctx->absent_lo.hi || !(m > -INFINITY && m < INFINITY))
+        return 0;
+    int level = sift__fdraw_level();
+    if (level != SIFT__FDRAW_AVX512)
+        return 0;
+    int ok = sift__fcut_at(ctx, a, m, p, level, sift__fdraw_kappa(), key, len);
+    ctx->fdraw_tries++;
+    ctx->fdraw_done += (uint32_t)ok;
+    return ok;
 }

@@ -20,7 +20,9 @@
  * by id, and the storage order of the survivors is left alone.
  *
  * The fast path never sorts: sift__mass_prefix finds the prefix by
- * weighted selection and sift__cut_top extends it to min_keep.
+ * weighted selection and sift__cut_top extends it to min_keep. On a
+ * large array the float-certified cut (core/fdraw.c) is tried first; it
+ * gives the same prefix or nothing.
  *
  * Capability class: WHOLE (the normaliser reads every candidate);
  * IDENTITY when p >= 1. On a slice the cut is certified with the absent
@@ -56,6 +58,20 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     size_t keep_min = t->min_keep > 1 ? (size_t)t->min_keep : 1;
     if (keep_min >= a->n)
         return SIFT_OK;
+    /* A large array first tries the float-certified cut (core/fdraw.c):
+     * a decided cut is the exact one, so the kept set is the same; it
+     * leaves no weights (the dist after it draws from the kept set on its
+     * own). */
+    uint64_t fcut;
+    size_t flen;
+    if (sift__fcut(ctx, a, m, t->p, &fcut, &flen)) {
+        if (flen >= a->n)
+            return SIFT_OK;
+        if (flen < keep_min)
+            fcut = sift__cut_top(ctx, a->c, a->n, keep_min);
+        sift__arr_keep_ge(a, fcut);
+        return SIFT_OK;
+    }
     uint64_t *w = ctx->ws->u64a;
     sift__u128 W = sift__weights(a->c, a->n, m, w);
     /* On a slice, the threshold at the present mass plus the absent
