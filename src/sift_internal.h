@@ -406,6 +406,17 @@ typedef struct sift__ctx {
      * its switch (the chain's fdraw_off; a cross-check's reference). */
     uint32_t fdraw_tries, fdraw_done;
     int fdraw_off;
+    /* Float weights a stage left in ws->u64a for the next one
+     * (sift__fxtc_none): fstage = the stage that left them (SIZE_MAX:
+     * none), for the array fc[0..fn) at the largest logit whose bits are
+     * fm, with their double sum fS and lowest clamped difference fxlow
+     * (core/fdraw.c reuses them instead of its float pass). */
+    size_t fstage;
+    const sift_candidate *fc;
+    size_t fn;
+    uint32_t fm;
+    double fS;
+    float fxlow;
     uint32_t *arr_skip, *arr_fails;
     /* 1 while the stages run over a loaded whole row (step.c's
      * run_stages): the array a stage sees is then the whole set, which
@@ -1350,6 +1361,15 @@ SIFT__HIDDEN int sift__fdraw_row(sift__ctx *ctx, const float *row, int32_t V, in
  * its length, as sift__arr_mass_prefix gives them (when kappa bounds
  * F); 0 otherwise, with only scratch changed. sift__fcut is the stage's
  * entry, with the preconditions and counts of sift__fdraw. */
+/* XTC's removal set A = {i : w_i >= max(ceil(t W), 1)}: 1 when the
+ * float weights prove |A| <= 1 (XTC then removes nothing), leaving them
+ * for the next stage's float draw or cut (ctx->fstage); 0 otherwise, with
+ * only scratch changed. sift__fxtc_none_at is the test's form (level,
+ * kappa); sift__fxtc_none the stage's, with the preconditions and counts
+ * of sift__fdraw. */
+SIFT__HIDDEN int sift__fxtc_none_at(sift__ctx *ctx, const sift__arr *a, float m, float t, int level,
+                                    double kappa);
+SIFT__HIDDEN int sift__fxtc_none(sift__ctx *ctx, const sift__arr *a, float m, float t);
 SIFT__HIDDEN int sift__fcut_at(sift__ctx *ctx, const sift__arr *a, float m, float p, int level,
                                double kappa, uint64_t *key, size_t *len);
 SIFT__HIDDEN int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *key,

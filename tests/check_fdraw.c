@@ -599,6 +599,107 @@ START_TEST(test_cuts_on_the_bounds_edge_never_pass_a_wrong_prefix)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* XTC's removal set                                                   */
+/* ------------------------------------------------------------------ */
+
+/* The oracle: |{i : w_i >= max(ceil(t W), 1)}|. */
+static size_t oracle_xtc_count(const sift_candidate *c, size_t n, float t)
+{
+    float m = max_logit(c, n);
+    sift__u128 W = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        W = sift__u128_add64(W, sift__weight(sift__expf(c[i].logit - m)));
+    sift__u128 T = sift__u128_scale_float(W, t, 1);
+    if (T.lo == 0 && T.hi == 0)
+        T.lo = 1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += sift__u128_cmp(sift__u128_from(sift__weight(sift__expf(c[i].logit - m))), T) >= 0;
+    return k;
+}
+
+/* Random rows: a "nothing to remove" answer always matches the oracle,
+ * and flat rows (no token near the threshold) get it. Then rows where
+ * the second token's exact weight sits at the threshold, for every float
+ * threshold near it: the answer is never "nothing" when the oracle
+ * counts two. */
+START_TEST(test_xtc_none_only_when_the_set_has_at_most_one_token)
+{
+    static const char *names[SH__COUNT] = {"peaked", "bf16", "flat", "adversarial"};
+    tu_rng r = {0x7c7c7cull};
+    sift_candidate *c = malloc(MAX_N * sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    for (int level = 0; level < n_levels(); level++) {
+        for (int shape = 0; shape < SH__COUNT; shape++) {
+            int none = 0, tried = 0;
+            for (int k = 0; k < 12; k++) {
+                size_t n = (size_t)tu_range(&r, 16384, 40000);
+                make_row(&r, shape, c, n);
+                float m = max_logit(c, n);
+                if (!(m > -INFINITY && m < INFINITY))
+                    continue;
+                float t = k % 3 == 0 ? 0.1f : (float)(0.5 * tu_unif(&r));
+                sift__ctx ctx;
+                memset(&ctx, 0, sizeof ctx);
+                ctx.ws = &ws;
+                sift__arr a = {c, n, (int32_t)n, SIFT__ORDER_NONE, 0};
+                tried++;
+                if (sift__fxtc_none_at(&ctx, &a, m, t, level, sift__fdraw_kappa())) {
+                    none++;
+                    ck_assert_uint_le(oracle_xtc_count(c, n, t), 1);
+                }
+            }
+            printf("check_fdraw: level %d, %s rows: %d of %d xtc sets shown to hold at most one "
+                   "token\n",
+                   level, names[shape], none, tried);
+            if (shape == SH_FLAT)
+                ck_assert_int_ge(none, tried * 2 / 3);
+        }
+    }
+    /* the second token at the threshold: top at 0, the second at x2
+     * (its float weight an ulp below the exact one), a flat rest */
+    float x2 = find_split(-0.69f, -0.6f, 0);
+    size_t n = 20000;
+    for (size_t i = 0; i < n; i++) {
+        c[i].id = (int32_t)i;
+        c[i].logit = i == 0 ? 0.0f : i == 1 ? x2 : -9.0f - (float)(i % 7) * 0.01f;
+    }
+    float m = 0.0f;
+    sift__u128 W = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        W = sift__u128_add64(W, sift__weight(sift__expf(c[i].logit - m)));
+    sift__u128 w2 = sift__u128_from(sift__weight(sift__expf(x2)));
+    /* the largest float t with ceil(t W) <= w2, and its neighbours */
+    uint32_t lo = fbits(0.0f), hi = fbits(0.5f);
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (sift__u128_cmp(sift__u128_scale_float(W, bfloat(mid), 1), w2) <= 0)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    int wrong = 0, wrong0 = 0, checked = 0;
+    for (uint32_t b = lo - 8; b <= lo + 8; b++) {
+        float t = bfloat(b);
+        size_t want = oracle_xtc_count(c, n, t);
+        for (int level = 0; level < n_levels(); level++) {
+            sift__ctx ctx;
+            memset(&ctx, 0, sizeof ctx);
+            ctx.ws = &ws;
+            sift__arr a = {c, n, (int32_t)n, SIFT__ORDER_ID, 0};
+            checked++;
+            wrong += sift__fxtc_none_at(&ctx, &a, m, t, level, sift__fdraw_kappa()) && want > 1;
+            wrong0 += sift__fxtc_none_at(&ctx, &a, m, t, level, 0.0) && want > 1;
+        }
+    }
+    printf("check_fdraw: xtc at the threshold: %d checks, %d wrong (%d with kappa 0)\n", checked,
+           wrong, wrong0);
+    ck_assert_int_eq(wrong, 0);
+    free(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Whole chains                                                        */
 /* ------------------------------------------------------------------ */
 
@@ -607,7 +708,7 @@ END_TEST
  * dist alone draws from the row (select_row); after a temperature it
  * draws from the loaded array (dist_apply). At the AVX-512 level the
  * draw must have decided most steps. */
-static void chains_agree(int with_temp, float top_p)
+static void chains_agree(int with_temp, float top_p, int xtc)
 {
     sift_chain_params p;
     sift_chain_params_init(&p);
@@ -618,6 +719,10 @@ static void chains_agree(int with_temp, float top_p)
     if (with_temp) {
         ck_assert_int_eq(sift_chain_add_temp(on, 0.7f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_temp(off, 0.7f, NULL), SIFT_OK);
+    }
+    if (xtc) {
+        ck_assert_int_eq(sift_chain_add_xtc(on, 1.0f, 0.1f, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_xtc(off, 1.0f, 0.1f, 1, NULL), SIFT_OK);
     }
     if (top_p < 1.0f) {
         ck_assert_int_eq(sift_chain_add_top_p(on, top_p, 1, NULL), SIFT_OK);
@@ -641,9 +746,9 @@ static void chains_agree(int with_temp, float top_p)
         ck_assert_int_eq(a, b);
         ck_assert(memcmp(&on->rng, &off->rng, sizeof on->rng) == 0);
     }
-    printf("check_fdraw: chain %s%s: the float draw and cut decided %llu of %llu attempts in %d "
-           "steps\n",
-           with_temp ? "temp + " : "", top_p < 1.0f ? "top_p + dist" : "dist",
+    printf("check_fdraw: chain %s%s%s: the float draw and cut decided %llu of %llu attempts in "
+           "%d steps\n",
+           with_temp ? "temp + " : "", xtc ? "xtc + " : "", top_p < 1.0f ? "top_p + dist" : "dist",
            (unsigned long long)on->n_fdraw, (unsigned long long)on->n_fdraw_tries, steps);
     ck_assert_uint_eq(off->n_fdraw_tries, 0);
     if (sift__fdraw_level() == SIFT__FDRAW_AVX512)
@@ -657,10 +762,12 @@ static void chains_agree(int with_temp, float top_p)
 
 START_TEST(test_chains_with_and_without_the_float_draw_agree)
 {
-    chains_agree(0, 1.0f);
-    chains_agree(1, 1.0f);
-    chains_agree(0, 0.9f);
-    chains_agree(1, 0.5f);
+    chains_agree(0, 1.0f, 0);
+    chains_agree(1, 1.0f, 0);
+    chains_agree(0, 0.9f, 0);
+    chains_agree(1, 0.5f, 0);
+    chains_agree(0, 1.0f, 1);
+    chains_agree(0, 0.95f, 1);
 }
 END_TEST
 
@@ -680,6 +787,7 @@ Suite *tu_suite(void)
     tcase_add_test(td, test_rows_on_the_bounds_edge_never_pass_a_wrong_token);
     tcase_add_test(td, test_the_float_cut_gives_the_walks_prefix_or_none);
     tcase_add_test(td, test_cuts_on_the_bounds_edge_never_pass_a_wrong_prefix);
+    tcase_add_test(td, test_xtc_none_only_when_the_set_has_at_most_one_token);
     tcase_add_test(td, test_chains_with_and_without_the_float_draw_agree);
     suite_add_tcase(s, td);
     return s;

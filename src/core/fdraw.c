@@ -660,6 +660,24 @@ static int fd_band_of(int level, const fd_src *src, const float *vf, size_t n, f
     return 1;
 }
 
+/* The float weights the stage right before left for this very array at
+ * this m (ctx->fstage, set by sift__fxtc_none): 1 with their sum and
+ * lowest clamped difference (ws->u64a holds them); clears the record
+ * either way. */
+static int fd_vf_take(sift__ctx *ctx, const fd_src *src, size_t n, float m, double *Sh, float *xlow)
+{
+    size_t st = ctx->fstage;
+    ctx->fstage = SIZE_MAX;
+    uint32_t mb;
+    memcpy(&mb, &m, sizeof mb);
+    if (st == SIZE_MAX || st + 1 != ctx->stage || src->row || !ctx->fc || ctx->fc != src->c ||
+        ctx->fn != n || ctx->fm != mb)
+        return 0;
+    *Sh = ctx->fS;
+    *xlow = ctx->fxlow;
+    return 1;
+}
+
 /* What is decided: dist's draw (cut = 0: T = floor(W u / 2^64), the
  * first canonical prefix above T) or top_p's cut (cut = 1: T = ceil(p W),
  * the first prefix that reaches T). */
@@ -704,7 +722,9 @@ static int fd_locate(sift__ctx *ctx, const fd_src *src, size_t n, float m, const
     sift__ws *ws = ctx->ws;
     float *vf = (float *)(void *)ws->u64a;
     float xlow;
-    double Sh = fexp_pass(level, src, n, m, vf, &xlow);
+    double Sh;
+    if (!fd_vf_take(ctx, src, n, m, &Sh, &xlow))
+        Sh = fexp_pass(level, src, n, m, vf, &xlow);
     if (!(Sh >= 1.0 && Sh < 0x1p60))
         return 0; /* a NaN logit (or no finite maximum) */
     /* the bucket scale: the largest power of two that puts the lowest
@@ -866,6 +886,57 @@ int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *k
     if (level != SIFT__FDRAW_AVX512)
         return 0;
     int ok = sift__fcut_at(ctx, a, m, p, level, sift__fdraw_kappa(), key, len);
+    ctx->fdraw_tries++;
+    ctx->fdraw_done += (uint32_t)ok;
+    return ok;
+}
+
+int sift__fxtc_none_at(sift__ctx *ctx, const sift__arr *a, float m, float t, int level,
+                       double kappa)
+{
+    size_t n = a->n;
+    fd_src src = {a->c, NULL};
+    float *vf = (float *)(void *)ctx->ws->u64a, xlow;
+    double Sh = fexp_pass(level, &src, n, m, vf, &xlow);
+    if (!(Sh >= 1.0 && Sh < 0x1p60))
+        return 0;
+    fd_cert ce = fd_cert_of(n, kappa);
+    double Wlo = fd_lo(&ce, Sh);
+    if (!(Wlo > 0.0))
+        return 0;
+    /* T >= T- = max(ceil(t W-), 1); a member of A has w >= T-, and by
+     * Lemma 2 (w <= v (1 + kappa) + 1 in units of 2^-62) a float weight
+     * of at least theta = (T- 2^-62 - 2^-62) / (1 + kappa): a token
+     * below theta is not in A. */
+    sift__u128 T = sift__u128_scale_float(u128_of_double(ldexp(Wlo, 62), 0), t, 1);
+    double tl = ldexp(sift__u128_to_double(T) * (1.0 - 0x1p-52), -62);
+    double theta = (tl - 0x1p-62) / (1.0 + kappa) * (1.0 - 0x1p-50);
+    if (!(theta > 0.0))
+        return 0;
+    /* the float just below theta (or theta): every v >= theta passes */
+    float tf = (float)theta;
+    tf = (double)tf > theta ? nextafterf(tf, 0.0f) : tf;
+    uint32_t hit[2 + 16];
+    if (heavy_scan(level, vf, n, tf, hit, 1) > 1)
+        return 0;
+    ctx->fstage = ctx->stage;
+    ctx->fc = a->c;
+    ctx->fn = n;
+    memcpy(&ctx->fm, &m, sizeof ctx->fm);
+    ctx->fS = Sh;
+    ctx->fxlow = xlow;
+    return 1;
+}
+
+int sift__fxtc_none(sift__ctx *ctx, const sift__arr *a, float m, float t)
+{
+    if (ctx->fdraw_off || a->n < SIFT__FDRAW_MIN || a->n > (size_t)INT32_MAX || ctx->absent_lo.lo ||
+        ctx->absent_lo.hi || !(m > -INFINITY && m < INFINITY))
+        return 0;
+    int level = sift__fdraw_level();
+    if (level != SIFT__FDRAW_AVX512)
+        return 0;
+    int ok = sift__fxtc_none_at(ctx, a, m, t, level, sift__fdraw_kappa());
     ctx->fdraw_tries++;
     ctx->fdraw_done += (uint32_t)ok;
     return ok;

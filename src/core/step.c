@@ -145,6 +145,8 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->arr_whole = 0;
     ctx->fdraw_tries = ctx->fdraw_done = 0;
     ctx->fdraw_off = c->fdraw_off;
+    ctx->fstage = SIZE_MAX;
+    ctx->fc = NULL;
 }
 
 int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)

@@ -63,6 +63,11 @@ static sift_status xtc_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     float m = sift__max_logit(a->c, a->n);
     if (!(m > -INFINITY))
         return sift__no_candidate(ctx, st->ops->name);
+    /* A large array first asks the float weights (core/fdraw.c) whether
+     * A can hold two tokens; when it cannot, nothing is removed, and the
+     * float weights are left for the next stage's float draw or cut. */
+    if (sift__fxtc_none(ctx, a, m, x->threshold))
+        return SIFT_OK;
     uint64_t *w = ctx->ws->u64a;
     sift__u128 W = sift__weights(a->c, a->n, m, w);
     /* On a slice, the threshold at the present mass plus the absent
