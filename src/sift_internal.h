@@ -515,6 +515,15 @@ static inline int sift__carry_pending(const sift__ctx *ctx, const sift__arr *a)
            k->n == a->n;
 }
 
+/* 1 when the stage right before this one left float weights for this
+ * very array (ctx->fstage, sift__fxtc_none): nothing may write ws->u64a
+ * or ws->u32 before the float draw or cut takes them. */
+static inline int sift__fcarry_pending(const sift__ctx *ctx, const sift__arr *a)
+{
+    return ctx->fstage != SIZE_MAX && ctx->fstage + 1 == ctx->stage && ctx->fc == a->c &&
+           ctx->fn == a->n;
+}
+
 static inline const uint64_t *sift__carry_take(sift__ctx *ctx, const sift__arr *a, float m,
                                                sift__u128 *W)
 {

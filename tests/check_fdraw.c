@@ -708,7 +708,7 @@ END_TEST
  * dist alone draws from the row (select_row); after a temperature it
  * draws from the loaded array (dist_apply). At the AVX-512 level the
  * draw must have decided most steps. */
-static void chains_agree(int with_temp, float top_p, int xtc)
+static void chains_agree(int with_temp, float top_p, int xtc, int temp_ext)
 {
     sift_chain_params p;
     sift_chain_params_init(&p);
@@ -719,6 +719,10 @@ static void chains_agree(int with_temp, float top_p, int xtc)
     if (with_temp) {
         ck_assert_int_eq(sift_chain_add_temp(on, 0.7f, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_temp(off, 0.7f, NULL), SIFT_OK);
+    }
+    if (temp_ext) {
+        ck_assert_int_eq(sift_chain_add_temp_ext(on, 0.8f, 0.5f, 1.0f, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_temp_ext(off, 0.8f, 0.5f, 1.0f, NULL), SIFT_OK);
     }
     if (xtc) {
         ck_assert_int_eq(sift_chain_add_xtc(on, 1.0f, 0.1f, 1, NULL), SIFT_OK);
@@ -748,7 +752,10 @@ static void chains_agree(int with_temp, float top_p, int xtc)
     }
     printf("check_fdraw: chain %s%s%s: the float draw and cut decided %llu of %llu attempts in "
            "%d steps\n",
-           with_temp ? "temp + " : "", xtc ? "xtc + " : "", top_p < 1.0f ? "top_p + dist" : "dist",
+           with_temp  ? "temp + "
+           : temp_ext ? "temp_ext + "
+                      : "",
+           xtc ? "xtc + " : "", top_p < 1.0f ? "top_p + dist" : "dist",
            (unsigned long long)on->n_fdraw, (unsigned long long)on->n_fdraw_tries, steps);
     ck_assert_uint_eq(off->n_fdraw_tries, 0);
     if (sift__fdraw_level() == SIFT__FDRAW_AVX512)
@@ -762,12 +769,17 @@ static void chains_agree(int with_temp, float top_p, int xtc)
 
 START_TEST(test_chains_with_and_without_the_float_draw_agree)
 {
-    chains_agree(0, 1.0f, 0);
-    chains_agree(1, 1.0f, 0);
-    chains_agree(0, 0.9f, 0);
-    chains_agree(1, 0.5f, 0);
-    chains_agree(0, 1.0f, 1);
-    chains_agree(0, 0.95f, 1);
+    chains_agree(0, 1.0f, 0, 0);
+    chains_agree(1, 1.0f, 0, 0);
+    chains_agree(0, 0.9f, 0, 0);
+    chains_agree(1, 0.5f, 0, 0);
+    chains_agree(0, 1.0f, 1, 0);
+    chains_agree(0, 0.95f, 1, 0);
+    /* temp_ext keeps the row's tail route away, so dist's route inside
+     * the full pass runs, and must not run over float weights left by
+     * xtc (it writes their scratch) */
+    chains_agree(0, 1.0f, 1, 1);
+    chains_agree(0, 0.95f, 1, 1);
 }
 END_TEST
 

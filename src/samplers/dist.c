@@ -34,12 +34,14 @@ typedef struct dist_stage {
 static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 {
     const dist_stage *d = (const dist_stage *)st;
-    /* A large array in id order with no weights left for it (the full
-     * pass after a stage that reads every token, such as temp_ext) first
-     * tries the tail route on itself: its top tokens with a bound on the
-     * rest. The route finds the largest logit itself; an array without a
+    /* A large array in id order with no weights left for it, exact or
+     * float (the full pass after a stage that reads every token, such as
+     * temp_ext) first tries the tail route on itself: its top tokens with
+     * a bound on the rest (it writes the scratch the float weights are
+     * in). The route finds the largest logit itself; an array without a
      * finite one fails it and is reported below. */
-    if (!d->id_order && !sift__carry_pending(ctx, a) && sift__arr_top_select(st, ctx, a))
+    if (!d->id_order && !sift__carry_pending(ctx, a) && !sift__fcarry_pending(ctx, a) &&
+        sift__arr_top_select(st, ctx, a))
         return SIFT_OK;
     float m = sift__arr_max_logit(a);
     if (!(m > -INFINITY))
