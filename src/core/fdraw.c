@@ -101,6 +101,9 @@ static const float FD_TL[32] = {0.0f,
 #define FD_C24 0x1.555556p-5f   /* fl(1/24) */
 #define FD_SHIFT 0x1.8p23f      /* 1.5 * 2^23: adding it rounds to an integer */
 #define FD_LOW (-44.0f)
+/* Every FD_SAMPLE-th token goes into the band's estimate (the float pass
+ * writes them out). */
+#define FD_SAMPLE 16
 
 float sift__fexp(float x)
 {
@@ -146,10 +149,13 @@ static inline int32_t fd_id(const fd_src *src, size_t i)
 
 /* vf[i] = F(logit i - m) for i in [i0, n); returns their sum in double
  * (sequential), NaN when a difference is NaN; *xlow = the smallest
- * max(x, -44). */
+ * max(x, -44). With samp (2 ceil(n / 16) floats), the sample for the
+ * band's estimate: samp[j] = logit 16j and samp[ns + j] = vf[16j],
+ * ns = ceil(n / 16). */
 static double fexp_pass_scalar(const fd_src *src, size_t i0, size_t n, float m, float *vf,
-                               float *xlow)
+                               float *xlow, float *samp)
 {
+    size_t ns = (n + FD_SAMPLE - 1) / FD_SAMPLE;
     double s = 0.0;
     float lo = 0.0f;
     int bad = 0;
@@ -159,6 +165,10 @@ static double fexp_pass_scalar(const fd_src *src, size_t i0, size_t n, float m, 
         float v = sift__fexp(x);
         lo = x < lo ? (x > FD_LOW ? x : FD_LOW) : lo;
         vf[i] = v;
+        if (samp && i % FD_SAMPLE == 0) {
+            samp[i / FD_SAMPLE] = fd_logit(src, i);
+            samp[ns + i / FD_SAMPLE] = v;
+        }
         s += (double)v;
     }
     *xlow = lo;
@@ -207,12 +217,12 @@ fexp16(__m512 x, __m512 th0, __m512 th1, __m512 tl0, __m512 tl1)
 
 /* The scalar tail (the last n mod 16 tokens) runs first, before any
  * wide operation, so that no SSE code runs after the vector loop. */
-__attribute__((target(FD_TARGET))) static double fexp_pass_avx512(const fd_src *src, size_t n,
-                                                                  float m, float *vf, float *xlow)
+__attribute__((target(FD_TARGET))) static double
+fexp_pass_avx512(const fd_src *src, size_t n, float m, float *vf, float *xlow, float *samp)
 {
-    size_t nv = n - n % 16;
+    size_t nv = n - n % 16, ns = (n + 15) / 16;
     float tlo;
-    double tail = fexp_pass_scalar(src, nv, n, m, vf, &tlo);
+    double tail = fexp_pass_scalar(src, nv, n, m, vf, &tlo, samp);
     const __m512 th0 = _mm512_loadu_ps(FD_TH), th1 = _mm512_loadu_ps(FD_TH + 16);
     const __m512 tl0 = _mm512_loadu_ps(FD_TL), tl1 = _mm512_loadu_ps(FD_TL + 16);
     const __m512 mv = _mm512_set1_ps(m), low = _mm512_set1_ps(FD_LOW);
@@ -220,12 +230,17 @@ __attribute__((target(FD_TARGET))) static double fexp_pass_avx512(const fd_src *
     __m512 lo = _mm512_set1_ps(tlo);
     __mmask16 nan = 0;
     for (size_t i = 0; i < nv; i += 16) {
-        __m512 x = _mm512_sub_ps(fd_load16(src, i), mv);
+        __m512 l = fd_load16(src, i);
+        __m512 x = _mm512_sub_ps(l, mv);
         nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
         x = _mm512_max_ps(x, low); /* a NaN lane gives -44 (reported above) */
         lo = _mm512_min_ps(lo, x);
         __m512 v = fexp16(x, th0, th1, tl0, tl1);
         _mm512_storeu_ps(vf + i, v);
+        if (samp) {
+            _mm_store_ss(samp + i / 16, _mm512_castps512_ps128(l));
+            _mm_store_ss(samp + ns + i / 16, _mm512_castps512_ps128(v));
+        }
         s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
         s1 = _mm512_add_pd(
             s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
@@ -248,21 +263,22 @@ int sift__fdraw_level(void)
     return SIFT__FDRAW_SCALAR;
 }
 
-static double fexp_pass(int level, const fd_src *src, size_t n, float m, float *vf, float *xlow)
+static double fexp_pass(int level, const fd_src *src, size_t n, float m, float *vf, float *xlow,
+                        float *samp)
 {
 #ifdef SIFT__FD_AVX512
     if (level == SIFT__FDRAW_AVX512)
-        return fexp_pass_avx512(src, n, m, vf, xlow);
+        return fexp_pass_avx512(src, n, m, vf, xlow, samp);
 #endif
     (void)level;
-    return fexp_pass_scalar(src, 0, n, m, vf, xlow);
+    return fexp_pass_scalar(src, 0, n, m, vf, xlow, samp);
 }
 
 double sift__fexp_pass(int level, const sift_candidate *c, size_t n, float m, float *vf,
                        float *xlow)
 {
     fd_src src = {c, NULL};
-    return fexp_pass(level, &src, n, m, vf, xlow);
+    return fexp_pass(level, &src, n, m, vf, xlow, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -512,7 +528,8 @@ static inline uint32_t fd_sub_of(const fd_sub *u, float l)
  * The copies lie FD_NSB + 24 doubles apart, so that the same entry of
  * two copies never shares its address's low 12 bits (4K aliasing made
  * every add wait). H has room for 4 (FD_NSB + 24) doubles. */
-static void fd_sub_hist(const fd_sub *u, const fd_band_out *o, double *H, uint32_t nsb)
+static void fd_sub_hist(const fd_sub *u, const fd_band_out *o, double *H, uint32_t nsb,
+                        uint16_t *sb)
 {
     double *H1 = H + FD_NSB + 24, *H2 = H1 + FD_NSB + 24, *H3 = H2 + FD_NSB + 24;
     memset(H, 0, (size_t)nsb * sizeof *H);
@@ -521,13 +538,22 @@ static void fd_sub_hist(const fd_sub *u, const fd_band_out *o, double *H, uint32
     memset(H3, 0, (size_t)nsb * sizeof *H);
     size_t j = 0;
     for (; j + 4 <= o->m; j += 4) {
-        H[fd_sub_of(u, o->bl[j])] += (double)o->bv[j];
-        H1[fd_sub_of(u, o->bl[j + 1])] += (double)o->bv[j + 1];
-        H2[fd_sub_of(u, o->bl[j + 2])] += (double)o->bv[j + 2];
-        H3[fd_sub_of(u, o->bl[j + 3])] += (double)o->bv[j + 3];
+        uint32_t a0 = fd_sub_of(u, o->bl[j]), a1 = fd_sub_of(u, o->bl[j + 1]);
+        uint32_t a2 = fd_sub_of(u, o->bl[j + 2]), a3 = fd_sub_of(u, o->bl[j + 3]);
+        sb[j] = (uint16_t)a0;
+        sb[j + 1] = (uint16_t)a1;
+        sb[j + 2] = (uint16_t)a2;
+        sb[j + 3] = (uint16_t)a3;
+        H[a0] += (double)o->bv[j];
+        H1[a1] += (double)o->bv[j + 1];
+        H2[a2] += (double)o->bv[j + 2];
+        H3[a3] += (double)o->bv[j + 3];
     }
-    for (; j < o->m; j++)
-        H[fd_sub_of(u, o->bl[j])] += (double)o->bv[j];
+    for (; j < o->m; j++) {
+        uint32_t a0 = fd_sub_of(u, o->bl[j]);
+        sb[j] = (uint16_t)a0;
+        H[a0] += (double)o->bv[j];
+    }
     for (uint32_t b = 0; b < nsb; b++)
         H[b] = ((H[b] + H1[b]) + H2[b]) + H3[b];
 }
@@ -601,21 +627,22 @@ double sift__fdraw_kappa(void)
  * FD_SAMPLE-th of the others. */
 #define FD_HEAVY_PART 4096
 #define FD_HEAVY_CAP 8192
-#define FD_SAMPLE 16
 
 /* Picks the band [*b_lo, *b_hi] of buckets that should hold the float
  * target t, from the sample and the heavy weights (hm, hq: 2 FD_HB
  * doubles of scratch; heavy: FD_HEAVY_CAP + 16 entries). 0 when the
  * heavy weights are too many. */
-static int fd_band_of(int level, const fd_src *src, const float *vf, size_t n, float m, float s,
-                      double Sh, double t, double *hm, uint32_t *heavy, uint32_t *b_lo,
-                      uint32_t *b_hi)
+static int fd_band_of(int level, const fd_src *src, const float *vf, const float *samp, size_t n,
+                      float m, float s, double Sh, double t, double *hm, uint32_t *heavy,
+                      uint32_t *b_lo, uint32_t *b_hi)
 {
     double *hq = hm + FD_HB;
     memset(hm, 0, 2 * FD_HB * sizeof *hm);
-    for (size_t i = 0; i < n; i += FD_SAMPLE) {
-        uint32_t b = fd_bucket(fd_logit(src, i), m, s);
-        double d = (double)vf[i] * FD_SAMPLE;
+    /* the sample the float pass wrote, every FD_SAMPLE-th token */
+    size_t ns = (n + FD_SAMPLE - 1) / FD_SAMPLE;
+    for (size_t j = 0; j < ns; j++) {
+        uint32_t b = fd_bucket(samp[j], m, s);
+        double d = (double)samp[ns + j] * FD_SAMPLE;
         hm[b] += d;
         hq[b] += d * d;
     }
@@ -721,10 +748,10 @@ static int fd_locate(sift__ctx *ctx, const fd_src *src, size_t n, float m, const
 {
     sift__ws *ws = ctx->ws;
     float *vf = (float *)(void *)ws->u64a;
-    float xlow;
+    float xlow, *samp = (float *)(void *)ws->u32;
     double Sh;
     if (!fd_vf_take(ctx, src, n, m, &Sh, &xlow))
-        Sh = fexp_pass(level, src, n, m, vf, &xlow);
+        Sh = fexp_pass(level, src, n, m, vf, &xlow, samp);
     if (!(Sh >= 1.0 && Sh < 0x1p60))
         return 0; /* a NaN logit (or no finite maximum) */
     /* the bucket scale: the largest power of two that puts the lowest
@@ -735,7 +762,7 @@ static int fd_locate(sift__ctx *ctx, const fd_src *src, size_t n, float m, const
     double t = Sh * (g->cut ? (double)g->p : ldexp((double)g->u, -64));
     uint32_t b_lo, b_hi;
     uint32_t *heavy = (uint32_t *)(void *)ws->u64c;
-    if (!fd_band_of(level, src, vf, n, m, s, Sh, t, (double *)(void *)ws->u64d, heavy, &b_lo,
+    if (!fd_band_of(level, src, vf, samp, n, m, s, Sh, t, (double *)(void *)ws->u64d, heavy, &b_lo,
                     &b_hi))
         return 0;
     float *bl = (float *)(void *)ws->u64b;
@@ -753,7 +780,8 @@ static int fd_locate(sift__ctx *ctx, const fd_src *src, size_t n, float m, const
     }
     fd_sub sub = {m, s2, (float)(nsb / span * (b_hi + 1) - 1), nsb / span * b_lo};
     double *H = ws->f64, cum;
-    fd_sub_hist(&sub, &bo, H, nsb);
+    uint16_t *sb = (uint16_t *)(void *)(H + 4 * (FD_NSB + 24));
+    fd_sub_hist(&sub, &bo, H, nsb, sb);
     uint32_t js = fd_crossing(H, nsb, tb, &cum);
     if (js == nsb)
         return 0; /* the target lies below the band */
@@ -761,7 +789,7 @@ static int fd_locate(sift__ctx *ctx, const fd_src *src, size_t n, float m, const
     double *D = (double *)(void *)ws->u64d;
     size_t k = 0, before = 0;
     for (size_t j = 0; j < bo.m; j++) {
-        uint32_t sj = fd_sub_of(&sub, bo.bl[j]);
+        uint32_t sj = sb[j];
         before += sj < js;
         if (sj == js) {
             K[k] = sift__ckey(bo.bl[j], fd_id(src, bo.idx[j]));
@@ -897,7 +925,7 @@ int sift__fxtc_none_at(sift__ctx *ctx, const sift__arr *a, float m, float t, int
     size_t n = a->n;
     fd_src src = {a->c, NULL};
     float *vf = (float *)(void *)ctx->ws->u64a, xlow;
-    double Sh = fexp_pass(level, &src, n, m, vf, &xlow);
+    double Sh = fexp_pass(level, &src, n, m, vf, &xlow, (float *)(void *)ctx->ws->u32);
     if (!(Sh >= 1.0 && Sh < 0x1p60))
         return 0;
     fd_cert ce = fd_cert_of(n, kappa);
