@@ -412,6 +412,9 @@ typedef struct sift__ctx {
      * fm, with their double sum fS and lowest clamped difference fxlow
      * (core/fdraw.c reuses them instead of its float pass). */
     size_t fstage;
+    /* sift__fxtc_none's back-off: the chain's fx_skip and fx_fails (NULL
+     * outside a chain's step: no back-off). */
+    uint32_t *fx_skip, *fx_fails;
     const sift_candidate *fc;
     size_t fn;
     uint32_t fm;
@@ -865,6 +868,10 @@ struct sift_chain {
      * (sift__arr_top_select): large arrays it still skips, and its failed
      * attempts in a row. Clone copies them, reset clears them. */
     uint32_t arr_skip, arr_fails;
+    /* The same back-off for XTC's float test (sift__fxtc_none), which
+     * fails when two tokens pass the threshold: attempts it still skips,
+     * and its failures in a row. Clone copies them, reset clears them. */
+    uint32_t fx_skip, fx_fails;
     /* Cross-check mode (core/crosscheck.c): the setting, the schedule
      * (successful slice steps since it was set, and its own RNG) and the
      * counters sift_chain_stats reports. */

@@ -699,6 +699,57 @@ START_TEST(test_xtc_none_only_when_the_set_has_at_most_one_token)
 }
 END_TEST
 
+/* XTC's float test backs off on rows where it keeps failing (two head
+ * tokens above the threshold, the full pass after the tail route), and
+ * the back-off is chain state: reset clears it, clone copies it. Only
+ * the cost depends on it: the tokens match a chain without the test. */
+START_TEST(test_xtc_back_off_is_reset_and_cloned)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.seed = 5;
+    sift_chain *on, *off;
+    ck_assert_int_eq(sift_chain_new(&on, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_new(&off, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp_ext(on, 0.8f, 0.5f, 1.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_temp_ext(off, 0.8f, 0.5f, 1.0f, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_xtc(on, 1.0f, 0.05f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_xtc(off, 1.0f, 0.05f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(on, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(off, NULL), SIFT_OK);
+    off->fdraw_off = 1;
+    tu_rng r = {0xbac0ff};
+    int32_t V = 20011;
+    float *row = malloc((size_t)V * sizeof *row);
+    ck_assert_ptr_nonnull(row);
+    for (int k = 0; k < 12; k++) {
+        /* three tokens far above a flat rest: each holds about a third */
+        for (int32_t i = 0; i < V; i++)
+            row[i] = (float)(tu_unif(&r) - 0.5);
+        for (int h = 0; h < 3; h++)
+            row[(k * 7919 + h * 104729) % V] = 14.0f + 0.01f * (float)h;
+        int32_t a = -1, b = -1;
+        ck_assert_int_eq(sift_chain_sample(on, row, V, &a, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_sample(off, row, V, &b, NULL), SIFT_OK);
+        ck_assert_int_eq(a, b);
+    }
+    if (sift__fdraw_level() == SIFT__FDRAW_AVX512) {
+        ck_assert_uint_gt(on->fx_fails, 0);
+        sift_chain *cl;
+        ck_assert_int_eq(sift_chain_clone(on, &cl, NULL), SIFT_OK);
+        ck_assert_uint_eq(cl->fx_fails, on->fx_fails);
+        ck_assert_uint_eq(cl->fx_skip, on->fx_skip);
+        sift_chain_free(cl);
+        sift_chain_reset(on);
+        ck_assert_uint_eq(on->fx_fails, 0);
+        ck_assert_uint_eq(on->fx_skip, 0);
+    }
+    free(row);
+    sift_chain_free(on);
+    sift_chain_free(off);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Whole chains                                                        */
 /* ------------------------------------------------------------------ */
@@ -800,6 +851,7 @@ Suite *tu_suite(void)
     tcase_add_test(td, test_the_float_cut_gives_the_walks_prefix_or_none);
     tcase_add_test(td, test_cuts_on_the_bounds_edge_never_pass_a_wrong_prefix);
     tcase_add_test(td, test_xtc_none_only_when_the_set_has_at_most_one_token);
+    tcase_add_test(td, test_xtc_back_off_is_reset_and_cloned);
     tcase_add_test(td, test_chains_with_and_without_the_float_draw_agree);
     suite_add_tcase(s, td);
     return s;

@@ -328,6 +328,7 @@ void sift_chain_reset(sift_chain *c)
     c->settle_due = 0;
     c->tail_skip = c->tail_fails = 0;
     c->arr_skip = c->arr_fails = 0;
+    c->fx_skip = c->fx_fails = 0;
     if (c->check_ops)
         c->check_ops->reset(c->check);
     for (size_t i = 0; i < c->n_stages; i++)

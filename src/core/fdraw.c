@@ -964,8 +964,21 @@ int sift__fxtc_none(sift__ctx *ctx, const sift__arr *a, float m, float t)
     int level = sift__fdraw_level();
     if (level != SIFT__FDRAW_AVX512)
         return 0;
+    /* a back-off like the tail route's: rows whose head holds two tokens
+     * above the threshold make the test fail step after step */
+    uint32_t *skip = ctx->fx_skip, *fails = ctx->fx_fails;
+    if (skip && *skip) {
+        --*skip;
+        return 0;
+    }
     int ok = sift__fxtc_none_at(ctx, a, m, t, level, sift__fdraw_kappa());
     ctx->fdraw_tries++;
     ctx->fdraw_done += (uint32_t)ok;
+    if (skip && ok)
+        *fails = 0;
+    else if (skip) {
+        *fails += *fails < 7;
+        *skip = (*fails >= 7 ? 64u : 1u << (*fails - 1)) - 1;
+    }
     return ok;
 }

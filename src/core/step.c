@@ -147,6 +147,8 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->fdraw_off = c->fdraw_off;
     ctx->fstage = SIZE_MAX;
     ctx->fc = NULL;
+    ctx->fx_skip = &c->fx_skip;
+    ctx->fx_fails = &c->fx_fails;
 }
 
 int sift__carry_check(sift__ctx *ctx, const sift__arr *a, float m, sift__u128 W)
