@@ -523,8 +523,8 @@ static inline int sift__carry_pending(const sift__ctx *ctx, const sift__arr *a)
  * or ws->u32 before the float draw or cut takes them. */
 static inline int sift__fcarry_pending(const sift__ctx *ctx, const sift__arr *a)
 {
-    return ctx->fstage != SIZE_MAX && ctx->fstage + 1 == ctx->stage && ctx->fc == a->c &&
-           ctx->fn == a->n;
+    return ctx->carry_armed && ctx->fstage != SIZE_MAX && ctx->fstage + 1 == ctx->stage &&
+           ctx->fc == a->c && ctx->fn == a->n;
 }
 
 static inline const uint64_t *sift__carry_take(sift__ctx *ctx, const sift__arr *a, float m,
@@ -849,9 +849,11 @@ struct sift_chain {
      * reference step), 0 otherwise. */
     uint64_t n_arr_top;
     uint8_t arr_top_off;
-    /* The float-certified draw (sift__fdraw): attempts and decisions,
-     * counted over the steps that succeeded; and a switch that turns it
-     * off (tests; a cross-check's reference step), 0 otherwise. */
+    /* The float-certified paths (sift__fdraw, sift__fcut,
+     * sift__fxtc_none): attempts and decisions, counted over the
+     * whole-row steps that succeeded (as n_arr_top; a slice's steps are
+     * not counted); and a switch that turns them off (tests; a
+     * cross-check's reference step), 0 otherwise. */
     uint64_t n_fdraw_tries, n_fdraw;
     uint8_t fdraw_off;
     /* For tests (0 otherwise): every take of carried weights is checked
@@ -1382,7 +1384,9 @@ SIFT__HIDDEN int sift__fdraw_row(sift__ctx *ctx, const float *row, int32_t V, in
  * for the next stage's float draw or cut (ctx->fstage); 0 otherwise, with
  * only scratch changed. sift__fxtc_none_at is the test's form (level,
  * kappa); sift__fxtc_none the stage's, with the preconditions and counts
- * of sift__fdraw. */
+ * of sift__fdraw, and only while the stages run armed (a full pass, a
+ * walk over the whole set), where the record is taken before anything
+ * writes the scratch; the take (core/fdraw.c) checks that too. */
 SIFT__HIDDEN int sift__fxtc_none_at(sift__ctx *ctx, const sift__arr *a, float m, float t, int level,
                                     double kappa);
 SIFT__HIDDEN int sift__fxtc_none(sift__ctx *ctx, const sift__arr *a, float m, float t);

@@ -750,6 +750,78 @@ START_TEST(test_xtc_back_off_is_reset_and_cloned)
 }
 END_TEST
 
+/* Slices of 40,000 present tokens (a flat head over a far tail, with the
+ * tail's mass): the walk over the present tokens runs the certificate
+ * rules (certify_mass) between the stages' applies, and they write the
+ * scratch where XTC's float weights would wait; the float draw must not
+ * trust a record left there (it once did: 126 of 200 wrong tokens for
+ * xtc + dist, every one for xtc + top_p + dist). The tokens and the RNG
+ * must match a chain without the float paths, step by step. */
+static int canon_cmp_desc(const void *a, const void *b)
+{
+    return canon_cmp(a, b);
+}
+
+static void slices_agree(float top_p)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.seed = 9;
+    sift_chain *on, *off;
+    ck_assert_int_eq(sift_chain_new(&on, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_new(&off, &p, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_xtc(on, 1.0f, 0.1f, 1, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_xtc(off, 1.0f, 0.1f, 1, NULL), SIFT_OK);
+    if (top_p < 1.0f) {
+        ck_assert_int_eq(sift_chain_add_top_p(on, top_p, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_top_p(off, top_p, 1, NULL), SIFT_OK);
+    }
+    ck_assert_int_eq(sift_chain_add_dist(on, NULL), SIFT_OK);
+    ck_assert_int_eq(sift_chain_add_dist(off, NULL), SIFT_OK);
+    off->fdraw_off = 1;
+    int32_t V = 150000, K = 40000;
+    sift_candidate *all = malloc((size_t)V * sizeof *all);
+    ck_assert_ptr_nonnull(all);
+    tu_rng r = {0x51ce};
+    int decided = 0;
+    for (int step = 0; step < 24; step++) {
+        for (int32_t i = 0; i < V; i++) {
+            all[i].id = i;
+            all[i].logit = i < K ? (float)(-0.008 * tu_unif(&r)) : (float)(-30.0 - tu_unif(&r));
+        }
+        qsort(all, (size_t)V, sizeof *all, canon_cmp_desc);
+        double tail = 0.0;
+        for (int32_t i = K; i < V; i++)
+            tail += exp((double)all[i].logit - (double)all[0].logit);
+        sift_slice sl = {V,          K, all, 0, NULL, SIFT_SLICE_CANONICAL | SIFT_SLICE_TAIL_MASS,
+                         tail * 1.01};
+        int32_t a = -1, b = -1;
+        sift_status sa = sift_chain_sample_slice(on, &sl, &a, NULL);
+        sift_status sb = sift_chain_sample_slice(off, &sl, &b, NULL);
+        ck_assert_int_eq(sa, sb);
+        if (sa != SIFT_OK)
+            continue;
+        decided++;
+        ck_assert_int_eq(a, b);
+        ck_assert(memcmp(&on->rng, &off->rng, sizeof on->rng) == 0);
+        ck_assert_int_eq(sift_chain_accept(on, a, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_accept(off, b, NULL), SIFT_OK);
+    }
+    printf("check_fdraw: slices, xtc + %s: %d of 24 steps decided on the slice, all equal\n",
+           top_p < 1.0f ? "top_p + dist" : "dist", decided);
+    ck_assert_int_gt(decided, 12);
+    free(all);
+    sift_chain_free(on);
+    sift_chain_free(off);
+}
+
+START_TEST(test_slices_with_xtc_agree_with_and_without_the_float_paths)
+{
+    slices_agree(1.0f);
+    slices_agree(0.5f);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Whole chains                                                        */
 /* ------------------------------------------------------------------ */
@@ -852,6 +924,7 @@ Suite *tu_suite(void)
     tcase_add_test(td, test_cuts_on_the_bounds_edge_never_pass_a_wrong_prefix);
     tcase_add_test(td, test_xtc_none_only_when_the_set_has_at_most_one_token);
     tcase_add_test(td, test_xtc_back_off_is_reset_and_cloned);
+    tcase_add_test(td, test_slices_with_xtc_agree_with_and_without_the_float_paths);
     tcase_add_test(td, test_chains_with_and_without_the_float_draw_agree);
     suite_add_tcase(s, td);
     return s;

@@ -697,8 +697,12 @@ static int fd_vf_take(sift__ctx *ctx, const fd_src *src, size_t n, float m, doub
     ctx->fstage = SIZE_MAX;
     uint32_t mb;
     memcpy(&mb, &m, sizeof mb);
-    if (st == SIZE_MAX || st + 1 != ctx->stage || src->row || !ctx->fc || ctx->fc != src->c ||
-        ctx->fn != n || ctx->fm != mb)
+    /* only where the stages run back to back on the whole set (armed,
+     * as the exact weights' carry): in a walk over a slice's present
+     * tokens a certificate rule (certify_mass) writes ws->u64a between
+     * two applies */
+    if (!ctx->carry_armed || st == SIZE_MAX || st + 1 != ctx->stage || src->row || !ctx->fc ||
+        ctx->fc != src->c || ctx->fn != n || ctx->fm != mb)
         return 0;
     *Sh = ctx->fS;
     *xlow = ctx->fxlow;
@@ -958,8 +962,11 @@ int sift__fxtc_none_at(sift__ctx *ctx, const sift__arr *a, float m, float t, int
 
 int sift__fxtc_none(sift__ctx *ctx, const sift__arr *a, float m, float t)
 {
-    if (ctx->fdraw_off || a->n < SIFT__FDRAW_MIN || a->n > (size_t)INT32_MAX || ctx->absent_lo.lo ||
-        ctx->absent_lo.hi || !(m > -INFINITY && m < INFINITY))
+    /* Only in a full pass or a walk over the whole set (armed): there
+     * the record it leaves is taken before anything writes the scratch,
+     * and a step that fails changes nothing of its back-off state. */
+    if (!ctx->carry_armed || ctx->fdraw_off || a->n < SIFT__FDRAW_MIN || a->n > (size_t)INT32_MAX ||
+        ctx->absent_lo.lo || ctx->absent_lo.hi || !(m > -INFINITY && m < INFINITY))
         return 0;
     int level = sift__fdraw_level();
     if (level != SIFT__FDRAW_AVX512)
