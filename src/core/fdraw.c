@@ -1,6 +1,8 @@
 /*
  * fdraw.c - the float-certified draw (docs/analyzer.md, "Float-certified
- * draw"): dist's token on a large array decided from float weights.
+ * draw"): dist's token on a large array decided from float weights; with
+ * the same machinery top_p's cut (sift__fcut) and XTC's "nothing to
+ * remove" (sift__fxtc_none), whose float weights the next stage reuses.
  *
  * dist's definition weighs every token exactly (w = trunc(2^62 E(x)),
  * E = sift__expf) and walks canonical order to the first inclusive prefix
@@ -26,7 +28,8 @@
  * form give the same bits; check_fdraw compares them. The relative error
  * against e^x is at most EPS_F = 1.125 * 2^-24 for every float x in
  * [-44, 0] (analyzer.md has the derivation; make check-fexp checks every
- * one of those floats against expl, and check_fdraw a dense sweep).
+ * one of those floats against the C library's double exp, and
+ * check_fdraw a dense sweep against expl).
  * Below -44 both weights are below 1 (Lemma 2's slack).
  *
  * The location: the float weights are stored; a sample of every 16th
@@ -35,12 +38,12 @@
  * HB - 1), s a power of two; non-increasing along canonical order, so
  * every token of a lower bucket is ahead of every token of a higher
  * one); one vector pass sums the float weights above the band and
- * gathers the band; a weighted quickselect finds the token c whose float
- * prefix crosses the target. Only the certification is trusted: the sums
+ * gathers the band; a histogram of the band's sub-buckets and a weighted
+ * quickselect in the crossing one find the token c whose float prefix
+ * crosses the target. Only the certification is trusted: the sums
  * it tests are formed in a fixed bracketing whose error Lemma 3 bounds.
  */
 #include <math.h>
-#include <stdlib.h>
 
 #include "../sift_internal.h"
 #include "simd.h"
