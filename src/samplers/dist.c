@@ -96,8 +96,9 @@ static sift_status dist_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
 
 /* dist alone on a whole row: the float-certified draw on the row
  * itself, which selects exactly what loading the row and dist_apply
- * would (dist_apply then tries the same draw on the loaded array, and a
- * decided draw there is this one). */
+ * would (a decided draw on the loaded array, which holds the same logits
+ * in id order, is this one). When it declines, the loaded array does
+ * not try again. */
 static int dist_select_row(sift__stage *st, sift__ctx *ctx, const float *row, int32_t V)
 {
     (void)st;
