@@ -1336,9 +1336,10 @@ SIFT__HIDDEN int sift__arr_top_select(sift__stage *st, sift__ctx *ctx, const sif
 /* The float-certified draw (core/fdraw.c; docs/analyzer.md,
  * "Float-certified draw"). F(x), sift__fexp: a float exponential with
  * relative error at most 1.125 * 2^-24 on [-44, 0] (clamped below -44).
- * Kernel levels: SIFT__FDRAW_SCALAR (the definition, fmaf) and
- * SIFT__FDRAW_AVX512, which give the same bits. */
-enum { SIFT__FDRAW_SCALAR = 0, SIFT__FDRAW_AVX512 = 1 };
+ * Kernel levels, in order: SIFT__FDRAW_SCALAR (the definition, fmaf),
+ * SIFT__FDRAW_AVX2 and SIFT__FDRAW_AVX512 (both with FMA), which give
+ * the same bits. */
+enum { SIFT__FDRAW_SCALAR = 0, SIFT__FDRAW_AVX2 = 1, SIFT__FDRAW_AVX512 = 2 };
 /* Arrays below this many candidates take dist's exact pass directly. */
 #define SIFT__FDRAW_MIN 16384
 SIFT__HIDDEN float sift__fexp(float x);
@@ -1361,7 +1362,7 @@ SIFT__HIDDEN int sift__fdraw_at(sift__ctx *ctx, const sift__arr *a, float m, uin
                                 double kappa, int32_t *id);
 /* dist's entry: sift__fdraw_at with the next RNG output (peeked, not
  * taken) on an array of at least SIFT__FDRAW_MIN candidates at the
- * AVX-512 level, unless ctx->fdraw_off or an absent mass is pending
+ * AVX2 or AVX-512 level, unless ctx->fdraw_off or an absent mass is pending
  * (ctx->absent_lo); counts its attempts and decisions in ctx. On 1 the
  * caller selects *id and takes the one RNG output; on 0 it runs the
  * exact pass, from the same state. */

@@ -4,8 +4,9 @@
  * core/select.c (the cut by canonical key) and core/mass.c (the band
  * pass): AVX2 has no compress, so four 64-bit entries (a candidate, a
  * weight, an index) are moved to the front of a vector by one permute of
- * their 32-bit halves, chosen by the nibble of kept entries; and the
- * lane sums of kept weights that go with it. Only for x86-64 builds
+ * their 32-bit halves, chosen by the nibble of kept entries (and eight
+ * 32-bit entries, a half at a time, for core/fdraw.c's band pass); and
+ * the lane sums of kept weights that go with it. Only for x86-64 builds
  * with dispatch (the includer checks).
  */
 #ifndef SIFT_CORE_COMPRESS_AVX2_H
@@ -33,6 +34,28 @@ __attribute__((target("avx2"))) static inline void sift__compress4_store(void *p
 {
     __m256i idx = _mm256_loadu_si256((const __m256i *)(const void *)sift__compress4_lut[k]);
     _mm256_storeu_si256((__m256i *)p, _mm256_permutevar8x32_epi32(v, idx));
+}
+
+/* Row k: the 32-bit lanes of a 128-bit vector whose bits are set in k,
+ * in order, then the others. */
+static const int32_t sift__compress4x32_lut[16][4] = {
+    {0, 1, 2, 3}, {0, 1, 2, 3}, {1, 0, 2, 3}, {0, 1, 2, 3}, {2, 0, 1, 3}, {0, 2, 1, 3},
+    {1, 2, 0, 3}, {0, 1, 2, 3}, {3, 0, 1, 2}, {0, 3, 1, 2}, {1, 3, 0, 2}, {0, 1, 3, 2},
+    {2, 3, 0, 1}, {0, 2, 3, 1}, {1, 2, 3, 0}, {0, 1, 2, 3}};
+
+/* Stores the 32-bit entries of v whose bits are set in keep (eight
+ * bits) at p, in order, a half at a time; p[popcount(keep)..8) receives
+ * scratch. Returns how many were kept. */
+__attribute__((target("avx2,popcnt"))) static inline size_t
+sift__compress8x32_store(void *p, __m256 v, unsigned keep)
+{
+    unsigned k0 = keep & 15u, k1 = keep >> 4;
+    size_t n0 = (size_t)__builtin_popcount(k0);
+    __m128i i0 = _mm_loadu_si128((const __m128i *)(const void *)sift__compress4x32_lut[k0]);
+    __m128i i1 = _mm_loadu_si128((const __m128i *)(const void *)sift__compress4x32_lut[k1]);
+    _mm_storeu_ps((float *)p, _mm_permutevar_ps(_mm256_castps256_ps128(v), i0));
+    _mm_storeu_ps((float *)p + n0, _mm_permutevar_ps(_mm256_extractf128_ps(v, 1), i1));
+    return n0 + (size_t)__builtin_popcount(k1);
 }
 
 /* All ones in the 64-bit lanes whose bits are set in the nibble k. */

@@ -24,8 +24,8 @@
  *   q  = fma(fma(fma(r, 1/24, 1/6), r, 1/2) * r, r, r)   (e^r - 1)
  *   F  = (TH[j] + fma(TH[j], q, TL[j])) * 2^e,  k = 32 e + j
  * with TH[j] + TL[j] = 2^(j/32) to 2^-47. Every operation is a correctly
- * rounded float operation, so the scalar form (fmaf) and the AVX-512
- * form give the same bits; check_fdraw compares them. The relative error
+ * rounded float operation, so the scalar form (fmaf), the AVX2 and the
+ * AVX-512 forms give the same bits; check_fdraw compares them. The relative error
  * against e^x is at most EPS_F = 1.125 * 2^-24 for every float x in
  * [-44, 0] (analyzer.md has the derivation; make check-fexp checks every
  * one of those floats against the C library's double exp, and
@@ -49,9 +49,12 @@
 #include "simd.h"
 
 #if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
-#define SIFT__FD_AVX512 1
+#define SIFT__FD_X86 1
 #include <immintrin.h>
+
+#include "compress_avx2.h"
 #define FD_TARGET "avx512f,avx512dq,fma,popcnt"
+#define FD_TARGET2 "avx2,fma,popcnt"
 #endif
 
 /* 2^(j/32) = FD_TH[j] + FD_TL[j], FD_TH[j] the float nearest to it and
@@ -178,7 +181,7 @@ static double fexp_pass_scalar(const fd_src *src, size_t i0, size_t n, float m, 
     return bad ? NAN : s;
 }
 
-#ifdef SIFT__FD_AVX512
+#ifdef SIFT__FD_X86
 __attribute__((target(FD_TARGET), always_inline)) static inline __m512
 fd_load_logits16(const sift_candidate *c)
 {
@@ -253,15 +256,132 @@ fexp_pass_avx512(const fd_src *src, size_t n, float m, float *vf, float *xlow, f
     sift__vzeroupper();
     return nan || tail != tail ? NAN : sum;
 }
+
+/* The logits of c[0..8): the odd 32-bit lanes of two loads, put back in
+ * order. */
+__attribute__((target(FD_TARGET2), always_inline)) static inline __m256
+fd_load_logits8(const sift_candidate *c)
+{
+    __m256 a = _mm256_loadu_ps((const float *)(const void *)c);
+    __m256 b = _mm256_loadu_ps((const float *)(const void *)(c + 4));
+    __m256 odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)); /* 0 1 4 5 | 2 3 6 7 */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* Logits i .. i + 7 of src. */
+__attribute__((target(FD_TARGET2), always_inline)) static inline __m256 fd_load8(const fd_src *src,
+                                                                                 size_t i)
+{
+    return src->row ? _mm256_loadu_ps(src->row + i) : fd_load_logits8(src->c + i);
+}
+
+/* t[j] for the index j in [0, 32) of each lane, the table in four
+ * vectors of eight: a permute of each, then blends on bits 3 and 4. */
+__attribute__((target(FD_TARGET2), always_inline)) static inline __m256 fd_lookup8(const __m256 *t,
+                                                                                   __m256i j)
+{
+    __m256 b3 = _mm256_castsi256_ps(_mm256_slli_epi32(j, 28));
+    __m256 b4 = _mm256_castsi256_ps(_mm256_slli_epi32(j, 27));
+    __m256 lo =
+        _mm256_blendv_ps(_mm256_permutevar8x32_ps(t[0], j), _mm256_permutevar8x32_ps(t[1], j), b3);
+    __m256 hi =
+        _mm256_blendv_ps(_mm256_permutevar8x32_ps(t[2], j), _mm256_permutevar8x32_ps(t[3], j), b3);
+    return _mm256_blendv_ps(lo, hi, b4);
+}
+
+/* sift__fexp eight lanes at a time, the same operations in the same
+ * order (x already clamped); th and tl: FD_TH and FD_TL in four vectors
+ * each. */
+__attribute__((target(FD_TARGET2), always_inline)) static inline __m256
+fexp8(__m256 x, const __m256 *th, const __m256 *tl)
+{
+    const __m256 shift = _mm256_set1_ps(FD_SHIFT);
+    __m256 kf =
+        _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(FD_L32)), shift), shift);
+    __m256i k = _mm256_cvttps_epi32(kf);
+    __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(FD_C1), x);
+    r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(FD_C2), r);
+    __m256 p = _mm256_fmadd_ps(r, _mm256_set1_ps(FD_C24), _mm256_set1_ps(FD_C6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_mul_ps(p, r);
+    __m256 q = _mm256_fmadd_ps(p, r, r);
+    __m256i j = _mm256_and_si256(k, _mm256_set1_epi32(31));
+    __m256 h = fd_lookup8(th, j), l = fd_lookup8(tl, j);
+    __m256 z = _mm256_add_ps(h, _mm256_fmadd_ps(h, q, l));
+    __m256i e = _mm256_slli_epi32(_mm256_srai_epi32(k, 5), 23);
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(z), e));
+}
+
+/* The double lane sums of the eight floats of v added to *s0 and *s1. */
+__attribute__((target(FD_TARGET2), always_inline)) static inline void fd_sum8(__m256 v, __m256d *s0,
+                                                                              __m256d *s1)
+{
+    *s0 = _mm256_add_pd(*s0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    *s1 = _mm256_add_pd(*s1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+__attribute__((target(FD_TARGET2), always_inline)) static inline double fd_hsum4(__m256d v)
+{
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+/* fexp_pass_avx512's loop, sixteen tokens at a time in two halves of
+ * eight (eight at a time ran about 10 % slower); the scalar tail first,
+ * as there. */
+__attribute__((target(FD_TARGET2))) static double
+fexp_pass_avx2(const fd_src *src, size_t n, float m, float *vf, float *xlow, float *samp)
+{
+    size_t nv = n - n % 16, ns = (n + 15) / 16;
+    float tlo;
+    double tail = fexp_pass_scalar(src, nv, n, m, vf, &tlo, samp);
+    __m256 th[4], tl[4];
+    for (int q = 0; q < 4; q++) {
+        th[q] = _mm256_loadu_ps(FD_TH + 8 * q);
+        tl[q] = _mm256_loadu_ps(FD_TL + 8 * q);
+    }
+    const __m256 mv = _mm256_set1_ps(m), low = _mm256_set1_ps(FD_LOW);
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+    __m256 lo = _mm256_set1_ps(tlo), nan = _mm256_setzero_ps();
+    for (size_t i = 0; i < nv; i += 16) {
+        __m256 l0 = fd_load8(src, i), l1 = fd_load8(src, i + 8);
+        __m256 x0 = _mm256_sub_ps(l0, mv), x1 = _mm256_sub_ps(l1, mv);
+        nan = _mm256_or_ps(nan, _mm256_or_ps(_mm256_cmp_ps(x0, x0, _CMP_UNORD_Q),
+                                             _mm256_cmp_ps(x1, x1, _CMP_UNORD_Q)));
+        x0 = _mm256_max_ps(x0, low); /* a NaN lane gives -44 (reported above) */
+        x1 = _mm256_max_ps(x1, low);
+        lo = _mm256_min_ps(lo, _mm256_min_ps(x0, x1));
+        __m256 v0 = fexp8(x0, th, tl), v1 = fexp8(x1, th, tl);
+        _mm256_storeu_ps(vf + i, v0);
+        _mm256_storeu_ps(vf + i + 8, v1);
+        if (samp) {
+            _mm_store_ss(samp + i / 16, _mm256_castps256_ps128(l0));
+            _mm_store_ss(samp + ns + i / 16, _mm256_castps256_ps128(v0));
+        }
+        fd_sum8(v0, &s0, &s1);
+        fd_sum8(v1, &s2, &s3);
+    }
+    __m128 l4 = _mm_min_ps(_mm256_castps256_ps128(lo), _mm256_extractf128_ps(lo, 1));
+    l4 = _mm_min_ps(l4, _mm_movehl_ps(l4, l4));
+    *xlow = _mm_cvtss_f32(_mm_min_ss(l4, _mm_shuffle_ps(l4, l4, 1)));
+    double sum = fd_hsum4(_mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3))) + tail;
+    int bad = _mm256_movemask_ps(nan);
+    sift__vzeroupper();
+    return bad || tail != tail ? NAN : sum;
+}
 #endif
 
 int sift__fdraw_level(void)
 {
-#ifdef SIFT__FD_AVX512
-    if (sift__simd()->level >= SIFT__SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("popcnt"))
+#ifdef SIFT__FD_X86
+    int simd = sift__simd()->level;
+    if (!__builtin_cpu_supports("fma") || !__builtin_cpu_supports("popcnt"))
+        return SIFT__FDRAW_SCALAR;
+    if (simd >= SIFT__SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq"))
         return SIFT__FDRAW_AVX512;
+    if (simd >= SIFT__SIMD_AVX2 && __builtin_cpu_supports("avx2"))
+        return SIFT__FDRAW_AVX2;
 #endif
     return SIFT__FDRAW_SCALAR;
 }
@@ -269,9 +389,11 @@ int sift__fdraw_level(void)
 static double fexp_pass(int level, const fd_src *src, size_t n, float m, float *vf, float *xlow,
                         float *samp)
 {
-#ifdef SIFT__FD_AVX512
+#ifdef SIFT__FD_X86
     if (level == SIFT__FDRAW_AVX512)
         return fexp_pass_avx512(src, n, m, vf, xlow, samp);
+    if (level == SIFT__FDRAW_AVX2)
+        return fexp_pass_avx2(src, n, m, vf, xlow, samp);
 #endif
     (void)level;
     return fexp_pass_scalar(src, 0, n, m, vf, xlow, samp);
@@ -304,12 +426,14 @@ static inline uint32_t fd_bucket(float l, float m, float s)
  * (bucket < b_lo), summed in double (Lemma 3's bracketing: lanes, then a
  * tree), their count, and the band (b_lo <= bucket <= b_hi): its
  * indices, logits and float weights in idx, bl and bv, ascending, m of
- * them. */
+ * them. dense (set by the caller) tells the AVX2 pass that the band
+ * should hold many of the tokens. */
 typedef struct fd_band_out {
     double above;
     size_t n_above, m;
     uint32_t *idx;
     float *bl, *bv;
+    int dense;
 } fd_band_out;
 
 static void band_pass_scalar(const fd_src *src, const float *vf, size_t i, size_t n, float m,
@@ -333,7 +457,7 @@ static void band_pass_scalar(const fd_src *src, const float *vf, size_t i, size_
     o->m = k;
 }
 
-#ifdef SIFT__FD_AVX512
+#ifdef SIFT__FD_X86
 /* band_pass_scalar sixteen lanes at a time; the band's lanes are
  * compressed into registers and all sixteen stored (m <= i, so the
  * stores stay inside the first n entries). */
@@ -377,6 +501,53 @@ __attribute__((target(FD_TARGET))) static void band_pass_avx512(const fd_src *sr
     o->above += above;
     o->n_above += na;
 }
+
+/* band_pass_scalar eight lanes at a time; the band's lanes are
+ * compressed a half at a time (compress_avx2.h) and stored whole, as in
+ * band_pass_avx512: for every eight when the band is dense (there a
+ * branch on "a lane in the band" mispredicts: without it the draw's
+ * median on flat rows of 151,936 went from 303 to 207 us), else only for
+ * the eights with a lane in the band. */
+__attribute__((target(FD_TARGET2))) static void band_pass_avx2(const fd_src *src, const float *vf,
+                                                               size_t n, float m, float s,
+                                                               uint32_t b_lo, uint32_t b_hi,
+                                                               fd_band_out *o)
+{
+    const __m256 mv = _mm256_set1_ps(m), sv = _mm256_set1_ps(s);
+    const __m256 top = _mm256_set1_ps((float)(FD_HB - 1));
+    const __m256i lov = _mm256_set1_epi32((int32_t)b_lo),
+                  wid = _mm256_set1_epi32((int32_t)(b_hi - b_lo));
+    const __m256i eight = _mm256_set1_epi32(8);
+    __m256i iota = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    size_t i = 0, k = 0, na = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 l = fd_load8(src, i);
+        __m256 y = _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(mv, l), sv), top);
+        __m256i b = _mm256_cvttps_epi32(y);
+        __m256 ab = _mm256_castsi256_ps(_mm256_cmpgt_epi32(lov, b));
+        __m256i d = _mm256_sub_epi32(b, lov);
+        unsigned in = (unsigned)_mm256_movemask_ps(
+            _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_min_epu32(d, wid), d)));
+        __m256 v = _mm256_loadu_ps(vf + i);
+        fd_sum8(_mm256_and_ps(v, ab), &s0, &s1); /* a lane outside adds +0 */
+        na += (size_t)__builtin_popcount((unsigned)_mm256_movemask_ps(ab));
+        if (o->dense || in) {
+            sift__compress8x32_store(o->idx + k, _mm256_castsi256_ps(iota), in);
+            sift__compress8x32_store(o->bl + k, l, in);
+            k += sift__compress8x32_store(o->bv + k, v, in);
+        }
+        iota = _mm256_add_epi32(iota, eight);
+    }
+    double above = fd_hsum4(_mm256_add_pd(s0, s1));
+    sift__vzeroupper();
+    o->above = 0.0;
+    o->n_above = 0;
+    o->m = k;
+    band_pass_scalar(src, vf, i, n, m, s, b_lo, b_hi, o);
+    o->above += above;
+    o->n_above += na;
+}
 #endif
 
 static void band_pass(int level, const fd_src *src, const float *vf, size_t n, float m, float s,
@@ -385,9 +556,13 @@ static void band_pass(int level, const fd_src *src, const float *vf, size_t n, f
     o->above = 0.0;
     o->n_above = 0;
     o->m = 0;
-#ifdef SIFT__FD_AVX512
+#ifdef SIFT__FD_X86
     if (level == SIFT__FDRAW_AVX512) {
         band_pass_avx512(src, vf, n, m, s, b_lo, b_hi, o);
+        return;
+    }
+    if (level == SIFT__FDRAW_AVX2) {
+        band_pass_avx2(src, vf, n, m, s, b_lo, b_hi, o);
         return;
     }
 #endif
@@ -410,7 +585,7 @@ static size_t heavy_scalar(const float *vf, size_t i, size_t n, float theta, uin
     return k;
 }
 
-#ifdef SIFT__FD_AVX512
+#ifdef SIFT__FD_X86
 /* h has room for cap + 16 entries. */
 __attribute__((target(FD_TARGET))) static size_t heavy_avx512(const float *vf, size_t n,
                                                               float theta, uint32_t *h, size_t cap)
@@ -432,13 +607,37 @@ __attribute__((target(FD_TARGET))) static size_t heavy_avx512(const float *vf, s
     sift__vzeroupper();
     return heavy_scalar(vf, i, n, theta, h, k, cap);
 }
+
+/* heavy_scalar eight lanes at a time; the lanes at or above theta are
+ * taken one by one (they are few). */
+__attribute__((target(FD_TARGET2))) static size_t heavy_avx2(const float *vf, size_t n, float theta,
+                                                             uint32_t *h, size_t cap)
+{
+    const __m256 tv = _mm256_set1_ps(theta);
+    size_t i = 0, k = 0;
+    for (; i + 8 <= n; i += 8) {
+        unsigned hv =
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(vf + i), tv, _CMP_GE_OQ));
+        for (; hv; hv &= hv - 1) {
+            if (k == cap) {
+                sift__vzeroupper();
+                return cap + 1;
+            }
+            h[k++] = (uint32_t)(i + (size_t)__builtin_ctz(hv));
+        }
+    }
+    sift__vzeroupper();
+    return heavy_scalar(vf, i, n, theta, h, k, cap);
+}
 #endif
 
 static size_t heavy_scan(int level, const float *vf, size_t n, float theta, uint32_t *h, size_t cap)
 {
-#ifdef SIFT__FD_AVX512
+#ifdef SIFT__FD_X86
     if (level == SIFT__FDRAW_AVX512)
         return heavy_avx512(vf, n, theta, h, cap);
+    if (level == SIFT__FDRAW_AVX2)
+        return heavy_avx2(vf, n, theta, h, cap);
 #endif
     (void)level;
     return heavy_scalar(vf, 0, n, theta, h, 0, cap);
@@ -637,7 +836,7 @@ double sift__fdraw_kappa(void)
  * heavy weights are too many. */
 static int fd_band_of(int level, const fd_src *src, const float *vf, const float *samp, size_t n,
                       float m, float s, double Sh, double t, double *hm, uint32_t *heavy,
-                      uint32_t *b_lo, uint32_t *b_hi)
+                      uint32_t *b_lo, uint32_t *b_hi, double *band_mass)
 {
     double *hq = hm + FD_HB;
     memset(hm, 0, 2 * FD_HB * sizeof *hm);
@@ -675,11 +874,14 @@ static int fd_band_of(int level, const fd_src *src, const float *vf, const float
     }
     double delta = 4.0 * sqrt(cq > 0.0 ? cq : 0.0) + (double)theta;
     uint32_t lo = FD_HB, hi = FD_HB - 1;
+    double ahead = 0.0;
     cm = 0.0;
     for (uint32_t b = 0; b < FD_HB; b++) {
         cm += hm[b];
-        if (lo == FD_HB && cm > t - delta)
+        if (lo == FD_HB && cm > t - delta) {
             lo = b;
+            ahead = cm - hm[b];
+        }
         if (cm > t + delta) {
             hi = b;
             break;
@@ -687,6 +889,7 @@ static int fd_band_of(int level, const fd_src *src, const float *vf, const float
     }
     *b_lo = lo < FD_HB ? lo : FD_HB - 1;
     *b_hi = hi;
+    *band_mass = lo < FD_HB ? cm - ahead : 0.0; /* estimated */
     return 1;
 }
 
@@ -769,11 +972,15 @@ static int fd_locate(sift__ctx *ctx, const fd_src *src, size_t n, float m, const
     double t = Sh * (g->cut ? (double)g->p : ldexp((double)g->u, -64));
     uint32_t b_lo, b_hi;
     uint32_t *heavy = (uint32_t *)(void *)ws->u64c;
+    double band_mass;
     if (!fd_band_of(level, src, vf, samp, n, m, s, Sh, t, (double *)(void *)ws->u64d, heavy, &b_lo,
-                    &b_hi))
+                    &b_hi, &band_mass))
         return 0;
     float *bl = (float *)(void *)ws->u64b;
-    fd_band_out bo = {0.0, 0, 0, ws->u32, bl, bl + n};
+    /* dense: an estimated band of at least 1/32 of the float mass (a
+     * flat row's eight tokens then hold a band token a fifth of the time
+     * or more) */
+    fd_band_out bo = {0.0, 0, 0, ws->u32, bl, bl + n, band_mass * 32.0 >= Sh};
     band_pass(level, src, vf, n, m, s, b_lo, b_hi, &bo);
     double tb = t - bo.above;
     if (!(tb >= 0.0) || bo.m == 0)
@@ -873,7 +1080,7 @@ static int fd_entry(sift__ctx *ctx, const fd_src *src, size_t n, float m, int32_
         ctx->absent_lo.hi)
         return 0;
     int level = sift__fdraw_level();
-    if (level != SIFT__FDRAW_AVX512)
+    if (level == SIFT__FDRAW_SCALAR)
         return 0; /* the scalar form is the definition, slower than the exact pass */
     if (src->row)
         m = sift__simd()->max_f32(src->row, n);
@@ -918,7 +1125,7 @@ int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *k
         ctx->absent_lo.hi || !(m > -INFINITY && m < INFINITY))
         return 0;
     int level = sift__fdraw_level();
-    if (level != SIFT__FDRAW_AVX512)
+    if (level == SIFT__FDRAW_SCALAR)
         return 0;
     int ok = sift__fcut_at(ctx, a, m, p, level, sift__fdraw_kappa(), key, len);
     ctx->fdraw_tries++;
@@ -972,7 +1179,7 @@ int sift__fxtc_none(sift__ctx *ctx, const sift__arr *a, float m, float t)
         ctx->absent_lo.lo || ctx->absent_lo.hi || !(m > -INFINITY && m < INFINITY))
         return 0;
     int level = sift__fdraw_level();
-    if (level != SIFT__FDRAW_AVX512)
+    if (level == SIFT__FDRAW_SCALAR)
         return 0;
     /* a back-off like the tail route's: rows whose head holds two tokens
      * above the threshold make the test fail step after step */

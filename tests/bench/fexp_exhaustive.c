@@ -8,7 +8,8 @@
  * with EPS = 1.125 * 2^-24 (docs/analyzer.md, "Float-certified draw",
  * Lemma 4): for each of the 1,110,441,985 floats x in [-44, 0] (-0
  * included) it computes F(x) with the widest kernel the machine has
- * (sift__fexp_pass over candidates of logit x and m = 0), and its
+ * (sift__fexp_pass over candidates of logit x and m = 0; SIFT_SIMD=avx2
+ * picks the AVX2 kernel on an AVX-512 machine), and its
  * relative error against exp((double)x). glibc's exp is within one ulp
  * of double (2^-52 relative), so a measured error below EPS - 2^-51
  * proves the bound. Every STRIDE-th float also goes through the scalar
@@ -94,8 +95,11 @@ int main(int argc, char **argv)
     }
     printf("fexp_exhaustive: %llu floats in [-44, 0] at kernel level %d (%s); largest relative "
            "error %.6g = 2^%.4f at x = %a; bound %.6g = 2^%.4f; scalar mismatches %llu\n",
-           count, level, level ? "avx512" : "scalar", worst, log2(worst), (double)worst_x, bound,
-           log2(bound), mism);
+           count, level,
+           level == SIFT__FDRAW_AVX512 ? "avx512"
+           : level == SIFT__FDRAW_AVX2 ? "avx2"
+                                       : "scalar",
+           worst, log2(worst), (double)worst_x, bound, log2(bound), mism);
     free(c);
     free(v);
     return mism || !(worst <= bound) ? 1 : 0;
