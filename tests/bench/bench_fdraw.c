@@ -1,6 +1,8 @@
 /*
  * bench_fdraw.c - what a float-certified draw could save (docs/analyzer.md,
- * "Float-certified draw"): measurements for a path that is not built.
+ * "Float-certified draw"): the measurements that sized the path before
+ * core/fdraw.c built it (bench.c times the built path; this one times
+ * its own unproven float exponential, below).
  *
  * On rows of V = 151,936 shaped as in bench.c (peaked: N(0, 2) plus 50 ids
  * raised by U(5, 15); bf16: the same rounded to bfloat16; flat: U[-1, 1]),
