@@ -19,8 +19,10 @@
  * adversarial rows at every kernel level, where it must give the walk's
  * token or none; rows built so that the float prefix sits on the wrong
  * side of the target, which a certificate with half the proven kappa
- * lets through and the real one must not; and whole chains with and
- * without the draw, which must agree bit for bit (token and RNG).
+ * lets through and the real one must not; whole chains with and
+ * without the draw, which must agree bit for bit (token and RNG); and a
+ * soak of the draw, the cut and XTC's test against the exact prefixes
+ * (SIFT_FDRAW_MIN_STEPS decided steps each; make check-long: 10^7).
  */
 #include "harness.h"
 #include <math.h>
@@ -906,6 +908,130 @@ START_TEST(test_chains_with_and_without_the_float_draw_agree)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The soak                                                            */
+/* ------------------------------------------------------------------ */
+
+/* SIFT_FDRAW_MIN_STEPS (environment): the soak's least number of decided
+ * steps per path (default 2,000; make check-long sets 10,000,000);
+ * SIFT_FDRAW_SEED another stream of rows. */
+static long soak_min_steps(void)
+{
+    const char *e = getenv("SIFT_FDRAW_MIN_STEPS");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    return n > 0 ? n : 2000;
+}
+
+/* The first i < n with P[i] > T (strict) or P[i] >= T; n when none. */
+static size_t first_prefix(const sift__u128 *P, size_t n, sift__u128 T, int strict)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = sift__u128_cmp(P[mid], T);
+        if (strict ? c > 0 : c >= 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Random rows (the four shapes, 16,384 to 24,000 candidates, half in a
+ * random storage order), 64 targets each for the draw, the cut and XTC's
+ * test, at a kernel level cycling over the machine's (the scalar one on
+ * every eighth row): every decided answer against the definition, read
+ * off the row's exact weights in canonical order and their prefix sums
+ * (the walk of the oracles above, once per row). Runs until each path
+ * has decided soak_min_steps() steps. */
+START_TEST(test_soak_the_float_paths_against_the_exact_prefixes)
+{
+    const char *e = getenv("SIFT_FDRAW_SEED");
+    tu_rng r = {e && *e ? strtoull(e, NULL, 10) : 0x50a4f10a7ull};
+    enum { SOAK_N = 24000, PER_ROW = 64 };
+    sift_candidate *c = malloc(SOAK_N * sizeof *c), *sc = malloc(SOAK_N * sizeof *sc);
+    uint64_t *w = malloc(SOAK_N * sizeof *w);
+    sift__u128 *P = malloc(SOAK_N * sizeof *P);
+    ck_assert(c && sc && w && P);
+    const long need = soak_min_steps();
+    long done[3] = {0, 0, 0}, tried[3] = {0, 0, 0}, rows = 0;
+    int top = sift__fdraw_level();
+    while (done[0] < need || done[1] < need || done[2] < need) {
+        int shape = (int)(rows % SH__COUNT);
+        int level =
+            top == SIFT__FDRAW_SCALAR || rows % 8 == 7 ? SIFT__FDRAW_SCALAR : 1 + (int)(rows % top);
+        rows++;
+        size_t n = (size_t)tu_range(&r, 16384, SOAK_N);
+        make_row(&r, shape, c, n);
+        float m = max_logit(c, n);
+        if (!(m > -INFINITY && m < INFINITY))
+            continue;
+        memcpy(sc, c, n * sizeof *c);
+        qsort(sc, n, sizeof *sc, canon_cmp);
+        sift__u128 run = {0, 0};
+        uint64_t w1 = 0, w2 = 0; /* the two largest weights */
+        for (size_t i = 0; i < n; i++) {
+            w[i] = sift__weight(sift__expf(sc[i].logit - m));
+            run = sift__u128_add64(run, w[i]);
+            P[i] = run;
+            w2 = w[i] > w1 ? w1 : (w[i] > w2 ? w[i] : w2);
+            w1 = w[i] > w1 ? w[i] : w1;
+        }
+        sift__arr a = {c, n, (int32_t)n, SIFT__ORDER_NONE, 0};
+        for (int k = 0; k < PER_ROW; k++) {
+            sift__ctx ctx;
+            memset(&ctx, 0, sizeof ctx);
+            ctx.ws = &ws;
+            /* the draw */
+            uint64_t u = tu_next(&r);
+            int32_t id = -1;
+            tried[0]++;
+            if (sift__fdraw_at(&ctx, &a, m, u, level, sift__fdraw_kappa(), &id)) {
+                size_t i = first_prefix(P, n, sift__u128_scale_u64(P[n - 1], u), 1);
+                i = i < n ? i : n - 1;
+                ck_assert_msg(id == sc[i].id,
+                              "row %ld (shape %d, n %zu, level %d): draw %d, want %d", rows, shape,
+                              n, level, id, sc[i].id);
+                done[0]++;
+            }
+            /* the cut */
+            float p = k % 4 == 0 ? 0.95f : (float)tu_unif(&r);
+            uint64_t key = 0;
+            size_t len = 0;
+            tried[1]++;
+            if (p > 0.0f && p < 1.0f &&
+                sift__fcut_at(&ctx, &a, m, p, level, sift__fdraw_kappa(), &key, &len)) {
+                size_t i = first_prefix(P, n, sift__u128_scale_float(P[n - 1], p, 1), 0);
+                i = i < n ? i : n - 1;
+                ck_assert_msg(len == i + 1 && key == sift__ckey(sc[i].logit, sc[i].id),
+                              "row %ld (shape %d, n %zu, level %d), p %a: cut %zu, want %zu", rows,
+                              shape, n, level, (double)p, len, i + 1);
+                done[1]++;
+            }
+            /* XTC's test: at most one weight reaches T = max(ceil(t W),
+             * 1) when the second largest does not */
+            float t = (float)(0.5 * tu_unif(&r));
+            tried[2]++;
+            if (t > 0.0f && sift__fxtc_none_at(&ctx, &a, m, t, level, sift__fdraw_kappa())) {
+                sift__u128 T = sift__u128_scale_float(P[n - 1], t, 1);
+                uint64_t Tl = T.hi ? UINT64_MAX : (T.lo ? T.lo : 1);
+                ck_assert_msg(T.hi || w2 < Tl,
+                              "row %ld (shape %d, n %zu, level %d), t %a: XTC's set has two tokens",
+                              rows, shape, n, level, (double)t);
+                done[2]++;
+            }
+        }
+    }
+    printf("check_fdraw: soak over %ld rows: draw %ld of %ld decided, cut %ld of %ld, xtc %ld "
+           "of %ld, each equal to the exact prefixes\n",
+           rows, done[0], tried[0], done[1], tried[1], done[2], tried[2]);
+    free(c);
+    free(sc);
+    free(w);
+    free(P);
+}
+END_TEST
+
 Suite *tu_suite(void)
 {
     Suite *s = suite_create("fdraw");
@@ -926,6 +1052,7 @@ Suite *tu_suite(void)
     tcase_add_test(td, test_xtc_back_off_is_reset_and_cloned);
     tcase_add_test(td, test_slices_with_xtc_agree_with_and_without_the_float_paths);
     tcase_add_test(td, test_chains_with_and_without_the_float_draw_agree);
+    tcase_add_test(td, test_soak_the_float_paths_against_the_exact_prefixes);
     suite_add_tcase(s, td);
     return s;
 }
