@@ -831,8 +831,8 @@ END_TEST
 /* dist over whole flat and peaked rows, with the draw and without it
  * (the chain's switch): the same tokens and the same RNG, step by step.
  * dist alone draws from the row (select_row); after a temperature it
- * draws from the loaded array (dist_apply). At the AVX-512 level the
- * draw must have decided most steps. */
+ * draws from the loaded array (dist_apply). At the AVX2 and AVX-512
+ * levels the draw must have decided most steps. */
 static void chains_agree(int with_temp, float top_p, int xtc, int temp_ext)
 {
     sift_chain_params p;

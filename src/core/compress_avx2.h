@@ -44,8 +44,9 @@ static const int32_t sift__compress4x32_lut[16][4] = {
     {2, 3, 0, 1}, {0, 2, 3, 1}, {1, 2, 3, 0}, {0, 1, 2, 3}};
 
 /* Stores the 32-bit entries of v whose bits are set in keep (eight
- * bits) at p, in order, a half at a time; p[popcount(keep)..8) receives
- * scratch. Returns how many were kept. */
+ * bits) at p, in order, a half at a time; some of p[popcount(keep)..8)
+ * may receive scratch (p needs room for eight). Returns how many were
+ * kept. */
 __attribute__((target("avx2,popcnt"))) static inline size_t
 sift__compress8x32_store(void *p, __m256 v, unsigned keep)
 {

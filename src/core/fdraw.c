@@ -375,12 +375,15 @@ int sift__fdraw_level(void)
 {
 #ifdef SIFT__FD_X86
     int simd = sift__simd()->level;
-    if (!__builtin_cpu_supports("fma") || !__builtin_cpu_supports("popcnt"))
+    /* every level below the one returned must run too (the tests run
+     * them all) */
+    if (!__builtin_cpu_supports("fma") || !__builtin_cpu_supports("popcnt") ||
+        !__builtin_cpu_supports("avx2"))
         return SIFT__FDRAW_SCALAR;
     if (simd >= SIFT__SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
         __builtin_cpu_supports("avx512dq"))
         return SIFT__FDRAW_AVX512;
-    if (simd >= SIFT__SIMD_AVX2 && __builtin_cpu_supports("avx2"))
+    if (simd >= SIFT__SIMD_AVX2)
         return SIFT__FDRAW_AVX2;
 #endif
     return SIFT__FDRAW_SCALAR;
@@ -525,6 +528,8 @@ __attribute__((target(FD_TARGET2))) static void band_pass_avx2(const fd_src *src
         __m256 l = fd_load8(src, i);
         __m256 y = _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(mv, l), sv), top);
         __m256i b = _mm256_cvttps_epi32(y);
+        /* signed, as in band_pass_avx512: buckets are below 2^31 (no
+         * logit exceeds m, none is NaN here) */
         __m256 ab = _mm256_castsi256_ps(_mm256_cmpgt_epi32(lov, b));
         __m256i d = _mm256_sub_epi32(b, lov);
         unsigned in = (unsigned)_mm256_movemask_ps(
