@@ -378,29 +378,57 @@ static float find_split(float lo, float hi, int up)
  * The certificate allows kappa (about 2^-22.9) on every weight in either
  * direction, so it refuses; with kappa / 2 it lets the wrong token
  * through, which shows that the test can fail. */
+typedef struct edge_row {
+    sift_candidate *c;
+    size_t n, na;
+    float xa, xb;
+    uint64_t wa;
+    sift__u128 W; /* the exact total */
+} edge_row;
+
+static void edge_row_make(int ahead, edge_row *e)
+{
+    e->xa = find_split(-0.69f, -0.6f, ahead);
+    e->xb = find_split(-1.38f, -1.3f, !ahead);
+    ck_assert(e->xa == e->xa && e->xb == e->xb);
+    e->na = 1000;
+    e->n = 1 + e->na + 40000;
+    e->c = malloc(e->n * sizeof *e->c);
+    ck_assert_ptr_nonnull(e->c);
+    e->c[0].id = 0;
+    e->c[0].logit = 0.0f;
+    for (size_t i = 1; i < e->n; i++) {
+        e->c[i].id = (int32_t)i;
+        e->c[i].logit = i <= e->na ? e->xa : e->xb;
+    }
+    e->wa = sift__weight(sift__expf(e->xa));
+    uint64_t wb = sift__weight(sift__expf(e->xb));
+    e->W = sift__u128_from((uint64_t)1 << 62);
+    for (size_t i = 1; i < e->n; i++)
+        e->W = sift__u128_add64(e->W, i <= e->na ? e->wa : wb);
+}
+
+/* The exact prefix through canonical position j <= na (the max, then
+ * the first group by id). */
+static sift__u128 edge_prefix(const edge_row *e, size_t j)
+{
+    sift__u128 P = sift__u128_from((uint64_t)1 << 62);
+    for (size_t i = 1; i <= j; i++)
+        P = sift__u128_add64(P, e->wa);
+    return P;
+}
+
+/* The draw on the edge row, for targets around each 50th position of
+ * the first group, at every level. */
 static void edge_rows(int ahead, int *wrong_half, int *wrong_real, int *decided_real)
 {
-    float xa = find_split(-0.69f, -0.6f, ahead), xb = find_split(-1.38f, -1.3f, !ahead);
-    ck_assert(xa == xa && xb == xb);
-    size_t na = 1000, n = 1 + na + 40000;
-    sift_candidate *c = malloc(n * sizeof *c);
-    ck_assert_ptr_nonnull(c);
-    c[0].id = 0;
-    c[0].logit = 0.0f;
-    for (size_t i = 1; i < n; i++) {
-        c[i].id = (int32_t)i;
-        c[i].logit = i <= na ? xa : xb;
-    }
-    /* the exact prefix through canonical position j (the max, then the
-     * first group by id, then the second) */
-    uint64_t wa = sift__weight(sift__expf(xa)), wb = sift__weight(sift__expf(xb));
-    sift__u128 W = sift__u128_from((uint64_t)1 << 62);
-    for (size_t i = 1; i < n; i++)
-        W = sift__u128_add64(W, i <= na ? wa : wb);
+    edge_row e;
+    edge_row_make(ahead, &e);
+    sift_candidate *c = e.c;
+    size_t n = e.n, na = e.na;
+    sift__u128 W = e.W;
     for (size_t j = 50; j < na; j += 50) {
-        sift__u128 Pj = sift__u128_from((uint64_t)1 << 62);
-        for (size_t i = 1; i <= j; i++)
-            Pj = sift__u128_add64(Pj, wa);
+        sift__u128 Pj = edge_prefix(&e, j);
         /* the smallest u with T(u) >= P_j: from there up the walk passes
          * position j, below it the walk stops there */
         uint64_t lo = 0, hi = UINT64_MAX;
@@ -434,7 +462,7 @@ static void edge_rows(int ahead, int *wrong_half, int *wrong_real, int *decided_
     }
     printf("check_fdraw: edge rows, float prefix %s (xa = %a, xb = %a): with kappa %d decided, "
            "%d wrong; with kappa / 2, %d wrong\n",
-           ahead ? "ahead" : "behind", (double)xa, (double)xb, *decided_real, *wrong_real,
+           ahead ? "ahead" : "behind", (double)e.xa, (double)e.xb, *decided_real, *wrong_real,
            *wrong_half);
     free(c);
 }
@@ -532,25 +560,13 @@ static float fnext(float p, int up)
  * token early) or at most that prefix (behind: a token late). */
 static void edge_cuts(int ahead, int *wrong_half, int *wrong_real, int *decided_real)
 {
-    float xa = find_split(-0.69f, -0.6f, ahead), xb = find_split(-1.38f, -1.3f, !ahead);
-    ck_assert(xa == xa && xb == xb);
-    size_t na = 1000, n = 1 + na + 40000;
-    sift_candidate *c = malloc(n * sizeof *c);
-    ck_assert_ptr_nonnull(c);
-    c[0].id = 0;
-    c[0].logit = 0.0f;
-    for (size_t i = 1; i < n; i++) {
-        c[i].id = (int32_t)i;
-        c[i].logit = i <= na ? xa : xb;
-    }
-    uint64_t wa = sift__weight(sift__expf(xa)), wb = sift__weight(sift__expf(xb));
-    sift__u128 W = sift__u128_from((uint64_t)1 << 62);
-    for (size_t i = 1; i < n; i++)
-        W = sift__u128_add64(W, i <= na ? wa : wb);
+    edge_row e;
+    edge_row_make(ahead, &e);
+    sift_candidate *c = e.c;
+    size_t n = e.n, na = e.na;
+    sift__u128 W = e.W;
     for (size_t j = 50; j < na; j += 50) {
-        sift__u128 Pj = sift__u128_from((uint64_t)1 << 62);
-        for (size_t i = 1; i <= j; i++)
-            Pj = sift__u128_add64(Pj, wa);
+        sift__u128 Pj = edge_prefix(&e, j);
         /* the smallest float p with ceil(p W) > P_j, by its bits */
         uint32_t lo = fbits(0.0f), hi = fbits(1.0f);
         while (lo < hi) {
