@@ -768,6 +768,32 @@ START_TEST(test_xtc_back_off_is_reset_and_cloned)
 }
 END_TEST
 
+/* Two chains alike, seeded with seed: a temperature 0.7, temp_ext
+ * 0.8/0.5/1, XTC 1.0/0.1 and top_p where asked, in that order, then
+ * dist; the second (*off) without the float paths. */
+static void chain_pair(uint64_t seed, int temp, int temp_ext, int xtc, float top_p, sift_chain **on,
+                       sift_chain **off)
+{
+    sift_chain_params p;
+    sift_chain_params_init(&p);
+    p.seed = seed;
+    sift_chain **cs[2] = {on, off};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(sift_chain_new(cs[k], &p, NULL), SIFT_OK);
+        sift_chain *c = *cs[k];
+        if (temp)
+            ck_assert_int_eq(sift_chain_add_temp(c, 0.7f, NULL), SIFT_OK);
+        if (temp_ext)
+            ck_assert_int_eq(sift_chain_add_temp_ext(c, 0.8f, 0.5f, 1.0f, NULL), SIFT_OK);
+        if (xtc)
+            ck_assert_int_eq(sift_chain_add_xtc(c, 1.0f, 0.1f, 1, NULL), SIFT_OK);
+        if (top_p < 1.0f)
+            ck_assert_int_eq(sift_chain_add_top_p(c, top_p, 1, NULL), SIFT_OK);
+        ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
+    }
+    (*off)->fdraw_off = 1;
+}
+
 /* Slices of 40,000 present tokens (a flat head over a far tail, with the
  * tail's mass): the walk over the present tokens runs the certificate
  * rules (certify_mass) between the stages' applies, and they write the
@@ -782,21 +808,8 @@ static int canon_cmp_desc(const void *a, const void *b)
 
 static void slices_agree(float top_p)
 {
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = 9;
     sift_chain *on, *off;
-    ck_assert_int_eq(sift_chain_new(&on, &p, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_new(&off, &p, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_xtc(on, 1.0f, 0.1f, 1, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_xtc(off, 1.0f, 0.1f, 1, NULL), SIFT_OK);
-    if (top_p < 1.0f) {
-        ck_assert_int_eq(sift_chain_add_top_p(on, top_p, 1, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_top_p(off, top_p, 1, NULL), SIFT_OK);
-    }
-    ck_assert_int_eq(sift_chain_add_dist(on, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(off, NULL), SIFT_OK);
-    off->fdraw_off = 1;
+    chain_pair(9, 0, 0, 1, top_p, &on, &off);
     int32_t V = 150000, K = 40000;
     sift_candidate *all = malloc((size_t)V * sizeof *all);
     ck_assert_ptr_nonnull(all);
@@ -851,31 +864,8 @@ END_TEST
  * levels the draw must have decided most steps. */
 static void chains_agree(int with_temp, float top_p, int xtc, int temp_ext)
 {
-    sift_chain_params p;
-    sift_chain_params_init(&p);
-    p.seed = 77;
     sift_chain *on, *off;
-    ck_assert_int_eq(sift_chain_new(&on, &p, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_new(&off, &p, NULL), SIFT_OK);
-    if (with_temp) {
-        ck_assert_int_eq(sift_chain_add_temp(on, 0.7f, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_temp(off, 0.7f, NULL), SIFT_OK);
-    }
-    if (temp_ext) {
-        ck_assert_int_eq(sift_chain_add_temp_ext(on, 0.8f, 0.5f, 1.0f, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_temp_ext(off, 0.8f, 0.5f, 1.0f, NULL), SIFT_OK);
-    }
-    if (xtc) {
-        ck_assert_int_eq(sift_chain_add_xtc(on, 1.0f, 0.1f, 1, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_xtc(off, 1.0f, 0.1f, 1, NULL), SIFT_OK);
-    }
-    if (top_p < 1.0f) {
-        ck_assert_int_eq(sift_chain_add_top_p(on, top_p, 1, NULL), SIFT_OK);
-        ck_assert_int_eq(sift_chain_add_top_p(off, top_p, 1, NULL), SIFT_OK);
-    }
-    ck_assert_int_eq(sift_chain_add_dist(on, NULL), SIFT_OK);
-    ck_assert_int_eq(sift_chain_add_dist(off, NULL), SIFT_OK);
-    off->fdraw_off = 1;
+    chain_pair(77, with_temp, temp_ext, xtc, top_p, &on, &off);
     tu_rng r = {0xd157};
     int32_t V = 30011;
     float *row = malloc((size_t)V * sizeof *row);
