@@ -107,6 +107,14 @@ static const float FD_TL[32] = {0.0f,
 #define FD_C24 0x1.555556p-5f   /* fl(1/24) */
 #define FD_SHIFT 0x1.8p23f      /* 1.5 * 2^23: adding it rounds to an integer */
 #define FD_LOW (-44.0f)
+/* The vector forms read k off t = fl(x L32) + FD_SHIFT = 1.5 * 2^23 + k
+ * (exact: k is an integer in [-2031, 0], so t lies in [2^23, 2^24),
+ * whose ulp is 1): t's bits are 0x4b400000 + k, whose bits 0-4 are
+ * j = k mod 32 (0x4b400000's are zero) and which shifted left by 18
+ * is k 2^18 mod 2^32 (0x4b400000's set bits leave); clearing its low
+ * 23 bits gives floor(k / 32) 2^23 = e 2^23 mod 2^32, the term the
+ * scalar form adds to z's bits. No conversion, no mask for j. */
+#define FD_E_MASK ((int32_t)0xff800000u)
 /* Every FD_SAMPLE-th token goes into the band's estimate (the float pass
  * writes them out). */
 #define FD_SAMPLE 16
@@ -204,20 +212,19 @@ __attribute__((target(FD_TARGET), always_inline)) static inline __m512
 fexp16(__m512 x, __m512 th0, __m512 th1, __m512 tl0, __m512 tl1)
 {
     const __m512 shift = _mm512_set1_ps(FD_SHIFT);
-    __m512 kf =
-        _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(FD_L32)), shift), shift);
-    __m512i k = _mm512_cvttps_epi32(kf);
+    __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(FD_L32)), shift);
+    __m512 kf = _mm512_sub_ps(t, shift);
+    __m512i k = _mm512_castps_si512(t); /* 0x4b400000 + k (FD_E_MASK) */
     __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(FD_C1), x);
     r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(FD_C2), r);
     __m512 p = _mm512_fmadd_ps(r, _mm512_set1_ps(FD_C24), _mm512_set1_ps(FD_C6));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
     p = _mm512_mul_ps(p, r);
     __m512 q = _mm512_fmadd_ps(p, r, r);
-    __m512i j = _mm512_and_si512(k, _mm512_set1_epi32(31));
-    __m512 th = _mm512_permutex2var_ps(th0, j, th1);
-    __m512 tl = _mm512_permutex2var_ps(tl0, j, tl1);
+    __m512 th = _mm512_permutex2var_ps(th0, k, th1); /* index: bits 0-4, j */
+    __m512 tl = _mm512_permutex2var_ps(tl0, k, tl1);
     __m512 z = _mm512_add_ps(th, _mm512_fmadd_ps(th, q, tl));
-    __m512i e = _mm512_slli_epi32(_mm512_srai_epi32(k, 5), 23);
+    __m512i e = _mm512_and_si512(_mm512_slli_epi32(k, 18), _mm512_set1_epi32(FD_E_MASK));
     return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(z), e));
 }
 
@@ -296,19 +303,18 @@ __attribute__((target(FD_TARGET2), always_inline)) static inline __m256
 fexp8(__m256 x, const __m256 *th, const __m256 *tl)
 {
     const __m256 shift = _mm256_set1_ps(FD_SHIFT);
-    __m256 kf =
-        _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(FD_L32)), shift), shift);
-    __m256i k = _mm256_cvttps_epi32(kf);
+    __m256 t = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(FD_L32)), shift);
+    __m256 kf = _mm256_sub_ps(t, shift);
+    __m256i k = _mm256_castps_si256(t); /* 0x4b400000 + k (FD_E_MASK) */
     __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(FD_C1), x);
     r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(FD_C2), r);
     __m256 p = _mm256_fmadd_ps(r, _mm256_set1_ps(FD_C24), _mm256_set1_ps(FD_C6));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
     p = _mm256_mul_ps(p, r);
     __m256 q = _mm256_fmadd_ps(p, r, r);
-    __m256i j = _mm256_and_si256(k, _mm256_set1_epi32(31));
-    __m256 h = fd_lookup8(th, j), l = fd_lookup8(tl, j);
+    __m256 h = fd_lookup8(th, k), l = fd_lookup8(tl, k); /* bits 0-4: j */
     __m256 z = _mm256_add_ps(h, _mm256_fmadd_ps(h, q, l));
-    __m256i e = _mm256_slli_epi32(_mm256_srai_epi32(k, 5), 23);
+    __m256i e = _mm256_and_si256(_mm256_slli_epi32(k, 18), _mm256_set1_epi32(FD_E_MASK));
     return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(z), e));
 }
 
