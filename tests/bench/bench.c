@@ -11,7 +11,16 @@
  *     accumulators, through the library's run-time dispatch (SSE2, AVX2 or
  *     AVX-512F, core/cpu.c; SIFT_SIMD caps it), the least work any step
  *     that looks at every logit once must do;
- *   - memcpy of the row into a buffer of its size.
+ *   - memcpy of the row into a buffer of its size;
+ *   - "least" (AVX-512 only): a float exponential of l - m with float
+ *     lane sums, nothing stored, cheaper than any pass that could be
+ *     certified to core/fdraw.c's bound (one fma rounds x 32/ln2 to an
+ *     integer k, one fma reduces, 1 + r + r^2/2 times 2^(j/32) from one
+ *     32-entry table, the exponent added to the bits: the polynomial
+ *     alone errs by up to 2^-22.2, the float sums by far more). It
+ *     decides nothing; it shows what weighing every token costs at
+ *     least, against which dist's goal on flat rows is read
+ *     (docs/samplers.md).
  *
  * A step is sift_chain_sample followed by sift_chain_accept of the token
  * it gave, so the chain's state (history, mu) moves as in generation, and
@@ -363,6 +372,68 @@ static double time_floor(float *const *rows, int32_t V, int steps)
     return (cpu_us() - t0) / steps;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define BENCH_LEAST 1
+
+/* 2^(j/32) rounded to float, j < 32. */
+static float least_tab[32];
+
+/* e^x for the "least" pass, sixteen lanes (the header). */
+__attribute__((target("avx512f,fma"), always_inline)) static inline __m512 least16(__m512 x)
+{
+    const __m512 shift = _mm512_set1_ps(0x1.8p23f), one = _mm512_set1_ps(1.0f);
+    __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+5f), shift); /* 1.5 2^23 + k */
+    __m512 r = _mm512_fnmadd_ps(_mm512_sub_ps(t, shift), _mm512_set1_ps(0x1.62e43p-6f), x);
+    __m512 p = _mm512_fmadd_ps(_mm512_fmadd_ps(r, _mm512_set1_ps(0.5f), one), r, one);
+    __m512i k = _mm512_castps_si512(t);
+    __m512 z = _mm512_mul_ps(
+        _mm512_permutex2var_ps(_mm512_loadu_ps(least_tab), k, _mm512_loadu_ps(least_tab + 16)), p);
+    __m512i e = _mm512_and_si512(_mm512_slli_epi32(k, 18), _mm512_set1_epi32((int32_t)0xff800000u));
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(z), e));
+}
+
+/* The "least" pass over row[0..n - n mod 32) at maximum m. */
+__attribute__((target("avx512f,fma"))) static float least_avx512(const float *row, size_t n,
+                                                                 float m)
+{
+    const __m512 mv = _mm512_set1_ps(m);
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    for (size_t i = 0; i + 32 <= n; i += 32) {
+        s0 = _mm512_add_ps(s0, least16(_mm512_sub_ps(_mm512_loadu_ps(row + i), mv)));
+        s1 = _mm512_add_ps(s1, least16(_mm512_sub_ps(_mm512_loadu_ps(row + i + 16), mv)));
+    }
+    float r = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    _mm256_zeroupper();
+    return r;
+}
+#endif
+
+/* Whether the "least" pass runs here: AVX-512F and FMA, and the
+ * dispatch (SIFT_SIMD) at AVX-512. */
+static int least_runs(void)
+{
+#ifdef BENCH_LEAST
+    return sift__simd()->level >= SIFT__SIMD_AVX512 && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+/* Mean CPU time of the "least" pass per row (ms: the rows' maxima). */
+static double time_least(float *const *rows, const float *ms, int32_t V, int steps)
+{
+    double t0 = cpu_us();
+#ifdef BENCH_LEAST
+    for (int s = 0; s < steps; s++)
+        sink_f = least_avx512(rows[s % NROWS], (size_t)V, ms[s % NROWS]);
+#else
+    (void)rows, (void)ms, (void)V, (void)steps;
+#endif
+    return (cpu_us() - t0) / steps;
+}
+
 static double time_memcpy(float *const *rows, float *dst, int32_t V, int steps)
 {
     double t0 = cpu_us();
@@ -504,10 +575,13 @@ static void run_v(const opts *o, int32_t V, int kind)
         rows[j] = xmalloc((size_t)V * sizeof(float));
         make_row(rows[j], V, kind, j);
     }
-    float *dst = xmalloc((size_t)V * sizeof *dst);
-    int R = o->rounds, S = o->steps;
+    float *dst = xmalloc((size_t)V * sizeof *dst), ms[NROWS];
+    for (int j = 0; j < NROWS; j++)
+        ms[j] = sift__simd()->max_f32(rows[j], (size_t)V);
+    int R = o->rounds, S = o->steps, least = least_runs();
     double *fl_all = xmalloc((size_t)R * N_CASES * sizeof(double));
     double *mc_all = xmalloc((size_t)R * N_CASES * sizeof(double));
+    double *ls_all = xmalloc((size_t)R * N_CASES * sizeof(double));
     double t[MAX_ROUNDS], xf[MAX_ROUNDS], xm[MAX_ROUNDS];
     size_t n_fl = 0;
     /* Per case, every round interleaved: floor, memcpy, the case. The
@@ -527,12 +601,14 @@ static void run_v(const opts *o, int32_t V, int kind)
         for (int r = 0; r < R && !failed; r++) {
             double f = time_floor(rows, V, S);
             double m = time_memcpy(rows, dst, V, S);
+            double q = least ? time_least(rows, ms, V, S) : 0.0;
             double x = time_case(c, bc, rows, V, S, &next, why, sizeof why);
             if (x < 0) {
                 failed = 1;
                 break;
             }
             fl_all[n_fl] = f;
+            ls_all[n_fl] = q;
             mc_all[n_fl++] = m;
             t[r] = x;
             xf[r] = f > 0 ? x / f : 0;
@@ -559,7 +635,11 @@ static void run_v(const opts *o, int32_t V, int kind)
         snprintf(name, sizeof name, "floor: vector max (%s)", sift__simd()->name);
         print_line(o, name, V, row_names[kind], f, 1.0, f.med / m.med, NULL);
         print_line(o, "memcpy of the row", V, row_names[kind], m, m.med / f.med, 1.0, NULL);
+        stats q = summarize(ls_all, (int)n_fl);
+        print_line(o, "least: float exp + sums (avx512)", V, row_names[kind], q, q.med / f.med,
+                   q.med / m.med, least ? NULL : "needs AVX-512 and SIFT_SIMD at avx512");
     }
+    free(ls_all);
     free(fl_all);
     free(mc_all);
     free(dst);
@@ -583,6 +663,10 @@ int main(int argc, char **argv)
 {
     opts o = {0};
     const char *v_arg = NULL, *rounds_arg = NULL;
+#ifdef BENCH_LEAST
+    for (int j = 0; j < 32; j++)
+        least_tab[j] = (float)exp2((double)j / 32.0);
+#endif
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             o.quick = 1;
