@@ -407,10 +407,12 @@ typedef struct sift__ctx {
     uint32_t fdraw_tries, fdraw_done;
     int fdraw_off;
     /* Float weights a stage left in ws->u64a for the next one
-     * (sift__fxtc_none): fstage = the stage that left them (SIZE_MAX:
-     * none), for the array fc[0..fn) at the largest logit whose bits are
-     * fm, with their double sum fS and lowest clamped difference fxlow
-     * (core/fdraw.c reuses them instead of its float pass). */
+     * (sift__fxtc_none, sift__fcut_keep): fstage = the stage that left
+     * them (SIZE_MAX: none), for the array fc[0..fn) at the largest logit
+     * whose bits are fm, with their double sum fS and a lower bound fxlow
+     * on their clamped differences (core/fdraw.c reuses them instead of
+     * its float pass); fsamp = 1 when ws->u32 holds the pass's sample of
+     * that array too (XTC's record; top_p's moved the weights). */
     size_t fstage;
     /* sift__fxtc_none's back-off: the chain's fx_skip and fx_fails (NULL
      * outside a chain's step: no back-off). */
@@ -420,6 +422,10 @@ typedef struct sift__ctx {
     uint32_t fm;
     double fS;
     float fxlow;
+    int fsamp;
+    /* The takes of such float weights in this step (added to the chain's
+     * n_fcarried; for tests). */
+    uint32_t fcarry_used;
     uint32_t *arr_skip, *arr_fails;
     /* 1 while the stages run over a loaded whole row (step.c's
      * run_stages): the array a stage sees is then the whole set, which
@@ -856,6 +862,10 @@ struct sift_chain {
      * cross-check's reference step), 0 otherwise. */
     uint64_t n_fdraw_tries, n_fdraw;
     uint8_t fdraw_off;
+    /* The takes of float weights left by the stage before (sift__fxtc_none,
+     * sift__fcut_keep), over the same steps; with carry_verify each is
+     * checked against a float pass afresh (n_carry_bad). */
+    uint64_t n_fcarried;
     /* For tests (0 otherwise): every take of carried weights is checked
      * against weights computed afresh (sift__carry_check), a mismatch
      * counted in n_carry_bad (and the take refused). */
@@ -1087,6 +1097,15 @@ SIFT__HIDDEN sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t
 /* sift__arr_keep_ge_w by the kernels of `level` (or the best level
  * below it this build and machine have); tests compare the levels. */
 SIFT__HIDDEN sift__u128 sift__arr_keep_ge_w_at(int level, sift__arr *a, uint64_t cut, uint64_t *w);
+/* sift__arr_keep_ge that also moves the float weights vf (vf[i] of
+ * a->c[i]) with their candidates, and returns the sum of the kept ones in
+ * double (lane sums, then a tree, then the rest one by one: no term
+ * passes through more than n additions). For top_p's float carry
+ * (core/fdraw.c); the same array as sift__arr_keep_ge, bit for bit. */
+SIFT__HIDDEN double sift__arr_keep_ge_f(sift__arr *a, uint64_t cut, float *vf);
+/* sift__arr_keep_ge_f by the kernels of `level` (or the best level below
+ * it this build and machine have); tests compare the levels. */
+SIFT__HIDDEN double sift__arr_keep_ge_f_at(int level, sift__arr *a, uint64_t cut, float *vf);
 /* Writes the elements of c[0..n) with ckey >= cut (no NaN logit) to out,
  * in order, and returns how many: out may be c (in place) or a buffer of
  * n elements, every one of which may be written. */
@@ -1379,7 +1398,27 @@ SIFT__HIDDEN int sift__fdraw_row(sift__ctx *ctx, const float *row, int32_t V, in
  * shortest canonical prefix whose exact mass reaches ceil(p W) and *len
  * its length, as sift__arr_mass_prefix gives them (when kappa bounds
  * F); 0 otherwise, with only scratch changed. sift__fcut is the stage's
- * entry, with the preconditions and counts of sift__fdraw. */
+ * entry, with the preconditions and counts of sift__fdraw; a decided cut
+ * fills *fp for sift__fcut_keep (ws->u64a then holds the float weights of
+ * all of a's candidates). */
+SIFT__HIDDEN int sift__fcut_at(sift__ctx *ctx, const sift__arr *a, float m, float p, int level,
+                               double kappa, uint64_t *key, size_t *len);
+/* The float pass behind a decided sift__fcut: its double sum over the
+ * whole array and its lowest clamped difference. */
+typedef struct sift__fpass {
+    double S;
+    float xlow;
+} sift__fpass;
+SIFT__HIDDEN int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *key,
+                            size_t *len, sift__fpass *fp);
+/* top_p's keep after a decided sift__fcut: keeps the candidates with
+ * ckey >= cut (n_kept of them, sift__arr_keep_ge). When the dist right
+ * after can take them (sift__carry_wanted, n_kept >= SIFT__FDRAW_MIN),
+ * the float weights move with their candidates (sift__arr_keep_ge_f)
+ * and stay for its float draw, with a record as XTC's (ctx->fstage; the
+ * sample is taken again). */
+SIFT__HIDDEN void sift__fcut_keep(sift__ctx *ctx, sift__arr *a, float m, uint64_t cut,
+                                  size_t n_kept, const sift__fpass *fp);
 /* XTC's removal set A = {i : w_i >= max(ceil(t W), 1)}: 1 when the
  * float weights prove |A| <= 1 (XTC then removes nothing), leaving them
  * for the next stage's float draw or cut (ctx->fstage); 0 otherwise, with
@@ -1391,10 +1430,6 @@ SIFT__HIDDEN int sift__fdraw_row(sift__ctx *ctx, const float *row, int32_t V, in
 SIFT__HIDDEN int sift__fxtc_none_at(sift__ctx *ctx, const sift__arr *a, float m, float t, int level,
                                     double kappa);
 SIFT__HIDDEN int sift__fxtc_none(sift__ctx *ctx, const sift__arr *a, float m, float t);
-SIFT__HIDDEN int sift__fcut_at(sift__ctx *ctx, const sift__arr *a, float m, float p, int level,
-                               double kappa, uint64_t *key, size_t *len);
-SIFT__HIDDEN int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *key,
-                            size_t *len);
 
 #define SIFT__PLAN_UNBOUNDED_SLACK 64
 #define SIFT__PLAN_K_MAX ((int64_t)1 << 30)

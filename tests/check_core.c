@@ -1160,6 +1160,65 @@ START_TEST(test_the_key_cut_moves_the_weights_at_every_level)
 }
 END_TEST
 
+/* qsort's comparison for canonical order (the largest key first). */
+static int canon_cmp_for_test(const void *x, const void *y)
+{
+    const sift_candidate *a = x, *b = y;
+    return sift__canon_before(a, b) ? -1 : sift__canon_before(b, a);
+}
+
+/* The cut that moves float weights (top_p's float carry) keeps the
+ * plain loop's candidates in order, each with its own weight, and sums
+ * the kept weights in double within the roundings of at most n additions
+ * per term, at every level: the cases above, in id order and in
+ * canonical order. */
+START_TEST(test_the_key_cut_moves_the_float_weights_at_every_level)
+{
+    static sift_candidate cd[300], want[300], got[300];
+    static float vo[300], vw[300], vg[300];
+    uint64_t r = 9119;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
+        for (int variant = 0; variant < 6; variant++) {
+            typ_cands(cd, n, &r, variant < 4 ? variant : 0);
+            for (size_t i = 0; i < n; i++) {
+                if (variant == 4)
+                    cd[i].logit = i % 2 ? -0.0f : 0.0f;
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                vo[i] = variant == 2 ? 1.0f : ldexpf((float)(r >> 40) + 1.0f, -(int)(r % 40) - 24);
+            }
+            if (variant == 5)
+                qsort(cd, n, sizeof *cd, canon_cmp_for_test);
+            uint64_t cuts[5] = {0, UINT64_MAX, 0, 0, sift__ckey(0.0f, 31)};
+            if (n) {
+                cuts[2] = sift__ckey(cd[n / 2].logit, cd[n / 2].id);
+                cuts[3] = sift__ckey(cd[n / 5].logit, cd[n / 5].id);
+            }
+            for (int q = 0; q < 5; q++) {
+                size_t kw = 0;
+                long double sum = 0.0L;
+                for (size_t i = 0; i < n; i++)
+                    if (sift__ckey(cd[i].logit, cd[i].id) >= cuts[q]) {
+                        want[kw] = cd[i];
+                        vw[kw++] = vo[i];
+                        sum += (long double)vo[i];
+                    }
+                for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+                    memcpy(got, cd, n * sizeof *cd);
+                    memcpy(vg, vo, n * sizeof *vo);
+                    sift__arr a = {got, n, (int32_t)n + 1,
+                                   variant == 5 ? SIFT__ORDER_CANON : SIFT__ORDER_NONE, 0};
+                    double S = sift__arr_keep_ge_f_at(l, &a, cuts[q], vg);
+                    ck_assert_uint_eq(a.n, kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                    ck_assert_int_eq(memcmp(vg, vw, kw * sizeof *vg), 0);
+                    ck_assert(fabsl((long double)S - sum) <= sum * (long double)(n + 1) * 0x1p-53L);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 /* The canonical first candidate (mirostat 2.0's fallback) is the plain
  * loop's largest key: ties across -0 and +0 and among equal logits in
  * any storage order, and the first of them when the order is known. */
@@ -1331,6 +1390,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_logit_search_finds_the_first_equal_logit_at_every_level);
     tcase_add_test(t, test_the_key_cut_copies_the_plain_set_in_and_out_of_place);
     tcase_add_test(t, test_the_key_cut_moves_the_weights_at_every_level);
+    tcase_add_test(t, test_the_key_cut_moves_the_float_weights_at_every_level);
     tcase_add_test(t, test_the_canonical_first_is_the_largest_key);
     suite_add_tcase(s, t);
     t = tcase_create("row first");

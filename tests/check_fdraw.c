@@ -866,6 +866,7 @@ static void chains_agree(int with_temp, float top_p, int xtc, int temp_ext)
 {
     sift_chain *on, *off;
     chain_pair(77, with_temp, temp_ext, xtc, top_p, &on, &off);
+    on->carry_verify = 1; /* every take of carried weights checked afresh */
     tu_rng r = {0xd157};
     int32_t V = 30011;
     float *row = malloc((size_t)V * sizeof *row);
@@ -882,17 +883,24 @@ static void chains_agree(int with_temp, float top_p, int xtc, int temp_ext)
         ck_assert(memcmp(&on->rng, &off->rng, sizeof on->rng) == 0);
     }
     printf("check_fdraw: chain %s%s%s: the float draw and cut decided %llu of %llu attempts in "
-           "%d steps\n",
+           "%d steps, %llu carried float weights taken\n",
            with_temp  ? "temp + "
            : temp_ext ? "temp_ext + "
                       : "",
            xtc ? "xtc + " : "", top_p < 1.0f ? "top_p + dist" : "dist",
-           (unsigned long long)on->n_fdraw, (unsigned long long)on->n_fdraw_tries, steps);
+           (unsigned long long)on->n_fdraw, (unsigned long long)on->n_fdraw_tries, steps,
+           (unsigned long long)on->n_fcarried);
     ck_assert_uint_eq(off->n_fdraw_tries, 0);
-    if (sift__fdraw_level() != SIFT__FDRAW_SCALAR)
+    ck_assert_uint_eq(on->n_carry_bad, 0);
+    if (sift__fdraw_level() != SIFT__FDRAW_SCALAR) {
         ck_assert_uint_ge(on->n_fdraw, (uint64_t)steps / 2);
-    else
+        /* XTC's weights (flat rows) and top_p's when it keeps enough
+         * (p = 0.9 and 0.95 on flat rows) reach the next stage */
+        if (xtc || (top_p >= 0.9f && top_p < 1.0f))
+            ck_assert_uint_ge(on->n_fcarried, (uint64_t)steps / 2);
+    } else {
         ck_assert_uint_eq(on->n_fdraw_tries, 0);
+    }
     free(row);
     sift_chain_free(on);
     sift_chain_free(off);

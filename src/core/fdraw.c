@@ -905,10 +905,12 @@ static int fd_band_of(int level, const fd_src *src, const float *vf, const float
 }
 
 /* The float weights the stage right before left for this very array at
- * this m (ctx->fstage, set by sift__fxtc_none): 1 with their sum and
- * lowest clamped difference (ws->u64a holds them); clears the record
+ * this m (ctx->fstage, set by sift__fxtc_none and sift__fcut_keep): 1
+ * with their sum, the bound on their clamped differences and whether
+ * ws->u32 holds their sample (ws->u64a holds them); clears the record
  * either way. */
-static int fd_vf_take(sift__ctx *ctx, const fd_src *src, size_t n, float m, double *Sh, float *xlow)
+static int fd_vf_take(sift__ctx *ctx, const fd_src *src, size_t n, float m, int level, double *Sh,
+                      float *xlow, int *samp_ok)
 {
     size_t st = ctx->fstage;
     ctx->fstage = SIZE_MAX;
@@ -921,9 +923,34 @@ static int fd_vf_take(sift__ctx *ctx, const fd_src *src, size_t n, float m, doub
     if (!ctx->carry_armed || st == SIZE_MAX || st + 1 != ctx->stage || src->row || !ctx->fc ||
         ctx->fc != src->c || ctx->fn != n || ctx->fm != mb)
         return 0;
+    if (ctx->carry_bad) {
+        /* tests: the weights, bit for bit, the sum to a few roundings and
+         * the bound, against a float pass afresh (ws->u64b is free here) */
+        const float *vf = (const float *)(const void *)ctx->ws->u64a;
+        float *chk = (float *)(void *)ctx->ws->u64b, xl;
+        double S = fexp_pass(level, src, n, m, chk, &xl, NULL);
+        if (memcmp(vf, chk, n * sizeof *chk) != 0 || !(ctx->fxlow <= xl) ||
+            !(fabs(ctx->fS - S) <= S * (double)n * 0x1p-50)) {
+            (*ctx->carry_bad)++;
+            return 0;
+        }
+    }
+    ctx->fcarry_used++;
     *Sh = ctx->fS;
     *xlow = ctx->fxlow;
+    *samp_ok = ctx->fsamp;
     return 1;
+}
+
+/* The sample the float pass writes (samp[j] = logit 16j, samp[ns + j] =
+ * vf[16j], ns = ceil(n / 16)), from stored float weights. */
+static void fd_sample(const fd_src *src, size_t n, const float *vf, float *samp)
+{
+    size_t ns = (n + FD_SAMPLE - 1) / FD_SAMPLE;
+    for (size_t j = 0; j < ns; j++) {
+        samp[j] = fd_logit(src, j * FD_SAMPLE);
+        samp[ns + j] = vf[j * FD_SAMPLE];
+    }
 }
 
 /* What is decided: dist's draw (cut = 0: T = floor(W u / 2^64), the
@@ -937,11 +964,13 @@ typedef struct fd_goal {
 
 /* The token the float sums put at the target: its canonical key, the
  * number of tokens ahead of it, the float total and the certificate's
- * sums S_A and S_B. */
+ * sums S_A and S_B; and the float pass's lowest clamped difference (or
+ * the carried bound on it). */
 typedef struct fd_found {
     uint64_t key;
     size_t n_ahead;
     double Sh, SA, SB;
+    float xlow;
 } fd_found;
 
 /* The sub-bucket whose float prefix crosses tb (cum = the band's mass
@@ -971,8 +1000,11 @@ static int fd_locate(sift__ctx *ctx, const fd_src *src, size_t n, float m, const
     float *vf = (float *)(void *)ws->u64a;
     float xlow, *samp = (float *)(void *)ws->u32;
     double Sh;
-    if (!fd_vf_take(ctx, src, n, m, &Sh, &xlow))
+    int samp_ok;
+    if (!fd_vf_take(ctx, src, n, m, level, &Sh, &xlow, &samp_ok))
         Sh = fexp_pass(level, src, n, m, vf, &xlow, samp);
+    else if (!samp_ok)
+        fd_sample(src, n, vf, samp);
     if (!(Sh >= 1.0 && Sh < 0x1p60))
         return 0; /* a NaN logit (or no finite maximum) */
     /* the bucket scale: the largest power of two that puts the lowest
@@ -1036,6 +1068,7 @@ static int fd_locate(sift__ctx *ctx, const fd_src *src, size_t n, float m, const
     f->Sh = Sh;
     f->SA = bo.above + (cum + ahead);
     f->SB = bo.above + ((cum + ahead) + vc);
+    f->xlow = xlow;
     return 1;
 }
 
@@ -1116,21 +1149,29 @@ int sift__fdraw_row(sift__ctx *ctx, const float *row, int32_t V, int32_t *id)
     return V > 0 && fd_entry(ctx, &src, (size_t)V, 0.0f, id);
 }
 
-int sift__fcut_at(sift__ctx *ctx, const sift__arr *a, float m, float p, int level, double kappa,
-                  uint64_t *key, size_t *len)
+/* sift__fcut_at, with what was found in *f. */
+static int fd_cut(sift__ctx *ctx, const sift__arr *a, float m, float p, int level, double kappa,
+                  uint64_t *key, size_t *len, fd_found *f)
 {
     fd_src src = {a->c, NULL};
     fd_goal g = {1, 0, p};
-    fd_found f;
-    if (!(p > 0.0f && p < 1.0f) || !fd_locate(ctx, &src, a->n, m, &g, level, &f) ||
-        !fd_certify(&g, a->n, kappa, &f))
+    if (!(p > 0.0f && p < 1.0f) || !fd_locate(ctx, &src, a->n, m, &g, level, f) ||
+        !fd_certify(&g, a->n, kappa, f))
         return 0;
-    *key = f.key;
-    *len = f.n_ahead + 1;
+    *key = f->key;
+    *len = f->n_ahead + 1;
     return 1;
 }
 
-int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *key, size_t *len)
+int sift__fcut_at(sift__ctx *ctx, const sift__arr *a, float m, float p, int level, double kappa,
+                  uint64_t *key, size_t *len)
+{
+    fd_found f;
+    return fd_cut(ctx, a, m, p, level, kappa, key, len, &f);
+}
+
+int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *key, size_t *len,
+               sift__fpass *fp)
 {
     if (ctx->fdraw_off || a->n < SIFT__FDRAW_MIN || a->n > (size_t)INT32_MAX || ctx->absent_lo.lo ||
         ctx->absent_lo.hi || !(m > -INFINITY && m < INFINITY))
@@ -1138,10 +1179,45 @@ int sift__fcut(sift__ctx *ctx, const sift__arr *a, float m, float p, uint64_t *k
     int level = sift__fdraw_level();
     if (level == SIFT__FDRAW_SCALAR)
         return 0;
-    int ok = sift__fcut_at(ctx, a, m, p, level, sift__fdraw_kappa(), key, len);
+    fd_found f;
+    int ok = fd_cut(ctx, a, m, p, level, sift__fdraw_kappa(), key, len, &f);
     ctx->fdraw_tries++;
     ctx->fdraw_done += (uint32_t)ok;
+    fp->S = ok ? f.Sh : 0.0;
+    fp->xlow = ok ? f.xlow : 0.0f;
     return ok;
+}
+
+/* The record of float weights left for the next stage (fd_vf_take). */
+static void fd_leave(sift__ctx *ctx, const sift__arr *a, float m, double S, float xlow, int samp_ok)
+{
+    ctx->fstage = ctx->stage;
+    ctx->fc = a->c;
+    ctx->fn = a->n;
+    memcpy(&ctx->fm, &m, sizeof ctx->fm);
+    ctx->fS = S;
+    ctx->fxlow = xlow;
+    ctx->fsamp = samp_ok;
+}
+
+void sift__fcut_keep(sift__ctx *ctx, sift__arr *a, float m, uint64_t cut, size_t n_kept,
+                     const sift__fpass *fp)
+{
+    /* The kept set holds the largest logit (a canonical prefix of at
+     * least one token), so m is its largest too, and the float weights
+     * of its tokens at m are the pass's, moved with them: valid for the
+     * dist right after, as XTC's are. fp->xlow bounds the kept tokens'
+     * clamped differences from below; the bucket scale it sets only
+     * needs that (fd_locate). */
+    if (!sift__carry_wanted(ctx) || n_kept < SIFT__FDRAW_MIN) {
+        if (n_kept < a->n)
+            sift__arr_keep_ge(a, cut);
+        return;
+    }
+    double S = fp->S;
+    if (n_kept < a->n)
+        S = sift__arr_keep_ge_f(a, cut, (float *)(void *)ctx->ws->u64a);
+    fd_leave(ctx, a, m, S, fp->xlow, 0);
 }
 
 int sift__fxtc_none_at(sift__ctx *ctx, const sift__arr *a, float m, float t, int level,
@@ -1172,12 +1248,7 @@ int sift__fxtc_none_at(sift__ctx *ctx, const sift__arr *a, float m, float t, int
     uint32_t hit[2 + 16];
     if (heavy_scan(level, vf, n, tf, hit, 1) > 1)
         return 0;
-    ctx->fstage = ctx->stage;
-    ctx->fc = a->c;
-    ctx->fn = n;
-    memcpy(&ctx->fm, &m, sizeof ctx->fm);
-    ctx->fS = Sh;
-    ctx->fxlow = xlow;
+    fd_leave(ctx, a, m, Sh, xlow, 1);
     return 1;
 }
 

@@ -27,8 +27,8 @@
 #include "simd.h"
 
 /* The AVX-512 forms of this file (max_logit_avx512, keep_ge_avx512,
- * keep_ge_w_avx512) and the AVX2 ones (max_logit_avx2, keep_ge_avx2,
- * keep_ge_w_avx2), chosen at run time. */
+ * keep_ge_w_avx512, keep_ge_f_avx512) and the AVX2 ones (max_logit_avx2,
+ * keep_ge_avx2, keep_ge_w_avx2, keep_ge_f_avx2), chosen at run time. */
 #if defined(__x86_64__) && !defined(SIFT_NO_DISPATCH) && (defined(__GNUC__) || defined(__clang__))
 #define SIFT__BAND_AVX512 1
 #include <immintrin.h>
@@ -430,14 +430,27 @@ static int keep_ge_vec_available(void)
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("bmi2");
 }
 
-/* The compaction loop of sift__arr_keep_ge eight candidates at a time:
- * the same test (logit > cl, or logit == cl and id <= cid, unsigned;
- * ordered compares, so a NaN is never kept) on the odd (logit) and even
- * (id) 32-bit lanes, the verdicts of each candidate's pair folded into
- * one bit by pext, and the kept ones compressed and stored whole (a
- * later store overwrites the lanes past the kept ones; j <= i, so no
- * store reaches a candidate not yet read when out is c). Returns where
- * it stopped; *j is the count kept. In order: the scalar loop's result. */
+/* The keep bits of the eight candidates in v (bit l: candidate l):
+ * sift__arr_keep_ge's test (logit > cl, or logit == cl and id <= cid,
+ * unsigned; ordered compares, so a NaN is never kept) on the odd (logit)
+ * and even (id) 32-bit lanes, the verdicts of each candidate's pair
+ * folded into one bit by pext. */
+__attribute__((target("avx512f,bmi2"), always_inline)) static inline __mmask8
+keep8_avx512(__m512i v, __m512 clv, __m512i cidv)
+{
+    __m512 f = _mm512_castsi512_ps(v);
+    unsigned gt = _mm512_cmp_ps_mask(f, clv, _CMP_GT_OQ);
+    unsigned eq = _mm512_cmp_ps_mask(f, clv, _CMP_EQ_OQ);
+    unsigned le = _mm512_cmp_epu32_mask(v, cidv, _MM_CMPINT_LE);
+    unsigned k16 = (gt | (eq & (le << 1))) & 0xAAAAu;
+    return (__mmask8)_pext_u32(k16, 0xAAAAu);
+}
+
+/* The compaction loop of sift__arr_keep_ge eight candidates at a time
+ * (keep8_avx512), the kept ones compressed and stored whole (a later
+ * store overwrites the lanes past the kept ones; j <= i, so no store
+ * reaches a candidate not yet read when out is c). Returns where it
+ * stopped; *j is the count kept. In order: the scalar loop's result. */
 __attribute__((target("avx512f,bmi2"))) static size_t
 keep_ge_avx512(const sift_candidate *c, size_t n, float cl, uint32_t cid, sift_candidate *out,
                size_t *jout)
@@ -447,12 +460,7 @@ keep_ge_avx512(const sift_candidate *c, size_t n, float cl, uint32_t cid, sift_c
     size_t i = 0, j = 0;
     for (; i + 8 <= n; i += 8) {
         __m512i v = _mm512_loadu_si512((const void *)(c + i));
-        __m512 f = _mm512_castsi512_ps(v);
-        unsigned gt = _mm512_cmp_ps_mask(f, clv, _CMP_GT_OQ);
-        unsigned eq = _mm512_cmp_ps_mask(f, clv, _CMP_EQ_OQ);
-        unsigned le = _mm512_cmp_epu32_mask(v, cidv, _MM_CMPINT_LE);
-        unsigned k16 = (gt | (eq & (le << 1))) & 0xAAAAu;
-        __mmask8 k = (__mmask8)_pext_u32(k16, 0xAAAAu);
+        __mmask8 k = keep8_avx512(v, clv, cidv);
         _mm512_storeu_si512((void *)(out + j), _mm512_maskz_compress_epi64(k, v));
         j += (size_t)__builtin_popcount((unsigned)k);
     }
@@ -528,6 +536,19 @@ __attribute__((target("avx2"))) static size_t keep_ge_w_avx2(sift_candidate *c, 
 }
 #endif
 
+/* ckey(x) >= cut, with the cut as a logit *cl and an id *cid: a larger
+ * logit, or an equal one (-0 and +0 are equal both ways) and an id no
+ * larger. Returns 1 when the cut lies beyond every float (keep all or
+ * none), where only the key itself can be compared. */
+static int cut_split(uint64_t cut, float *cl, uint32_t *cid)
+{
+    uint32_t k = (uint32_t)(cut >> 32);
+    uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+    memcpy(cl, &u, sizeof *cl);
+    *cid = ~(uint32_t)cut;
+    return (u & 0x7fffffffu) > 0x7f800000u;
+}
+
 void sift__arr_keep_ge(sift__arr *a, uint64_t cut)
 {
     if (a->order == SIFT__ORDER_CANON) {
@@ -561,17 +582,12 @@ size_t sift__keep_ge_into_at(int level, const sift_candidate *c, size_t n, uint6
                              sift_candidate *out)
 {
     level = sift__simd_ops_at(level)->level;
-    /* ckey(x) >= cut, with the cut as a logit and an id: a larger logit,
-     * or an equal one (-0 and +0 are equal both ways) and an id no larger.
-     * Float compares on the row instead of a key per element; written
-     * without a branch on the (unpredictable) verdict. */
-    uint32_t k = (uint32_t)(cut >> 32);
-    uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+    /* Float compares on the row instead of a key per element (cut_split);
+     * written without a branch on the (unpredictable) verdict. */
     float cl;
-    memcpy(&cl, &u, sizeof cl);
-    uint32_t cid = ~(uint32_t)cut;
+    uint32_t cid;
     size_t j = 0;
-    if (SIFT__UNLIKELY((u & 0x7fffffffu) > 0x7f800000u)) {
+    if (SIFT__UNLIKELY(cut_split(cut, &cl, &cid))) {
         /* a cut beyond every float (keep all or none): by the key */
         for (size_t i = 0; i < n; i++) {
             sift_candidate x = c[i];
@@ -613,12 +629,7 @@ keep_ge_w_avx512(sift_candidate *c, uint64_t *w, size_t n, float cl, uint32_t ci
     for (; i + 8 <= n; i += 8) {
         __m512i v = _mm512_loadu_si512((const void *)(c + i));
         __m512i wv = _mm512_loadu_si512((const void *)(w + i));
-        __m512 f = _mm512_castsi512_ps(v);
-        unsigned gt = _mm512_cmp_ps_mask(f, clv, _CMP_GT_OQ);
-        unsigned eq = _mm512_cmp_ps_mask(f, clv, _CMP_EQ_OQ);
-        unsigned le = _mm512_cmp_epu32_mask(v, cidv, _MM_CMPINT_LE);
-        unsigned k16 = (gt | (eq & (le << 1))) & 0xAAAAu;
-        __mmask8 k = (__mmask8)_pext_u32(k16, 0xAAAAu);
+        __mmask8 k = keep8_avx512(v, clv, cidv);
         _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k, v));
         _mm512_storeu_si512((void *)(w + j), _mm512_maskz_compress_epi64(k, wv));
         slo = _mm512_mask_add_epi64(slo, k, slo, _mm512_and_si512(wv, low32));
@@ -648,13 +659,10 @@ sift__u128 sift__arr_keep_ge_w_at(int level, sift__arr *a, uint64_t cut, uint64_
     } else {
         /* sift__keep_ge_into's test, in place, moving w[i] with c[i]. */
         sift_candidate *c = a->c;
-        uint32_t k = (uint32_t)(cut >> 32);
-        uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
         float cl;
-        memcpy(&cl, &u, sizeof cl);
-        uint32_t cid = ~(uint32_t)cut;
+        uint32_t cid;
         size_t i = 0, j = 0;
-        if (SIFT__UNLIKELY((u & 0x7fffffffu) > 0x7f800000u)) {
+        if (SIFT__UNLIKELY(cut_split(cut, &cl, &cid))) {
             for (; i < n; i++) {
                 sift_candidate x = c[i];
                 uint64_t wi = w[i];
@@ -691,6 +699,131 @@ sift__u128 sift__arr_keep_ge_w_at(int level, sift__arr *a, uint64_t cut, uint64_
         hi += w[i] >> 32;
     }
     return sift__u128_halves(lo, hi);
+}
+
+#ifdef SIFT__BAND_AVX512
+/* keep_ge_avx512 with float weights, sixteen candidates a step: the same
+ * masks compress vf (the stores reach vf[j..j + 16), j <= i, nothing not
+ * yet read, as for c) and add the kept weights, in double, into sixteen
+ * lane sums. */
+__attribute__((target("avx512f,bmi2"))) static size_t keep_ge_f_avx512(sift_candidate *c, float *vf,
+                                                                       size_t n, float cl,
+                                                                       uint32_t cid, size_t *jout,
+                                                                       double *sum)
+{
+    const __m512 clv = _mm512_set1_ps(cl);
+    const __m512i cidv = _mm512_set1_epi32((int32_t)cid);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    size_t i = 0, j = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i v0 = _mm512_loadu_si512((const void *)(c + i));
+        __m512i v1 = _mm512_loadu_si512((const void *)(c + i + 8));
+        __m512 f = _mm512_loadu_ps(vf + i);
+        __mmask8 k0 = keep8_avx512(v0, clv, cidv), k1 = keep8_avx512(v1, clv, cidv);
+        s0 = _mm512_mask_add_pd(s0, k0, s0, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
+        s1 = _mm512_mask_add_pd(
+            s1, k1, s1,
+            _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))));
+        size_t n0 = (size_t)__builtin_popcount((unsigned)k0);
+        _mm512_storeu_si512((void *)(c + j), _mm512_maskz_compress_epi64(k0, v0));
+        _mm512_storeu_si512((void *)(c + j + n0), _mm512_maskz_compress_epi64(k1, v1));
+        __mmask16 k = (__mmask16)((unsigned)k0 | (unsigned)k1 << 8);
+        _mm512_storeu_ps(vf + j, _mm512_maskz_compress_ps(k, f));
+        j += n0 + (size_t)__builtin_popcount((unsigned)k1);
+    }
+    *sum = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    *jout = j;
+    return i;
+}
+
+/* keep_ge_f_avx512 at AVX2: eight candidates a step (keep_ge_avx2), their
+ * float weights compressed a half at a time (compress_avx2.h). */
+__attribute__((target("avx2,popcnt"))) static size_t keep_ge_f_avx2(sift_candidate *c, float *vf,
+                                                                    size_t n, float cl,
+                                                                    uint32_t cid, size_t *jout,
+                                                                    double *sum)
+{
+    const __m256 clv = _mm256_set1_ps(cl);
+    const __m256i cidf = _mm256_set1_epi32((int32_t)(cid ^ 0x80000000u));
+    const __m256i bits = _mm256_set_epi32(128, 64, 32, 16, 8, 4, 2, 1);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    size_t i = 0, j = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + i + 4));
+        unsigned keep = keep4_ge_avx2(v0, clv, cidf) | keep4_ge_avx2(v1, clv, cidf) << 4;
+        if (!keep)
+            continue;
+        __m256 f = _mm256_loadu_ps(vf + i);
+        __m256i km = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)keep), bits), bits);
+        __m256 kf = _mm256_and_ps(f, _mm256_castsi256_ps(km)); /* a lane not kept adds +0 */
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(kf)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(kf, 1)));
+        sift__compress8x32_store(vf + j, f, keep);
+        j += sift__compress8_store(c + j, c + i, keep);
+    }
+    __m256d t = _mm256_add_pd(s0, s1);
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(t), _mm256_extractf128_pd(t, 1));
+    *sum = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    *jout = j;
+    return i;
+}
+#endif
+
+double sift__arr_keep_ge_f(sift__arr *a, uint64_t cut, float *vf)
+{
+    return sift__arr_keep_ge_f_at(sift__simd()->level, a, cut, vf);
+}
+
+double sift__arr_keep_ge_f_at(int level, sift__arr *a, uint64_t cut, float *vf)
+{
+    level = sift__simd_ops_at(level)->level;
+    double s = 0.0;
+    size_t n = a->n, from = 0;
+    if (a->order == SIFT__ORDER_CANON) {
+        /* The kept ones are a prefix: their weights stay where they are. */
+        sift__arr_keep_ge(a, cut);
+    } else {
+        /* sift__keep_ge_into's test, in place, moving vf[i] with c[i]. */
+        sift_candidate *c = a->c;
+        float cl;
+        uint32_t cid;
+        size_t i = 0, j = 0;
+        if (SIFT__UNLIKELY(cut_split(cut, &cl, &cid))) {
+            for (; i < n; i++) {
+                sift_candidate x = c[i];
+                float v = vf[i];
+                if (sift__ckey(x.logit, x.id) >= cut) {
+                    c[j] = x;
+                    vf[j++] = v;
+                }
+            }
+        } else {
+#ifdef SIFT__BAND_AVX512
+            if (n >= 64 && level >= SIFT__SIMD_AVX512 && keep_ge_vec_available()) {
+                i = keep_ge_f_avx512(c, vf, n, cl, cid, &j, &s);
+                from = j; /* the vector loop summed vf[0..j) */
+            } else if (n >= 64 && level >= SIFT__SIMD_AVX2 && __builtin_cpu_supports("popcnt")) {
+                i = keep_ge_f_avx2(c, vf, n, cl, cid, &j, &s);
+                from = j;
+            }
+#endif
+            for (; i < n; i++) {
+                sift_candidate x = c[i];
+                float v = vf[i];
+                int keep = (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
+                c[j] = x;
+                vf[j] = v;
+                j += (size_t)keep;
+            }
+        }
+        if (j != n)
+            a->dense = 0;
+        a->n = j;
+    }
+    for (size_t i = from; i < a->n; i++)
+        s += (double)vf[i];
+    return s;
 }
 
 void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)

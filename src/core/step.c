@@ -147,6 +147,7 @@ void sift__ctx_init(sift_chain *c, sift__ctx *ctx, int32_t V, sift_error *err)
     ctx->fdraw_off = c->fdraw_off;
     ctx->fstage = SIZE_MAX;
     ctx->fc = NULL;
+    ctx->fcarry_used = 0;
     ctx->fx_skip = &c->fx_skip;
     ctx->fx_fails = &c->fx_fails;
 }
@@ -552,6 +553,7 @@ selected:
     c->n_arr_top += ctx.arr_top;
     c->n_fdraw_tries += ctx.fdraw_tries;
     c->n_fdraw += ctx.fdraw_done;
+    c->n_fcarried += ctx.fcarry_used;
     *rng = ctx.rng;
     *token = ctx.selected;
     return SIFT_OK;

@@ -60,16 +60,16 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         return SIFT_OK;
     /* A large array first tries the float-certified cut (core/fdraw.c):
      * a decided cut is the exact one, so the kept set is the same; it
-     * leaves no weights (the dist after it draws from the kept set on its
-     * own). */
+     * leaves the kept tokens' float weights, not exact ones, for the dist
+     * after it (sift__fcut_keep). */
     uint64_t fcut;
     size_t flen;
-    if (sift__fcut(ctx, a, m, t->p, &fcut, &flen)) {
-        if (flen >= a->n)
-            return SIFT_OK;
+    sift__fpass fp;
+    if (sift__fcut(ctx, a, m, t->p, &fcut, &flen, &fp)) {
+        size_t n_kept = flen < keep_min ? keep_min : flen;
         if (flen < keep_min)
             fcut = sift__cut_top(ctx, a->c, a->n, keep_min);
-        sift__arr_keep_ge(a, fcut);
+        sift__fcut_keep(ctx, a, m, fcut, n_kept < a->n ? n_kept : a->n, &fp);
         return SIFT_OK;
     }
     uint64_t *w = ctx->ws->u64a;
