@@ -834,6 +834,30 @@ START_TEST(test_the_logit_cut_keeps_the_scalar_set_at_every_level)
 }
 END_TEST
 
+/* min_p's count is the plain loop's at every level: the thresholds of
+ * the test above, as floats (NaN counts none). */
+START_TEST(test_the_logit_count_is_the_plain_loops_at_every_level)
+{
+    static sift_candidate orig[300];
+    uint64_t r = 5151;
+    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
+        for (int variant = 0; variant < 4; variant++) {
+            typ_cands(orig, n, &r, variant);
+            float thrs[6] = {0.0f, -0.0f, 1e-7f, -INFINITY, INFINITY, NAN};
+            if (n)
+                thrs[2] = orig[n / 2].logit;
+            for (int t = 0; t < 6; t++) {
+                size_t kw = 0;
+                for (size_t i = 0; i < n; i++)
+                    kw += orig[i].logit >= thrs[t];
+                for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++)
+                    ck_assert_uint_eq(sift__count_logit_ge_at(l, orig, n, thrs[t]), kw);
+            }
+        }
+    }
+}
+END_TEST
+
 /* mirostat v2's cut by weight (core/kernels.c) keeps, at every level, the
  * candidates with w >= ws in order with their weights, and their sum: the
  * same as a plain loop, for thresholds at a weight (ties), between two,
@@ -1382,6 +1406,7 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_keep_below_compaction_keeps_the_scalar_set_at_every_level);
     tcase_add_test(t, test_the_keep_below_compaction_moves_the_weights_at_every_level);
     tcase_add_test(t, test_the_logit_cut_keeps_the_scalar_set_at_every_level);
+    tcase_add_test(t, test_the_logit_count_is_the_plain_loops_at_every_level);
     tcase_add_test(t, test_the_weight_cut_keeps_the_plain_set_and_sum_at_every_level);
     tcase_add_test(t, test_the_id_search_finds_the_first_match_at_every_level);
     tcase_add_test(t, test_the_logits_copy_gives_the_logit_bits_at_every_level);

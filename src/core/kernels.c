@@ -1016,7 +1016,7 @@ size_t sift__keep_below_w(sift_candidate *c, uint64_t *w, const uint32_t *bk, si
 }
 
 /* ------------------------------------------------------------------ */
-/* top_n_sigma's cut                                                   */
+/* Logit thresholds: top_n_sigma's cut, min_p's count                  */
 /* ------------------------------------------------------------------ */
 
 static size_t keep_ge_d_scalar(sift_candidate *c, size_t i, size_t n, size_t j, double thr)
@@ -1094,6 +1094,71 @@ size_t sift__keep_logit_ge_at(int level, sift_candidate *c, size_t n, double thr
 size_t sift__keep_logit_ge(sift_candidate *c, size_t n, double thr)
 {
     return sift__keep_logit_ge_at(sift__simd()->level, c, n, thr);
+}
+
+/* min_p's count: the definition (an ordered compare: a NaN is never
+ * counted). */
+static size_t count_ge_scalar(const sift_candidate *c, size_t i, size_t n, float thr, size_t k)
+{
+    for (; i < n; i++)
+        k += (size_t)(c[i].logit >= thr);
+    return k;
+}
+
+#ifdef SIFT__KX86
+/* Sixteen candidates a step: the logits of two loads (their odd 32-bit
+ * lanes) compared ordered, the mask counted. */
+__attribute__((target("avx512f,popcnt"))) static size_t count_ge_avx512(const sift_candidate *c,
+                                                                        size_t n, float thr)
+{
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512 t = _mm512_set1_ps(thr);
+    size_t i = 0, k = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 a = _mm512_loadu_ps((const float *)(const void *)(c + i));
+        __m512 b = _mm512_loadu_ps((const float *)(const void *)(c + i + 8));
+        __mmask16 ge = _mm512_cmp_ps_mask(_mm512_permutex2var_ps(a, odd, b), t, _CMP_GE_OQ);
+        k += (size_t)__builtin_popcount((unsigned)ge);
+    }
+    sift__vzeroupper();
+    return count_ge_scalar(c, i, n, thr, k);
+}
+
+/* AVX2: eight candidates a step, the odd lanes of two loads shuffled
+ * together (their order does not matter to a count). */
+__attribute__((target("avx2,popcnt"))) static size_t count_ge_avx2(const sift_candidate *c,
+                                                                   size_t n, float thr)
+{
+    const __m256 t = _mm256_set1_ps(thr);
+    size_t i = 0, k = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 a = _mm256_loadu_ps((const float *)(const void *)(c + i));
+        __m256 b = _mm256_loadu_ps((const float *)(const void *)(c + i + 4));
+        __m256 l = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        k += (size_t)__builtin_popcount(
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(l, t, _CMP_GE_OQ)));
+    }
+    sift__vzeroupper();
+    return count_ge_scalar(c, i, n, thr, k);
+}
+#endif
+
+size_t sift__count_logit_ge_at(int level, const sift_candidate *c, size_t n, float thr)
+{
+    level = sift__simd_ops_at(level)->level;
+#ifdef SIFT__KX86
+    if (level >= SIFT__SIMD_AVX512 && __builtin_cpu_supports("popcnt"))
+        return count_ge_avx512(c, n, thr);
+    if (level >= SIFT__SIMD_AVX2 && __builtin_cpu_supports("popcnt"))
+        return count_ge_avx2(c, n, thr);
+#endif
+    (void)level;
+    return count_ge_scalar(c, 0, n, thr, 0);
+}
+
+size_t sift__count_logit_ge(const sift_candidate *c, size_t n, float thr)
+{
+    return sift__count_logit_ge_at(sift__simd()->level, c, n, thr);
 }
 
 /* ------------------------------------------------------------------ */

@@ -123,6 +123,11 @@ SIFT__HIDDEN size_t sift__keep_below_w_at(int level, sift_candidate *c, uint64_t
  * (top_n_sigma's cut; a NaN logit or thr keeps none); returns how many. */
 SIFT__HIDDEN size_t sift__keep_logit_ge(sift_candidate *c, size_t n, double thr);
 SIFT__HIDDEN size_t sift__keep_logit_ge_at(int level, sift_candidate *c, size_t n, double thr);
+/* How many of c[0..n) have logit >= thr (min_p's count; an ordered
+ * compare: a NaN logit or thr counts none). */
+SIFT__HIDDEN size_t sift__count_logit_ge(const sift_candidate *c, size_t n, float thr);
+SIFT__HIDDEN size_t sift__count_logit_ge_at(int level, const sift_candidate *c, size_t n,
+                                            float thr);
 
 /* mirostat's kernels (mirostat.c, adaptive_p.c), each with a scalar twin
  * that gives the same result; _at runs the kernel of `level` (tests

@@ -24,6 +24,7 @@
  */
 #include <math.h>
 
+#include "../core/kernels.h"
 #include "../sift_internal.h"
 #include "registry.h"
 
@@ -53,8 +54,7 @@ static sift_status min_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         while (pass < a->n && a->c[pass].logit >= L)
             pass++;
     } else {
-        for (size_t i = 0; i < a->n; i++)
-            pass += a->c[i].logit >= L;
+        pass = sift__count_logit_ge(a->c, a->n, L);
     }
     if (pass == a->n)
         return SIFT_OK;
@@ -67,11 +67,8 @@ static sift_status min_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
         a->dense = 0;
         return SIFT_OK;
     }
-    size_t j = 0;
-    for (size_t i = 0; i < a->n; i++)
-        if (a->c[i].logit >= L)
-            a->c[j++] = a->c[i];
-    a->n = j;
+    /* (double)l >= (double)L exactly when l >= L */
+    a->n = sift__keep_logit_ge(a->c, a->n, (double)L);
     a->dense = 0;
     return SIFT_OK;
 }

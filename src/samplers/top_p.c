@@ -61,7 +61,11 @@ static sift_status top_p_apply(sift__stage *st, sift__ctx *ctx, sift__arr *a)
     /* A large array first tries the float-certified cut (core/fdraw.c):
      * a decided cut is the exact one, so the kept set is the same; it
      * leaves the kept tokens' float weights, not exact ones, for the dist
-     * after it (sift__fcut_keep). */
+     * after it (sift__fcut_keep). Their record holds for the next stage
+     * only, this very array (its pointer and length) and the bits of m,
+     * while the stages run armed; the take clears it, and nothing between
+     * here and the take writes ws->u64a (dist's tail route waits while it
+     * is pending). */
     uint64_t fcut;
     size_t flen;
     sift__fpass fp;
