@@ -857,6 +857,15 @@ END_TEST
 /* Whole chains                                                        */
 /* ------------------------------------------------------------------ */
 
+/* SIFT_FDRAW_CHAIN_STEPS (environment): the steps of each chain below
+ * (default 80; make check-long sets 25,000). */
+static int chain_steps(void)
+{
+    const char *e = getenv("SIFT_FDRAW_CHAIN_STEPS");
+    long n = e ? strtol(e, NULL, 10) : 0;
+    return n > 0 && n < 100000000 ? (int)n : 80;
+}
+
 /* dist over whole flat and peaked rows, with the draw and without it
  * (the chain's switch): the same tokens and the same RNG, step by step.
  * dist alone draws from the row (select_row); after a temperature it
@@ -871,7 +880,7 @@ static void chains_agree(int with_temp, float top_p, int xtc, int temp_ext)
     int32_t V = 30011;
     float *row = malloc((size_t)V * sizeof *row);
     ck_assert_ptr_nonnull(row);
-    int steps = 80;
+    int steps = chain_steps();
     for (int k = 0; k < steps; k++) {
         int flat = k % 4 != 3;
         for (int32_t i = 0; i < V; i++)
