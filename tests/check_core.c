@@ -1134,56 +1134,6 @@ START_TEST(test_the_key_cut_copies_the_plain_set_in_and_out_of_place)
 }
 END_TEST
 
-/* The cut that moves the weights (top_p's, for the dist after it) keeps
- * the plain loop's candidates in order, each with its own weight, and
- * sums the kept weights exactly, at every level: the cases of the test
- * above on an array in id order (the compaction path), weights up to
- * 2^62. */
-START_TEST(test_the_key_cut_moves_the_weights_at_every_level)
-{
-    static sift_candidate cd[300], want[300], got[300];
-    static uint64_t wo[300], wg[300];
-    uint64_t r = 7717;
-    for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
-        for (int variant = 0; variant < 5; variant++) {
-            typ_cands(cd, n, &r, variant < 4 ? variant : 0);
-            for (size_t i = 0; i < n; i++) {
-                if (variant == 4)
-                    cd[i].logit = i % 2 ? -0.0f : 0.0f;
-                r = r * 6364136223846793005ull + 1442695040888963407ull;
-                wo[i] = variant == 2 ? (1ull << 62) - (i & 1) : r >> 2;
-            }
-            uint64_t cuts[5] = {0, UINT64_MAX, 0, 0, sift__ckey(0.0f, 31)};
-            if (n) {
-                cuts[2] = sift__ckey(cd[n / 2].logit, cd[n / 2].id);
-                cuts[3] = sift__ckey(cd[n / 5].logit, cd[n / 5].id);
-            }
-            for (int q = 0; q < 5; q++) {
-                size_t kw = 0;
-                sift__u128 sum = {0, 0};
-                for (size_t i = 0; i < n; i++)
-                    if (sift__ckey(cd[i].logit, cd[i].id) >= cuts[q]) {
-                        want[kw++] = cd[i];
-                        sum = sift__u128_add64(sum, wo[i]);
-                    }
-                for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
-                    memcpy(got, cd, n * sizeof *cd);
-                    memcpy(wg, wo, n * sizeof *wo);
-                    sift__arr a = {got, n, (int32_t)n + 1, SIFT__ORDER_NONE, 0};
-                    sift__u128 kept = sift__arr_keep_ge_w_at(l, &a, cuts[q], wg);
-                    ck_assert_uint_eq(a.n, kw);
-                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
-                    for (size_t i = 0; i < kw; i++)
-                        ck_assert_uint_eq(wg[i], wo[n - (size_t)got[i].id]);
-                    ck_assert_uint_eq(kept.lo, sum.lo);
-                    ck_assert_uint_eq(kept.hi, sum.hi);
-                }
-            }
-        }
-    }
-}
-END_TEST
-
 /* qsort's comparison for canonical order (the largest key first). */
 static int canon_cmp_for_test(const void *x, const void *y)
 {
@@ -1191,16 +1141,19 @@ static int canon_cmp_for_test(const void *x, const void *y)
     return sift__canon_before(a, b) ? -1 : sift__canon_before(b, a);
 }
 
-/* The cut that moves float weights (top_p's float carry) keeps the
- * plain loop's candidates in order, each with its own weight, and sums
- * the kept weights in double within the roundings of at most n additions
- * per term, at every level: the cases above, in id order and in
- * canonical order. */
-START_TEST(test_the_key_cut_moves_the_float_weights_at_every_level)
+/* The cuts that move weights (top_p's, for the dist after it: exact
+ * weights, and float ones after its float cut) keep the plain loop's
+ * candidates in order, each with its own weight, and sum the kept
+ * weights (exactly; the float ones in double within the roundings of at
+ * most n additions a term), at every level: the cases of the test above
+ * on an array in id order (the compaction path) and in canonical order
+ * (a prefix), weights up to 2^62, float weights over 40 binades. */
+START_TEST(test_the_key_cut_moves_the_weights_at_every_level)
 {
     static sift_candidate cd[300], want[300], got[300];
+    static uint64_t wo[300], wg[300];
     static float vo[300], vw[300], vg[300];
-    uint64_t r = 9119;
+    uint64_t r = 7717;
     for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
         for (int variant = 0; variant < 6; variant++) {
             typ_cands(cd, n, &r, variant < 4 ? variant : 0);
@@ -1208,9 +1161,10 @@ START_TEST(test_the_key_cut_moves_the_float_weights_at_every_level)
                 if (variant == 4)
                     cd[i].logit = i % 2 ? -0.0f : 0.0f;
                 r = r * 6364136223846793005ull + 1442695040888963407ull;
+                wo[i] = variant == 2 ? (1ull << 62) - (i & 1) : r >> 2;
                 vo[i] = variant == 2 ? 1.0f : ldexpf((float)(r >> 40) + 1.0f, -(int)(r % 40) - 24);
             }
-            if (variant == 5)
+            if (variant == 5) /* ids stay n - i: the weights follow them */
                 qsort(cd, n, sizeof *cd, canon_cmp_for_test);
             uint64_t cuts[5] = {0, UINT64_MAX, 0, 0, sift__ckey(0.0f, 31)};
             if (n) {
@@ -1219,23 +1173,38 @@ START_TEST(test_the_key_cut_moves_the_float_weights_at_every_level)
             }
             for (int q = 0; q < 5; q++) {
                 size_t kw = 0;
-                long double sum = 0.0L;
+                sift__u128 sum = {0, 0};
+                long double fsum = 0.0L;
                 for (size_t i = 0; i < n; i++)
                     if (sift__ckey(cd[i].logit, cd[i].id) >= cuts[q]) {
-                        want[kw] = cd[i];
-                        vw[kw++] = vo[i];
-                        sum += (long double)vo[i];
+                        vw[kw] = vo[n - (size_t)cd[i].id];
+                        want[kw++] = cd[i];
+                        sum = sift__u128_add64(sum, wo[n - (size_t)cd[i].id]);
+                        fsum += (long double)vo[n - (size_t)cd[i].id];
                     }
+                int order = variant == 5 ? SIFT__ORDER_CANON : SIFT__ORDER_NONE;
                 for (int l = SIFT__SIMD_SCALAR; l < SIFT__SIMD_LEVELS; l++) {
+                    for (size_t i = 0; i < n; i++) {
+                        wg[i] = wo[n - (size_t)cd[i].id];
+                        vg[i] = vo[n - (size_t)cd[i].id];
+                    }
                     memcpy(got, cd, n * sizeof *cd);
-                    memcpy(vg, vo, n * sizeof *vo);
-                    sift__arr a = {got, n, (int32_t)n + 1,
-                                   variant == 5 ? SIFT__ORDER_CANON : SIFT__ORDER_NONE, 0};
-                    double S = sift__arr_keep_ge_f_at(l, &a, cuts[q], vg);
+                    sift__arr a = {got, n, (int32_t)n + 1, order, 0};
+                    sift__u128 kept = sift__arr_keep_ge_w_at(l, &a, cuts[q], wg);
                     ck_assert_uint_eq(a.n, kw);
                     ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
+                    for (size_t i = 0; i < kw; i++)
+                        ck_assert_uint_eq(wg[i], wo[n - (size_t)got[i].id]);
+                    ck_assert_uint_eq(kept.lo, sum.lo);
+                    ck_assert_uint_eq(kept.hi, sum.hi);
+                    memcpy(got, cd, n * sizeof *cd);
+                    sift__arr b = {got, n, (int32_t)n + 1, order, 0};
+                    double S = sift__arr_keep_ge_f_at(l, &b, cuts[q], vg);
+                    ck_assert_uint_eq(b.n, kw);
+                    ck_assert_int_eq(memcmp(got, want, kw * sizeof *got), 0);
                     ck_assert_int_eq(memcmp(vg, vw, kw * sizeof *vg), 0);
-                    ck_assert(fabsl((long double)S - sum) <= sum * (long double)(n + 1) * 0x1p-53L);
+                    ck_assert(fabsl((long double)S - fsum) <=
+                              fsum * (long double)(n + 1) * 0x1p-53L);
                 }
             }
         }
@@ -1415,7 +1384,6 @@ Suite *tu_suite(void)
     tcase_add_test(t, test_the_logit_search_finds_the_first_equal_logit_at_every_level);
     tcase_add_test(t, test_the_key_cut_copies_the_plain_set_in_and_out_of_place);
     tcase_add_test(t, test_the_key_cut_moves_the_weights_at_every_level);
-    tcase_add_test(t, test_the_key_cut_moves_the_float_weights_at_every_level);
     tcase_add_test(t, test_the_canonical_first_is_the_largest_key);
     suite_add_tcase(s, t);
     t = tcase_create("row first");

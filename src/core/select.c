@@ -643,64 +643,6 @@ keep_ge_w_avx512(sift_candidate *c, uint64_t *w, size_t n, float cl, uint32_t ci
 }
 #endif
 
-sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t *w)
-{
-    return sift__arr_keep_ge_w_at(sift__simd()->level, a, cut, w);
-}
-
-sift__u128 sift__arr_keep_ge_w_at(int level, sift__arr *a, uint64_t cut, uint64_t *w)
-{
-    level = sift__simd_ops_at(level)->level;
-    uint64_t lo = 0, hi = 0;
-    size_t n = a->n, from = 0;
-    if (a->order == SIFT__ORDER_CANON) {
-        /* The kept ones are a prefix: their weights stay where they are. */
-        sift__arr_keep_ge(a, cut);
-    } else {
-        /* sift__keep_ge_into's test, in place, moving w[i] with c[i]. */
-        sift_candidate *c = a->c;
-        float cl;
-        uint32_t cid;
-        size_t i = 0, j = 0;
-        if (SIFT__UNLIKELY(cut_split(cut, &cl, &cid))) {
-            for (; i < n; i++) {
-                sift_candidate x = c[i];
-                uint64_t wi = w[i];
-                if (sift__ckey(x.logit, x.id) >= cut) {
-                    c[j] = x;
-                    w[j++] = wi;
-                }
-            }
-        } else {
-#ifdef SIFT__BAND_AVX512
-            if (n >= 64 && level >= SIFT__SIMD_AVX512 && keep_ge_vec_available()) {
-                i = keep_ge_w_avx512(c, w, n, cl, cid, &j, &lo, &hi);
-                from = j; /* the vector loop summed w[0..j) */
-            } else if (n >= 64 && level >= SIFT__SIMD_AVX2) {
-                i = keep_ge_w_avx2(c, w, n, cl, cid, &j, &lo, &hi);
-                from = j;
-            }
-#endif
-            for (; i < n; i++) {
-                sift_candidate x = c[i];
-                uint64_t wi = w[i];
-                int keep = (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
-                c[j] = x;
-                w[j] = wi;
-                j += (size_t)keep;
-            }
-        }
-        if (j != n)
-            a->dense = 0;
-        a->n = j;
-    }
-    for (size_t i = from; i < a->n; i++) {
-        lo += w[i] & 0xffffffffu;
-        hi += w[i] >> 32;
-    }
-    return sift__u128_halves(lo, hi);
-}
-
 #ifdef SIFT__BAND_AVX512
 /* keep_ge_avx512 with float weights, sixteen candidates a step: the same
  * masks compress vf (the stores reach vf[j..j + 16), j <= i, nothing not
@@ -770,6 +712,78 @@ __attribute__((target("avx2,popcnt"))) static size_t keep_ge_f_avx2(sift_candida
 }
 #endif
 
+/* What the vector loops of the moving cuts summed: the 32-bit halves of
+ * exact weights, or float weights in double. */
+typedef struct keep_sums {
+    uint64_t lo, hi;
+    double f;
+} keep_sums;
+
+/* sift__arr_keep_ge moving the payload p with the candidates: exact
+ * weights (sz = 8, the vector loops summing them into ks->lo and ks->hi)
+ * or float weights (sz = 4, into ks->f). Returns how many of the kept
+ * ones, from the first, the vector loops summed. Inlined with a constant
+ * sz, so the scalar loop moves one entry by one load and one store. */
+static inline size_t keep_ge_moving(int level, sift__arr *a, uint64_t cut, void *p, size_t sz,
+                                    keep_sums *ks)
+{
+    if (a->order == SIFT__ORDER_CANON) {
+        /* The kept ones are a prefix: their payload stays where it is. */
+        sift__arr_keep_ge(a, cut);
+        return 0;
+    }
+    /* sift__keep_ge_into's test, in place, moving entry i of p with c[i]
+     * (stored whether kept or not, as the loop of sift__keep_ge_into) */
+    level = sift__simd_ops_at(level)->level;
+    sift_candidate *c = a->c;
+    unsigned char *q = p;
+    size_t n = a->n, i = 0, j = 0, from = 0;
+    float cl;
+    uint32_t cid;
+    int by_key = cut_split(cut, &cl, &cid);
+#ifdef SIFT__BAND_AVX512
+    if (!by_key && n >= 64 && level >= SIFT__SIMD_AVX512 && keep_ge_vec_available()) {
+        i = sz == 8 ? keep_ge_w_avx512(c, p, n, cl, cid, &j, &ks->lo, &ks->hi)
+                    : keep_ge_f_avx512(c, p, n, cl, cid, &j, &ks->f);
+        from = j; /* the vector loop summed the first j */
+    } else if (!by_key && n >= 64 && level >= SIFT__SIMD_AVX2 &&
+               (sz == 8 || __builtin_cpu_supports("popcnt"))) {
+        i = sz == 8 ? keep_ge_w_avx2(c, p, n, cl, cid, &j, &ks->lo, &ks->hi)
+                    : keep_ge_f_avx2(c, p, n, cl, cid, &j, &ks->f);
+        from = j;
+    }
+#endif
+    for (; i < n; i++) {
+        sift_candidate x = c[i];
+        unsigned char v[8];
+        memcpy(v, q + i * sz, sz);
+        int keep = by_key ? sift__ckey(x.logit, x.id) >= cut
+                          : (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
+        c[j] = x;
+        memcpy(q + j * sz, v, sz);
+        j += (size_t)keep;
+    }
+    if (j != n)
+        a->dense = 0;
+    a->n = j;
+    return from;
+}
+
+sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t *w)
+{
+    return sift__arr_keep_ge_w_at(sift__simd()->level, a, cut, w);
+}
+
+sift__u128 sift__arr_keep_ge_w_at(int level, sift__arr *a, uint64_t cut, uint64_t *w)
+{
+    keep_sums ks = {0, 0, 0.0};
+    for (size_t i = keep_ge_moving(level, a, cut, w, sizeof *w, &ks); i < a->n; i++) {
+        ks.lo += w[i] & 0xffffffffu;
+        ks.hi += w[i] >> 32;
+    }
+    return sift__u128_halves(ks.lo, ks.hi);
+}
+
 double sift__arr_keep_ge_f(sift__arr *a, uint64_t cut, float *vf)
 {
     return sift__arr_keep_ge_f_at(sift__simd()->level, a, cut, vf);
@@ -777,53 +791,10 @@ double sift__arr_keep_ge_f(sift__arr *a, uint64_t cut, float *vf)
 
 double sift__arr_keep_ge_f_at(int level, sift__arr *a, uint64_t cut, float *vf)
 {
-    level = sift__simd_ops_at(level)->level;
-    double s = 0.0;
-    size_t n = a->n, from = 0;
-    if (a->order == SIFT__ORDER_CANON) {
-        /* The kept ones are a prefix: their weights stay where they are. */
-        sift__arr_keep_ge(a, cut);
-    } else {
-        /* sift__keep_ge_into's test, in place, moving vf[i] with c[i]. */
-        sift_candidate *c = a->c;
-        float cl;
-        uint32_t cid;
-        size_t i = 0, j = 0;
-        if (SIFT__UNLIKELY(cut_split(cut, &cl, &cid))) {
-            for (; i < n; i++) {
-                sift_candidate x = c[i];
-                float v = vf[i];
-                if (sift__ckey(x.logit, x.id) >= cut) {
-                    c[j] = x;
-                    vf[j++] = v;
-                }
-            }
-        } else {
-#ifdef SIFT__BAND_AVX512
-            if (n >= 64 && level >= SIFT__SIMD_AVX512 && keep_ge_vec_available()) {
-                i = keep_ge_f_avx512(c, vf, n, cl, cid, &j, &s);
-                from = j; /* the vector loop summed vf[0..j) */
-            } else if (n >= 64 && level >= SIFT__SIMD_AVX2 && __builtin_cpu_supports("popcnt")) {
-                i = keep_ge_f_avx2(c, vf, n, cl, cid, &j, &s);
-                from = j;
-            }
-#endif
-            for (; i < n; i++) {
-                sift_candidate x = c[i];
-                float v = vf[i];
-                int keep = (x.logit > cl) | ((x.logit == cl) & ((uint32_t)x.id <= cid));
-                c[j] = x;
-                vf[j] = v;
-                j += (size_t)keep;
-            }
-        }
-        if (j != n)
-            a->dense = 0;
-        a->n = j;
-    }
-    for (size_t i = from; i < a->n; i++)
-        s += (double)vf[i];
-    return s;
+    keep_sums ks = {0, 0, 0.0};
+    for (size_t i = keep_ge_moving(level, a, cut, vf, sizeof *vf, &ks); i < a->n; i++)
+        ks.f += (double)vf[i];
+    return ks.f;
 }
 
 void sift__arr_keep_top(sift__ctx *ctx, sift__arr *a, size_t k)

@@ -18,7 +18,6 @@
 #include "compress_avx2.h"
 #endif
 
-
 static size_t keep_ge_d_scalar(sift_candidate *c, size_t i, size_t n, size_t j, double thr)
 {
     for (; i < n; i++) {
