@@ -525,8 +525,9 @@ static inline int sift__carry_pending(const sift__ctx *ctx, const sift__arr *a)
 }
 
 /* 1 when the stage right before this one left float weights for this
- * very array (ctx->fstage, sift__fxtc_none): nothing may write ws->u64a
- * or ws->u32 before the float draw or cut takes them. */
+ * very array (ctx->fstage: sift__fxtc_none, sift__fcut_keep): nothing may
+ * write ws->u64a (nor, after XTC's test, ws->u32) before the float draw
+ * or cut takes them. */
 static inline int sift__fcarry_pending(const sift__ctx *ctx, const sift__arr *a)
 {
     return ctx->carry_armed && ctx->fstage != SIZE_MAX && ctx->fstage + 1 == ctx->stage &&
@@ -863,8 +864,9 @@ struct sift_chain {
     uint64_t n_fdraw_tries, n_fdraw;
     uint8_t fdraw_off;
     /* The takes of float weights left by the stage before (sift__fxtc_none,
-     * sift__fcut_keep), over the same steps; with carry_verify each is
-     * checked against a float pass afresh (n_carry_bad). */
+     * sift__fcut_keep), over the same steps and the slice steps a walk
+     * decided; with carry_verify each is checked against a float pass
+     * afresh (n_carry_bad). */
     uint64_t n_fcarried;
     /* For tests (0 otherwise): every take of carried weights is checked
      * against weights computed afresh (sift__carry_check), a mismatch
@@ -1099,9 +1101,11 @@ SIFT__HIDDEN sift__u128 sift__arr_keep_ge_w(sift__arr *a, uint64_t cut, uint64_t
 SIFT__HIDDEN sift__u128 sift__arr_keep_ge_w_at(int level, sift__arr *a, uint64_t cut, uint64_t *w);
 /* sift__arr_keep_ge that also moves the float weights vf (vf[i] of
  * a->c[i]) with their candidates, and returns the sum of the kept ones in
- * double (lane sums, then a tree, then the rest one by one: no term
- * passes through more than n additions). For top_p's float carry
- * (core/fdraw.c); the same array as sift__arr_keep_ge, bit for bit. */
+ * double (in id order: lane sums, then a tree, then the rest one by one;
+ * a canonical array's prefix: one by one; either way no term passes
+ * through more than n inexact additions, n the array's length before).
+ * For top_p's float carry (core/fdraw.c); the same array as
+ * sift__arr_keep_ge, bit for bit. */
 SIFT__HIDDEN double sift__arr_keep_ge_f(sift__arr *a, uint64_t cut, float *vf);
 /* sift__arr_keep_ge_f by the kernels of `level` (or the best level below
  * it this build and machine have); tests compare the levels. */

@@ -835,14 +835,17 @@ START_TEST(test_the_logit_cut_keeps_the_scalar_set_at_every_level)
 END_TEST
 
 /* min_p's count is the plain loop's at every level: the thresholds of
- * the test above, as floats (NaN counts none). */
+ * the test above, as floats, and arrays with NaN logits (an ordered
+ * compare counts none: a NaN threshold or logit). */
 START_TEST(test_the_logit_count_is_the_plain_loops_at_every_level)
 {
     static sift_candidate orig[300];
     uint64_t r = 5151;
     for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 19)) {
-        for (int variant = 0; variant < 4; variant++) {
-            typ_cands(orig, n, &r, variant);
+        for (int variant = 0; variant < 5; variant++) {
+            typ_cands(orig, n, &r, variant < 4 ? variant : 1);
+            for (size_t i = 0; variant == 4 && i < n; i += 3)
+                orig[i].logit = NAN;
             float thrs[6] = {0.0f, -0.0f, 1e-7f, -INFINITY, INFINITY, NAN};
             if (n)
                 thrs[2] = orig[n / 2].logit;

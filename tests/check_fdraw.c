@@ -768,9 +768,12 @@ START_TEST(test_xtc_back_off_is_reset_and_cloned)
 }
 END_TEST
 
+/* top_p's min_keep in the chains below (chain_pair). */
+static int32_t pair_min_keep = 1;
+
 /* Two chains alike, seeded with seed: a temperature 0.7, temp_ext
- * 0.8/0.5/1, XTC 1.0/0.1 and top_p where asked, in that order, then
- * dist; the second (*off) without the float paths. */
+ * 0.8/0.5/1, XTC 1.0/0.1 and top_p (min_keep pair_min_keep) where asked,
+ * in that order, then dist; the second (*off) without the float paths. */
 static void chain_pair(uint64_t seed, int temp, int temp_ext, int xtc, float top_p, sift_chain **on,
                        sift_chain **off)
 {
@@ -788,7 +791,7 @@ static void chain_pair(uint64_t seed, int temp, int temp_ext, int xtc, float top
         if (xtc)
             ck_assert_int_eq(sift_chain_add_xtc(c, 1.0f, 0.1f, 1, NULL), SIFT_OK);
         if (top_p < 1.0f)
-            ck_assert_int_eq(sift_chain_add_top_p(c, top_p, 1, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_add_top_p(c, top_p, pair_min_keep, NULL), SIFT_OK);
         ck_assert_int_eq(sift_chain_add_dist(c, NULL), SIFT_OK);
     }
     (*off)->fdraw_off = 1;
@@ -928,6 +931,67 @@ START_TEST(test_chains_with_and_without_the_float_draw_agree)
      * xtc (it writes their scratch) */
     chains_agree(0, 1.0f, 1, 1);
     chains_agree(0, 0.95f, 1, 1);
+}
+END_TEST
+
+/* top_p's float carry where it keeps a canonical prefix and where
+ * min_keep sets the cut: flat rows of 30,011, as above, sampled whole
+ * with top_p 0.05 and min_keep 20,000 (the cut from sift__cut_top, 20,000
+ * kept), and as complete canonical slices (the walk over the whole set
+ * keeps a prefix of a canonical array) with top_p 0.9, alone and after
+ * XTC. The same tokens and RNG as without the float paths, every take
+ * checked afresh (carry_verify), and the takes required. */
+static void carry_edges_agree(int slices, int xtc, float top_p, int32_t min_keep)
+{
+    sift_chain *on, *off;
+    pair_min_keep = min_keep;
+    chain_pair(78, 0, 0, xtc, top_p, &on, &off);
+    pair_min_keep = 1;
+    on->carry_verify = 1;
+    tu_rng r = {0xca11};
+    int32_t V = 30011;
+    float *row = malloc((size_t)V * sizeof *row);
+    sift_candidate *all = malloc((size_t)V * sizeof *all);
+    ck_assert_ptr_nonnull(row);
+    ck_assert_ptr_nonnull(all);
+    int steps = chain_steps();
+    for (int k = 0; k < steps; k++) {
+        for (int32_t i = 0; i < V; i++) {
+            row[i] = (float)(2.0 * tu_unif(&r) - 1.0);
+            all[i].id = i;
+            all[i].logit = row[i];
+        }
+        int32_t a = -1, b = -1;
+        if (slices) {
+            qsort(all, (size_t)V, sizeof *all, canon_cmp_desc);
+            sift_slice sl = {V, V, all, 0, NULL, SIFT_SLICE_CANONICAL, 0.0};
+            ck_assert_int_eq(sift_chain_sample_slice(on, &sl, &a, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_sample_slice(off, &sl, &b, NULL), SIFT_OK);
+        } else {
+            ck_assert_int_eq(sift_chain_sample(on, row, V, &a, NULL), SIFT_OK);
+            ck_assert_int_eq(sift_chain_sample(off, row, V, &b, NULL), SIFT_OK);
+        }
+        ck_assert_int_eq(a, b);
+        ck_assert(memcmp(&on->rng, &off->rng, sizeof on->rng) == 0);
+    }
+    printf("check_fdraw: %s, %stop_p %.2f (min_keep %d) + dist: %llu carried float weights "
+           "taken in %d steps, all equal\n",
+           slices ? "complete canonical slices" : "rows", xtc ? "xtc + " : "", (double)top_p,
+           (int)min_keep, (unsigned long long)on->n_fcarried, steps);
+    ck_assert_uint_eq(on->n_carry_bad, 0);
+    if (sift__fdraw_level() != SIFT__FDRAW_SCALAR)
+        ck_assert_uint_ge(on->n_fcarried, (uint64_t)steps * (xtc ? 3u : 1u) / 2);
+    free(row);
+    free(all);
+    sift_chain_free(on);
+    sift_chain_free(off);
+}
+
+START_TEST(test_top_ps_float_carry_at_min_keep_and_on_canonical_arrays)
+{
+    carry_edges_agree(0, 0, 0.05f, 20000);
+    carry_edges_agree(1, 0, 0.9f, 1);
+    carry_edges_agree(1, 1, 0.9f, 1);
 }
 END_TEST
 
@@ -1075,6 +1139,7 @@ Suite *tu_suite(void)
     tcase_add_test(td, test_xtc_back_off_is_reset_and_cloned);
     tcase_add_test(td, test_slices_with_xtc_agree_with_and_without_the_float_paths);
     tcase_add_test(td, test_chains_with_and_without_the_float_draw_agree);
+    tcase_add_test(td, test_top_ps_float_carry_at_min_keep_and_on_canonical_arrays);
     tcase_add_test(td, test_soak_the_float_paths_against_the_exact_prefixes);
     suite_add_tcase(s, td);
     return s;

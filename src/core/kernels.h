@@ -1,5 +1,6 @@
 /*
- * kernels.h - row kernels of the whole-row step (core/kernels.c), each
+ * kernels.h - row kernels of the whole-row step (core/kernels.c,
+ * core/gather.c, core/threshold.c), each
  * with a scalar twin that gives the same bits, chosen by the run-time
  * dispatch of core/simd.h. Used by src/core/ and by the samplers that
  * read a whole row (top_n_sigma.c, typical.c, mirostat.c, adaptive_p.c).

@@ -421,6 +421,7 @@ static sift_status sample_slice_impl(sift_chain *c, const sift_slice *sl, int32_
             return s;
         if (!resampled)
             c->n_slice_decided++;
+        c->n_fcarried += ctx.fcarry_used;
         c->rng = rng;
         c->last_V = sl->n_vocab;
         c->settle_due = 1;
